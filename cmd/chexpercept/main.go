@@ -1,0 +1,68 @@
+// Command chexpercept builds, evaluates and reports CheXpercept-style
+// benchmarks of lesion perception in chest radiographs.
+//
+// The command layer is thin: each subcommand lives in its own file, parses
+// flags and calls into the domain packages under internal/. Subcommands
+// register themselves with addCommand from an init function so that files
+// can be added without editing a central list.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a process exit status through cobra's error return.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withExit wraps err so that main exits with code. A nil err stays nil.
+func withExit(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// silentExit ends the process with code without printing anything more;
+// the command has already reported what went wrong.
+func silentExit(code int) error { return &exitError{code: code, err: errSilent} }
+
+var errSilent = errors.New("")
+
+var rootCmd = &cobra.Command{
+	Use:           "chexpercept",
+	Short:         "Build, evaluate and report CheXpercept-style chest X-ray lesion-perception benchmarks",
+	SilenceUsage:  true,
+	SilenceErrors: true,
+}
+
+var pendingCommands []*cobra.Command
+
+// addCommand registers a subcommand; called from init functions.
+func addCommand(c *cobra.Command) { pendingCommands = append(pendingCommands, c) }
+
+func main() {
+	rootCmd.AddCommand(pendingCommands...)
+	err := rootCmd.Execute()
+	if err == nil {
+		return
+	}
+	code := 2
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if !errors.Is(err, errSilent) {
+		fmt.Fprintln(os.Stderr, "chexpercept:", err)
+	}
+	os.Exit(code)
+}
