@@ -1,0 +1,282 @@
+// Package buildcfg is the configuration of `chexpercept sample` and
+// `chexpercept build` (spec build.md §2.5): every key with its default,
+// loaded from a YAML file in which unknown keys and wrongly typed values are
+// errors. Command-line flags override the file; the file overrides the
+// defaults.
+//
+// Keys marked FP in the spec change a case's result and enter the case
+// fingerprint; FingerprintKeys lists them.
+package buildcfg
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config holds every configurable key. YAML names are the spec's keys.
+type Config struct {
+	Seed    uint64   `yaml:"seed"`
+	Workers int      `yaml:"workers"`
+	Lesions []string `yaml:"lesions"`
+
+	MimicLayout      string  `yaml:"mimic_layout"`
+	ILSSplit         string  `yaml:"ils_split"`
+	ChexmaskIDColumn string  `yaml:"chexmask_id_column"` // "" = first present of dicom_id, ImageID, image_id
+	ChexmaskMinRCA   float64 `yaml:"chexmask_min_rca"`
+
+	SamplingOrder                      string `yaml:"sampling_order"`
+	MaxPositiveCandidates              int    `yaml:"max_positive_candidates"`
+	MaxNegativeCandidates              int    `yaml:"max_negative_candidates"`
+	ExcludePositiveImagesFromNegatives bool   `yaml:"exclude_positive_images_from_negatives"`
+
+	LF int `yaml:"lf"`
+	RF int `yaml:"rf"`
+	RR int `yaml:"rr"`
+	// NoDeformationRatio overrides rf/(rf+rr) per lesion.
+	NoDeformationRatio map[string]float64 `yaml:"no_deformation_ratio"`
+
+	HeartLesions          []string `yaml:"heart_lesions"`
+	DirectPhrasingLesions []string `yaml:"direct_phrasing_lesions"`
+
+	MinComponentPx int `yaml:"min_component_px"`
+	CleanupRadius  int `yaml:"cleanup_radius"`
+	LungTouchPx    int `yaml:"lung_touch_px"`
+
+	LungOverlapMin   float64 `yaml:"lung_overlap_min"`
+	RegionOverlapMin float64 `yaml:"region_overlap_min"`
+
+	ForceContractionRegionRatio float64 `yaml:"force_contraction_region_ratio"`
+	ForceContractionLungRatio   float64 `yaml:"force_contraction_lung_ratio"`
+	ForceExpansionRegionRatio   float64 `yaml:"force_expansion_region_ratio"`
+
+	DepthLung              int `yaml:"depth_lung"`
+	DepthHeart             int `yaml:"depth_heart"`
+	HeartZonesMax          int `yaml:"heart_zones_max"`
+	SequentialAnatomiesMax int `yaml:"sequential_anatomies_max"`
+
+	RingIterationsExpansion   int `yaml:"ring_iterations_expansion"`
+	RingIterationsContraction int `yaml:"ring_iterations_contraction"`
+
+	PointWidths           []int `yaml:"point_widths"`
+	FakePointWidths       []int `yaml:"fake_point_widths"`
+	PointSpacingPx        int   `yaml:"point_spacing_px"`
+	PointSeparationPx     int   `yaml:"point_separation_px"`
+	FakePointSeparationPx int   `yaml:"fake_point_separation_px"`
+
+	AnatomyTries      int `yaml:"anatomy_tries"`
+	CatalogueAttempts int `yaml:"catalogue_attempts"`
+	SequentialRetries int `yaml:"sequential_retries"`
+
+	GeoSigma              float64 `yaml:"geo_sigma"`
+	GeoAlpha              float64 `yaml:"geo_alpha"`
+	GeoGradientPercentile float64 `yaml:"geo_gradient_percentile"`
+	GeoRadiusFactor       float64 `yaml:"geo_radius_factor"`
+	GeoWindow             int     `yaml:"geo_window"`
+
+	OrganicMargin    float64    `yaml:"organic_margin"`
+	OrganicAxisRange [2]float64 `yaml:"organic_axis_range"`
+	OrganicCells     []int      `yaml:"organic_cells"`
+	OrganicWeights   []float64  `yaml:"organic_weights"`
+
+	DeformSmoothRadius int `yaml:"deform_smooth_radius"`
+	DeformMinPiecePx   int `yaml:"deform_min_piece_px"`
+
+	MinChangePx           int     `yaml:"min_change_px"`
+	MinChangeFrac         float64 `yaml:"min_change_frac"`
+	MaxIoU                float64 `yaml:"max_iou"`
+	RequireCenterInChange bool    `yaml:"require_center_in_change"`
+	MinMarkerSeparation   int     `yaml:"min_marker_separation"`
+
+	FakeMasksPerCall     int `yaml:"fake_masks_per_call"`
+	FakeMaskFailures     int `yaml:"fake_mask_failures"`
+	FakeDepthEscalations int `yaml:"fake_depth_escalations"`
+
+	FakePointsWanted   int `yaml:"fake_points_wanted"`
+	FakePointsPerDraw  int `yaml:"fake_points_per_draw"`
+	FakePointSpacingPx int `yaml:"fake_point_spacing_px"`
+	FakeFallbackMaxPx  int `yaml:"fake_fallback_max_px"`
+
+	MaxPoints        int `yaml:"max_points"`
+	QAPointSpacingPx int `yaml:"qa_point_spacing_px"`
+
+	RevisionDistractors        int  `yaml:"revision_distractors"`
+	RequireFourRevisionOptions bool `yaml:"require_four_revision_options"`
+	RevisionGroupCap           int  `yaml:"revision_group_cap"`
+
+	DefaultMorphSize       int `yaml:"default_morph_size"`
+	DefaultMorphIterations int `yaml:"default_morph_iterations"`
+}
+
+// AllLesions is the spec's lesion order (build.md §3).
+var AllLesions = []string{"cardiomegaly", "consolidation", "edema", "atelectasis", "pneumonia", "opacity", "effusion"}
+
+// Default returns the configuration with every default of build.md §2.5.
+func Default() Config {
+	return Config{
+		Seed:                        0,
+		Workers:                     runtime.NumCPU(),
+		Lesions:                     append([]string(nil), AllLesions...),
+		MimicLayout:                 "jpg_tree",
+		ILSSplit:                    "train",
+		SamplingOrder:               "shuffle",
+		MaxPositiveCandidates:       3000,
+		MaxNegativeCandidates:       100,
+		LF:                          100,
+		RF:                          100,
+		RR:                          100,
+		NoDeformationRatio:          map[string]float64{},
+		HeartLesions:                []string{"cardiomegaly"},
+		DirectPhrasingLesions:       []string{"opacity", "consolidation"},
+		MinComponentPx:              1000,
+		CleanupRadius:               5,
+		LungTouchPx:                 2,
+		LungOverlapMin:              0.01,
+		RegionOverlapMin:            0.2,
+		ForceContractionRegionRatio: 0.75,
+		ForceContractionLungRatio:   0.7,
+		ForceExpansionRegionRatio:   0.5,
+		DepthLung:                   2,
+		DepthHeart:                  1,
+		HeartZonesMax:               3,
+		SequentialAnatomiesMax:      3,
+		RingIterationsExpansion:     2,
+		RingIterationsContraction:   1,
+		PointWidths:                 []int{2, 3, 4},
+		FakePointWidths:             []int{3, 4, 5},
+		PointSpacingPx:              30,
+		PointSeparationPx:           50,
+		FakePointSeparationPx:       100,
+		AnatomyTries:                3,
+		CatalogueAttempts:           10,
+		SequentialRetries:           10,
+		GeoSigma:                    2.0,
+		GeoAlpha:                    4,
+		GeoGradientPercentile:       0.99,
+		GeoRadiusFactor:             1.25,
+		GeoWindow:                   256,
+		OrganicMargin:               16,
+		OrganicAxisRange:            [2]float64{0.5, 1.5},
+		OrganicCells:                []int{32, 16, 8},
+		OrganicWeights:              []float64{1, 0.5, 0.25},
+		DeformSmoothRadius:          3,
+		DeformMinPiecePx:            1000,
+		MinChangePx:                 1500,
+		MinChangeFrac:               0.03,
+		MaxIoU:                      0.97,
+		RequireCenterInChange:       true,
+		MinMarkerSeparation:         30,
+		FakeMasksPerCall:            4,
+		FakeMaskFailures:            10,
+		FakeDepthEscalations:        3,
+		FakePointsWanted:            2,
+		FakePointsPerDraw:           5,
+		FakePointSpacingPx:          100,
+		FakeFallbackMaxPx:           300,
+		MaxPoints:                   8,
+		QAPointSpacingPx:            100,
+		RevisionDistractors:         3,
+		RequireFourRevisionOptions:  true,
+		RevisionGroupCap:            10000,
+		DefaultMorphSize:            5,
+		DefaultMorphIterations:      3,
+	}
+}
+
+// Load reads a YAML configuration file over the defaults. Unknown keys and
+// wrongly typed values are errors naming the file and the key.
+func Load(path string) (Config, error) {
+	cfg := Default()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		if err.Error() == "EOF" {
+			return cfg, cfg.Validate()
+		}
+		return cfg, fmt.Errorf("config %s: %s", path, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Validate checks values that YAML typing cannot.
+func (c *Config) Validate() error {
+	known := map[string]bool{}
+	for _, l := range AllLesions {
+		known[l] = true
+	}
+	for _, l := range c.Lesions {
+		if !known[l] {
+			return fmt.Errorf("lesions: %q is not one of the seven lesions", l)
+		}
+	}
+	for l, r := range c.NoDeformationRatio {
+		if !known[l] {
+			return fmt.Errorf("no_deformation_ratio: %q is not one of the seven lesions", l)
+		}
+		if r < 0 || r > 1 {
+			return fmt.Errorf("no_deformation_ratio.%s: %v is outside [0, 1]", l, r)
+		}
+	}
+	switch c.MimicLayout {
+	case "jpg_tree", "flat_png":
+	default:
+		return fmt.Errorf("mimic_layout: %q is not jpg_tree or flat_png", c.MimicLayout)
+	}
+	switch c.SamplingOrder {
+	case "shuffle", "file_order":
+	default:
+		return fmt.Errorf("sampling_order: %q is not shuffle or file_order", c.SamplingOrder)
+	}
+	if c.LF < 0 || c.RF < 0 || c.RR < 0 {
+		return fmt.Errorf("lf, rf, rr must not be negative")
+	}
+	if len(c.PointWidths) == 0 || len(c.FakePointWidths) == 0 {
+		return fmt.Errorf("point_widths and fake_point_widths must not be empty")
+	}
+	if len(c.OrganicCells) != len(c.OrganicWeights) {
+		return fmt.Errorf("organic_cells and organic_weights must have the same length")
+	}
+	return nil
+}
+
+// RFRatio is the revision-free share for a lesion (build.md §3).
+func (c *Config) RFRatio(lesion string) float64 {
+	if r, ok := c.NoDeformationRatio[lesion]; ok {
+		return r
+	}
+	if c.RF+c.RR == 0 {
+		return 0
+	}
+	return float64(c.RF) / float64(c.RF+c.RR)
+}
+
+// IsHeartLesion reports whether lesion is heart-type (no lung regions, no
+// attribute stage).
+func (c *Config) IsHeartLesion(lesion string) bool {
+	for _, l := range c.HeartLesions {
+		if l == lesion {
+			return true
+		}
+	}
+	return false
+}
+
+// NonFingerprintKeys are the keys that only decide which cases are sampled
+// or how the build runs; every other key enters the case fingerprint.
+var NonFingerprintKeys = map[string]bool{
+	"workers": true, "lesions": true, "mimic_layout": true, "ils_split": true,
+	"sampling_order": true, "max_positive_candidates": true, "max_negative_candidates": true,
+	"exclude_positive_images_from_negatives": true, "lf": true, "rf": true, "rr": true,
+	"no_deformation_ratio": true,
+}
