@@ -20,96 +20,96 @@ import (
 
 // Config holds every configurable key. YAML names are the spec's keys.
 type Config struct {
-	Seed    uint64   `yaml:"seed"`
-	Workers int      `yaml:"workers"`
-	Lesions []string `yaml:"lesions"`
+	Seed    uint64   `yaml:"seed" json:"seed"`
+	Workers int      `yaml:"workers" json:"-"`
+	Lesions []string `yaml:"lesions" json:"lesions"`
 
-	MimicLayout      string  `yaml:"mimic_layout"`
-	ILSSplit         string  `yaml:"ils_split"`
-	ChexmaskIDColumn string  `yaml:"chexmask_id_column"` // "" = first present of dicom_id, ImageID, image_id
-	ChexmaskMinRCA   float64 `yaml:"chexmask_min_rca"`
+	MimicLayout      string  `yaml:"mimic_layout" json:"mimic_layout"`
+	ILSSplit         string  `yaml:"ils_split" json:"ils_split"`
+	ChexmaskIDColumn string  `yaml:"chexmask_id_column" json:"chexmask_id_column"` // "" = first present of dicom_id, ImageID, image_id
+	ChexmaskMinRCA   float64 `yaml:"chexmask_min_rca" json:"chexmask_min_rca"`
 
-	SamplingOrder                      string `yaml:"sampling_order"`
-	MaxPositiveCandidates              int    `yaml:"max_positive_candidates"`
-	MaxNegativeCandidates              int    `yaml:"max_negative_candidates"`
-	ExcludePositiveImagesFromNegatives bool   `yaml:"exclude_positive_images_from_negatives"`
+	SamplingOrder                      string `yaml:"sampling_order" json:"sampling_order"`
+	MaxPositiveCandidates              int    `yaml:"max_positive_candidates" json:"max_positive_candidates"`
+	MaxNegativeCandidates              int    `yaml:"max_negative_candidates" json:"max_negative_candidates"`
+	ExcludePositiveImagesFromNegatives bool   `yaml:"exclude_positive_images_from_negatives" json:"exclude_positive_images_from_negatives"`
 
-	LF int `yaml:"lf"`
-	RF int `yaml:"rf"`
-	RR int `yaml:"rr"`
+	LF int `yaml:"lf" json:"lf"`
+	RF int `yaml:"rf" json:"rf"`
+	RR int `yaml:"rr" json:"rr"`
 	// NoDeformationRatio overrides rf/(rf+rr) per lesion.
-	NoDeformationRatio map[string]float64 `yaml:"no_deformation_ratio"`
+	NoDeformationRatio map[string]float64 `yaml:"no_deformation_ratio" json:"no_deformation_ratio"`
 
-	HeartLesions          []string `yaml:"heart_lesions"`
-	DirectPhrasingLesions []string `yaml:"direct_phrasing_lesions"`
+	HeartLesions          []string `yaml:"heart_lesions" json:"heart_lesions"`
+	DirectPhrasingLesions []string `yaml:"direct_phrasing_lesions" json:"direct_phrasing_lesions"`
 
-	MinComponentPx int `yaml:"min_component_px"`
-	CleanupRadius  int `yaml:"cleanup_radius"`
-	LungTouchPx    int `yaml:"lung_touch_px"`
+	MinComponentPx int `yaml:"min_component_px" json:"min_component_px"`
+	CleanupRadius  int `yaml:"cleanup_radius" json:"cleanup_radius"`
+	LungTouchPx    int `yaml:"lung_touch_px" json:"lung_touch_px"`
 
-	LungOverlapMin   float64 `yaml:"lung_overlap_min"`
-	RegionOverlapMin float64 `yaml:"region_overlap_min"`
+	LungOverlapMin   float64 `yaml:"lung_overlap_min" json:"lung_overlap_min"`
+	RegionOverlapMin float64 `yaml:"region_overlap_min" json:"region_overlap_min"`
 
-	ForceContractionRegionRatio float64 `yaml:"force_contraction_region_ratio"`
-	ForceContractionLungRatio   float64 `yaml:"force_contraction_lung_ratio"`
-	ForceExpansionRegionRatio   float64 `yaml:"force_expansion_region_ratio"`
+	ForceContractionRegionRatio float64 `yaml:"force_contraction_region_ratio" json:"force_contraction_region_ratio"`
+	ForceContractionLungRatio   float64 `yaml:"force_contraction_lung_ratio" json:"force_contraction_lung_ratio"`
+	ForceExpansionRegionRatio   float64 `yaml:"force_expansion_region_ratio" json:"force_expansion_region_ratio"`
 
-	DepthLung              int `yaml:"depth_lung"`
-	DepthHeart             int `yaml:"depth_heart"`
-	HeartZonesMax          int `yaml:"heart_zones_max"`
-	SequentialAnatomiesMax int `yaml:"sequential_anatomies_max"`
+	DepthLung              int `yaml:"depth_lung" json:"depth_lung"`
+	DepthHeart             int `yaml:"depth_heart" json:"depth_heart"`
+	HeartZonesMax          int `yaml:"heart_zones_max" json:"heart_zones_max"`
+	SequentialAnatomiesMax int `yaml:"sequential_anatomies_max" json:"sequential_anatomies_max"`
 
-	RingIterationsExpansion   int `yaml:"ring_iterations_expansion"`
-	RingIterationsContraction int `yaml:"ring_iterations_contraction"`
+	RingIterationsExpansion   int `yaml:"ring_iterations_expansion" json:"ring_iterations_expansion"`
+	RingIterationsContraction int `yaml:"ring_iterations_contraction" json:"ring_iterations_contraction"`
 
-	PointWidths           []int `yaml:"point_widths"`
-	FakePointWidths       []int `yaml:"fake_point_widths"`
-	PointSpacingPx        int   `yaml:"point_spacing_px"`
-	PointSeparationPx     int   `yaml:"point_separation_px"`
-	FakePointSeparationPx int   `yaml:"fake_point_separation_px"`
+	PointWidths           []int `yaml:"point_widths" json:"point_widths"`
+	FakePointWidths       []int `yaml:"fake_point_widths" json:"fake_point_widths"`
+	PointSpacingPx        int   `yaml:"point_spacing_px" json:"point_spacing_px"`
+	PointSeparationPx     int   `yaml:"point_separation_px" json:"point_separation_px"`
+	FakePointSeparationPx int   `yaml:"fake_point_separation_px" json:"fake_point_separation_px"`
 
-	AnatomyTries      int `yaml:"anatomy_tries"`
-	CatalogueAttempts int `yaml:"catalogue_attempts"`
-	SequentialRetries int `yaml:"sequential_retries"`
+	AnatomyTries      int `yaml:"anatomy_tries" json:"anatomy_tries"`
+	CatalogueAttempts int `yaml:"catalogue_attempts" json:"catalogue_attempts"`
+	SequentialRetries int `yaml:"sequential_retries" json:"sequential_retries"`
 
-	GeoSigma              float64 `yaml:"geo_sigma"`
-	GeoAlpha              float64 `yaml:"geo_alpha"`
-	GeoGradientPercentile float64 `yaml:"geo_gradient_percentile"`
-	GeoRadiusFactor       float64 `yaml:"geo_radius_factor"`
-	GeoWindow             int     `yaml:"geo_window"`
+	GeoSigma              float64 `yaml:"geo_sigma" json:"geo_sigma"`
+	GeoAlpha              float64 `yaml:"geo_alpha" json:"geo_alpha"`
+	GeoGradientPercentile float64 `yaml:"geo_gradient_percentile" json:"geo_gradient_percentile"`
+	GeoRadiusFactor       float64 `yaml:"geo_radius_factor" json:"geo_radius_factor"`
+	GeoWindow             int     `yaml:"geo_window" json:"geo_window"`
 
-	OrganicMargin    float64    `yaml:"organic_margin"`
-	OrganicAxisRange [2]float64 `yaml:"organic_axis_range"`
-	OrganicCells     []int      `yaml:"organic_cells"`
-	OrganicWeights   []float64  `yaml:"organic_weights"`
+	OrganicMargin    float64    `yaml:"organic_margin" json:"organic_margin"`
+	OrganicAxisRange [2]float64 `yaml:"organic_axis_range" json:"organic_axis_range"`
+	OrganicCells     []int      `yaml:"organic_cells" json:"organic_cells"`
+	OrganicWeights   []float64  `yaml:"organic_weights" json:"organic_weights"`
 
-	DeformSmoothRadius int `yaml:"deform_smooth_radius"`
-	DeformMinPiecePx   int `yaml:"deform_min_piece_px"`
+	DeformSmoothRadius int `yaml:"deform_smooth_radius" json:"deform_smooth_radius"`
+	DeformMinPiecePx   int `yaml:"deform_min_piece_px" json:"deform_min_piece_px"`
 
-	MinChangePx           int     `yaml:"min_change_px"`
-	MinChangeFrac         float64 `yaml:"min_change_frac"`
-	MaxIoU                float64 `yaml:"max_iou"`
-	RequireCenterInChange bool    `yaml:"require_center_in_change"`
-	MinMarkerSeparation   int     `yaml:"min_marker_separation"`
+	MinChangePx           int     `yaml:"min_change_px" json:"min_change_px"`
+	MinChangeFrac         float64 `yaml:"min_change_frac" json:"min_change_frac"`
+	MaxIoU                float64 `yaml:"max_iou" json:"max_iou"`
+	RequireCenterInChange bool    `yaml:"require_center_in_change" json:"require_center_in_change"`
+	MinMarkerSeparation   int     `yaml:"min_marker_separation" json:"min_marker_separation"`
 
-	FakeMasksPerCall     int `yaml:"fake_masks_per_call"`
-	FakeMaskFailures     int `yaml:"fake_mask_failures"`
-	FakeDepthEscalations int `yaml:"fake_depth_escalations"`
+	FakeMasksPerCall     int `yaml:"fake_masks_per_call" json:"fake_masks_per_call"`
+	FakeMaskFailures     int `yaml:"fake_mask_failures" json:"fake_mask_failures"`
+	FakeDepthEscalations int `yaml:"fake_depth_escalations" json:"fake_depth_escalations"`
 
-	FakePointsWanted   int `yaml:"fake_points_wanted"`
-	FakePointsPerDraw  int `yaml:"fake_points_per_draw"`
-	FakePointSpacingPx int `yaml:"fake_point_spacing_px"`
-	FakeFallbackMaxPx  int `yaml:"fake_fallback_max_px"`
+	FakePointsWanted   int `yaml:"fake_points_wanted" json:"fake_points_wanted"`
+	FakePointsPerDraw  int `yaml:"fake_points_per_draw" json:"fake_points_per_draw"`
+	FakePointSpacingPx int `yaml:"fake_point_spacing_px" json:"fake_point_spacing_px"`
+	FakeFallbackMaxPx  int `yaml:"fake_fallback_max_px" json:"fake_fallback_max_px"`
 
-	MaxPoints        int `yaml:"max_points"`
-	QAPointSpacingPx int `yaml:"qa_point_spacing_px"`
+	MaxPoints        int `yaml:"max_points" json:"max_points"`
+	QAPointSpacingPx int `yaml:"qa_point_spacing_px" json:"qa_point_spacing_px"`
 
-	RevisionDistractors        int  `yaml:"revision_distractors"`
-	RequireFourRevisionOptions bool `yaml:"require_four_revision_options"`
-	RevisionGroupCap           int  `yaml:"revision_group_cap"`
+	RevisionDistractors        int  `yaml:"revision_distractors" json:"revision_distractors"`
+	RequireFourRevisionOptions bool `yaml:"require_four_revision_options" json:"require_four_revision_options"`
+	RevisionGroupCap           int  `yaml:"revision_group_cap" json:"revision_group_cap"`
 
-	DefaultMorphSize       int `yaml:"default_morph_size"`
-	DefaultMorphIterations int `yaml:"default_morph_iterations"`
+	DefaultMorphSize       int `yaml:"default_morph_size" json:"default_morph_size"`
+	DefaultMorphIterations int `yaml:"default_morph_iterations" json:"default_morph_iterations"`
 }
 
 // AllLesions is the spec's lesion order (build.md §3).

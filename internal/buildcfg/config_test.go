@@ -1,0 +1,58 @@
+package buildcfg
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/ojson"
+)
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name, yaml, wantErr string
+		check               func(Config) bool
+	}{
+		{"empty file keeps defaults", "", "", func(c Config) bool { return c.RF == 100 && c.MinComponentPx == 1000 }},
+		{"override", "rf: 5\nno_deformation_ratio:\n  edema: 0.25\n", "", func(c Config) bool {
+			return c.RF == 5 && c.RFRatio("edema") == 0.25 && c.RFRatio("effusion") == 5.0/105
+		}},
+		{"unknown key", "rff: 5\n", "rff", nil},
+		{"wrong type", "rf: many\n", "rf", nil},
+		{"bad lesion", "lesions: [edema, flu]\n", "flu", nil},
+		{"bad layout", "mimic_layout: tree\n", "mimic_layout", nil},
+	}
+	for _, c := range cases {
+		p := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".yaml")
+		if err := os.WriteFile(p, []byte(c.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(p)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), p) {
+				t.Errorf("%s: error %v, want one naming %q and the file", c.name, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if !c.check(cfg) {
+			t.Errorf("%s: unexpected config %+v", c.name, cfg)
+		}
+	}
+}
+
+func TestResolvedJSONOmitsWorkers(t *testing.T) {
+	b, err := ojson.EncodeCompact(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if strings.Contains(s, "workers") || !strings.Contains(s, `"min_component_px":1000`) || !strings.Contains(s, `"geo_sigma":2.0`) {
+		t.Errorf("resolved config JSON: %s", s)
+	}
+}
