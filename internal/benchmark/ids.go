@@ -1,0 +1,165 @@
+package benchmark
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Identifier patterns of format.md §2.
+var (
+	// PairIDPattern matches a pair_id: <stem>_(positive|negative)_<n>.
+	PairIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+$`)
+	// KeyIDPattern matches a key_id; group 1 is the lesion, group 2 the pair_id.
+	KeyIDPattern = regexp.MustCompile(`^(atelectasis|cardiomegaly|consolidation|edema|effusion|opacity|pneumonia)_([A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+)$`)
+	// DicomIDPattern is the MIMIC-CXR DICOM id form.
+	DicomIDPattern = regexp.MustCompile(`^[0-9a-f]{8}(-[0-9a-f]{8}){4}$`)
+	// mimicPairPattern tells MIMIC records (pair_id s<digits>_...) apart.
+	mimicPairPattern = regexp.MustCompile(`^s[0-9]+_`)
+	// OptionFilePattern is pattern P of format.md §8.4.
+	OptionFilePattern = regexp.MustCompile(`^option_([1-9][0-9]*)_mask_(answer|fake)\.png$`)
+)
+
+// IsLesion reports whether s is one of the seven lesion names.
+func IsLesion(s string) bool {
+	for _, l := range Lesions {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+// LesionOf returns the part of a key before its first underscore (the
+// whole key when it has none). It does not check the name.
+func LesionOf(key string) string {
+	if i := strings.IndexByte(key, '_'); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// ParseKeyID splits a key_id into its lesion and pair_id, checking it
+// against the full key pattern of format.md §2.
+func ParseKeyID(key string) (lesion, pairID string, err error) {
+	m := KeyIDPattern.FindStringSubmatch(key)
+	if m == nil {
+		if !IsLesion(LesionOf(key)) {
+			return "", "", fmt.Errorf("key_id %q: unknown lesion %q", key, LesionOf(key))
+		}
+		return "", "", fmt.Errorf("key_id %q does not match <lesion>_<stem>_(positive|negative)_<n>", key)
+	}
+	return m[1], m[2], nil
+}
+
+// IsMIMICPairID reports whether a pair_id has the MIMIC form s<digits>_…,
+// the only records whose dicom_id is checked (format.md §2).
+func IsMIMICPairID(pairID string) bool { return mimicPairPattern.MatchString(pairID) }
+
+// Colour is one palette entry of format.md §1.1.
+type Colour struct {
+	Name    string
+	R, G, B uint8
+}
+
+// Palette is the point-option palette, in order; option k (1-based) gets
+// Palette[(k-1)%8].
+var Palette = [8]Colour{
+	{"red", 255, 0, 0},
+	{"orange", 255, 128, 0},
+	{"yellow", 255, 255, 0},
+	{"green", 0, 255, 0},
+	{"blue", 0, 0, 255},
+	{"purple", 128, 0, 128},
+	{"pink", 255, 191, 204},
+	{"brown", 153, 77, 0},
+}
+
+// PaletteColour returns the colour of point option k (1-based).
+func PaletteColour(k int) Colour {
+	if k < 1 {
+		k = 1
+	}
+	return Palette[(k-1)%len(Palette)]
+}
+
+// IsPaletteName reports whether name is a palette colour name.
+func IsPaletteName(name string) bool {
+	for _, c := range Palette {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// NoneOption is the colour string of the final point option and the
+// answer of a point question whose answer is None.
+const NoneOption = "None"
+
+// LocationNone is the last location option.
+const LocationNone = "None of the above (options 1-3)"
+
+// DistributionOptions are the fixed distribution labels (format.md §3.5).
+var DistributionOptions = []string{"1 zone", "2 zones", "3 zones", "4 zones or more"}
+
+// YesNo are the detection and contour-eval options.
+var YesNo = []string{"Yes", "No"}
+
+// ContourEvalRelPath is contour_eval_qa.relative_path, always.
+const ContourEvalRelPath = "contour_eval_qa/xray_with_mask.png"
+
+// Ordinal returns the revision-result label of option n: "1st", "2nd",
+// "3rd", otherwise "<n>th" (protocol.md §3).
+func Ordinal(n int) string {
+	switch n {
+	case 1:
+		return "1st"
+	case 2:
+		return "2nd"
+	case 3:
+		return "3rd"
+	}
+	return strconv.Itoa(n) + "th"
+}
+
+// OrdinalMask returns "<ordinal> mask", the revision-result option text.
+func OrdinalMask(n int) string { return Ordinal(n) + " mask" }
+
+// QuestionsFor returns the number of questions asked (= model calls) for a
+// record of the given lesion and path: LF 1, RF 6, RR 9; cardiomegaly RF
+// 2, RR 5 (format.md §8.6, protocol.md §2.2).
+func QuestionsFor(lesion string, p Path) int {
+	heart := lesion == "cardiomegaly"
+	switch p {
+	case LesionFree:
+		return 1
+	case RevisionFree:
+		if heart {
+			return 2
+		}
+		return 6
+	case RevisionRequired:
+		if heart {
+			return 5
+		}
+		return 9
+	}
+	return 0
+}
+
+// Questions returns the number of questions asked for the record.
+func (r *Record) Questions() int { return QuestionsFor(r.Lesion, r.Path()) }
+
+// ImagesFor returns the number of images a record of path p has, given
+// its number of revision options (format.md §1).
+func ImagesFor(p Path, revisionOptions int) int {
+	switch p {
+	case LesionFree:
+		return 1
+	case RevisionFree:
+		return 2
+	}
+	return 2 + 1 + revisionOptions
+}

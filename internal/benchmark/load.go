@@ -1,0 +1,598 @@
+package benchmark
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/ojson"
+)
+
+// MaxJSONSize bounds the size of chexpercept.json that Load and the
+// validator accept. The released file is a few tens of MB; anything far
+// larger is not a benchmark and would only exhaust memory.
+const MaxJSONSize = 256 << 20
+
+// Benchmark is a loaded benchmark directory.
+type Benchmark struct {
+	Dir     string    // the benchmark directory as given to Load
+	Records []*Record // in file order
+	SHA256  string    // lowercase hex SHA-256 of the chexpercept.json bytes
+
+	byKey map[string]*Record
+}
+
+// Lookup returns the record with the given key_id, or nil.
+func (b *Benchmark) Lookup(keyID string) *Record { return b.byKey[keyID] }
+
+// LoadError is a Load failure: the file, the record (empty for the top
+// level), a JSON Pointer inside the file and the reason.
+type LoadError struct {
+	File    string
+	KeyID   string
+	Pointer string
+	Reason  string
+}
+
+func (e *LoadError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.KeyID != "" {
+		b.WriteString(": record ")
+		b.WriteString(e.KeyID)
+	}
+	if e.Pointer != "" {
+		b.WriteString(" at ")
+		b.WriteString(e.Pointer)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Reason)
+	return OneLine(b.String())
+}
+
+// OneLine escapes control characters (line breaks included) so that a
+// message built from file content stays on one line.
+func OneLine(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029
+}
+
+// PointerToken escapes one JSON Pointer reference token (RFC 6901).
+func PointerToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// ReadJSONFile reads dir/chexpercept.json, refusing symlinks, non-regular
+// files and files larger than MaxJSONSize.
+func ReadJSONFile(dir string) ([]byte, error) {
+	name := filepath.Join(dir, JSONName)
+	fi, err := os.Lstat(name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: missing", name)
+		}
+		return nil, err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s: is a symbolic link; refusing to follow it", name)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
+	if fi.Size() > MaxJSONSize {
+		return nil, fmt.Errorf("%s: %d bytes exceeds the %d-byte limit", name, fi.Size(), MaxJSONSize)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxJSONSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > MaxJSONSize {
+		return nil, fmt.Errorf("%s: exceeds the %d-byte limit", name, MaxJSONSize)
+	}
+	return data, nil
+}
+
+// Load reads dir/chexpercept.json. It rejects invalid JSON, duplicate
+// member names at any depth, records of the wrong shape, wrong types and
+// missing fields, with an error naming the file, the key_id, a JSON
+// Pointer and the reason. Unknown fields are ignored (the validator warns
+// about them). It does not look at images; run the validator for that.
+func Load(dir string) (*Benchmark, error) {
+	data, err := ReadJSONFile(dir)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := Decode(filepath.Join(dir, JSONName), data)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	b := &Benchmark{Dir: dir, Records: recs, SHA256: hex.EncodeToString(sum[:]), byKey: make(map[string]*Record, len(recs))}
+	for _, r := range recs {
+		b.byKey[r.KeyID] = r
+	}
+	return b, nil
+}
+
+// SHA256File returns the lowercase hex SHA-256 of a file's bytes.
+func SHA256File(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Decode parses chexpercept.json bytes into records; file names the
+// source in errors.
+func Decode(file string, data []byte) ([]*Record, error) {
+	root, err := ojson.Parse(data)
+	if err != nil {
+		return nil, &LoadError{File: file, Reason: "invalid JSON: " + err.Error()}
+	}
+	if root.Kind != ojson.KindObject {
+		return nil, &LoadError{File: file, Pointer: "/", Reason: "top level is not an object"}
+	}
+	if key, ptr, ok := findDuplicate(root, ""); ok {
+		kid := ""
+		if ptr != "" {
+			kid = strings.SplitN(ptr[1:], "/", 2)[0]
+		}
+		return nil, &LoadError{File: file, KeyID: kid, Pointer: ptr + "/" + PointerToken(key), Reason: fmt.Sprintf("duplicate member %q", key)}
+	}
+	if len(root.O) == 0 {
+		return nil, &LoadError{File: file, Reason: "no records"}
+	}
+	recs := make([]*Record, 0, len(root.O))
+	for _, m := range root.O {
+		d := &decoder{file: file, key: m.Key}
+		r := d.record(m.Key, m.Value)
+		if d.err != nil {
+			return nil, d.err
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
+}
+
+// findDuplicate returns the first duplicated member name in v and the
+// pointer of the object holding it.
+func findDuplicate(v *ojson.Value, ptr string) (key, at string, ok bool) {
+	switch v.Kind {
+	case ojson.KindObject:
+		if len(v.O) > 1 {
+			seen := make(map[string]struct{}, len(v.O))
+			for _, m := range v.O {
+				if _, dup := seen[m.Key]; dup {
+					return m.Key, ptr, true
+				}
+				seen[m.Key] = struct{}{}
+			}
+		}
+		for _, m := range v.O {
+			if k, p, ok := findDuplicate(m.Value, ptr+"/"+PointerToken(m.Key)); ok {
+				return k, p, true
+			}
+		}
+	case ojson.KindArray:
+		for i, e := range v.A {
+			if k, p, ok := findDuplicate(e, ptr+"/"+strconv.Itoa(i)); ok {
+				return k, p, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// decoder turns one record's value tree into a Record. It keeps the first
+// error and turns later calls into no-ops so the decoding code reads
+// straight through.
+type decoder struct {
+	file string
+	key  string
+	err  error
+}
+
+func (d *decoder) fail(ptr, format string, args ...any) {
+	if d.err == nil {
+		d.err = &LoadError{File: d.file, KeyID: d.key, Pointer: ptr, Reason: fmt.Sprintf(format, args...)}
+	}
+}
+
+// KindName names a JSON kind for messages.
+func KindName(v *ojson.Value) string {
+	if v == nil {
+		return "absent"
+	}
+	switch v.Kind {
+	case ojson.KindNull:
+		return "null"
+	case ojson.KindBool:
+		return "a boolean"
+	case ojson.KindNumber:
+		return "a number"
+	case ojson.KindString:
+		return "a string"
+	case ojson.KindArray:
+		return "an array"
+	case ojson.KindObject:
+		return "an object"
+	}
+	return "unknown"
+}
+
+// obj is an object being decoded; get marks fields as required.
+type obj struct {
+	d   *decoder
+	ptr string
+	v   *ojson.Value
+}
+
+func (d *decoder) object(v *ojson.Value, ptr string) *obj {
+	if v == nil || v.Kind != ojson.KindObject {
+		d.fail(ptr, "expected an object, found %s", KindName(v))
+		return &obj{d: d, ptr: ptr}
+	}
+	return &obj{d: d, ptr: ptr, v: v}
+}
+
+func (o *obj) child(key string) string { return o.ptr + "/" + PointerToken(key) }
+
+// get returns the member, failing when it is absent.
+func (o *obj) get(key string) *ojson.Value {
+	if o.v == nil || o.d.err != nil {
+		return nil
+	}
+	m := o.v.Get(key)
+	if m == nil {
+		o.d.fail(o.child(key), "missing field %q", key)
+	}
+	return m
+}
+
+func (o *obj) has(key string) bool { return o.v != nil && o.v.Get(key) != nil }
+
+func (o *obj) str(key string) string {
+	v := o.get(key)
+	if v == nil {
+		return ""
+	}
+	if v.Kind != ojson.KindString {
+		o.d.fail(o.child(key), "expected a string, found %s", KindName(v))
+		return ""
+	}
+	return v.S
+}
+
+func (o *obj) boolean(key string) bool {
+	v := o.get(key)
+	if v == nil {
+		return false
+	}
+	if v.Kind != ojson.KindBool {
+		o.d.fail(o.child(key), "expected a boolean, found %s", KindName(v))
+		return false
+	}
+	return v.B
+}
+
+// IntLiteral parses an integer literal (no fraction or exponent) that fits
+// in an int.
+func IntLiteral(v *ojson.Value) (int, bool) {
+	if v == nil || v.Kind != ojson.KindNumber || strings.ContainsAny(v.N, ".eE") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v.N)
+	return n, err == nil
+}
+
+func (d *decoder) intValue(v *ojson.Value, ptr string) int {
+	if v == nil || d.err != nil {
+		return 0
+	}
+	n, ok := IntLiteral(v)
+	if !ok {
+		if v.Kind == ojson.KindNumber {
+			d.fail(ptr, "expected an integer, found %s", v.N)
+		} else {
+			d.fail(ptr, "expected an integer, found %s", KindName(v))
+		}
+	}
+	return n
+}
+
+func (o *obj) int(key string) int { return o.d.intValue(o.get(key), o.child(key)) }
+
+func (o *obj) number(key string) string {
+	v := o.get(key)
+	if v == nil {
+		return "0"
+	}
+	if v.Kind != ojson.KindNumber {
+		o.d.fail(o.child(key), "expected a number, found %s", KindName(v))
+		return "0"
+	}
+	return v.N
+}
+
+func (d *decoder) array(v *ojson.Value, ptr string) []*ojson.Value {
+	if v == nil || d.err != nil {
+		return nil
+	}
+	if v.Kind != ojson.KindArray {
+		d.fail(ptr, "expected an array, found %s", KindName(v))
+		return nil
+	}
+	return v.A
+}
+
+func (d *decoder) strings(v *ojson.Value, ptr string) []string {
+	a := d.array(v, ptr)
+	out := make([]string, 0, len(a))
+	for i, e := range a {
+		if e.Kind != ojson.KindString {
+			d.fail(ptr+"/"+strconv.Itoa(i), "expected a string, found %s", KindName(e))
+			return nil
+		}
+		out = append(out, e.S)
+	}
+	return out
+}
+
+func (o *obj) strs(key string) []string { return o.d.strings(o.get(key), o.child(key)) }
+
+func (o *obj) ints(key string) []int {
+	ptr := o.child(key)
+	a := o.d.array(o.get(key), ptr)
+	out := make([]int, 0, len(a))
+	for i, e := range a {
+		out = append(out, o.d.intValue(e, ptr+"/"+strconv.Itoa(i)))
+	}
+	return out
+}
+
+func (o *obj) namedMasks(key string) NamedMasks {
+	sub := o.d.object(o.get(key), o.child(key))
+	if sub.v == nil {
+		return nil
+	}
+	out := make(NamedMasks, 0, len(sub.v.O))
+	for _, m := range sub.v.O {
+		out = append(out, NamedMaskList{Component: m.Key, Masks: o.d.strings(m.Value, sub.child(m.Key))})
+	}
+	return out
+}
+
+func (d *decoder) record(key string, v *ojson.Value) *Record {
+	ptr := "/" + PointerToken(key)
+	lesion, pairID, err := ParseKeyID(key)
+	if err != nil {
+		d.fail(ptr, "%v", err)
+		return nil
+	}
+	o := d.object(v, ptr)
+	if o.v == nil {
+		return nil
+	}
+	r := &Record{KeyID: key, Lesion: lesion}
+	r.Detection = d.yesNo(o.get("detection_qa"), o.child("detection_qa"))
+	r.PairID = o.str("pair_id")
+	if d.err == nil && r.PairID != pairID {
+		d.fail(o.child("pair_id"), "pair_id %q differs from the key's %q", r.PairID, pairID)
+	}
+	if dv := o.get("dicom_id"); dv != nil {
+		switch dv.Kind {
+		case ojson.KindNull:
+		case ojson.KindString:
+			s := dv.S
+			r.DicomID = &s
+		default:
+			d.fail(o.child("dicom_id"), "expected a string or null, found %s", KindName(dv))
+		}
+	}
+	if d.err != nil {
+		return nil
+	}
+	if r.Detection.Answer != "Yes" {
+		return r // lesion-free: other fields are ignored
+	}
+	r.Contour = d.contour(o.get("contour_qa"), o.child("contour_qa"))
+	if d.err != nil {
+		return nil
+	}
+	if r.IsHeartType() {
+		// The key should be present and null; an omitted key is written
+		// back as null, which is the spec's form.
+		if av := o.v.Get("attribute_extraction_qa"); av != nil && av.Kind != ojson.KindNull {
+			d.fail(o.child("attribute_extraction_qa"), "must be null for cardiomegaly, found %s", KindName(av))
+		}
+		r.AttributesNull = true
+	} else {
+		r.Attributes = d.attributes(o.get("attribute_extraction_qa"), o.child("attribute_extraction_qa"))
+	}
+	if rs := o.v.Get("revision_sequential_qa"); rs != nil && d.err == nil {
+		r.RevisionSequential = ojson.MarshalCompact(rs)
+	}
+	if d.err != nil {
+		return nil
+	}
+	return r
+}
+
+func (d *decoder) yesNo(v *ojson.Value, ptr string) YesNoQA {
+	o := d.object(v, ptr)
+	return YesNoQA{
+		Question:      o.str("question"),
+		AnswerOptions: o.strs("answer_options"),
+		Answer:        o.str("answer"),
+		AnswerIndex:   o.int("answer_index"),
+	}
+}
+
+func (d *decoder) contour(v *ojson.Value, ptr string) *ContourQA {
+	o := d.object(v, ptr)
+	c := &ContourQA{
+		NoDeformation:       o.boolean("no_deformation"),
+		InitialContext:      o.str("initial_context"),
+		RevisionBeforeMasks: o.strs("revision_before_masks"),
+		RevisionAfterMasks:  o.strs("revision_after_masks"),
+		TrueMasks:           o.namedMasks("true_masks"),
+		FakeMasks:           o.namedMasks("fake_masks"),
+	}
+	if tc := o.get("true_combination"); tc != nil && tc.Kind != ojson.KindNull {
+		c.TrueCombination = d.strings(tc, o.child("true_combination"))
+	}
+	fcPtr := o.child("fake_combinations")
+	for i, e := range d.array(o.get("fake_combinations"), fcPtr) {
+		c.FakeCombinations = append(c.FakeCombinations, d.strings(e, fcPtr+"/"+strconv.Itoa(i)))
+	}
+	if c.FakeCombinations == nil {
+		c.FakeCombinations = [][]string{}
+	}
+	cePtr := o.child("contour_eval_qa")
+	ce := d.object(o.get("contour_eval_qa"), cePtr)
+	c.ContourEval = ContourEvalQA{YesNoQA: d.yesNo(ce.v, cePtr), RelativePath: ce.str("relative_path")}
+	c.Expansion = d.pointQA(o.get("contour_revision_qa_expansion"), o.child("contour_revision_qa_expansion"))
+	c.Contraction = d.pointQA(o.get("contour_revision_qa_contraction"), o.child("contour_revision_qa_contraction"))
+	c.RevisionResult = d.revisionQA(o.get("contour_revision_qa_revision_result"), o.child("contour_revision_qa_revision_result"))
+	return c
+}
+
+func (d *decoder) pointQA(v *ojson.Value, ptr string) PointQA {
+	o := d.object(v, ptr)
+	q := PointQA{Question: o.str("question")}
+	aoPtr := o.child("answer_options")
+	for i, e := range d.array(o.get("answer_options"), aoPtr) {
+		ep := aoPtr + "/" + strconv.Itoa(i)
+		eo := d.object(e, ep)
+		opt := PointOption{}
+		if pv := eo.get("point"); pv != nil && pv.Kind != ojson.KindNull {
+			xy := d.array(pv, eo.child("point"))
+			if d.err == nil && len(xy) != 2 {
+				d.fail(eo.child("point"), "expected [x, y], found %d elements", len(xy))
+			}
+			if d.err == nil {
+				p := [2]int{d.intValue(xy[0], eo.child("point")+"/0"), d.intValue(xy[1], eo.child("point")+"/1")}
+				opt.Point = &p
+			}
+		}
+		opt.Color = eo.str("color")
+		q.AnswerOptions = append(q.AnswerOptions, opt)
+	}
+	q.Answer = o.str("answer")
+	q.AnswerIndex = d.indexList(o, "answer_index")
+	return q
+}
+
+// indexList decodes a multi-select answer_index, which must be a list.
+func (d *decoder) indexList(o *obj, key string) []int {
+	if v := o.get(key); v != nil && v.Kind != ojson.KindArray {
+		d.fail(o.child(key), "expected a list of integers (multi-select), found %s", KindName(v))
+		return nil
+	}
+	return o.ints(key)
+}
+
+func (d *decoder) revisionQA(v *ojson.Value, ptr string) RevisionQA {
+	o := d.object(v, ptr)
+	q := RevisionQA{Question: o.str("question")}
+	aoPtr := o.child("answer_options")
+	for i, e := range d.array(o.get("answer_options"), aoPtr) {
+		eo := d.object(e, aoPtr+"/"+strconv.Itoa(i))
+		q.AnswerOptions = append(q.AnswerOptions, RevisionOption{
+			Type:         eo.str("type"),
+			Masks:        eo.strs("masks"),
+			RelativePath: eo.str("relative_path"),
+		})
+	}
+	q.Answer = o.str("answer")
+	q.AnswerIndex = o.int("answer_index")
+	return q
+}
+
+// Attribute keys in written order (format.md §3.5).
+const (
+	AttrDistribution = "distribution"
+	AttrLocation     = "location"
+	AttrSeverity     = "severity/measurement"
+	AttrComparison   = "comparison"
+)
+
+func (d *decoder) attributes(v *ojson.Value, ptr string) *AttributeQA {
+	if v != nil && v.Kind == ojson.KindNull {
+		d.fail(ptr, "must be an object for a positive non-cardiomegaly record, found null")
+		return nil
+	}
+	o := d.object(v, ptr)
+	a := &AttributeQA{}
+	{
+		s := d.object(o.get(AttrDistribution), o.child(AttrDistribution))
+		a.Distribution = DistributionQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
+			Answer: s.str("answer"), AnswerIndex: s.int("answer_index"), AnswerZones: s.strs("answer_zones")}
+	}
+	{
+		s := d.object(o.get(AttrLocation), o.child(AttrLocation))
+		a.Location = LocationQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
+			Answer: s.str("answer")}
+		a.Location.AnswerIndex = d.indexList(s, "answer_index")
+		a.Location.AnswerZones = s.strs("answer_zones")
+	}
+	{
+		s := d.object(o.get(AttrSeverity), o.child(AttrSeverity))
+		a.Severity = SeverityQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
+			Answer: s.str("answer"), AnswerIndex: s.int("answer_index"), OverlapRatio: s.number("overlap_ratio"),
+			SelectedLung: s.str("selected_lung")}
+	}
+	{
+		s := d.object(o.get(AttrComparison), o.child(AttrComparison))
+		a.Comparison = ComparisonQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
+			Answer: s.str("answer"), AnswerIndex: s.int("answer_index"), LeftSize: s.int("left_size"),
+			RightSize: s.int("right_size"), LeftHasOverlap: s.boolean("left_has_overlap"),
+			RightHasOverlap: s.boolean("right_has_overlap")}
+	}
+	return a
+}
+
+// Questions returns the number of questions (= model calls) the
+// benchmark asks (format.md §8.6).
+func (b *Benchmark) Questions() int {
+	n := 0
+	for _, r := range b.Records {
+		n += r.Questions()
+	}
+	return n
+}

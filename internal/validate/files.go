@@ -1,0 +1,373 @@
+package validate
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"image/png"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+)
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// leftover reports names left by an interrupted write.
+func leftover(name string) bool {
+	return strings.HasPrefix(name, ".staging-") || strings.Contains(name, ".tmp-")
+}
+
+// checkFiles runs §8.4 (file part) and §8.5 over the record folders.
+func checkFiles(root string, recs []*recInfo, opt Options) []Finding {
+	var top sink
+	imgDir := filepath.Join(root, benchmark.ImagesDir)
+	fi, err := os.Lstat(imgDir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		top.add(Error, "missing_file", "", benchmark.ImagesDir+"/", "the chexpercept/ image directory is absent")
+		return top.f
+	case err != nil:
+		top.add(Error, "missing_file", "", benchmark.ImagesDir+"/", "cannot stat chexpercept/: %v", err)
+		return top.f
+	case fi.Mode()&os.ModeSymlink != 0:
+		top.add(Error, "symlink", "", benchmark.ImagesDir+"/", "chexpercept/ is a symbolic link; it is not followed")
+		return top.f
+	case !fi.IsDir():
+		top.add(Error, "missing_file", "", benchmark.ImagesDir+"/", "chexpercept/ is not a directory")
+		return top.f
+	}
+	ents, err := os.ReadDir(imgDir)
+	if err != nil {
+		top.add(Error, "missing_file", "", benchmark.ImagesDir+"/", "cannot list chexpercept/: %v", err)
+		return top.f
+	}
+	byName := make(map[string]fs.DirEntry, len(ents))
+	for _, e := range ents {
+		byName[e.Name()] = e
+	}
+
+	// Record folders in parallel; findings stay in record order.
+	results := make([]sink, len(recs))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range workers(opt) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				checkRecordFiles(imgDir, recs[i], byName, opt, &results[i])
+			}
+		}()
+	}
+	claimed := make(map[string]bool, len(recs))
+	for i, r := range recs {
+		if !r.counted {
+			continue
+		}
+		claimed[r.key] = true
+		if !r.skipFiles {
+			jobs <- i
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	for _, s := range results {
+		top.f = append(top.f, s.f...)
+	}
+
+	var names []string
+	for n := range byName {
+		if !claimed[n] {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		e := byName[n]
+		loc := benchmark.ImagesDir + "/" + n
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			top.add(Error, "symlink", "", loc, "symbolic link inside chexpercept/; it is not followed")
+		case leftover(n):
+			top.add(Warning, "unexpected_file", "", loc, "leftover of an interrupted write")
+		case e.IsDir():
+			top.add(Warning, "orphan_folder", "", loc, "folder has no record in chexpercept.json")
+		default:
+			top.add(Warning, "unexpected_file", "", loc, "stray entry in chexpercept/")
+		}
+	}
+	return top.f
+}
+
+// imageKind says which colour models an image may have.
+type imageKind int
+
+const (
+	rgbImage    imageKind = iota // 8-bit RGB
+	pointsImage                  // 8-bit RGB or RGBA
+)
+
+// checkRecordFiles checks one record folder.
+func checkRecordFiles(imgDir string, r *recInfo, byName map[string]fs.DirEntry, opt Options, s *sink) {
+	key := r.key
+	base := benchmark.ImagesDir + "/" + key
+	e, ok := byName[key]
+	switch {
+	case !ok:
+		s.add(Error, "missing_folder", key, base+"/", "record folder is absent")
+		return
+	case e.Type()&fs.ModeSymlink != 0:
+		s.add(Error, "symlink", key, base, "record folder is a symbolic link; it is not followed")
+		return
+	case !e.IsDir():
+		s.add(Error, "missing_folder", key, base, "record folder is not a directory")
+		return
+	}
+
+	// Expected files (relative to the record folder) and their kinds.
+	want := map[string]imageKind{benchmark.XrayRel: rgbImage}
+	if r.path != benchmark.LesionFree && r.ceRel != "" {
+		want[r.ceRel] = rgbImage
+	}
+	optDir := ""
+	if r.path == benchmark.RevisionRequired && !r.contourUnknown {
+		want[benchmark.PointsRel] = pointsImage
+		optDir = benchmark.RevisionDir
+		for _, o := range r.options {
+			if o.file != "" {
+				want[optDir+"/"+o.file] = rgbImage
+			}
+		}
+	}
+	wantDir := map[string]bool{}
+	for p := range want {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			wantDir[d] = true
+		}
+	}
+	if r.path == benchmark.RevisionRequired && !r.contourUnknown {
+		wantDir[benchmark.RevisionDir] = true
+	}
+
+	found := map[string]bool{}
+	blocked := map[string]bool{} // expected dirs that are links or not dirs
+	var optFiles []string
+	var walk func(rel string)
+	walk = func(rel string) {
+		dir := filepath.Join(imgDir, key, filepath.FromSlash(rel))
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			s.add(Error, "not_regular_file", key, base+"/"+rel, "cannot list directory: %v", err)
+			blocked[rel] = true
+			return
+		}
+		for _, e := range ents {
+			name := e.Name()
+			p := name
+			if rel != "" {
+				p = rel + "/" + name
+			}
+			loc := base + "/" + p
+			switch {
+			case e.Type()&fs.ModeSymlink != 0:
+				s.add(Error, "symlink", key, loc, "symbolic link; it is not followed")
+				blocked[p] = true
+				found[p] = true
+			case leftover(name):
+				s.add(Warning, "unexpected_file", key, loc, "leftover of an interrupted write")
+			case r.contourUnknown && p == benchmark.ContourDir:
+				// contour_qa could not be read, so nothing is known about
+				// what this folder should hold.
+			case e.IsDir():
+				if wantDir[p] {
+					walk(p)
+				} else if _, isFile := want[p]; isFile {
+					s.add(Error, "not_regular_file", key, loc, "expected an image file, found a directory")
+					found[p] = true
+				} else {
+					s.add(Warning, "unexpected_file", key, loc, "unexpected folder for a %s record", r.path)
+				}
+			default:
+				if rel == optDir && strings.HasPrefix(name, "option_") {
+					optFiles = append(optFiles, name)
+				}
+				kind, isWanted := want[p]
+				if !isWanted {
+					if rel == optDir && strings.HasPrefix(name, "option_") {
+						continue // judged by option_image_mismatch below
+					}
+					if wantDir[p] {
+						s.add(Error, "not_regular_file", key, loc, "expected a directory, found a file")
+						blocked[p] = true
+						continue
+					}
+					s.add(Warning, "unexpected_file", key, loc, "file not part of a %s record", r.path)
+					continue
+				}
+				found[p] = true
+				if !e.Type().IsRegular() {
+					s.add(Error, "not_regular_file", key, loc, "expected image is not a regular file (%s)", e.Type())
+					continue
+				}
+				checkImage(filepath.Join(dir, name), loc, key, kind, opt.Deep, s)
+			}
+		}
+	}
+	walk("")
+
+	var missing []string
+	for p := range want {
+		if !found[p] && !underBlocked(p, blocked) {
+			missing = append(missing, p)
+		}
+	}
+	sort.Strings(missing)
+	for _, p := range missing {
+		s.add(Error, "missing_image", key, base+"/"+p, "required image is absent")
+	}
+
+	if r.path == benchmark.RevisionRequired && !r.contourUnknown && !underBlocked(benchmark.RevisionDir+"/x", blocked) {
+		checkOptionFiles(r, optFiles, base+"/"+benchmark.RevisionDir, s)
+	}
+}
+
+func underBlocked(p string, blocked map[string]bool) bool {
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		if blocked[d] {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOptionFiles compares the option_* files with the options.
+func checkOptionFiles(r *recInfo, files []string, loc string, s *sink) {
+	named := map[string]bool{}
+	for _, o := range r.options {
+		if o.file != "" {
+			named[o.file] = true
+		}
+	}
+	if len(files) != len(r.options) {
+		s.add(Error, "option_image_mismatch", r.key, loc, "%d option files for %d revision options", len(files), len(r.options))
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if named[f] {
+			continue
+		}
+		m := benchmark.OptionFilePattern.FindStringSubmatch(f)
+		if m != nil {
+			var k int
+			fmt.Sscanf(m[1], "%d", &k)
+			if k >= 1 && k <= len(r.options) && r.options[k-1].file != "" {
+				s.add(Error, "option_image_mismatch", r.key, loc+"/"+f, "file has suffix %q but option %d is %q", m[2], k, r.options[k-1].file)
+				continue
+			}
+		}
+		s.add(Error, "option_image_mismatch", r.key, loc+"/"+f, "no revision option names this file")
+	}
+}
+
+// maxDeepPixels bounds what --deep will decode; every valid image is
+// exactly 1024×1024, so anything claiming more is refused up front.
+const maxDeepPixels = 1024 * 1024
+
+var pngSignature = []byte("\x89PNG\r\n\x1a\n")
+
+// pngHeader is the IHDR content of a PNG.
+type pngHeader struct {
+	width, height       uint32
+	bitDepth, colorType byte
+}
+
+// readPNGHeader reads the signature and the IHDR chunk (with its CRC).
+func readPNGHeader(r io.Reader) (pngHeader, error) {
+	var b [33]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return pngHeader{}, errors.New("file too short for a PNG header")
+		}
+		return pngHeader{}, err
+	}
+	if !bytes.Equal(b[:8], pngSignature) {
+		return pngHeader{}, errors.New("not a PNG (bad signature)")
+	}
+	if binary.BigEndian.Uint32(b[8:12]) != 13 || string(b[12:16]) != "IHDR" {
+		return pngHeader{}, errors.New("PNG does not start with a valid IHDR chunk")
+	}
+	if crc32.ChecksumIEEE(b[12:29]) != binary.BigEndian.Uint32(b[29:33]) {
+		return pngHeader{}, errors.New("IHDR checksum mismatch")
+	}
+	h := pngHeader{
+		width:     binary.BigEndian.Uint32(b[16:20]),
+		height:    binary.BigEndian.Uint32(b[20:24]),
+		bitDepth:  b[24],
+		colorType: b[25],
+	}
+	if h.width == 0 || h.height == 0 || h.width > 1<<31-1 || h.height > 1<<31-1 {
+		return pngHeader{}, fmt.Errorf("invalid PNG dimensions %d×%d", h.width, h.height)
+	}
+	return h, nil
+}
+
+var colourTypeNames = map[byte]string{0: "greyscale", 2: "RGB", 3: "palette", 4: "greyscale+alpha", 6: "RGBA"}
+
+// checkImage checks one image file's header, and decodes it fully when
+// deep is set and the header is sane.
+func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) {
+	f, err := os.Open(name)
+	if err != nil {
+		s.add(Error, "image_decode", key, loc, "cannot open: %v", err)
+		return
+	}
+	defer f.Close()
+	h, err := readPNGHeader(f)
+	if err != nil {
+		s.add(Error, "image_decode", key, loc, "%v", err)
+		return
+	}
+	if h.width != 1024 || h.height != 1024 {
+		s.add(Error, "image_size", key, loc, "image is %d×%d, expected 1024×1024", h.width, h.height)
+	}
+	rgb := h.bitDepth == 8 && h.colorType == 2
+	rgba := h.bitDepth == 8 && h.colorType == 6
+	if !(rgb || (kind == pointsImage && rgba)) {
+		want := "8-bit RGB"
+		if kind == pointsImage {
+			want = "8-bit RGB or RGBA"
+		}
+		ct := colourTypeNames[h.colorType]
+		if ct == "" {
+			ct = fmt.Sprintf("colour type %d", h.colorType)
+		}
+		s.add(Warning, "image_mode", key, loc, "image is %d-bit %s, expected %s", h.bitDepth, ct, want)
+	}
+	if !deep {
+		return
+	}
+	if uint64(h.width)*uint64(h.height) > maxDeepPixels {
+		return // already reported as image_size; never allocate for it
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		s.add(Error, "image_decode", key, loc, "%v", err)
+		return
+	}
+	if _, err := png.Decode(f); err != nil {
+		s.add(Error, "image_decode", key, loc, "decoding failed: %v", err)
+	}
+}
