@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/source"
+)
+
+func init() {
+	var (
+		manifest, mimicCXR, mimicILS, ilsMasks, chexCSV, lungPattern string
+		out, configPath                                              string
+		seed                                                         uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "sample (--manifest FILE | --mimic-cxr DIR --mimic-ils FILE --ils-masks DIR [--chexmask-csv FILE] [--lung-png-pattern P]) --out candidates.jsonl",
+		Short: "Order and cap the candidate cases of a manifest or of MIMIC inputs into candidates.jsonl",
+		Long: `sample reads a generic JSONL manifest, or converts MIMIC-CXR-JPG + MIMIC-ILS
+(+ CheXmask CSV and/or lung PNGs) into manifest lines, then orders the
+candidates per lesion with the seeded sampling of build.md §3 and writes
+candidates.jsonl (each line with rank, source_type and sample_seed).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			useMIMIC := mimicCXR != "" || mimicILS != "" || ilsMasks != ""
+			switch {
+			case manifest != "" && useMIMIC:
+				return withExit(2, errors.New("give either --manifest or the MIMIC flags, not both"))
+			case manifest == "" && !useMIMIC:
+				return withExit(2, errors.New("give --manifest FILE or --mimic-cxr DIR --mimic-ils FILE --ils-masks DIR"))
+			case useMIMIC && (mimicCXR == "" || mimicILS == "" || ilsMasks == ""):
+				return withExit(2, errors.New("MIMIC input needs all of --mimic-cxr, --mimic-ils and --ils-masks"))
+			case manifest != "" && (chexCSV != "" || lungPattern != ""):
+				return withExit(2, errors.New("--chexmask-csv and --lung-png-pattern apply to MIMIC input only"))
+			case out == "":
+				return withExit(2, errors.New("--out is required"))
+			}
+			cfg := buildcfg.Default()
+			if configPath != "" {
+				var err error
+				if cfg, err = buildcfg.Load(configPath); err != nil {
+					return withExit(2, err)
+				}
+			}
+			if cmd.Flags().Changed("seed") {
+				cfg.Seed = seed
+			}
+			var cases []*source.Case
+			var stats *source.MIMICStats
+			if manifest != "" {
+				var err error
+				if cases, _, err = source.ReadSource(manifest, cfg); err != nil {
+					return withExit(2, err)
+				}
+			} else {
+				if chexCSV != "" {
+					f, err := os.Open(chexCSV)
+					if err != nil {
+						return withExit(2, fmt.Errorf("%s: cannot open the CheXmask CSV: %v", chexCSV, err))
+					}
+					f.Close()
+				}
+				var err error
+				if cases, stats, err = source.FromMIMIC(mimicCXR, mimicILS, ilsMasks, chexCSV, lungPattern, cfg); err != nil {
+					return withExit(2, err)
+				}
+			}
+			cands, rep := source.Sample(cases, cfg, cfg.Seed)
+			rep.MergeMIMIC(stats)
+			if err := source.WriteCandidates(out, cands); err != nil {
+				return withExit(2, err)
+			}
+			rep.Print(cmd.OutOrStdout())
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %d candidates to %s\n", len(cands), out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&manifest, "manifest", "", "generic JSONL manifest (build.md §2.4)")
+	f.StringVar(&mimicCXR, "mimic-cxr", "", "MIMIC-CXR-JPG directory (layout: config key mimic_layout)")
+	f.StringVar(&mimicILS, "mimic-ils", "", "MIMIC-ILS mimic_ils_instruction_answer.json")
+	f.StringVar(&ilsMasks, "ils-masks", "", "MIMIC-ILS lesion mask directory")
+	f.StringVar(&chexCSV, "chexmask-csv", "", "CheXmask database CSV (.csv or .csv.gz, original resolution)")
+	f.StringVar(&lungPattern, "lung-png-pattern", "", "lung PNG path pattern with {image_id} and {side}")
+	f.StringVar(&out, "out", "", "candidates.jsonl to write")
+	f.Uint64Var(&seed, "seed", 0, "sampling seed (default: config key seed, else 0)")
+	f.StringVar(&configPath, "config", "", "YAML configuration (build.md §2.5)")
+	addCommand(cmd)
+}

@@ -1,0 +1,362 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/ojson"
+)
+
+// MIMICStats counts the MIMIC-ILS pairs that were not made candidates
+// (§3 items 4 and 5), per lesion.
+type MIMICStats struct {
+	Studies           int
+	NoLesionMask      map[string]int
+	DuplicatePositive map[string]int
+}
+
+// ilsStudy is one study of the MIMIC-ILS JSON; pairs are decoded into
+// slices, so their document order is kept.
+type ilsStudy struct {
+	SubjectID      string `json:"subject_id"`
+	DicomID        string `json:"dicom_id"`
+	ImagePath      string `json:"image_path"`
+	SectionContent string `json:"section_content"`
+	Pairs          struct {
+		Positive []ilsPair `json:"positive_pairs"`
+		Negative []ilsPair `json:"negative_pairs"`
+	} `json:"instruction_answer_pairs"`
+}
+
+type ilsPair struct {
+	PairID           string          `json:"pair_id"`
+	Type             string          `json:"type"`
+	Target           string          `json:"target"`
+	Location         json.RawMessage `json:"location"`
+	ReportedLocation json.RawMessage `json:"reported_location"`
+	SentIdx          json.RawMessage `json:"sent_idx"`
+	SegMaskPath      *string         `json:"seg_mask_path"`
+}
+
+// FromMIMIC converts MIMIC-CXR-JPG + MIMIC-ILS inputs into manifest cases
+// in document order (§2.1–2.4, §3 pools): positive pairs become global or
+// basic candidates (SourceType "global"/"basic"), global negative pairs
+// become negatives (SourceType "global"). Only the split cfg.ILSSplit and
+// targets in cfg.Lesions are read. chexmaskCSV and lungPNGPattern are the
+// optional lung sources (at least one is needed); the pattern's
+// placeholders are {image_id} and {side}. Errors concern the whole source
+// and name the file and, for JSON problems, the line.
+func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string, cfg buildcfg.Config) ([]*Case, *MIMICStats, error) {
+	if chexmaskCSV == "" && lungPNGPattern == "" {
+		return nil, nil, fmt.Errorf("MIMIC sources need a lung source: --chexmask-csv and/or --lung-png-pattern")
+	}
+	if lungPNGPattern != "" && (!strings.Contains(lungPNGPattern, "{image_id}") || !strings.Contains(lungPNGPattern, "{side}")) {
+		return nil, nil, fmt.Errorf("--lung-png-pattern %q must contain {image_id} and {side}", lungPNGPattern)
+	}
+	var err error
+	abs := func(p string) string {
+		if p == "" || err != nil {
+			return p
+		}
+		var a string
+		a, err = filepath.Abs(p)
+		return a
+	}
+	cxrDir, ilsMasksDir, chexmaskCSV, lungPNGPattern = abs(cxrDir), abs(ilsMasksDir), abs(chexmaskCSV), abs(lungPNGPattern)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, d := range []string{cxrDir, ilsMasksDir} {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return nil, nil, fmt.Errorf("%s: not a readable directory", d)
+		}
+	}
+	f, err := os.Open(ilsJSON)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: cannot read: %v", ilsJSON, unwrapPath(err))
+	}
+	defer f.Close()
+
+	wanted := map[string]bool{}
+	for _, l := range cfg.Lesions {
+		wanted[l] = true
+	}
+	st := &MIMICStats{NoLesionMask: map[string]int{}, DuplicatePositive: map[string]int{}}
+	var cases []*Case
+	seenKey := map[string]string{}   // key_id → study
+	seenImage := map[string]string{} // lesion + dicom_id → pair id of the kept positive
+
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
+	fail := func(msg string, args ...any) error {
+		line := lineAt(ilsJSON, dec.InputOffset())
+		return &LineError{File: ilsJSON, Line: line, Msg: fmt.Sprintf(msg, args...)}
+	}
+	jsonFail := func(err error) error {
+		var se *json.SyntaxError
+		off := dec.InputOffset()
+		if errors.As(err, &se) {
+			off = se.Offset
+		}
+		return &LineError{File: ilsJSON, Line: lineAt(ilsJSON, off), Msg: "invalid JSON: " + err.Error()}
+	}
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, nil, fail("the top level must be an object of splits (train/val/test)")
+	}
+	found := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, jsonFail(err)
+		}
+		split, _ := tok.(string)
+		if split != cfg.ILSSplit {
+			if err := skipValue(dec); err != nil {
+				return nil, nil, jsonFail(err)
+			}
+			continue
+		}
+		found = true
+		if err := expectDelim(dec, '{'); err != nil {
+			return nil, nil, fail("split %q must be an object of studies", split)
+		}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil, nil, jsonFail(err)
+			}
+			studyID, _ := tok.(string)
+			var s ilsStudy
+			if err := dec.Decode(&s); err != nil {
+				var te *json.UnmarshalTypeError
+				if errors.As(err, &te) {
+					return nil, nil, fail("study %s: field %s has the wrong type (%s, want %s)", studyID, te.Field, te.Value, te.Type)
+				}
+				return nil, nil, jsonFail(err)
+			}
+			st.Studies++
+			cs, err := studyCases(studyID, &s, cxrDir, ilsMasksDir, chexmaskCSV, lungPNGPattern, cfg, wanted, st, seenImage)
+			if err != nil {
+				return nil, nil, fail("%v", err)
+			}
+			for _, c := range cs {
+				if prev, dup := seenKey[c.KeyID()]; dup {
+					return nil, nil, fail("study %s: key_id %s repeats one of study %s", studyID, c.KeyID(), prev)
+				}
+				seenKey[c.KeyID()] = studyID
+			}
+			cases = append(cases, cs...)
+		}
+		if _, err := dec.Token(); err != nil { // closing '}'
+			return nil, nil, jsonFail(err)
+		}
+	}
+	if !found {
+		return nil, nil, &LineError{File: ilsJSON, Msg: fmt.Sprintf("no split %q (ils_split)", cfg.ILSSplit)}
+	}
+	return cases, st, nil
+}
+
+// studyCases turns one study into cases: pass 1 global positives, pass 2
+// the first basic positive of each target without a global one, then the
+// global negatives (§3).
+func studyCases(studyID string, s *ilsStudy, cxrDir, masksDir, csvPath, pattern string, cfg buildcfg.Config,
+	wanted map[string]bool, st *MIMICStats, seenImage map[string]string) ([]*Case, error) {
+	if s.DicomID == "" || strings.ContainsAny(s.DicomID, "/\\") || s.DicomID == "." || s.DicomID == ".." {
+		return nil, fmt.Errorf("study %s: dicom_id %q is missing or not a plain file name", studyID, s.DicomID)
+	}
+	var image string
+	switch cfg.MimicLayout {
+	case "flat_png":
+		image = filepath.Join(cxrDir, s.DicomID+".png")
+	default:
+		p, err := ResolvePath(s.ImagePath, filepath.Join(cxrDir, "files"), "image_path")
+		if err != nil || filepath.IsAbs(s.ImagePath) {
+			return nil, fmt.Errorf("study %s: image_path %q must be a relative path inside files/", studyID, s.ImagePath)
+		}
+		image = p
+	}
+	hasGlobal := map[string]bool{}
+	for _, p := range s.Pairs.Positive {
+		if p.Type == "global" {
+			hasGlobal[p.Target] = true
+		}
+	}
+	var picked []ilsPair
+	var kinds []string
+	for _, p := range s.Pairs.Positive {
+		if p.Type == "global" && wanted[p.Target] {
+			picked, kinds = append(picked, p), append(kinds, "global")
+		}
+	}
+	basicDone := map[string]bool{}
+	for _, p := range s.Pairs.Positive {
+		if p.Type == "basic" && wanted[p.Target] && !hasGlobal[p.Target] && !basicDone[p.Target] {
+			basicDone[p.Target] = true
+			picked, kinds = append(picked, p), append(kinds, "basic")
+		}
+	}
+	var out []*Case
+	for i, p := range picked {
+		c, err := pairCase(studyID, s, p, "positive", kinds[i], image, csvPath, pattern, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if p.SegMaskPath == nil || *p.SegMaskPath == "" {
+			st.NoLesionMask[p.Target]++
+			continue
+		}
+		mp, err := ResolvePath(*p.SegMaskPath, masksDir, "seg_mask_path")
+		if err != nil || filepath.IsAbs(*p.SegMaskPath) {
+			return nil, fmt.Errorf("study %s, pair %s: seg_mask_path %q must be a relative path inside the masks directory", studyID, p.PairID, *p.SegMaskPath)
+		}
+		if fi, err := os.Stat(mp); err != nil || !fi.Mode().IsRegular() {
+			st.NoLesionMask[p.Target]++
+			continue
+		}
+		k := p.Target + "\x00" + s.DicomID
+		if _, dup := seenImage[k]; dup {
+			st.DuplicatePositive[p.Target]++
+			continue
+		}
+		seenImage[k] = p.PairID
+		c.LesionMasks = []string{mp}
+		out = append(out, c)
+	}
+	for _, p := range s.Pairs.Negative {
+		if p.Type != "global" || !wanted[p.Target] {
+			continue
+		}
+		c, err := pairCase(studyID, s, p, "negative", "global", image, csvPath, pattern, cfg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func pairCase(studyID string, s *ilsStudy, p ilsPair, label, kind, image, csvPath, pattern string, cfg buildcfg.Config) (*Case, error) {
+	if !isLesion(p.Target) {
+		return nil, fmt.Errorf("study %s, pair %s: target %q is not one of the seven lesions", studyID, p.PairID, p.Target)
+	}
+	if err := checkCaseID(p.PairID, label); err != nil {
+		return nil, fmt.Errorf("study %s (%s_pairs): %v", studyID, label, err)
+	}
+	id := s.DicomID
+	c := &Case{
+		CaseID: p.PairID, Lesion: p.Target, Label: label,
+		Image: image, ImageID: &id,
+		Report:     s.SectionContent,
+		SourceType: kind,
+	}
+	if csvPath != "" {
+		c.Chexmask = &ChexmaskRef{CSV: csvPath, ID: s.DicomID, SizeCheck: cfg.MimicLayout != "flat_png"}
+	}
+	if pattern != "" {
+		sub := func(side string) string {
+			return strings.NewReplacer("{image_id}", s.DicomID, "{side}", side).Replace(pattern)
+		}
+		c.LungMasks = &LungPaths{Right: sub("right"), Left: sub("left")}
+	}
+	hints := p.ReportedLocation
+	if len(hints) == 0 || string(hints) == "null" {
+		hints = p.Location
+	}
+	c.LocationHints = stringsOf(hints)
+	src := ojson.NewObject().
+		Set("dataset", ojson.Str("mimic-ils")).
+		Set("split", ojson.Str(cfg.ILSSplit)).
+		Set("study_id", ojson.Str(studyID)).
+		Set("subject_id", ojson.Str(s.SubjectID)).
+		Set("pair_type", ojson.Str(p.Type))
+	if v := stringsOf(p.SentIdx); len(v) == 1 {
+		src.Set("sent_idx", ojson.Str(v[0]))
+	}
+	c.Source = ojson.MarshalCompact(src)
+	return c, nil
+}
+
+// stringsOf reads a JSON string or array of strings (other shapes: nil);
+// location fields differ between releases.
+func stringsOf(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil
+		}
+		return []string{one}
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) == nil {
+		return many
+	}
+	var num json.Number
+	if json.Unmarshal(raw, &num) == nil {
+		return []string{num.String()}
+	}
+	return nil
+}
+
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if got, ok := tok.(json.Delim); !ok || got != d {
+		return fmt.Errorf("want %v", d)
+	}
+	return nil
+}
+
+// skipValue consumes one JSON value token by token (no buffering of the
+// splits we do not read).
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// lineAt returns the 1-based line of byte offset off in file path (only
+// computed when reporting an error).
+func lineAt(path string, off int64) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	line := 1
+	buf := make([]byte, 1<<16)
+	for off > 0 {
+		n, err := f.Read(buf[:min(int64(len(buf)), off)])
+		line += bytes.Count(buf[:n], []byte{'\n'})
+		off -= int64(n)
+		if err == io.EOF || n == 0 {
+			break
+		}
+	}
+	return line
+}
