@@ -1,0 +1,334 @@
+// Package phantom generates synthetic frontal chest radiographs with exact
+// lung, heart and lesion masks, as a source for building and testing
+// benchmarks without patient data.
+//
+// Each image is drawn as an attenuation map in the canonical 1024×1024
+// frame (build.md §1; the patient's right lung on the image left): a
+// cylindrical trunk of soft tissue with neck and shoulders, lungs that
+// remove attenuation, mediastinum, a tilted-ellipse heart sitting on two
+// parabolic hemidiaphragm domes, spine, ribs, clavicles, hilar vessels and
+// a gastric bubble. Lesions add attenuation inside the lungs with the
+// shape and texture typical of each of the seven findings. The map is
+// turned into grey levels by an exposure curve that varies per case, plus
+// quantum noise and film grain. Masks are the exact geometry used for
+// drawing, so the heart mask touches both lung masks and every lesion
+// component touches a lung (build.md §5).
+//
+// Every case draws from its own RNG labelled by the seed and the case id,
+// so output bytes do not depend on the number of workers.
+package phantom
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/ojson"
+)
+
+// Options configures Generate.
+type Options struct {
+	OutDir         string
+	CasesPerLesion int // positives and, separately, negatives per lesion
+	Seed           int64
+	Workers        int       // ≤ 0 means runtime.NumCPU()
+	Progress       io.Writer // optional: one line per progress step
+}
+
+// Summary reports what Generate wrote.
+type Summary struct {
+	Cases     int // manifest lines (= images)
+	Positives int
+	Negatives int
+	Files     int // PNG files written, contact sheet included
+	Manifest  string
+	Sheet     string
+	SheetPer  int // cases shown per lesion and label on the contact sheet
+}
+
+// Manifest case order: lesions in benchmark.Lesions order; within a
+// lesion all positives, then all negatives. Image ids count up from 1 in
+// that order.
+func plan(n int) []caseSpec {
+	var specs []caseSpec
+	k := 0
+	for _, les := range benchmark.Lesions {
+		for _, pos := range []bool{true, false} {
+			for i := 0; i < n; i++ {
+				k++
+				id := fmt.Sprintf("ph%04d", k)
+				label := "negative"
+				if pos {
+					label = "positive"
+				}
+				specs = append(specs, caseSpec{imageID: id, caseID: id + "_" + label + "_0", lesion: les, positive: pos})
+			}
+		}
+	}
+	return specs
+}
+
+// manifestLine is one line of the generic JSONL manifest (build.md §2.4),
+// fields in the order the phantom writes them.
+type manifestLine struct {
+	CaseID      string    `json:"case_id"`
+	Lesion      string    `json:"lesion"`
+	Label       string    `json:"label"`
+	Image       string    `json:"image"`
+	ImageID     string    `json:"image_id"`
+	LesionMasks []string  `json:"lesion_masks,omitempty"`
+	LungMasks   lungPaths `json:"lung_masks"`
+	HeartMask   string    `json:"heart_mask"`
+	Report      string    `json:"report"`
+}
+
+type lungPaths struct {
+	Right string `json:"right"`
+	Left  string `json:"left"`
+}
+
+func (cs caseSpec) line(report string) manifestLine {
+	label := "negative"
+	if cs.positive {
+		label = "positive"
+	}
+	l := manifestLine{
+		CaseID: cs.caseID, Lesion: cs.lesion, Label: label,
+		Image: "images/" + cs.imageID + ".png", ImageID: cs.imageID,
+		LungMasks: lungPaths{Right: "masks/" + cs.imageID + "_right_lung.png", Left: "masks/" + cs.imageID + "_left_lung.png"},
+		HeartMask: "masks/" + cs.imageID + "_heart.png",
+		Report:    report,
+	}
+	if cs.positive {
+		l.LesionMasks = []string{"masks/" + cs.imageID + "_" + cs.lesion + ".png"}
+	}
+	return l
+}
+
+// sheetPerCell is how many cases per lesion and label the contact sheet
+// shows at most.
+const sheetPerCell = 4
+
+// Generate writes the phantom set under opt.OutDir: images/, masks/,
+// manifest.jsonl and contact_sheet.png.
+func Generate(ctx context.Context, opt Options) (Summary, error) {
+	var sum Summary
+	if opt.OutDir == "" {
+		return sum, errors.New("phantom: no output directory given")
+	}
+	if opt.CasesPerLesion < 1 {
+		return sum, fmt.Errorf("phantom: cases per lesion must be at least 1, got %d", opt.CasesPerLesion)
+	}
+	if opt.CasesPerLesion > 99999 {
+		return sum, fmt.Errorf("phantom: cases per lesion %d is too large (max 99999)", opt.CasesPerLesion)
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	for _, d := range []string{opt.OutDir, filepath.Join(opt.OutDir, "images"), filepath.Join(opt.OutDir, "masks")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return sum, fmt.Errorf("phantom: create %s: %w", d, err)
+		}
+	}
+	specs := plan(opt.CasesPerLesion)
+	per := min(opt.CasesPerLesion, sheetPerCell)
+	reports := make([]string, len(specs))
+	thumbs := make([]*image.RGBA, len(specs))
+	files := make([]int, len(specs))
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan int)
+	var (
+		mu       sync.Mutex
+		firstErr error
+		done     int
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	step := max(1, len(specs)/20)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := newScratch()
+			var enc encoder
+			for i := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
+				cs := specs[i]
+				cd, err := makeCase(opt.Seed, cs, s)
+				if err != nil {
+					fail(fmt.Errorf("phantom: %w", err))
+					continue
+				}
+				n, err := enc.writeCase(opt.OutDir, cs, cd)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				reports[i] = cd.report
+				files[i] = n
+				if onSheet(specs, i, per) {
+					thumbs[i] = thumbnail(cd, cs)
+				}
+				mu.Lock()
+				done++
+				if opt.Progress != nil && (done%step == 0 || done == len(specs)) {
+					fmt.Fprintf(opt.Progress, "phantom: %d/%d cases\n", done, len(specs))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range specs {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return sum, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return sum, fmt.Errorf("phantom: %w", err)
+	}
+
+	var man bytes.Buffer
+	for i, cs := range specs {
+		b, err := ojson.EncodeCompact(cs.line(reports[i]))
+		if err != nil {
+			return sum, fmt.Errorf("phantom: manifest line for %s: %w", cs.caseID, err)
+		}
+		man.Write(b)
+		man.WriteByte('\n')
+		sum.Files += files[i]
+		if cs.positive {
+			sum.Positives++
+		} else {
+			sum.Negatives++
+		}
+	}
+	sum.Cases = len(specs)
+	sum.Manifest = filepath.Join(opt.OutDir, "manifest.jsonl")
+	sum.Sheet = filepath.Join(opt.OutDir, "contact_sheet.png")
+	sum.SheetPer = per
+	var enc encoder
+	sheet := contactSheet(specs, thumbs, per, opt.CasesPerLesion, opt.Seed)
+	var buf bytes.Buffer
+	if err := enc.Encode(&buf, sheet); err != nil {
+		return sum, fmt.Errorf("phantom: encode contact sheet: %w", err)
+	}
+	if err := writeAtomic(sum.Sheet, buf.Bytes()); err != nil {
+		return sum, err
+	}
+	sum.Files++
+	if err := writeAtomic(sum.Manifest, man.Bytes()); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}
+
+// encoder is png.Encoder with default compression and a reused buffer
+// pool (one per worker).
+type encoder struct {
+	png.Encoder
+	pool bufPool
+}
+
+type bufPool struct{ b *png.EncoderBuffer }
+
+func (p *bufPool) Get() *png.EncoderBuffer  { return p.b }
+func (p *bufPool) Put(b *png.EncoderBuffer) { p.b = b }
+
+func (e *encoder) Encode(w io.Writer, m image.Image) error {
+	e.BufferPool = &e.pool
+	return e.Encoder.Encode(w, m)
+}
+
+// writeCase writes the image and masks of one case; it returns the number
+// of files written.
+func (e *encoder) writeCase(dir string, cs caseSpec, cd *caseData) (int, error) {
+	line := cs.line(cd.report)
+	type out struct {
+		rel    string
+		pix    []uint8
+		binary bool
+	}
+	outs := []out{
+		{line.Image, cd.img, false},
+		{line.LungMasks.Right, cd.right, true},
+		{line.LungMasks.Left, cd.left, true},
+		{line.HeartMask, cd.heart, true},
+	}
+	if cs.positive {
+		outs = append(outs, out{line.LesionMasks[0], cd.lesion, true})
+	}
+	var buf bytes.Buffer
+	pix := make([]uint8, npx)
+	for _, o := range outs {
+		src := o.pix
+		if o.binary {
+			for i, v := range o.pix {
+				pix[i] = v * 255
+			}
+			src = pix
+		}
+		buf.Reset()
+		g := &image.Gray{Pix: src, Stride: size, Rect: image.Rect(0, 0, size, size)}
+		if err := e.Encode(&buf, g); err != nil {
+			return 0, fmt.Errorf("phantom: encode %s: %w", o.rel, err)
+		}
+		if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(o.rel)), buf.Bytes()); err != nil {
+			return 0, err
+		}
+	}
+	return len(outs), nil
+}
+
+// writeAtomic writes data to a temporary file beside path and renames it
+// into place, so a reader never sees a partial file.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("phantom: write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("phantom: write %s: %w", path, err)
+	}
+	return nil
+}
