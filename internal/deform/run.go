@@ -1,0 +1,460 @@
+package deform
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/mask"
+	"github.com/chexpercept/chexpercept/internal/rng"
+)
+
+// OptimalName is the mask name of optimal component i.
+func OptimalName(i int) string { return fmt.Sprintf("optimal_component_%d", i) }
+
+// SID is the component id suboptimal_component_<i>.
+func SID(i int) string { return fmt.Sprintf("suboptimal_component_%d", i) }
+
+func newEngine(g *Geometry, cfg buildcfg.Config) (*engine, error) {
+	if g == nil || g.Gray == nil {
+		return nil, errors.New("deform: no image")
+	}
+	b := g.Gray.Bounds()
+	w, h := b.Dx(), b.Dy()
+	check := func(what string, m mask.Mask) error {
+		if m.W != w || m.H != h || len(m.Pix) != w*h {
+			return fmt.Errorf("deform: %s is %dx%d, image is %dx%d", what, m.W, m.H, w, h)
+		}
+		return nil
+	}
+	if err := check("right lung", g.LungRight); err != nil {
+		return nil, err
+	}
+	if err := check("left lung", g.LungLeft); err != nil {
+		return nil, err
+	}
+	for i, c := range g.Components {
+		if err := check(OptimalName(i), c); err != nil {
+			return nil, err
+		}
+	}
+	for name, m := range g.Regions {
+		if err := check("region "+name, m); err != nil {
+			return nil, err
+		}
+	}
+	if len(g.Overlaps) != len(g.Components) {
+		return nil, fmt.Errorf("deform: %d overlap records for %d components", len(g.Overlaps), len(g.Components))
+	}
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	e := &engine{cfg: cfg, g: g, w: w, h: h}
+	e.lungUnion = mask.Or(g.LungRight, g.LungLeft)
+	if g.HeartType {
+		e.regionR = mask.New(w, h)
+		for i := range e.regionR.Pix {
+			e.regionR.Pix[i] = 1
+		}
+	} else {
+		e.regionR = e.lungUnion
+	}
+	e.e32 = mask.Ellipse32()
+	e.smooth = mask.Disc(cfg.DeformSmoothRadius)
+	e.rings = newRingCache(e.e32)
+	e.empty = mask.New(w, h)
+	e.log = &Log{}
+	e.cost, e.log.GradientP = CostField(g.Gray, e.lungUnion, cfg.GeoSigma, cfg.GeoAlpha, cfg.GeoGradientPercentile)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, c := range e.cost {
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	if cfg.GeoWindow < 0 {
+		return nil, fmt.Errorf("deform: geo_window %d must be ≥ 0", cfg.GeoWindow)
+	}
+	if lo >= 1 && hi < 1e6 {
+		e.search = newBucketSearch(e.cost, w, h, cfg.GeoWindow, hi)
+	}
+	return e, nil
+}
+
+// checkConfig rejects values under which the §8 procedures are undefined
+// (an empty range for IntRange, a zero axis scale, …), naming the key.
+func checkConfig(cfg buildcfg.Config) error {
+	bad := func(key string, v any, want string) error {
+		return fmt.Errorf("deform: config %s = %v, want %s", key, v, want)
+	}
+	if len(cfg.PointWidths) == 0 || len(cfg.FakePointWidths) == 0 {
+		return errors.New("deform: config point_widths and fake_point_widths must not be empty")
+	}
+	for _, w := range append(append([]int(nil), cfg.PointWidths...), cfg.FakePointWidths...) {
+		if w < 1 {
+			return bad("point_widths/fake_point_widths", w, "every width ≥ 1")
+		}
+	}
+	for _, c := range []struct {
+		key string
+		v   int
+	}{
+		{"heart_zones_max", cfg.HeartZonesMax}, {"sequential_anatomies_max", cfg.SequentialAnatomiesMax},
+		{"depth_lung", cfg.DepthLung}, {"depth_heart", cfg.DepthHeart},
+	} {
+		if c.v < 1 {
+			return bad(c.key, c.v, "≥ 1")
+		}
+	}
+	for _, c := range []struct {
+		key string
+		v   int
+	}{
+		{"ring_iterations_expansion", cfg.RingIterationsExpansion}, {"ring_iterations_contraction", cfg.RingIterationsContraction},
+		{"geo_window", cfg.GeoWindow}, {"deform_smooth_radius", cfg.DeformSmoothRadius},
+		{"point_spacing_px", cfg.PointSpacingPx}, {"fake_point_spacing_px", cfg.FakePointSpacingPx},
+	} {
+		if c.v < 0 {
+			return bad(c.key, c.v, "≥ 0")
+		}
+	}
+	for _, z := range cfg.OrganicCells {
+		if z < 1 {
+			return bad("organic_cells", cfg.OrganicCells, "cell sizes ≥ 1")
+		}
+	}
+	if a := cfg.OrganicAxisRange; !(a[0] > 0 && a[0] <= a[1]) {
+		return bad("organic_axis_range", a, "0 < low ≤ high")
+	}
+	if !(cfg.GeoSigma >= 0) {
+		return bad("geo_sigma", cfg.GeoSigma, "≥ 0")
+	}
+	return nil
+}
+
+func (e *engine) region(name string) mask.Mask {
+	if m, ok := e.g.Regions[name]; ok {
+		return m
+	}
+	return e.empty
+}
+
+// RunGeometry is Run on an already converted Geometry. On a case failure
+// (a *frame.CaseError) the returned Result is still non-nil and carries
+// the Log and whatever catalogue was built, for the inspect view.
+func RunGeometry(r *rng.RNG, g *Geometry, cfg buildcfg.Config, finalize func(*Attempt) error) (*Result, error) {
+	e, err := newEngine(g, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Log: e.log}
+	for i := range g.Components {
+		entry, ok := e.catalogueComponent(r, i)
+		if !ok {
+			e.log.Failure = fmt.Sprintf("%s: catalogue component %d", ReasonDeformationFailed, i)
+			return res, frame.Fail(ReasonDeformationFailed, "catalogue component %d", i)
+		}
+		res.Catalogue = append(res.Catalogue, entry)
+	}
+	for _, c := range res.Catalogue {
+		for _, a := range c.Anatomies {
+			if a.Op == Expansion {
+				res.Possible = append(res.Possible, a.Name)
+			}
+		}
+		for _, a := range c.Anatomies {
+			if a.Op == Contraction {
+				res.Possible = append(res.Possible, a.Name)
+			}
+		}
+	}
+	var last error
+	for retry := 0; retry < cfg.SequentialRetries; retry++ {
+		att, err := e.sequentialRetry(r, retry, res, finalize)
+		if err == nil {
+			res.Final = att
+			return res, nil
+		}
+		last = err
+	}
+	if last == nil {
+		last = frame.Fail(ReasonDeformationFailed, "sequential")
+	}
+	e.log.Failure = last.Error()
+	return res, last
+}
+
+// catalogueComponent is §8.6 for component i.
+func (e *engine) catalogueComponent(r *rng.RNG, i int) (CatalogueEntry, bool) {
+	cfg := &e.cfg
+	m := e.g.Components[i]
+	ov := e.g.Overlaps[i]
+	cl := CatalogueLog{Component: i}
+	defer func() { e.log.Catalogue = append(e.log.Catalogue, cl) }()
+	for att := 0; att < cfg.CatalogueAttempts; att++ {
+		al := catAttemptLog{Attempt: att}
+		sels, sl := e.selectAnatomies(r, ov)
+		al.Selection = sl
+		var anats []AnatomyPoints
+		var expPts, conPts []mask.Point
+		for _, s := range sels {
+			avoid := conPts
+			if s.Op == Contraction {
+				avoid = expPts
+			}
+			pts, widths, ok, tries := e.cluster(r, m, e.region(s.Name), s.Op, s.Depth, avoid, cfg.PointSeparationPx, cfg.PointWidths)
+			lg := anatomyLog{Name: s.Name, Operation: s.Op.String(), Depth: s.Depth, Tries: tries, Kept: ok}
+			if ok {
+				ap := AnatomyPoints{Name: s.Name, Op: s.Op, Points: pts, Widths: widths, Side: sideOf(s.Name), Center: center(pts)}
+				c := [2]int{ap.Center.X, ap.Center.Y}
+				lg.Center = &c
+				anats = append(anats, ap)
+				if s.Op == Expansion {
+					expPts = append(expPts, pts...)
+				} else {
+					conPts = append(conPts, pts...)
+				}
+			}
+			al.Anatomies = append(al.Anatomies, lg)
+		}
+		if len(anats) == 0 {
+			al.Result = "no anatomy with points"
+			if len(sels) == 0 {
+				al.Result = "nothing selected"
+			}
+			cl.Attempts = append(cl.Attempts, al)
+			continue
+		}
+		// Expansion anatomies first, then contraction, each in selection order.
+		ordered := make([]AnatomyPoints, 0, len(anats))
+		var E []prompt
+		var K []mask.Point
+		for _, a := range anats {
+			if a.Op == Expansion {
+				ordered = append(ordered, a)
+				for _, p := range a.Points {
+					E = append(E, prompt{p, a.Side})
+				}
+			}
+		}
+		for _, a := range anats {
+			if a.Op == Contraction {
+				ordered = append(ordered, a)
+				K = append(K, a.Points...)
+			}
+		}
+		n, dl, ok := e.deform(r, m, E, K, true)
+		al.Deform = &dl
+		if !ok {
+			al.Result = dl.Failed
+			cl.Attempts = append(cl.Attempts, al)
+			continue
+		}
+		v := e.validate(n, m, expPts, conPts, nil, Expansion)
+		al.Validation = &v
+		if !v.Valid {
+			al.Result = "invalid: " + v.Reason
+			cl.Attempts = append(cl.Attempts, al)
+			continue
+		}
+		al.Result = "valid"
+		cl.Attempts = append(cl.Attempts, al)
+		entry := CatalogueEntry{Component: i, Anatomies: ordered, Mask: n.full(), RetryCount: att, LesionOverlap: ov.LesionOverlap, Log: cl}
+		for _, a := range ordered {
+			switch flagSide(a.Name) {
+			case "left":
+				entry.Left = true
+			case "right":
+				entry.Right = true
+			}
+		}
+		return entry, true
+	}
+	return CatalogueEntry{}, false
+}
+
+// flagSide is the flag rule of §8.6: a name containing "left" sets left,
+// else one containing "right" sets right.
+func flagSide(name string) string {
+	switch {
+	case strings.Contains(name, "left"):
+		return "left"
+	case strings.Contains(name, "right"):
+		return "right"
+	}
+	return ""
+}
+
+// sequentialRetry is one retry of §8.7, ending with the marker check and
+// the finalize hook.
+func (e *engine) sequentialRetry(r *rng.RNG, retry int, res *Result, finalize func(*Attempt) error) (*Attempt, error) {
+	cfg := &e.cfg
+	rl := RetryLog{Retry: retry}
+	defer func() { e.log.Sequential = append(e.log.Sequential, rl) }()
+	fail := func(why string) (*Attempt, error) {
+		rl.Result = why
+		return nil, frame.Fail(ReasonDeformationFailed, "sequential")
+	}
+	k := r.IntRange(1, cfg.SequentialAnatomiesMax)
+	rl.K = k
+	var selected []string
+	for _, n := range rng.Sample(r, res.Possible, min(k, len(res.Possible))) {
+		if !containsName(selected, n) {
+			selected = append(selected, n)
+		}
+	}
+	rl.Selected = append([]string(nil), selected...)
+	att := &Attempt{Masks: map[string]mask.Mask{}}
+	for i, entry := range res.Catalogue {
+		sid := SID(i)
+		optimal := e.g.Components[i]
+		att.put(OptimalName(i), optimal)
+		byName := map[string]*AnatomyPoints{}
+		names := make([]string, len(entry.Anatomies))
+		for j := range entry.Anatomies {
+			a := &entry.Anatomies[j]
+			byName[a.Name] = a
+			names[j] = a.Name
+		}
+		rng.Shuffle(r, names)
+		var targets [2][]*AnatomyPoints // by Op, in shuffled order
+		for _, n := range names {
+			a := byName[n]
+			if containsName(selected, n) {
+				targets[a.Op] = append(targets[a.Op], a)
+			}
+		}
+		// exp_for_fake / con_for_fake: the same sets, fixed from now on.
+		var forFake [2][]mask.Point
+		for op := range targets {
+			for _, a := range targets[op] {
+				forFake[op] = append(forFake[op], a.Points...)
+			}
+		}
+		cr := compRetryLog{Component: i, Shuffled: names}
+		for _, a := range targets[Expansion] {
+			cr.TargetsExp = append(cr.TargetsExp, a.Name)
+		}
+		for _, a := range targets[Contraction] {
+			cr.TargetsCon = append(cr.TargetsCon, a.Name)
+		}
+		cs := ComponentSteps{Component: i}
+		state := optimal
+		flow := OptimalName(i)
+		var all [2][]mask.Point // accumulated exp / con points
+		for _, op := range []Op{Expansion, Contraction} {
+			if len(targets[op]) == 0 {
+				att.put(sid+"_no_"+op.String(), optimal)
+				if op == Expansion {
+					cs.NoExpansion = true
+				} else {
+					cs.NoContraction = true
+				}
+				continue
+			}
+			for n, a := range targets[op] {
+				all[op] = append(all[op], a.Points...)
+				var E []prompt
+				var K []mask.Point
+				if op == Expansion {
+					for _, p := range a.Points {
+						E = append(E, prompt{p, a.Side})
+					}
+				} else {
+					K = a.Points
+				}
+				sl := stepLog{Anatomy: a.Name, Operation: op.String(), Points: ptsJSON(a.Points), Center: [2]int{a.Center.X, a.Center.Y}}
+				ncrop, dl, ok := e.deform(r, state, E, K, true)
+				sl.Deform = dl
+				if !ok {
+					cr.Steps = append(cr.Steps, sl)
+					rl.Components = append(rl.Components, cr)
+					return fail("step " + a.Name + ": " + dl.Failed)
+				}
+				c := a.Center
+				v := e.validate(ncrop, state, all[Expansion], all[Contraction], &c, op)
+				sl.Validation = &v
+				if !v.Valid {
+					cr.Steps = append(cr.Steps, sl)
+					rl.Components = append(rl.Components, cr)
+					return fail("step " + a.Name + " invalid: " + v.Reason)
+				}
+				suffix := "_exp"
+				if op == Contraction {
+					suffix = "_cont"
+				}
+				name := fmt.Sprintf("%s%s%d", sid, suffix, n+1)
+				nm := ncrop.full()
+				sl.Name = name
+				st := Step{Component: i, Op: op, Index: n + 1, Name: name, Anatomy: a.Name,
+					Points: a.Points, Center: a.Center, Mask: nm, Before: name, After: flow}
+				prev := append(append([]mask.Point(nil), all[Expansion]...), all[Contraction]...)
+				for _, fop := range []Op{op.Opposite(), op} {
+					fc := e.fakeCall(r, &st, fop, forFake, prev)
+					sl.FakeCalls = append(sl.FakeCalls, fc)
+				}
+				att.put(name, nm)
+				for _, f := range st.Fakes {
+					att.put(f.Name, f.Mask)
+				}
+				if op == Expansion {
+					cs.Expansion = append(cs.Expansion, st)
+				} else {
+					cs.Contraction = append(cs.Contraction, st)
+				}
+				cr.Steps = append(cr.Steps, sl)
+				selected = removeName(selected, a.Name)
+				flow = name
+				state = nm
+			}
+		}
+		cs.Undeformed = len(targets[Expansion]) == 0 && len(targets[Contraction]) == 0
+		att.Components = append(att.Components, cs)
+		rl.Components = append(rl.Components, cr)
+	}
+	// Marker separation (§8.7 step 3).
+	ml := &markerLog{OK: true}
+	steps := att.Steps()
+	sep2 := cfg.MinMarkerSeparation * cfg.MinMarkerSeparation
+	for a := range steps {
+		ml.Centers = append(ml.Centers, [2]int{steps[a].Center.X, steps[a].Center.Y})
+		for b := 0; b < a; b++ {
+			if mask.Dist2(steps[a].Center, steps[b].Center) < sep2 {
+				ml.TooClose = append(ml.TooClose, [2]int{b, a})
+				ml.OK = false
+			}
+		}
+	}
+	rl.Markers = ml
+	if !ml.OK {
+		return fail("markers too close")
+	}
+	if finalize != nil {
+		if err := finalize(att); err != nil {
+			rl.Finalize = err.Error()
+			rl.Result = "finalize failed"
+			return nil, err
+		}
+	}
+	rl.Result = "success"
+	return att, nil
+}
+
+func containsName(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func removeName(xs []string, s string) []string {
+	out := xs[:0:0]
+	for _, x := range xs {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}
