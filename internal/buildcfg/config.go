@@ -247,6 +247,45 @@ func (c *Config) Validate() error {
 	if len(c.OrganicCells) != len(c.OrganicWeights) {
 		return fmt.Errorf("organic_cells and organic_weights must have the same length")
 	}
+	for _, w := range append(append([]int(nil), c.PointWidths...), c.FakePointWidths...) {
+		if w < 1 {
+			return fmt.Errorf("point_widths/fake_point_widths: width %d must be ≥ 1", w)
+		}
+	}
+	for _, k := range []struct {
+		key string
+		v   int
+		min int
+	}{
+		{"heart_zones_max", c.HeartZonesMax, 1}, {"sequential_anatomies_max", c.SequentialAnatomiesMax, 1},
+		{"depth_lung", c.DepthLung, 1}, {"depth_heart", c.DepthHeart, 1},
+		{"anatomy_tries", c.AnatomyTries, 1}, {"catalogue_attempts", c.CatalogueAttempts, 1},
+		{"sequential_retries", c.SequentialRetries, 1},
+		{"ring_iterations_expansion", c.RingIterationsExpansion, 0}, {"ring_iterations_contraction", c.RingIterationsContraction, 0},
+		{"geo_window", c.GeoWindow, 0}, {"deform_smooth_radius", c.DeformSmoothRadius, 0},
+		{"cleanup_radius", c.CleanupRadius, 0}, {"lung_touch_px", c.LungTouchPx, 0},
+		{"point_spacing_px", c.PointSpacingPx, 0}, {"fake_point_spacing_px", c.FakePointSpacingPx, 0},
+		{"min_component_px", c.MinComponentPx, 0}, {"max_points", c.MaxPoints, 1},
+		{"default_morph_size", c.DefaultMorphSize, 1}, {"default_morph_iterations", c.DefaultMorphIterations, 0},
+	} {
+		if k.v < k.min {
+			return fmt.Errorf("%s: %d must be ≥ %d", k.key, k.v, k.min)
+		}
+	}
+	for _, z := range c.OrganicCells {
+		if z < 1 {
+			return fmt.Errorf("organic_cells: cell size %d must be ≥ 1", z)
+		}
+	}
+	if a := c.OrganicAxisRange; !(a[0] > 0 && a[0] <= a[1]) {
+		return fmt.Errorf("organic_axis_range: %v must satisfy 0 < low ≤ high", a)
+	}
+	if !(c.GeoSigma >= 0) || !(c.GeoAlpha >= 0) {
+		return fmt.Errorf("geo_sigma and geo_alpha must be ≥ 0")
+	}
+	if !(c.GeoGradientPercentile > 0 && c.GeoGradientPercentile <= 1) {
+		return fmt.Errorf("geo_gradient_percentile: %v must be in (0, 1]", c.GeoGradientPercentile)
+	}
 	return nil
 }
 
