@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/chexpercept/chexpercept/internal/build"
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/review"
+)
+
+func init() {
+	var (
+		src, out, perLesion, reviewsPath, reviewDB, inspect, configPath string
+		seed                                                            uint64
+		workers                                                         int
+		acceptAll, strict, measureFloor                                 bool
+	)
+	cmd := &cobra.Command{
+		Use:   "build --source FILE --out BENCH_DIR (--accept-all | --reviews FILE | --review-db FILE)",
+		Short: "Build a benchmark from a manifest or candidates file",
+		Long: `build turns a generic manifest (sampled with the build seed) or a
+candidates.jsonl (taken as is) into a CheXpercept benchmark: chexpercept.json,
+the image bundle, masks, side files, reports and SHA256SUMS (build.md §11).
+Only reviewed cases enter unless --accept-all is given. Rerunning the same
+command resumes from BENCH_DIR/work/. Exit status: 0 success (shortfalls are
+warnings), 2 global problem, 3 target shortfall with --strict-targets.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if src == "" || out == "" {
+				return withExit(2, errors.New("--source and --out are required"))
+			}
+			n := 0
+			for _, b := range []bool{acceptAll, reviewsPath != "", reviewDB != ""} {
+				if b {
+					n++
+				}
+			}
+			if n != 1 {
+				return withExit(2, errors.New("give exactly one of --accept-all, --reviews FILE, --review-db FILE"))
+			}
+			cfg := buildcfg.Default()
+			if configPath != "" {
+				var err error
+				if cfg, err = buildcfg.Load(configPath); err != nil {
+					return withExit(2, err)
+				}
+			}
+			fl := cmd.Flags()
+			if fl.Changed("seed") {
+				cfg.Seed = seed
+			}
+			if fl.Changed("workers") {
+				if workers < 1 {
+					return withExit(2, fmt.Errorf("--workers %d: must be at least 1", workers))
+				}
+				cfg.Workers = workers
+			}
+			if perLesion != "" {
+				parts := strings.Split(perLesion, ",")
+				if len(parts) != 3 {
+					return withExit(2, fmt.Errorf("--per-lesion %q: want LF,RF,RR", perLesion))
+				}
+				var v [3]int
+				for i, p := range parts {
+					x, err := strconv.Atoi(strings.TrimSpace(p))
+					if err != nil || x < 0 {
+						return withExit(2, fmt.Errorf("--per-lesion %q: %q is not a count", perLesion, p))
+					}
+					v[i] = x
+				}
+				cfg.LF, cfg.RF, cfg.RR = v[0], v[1], v[2]
+			}
+			opt := build.Options{Source: src, Out: out, Config: cfg, Workers: cfg.Workers, Inspect: inspect,
+				MeasureFloor: measureFloor, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+				Progress: term.IsTerminal(int(os.Stderr.Fd()))}
+			switch {
+			case acceptAll:
+				opt.Decisions, opt.ReviewMode = review.AcceptAll{}, build.ModeAcceptAll
+				fmt.Fprintln(cmd.ErrOrStderr(), "WARNING: --accept-all: every candidate is accepted WITHOUT expert review; the benchmark will be marked unreviewed.")
+			case reviewsPath != "":
+				l, err := review.ReadLog(reviewsPath)
+				if err != nil {
+					return withExit(2, err)
+				}
+				opt.Decisions, opt.ReviewMode = l, build.ModeReviews
+			default:
+				d, err := openReviewDB(reviewDB)
+				if err != nil {
+					return withExit(2, err)
+				}
+				opt.Decisions, opt.ReviewMode = d, build.ModeReviewDB
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			sum, err := build.Run(ctx, opt)
+			if err != nil {
+				return withExit(2, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d cases, %d questions\n", out, sum.Included, sum.Questions)
+			if strict && len(sum.Shortfalls) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "chexpercept build: %d target shortfall(s) with --strict-targets\n", len(sum.Shortfalls))
+				return silentExit(3)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&src, "source", "", "generic manifest or candidates.jsonl (build.md §2.4)")
+	f.StringVar(&out, "out", "", "benchmark directory to write")
+	f.Uint64Var(&seed, "seed", 0, "build seed (default: config key seed, else 0)")
+	f.StringVar(&perLesion, "per-lesion", "", "targets per lesion LF,RF,RR (default 100,100,100)")
+	f.IntVar(&workers, "workers", 0, "case workers (default: number of CPUs)")
+	f.BoolVar(&acceptAll, "accept-all", false, "accept every candidate without review (recorded; the benchmark is unreviewed)")
+	f.StringVar(&reviewsPath, "reviews", "", "reviews.jsonl with the review decisions")
+	f.StringVar(&reviewDB, "review-db", "", "review app database (SQLite)")
+	f.StringVar(&inspect, "inspect", "", "write the inspect view for all|failed|KEY,KEY,…")
+	f.BoolVar(&strict, "strict-targets", false, "exit 3 when a target is not reached")
+	f.StringVar(&configPath, "config", "", "YAML configuration (build.md §2.5)")
+	f.BoolVar(&measureFloor, "measure-png-floor", false, "after assembly, time the re-encoding of every bundle and mask PNG (build_timing.json)")
+	f.MarkHidden("measure-png-floor")
+	addCommand(cmd)
+}

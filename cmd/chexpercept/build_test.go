@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/source"
+)
+
+// TestBuildAndInspectCommands builds the MIMIC-layout fixture through the
+// command (its targets cannot all be met: exit 3 with --strict-targets),
+// then inspects one included case.
+func TestBuildAndInspectCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a benchmark")
+	}
+	fx := "../../internal/source/testdata/mimic"
+	cfg := buildcfg.Default()
+	cases, _, err := source.FromMIMIC(fx, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands, _ := source.Sample(cases, cfg, 0)
+	dir := t.TempDir()
+	cand := filepath.Join(dir, "candidates.jsonl")
+	if err := source.WriteCandidates(cand, cands); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bench")
+	cmd := findCommand(t, "build")
+	var stdout, stderr bytes.Buffer
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs([]string{"--source", cand, "--out", out, "--per-lesion", "1,1,1", "--workers", "2", "--accept-all", "--strict-targets"})
+	err = cmd.Execute()
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 3 {
+		t.Fatalf("got %v, want exit 3 for the shortfalls\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"UNREVIEWED", "composition (LF / RF / RR):", "warning: target shortfall:", "chexmask_size_mismatch"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "WARNING: --accept-all") {
+		t.Errorf("no accept-all warning on stderr:\n%s", stderr.String())
+	}
+	// Inspect an included RR case.
+	data, err := os.ReadFile(filepath.Join(out, "cases.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := ""
+	for _, ln := range strings.Split(string(data), "\n") {
+		if strings.Contains(ln, `"path":"revision_required"`) {
+			key = ln[strings.Index(ln, `"key_id":"`)+10:]
+			key = key[:strings.Index(key, `"`)]
+			break
+		}
+	}
+	if key == "" {
+		t.Fatal("no RR case in the fixture build")
+	}
+	ins := findCommand(t, "inspect")
+	ins.SetOut(&stdout)
+	ins.SetArgs([]string{out, "--key", key})
+	if err := ins.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"summary.txt", "geometry.png", "regions.png", "overlaps.json", "deformation.json", "points.png", "revision_options.png"} {
+		if _, err := os.Stat(filepath.Join(out, "inspect", key, f)); err != nil {
+			t.Errorf("inspect: %v", err)
+		}
+	}
+	sum, _ := os.ReadFile(filepath.Join(out, "inspect", key, "summary.txt"))
+	for _, want := range []string{"path revision_required", "distribution = ", "severity: ", "comparison: ", "revision result: "} {
+		if !strings.Contains(string(sum), want) && !(strings.HasPrefix(key, "cardiomegaly") && want != "path revision_required" && want != "revision result: ") {
+			t.Errorf("summary.txt lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
+	"github.com/chexpercept/chexpercept/internal/protocol/profile"
+	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/registry"
+)
+
+func init() {
+	var (
+		o                                        eval.Options
+		prov, model, oracle, parseMode, profile_ string
+		lesions, shard, imageCache, pricesFile   string
+		modelFiles                               []string
+		limit, perPathLimit, sampleN             int
+	)
+	cmd := &cobra.Command{
+		Use:   "eval --benchmark BENCH_DIR --provider P --model M --out RESULTS_DIR [flags]",
+		Short: "Run a vision-language model through a benchmark, turn by turn",
+		Long: `eval asks every selected record's questions in order (spec protocol.md),
+many records at a time, and appends each finished record to results.jsonl in
+the run directory RESULTS_DIR/<provider>_<label>[_no_thinking][_strict]/oracle_<mode>/.
+A killed run restarted with the same command continues where it stopped.
+At the end (and on Ctrl-C) the run directory also gets all_results.json,
+summary.json and the per-model reference CSVs. The last line printed is the
+run directory.
+
+Providers: opensource (vLLM/SGLang, --endpoint), openai (OpenAI or any
+compatible server, --endpoint), azure, gemini, baseline (--model random|first|oracle,
+in process). Keys come from OPENAI_API_KEY, AZURE_OPENAI_API_KEY with
+AZURE_OPENAI_ENDPOINT, GEMINI_API_KEY, Vertex AI application-default
+credentials, or --api-key-file.
+
+Ctrl-C stops starting records and waits for those in flight; a second Ctrl-C
+abandons them (they are asked again on restart).
+
+Exit status: 0 every selected record ok, 1 some records ended in error,
+2 the run could not start, 130 interrupted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			for _, req := range []string{"benchmark", "provider", "model", "out"} {
+				if !f.Changed(req) {
+					return withExit(2, fmt.Errorf("--%s is required", req))
+				}
+			}
+			var err error
+			if o.Oracle, err = protocol.ParseOracleMode(oracle); err != nil {
+				return withExit(2, fmt.Errorf("--oracle: %v", err))
+			}
+			if o.Parse, err = parse.ParseMode(parseMode); err != nil {
+				return withExit(2, fmt.Errorf("--parse-mode: %v", err))
+			}
+			if profile_ != "" {
+				p, warns, err := profile.Load(profile_)
+				if err != nil {
+					return withExit(2, err)
+				}
+				for _, w := range warns {
+					fmt.Fprintln(os.Stderr, "warning:", w)
+				}
+				o.Profile = p
+			}
+			reg, err := registry.Load(modelFiles...)
+			if err != nil {
+				return withExit(2, err)
+			}
+			prices, err := registry.LoadPrices(pricesFile)
+			if err != nil {
+				return withExit(2, err)
+			}
+			o.PriceFileSHA256 = prices.SHA256
+			m, notice, err := eval.ResolveModel(reg, prices, prov, model, o.NoThinking)
+			if err != nil {
+				return withExit(2, err)
+			}
+			if notice != "" {
+				fmt.Fprintln(os.Stderr, "notice:", notice)
+			}
+			if m.Price == nil && m.Backend != provider.BackendBaseline {
+				fmt.Fprintf(os.Stderr, "warning: no price entry matches model id %q; cost will be null\n", m.ModelID)
+			}
+			o.Model = m
+			if f.Changed("concurrency") && o.Concurrency < 1 {
+				return withExit(2, fmt.Errorf("--concurrency must be at least 1"))
+			}
+			if f.Changed("max-retries") {
+				if o.MaxRetries < 0 {
+					return withExit(2, fmt.Errorf("--max-retries must not be negative"))
+				}
+				o.NoRetries = o.MaxRetries == 0
+			}
+			if o.Selection.Lesions, err = eval.ParseLesions(lesions); err != nil {
+				return withExit(2, err)
+			}
+			for _, x := range []struct {
+				flag string
+				v    int
+				dst  **int
+			}{{"limit", limit, &o.Selection.Limit}, {"per-path-limit", perPathLimit, &o.Selection.PerPathLimit}, {"sample", sampleN, &o.Selection.Sample}} {
+				if f.Changed(x.flag) {
+					if x.v < 0 {
+						return withExit(2, fmt.Errorf("--%s must not be negative", x.flag))
+					}
+					v := x.v
+					*x.dst = &v
+				}
+			}
+			if shard != "" {
+				if o.Selection.Shard, err = eval.ParseShard(shard, os.Getenv); err != nil {
+					return withExit(2, err)
+				}
+			}
+			if o.ImageCacheBytes, err = parseSize(imageCache); err != nil {
+				return withExit(2, fmt.Errorf("--image-cache: %v", err))
+			}
+			if m.Backend == provider.BackendBaseline && len(o.Endpoints) > 0 {
+				return withExit(2, fmt.Errorf("--endpoint is not used by the baseline provider (it runs in process); use --provider openai --endpoint URL to reach serve-baseline"))
+			}
+			o.Log = os.Stderr
+			if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				o.TTY = true
+			}
+
+			ctx, stopRun := context.WithCancel(cmd.Context())
+			defer stopRun()
+			abandon, abandonNow := context.WithCancel(context.Background())
+			defer abandonNow()
+			o.Abandon = abandon
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			go func() {
+				n := 0
+				for range sigs {
+					n++
+					if n == 1 {
+						fmt.Fprintln(os.Stderr, "\ninterrupt: finishing the records in flight (interrupt again to abandon them)")
+						stopRun()
+					} else {
+						fmt.Fprintln(os.Stderr, "\ninterrupt: abandoning the records in flight")
+						abandonNow()
+					}
+				}
+			}()
+
+			sum, err := eval.Run(ctx, o)
+			if err != nil {
+				if sum != nil {
+					fmt.Println(sum.RunDir)
+				}
+				return withExit(2, err)
+			}
+			if sum.DryRun != nil {
+				sum.DryRun.Write(os.Stderr)
+				fmt.Println(sum.RunDir)
+				return nil
+			}
+			fmt.Println(sum.RunDir)
+			switch {
+			case sum.Interrupted:
+				return silentExit(130)
+			case sum.Results != nil && sum.Results.Counts.RecordsError > 0:
+				return silentExit(1)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.BenchDir, "benchmark", "", "benchmark directory (holds chexpercept.json)")
+	f.StringVar(&prov, "provider", "", "opensource | openai | azure | gemini | baseline")
+	f.StringVar(&model, "model", "", "registry alias, raw model id, or baseline policy (random|first|oracle)")
+	f.StringVar(&o.OutDir, "out", "", "results folder; the run directory is created inside it")
+	f.StringArrayVar(&o.Endpoints, "endpoint", nil, "server base URL, e.g. http://127.0.0.1:8000/v1 (repeatable)")
+	f.StringVar(&oracle, "oracle", "implicit", "oracle mode: none | implicit | explicit")
+	f.StringVar(&parseMode, "parse-mode", "reference", "answer parsing: reference | strict")
+	f.StringVar(&profile_, "prompt-profile", "", "YAML prompt profile replacing the system prompt and oracle texts")
+	f.BoolVar(&o.NoThinking, "no-thinking", false, "switch thinking off for models with the thinking_toggle quirk")
+	f.IntVar(&o.Concurrency, "concurrency", 16, "records in flight (turns of one record stay sequential)")
+	f.IntVar(&o.MaxRetries, "max-retries", 5, "retries per call after the first attempt")
+	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "deadline of one call attempt")
+	f.IntVar(&o.RPM, "rpm", 0, "cap on requests per minute (0: none)")
+	f.IntVar(&o.TPM, "tpm", 0, "cap on estimated tokens per minute (0: none)")
+	f.IntVar(&limit, "limit", 0, "only the first N records (file order)")
+	f.IntVar(&perPathLimit, "per-path-limit", 0, "only the first N records of each path (overrides --limit)")
+	f.StringVar(&lesions, "lesions", "", "only these lesions, comma-separated")
+	f.IntVar(&sampleN, "sample", 0, "stratified sample of N records (lesion × path)")
+	f.Int64Var(&o.Selection.Seed, "seed", 0, "seed of --sample")
+	f.Int64Var(&o.PolicySeed, "policy-seed", 0, "seed of the random baseline policy")
+	f.StringVar(&shard, "shard", "", "i/n or auto/n: run shard i of n (1-based)")
+	f.BoolVar(&o.RetryErrors, "retry-errors", false, "also re-ask records whose last result is an error")
+	f.BoolVar(&o.NoCache, "no-cache", false, "do not use the response cache")
+	f.StringVar(&o.CacheDir, "cache-dir", "", "response cache directory (default $XDG_CACHE_HOME/chexpercept or ~/.cache/chexpercept)")
+	f.StringVar(&o.APIKeyFile, "api-key-file", "", "file whose first line is the API key (instead of the environment)")
+	f.BoolVar(&o.AllowInvalid, "allow-invalid", false, "evaluate a benchmark that fails validation")
+	f.BoolVar(&o.DryRun, "dry-run", false, "count calls, images, tokens and cost without sending anything")
+	f.StringVar(&imageCache, "image-cache", "256MiB", "memory for encoded images shared between records (e.g. 256MiB, 1GiB)")
+	f.StringVar(&o.GeminiImageFormat, "gemini-image-format", "png", "images sent to Gemini: png (file bytes) | jpeg (the reference's re-encoding)")
+	f.StringArrayVar(&modelFiles, "models", nil, "extra models.yaml extending the registry (repeatable)")
+	f.StringVar(&pricesFile, "prices", "", "price table replacing the built-in prices.yaml")
+	addCommand(cmd)
+}
+
+// parseSize reads a byte size: a plain number of bytes or one with a
+// KB/MB/GB (powers of 1000) or KiB/MiB/GiB (powers of 1024) suffix.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("%q is not a positive size (e.g. 256MiB)", s)
+	}
+	return int64(v * float64(mult)), nil
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/build"
+)
+
+func init() {
+	var key, src string
+	cmd := &cobra.Command{
+		Use:   "inspect BENCH_DIR --key KEY_ID",
+		Short: "Re-run one case of a built benchmark and explain every choice (build.md §12)",
+		Long: `inspect re-runs one case from scratch with the configuration and seed of
+BENCH_DIR/build_info.json and writes BENCH_DIR/inspect/<key_id>/: summary.txt
+with every answer's derivation, geometry.png, regions.png, overlaps.json,
+deformation.json, steps/, fakes/, points.png and revision_options.png.
+Failed cases are explained too. The case line is taken from BENCH_DIR/work/;
+--source names the manifest or candidates file when work/ does not have it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if key == "" {
+				return withExit(2, errors.New("--key is required"))
+			}
+			dir, err := build.Inspect(build.InspectOptions{Dir: args[0], Key: key, Source: src})
+			if err != nil {
+				return withExit(2, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "key_id of the case")
+	cmd.Flags().StringVar(&src, "source", "", "manifest or candidates file (only when work/ lacks the case)")
+	addCommand(cmd)
+}

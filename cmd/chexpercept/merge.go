@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+func init() {
+	var out, benchDir string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "merge DIR... --out RESULTS_DIR [--benchmark BENCH_DIR]",
+		Short: "Combine the shards of a sharded run into one run directory",
+		Long: `merge takes shard folders (shard-<i>-of-<n>/, written by eval --shard i/n) or
+run directories holding them, and writes the normal run directory
+RESULTS_DIR/<run name>/oracle_<mode>/ with every file of a run (spec
+protocol.md §9.5). It refuses, with exit status 2 and the reason, shards
+whose manifests differ in anything but the shard (and the hashes derived
+from it), created_at and the dataset path; a missing shard; two folders for
+the same shard; and a key_id present in two shards.
+
+The merged results.jsonl holds every shard's last line per key_id in
+benchmark order; image paths in all_results.json point into --benchmark
+(default: the dataset path of the first shard's manifest), whose
+chexpercept.json must be the one the shards were run on. The last line
+printed is the merged run directory.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			start := time.Now()
+			if out == "" {
+				return withExit(2, fmt.Errorf("--out is required"))
+			}
+			rep, err := results.Merge(args, results.MergeOptions{Out: out, BenchDir: benchDir, Engine: runEngine{}, Force: force})
+			if err != nil {
+				return withExit(2, err)
+			}
+			fmt.Fprintf(os.Stderr, "merged %d shards: %d records (%d with status error) of %d selected (%s)\n",
+				rep.Shards, rep.Records, rep.Errors, rep.Selected, since(start))
+			if n := len(rep.Missing); n > 0 {
+				ex := rep.Missing
+				if n > 3 {
+					ex = ex[:3]
+				}
+				fmt.Fprintf(os.Stderr, "warning: %d selected record(s) have no result in any shard (e.g. %v); resume those shards and merge again\n", n, ex)
+			}
+			fmt.Println(rep.Dir)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&out, "out", "", "results folder to write the merged run into (required)")
+	f.StringVar(&benchDir, "benchmark", "", "benchmark directory on this machine (default: the first shard manifest's dataset path)")
+	f.BoolVar(&force, "force", false, "replace the merged run directory if it already holds a run")
+	addCommand(cmd)
+}

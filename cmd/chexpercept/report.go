@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/report"
+	"github.com/chexpercept/chexpercept/internal/version"
+)
+
+func init() {
+	var (
+		cfg         report.Config
+		compare     []string
+		errorPolicy string
+	)
+	cmd := &cobra.Command{
+		Use:   "report PATH... --out REPORT_DIR",
+		Short: "Write the paper's tables, our statistics, plots and a browsable HTML report for run directories",
+		Long: `report reads run directories (or results folders holding */oracle_<mode>/ run
+directories, including reference imports) and writes into REPORT_DIR:
+all_models_oracle_<mode>/all_models_*.csv (the reference's CSVs), ext_*.csv,
+summary.json, report.md, plots (PNG and SVG) and index.html, which works
+when opened from disk. Problems with single inputs are warnings: the report
+of everything valid is still written and lists what was left out.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cfg.Out == "" {
+				return withExit(2, fmt.Errorf("--out REPORT_DIR is required"))
+			}
+			cfg.Inputs = args
+			cfg.Analysis.ErrorPolicy = errorPolicy
+			for _, c := range compare {
+				a, b, ok := strings.Cut(c, ",")
+				if !ok || a == "" || b == "" || strings.Contains(b, ",") {
+					return withExit(2, fmt.Errorf("--compare %q: want two run names separated by a comma (A,B)", c))
+				}
+				cfg.Analysis.Compare = append(cfg.Analysis.Compare, [2]string{a, b})
+			}
+			if errorPolicy != analysis.ErrorsExclude && errorPolicy != analysis.ErrorsWrong {
+				return withExit(2, fmt.Errorf("--error-policy %q: want exclude or wrong", errorPolicy))
+			}
+			if cfg.Analysis.Bootstrap < 1 {
+				return withExit(2, fmt.Errorf("--bootstrap %d: want at least 1", cfg.Analysis.Bootstrap))
+			}
+			cfg.Report.Version = version.String()
+			res, err := report.Generate(cfg)
+			if res != nil {
+				for _, w := range res.Warnings {
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+				}
+			}
+			if err != nil {
+				return withExit(2, err)
+			}
+			scored := 0
+			for _, rr := range res.Runs {
+				if rr.Scored {
+					scored++
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "report: %d run(s) (%d scored), %d warning(s); wrote %s/index.html\n", len(res.Runs), scored, len(res.Warnings), cfg.Out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Out, "out", "", "report directory to write (created if needed)")
+	f.BoolVar(&cfg.Report.EmbedImages, "embed-images", false, "copy image thumbnails into REPORT_DIR/img instead of linking into the benchmark")
+	f.StringVar(&errorPolicy, "error-policy", analysis.ErrorsExclude, "records with status error: exclude them, or count them as wrong")
+	f.StringArrayVar(&compare, "compare", nil, "paired bootstrap comparison of two runs by run name, A,B (repeatable)")
+	f.BoolVar(&cfg.Analysis.CompareBest, "compare-best", false, "compare every model with the best one of each metric and cell")
+	f.IntVar(&cfg.Analysis.Bootstrap, "bootstrap", analysis.DefaultBootstrap, "bootstrap replicates for depth intervals and comparisons")
+	f.StringVar(&cfg.Benchmark, "benchmark", "", "benchmark directory (default: the dataset path in the first run's manifest)")
+	addCommand(cmd)
+}

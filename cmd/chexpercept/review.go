@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/source"
+)
+
+// review: the expert review of candidate cases (build.md §4, issue 6).
+func init() {
+	cmd := &cobra.Command{
+		Use:   "review",
+		Short: "Expert review of candidate cases: web app, review packs, import and export",
+		Long: `review lets experts accept or reject candidate cases before a build
+(build.md §4). "init" creates the review database with sign-in tokens and
+assignments, "serve" runs the web app, "export" writes reviews.jsonl or the
+reference sheets, "pack" writes offline review packs (images and sheets),
+"import" reads filled sheets into reviews.jsonl or the database.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(reviewInitCmd(), reviewServeCmd(), reviewExportCmd(), reviewPackCmd(), reviewImportCmd())
+	addCommand(cmd)
+}
+
+// readReviewSource reads a manifest or candidates file with every lesion
+// and its lines in file order (reviews cover every line; a build samples
+// from them later).
+func readReviewSource(path string) ([]*source.Case, error) {
+	cases, _, err := source.ReadSource(path, buildcfg.Default())
+	return cases, err
+}
+
+func reviewInitCmd() *cobra.Command {
+	var src, db string
+	var n, k, workers int
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "init --source FILE --review-db REVIEW_DB --reviewers N [--overlap K] [--seed S]",
+		Short: "Create a review database: cases with digests, K-of-N assignments, sign-in tokens",
+		Long: `init reads a generic manifest or candidates.jsonl (every line, in file
+order), records each case's image and candidate-mask digests, assigns each
+case to K of the N reviewers (balanced within each lesion, seeded), and
+prints one "reviewer NAME TOKEN" line per reviewer and one "admin TOKEN"
+line. The tokens are shown only now; the database keeps only their hashes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if src == "" || db == "" {
+				return withExit(2, errors.New("--source and --review-db are required"))
+			}
+			cases, err := readReviewSource(src)
+			if err != nil {
+				return withExit(2, err)
+			}
+			creds, err := review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
+				Source: src, Warn: cmd.ErrOrStderr()})
+			if err != nil {
+				return withExit(2, err)
+			}
+			out := cmd.OutOrStdout()
+			for _, c := range creds {
+				if c.Name == review.AdminName {
+					fmt.Fprintf(out, "admin %s\n", c.Token)
+				} else {
+					fmt.Fprintf(out, "reviewer %s %s\n", c.Name, c.Token)
+				}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d cases, %d reviewers, overlap %d. Keep the tokens above; they are not stored.\n", db, len(cases), n, k)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&src, "source", "", "generic manifest or candidates.jsonl")
+	f.StringVar(&db, "review-db", "", "review database to create (must not exist)")
+	f.IntVar(&n, "reviewers", 6, "number of reviewers N")
+	f.IntVar(&k, "overlap", 1, "reviewers per case K (1 ≤ K ≤ N)")
+	f.Uint64Var(&seed, "seed", 0, "assignment seed")
+	f.IntVar(&workers, "workers", 0, "digest workers (default: number of CPUs)")
+	return cmd
+}
+
+// isLoopbackHost reports whether host names the loopback interface.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func reviewServeCmd() *cobra.Command {
+	var db, listen, certFile, keyFile string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "serve --review-db REVIEW_DB [--listen 127.0.0.1:PORT] [--tls-cert FILE --tls-key FILE]",
+		Short: "Serve the review web app",
+		Long: `serve runs the review web app on --listen (loopback by default). Reviewers
+sign in with their token (POST /login, form field token) and see only their
+own queue; the admin sees progress, agreement and disagreements, resolves
+cases and locks the review. Serve over TLS (--tls-cert/--tls-key) or behind
+a TLS proxy whenever the address is reachable from other machines.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if db == "" {
+				return withExit(2, errors.New("--review-db is required"))
+			}
+			if (certFile == "") != (keyFile == "") {
+				return withExit(2, errors.New("give both --tls-cert and --tls-key, or neither"))
+			}
+			host, _, err := net.SplitHostPort(listen)
+			if err != nil {
+				return withExit(2, fmt.Errorf("--listen %q: %v", listen, err))
+			}
+			useTLS := certFile != ""
+			if !isLoopbackHost(host) && !useTLS {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s, which is not a loopback address, without TLS: tokens and session cookies travel in clear text unless a TLS proxy sits in front\n", listen)
+			}
+			st, err := review.Open(db)
+			if err != nil {
+				return withExit(2, err)
+			}
+			defer st.Close()
+			app, err := review.NewServer(st)
+			if err != nil {
+				return withExit(2, err)
+			}
+			app.Secure = useTLS
+			if !quiet {
+				app.Log = log.New(cmd.ErrOrStderr(), "review: ", log.LstdFlags)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return withExit(2, fmt.Errorf("--listen %s: %v", listen, err))
+			}
+			hs := &http.Server{Handler: app.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+				WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
+				TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
+			scheme := "http"
+			if useTLS {
+				scheme = "https"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s://%s/\n", scheme, ln.Addr())
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			errc := make(chan error, 1)
+			go func() {
+				if useTLS {
+					errc <- hs.ServeTLS(ln, certFile, keyFile)
+				} else {
+					errc <- hs.Serve(ln)
+				}
+			}()
+			select {
+			case err := <-errc:
+				return withExit(2, err)
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return hs.Shutdown(sctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&db, "review-db", "", "review database (from review init)")
+	f.StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on (loopback by default)")
+	f.StringVar(&certFile, "tls-cert", "", "TLS certificate (PEM) to serve HTTPS")
+	f.StringVar(&keyFile, "tls-key", "", "TLS private key (PEM)")
+	f.BoolVar(&quiet, "quiet", false, "do not log sign-ins and decisions")
+	return cmd
+}
+
+func reviewExportCmd() *cobra.Command {
+	var db, jsonl, csvDir string
+	cmd := &cobra.Command{
+		Use:   "export --review-db REVIEW_DB (--jsonl OUT | --csv OUT_DIR)",
+		Short: "Export the decisions as reviews.jsonl or as the reference's sheets",
+		Long: `export --jsonl writes one resolved line per case with any decision
+(build.md §4): accept, reject, disputed or unsure, with the reviewers, the
+time of the deciding action and the image and mask digests. export --csv
+writes OUT_DIR/positive.csv and OUT_DIR/negative.csv in the reference's
+layouts, optimal? = 1 for accepted cases.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if db == "" || (jsonl == "") == (csvDir == "") {
+				return withExit(2, errors.New("give --review-db and exactly one of --jsonl OUT, --csv OUT_DIR"))
+			}
+			st, err := review.Open(db)
+			if err != nil {
+				return withExit(2, err)
+			}
+			defer st.Close()
+			ctx := cmd.Context()
+			if jsonl != "" {
+				n, err := st.ExportJSONL(ctx, jsonl)
+				if err != nil {
+					return withExit(2, err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d resolved case(s)\n", jsonl, n)
+				return nil
+			}
+			if err := st.ExportCSV(ctx, csvDir); err != nil {
+				return withExit(2, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s/positive.csv and %s/negative.csv\n", csvDir, csvDir)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&db, "review-db", "", "review database")
+	f.StringVar(&jsonl, "jsonl", "", "reviews.jsonl to write")
+	f.StringVar(&csvDir, "csv", "", "directory for positive.csv and negative.csv")
+	return cmd
+}
+
+func reviewPackCmd() *cobra.Command {
+	var src, out string
+	var n, workers int
+	cmd := &cobra.Command{
+		Use:   "pack --source FILE --out DIR [--annotators N]",
+		Short: "Write offline review packs: review images and review_sheet.csv per annotator, lesion and label",
+		Long: `pack writes, for each lesion and label of the source (every line, in file
+order), review images and a review_sheet.csv, dealing rows round-robin to N
+annotators: DIR/annotator_A/<lesion>/<label>/, annotator_B, … Positive images
+show the radiograph beside it with the candidate mask in red; negatives show
+the radiograph. Fill the sheets' decision column and read them back with
+"review import".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if src == "" || out == "" {
+				return withExit(2, errors.New("--source and --out are required"))
+			}
+			cases, err := readReviewSource(src)
+			if err != nil {
+				return withExit(2, err)
+			}
+			sum, err := review.Pack(cases, out, review.PackOptions{Annotators: n, Workers: workers, Warn: cmd.ErrOrStderr()})
+			if err != nil {
+				return withExit(2, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d case(s) in %d sheet(s), %d skipped\n", out, sum.Cases, sum.Sheets, sum.Skipped)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&src, "source", "", "generic manifest or candidates.jsonl")
+	f.StringVar(&out, "out", "", "output directory (new or empty)")
+	f.IntVar(&n, "annotators", 6, "number of annotators N")
+	f.IntVar(&workers, "workers", 0, "image workers (default: number of CPUs)")
+	return cmd
+}
+
+func reviewImportCmd() *cobra.Command {
+	var sheets []string
+	var src, reviews, db, reviewer string
+	var legacy bool
+	cmd := &cobra.Command{
+		Use:   "import --csv SHEET... [--source FILE] (--reviews FILE | --review-db FILE) [--reviewer NAME] [--legacy-nonempty-accept]",
+		Short: "Read filled review sheets into reviews.jsonl or the review database",
+		Long: `import reads filled sheets (review_sheet.csv or the reference's
+positive/negative layouts, recognised by the header) and appends one line
+per decided row. decision / optimal? cells: y, yes, 1, true, accept, x →
+accept; n, no, 0, false, reject → reject; empty → no review; anything else
+is an error (nothing is imported then). Rows without digests (reference
+layouts) need --source, the manifest or candidates the sheet was made from:
+the current inputs' digests are recorded, so later changes make the
+decision stale. --legacy-nonempty-accept applies the reference's rule to
+optimal? cells: any non-empty cell accepts. The reviewer is --reviewer,
+else the sheet's nearest annotator_<X> folder, else "import".`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sheets = append(sheets, args...)
+			if len(sheets) == 0 {
+				return withExit(2, errors.New("--csv SHEET is required"))
+			}
+			if (reviews == "") == (db == "") {
+				return withExit(2, errors.New("give exactly one of --reviews FILE, --review-db FILE"))
+			}
+			opt := review.ImportOptions{Reviewer: reviewer, Legacy: legacy, Now: time.Now()}
+			if src != "" {
+				cases, err := readReviewSource(src)
+				if err != nil {
+					return withExit(2, err)
+				}
+				opt.Source = map[string]*source.Case{}
+				for _, c := range cases {
+					opt.Source[c.KeyID()] = c
+				}
+			}
+			lines, err := review.ReadSheets(sheets, opt)
+			if err != nil {
+				return withExit(2, err)
+			}
+			if reviews != "" {
+				if err := review.AppendLog(reviews, lines); err != nil {
+					return withExit(2, err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "appended %d decision(s) to %s\n", len(lines), reviews)
+				return nil
+			}
+			st, err := review.Open(db)
+			if err != nil {
+				return withExit(2, err)
+			}
+			defer st.Close()
+			if err := st.ImportLines(cmd.Context(), lines); err != nil {
+				return withExit(2, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "imported %d decision(s) into %s\n", len(lines), db)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&sheets, "csv", nil, "filled sheet (repeat the flag or list more sheets as arguments)")
+	f.StringVar(&src, "source", "", "manifest or candidates the sheets were made from (binds rows without digests)")
+	f.StringVar(&reviews, "reviews", "", "reviews.jsonl to append to (created when absent)")
+	f.StringVar(&db, "review-db", "", "review database to import into")
+	f.StringVar(&reviewer, "reviewer", "", "reviewer name (default: the sheet's annotator_<X> folder, else import)")
+	f.BoolVar(&legacy, "legacy-nonempty-accept", false, "optimal? cells: any non-empty cell accepts (the reference's rule)")
+	return cmd
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func serveBaselineCmd(t *testing.T) *cobra.Command {
+	t.Helper()
+	for _, c := range pendingCommands {
+		if c.Name() == "serve-baseline" {
+			return c
+		}
+	}
+	t.Fatal("serve-baseline not registered")
+	return nil
+}
+
+func TestServeBaselineCommand(t *testing.T) {
+	cmd := serveBaselineCmd(t)
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	cmd.SetOut(pw)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs([]string{"--policy", "first", "--listen", "127.0.0.1:0", "--latency", "1ms"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx); pw.Close() }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := strings.TrimSpace(line)
+	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasSuffix(url, "/v1") {
+		t.Fatalf("printed %q", url)
+	}
+	body := `{"model":"whatever","messages":[{"role":"user","content":"Q\n\nOptions:\n(1) Yes\n(2) No"}]}`
+	resp, err := http.Post(url+"/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"content":"Answer: 1"`) {
+		t.Errorf("reply %d %s", resp.StatusCode, b)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("command did not stop on cancel")
+	}
+	if strings.Contains(stderr.String(), "warning") {
+		t.Errorf("loopback listen warned: %s", stderr.String())
+	}
+}
+
+func TestServeBaselineBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--policy", "oracle", "--listen", "127.0.0.1:0"},
+		{"--fail-429", "1.5", "--listen", "127.0.0.1:0"},
+		{"--listen", "nonsense"},
+	} {
+		cmd := serveBaselineCmd(t)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(args)
+		// reset flags changed by earlier tests
+		cmd.Flags().Set("policy", "random")
+		cmd.Flags().Set("fail-429", "0")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err := cmd.ExecuteContext(ctx)
+		cancel()
+		if err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+}

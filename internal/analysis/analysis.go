@@ -1,0 +1,491 @@
+// Package analysis turns run directories into the numbers of a report
+// (spec protocol.md §10): it finds and reads runs (Load), scores every
+// record under our semantics, where a stage counts only when all its
+// sub-questions were asked and correct and any failure breaks the chain
+// (ScoreRecord), and aggregates per model × path × lesion cell: end-to-end,
+// oracle-passed and conditional stage accuracy, depth, sub-question
+// accuracy, each with its n and a 95 % interval (Wilson for shares,
+// percentile bootstrap for depth and for paired model differences). Chance
+// and majority baselines come from the benchmark alone (ComputeChance).
+//
+// The reference-compatible numbers (§10.1) are not recomputed here: each
+// Run carries the results package's RefMetrics.
+//
+// Every bootstrap cell owns an RNG seeded from its cell id, so results
+// are the same bytes at any parallelism.
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+var nan = math.NaN()
+
+// Error policies (--error-policy).
+const (
+	ErrorsExclude = "exclude"
+	ErrorsWrong   = "wrong"
+)
+
+// Options configure Analyze.
+type Options struct {
+	ErrorPolicy string      // ErrorsExclude (default) or ErrorsWrong
+	Bootstrap   int         // replicates; 0 means DefaultBootstrap
+	Seed        uint64      // bootstrap seed; 0 means DefaultSeed
+	Compare     [][2]string // --compare A,B pairs of run names
+	CompareBest bool
+	// Workers bounds the goroutines used for bootstrap cells; 0 means
+	// GOMAXPROCS. The output does not depend on it.
+	Workers int
+}
+
+// Prop is a share with its Wilson interval; Valid is false when the cell
+// does not apply or has n = 0 (written NA / N/A).
+type Prop struct {
+	N, K   int
+	Valid  bool
+	Value  float64
+	Lo, Hi float64
+}
+
+func prop(k, n int) Prop {
+	lo, hi, ok := Wilson(k, n)
+	p := Prop{N: n, K: k, Valid: ok, Lo: lo, Hi: hi}
+	if ok {
+		p.Value = float64(k) / float64(n)
+	}
+	return p
+}
+
+// StageCell is one (path, lesion, stage) cell of one run: the three views.
+type StageCell struct {
+	Path, Lesion  string
+	Stage         int
+	Applicable    bool
+	E2E, OP, Cond Prop
+}
+
+// DepthCell is one (path, lesion) depth cell.
+type DepthCell struct {
+	Path, Lesion string
+	N            int
+	Valid        bool
+	Mean, Lo, Hi float64
+	Max          int
+}
+
+// SubCell is one question's accuracy in a (path, lesion) cell; Path may
+// be "revision_required+revision_free" (pooled, attributes only).
+type SubCell struct {
+	Path, Lesion, Question string
+	Q                      int
+	Applicable             bool
+	Acc                    Prop
+	Jaccard                float64 // mean; NaN when not multi-select or n = 0
+}
+
+// PooledPath is the pooled RR+RF path name of the reference detail table.
+const PooledPath = results.PathRR + "+" + results.PathRF
+
+// ParseRow is one question type's parse statistics for a run (Question
+// "all" sums every type).
+type ParseRow struct {
+	Question                                   string
+	NAsked, NFail, NOutOfRange, NEmpty, NTrunc int
+}
+
+// UsageRow is a run's usage. Cost is NaN when a call was unpriced; the
+// latency percentiles (over asked, non-cached calls) are NaN without any.
+type UsageRow struct {
+	NItems, NOK, NError, NCalls                            int
+	InputTokens, CachedInputTokens, OutputTokens, Thinking int64
+	Cost                                                   float64
+	LatencyP50, LatencyP95                                 float64
+}
+
+// RunResult is everything computed for one run.
+type RunResult struct {
+	Run    *Run
+	Scored bool // false when the run has no usable results.jsonl
+	Scores []Score
+	Stages []StageCell // path × lesion × stage 1..4, in table order
+	Depth  []DepthCell // path × lesion
+	Sub    []SubCell
+	Parse  []ParseRow
+	Usage  UsageRow
+}
+
+// Stage returns the stage cell, or nil.
+func (r *RunResult) Stage(path, lesion string, k int) *StageCell {
+	for i := range r.Stages {
+		c := &r.Stages[i]
+		if c.Path == path && c.Lesion == lesion && c.Stage == k {
+			return c
+		}
+	}
+	return nil
+}
+
+// DepthOf returns the depth cell, or nil.
+func (r *RunResult) DepthOf(path, lesion string) *DepthCell {
+	for i := range r.Depth {
+		c := &r.Depth[i]
+		if c.Path == path && c.Lesion == lesion {
+			return c
+		}
+	}
+	return nil
+}
+
+// SubOf returns a sub-question cell, or nil.
+func (r *RunResult) SubOf(path, lesion, question string) *SubCell {
+	for i := range r.Sub {
+		c := &r.Sub[i]
+		if c.Path == path && c.Lesion == lesion && c.Question == question {
+			return c
+		}
+	}
+	return nil
+}
+
+// Result is a whole analysis.
+type Result struct {
+	Options  Options
+	Set      *Set
+	Runs     []*RunResult // in Set.Runs order
+	Chance   *Chance      // nil without a benchmark
+	Pairs    []PairRow
+	Warnings []string // the Set's warnings, then the analysis's
+}
+
+// Modes lists the oracle modes present, sorted.
+func (r *Result) Modes() []string {
+	var m []string
+	for _, rr := range r.Runs {
+		if !slices.Contains(m, rr.Run.OracleMode) {
+			m = append(m, rr.Run.OracleMode)
+		}
+	}
+	slices.Sort(m)
+	return m
+}
+
+func (o *Options) normalise() error {
+	switch o.ErrorPolicy {
+	case "":
+		o.ErrorPolicy = ErrorsExclude
+	case ErrorsExclude, ErrorsWrong:
+	default:
+		return fmt.Errorf("error policy %q: want exclude or wrong", o.ErrorPolicy)
+	}
+	if o.Bootstrap == 0 {
+		o.Bootstrap = DefaultBootstrap
+	}
+	if o.Bootstrap < 1 {
+		return fmt.Errorf("bootstrap replicates %d: want at least 1", o.Bootstrap)
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	return nil
+}
+
+// Analyze computes every metric of §10.3 for the runs of set.
+func Analyze(set *Set, opts Options) (*Result, error) {
+	if err := opts.normalise(); err != nil {
+		return nil, err
+	}
+	res := &Result{Options: opts, Set: set, Warnings: slices.Clone(set.Warnings)}
+	if set.Bench != nil {
+		res.Chance = ComputeChance(set.Bench)
+	}
+	res.Runs = make([]*RunResult, len(set.Runs))
+	var jobs []func()
+	for i, run := range set.Runs {
+		rr := &RunResult{Run: run, Scored: run.Records != nil}
+		res.Runs[i] = rr
+		rr.Usage, rr.Parse = usageAndParse(run)
+		if !rr.Scored {
+			continue
+		}
+		for _, rec := range run.Records {
+			if s, ok := ScoreRecord(rec, opts.ErrorPolicy == ErrorsWrong); ok {
+				rr.Scores = append(rr.Scores, s)
+			}
+		}
+		rr.cells(res.Chance)
+		// Depth bootstraps are the expensive part: one job per cell.
+		for j := range rr.Depth {
+			jobs = append(jobs, func() { rr.bootDepth(j, &opts) })
+		}
+	}
+	runJobs(jobs, opts.Workers)
+	pairs, warns := comparePairs(res, &opts)
+	res.Pairs = pairs
+	res.Warnings = append(res.Warnings, warns...)
+	return res, nil
+}
+
+func runJobs(jobs []func(), workers int) {
+	if workers <= 1 || len(jobs) < 2 {
+		for _, j := range jobs {
+			j()
+		}
+		return
+	}
+	ch := make(chan func())
+	var wg sync.WaitGroup
+	for w := 0; w < min(workers, len(jobs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range ch {
+				j()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		ch <- j
+	}
+	close(ch)
+	wg.Wait()
+}
+
+// inCell reports whether a score belongs to the (path, lesion) cell.
+func inCell(s *Score, pi, li int) bool { return s.Path == pi && (li == 0 || s.Lesion == li) }
+
+func (rr *RunResult) cells(ch *Chance) {
+	for pi, path := range Paths {
+		for li, lesion := range Lesions {
+			var cell []*Score
+			for i := range rr.Scores {
+				if inCell(&rr.Scores[i], pi, li) {
+					cell = append(cell, &rr.Scores[i])
+				}
+			}
+			for k := 1; k <= 4; k++ {
+				sc := StageCell{Path: path, Lesion: lesion, Stage: k, Applicable: StageApplies(path, lesion, k)}
+				if sc.Applicable {
+					n, e2e, op, condN := 0, 0, 0, 0
+					for _, s := range cell {
+						if !s.App[k-1] {
+							continue
+						}
+						n++
+						if s.Cor[k-1] {
+							op++
+						}
+						if s.Chain(k - 1) {
+							condN++
+							if s.Cor[k-1] {
+								e2e++
+							}
+						}
+					}
+					sc.E2E, sc.OP, sc.Cond = prop(e2e, n), prop(op, n), prop(e2e, condN)
+				}
+				rr.Stages = append(rr.Stages, sc)
+			}
+			dc := DepthCell{Path: path, Lesion: lesion, N: len(cell), Max: PathMax(path)}
+			if dc.N > 0 {
+				t := 0
+				for _, s := range cell {
+					t += s.Depth
+				}
+				dc.Valid, dc.Mean = true, float64(t)/float64(dc.N)
+			}
+			rr.Depth = append(rr.Depth, dc)
+			for q, name := range Questions {
+				rr.Sub = append(rr.Sub, subCell(path, lesion, name, q, cell))
+			}
+		}
+	}
+	// Pooled RR+RF, attributes only (as in the reference detail table).
+	for li, lesion := range Lesions {
+		var cell []*Score
+		for i := range rr.Scores {
+			s := &rr.Scores[i]
+			if (s.Path == 0 || s.Path == 1) && (li == 0 || s.Lesion == li) {
+				cell = append(cell, s)
+			}
+		}
+		for q := 5; q < 9; q++ {
+			sc := subCell(PooledPath, lesion, Questions[q], q, cell)
+			sc.Applicable = lesion != "cardiomegaly"
+			rr.Sub = append(rr.Sub, sc)
+		}
+	}
+}
+
+func subCell(path, lesion, name string, q int, cell []*Score) SubCell {
+	sc := SubCell{Path: path, Lesion: lesion, Question: name, Q: q, Jaccard: nan}
+	if path != PooledPath {
+		sc.Applicable = QuestionApplies(path, lesion, q)
+		if !sc.Applicable {
+			return sc
+		}
+	}
+	n, k, jac := 0, 0, 0.0
+	for _, s := range cell {
+		if !s.QApp[q] {
+			continue
+		}
+		n++
+		if s.QCor[q] {
+			k++
+		}
+		jac += s.Jac[q]
+	}
+	sc.Acc = prop(k, n)
+	if IsMultiQuestion(q) && n > 0 {
+		sc.Jaccard = jac / float64(n)
+	}
+	return sc
+}
+
+// DepthCellID is the bootstrap cell id of a depth cell.
+func DepthCellID(model, path, lesion string) string {
+	return "depth|" + model + "|" + path + "|" + lesion
+}
+
+func (rr *RunResult) bootDepth(j int, o *Options) {
+	dc := &rr.Depth[j]
+	if !dc.Valid {
+		return
+	}
+	pi, li := pathIndex(dc.Path), slices.Index(Lesions, dc.Lesion)
+	xs := make([]float64, 0, dc.N)
+	for i := range rr.Scores {
+		if inCell(&rr.Scores[i], pi, li) {
+			xs = append(xs, float64(rr.Scores[i].Depth))
+		}
+	}
+	dc.Lo, dc.Hi, _ = BootstrapMean(xs, o.Bootstrap, o.Seed, DepthCellID(rr.Run.Name, dc.Path, dc.Lesion))
+}
+
+func usageAndParse(run *Run) (UsageRow, []ParseRow) {
+	u := UsageRow{Cost: 0}
+	rows := make([]ParseRow, len(Questions)+1)
+	for i, q := range Questions {
+		rows[i].Question = q
+	}
+	rows[len(Questions)].Question = "all"
+	if run.Records == nil {
+		u.Cost, u.LatencyP50, u.LatencyP95 = nan, nan, nan
+		return u, rows
+	}
+	priced := true
+	var lat []float64
+	for _, r := range run.Records {
+		u.NItems++
+		if r.Status == results.StatusOK {
+			u.NOK++
+		} else {
+			u.NError++
+		}
+		u.InputTokens += r.Usage.InputTokens
+		u.CachedInputTokens += r.Usage.CachedInputTokens
+		u.OutputTokens += r.Usage.OutputTokens
+		u.Thinking += r.Usage.ThinkingTokens
+		if r.Usage.CostUSD == nil {
+			priced = false
+		} else {
+			u.Cost += *r.Usage.CostUSD
+		}
+		for i := range r.Turns {
+			t := &r.Turns[i]
+			if t.Status != results.TurnAsked {
+				continue
+			}
+			u.NCalls++
+			if !t.Cached {
+				lat = append(lat, float64(t.LatencyMS))
+			}
+			q := questionOf(t.Step)
+			for _, row := range []int{q, len(Questions)} {
+				if row < 0 {
+					continue
+				}
+				p := &rows[row]
+				p.NAsked++
+				if isParseFailure(t) {
+					p.NFail++
+				}
+				if t.InRange != nil && !*t.InRange {
+					p.NOutOfRange++
+				}
+				if t.Raw != nil && *t.Raw == "" {
+					p.NEmpty++
+				}
+				if t.FinishReason != nil && *t.FinishReason == "length" {
+					p.NTrunc++
+				}
+			}
+		}
+	}
+	if !priced {
+		u.Cost = nan
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		u.LatencyP50, u.LatencyP95 = Quantile(lat, 0.5), Quantile(lat, 0.95)
+	} else {
+		u.LatencyP50, u.LatencyP95 = nan, nan
+	}
+	return u, rows
+}
+
+// Headline is one entry of summary.json's per-run metrics.
+type Headline struct {
+	Path, Metric string
+	N            int
+	Valid        bool
+	Value        float64
+	Lo, Hi       float64
+}
+
+// Headlines lists, per path (lesion all), e2e_k and op_k for each
+// applicable stage and then depth.
+func (rr *RunResult) Headlines() []Headline {
+	var out []Headline
+	if !rr.Scored {
+		return out
+	}
+	for _, path := range Paths {
+		for k := 1; k <= 4; k++ {
+			c := rr.Stage(path, "all", k)
+			if c == nil || !c.Applicable {
+				continue
+			}
+			ks := strconv.Itoa(k)
+			for _, v := range []struct {
+				name string
+				p    Prop
+			}{{"e2e_" + ks, c.E2E}, {"op_" + ks, c.OP}} {
+				out = append(out, Headline{Path: path, Metric: v.name, N: v.p.N, Valid: v.p.Valid, Value: v.p.Value, Lo: v.p.Lo, Hi: v.p.Hi})
+			}
+		}
+		d := rr.DepthOf(path, "all")
+		out = append(out, Headline{Path: path, Metric: "depth", N: d.N, Valid: d.Valid, Value: d.Mean, Lo: d.Lo, Hi: d.Hi})
+	}
+	return out
+}
+
+// Label is the run's name in plots and tables: the run name, with the
+// oracle mode appended when several modes are reported.
+func (r *Result) Label(rr *RunResult) string {
+	if len(r.Modes()) > 1 {
+		return rr.Run.Name + " [" + rr.Run.OracleMode + "]"
+	}
+	return rr.Run.Name
+}

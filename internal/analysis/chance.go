@@ -1,0 +1,292 @@
+package analysis
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+)
+
+// itemGT is what the chance baselines need of one benchmark record: per
+// question the uniform chance of a correct guess and the ground truth as
+// a canonical string ("1", "1,3").
+type itemGT struct {
+	path, lesion int
+	app          [9]bool
+	chance       [9]float64
+	gt           [9]string
+}
+
+func canonGT(idx []int) string {
+	s := slices.Clone(idx)
+	slices.Sort(s)
+	s = slices.Compact(s)
+	parts := make([]string, len(s))
+	for i, x := range s {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+// multiChance is 1/2^m for m non-None options.
+func multiChance(m int) float64 {
+	if m < 0 {
+		m = 0
+	}
+	return 1 / float64(uint64(1)<<uint(m))
+}
+
+func single(n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return 1 / float64(n)
+}
+
+func gtOf(rec *benchmark.Record) itemGT {
+	g := itemGT{path: pathIndex(string(rec.Path())), lesion: lesionIndex(rec.Lesion)}
+	path, lesion := string(rec.Path()), rec.Lesion
+	set := func(q int, chance float64, gt string) {
+		if QuestionApplies(path, lesion, q) {
+			g.app[q], g.chance[q], g.gt[q] = true, chance, gt
+		}
+	}
+	set(0, single(len(rec.Detection.AnswerOptions)), strconv.Itoa(rec.Detection.AnswerIndex))
+	if c := rec.Contour; c != nil {
+		set(1, single(len(c.ContourEval.AnswerOptions)), strconv.Itoa(c.ContourEval.AnswerIndex))
+		nonNone := func(opts []benchmark.PointOption) int {
+			m := 0
+			for _, o := range opts {
+				if o.Point != nil {
+					m++
+				}
+			}
+			return m
+		}
+		set(2, multiChance(nonNone(c.Expansion.AnswerOptions)), canonGT(c.Expansion.AnswerIndex))
+		set(3, multiChance(nonNone(c.Contraction.AnswerOptions)), canonGT(c.Contraction.AnswerIndex))
+		set(4, single(len(c.RevisionResult.AnswerOptions)), strconv.Itoa(c.RevisionResult.AnswerIndex))
+	}
+	if a := rec.Attributes; a != nil {
+		set(5, single(len(a.Distribution.AnswerOptions)), strconv.Itoa(a.Distribution.AnswerIndex))
+		m := 0
+		for _, o := range a.Location.AnswerOptions {
+			if o != benchmark.LocationNone && !strings.HasPrefix(o, "None") {
+				m++
+			}
+		}
+		set(6, multiChance(m), canonGT(a.Location.AnswerIndex))
+		set(7, single(len(a.Severity.AnswerOptions)), strconv.Itoa(a.Severity.AnswerIndex))
+		set(8, single(len(a.Comparison.AnswerOptions)), strconv.Itoa(a.Comparison.AnswerIndex))
+	}
+	return g
+}
+
+// ChanceRow is one line of ext_chance.csv. Kind is "question", "stage",
+// "e2e" or "depth"; MajorityAnswer is empty except for questions.
+type ChanceRow struct {
+	Path, Lesion, Target, Kind string
+	N                          int
+	Uniform, MajorityAcc       float64
+	MajorityAnswer             string
+}
+
+// Chance holds the chance baselines of a benchmark.
+type Chance struct {
+	Rows []ChanceRow
+	// Majority is the most frequent canonical GT per question type over
+	// the whole benchmark (ties: byte order).
+	Majority [9]string
+	index    map[string]int // "path|lesion|target" → row
+}
+
+// Get returns the row for a cell and target, or nil.
+func (c *Chance) Get(path, lesion, target string) *ChanceRow {
+	if c == nil {
+		return nil
+	}
+	if i, ok := c.index[path+"|"+lesion+"|"+target]; ok {
+		return &c.Rows[i]
+	}
+	return nil
+}
+
+// ComputeChance derives the uniform and majority baselines of §10.3 from
+// the benchmark alone, per path × lesion cell, averaged over the cell's
+// records.
+func ComputeChance(b *benchmark.Benchmark) *Chance {
+	items := make([]itemGT, 0, len(b.Records))
+	for _, r := range b.Records {
+		g := gtOf(r)
+		if g.path >= 0 && g.lesion >= 0 {
+			items = append(items, g)
+		}
+	}
+	c := &Chance{index: map[string]int{}}
+	for q := range Questions {
+		counts := map[string]int{}
+		for _, it := range items {
+			if it.app[q] {
+				counts[it.gt[q]]++
+			}
+		}
+		best, bestN := "", -1
+		for _, k := range sortedKeys(counts) {
+			if counts[k] > bestN {
+				best, bestN = k, counts[k]
+			}
+		}
+		c.Majority[q] = best
+	}
+	for pi, path := range Paths {
+		for li, lesion := range Lesions {
+			var cell []itemGT
+			for _, it := range items {
+				if it.path == pi && (li == 0 || it.lesion == li) {
+					cell = append(cell, it)
+				}
+			}
+			c.addCell(path, lesion, cell)
+		}
+	}
+	// Pooled RR+RF rows for the attribute questions (the reference's
+	// attribute detail table pools the two paths).
+	for li, lesion := range Lesions {
+		for q := 5; q < 9; q++ {
+			if lesion == "cardiomegaly" {
+				continue
+			}
+			n, u, maj := 0, 0.0, 0
+			for _, it := range items {
+				if (it.path == 0 || it.path == 1) && (li == 0 || it.lesion == li) && it.app[q] {
+					n++
+					u += it.chance[q]
+					if it.gt[q] == c.Majority[q] {
+						maj++
+					}
+				}
+			}
+			c.add(ChanceRow{Path: PooledPath, Lesion: lesion, Target: Questions[q], Kind: "question", N: n,
+				Uniform: ratio(u, n), MajorityAcc: ratio(float64(maj), n), MajorityAnswer: c.Majority[q]})
+		}
+	}
+	return c
+}
+
+func (c *Chance) add(row ChanceRow) {
+	c.index[row.Path+"|"+row.Lesion+"|"+row.Target] = len(c.Rows)
+	c.Rows = append(c.Rows, row)
+}
+
+func (c *Chance) addCell(path, lesion string, cell []itemGT) {
+	heart := lesionIndex("cardiomegaly")
+	for q, name := range Questions {
+		if !QuestionApplies(path, lesion, q) {
+			continue
+		}
+		n, u, maj := 0, 0.0, 0
+		for _, it := range cell {
+			if it.app[q] {
+				n++
+				u += it.chance[q]
+				if it.gt[q] == c.Majority[q] {
+					maj++
+				}
+			}
+		}
+		c.add(ChanceRow{Path: path, Lesion: lesion, Target: name, Kind: "question", N: n,
+			Uniform: ratio(u, n), MajorityAcc: ratio(float64(maj), n), MajorityAnswer: c.Majority[q]})
+	}
+	// Per record: stage chance = product of its questions' chances; the
+	// majority policy passes a stage when every question's GT is the
+	// majority answer.
+	type rec struct {
+		app          [4]bool
+		stage        [4]float64
+		majStage     [4]bool
+		heart, plain bool
+	}
+	recs := make([]rec, len(cell))
+	for i, it := range cell {
+		r := &recs[i]
+		for k := 0; k < 4; k++ {
+			r.stage[k], r.majStage[k] = 1, true
+		}
+		for q := range Questions {
+			if !it.app[q] {
+				continue
+			}
+			k := questionStage[q] - 1
+			r.app[k] = true
+			r.stage[k] *= it.chance[q]
+			if it.gt[q] != c.Majority[q] {
+				r.majStage[k] = false
+			}
+		}
+		r.heart = it.lesion == heart && Paths[it.path] != "lesion_free"
+	}
+	for k := 1; k <= 4; k++ {
+		if !StageApplies(path, lesion, k) {
+			continue
+		}
+		n := 0
+		var su, sm, eu, em float64
+		for _, r := range recs {
+			if !r.app[k-1] {
+				continue
+			}
+			n++
+			su += r.stage[k-1]
+			if r.majStage[k-1] {
+				sm++
+			}
+			pu, pm := 1.0, true
+			for j := 0; j < k; j++ {
+				if r.app[j] {
+					pu *= r.stage[j]
+					pm = pm && r.majStage[j]
+				}
+			}
+			eu += pu
+			if pm {
+				em++
+			}
+		}
+		ks := strconv.Itoa(k)
+		c.add(ChanceRow{Path: path, Lesion: lesion, Target: "stage_" + ks, Kind: "stage", N: n, Uniform: ratio(su, n), MajorityAcc: ratio(sm, n)})
+		c.add(ChanceRow{Path: path, Lesion: lesion, Target: "e2e_" + ks, Kind: "e2e", N: n, Uniform: ratio(eu, n), MajorityAcc: ratio(em, n)})
+	}
+	// Expected depth: Σ_k P(stages 1..k correct) over the applicable
+	// stages, plus the cardiomegaly +1 term (all applicable correct).
+	var du, dm float64
+	for _, r := range recs {
+		pu, pm, depthM := 1.0, true, 0
+		for k := 0; k < 4; k++ {
+			if !r.app[k] {
+				continue
+			}
+			pu *= r.stage[k]
+			du += pu
+			pm = pm && r.majStage[k]
+			if pm {
+				depthM++
+			}
+		}
+		if r.heart {
+			du += pu
+			if pm {
+				depthM++
+			}
+		}
+		dm += float64(depthM)
+	}
+	c.add(ChanceRow{Path: path, Lesion: lesion, Target: "depth", Kind: "depth", N: len(recs), Uniform: ratio(du, len(recs)), MajorityAcc: ratio(dm, len(recs))})
+}
+
+func ratio(x float64, n int) float64 {
+	if n == 0 {
+		return nan
+	}
+	return x / float64(n)
+}

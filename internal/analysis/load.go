@@ -1,0 +1,486 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+// Run is one run directory: <results>/<run name>/oracle_<mode>/.
+type Run struct {
+	Dir             string // the run directory as found
+	Name            string // run name: the parent folder's name
+	Provider        string
+	Model           string // alias, raw id or policy, from the manifest
+	OracleMode      string
+	ParseMode       string
+	BenchmarkSHA256 string // the manifest's dataset hash ("" if unknown)
+	DatasetPath     string // the manifest's dataset path ("" if unknown)
+	ProfileName     string
+	ProfileSHA256   string
+
+	// Records are the last line per key_id, in index order, restricted
+	// to keys of the benchmark when one is loaded. Nil when results.jsonl
+	// could not be used.
+	Records []*results.Record
+	// Ref is the reference (§10.1) metrics over every ok record, or over
+	// all_results.json when results.jsonl is unusable; nil if neither.
+	Ref *results.RefMetrics
+}
+
+// ID names the run in messages and in our tables: the run name, plus the
+// oracle mode when that is needed to tell runs apart.
+func (r *Run) ID() string { return r.Name + " (oracle " + r.OracleMode + ")" }
+
+// Set is every run a report reads, with the benchmark and the warnings
+// collected while loading.
+type Set struct {
+	Runs     []*Run // sorted by run name (byte order), then oracle mode
+	Bench    *benchmark.Benchmark
+	Warnings []string
+}
+
+func (s *Set) warnf(format string, args ...any) {
+	s.Warnings = append(s.Warnings, benchmark.OneLine(fmt.Sprintf(format, args...)))
+}
+
+// manifest holds the manifest.json fields a report reads. It is decoded
+// leniently (unknown fields ignored) so that reports keep working across
+// manifest revisions.
+type manifest struct {
+	Dataset struct {
+		Path   string `json:"path"`
+		SHA256 string `json:"sha256"`
+	} `json:"dataset"`
+	RunName string `json:"run_name"`
+	Model   struct {
+		Name     string `json:"name"`
+		Provider string `json:"provider"`
+	} `json:"model"`
+	OracleMode    string `json:"oracle_mode"`
+	ParseMode     string `json:"parse_mode"`
+	PromptProfile struct {
+		Name   string `json:"name"`
+		SHA256 string `json:"sha256"`
+	} `json:"prompt_profile"`
+}
+
+// isRunDir reports whether dir holds any file of a run directory.
+func isRunDir(dir string) bool {
+	for _, f := range []string{results.AllResultsFile, results.ResultsFile, results.ManifestFile} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
+}
+
+// Discover expands the inputs into run directories: an input that holds
+// run files is a run directory; any other directory is a results folder
+// scanned for */oracle_<mode>/ run directories (a folder that has
+// all_results.json, results.jsonl or manifest.json). Shard folders are
+// never runs. Problems with one input become warnings.
+func Discover(inputs []string) (dirs []string, warnings []string) {
+	seen := map[string]bool{}
+	add := func(d string) {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			abs = d
+		}
+		if !seen[abs] {
+			seen[abs] = true
+			dirs = append(dirs, d)
+		}
+	}
+	for _, in := range inputs {
+		fi, err := os.Stat(in)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("%s: cannot read input: %v; left out", in, errors.Unwrap(err)))
+			continue
+		}
+		if !fi.IsDir() {
+			// An all_results.json or results.jsonl given directly means its run directory.
+			base := filepath.Base(in)
+			if base == results.AllResultsFile || base == results.ResultsFile {
+				in = filepath.Dir(in)
+			} else {
+				warnings = append(warnings, fmt.Sprintf("%s: not a run directory or results folder; left out", in))
+				continue
+			}
+		}
+		if strings.HasPrefix(filepath.Base(filepath.Clean(in)), "shard-") {
+			warnings = append(warnings, fmt.Sprintf("%s: is a shard folder, not a run; merge the shards (chexpercept merge) and report the merged run; left out", in))
+			continue
+		}
+		if isRunDir(in) {
+			add(in)
+			continue
+		}
+		matches, _ := filepath.Glob(filepath.Join(in, "*", "oracle_*"))
+		// A run folder given directly (<run name>/) holds oracle_<mode>/ folders.
+		direct, _ := filepath.Glob(filepath.Join(in, "oracle_*"))
+		matches = append(matches, direct...)
+		slices.Sort(matches)
+		found := 0
+		for _, m := range matches {
+			if fi, err := os.Stat(m); err == nil && fi.IsDir() && isRunDir(m) {
+				add(m)
+				found++
+			}
+		}
+		if found == 0 {
+			warnings = append(warnings, fmt.Sprintf("%s: no run directories found (looked for */oracle_<mode>/all_results.json); left out", in))
+		}
+	}
+	return dirs, warnings
+}
+
+// LoadOptions configure Load.
+type LoadOptions struct {
+	// Benchmark is the benchmark directory. Empty means the dataset path
+	// recorded in the first run's manifest (in run order).
+	Benchmark string
+}
+
+// Load discovers and reads the runs under inputs, loads the benchmark and
+// checks the runs against it. Every problem with one input is a warning
+// and the input (or the bad part of it) is left out; Load fails only when
+// no usable run remains or an explicitly given benchmark cannot be loaded.
+func Load(inputs []string, opts LoadOptions) (*Set, error) {
+	dirs, warns := Discover(inputs)
+	s := &Set{}
+	for _, w := range warns {
+		s.warnf("%s", w)
+	}
+	// Runs are read in parallel (decoding results.jsonl dominates the
+	// cost of a report); each keeps its own warnings, merged in input order.
+	subs := make([]*Set, len(dirs))
+	runs := make([]*Run, len(dirs))
+	jobs := make([]func(), len(dirs))
+	for i, d := range dirs {
+		subs[i] = &Set{}
+		jobs[i] = func() { runs[i] = subs[i].readRun(d) }
+	}
+	runJobs(jobs, runtime.GOMAXPROCS(0))
+	for i := range dirs {
+		s.Warnings = append(s.Warnings, subs[i].Warnings...)
+		if runs[i] != nil {
+			s.Runs = append(s.Runs, runs[i])
+		}
+	}
+	slices.SortStableFunc(s.Runs, func(a, b *Run) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.OracleMode, b.OracleMode)
+	})
+	// The same run name and oracle mode twice (e.g. given twice through
+	// different folders) would make every table ambiguous: keep the first.
+	var uniq []*Run
+	for _, r := range s.Runs {
+		if n := len(uniq); n > 0 && uniq[n-1].Name == r.Name && uniq[n-1].OracleMode == r.OracleMode {
+			s.warnf("%s: run %s with oracle mode %s was already read from %s; left out", r.Dir, r.Name, r.OracleMode, uniq[n-1].Dir)
+			continue
+		}
+		uniq = append(uniq, r)
+	}
+	s.Runs = uniq
+	if len(s.Runs) == 0 {
+		return s, errors.New("no usable run directory among the inputs")
+	}
+
+	benchDir := opts.Benchmark
+	if benchDir == "" {
+		for _, r := range s.Runs {
+			if r.DatasetPath != "" {
+				benchDir = r.DatasetPath
+				break
+			}
+		}
+	}
+	if benchDir != "" {
+		b, err := benchmark.Load(benchDir)
+		switch {
+		case err != nil && opts.Benchmark != "":
+			return s, fmt.Errorf("benchmark: %v", err)
+		case err != nil:
+			s.warnf("benchmark %s (from the first run's manifest) could not be loaded: %v; chance baselines, key checks and images are left out", benchDir, err)
+		default:
+			s.Bench = b
+		}
+	} else {
+		s.warnf("no benchmark directory known (no manifest names one; pass --benchmark); chance baselines, key checks and images are left out")
+	}
+	s.checkRuns()
+	return s, nil
+}
+
+// readRun reads one run directory; nil when nothing of it is usable.
+func (s *Set) readRun(dir string) *Run {
+	r := &Run{Dir: dir}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	parent := filepath.Base(filepath.Dir(abs))
+	base := filepath.Base(abs)
+	r.Name = parent
+	if m, ok := strings.CutPrefix(base, "oracle_"); ok {
+		r.OracleMode = m
+	}
+
+	mpath := filepath.Join(dir, results.ManifestFile)
+	if data, err := os.ReadFile(mpath); err == nil {
+		var m manifest
+		if err := json.Unmarshal(data, &m); err != nil {
+			s.warnf("%s: not a valid manifest (%v); run settings taken from the directory names", mpath, err)
+		} else {
+			if m.RunName != "" && m.RunName != parent {
+				s.warnf("%s: run_name %q differs from the folder name %q; the folder name is used", mpath, m.RunName, parent)
+			}
+			r.Provider, r.Model = m.Model.Provider, m.Model.Name
+			if m.OracleMode != "" {
+				if r.OracleMode != "" && r.OracleMode != m.OracleMode {
+					s.warnf("%s: oracle_mode %q differs from the folder name %q; the manifest is used", mpath, m.OracleMode, base)
+				}
+				r.OracleMode = m.OracleMode
+			}
+			r.ParseMode = m.ParseMode
+			r.BenchmarkSHA256, r.DatasetPath = m.Dataset.SHA256, m.Dataset.Path
+			r.ProfileName, r.ProfileSHA256 = m.PromptProfile.Name, m.PromptProfile.SHA256
+		}
+	} else if !os.IsNotExist(err) {
+		s.warnf("%s: %v", mpath, err)
+	}
+	if r.Provider == "" {
+		r.Provider, _, _ = strings.Cut(r.Name, "_")
+	}
+
+	rpath := filepath.Join(dir, results.ResultsFile)
+	recs, bad := s.readResults(rpath)
+	if recs != nil {
+		r.Records = results.Latest(recs)
+		if bad > 0 {
+			s.warnf("%s: %d unreadable line(s) left out", rpath, bad)
+		}
+		for _, rec := range r.Records {
+			if r.OracleMode == "" {
+				r.OracleMode = rec.OracleMode
+			}
+			if r.ParseMode == "" {
+				r.ParseMode = rec.ParseMode
+			}
+			if rec.OracleMode != r.OracleMode || rec.ParseMode != r.ParseMode {
+				s.warnf("%s: record %s has oracle mode %q and parse mode %q, the run %q and %q", rpath, rec.KeyID, rec.OracleMode, rec.ParseMode, r.OracleMode, r.ParseMode)
+				break
+			}
+		}
+		r.Ref = results.RefMetricsFromRecords(r.Records)
+	} else {
+		apath := filepath.Join(dir, results.AllResultsFile)
+		if entries, err := readAllResults(apath); err == nil {
+			r.Ref = results.RefMetricsFromExport(entries)
+			s.warnf("%s: no usable results.jsonl; this run appears only in the reference CSVs (computed from %s)", dir, results.AllResultsFile)
+		} else if !os.IsNotExist(err) {
+			s.warnf("%s: %v", apath, err)
+		}
+	}
+	if r.Records == nil && r.Ref == nil {
+		s.warnf("%s: neither results.jsonl nor all_results.json is usable; run left out", dir)
+		return nil
+	}
+	if r.OracleMode == "" {
+		s.warnf("%s: oracle mode unknown (no manifest, folder not named oracle_<mode>); run left out", dir)
+		return nil
+	}
+	if r.ParseMode == "" {
+		r.ParseMode = "reference"
+	}
+	return r
+}
+
+// readResults reads results.jsonl line by line. A missing or empty file
+// or one cut short is reported; lines that do not decode are counted and
+// skipped so that the rest of the run is still reported. It returns nil
+// records when the file is missing or holds no complete line.
+func (s *Set) readResults(path string) ([]*results.Record, int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			s.warnf("%s: missing", path)
+		} else {
+			s.warnf("%s: %v", path, err)
+		}
+		return nil, 0
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		s.warnf("%s: the last line is incomplete (no final newline; the run was interrupted while writing); that record is left out", path)
+		data = data[:bytes.LastIndexByte(data, '\n')+1]
+	}
+	var recs []*results.Record
+	bad, line := 0, 0
+	for len(data) > 0 {
+		line++
+		i := bytes.IndexByte(data, '\n')
+		b := data[:i]
+		data = data[i+1:]
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		rec, err := results.UnmarshalLine(b)
+		if err != nil {
+			if bad < 3 {
+				s.warnf("%s: line %d: %v", path, line, err)
+			}
+			bad++
+			continue
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) == 0 {
+		s.warnf("%s: no complete record", path)
+		return nil, bad
+	}
+	return recs, bad
+}
+
+// readAllResults parses an all_results.json into its entries, in file order.
+func readAllResults(path string) ([]*ojson.Value, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ojson.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if v.Kind != ojson.KindObject {
+		return nil, fmt.Errorf("top level is not an object")
+	}
+	out := make([]*ojson.Value, 0, len(v.O))
+	for _, m := range v.O {
+		if m.Value.Kind != ojson.KindObject {
+			return nil, fmt.Errorf("entry %q is not an object", m.Key)
+		}
+		out = append(out, m.Value)
+	}
+	return out, nil
+}
+
+// checkRuns checks every run against the benchmark and against each
+// other: keys not in the benchmark are dropped; differing benchmark
+// hashes, and parse modes or prompt profiles that differ among runs of
+// the same oracle mode, are warnings; so are reference-label collisions.
+func (s *Set) checkRuns() {
+	if s.Bench != nil {
+		for _, r := range s.Runs {
+			if r.BenchmarkSHA256 != "" && r.BenchmarkSHA256 != s.Bench.SHA256 {
+				s.warnf("%s: made on benchmark sha256 %s, but the report uses %s (sha256 %s); its keys are matched by key_id", r.Dir, short(r.BenchmarkSHA256), s.Bench.Dir, short(s.Bench.SHA256))
+			}
+			if r.Records == nil {
+				continue
+			}
+			kept := r.Records[:0]
+			var unknown []string
+			for _, rec := range r.Records {
+				b := s.Bench.Lookup(rec.KeyID)
+				switch {
+				case b == nil:
+					unknown = append(unknown, rec.KeyID)
+				case string(b.Path()) != rec.QAPath:
+					unknown = append(unknown, rec.KeyID+" (qa_path "+rec.QAPath+", benchmark "+string(b.Path())+")")
+				default:
+					kept = append(kept, rec)
+				}
+			}
+			r.Records = kept
+			if len(unknown) > 0 {
+				ex := unknown
+				if len(ex) > 3 {
+					ex = ex[:3]
+				}
+				s.warnf("%s: %d record(s) whose key is not in the benchmark left out (e.g. %s)", filepath.Join(r.Dir, results.ResultsFile), len(unknown), strings.Join(ex, ", "))
+			}
+		}
+	}
+	hashes := map[string][]string{}
+	for _, r := range s.Runs {
+		if r.BenchmarkSHA256 != "" {
+			hashes[r.BenchmarkSHA256] = append(hashes[r.BenchmarkSHA256], r.ID())
+		}
+	}
+	if len(hashes) > 1 {
+		var parts []string
+		for _, h := range sortedKeys(hashes) {
+			parts = append(parts, short(h)+": "+strings.Join(hashes[h], ", "))
+		}
+		s.warnf("runs were made on different benchmarks (%s); their numbers are not comparable", strings.Join(parts, "; "))
+	}
+	byMode := map[string][]*Run{}
+	for _, r := range s.Runs {
+		byMode[r.OracleMode] = append(byMode[r.OracleMode], r)
+	}
+	for _, mode := range sortedKeys(byMode) {
+		runs := byMode[mode]
+		differ := func(what string, get func(*Run) string) {
+			vals := map[string][]string{}
+			for _, r := range runs {
+				vals[get(r)] = append(vals[get(r)], r.Name)
+			}
+			if len(vals) > 1 {
+				var parts []string
+				for _, v := range sortedKeys(vals) {
+					name := v
+					if name == "" {
+						name = "unknown"
+					}
+					parts = append(parts, name+": "+strings.Join(vals[v], ", "))
+				}
+				s.warnf("oracle mode %s: runs differ in %s (%s)", mode, what, strings.Join(parts, "; "))
+			}
+		}
+		differ("parse mode", func(r *Run) string { return r.ParseMode })
+		differ("prompt profile", func(r *Run) string {
+			if r.ProfileSHA256 == "" {
+				return ""
+			}
+			return r.ProfileName + " " + short(r.ProfileSHA256)
+		})
+		labels := map[string][]string{}
+		for _, r := range runs {
+			l := results.RefLabel(r.Name)
+			labels[l] = append(labels[l], r.Name)
+		}
+		for _, l := range sortedKeys(labels) {
+			if len(labels[l]) > 1 {
+				s.warnf("oracle mode %s: runs %s share the reference label %q in all_models_oracle_%s/*.csv (the reference drops the provider)", mode, strings.Join(labels[l], ", "), l, mode)
+			}
+		}
+	}
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

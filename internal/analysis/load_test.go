@@ -1,0 +1,207 @@
+package analysis
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+func writeRuns(t *testing.T, runs ...*analysistest.Run) (resultsDir string, b *benchmark.Benchmark) {
+	t.Helper()
+	tmp := t.TempDir()
+	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resultsDir = filepath.Join(tmp, "results")
+	for _, r := range runs {
+		if _, err := r.Write(resultsDir, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resultsDir, b
+}
+
+func hasWarning(ws []string, parts ...string) bool {
+	for _, w := range ws {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(w, p)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func TestOracleAndFirstRuns(t *testing.T) {
+	dir, _ := writeRuns(t,
+		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
+		&analysistest.Run{Provider: "baseline", Label: "first", Oracle: "none", Policy: analysistest.First},
+	)
+	set, err := Load([]string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Runs) != 2 || set.Runs[0].Name != "baseline_first" || set.Runs[1].Name != "baseline_oracle" || set.Bench == nil {
+		t.Fatalf("runs %+v", set.Runs)
+	}
+	if len(set.Warnings) != 0 {
+		t.Errorf("warnings: %q", set.Warnings)
+	}
+	res, err := Analyze(set, Options{Bootstrap: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oracle := res.Runs[1]
+	for _, c := range oracle.Stages {
+		if c.Applicable && c.E2E.Valid && (c.E2E.K != c.E2E.N || c.OP.K != c.OP.N || c.Cond.K != c.Cond.N) {
+			t.Errorf("oracle below 100%% in %s/%s/stage %d: %+v", c.Path, c.Lesion, c.Stage, c)
+		}
+	}
+	for _, d := range oracle.Depth {
+		if d.Valid && (d.Mean != float64(d.Max) || d.Lo != d.Mean || d.Hi != d.Mean) {
+			t.Errorf("oracle depth %+v", d)
+		}
+	}
+	if d := oracle.DepthOf(RR, "all"); d.N != 3 {
+		t.Errorf("sample RR records: %d", d.N)
+	}
+	// The reference metrics agree with ours for the oracle.
+	if rows := oracle.Run.Ref.SummaryRows("oracle"); rows[0][3] != "1.0" || rows[0][7] != "4.0" {
+		t.Errorf("reference rows %q", rows[0])
+	}
+	// "Answer: 1" is Yes for detection: LF all wrong, positives right.
+	first := res.Runs[0]
+	if c := first.Stage(LF, "all", 1); c.E2E.K != 0 || c.E2E.N != 2 {
+		t.Errorf("first LF %+v", c.E2E)
+	}
+	if res.Chance == nil || len(res.Pairs) != 0 {
+		t.Fatalf("chance %v pairs %d", res.Chance, len(res.Pairs))
+	}
+	if u := first.Usage; u.NItems != 7 || u.NOK != 7 || u.NCalls != 1+1+6+2+9+5+9 || !isNaN(u.Cost) {
+		t.Errorf("usage %+v", u)
+	}
+}
+
+func isNaN(f float64) bool { return f != f }
+
+func TestBadInputs(t *testing.T) {
+	dir, b := writeRuns(t,
+		&analysistest.Run{Provider: "openai", Label: "m", Oracle: "none", Policy: analysistest.Oracle},
+		&analysistest.Run{Provider: "azure", Label: "m", Oracle: "none", Policy: analysistest.First},
+		&analysistest.Run{Provider: "x", Label: "cut", Oracle: "none", Policy: analysistest.First},
+		&analysistest.Run{Provider: "x", Label: "gone", Oracle: "none", Policy: analysistest.First},
+		&analysistest.Run{Provider: "x", Label: "strange", Oracle: "none", Policy: analysistest.First},
+	)
+	// Half-written last line.
+	cut := filepath.Join(dir, "x_cut", "oracle_none", results.ResultsFile)
+	data, _ := os.ReadFile(cut)
+	os.WriteFile(cut, data[:len(data)-40], 0o644)
+	// Missing results.jsonl: only the reference CSVs remain.
+	os.Remove(filepath.Join(dir, "x_gone", "oracle_none", results.ResultsFile))
+	// A key that is not in the benchmark, and a garbage line.
+	strange := filepath.Join(dir, "x_strange", "oracle_none", results.ResultsFile)
+	data, _ = os.ReadFile(strange)
+	first := data[:strings.IndexByte(string(data), '\n')+1]
+	data = append(data, []byte(strings.Replace(string(first), `"key_id":"edema_s50414267_negative_3"`, `"key_id":"edema_s99999999_negative_0"`, 1))...)
+	data = append(data, []byte("{not json\n")...)
+	os.WriteFile(strange, data, 0o644)
+	// A shard folder given directly, and a path that does not exist.
+	shard := filepath.Join(dir, "x_cut", "oracle_none", "shard-1-of-2")
+	os.MkdirAll(shard, 0o755)
+
+	set, err := Load([]string{dir, shard, filepath.Join(dir, "nope")}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := set.Warnings
+	for _, want := range [][]string{
+		{cut, "last line is incomplete"},
+		{filepath.Join(dir, "x_gone", "oracle_none", results.ResultsFile), "missing"},
+		{"x_gone", "only in the reference CSVs"},
+		{strange, "not in the benchmark", "edema_s99999999_negative_0"},
+		{strange, "line 9"},
+		{"shard-1-of-2", "shard folder"},
+		{"nope", "cannot read input"},
+		{"azure_m, openai_m", `reference label "m"`},
+	} {
+		if !hasWarning(w, want...) {
+			t.Errorf("no warning with %q in %q", want, w)
+		}
+	}
+	byName := map[string]*Run{}
+	for _, r := range set.Runs {
+		byName[r.Name] = r
+	}
+	if r := byName["x_cut"]; r == nil || len(r.Records) != 6 {
+		t.Errorf("x_cut should keep 6 records")
+	}
+	if r := byName["x_gone"]; r == nil || r.Records != nil || r.Ref == nil {
+		t.Errorf("x_gone: %+v", r)
+	}
+	if r := byName["x_strange"]; r == nil || len(r.Records) != len(b.Records) {
+		t.Errorf("x_strange should keep the benchmark's records")
+	}
+	res, err := Analyze(set, Options{Bootstrap: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rr := range res.Runs {
+		if rr.Run.Name == "x_gone" && (rr.Scored || len(rr.Headlines()) != 0) {
+			t.Error("x_gone scored")
+		}
+	}
+}
+
+func TestMixedBenchmarksAndModes(t *testing.T) {
+	tmp := t.TempDir()
+	b1, err := analysistest.WriteBench(filepath.Join(tmp, "b1"), benchtest.Sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := analysistest.WriteBench(filepath.Join(tmp, "b2"), benchtest.Sample()[:5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := filepath.Join(tmp, "results")
+	(&analysistest.Run{Provider: "p", Label: "a", Oracle: "none", Policy: analysistest.Oracle}).Write(res, b1)
+	(&analysistest.Run{Provider: "p", Label: "b", Oracle: "none", Parse: "strict", Policy: analysistest.First}).Write(res, b2)
+	(&analysistest.Run{Provider: "p", Label: "a", Oracle: "implicit", Policy: analysistest.First}).Write(res, b1)
+	set, err := Load([]string{res}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Runs) != 3 || set.Bench.SHA256 != b1.SHA256 {
+		t.Fatalf("runs %d bench %v", len(set.Runs), set.Bench.Dir)
+	}
+	if !hasWarning(set.Warnings, "different benchmarks") || !hasWarning(set.Warnings, "oracle mode none: runs differ in parse mode") {
+		t.Errorf("warnings %q", set.Warnings)
+	}
+	r, err := Analyze(set, Options{Bootstrap: 50, Compare: [][2]string{{"p_a", "p_b"}, {"p_a", "zzz"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasWarning(r.Warnings, "compared runs p_a and p_b", "parse mode") || !hasWarning(r.Warnings, `no scored run named "zzz"`) {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+	// Pairs only within oracle mode none; paired on the 5 common keys.
+	for _, p := range r.Pairs {
+		if p.OracleMode != "none" || p.ModelA != "p_a" {
+			t.Fatalf("pair %+v", p)
+		}
+		if p.Path == RR && p.Lesion == "all" && p.Metric == "depth" && p.NPaired != 2 {
+			t.Errorf("RR paired %d", p.NPaired)
+		}
+	}
+	if len(r.Modes()) != 2 || r.Label(r.Runs[0]) != "p_a [implicit]" {
+		t.Errorf("modes %v label %q", r.Modes(), r.Label(r.Runs[0]))
+	}
+}

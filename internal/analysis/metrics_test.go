@@ -1,0 +1,157 @@
+package analysis
+
+import (
+	"math"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+// mkRec builds a record whose applicable turns are asked, with the given
+// correctness in turn order; "-" marks an unasked (skipped) turn.
+func mkRec(idx int, key, path string, marks string) *results.Record {
+	lesion := key[:len(key)-2]
+	r := &results.Record{KeyID: key, Lesion: lesion, QAPath: path, Index: idx, Status: results.StatusOK}
+	i := 0
+	for q, step := range protocol.Steps {
+		if !QuestionApplies(path, lesion, q) {
+			continue
+		}
+		t := results.Turn{Turn: protocol.TurnID(step), Step: step, Status: results.TurnAsked}
+		switch marks[i] {
+		case '1':
+			c := true
+			t.Correct = &c
+		case '0':
+			c := false
+			t.Correct = &c
+		default:
+			t.Status = results.TurnSkipped
+		}
+		i++
+		r.Turns = append(r.Turns, t)
+	}
+	if i != len(marks) {
+		panic("mkRec: marks do not match the applicable turns of " + key)
+	}
+	return r
+}
+
+const (
+	RR = results.PathRR
+	RF = results.PathRF
+	LF = results.PathLF
+)
+
+func TestScoreDepth(t *testing.T) {
+	tests := []struct {
+		name, key, path, marks string
+		depth                  int
+		cor                    [4]bool
+	}{
+		{"LF correct", "edema_1", LF, "1", 1, [4]bool{true}},
+		{"LF wrong", "edema_1", LF, "0", 0, [4]bool{}},
+		{"RR all correct", "edema_1", RR, "111111111", 4, [4]bool{true, true, true, true}},
+		{"RR stage 3 wrong", "edema_1", RR, "111101111", 2, [4]bool{true, true, false, true}},
+		{"RR detection wrong", "edema_1", RR, "011111111", 0, [4]bool{false, true, true, true}},
+		{"RF all correct", "edema_1", RF, "111111", 3, [4]bool{true, true, false, true}},
+		{"RF attribute wrong", "edema_1", RF, "111110", 2, [4]bool{true, true, false, false}},
+		{"RF skipped contour eval", "edema_1", RF, "1-1111", 1, [4]bool{true, false, false, true}},
+		{"cardiomegaly RR all correct: +1", "cardiomegaly_1", RR, "11111", 4, [4]bool{true, true, true, false}},
+		{"cardiomegaly RR stage 3 wrong: no bonus", "cardiomegaly_1", RR, "11110", 2, [4]bool{true, true, false, false}},
+		{"cardiomegaly RF all correct: +1", "cardiomegaly_1", RF, "11", 3, [4]bool{true, true, false, false}},
+		{"cardiomegaly LF: no bonus", "cardiomegaly_1", LF, "1", 1, [4]bool{true}},
+	}
+	for _, tc := range tests {
+		s, ok := ScoreRecord(mkRec(0, tc.key, tc.path, tc.marks), false)
+		if !ok {
+			t.Fatalf("%s: not scored", tc.name)
+		}
+		if s.Depth != tc.depth || s.Cor != tc.cor {
+			t.Errorf("%s: depth %d cor %v, want %d %v", tc.name, s.Depth, s.Cor, tc.depth, tc.cor)
+		}
+	}
+}
+
+func TestErrorPolicy(t *testing.T) {
+	r := mkRec(0, "edema_1", RF, "111111")
+	msg := "HTTP 500"
+	r.Status, r.Error = results.StatusError, &msg
+	if _, ok := ScoreRecord(r, false); ok {
+		t.Error("exclude: error record scored")
+	}
+	s, ok := ScoreRecord(r, true)
+	if !ok || s.Depth != 0 || s.Cor != [4]bool{} || s.QCor[0] {
+		t.Errorf("wrong: %+v", s)
+	}
+}
+
+func runOf(name string, recs ...*results.Record) *RunResult {
+	rr := &RunResult{Run: &Run{Name: name, OracleMode: "none"}, Scored: true}
+	for _, r := range recs {
+		s, _ := ScoreRecord(r, false)
+		rr.Scores = append(rr.Scores, s)
+	}
+	rr.cells(nil)
+	return rr
+}
+
+func TestCellsHandComputed(t *testing.T) {
+	// Four RR edema records and one RR cardiomegaly record.
+	rr := runOf("m",
+		mkRec(0, "edema_1", RR, "111111111"),    // all correct
+		mkRec(1, "edema_2", RR, "110111111"),    // stage 3 wrong
+		mkRec(2, "edema_3", RR, "011111111"),    // detection wrong
+		mkRec(3, "edema_4", RR, "111111110"),    // stage 4 wrong
+		mkRec(4, "cardiomegaly_1", RR, "11111"), // all correct
+	)
+	type want struct {
+		n, k int
+	}
+	check := func(what string, p Prop, w want) {
+		t.Helper()
+		if p.N != w.n || p.K != w.k || !p.Valid {
+			t.Errorf("%s: %d/%d valid=%v, want %d/%d", what, p.K, p.N, p.Valid, w.k, w.n)
+		}
+	}
+	c := rr.Stage(RR, "all", 1)
+	check("e2e1", c.E2E, want{5, 4})
+	check("cond1", c.Cond, want{5, 4})
+	c = rr.Stage(RR, "all", 3)
+	check("e2e3", c.E2E, want{5, 3})
+	check("op3", c.OP, want{5, 4})
+	check("cond3", c.Cond, want{4, 3}) // 4 records pass 1..2; 3 of them pass 3
+	c = rr.Stage(RR, "all", 4)         // cardiomegaly drops out
+	check("e2e4", c.E2E, want{4, 1})
+	check("op4", c.OP, want{4, 3})
+	check("cond4", c.Cond, want{2, 1}) // edema_1 and edema_4 pass 1..3
+	c = rr.Stage(RR, "cardiomegaly", 4)
+	if c.Applicable || c.E2E.Valid {
+		t.Errorf("cardiomegaly stage 4 should be N/A: %+v", c)
+	}
+	if c := rr.Stage(LF, "all", 2); c.Applicable {
+		t.Error("LF stage 2 should be N/A")
+	}
+	if c := rr.Stage(RF, "all", 1); !c.Applicable || c.E2E.Valid || c.E2E.N != 0 {
+		t.Errorf("RF without records: %+v", c)
+	}
+	d := rr.DepthOf(RR, "all")
+	// depths: 4, 2, 0, 3, 4 (cardiomegaly 3 + 1)
+	if d.N != 5 || d.Mean != 13.0/5 || d.Max != 4 {
+		t.Errorf("depth %+v", d)
+	}
+	if d := rr.DepthOf(RF, "all"); d.Valid {
+		t.Errorf("empty depth cell valid: %+v", d)
+	}
+	sub := rr.SubOf(RR, "all", "expansion")
+	check("expansion", sub.Acc, want{5, 4})
+	pooled := rr.SubOf(PooledPath, "all", "comparison")
+	check("pooled comparison", pooled.Acc, want{4, 3})
+	if s := rr.SubOf(RR, "all", "detection"); s.Jaccard == s.Jaccard {
+		t.Error("single-choice question has a Jaccard mean")
+	}
+	if s := rr.SubOf(RR, "all", "location"); math.IsNaN(s.Jaccard) {
+		t.Error("location has no Jaccard mean")
+	}
+}

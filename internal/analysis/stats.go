@@ -1,0 +1,107 @@
+package analysis
+
+import (
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/chexpercept/chexpercept/internal/rng"
+)
+
+// Z is the two-sided 95 % normal quantile used by every Wilson interval.
+const Z = 1.959963984540054
+
+// DefaultBootstrap and DefaultSeed are the spec's bootstrap defaults.
+const (
+	DefaultBootstrap = 2000
+	DefaultSeed      = 20260619
+)
+
+// Wilson returns the Wilson score interval of k successes out of n
+// (spec protocol.md §10.3). ok is false when n is 0.
+func Wilson(k, n int) (lo, hi float64, ok bool) {
+	if n <= 0 {
+		return 0, 0, false
+	}
+	fn := float64(n)
+	p := float64(k) / fn
+	z2 := Z * Z
+	den := 1 + z2/fn
+	centre := (p + z2/(2*fn)) / den
+	half := Z * math.Sqrt(p*(1-p)/fn+z2/(4*fn*fn)) / den
+	return clamp01(centre - half), clamp01(centre + half), true
+}
+
+func clamp01(x float64) float64 { return min(1, max(0, x)) }
+
+// Quantile returns the q-quantile of sorted xs by linear interpolation at
+// position (len−1)·q.
+func Quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	h := float64(len(sorted)-1) * q
+	lo := int(math.Floor(h))
+	if lo >= len(sorted)-1 {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+// bootLabel is the RNG label of one bootstrap cell.
+func bootLabel(seed uint64, cellID string) string {
+	return "chexpercept/bootstrap/" + strconv.FormatUint(seed, 10) + "/" + cellID
+}
+
+// BootstrapMean returns the percentile 95 % interval of the mean of xs
+// over b replicates, each drawing len(xs) indices with UintN from the
+// cell's own RNG. ok is false when xs is empty or b < 1.
+func BootstrapMean(xs []float64, b int, seed uint64, cellID string) (lo, hi float64, ok bool) {
+	n := len(xs)
+	if n == 0 || b < 1 {
+		return 0, 0, false
+	}
+	r := rng.New(bootLabel(seed, cellID))
+	reps := make([]float64, b)
+	un := uint64(n)
+	for i := range reps {
+		s := 0.0
+		for j := 0; j < n; j++ {
+			s += xs[r.UintN(un)]
+		}
+		reps[i] = s / float64(n)
+	}
+	slices.Sort(reps)
+	return Quantile(reps, 0.025), Quantile(reps, 0.975), true
+}
+
+// BootstrapPairedDiff returns the percentile 95 % interval of mean(a) −
+// mean(b) over paired resamples: each replicate draws len(a) indices and
+// uses the same index in both series.
+func BootstrapPairedDiff(a, bs []float64, b int, seed uint64, cellID string) (lo, hi float64, ok bool) {
+	n := len(a)
+	if n == 0 || n != len(bs) || b < 1 {
+		return 0, 0, false
+	}
+	r := rng.New(bootLabel(seed, cellID))
+	reps := make([]float64, b)
+	un := uint64(n)
+	for i := range reps {
+		s := 0.0
+		for j := 0; j < n; j++ {
+			k := r.UintN(un)
+			s += a[k] - bs[k]
+		}
+		reps[i] = s / float64(n)
+	}
+	slices.Sort(reps)
+	return Quantile(reps, 0.025), Quantile(reps, 0.975), true
+}
+
+// Percentile is the q-quantile (0..1) of unsorted xs, interpolated like
+// Quantile; it sorts a copy.
+func Percentile(xs []float64, q float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return Quantile(s, q)
+}

@@ -1,0 +1,108 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/rng"
+)
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+func TestWilson(t *testing.T) {
+	// Published Wilson 95 % intervals (e.g. Newcombe 1998, Table I;
+	// Brown, Cai & DasGupta 2001) to 4 decimals.
+	tests := []struct {
+		k, n   int
+		lo, hi float64
+	}{
+		{0, 10, 0, 0.2775},
+		{10, 10, 0.7225, 1},
+		{5, 10, 0.2366, 0.7634},
+		{81, 263, 0.2553, 0.3662},
+		{15, 148, 0.0624, 0.1605},
+		{1, 29, 0.0061, 0.1718},
+	}
+	for _, tc := range tests {
+		lo, hi, ok := Wilson(tc.k, tc.n)
+		if !ok || !near(lo, tc.lo, 5e-5) || !near(hi, tc.hi, 5e-5) {
+			t.Errorf("Wilson(%d,%d) = [%.5f, %.5f] %v, want [%.4f, %.4f]", tc.k, tc.n, lo, hi, ok, tc.lo, tc.hi)
+		}
+	}
+	if _, _, ok := Wilson(0, 0); ok {
+		t.Error("Wilson(0,0) should not be valid")
+	}
+	// The exact formula: centre and half-width for 3/7.
+	lo, hi, _ := Wilson(3, 7)
+	p, n, z := 3.0/7, 7.0, Z
+	c := (p + z*z/(2*n)) / (1 + z*z/n)
+	h := z * math.Sqrt(p*(1-p)/n+z*z/(4*n*n)) / (1 + z*z/n)
+	if lo != c-h || hi != c+h {
+		t.Errorf("Wilson(3,7) = [%v,%v], want [%v,%v]", lo, hi, c-h, c+h)
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	xs := []float64{1, 2, 3, 4, 5}
+	tests := []struct{ q, want float64 }{{0, 1}, {1, 5}, {0.5, 3}, {0.25, 2}, {0.1, 1.4}, {0.975, 4.9}}
+	for _, tc := range tests {
+		if got := Quantile(xs, tc.q); !near(got, tc.want, 1e-12) {
+			t.Errorf("Quantile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if got := Percentile([]float64{5, 1, 3}, 0.5); got != 3 {
+		t.Errorf("Percentile = %v", got)
+	}
+}
+
+func TestBootstrapSeeding(t *testing.T) {
+	xs := []float64{0, 1, 2, 3, 4, 4, 2, 1}
+	id := DepthCellID("baseline_random", "revision_required", "all")
+	if id != "depth|baseline_random|revision_required|all" {
+		t.Fatalf("cell id %q", id)
+	}
+	// With B = 1 both bounds are the single replicate, which we recompute
+	// from the spec's label and primitives.
+	r := rng.New(fmt.Sprintf("chexpercept/bootstrap/%d/%s", 20260619, id))
+	s := 0.0
+	for range xs {
+		s += xs[r.UintN(uint64(len(xs)))]
+	}
+	want := s / float64(len(xs))
+	lo, hi, ok := BootstrapMean(xs, 1, DefaultSeed, id)
+	if !ok || lo != want || hi != want {
+		t.Fatalf("B=1 replicate = [%v,%v], want %v", lo, hi, want)
+	}
+	// Deterministic, cell-specific, and sensible.
+	lo1, hi1, _ := BootstrapMean(xs, 2000, DefaultSeed, id)
+	lo2, hi2, _ := BootstrapMean(xs, 2000, DefaultSeed, id)
+	if lo1 != lo2 || hi1 != hi2 {
+		t.Fatal("bootstrap not deterministic")
+	}
+	lo3, hi3, _ := BootstrapMean(xs, 2000, DefaultSeed, id+"x")
+	if lo3 == lo1 && hi3 == hi1 {
+		t.Error("different cells gave the same interval")
+	}
+	m := 17.0 / 8
+	if !(lo1 < m && m < hi1) || lo1 < 0 || hi1 > 4 {
+		t.Errorf("interval [%v,%v] does not hold the mean %v", lo1, hi1, m)
+	}
+	if lo, hi, _ := BootstrapMean([]float64{2, 2, 2}, 100, 1, "c"); lo != 2 || hi != 2 {
+		t.Errorf("constant series: [%v,%v]", lo, hi)
+	}
+	if _, _, ok := BootstrapMean(nil, 100, 1, "c"); ok {
+		t.Error("empty series should not be valid")
+	}
+	// Paired: identical series differ by exactly 0; a constant shift by it.
+	if lo, hi, _ := BootstrapPairedDiff(xs, xs, 500, 1, "p"); lo != 0 || hi != 0 {
+		t.Errorf("paired identical: [%v,%v]", lo, hi)
+	}
+	ys := make([]float64, len(xs))
+	for i, x := range xs {
+		ys[i] = x - 1
+	}
+	if lo, hi, _ := BootstrapPairedDiff(xs, ys, 500, 1, "p"); !near(lo, 1, 1e-12) || !near(hi, 1, 1e-12) {
+		t.Errorf("paired shift: [%v,%v]", lo, hi)
+	}
+}

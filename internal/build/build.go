@@ -1,0 +1,294 @@
+package build
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/source"
+)
+
+// Review modes recorded in build_info.json.
+const (
+	ModeAcceptAll = "accept_all"
+	ModeReviews   = "reviews_jsonl"
+	ModeReviewDB  = "review_db"
+)
+
+// Options configure a build.
+type Options struct {
+	Source string // manifest or candidates file (§2.4)
+	Out    string // benchmark directory
+	Config buildcfg.Config
+	// Workers is the number of case goroutines (≤ 0: number of CPUs).
+	Workers int
+
+	Decisions  review.Decisions
+	ReviewMode string // ModeAcceptAll, ModeReviews or ModeReviewDB
+
+	// Inspect is "", "all", "failed" or a comma-separated key_id list.
+	Inspect string
+	// MeasureFloor re-encodes every PNG of the final tree after assembly
+	// to measure the PNG-encoding floor (build_timing.json).
+	MeasureFloor bool
+
+	Stdout, Stderr io.Writer
+	// Progress shows a progress bar (terminals) instead of log lines.
+	Progress bool
+	// LogEvery is the interval of progress log lines (0: 10 s).
+	LogEvery time.Duration
+
+	testHook func(c *source.Case) // tests: runs inside each case's recover boundary
+}
+
+// GlobalError is a problem that aborts the build with exit code 2.
+type GlobalError struct{ Err error }
+
+func (e *GlobalError) Error() string { return e.Err.Error() }
+func (e *GlobalError) Unwrap() error { return e.Err }
+
+func global(format string, args ...any) error {
+	return &GlobalError{Err: fmt.Errorf(format, args...)}
+}
+
+// Summary is what a finished build reports to its command.
+type Summary struct {
+	Shortfalls []string // one line per target shortfall
+	Included   int
+	Questions  int
+	Failed     int
+}
+
+// Run builds the benchmark. A non-nil error is a global problem (exit 2);
+// case failures are recorded and never returned.
+func Run(ctx context.Context, opt Options) (*Summary, error) {
+	start := time.Now()
+	if opt.Stdout == nil {
+		opt.Stdout = io.Discard
+	}
+	if opt.Stderr == nil {
+		opt.Stderr = io.Discard
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.NumCPU()
+	}
+	if opt.Decisions == nil {
+		return nil, global("no review decisions: pass --accept-all, --reviews FILE or --review-db FILE")
+	}
+	cfg := opt.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, global("config: %v", err)
+	}
+	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
+		return nil, global("output directory %s: %v", opt.Out, unwrapPath(err))
+	}
+	if err := probeWritable(opt.Out); err != nil {
+		return nil, global("output directory %s is not writable: %v", opt.Out, err)
+	}
+	workDir := filepath.Join(opt.Out, workDirName)
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, global("work directory %s: %v", workDir, unwrapPath(err))
+	}
+	if err := cleanLeftovers(opt.Out); err != nil {
+		return nil, global("cleaning leftovers in %s: %v", opt.Out, err)
+	}
+
+	cases, isCand, err := source.ReadSource(opt.Source, cfg)
+	if err != nil {
+		return nil, &GlobalError{Err: err}
+	}
+	var sampleSeed *uint64
+	if isCand {
+		for _, c := range cases {
+			if c.SampleSeed != nil {
+				s := *c.SampleSeed
+				sampleSeed = &s
+				break
+			}
+		}
+	} else {
+		cases, _ = source.Sample(cases, cfg, cfg.Seed)
+		s := cfg.Seed
+		sampleSeed = &s
+	}
+	loader, err := source.NewLoader(cases, cfg, workDir, opt.Stderr)
+	if err != nil {
+		return nil, &GlobalError{Err: err}
+	}
+	for _, n := range loader.Notes() {
+		fmt.Fprintln(opt.Stderr, "note:", n)
+	}
+	fpcfg, err := fpConfig(cfg)
+	if err != nil {
+		return nil, global("config: %v", err)
+	}
+	e := &env{cfg: cfg, seed: cfg.Seed, loader: loader, stderr: opt.Stderr, hook: opt.testHook}
+	lists := makeLists(cases, cfg)
+
+	prog := newProgress(opt, lists)
+	work := func(it *item) error {
+		c := it.c
+		in := e.digests(c)
+		mSHA := ""
+		if c.Positive() {
+			mSHA = in.maskSHA
+		}
+		it.res = opt.Decisions.Resolve(c.KeyID(), in.imageSHA, mSHA)
+		if it.res.Status != review.Accepted {
+			return nil
+		}
+		fp := fingerprint(fpcfg, e.seed, c, in)
+		if o := readWork(workDir, c.KeyID(), fp); o != nil {
+			o.Deformation = nil // reloaded from work/ at assembly (memory)
+			it.outcome = o
+			return nil
+		}
+		o := e.processCase(ctx, c, in, nil)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := writeWork(workDir, fp, o); err != nil {
+			return global("writing work state of %s: %v", c.KeyID(), err)
+		}
+		o.masks, o.Deformation, o.caseLine = nil, nil, nil
+		it.outcome = o
+		return nil
+	}
+	window := opt.Workers
+	err = schedule(ctx, lists, opt.Workers, window, work, prog.done)
+	prog.finish()
+	if err != nil {
+		var ge *GlobalError
+		if errors.As(err, &ge) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("build interrupted: %w", err)
+	}
+	processed := time.Now()
+
+	a := &assembly{opt: opt, cfg: cfg, lists: lists, workDir: workDir, loader: loader, e: e,
+		sampleSeed: sampleSeed, sourcePath: opt.Source, cases: cases}
+	sum, err := a.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	assembled := time.Now()
+	if opt.Inspect != "" {
+		if err := a.inspect(ctx, opt.Inspect); err != nil {
+			return nil, err
+		}
+	}
+	var floor *floorResult
+	if opt.MeasureFloor {
+		if floor, err = measureFloor(opt.Out, opt.Workers); err != nil {
+			return nil, global("measuring the PNG floor: %v", err)
+		}
+	}
+	if err := writeTiming(opt.Out, start, processed, assembled, time.Now(), opt.Workers, floor); err != nil {
+		return nil, global("%v", err)
+	}
+	a.printSummary(opt.Stdout)
+	return sum, nil
+}
+
+// makeLists groups candidates per lesion (spec lesion order) into their
+// negative and positive lists, keeping candidate (file) order.
+func makeLists(cases []*source.Case, cfg buildcfg.Config) []*list {
+	wanted := map[string]bool{}
+	for _, l := range cfg.Lesions {
+		wanted[l] = true
+	}
+	var lists []*list
+	byKey := map[string]*list{}
+	for _, les := range buildcfg.AllLesions {
+		if !wanted[les] {
+			continue
+		}
+		pos := &list{lesion: les, positive: true, target: cfg.RF + cfg.RR}
+		neg := &list{lesion: les, positive: false, target: cfg.LF}
+		byKey[les+"/positive"], byKey[les+"/negative"] = pos, neg
+		lists = append(lists, pos, neg)
+	}
+	for _, c := range cases {
+		if l := byKey[c.Lesion+"/"+c.Label]; l != nil {
+			l.items = append(l.items, &item{c: c})
+		}
+	}
+	return lists
+}
+
+// rfCount is the RF share of n positives (§3, half to even).
+func rfCount(n int, ratio float64) int {
+	return int(math.RoundToEven(float64(n) * ratio))
+}
+
+// probeWritable creates and removes a temporary file in dir.
+func probeWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".probe.tmp-*")
+	if err != nil {
+		return unwrapPath(err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// cleanLeftovers deletes *.tmp-* files and .staging-* entries that an
+// interrupted build may have left in the output tree (§14). work/ entries
+// and the bundle folders are scanned one level deep, which is where the
+// build creates them.
+func cleanLeftovers(out string) error {
+	dirs := []string{out, filepath.Join(out, workDirName), filepath.Join(out, imagesDir), filepath.Join(out, masksDir), filepath.Join(out, inspectDir)}
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return err
+		}
+		for _, en := range ents {
+			n := en.Name()
+			if strings.HasPrefix(n, ".staging-") || strings.Contains(n, ".tmp-") {
+				if err := os.RemoveAll(filepath.Join(d, n)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,380 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/phantom"
+	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/source"
+	"github.com/chexpercept/chexpercept/internal/validate"
+)
+
+// The end-to-end tests share one small phantom set (3 positives and 3
+// negatives per lesion) and one reference build with 1 worker.
+
+var (
+	fixtureOnce sync.Once
+	fixtureDir  string
+	fixtureErr  error
+	refOnce     sync.Once
+	refOut      string
+	refErr      error
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("CHX_BUILD_CHILD") == "1" {
+		// Child mode of TestInterruptedBuildResumes: build, then exit.
+		_, err := Run(context.Background(), smallOptions(os.Getenv("CHX_SOURCE"), os.Getenv("CHX_OUT"), 1))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	code := m.Run()
+	if fixtureDir != "" {
+		os.RemoveAll(fixtureDir)
+	}
+	os.Exit(code)
+}
+
+func smallOptions(src, out string, workers int) Options {
+	cfg := buildcfg.Default()
+	cfg.LF, cfg.RF, cfg.RR = 1, 1, 1
+	return Options{Source: src, Out: out, Config: cfg, Workers: workers,
+		Decisions: review.AcceptAll{}, ReviewMode: ModeAcceptAll}
+}
+
+func phantomManifest(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end build skipped in -short mode")
+	}
+	fixtureOnce.Do(func() {
+		fixtureDir, fixtureErr = os.MkdirTemp("", "chexpercept-build-e2e-")
+		if fixtureErr != nil {
+			return
+		}
+		_, fixtureErr = phantom.Generate(context.Background(), phantom.Options{OutDir: filepath.Join(fixtureDir, "phantom"), CasesPerLesion: 3, Seed: 1, Workers: 2})
+	})
+	if fixtureErr != nil {
+		t.Fatal(fixtureErr)
+	}
+	return filepath.Join(fixtureDir, "phantom", "manifest.jsonl")
+}
+
+// referenceBuild is the 1-worker build of the phantom set.
+func referenceBuild(t *testing.T) string {
+	src := phantomManifest(t)
+	refOnce.Do(func() {
+		refOut = filepath.Join(fixtureDir, "ref")
+		_, refErr = Run(context.Background(), smallOptions(src, refOut, 1))
+	})
+	if refErr != nil {
+		t.Fatal(refErr)
+	}
+	return refOut
+}
+
+func readSums(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, sumsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// checkSums verifies every SHA256SUMS line against the file on disk.
+func checkSums(t *testing.T, dir string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(readSums(t, dir), "\n"), "\n")
+	prev := ""
+	for _, ln := range lines {
+		h, rel, ok := strings.Cut(ln, "  ")
+		if !ok || len(h) != 64 {
+			t.Fatalf("malformed SHA256SUMS line %q", ln)
+		}
+		if rel <= prev {
+			t.Fatalf("SHA256SUMS not sorted at %q", rel)
+		}
+		prev = rel
+		if strings.HasPrefix(rel, "work/") || strings.HasPrefix(rel, "inspect/") || rel == timingJSON {
+			t.Fatalf("SHA256SUMS lists %s", rel)
+		}
+		got, err := fileSHA256(filepath.Join(dir, rel))
+		if err != nil || got != h {
+			t.Fatalf("%s: digest %s, listed %s (%v)", rel, got, h, err)
+		}
+	}
+}
+
+func TestBuildEndToEnd(t *testing.T) {
+	ref := referenceBuild(t)
+	rep, err := validate.Run(ref, validate.Options{Deep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		var b bytes.Buffer
+		rep.WriteText(&b)
+		t.Fatalf("validate --deep failed:\n%s", b.String())
+	}
+	checkSums(t, ref)
+	// All seven lesions and all three paths.
+	for _, les := range buildcfg.AllLesions {
+		for _, p := range benchmark.Paths {
+			if rep.Counts[les][p] != 1 {
+				t.Errorf("%s %s: %d records, want 1", les, p, rep.Counts[les][p])
+			}
+		}
+	}
+	info, err := os.ReadFile(filepath.Join(ref, infoJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	iv, err := ojson.Parse(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iv.Get("review_mode").S != ModeAcceptAll || iv.Get("reviews_sha256").Kind != ojson.KindNull {
+		t.Errorf("build_info review fields: %s", info)
+	}
+	if iv.Get("config").Get("workers") != nil {
+		t.Error("build_info.json records workers")
+	}
+	// Only build_timing.json may hold timestamps.
+	if bytes.Contains(info, []byte(`"start"`)) || bytes.Contains(info, []byte(`"end"`)) {
+		t.Error("build_info.json holds a timestamp")
+	}
+
+	// Four workers give the same bytes.
+	out4 := filepath.Join(t.TempDir(), "b4")
+	if _, err := Run(context.Background(), smallOptions(phantomManifest(t), out4, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if readSums(t, out4) != readSums(t, ref) {
+		t.Fatal("SHA256SUMS differ between 1 and 4 workers")
+	}
+	// A rerun over the finished tree reuses work/ and changes nothing.
+	if _, err := Run(context.Background(), smallOptions(phantomManifest(t), out4, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if readSums(t, out4) != readSums(t, ref) {
+		t.Fatal("SHA256SUMS changed on a rerun")
+	}
+}
+
+// TestInterruptedBuildResumes kills a child build mid-run, resumes it and
+// compares SHA256SUMS with the uninterrupted reference build.
+func TestInterruptedBuildResumes(t *testing.T) {
+	ref := referenceBuild(t)
+	src := phantomManifest(t)
+	out := filepath.Join(t.TempDir(), "bi")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CHX_BUILD_CHILD=1", "CHX_SOURCE="+src, "CHX_OUT="+out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	killed := false
+	for time.Now().Before(deadline) {
+		ents, _ := os.ReadDir(filepath.Join(out, workDirName))
+		n := 0
+		for _, e := range ents {
+			if strings.Contains(e.Name(), "_positive_") {
+				n++
+			}
+		}
+		if n >= 4 {
+			cmd.Process.Kill()
+			killed = true
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	werr := cmd.Wait()
+	if !killed {
+		t.Fatalf("child finished before it could be interrupted: %v\n%s", werr, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, sumsFile)); err == nil {
+		t.Fatal("the interrupted build wrote SHA256SUMS")
+	}
+	if _, err := Run(context.Background(), smallOptions(src, out, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if readSums(t, out) != readSums(t, ref) {
+		t.Fatal("SHA256SUMS of the resumed build differ from the uninterrupted build")
+	}
+}
+
+// TestReviewsAndFailures builds two lesions from a reviews.jsonl in which
+// some candidates are rejected, disputed, unsure or stale, and one case
+// panics: the reports count each exactly once over the 1-worker walk.
+func TestReviewsAndFailures(t *testing.T) {
+	src := phantomManifest(t)
+	cfg := buildcfg.Default()
+	cfg.Lesions = []string{"edema", "effusion"}
+	cfg.LF, cfg.RF, cfg.RR = 1, 1, 0
+	cases, _, err := source.ReadSource(src, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands, _ := source.Sample(cases, cfg, 0)
+	byList := map[string][]*source.Case{}
+	for _, c := range cands {
+		byList[c.Lesion+c.Label] = append(byList[c.Lesion+c.Label], c)
+	}
+	loader, err := source.NewLoader(cands, cfg, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := func(c *source.Case, decision string, stale bool) string {
+		img, _ := source.ImageSHA256(c)
+		if stale {
+			img = strings.Repeat("0", 64)
+		}
+		m := "null"
+		if c.Positive() {
+			cm, err := loader.CandidateMask(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m = `"` + source.MaskSHA256(cm) + `"`
+		}
+		return fmt.Sprintf(`{"key_id":%q,"decision":%q,"image_sha256":%q,"mask_sha256":%s}`, c.KeyID(), decision, img, m)
+	}
+	edP, edN := byList["edemapositive"], byList["edemanegative"]
+	efP, efN := byList["effusionpositive"], byList["effusionnegative"]
+	lines := []string{
+		line(edN[0], "reject", false), // edema negatives: rejected, stale, then accepted
+		line(edN[1], "accept", true),
+		line(edN[2], "accept", false),
+		line(edP[0], "disputed", false), // edema positives: disputed, then the panicking case, then accepted
+		line(edP[1], "accept", false),
+		line(edP[2], "accept", false),
+		line(efP[0], "unsure", false), // effusion positives: unsure, accepted
+		line(efP[1], "accept", false),
+		line(efP[2], "accept", false),
+		// effusion negatives: no lines at all → missing ×3
+	}
+	_ = efN
+	revPath := filepath.Join(t.TempDir(), "reviews.jsonl")
+	os.WriteFile(revPath, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	log, err := review.ReadLog(revPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "br")
+	var stdout bytes.Buffer
+	opt := Options{Source: src, Out: out, Config: cfg, Workers: 2, Decisions: log, ReviewMode: ModeReviews, Stdout: &stdout,
+		Inspect: "failed",
+		testHook: func(c *source.Case) {
+			if c.KeyID() == edP[1].KeyID() {
+				panic("synthetic failure for the test")
+			}
+		}}
+	sum, err := Run(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := os.ReadFile(filepath.Join(out, reportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := ojson.Parse(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pipeline failures of the phantom cases may add other reasons; the
+	// review outcomes and the panic are fixed by construction.
+	sk := rv.Get("skipped")
+	for reason, n := range map[string]string{"internal_error": "1", "not_accepted:disputed": "1",
+		"not_accepted:missing": "4", "not_accepted:rejected": "1", "not_accepted:stale": "1"} {
+		if v := sk.Get(reason); v == nil || v.N != n {
+			t.Errorf("skipped %s = %v, want %s (all: %s)", reason, v, n, ojson.MarshalCompact(sk))
+		}
+	}
+	csv, _ := os.ReadFile(filepath.Join(out, skippedCSV))
+	if !strings.Contains(string(csv), edP[1].KeyID()+",edema,positive,internal_error,synthetic failure for the test") {
+		t.Errorf("skipped.csv:\n%s", csv)
+	}
+	if len(sum.Shortfalls) == 0 || !strings.Contains(sum.Shortfalls[0], "effusion LF") {
+		t.Errorf("included %d, shortfalls %v", sum.Included, sum.Shortfalls)
+	}
+	// The failed case got its inspect view with the failure explained.
+	st, err := os.ReadFile(filepath.Join(out, inspectDir, edP[1].KeyID(), "summary.txt"))
+	if err != nil || !strings.Contains(string(st), "FAILED: internal_error") {
+		t.Errorf("inspect summary of the failed case: %v\n%s", err, st)
+	}
+	info, _ := os.ReadFile(filepath.Join(out, infoJSON))
+	iv, _ := ojson.Parse(info)
+	if iv.Get("reviews_sha256").Kind != ojson.KindString || iv.Get("review_mode").S != ModeReviews {
+		t.Errorf("build_info: %s", info)
+	}
+	if !strings.Contains(stdout.String(), "not_accepted:missing") {
+		t.Errorf("summary printout lacks the skipped counts:\n%s", stdout.String())
+	}
+}
+
+// TestMIMICLayoutBuild samples the source engineer's MIMIC-layout fixture
+// (MIMIC-CXR-JPG tree, MIMIC-ILS JSON with 512×512 masks, CheXmask CSV)
+// and builds it.
+func TestMIMICLayoutBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end build skipped in -short mode")
+	}
+	fx := "../source/testdata/mimic"
+	cfg := buildcfg.Default()
+	cfg.LF, cfg.RF, cfg.RR = 1, 1, 1
+	cases, _, err := source.FromMIMIC(fx, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands, _ := source.Sample(cases, cfg, 0)
+	dir := t.TempDir()
+	candPath := filepath.Join(dir, "candidates.jsonl")
+	if err := source.WriteCandidates(candPath, cands); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bench")
+	opt := smallOptions(candPath, out, 2)
+	sum, err := Run(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Included == 0 {
+		t.Fatal("no case included")
+	}
+	rep, err := validate.Run(out, validate.Options{Deep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		var b bytes.Buffer
+		rep.WriteText(&b)
+		t.Fatalf("validate --deep failed:\n%s", b.String())
+	}
+	checkSums(t, out)
+	// The candidates' sampling seed is recorded.
+	info, _ := os.ReadFile(filepath.Join(out, infoJSON))
+	iv, _ := ojson.Parse(info)
+	if iv.Get("sample_seed").N != "0" {
+		t.Errorf("sample_seed: %s", info)
+	}
+	t.Logf("MIMIC fixture: %d cases, %d questions, %d failed", sum.Included, sum.Questions, sum.Failed)
+}

@@ -1,0 +1,79 @@
+package build
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// progress reports case processing: a bar on a terminal, a log line every
+// LogEvery otherwise. It counts targets filled (capped per list) so that it
+// ends at 100 % whatever the failure rate.
+type progress struct {
+	opt       Options
+	bar       *progressbar.ProgressBar
+	total     int
+	filled    map[*list]int
+	sum       int
+	processed int
+	last      time.Time
+	start     time.Time
+}
+
+func newProgress(opt Options, lists []*list) *progress {
+	p := &progress{opt: opt, filled: map[*list]int{}, start: time.Now(), last: time.Now()}
+	for _, l := range lists {
+		p.total += min(l.target, len(l.items))
+	}
+	if opt.LogEvery <= 0 {
+		p.opt.LogEvery = 10 * time.Second
+	}
+	if opt.Progress {
+		p.bar = progressbar.NewOptions(p.total,
+			progressbar.OptionSetWriter(opt.Stderr),
+			progressbar.OptionSetDescription("cases"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionClearOnFinish())
+	} else {
+		fmt.Fprintf(opt.Stderr, "build: %d candidates, %d target cases, %d workers\n", countItems(lists), p.total, opt.Workers)
+	}
+	return p
+}
+
+func countItems(lists []*list) int {
+	n := 0
+	for _, l := range lists {
+		n += len(l.items)
+	}
+	return n
+}
+
+// done is called by the scheduler after each candidate.
+func (p *progress) done(l *list, it *item) {
+	p.processed++
+	f := min(l.doneSucc, l.target)
+	if d := f - p.filled[l]; d > 0 {
+		p.filled[l] = f
+		p.sum += d
+		if p.bar != nil {
+			p.bar.Add(d)
+		}
+	}
+	if p.bar == nil && time.Since(p.last) >= p.opt.LogEvery {
+		p.last = time.Now()
+		fmt.Fprintf(p.opt.Stderr, "build: %d candidates processed, %d/%d target cases filled, %s elapsed\n",
+			p.processed, p.sum, p.total, time.Since(p.start).Round(time.Second))
+	}
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+		return
+	}
+	fmt.Fprintf(p.opt.Stderr, "build: processing done: %d candidates processed in %s; assembling\n",
+		p.processed, time.Since(p.start).Round(time.Millisecond))
+}

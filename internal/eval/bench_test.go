@@ -1,0 +1,274 @@
+package eval
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"image"
+	"image/png"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+)
+
+// Performance benchmarks (issue 4). Both run the real client against
+// serve-baseline in a separate process (the re-executed test binary), so
+// that the client's memory is measured alone:
+//
+//   - BenchmarkEvalScheduling: 315 records with small (flat 1024² PNG)
+//     images, 50 ms server latency, concurrency 32. Metric ideal-frac is
+//     the ideal makespan max(calls × latency ÷ concurrency, longest
+//     record's turns × latency) over the measured call phase; ≥ 0.90 is
+//     the target.
+//   - BenchmarkEvalBytes: 105 records whose every image is a distinct
+//     ~0.8 MB phantom-like PNG, zero latency; request MB/s and calls/s at
+//     concurrency 32, and peak memory at concurrency 64.
+//
+// scripts/bench-eval.sh runs them one per process and prints the figures.
+
+const serverEnv = "CHX_EVAL_TEST_SERVER"
+
+// serverMain serves a baseline policy until stdin closes (child process).
+func serverMain() int {
+	lat, _ := time.ParseDuration(os.Getenv("CHX_LATENCY"))
+	url, srv, stop, err := baselineserver.Start(context.Background(), baselineserver.Config{Policy: "random", Latency: lat})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	_ = srv
+	fmt.Println(url)
+	bufio.NewReader(os.Stdin).ReadString('\n') // until the parent closes stdin
+	stop()
+	return 0
+}
+
+// childServer starts serve-baseline in a child process and returns its URL.
+func childServer(b *testing.B, latency time.Duration) string {
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+	cmd.Env = append(os.Environ(), serverEnv+"=1", "CHX_LATENCY="+latency.String())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatal(err)
+	}
+	return line[:len(line)-1]
+}
+
+// callStats measures a benchmark's calls and records.
+func planStats(b *testing.B, dir string) (calls, longest int) {
+	bench, err := benchmark.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range bench.Records {
+		q := r.Questions()
+		calls += q
+		longest = max(longest, q)
+	}
+	return calls, longest
+}
+
+func BenchmarkEvalScheduling(b *testing.B) {
+	const latency = 50 * time.Millisecond
+	const conc = 32
+	dir := b.TempDir()
+	if err := benchtest.Write(dir, benchtest.Full(15), false); err != nil {
+		b.Fatal(err)
+	}
+	calls, longest := planStats(b, dir)
+	url := childServer(b, latency)
+	ideal := max(time.Duration(calls)*latency/conc, time.Duration(longest)*latency)
+	b.ResetTimer()
+	var frac, rate float64
+	for i := 0; i < b.N; i++ {
+		o := baseOptions(dir, b.TempDir(), model(b, "opensource", "bench-scheduling"))
+		o.Endpoints, o.Concurrency, o.AllowInvalid = []string{url}, conc, true
+		s := run(b, o)
+		if s.Results.Counts.RecordsOK != s.Selected {
+			b.Fatalf("counts %+v", s.Results.Counts)
+		}
+		frac += ideal.Seconds() / s.CallPhase.Seconds()
+		rate += float64(calls) / s.CallPhase.Seconds()
+	}
+	n := float64(b.N)
+	b.ReportMetric(frac/n, "ideal-frac")
+	b.ReportMetric(rate/n, "calls/s")
+	b.ReportMetric(float64(calls), "calls")
+	b.ReportMetric(float64(calls)/ideal.Seconds(), "ideal-calls/s")
+}
+
+// phantomPool encodes a few phantom-like PNGs (1024² RGB, a radial
+// gradient with pixel noise: about 0.8 MB each, like real radiographs).
+func phantomPool(b *testing.B, n int) [][]byte {
+	var out [][]byte
+	for k := 0; k < n; k++ {
+		img := image.NewNRGBA(image.Rect(0, 0, 1024, 1024))
+		r := rand.New(rand.NewPCG(uint64(k), 99))
+		for y := 0; y < 1024; y++ {
+			for x := 0; x < 1024; x++ {
+				g := min(255, 60+(x*x+y*y)/16384+r.IntN(8)+k)
+				i := img.PixOffset(x, y)
+				img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = uint8(g), uint8(g), uint8(g), 255
+			}
+		}
+		var buf bytes.Buffer
+		if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, buf.Bytes())
+	}
+	return out
+}
+
+// withText inserts a tEXt chunk after IHDR, giving a distinct file (and
+// content hash) with the same pixels.
+func withText(pngData []byte, text string) []byte {
+	const ihdrEnd = 8 + 25
+	data := append([]byte("id\x00"), text...)
+	chunk := make([]byte, 0, 12+len(data))
+	chunk = binary.BigEndian.AppendUint32(chunk, uint32(len(data)))
+	chunk = append(chunk, "tEXt"...)
+	chunk = append(chunk, data...)
+	chunk = binary.BigEndian.AppendUint32(chunk, crc32.ChecksumIEEE(chunk[4:]))
+	out := make([]byte, 0, len(pngData)+len(chunk))
+	out = append(out, pngData[:ihdrEnd]...)
+	out = append(out, chunk...)
+	return append(out, pngData[ihdrEnd:]...)
+}
+
+// writePhantomBench writes recs with every image a distinct phantom-like
+// PNG.
+func writePhantomBench(b *testing.B, dir string, recs []*benchmark.Record) (images int, bytes int64) {
+	if err := benchtest.Write(dir, recs, false); err != nil {
+		b.Fatal(err)
+	}
+	pool := phantomPool(b, 6)
+	for _, r := range recs {
+		for _, rel := range benchtest.ImagePaths(r) {
+			data := withText(pool[images%len(pool)], strconv.Itoa(images))
+			name := filepath.Join(dir, benchmark.ImagesDir, r.KeyID, filepath.FromSlash(rel))
+			if err := os.WriteFile(name, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			images++
+			bytes += int64(len(data))
+		}
+	}
+	return images, bytes
+}
+
+// countingTransport counts request body bytes sent.
+type countingTransport struct {
+	next  http.RoundTripper
+	bytes atomic.Int64
+}
+
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.ContentLength > 0 {
+		t.bytes.Add(r.ContentLength)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// memSampler records the peak heap in use while a run is in progress.
+type memSampler struct {
+	peak atomic.Uint64
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startMemSampler() *memSampler {
+	m := &memSampler{stop: make(chan struct{})}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if v := ms.HeapInuse + ms.StackInuse; v > m.peak.Load() {
+				m.peak.Store(v)
+			}
+			select {
+			case <-m.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return m
+}
+
+func (m *memSampler) done() uint64 { close(m.stop); m.wg.Wait(); return m.peak.Load() }
+
+func maxRSS() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Maxrss) * 1024 // Linux reports KiB
+}
+
+func BenchmarkEvalBytes(b *testing.B) {
+	dir := b.TempDir()
+	nImages, nBytes := writePhantomBench(b, dir, benchtest.Full(5))
+	calls, _ := planStats(b, dir)
+	url := childServer(b, 0)
+	ct := &countingTransport{next: http.DefaultTransport}
+	testHTTPClient = &http.Client{Transport: ct}
+	defer func() { testHTTPClient = nil }()
+	runtime.GC()
+	b.ResetTimer()
+	for _, conc := range []int{32, 64} {
+		var mbps, cps, peak float64
+		for i := 0; i < b.N; i++ {
+			ct.bytes.Store(0)
+			o := baseOptions(dir, b.TempDir(), model(b, "opensource", "bench-bytes"))
+			o.Endpoints, o.Concurrency, o.AllowInvalid = []string{url}, conc, true
+			o.Timeout = time.Minute
+			ms := startMemSampler()
+			s := run(b, o)
+			peak = max(peak, float64(ms.done()))
+			if s.Results.Counts.RecordsOK != s.Selected {
+				b.Fatalf("counts %+v", s.Results.Counts)
+			}
+			mbps += float64(ct.bytes.Load()) / 1e6 / s.CallPhase.Seconds()
+			cps += float64(calls) / s.CallPhase.Seconds()
+		}
+		n := float64(b.N)
+		b.ReportMetric(mbps/n, fmt.Sprintf("MB/s@c%d", conc))
+		b.ReportMetric(cps/n, fmt.Sprintf("calls/s@c%d", conc))
+		b.ReportMetric(peak/(1<<20), fmt.Sprintf("peak-heap-MiB@c%d", conc))
+	}
+	b.ReportMetric(maxRSS()/(1<<20), "maxrss-MiB")
+	b.ReportMetric(float64(nImages), "images")
+	b.ReportMetric(float64(nBytes)/float64(nImages)/1e6, "MB/image")
+}

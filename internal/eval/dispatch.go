@@ -1,0 +1,227 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/chexpercept/chexpercept/internal/provider"
+)
+
+// endpoint is one model server. All turns of a case go to the same
+// endpoint (its prefix and image caches are reused); its call concurrency
+// adapts to 429s (halve on a rate limit, grow back by one per window of
+// successes), and repeated server/network failures take it out of
+// rotation for a cool-down so that its cases move to the others.
+type endpoint struct {
+	name   string // scrubbed URL, for messages
+	client provider.Client
+
+	mu        sync.Mutex
+	limit     float64 // current call-concurrency limit (AIMD)
+	maxLimit  float64
+	inflight  int // calls in flight
+	cases     int // cases assigned
+	waiters   []chan struct{}
+	failures  int       // consecutive server/network/timeout failures
+	downUntil time.Time // out of rotation until then
+	lastCut   time.Time // last multiplicative decrease
+	cuts      int       // 429-driven decreases (stats)
+}
+
+func newEndpoint(name string, c provider.Client, max int) *endpoint {
+	return &endpoint{name: name, client: c, limit: float64(max), maxLimit: float64(max)}
+}
+
+// acquire waits for a call slot.
+func (e *endpoint) acquire(ctx context.Context) error {
+	for {
+		e.mu.Lock()
+		if float64(e.inflight) < math.Max(1, math.Floor(e.limit)) {
+			e.inflight++
+			e.mu.Unlock()
+			return nil
+		}
+		ch := make(chan struct{})
+		e.waiters = append(e.waiters, ch)
+		e.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			e.mu.Lock()
+			for i, w := range e.waiters {
+				if w == ch {
+					e.waiters = append(e.waiters[:i], e.waiters[i+1:]...)
+					break
+				}
+			}
+			e.mu.Unlock()
+			return ctx.Err()
+		}
+	}
+}
+
+// release frees a slot and adapts the limit to the call's outcome.
+func (e *endpoint) release(outcome error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.inflight--
+	var ce *provider.CallError
+	switch {
+	case outcome == nil:
+		e.failures = 0
+		if e.limit < e.maxLimit {
+			e.limit = math.Min(e.maxLimit, e.limit+1/math.Max(1, e.limit))
+		}
+	case errors.As(outcome, &ce) && ce.Kind == provider.KindRateLimited:
+		// One cut per second at most: a burst of 429s from calls that
+		// were all sent before the first came back is one signal.
+		if now := time.Now(); now.Sub(e.lastCut) > time.Second {
+			e.limit = math.Max(1, e.limit/2)
+			e.lastCut = now
+			e.cuts++
+		}
+	case errors.As(outcome, &ce) && (ce.Kind == provider.KindServer || ce.Kind == provider.KindNetwork || ce.Kind == provider.KindTimeout):
+		e.failures++
+		if e.failures >= 3 {
+			cool := time.Duration(min(60, 2<<min(e.failures-3, 5))) * time.Second
+			e.downUntil = time.Now().Add(cool)
+		}
+	}
+	// wake everyone: the limit may have grown, and a waiter that finds no
+	// slot simply queues again
+	for _, w := range e.waiters {
+		close(w)
+	}
+	e.waiters = nil
+}
+
+func (e *endpoint) healthy(now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !now.Before(e.downUntil)
+}
+
+// pool assigns cases to endpoints.
+type pool struct {
+	mu  sync.Mutex
+	eps []*endpoint
+}
+
+// assign picks the endpoint for a new case: among healthy endpoints
+// (all, if none is healthy) the least loaded by assigned cases per unit
+// of limit, ties broken by a hash of the key so that equal loads spread.
+func (p *pool) assign(key string, avoid *endpoint) *endpoint {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	start := int(h.Sum32() % uint32(len(p.eps)))
+	var best *endpoint
+	bestLoad := math.Inf(1)
+	for pass := 0; pass < 2 && best == nil; pass++ {
+		for k := range p.eps {
+			e := p.eps[(start+k)%len(p.eps)]
+			if pass == 0 && (e == avoid || !e.healthy(now)) {
+				continue
+			}
+			e.mu.Lock()
+			load := float64(e.cases) / math.Max(1, e.limit)
+			e.mu.Unlock()
+			if load < bestLoad {
+				best, bestLoad = e, load
+			}
+		}
+	}
+	best.mu.Lock()
+	best.cases++
+	best.mu.Unlock()
+	return best
+}
+
+func (p *pool) unassign(e *endpoint) {
+	e.mu.Lock()
+	e.cases--
+	e.mu.Unlock()
+}
+
+// retryPolicy is the per-call retry schedule.
+type retryPolicy struct {
+	maxRetries int
+	timeout    time.Duration
+	base       time.Duration // first backoff
+	cap        time.Duration // longest backoff (Retry-After may exceed it)
+}
+
+// backoff is the wait before retry number n (1-based): exponential with
+// full jitter in [d/2, d], at least the server's Retry-After.
+func (rp retryPolicy) backoff(n int, retryAfter time.Duration) time.Duration {
+	d := rp.base << min(n-1, 20)
+	if d > rp.cap || d <= 0 {
+		d = rp.cap
+	}
+	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	return max(d, retryAfter)
+}
+
+// limiters caps request and token rates across the run.
+type limiters struct {
+	rpm *rate.Limiter
+	tpm *rate.Limiter
+}
+
+func newLimiters(rpm, tpm int) *limiters {
+	l := &limiters{}
+	if rpm > 0 {
+		l.rpm = rate.NewLimiter(rate.Limit(float64(rpm)/60), 1)
+	}
+	if tpm > 0 {
+		// a tenth of a minute's tokens as burst: a single large request
+		// (clamped to it) can always go, and the per-minute quota holds
+		l.tpm = rate.NewLimiter(rate.Limit(float64(tpm)/60), max(1, tpm/10))
+	}
+	return l
+}
+
+func (l *limiters) wait(ctx context.Context, tokens int) error {
+	if l.rpm != nil {
+		if err := l.rpm.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	if l.tpm != nil {
+		if err := l.tpm.WaitN(ctx, min(max(tokens, 1), l.tpm.Burst())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// charge books tokens that were used beyond the estimate (the reply).
+func (l *limiters) charge(tokens int) {
+	if l.tpm != nil && tokens > 0 {
+		l.tpm.ReserveN(time.Now(), min(tokens, l.tpm.Burst()))
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

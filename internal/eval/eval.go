@@ -1,0 +1,445 @@
+// Package eval runs a model through a benchmark (spec protocol.md §1–§11,
+// issue 4): it selects records, verifies their images, runs each record's
+// conversation through the protocol engine with many records in flight
+// and the turns of one record in order, and appends every finished record
+// to results.jsonl at once, so that nothing is lost and a killed run
+// resumes where it stopped.
+//
+// The model is reached through provider clients, one per endpoint. Each
+// call goes through the response cache (deterministic calls only), the
+// run's request and token rate limits, the case's endpoint (chosen when
+// the case starts, moved when the endpoint keeps failing) with its
+// adaptive concurrency limit, and a retry loop with jittered exponential
+// backoff that honours Retry-After. At the end of a run (and after an
+// interruption, and when a resumed run finishes) the run directory gets
+// all_results.json, summary.json and the per-model reference CSVs,
+// derived from results.jsonl and written atomically.
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
+	"github.com/chexpercept/chexpercept/internal/protocol/profile"
+	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/respcache"
+	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/validate"
+	"github.com/chexpercept/chexpercept/internal/version"
+)
+
+// Model is the resolved model of a run (registry entry or raw id).
+type Model struct {
+	Name         string   // alias, raw id, or baseline policy (summary run.model)
+	Alias        string   // registry alias; "" for a raw id or a baseline
+	Provider     string   // opensource | openai | azure | gemini | baseline
+	Backend      string   // vllm | openai_compat | openai | azure | gemini | baseline
+	ModelID      string   // id sent to the backend (policy name for baselines)
+	Revision     string   // model revision if known
+	Label        string   // directory-safe label of the run name
+	Quirks       []string // registry quirk flags
+	GLMBoxUnwrap bool     // parse rule A0
+	Sampling     provider.Sampling
+	Price        *Price // nil: unpriced (cost null)
+}
+
+// Price is USD per million tokens (spec §12).
+type Price struct{ Input, CachedInput, Output float64 }
+
+// Cost applies the §12 formula.
+func (p *Price) Cost(u *provider.Usage) float64 {
+	return (float64(u.Input-u.CachedInput)*p.Input + float64(u.CachedInput)*p.CachedInput + float64(u.Output)*p.Output) / 1e6
+}
+
+// Options configure a run. Zero values take the documented defaults.
+type Options struct {
+	BenchDir string
+	OutDir   string
+	Model    Model
+
+	Endpoints         []string // base URLs; empty = the backend's default
+	APIKeyFile        string
+	GeminiImageFormat string // png (default) | jpeg
+
+	Oracle     protocol.OracleMode // default implicit
+	Parse      parse.Mode          // default reference
+	Profile    *profile.Profile    // default profile.Default()
+	NoThinking bool
+	PolicySeed int64 // baseline random policy
+
+	Concurrency int           // records in flight; default 16
+	MaxRetries  int           // retries after the first attempt; default 5 (use NoRetries for 0)
+	NoRetries   bool          // MaxRetries 0
+	Timeout     time.Duration // per call; default 10m
+	RetryBase   time.Duration // first backoff; default 1s
+	RetryCap    time.Duration // longest backoff; default 60s
+	RPM, TPM    int           // 0 = uncapped
+
+	Selection   Selection
+	RetryErrors bool
+
+	NoCache         bool
+	CacheDir        string // default respcache.DefaultDir()
+	ImageCacheBytes int64  // default 256 MiB
+
+	AllowInvalid    bool
+	DryRun          bool
+	PriceFileSHA256 string
+
+	// Log receives progress and log lines (nil: discarded); TTY selects
+	// a progress bar instead of periodic log lines.
+	Log         io.Writer
+	TTY         bool
+	LogInterval time.Duration // default 30s
+
+	// Abandon, when it ends, abandons in-flight calls (a second Ctrl-C).
+	// Ending the ctx given to Run only stops starting new records.
+	Abandon context.Context
+
+	Now func() time.Time
+}
+
+// DefaultImageCacheBytes is --image-cache's default.
+const DefaultImageCacheBytes = 256 << 20
+
+func (o *Options) defaults() {
+	if o.Oracle == "" {
+		o.Oracle = protocol.OracleImplicit
+	}
+	if o.Parse == "" {
+		o.Parse = parse.ModeReference
+	}
+	if o.Profile == nil {
+		o.Profile = profile.Default()
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	if o.NoRetries {
+		o.MaxRetries = 0
+	} else if o.MaxRetries <= 0 {
+		o.MaxRetries = 5
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = time.Second
+	}
+	if o.RetryCap <= 0 {
+		o.RetryCap = 60 * time.Second
+	}
+	if o.ImageCacheBytes <= 0 {
+		o.ImageCacheBytes = DefaultImageCacheBytes
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.LogInterval <= 0 {
+		o.LogInterval = 30 * time.Second
+	}
+	if o.Abandon == nil {
+		o.Abandon = context.Background()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.GeminiImageFormat == "" {
+		o.GeminiImageFormat = "png"
+	}
+}
+
+// Summary is what Run reports.
+type Summary struct {
+	RunDir      string
+	RunName     string
+	Selected    int // records selected
+	AlreadyDone int // records skipped because results.jsonl has them
+	Attempted   int // records started by this invocation
+	Abandoned   int // in-flight records dropped by an interruption
+	Interrupted bool
+
+	Results    *results.Summary // summary.json as written (nil for a dry run)
+	CallPhase  time.Duration    // from the first call to the last record written
+	DryRun     *DryRunReport
+	ImageLoads int64 // images read and encoded during the run (cache misses)
+}
+
+// RunName is <provider>_<label>[_no_thinking][_strict].
+func RunName(providerName, label string, noThinking bool, mode parse.Mode) string {
+	s := providerName + "_" + label
+	if noThinking {
+		s += "_no_thinking"
+	}
+	if mode == parse.ModeStrict {
+		s += "_strict"
+	}
+	return s
+}
+
+// RunDir is the directory a run writes into: the run directory, or its
+// shard folder.
+func RunDir(out, runName string, oracle protocol.OracleMode, shard *Shard) string {
+	d := filepath.Join(out, runName, "oracle_"+string(oracle))
+	if shard != nil {
+		d = filepath.Join(d, shard.Dir())
+	}
+	return d
+}
+
+// Run evaluates the selected records. Ending ctx stops starting new
+// records; in-flight records finish (or are abandoned when o.Abandon
+// ends) and the run's derived files are written before Run returns.
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	o.defaults()
+	start := time.Now()
+	if o.Model.Label == "" || o.Model.Provider == "" || o.Model.Backend == "" {
+		return nil, fmt.Errorf("eval: model provider, backend and label are required")
+	}
+	if _, err := protocol.ParseOracleMode(string(o.Oracle)); err != nil {
+		return nil, err
+	}
+	if _, err := parse.ParseMode(string(o.Parse)); err != nil {
+		return nil, err
+	}
+	if o.GeminiImageFormat != "png" && o.GeminiImageFormat != "jpeg" {
+		return nil, fmt.Errorf("--gemini-image-format %q: want png or jpeg", o.GeminiImageFormat)
+	}
+	bench, err := benchmark.Load(o.BenchDir)
+	if err != nil {
+		return nil, err
+	}
+	benchAbs, err := filepath.Abs(o.BenchDir)
+	if err != nil {
+		return nil, err
+	}
+	if !o.AllowInvalid {
+		rep, err := validate.Run(o.BenchDir, validate.Options{})
+		if err != nil {
+			return nil, err
+		}
+		if !rep.OK() {
+			first := ""
+			for _, f := range rep.Findings {
+				if f.Severity == validate.Error {
+					first = f.String()
+					break
+				}
+			}
+			return nil, fmt.Errorf("benchmark %s fails validation with %d error(s), first: %s (run `chexpercept validate` for all; --allow-invalid evaluates it anyway)", o.BenchDir, rep.Errors, first)
+		}
+	}
+	sel := o.Selection
+	selected, err := Select(bench.Records, sel)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(selected))
+	for i, ix := range selected {
+		keys[i] = bench.Records[ix].KeyID
+	}
+	runName := RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
+	runDir := RunDir(o.OutDir, runName, o.Oracle, sel.Shard)
+	man := buildManifest(&o, bench, benchAbs, selected, keys, runName)
+	sum := &Summary{RunDir: runDir, RunName: runName, Selected: len(selected)}
+
+	if o.DryRun {
+		prev, err := results.ReadResults(filepath.Join(runDir, results.ResultsFile))
+		if err != nil {
+			return nil, err
+		}
+		todo, done := pending(bench, selected, prev, o.RetryErrors)
+		sum.AlreadyDone = done
+		sum.DryRun = dryRun(&o, bench, todo)
+		return sum, nil
+	}
+
+	// Resume: same settings or refuse.
+	if old, err := ReadManifest(runDir); err == nil {
+		if diffs := Differences(old, man); len(diffs) > 0 {
+			return nil, fmt.Errorf("run directory %s was started with different settings; refusing to mix runs (use another --out or the same settings):\n  %s", runDir, strings.Join(diffs, "\n  "))
+		}
+		man = old
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	} else {
+		if err := os.MkdirAll(runDir, 0o755); err != nil {
+			return nil, err
+		}
+		b, err := man.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		if err := results.WriteFileAtomic(filepath.Join(runDir, results.ManifestFile), b); err != nil {
+			return nil, err
+		}
+	}
+	store, prev, err := results.OpenStore(filepath.Join(runDir, results.ResultsFile))
+	if err != nil {
+		return nil, err
+	}
+	todo, done := pending(bench, selected, prev, o.RetryErrors)
+	sum.AlreadyDone = done
+
+	r := &runner{o: &o, bench: bench, benchAbs: benchAbs, store: store, sum: sum}
+	runErr := r.run(ctx, todo)
+	if cerr := store.Close(); runErr == nil && cerr != nil {
+		runErr = cerr
+	}
+	rs, ferr := Finalize(runDir, man, o.Model, len(selected), time.Since(start).Seconds())
+	if ferr != nil && runErr == nil {
+		runErr = ferr
+	}
+	sum.Results = rs
+	if rs != nil {
+		c := rs.Counts
+		fmt.Fprintf(o.Log, "done: %d ok, %d error, %d parse failures (%d calls, %d cache hits, cost %s) of %d selected records\n",
+			c.RecordsOK, c.RecordsError, c.ParseFailures, c.Calls, c.CacheHits, costString(rs.Usage.CostUSD), c.RecordsSelected)
+	}
+	return sum, runErr
+}
+
+func costString(c *float64) string {
+	if c == nil {
+		return "unknown (unpriced model)"
+	}
+	return fmt.Sprintf("$%.4f", *c)
+}
+
+// pending returns the selected records still to ask (those with no line,
+// and with retryErrors those whose last line is an error) and how many
+// are done.
+func pending(bench *benchmark.Benchmark, selected []int, prev []*results.Record, retryErrors bool) (todo []int, done int) {
+	status := map[string]string{}
+	for _, r := range prev {
+		status[r.KeyID] = r.Status
+	}
+	for _, ix := range selected {
+		st, ok := status[bench.Records[ix].KeyID]
+		if ok && (st == results.StatusOK || !retryErrors) {
+			done++
+			continue
+		}
+		todo = append(todo, ix)
+	}
+	return todo, done
+}
+
+func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, selected []int, keys []string, runName string) *Manifest {
+	m := &Manifest{
+		Schema: ManifestSchema, ToolVersion: version.String(), CreatedAt: o.Now().UTC().Format(time.RFC3339),
+		Dataset:   Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
+		Selection: o.Selection, SelectionSHA256: o.Selection.Hash(), SelectedRecords: len(selected),
+		KeysSHA256: KeysHash(keys), RunName: runName,
+		Sampling: o.Model.Sampling, NoThinking: o.NoThinking,
+		OracleMode: string(o.Oracle), ParseMode: string(o.Parse),
+		PromptProfile:   ProfileInfo{Name: o.Profile.Name, Texts: o.Profile.Texts(), SHA256: o.Profile.Hash()},
+		ImageEncoding:   ImageEncoding{Format: "png", Transport: "data URL, base64", ImageCacheBytes: o.ImageCacheBytes},
+		Concurrency:     o.Concurrency,
+		Retry:           RetryPolicy{MaxRetries: o.MaxRetries, TimeoutS: o.Timeout.Seconds(), RPM: o.RPM, TPM: o.TPM},
+		PriceFileSHA256: o.PriceFileSHA256,
+	}
+	if m.Selection.Lesions == nil {
+		m.Selection.Lesions = []string{}
+	}
+	mi := &m.Model
+	mi.Name, mi.Provider, mi.Backend, mi.ModelID = o.Model.Name, o.Model.Provider, o.Model.Backend, o.Model.ModelID
+	mi.Quirks = append([]string{}, o.Model.Quirks...)
+	if o.Model.Alias != "" {
+		a := o.Model.Alias
+		mi.Alias = &a
+	}
+	if o.Model.Revision != "" {
+		r := o.Model.Revision
+		mi.Revision = &r
+	}
+	mi.Endpoints = []string{}
+	for _, e := range o.Endpoints {
+		mi.Endpoints = append(mi.Endpoints, ScrubEndpoint(e))
+	}
+	if o.Model.Backend == provider.BackendBaseline {
+		p, s := o.Model.ModelID, o.PolicySeed
+		mi.Policy, mi.PolicySeed = &p, &s
+		m.ImageEncoding.Transport = "in process (no network)"
+	}
+	if o.Model.Backend == provider.BackendGemini {
+		m.ImageEncoding.Transport = "inline bytes"
+		m.ImageEncoding.GeminiImageFormat = o.GeminiImageFormat
+	}
+	return m
+}
+
+// Finalize derives all_results.json, summary.json and the per-model
+// reference CSVs from runDir/results.jsonl and writes them atomically.
+// wallTime is the seconds of the command that ends now; the previous
+// summary's wall time is added (a resumed run sums its restarts).
+func Finalize(runDir string, man *Manifest, model Model, selected int, wallTime float64) (*results.Summary, error) {
+	recs, err := results.ReadResults(filepath.Join(runDir, results.ResultsFile))
+	if err != nil {
+		return nil, err
+	}
+	if prev, err := readWallTime(filepath.Join(runDir, results.SummaryFile)); err == nil {
+		wallTime += prev
+	}
+	latest := results.Latest(recs)
+	all := results.MarshalAllResults(latest, man.Dataset.Path, model.Backend, model.ModelID)
+	if err := results.WriteFileAtomic(filepath.Join(runDir, results.AllResultsFile), all); err != nil {
+		return nil, err
+	}
+	info := results.RunInfo{Name: man.RunName, Model: man.Model.Name, ModelID: man.Model.ModelID,
+		Provider: man.Model.Provider, Backend: man.Model.Backend, OracleMode: man.OracleMode,
+		ParseMode: man.ParseMode, BenchmarkSHA256: man.Dataset.SHA256, RescoredFrom: man.RescoredFrom}
+	s := results.BuildSummary(info, selected, latest, wallTime)
+	b, err := s.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if err := results.WriteFileAtomic(filepath.Join(runDir, results.SummaryFile), b); err != nil {
+		return nil, err
+	}
+	m := results.RefMetricsFromRecords(latest)
+	if err := results.WriteRefCSVs(runDir, results.RefLabel(man.RunName), m); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func readWallTime(name string) (float64, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return 0, err
+	}
+	var s struct {
+		WallTimeS float64 `json:"wall_time_s"`
+	}
+	if err := jsonUnmarshal(b, &s); err != nil {
+		return 0, err
+	}
+	return s.WallTimeS, nil
+}
+
+// runner is one invocation's state.
+type runner struct {
+	o        *Options
+	bench    *benchmark.Benchmark
+	benchAbs string
+	store    *results.Store
+	sum      *Summary
+
+	pool     *pool
+	images   *imageCache
+	verified map[string]verified
+	cache    *respcache.Cache
+	limits   *limiters
+	retry    retryPolicy
+	prog     *progress
+}

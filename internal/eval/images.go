@@ -1,0 +1,202 @@
+package eval
+
+import (
+	"bytes"
+	"container/list"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/chexpercept/chexpercept/internal/provider"
+)
+
+// Image handling (spec protocol.md §1): every image a selected record will
+// send is decoded once before the first call; a failure makes that record
+// an error naming the file. During the run an image is read and base64-
+// encoded at most once per in-flight record (the record keeps its own
+// references) and shared between records through an LRU cache bounded in
+// bytes and keyed by content hash.
+
+// verified is the outcome of verifying one image path.
+type verified struct {
+	sha string // content hash, "" when verification failed
+	err error
+}
+
+// verifyImages decodes every distinct image of paths (relative to
+// benchDir) once, in parallel, and returns per path its content hash or
+// its error. Files with identical bytes are decoded once.
+func verifyImages(benchDir string, paths []string) map[string]verified {
+	out := make(map[string]verified, len(paths))
+	var mu sync.Mutex
+	var decoded sync.Map // content hash → error (nil when it decodes)
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for _, p := range paths {
+		g.Go(func() error {
+			v := verifyOne(benchDir, p, &decoded)
+			mu.Lock()
+			out[p] = v
+			mu.Unlock()
+			return nil
+		})
+	}
+	g.Wait()
+	return out
+}
+
+func verifyOne(benchDir, rel string, decoded *sync.Map) verified {
+	name := filepath.Join(benchDir, filepath.FromSlash(rel))
+	b, err := readRegular(name)
+	if err != nil {
+		return verified{err: fmt.Errorf("image %s: %v", rel, err)}
+	}
+	sum := sha256.Sum256(b)
+	sha := hex.EncodeToString(sum[:])
+	if e, ok := decoded.Load(sha); ok {
+		if e != nil {
+			return verified{err: fmt.Errorf("image %s: %v", rel, e)}
+		}
+		return verified{sha: sha}
+	}
+	_, derr := png.Decode(bytes.NewReader(b))
+	if derr != nil {
+		decoded.Store(sha, derr)
+		return verified{err: fmt.Errorf("image %s: not a decodable PNG: %v", rel, derr)}
+	}
+	decoded.Store(sha, nil)
+	return verified{sha: sha}
+}
+
+// readRegular reads a regular file, refusing symbolic links.
+func readRegular(name string) ([]byte, error) {
+	fi, err := os.Lstat(name)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("missing")
+		}
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	return os.ReadFile(name)
+}
+
+// imageCache is an LRU of encoded images bounded in bytes. Entries in use
+// by an in-flight record may be evicted; the record keeps its pointer, so
+// eviction only affects later records.
+type imageCache struct {
+	benchDir  string
+	limit     int64
+	keepPNG   bool // gemini needs the raw bytes; OpenAI-compatible backends only base64
+	mu        sync.Mutex
+	size      int64
+	ll        *list.List // front = most recent; values are *cacheEntry
+	byHash    map[string]*list.Element
+	sf        singleflight.Group
+	loads     int64 // files read and encoded (for tests and stats)
+	peakBytes int64
+}
+
+type cacheEntry struct {
+	sha string
+	img *provider.Image
+	n   int64
+}
+
+func newImageCache(benchDir string, limit int64, keepPNG bool) *imageCache {
+	return &imageCache{benchDir: benchDir, limit: limit, keepPNG: keepPNG, ll: list.New(), byHash: map[string]*list.Element{}}
+}
+
+// get returns the encoded image for rel, whose verified content hash is
+// sha, reading and encoding the file on a miss. The file must still have
+// the verified content.
+func (c *imageCache) get(rel, sha string) (*provider.Image, error) {
+	c.mu.Lock()
+	if e, ok := c.byHash[sha]; ok {
+		c.ll.MoveToFront(e)
+		img := e.Value.(*cacheEntry).img
+		c.mu.Unlock()
+		return img, nil
+	}
+	c.mu.Unlock()
+	v, err, _ := c.sf.Do(sha, func() (any, error) {
+		b, err := readRegular(filepath.Join(c.benchDir, filepath.FromSlash(rel)))
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %v", rel, err)
+		}
+		sum := sha256.Sum256(b)
+		if hex.EncodeToString(sum[:]) != sha {
+			return nil, fmt.Errorf("image %s changed on disk after it was verified", rel)
+		}
+		img := &provider.Image{SHA256: sha, Base64: base64.StdEncoding.EncodeToString(b)}
+		n := int64(len(img.Base64))
+		if c.keepPNG {
+			img.PNG = b
+			n += int64(len(b))
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.loads++
+		if _, ok := c.byHash[sha]; !ok && n <= c.limit {
+			c.byHash[sha] = c.ll.PushFront(&cacheEntry{sha: sha, img: img, n: n})
+			c.size += n
+			for c.size > c.limit {
+				back := c.ll.Back()
+				ce := back.Value.(*cacheEntry)
+				c.ll.Remove(back)
+				delete(c.byHash, ce.sha)
+				c.size -= ce.n
+			}
+			c.peakBytes = max(c.peakBytes, c.size)
+		}
+		return img, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*provider.Image), nil
+}
+
+// recordImages is one in-flight record's images: each is fetched once
+// for the record and reused by all of its calls.
+type recordImages struct {
+	cache  *imageCache
+	hashes map[string]verified
+	got    map[string]*provider.Image
+}
+
+func (r *recordImages) image(rel string) (*provider.Image, error) {
+	if im, ok := r.got[rel]; ok {
+		return im, nil
+	}
+	v, ok := r.hashes[rel]
+	if !ok || v.sha == "" {
+		return nil, fmt.Errorf("image %s was not verified before the run", rel)
+	}
+	im, err := r.cache.get(rel, v.sha)
+	if err != nil {
+		return nil, err
+	}
+	r.got[rel] = im
+	return im, nil
+}
+
+// statRel returns the size of a benchmark file.
+func statRel(benchDir, rel string) (int64, error) {
+	fi, err := os.Lstat(filepath.Join(benchDir, filepath.FromSlash(rel)))
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}

@@ -1,0 +1,84 @@
+package eval
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+)
+
+// API keys (from the environment or a key file) and endpoint credentials
+// never reach any file of the run directory or the log, even when the
+// server echoes them back in error bodies.
+func TestKeysNeverWritten(t *testing.T) {
+	const envKey = "sk-envSECRET-0123456789abcdef"
+	const fileKey = "sk-fileSECRET-fedcba9876543210"
+	const urlPass = "urlSECRETpass"
+	srv, _ := baselineserver.New(baselineserver.Config{Policy: "random"})
+	var n atomic.Int64
+	var sawAuth atomic.Value
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		sawAuth.Store(auth)
+		if n.Add(1)%5 == 0 { // a hostile server echoing the credentials
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, `{"error":{"message":"bad key %s (header %q)"}}`, strings.TrimPrefix(auth, "Bearer "), auth)
+			return
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	endpoint := strings.Replace(hs.URL, "http://", "http://user:"+urlPass+"@", 1) + "/v1"
+
+	keyFile := filepath.Join(t.TempDir(), "key.txt")
+	if err := os.WriteFile(keyFile, []byte(fileKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, file, key string
+	}{{"env", "", envKey}, {"file", keyFile, fileKey}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("OPENAI_API_KEY", envKey)
+			var log bytes.Buffer
+			o := baseOptions(sampleBench, t.TempDir(), model(t, "openai", "key-test-model"))
+			o.Endpoints, o.APIKeyFile, o.Log = []string{endpoint}, tc.file, &log
+			s := run(t, o)
+			if got, _ := sawAuth.Load().(string); got != "Bearer "+tc.key {
+				t.Fatalf("server saw %q, not the %s key", got, tc.name)
+			}
+			if s.Results.Counts.RecordsError == 0 {
+				t.Fatal("no record hit the echoing 401, so the test proves nothing")
+			}
+			secrets := []string{envKey, fileKey, urlPass}
+			check := func(what string, b []byte) {
+				for _, sec := range secrets {
+					if bytes.Contains(b, []byte(sec)) {
+						t.Errorf("%s contains a secret (%s…)", what, sec[:6])
+					}
+				}
+			}
+			check("log", log.Bytes())
+			filepath.Walk(filepath.Dir(filepath.Dir(s.RunDir)), func(p string, fi os.FileInfo, err error) error {
+				if err == nil && !fi.IsDir() {
+					check(p, readFile(t, p))
+				}
+				return nil
+			})
+			if !strings.Contains(string(readFile(t, filepath.Join(s.RunDir, "results.jsonl"))), "[redacted]") {
+				t.Error("no error message shows the scrubbed echo")
+			}
+			m := string(readFile(t, filepath.Join(s.RunDir, "manifest.json")))
+			if !strings.Contains(m, strings.TrimPrefix(hs.URL, "http://")) {
+				t.Error("manifest does not record the endpoint")
+			}
+		})
+	}
+}

@@ -1,0 +1,230 @@
+package eval
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/rng"
+)
+
+// Selection is the record selection of spec protocol.md §2.3, as recorded
+// in the manifest. Nil pointers mean "not given".
+type Selection struct {
+	Lesions      []string `json:"lesions"`        // sorted, deduplicated; empty = all
+	Limit        *int     `json:"limit"`          // first N records
+	PerPathLimit *int     `json:"per_path_limit"` // first N of each path; overrides Limit
+	Sample       *int     `json:"sample"`         // stratified sample size
+	Seed         int64    `json:"seed"`           // sample seed
+	Shard        *Shard   `json:"shard"`          // nil = unsharded
+}
+
+// Shard is --shard i/n with i resolved (1-based).
+type Shard struct {
+	I int `json:"i"`
+	N int `json:"n"`
+}
+
+// Dir is the shard folder name, shard-<i>-of-<n>.
+func (s *Shard) Dir() string { return fmt.Sprintf("shard-%d-of-%d", s.I, s.N) }
+
+// ParseShard reads "i/n" or "auto/n". For auto, i comes from
+// JOB_COMPLETION_INDEX (0-based) or SLURM_ARRAY_TASK_ID −
+// SLURM_ARRAY_TASK_MIN + 1; getenv is os.Getenv in production.
+func ParseShard(s string, getenv func(string) string) (*Shard, error) {
+	is, ns, ok := strings.Cut(s, "/")
+	if !ok {
+		return nil, fmt.Errorf("--shard %q: want i/n or auto/n", s)
+	}
+	n, err := strconv.Atoi(ns)
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("--shard %q: n must be a positive integer", s)
+	}
+	var i int
+	if is == "auto" {
+		switch {
+		case getenv("JOB_COMPLETION_INDEX") != "":
+			v, err := strconv.Atoi(getenv("JOB_COMPLETION_INDEX"))
+			if err != nil {
+				return nil, fmt.Errorf("--shard auto: JOB_COMPLETION_INDEX is not an integer")
+			}
+			i = v + 1
+		case getenv("SLURM_ARRAY_TASK_ID") != "":
+			id, err1 := strconv.Atoi(getenv("SLURM_ARRAY_TASK_ID"))
+			lo, err2 := strconv.Atoi(getenv("SLURM_ARRAY_TASK_MIN"))
+			if err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("--shard auto: SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_MIN must both be integers")
+			}
+			i = id - lo + 1
+		default:
+			return nil, fmt.Errorf("--shard auto/%d: neither JOB_COMPLETION_INDEX nor SLURM_ARRAY_TASK_ID is set", n)
+		}
+	} else if i, err = strconv.Atoi(is); err != nil {
+		return nil, fmt.Errorf("--shard %q: i must be an integer or auto", s)
+	}
+	if i < 1 || i > n {
+		return nil, fmt.Errorf("--shard %q: shard index %d is outside 1..%d", s, i, n)
+	}
+	return &Shard{I: i, N: n}, nil
+}
+
+// ParseLesions splits --lesions a,b, checks every name and returns them
+// sorted and deduplicated.
+func ParseLesions(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, l := range strings.Split(s, ",") {
+		l = strings.TrimSpace(l)
+		if !slices.Contains(benchmark.Lesions, l) {
+			return nil, fmt.Errorf("--lesions: unknown lesion %q (want some of %s)", l, strings.Join(benchmark.Lesions, ", "))
+		}
+		out = append(out, l)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// Hash is the SHA-256 of the selection's compact §6 JSON.
+func (s Selection) Hash() string {
+	if s.Lesions == nil {
+		s.Lesions = []string{}
+	}
+	b, err := ojson.EncodeCompact(s)
+	if err != nil {
+		panic(err) // a struct of plain fields always encodes
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// KeysHash is the SHA-256 of the selected key_ids in file order, each
+// followed by "\n".
+func KeysHash(keys []string) string {
+	h := sha256.New()
+	for _, k := range keys {
+		h.Write([]byte(k))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Select applies the selection to recs (in file order) and returns the
+// selected indexes into recs, ascending (records are always evaluated in
+// file order).
+func Select(recs []*benchmark.Record, sel Selection) ([]int, error) {
+	idx := make([]int, 0, len(recs))
+	for i, r := range recs {
+		if len(sel.Lesions) == 0 || slices.Contains(sel.Lesions, r.Lesion) {
+			idx = append(idx, i)
+		}
+	}
+	switch {
+	case sel.PerPathLimit != nil:
+		if *sel.PerPathLimit < 0 {
+			return nil, fmt.Errorf("--per-path-limit must not be negative")
+		}
+		var out []int
+		for _, p := range []benchmark.Path{benchmark.LesionFree, benchmark.RevisionFree, benchmark.RevisionRequired} {
+			n := 0
+			for _, i := range idx {
+				if n < *sel.PerPathLimit && recs[i].Path() == p {
+					out = append(out, i)
+					n++
+				}
+			}
+		}
+		idx = out
+	case sel.Limit != nil:
+		if *sel.Limit < 0 {
+			return nil, fmt.Errorf("--limit must not be negative")
+		}
+		if *sel.Limit < len(idx) {
+			idx = idx[:*sel.Limit]
+		}
+	}
+	if sel.Sample != nil {
+		if *sel.Sample < 0 {
+			return nil, fmt.Errorf("--sample must not be negative")
+		}
+		idx = sample(recs, idx, *sel.Sample, sel.Seed)
+	}
+	if sel.Shard != nil {
+		var out []int
+		for _, i := range idx {
+			if i%sel.Shard.N == sel.Shard.I-1 {
+				out = append(out, i)
+			}
+		}
+		idx = out
+	}
+	slices.Sort(idx)
+	return idx, nil
+}
+
+// sample draws n of idx stratified by lesion × path with proportional
+// integer allocation (largest remainders, ties in stratum order) and the
+// seeded RNG of §2.3.
+func sample(recs []*benchmark.Record, idx []int, n int, seed int64) []int {
+	total := len(idx)
+	if n >= total {
+		return slices.Clone(idx)
+	}
+	strata := map[string][]int{}
+	for _, i := range idx {
+		name := recs[i].Lesion + "|" + string(recs[i].Path())
+		strata[name] = append(strata[name], i)
+	}
+	names := make([]string, 0, len(strata))
+	for k := range strata {
+		names = append(names, k)
+	}
+	slices.Sort(names) // byte order
+	sizes := make([]int, len(names))
+	for j, name := range names {
+		sizes[j] = len(strata[name])
+	}
+	alloc := allocate(sizes, n)
+	r := rng.New("chexpercept/eval-sample/" + strconv.FormatInt(seed, 10))
+	var out []int
+	for j, name := range names {
+		out = append(out, rng.Sample(r, strata[name], alloc[j])...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// allocate splits n slots over strata of the given sizes (in stratum
+// order): stratum s gets n·size div T, and the remaining slots go one
+// each to the largest n·size mod T, ties in stratum order (§2.3).
+func allocate(sizes []int, n int) []int {
+	total := 0
+	for _, s := range sizes {
+		total += s
+	}
+	alloc := make([]int, len(sizes))
+	if total == 0 {
+		return alloc
+	}
+	rem := make([]int, len(sizes))
+	given := 0
+	for j, s := range sizes {
+		alloc[j], rem[j] = n*s/total, n*s%total
+		given += alloc[j]
+	}
+	order := make([]int, len(sizes))
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return rem[b] - rem[a] })
+	for k := 0; k < n-given && k < len(order); k++ {
+		alloc[order[k]]++
+	}
+	return alloc
+}

@@ -1,0 +1,200 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/rng"
+)
+
+// Baseline policy names (spec §11).
+const (
+	PolicyRandom = "random"
+	PolicyFirst  = "first"
+	PolicyOracle = "oracle"
+)
+
+// Policies lists the built-in policies.
+var Policies = []string{PolicyRandom, PolicyFirst, PolicyOracle}
+
+// maxMultiSelectOthers bounds m for the 2^m draw; real questions have 2–4.
+const maxMultiSelectOthers = 62
+
+// RandomLabel is the rng label of the random policy's draw (spec §11.1):
+//
+//	"chexpercept/random/" + <seed in decimal> + "/" + framed texts
+//
+// where every message text, in order, is framed as <byte length in
+// decimal> ":" <text>. The length prefix makes the framing injective, so
+// two conversations whose texts concatenate to the same string but split
+// differently never share a draw. Roles and images are left out: the draw
+// depends on the texts only, so the HTTP server (which sees the same
+// texts) and the in-process policy agree.
+func RandomLabel(seed int64, texts []string) string {
+	var b strings.Builder
+	b.WriteString("chexpercept/random/")
+	b.WriteString(strconv.FormatInt(seed, 10))
+	b.WriteByte('/')
+	for _, t := range texts {
+		b.WriteString(strconv.Itoa(len(t)))
+		b.WriteByte(':')
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+// ParseOptions reads the last "Options:" block of a question text (format
+// §3.6): the consecutive "(k) text" lines after it, k = 1, 2, …. It returns
+// the number of options and whether the question is multi-select, i.e.
+// its last option is "None" or starts with "None of the above".
+func ParseOptions(question string) (n int, multi bool, err error) {
+	lines := strings.Split(question, "\n")
+	start := -1
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.TrimSpace(lines[i]) == "Options:" {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return 0, false, fmt.Errorf("no \"Options:\" line in the last user message")
+	}
+	last := ""
+	for _, ln := range lines[start+1:] {
+		ln = strings.TrimRight(ln, "\r")
+		want := "(" + strconv.Itoa(n+1) + ")"
+		if !strings.HasPrefix(ln, want) {
+			break
+		}
+		n++
+		last = strings.TrimSpace(ln[len(want):])
+	}
+	if n == 0 {
+		return 0, false, fmt.Errorf("the last \"Options:\" block has no \"(1) …\" line")
+	}
+	multi = n >= 2 && (last == "None" || strings.HasPrefix(last, "None of the above"))
+	return n, multi, nil
+}
+
+// RandomAnswer is the random policy (spec §11.1) as a pure function of
+// the seed and the message texts (all roles, in order). Single choice is
+// uniform over the n options; multi-select is uniform over the 2^m valid
+// answers: None alone, or any non-empty subset of the m = n−1 others. The
+// reply is "Answer: " and the chosen numbers, ascending, comma-joined.
+func RandomAnswer(seed int64, texts []string) (string, error) {
+	lastUser := ""
+	if len(texts) > 0 {
+		lastUser = texts[len(texts)-1]
+	}
+	n, multi, err := ParseOptions(lastUser)
+	if err != nil {
+		return "", err
+	}
+	r := rng.New(RandomLabel(seed, texts))
+	if !multi {
+		return formatAnswer([]int{1 + r.IntN(n)}), nil
+	}
+	m := n - 1
+	if m > maxMultiSelectOthers {
+		return "", fmt.Errorf("multi-select question with %d options is too large", n)
+	}
+	u := r.UintN(uint64(1) << uint(m))
+	if u == 0 {
+		return formatAnswer([]int{n}), nil
+	}
+	var pick []int
+	for i := 0; i < m; i++ {
+		if u&(1<<uint(i)) != 0 {
+			pick = append(pick, i+1)
+		}
+	}
+	return formatAnswer(pick), nil
+}
+
+// FirstAnswer is the first policy: always option 1.
+func FirstAnswer() string { return "Answer: 1" }
+
+func formatAnswer(nums []int) string {
+	s := slices.Clone(nums)
+	slices.Sort(s)
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = strconv.Itoa(v)
+	}
+	return "Answer: " + strings.Join(parts, ",")
+}
+
+// PolicyAnswer answers texts with a text-only policy (random or first),
+// the function shared by the in-process baseline and serve-baseline.
+func PolicyAnswer(policy string, seed int64, texts []string) (string, error) {
+	switch policy {
+	case PolicyRandom:
+		return RandomAnswer(seed, texts)
+	case PolicyFirst:
+		return FirstAnswer(), nil
+	}
+	return "", fmt.Errorf("policy %q cannot answer from text alone (want random or first)", policy)
+}
+
+// Per-image and per-text token estimates for the baselines' usage
+// figures: roughly 4 bytes per text token and a fixed cost per image,
+// enough to exercise token-rate limits and cost arithmetic realistically.
+const (
+	estBytesPerToken  = 4
+	EstTokensPerImage = 256
+)
+
+// EstimateUsage estimates the usage of a call with the given message
+// texts, image count and reply, as the baselines report it.
+func EstimateUsage(texts []string, images int, reply string) *Usage {
+	in := int64(0)
+	for _, t := range texts {
+		in += int64((len(t) + estBytesPerToken - 1) / estBytesPerToken)
+	}
+	in += int64(images) * EstTokensPerImage
+	out := int64((len(reply) + estBytesPerToken - 1) / estBytesPerToken)
+	return &Usage{Input: in, Output: out, Total: in + out}
+}
+
+// baselineClient runs a policy in process, without network.
+type baselineClient struct {
+	policy string
+	seed   int64
+}
+
+// NewBaseline returns the in-process client for a baseline policy.
+func NewBaseline(policy string, seed int64) (Client, error) {
+	if !slices.Contains(Policies, policy) {
+		return nil, fmt.Errorf("unknown baseline policy %q (want random, first or oracle)", policy)
+	}
+	return &baselineClient{policy: policy, seed: seed}, nil
+}
+
+func (c *baselineClient) Complete(ctx context.Context, req *Request) (*Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, contextError(ctx, err)
+	}
+	texts := make([]string, len(req.Messages))
+	images := 0
+	for i, m := range req.Messages {
+		texts[i] = m.Text
+		images += len(m.Images)
+	}
+	var reply string
+	switch c.policy {
+	case PolicyOracle:
+		if req.Meta == nil || len(req.Meta.GT) == 0 {
+			return nil, &CallError{Kind: KindClient, Msg: "oracle policy needs the ground truth in Request.Meta.GT, which is missing"}
+		}
+		reply = formatAnswer(req.Meta.GT)
+	default:
+		var err error
+		if reply, err = PolicyAnswer(c.policy, c.seed, texts); err != nil {
+			return nil, &CallError{Kind: KindClient, Msg: c.policy + " policy: " + err.Error()}
+		}
+	}
+	return &Response{Text: reply, FinishReason: FinishStop, Usage: EstimateUsage(texts, images, reply)}, nil
+}

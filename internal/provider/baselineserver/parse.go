@@ -1,0 +1,178 @@
+package baselineserver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// parsedRequest is what the server needs from a chat completion request.
+type parsedRequest struct {
+	model  string
+	texts  []string // per message: its string content, or its text parts joined
+	images int
+}
+
+// parseChat reads a request body as a token stream: image URLs (megabytes
+// of base64 each) are skipped once, never copied into strings or scanned a
+// second time, and unknown members are skipped. Contents follow the Chat
+// Completions shapes: a string, null, or a list of parts.
+func parseChat(r io.Reader) (*parsedRequest, error) {
+	d := jsontext.NewDecoder(r)
+	p := &parsedRequest{}
+	if err := expect(d, '{'); err != nil {
+		return nil, err
+	}
+	sawMessages := false
+	for d.PeekKind() != '}' {
+		name, err := readString(d)
+		if err != nil {
+			return nil, err
+		}
+		switch name {
+		case "model":
+			if d.PeekKind() == '"' {
+				if p.model, err = readString(d); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			err = d.SkipValue()
+		case "messages":
+			sawMessages = true
+			err = parseMessages(d, p)
+		default:
+			err = d.SkipValue()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if _, err := d.ReadToken(); err != nil { // '}'
+		return nil, err
+	}
+	if !sawMessages {
+		return nil, errors.New("messages is missing")
+	}
+	return p, nil
+}
+
+func parseMessages(d *jsontext.Decoder, p *parsedRequest) error {
+	if err := expect(d, '['); err != nil {
+		return fmt.Errorf("messages: %w", err)
+	}
+	for i := 0; d.PeekKind() != ']'; i++ {
+		if err := expect(d, '{'); err != nil {
+			return fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		text := ""
+		for d.PeekKind() != '}' {
+			name, err := readString(d)
+			if err != nil {
+				return err
+			}
+			if name != "content" {
+				if err := d.SkipValue(); err != nil {
+					return err
+				}
+				continue
+			}
+			switch d.PeekKind() {
+			case '"':
+				if text, err = readString(d); err != nil {
+					return err
+				}
+			case '[':
+				if text, err = parseParts(d, p); err != nil {
+					return fmt.Errorf("messages[%d].content: %w", i, err)
+				}
+			case 'n':
+				if err := d.SkipValue(); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("messages[%d].content must be a string or a list of parts", i)
+			}
+		}
+		if _, err := d.ReadToken(); err != nil {
+			return err
+		}
+		p.texts = append(p.texts, text)
+	}
+	_, err := d.ReadToken() // ']'
+	return err
+}
+
+func parseParts(d *jsontext.Decoder, p *parsedRequest) (string, error) {
+	if err := expect(d, '['); err != nil {
+		return "", err
+	}
+	text := ""
+	for d.PeekKind() != ']' {
+		if err := expect(d, '{'); err != nil {
+			return "", err
+		}
+		typ, ptext, hasImage := "", "", false
+		for d.PeekKind() != '}' {
+			name, err := readString(d)
+			if err != nil {
+				return "", err
+			}
+			switch {
+			case (name == "type" || name == "text") && d.PeekKind() == '"':
+				v, err := readString(d)
+				if err != nil {
+					return "", err
+				}
+				if name == "type" {
+					typ = v
+				} else {
+					ptext = v
+				}
+			case name == "image_url":
+				hasImage = true
+				err = d.SkipValue()
+			default:
+				err = d.SkipValue()
+			}
+			if err != nil {
+				return "", err
+			}
+		}
+		if _, err := d.ReadToken(); err != nil {
+			return "", err
+		}
+		switch {
+		case typ == "text":
+			text += ptext
+		case typ == "image_url" || hasImage:
+			p.images++
+		}
+	}
+	_, err := d.ReadToken()
+	return text, err
+}
+
+func expect(d *jsontext.Decoder, k jsontext.Kind) error {
+	t, err := d.ReadToken()
+	if err != nil {
+		return err
+	}
+	if t.Kind() != k {
+		return fmt.Errorf("expected %v, found %v", k, t.Kind())
+	}
+	return nil
+}
+
+func readString(d *jsontext.Decoder) (string, error) {
+	t, err := d.ReadToken()
+	if err != nil {
+		return "", err
+	}
+	if t.Kind() != '"' {
+		return "", fmt.Errorf("expected a string, found %v", t.Kind())
+	}
+	return t.String(), nil
+}

@@ -1,0 +1,327 @@
+// Package baselineserver is an OpenAI-compatible Chat Completions server
+// that answers with a baseline policy (spec §11, issue 4 item 9).
+//
+// It exists to smoke-test a setup without a GPU and to give tests and
+// throughput benchmarks a real HTTP peer: answers come from the same
+// function as the in-process policy (provider.PolicyAnswer over the
+// request's message texts), so a run against the server and an in-process
+// run agree answer for answer. Latency, jitter and injected faults
+// (429 with Retry-After, 500, hangs, malformed 2xx bodies, empty answers)
+// exercise a client's retry path. Each request draws its fault afresh from
+// (fault seed, request number), so a retried request can succeed.
+package baselineserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/rng"
+)
+
+// DefaultMaxBody caps a request body: 7 images of ~1 MB as base64 take
+// about 10 MB, so 64 MiB leaves ample room and still bounds memory.
+const DefaultMaxBody = 64 << 20
+
+// Config configures a server. Rates are probabilities in [0, 1] whose sum
+// must not exceed 1; one uniform draw per request picks at most one fault.
+type Config struct {
+	Policy     string // random | first
+	PolicySeed int64
+
+	Latency time.Duration // added before every reply
+	Jitter  time.Duration // plus a uniform extra delay in [0, Jitter)
+
+	Fail429       float64
+	Fail500       float64
+	FailTimeout   float64 // hang until the client gives up
+	FailMalformed float64 // 200 with a body that is not JSON
+	FailEmpty     float64 // 200 with empty content, finish_reason stop
+
+	FaultSeed  int64         // seeds the per-request fault and jitter draws
+	RetryAfter time.Duration // sent with injected 429s; default 1s, negative: no header
+	MaxBody    int64         // default DefaultMaxBody
+}
+
+// Stats counts what the server did.
+type Stats struct {
+	Requests, OK, Empty, Fail429, Fail500, FailTimeout, FailMalformed, BadRequest int64
+}
+
+// Server is the http.Handler.
+type Server struct {
+	cfg   Config
+	seq   atomic.Int64
+	stats struct {
+		requests, ok, empty, f429, f500, ftimeout, fmalformed, bad atomic.Int64
+	}
+	done chan struct{} // closed by Close: releases hanging handlers
+	once sync.Once
+}
+
+// New validates cfg and returns a server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Policy != provider.PolicyRandom && cfg.Policy != provider.PolicyFirst {
+		return nil, fmt.Errorf("serve-baseline: policy %q is not servable (want random or first; oracle needs ground truth)", cfg.Policy)
+	}
+	rates := []struct {
+		name string
+		v    float64
+	}{{"fail-429", cfg.Fail429}, {"fail-500", cfg.Fail500}, {"fail-timeout", cfg.FailTimeout},
+		{"fail-malformed", cfg.FailMalformed}, {"fail-empty", cfg.FailEmpty}}
+	sum := 0.0
+	for _, r := range rates {
+		if math.IsNaN(r.v) || r.v < 0 || r.v > 1 {
+			return nil, fmt.Errorf("serve-baseline: --%s %v is not a rate in [0, 1]", r.name, r.v)
+		}
+		sum += r.v
+	}
+	if sum > 1+1e-9 {
+		return nil, fmt.Errorf("serve-baseline: fault rates add up to %v, more than 1", sum)
+	}
+	if cfg.Latency < 0 || cfg.Jitter < 0 {
+		return nil, fmt.Errorf("serve-baseline: latency and jitter must not be negative")
+	}
+	if cfg.RetryAfter == 0 {
+		cfg.RetryAfter = time.Second
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	return &Server{cfg: cfg, done: make(chan struct{})}, nil
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	return Stats{Requests: s.stats.requests.Load(), OK: s.stats.ok.Load(), Empty: s.stats.empty.Load(),
+		Fail429: s.stats.f429.Load(), Fail500: s.stats.f500.Load(), FailTimeout: s.stats.ftimeout.Load(),
+		FailMalformed: s.stats.fmalformed.Load(), BadRequest: s.stats.bad.Load()}
+}
+
+// Close releases handlers that are hanging on an injected timeout.
+func (s *Server) Close() { s.once.Do(func() { close(s.done) }) }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/chat/completions":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			writeError(w, http.StatusMethodNotAllowed, "use POST")
+			return
+		}
+		s.complete(w, r)
+	case "/v1/models", "/models":
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			writeError(w, http.StatusMethodNotAllowed, "use GET")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
+			map[string]any{"id": "baseline-" + s.cfg.Policy, "object": "model", "created": 0, "owned_by": "chexpercept"}}})
+	default:
+		writeError(w, http.StatusNotFound, "no route "+r.URL.Path)
+	}
+}
+
+// fault kinds drawn per request
+const (
+	faultNone = iota
+	fault429
+	fault500
+	faultTimeout
+	faultMalformed
+	faultEmpty
+)
+
+func (s *Server) draw(n int64) (fault int, extra time.Duration) {
+	r := rng.New("chexpercept/serve-baseline/faults/" + strconv.FormatInt(s.cfg.FaultSeed, 10) + "/" + strconv.FormatInt(n, 10))
+	u := r.Float64()
+	c := s.cfg
+	switch {
+	case u < c.Fail429:
+		fault = fault429
+	case u < c.Fail429+c.Fail500:
+		fault = fault500
+	case u < c.Fail429+c.Fail500+c.FailTimeout:
+		fault = faultTimeout
+	case u < c.Fail429+c.Fail500+c.FailTimeout+c.FailMalformed:
+		fault = faultMalformed
+	case u < c.Fail429+c.Fail500+c.FailTimeout+c.FailMalformed+c.FailEmpty:
+		fault = faultEmpty
+	}
+	if c.Jitter > 0 {
+		extra = time.Duration(r.UintN(uint64(c.Jitter)))
+	}
+	return fault, extra
+}
+
+func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
+	n := s.seq.Add(1)
+	s.stats.requests.Add(1)
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	req, err := parseChat(body)
+	if err != nil {
+		s.stats.bad.Add(1)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "request body is not a valid chat completion request: "+err.Error())
+		return
+	}
+	io.Copy(io.Discard, body)
+	if len(req.texts) == 0 {
+		s.stats.bad.Add(1)
+		writeError(w, http.StatusBadRequest, "messages is empty")
+		return
+	}
+	texts, images := req.texts, req.images
+	// Decide the answer before any fault so a bad request is a 400 at once.
+	answer, err := provider.PolicyAnswer(s.cfg.Policy, s.cfg.PolicySeed, texts)
+	if err != nil {
+		s.stats.bad.Add(1)
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	fault, extra := s.draw(n)
+	if !s.sleep(r.Context(), s.cfg.Latency+extra) {
+		return
+	}
+	switch fault {
+	case fault429:
+		s.stats.f429.Add(1)
+		if ra := s.cfg.RetryAfter; ra > 0 {
+			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ra.Seconds())), 10))
+			w.Header().Set("Retry-After-Ms", strconv.FormatInt(ra.Milliseconds(), 10))
+		}
+		writeError(w, http.StatusTooManyRequests, "injected rate limit")
+		return
+	case fault500:
+		s.stats.f500.Add(1)
+		writeError(w, http.StatusInternalServerError, "injected server error")
+		return
+	case faultTimeout:
+		s.stats.ftimeout.Add(1)
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+		return
+	case faultMalformed:
+		s.stats.fmalformed.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, `{"id":"chatcmpl-baseline","choices":[{"index":0,"message":{"role":"assis`)
+		return
+	case faultEmpty:
+		s.stats.empty.Add(1)
+		answer = ""
+	default:
+		s.stats.ok.Add(1)
+	}
+	u := provider.EstimateUsage(texts, images, answer)
+	model := req.model
+	if model == "" {
+		model = "baseline-" + s.cfg.Policy
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id":      "chatcmpl-baseline-" + strconv.FormatInt(n, 10),
+		"object":  "chat.completion",
+		"created": time.Now().Unix(),
+		"model":   model,
+		"choices": []any{map[string]any{
+			"index":         0,
+			"message":       map[string]any{"role": "assistant", "content": answer},
+			"finish_reason": "stop",
+		}},
+		"usage": map[string]any{"prompt_tokens": u.Input, "completion_tokens": u.Output, "total_tokens": u.Total},
+	})
+}
+
+// sleep waits d; false when the client went away first.
+func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.done:
+		return false
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding reply"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "server_error"
+	} else if status == http.StatusTooManyRequests {
+		typ = "rate_limit_error"
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": status}})
+}
+
+// Start serves cfg on a random loopback port until ctx ends or stop is
+// called. url is the API base, e.g. "http://127.0.0.1:41234/v1".
+func Start(ctx context.Context, cfg Config) (url string, srv *Server, stop func(), err error) {
+	return StartOn(ctx, "127.0.0.1:0", cfg)
+}
+
+// StartOn is Start on a given listen address.
+func StartOn(ctx context.Context, addr string, cfg Config) (url string, srv *Server, stop func(), err error) {
+	srv, err = New(cfg)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("serve-baseline: listen on %s: %w", addr, err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			srv.Close()
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if hs.Shutdown(sctx) != nil {
+				hs.Close()
+			}
+		})
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop()
+		case <-srv.done:
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/v1", srv, stop, nil
+}

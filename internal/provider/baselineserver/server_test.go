@@ -1,0 +1,249 @@
+package baselineserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/provider"
+)
+
+func question(i int, opts ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Question %d about the image.\n\nOptions:", i)
+	for k, o := range opts {
+		fmt.Fprintf(&b, "\n(%d) %s", k+1, o)
+	}
+	return b.String()
+}
+
+func request(i int) *provider.Request {
+	img := provider.NewImage([]byte(fmt.Sprintf("png %d", i)))
+	opts := [][]string{{"Yes", "No"}, {"a", "b", "c", "d"}, {"red point", "blue point", "None"}}[i%3]
+	return &provider.Request{
+		Model: "any/model",
+		Messages: []provider.Message{
+			{Role: provider.RoleSystem, Text: "SYS"},
+			{Role: provider.RoleUser, Text: question(i, "Yes", "No"), Images: []*provider.Image{img}},
+			{Role: provider.RoleAssistant, Text: "Answer: 1"},
+			{Role: provider.RoleUser, Text: question(i+1000, opts...), Images: []*provider.Image{img, img}},
+		},
+	}
+}
+
+func client(t *testing.T, url string) provider.Client {
+	t.Helper()
+	c, err := provider.New(provider.Config{Backend: provider.BackendVLLM, Endpoint: url, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestServerMatchesInProcess: the HTTP server, reached through the real
+// OpenAI-compatible client, answers exactly as the in-process policy.
+func TestServerMatchesInProcess(t *testing.T) {
+	for _, policy := range []string{provider.PolicyRandom, provider.PolicyFirst} {
+		url, _, stop, err := Start(context.Background(), Config{Policy: policy, PolicySeed: 42})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client(t, url)
+		local, _ := provider.NewBaseline(policy, 42)
+		for i := 0; i < 60; i++ {
+			req := request(i)
+			got, err := c.Complete(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := local.Complete(context.Background(), req)
+			if got.Text != want.Text || got.FinishReason != "stop" {
+				t.Fatalf("%s #%d: server %q, in-process %q", policy, i, got.Text, want.Text)
+			}
+			if *got.Usage != *want.Usage {
+				t.Errorf("%s #%d: usage server %+v, in-process %+v", policy, i, *got.Usage, *want.Usage)
+			}
+		}
+		stop()
+	}
+}
+
+func TestFaultRates(t *testing.T) {
+	cfg := Config{Policy: provider.PolicyRandom, Fail429: 0.1, Fail500: 0.1, FailMalformed: 0.1, FailEmpty: 0.1, RetryAfter: 2 * time.Second, FaultSeed: 3}
+	url, srv, stop, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	c := client(t, url)
+	const N = 1000
+	kinds := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := 0; i < N; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			resp, err := c.Complete(context.Background(), request(i))
+			k := "ok"
+			var ce *provider.CallError
+			switch {
+			case errors.As(err, &ce):
+				k = ce.Kind.String()
+				if ce.Kind == provider.KindRateLimited && ce.RetryAfter != 2*time.Second {
+					t.Errorf("429 RetryAfter = %v", ce.RetryAfter)
+				}
+			case err != nil:
+				t.Errorf("unclassified error %v", err)
+			case resp.Text == "":
+				k = "empty"
+			}
+			mu.Lock()
+			kinds[k]++
+			mu.Unlock()
+		}(i)
+	}
+	wg.Wait()
+	// each fault ~ Binomial(1000, 0.1): sd ≈ 9.5, allow ±4 sd
+	for _, k := range []string{"rate_limited", "server", "malformed", "empty"} {
+		if math.Abs(float64(kinds[k])-100) > 38 {
+			t.Errorf("%s: %d of %d, want about 100 (%v)", k, kinds[k], N, kinds)
+		}
+	}
+	st := srv.Stats()
+	if st.Requests != N || st.Fail429 != int64(kinds["rate_limited"]) || st.Empty != int64(kinds["empty"]) {
+		t.Errorf("stats %+v vs client view %v", st, kinds)
+	}
+}
+
+// TestFaultsAreNotSticky: retrying the same request eventually succeeds,
+// with an answer equal to the in-process one.
+func TestFaultsAreNotSticky(t *testing.T) {
+	url, _, stop, err := Start(context.Background(), Config{Policy: provider.PolicyRandom, Fail500: 0.5, FailMalformed: 0.3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	c := client(t, url)
+	local, _ := provider.NewBaseline(provider.PolicyRandom, 0)
+	req := request(1)
+	want, _ := local.Complete(context.Background(), req)
+	for attempt := 0; attempt < 60; attempt++ {
+		resp, err := c.Complete(context.Background(), req)
+		if err == nil {
+			if resp.Text != want.Text {
+				t.Fatalf("answer %q, want %q", resp.Text, want.Text)
+			}
+			return
+		}
+	}
+	t.Fatal("60 attempts of the same request all failed")
+}
+
+func TestTimeoutFault(t *testing.T) {
+	url, srv, stop, err := Start(context.Background(), Config{Policy: provider.PolicyFirst, FailTimeout: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = c.Complete(ctx, request(0))
+	var ce *provider.CallError
+	if !errors.As(err, &ce) || ce.Kind != provider.KindTimeout {
+		t.Fatalf("want timeout, got %v", err)
+	}
+	if time.Since(start) < 100*time.Millisecond {
+		t.Error("hung request returned early")
+	}
+	// stop releases a request that is still hanging
+	done := make(chan struct{})
+	go func() { c.Complete(context.Background(), request(0)); close(done) }()
+	for srv.Stats().FailTimeout < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stop did not release a hanging request")
+	}
+}
+
+func TestLatency(t *testing.T) {
+	url, _, stop, err := Start(context.Background(), Config{Policy: provider.PolicyFirst, Latency: 80 * time.Millisecond, Jitter: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	start := time.Now()
+	if _, err := client(t, url).Complete(context.Background(), request(0)); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 80*time.Millisecond {
+		t.Errorf("reply after %v, before the configured latency", d)
+	}
+}
+
+func TestHTTPErrors(t *testing.T) {
+	srv, err := New(Config{Policy: provider.PolicyRandom, MaxBody: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	cases := []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{"GET", "/v1/models", "", 200, `"baseline-random"`},
+		{"POST", "/v1/models", "", 405, "use GET"},
+		{"GET", "/v1/chat/completions", "", 405, "use POST"},
+		{"GET", "/nope", "", 404, "no route"},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 2000) + `"}]}`, 413, "exceeds 1024 bytes"},
+		{"POST", "/v1/chat/completions", `{"messages":`, 400, "not a valid"},
+		{"POST", "/v1/chat/completions", `{"messages":[]}`, 400, "messages is empty"},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hello"}]}`, 400, "Options"},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"text","text":"Q\n\nOptions:\n"},{"type":"text","text":"(1) a\n(2) b"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`, 200, `"Answer: `},
+	}
+	for _, tc := range cases {
+		req, _ := http.NewRequest(tc.method, hs.URL+tc.path, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s %s: %d %s, want %d containing %q", tc.method, tc.path, resp.StatusCode, b, tc.status, tc.want)
+		}
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	bad := []Config{
+		{Policy: "oracle"},
+		{Policy: "random", Fail429: -0.1},
+		{Policy: "random", Fail500: 1.5},
+		{Policy: "random", Fail429: 0.6, FailEmpty: 0.6},
+		{Policy: "random", Latency: -time.Second},
+	}
+	for _, c := range bad {
+		if _, err := New(c); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package registry
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/chexpercept/chexpercept/internal/provider"
+)
+
+//go:embed prices.yaml
+var defaultPrices []byte
+
+// Price is USD per million tokens.
+type Price struct {
+	Input       float64
+	CachedInput float64
+	Output      float64
+}
+
+// Cost of one call's usage (§12): uncached input at the input price,
+// cached input at the cached price, output (thinking included) at the
+// output price.
+func (p Price) Cost(u provider.Usage) float64 {
+	return (float64(u.Input-u.CachedInput)*p.Input + float64(u.CachedInput)*p.CachedInput + float64(u.Output)*p.Output) / 1e6
+}
+
+// Prices is a price table.
+type Prices struct {
+	Source string // file name, or "prices.yaml (embedded)"
+	SHA256 string // hex SHA-256 of the file's bytes, for the manifest
+	table  map[string]Price
+	keys   []string // longest first, then lexicographic: the lookup order
+}
+
+type priceYAML struct {
+	Input       *float64 `yaml:"input"`
+	CachedInput *float64 `yaml:"cached_input"`
+	Output      *float64 `yaml:"output"`
+}
+
+// LoadPrices reads a price file; "" means the embedded default table. A
+// user file replaces the default table entirely (it is the table whose
+// hash the manifest records).
+func LoadPrices(file string) (*Prices, error) {
+	name, data := "prices.yaml (embedded)", defaultPrices
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("price table: %w", err)
+		}
+		name, data = file, b
+	}
+	return parsePrices(name, data)
+}
+
+func parsePrices(name string, data []byte) (*Prices, error) {
+	var doc struct {
+		Prices map[string]priceYAML `yaml:"prices"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %s", name, yamlMsg(err))
+	}
+	sum := sha256.Sum256(data)
+	p := &Prices{Source: name, SHA256: hex.EncodeToString(sum[:]), table: map[string]Price{}}
+	for k, v := range doc.Prices {
+		key := strings.ToLower(strings.TrimSpace(k))
+		if key == "" {
+			return nil, fmt.Errorf("%s: prices: empty model key", name)
+		}
+		if _, dup := p.table[key]; dup {
+			return nil, fmt.Errorf("%s: prices.%s: key given twice (keys are compared lower-cased)", name, k)
+		}
+		var pr Price
+		for _, f := range []struct {
+			field string
+			v     *float64
+			dst   *float64
+		}{{"input", v.Input, &pr.Input}, {"cached_input", v.CachedInput, &pr.CachedInput}, {"output", v.Output, &pr.Output}} {
+			if f.v == nil {
+				return nil, fmt.Errorf("%s: prices.%s.%s is missing", name, k, f.field)
+			}
+			if *f.v < 0 || math.IsNaN(*f.v) || math.IsInf(*f.v, 0) {
+				return nil, fmt.Errorf("%s: prices.%s.%s must be a non-negative number", name, k, f.field)
+			}
+			*f.dst = *f.v
+		}
+		p.table[key] = pr
+		p.keys = append(p.keys, key)
+	}
+	slices.SortFunc(p.keys, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
+	return p, nil
+}
+
+// Lookup prices a model id by the longest key that is a substring of the
+// lower-cased id (ties: the lexicographically first key).
+func (p *Prices) Lookup(modelID string) (key string, price Price, ok bool) {
+	id := strings.ToLower(modelID)
+	for _, k := range p.keys {
+		if strings.Contains(id, k) {
+			return k, p.table[k], true
+		}
+	}
+	return "", Price{}, false
+}
+
+// Cost returns the USD cost of a call, or nil when the model is unpriced
+// or the usage unknown (spec: cost_usd null).
+func (p *Prices) Cost(modelID string, u *provider.Usage) *float64 {
+	if u == nil {
+		return nil
+	}
+	_, pr, ok := p.Lookup(modelID)
+	if !ok {
+		return nil
+	}
+	c := pr.Cost(*u)
+	return &c
+}

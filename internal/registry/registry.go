@@ -1,0 +1,256 @@
+// Package registry is the model registry and price table (spec
+// protocol.md §12, §13, §9.1).
+//
+// The registry maps a CLI model name to everything the evaluator needs to
+// call it: the provider (the run directory's prefix), the backend (the
+// wire protocol, see package provider), the model id sent on the wire, the
+// quirks the parser and sampler honour, and per-model sampling overrides.
+// The 17 default entries are embedded (models.yaml); users extend or
+// override them with their own YAML files of the same shape. A name that
+// is no alias is a raw model id for the chosen provider and gets that
+// backend's defaults. Routing is by each entry's explicit backend, never by
+// substrings of its name.
+//
+// Prices (prices.yaml, USD per million tokens) are looked up by the
+// longest key that is a substring of the lower-cased model id.
+package registry
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/chexpercept/chexpercept/internal/provider"
+)
+
+//go:embed models.yaml
+var defaultModels []byte
+
+// Quirk flags (spec §13).
+const (
+	QuirkThinkingToggle = "thinking_toggle" // sends enable_thinking: false under --no-thinking
+	QuirkGLMBoxUnwrap   = "glm_box_unwrap"  // enables parse rule A0
+)
+
+// Providers are the provider names (run-directory prefixes).
+var Providers = []string{"opensource", "openai", "azure", "gemini", "baseline"}
+
+var (
+	domains = []string{"general", "medical", "proprietary"}
+	quirks  = []string{QuirkThinkingToggle, QuirkGLMBoxUnwrap}
+)
+
+// Entry is one model. Raw is true for a synthetic entry made from a raw
+// model id (no alias in the registry).
+type Entry struct {
+	Alias           string            `yaml:"alias"`
+	DisplayName     string            `yaml:"display_name"`
+	Domain          string            `yaml:"domain"`
+	Provider        string            `yaml:"provider"`
+	Backend         string            `yaml:"backend"`
+	ModelID         string            `yaml:"model_id"`
+	MaxModelLen     *int              `yaml:"max_model_len"`
+	ImageLimit      *int              `yaml:"image_limit"`
+	TrustRemoteCode bool              `yaml:"trust_remote_code"`
+	TPDivisorHint   *int              `yaml:"tp_divisor_hint"`
+	Quirks          []string          `yaml:"quirks"`
+	Sampling        provider.Sampling `yaml:"sampling"`
+
+	Raw bool `yaml:"-"`
+}
+
+// HasQuirk reports whether the entry has quirk q.
+func (e *Entry) HasQuirk(q string) bool { return slices.Contains(e.Quirks, q) }
+
+// Label is the run-name label (§9.1): the alias, or for a raw id the id
+// made directory-safe.
+func (e *Entry) Label() string {
+	if e.Raw {
+		return RunLabel(e.ModelID)
+	}
+	return e.Alias
+}
+
+// SamplingParams returns what is sent per call: the backend's defaults of
+// §11, then the entry's overrides, then enable_thinking false when
+// noThinking is set and the entry has the thinking_toggle quirk.
+func (e *Entry) SamplingParams(noThinking bool) (provider.Sampling, error) {
+	s, err := provider.DefaultSampling(e.Backend)
+	if err != nil {
+		return s, err
+	}
+	s = s.Merge(e.Sampling)
+	if noThinking && e.HasQuirk(QuirkThinkingToggle) {
+		off := false
+		s.EnableThinking = &off
+	}
+	return s, nil
+}
+
+// Registry holds the entries in file order (defaults first, then new
+// aliases from user files in their order).
+type Registry struct {
+	entries []Entry
+	byAlias map[string]int
+}
+
+// Default returns the embedded registry.
+func Default() (*Registry, error) { return Load() }
+
+// Load returns the embedded registry extended by the given files: an
+// entry whose alias exists replaces it, a new alias is appended.
+func Load(files ...string) (*Registry, error) {
+	r := &Registry{byAlias: map[string]int{}}
+	if err := r.add("models.yaml (embedded)", defaultModels); err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("model registry: %w", err)
+		}
+		if err := r.add(f, b); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *Registry) add(name string, data []byte) error {
+	var list []Entry
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&list); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: %s", name, yamlMsg(err))
+	}
+	seen := map[string]bool{}
+	for i, e := range list {
+		where := fmt.Sprintf("%s: entry %d", name, i+1)
+		if e.Alias != "" {
+			where = fmt.Sprintf("%s: entry %q", name, e.Alias)
+		}
+		if err := e.validate(); err != nil {
+			return fmt.Errorf("%s: %v", where, err)
+		}
+		if seen[e.Alias] {
+			return fmt.Errorf("%s: alias defined twice in the same file", where)
+		}
+		seen[e.Alias] = true
+		if j, ok := r.byAlias[e.Alias]; ok {
+			r.entries[j] = e
+		} else {
+			r.byAlias[e.Alias] = len(r.entries)
+			r.entries = append(r.entries, e)
+		}
+	}
+	return nil
+}
+
+// yamlMsg flattens a yaml error to one line.
+func yamlMsg(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return strings.Join(te.Errors, "; ")
+	}
+	return strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+func (e *Entry) validate() error {
+	switch {
+	case e.Alias == "":
+		return errors.New("field alias is missing")
+	case strings.ContainsAny(e.Alias, "/\\") || RunLabel(e.Alias) != e.Alias:
+		return fmt.Errorf("field alias %q must use only letters, digits, '.', '_' and '-' (it names a directory)", e.Alias)
+	case e.ModelID == "":
+		return errors.New("field model_id is missing")
+	case !slices.Contains(Providers, e.Provider):
+		return fmt.Errorf("field provider %q is not one of %s", e.Provider, strings.Join(Providers, ", "))
+	case !slices.Contains(provider.Backends, e.Backend):
+		return fmt.Errorf("field backend %q is not one of %s", e.Backend, strings.Join(provider.Backends, ", "))
+	case e.Domain != "" && !slices.Contains(domains, e.Domain):
+		return fmt.Errorf("field domain %q is not one of %s", e.Domain, strings.Join(domains, ", "))
+	}
+	for _, q := range e.Quirks {
+		if !slices.Contains(quirks, q) {
+			return fmt.Errorf("field quirks: unknown quirk %q (want %s)", q, strings.Join(quirks, " or "))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"max_model_len", e.MaxModelLen}, {"image_limit", e.ImageLimit}, {"tp_divisor_hint", e.TPDivisorHint}} {
+		if f.v != nil && *f.v <= 0 {
+			return fmt.Errorf("field %s must be positive, not %d", f.name, *f.v)
+		}
+	}
+	return e.Sampling.Validate()
+}
+
+// Entries returns all entries in order.
+func (r *Registry) Entries() []Entry { return slices.Clone(r.entries) }
+
+// Lookup returns the entry with this alias.
+func (r *Registry) Lookup(alias string) (Entry, bool) {
+	i, ok := r.byAlias[alias]
+	if !ok {
+		return Entry{}, false
+	}
+	return r.entries[i], true
+}
+
+// rawBackend is the backend a raw model id runs on, per provider.
+var rawBackend = map[string]string{
+	"opensource": provider.BackendVLLM,
+	"openai":     provider.BackendOpenAI,
+	"azure":      provider.BackendAzure,
+	"gemini":     provider.BackendGemini,
+	"baseline":   provider.BackendBaseline,
+}
+
+// Resolve turns --provider and --model into an entry. An alias of that
+// provider gives its entry. Anything else is a raw model id for the
+// provider, with its backend's defaults and no quirks; notice then says
+// so (for the user, not an error). For provider baseline the model is a
+// policy name.
+func (r *Registry) Resolve(prov, model string) (e Entry, notice string, err error) {
+	backend, ok := rawBackend[prov]
+	if !ok {
+		return Entry{}, "", fmt.Errorf("unknown provider %q (want one of %s)", prov, strings.Join(Providers, ", "))
+	}
+	model = strings.TrimSpace(model)
+	if model == "" {
+		return Entry{}, "", errors.New("no model given")
+	}
+	if prov == "baseline" {
+		if !slices.Contains(provider.Policies, model) {
+			return Entry{}, "", fmt.Errorf("baseline model %q is not a policy (want random, first or oracle)", model)
+		}
+		return Entry{Alias: model, DisplayName: "baseline-" + model, Provider: prov, Backend: backend, ModelID: model}, "", nil
+	}
+	if ent, ok := r.Lookup(model); ok {
+		if ent.Provider == prov {
+			return ent, "", nil
+		}
+		notice = fmt.Sprintf("%q is a registry alias for provider %s; with --provider %s it is used as a raw model id, with %s defaults and no quirks",
+			model, ent.Provider, prov, backend)
+	} else {
+		notice = fmt.Sprintf("%q is not a registry alias; using it as a raw %s model id with the %s backend's defaults and no quirks", model, prov, backend)
+	}
+	return Entry{DisplayName: model, Provider: prov, Backend: backend, ModelID: model, Raw: true}, notice, nil
+}
+
+var unsafeRun = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// RunLabel makes a model id directory-safe (§9.1): every "/" becomes "--"
+// and every other character outside [A-Za-z0-9._-] becomes "_".
+func RunLabel(id string) string {
+	return unsafeRun.ReplaceAllString(strings.ReplaceAll(id, "/", "--"), "_")
+}

@@ -1,0 +1,239 @@
+"use strict";
+(function () {
+  var IX = JSON.parse(document.getElementById("chx-index").textContent);
+  var PAGE = 100;
+  var N = IX.keys.length;
+  var multiMode = IX.modes.length > 1;
+  // Turn arrays in data/i<N>.js: see turnFields in items.go.
+  var F = {turn: 0, step: 1, status: 2, text: 3, raw: 4, parsed: 5, gt: 6, correct: 7, patched: 8, original: 9, fed: 10, rule: 11, skip: 12, reasoning: 13, jaccard: 14};
+
+  var CHX = window.CHX = {cache: {}, waiting: {}};
+  CHX.item = function (i, d) {
+    CHX.cache[i] = d;
+    var cbs = CHX.waiting[i] || [];
+    delete CHX.waiting[i];
+    cbs.forEach(function (f) { f(d); });
+  };
+  function loadItem(i, cb) {
+    if (CHX.cache[i]) { cb(CHX.cache[i]); return; }
+    var w = CHX.waiting[i];
+    if (w) { w.push(cb); return; }
+    CHX.waiting[i] = [cb];
+    var s = document.createElement("script");
+    s.src = "data/i" + i + ".js";
+    s.onerror = function () {
+      delete CHX.waiting[i];
+      view.hidden = false;
+      view.textContent = "Could not load " + s.src + " (is the data folder next to index.html?)";
+    };
+    document.head.appendChild(s);
+  }
+
+  function $(id) { return document.getElementById(id); }
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text != null) e.textContent = text;
+    return e;
+  }
+  function opt(sel, value, label) {
+    var o = document.createElement("option");
+    o.value = value; o.textContent = label; sel.appendChild(o);
+  }
+  function runLabel(r) { return multiMode ? r.name + " [" + r.mode + "]" : r.name; }
+
+  // Applicable stages from path and lesion alone (format.md §5).
+  function applicable(i) {
+    var p = IX.paths[IX.path[i]], heart = IX.lesions[IX.lesion[i]] === "cardiomegaly";
+    var a = 1;
+    if (p !== "lesion_free") a |= 2;
+    if (p === "revision_required") a |= 4;
+    if (p !== "lesion_free" && !heart) a |= 8;
+    return a;
+  }
+  function code(r, i) { return IX.runs[r].s.charCodeAt(i) - 63; }
+  function marks(r, i) {
+    var c = code(r, i), a = applicable(i);
+    if (c & 32) return {text: "no record", depth: ""};
+    if (c & 16) return {text: "error", depth: "0"};
+    var s = "", depth = 0, chain = true;
+    for (var k = 0; k < 4; k++) {
+      if (!(a & (1 << k))) { s += "·"; continue; }
+      var ok = (c & (1 << k)) !== 0;
+      s += ok ? "✓" : "✗";
+      if (chain && ok) depth++; else chain = false;
+    }
+    if (chain && IX.lesions[IX.lesion[i]] === "cardiomegaly" && IX.paths[IX.path[i]] !== "lesion_free") depth++;
+    return {text: s, depth: String(depth)};
+  }
+
+  var fModel = $("f-model"), fB = $("f-model-b"), fLesion = $("f-lesion"), fPath = $("f-path"), fStage = $("f-stage"), fCorrect = $("f-correct");
+  IX.runs.forEach(function (r, i) { opt(fModel, i, runLabel(r)); });
+  opt(fB, -1, "(none)");
+  IX.runs.forEach(function (r, i) { opt(fB, i, runLabel(r)); });
+  opt(fLesion, -1, "all");
+  IX.lesions.forEach(function (l, i) { opt(fLesion, i, l); });
+  opt(fPath, -1, "all");
+  IX.paths.forEach(function (p, i) { opt(fPath, i, p); });
+
+  var matches = [], page = 0, view = $("item-view"), current = -1;
+
+  function filter() {
+    var r = +fModel.value, les = +fLesion.value, pth = +fPath.value, st = +fStage.value, want = fCorrect.value;
+    matches = [];
+    if (!IX.runs.length) return;
+    for (var i = 0; i < N; i++) {
+      if (les >= 0 && IX.lesion[i] !== les) continue;
+      if (pth >= 0 && IX.path[i] !== pth) continue;
+      var a = applicable(i);
+      if (st > 0 && !(a & (1 << (st - 1)))) continue;
+      if (want !== "all") {
+        var c = code(r, i), got;
+        if (c & 32) got = "missing";
+        else if (c & 16) got = "error";
+        else {
+          var need = st > 0 ? (1 << (st - 1)) : a;
+          got = (c & need) === need ? "correct" : "incorrect";
+        }
+        if (got !== want) continue;
+      }
+      matches.push(i);
+    }
+  }
+
+  function renderList() {
+    var tb = $("item-list").tBodies[0], r = +fModel.value, b = +fB.value;
+    var pages = Math.max(1, Math.ceil(matches.length / PAGE));
+    if (page >= pages) page = pages - 1;
+    var frag = document.createDocumentFragment();
+    matches.slice(page * PAGE, page * PAGE + PAGE).forEach(function (i) {
+      var tr = el("tr");
+      tr.dataset.item = i;
+      if (i === current) tr.className = "sel";
+      var m = marks(r, i);
+      [String(i + 1), IX.keys[i], IX.lesions[IX.lesion[i]], IX.paths[IX.path[i]]].forEach(function (t) { tr.appendChild(el("td", null, t)); });
+      tr.appendChild(el("td", "marks", m.text));
+      tr.appendChild(el("td", null, m.depth));
+      tr.appendChild(el("td", "marks", b >= 0 ? marks(b, i).text : ""));
+      frag.appendChild(tr);
+    });
+    tb.textContent = "";
+    tb.appendChild(frag);
+    $("item-count").textContent = matches.length + " of " + N + " items";
+    $("page").textContent = "page " + (page + 1) + " of " + pages;
+    $("prev").disabled = page === 0;
+    $("next").disabled = page >= pages - 1;
+  }
+
+  function update() { page = 0; filter(); renderList(); }
+  [fModel, fLesion, fPath, fStage, fCorrect].forEach(function (s) { s.addEventListener("change", update); });
+  fB.addEventListener("change", function () { renderList(); if (current >= 0) openItem(current); });
+  $("prev").addEventListener("click", function () { page--; renderList(); });
+  $("next").addEventListener("click", function () { page++; renderList(); });
+  $("item-list").addEventListener("click", function (e) {
+    var tr = e.target.closest("tr");
+    if (tr && tr.dataset.item != null) openItem(+tr.dataset.item);
+  });
+
+  function fmtList(v) { return v == null ? "–" : Array.isArray(v) ? "[" + v.join(", ") + "]" : String(v); }
+
+  function answerCell(d, run, turnId) {
+    var td = el("td");
+    if (!run) { td.appendChild(el("span", "skip", "no record")); return td; }
+    var t = null;
+    run.turns.forEach(function (x) { if (x[F.turn] === turnId) t = x; });
+    if (!t) { td.appendChild(el("span", "skip", run.status === "error" ? "not reached (record error)" : "not on this record's path")); return td; }
+    if (t[F.status] !== "asked") {
+      td.appendChild(el("span", "skip", t[F.status] + (t[F.skip] ? ": " + t[F.skip] : "")));
+      return td;
+    }
+    var raw = t[F.raw] == null ? "" : d.texts[t[F.raw]];
+    td.appendChild(el("pre", "raw", raw === "" ? "(empty answer)" : raw));
+    var ok = t[F.correct];
+    var meta = el("div", "meta");
+    meta.appendChild(el("span", ok ? "ok" : "bad", ok ? "✓ correct" : "✗ wrong"));
+    meta.appendChild(document.createTextNode(" · parsed " + fmtList(t[F.parsed]) + " · GT " + fmtList(t[F.gt]) + (t[F.rule] ? " · rule " + t[F.rule] : "") + (t[F.jaccard] != null ? " · Jaccard " + t[F.jaccard].toFixed(2) : "")));
+    td.appendChild(meta);
+    if (t[F.patched]) {
+      var p = el("div", "patch", "Oracle " + t[F.patched] + " rewrote this answer in the history to: ");
+      p.appendChild(el("code", null, t[F.fed] != null ? d.texts[t[F.fed]] : ""));
+      td.appendChild(p);
+    }
+    if (t[F.reasoning] != null) {
+      var det = el("details");
+      det.appendChild(el("summary", null, "reasoning"));
+      det.appendChild(el("pre", null, d.texts[t[F.reasoning]]));
+      td.appendChild(det);
+    }
+    return td;
+  }
+
+  function turnText(d, run, turnId) {
+    if (!run) return null;
+    var s = null;
+    run.turns.forEach(function (x) { if (x[F.turn] === turnId && x[F.text] != null) s = d.texts[x[F.text]]; });
+    return s;
+  }
+
+  function render(i, d) {
+    var a = +fModel.value, b = +fB.value;
+    var runs = [a];
+    if (b >= 0 && b !== a) runs.push(b);
+    view.hidden = false;
+    view.textContent = "";
+    var h = el("h3", null, IX.keys[i] + " — " + IX.lesions[IX.lesion[i]] + ", " + IX.paths[IX.path[i]]);
+    view.appendChild(h);
+    runs.forEach(function (r) {
+      var rd = d.runs[r];
+      var p = el("p", "events", runLabel(IX.runs[r]) + ": " + (rd ? rd.status + (rd.error ? " (" + rd.error + ")" : "") + (rd.events.length ? " · oracle " + rd.events.join("; ") : "") : "no record"));
+      view.appendChild(p);
+    });
+    var tbl = el("table"), head = el("tr");
+    head.appendChild(el("th", null, "Turn, question and images"));
+    runs.forEach(function (r) { head.appendChild(el("th", null, runLabel(IX.runs[r]))); });
+    var thead = el("thead"); thead.appendChild(head); tbl.appendChild(thead);
+    var tb = el("tbody");
+    var ids = [];
+    runs.forEach(function (r) { var rd = d.runs[r]; if (rd) rd.turns.forEach(function (t) { if (ids.indexOf(t[F.turn]) < 0) ids.push(t[F.turn]); }); });
+    ids.sort(function (x, y) { return +x.slice(1) - +y.slice(1); });
+    ids.forEach(function (id) {
+      var tr = el("tr"), q = el("td");
+      var step = null;
+      runs.forEach(function (r) { var rd = d.runs[r]; if (rd) rd.turns.forEach(function (t) { if (t[F.turn] === id) step = t[F.step]; }); });
+      q.appendChild(el("strong", null, id + " " + (step || "")));
+      var texts = [];
+      runs.forEach(function (r) { var s = turnText(d, d.runs[r], id); if (s != null && texts.indexOf(s) < 0) texts.push(s); });
+      texts.forEach(function (s, k) {
+        if (texts.length > 1) q.appendChild(el("div", "meta", "as sent to " + runLabel(IX.runs[runs[k]]) + ":"));
+        q.appendChild(el("pre", null, s));
+      });
+      var imgs = d.images[+id.slice(1) - 1];
+      if (imgs && imgs.length) {
+        var box = el("div", "imgs");
+        imgs.forEach(function (p) {
+          if (!IX.images) { box.appendChild(el("code", null, p)); return; }
+          var url = IX.images + p.split("/").map(encodeURIComponent).join("/");
+          var link = el("a"); link.href = url; link.target = "_blank";
+          var img = el("img"); img.src = url; img.alt = p; img.title = p; img.loading = "eager";
+          link.appendChild(img); box.appendChild(link);
+        });
+        q.appendChild(box);
+      }
+      tr.appendChild(q);
+      runs.forEach(function (r) { tr.appendChild(answerCell(d, d.runs[r], id)); });
+      tb.appendChild(tr);
+    });
+    tbl.appendChild(tb);
+    view.appendChild(tbl);
+  }
+
+  function openItem(i) {
+    current = i;
+    Array.prototype.forEach.call($("item-list").tBodies[0].rows, function (tr) { tr.className = +tr.dataset.item === i ? "sel" : ""; });
+    loadItem(i, function (d) { if (current === i) { render(i, d); view.scrollIntoView({block: "nearest"}); } });
+  }
+  CHX.open = openItem;
+
+  update();
+  document.body.dataset.ready = "1";
+})();

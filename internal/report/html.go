@@ -1,0 +1,175 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"image"
+	"image/png"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	xdraw "golang.org/x/image/draw"
+
+	"github.com/chexpercept/chexpercept/internal/analysis"
+)
+
+var (
+	//go:embed assets/index.html.tmpl
+	indexTmpl string
+	//go:embed assets/report.css
+	reportCSS string
+	//go:embed assets/report.js
+	reportJS string
+)
+
+var pageTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
+	// md renders the one markdown feature the tables use, *emphasis*.
+	"md": func(s string) template.HTML {
+		esc := template.HTMLEscapeString(s)
+		if len(s) > 2 && strings.HasPrefix(s, "*") && strings.HasSuffix(s, "*") {
+			return template.HTML("<em>" + template.HTMLEscapeString(s[1:len(s)-1]) + "</em>")
+		}
+		return template.HTML(strings.ReplaceAll(esc, "*", ""))
+	},
+}).Parse(indexTmpl))
+
+// plotLink is a plot in index.html; W and H (CSS pixels) reserve its box
+// so that lazily loaded plots never shift the page under the pointer.
+type plotLink struct {
+	Name, PNG, SVG string
+	W, H           int
+}
+
+// ThumbSize is the longest side of an embedded thumbnail, in pixels.
+const ThumbSize = 384
+
+func writeHTML(res *analysis.Result, d *doc, jobs []plotJob, dir string, opts Options) error {
+	var runs []*analysis.RunResult
+	for _, rr := range res.Runs {
+		if rr.Scored {
+			runs = append(runs, rr)
+		}
+	}
+	items := collectItems(res, runs)
+
+	prefix := ""
+	if b := res.Set.Bench; b != nil {
+		if opts.EmbedImages {
+			if err := embedImages(b.Dir, dir, items, opts.Workers); err != nil {
+				return err
+			}
+			prefix = "img/"
+		} else {
+			absB, err1 := filepath.Abs(b.Dir)
+			absR, err2 := filepath.Abs(dir)
+			if err1 == nil && err2 == nil {
+				if rel, err := filepath.Rel(absR, absB); err == nil {
+					prefix = relURL(rel)
+				} else {
+					prefix = (&url.URL{Scheme: "file", Path: filepath.ToSlash(absB) + "/"}).String()
+				}
+			}
+		}
+	}
+	ix := buildIndex(items, runs, res.Modes(), prefix)
+	idx, err := json.Marshal(ix)
+	if err != nil {
+		return err
+	}
+	if err := writeDetails(dir, items, opts.Workers); err != nil {
+		return err
+	}
+	var plots []plotLink
+	for _, j := range jobs {
+		plots = append(plots, plotLink{Name: j.name, PNG: j.name + ".png", SVG: j.name + ".svg",
+			W: int(j.w.Points() * 96 / 72), H: int(j.h.Points() * 96 / 72)})
+	}
+	var buf bytes.Buffer
+	err = pageTmpl.Execute(&buf, map[string]any{
+		"CSS":   template.CSS(reportCSS),
+		"JS":    template.JS(reportJS),
+		"Index": template.JS(idx),
+		"Doc":   d,
+		"Plots": plots,
+	})
+	if err != nil {
+		return fmt.Errorf("index.html: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "index.html"), buf.Bytes(), 0o644)
+}
+
+// relURL turns a relative file path into a relative URL prefix ending in "/".
+func relURL(rel string) string {
+	if rel == "." {
+		return ""
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/") + "/"
+}
+
+// embedImages writes a thumbnail of every image the items show under
+// dir/img/, at the same relative path as in the benchmark.
+func embedImages(benchDir, dir string, items []*item, workers int) error {
+	var paths []string
+	seen := map[string]bool{}
+	for _, it := range items {
+		for _, r := range it.recs {
+			if r == nil {
+				continue
+			}
+			for _, t := range r.Turns {
+				for _, im := range t.Images {
+					if p := safeImage(it.key, im); p != "" && !seen[p] {
+						seen[p] = true
+						paths = append(paths, p)
+					}
+				}
+			}
+		}
+	}
+	errs := make([]error, len(paths))
+	parallel(len(paths), workers, func(i int) {
+		errs[i] = thumbnail(filepath.Join(benchDir, filepath.FromSlash(paths[i])), filepath.Join(dir, "img", filepath.FromSlash(paths[i])))
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func thumbnail(src, dst string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("embed images: %w", err)
+	}
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("embed images: %s: %w", src, err)
+	}
+	b := img.Bounds()
+	w, h := b.Dx(), b.Dy()
+	if s := max(w, h); s > ThumbSize {
+		w, h = max(1, w*ThumbSize/s), max(1, h*ThumbSize/s)
+	}
+	out := image.NewRGBA(image.Rect(0, 0, w, h))
+	xdraw.ApproxBiLinear.Scale(out, out.Bounds(), img, b, xdraw.Src, nil)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, out); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, buf.Bytes(), 0o644)
+}

@@ -1,0 +1,288 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+// The item browser's index is embedded in index.html as arrays, not
+// objects, so that 2,100 items × 14 runs stay a few hundred kB:
+//
+//	keys[i], lesion[i] (index into lesions), path[i] (index into paths),
+//	runs[r].s: one character per item, code = 63 + bits, where bits 0–3
+//	are stages 1–4 correct, bit 4 = error record, bit 5 = no record.
+//
+// Each item's detail is a sidecar data/i<N>.js calling CHX.item(N, {...}).
+type itemIndex struct {
+	Keys    []string   `json:"keys"`
+	Lesion  []int      `json:"lesion"`
+	Path    []int      `json:"path"`
+	Lesions []string   `json:"lesions"`
+	Paths   []string   `json:"paths"`
+	Runs    []indexRun `json:"runs"`
+	Modes   []string   `json:"modes"`
+	Images  string     `json:"images"` // prefix of image URLs ("" when none)
+}
+
+type indexRun struct {
+	Name  string `json:"name"`
+	Mode  string `json:"mode"`
+	Parse string `json:"parse"`
+	S     string `json:"s"`
+}
+
+const (
+	bitError   = 16
+	bitMissing = 32
+)
+
+// items are the keys shown in the browser: the benchmark's records that
+// any scored run has, in benchmark order (or, without a benchmark, the
+// union of the runs' keys in index order).
+type item struct {
+	key    string
+	lesion int
+	path   int
+	recs   []*results.Record // per scored run; nil when absent
+}
+
+func collectItems(res *analysis.Result, runs []*analysis.RunResult) []*item {
+	byKey := map[string]*item{}
+	var order []*item
+	add := func(key, lesion, p string, idx int) *item {
+		it := byKey[key]
+		if it == nil {
+			it = &item{key: key, lesion: indexOf(analysis.Lesions, lesion) - 1, path: indexOf(analysis.Paths, p), recs: make([]*results.Record, len(runs))}
+			byKey[key] = it
+			order = append(order, it)
+		}
+		return it
+	}
+	if b := res.Set.Bench; b != nil {
+		present := map[string]bool{}
+		for _, rr := range runs {
+			for _, r := range rr.Run.Records {
+				present[r.KeyID] = true
+			}
+		}
+		for i, r := range b.Records {
+			if present[r.KeyID] {
+				add(r.KeyID, r.Lesion, string(r.Path()), i)
+			}
+		}
+	}
+	for ri, rr := range runs {
+		for _, r := range rr.Run.Records {
+			it := byKey[r.KeyID]
+			if it == nil {
+				it = add(r.KeyID, r.Lesion, r.QAPath, r.Index)
+			}
+			it.recs[ri] = r
+		}
+	}
+	return order
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// statusChar encodes a record's outcome for the index.
+func statusChar(r *results.Record) byte {
+	if r == nil {
+		return 63 + bitMissing
+	}
+	if r.Status != results.StatusOK {
+		return 63 + bitError
+	}
+	s, ok := analysis.ScoreRecord(r, false)
+	bits := 0
+	if ok {
+		for k := 0; k < 4; k++ {
+			if s.App[k] && s.Cor[k] {
+				bits |= 1 << k
+			}
+		}
+	}
+	return byte(63 + bits)
+}
+
+func buildIndex(items []*item, runs []*analysis.RunResult, modes []string, imgPrefix string) *itemIndex {
+	ix := &itemIndex{Lesions: benchmark.Lesions, Paths: analysis.Paths, Modes: modes, Images: imgPrefix}
+	for _, it := range items {
+		ix.Keys = append(ix.Keys, it.key)
+		ix.Lesion = append(ix.Lesion, it.lesion)
+		ix.Path = append(ix.Path, it.path)
+	}
+	for ri, rr := range runs {
+		s := make([]byte, len(items))
+		for i, it := range items {
+			s[i] = statusChar(it.recs[ri])
+		}
+		ix.Runs = append(ix.Runs, indexRun{Name: rr.Run.Name, Mode: rr.Run.OracleMode, Parse: rr.Run.ParseMode, S: string(s)})
+	}
+	return ix
+}
+
+// Item detail, compact: texts are deduplicated per item (the same
+// question is sent to every model) and turns are arrays.
+type itemDetail struct {
+	Key    string       `json:"key"`
+	Texts  []string     `json:"texts"`
+	Images [][]string   `json:"images"` // per turn id T1..T9 (index 0..8)
+	Runs   []*runDetail `json:"runs"`   // per run of the index; null when absent
+}
+
+type runDetail struct {
+	Status string   `json:"status"`
+	Error  *string  `json:"error"`
+	Turns  [][]any  `json:"turns"` // see turnFields
+	Events []string `json:"events"`
+}
+
+// turnFields documents the order of a turn array in the detail files.
+var turnFields = []string{"turn", "step", "status", "text", "raw", "parsed", "gt", "correct", "patched_at", "original_raw", "fed_back", "rule", "skip", "reasoning", "jaccard"}
+
+func (t *textTable) id(s *string) any {
+	if s == nil {
+		return nil
+	}
+	if i, ok := t.m[*s]; ok {
+		return i
+	}
+	t.m[*s] = len(t.list)
+	t.list = append(t.list, *s)
+	return len(t.list) - 1
+}
+
+type textTable struct {
+	m    map[string]int
+	list []string
+}
+
+// safeImage returns the image path (relative to the benchmark dir) if it
+// stays inside the item's image folder, else "".
+func safeImage(key, rel string) string {
+	prefix := benchmark.ImagesDir + "/" + key + "/"
+	rest, ok := strings.CutPrefix(rel, prefix)
+	if !ok {
+		return ""
+	}
+	p, err := benchmark.SafeRelPath(benchmark.ImagesDir+"/"+key, rest)
+	if err != nil || p != path.Clean(rel) {
+		return ""
+	}
+	return p
+}
+
+func buildDetail(it *item) *itemDetail {
+	d := &itemDetail{Key: it.key, Images: make([][]string, 9)}
+	tt := &textTable{m: map[string]int{}}
+	for _, r := range it.recs {
+		if r == nil {
+			d.Runs = append(d.Runs, nil)
+			continue
+		}
+		rd := &runDetail{Status: r.Status, Error: r.Error, Turns: [][]any{}, Events: []string{}}
+		for i := range r.Turns {
+			t := &r.Turns[i]
+			ti := indexOf(protoTurnIDs, t.Turn)
+			if ti >= 0 && d.Images[ti] == nil && len(t.Images) > 0 {
+				var imgs []string
+				for _, im := range t.Images {
+					if p := safeImage(it.key, im); p != "" {
+						imgs = append(imgs, p)
+					}
+				}
+				d.Images[ti] = imgs
+			}
+			var parsed, gt any
+			if t.Parsed != nil {
+				parsed = *t.Parsed
+			}
+			if t.GT != nil {
+				gt = *t.GT
+			}
+			var fed any
+			if t.FedBack != nil && (t.Raw == nil || *t.FedBack != *t.Raw) {
+				fed = tt.id(t.FedBack)
+			}
+			var jac any
+			if t.Jaccard != nil {
+				jac = *t.Jaccard
+			}
+			rd.Turns = append(rd.Turns, []any{t.Turn, t.Step, t.Status, tt.id(t.UserText), tt.id(t.Raw), parsed, gt, t.Correct,
+				t.PatchedAt, tt.id(t.OriginalRaw), fed, t.ParseRule, t.SkipReason, tt.id(t.Reasoning), jac})
+		}
+		for _, e := range r.OracleEvents {
+			s := fmt.Sprintf("%s: %s", e.Point, e.Action)
+			if !e.Triggered {
+				s = e.Point + ": not triggered"
+			} else if len(e.PatchedTurns) > 0 {
+				s += " " + strings.Join(e.PatchedTurns, ",")
+			}
+			if e.NoopReason != nil {
+				s += " (no-op: " + *e.NoopReason + ")"
+			}
+			rd.Events = append(rd.Events, s)
+		}
+		d.Runs = append(d.Runs, rd)
+	}
+	d.Texts = tt.list
+	if d.Texts == nil {
+		d.Texts = []string{}
+	}
+	return d
+}
+
+var protoTurnIDs = []string{"T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "T9"}
+
+// detailJS is the sidecar script of item i.
+func detailJS(i int, d *itemDetail) ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "CHX.item(%d,", i)
+	enc := json.NewEncoder(&b) // escapes <, >, & and U+2028/9: safe inside a script
+	if err := enc.Encode(d); err != nil {
+		return nil, err
+	}
+	b.Truncate(b.Len() - 1)
+	b.WriteString(");\n")
+	return b.Bytes(), nil
+}
+
+// DataFile is the sidecar file name of item i, relative to REPORT_DIR.
+func DataFile(i int) string { return fmt.Sprintf("data/i%d.js", i) }
+
+func writeDetails(dir string, items []*item, workers int) error {
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		return err
+	}
+	errs := make([]error, len(items))
+	parallel(len(items), workers, func(i int) {
+		data, err := detailJS(i, buildDetail(items[i]))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, filepath.FromSlash(DataFile(i))), data, 0o644)
+		}
+		errs[i] = err
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

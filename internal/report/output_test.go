@@ -1,0 +1,275 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
+	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// sampleReport writes the report of the baseline runs over the sample
+// benchmark and returns the temporary root and the report directory.
+func sampleReport(t *testing.T, cfg Config) (string, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
+	out := filepath.Join(tmp, "report")
+	cfg.Inputs, cfg.Out = []string{dir}, out
+	if cfg.Analysis.Bootstrap == 0 {
+		cfg.Analysis.Bootstrap = 200
+	}
+	cfg.Report.Version = "test"
+	if _, err := Generate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return tmp, out
+}
+
+func read(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestGolden pins the exact bytes of the tables, summary.json and
+// report.md for the baseline runs over the sample benchmark.
+func TestGolden(t *testing.T) {
+	tmp, out := sampleReport(t, Config{Analysis: analysis.Options{Compare: [][2]string{{"baseline_oracle", "baseline_random"}}}})
+	for _, name := range []string{
+		"all_models_oracle_none/all_models_summary.csv",
+		"all_models_oracle_none/all_models_contour_revision_detail.csv",
+		"all_models_oracle_none/all_models_attribute_extraction_detail.csv",
+		"all_models_oracle_implicit/all_models_summary.csv",
+		"ext_stage_accuracy.csv", "ext_depth.csv", "ext_subquestion.csv", "ext_parse.csv",
+		"ext_usage.csv", "ext_chance.csv", "ext_pairwise.csv", "summary.json", "report.md",
+	} {
+		got := bytes.ReplaceAll(read(t, filepath.Join(out, name)), []byte(filepath.ToSlash(tmp)), []byte("$TMP"))
+		golden := filepath.Join("testdata", "golden", strings.ReplaceAll(name, "/", "__"))
+		if *update {
+			os.MkdirAll(filepath.Dir(golden), 0o755)
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s (run with -update after checking the change)", name, golden)
+		}
+	}
+}
+
+// The all-models CSVs equal what the reference computation gives on each
+// run's all_results.json, with the reference's format.
+func TestRefCSVsMatchAllResults(t *testing.T) {
+	tmp, out := sampleReport(t, Config{})
+	var want [][]string
+	for _, name := range []string{"baseline_oracle", "baseline_random"} {
+		data := read(t, filepath.Join(tmp, "results", name, "oracle_none", results.AllResultsFile))
+		v, err := ojson.Parse(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entries []*ojson.Value
+		for _, m := range v.O {
+			entries = append(entries, m.Value)
+		}
+		want = append(want, results.RefMetricsFromExport(entries).SummaryRows(results.RefLabel(name))...)
+	}
+	got := read(t, filepath.Join(out, "all_models_oracle_none", "all_models_summary.csv"))
+	if !bytes.Equal(got, results.CSV(results.RefSummaryHeader, want)) {
+		t.Errorf("all_models_summary.csv:\n%s", got)
+	}
+	lines := strings.Split(string(got), "\r\n")
+	if len(lines) != 1+12+1 || lines[1] != "revision_required,oracle,end_to_end,1.0,1.0,1.0,1.0,4.0" || lines[5] != "lesion_free,oracle,end_to_end,1.0,0.0,0.0,0.0,1.0" {
+		t.Errorf("rows: %q", lines)
+	}
+}
+
+func TestExtTables(t *testing.T) {
+	_, out := sampleReport(t, Config{})
+	stage := string(read(t, filepath.Join(out, "ext_stage_accuracy.csv")))
+	if !strings.HasPrefix(stage, "model,provider,oracle_mode,parse_mode,path,lesion,stage,view,applicable,n,correct,acc,ci_low,ci_high\r\n") {
+		t.Errorf("header: %q", stage[:120])
+	}
+	for _, want := range []string{
+		// Not applicable: NA, never 0.0.
+		"baseline_oracle,baseline,none,reference,lesion_free,all,2,e2e,false,0,NA,NA,NA,NA\r\n",
+		"baseline_oracle,baseline,none,reference,revision_required,cardiomegaly,4,e2e,false,0,NA,NA,NA,NA\r\n",
+		// Applicable without records: NA shares.
+		"baseline_oracle,baseline,none,reference,lesion_free,pneumonia,1,e2e,true,0,0,NA,NA,NA\r\n",
+		// Wilson for 3/3.
+		"baseline_oracle,baseline,none,reference,revision_required,all,1,e2e,true,3,3,1.000000,0.438503,1.000000\r\n",
+	} {
+		if !strings.Contains(stage, want) {
+			t.Errorf("ext_stage_accuracy.csv lacks %q", want)
+		}
+	}
+	depth := string(read(t, filepath.Join(out, "ext_depth.csv")))
+	for _, want := range []string{
+		"baseline_oracle,baseline,none,reference,revision_required,all,3,4.000000,4.000000,4.000000,4,1.000000\r\n",
+		"baseline_oracle,baseline,none,reference,lesion_free,pneumonia,0,NA,NA,NA,1,NA\r\n",
+	} {
+		if !strings.Contains(depth, want) {
+			t.Errorf("ext_depth.csv lacks %q", want)
+		}
+	}
+	if p := string(read(t, filepath.Join(out, "ext_pairwise.csv"))); p != "model_a,model_b,path,lesion,metric,value_a,value_b,diff,ci_low,ci_high,n_paired\r\n" {
+		t.Errorf("ext_pairwise.csv without comparisons: %q", p)
+	}
+	md := string(read(t, filepath.Join(out, "report.md")))
+	for _, want := range []string{"## Oracle mode: none", "(oracle none)", "| N/A |", "*chance*", "| baseline_oracle | 3 | 100.0 [43.9–100.0] |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "0.0 [") && strings.Contains(md, "| 0.0 |") {
+		t.Log("note: zero accuracies are legitimate for the first-option baseline")
+	}
+	// summary.json: §6 writer, model order, nulls for n = 0.
+	sj := read(t, filepath.Join(out, "summary.json"))
+	v, err := ojson.Parse(sj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sj, ojson.Marshal(v)) {
+		t.Error("summary.json is not in the §6 format")
+	}
+	var keys []string
+	for _, m := range v.O {
+		keys = append(keys, m.Key)
+	}
+	if !slices.Equal(keys, []string{"models", "inputs", "warnings"}) {
+		t.Errorf("keys %v", keys)
+	}
+	var models []string
+	for _, m := range v.Get("models").A {
+		models = append(models, m.Get("model").S+"/"+m.Get("oracle_mode").S)
+	}
+	if !slices.Equal(models, []string{"baseline_first/implicit", "baseline_oracle/none", "baseline_random/none"}) {
+		t.Errorf("models %v", models)
+	}
+	first := v.Get("models").A[1].Get("metrics").A[0]
+	if first.Get("path").S != "revision_required" || first.Get("metric").S != "e2e_1" || first.Get("value").N != "1.0" {
+		t.Errorf("first metric %s", ojson.MarshalCompact(first))
+	}
+}
+
+// Same inputs and seed give the same bytes at any parallelism.
+func TestDeterministicAcrossWorkers(t *testing.T) {
+	tmp := t.TempDir()
+	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
+	outs := []string{filepath.Join(tmp, "r1"), filepath.Join(tmp, "r4")}
+	for i, w := range []int{1, 4} {
+		cfg := Config{Inputs: []string{dir}, Out: outs[i], Analysis: analysis.Options{Bootstrap: 300, Workers: w, CompareBest: true}, Report: Options{Workers: w}}
+		if _, err := Generate(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	filepath.WalkDir(outs[0], func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(outs[0], p)
+		if !bytes.Equal(read(t, p), read(t, filepath.Join(outs[1], rel))) {
+			t.Errorf("%s differs between 1 and 4 workers", rel)
+		}
+		n++
+		return nil
+	})
+	if n < 30 {
+		t.Errorf("compared only %d files", n)
+	}
+}
+
+// Bad inputs still give a report that says what it left out.
+func TestReportWithBadInputs(t *testing.T) {
+	tmp := t.TempDir()
+	dir := fixture(t, tmp, benchtest.Sample(),
+		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
+		&analysistest.Run{Provider: "x", Label: "broken", Oracle: "none", Policy: analysistest.First},
+	)
+	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", results.ResultsFile))
+	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", results.AllResultsFile))
+	out := filepath.Join(tmp, "report")
+	res, err := Generate(Config{Inputs: []string{dir, filepath.Join(tmp, "missing")}, Out: out, Analysis: analysis.Options{Bootstrap: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 1 {
+		t.Fatalf("runs %d", len(res.Runs))
+	}
+	sj := string(read(t, filepath.Join(out, "summary.json")))
+	md := string(read(t, filepath.Join(out, "report.md")))
+	for _, want := range []string{"x_broken/oracle_none/results.jsonl: missing", "run left out", "missing: cannot read input"} {
+		if !strings.Contains(sj, want) || !strings.Contains(md, want) {
+			t.Errorf("summary.json / report.md do not say %q", want)
+		}
+	}
+	// Nothing usable at all is an error.
+	if _, err := Generate(Config{Inputs: []string{filepath.Join(tmp, "missing")}, Out: out}); err == nil {
+		t.Error("no error without any run")
+	}
+}
+
+func TestEmbedImages(t *testing.T) {
+	_, out := sampleReport(t, Config{Report: Options{EmbedImages: true}})
+	html := string(read(t, filepath.Join(out, "index.html")))
+	if !strings.Contains(html, `"images":"img/"`) {
+		t.Error("index does not point at img/")
+	}
+	thumb := filepath.Join(out, "img", "chexpercept", "opacity_ph0007_positive_0", "detection_qa", "xray.png")
+	if fi, err := os.Stat(thumb); err != nil || fi.Size() == 0 {
+		t.Errorf("thumbnail %s: %v", thumb, err)
+	}
+}
+
+func TestLinkedImagesAndSidecars(t *testing.T) {
+	_, out := sampleReport(t, Config{})
+	html := string(read(t, filepath.Join(out, "index.html")))
+	if !strings.Contains(html, `"images":"../bench/"`) {
+		t.Error("index does not link the benchmark relatively")
+	}
+	for _, bad := range []string{"http://", "https://", "<link "} {
+		if strings.Contains(html, bad) {
+			t.Errorf("index.html references an external asset (%q)", bad)
+		}
+	}
+	js := string(read(t, filepath.Join(out, "data", "i0.js")))
+	if !strings.HasPrefix(js, "CHX.item(0,{") || !strings.HasSuffix(js, ");\n") {
+		t.Errorf("sidecar: %.80q", js)
+	}
+}
+
+func TestSafeImage(t *testing.T) {
+	tests := []struct{ key, rel, want string }{
+		{"a_1", "chexpercept/a_1/detection_qa/xray.png", "chexpercept/a_1/detection_qa/xray.png"},
+		{"a_1", "chexpercept/a_1/../b_2/x.png", ""},
+		{"a_1", "chexpercept/b_2/x.png", ""},
+		{"a_1", "/etc/passwd", ""},
+		{"a_1", "chexpercept/a_1/x/./y.png", ""},
+	}
+	for _, tc := range tests {
+		if got := safeImage(tc.key, tc.rel); got != tc.want {
+			t.Errorf("safeImage(%q, %q) = %q, want %q", tc.key, tc.rel, got, tc.want)
+		}
+	}
+}

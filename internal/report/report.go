@@ -1,0 +1,126 @@
+// Package report writes a report directory from an analysis (spec
+// protocol.md §10.4): the reference all-models CSVs per oracle mode, our
+// ext_*.csv tables, summary.json, report.md, PNG and SVG plots drawn with
+// gonum/plot, and index.html, a page that works from disk: the tables,
+// the plots and an item browser whose compact index is embedded in the
+// page while each item's detail sits in a data/i<N>.js sidecar loaded on
+// demand through a script tag (a page opened as a file cannot fetch JSON).
+// Images are relative links into the benchmark directory, or thumbnails
+// copied under img/ with EmbedImages.
+package report
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"github.com/chexpercept/chexpercept/internal/analysis"
+)
+
+// Options configure Write.
+type Options struct {
+	EmbedImages bool   // copy thumbnails under img/ instead of linking the benchmark
+	Version     string // tool version shown in the report
+	Workers     int    // 0: GOMAXPROCS; the output does not depend on it
+}
+
+// Write writes every file of the report into dir (created if needed).
+func Write(res *analysis.Result, dir string, opts Options) error {
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	warnings := res.Warnings
+	files := map[string][]byte{
+		"ext_stage_accuracy.csv": extStage(res),
+		"ext_depth.csv":          extDepth(res),
+		"ext_subquestion.csv":    extSub(res),
+		"ext_parse.csv":          extParse(res),
+		"ext_usage.csv":          extUsage(res),
+		"ext_chance.csv":         extChance(res),
+		"ext_pairwise.csv":       extPairwise(res),
+		"summary.json":           summaryJSON(res, warnings),
+	}
+	for _, mode := range res.Modes() {
+		for name, data := range refCSVs(res, mode) {
+			files[filepath.Join(RefDir(mode), name)] = data
+		}
+	}
+	d := buildDoc(res, warnings, opts.Version)
+	files["report.md"] = markdown(d)
+	for name, data := range files {
+		name = filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+
+	jobs := plotJobs(res)
+	errs := make([]error, len(jobs))
+	parallel(len(jobs), opts.Workers, func(i int) { errs[i] = jobs[i].run(dir) })
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+	if err := writeHTML(res, d, jobs, dir, opts); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// parallel calls f(0..n−1) on up to workers goroutines.
+func parallel(n, workers int, f func(i int)) {
+	if workers <= 1 || n < 2 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(workers, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// Config is everything `chexpercept report` needs.
+type Config struct {
+	Inputs    []string // run directories or results folders
+	Out       string   // REPORT_DIR
+	Benchmark string   // optional benchmark directory override
+	Analysis  analysis.Options
+	Report    Options
+}
+
+// Generate loads the runs, analyses them and writes the report. The
+// result (with every warning) is returned even when writing fails.
+func Generate(cfg Config) (*analysis.Result, error) {
+	set, err := analysis.Load(cfg.Inputs, analysis.LoadOptions{Benchmark: cfg.Benchmark})
+	if err != nil {
+		return &analysis.Result{Set: set, Warnings: set.Warnings}, err
+	}
+	res, err := analysis.Analyze(set, cfg.Analysis)
+	if err != nil {
+		return &analysis.Result{Set: set, Warnings: set.Warnings}, err
+	}
+	return res, Write(res, cfg.Out, cfg.Report)
+}

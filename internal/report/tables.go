@@ -1,0 +1,287 @@
+package report
+
+import (
+	"math"
+	"path/filepath"
+	"strconv"
+
+	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+// NA is written in our CSVs for a cell that does not apply or has n = 0.
+const NA = "NA"
+
+func f6(x float64) string {
+	if math.IsNaN(x) {
+		return NA
+	}
+	return strconv.FormatFloat(x, 'f', 6, 64)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func boolStr(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+// propFields are n, correct, acc, ci_low, ci_high of a share.
+func propFields(p analysis.Prop, applicable bool) []string {
+	if !applicable {
+		return []string{"0", NA, NA, NA, NA}
+	}
+	if !p.Valid {
+		return []string{itoa(p.N), itoa(p.K), NA, NA, NA}
+	}
+	return []string{itoa(p.N), itoa(p.K), f6(p.Value), f6(p.Lo), f6(p.Hi)}
+}
+
+// refCSVs returns the three all-models reference CSVs of one oracle mode
+// (spec §10.2): per-model rows concatenated, runs in byte-sorted run-name
+// order (the analysis keeps runs in that order).
+func refCSVs(res *analysis.Result, mode string) map[string][]byte {
+	var sum, con, att [][]string
+	for _, rr := range res.Runs {
+		run := rr.Run
+		if run.OracleMode != mode || run.Ref == nil {
+			continue
+		}
+		label := results.RefLabel(run.Name)
+		sum = append(sum, run.Ref.SummaryRows(label)...)
+		con = append(con, run.Ref.ContourRows(label)...)
+		att = append(att, run.Ref.AttributeRows(label)...)
+	}
+	return map[string][]byte{
+		"all_models_summary.csv":                     results.CSV(results.RefSummaryHeader, sum),
+		"all_models_contour_revision_detail.csv":     results.CSV(results.RefContourHeader, con),
+		"all_models_attribute_extraction_detail.csv": results.CSV(results.RefAttributeHeader, att),
+	}
+}
+
+// RefDir is the folder of one oracle mode's all-models CSVs.
+func RefDir(mode string) string { return "all_models_oracle_" + mode }
+
+func runCols(rr *analysis.RunResult) []string {
+	return []string{rr.Run.Name, rr.Run.Provider, rr.Run.OracleMode, rr.Run.ParseMode}
+}
+
+var views = []string{"e2e", "oracle_passed", "conditional"}
+
+func extStage(res *analysis.Result) []byte {
+	header := []string{"model", "provider", "oracle_mode", "parse_mode", "path", "lesion", "stage", "view", "applicable", "n", "correct", "acc", "ci_low", "ci_high"}
+	var rows [][]string
+	for _, rr := range res.Runs {
+		if !rr.Scored {
+			continue
+		}
+		for _, c := range rr.Stages {
+			for _, v := range views {
+				p := c.E2E
+				switch v {
+				case "oracle_passed":
+					p = c.OP
+				case "conditional":
+					p = c.Cond
+				}
+				row := append(runCols(rr), c.Path, c.Lesion, itoa(c.Stage), v, boolStr(c.Applicable))
+				rows = append(rows, append(row, propFields(p, c.Applicable)...))
+			}
+		}
+	}
+	return results.CSV(header, rows)
+}
+
+func extDepth(res *analysis.Result) []byte {
+	header := []string{"model", "provider", "oracle_mode", "parse_mode", "path", "lesion", "n", "depth_mean", "ci_low", "ci_high", "depth_max", "depth_norm"}
+	var rows [][]string
+	for _, rr := range res.Runs {
+		if !rr.Scored {
+			continue
+		}
+		for _, d := range rr.Depth {
+			row := append(runCols(rr), d.Path, d.Lesion, itoa(d.N))
+			if d.Valid {
+				row = append(row, f6(d.Mean), f6(d.Lo), f6(d.Hi), itoa(d.Max), f6(d.Mean/float64(d.Max)))
+			} else {
+				row = append(row, NA, NA, NA, itoa(d.Max), NA)
+			}
+			rows = append(rows, row)
+		}
+	}
+	return results.CSV(header, rows)
+}
+
+// subRows lists a run's sub-question cells in table order: per path
+// (RR, RF, LF, then pooled RR+RF) and lesion, the questions of the path.
+func subRows(rr *analysis.RunResult) []*analysis.SubCell {
+	var out []*analysis.SubCell
+	for _, path := range append(analysis.Paths, analysis.PooledPath) {
+		for _, lesion := range analysis.Lesions {
+			for q, name := range analysis.Questions {
+				if path == analysis.PooledPath {
+					if q < 5 {
+						continue
+					}
+				} else if !analysis.QuestionApplies(path, "all", q) {
+					continue
+				}
+				if c := rr.SubOf(path, lesion, name); c != nil {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func extSub(res *analysis.Result) []byte {
+	header := []string{"model", "provider", "oracle_mode", "parse_mode", "path", "lesion", "question", "n", "correct", "acc", "ci_low", "ci_high", "jaccard_mean", "chance"}
+	var rows [][]string
+	for _, rr := range res.Runs {
+		if !rr.Scored {
+			continue
+		}
+		for _, c := range subRows(rr) {
+			row := append(runCols(rr), c.Path, c.Lesion, c.Question)
+			row = append(row, propFields(c.Acc, c.Applicable)...)
+			jac, chance := NA, NA
+			if c.Applicable && c.Acc.Valid {
+				jac = f6(c.Jaccard)
+			}
+			if ch := res.Chance.Get(c.Path, c.Lesion, c.Question); ch != nil && c.Applicable {
+				chance = f6(ch.Uniform)
+			}
+			rows = append(rows, append(row, jac, chance))
+		}
+	}
+	return results.CSV(header, rows)
+}
+
+func extParse(res *analysis.Result) []byte {
+	header := []string{"model", "provider", "oracle_mode", "parse_mode", "question", "n_asked", "n_parse_fail", "parse_fail_rate", "n_out_of_range", "n_empty", "n_truncated"}
+	var rows [][]string
+	for _, rr := range res.Runs {
+		if !rr.Scored {
+			continue
+		}
+		for _, p := range rr.Parse {
+			rate := NA
+			if p.NAsked > 0 {
+				rate = f6(float64(p.NFail) / float64(p.NAsked))
+			}
+			rows = append(rows, append(runCols(rr), p.Question, itoa(p.NAsked), itoa(p.NFail), rate, itoa(p.NOutOfRange), itoa(p.NEmpty), itoa(p.NTrunc)))
+		}
+	}
+	return results.CSV(header, rows)
+}
+
+func extUsage(res *analysis.Result) []byte {
+	header := []string{"model", "provider", "oracle_mode", "n_items", "n_ok", "n_error", "n_calls", "input_tokens", "cached_input_tokens", "output_tokens", "thinking_tokens", "cost_usd", "latency_ms_p50", "latency_ms_p95"}
+	var rows [][]string
+	i64 := func(x int64) string { return strconv.FormatInt(x, 10) }
+	for _, rr := range res.Runs {
+		if !rr.Scored {
+			continue
+		}
+		u := rr.Usage
+		lat := func(x float64) string {
+			if math.IsNaN(x) {
+				return NA
+			}
+			return strconv.FormatFloat(x, 'f', 1, 64)
+		}
+		rows = append(rows, []string{rr.Run.Name, rr.Run.Provider, rr.Run.OracleMode, itoa(u.NItems), itoa(u.NOK), itoa(u.NError), itoa(u.NCalls),
+			i64(u.InputTokens), i64(u.CachedInputTokens), i64(u.OutputTokens), i64(u.Thinking), f6(u.Cost), lat(u.LatencyP50), lat(u.LatencyP95)})
+	}
+	return results.CSV(header, rows)
+}
+
+func extChance(res *analysis.Result) []byte {
+	header := []string{"path", "lesion", "target", "kind", "n", "chance_uniform", "majority_answer", "majority_acc"}
+	var rows [][]string
+	if res.Chance != nil {
+		for _, c := range res.Chance.Rows {
+			maj := c.MajorityAnswer
+			if maj == "" {
+				maj = NA
+			}
+			rows = append(rows, []string{c.Path, c.Lesion, c.Target, c.Kind, itoa(c.N), f6(c.Uniform), maj, f6(c.MajorityAcc)})
+		}
+	}
+	return results.CSV(header, rows)
+}
+
+func extPairwise(res *analysis.Result) []byte {
+	header := []string{"model_a", "model_b", "path", "lesion", "metric", "value_a", "value_b", "diff", "ci_low", "ci_high", "n_paired"}
+	var rows [][]string
+	for _, p := range res.Pairs {
+		if !p.Valid {
+			rows = append(rows, []string{p.ModelA, p.ModelB, p.Path, p.Lesion, p.Metric, NA, NA, NA, NA, NA, "0"})
+			continue
+		}
+		rows = append(rows, []string{p.ModelA, p.ModelB, p.Path, p.Lesion, p.Metric, f6(p.ValueA), f6(p.ValueB), f6(p.Diff), f6(p.Lo), f6(p.Hi), itoa(p.NPaired)})
+	}
+	return results.CSV(header, rows)
+}
+
+// num is a JSON number, or null for NaN / invalid.
+func num(x float64, valid bool) *ojson.Value {
+	if !valid || math.IsNaN(x) {
+		return ojson.Null()
+	}
+	return ojson.Float(x)
+}
+
+// summaryJSON is summary.json (spec §10.4), with the §6 writer.
+func summaryJSON(res *analysis.Result, warnings []string) []byte {
+	models := ojson.Arr()
+	for _, rr := range res.Runs {
+		run := rr.Run
+		nrec, nerr := rr.Usage.NItems, rr.Usage.NError
+		metrics := ojson.Arr()
+		for _, h := range rr.Headlines() {
+			metrics.A = append(metrics.A, ojson.NewObject().
+				Set("path", ojson.Str(h.Path)).
+				Set("metric", ojson.Str(h.Metric)).
+				Set("n", ojson.Int(int64(h.N))).
+				Set("value", num(h.Value, h.Valid)).
+				Set("ci_low", num(h.Lo, h.Valid)).
+				Set("ci_high", num(h.Hi, h.Valid)))
+		}
+		m := ojson.NewObject().
+			Set("model", ojson.Str(run.Name)).
+			Set("provider", ojson.Str(run.Provider)).
+			Set("oracle_mode", ojson.Str(run.OracleMode)).
+			Set("parse_mode", ojson.Str(run.ParseMode)).
+			Set("benchmark_sha256", strOrNull(run.BenchmarkSHA256)).
+			Set("n_records", ojson.Int(int64(nrec))).
+			Set("n_error", ojson.Int(int64(nerr))).
+			Set("metrics", metrics)
+		models.A = append(models.A, m)
+	}
+	inputs := ojson.Arr()
+	for _, rr := range res.Runs {
+		inputs.A = append(inputs.A, ojson.NewObject().
+			Set("path", ojson.Str(filepath.ToSlash(rr.Run.Dir))).
+			Set("run", ojson.Str(rr.Run.Name)).
+			Set("oracle_mode", ojson.Str(rr.Run.OracleMode)).
+			Set("dataset_sha256", strOrNull(rr.Run.BenchmarkSHA256)))
+	}
+	ws := ojson.Arr()
+	for _, w := range warnings {
+		ws.A = append(ws.A, ojson.Str(w))
+	}
+	o := ojson.NewObject().Set("models", models).Set("inputs", inputs).Set("warnings", ws)
+	return ojson.Marshal(o)
+}
+
+func strOrNull(s string) *ojson.Value {
+	if s == "" {
+		return ojson.Null()
+	}
+	return ojson.Str(s)
+}

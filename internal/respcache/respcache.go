@@ -1,0 +1,161 @@
+// Package respcache is the evaluator's response cache (spec protocol.md
+// §11): a SQLite database, responses.sqlite, that maps a deterministic
+// call to the model's reply so that re-running the same settings (or an
+// oracle mode whose early turns are identical) re-asks nothing known.
+//
+// The key is a SHA-256 over everything that determines a greedy reply:
+// the provider, the endpoint's model id, the full message list (roles,
+// texts and images by content hash), the sampling parameters and the
+// prompt-profile hash. Only temperature-0 calls are cached and never
+// errors or empty answers; the runner enforces both through Cacheable.
+// The database runs in WAL mode with a busy timeout, so several processes
+// (shards of one run) can share it.
+package respcache
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/chexpercept/chexpercept/internal/provider"
+	_ "modernc.org/sqlite" // pure-Go SQLite driver
+)
+
+// FileName is the database file inside the cache directory.
+const FileName = "responses.sqlite"
+
+// DefaultDir is $XDG_CACHE_HOME/chexpercept, else ~/.cache/chexpercept.
+func DefaultDir() (string, error) {
+	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+		return filepath.Join(x, "chexpercept"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("response cache: no XDG_CACHE_HOME and no home directory: %w", err)
+	}
+	return filepath.Join(home, ".cache", "chexpercept"), nil
+}
+
+// Entry is a cached reply.
+type Entry struct {
+	Text         string          `json:"text"`
+	Reasoning    string          `json:"reasoning,omitempty"`
+	FinishReason string          `json:"finish_reason,omitempty"`
+	Usage        *provider.Usage `json:"usage,omitempty"`
+}
+
+// Cache is an open response cache, safe for concurrent use.
+type Cache struct {
+	db   *sql.DB
+	path string
+}
+
+// Open opens or creates dir/responses.sqlite.
+func Open(dir string) (*Cache, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("response cache: %w", err)
+	}
+	path := filepath.Join(dir, FileName)
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("response cache %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	_, err = db.Exec(`CREATE TABLE IF NOT EXISTS responses (
+		key TEXT PRIMARY KEY,
+		entry TEXT NOT NULL,
+		created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+	)`)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("response cache %s: %w", path, err)
+	}
+	return &Cache{db: db, path: path}, nil
+}
+
+// Path is the database file.
+func (c *Cache) Path() string { return c.path }
+
+// Close closes the database.
+func (c *Cache) Close() error { return c.db.Close() }
+
+// Get looks key up; ok is false on a miss.
+func (c *Cache) Get(ctx context.Context, key string) (e Entry, ok bool, err error) {
+	var s string
+	err = c.db.QueryRowContext(ctx, `SELECT entry FROM responses WHERE key = ?`, key).Scan(&s)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Entry{}, false, nil
+	}
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("response cache %s: lookup: %w", c.path, err)
+	}
+	if err := json.Unmarshal([]byte(s), &e); err != nil {
+		return Entry{}, false, fmt.Errorf("response cache %s: entry %s: %w", c.path, key[:12], err)
+	}
+	return e, true, nil
+}
+
+// Put stores e under key. Empty answers are refused: they must be
+// re-asked on the next run, not replayed.
+func (c *Cache) Put(ctx context.Context, key string, e Entry) error {
+	if e.Text == "" {
+		return fmt.Errorf("response cache: refusing to store an empty answer")
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	_, err = c.db.ExecContext(ctx, `INSERT OR REPLACE INTO responses (key, entry) VALUES (?, ?)`, key, string(b))
+	if err != nil {
+		return fmt.Errorf("response cache %s: store: %w", c.path, err)
+	}
+	return nil
+}
+
+// Len counts the entries (tests, diagnostics).
+func (c *Cache) Len(ctx context.Context) (int, error) {
+	var n int
+	err := c.db.QueryRowContext(ctx, `SELECT count(*) FROM responses`).Scan(&n)
+	return n, err
+}
+
+// Cacheable reports whether a call with these sampling parameters may be
+// cached at all: only deterministic (temperature 0) calls.
+func Cacheable(s provider.Sampling) bool { return s.Deterministic() }
+
+// Key computes the cache key of a call. Every variable-length field is
+// length-prefixed so that different splits of the same bytes never
+// collide; images enter by their SHA-256.
+func Key(providerName, modelID string, msgs []provider.Message, s provider.Sampling, profileHash string) string {
+	h := sha256.New()
+	put := func(b string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write([]byte(b))
+	}
+	put("chexpercept/respcache/1")
+	put(providerName)
+	put(modelID)
+	samp, _ := json.Marshal(s) // struct of scalars: cannot fail
+	put(string(samp))
+	put(profileHash)
+	put(fmt.Sprint(len(msgs)))
+	for _, m := range msgs {
+		put(string(m.Role))
+		put(m.Text)
+		put(fmt.Sprint(len(m.Images)))
+		for _, im := range m.Images {
+			put(im.SHA256)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,108 @@
+package respcache
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/provider"
+)
+
+func f64(v float64) *float64 { return &v }
+
+func msgs(text string, img *provider.Image) []provider.Message {
+	m := []provider.Message{{Role: provider.RoleSystem, Text: "sys"}, {Role: provider.RoleUser, Text: text}}
+	if img != nil {
+		m[1].Images = []*provider.Image{img}
+	}
+	return m
+}
+
+func TestKeyDistinguishesEveryInput(t *testing.T) {
+	a, b := provider.NewImage([]byte("png-a")), provider.NewImage([]byte("png-b"))
+	greedy := provider.Sampling{Temperature: f64(0)}
+	base := Key("opensource", "m", msgs("q", a), greedy, "h")
+	cases := []struct {
+		name string
+		key  string
+	}{
+		{"provider", Key("openai", "m", msgs("q", a), greedy, "h")},
+		{"model", Key("opensource", "m2", msgs("q", a), greedy, "h")},
+		{"text", Key("opensource", "m", msgs("q2", a), greedy, "h")},
+		{"image", Key("opensource", "m", msgs("q", b), greedy, "h")},
+		{"no image", Key("opensource", "m", msgs("q", nil), greedy, "h")},
+		{"sampling", Key("opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), TopP: f64(1)}, "h")},
+		{"profile", Key("opensource", "m", msgs("q", a), greedy, "h2")},
+		{"split", Key("opensource", "m", []provider.Message{{Role: provider.RoleSystem, Text: "sy"}, {Role: provider.RoleUser, Text: "sq", Images: []*provider.Image{a}}}, greedy, "h")},
+	}
+	for _, c := range cases {
+		if c.key == base {
+			t.Errorf("%s: key did not change", c.name)
+		}
+	}
+	if again := Key("opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), greedy, "h"); again != base {
+		t.Errorf("same inputs gave a different key")
+	}
+}
+
+func TestCacheRoundTripAndConcurrency(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, ok, err := c.Get(ctx, "missing"); ok || err != nil {
+		t.Fatalf("miss: ok=%v err=%v", ok, err)
+	}
+	if err := c.Put(ctx, "k", Entry{Text: ""}); err == nil {
+		t.Fatal("an empty answer was stored")
+	}
+	want := Entry{Text: "Answer: 2", FinishReason: "stop", Usage: &provider.Usage{Input: 10, Output: 2, Total: 12}}
+	if err := c.Put(ctx, "k", want); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if err := c.Put(ctx, "k"+string(rune('a'+i)), want); err != nil {
+				t.Error(err)
+			}
+			if _, ok, err := c.Get(ctx, "k"); !ok || err != nil {
+				t.Errorf("concurrent get: ok=%v err=%v", ok, err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	c.Close()
+
+	c2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	got, ok, err := c2.Get(ctx, "k")
+	if !ok || err != nil || got.Text != want.Text || got.FinishReason != "stop" || got.Usage == nil || got.Usage.Total != 12 {
+		t.Fatalf("reopened: %+v ok=%v err=%v", got, ok, err)
+	}
+	if n, _ := c2.Len(ctx); n != 9 {
+		t.Fatalf("entries = %d, want 9", n)
+	}
+}
+
+func TestCacheable(t *testing.T) {
+	for _, c := range []struct {
+		s    provider.Sampling
+		want bool
+	}{
+		{provider.Sampling{Temperature: f64(0)}, true},
+		{provider.Sampling{Temperature: f64(1)}, false},
+		{provider.Sampling{}, false},
+	} {
+		if got := Cacheable(c.s); got != c.want {
+			t.Errorf("Cacheable(%+v) = %v", c.s, got)
+		}
+	}
+}

@@ -1,0 +1,409 @@
+package results
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/ojson"
+)
+
+// Importing a reference all_results.json (spec protocol.md §9.3) into our
+// run format. The file keeps, per record, the conversation as sent
+// (chat_history: user text, images, fed-back text and, for a turn the
+// implicit oracle patched, its original reply) plus per-stage summaries.
+// We rebuild each record by replaying the recorded replies through our
+// own protocol engine on our copy of the benchmark: it re-derives which
+// turns are asked, the parse of every reply (rule and all), correctness,
+// oracle decisions and stages, exactly as a run of ours would. What was
+// actually sent and fed back is then taken from chat_history, and every
+// disagreement between the file and the replay is reported.
+//
+// Not recoverable from the file: timing (latency, attempts, started and
+// finished times), finish reasons, separately returned reasoning, cache
+// hits, per-turn usage when token_usage.per_call does not have one entry
+// per asked turn, and records the reference dropped (absent from the file).
+
+// ReplayTurn is what the engine is about to send for one call.
+type ReplayTurn struct {
+	UserText string   // the text as our engine composed it (with any explicit-oracle prefix)
+	Planned  string   // the turn's text without any oracle prefix
+	Images   []string // relative to the benchmark directory
+}
+
+// ReplayReply is a recorded answer handed back to the engine.
+type ReplayReply struct {
+	Text    string
+	Usage   *TokenUse
+	CostUSD *float64
+}
+
+// ReplaySettings are the run settings a replay uses.
+type ReplaySettings struct {
+	BenchDir     string
+	Oracle       string // none, implicit or explicit
+	Parse        string // reference or strict
+	GLMBoxUnwrap bool
+	Now          func() time.Time // record times; nil means time.Now
+}
+
+// ImportOptions configure ImportReference.
+type ImportOptions struct {
+	Bench    *benchmark.Benchmark
+	Engine   Engine
+	Settings ReplaySettings
+}
+
+// ImportResult is the outcome of an import.
+type ImportResult struct {
+	Records  []*Record // status ok, in benchmark order
+	ModelID  string    // token_usage.model_id seen in the file, "" if none
+	Usage    bool      // some record carried token_usage
+	Warnings []string  // disagreements between the file and the replay, aggregated
+}
+
+// warnings aggregates repeated disagreements: one line per kind with a
+// count and the first few places.
+type warnings struct {
+	kinds []string
+	count map[string]int
+	where map[string][]string
+}
+
+func (w *warnings) add(kind, where string) {
+	if w.count == nil {
+		w.count, w.where = map[string]int{}, map[string][]string{}
+	}
+	if w.count[kind] == 0 {
+		w.kinds = append(w.kinds, kind)
+	}
+	w.count[kind]++
+	if len(w.where[kind]) < 3 {
+		w.where[kind] = append(w.where[kind], where)
+	}
+}
+
+func (w *warnings) list() []string {
+	var out []string
+	for _, k := range w.kinds {
+		more := ""
+		if w.count[k] > len(w.where[k]) {
+			more = ", …"
+		}
+		out = append(out, fmt.Sprintf("%s: %d time(s) (%s%s)", k, w.count[k], strings.Join(w.where[k], ", "), more))
+	}
+	return out
+}
+
+type histEntry struct {
+	text     string
+	images   []string // relative to the benchmark directory
+	fedBack  string
+	original *string
+}
+
+// ImportReference reads a reference all_results.json (file names it in
+// messages) and rebuilds our records from it.
+func ImportReference(file string, data []byte, opts ImportOptions) (*ImportResult, error) {
+	top, err := ojson.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	if top.Kind != ojson.KindObject {
+		return nil, fmt.Errorf("%s: the top level is a %s, not an object keyed by key_id", file, top.Kind)
+	}
+	position := make(map[string]int, len(opts.Bench.Records))
+	for i, r := range opts.Bench.Records {
+		position[r.KeyID] = i
+	}
+	res := &ImportResult{}
+	var warn warnings
+	seen := map[string]bool{}
+	for _, mb := range top.O {
+		key := mb.Key
+		at := func(format string, args ...any) error {
+			return fmt.Errorf("%s: key %q: %s", file, key, benchmark.OneLine(fmt.Sprintf(format, args...)))
+		}
+		if seen[key] {
+			return nil, at("appears twice")
+		}
+		seen[key] = true
+		v := mb.Value
+		if v.Kind != ojson.KindObject {
+			return nil, at("the value is a %s, not an object", v.Kind)
+		}
+		idx, ok := position[key]
+		if !ok {
+			return nil, at("not in the benchmark %s", opts.Bench.Dir)
+		}
+		br := opts.Bench.Records[idx]
+		if k := v.Get("key_id"); k != nil && (k.Kind != ojson.KindString || k.S != key) {
+			return nil, at("key_id member is %s, not the record's key", showJSON(k))
+		}
+		if p := v.Get("qa_path"); p == nil || p.Kind != ojson.KindString {
+			return nil, at("qa_path is missing or not a string")
+		} else if p.S != string(br.Path()) {
+			return nil, at("qa_path is %q but the benchmark record's path is %q", p.S, br.Path())
+		}
+		hist, err := readHistory(v.Get("chat_history"), key)
+		if err != nil {
+			return nil, at("%v", err)
+		}
+		perCall, modelID, err := readUsage(v.Get("token_usage"))
+		if err != nil {
+			return nil, at("token_usage: %v", err)
+		}
+		if modelID != "" {
+			res.ModelID = modelID
+		}
+		if perCall != nil {
+			res.Usage = true
+			if len(perCall) != len(hist) {
+				warn.add("token_usage.per_call does not have one entry per chat_history turn; per-turn usage dropped", key)
+				perCall = nil
+			}
+		}
+
+		calls := 0
+		var replayErr error
+		rec := opts.Engine.Replay(br, idx, opts.Settings, func(k int, t ReplayTurn) (ReplayReply, error) {
+			calls++
+			if k >= len(hist) {
+				replayErr = at("chat_history has %d turn(s) but the benchmark path asks more (turn text %q…)", len(hist), clip(t.Planned))
+				return ReplayReply{}, replayErr
+			}
+			h := hist[k]
+			where := fmt.Sprintf("%s chat_history[%d]", key, k)
+			switch {
+			case h.text == t.UserText:
+			case h.text == t.Planned:
+				if t.UserText != t.Planned {
+					warn.add("our engine injected an oracle text that the file's turn lacks (the parse disagrees)", where)
+				}
+			case strings.HasSuffix(h.text, "\n\n"+t.Planned):
+				if t.UserText == t.Planned {
+					warn.add("the file's turn carries an oracle text our engine did not inject (the parse disagrees)", where)
+				}
+			default:
+				warn.add("user text differs from the benchmark question (other prompts or another benchmark version)", where)
+			}
+			if !slices.Equal(h.images, t.Images) {
+				warn.add("images differ from the benchmark turn's", where)
+			}
+			reply := ReplayReply{Text: h.fedBack}
+			if h.original != nil {
+				reply.Text = *h.original
+			}
+			if perCall != nil {
+				reply.Usage = perCall[k].use
+				c := perCall[k].cost
+				reply.CostUSD = &c
+			}
+			return reply, nil
+		})
+		if replayErr != nil {
+			return nil, replayErr
+		}
+		if rec.Status != StatusOK {
+			return nil, at("replay failed: %s", str(rec.Error))
+		}
+		if calls != len(hist) {
+			return nil, at("chat_history has %d turn(s) but the benchmark path asks %d", len(hist), calls)
+		}
+		// What was sent and fed back is the file's.
+		k := 0
+		for i := range rec.Turns {
+			t := &rec.Turns[i]
+			if t.Status != TurnAsked {
+				continue
+			}
+			h := hist[k]
+			where := fmt.Sprintf("%s chat_history[%d]", key, k)
+			k++
+			text := h.text
+			t.UserText = &text
+			t.Images = slices.Clone(h.images)
+			fb := h.fedBack
+			t.FedBack = &fb
+			switch {
+			case h.original != nil && t.OriginalRaw == nil:
+				warn.add("the file shows an implicit-oracle patch our engine did not make (the parse disagrees)", where)
+				o := *h.original
+				t.OriginalRaw = &o
+			case h.original == nil && t.OriginalRaw != nil:
+				warn.add("our engine patched a turn the file shows unpatched (the parse disagrees)", where)
+				t.OriginalRaw, t.PatchedAt = nil, nil
+			}
+		}
+		compareStages(&warn, key, v, ExportRecord(rec, "", ""))
+		res.Records = append(res.Records, rec)
+	}
+	slices.SortStableFunc(res.Records, func(a, b *Record) int { return a.Index - b.Index })
+	res.Warnings = warn.list()
+	return res, nil
+}
+
+func clip(s string) string {
+	s = benchmark.OneLine(s)
+	if len(s) > 40 {
+		return s[:40]
+	}
+	return s
+}
+
+// readHistory checks and converts chat_history.
+func readHistory(v *ojson.Value, key string) ([]histEntry, error) {
+	if v == nil {
+		return nil, fmt.Errorf("chat_history is missing")
+	}
+	if v.Kind != ojson.KindArray {
+		return nil, fmt.Errorf("chat_history is a %s, not an array", v.Kind)
+	}
+	var out []histEntry
+	for i, e := range v.A {
+		if e.Kind != ojson.KindArray || len(e.A) < 3 || len(e.A) > 4 {
+			return nil, fmt.Errorf("chat_history[%d]: want [user_text, [image paths], fed_back(, original)]", i)
+		}
+		for _, j := range []int{0, 2, 3} {
+			if j < len(e.A) && e.A[j].Kind != ojson.KindString {
+				return nil, fmt.Errorf("chat_history[%d][%d] is a %s, not a string", i, j, e.A[j].Kind)
+			}
+		}
+		if e.A[1].Kind != ojson.KindArray {
+			return nil, fmt.Errorf("chat_history[%d][1] is a %s, not an array of image paths", i, e.A[1].Kind)
+		}
+		h := histEntry{text: e.A[0].S, fedBack: e.A[2].S, images: []string{}}
+		if len(e.A) == 4 {
+			o := e.A[3].S
+			h.original = &o
+		}
+		for j, p := range e.A[1].A {
+			if p.Kind != ojson.KindString {
+				return nil, fmt.Errorf("chat_history[%d][1][%d] is a %s, not a string", i, j, p.Kind)
+			}
+			rel, err := relImage(p.S, key)
+			if err != nil {
+				return nil, fmt.Errorf("chat_history[%d][1][%d]: %v", i, j, err)
+			}
+			h.images = append(h.images, rel)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// relImage turns an absolute image path of the reference's machine,
+// <benchmark dir>/chexpercept/<key_id>/<file>, into our relative form
+// chexpercept/<key_id>/<file>. The part after the key folder must stay
+// inside it.
+func relImage(p, key string) (string, error) {
+	s := strings.ReplaceAll(p, `\`, "/")
+	marker := "chexpercept/" + key + "/"
+	i := strings.LastIndex(s, marker)
+	if i < 0 || (i > 0 && s[i-1] != '/') {
+		return "", fmt.Errorf("image path %q is not under chexpercept/%s/", p, key)
+	}
+	rest := s[i+len(marker):]
+	if rest == "" || strings.HasPrefix(rest, "/") {
+		return "", fmt.Errorf("image path %q names no file inside chexpercept/%s/", p, key)
+	}
+	for _, seg := range strings.Split(rest, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return "", fmt.Errorf("image path %q leaves its record folder", p)
+		}
+	}
+	return marker + rest, nil
+}
+
+type callUsage struct {
+	use  *TokenUse
+	cost float64
+}
+
+// readUsage reads token_usage: per_call entries and model_id. A missing
+// block gives nil.
+func readUsage(v *ojson.Value) ([]callUsage, string, error) {
+	if v == nil {
+		return nil, "", nil
+	}
+	if v.Kind != ojson.KindObject {
+		return nil, "", fmt.Errorf("a %s, not an object", v.Kind)
+	}
+	modelID := ""
+	if m := v.Get("model_id"); m != nil && m.Kind == ojson.KindString {
+		modelID = m.S
+	}
+	pc := v.Get("per_call")
+	if pc == nil || pc.Kind != ojson.KindArray {
+		return nil, modelID, fmt.Errorf("per_call is missing or not an array")
+	}
+	out := []callUsage{}
+	for i, e := range pc.A {
+		num := func(name string) (int64, error) {
+			x := e.Get(name)
+			if x == nil {
+				return 0, nil
+			}
+			n, ok := benchmark.IntLiteral(x)
+			if !ok {
+				return 0, fmt.Errorf("per_call[%d].%s is %s, not an integer", i, name, showJSON(x))
+			}
+			return int64(n), nil
+		}
+		var u TokenUse
+		var err error
+		for _, f := range []struct {
+			name string
+			dst  *int64
+		}{{"input_tokens", &u.InputTokens}, {"cached_input_tokens", &u.CachedInputTokens}, {"output_tokens", &u.OutputTokens},
+			{"thinking_tokens", &u.ThinkingTokens}, {"total_tokens", &u.TotalTokens}} {
+			if *f.dst, err = num(f.name); err != nil {
+				return nil, modelID, err
+			}
+		}
+		cost := 0.0
+		if c := e.Get("cost_usd"); c != nil {
+			if c.Kind != ojson.KindNumber {
+				return nil, modelID, fmt.Errorf("per_call[%d].cost_usd is %s, not a number", i, showJSON(c))
+			}
+			if _, err := fmt.Sscan(c.N, &cost); err != nil {
+				return nil, modelID, fmt.Errorf("per_call[%d].cost_usd: %v", i, err)
+			}
+		}
+		out = append(out, callUsage{use: &u, cost: cost})
+	}
+	return out, modelID, nil
+}
+
+// compareStages reports where the file's stage objects (responses,
+// ground truth, correctness) disagree with the replay's export.
+func compareStages(w *warnings, key string, file, ours *ojson.Value) {
+	for _, s := range []string{"detection_qa", "contour_evaluation_qa", "contour_revision_qa", "attribute_extraction_qa"} {
+		a, b := file.Get(s), ours.Get(s)
+		for _, part := range []string{"response", "responses", "ground_truth", "correct"} {
+			var av, bv *ojson.Value
+			if a != nil {
+				av = a.Get(part)
+			}
+			if b != nil {
+				bv = b.Get(part)
+			}
+			if av == nil && bv == nil {
+				continue
+			}
+			if av == nil || bv == nil || string(ojson.MarshalCompact(av)) != string(ojson.MarshalCompact(bv)) {
+				kind := map[string]string{
+					"response": "the file's parsed response differs from our re-parse", "responses": "the file's parsed response differs from our re-parse",
+					"ground_truth": "the file's ground truth differs from the benchmark", "correct": "the file's correctness differs from our re-scoring",
+				}[part]
+				w.add(kind, key+" "+s)
+			}
+		}
+	}
+	if a, b := file.Get("_chat_history_idx"), ours.Get("_chat_history_idx"); (a == nil) != (b == nil) ||
+		(a != nil && string(ojson.MarshalCompact(a)) != string(ojson.MarshalCompact(b))) {
+		w.add("the file's _chat_history_idx differs from the replay's", key)
+	}
+}

@@ -1,0 +1,175 @@
+package results
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// File names of a run directory (spec protocol.md §9.1).
+const (
+	ManifestFile   = "manifest.json"
+	ResultsFile    = "results.jsonl"
+	AllResultsFile = "all_results.json"
+	SummaryFile    = "summary.json"
+)
+
+// ReadResults reads every complete line of a results.jsonl file, in file
+// order. A last line without its "\n" (a write cut short by a kill) is
+// ignored, as resume would truncate it; any complete line that does not
+// decode is an error naming the file and the line number. A missing file
+// reads as no records.
+func ReadResults(path string) ([]*Record, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return parseLines(path, data)
+}
+
+func parseLines(path string, data []byte) ([]*Record, error) {
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	} else {
+		data = nil
+	}
+	var out []*Record
+	line := 0
+	for len(data) > 0 {
+		line++
+		i := bytes.IndexByte(data, '\n')
+		b := data[:i]
+		data = data[i+1:]
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		r, err := UnmarshalLine(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: line %d: %v", path, line, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Latest keeps the last line per key_id (readers use the last line, §9.2)
+// and returns those records sorted by index.
+func Latest(recs []*Record) []*Record {
+	last := make(map[string]int, len(recs))
+	for i, r := range recs {
+		last[r.KeyID] = i
+	}
+	out := make([]*Record, 0, len(last))
+	for i, r := range recs {
+		if last[r.KeyID] == i {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Record) int { return a.Index - b.Index })
+	return out
+}
+
+// Store appends records to a results.jsonl file, one complete line per
+// record, synced before Append returns, so a kill at any moment loses at
+// most the line being written (which the next Open cuts away). A Store is
+// not safe for concurrent use: the runner gives it to one writer
+// goroutine.
+type Store struct {
+	f    *os.File
+	path string
+}
+
+// OpenStore opens (creating if needed) the results.jsonl at path for
+// appending. A partial last line is truncated away; the complete lines
+// already present are returned in file order.
+func OpenStore(path string) (*Store, []*Record, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	keep := int64(bytes.LastIndexByte(data, '\n') + 1)
+	if keep != int64(len(data)) {
+		if err := f.Truncate(keep); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("truncate the partial last line of %s: %w", path, err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("sync %s: %w", path, err)
+		}
+	}
+	recs, err := parseLines(path, data[:keep])
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if _, err := f.Seek(keep, io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("seek %s: %w", path, err)
+	}
+	return &Store{f: f, path: path}, recs, nil
+}
+
+// Append writes r as one line and syncs the file.
+func (s *Store) Append(r *Record) error {
+	line, err := r.MarshalLine()
+	if err != nil {
+		return err
+	}
+	if _, err := s.f.Write(line); err != nil {
+		return fmt.Errorf("append to %s: %w", s.path, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.f.Close() }
+
+// WriteFileAtomic writes data to name through a synced temporary file in
+// the same directory and a rename, so readers see the old file or the new
+// one, never a partial one.
+func WriteFileAtomic(name string, data []byte) error {
+	dir := filepath.Dir(name)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}

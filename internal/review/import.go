@@ -1,0 +1,338 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/source"
+)
+
+// ImportOptions configures ReadSheets.
+type ImportOptions struct {
+	// Source maps key_id → case of the manifest or candidates the sheets
+	// were made from (nil without --source). Rows without digests are bound
+	// to these inputs as they are now.
+	Source map[string]*source.Case
+	// Reviewer names the reviewer of every row; "" = the nearest enclosing
+	// annotator_<X> folder of each sheet, else "import".
+	Reviewer string
+	// Legacy applies the reference's rule to optimal?/optimal cells: any
+	// non-empty cell accepts.
+	Legacy bool
+	Now    time.Time
+}
+
+// maxSheetBytes bounds one sheet file.
+const maxSheetBytes = 64 << 20
+
+// ReadSheets reads filled review sheets (review_sheet.csv or a reference
+// layout, recognised by the header) and returns one log line per decided
+// row, in sheet and row order. Every problem is collected; if there is
+// any, no line is returned and the error lists them (sheet:line: reason).
+func ReadSheets(paths []string, opt ImportOptions) ([]*Line, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no --csv sheet given")
+	}
+	stamp := opt.Now.UTC().Format(time.RFC3339)
+	var problems []string
+	var lines []*Line
+	var loader *source.Loader
+	if opt.Source != nil {
+		var err error
+		if loader, err = source.NewLoader(nil, buildcfg.Default(), "", nil); err != nil {
+			return nil, err
+		}
+	}
+	bound := map[string][2]*string{} // key_id → current digests (cache)
+	for _, p := range paths {
+		ls, errs := readSheet(p, opt, stamp, loader, bound)
+		lines = append(lines, ls...)
+		problems = append(problems, errs...)
+	}
+	if len(problems) > 0 {
+		const show = 20
+		msg := problems
+		if len(msg) > show {
+			msg = append(append([]string{}, msg[:show]...), fmt.Sprintf("… and %d more", len(problems)-show))
+		}
+		return nil, fmt.Errorf("import: %d problem(s), nothing imported:\n  %s", len(problems), strings.Join(msg, "\n  "))
+	}
+	return lines, nil
+}
+
+// sheetReviewer is the nearest enclosing annotator_<X> folder, else
+// "import".
+func sheetReviewer(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	for d := filepath.Dir(abs); ; d = filepath.Dir(d) {
+		b := filepath.Base(d)
+		if strings.HasPrefix(b, "annotator_") && len(b) > len("annotator_") {
+			return b
+		}
+		if filepath.Dir(d) == d {
+			return "import"
+		}
+	}
+}
+
+func readSheet(path string, opt ImportOptions, stamp string, loader *source.Loader, bound map[string][2]*string) ([]*Line, []string) {
+	fail := func(line int, format string, args ...any) string {
+		if line == 0 {
+			return path + ": " + fmt.Sprintf(format, args...)
+		}
+		return fmt.Sprintf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, []string{fail(0, "%v", unwrapPath(err))}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSheetBytes+1))
+	if err != nil {
+		return nil, []string{fail(0, "%v", err)}
+	}
+	if len(data) > maxSheetBytes {
+		return nil, []string{fail(0, "larger than %d MiB", maxSheetBytes>>20)}
+	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // spreadsheet programs add a BOM
+	r := csv.NewReader(bytes.NewReader(data))
+	header, err := r.Read()
+	if err != nil {
+		return nil, []string{fail(1, "cannot read the header: %v", err)}
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		h = strings.TrimSpace(h)
+		if _, dup := col[h]; !dup {
+			col[h] = i
+		}
+	}
+	_, hasKey := col["key_id"]
+	_, hasDecision := col["decision"]
+	optCol, hasOpt := col["optimal?"]
+	if !hasOpt {
+		optCol, hasOpt = col["optimal"]
+	}
+	var decCol int
+	legacyCell := false
+	switch {
+	case hasKey && hasDecision:
+		decCol = col["decision"]
+	case hasKey && hasOpt:
+		decCol, legacyCell = optCol, opt.Legacy
+	default:
+		return nil, []string{fail(1, "header is neither review_sheet.csv (key_id, …, decision) nor a reference sheet (key_id, …, optimal?)")}
+	}
+	imgCol, hasImg := col["image_sha256"]
+	maskCol, hasMask := col["mask_sha256"]
+	reviewer := opt.Reviewer
+	if reviewer == "" {
+		reviewer = sheetReviewer(path)
+	}
+	var lines []*Line
+	var problems []string
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		line, _ := r.FieldPos(0)
+		if err != nil {
+			problems = append(problems, fail(line, "%v", err))
+			break
+		}
+		cell := func(i int) string {
+			if i < len(rec) {
+				return strings.TrimSpace(rec[i])
+			}
+			return ""
+		}
+		key := cell(col["key_id"])
+		raw := cell(decCol)
+		var dec string
+		if legacyCell {
+			if raw != "" {
+				dec = DecisionAccept
+			}
+		} else if dec, err = mapDecision(raw); err != nil {
+			problems = append(problems, fail(line, "%s %q: %v", header[decCol], raw, err))
+			continue
+		}
+		if dec == "" {
+			continue
+		}
+		if key == "" {
+			problems = append(problems, fail(line, "key_id is empty"))
+			continue
+		}
+		ln := &Line{KeyID: key, Decision: dec, Reviewer: reviewer, Time: stamp}
+		if hasImg && cell(imgCol) != "" {
+			img := cell(imgCol)
+			if !hexDigest.MatchString(img) {
+				problems = append(problems, fail(line, "image_sha256 %q is not 64 lowercase hex digits", img))
+				continue
+			}
+			ln.ImageSHA256 = &img
+			if hasMask && cell(maskCol) != "" {
+				m := cell(maskCol)
+				if !hexDigest.MatchString(m) {
+					problems = append(problems, fail(line, "mask_sha256 %q is not 64 lowercase hex digits", m))
+					continue
+				}
+				ln.MaskSHA256 = &m
+			}
+		} else {
+			if opt.Source == nil {
+				problems = append(problems, fail(line, "key_id %s: the row carries no digests; pass --source FILE (the manifest or candidates the sheet was made from) to bind it to the current inputs", key))
+				continue
+			}
+			d, err := bindDigests(key, opt.Source, loader, bound)
+			if err != nil {
+				problems = append(problems, fail(line, "key_id %s: %v", key, err))
+				continue
+			}
+			ln.ImageSHA256, ln.MaskSHA256 = d[0], d[1]
+		}
+		if c := opt.Source[key]; opt.Source != nil && c == nil {
+			problems = append(problems, fail(line, "key_id %s is not in --source", key))
+			continue
+		}
+		lines = append(lines, ln)
+	}
+	return lines, problems
+}
+
+// bindDigests computes the current review digests of key's inputs.
+func bindDigests(key string, src map[string]*source.Case, l *source.Loader, cache map[string][2]*string) ([2]*string, error) {
+	if d, ok := cache[key]; ok {
+		return d, nil
+	}
+	c := src[key]
+	if c == nil {
+		return [2]*string{}, errors.New("not in --source")
+	}
+	img, err := source.ImageSHA256(c)
+	if err != nil {
+		return [2]*string{}, err
+	}
+	d := [2]*string{&img, nil}
+	if c.Positive() {
+		m, err := l.CandidateMask(c)
+		if err != nil {
+			return [2]*string{}, err
+		}
+		ms := source.MaskSHA256(m)
+		d[1] = &ms
+	}
+	cache[key] = d
+	return d, nil
+}
+
+// mapDecision maps a sheet cell (§4, case-insensitive): y, yes, 1, true,
+// accept, x → accept; n, no, 0, false, reject → reject; empty → no
+// decision; anything else is an error.
+func mapDecision(cell string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(cell)) {
+	case "":
+		return "", nil
+	case "y", "yes", "1", "true", "accept", "x":
+		return DecisionAccept, nil
+	case "n", "no", "0", "false", "reject":
+		return DecisionReject, nil
+	}
+	return "", errors.New("is not one of y, yes, 1, true, accept, x (accept) or n, no, 0, false, reject (reject)")
+}
+
+// AppendLog appends lines to a reviews.jsonl file (created when absent) in
+// one write, so a concurrent reader never sees a partial line of ours.
+func AppendLog(path string, lines []*Line) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("reviews %s: %v", path, unwrapPath(err))
+	}
+	data := MarshalLines(lines)
+	// A file whose last line lacks its newline would glue our first line
+	// onto it.
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		var last [1]byte
+		if rf, err := os.Open(path); err == nil {
+			if _, err := rf.ReadAt(last[:], st.Size()-1); err == nil && last[0] != '\n' {
+				data = append([]byte{'\n'}, data...)
+			}
+			rf.Close()
+		}
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("reviews %s: %v", path, err)
+	}
+	return f.Close()
+}
+
+// ImportLines stores imported decisions in the database, in one
+// transaction: each line's case must exist; its reviewer is created
+// (without a token, so it cannot sign in) and assigned to the case when
+// needed, so the decision takes part in the resolution rule. Refused while
+// the review is locked.
+func (s *Store) ImportLines(ctx context.Context, lines []*Line) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var locked string
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT value FROM meta WHERE key = 'locked'), '0')`).Scan(&locked); err != nil {
+			return err
+		}
+		if locked == "1" {
+			return fmt.Errorf("review db %s: %w; unlock it in the admin view before importing", s.Path, ErrLocked)
+		}
+		revs := map[string]int64{}
+		for _, ln := range lines {
+			var caseID int64
+			if err := tx.QueryRowContext(ctx, `SELECT id FROM cases WHERE key_id = ?`, ln.KeyID).Scan(&caseID); err != nil {
+				if errors.Is(err, sql.ErrNoRows) {
+					return fmt.Errorf("review db %s: key_id %s is not a case of the database", s.Path, ln.KeyID)
+				}
+				return err
+			}
+			rid, ok := revs[ln.Reviewer]
+			if !ok {
+				if ln.Reviewer == AdminName {
+					return fmt.Errorf("reviewer name %q is reserved for the admin", AdminName)
+				}
+				var isAdmin bool
+				err := tx.QueryRowContext(ctx, `SELECT id, is_admin FROM reviewers WHERE name = ?`, ln.Reviewer).Scan(&rid, &isAdmin)
+				if errors.Is(err, sql.ErrNoRows) {
+					res, err := tx.ExecContext(ctx, `INSERT INTO reviewers(name, token_sha256, is_admin) VALUES(?, NULL, 0)`, ln.Reviewer)
+					if err != nil {
+						return err
+					}
+					rid, _ = res.LastInsertId()
+				} else if err != nil {
+					return err
+				}
+				revs[ln.Reviewer] = rid
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO assignments(case_id, reviewer_id, pos)
+				SELECT ?, ?, COALESCE(max(pos), -1) + 1 FROM assignments WHERE case_id = ?
+				ON CONFLICT(case_id, reviewer_id) DO NOTHING`, caseID, rid, caseID); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO decisions(case_id, reviewer_id, decision, note, time, image_sha256, mask_sha256) VALUES(?,?,?,?,?,?,?)`,
+				caseID, rid, ln.Decision, ln.Note, ln.Time, nullable(ln.ImageSHA256), nullable(ln.MaskSHA256)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

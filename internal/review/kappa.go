@@ -1,0 +1,210 @@
+package review
+
+import (
+	"math"
+	"sort"
+)
+
+// categories are the decision categories agreement is measured on.
+var categories = []string{DecisionAccept, DecisionReject, DecisionUnsure}
+
+func catIndex(d string) int {
+	for i, c := range categories {
+		if c == d {
+			return i
+		}
+	}
+	return -1
+}
+
+// CohenKappa is Cohen's κ of two raters over paired ratings (equal
+// length; categories accept/reject/unsure). κ = (po − pe)/(1 − pe). When
+// pe = 1 (both raters used one and the same category throughout) κ is
+// undefined and NaN is returned; so it is for no pairs.
+func CohenKappa(a, b []string) float64 {
+	n := len(a)
+	if n == 0 || n != len(b) {
+		return math.NaN()
+	}
+	var ca, cb [3]float64
+	agree := 0
+	for i := range a {
+		ia, ib := catIndex(a[i]), catIndex(b[i])
+		if ia < 0 || ib < 0 {
+			return math.NaN()
+		}
+		ca[ia]++
+		cb[ib]++
+		if ia == ib {
+			agree++
+		}
+	}
+	po := float64(agree) / float64(n)
+	pe := 0.0
+	for j := range ca {
+		pe += float64(ca[j]/float64(n)) * float64(cb[j]/float64(n))
+	}
+	if pe >= 1 {
+		return math.NaN()
+	}
+	return (po - pe) / (1 - pe)
+}
+
+// FleissKappa is Fleiss' κ for items each rated by the same number m ≥ 2
+// of raters; counts[i][j] is how many raters put item i in category j.
+// NaN when it is undefined (no items, fewer than two raters, or every
+// rating in one category).
+func FleissKappa(counts [][3]int) float64 {
+	N := len(counts)
+	if N == 0 {
+		return math.NaN()
+	}
+	m := 0
+	for _, c := range counts[0] {
+		m += c
+	}
+	if m < 2 {
+		return math.NaN()
+	}
+	var colSum [3]float64
+	pBar := 0.0
+	for _, row := range counts {
+		s, sq := 0, 0
+		for j, c := range row {
+			s += c
+			sq += c * c
+			colSum[j] += float64(c)
+		}
+		if s != m {
+			return math.NaN()
+		}
+		pBar += float64(sq-m) / float64(m*(m-1))
+	}
+	pBar /= float64(N)
+	pe := 0.0
+	for _, c := range colSum {
+		p := c / float64(N*m)
+		pe += float64(p * p)
+	}
+	if pe >= 1 {
+		return math.NaN()
+	}
+	return (pBar - pe) / (1 - pe)
+}
+
+// PairAgreement is Cohen's κ of one pair of reviewers over the cases both
+// have decided.
+type PairAgreement struct {
+	A, B   string
+	N      int     // cases both decided
+	Agree  int     // of which they gave the same decision
+	Kappa  float64 // NaN when undefined
+	Shared int     // cases assigned to both
+}
+
+// Agreement summarises reviewer agreement over the store's state.
+type Agreement struct {
+	Pairs []PairAgreement // every pair sharing at least one case, by names
+	// Fleiss' κ over the cases with exactly M assigned reviewers (M ≥ 2,
+	// the most common overlap) that all of them decided.
+	FleissN     int
+	FleissM     int
+	FleissKappa float64
+}
+
+// ComputeAgreement derives the pairwise and overall agreement from a
+// snapshot (latest decision per reviewer; admin resolutions do not count).
+func ComputeAgreement(st []*CaseState) Agreement {
+	type key struct{ a, b string }
+	pairs := map[key]*struct {
+		shared int
+		ra, rb []string
+	}{}
+	mCount := map[int]int{}
+	for _, cs := range st {
+		if len(cs.Assigned) >= 2 {
+			mCount[len(cs.Assigned)]++
+		}
+		for i := range cs.Assigned {
+			for j := i + 1; j < len(cs.Assigned); j++ {
+				a, b, ai, bi := cs.Assigned[i], cs.Assigned[j], i, j
+				if naturalLess(b, a) {
+					a, b, ai, bi = b, a, j, i
+				}
+				p := pairs[key{a, b}]
+				if p == nil {
+					p = &struct {
+						shared int
+						ra, rb []string
+					}{}
+					pairs[key{a, b}] = p
+				}
+				p.shared++
+				if da, db := cs.Latest[ai], cs.Latest[bi]; da != nil && db != nil {
+					p.ra = append(p.ra, da.Decision)
+					p.rb = append(p.rb, db.Decision)
+				}
+			}
+		}
+	}
+	var ag Agreement
+	for k, p := range pairs {
+		pa := PairAgreement{A: k.a, B: k.b, N: len(p.ra), Shared: p.shared, Kappa: CohenKappa(p.ra, p.rb)}
+		for i := range p.ra {
+			if p.ra[i] == p.rb[i] {
+				pa.Agree++
+			}
+		}
+		ag.Pairs = append(ag.Pairs, pa)
+	}
+	sort.Slice(ag.Pairs, func(i, j int) bool {
+		if ag.Pairs[i].A != ag.Pairs[j].A {
+			return naturalLess(ag.Pairs[i].A, ag.Pairs[j].A)
+		}
+		return naturalLess(ag.Pairs[i].B, ag.Pairs[j].B)
+	})
+	for m, c := range mCount {
+		if c > mCount[ag.FleissM] || (c == mCount[ag.FleissM] && m < ag.FleissM) {
+			ag.FleissM = m
+		}
+	}
+	var counts [][3]int
+	if ag.FleissM >= 2 {
+	cases:
+		for _, cs := range st {
+			if len(cs.Assigned) != ag.FleissM {
+				continue
+			}
+			var row [3]int
+			for _, a := range cs.Latest {
+				if a == nil {
+					continue cases
+				}
+				row[catIndex(a.Decision)]++
+			}
+			counts = append(counts, row)
+		}
+	}
+	ag.FleissN = len(counts)
+	ag.FleissKappa = FleissKappa(counts)
+	return ag
+}
+
+// naturalLess orders reviewer names so that r2 < r10.
+func naturalLess(a, b string) bool {
+	if len(a) != len(b) {
+		pa, pb := prefixLen(a), prefixLen(b)
+		if a[:pa] == b[:pb] && pa < len(a) && pb < len(b) {
+			return len(a) < len(b)
+		}
+	}
+	return a < b
+}
+
+func prefixLen(s string) int {
+	i := 0
+	for i < len(s) && !(s[i] >= '0' && s[i] <= '9') {
+		i++
+	}
+	return i
+}

@@ -1,0 +1,292 @@
+// Package review holds the expert-review hook of the builder (spec
+// build.md §4): the decisions that let a candidate case into a benchmark.
+//
+// A case is accepted only by an explicit, current decision. Decisions come
+// from one of two stores with identical semantics: the portable
+// reviews.jsonl log (this file: the latest line per key_id wins) or the
+// review app's SQLite database. The build sees both through the Decisions
+// interface; a Resolution tells it whether a candidate is accepted and, if
+// not, why (missing, rejected, disputed, stale).
+package review
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+
+	"github.com/chexpercept/chexpercept/internal/ojson"
+)
+
+// Resolution statuses. Every status but Accepted excludes the case and is
+// counted as not_accepted:<status>.
+const (
+	Accepted = "accepted"
+	Missing  = "missing"
+	Rejected = "rejected"
+	Disputed = "disputed"
+	Stale    = "stale"
+)
+
+// Decision values of a log line (resolved lines may also say "disputed").
+const (
+	DecisionAccept   = "accept"
+	DecisionReject   = "reject"
+	DecisionUnsure   = "unsure"
+	DecisionDisputed = "disputed"
+)
+
+// Resolution is what a store says about one candidate.
+type Resolution struct {
+	Status string // Accepted, Missing, Rejected, Disputed or Stale
+	// Decision is the resolved decision the status came from ("accept",
+	// "reject", "disputed", "unsure"); "" when the store has none.
+	Decision string
+	// ImageSHA256 / MaskSHA256 are the digests stored with the decision
+	// (nil when absent); they enter reviews_sha256.
+	ImageSHA256, MaskSHA256 *string
+}
+
+// Decisions resolves candidates. imageSHA and maskSHA are the digests of
+// the current inputs (maskSHA "" for negatives); an accepted decision whose
+// digests differ is Stale.
+type Decisions interface {
+	Resolve(keyID, imageSHA, maskSHA string) Resolution
+}
+
+// Line is one line of reviews.jsonl (§4 field table).
+type Line struct {
+	KeyID       string
+	Decision    string
+	Reviewer    string
+	Reviewers   []string
+	Time        string
+	ImageSHA256 *string
+	MaskSHA256  *string
+	Note        string
+	LineNo      int // 1-based line in the file
+}
+
+// Log is a parsed reviews.jsonl: the latest line per key_id.
+type Log struct {
+	Path   string
+	latest map[string]*Line
+}
+
+var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// ReadLog reads a reviews.jsonl file. A line that is not a JSON object, or
+// lacks key_id or a known decision, or carries a malformed digest, is an
+// error naming the file and the line.
+func ReadLog(path string) (*Log, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reviews %s: %w", path, unwrapPath(err))
+	}
+	defer f.Close()
+	return parseLog(path, f)
+}
+
+func parseLog(path string, r io.Reader) (*Log, error) {
+	l := &Log{Path: path, latest: map[string]*Line{}}
+	br := bufio.NewReaderSize(r, 1<<16)
+	for n := 1; ; n++ {
+		raw, rerr := br.ReadBytes('\n')
+		if rerr != nil && rerr != io.EOF {
+			return nil, fmt.Errorf("reviews %s:%d: read error: %v", path, n, rerr)
+		}
+		raw = bytes.TrimSpace(raw)
+		if len(raw) > 0 {
+			ln, err := parseLine(raw)
+			if err != nil {
+				return nil, fmt.Errorf("reviews %s:%d: %v", path, n, err)
+			}
+			ln.LineNo = n
+			l.latest[ln.KeyID] = ln
+		}
+		if rerr == io.EOF {
+			break
+		}
+	}
+	return l, nil
+}
+
+func parseLine(raw []byte) (*Line, error) {
+	v, err := ojson.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if v.Kind != ojson.KindObject {
+		return nil, errors.New("not a JSON object")
+	}
+	ln := &Line{}
+	str := func(key string, required bool) (string, error) {
+		x := v.Get(key)
+		if x == nil || x.Kind == ojson.KindNull {
+			if required {
+				return "", fmt.Errorf("field %s is missing", key)
+			}
+			return "", nil
+		}
+		if x.Kind != ojson.KindString {
+			return "", fmt.Errorf("field %s is not a string", key)
+		}
+		return x.S, nil
+	}
+	digest := func(key string) (*string, error) {
+		s, err := str(key, false)
+		if err != nil || s == "" {
+			return nil, err
+		}
+		if !hexDigest.MatchString(s) {
+			return nil, fmt.Errorf("field %s is not 64 lowercase hex digits", key)
+		}
+		return &s, nil
+	}
+	if ln.KeyID, err = str("key_id", true); err != nil {
+		return nil, err
+	}
+	if ln.KeyID == "" {
+		return nil, errors.New("field key_id is empty")
+	}
+	if ln.Decision, err = str("decision", true); err != nil {
+		return nil, err
+	}
+	switch ln.Decision {
+	case DecisionAccept, DecisionReject, DecisionUnsure, DecisionDisputed:
+	default:
+		return nil, fmt.Errorf("key_id %s: decision %q is not accept, reject, unsure or disputed", ln.KeyID, ln.Decision)
+	}
+	if ln.Reviewer, err = str("reviewer", false); err != nil {
+		return nil, err
+	}
+	if ln.Time, err = str("time", false); err != nil {
+		return nil, err
+	}
+	if ln.Note, err = str("note", false); err != nil {
+		return nil, err
+	}
+	if x := v.Get("reviewers"); x != nil && x.Kind != ojson.KindNull {
+		if x.Kind != ojson.KindArray {
+			return nil, errors.New("field reviewers is not an array")
+		}
+		for _, e := range x.A {
+			if e.Kind != ojson.KindString {
+				return nil, errors.New("field reviewers holds a non-string")
+			}
+			ln.Reviewers = append(ln.Reviewers, e.S)
+		}
+	}
+	if ln.ImageSHA256, err = digest("image_sha256"); err != nil {
+		return nil, err
+	}
+	if ln.MaskSHA256, err = digest("mask_sha256"); err != nil {
+		return nil, err
+	}
+	return ln, nil
+}
+
+// Len is the number of key_ids with a line.
+func (l *Log) Len() int { return len(l.latest) }
+
+// Latest returns the line that decides keyID, or nil.
+func (l *Log) Latest(keyID string) *Line { return l.latest[keyID] }
+
+// Resolve applies the log rule of §4: accept → accepted (stale when a
+// digest differs from the current inputs), reject → rejected, disputed →
+// disputed, unsure or no line → missing.
+func (l *Log) Resolve(keyID, imageSHA, maskSHA string) Resolution {
+	ln := l.latest[keyID]
+	if ln == nil {
+		return Resolution{Status: Missing}
+	}
+	res := Resolution{Decision: ln.Decision, ImageSHA256: ln.ImageSHA256, MaskSHA256: ln.MaskSHA256}
+	switch ln.Decision {
+	case DecisionAccept:
+		res.Status = Accepted
+		if !sameDigest(ln.ImageSHA256, imageSHA) || !sameDigest(ln.MaskSHA256, maskSHA) {
+			res.Status = Stale
+		}
+	case DecisionReject:
+		res.Status = Rejected
+	case DecisionDisputed:
+		res.Status = Disputed
+	default:
+		res.Status = Missing
+	}
+	return res
+}
+
+// sameDigest compares a stored digest with the current one; "" (and nil)
+// mean "no digest" (a negative's mask).
+func sameDigest(stored *string, current string) bool {
+	if stored == nil {
+		return current == ""
+	}
+	return *stored == current
+}
+
+// ReviewerDecision is one reviewer's latest decision on a case.
+type ReviewerDecision struct {
+	Reviewer string
+	Decision string // accept | reject | unsure | "" (none yet)
+}
+
+// ResolveDecisions is the resolution rule of §4 for a case assigned to
+// reviewers, in assignment order, with an optional admin resolution
+// (admin "" = none). It returns the resolved decision: accept, reject,
+// disputed or unsure (the log vocabulary; unsure also covers a missing
+// decision).
+func ResolveDecisions(assigned []ReviewerDecision, admin string) string {
+	switch admin {
+	case DecisionAccept, DecisionReject:
+		return admin
+	}
+	if len(assigned) == 0 {
+		return DecisionUnsure
+	}
+	all := func(d string) bool {
+		for _, a := range assigned {
+			if a.Decision != d {
+				return false
+			}
+		}
+		return true
+	}
+	if all(DecisionAccept) {
+		return DecisionAccept
+	}
+	if all(DecisionReject) {
+		return DecisionReject
+	}
+	given := map[string]bool{}
+	for _, a := range assigned {
+		if a.Decision != "" {
+			given[a.Decision] = true
+		}
+	}
+	if len(given) > 1 {
+		return DecisionDisputed
+	}
+	return DecisionUnsure
+}
+
+// AcceptAll is the Decisions of --accept-all: every candidate is accepted
+// and no decision enters reviews_sha256.
+type AcceptAll struct{}
+
+// Resolve accepts every case.
+func (AcceptAll) Resolve(string, string, string) Resolution {
+	return Resolution{Status: Accepted}
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

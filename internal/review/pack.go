@@ -1,0 +1,198 @@
+package review
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/render"
+	"github.com/chexpercept/chexpercept/internal/source"
+)
+
+// AnnotatorName is the folder name of annotator i (0-based): annotator_A …
+// annotator_Z, then annotator_AA, annotator_AB, … (spreadsheet columns).
+func AnnotatorName(i int) string {
+	var s []byte
+	for n := i + 1; n > 0; n = (n - 1) / 26 {
+		s = append([]byte{byte('A' + (n-1)%26)}, s...)
+	}
+	return "annotator_" + string(s)
+}
+
+// reportExcerptRunes bounds the report_excerpt column.
+const reportExcerptRunes = 300
+
+// PackOptions configures Pack.
+type PackOptions struct {
+	Annotators int // N ≥ 1 (default 6 in the command)
+	Workers    int // ≤ 0: number of CPUs
+	Warn       io.Writer
+}
+
+// PackSummary reports what Pack wrote.
+type PackSummary struct {
+	Cases, Skipped, Sheets int
+}
+
+// Pack writes offline review packs (§4) under out, which must not exist or
+// be empty: for each lesion and label, in source order, row i goes to
+// annotator i mod N, whose folder annotator_<X>/<lesion>/<label>/ gets the
+// review image <key_id>.png and a line in review_sheet.csv. Positive
+// review images are the CXR beside the CXR with the candidate mask in red
+// at alpha 0.33 (2048×1024 RGB); negatives are the canonical CXR. A case
+// whose inputs cannot be read is skipped with a warning.
+func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error) {
+	var sum PackSummary
+	if opt.Annotators < 1 {
+		return sum, fmt.Errorf("--annotators must be at least 1, got %d", opt.Annotators)
+	}
+	if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {
+		return sum, fmt.Errorf("pack output %s is not empty (refusing to mix packs)", out)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return sum, fmt.Errorf("pack output %s: %v", out, unwrapPath(err))
+	}
+	// Folder of every case, by round robin within lesion and label.
+	dirs := make([]string, len(cases))
+	counter := map[string]int{}
+	for i, c := range cases {
+		k := c.Lesion + "/" + c.Label
+		a := counter[k] % opt.Annotators
+		counter[k]++
+		dirs[i] = filepath.Join(out, AnnotatorName(a), c.Lesion, c.Label)
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	loader, err := source.NewLoader(nil, buildcfg.Default(), "", nil)
+	if err != nil {
+		return sum, err
+	}
+	type result struct {
+		row []string
+		err error
+	}
+	res := make([]result, len(cases))
+	var mu sync.Mutex
+	made := map[string]bool{}
+	mkdir := func(d string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if made[d] {
+			return nil
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		made[d] = true
+		return nil
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var fatal error
+	var fatalOnce sync.Once
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				row, err := packCase(loader, cases[i], dirs[i], mkdir)
+				var ce *frame.CaseError
+				if err != nil && !errors.As(err, &ce) {
+					fatalOnce.Do(func() { fatal = err })
+				}
+				res[i] = result{row, err}
+			}
+		}()
+	}
+	for i := range cases {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if fatal != nil {
+		return sum, fatal
+	}
+	sheets := map[string][][]string{}
+	var order []string
+	for i, r := range res {
+		if r.err != nil {
+			sum.Skipped++
+			if opt.Warn != nil {
+				fmt.Fprintf(opt.Warn, "warning: %s skipped: %v\n", cases[i].KeyID(), r.err)
+			}
+			continue
+		}
+		sum.Cases++
+		if sheets[dirs[i]] == nil {
+			order = append(order, dirs[i])
+			sheets[dirs[i]] = [][]string{ReviewSheetHeader}
+		}
+		sheets[dirs[i]] = append(sheets[dirs[i]], r.row)
+	}
+	for _, d := range order {
+		if err := source.WriteAtomic(filepath.Join(d, "review_sheet.csv"), csvRows(sheets[d])); err != nil {
+			return sum, err
+		}
+		sum.Sheets++
+	}
+	return sum, nil
+}
+
+// packCase writes one review image and returns its sheet row. Unreadable
+// inputs are *frame.CaseError; anything else (a write failure) is fatal.
+func packCase(l *source.Loader, c *source.Case, dir string, mkdir func(string) error) ([]string, error) {
+	imgSHA, err := source.ImageSHA256(c)
+	if err != nil {
+		return nil, err
+	}
+	gray, err := frame.LoadGray(c.Image)
+	if err != nil {
+		return nil, err
+	}
+	report, err := reportText(c)
+	if err != nil {
+		return nil, frame.Fail("report_unreadable", "%v", err)
+	}
+	maskSHA := ""
+	var img image.Image = gray
+	if c.Positive() {
+		m, err := l.CandidateMask(c)
+		if err != nil {
+			return nil, err
+		}
+		maskSHA = source.MaskSHA256(m)
+		img = render.ReviewImage(gray, m)
+	}
+	var buf bytes.Buffer
+	if err := render.EncodePNG(&buf, img); err != nil {
+		return nil, err
+	}
+	if err := mkdir(dir); err != nil {
+		return nil, fmt.Errorf("pack: %v", err)
+	}
+	if err := source.WriteAtomic(filepath.Join(dir, c.KeyID()+".png"), buf.Bytes()); err != nil {
+		return nil, err
+	}
+	return []string{c.KeyID(), c.Lesion, c.Label, imgSHA, maskSHA, strings.Join(cleanHints(c.LocationHints), "; "), excerpt(report), ""}, nil
+}
+
+// excerpt collapses whitespace and keeps the first reportExcerptRunes
+// runes, marking a cut with "…".
+func excerpt(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= reportExcerptRunes {
+		return s
+	}
+	return string(r[:reportExcerptRunes]) + "…"
+}

@@ -1,0 +1,126 @@
+package review
+
+import (
+	"bytes"
+	"encoding/csv"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/render"
+	"github.com/chexpercept/chexpercept/internal/source"
+)
+
+func TestAnnotatorName(t *testing.T) {
+	for i, want := range map[int]string{0: "A", 1: "B", 25: "Z", 26: "AA", 27: "AB", 51: "AZ", 52: "BA", 701: "ZZ", 702: "AAA"} {
+		if got := AnnotatorName(i); got != "annotator_"+want {
+			t.Errorf("%d: %s, want annotator_%s", i, got, want)
+		}
+	}
+}
+
+func readSheetRows(t *testing.T, path string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(data, []byte("\r\n")) || bytes.Contains(bytes.ReplaceAll(data, []byte("\r\n"), nil), []byte("\n")) {
+		t.Errorf("%s: rows must end in \\r\\n", path)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func TestPack(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 3, 2)
+	out := filepath.Join(t.TempDir(), "packs")
+	sum, err := Pack(fx.Cases, out, PackOptions{Annotators: 2, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Cases != 5 || sum.Skipped != 0 || sum.Sheets != 4 {
+		t.Errorf("summary %+v", sum)
+	}
+	// Round robin within lesion and label: positives 0,2 → A, 1 → B;
+	// negatives 0 → A, 1 → B.
+	want := map[string][]int{
+		"annotator_A/edema/positive": {0, 2}, "annotator_B/edema/positive": {1},
+		"annotator_A/edema/negative": {3}, "annotator_B/edema/negative": {4},
+	}
+	l, _ := source.NewLoader(nil, defaultCfg(), "", nil)
+	for dir, idx := range want {
+		rows := readSheetRows(t, filepath.Join(out, dir, "review_sheet.csv"))
+		if strings.Join(rows[0], ",") != strings.Join(ReviewSheetHeader, ",") {
+			t.Errorf("%s header %v", dir, rows[0])
+		}
+		if len(rows) != len(idx)+1 {
+			t.Fatalf("%s: %d rows, want %d", dir, len(rows)-1, len(idx))
+		}
+		for j, i := range idx {
+			c := fx.Cases[i]
+			row := rows[j+1]
+			img, _ := source.ImageSHA256(c)
+			wantMask, wantHints := "", ""
+			gray, _ := frame.LoadGray(c.Image)
+			var wantImg image.Image = gray
+			if c.Positive() {
+				m, _ := l.CandidateMask(c)
+				wantMask = source.MaskSHA256(m)
+				wantHints = "left lower lobe; left lower lobe; right, upper"
+				wantImg = render.ReviewImage(gray, m)
+			}
+			exp := []string{c.KeyID(), "edema", c.Label, img, wantMask, wantHints, "Report of " + c.CaseID[:5] + ", with a comma.", ""}
+			if strings.Join(row, "|") != strings.Join(exp, "|") {
+				t.Errorf("%s row %d:\n got %q\nwant %q", dir, j, row, exp)
+			}
+			f, err := os.Open(filepath.Join(out, dir, c.KeyID()+".png"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := png.Decode(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Bounds() != wantImg.Bounds() {
+				t.Fatalf("%s: image %v, want %v", c.KeyID(), got.Bounds(), wantImg.Bounds())
+			}
+			if c.Positive() && got.Bounds().Dx() != 2048 {
+				t.Errorf("positive review image width %d", got.Bounds().Dx())
+			}
+			for _, p := range []image.Point{{0, 0}, {300, 200}, {1024 + 330, 300}, {2047, 1023}, {700, 900}} {
+				if !p.In(got.Bounds()) {
+					continue
+				}
+				r1, g1, b1, _ := got.At(p.X, p.Y).RGBA()
+				r2, g2, b2, _ := wantImg.At(p.X, p.Y).RGBA()
+				if r1 != r2 || g1 != g2 || b1 != b2 {
+					t.Errorf("%s pixel %v differs", c.KeyID(), p)
+				}
+			}
+		}
+	}
+	// The red overlay is really there: a pixel inside the mask on the
+	// right half is red-shifted.
+	f, _ := os.Open(filepath.Join(out, "annotator_A/edema/positive", fx.Cases[0].KeyID()+".png"))
+	img, _ := png.Decode(f)
+	f.Close()
+	r, g, _, _ := img.At(1024+15*32, 9*32+16).RGBA()
+	if r <= g {
+		t.Errorf("no red overlay inside the mask: r=%d g=%d", r>>8, g>>8)
+	}
+	if _, err := Pack(fx.Cases, out, PackOptions{Annotators: 2}); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("second pack into the same folder: %v", err)
+	}
+	if _, err := Pack(fx.Cases, filepath.Join(t.TempDir(), "x"), PackOptions{Annotators: 0}); err == nil {
+		t.Error("--annotators 0 accepted")
+	}
+}

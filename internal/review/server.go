@@ -1,0 +1,748 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"image"
+	"image/color"
+	"io"
+	"io/fs"
+	"log"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/mask"
+	"github.com/chexpercept/chexpercept/internal/render"
+)
+
+//go:embed web/templates/*.html web/static/*
+var webFS embed.FS
+
+// Limits of the web app.
+const (
+	// MaxBodyBytes bounds every request body; decisions and comments are
+	// small, so anything larger is refused with 413.
+	MaxBodyBytes = 64 << 10
+	// MaxNoteBytes bounds a comment.
+	MaxNoteBytes  = 4000
+	sessionCookie = "chexpercept_session"
+	sessionTTL    = 12 * time.Hour
+	imageCacheLen = 48
+)
+
+// Server is the review web app (issue 6): sign-in by token, a reviewer's
+// own queue and case views, the admin's progress, agreement and
+// resolution views. Every route but the sign-in page and the static
+// assets needs a session; every state-changing request needs the
+// session's CSRF token.
+type Server struct {
+	store  *Store
+	tmpl   *template.Template
+	static http.Handler
+	// Secure marks the session cookie Secure (set when serving TLS).
+	Secure bool
+	Log    *log.Logger
+
+	mu    sync.Mutex
+	cache map[string][]byte // encoded PNGs by key, bounded FIFO
+	order []string
+}
+
+// NewServer returns the web app over an open store.
+func NewServer(s *Store) (*Server, error) {
+	funcs := template.FuncMap{
+		"kappa": func(k float64) string {
+			if math.IsNaN(k) {
+				return "undefined"
+			}
+			return fmt.Sprintf("%.3f", k)
+		},
+		"inc":  func(i int) int { return i + 1 },
+		"list": func(xs ...any) []any { return xs },
+		"pct": func(a, b int) int {
+			if b == 0 {
+				return 0
+			}
+			return a * 100 / b
+		},
+	}
+	t, err := template.New("").Funcs(funcs).ParseFS(webFS, "web/templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	sub, err := fs.Sub(webFS, "web/static")
+	if err != nil {
+		return nil, err
+	}
+	return &Server{store: s, tmpl: t, static: http.StripPrefix("/static/", http.FileServerFS(sub)),
+		Log: log.New(io.Discard, "", 0), cache: map[string][]byte{}}, nil
+}
+
+type ctxKey int
+
+const (
+	keyUser ctxKey = iota
+	keyCSRF
+)
+
+func userOf(r *http.Request) *Reviewer { u, _ := r.Context().Value(keyUser).(*Reviewer); return u }
+func csrfOf(r *http.Request) string    { c, _ := r.Context().Value(keyCSRF).(string); return c }
+
+// Handler returns the app's routes wrapped in the common protections.
+func (srv *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /login", srv.loginPage)
+	mux.HandleFunc("POST /login", srv.login)
+	mux.Handle("GET /static/", srv.static)
+
+	auth := http.NewServeMux()
+	auth.HandleFunc("GET /{$}", srv.home)
+	auth.HandleFunc("POST /logout", srv.logout)
+	auth.HandleFunc("GET /queue", srv.queue)
+	auth.HandleFunc("GET /case/{key}", srv.casePage)
+	auth.HandleFunc("GET /image/{key}/{kind}", srv.image)
+	auth.HandleFunc("POST /api/decision", srv.decide)
+	auth.HandleFunc("GET /api/queue", srv.queueJSON)
+	auth.HandleFunc("GET /admin", srv.admin)
+	auth.HandleFunc("POST /admin/resolve", srv.resolve)
+	auth.HandleFunc("POST /admin/lock", srv.lock)
+	mux.Handle("/", srv.requireSession(auth))
+	return srv.protect(mux)
+}
+
+// protect adds security headers, the body size limit and a same-origin
+// check on state-changing requests.
+func (srv *Server) protect(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "no-referrer")
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if o := r.Header.Get("Origin"); o != "" && o != "null" {
+				u, err := url.Parse(o)
+				if err != nil || u.Host != r.Host {
+					http.Error(w, "cross-origin request refused", http.StatusForbidden)
+					return
+				}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// requireSession answers 401 with the sign-in page unless the request
+// carries a live session; for POSTs it also checks the CSRF token.
+func (srv *Server) requireSession(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var u *Reviewer
+		var csrf string
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			var serr error
+			u, csrf, serr = srv.store.Session(r.Context(), c.Value)
+			if serr != nil {
+				srv.fail(w, r, http.StatusInternalServerError, serr)
+				return
+			}
+		}
+		if u == nil {
+			w.Header().Set("Cache-Control", "no-store")
+			srv.render(w, http.StatusUnauthorized, "login.html", loginData(""))
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			got := r.Header.Get("X-CSRF-Token")
+			if got == "" {
+				if err := r.ParseForm(); err != nil {
+					srv.formError(w, r, err)
+					return
+				}
+				got = r.PostForm.Get("csrf")
+			}
+			if subtle.ConstantTimeCompare([]byte(got), []byte(csrf)) != 1 {
+				srv.apiError(w, http.StatusForbidden, "missing or wrong CSRF token")
+				return
+			}
+		}
+		ctx := context.WithValue(context.WithValue(r.Context(), keyUser, u), keyCSRF, csrf)
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (srv *Server) render(w http.ResponseWriter, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := srv.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+		srv.Log.Printf("template %s: %v", name, err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if w.Header().Get("Cache-Control") == "" {
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+func (srv *Server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	srv.Log.Printf("%s %s: %v", r.Method, r.URL.Path, err)
+	http.Error(w, http.StatusText(status), status)
+}
+
+func (srv *Server) apiError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// formError answers a body that could not be parsed: 413 when it was too
+// large, else 400.
+func (srv *Server) formError(w http.ResponseWriter, r *http.Request, err error) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		srv.apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit))
+		return
+	}
+	srv.apiError(w, http.StatusBadRequest, "malformed request body")
+}
+
+func loginData(msg string) map[string]any {
+	return map[string]any{"Page": page{Title: "Sign in"}, "Error": msg}
+}
+
+func (srv *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	srv.render(w, http.StatusOK, "login.html", loginData(""))
+}
+
+func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		srv.formError(w, r, err)
+		return
+	}
+	u, err := srv.store.Authenticate(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if u == nil {
+		srv.Log.Printf("sign-in refused from %s", r.RemoteAddr)
+		srv.render(w, http.StatusUnauthorized, "login.html", loginData("This token is not valid."))
+		return
+	}
+	cookie, _, err := srv.store.CreateSession(r.Context(), u.ID, sessionTTL)
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: cookie, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: srv.Secure || r.TLS != nil})
+	srv.Log.Printf("%s signed in", u.Name)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (srv *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		srv.store.EndSession(r.Context(), c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func (srv *Server) home(w http.ResponseWriter, r *http.Request) {
+	if userOf(r).IsAdmin {
+		http.Redirect(w, r, "/admin", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/queue", http.StatusSeeOther)
+}
+
+// page is the data every template gets.
+type page struct {
+	User   *Reviewer
+	CSRF   string
+	Locked bool
+	Title  string
+}
+
+func (srv *Server) pageData(r *http.Request, title string) (page, error) {
+	locked, err := srv.store.Locked(r.Context())
+	return page{User: userOf(r), CSRF: csrfOf(r), Locked: locked, Title: title}, err
+}
+
+func (srv *Server) queue(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	if u.IsAdmin {
+		http.Redirect(w, r, "/admin", http.StatusSeeOther)
+		return
+	}
+	items, err := srv.store.Queue(r.Context(), u.ID)
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	p, err := srv.pageData(r, "My queue")
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	done := 0
+	next := ""
+	for _, it := range items {
+		if it.Decision != "" {
+			done++
+		} else if next == "" {
+			next = it.Case.KeyID
+		}
+	}
+	srv.render(w, http.StatusOK, "queue.html", map[string]any{"Page": p, "Items": items, "Done": done, "Total": len(items), "Next": next})
+}
+
+func (srv *Server) queueJSON(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	type item struct {
+		KeyID    string `json:"key_id"`
+		Lesion   string `json:"lesion"`
+		Label    string `json:"label"`
+		Decision string `json:"decision"`
+		Time     string `json:"time"`
+	}
+	out := []item{}
+	if !u.IsAdmin {
+		items, err := srv.store.Queue(r.Context(), u.ID)
+		if err != nil {
+			srv.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		for _, it := range items {
+			out = append(out, item{it.Case.KeyID, it.Case.Lesion, it.Case.Label, it.Decision, it.Time})
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(map[string]any{"reviewer": u.Name, "cases": out})
+}
+
+// caseFor returns the case named in the request if the user may see it:
+// the admin sees every case, a reviewer only the cases assigned to them.
+// Anything else is 404, so a reviewer learns nothing about other queues.
+func (srv *Server) caseFor(w http.ResponseWriter, r *http.Request, key string) *CaseInfo {
+	c, err := srv.store.CaseByKey(r.Context(), key)
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return nil
+	}
+	u := userOf(r)
+	if c != nil && !u.IsAdmin {
+		ok, err := srv.store.IsAssigned(r.Context(), c.ID, u.ID)
+		if err != nil {
+			srv.fail(w, r, http.StatusInternalServerError, err)
+			return nil
+		}
+		if !ok {
+			c = nil
+		}
+	}
+	if c == nil {
+		srv.apiError(w, http.StatusNotFound, "no such case in your queue")
+	}
+	return c
+}
+
+type reviewerView struct {
+	Name, Decision, Note, Time string
+}
+
+func (srv *Server) casePage(w http.ResponseWriter, r *http.Request) {
+	c := srv.caseFor(w, r, r.PathValue("key"))
+	if c == nil {
+		return
+	}
+	u := userOf(r)
+	p, err := srv.pageData(r, c.KeyID)
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	data := map[string]any{"Page": p, "Case": c, "Lesion": c.Lesion, "Hints": strings.Join(c.LocationHints, ", ")}
+	var keys []string
+	if u.IsAdmin {
+		st, err := srv.store.Snapshot(r.Context())
+		if err != nil {
+			srv.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		for _, cs := range st {
+			keys = append(keys, cs.Case.KeyID)
+			if cs.Case.ID != c.ID {
+				continue
+			}
+			var views []reviewerView
+			for i, n := range cs.Assigned {
+				v := reviewerView{Name: n}
+				if a := cs.Latest[i]; a != nil {
+					v.Decision, v.Note, v.Time = a.Decision, a.Note, a.Time
+				}
+				views = append(views, v)
+			}
+			data["Reviews"] = views
+			data["Admin"] = cs.Admin
+			if ln := cs.Resolved(); ln != nil {
+				data["Resolved"] = ln.Decision
+			}
+		}
+	} else {
+		items, err := srv.store.Queue(r.Context(), u.ID)
+		if err != nil {
+			srv.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		for _, it := range items {
+			keys = append(keys, it.Case.KeyID)
+			if it.Case.ID == c.ID {
+				data["Decision"], data["Note"], data["Time"] = it.Decision, it.Note, it.Time
+			}
+		}
+	}
+	for i, k := range keys {
+		if k == c.KeyID {
+			data["Pos"], data["Total"] = i+1, len(keys)
+			if i > 0 {
+				data["Prev"] = keys[i-1]
+			}
+			if i+1 < len(keys) {
+				data["Next"] = keys[i+1]
+			}
+		}
+	}
+	srv.render(w, http.StatusOK, "case.html", data)
+}
+
+// decide saves a reviewer's decision (form or urlencoded body: key,
+// decision, note) and answers JSON.
+func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		srv.formError(w, r, err)
+		return
+	}
+	u := userOf(r)
+	if u.IsAdmin {
+		srv.apiError(w, http.StatusForbidden, "the admin resolves cases in the admin view; decisions are the reviewers'")
+		return
+	}
+	c := srv.caseFor(w, r, r.PostForm.Get("key"))
+	if c == nil {
+		return
+	}
+	note := strings.TrimSpace(r.PostForm.Get("note"))
+	if len(note) > MaxNoteBytes {
+		srv.apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("comment longer than %d bytes", MaxNoteBytes))
+		return
+	}
+	dec := r.PostForm.Get("decision")
+	t, err := srv.store.Decide(r.Context(), u.ID, c, dec, note)
+	switch {
+	case errors.Is(err, ErrLocked):
+		srv.apiError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil && dec != DecisionAccept && dec != DecisionReject && dec != DecisionUnsure:
+		srv.apiError(w, http.StatusBadRequest, err.Error())
+		return
+	case err != nil:
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	srv.Log.Printf("%s: %s %s", u.Name, c.KeyID, dec)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(map[string]string{"key_id": c.KeyID, "decision": dec, "note": note, "time": t})
+}
+
+func (srv *Server) adminOnly(w http.ResponseWriter, r *http.Request) bool {
+	if !userOf(r).IsAdmin {
+		srv.apiError(w, http.StatusForbidden, "admin only")
+		return false
+	}
+	return true
+}
+
+func (srv *Server) resolve(w http.ResponseWriter, r *http.Request) {
+	if !srv.adminOnly(w, r) {
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		srv.formError(w, r, err)
+		return
+	}
+	c := srv.caseFor(w, r, r.PostForm.Get("key"))
+	if c == nil {
+		return
+	}
+	dec := r.PostForm.Get("decision")
+	if dec == "clear" {
+		dec = ""
+	}
+	note := strings.TrimSpace(r.PostForm.Get("note"))
+	if len(note) > MaxNoteBytes {
+		srv.apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("note longer than %d bytes", MaxNoteBytes))
+		return
+	}
+	if dec != DecisionAccept && dec != DecisionReject && dec != "" {
+		srv.apiError(w, http.StatusBadRequest, "decision must be accept, reject or clear")
+		return
+	}
+	if _, err := srv.store.Resolve(r.Context(), c, dec, note); err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	srv.Log.Printf("admin resolved %s: %q", c.KeyID, dec)
+	back := "/admin#disagreements"
+	if r.PostForm.Get("back") == "case" {
+		back = "/case/" + url.PathEscape(c.KeyID)
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+func (srv *Server) lock(w http.ResponseWriter, r *http.Request) {
+	if !srv.adminOnly(w, r) {
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		srv.formError(w, r, err)
+		return
+	}
+	locked := r.PostForm.Get("locked") == "1"
+	if err := srv.store.SetLocked(r.Context(), locked); err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	srv.Log.Printf("admin set locked=%v", locked)
+	http.Redirect(w, r, "/admin", http.StatusSeeOther)
+}
+
+// progressCell counts one reviewer's decided and assigned cases of a lesion.
+type progressCell struct{ Done, Assigned int }
+
+type progressRow struct {
+	Name  string
+	Cells []progressCell
+	Total progressCell
+}
+
+type statusRow struct {
+	Lesion                                    string
+	Cases, Accepted, Rejected, Disputed, Open int
+	ResolvedByAdmin                           int
+}
+
+type disagreement struct {
+	Case    *CaseInfo
+	Reviews []reviewerView
+	Admin   *Action
+}
+
+func (srv *Server) admin(w http.ResponseWriter, r *http.Request) {
+	if !userOf(r).IsAdmin {
+		http.Redirect(w, r, "/queue", http.StatusSeeOther)
+		return
+	}
+	st, err := srv.store.Snapshot(r.Context())
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	revs, err := srv.store.Reviewers(r.Context())
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	var lesions []string
+	lesIdx := map[string]int{}
+	for _, cs := range st {
+		if _, ok := lesIdx[cs.Case.Lesion]; !ok {
+			lesIdx[cs.Case.Lesion] = len(lesions)
+			lesions = append(lesions, cs.Case.Lesion)
+		}
+	}
+	rows := make([]progressRow, len(revs))
+	revIdx := map[string]int{}
+	for i, rv := range revs {
+		rows[i] = progressRow{Name: rv.Name, Cells: make([]progressCell, len(lesions))}
+		revIdx[rv.Name] = i
+	}
+	status := make([]statusRow, len(lesions))
+	for i, l := range lesions {
+		status[i].Lesion = l
+	}
+	var disputed, resolved []disagreement
+	for _, cs := range st {
+		li := lesIdx[cs.Case.Lesion]
+		views := make([]reviewerView, len(cs.Assigned))
+		for i, n := range cs.Assigned {
+			views[i].Name = n
+			a := cs.Latest[i]
+			if a != nil {
+				views[i].Decision, views[i].Note, views[i].Time = a.Decision, a.Note, a.Time
+			}
+			if ri, ok := revIdx[n]; ok {
+				rows[ri].Cells[li].Assigned++
+				rows[ri].Total.Assigned++
+				if a != nil {
+					rows[ri].Cells[li].Done++
+					rows[ri].Total.Done++
+				}
+			}
+		}
+		s := &status[li]
+		s.Cases++
+		dec := ""
+		if ln := cs.Resolved(); ln != nil {
+			dec = ln.Decision
+		}
+		switch dec {
+		case DecisionAccept:
+			s.Accepted++
+		case DecisionReject:
+			s.Rejected++
+		case DecisionDisputed:
+			s.Disputed++
+		default:
+			s.Open++
+		}
+		if cs.Admin != nil {
+			s.ResolvedByAdmin++
+			resolved = append(resolved, disagreement{cs.Case, views, cs.Admin})
+		} else if dec == DecisionDisputed {
+			disputed = append(disputed, disagreement{cs.Case, views, nil})
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return naturalLess(rows[i].Name, rows[j].Name) })
+	p, err := srv.pageData(r, "Admin")
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	srv.render(w, http.StatusOK, "admin.html", map[string]any{"Page": p, "Lesions": lesions, "Progress": rows,
+		"Status": status, "Agreement": ComputeAgreement(st), "Disputed": disputed, "Resolved": resolved})
+}
+
+// image serves a case's pictures by case id only (never a path from the
+// request): cxr.png (the canonical grey radiograph), mask.png (the
+// candidate mask, red, transparent outside) and contour.png (its outline).
+// The radiograph is checked against the digest recorded at init, so a
+// reviewer never judges an image other than the one the decision records.
+func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
+	kind := r.PathValue("kind")
+	if kind != "cxr.png" && kind != "mask.png" && kind != "contour.png" {
+		srv.apiError(w, http.StatusNotFound, "unknown image kind")
+		return
+	}
+	c := srv.caseFor(w, r, r.PathValue("key"))
+	if c == nil {
+		return
+	}
+	if kind != "cxr.png" && !c.Positive() {
+		srv.apiError(w, http.StatusNotFound, "a negative case has no candidate mask")
+		return
+	}
+	ck := c.ImageSHA256 + "/" + kind
+	if c.MaskSHA256 != nil {
+		ck += "/" + *c.MaskSHA256
+	}
+	body, status, err := srv.cached(ck, func() ([]byte, int, error) { return srv.makeImage(r.Context(), c, kind) })
+	if err != nil {
+		if status == http.StatusConflict {
+			srv.apiError(w, status, err.Error())
+			return
+		}
+		srv.fail(w, r, status, err)
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Cache-Control", "private, max-age=600")
+	w.Write(body)
+}
+
+func (srv *Server) cached(key string, make func() ([]byte, int, error)) ([]byte, int, error) {
+	srv.mu.Lock()
+	if b, ok := srv.cache[key]; ok {
+		srv.mu.Unlock()
+		return b, 200, nil
+	}
+	srv.mu.Unlock()
+	b, status, err := make()
+	if err != nil {
+		return nil, status, err
+	}
+	srv.mu.Lock()
+	if _, ok := srv.cache[key]; !ok {
+		srv.cache[key] = b
+		srv.order = append(srv.order, key)
+		if len(srv.order) > imageCacheLen {
+			delete(srv.cache, srv.order[0])
+			srv.order = srv.order[1:]
+		}
+	}
+	srv.mu.Unlock()
+	return b, 200, nil
+}
+
+func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]byte, int, error) {
+	var buf bytes.Buffer
+	if kind == "cxr.png" {
+		data, err := os.ReadFile(c.ImagePath)
+		if err != nil {
+			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %v", c.KeyID, unwrapPath(err))
+		}
+		sum := sha256.Sum256(data)
+		if hex.EncodeToString(sum[:]) != c.ImageSHA256 {
+			return nil, http.StatusConflict, fmt.Errorf("the image file of %s changed since the review was set up; ask the admin", c.KeyID)
+		}
+		g, err := frame.DecodeGray(data)
+		if err != nil {
+			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %v", c.KeyID, err)
+		}
+		err = render.EncodePNG(&buf, g)
+		return buf.Bytes(), 200, err
+	}
+	data, err := srv.store.MaskPNG(ctx, c.ID)
+	if err != nil {
+		return nil, http.StatusInternalServerError, err
+	}
+	m, err := mask.DecodePNG(bytes.NewReader(data))
+	if err != nil {
+		return nil, http.StatusInternalServerError, fmt.Errorf("stored mask of %s: %v", c.KeyID, err)
+	}
+	if kind == "contour.png" {
+		m = mask.AndNot(m, mask.Erode(m, mask.Square(7), 1))
+	}
+	img := image.NewNRGBA(image.Rect(0, 0, m.W, m.H))
+	on := color.NRGBA{255, 0, 0, 255}
+	if kind == "contour.png" {
+		on = color.NRGBA{255, 230, 0, 255}
+	}
+	for i, v := range m.Pix {
+		if v != 0 {
+			img.Pix[4*i], img.Pix[4*i+1], img.Pix[4*i+2], img.Pix[4*i+3] = on.R, on.G, on.B, on.A
+		}
+	}
+	err = render.EncodePNG(&buf, img)
+	return buf.Bytes(), 200, err
+}

@@ -1,0 +1,441 @@
+package review
+
+// The review database (build.md §4 "Store"): one SQLite file in WAL mode
+// holding the cases under review with their digests, the reviewers (token
+// hashes only), the assignments, every decision ever made (append-only: the
+// latest per reviewer counts, nothing is overwritten, so concurrent
+// reviewers never lose an update), the admin resolutions, the sessions of
+// the web app and the lock flag.
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+)
+
+// schemaID marks a review database; Open refuses other SQLite files.
+const schemaID = "chexpercept-review/1"
+
+const schema = `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE cases (
+	id            INTEGER PRIMARY KEY,
+	key_id        TEXT NOT NULL UNIQUE,
+	case_id       TEXT NOT NULL,
+	lesion        TEXT NOT NULL,
+	label         TEXT NOT NULL CHECK (label IN ('positive','negative')),
+	image_path    TEXT NOT NULL,
+	image_id      TEXT,
+	image_sha256  TEXT NOT NULL,
+	mask_sha256   TEXT,
+	mask_png      BLOB,
+	report        TEXT NOT NULL DEFAULT '',
+	location_hints TEXT NOT NULL DEFAULT '',
+	source_type   TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE reviewers (
+	id           INTEGER PRIMARY KEY,
+	name         TEXT NOT NULL UNIQUE,
+	token_sha256 BLOB,
+	is_admin     INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE assignments (
+	case_id     INTEGER NOT NULL REFERENCES cases(id),
+	reviewer_id INTEGER NOT NULL REFERENCES reviewers(id),
+	pos         INTEGER NOT NULL,
+	PRIMARY KEY (case_id, reviewer_id)
+);
+CREATE INDEX assignments_reviewer ON assignments(reviewer_id, case_id);
+CREATE TABLE decisions (
+	id           INTEGER PRIMARY KEY AUTOINCREMENT,
+	case_id      INTEGER NOT NULL REFERENCES cases(id),
+	reviewer_id  INTEGER NOT NULL REFERENCES reviewers(id),
+	decision     TEXT NOT NULL CHECK (decision IN ('accept','reject','unsure')),
+	note         TEXT NOT NULL DEFAULT '',
+	time         TEXT NOT NULL,
+	image_sha256 TEXT,
+	mask_sha256  TEXT
+);
+CREATE INDEX decisions_case ON decisions(case_id, reviewer_id, id);
+CREATE TABLE resolutions (
+	id           INTEGER PRIMARY KEY AUTOINCREMENT,
+	case_id      INTEGER NOT NULL REFERENCES cases(id),
+	decision     TEXT NOT NULL CHECK (decision IN ('accept','reject','')),
+	note         TEXT NOT NULL DEFAULT '',
+	time         TEXT NOT NULL,
+	image_sha256 TEXT,
+	mask_sha256  TEXT
+);
+CREATE INDEX resolutions_case ON resolutions(case_id, id);
+CREATE TABLE sessions (
+	id_sha256   BLOB PRIMARY KEY,
+	reviewer_id INTEGER NOT NULL REFERENCES reviewers(id),
+	csrf        TEXT NOT NULL,
+	expires     INTEGER NOT NULL
+);
+`
+
+// AdminName is the reserved name of the admin account; resolved log lines
+// list it when an admin resolution decided (§4).
+const AdminName = "admin"
+
+// Store is an open review database.
+type Store struct {
+	db   *sql.DB
+	Path string
+	now  func() time.Time // replaced in tests
+}
+
+// ErrLocked is returned for reviewer decisions after the admin locked the
+// review.
+var ErrLocked = errors.New("the review is locked by the admin")
+
+func dsn(path, mode string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	u := url.URL{Path: filepath.ToSlash(abs)}
+	return "file:" + u.EscapedPath() + "?mode=" + mode +
+		"&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
+		"&_pragma=synchronous(NORMAL)&_txlock=immediate", nil
+}
+
+// create makes a new, empty review database at path; an existing file is
+// never overwritten.
+func create(path string) (*Store, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fmt.Errorf("review db %s already exists (refusing to overwrite it)", path)
+	}
+	d, err := dsn(path, "rwc")
+	if err != nil {
+		return nil, fmt.Errorf("review db %s: %v", path, err)
+	}
+	db, err := sql.Open("sqlite", d)
+	if err != nil {
+		return nil, fmt.Errorf("review db %s: %v", path, err)
+	}
+	s := &Store{db: db, Path: path, now: time.Now}
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("review db %s: create schema: %v", path, err)
+	}
+	return s, nil
+}
+
+// Open opens an existing review database (created by `review init`).
+func Open(path string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("review db %s: %v", path, unwrapPath(err))
+	}
+	d, err := dsn(path, "rw")
+	if err != nil {
+		return nil, fmt.Errorf("review db %s: %v", path, err)
+	}
+	db, err := sql.Open("sqlite", d)
+	if err != nil {
+		return nil, fmt.Errorf("review db %s: %v", path, err)
+	}
+	s := &Store{db: db, Path: path, now: time.Now}
+	var id string
+	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&id); err != nil || id != schemaID {
+		db.Close()
+		if err == nil {
+			err = fmt.Errorf("schema %q", id)
+		}
+		return nil, fmt.Errorf("review db %s: not a chexpercept review database (%v)", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) stamp() string { return s.now().UTC().Format(time.RFC3339) }
+
+// Meta returns a meta value ("" when absent).
+func (s *Store) meta(ctx context.Context, key string) (string, error) {
+	var v string
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, err
+}
+
+// Locked reports whether the admin has locked the review.
+func (s *Store) Locked(ctx context.Context) (bool, error) {
+	v, err := s.meta(ctx, "locked")
+	return v == "1", err
+}
+
+// SetLocked sets or clears the lock flag.
+func (s *Store) SetLocked(ctx context.Context, locked bool) error {
+	v := "0"
+	if locked {
+		v = "1"
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES('locked', ?)
+		ON CONFLICT(key) DO UPDATE SET value = excluded.value`, v)
+	return err
+}
+
+// Overlap is the K of `review init --overlap` (reviewers per case).
+func (s *Store) Overlap(ctx context.Context) int {
+	v, _ := s.meta(ctx, "overlap")
+	k, _ := strconv.Atoi(v)
+	return k
+}
+
+// Reviewer is an account of the web app.
+type Reviewer struct {
+	ID      int64
+	Name    string
+	IsAdmin bool
+}
+
+func tokenHash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// Authenticate returns the account whose token is token. Every stored hash
+// is compared in constant time, and all of them are compared, so timing
+// reveals neither the token nor which account matched.
+func (s *Store) Authenticate(ctx context.Context, token string) (*Reviewer, error) {
+	if token == "" {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, name, token_sha256, is_admin FROM reviewers WHERE token_sha256 IS NOT NULL`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	want := tokenHash(token)
+	var found *Reviewer
+	for rows.Next() {
+		var r Reviewer
+		var h []byte
+		if err := rows.Scan(&r.ID, &r.Name, &h, &r.IsAdmin); err != nil {
+			return nil, err
+		}
+		if subtle.ConstantTimeCompare(h, want) == 1 && found == nil {
+			found = &r
+		}
+	}
+	return found, rows.Err()
+}
+
+// Reviewers lists the accounts that are not the admin, by id.
+func (s *Store) Reviewers(ctx context.Context) ([]Reviewer, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, name, is_admin FROM reviewers WHERE is_admin = 0 ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Reviewer
+	for rows.Next() {
+		var r Reviewer
+		if err := rows.Scan(&r.ID, &r.Name, &r.IsAdmin); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// CaseInfo is one case under review.
+type CaseInfo struct {
+	ID            int64 // order of the source
+	KeyID         string
+	CaseID        string
+	Lesion, Label string
+	ImagePath     string
+	ImageID       *string
+	ImageSHA256   string
+	MaskSHA256    *string // nil for negatives
+	Report        string
+	LocationHints []string
+	SourceType    string
+}
+
+// Positive reports whether the case is a positive candidate.
+func (c *CaseInfo) Positive() bool { return c.Label == "positive" }
+
+const caseCols = `c.id, c.key_id, c.case_id, c.lesion, c.label, c.image_path, c.image_id, c.image_sha256, c.mask_sha256, c.report, c.location_hints, c.source_type`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanCase(sc scanner) (*CaseInfo, error) {
+	var c CaseInfo
+	var imageID, maskSHA sql.NullString
+	var hints string
+	if err := sc.Scan(&c.ID, &c.KeyID, &c.CaseID, &c.Lesion, &c.Label, &c.ImagePath, &imageID, &c.ImageSHA256, &maskSHA, &c.Report, &hints, &c.SourceType); err != nil {
+		return nil, err
+	}
+	if imageID.Valid {
+		c.ImageID = &imageID.String
+	}
+	if maskSHA.Valid {
+		c.MaskSHA256 = &maskSHA.String
+	}
+	c.LocationHints = splitHints(hints)
+	return &c, nil
+}
+
+// Location hints are stored joined by a newline (hints never hold one:
+// they come from single JSON strings and are checked at init).
+func joinHints(h []string) string { return strings.Join(h, "\n") }
+func splitHints(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// CaseByKey returns the case with key_id key, or nil.
+func (s *Store) CaseByKey(ctx context.Context, key string) (*CaseInfo, error) {
+	c, err := scanCase(s.db.QueryRowContext(ctx, `SELECT `+caseCols+` FROM cases c WHERE c.key_id = ?`, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return c, err
+}
+
+// MaskPNG returns the stored canonical candidate mask of a case as a grey
+// PNG (nil for negatives).
+func (s *Store) MaskPNG(ctx context.Context, caseID int64) ([]byte, error) {
+	var b []byte
+	err := s.db.QueryRowContext(ctx, `SELECT mask_png FROM cases WHERE id = ?`, caseID).Scan(&b)
+	return b, err
+}
+
+// IsAssigned reports whether the case is assigned to the reviewer.
+func (s *Store) IsAssigned(ctx context.Context, caseID, reviewerID int64) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM assignments WHERE case_id = ? AND reviewer_id = ?`, caseID, reviewerID).Scan(&n)
+	return n > 0, err
+}
+
+// QueueItem is one case of a reviewer's queue with the reviewer's own
+// latest decision.
+type QueueItem struct {
+	Case     *CaseInfo
+	Decision string // "" when undecided
+	Note     string
+	Time     string
+}
+
+// Queue returns the reviewer's cases in source order with their own latest
+// decisions (never another reviewer's).
+func (s *Store) Queue(ctx context.Context, reviewerID int64) ([]QueueItem, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+caseCols+`,
+		COALESCE(d.decision, ''), COALESCE(d.note, ''), COALESCE(d.time, '')
+		FROM assignments a JOIN cases c ON c.id = a.case_id
+		LEFT JOIN decisions d ON d.id = (SELECT max(id) FROM decisions WHERE case_id = a.case_id AND reviewer_id = a.reviewer_id)
+		WHERE a.reviewer_id = ? ORDER BY c.id`, reviewerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []QueueItem
+	for rows.Next() {
+		var q QueueItem
+		var c CaseInfo
+		var imageID, maskSHA sql.NullString
+		var hints string
+		if err := rows.Scan(&c.ID, &c.KeyID, &c.CaseID, &c.Lesion, &c.Label, &c.ImagePath, &imageID, &c.ImageSHA256, &maskSHA, &c.Report, &hints, &c.SourceType,
+			&q.Decision, &q.Note, &q.Time); err != nil {
+			return nil, err
+		}
+		if imageID.Valid {
+			c.ImageID = &imageID.String
+		}
+		if maskSHA.Valid {
+			c.MaskSHA256 = &maskSHA.String
+		}
+		c.LocationHints = splitHints(hints)
+		q.Case = &c
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// Decide records a reviewer's decision on an assigned case with the case's
+// digests and the current time. Earlier decisions are kept; the latest
+// counts. It fails with ErrLocked once the review is locked and when the
+// case is not assigned to the reviewer.
+func (s *Store) Decide(ctx context.Context, reviewerID int64, c *CaseInfo, decision, note string) (string, error) {
+	switch decision {
+	case DecisionAccept, DecisionReject, DecisionUnsure:
+	default:
+		return "", fmt.Errorf("decision %q is not accept, reject or unsure", decision)
+	}
+	now := s.stamp()
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var locked string
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT value FROM meta WHERE key = 'locked'), '0')`).Scan(&locked); err != nil {
+			return err
+		}
+		if locked == "1" {
+			return ErrLocked
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM assignments WHERE case_id = ? AND reviewer_id = ?`, c.ID, reviewerID).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("case %s is not assigned to this reviewer", c.KeyID)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO decisions(case_id, reviewer_id, decision, note, time, image_sha256, mask_sha256) VALUES(?,?,?,?,?,?,?)`,
+			c.ID, reviewerID, decision, note, now, c.ImageSHA256, nullable(c.MaskSHA256))
+		return err
+	})
+	return now, err
+}
+
+// Resolve records an admin resolution: accept or reject decides the case
+// alone (§4 rule 1); "" withdraws the resolution.
+func (s *Store) Resolve(ctx context.Context, c *CaseInfo, decision, note string) (string, error) {
+	switch decision {
+	case DecisionAccept, DecisionReject, "":
+	default:
+		return "", fmt.Errorf("resolution %q is not accept, reject or empty", decision)
+	}
+	now := s.stamp()
+	_, err := s.db.ExecContext(ctx, `INSERT INTO resolutions(case_id, decision, note, time, image_sha256, mask_sha256) VALUES(?,?,?,?,?,?)`,
+		c.ID, decision, note, now, c.ImageSHA256, nullable(c.MaskSHA256))
+	return now, err
+}
+
+func nullable(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// tx runs f in an immediate transaction (the DSN's _txlock), committing
+// when f returns nil.
+func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

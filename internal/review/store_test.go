@@ -1,0 +1,317 @@
+package review
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/source"
+)
+
+func TestAssignBalancedAndSeeded(t *testing.T) {
+	var cases []*source.Case
+	for _, les := range []string{"edema", "effusion"} {
+		for i := 0; i < 23; i++ {
+			label := "positive"
+			if i%3 == 0 {
+				label = "negative"
+			}
+			cases = append(cases, &source.Case{CaseID: fmt.Sprintf("c%d_%s_0", i, label), Lesion: les, Label: label})
+		}
+	}
+	tests := []struct{ n, k int }{{6, 1}, {6, 2}, {3, 3}, {5, 2}, {1, 1}}
+	for _, tc := range tests {
+		a := Assign(cases, tc.n, tc.k, 42)
+		counts := map[string][]int{}
+		for i, rs := range a {
+			if len(rs) != tc.k {
+				t.Fatalf("n=%d k=%d: case %d has %d reviewers", tc.n, tc.k, i, len(rs))
+			}
+			for j := 1; j < len(rs); j++ {
+				if rs[j] <= rs[j-1] {
+					t.Fatalf("n=%d k=%d: case %d reviewers %v not distinct ascending", tc.n, tc.k, i, rs)
+				}
+			}
+			for _, r := range rs {
+				for _, g := range []string{cases[i].Lesion, cases[i].Lesion + "/" + cases[i].Label} {
+					if counts[g] == nil {
+						counts[g] = make([]int, tc.n)
+					}
+					counts[g][r]++
+				}
+			}
+		}
+		for g, c := range counts {
+			lo, hi := c[0], c[0]
+			for _, x := range c {
+				lo, hi = min(lo, x), max(hi, x)
+			}
+			// Within lesion and label the spread is at most 1; over a
+			// lesion at most 2 (one per label group).
+			limit := 1
+			if !strings.Contains(g, "/") {
+				limit = 2
+			}
+			if hi-lo > limit {
+				t.Errorf("n=%d k=%d: %s counts %v not balanced", tc.n, tc.k, g, c)
+			}
+		}
+		if b := Assign(cases, tc.n, tc.k, 42); !reflect.DeepEqual(a, b) {
+			t.Errorf("n=%d k=%d: same seed gave different assignments", tc.n, tc.k)
+		}
+	}
+	if reflect.DeepEqual(Assign(cases, 6, 2, 1), Assign(cases, 6, 2, 2)) {
+		t.Error("different seeds gave identical assignments")
+	}
+}
+
+func TestInitStoresDigestsAndHashesOnly(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 2, 1)
+	s, tok := initStore(t, fx, 3, 2)
+	if len(tok) != 4 || tok[AdminName] == "" || tok["r1"] == "" {
+		t.Fatalf("credentials %v", tok)
+	}
+	ctx := context.Background()
+	for _, c := range fx.Cases {
+		ci, err := s.CaseByKey(ctx, c.KeyID())
+		if err != nil || ci == nil {
+			t.Fatalf("%s: %v", c.KeyID(), err)
+		}
+		img, _ := source.ImageSHA256(c)
+		if ci.ImageSHA256 != img {
+			t.Errorf("%s image digest %s, want %s", c.KeyID(), ci.ImageSHA256, img)
+		}
+		if c.Positive() {
+			l, _ := source.NewLoader(nil, defaultCfg(), "", nil)
+			m, _ := l.CandidateMask(c)
+			if ci.MaskSHA256 == nil || *ci.MaskSHA256 != source.MaskSHA256(m) {
+				t.Errorf("%s mask digest %v", c.KeyID(), ci.MaskSHA256)
+			}
+			if want := []string{"left lower lobe", "left lower lobe", "right, upper"}; !reflect.DeepEqual(ci.LocationHints, want) {
+				t.Errorf("hints %q", ci.LocationHints)
+			}
+		} else if ci.MaskSHA256 != nil {
+			t.Errorf("%s: negative with a mask digest", c.KeyID())
+		}
+	}
+	// The database file must not contain any token in clear.
+	s.Close()
+	data, _ := os.ReadFile(s.Path)
+	wal, _ := os.ReadFile(s.Path + "-wal")
+	for n, tk := range tok {
+		if strings.Contains(string(data)+string(wal), tk) {
+			t.Errorf("token of %s stored in clear", n)
+		}
+	}
+	if _, err := Init(s.Path, fx.Cases, InitOptions{Reviewers: 1, Overlap: 1}); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("re-init over an existing db: %v", err)
+	}
+}
+
+func TestInitErrors(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 1, 0)
+	p := filepath.Join(t.TempDir(), "x.db")
+	for _, tc := range []struct {
+		n, k int
+		want string
+	}{{0, 1, "--reviewers"}, {2, 3, "--overlap"}, {2, 0, "--overlap"}} {
+		if _, err := Init(p, fx.Cases, InitOptions{Reviewers: tc.n, Overlap: tc.k}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("n=%d k=%d: %v", tc.n, tc.k, err)
+		}
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "missing.db")); err == nil || !strings.Contains(err.Error(), "missing.db") {
+		t.Errorf("open missing: %v", err)
+	}
+	notDB := filepath.Join(t.TempDir(), "other.db")
+	os.WriteFile(notDB, []byte("hello"), 0o644)
+	if _, err := Open(notDB); err == nil || !strings.Contains(err.Error(), "not a chexpercept review database") {
+		t.Errorf("open non-db: %v", err)
+	}
+	// A case whose image is missing is skipped with a warning.
+	os.Remove(fx.Cases[0].Image)
+	var warn strings.Builder
+	if _, err := Init(filepath.Join(t.TempDir(), "y.db"), fx.Cases, InitOptions{Reviewers: 1, Overlap: 1, Warn: &warn}); err == nil {
+		t.Error("init with no readable case succeeded")
+	}
+	if !strings.Contains(warn.String(), fx.Cases[0].KeyID()+" skipped") {
+		t.Errorf("warning %q", warn.String())
+	}
+}
+
+// decideAs records decisions by reviewer name on the case.
+func decideAs(t *testing.T, s *Store, key string, byName map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := s.CaseByKey(ctx, key)
+	if err != nil || c == nil {
+		t.Fatalf("case %s: %v", key, err)
+	}
+	revs, _ := s.Reviewers(ctx)
+	for _, r := range revs {
+		if d, ok := byName[r.Name]; ok {
+			if _, err := s.Decide(ctx, r.ID, c, d, ""); err != nil {
+				t.Fatalf("%s decides %s on %s: %v", r.Name, d, key, err)
+			}
+		}
+	}
+}
+
+// TestResolutionRules runs the §4 rule table through the database and
+// checks that the exported log gives the build the same answers.
+func TestResolutionRules(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 9, 1)
+	s, _ := initStore(t, fx, 3, 3) // every case goes to r1, r2, r3
+	ctx := context.Background()
+	keys := make([]string, len(fx.Cases))
+	for i, c := range fx.Cases {
+		keys[i] = c.KeyID()
+	}
+	type row struct {
+		decisions map[string]string
+		admin     string
+		want      string // resolved decision ("" = no line)
+		status    string
+	}
+	rows := []row{
+		{map[string]string{"r1": "accept", "r2": "accept", "r3": "accept"}, "", "accept", Accepted},
+		{map[string]string{"r1": "reject", "r2": "reject", "r3": "reject"}, "", "reject", Rejected},
+		{map[string]string{"r1": "accept", "r2": "reject", "r3": "accept"}, "", "disputed", Disputed},
+		{map[string]string{"r1": "accept", "r2": "unsure", "r3": "accept"}, "", "disputed", Disputed},
+		{map[string]string{"r1": "accept", "r2": "accept"}, "", "unsure", Missing},
+		{map[string]string{"r1": "unsure", "r2": "unsure", "r3": "unsure"}, "", "unsure", Missing},
+		{map[string]string{"r1": "accept", "r2": "reject"}, "accept", "accept", Accepted},
+		{map[string]string{"r1": "accept", "r2": "accept", "r3": "accept"}, "reject", "reject", Rejected},
+		{nil, "", "", Missing},
+		{map[string]string{"r1": "reject", "r2": "accept", "r3": "accept"}, "", "disputed", Disputed}, // the negative
+	}
+	for i, r := range rows {
+		decideAs(t, s, keys[i], r.decisions)
+		if r.admin != "" {
+			c, _ := s.CaseByKey(ctx, keys[i])
+			if _, err := s.Resolve(ctx, c, r.admin, "looked again"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A later decision replaces an earlier one of the same reviewer.
+	decideAs(t, s, keys[9], map[string]string{"r1": "accept"})
+	rows[9].want, rows[9].status = "accept", Accepted
+
+	exported := filepath.Join(t.TempDir(), "reviews.jsonl")
+	if _, err := s.ExportJSONL(ctx, exported); err != nil {
+		t.Fatal(err)
+	}
+	fromLog, err := ReadLog(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDB, err := OpenDecisions(s.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		c := fx.Cases[i]
+		img, _ := source.ImageSHA256(c)
+		msk := ""
+		if c.Positive() {
+			ci, _ := s.CaseByKey(ctx, keys[i])
+			msk = *ci.MaskSHA256
+		}
+		got := fromDB.Resolve(keys[i], img, msk)
+		if got.Decision != r.want || got.Status != r.status {
+			t.Errorf("row %d (%v, admin %q): got %s/%s, want %s/%s", i, r.decisions, r.admin, got.Decision, got.Status, r.want, r.status)
+		}
+		if lg := fromLog.Resolve(keys[i], img, msk); !reflect.DeepEqual(lg, got) {
+			t.Errorf("row %d: log gives %+v, db gives %+v", i, lg, got)
+		}
+		// Changed inputs make an accepted case stale.
+		if r.status == Accepted {
+			if st := fromDB.Resolve(keys[i], strings.Repeat("0", 64), msk).Status; st != Stale {
+				t.Errorf("row %d: changed image gives %s, want stale", i, st)
+			}
+		}
+	}
+	// Withdrawing a resolution restores the reviewers' outcome.
+	c6, _ := s.CaseByKey(ctx, keys[6])
+	s.Resolve(ctx, c6, "", "")
+	fromDB, _ = OpenDecisions(s.Path)
+	if got := fromDB.Latest(keys[6]); got == nil || got.Decision != "disputed" {
+		t.Errorf("after withdrawal: %+v", got)
+	}
+}
+
+func TestDecideRules(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 4, 0)
+	s, _ := initStore(t, fx, 2, 1)
+	ctx := context.Background()
+	revs, _ := s.Reviewers(ctx)
+	q1, _ := s.Queue(ctx, revs[0].ID)
+	q2, _ := s.Queue(ctx, revs[1].ID)
+	if len(q1) != 2 || len(q2) != 2 {
+		t.Fatalf("queues %d and %d, want 2 and 2", len(q1), len(q2))
+	}
+	if _, err := s.Decide(ctx, revs[1].ID, q1[0].Case, "accept", ""); err == nil {
+		t.Error("a reviewer decided a case not assigned to them")
+	}
+	if _, err := s.Decide(ctx, revs[0].ID, q1[0].Case, "maybe", ""); err == nil {
+		t.Error("decision maybe accepted")
+	}
+	s.SetLocked(ctx, true)
+	if _, err := s.Decide(ctx, revs[0].ID, q1[0].Case, "accept", ""); err != ErrLocked {
+		t.Errorf("locked: %v", err)
+	}
+	s.SetLocked(ctx, false)
+	if _, err := s.Decide(ctx, revs[0].ID, q1[0].Case, "accept", "fine"); err != nil {
+		t.Fatal(err)
+	}
+	q1, _ = s.Queue(ctx, revs[0].ID)
+	if q1[0].Decision != "accept" || q1[0].Note != "fine" || !strings.HasPrefix(q1[0].Time, "2026-01-02T03:04:") {
+		t.Errorf("queue item %+v", q1[0])
+	}
+}
+
+// TestConcurrentDecisions: many reviewers deciding at once lose nothing.
+func TestConcurrentDecisions(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 3, 0)
+	s, _ := initStore(t, fx, 4, 4)
+	ctx := context.Background()
+	revs, _ := s.Reviewers(ctx)
+	c, _ := s.CaseByKey(ctx, fx.Cases[0].KeyID())
+	const each = 25
+	var wg sync.WaitGroup
+	errs := make(chan error, len(revs)*each)
+	for _, r := range revs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				d := "reject"
+				if i == each-1 {
+					d = "accept"
+				}
+				if _, err := s.Decide(ctx, r.ID, c, d, ""); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var n int
+	s.db.QueryRow(`SELECT count(*) FROM decisions`).Scan(&n)
+	if n != len(revs)*each {
+		t.Errorf("%d decisions stored, want %d", n, len(revs)*each)
+	}
+	lines, _ := s.ResolvedLines(ctx)
+	if len(lines) != 1 || lines[0].Decision != "accept" {
+		t.Errorf("resolved %+v", lines)
+	}
+}

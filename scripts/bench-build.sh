@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# bench-build.sh — the builder's performance benchmark (issue 3).
+#
+# Generates `phantom --cases-per-lesion 250`, builds the full 2,100-case
+# benchmark with --accept-all, and prints the build time beside the
+# PNG-encoding floor measured in the same run (every PNG of chexpercept/
+# and masks/ re-encoded with the same encoder and worker count; see
+# build_timing.json) and the peak RSS. Target: build ≤ 2× floor, peak RSS
+# < 2 GiB.
+#
+# Environment: CASES_PER_LESION (250), PER_LESION (100,100,100; a scaled
+# run such as CASES_PER_LESION=25 PER_LESION=10,10,10 gives the same
+# build/floor ratio in a tenth of the time), WORKERS (nproc), BENCH_DIR
+# (/tmp/chexpercept-bench), SEED (1), KEEP_PHANTOM=1 to reuse an existing
+# phantom set.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+N=${CASES_PER_LESION:-250}
+PER_LESION=${PER_LESION:-100,100,100}
+WORKERS=${WORKERS:-$(nproc)}
+DIR=${BENCH_DIR:-/tmp/chexpercept-bench}
+SEED=${SEED:-1}
+
+if [ ! -x /usr/bin/time ]; then
+	echo "bench-build: /usr/bin/time is missing (apt-get install time)" >&2
+	exit 2
+fi
+mkdir -p "$DIR"
+go build -o "$DIR/chexpercept" ./cmd/chexpercept
+
+if [ "${KEEP_PHANTOM:-0}" != 1 ] || [ ! -f "$DIR/phantom/manifest.jsonl" ]; then
+	rm -rf "$DIR/phantom"
+	echo "phantom: $N cases per lesion and label…"
+	"$DIR/chexpercept" phantom --out "$DIR/phantom" --cases-per-lesion "$N" --seed "$SEED" --workers "$WORKERS" >/dev/null
+fi
+
+rm -rf "$DIR/bench"
+echo "build: targets $PER_LESION per lesion, $WORKERS workers…"
+/usr/bin/time -v -o "$DIR/time.txt" \
+	"$DIR/chexpercept" build --source "$DIR/phantom/manifest.jsonl" --out "$DIR/bench" \
+	--per-lesion "$PER_LESION" --workers "$WORKERS" --accept-all --measure-png-floor >"$DIR/build.log" 2>&1 || {
+	echo "build failed; see $DIR/build.log" >&2
+	exit 1
+}
+tail -n 14 "$DIR/build.log"
+
+python3 - "$DIR" <<'PY'
+import json, re, sys
+d = sys.argv[1]
+t = json.load(open(f"{d}/bench/build_timing.json"))
+rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(f"{d}/time.txt").read()).group(1))
+du = t["durations_seconds"]
+fl = t["png_floor"]
+print(f"workers            {t['workers']}")
+print(f"processing         {du['processing']:.1f} s")
+print(f"assembly           {du['assembly']:.1f} s")
+print(f"build (total)      {du['build']:.1f} s")
+print(f"PNG floor          {fl['seconds']:.1f} s over {fl['files']} files")
+print(f"build / floor      {fl['build_over_floor']:.2f}  (target ≤ 2)")
+print(f"peak RSS           {rss/1024/1024:.2f} GiB  (target < 2 GiB)")
+PY
