@@ -25,6 +25,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // Performance benchmarks (issue 4). Both run the real client against
@@ -108,7 +109,7 @@ func BenchmarkEvalScheduling(b *testing.B) {
 	url := childServer(b, latency)
 	ideal := max(time.Duration(calls)*latency/conc, time.Duration(longest)*latency)
 	b.ResetTimer()
-	var frac, rate float64
+	var frac, rate, lat, fracObs float64
 	for i := 0; i < b.N; i++ {
 		o := baseOptions(dir, b.TempDir(), model(b, "opensource", "bench-scheduling"))
 		o.Endpoints, o.Concurrency, o.AllowInvalid = []string{url}, conc, true
@@ -118,7 +119,13 @@ func BenchmarkEvalScheduling(b *testing.B) {
 		}
 		frac += ideal.Seconds() / s.CallPhase.Seconds()
 		rate += float64(calls) / s.CallPhase.Seconds()
+		ml := meanLatency(b, s.RunDir)
+		lat += ml
+		obs := time.Duration(ml * float64(time.Millisecond))
+		fracObs += max(time.Duration(calls)*obs/conc, time.Duration(longest)*obs).Seconds() / s.CallPhase.Seconds()
 	}
+	b.ReportMetric(fracObs/float64(b.N), "ideal-frac-at-observed-latency")
+	b.ReportMetric(lat/float64(b.N), "call-latency-ms")
 	n := float64(b.N)
 	b.ReportMetric(frac/n, "ideal-frac")
 	b.ReportMetric(rate/n, "calls/s")
@@ -271,4 +278,23 @@ func BenchmarkEvalBytes(b *testing.B) {
 	b.ReportMetric(maxRSS()/(1<<20), "maxrss-MiB")
 	b.ReportMetric(float64(nImages), "images")
 	b.ReportMetric(float64(nBytes)/float64(nImages)/1e6, "MB/image")
+}
+
+// meanLatency is the mean latency_ms of a run's asked turns: the server's
+// delay plus the round trip as the client saw it.
+func meanLatency(b *testing.B, dir string) float64 {
+	recs, err := results.ReadResults(filepath.Join(dir, results.ResultsFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, sum := 0, int64(0)
+	for _, r := range recs {
+		for _, t := range r.Turns {
+			if t.Status == results.TurnAsked {
+				n++
+				sum += t.LatencyMS
+			}
+		}
+	}
+	return float64(sum) / float64(max(n, 1))
 }

@@ -57,6 +57,10 @@ func (r *runner) run(ctx context.Context, todo []int) error {
 		}
 		tasks[i] = t
 	}
+	// Longest records first (ties in file order): with many records in
+	// flight this keeps the tail short, where file order would leave a
+	// few nine-turn records running alone at the end.
+	slices.SortStableFunc(tasks, func(a, b *task) int { return len(b.plan) - len(a.plan) })
 	fmt.Fprintf(o.Log, "verifying %d images of %d records…\n", len(paths), len(tasks))
 	r.verified = verifyImages(o.BenchDir, paths)
 	for _, t := range tasks {
@@ -89,15 +93,33 @@ func (r *runner) run(ctx context.Context, todo []int) error {
 	go func() { // the single writer
 		defer wdone.Done()
 		for rec := range out {
+			// Group commit: the records that finished while the last
+			// sync ran are written together and synced once, so the
+			// writer keeps up with any number of workers.
+			batch := []*results.Record{rec}
+		drain:
+			for len(batch) < 256 {
+				select {
+				case more, ok := <-out:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, more)
+				default:
+					break drain
+				}
+			}
 			if writeErr != nil {
 				continue
 			}
-			if err := r.store.Append(rec); err != nil {
+			if err := r.store.AppendBatch(batch); err != nil {
 				writeErr = err
 				close(writeFailed)
 				continue
 			}
-			r.prog.record(rec)
+			for _, b := range batch {
+				r.prog.record(b)
+			}
 		}
 	}()
 

@@ -21,7 +21,8 @@ import (
 //	runs[r].s: one character per item, code = 63 + bits, where bits 0–3
 //	are stages 1–4 correct, bit 4 = error record, bit 5 = no record.
 //
-// Each item's detail is a sidecar data/i<N>.js calling CHX.item(N, {...}).
+// Item details sit in sidecar files data/c<C>.js, each calling
+// CHX.chunk(C, [detail, ...]) for items C·ChunkSize onwards.
 type itemIndex struct {
 	Keys    []string   `json:"keys"`
 	Lesion  []int      `json:"lesion"`
@@ -31,6 +32,7 @@ type itemIndex struct {
 	Runs    []indexRun `json:"runs"`
 	Modes   []string   `json:"modes"`
 	Images  string     `json:"images"` // prefix of image URLs ("" when none)
+	Chunk   int        `json:"chunk"`  // items per sidecar file (ChunkSize)
 }
 
 type indexRun struct {
@@ -122,7 +124,7 @@ func statusChar(r *results.Record) byte {
 }
 
 func buildIndex(items []*item, runs []*analysis.RunResult, modes []string, imgPrefix string) *itemIndex {
-	ix := &itemIndex{Lesions: benchmark.Lesions, Paths: analysis.Paths, Modes: modes, Images: imgPrefix}
+	ix := &itemIndex{Lesions: benchmark.Lesions, Paths: analysis.Paths, Modes: modes, Images: imgPrefix, Chunk: ChunkSize}
 	for _, it := range items {
 		ix.Keys = append(ix.Keys, it.key)
 		ix.Lesion = append(ix.Lesion, it.lesion)
@@ -251,12 +253,17 @@ func buildDetail(it *item) *itemDetail {
 
 var protoTurnIDs = []string{"T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "T9"}
 
-// detailJS is the sidecar script of item i.
-func detailJS(i int, d *itemDetail) ([]byte, error) {
+// ChunkSize is the number of items per sidecar file: one file per item
+// would mean thousands of tiny files, which cost more to write than to
+// load; a chunk of 16 items stays small enough to load at a click.
+const ChunkSize = 16
+
+// chunkJS is the sidecar script of chunk c (items c·ChunkSize …).
+func chunkJS(c int, ds []*itemDetail) ([]byte, error) {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "CHX.item(%d,", i)
+	fmt.Fprintf(&b, "CHX.chunk(%d,", c)
 	enc := json.NewEncoder(&b) // escapes <, >, & and U+2028/9: safe inside a script
-	if err := enc.Encode(d); err != nil {
+	if err := enc.Encode(ds); err != nil {
 		return nil, err
 	}
 	b.Truncate(b.Len() - 1)
@@ -264,20 +271,26 @@ func detailJS(i int, d *itemDetail) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// DataFile is the sidecar file name of item i, relative to REPORT_DIR.
-func DataFile(i int) string { return fmt.Sprintf("data/i%d.js", i) }
+// DataFile is the sidecar file (relative to REPORT_DIR) holding item i.
+func DataFile(i int) string { return fmt.Sprintf("data/c%d.js", i/ChunkSize) }
 
 func writeDetails(dir string, items []*item, workers int) error {
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		return err
 	}
-	errs := make([]error, len(items))
-	parallel(len(items), workers, func(i int) {
-		data, err := detailJS(i, buildDetail(items[i]))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, filepath.FromSlash(DataFile(i))), data, 0o644)
+	n := (len(items) + ChunkSize - 1) / ChunkSize
+	errs := make([]error, n)
+	parallel(n, workers, func(c int) {
+		lo, hi := c*ChunkSize, min(len(items), (c+1)*ChunkSize)
+		ds := make([]*itemDetail, 0, hi-lo)
+		for _, it := range items[lo:hi] {
+			ds = append(ds, buildDetail(it))
 		}
-		errs[i] = err
+		data, err := chunkJS(c, ds)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, filepath.FromSlash(DataFile(lo))), data, 0o644)
+		}
+		errs[c] = err
 	})
 	for _, err := range errs {
 		if err != nil {

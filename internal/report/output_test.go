@@ -253,8 +253,8 @@ func TestLinkedImagesAndSidecars(t *testing.T) {
 			t.Errorf("index.html references an external asset (%q)", bad)
 		}
 	}
-	js := string(read(t, filepath.Join(out, "data", "i0.js")))
-	if !strings.HasPrefix(js, "CHX.item(0,{") || !strings.HasSuffix(js, ");\n") {
+	js := string(read(t, filepath.Join(out, "data", "c0.js")))
+	if !strings.HasPrefix(js, "CHX.chunk(0,[{") || !strings.HasSuffix(js, ");\n") {
 		t.Errorf("sidecar: %.80q", js)
 	}
 }

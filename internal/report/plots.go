@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"image/color"
+	"image/png"
 	"io"
 	"math"
 	"os"
@@ -197,12 +198,34 @@ func heatmap(title, xlabel, ylabel string, cols, rows []string, z [][]float64, t
 func savePlot(dir, name string, p *plot.Plot, w, h vg.Length) error {
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(96), vgimg.UseBackgroundColor(color.White))
 	p.Draw(draw.New(img))
-	if err := writeTo(filepath.Join(dir, name+".png"), vgimg.PngCanvas{Canvas: img}); err != nil {
+	if err := writeTo(filepath.Join(dir, name+".png"), fastPNG{img}); err != nil {
 		return err
 	}
 	svg := vgsvg.New(w, h)
 	p.Draw(draw.New(svg))
 	return writeTo(filepath.Join(dir, name+".svg"), svg)
+}
+
+// fastPNG encodes a canvas with the fastest deflate level: plots are
+// flat-coloured, so the files stay small and encoding stays cheap.
+type fastPNG struct{ c *vgimg.Canvas }
+
+func (f fastPNG) WriteTo(w io.Writer) (int64, error) {
+	cw := &countWriter{w: w}
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	err := enc.Encode(cw, f.c.Image())
+	return cw.n, err
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func writeTo(name string, wt io.WriterTo) error {
@@ -391,7 +414,7 @@ func saveStage(dir, name string, panels [][]*plot.Plot, w, h vg.Length) error {
 	for i, c := range plot.Align(panels, tiles, dc) {
 		panels[i][0].Draw(c[0])
 	}
-	if err := writeTo(filepath.Join(dir, name+".png"), vgimg.PngCanvas{Canvas: img}); err != nil {
+	if err := writeTo(filepath.Join(dir, name+".png"), fastPNG{img}); err != nil {
 		return err
 	}
 	svg := vgsvg.New(w, h)

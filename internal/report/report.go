@@ -3,7 +3,7 @@
 // ext_*.csv tables, summary.json, report.md, PNG and SVG plots drawn with
 // gonum/plot, and index.html, a page that works from disk: the tables,
 // the plots and an item browser whose compact index is embedded in the
-// page while each item's detail sits in a data/i<N>.js sidecar loaded on
+// page while each item's detail sits in a data/c<C>.js sidecar (a chunk of items) loaded on
 // demand through a script tag (a page opened as a file cannot fetch JSON).
 // Images are relative links into the benchmark directory, or thumbnails
 // copied under img/ with EmbedImages.

@@ -136,6 +136,26 @@ func (s *Store) Append(r *Record) error {
 	return nil
 }
 
+// AppendBatch writes the records' lines with one write and syncs once
+// (group commit): each line is complete and synced when it returns.
+func (s *Store) AppendBatch(recs []*Record) error {
+	var buf []byte
+	for _, r := range recs {
+		line, err := r.MarshalLine()
+		if err != nil {
+			return err
+		}
+		buf = append(buf, line...)
+	}
+	if _, err := s.f.Write(buf); err != nil {
+		return fmt.Errorf("append to %s: %w", s.path, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", s.path, err)
+	}
+	return nil
+}
+
 // Close closes the file.
 func (s *Store) Close() error { return s.f.Close() }
 

@@ -4,25 +4,28 @@
   var PAGE = 100;
   var N = IX.keys.length;
   var multiMode = IX.modes.length > 1;
-  // Turn arrays in data/i<N>.js: see turnFields in items.go.
+  // Turn arrays in the data/c<C>.js sidecars: see turnFields in items.go.
   var F = {turn: 0, step: 1, status: 2, text: 3, raw: 4, parsed: 5, gt: 6, correct: 7, patched: 8, original: 9, fed: 10, rule: 11, skip: 12, reasoning: 13, jaccard: 14};
 
+  var CHUNK = IX.chunk;
   var CHX = window.CHX = {cache: {}, waiting: {}};
-  CHX.item = function (i, d) {
-    CHX.cache[i] = d;
-    var cbs = CHX.waiting[i] || [];
-    delete CHX.waiting[i];
-    cbs.forEach(function (f) { f(d); });
+  // A sidecar data/c<C>.js calls CHX.chunk(C, [details of items C·CHUNK …]).
+  CHX.chunk = function (c, ds) {
+    ds.forEach(function (d, k) { CHX.cache[c * CHUNK + k] = d; });
+    var cbs = CHX.waiting[c] || [];
+    delete CHX.waiting[c];
+    cbs.forEach(function (f) { f(); });
   };
   function loadItem(i, cb) {
     if (CHX.cache[i]) { cb(CHX.cache[i]); return; }
-    var w = CHX.waiting[i];
-    if (w) { w.push(cb); return; }
-    CHX.waiting[i] = [cb];
+    var c = Math.floor(i / CHUNK), w = CHX.waiting[c];
+    var done = function () { cb(CHX.cache[i]); };
+    if (w) { w.push(done); return; }
+    CHX.waiting[c] = [done];
     var s = document.createElement("script");
-    s.src = "data/i" + i + ".js";
+    s.src = "data/c" + c + ".js";
     s.onerror = function () {
-      delete CHX.waiting[i];
+      delete CHX.waiting[c];
       view.hidden = false;
       view.textContent = "Could not load " + s.src + " (is the data folder next to index.html?)";
     };

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/review"
+)
+
+// reviewManifest writes a tiny manifest: one positive and one negative
+// edema case with generated PNGs.
+func reviewManifest(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name string, img image.Image) {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		png.Encode(f, img)
+		f.Close()
+	}
+	for i := 1; i <= 2; i++ {
+		g := image.NewGray(image.Rect(0, 0, 32, 32))
+		for p := range g.Pix {
+			g.Pix[p] = uint8(p * i)
+		}
+		write(fmt.Sprintf("cxr%d.png", i), g)
+	}
+	m := image.NewGray(image.Rect(0, 0, 16, 16))
+	for p := 20; p < 120; p++ {
+		m.Pix[p] = 255
+	}
+	write("mask1.png", m)
+	man := filepath.Join(dir, "manifest.jsonl")
+	os.WriteFile(man, []byte(`{"case_id":"a1_positive_0","lesion":"edema","label":"positive","image":"cxr1.png","image_id":"a1","lesion_masks":["mask1.png"],"lung_masks":{"right":"mask1.png","left":"mask1.png"}}
+{"case_id":"a2_negative_0","lesion":"edema","label":"negative","image":"cxr2.png","image_id":"a2"}
+`), 0o644)
+	return man
+}
+
+// run executes a fresh subcommand (flags do not leak between runs).
+func reviewRun(t *testing.T, c *cobra.Command, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c.SetOut(&out)
+	c.SetErr(&errb)
+	c.SetArgs(args)
+	err := c.Execute()
+	return out.String(), errb.String(), err
+}
+
+func reviewExitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if err != nil {
+		return 2
+	}
+	return 0
+}
+
+func TestReviewCommands(t *testing.T) {
+	findCommand(t, "review")
+	man := reviewManifest(t)
+	tmp := t.TempDir()
+	db := filepath.Join(tmp, "review.db")
+	out, _, err := reviewRun(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "2", "--overlap", "2", "--seed", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^reviewer r1 [A-Za-z0-9_-]{43}\nreviewer r2 [A-Za-z0-9_-]{43}\nadmin [A-Za-z0-9_-]{43}\n$`).MatchString(out) {
+		t.Errorf("init output:\n%s", out)
+	}
+	if _, _, err := reviewRun(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "2"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("second init: %v", err)
+	}
+
+	// Both reviewers accept the positive → accepted in the export.
+	st, err := review.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, _ := st.CaseByKey(ctx, "edema_a1_positive_0")
+	revs, _ := st.Reviewers(ctx)
+	for _, r := range revs {
+		st.Decide(ctx, r.ID, c, "accept", "")
+	}
+	st.Close()
+	jl := filepath.Join(tmp, "reviews.jsonl")
+	if _, _, err := reviewRun(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(jl)
+	if strings.Count(string(data), "\n") != 1 || !strings.Contains(string(data), `"key_id":"edema_a1_positive_0","decision":"accept","reviewers":["r1","r2"]`) {
+		t.Errorf("export jsonl:\n%s", data)
+	}
+	csvDir := filepath.Join(tmp, "sheets")
+	if _, _, err := reviewRun(t, reviewExportCmd(), "--review-db", db, "--csv", csvDir); err != nil {
+		t.Fatal(err)
+	}
+	pos, _ := os.ReadFile(filepath.Join(csvDir, "positive.csv"))
+	if !strings.HasSuffix(string(pos), "edema_a1_positive_0,a1,edema,a1_positive_0,right lung and left lung,,,1\r\n") {
+		t.Errorf("positive.csv:\n%q", pos)
+	}
+	if _, _, err := reviewRun(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl, "--csv", csvDir); reviewExitCode(err) != 2 {
+		t.Errorf("export with both outputs: %v", err)
+	}
+
+	// Pack, fill the negative sheet, import into a log and into the db.
+	packDir := filepath.Join(tmp, "pack")
+	if out, _, err := reviewRun(t, reviewPackCmd(), "--source", man, "--out", packDir, "--annotators", "3"); err != nil || !strings.Contains(out, "2 case(s) in 2 sheet(s)") {
+		t.Fatalf("pack: %v %s", err, out)
+	}
+	sheet := filepath.Join(packDir, "annotator_A", "edema", "negative", "review_sheet.csv")
+	b, err := os.ReadFile(sheet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(sheet, bytes.Replace(b, []byte(",\r\n"), []byte(",yes\r\n"), 1), 0o644) // header ends in "decision\r\n"
+	log2 := filepath.Join(tmp, "imported.jsonl")
+	if _, _, err := reviewRun(t, reviewImportCmd(), "--csv", sheet, "--reviews", log2); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(log2)
+	if !strings.Contains(string(data), `"key_id":"edema_a2_negative_0","decision":"accept","reviewer":"annotator_A"`) {
+		t.Errorf("imported log:\n%s", data)
+	}
+	if _, _, err := reviewRun(t, reviewImportCmd(), "--review-db", db, "--reviewer", "r1", sheet); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := reviewRun(t, reviewImportCmd(), "--csv", sheet); reviewExitCode(err) != 2 {
+		t.Errorf("import without a target: %v", err)
+	}
+	l, err := review.OpenDecisions(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ln := l.Latest("edema_a2_negative_0"); ln == nil || ln.Decision != "unsure" { // r1 accepted, r2 has not decided
+		t.Errorf("after db import: %+v", ln)
+	}
+}
+
+// reviewSyncBuffer is a bytes.Buffer safe for a concurrent writer and reader.
+type reviewSyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *reviewSyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *reviewSyncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestReviewServe(t *testing.T) {
+	man := reviewManifest(t)
+	db := filepath.Join(t.TempDir(), "review.db")
+	if _, _, err := reviewRun(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		listen string
+		warn   bool
+	}{{"127.0.0.1:0", false}, {"0.0.0.0:0", true}} {
+		c := reviewServeCmd()
+		var out, errb reviewSyncBuffer
+		c.SetOut(&out)
+		c.SetErr(&errb)
+		c.SetArgs([]string{"--review-db", db, "--listen", tc.listen, "--quiet"})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.ExecuteContext(ctx) }()
+		var url string
+		for i := 0; i < 100 && url == ""; i++ {
+			time.Sleep(20 * time.Millisecond)
+			url = strings.TrimSpace(out.String())
+		}
+		if url == "" {
+			t.Fatalf("%s: no URL printed; stderr %s", tc.listen, errb.String())
+		}
+		url = strings.Replace(url, "0.0.0.0", "127.0.0.1", 1)
+		resp, err := http.Get(url + "queue")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: GET /queue without a session: %d", tc.listen, resp.StatusCode)
+		}
+		if got := strings.Contains(errb.String(), "not a loopback address"); got != tc.warn {
+			t.Errorf("%s: warning printed %v, want %v (stderr %q)", tc.listen, got, tc.warn, errb.String())
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%s: serve ended with %v", tc.listen, err)
+		}
+	}
+	if _, _, err := reviewRun(t, reviewServeCmd(), "--review-db", db, "--listen", "nonsense"); reviewExitCode(err) != 2 {
+		t.Errorf("bad --listen: %v", err)
+	}
+	if _, _, err := reviewRun(t, reviewServeCmd(), "--review-db", filepath.Join(t.TempDir(), "none.db")); reviewExitCode(err) != 2 {
+		t.Errorf("missing db: %v", err)
+	}
+}
