@@ -161,16 +161,16 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 			sum, err := eval.Run(ctx, o)
 			if err != nil {
 				if sum != nil {
-					fmt.Println(sum.RunDir)
+					fmt.Fprintln(cmd.OutOrStdout(), sum.RunDir)
 				}
 				return withExit(2, err)
 			}
 			if sum.DryRun != nil {
 				sum.DryRun.Write(os.Stderr)
-				fmt.Println(sum.RunDir)
+				fmt.Fprintln(cmd.OutOrStdout(), sum.RunDir)
 				return nil
 			}
-			fmt.Println(sum.RunDir)
+			fmt.Fprintln(cmd.OutOrStdout(), sum.RunDir)
 			switch {
 			case sum.Interrupted:
 				return silentExit(130)

@@ -366,6 +366,19 @@ func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, sele
 	for _, e := range o.Endpoints {
 		mi.Endpoints = append(mi.Endpoints, ScrubEndpoint(e))
 	}
+	if len(o.Endpoints) == 0 {
+		// the endpoint the backend uses by default, still without credentials
+		switch o.Model.Backend {
+		case provider.BackendOpenAI:
+			mi.Endpoints = []string{provider.DefaultOpenAIEndpoint}
+		case provider.BackendAzure:
+			if e := os.Getenv("AZURE_OPENAI_ENDPOINT"); e != "" {
+				mi.Endpoints = []string{ScrubEndpoint(e)}
+			}
+		case provider.BackendGemini:
+			mi.Endpoints = []string{"gemini default (Gemini API, or Vertex AI with application-default credentials)"}
+		}
+	}
 	if o.Model.Backend == provider.BackendBaseline {
 		p, s := o.Model.ModelID, o.PolicySeed
 		mi.Policy, mi.PolicySeed = &p, &s
@@ -380,8 +393,11 @@ func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, sele
 
 // Finalize derives all_results.json, summary.json and the per-model
 // reference CSVs from runDir/results.jsonl and writes them atomically.
-// wallTime is the seconds of the command that ends now; the previous
-// summary's wall time is added (a resumed run sums its restarts).
+// The manifest gives the run name, modes, benchmark path and hash; model
+// the backend and model id of the export; selected the number of
+// selected records. wallTime is the seconds of the command that ends now;
+// the previous summary's wall time is added (a resumed run sums its
+// restarts). rescore, merge and import-reference use it too.
 func Finalize(runDir string, man *Manifest, model Model, selected int, wallTime float64) (*results.Summary, error) {
 	recs, err := results.ReadResults(filepath.Join(runDir, results.ResultsFile))
 	if err != nil {

@@ -169,6 +169,12 @@ func TestFaultInjection(t *testing.T) {
 			c := s.Results.Counts
 			st := srv.Stats()
 			if c.RecordsOK != s.Selected || c.RecordsError != 0 {
+				recs, _ := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
+				for _, r := range recs {
+					if r.Error != nil {
+						t.Errorf("%s: %s", r.KeyID, *r.Error)
+					}
+				}
 				t.Fatalf("counts %+v (server %+v)", c, st)
 			}
 			if st.Fail429 == 0 || st.Fail500 == 0 || st.FailTimeout == 0 || st.FailMalformed == 0 || st.Empty == 0 {

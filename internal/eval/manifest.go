@@ -86,10 +86,12 @@ type ImageEncoding struct {
 
 // RetryPolicy is the per-call retry and rate policy.
 type RetryPolicy struct {
-	MaxRetries int     `json:"max_retries"`
-	TimeoutS   float64 `json:"timeout_s"`
-	RPM        int     `json:"rpm"` // 0 = no cap
-	TPM        int     `json:"tpm"`
+	MaxRetries   int     `json:"max_retries"`
+	TimeoutS     float64 `json:"timeout_s"`
+	BackoffBaseS float64 `json:"backoff_base_s"` // first retry waits in [base/2, base], doubling, jittered
+	BackoffCapS  float64 `json:"backoff_cap_s"`  // longest backoff unless Retry-After asks for more
+	RPM          int     `json:"rpm"`            // 0 = no cap
+	TPM          int     `json:"tpm"`
 }
 
 // ScrubEndpoint drops user info, query and fragment from an endpoint URL

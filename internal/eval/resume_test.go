@@ -146,3 +146,37 @@ func TestGracefulInterrupt(t *testing.T) {
 		t.Errorf("after restart: %+v", s2.Results.Counts)
 	}
 }
+
+// A second interrupt abandons the records in flight: nothing is written
+// for them (no error lines), and a restart asks them again.
+func TestAbandonInFlight(t *testing.T) {
+	bench := generatedBench(t)
+	url, _ := startServer(t, baselineserver.Config{Policy: "random", Latency: 10 * time.Millisecond})
+	o := childOptions(t, bench, t.TempDir(), url)
+	ctx, cancel := context.WithCancel(context.Background())
+	abandon, abandonNow := context.WithCancel(context.Background())
+	o.Abandon = abandon
+	var n atomic.Int64
+	testHookCall = func(string, string) {
+		if n.Add(1) == 20 {
+			cancel()
+			abandonNow()
+		}
+	}
+	s, err := Run(ctx, o)
+	testHookCall = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Interrupted || s.Abandoned == 0 {
+		t.Fatalf("nothing abandoned: %+v", s)
+	}
+	if c := s.Results.Counts; c.RecordsError != 0 || c.RecordsOK != s.Attempted-s.Abandoned {
+		t.Errorf("after abandoning: %+v (attempted %d, abandoned %d)", c, s.Attempted, s.Abandoned)
+	}
+	o.Abandon = nil
+	s2 := run(t, o)
+	if s2.Results.Counts.RecordsOK != s2.Selected || s2.Attempted != s2.Selected-s2.AlreadyDone {
+		t.Errorf("restart: %+v", s2.Results.Counts)
+	}
+}

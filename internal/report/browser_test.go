@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,54 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+func newBrowser(t *testing.T, exe, profile string) (context.Context, context.CancelFunc) {
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1400, 1000),
+	}
+	actx, cancel1 := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
+	return ctx, func() { cancel3(); cancel2(); cancel1() }
+}
+
+// TestBrowserLargeInteractive checks the 2-second interactivity target on
+// a big report: set CHX_LARGE_REPORT to a report directory (for example
+// one written from the BenchmarkReport14x2100 fixture). It measures the
+// time from navigation start until the item browser is ready, and the
+// time to open an item.
+func TestBrowserLargeInteractive(t *testing.T) {
+	dir := os.Getenv("CHX_LARGE_REPORT")
+	if dir == "" {
+		t.Skip("set CHX_LARGE_REPORT=REPORT_DIR to time a large report in Chromium")
+	}
+	exe := chromium(t)
+	ctx, cancel := newBrowser(t, exe, t.TempDir())
+	defer cancel()
+	abs, _ := filepath.Abs(dir)
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+filepath.ToSlash(filepath.Join(abs, "index.html"))),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`))); err != nil {
+		t.Fatal(err)
+	}
+	ready, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.readyMs`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`new Promise(res => { const t0 = performance.now(); CHX.open(2099); const h = setInterval(() => { if (document.querySelectorAll("#item-view tbody tr").length) { clearInterval(h); res(performance.now() - t0); } }, 5); })`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("interactive after %s ms; item 2100 opened in %.0f ms", ready, open)
+	if ms, _ := strconv.Atoi(ready); ms > 2000 {
+		t.Errorf("interactive after %d ms, want < 2000", ms)
+	}
+}
+
 // TestBrowser drives headless Chromium against the report of a small run
 // opened from disk: the leaderboard renders, a filter narrows the item
 // list, an item opens with its images loaded; a screenshot is saved.
@@ -41,20 +90,7 @@ func TestBrowser(t *testing.T) {
 	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 100}}); err != nil {
 		t.Fatal(err)
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(filepath.Join(tmp, "chrome-profile")),
-		chromedp.WindowSize(1400, 1000),
-	}
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancel := newBrowser(t, exe, filepath.Join(tmp, "chrome-profile"))
 	defer cancel()
 
 	url := "file://" + filepath.ToSlash(filepath.Join(out, "index.html"))

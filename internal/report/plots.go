@@ -46,6 +46,7 @@ type xyErr struct {
 func groupedBars(title, ylabel string, groups []string, series []barSeries) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
+	p.Title.Padding = vg.Points(6)
 	p.Y.Label.Text = ylabel
 	// Head room above 100 % keeps the legend (top right) off the bars.
 	p.Y.Min, p.Y.Max = 0, 1.08+0.075*float64(len(series))
@@ -155,6 +156,7 @@ func (blues) Colors() []color.Color {
 func heatmap(title, xlabel, ylabel string, cols, rows []string, z [][]float64, text [][]string) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
+	p.Title.Padding = vg.Points(6)
 	p.X.Label.Text = xlabel
 	p.Y.Label.Text = ylabel
 	g := grid{rows: len(rows), cols: len(cols), z: z}

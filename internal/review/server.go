@@ -381,7 +381,7 @@ func (srv *Server) casePage(w http.ResponseWriter, r *http.Request) {
 		srv.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	data := map[string]any{"Page": p, "Case": c, "Lesion": c.Lesion, "Hints": strings.Join(c.LocationHints, ", ")}
+	data := map[string]any{"Page": p, "Case": c, "Lesion": c.Lesion, "Hints": strings.Join(c.LocationHints, "; ")}
 	var keys []string
 	if u.IsAdmin {
 		st, err := srv.store.Snapshot(r.Context())

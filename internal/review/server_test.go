@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // app is a running test server over a fresh database.
@@ -501,5 +502,55 @@ func TestConcurrentHTTPDecisions(t *testing.T) {
 		if w := want[ln.KeyID]; ln.Decision != w {
 			t.Errorf("%s: %s, want %s", ln.KeyID, ln.Decision, w)
 		}
+	}
+}
+
+// TestSessionExpiryAndStorage: sessions end after their lifetime, and the
+// database holds only a hash of the cookie value.
+func TestSessionExpiryAndStorage(t *testing.T) {
+	a := newApp(t, 1, 1)
+	r1 := a.signIn("r1")
+	u, _ := url.Parse(a.srv.URL)
+	var cookie string
+	for _, c := range r1.http.Jar.Cookies(u) {
+		if c.Name == sessionCookie {
+			cookie = c.Value
+		}
+	}
+	if cookie == "" {
+		t.Fatal("no session cookie")
+	}
+	var n int
+	a.store.db.QueryRow(`SELECT count(*) FROM sessions WHERE id_sha256 = ? OR CAST(id_sha256 AS TEXT) = ?`, []byte(cookie), cookie).Scan(&n)
+	if n != 0 {
+		t.Error("the cookie value is stored in clear")
+	}
+	if r := r1.get("/queue"); r.code != 200 {
+		t.Fatalf("fresh session: %d", r.code)
+	}
+	later := a.store.now().Add(sessionTTL + time.Minute)
+	a.store.now = func() time.Time { return later }
+	if r := r1.get("/queue"); r.code != http.StatusUnauthorized {
+		t.Errorf("expired session: %d", r.code)
+	}
+}
+
+// TestReportIsEscaped: report text and comments are shown as text, never
+// as markup.
+func TestReportIsEscaped(t *testing.T) {
+	a := newApp(t, 1, 1)
+	key := a.queueOf("r1")[0]
+	a.store.db.Exec(`UPDATE cases SET report = ? WHERE key_id = ?`, `<script>alert(1)</script>`, key)
+	r1 := a.signIn("r1")
+	r1.decide(key, "unsure", `"><img src=x onerror=alert(2)>`)
+	r := r1.get("/case/" + key)
+	if strings.Contains(r.body, "<script>alert") || strings.Contains(r.body, "<img src=x") {
+		t.Error("markup from data reached the page unescaped")
+	}
+	if !strings.Contains(r.body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("report text missing")
+	}
+	if csp := r.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+		t.Errorf("CSP %q", csp)
 	}
 }

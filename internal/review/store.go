@@ -131,6 +131,12 @@ func create(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("review db %s: create schema: %v", path, err)
 	}
+	// Token and session hashes are nobody else's business; SQLite gives
+	// the -wal and -shm files the database file's permissions.
+	if err := os.Chmod(path, 0o600); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("review db %s: %v", path, unwrapPath(err))
+	}
 	return s, nil
 }
 

@@ -238,5 +238,6 @@
   CHX.open = openItem;
 
   update();
+  document.body.dataset.readyMs = String(Math.round(performance.now()));
   document.body.dataset.ready = "1";
 })();

@@ -1,0 +1,583 @@
+// Package demo runs the whole chexpercept pipeline on synthetic data in one
+// call, for `chexpercept demo`: a small phantom source set, an accept-all
+// build of all seven lesions and all three paths, a deep validation, three
+// evaluations and the report.
+//
+// The model: a demo directory holds one subdirectory per step (phantom/,
+// benchmark/, results/, report/, plus cache/ for the response cache), a
+// README.txt saying the data is synthetic and unreviewed, a demo.log with
+// the steps' detailed output, and the marker file .chexpercept-demo. The
+// marker makes the directory ours: Run refuses a non-empty directory
+// without it, so a mistyped --out never clobbers anything. The marker also
+// stamps the completed expensive steps (phantom, build) with a fingerprint
+// of their parameters and the program version; a rerun reuses a step whose
+// stamp matches and regenerates it (and everything downstream) otherwise.
+// An interrupted build resumes from its own work/ folder, the evaluations
+// resume from results.jsonl, and the report is always rewritten.
+//
+// The first evaluation goes through the real network path: serve-baseline
+// (random policy) runs in process on a loopback port and is asked by the
+// openai provider over HTTP. The in-process oracle and random baselines
+// follow. Nothing reaches the network beyond loopback, and nothing is
+// written outside the demo directory.
+package demo
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/build"
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/phantom"
+	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/registry"
+	"github.com/chexpercept/chexpercept/internal/report"
+	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/validate"
+	"github.com/chexpercept/chexpercept/internal/version"
+)
+
+// DefaultDir is the demo directory used when none is given: visible and
+// next to the user, so that the report is easy to find and a rerun reuses
+// the work already done.
+const DefaultDir = "chexpercept-demo"
+
+// Names inside the demo directory.
+const (
+	MarkerFile   = ".chexpercept-demo"
+	ReadmeFile   = "README.txt"
+	LogFile      = "demo.log"
+	PhantomDir   = "phantom"
+	BenchDir     = "benchmark"
+	ResultsDir   = "results"
+	ReportDir    = "report"
+	CacheDir     = "cache"
+	keyFile      = ".placeholder-api-key"
+	markerHeader = "chexpercept demo directory (synthetic, unreviewed data; safe to delete)"
+)
+
+// The demo's fixed parameters. Three positive and three negative phantom
+// cases per lesion leave slack for a case the builder rejects; the
+// builder stops a lesion's list once its targets are filled.
+const (
+	CasesPerLesion = 3
+	PhantomSeed    = 1
+	BuildSeed      = 0
+	PerPath        = 1 // LF, RF and RR cases per lesion
+	HTTPModel      = "baseline-random-over-http"
+)
+
+// Options configure Run.
+type Options struct {
+	Out     string    // demo directory (DefaultDir when empty)
+	Stdout  io.Writer // step lines, the headline table, then the index.html path
+	Workers int       // ≤ 0: number of CPUs
+}
+
+// Result says where Run put things.
+type Result struct {
+	Dir       string // absolute demo directory
+	Benchmark string
+	Results   string
+	Report    string
+	IndexHTML string
+	Log       string
+	// RunDirs are the evaluation run directories: HTTP, oracle, random.
+	RunDirs []string
+	// Reused lists the steps taken over from an earlier invocation.
+	Reused []string
+	// Analysis is the report's analysis (headline numbers).
+	Analysis *analysis.Result
+}
+
+// Run executes the demo. The last line written to opt.Stdout is the
+// absolute path of index.html.
+func Run(ctx context.Context, opt Options) (*Result, error) {
+	out := opt.Out
+	if out == "" {
+		out = DefaultDir
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return nil, fmt.Errorf("demo: output directory %s: %v", out, err)
+	}
+	w := opt.Stdout
+	if w == nil {
+		w = io.Discard
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.NumCPU()
+	}
+	st, err := claimDir(abs)
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(filepath.Join(abs, LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("demo: opening the log: %v", err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "\n==== chexpercept demo %s, %s ====\n", version.String(), time.Now().UTC().Format(time.RFC3339))
+
+	d := &runner{ctx: ctx, opt: opt, w: w, log: logf, st: st, res: &Result{
+		Dir:       abs,
+		Benchmark: filepath.Join(abs, BenchDir),
+		Results:   filepath.Join(abs, ResultsDir),
+		Report:    filepath.Join(abs, ReportDir),
+		IndexHTML: filepath.Join(abs, ReportDir, "index.html"),
+		Log:       filepath.Join(abs, LogFile),
+	}}
+	if err := d.run(); err != nil {
+		fmt.Fprintf(logf, "demo failed: %v\n", err)
+		return d.res, err
+	}
+	return d.res, nil
+}
+
+type runner struct {
+	ctx  context.Context
+	opt  Options
+	w    io.Writer
+	log  io.Writer
+	st   *state
+	res  *Result
+	step int
+}
+
+const steps = 7
+
+// say prints one numbered step line.
+func (d *runner) say(format string, args ...any) {
+	d.step++
+	fmt.Fprintf(d.w, "[%d/%d] %s\n", d.step, steps, fmt.Sprintf(format, args...))
+}
+
+func since(t time.Time) string { return fmt.Sprintf("%.1fs", time.Since(t).Seconds()) }
+
+func (d *runner) run() error {
+	r := d.res
+	fmt.Fprintf(d.w, "chexpercept demo in %s (synthetic phantom data, never reviewed by a radiologist; step details in %s)\n", r.Dir, LogFile)
+	if err := writeReadme(r.Dir); err != nil {
+		return err
+	}
+	manifest, err := d.phantom()
+	if err != nil {
+		return err
+	}
+	if err := d.build(manifest); err != nil {
+		return err
+	}
+	if err := d.validate(); err != nil {
+		return err
+	}
+	if err := d.evaluate(); err != nil {
+		return err
+	}
+	if err := d.report(); err != nil {
+		return err
+	}
+	writeHeadline(d.w, r.Analysis)
+	fmt.Fprintln(d.w, r.IndexHTML)
+	return nil
+}
+
+func (d *runner) phantom() (string, error) {
+	dir := filepath.Join(d.res.Dir, PhantomDir)
+	manifest := filepath.Join(dir, "manifest.jsonl")
+	fp := fmt.Sprintf("version=%s cases_per_lesion=%d seed=%d", version.String(), CasesPerLesion, PhantomSeed)
+	if d.st.get("phantom") == fp && exists(manifest) {
+		d.res.Reused = append(d.res.Reused, "phantom")
+		d.say("phantom: reusing %d synthetic cases in %s/", CasesPerLesion*2*7, PhantomDir)
+		return manifest, nil
+	}
+	// Regenerating the source invalidates everything built from it.
+	if err := d.st.reset("phantom", "build"); err != nil {
+		return "", err
+	}
+	for _, sub := range []string{PhantomDir, BenchDir, ResultsDir, ReportDir} {
+		if err := os.RemoveAll(filepath.Join(d.res.Dir, sub)); err != nil {
+			return "", fmt.Errorf("demo: removing the old %s: %v", sub, err)
+		}
+	}
+	t := time.Now()
+	sum, err := phantom.Generate(d.ctx, phantom.Options{OutDir: dir, CasesPerLesion: CasesPerLesion,
+		Seed: PhantomSeed, Workers: d.opt.Workers, Progress: d.log})
+	if err != nil {
+		return "", fmt.Errorf("demo: phantom: %w", err)
+	}
+	if err := d.st.set("phantom", fp); err != nil {
+		return "", err
+	}
+	d.say("phantom: %d synthetic radiographs with lung, heart and lesion masks (%d per lesion and label, seed %d) in %s/ … %s",
+		sum.Cases, CasesPerLesion, PhantomSeed, PhantomDir, since(t))
+	return sum.Manifest, nil
+}
+
+func (d *runner) build(manifest string) error {
+	dir := d.res.Benchmark
+	fp := fmt.Sprintf("version=%s per_path=%d seed=%d review=%s phantom={%s}", version.String(), PerPath, BuildSeed,
+		build.ModeAcceptAll, d.st.get("phantom"))
+	composition := fmt.Sprintf("%d LF, %d RF, %d RR per lesion", PerPath, PerPath, PerPath)
+	if d.st.get("build") == fp && exists(filepath.Join(dir, "chexpercept.json")) && exists(filepath.Join(dir, "SHA256SUMS")) {
+		d.res.Reused = append(d.res.Reused, "build")
+		d.say("build: reusing the benchmark in %s/ (%s, accept-all: UNREVIEWED)", BenchDir, composition)
+		return nil
+	}
+	if d.st.get("build") != "" {
+		// Built with other parameters: start over rather than mix.
+		if err := d.st.reset("build"); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("demo: removing the old benchmark: %v", err)
+		}
+	}
+	// Runs of an earlier benchmark would be refused by eval (other hash).
+	for _, sub := range []string{ResultsDir, ReportDir} {
+		if err := os.RemoveAll(filepath.Join(d.res.Dir, sub)); err != nil {
+			return fmt.Errorf("demo: removing the old %s: %v", sub, err)
+		}
+	}
+	cfg := buildcfg.Default()
+	cfg.Seed = BuildSeed
+	cfg.LF, cfg.RF, cfg.RR = PerPath, PerPath, PerPath
+	cfg.Workers = d.opt.Workers
+	t := time.Now()
+	sum, err := build.Run(d.ctx, build.Options{Source: manifest, Out: dir, Config: cfg, Workers: d.opt.Workers,
+		Decisions: review.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: d.log, Stderr: d.log})
+	if err != nil {
+		return fmt.Errorf("demo: build: %w", err)
+	}
+	if err := d.st.set("build", fp); err != nil {
+		return err
+	}
+	d.say("build: %d cases (%s), %d questions, %d rejected candidate(s), in %s/ … %s",
+		sum.Included, composition, sum.Questions, sum.Failed, BenchDir, since(t))
+	fmt.Fprintln(d.w, "      accept-all: no radiologist reviewed these cases (build_info.json review_mode accept_all)")
+	for _, s := range sum.Shortfalls {
+		fmt.Fprintln(d.w, "      warning: shortfall:", s)
+	}
+	return nil
+}
+
+func (d *runner) validate() error {
+	t := time.Now()
+	rep, err := validate.Run(d.res.Benchmark, validate.Options{Deep: true, Workers: d.opt.Workers})
+	if err != nil {
+		return fmt.Errorf("demo: validate: %w", err)
+	}
+	if werr := rep.WriteText(d.log); werr != nil {
+		return fmt.Errorf("demo: writing the validation report to the log: %v", werr)
+	}
+	if !rep.OK() {
+		msg := ""
+		for _, f := range rep.Findings {
+			if f.Severity == validate.Error {
+				msg = fmt.Sprintf("%s %s %s", f.Code, f.KeyID, f.Message)
+				break
+			}
+		}
+		return fmt.Errorf("demo: the benchmark in %s fails validation (%d errors; first: %s; all in %s)", d.res.Benchmark, rep.Errors, msg, LogFile)
+	}
+	d.say("validate --deep: PASS, %d records, %d questions, %d images, %d errors, %d warnings … %s",
+		rep.Records, rep.Questions, rep.Images, rep.Errors, rep.Warnings, since(t))
+	return nil
+}
+
+// evaluate runs the three evaluations: the random policy over HTTP, then the
+// in-process oracle and random baselines.
+func (d *runner) evaluate() error {
+	reg, err := registry.Default()
+	if err != nil {
+		return fmt.Errorf("demo: model registry: %w", err)
+	}
+	prices, err := registry.LoadPrices("")
+	if err != nil {
+		return fmt.Errorf("demo: price table: %w", err)
+	}
+	// A placeholder key file keeps a user's OPENAI_API_KEY from being sent,
+	// even to our own loopback server.
+	kf := filepath.Join(d.res.Dir, keyFile)
+	if err := os.WriteFile(kf, []byte("chexpercept-demo-placeholder\n"), 0o600); err != nil {
+		return fmt.Errorf("demo: writing %s: %v", kf, err)
+	}
+
+	t := time.Now()
+	url, _, stop, err := baselineserver.Start(d.ctx, baselineserver.Config{Policy: "random"})
+	if err != nil {
+		return fmt.Errorf("demo: starting serve-baseline: %w", err)
+	}
+	fmt.Fprintf(d.log, "serve-baseline (policy random) listening at %s\n", url)
+	sum, err := d.eval(reg, prices, "openai", HTTPModel, []string{url}, kf)
+	stop()
+	if err != nil {
+		return err
+	}
+	d.say("eval over HTTP: serve-baseline (random policy) at %s, provider openai, model %s: %s … %s",
+		url, HTTPModel, counts(sum), since(t))
+
+	for _, policy := range []string{"oracle", "random"} {
+		t = time.Now()
+		s, err := d.eval(reg, prices, "baseline", policy, nil, "")
+		if err != nil {
+			return err
+		}
+		d.say("eval in process: baseline %s: %s … %s", policy, counts(s), since(t))
+	}
+	return nil
+}
+
+func counts(s *eval.Summary) string {
+	c := s.Results.Counts
+	txt := fmt.Sprintf("%d/%d records ok, %d calls", c.RecordsOK, c.RecordsSelected, c.Calls)
+	if s.AlreadyDone > 0 {
+		txt += fmt.Sprintf(" (%d records kept from an earlier run)", s.AlreadyDone)
+	}
+	return txt
+}
+
+func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, model string, endpoints []string, keyFile string) (*eval.Summary, error) {
+	m, notice, err := eval.ResolveModel(reg, prices, prov, model, false)
+	if err != nil {
+		return nil, fmt.Errorf("demo: eval %s/%s: %w", prov, model, err)
+	}
+	if notice != "" {
+		fmt.Fprintln(d.log, "notice:", notice)
+	}
+	o := eval.Options{
+		BenchDir:        d.res.Benchmark,
+		OutDir:          d.res.Results,
+		Model:           m,
+		Endpoints:       endpoints,
+		APIKeyFile:      keyFile,
+		PriceFileSHA256: prices.SHA256,
+		// Loopback calls answer at once; a short deadline turns a hang
+		// into a retry instead of a stuck demo.
+		Timeout:  30 * time.Second,
+		CacheDir: filepath.Join(d.res.Dir, CacheDir),
+		Log:      d.log,
+	}
+	sum, err := eval.Run(d.ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("demo: eval %s/%s: %w", prov, model, err)
+	}
+	d.res.RunDirs = append(d.res.RunDirs, sum.RunDir)
+	switch {
+	case sum.Interrupted:
+		return nil, fmt.Errorf("demo: eval %s/%s interrupted; run the demo again to continue", prov, model)
+	case sum.Results == nil:
+		return nil, fmt.Errorf("demo: eval %s/%s wrote no summary (%s)", prov, model, sum.RunDir)
+	case sum.Results.Counts.RecordsError > 0:
+		return nil, fmt.Errorf("demo: eval %s/%s: %d records ended in error (see %s and %s)",
+			prov, model, sum.Results.Counts.RecordsError, filepath.Join(sum.RunDir, results.ResultsFile), LogFile)
+	}
+	return sum, nil
+}
+
+func (d *runner) report() error {
+	t := time.Now()
+	// The report folder is ours; a fresh one never mixes in stale files.
+	if err := os.RemoveAll(d.res.Report); err != nil {
+		return fmt.Errorf("demo: removing the old report: %v", err)
+	}
+	res, err := report.Generate(report.Config{
+		Inputs:    []string{d.res.Results},
+		Out:       d.res.Report,
+		Benchmark: d.res.Benchmark,
+		Report:    report.Options{Version: version.String(), Workers: d.opt.Workers},
+	})
+	if res != nil {
+		for _, w := range res.Warnings {
+			fmt.Fprintln(d.log, "report warning:", w)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("demo: report: %w", err)
+	}
+	d.res.Analysis = res
+	warn := ""
+	if n := len(res.Warnings); n > 0 {
+		warn = fmt.Sprintf(", %d warning(s) in %s", n, LogFile)
+	}
+	d.say("report: %d runs → %s/ (reference CSVs, ext_*.csv, report.md, plots, index.html%s) … %s",
+		len(res.Runs), ReportDir, warn, since(t))
+	return nil
+}
+
+// writeHeadline prints, per run, the end-to-end accuracy of each stage and
+// the mean depth for each path (lesions pooled).
+func writeHeadline(w io.Writer, res *analysis.Result) {
+	if res == nil {
+		return
+	}
+	short := map[string]string{results.PathRR: "RR", results.PathRF: "RF", results.PathLF: "LF"}
+	width := len("model")
+	for _, rr := range res.Runs {
+		width = max(width, len(res.Label(rr)))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "End-to-end accuracy (%) per stage and mean depth, all lesions (RR revision-required, RF revision-free, LF lesion-free):")
+	fmt.Fprintf(w, "%-*s  path   n  stage1  stage2  stage3  stage4  depth\n", width, "model")
+	for _, rr := range res.Runs {
+		name := res.Label(rr)
+		if !rr.Scored {
+			fmt.Fprintf(w, "%-*s  (not scored)\n", width, name)
+			continue
+		}
+		for _, p := range analysis.Paths {
+			n := 0
+			var cells []string
+			for k := 1; k <= 4; k++ {
+				c := rr.Stage(p, "all", k)
+				if c == nil || !c.Applicable || !c.E2E.Valid {
+					cells = append(cells, "N/A")
+					continue
+				}
+				n = max(n, c.E2E.N)
+				cells = append(cells, fmt.Sprintf("%.1f", 100*c.E2E.Value))
+			}
+			depth := "N/A"
+			if dc := rr.DepthOf(p, "all"); dc != nil && dc.Valid {
+				depth = fmt.Sprintf("%.2f", dc.Mean)
+			}
+			fmt.Fprintf(w, "%-*s  %-4s %3d  %6s  %6s  %6s  %6s  %5s\n", width, name, short[p], n,
+				cells[0], cells[1], cells[2], cells[3], depth)
+			name = ""
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// claimDir makes dir a demo directory: it creates it, or accepts it when it
+// is empty or already carries the marker; anything else is refused.
+func claimDir(dir string) (*state, error) {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("demo: creating %s: %v", dir, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("demo: output directory %s: %v", dir, err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("demo: %s exists and is not a directory", dir)
+	}
+	marker := filepath.Join(dir, MarkerFile)
+	if exists(marker) {
+		return readState(marker)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("demo: reading %s: %v", dir, err)
+	}
+	if len(entries) > 0 {
+		return nil, fmt.Errorf("demo: %s is not empty and was not made by chexpercept demo (no %s file); choose another --out or remove it", dir, MarkerFile)
+	}
+	st := &state{path: marker, steps: map[string]string{}}
+	return st, st.save()
+}
+
+// state is the marker file: a header line, then "step fingerprint" lines
+// for the steps that completed.
+type state struct {
+	path  string
+	order []string
+	steps map[string]string
+}
+
+func readState(path string) (*state, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("demo: reading %s: %v", path, err)
+	}
+	defer f.Close()
+	st := &state{path: path, steps: map[string]string{}}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		step, fp, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !strings.HasPrefix(step, "step:") {
+			continue // the header, or a line we do not know: the step reruns
+		}
+		step = strings.TrimPrefix(step, "step:")
+		st.order = append(st.order, step)
+		st.steps[step] = fp
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("demo: reading %s: %v", path, err)
+	}
+	return st, nil
+}
+
+func (s *state) get(step string) string { return s.steps[step] }
+
+func (s *state) set(step, fp string) error {
+	if _, ok := s.steps[step]; !ok {
+		s.order = append(s.order, step)
+	}
+	s.steps[step] = fp
+	return s.save()
+}
+
+func (s *state) reset(steps ...string) error {
+	for _, st := range steps {
+		delete(s.steps, st)
+	}
+	return s.save()
+}
+
+func (s *state) save() error {
+	var b strings.Builder
+	b.WriteString(markerHeader + "\n")
+	for _, step := range s.order {
+		if fp, ok := s.steps[step]; ok {
+			fmt.Fprintf(&b, "step:%s %s\n", step, fp)
+		}
+	}
+	if err := results.WriteFileAtomic(s.path, []byte(b.String())); err != nil {
+		return fmt.Errorf("demo: writing %s: %v", s.path, err)
+	}
+	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func writeReadme(dir string) error {
+	text := `chexpercept demo output — SYNTHETIC, UNREVIEWED DATA
+
+Everything here was generated by "chexpercept demo". The radiographs are
+synthetic phantoms, not patient images, and the benchmark was built with
+--accept-all: no radiologist reviewed a single case (build_info.json records
+review_mode "accept_all"). Use it to see how the tools fit together, never to
+judge a model.
+
+  phantom/     synthetic source set (manifest.jsonl, images, masks, contact sheet)
+  benchmark/   the benchmark built from it (chexpercept.json, image bundle, SHA256SUMS)
+  results/     evaluation runs: openai_` + HTTPModel + ` (serve-baseline over HTTP),
+               baseline_oracle and baseline_random (in process)
+  report/      tables, plots and index.html (open it in a browser)
+  cache/       response cache of the runs (kept inside this directory)
+  demo.log     detailed output of every step
+
+Run "chexpercept demo --out <this directory>" again to reuse the finished
+steps; delete the directory to start from scratch.
+`
+	if err := results.WriteFileAtomic(filepath.Join(dir, ReadmeFile), []byte(text)); err != nil {
+		return fmt.Errorf("demo: writing %s: %v", ReadmeFile, err)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/provider"
+)
+
+func TestBackoff(t *testing.T) {
+	rp := retryPolicy{base: 100 * time.Millisecond, cap: time.Second}
+	for n := 1; n <= 8; n++ {
+		d := min(rp.base<<(n-1), rp.cap)
+		for k := 0; k < 50; k++ {
+			got := rp.backoff(n, 0)
+			if got < d/2 || got > d {
+				t.Fatalf("backoff(%d) = %v, want in [%v, %v]", n, got, d/2, d)
+			}
+		}
+	}
+	if got := rp.backoff(1, 3*time.Second); got != 3*time.Second {
+		t.Errorf("Retry-After 3s gave %v", got)
+	}
+}
+
+func TestAdaptiveConcurrency(t *testing.T) {
+	e := newEndpoint("x", nil, 16)
+	ctx := context.Background()
+	rl := &provider.CallError{Kind: provider.KindRateLimited, Status: 429}
+	if err := e.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.release(rl)
+	if e.limit != 8 {
+		t.Fatalf("limit after a 429 = %v, want 8", e.limit)
+	}
+	e.acquire(ctx)
+	e.release(rl) // within a second: one signal, no second cut
+	if e.limit != 8 {
+		t.Fatalf("limit after a burst of 429s = %v, want 8", e.limit)
+	}
+	for i := 0; i < 200; i++ {
+		e.acquire(ctx)
+		e.release(nil)
+	}
+	if e.limit != 16 {
+		t.Errorf("limit did not grow back to 16: %v", e.limit)
+	}
+	// slots: with limit 2, a third acquire waits until a release
+	e.limit = 2
+	e.acquire(ctx)
+	e.acquire(ctx)
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if err := e.acquire(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("third acquire at limit 2: %v", err)
+	}
+	got := make(chan error)
+	go func() { got <- e.acquire(ctx) }()
+	time.Sleep(10 * time.Millisecond)
+	e.release(nil)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEndpointGoesDownAfterFailures(t *testing.T) {
+	e := newEndpoint("x", nil, 4)
+	p := &pool{eps: []*endpoint{e, newEndpoint("y", nil, 4)}}
+	for i := 0; i < 3; i++ {
+		e.acquire(context.Background())
+		e.release(&provider.CallError{Kind: provider.KindServer, Status: 500})
+	}
+	if e.healthy(time.Now()) {
+		t.Fatal("endpoint still healthy after 3 server errors")
+	}
+	for i := 0; i < 5; i++ {
+		if got := p.assign("k"+string(rune('a'+i)), nil); got == e {
+			t.Fatal("a case was assigned to the down endpoint")
+		}
+	}
+}
+
+func TestRPMCap(t *testing.T) {
+	o := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "first"))
+	o.RPM = 1200 // 20 calls per second
+	start := time.Now()
+	s := run(t, o)
+	calls := s.Results.Counts.Calls
+	if min := time.Duration(calls-1) * time.Second / 20; time.Since(start) < min {
+		t.Errorf("%d calls in %v, faster than the 20/s cap", calls, time.Since(start))
+	}
+}
+
+func TestProgressOutput(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		var log bytes.Buffer
+		o := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "first"))
+		o.Log, o.TTY = &log, tty
+		run(t, o)
+		out := log.String()
+		if !strings.Contains(out, "done: 7 ok, 0 error") || !strings.Contains(out, "calls/s") {
+			t.Errorf("tty=%v: log lacks the summary line or rate:\n%s", tty, out)
+		}
+	}
+}
