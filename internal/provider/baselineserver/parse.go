@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/provider"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -13,6 +16,9 @@ type parsedRequest struct {
 	model  string
 	texts  []string // per message: its string content, or its text parts joined
 	images int
+	// firstImage is provider.PayloadKey of the first image's base64 text,
+	// the only image the random policy looks at.
+	firstImage string
 }
 
 // parseChat reads a request body as a token stream: image URLs (megabytes
@@ -133,7 +139,11 @@ func parseParts(d *jsontext.Decoder, p *parsedRequest) (string, error) {
 				}
 			case name == "image_url":
 				hasImage = true
-				err = d.SkipValue()
+				if p.images == 0 && p.firstImage == "" {
+					err = readFirstImage(d, p)
+				} else {
+					err = d.SkipValue()
+				}
 			default:
 				err = d.SkipValue()
 			}
@@ -175,4 +185,38 @@ func readString(d *jsontext.Decoder) (string, error) {
 		return "", fmt.Errorf("expected a string, found %v", t.Kind())
 	}
 	return t.String(), nil
+}
+
+// readFirstImage reads {"url": "data:<type>;base64,<payload>", ...} and
+// keeps the hash of the payload; other members are skipped.
+func readFirstImage(d *jsontext.Decoder, p *parsedRequest) error {
+	if d.PeekKind() != '{' {
+		return d.SkipValue()
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return err
+	}
+	for d.PeekKind() != '}' {
+		name, err := readString(d)
+		if err != nil {
+			return err
+		}
+		if name != "url" || d.PeekKind() != '"' {
+			if err := d.SkipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		url, err := readString(d)
+		if err != nil {
+			return err
+		}
+		if i := strings.Index(url, "base64,"); i >= 0 {
+			p.firstImage = provider.PayloadKey(url[i+len("base64,"):])
+		} else {
+			p.firstImage = provider.PayloadKey(url)
+		}
+	}
+	_, err := d.ReadToken()
+	return err
 }

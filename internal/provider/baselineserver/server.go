@@ -188,7 +188,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	}
 	texts, images := req.texts, req.images
 	// Decide the answer before any fault so a bad request is a 400 at once.
-	answer, err := provider.PolicyAnswer(s.cfg.Policy, s.cfg.PolicySeed, texts)
+	answer, err := provider.PolicyAnswer(s.cfg.Policy, s.cfg.PolicySeed, texts, req.firstImage)
 	if err != nil {
 		s.stats.bad.Add(1)
 		writeError(w, http.StatusBadRequest, err.Error())
