@@ -210,21 +210,27 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 		res.Chance = ComputeChance(set.Bench)
 	}
 	res.Runs = make([]*RunResult, len(set.Runs))
-	var jobs []func()
+	score := make([]func(), len(set.Runs))
 	for i, run := range set.Runs {
 		rr := &RunResult{Run: run, Scored: run.Records != nil}
 		res.Runs[i] = rr
-		rr.Usage, rr.Parse = usageAndParse(run)
-		if !rr.Scored {
-			continue
-		}
-		for _, rec := range run.Records {
-			if s, ok := ScoreRecord(rec, opts.ErrorPolicy == ErrorsWrong); ok {
-				rr.Scores = append(rr.Scores, s)
+		score[i] = func() {
+			rr.Usage, rr.Parse = usageAndParse(run)
+			if !rr.Scored {
+				return
 			}
+			for _, rec := range run.Records {
+				if s, ok := ScoreRecord(rec, opts.ErrorPolicy == ErrorsWrong); ok {
+					rr.Scores = append(rr.Scores, s)
+				}
+			}
+			rr.cells()
 		}
-		rr.cells(res.Chance)
-		// Depth bootstraps are the expensive part: one job per cell.
+	}
+	runJobs(score, opts.Workers)
+	// Depth bootstraps are the expensive part: one job per cell.
+	var jobs []func()
+	for _, rr := range res.Runs {
 		for j := range rr.Depth {
 			jobs = append(jobs, func() { rr.bootDepth(j, &opts) })
 		}
@@ -264,7 +270,7 @@ func runJobs(jobs []func(), workers int) {
 // inCell reports whether a score belongs to the (path, lesion) cell.
 func inCell(s *Score, pi, li int) bool { return s.Path == pi && (li == 0 || s.Lesion == li) }
 
-func (rr *RunResult) cells(ch *Chance) {
+func (rr *RunResult) cells() {
 	for pi, path := range Paths {
 		for li, lesion := range Lesions {
 			var cell []*Score

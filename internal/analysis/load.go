@@ -166,12 +166,24 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	}
 	// Runs are read in parallel (decoding results.jsonl dominates the
 	// cost of a report); each keeps its own warnings, merged in input order.
+	// The benchmark is loaded alongside; its directory is the override or
+	// the dataset path of the first run (in run order) whose manifest
+	// names one.
+	benchDir := opts.Benchmark
+	if benchDir == "" {
+		benchDir = firstDataset(dirs)
+	}
+	var bench *benchmark.Benchmark
+	var benchErr error
 	subs := make([]*Set, len(dirs))
 	runs := make([]*Run, len(dirs))
-	jobs := make([]func(), len(dirs))
+	jobs := make([]func(), 0, len(dirs)+1)
+	if benchDir != "" {
+		jobs = append(jobs, func() { bench, benchErr = benchmark.Load(benchDir) })
+	}
 	for i, d := range dirs {
 		subs[i] = &Set{}
-		jobs[i] = func() { runs[i] = subs[i].readRun(d) }
+		jobs = append(jobs, func() { runs[i] = subs[i].readRun(d) })
 	}
 	runJobs(jobs, runtime.GOMAXPROCS(0))
 	for i := range dirs {
@@ -201,17 +213,8 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 		return s, errors.New("no usable run directory among the inputs")
 	}
 
-	benchDir := opts.Benchmark
-	if benchDir == "" {
-		for _, r := range s.Runs {
-			if r.DatasetPath != "" {
-				benchDir = r.DatasetPath
-				break
-			}
-		}
-	}
 	if benchDir != "" {
-		b, err := benchmark.Load(benchDir)
+		b, err := bench, benchErr
 		switch {
 		case err != nil && opts.Benchmark != "":
 			return s, fmt.Errorf("benchmark: %v", err)
@@ -225,6 +228,31 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	}
 	s.checkRuns()
 	return s, nil
+}
+
+// firstDataset is the dataset path named by the manifest of the first run
+// directory, in run order (run name, then oracle folder), that names one.
+func firstDataset(dirs []string) string {
+	sorted := slices.Clone(dirs)
+	key := func(d string) string {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			abs = d
+		}
+		return filepath.Base(filepath.Dir(abs)) + "\x00" + filepath.Base(abs)
+	}
+	slices.SortStableFunc(sorted, func(a, b string) int { return strings.Compare(key(a), key(b)) })
+	for _, d := range sorted {
+		data, err := os.ReadFile(filepath.Join(d, results.ManifestFile))
+		if err != nil {
+			continue
+		}
+		var m manifest
+		if json.Unmarshal(data, &m) == nil && m.Dataset.Path != "" {
+			return m.Dataset.Path
+		}
+	}
+	return ""
 }
 
 // readRun reads one run directory; nil when nothing of it is usable.

@@ -231,3 +231,37 @@ func TestDecodeLineMatchesResults(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorPolicyEndToEnd(t *testing.T) {
+	errs := map[string]bool{"pneumonia_s57001234_positive_0": true, "edema_s50414267_negative_3": true}
+	dir, _ := writeRuns(t, &analysistest.Run{Provider: "p", Label: "o", Oracle: "none", Policy: analysistest.Oracle, Errors: errs})
+	set, err := Load([]string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		policy       string
+		nLF, kLF     int
+		nRF, depthRF float64
+	}{
+		{ErrorsExclude, 1, 1, 1, 3}, // the errors are left out
+		{ErrorsWrong, 2, 1, 2, 1.5}, // the errors count as all wrong
+	} {
+		res, err := Analyze(set, Options{ErrorPolicy: tc.policy, Bootstrap: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr := res.Runs[0]
+		if rr.Usage.NError != 2 || rr.Usage.NOK != 5 {
+			t.Errorf("%s: usage %+v", tc.policy, rr.Usage)
+		}
+		lf := rr.Stage(LF, "all", 1).E2E
+		rf := rr.DepthOf(RF, "all")
+		if lf.N != tc.nLF || lf.K != tc.kLF || float64(rf.N) != tc.nRF || rf.Mean != tc.depthRF {
+			t.Errorf("%s: LF %d/%d, RF depth %v over %d", tc.policy, lf.K, lf.N, rf.Mean, rf.N)
+		}
+	}
+	if _, err := Analyze(set, Options{ErrorPolicy: "maybe"}); err == nil {
+		t.Error("bad error policy accepted")
+	}
+}

@@ -93,7 +93,7 @@ func runOf(name string, recs ...*results.Record) *RunResult {
 		s, _ := ScoreRecord(r, false)
 		rr.Scores = append(rr.Scores, s)
 	}
-	rr.cells(nil)
+	rr.cells()
 	return rr
 }
 

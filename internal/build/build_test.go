@@ -264,3 +264,11 @@ func TestIndentedJoinMatchesMarshal(t *testing.T) {
 		t.Errorf("empty: %q", got)
 	}
 }
+
+func TestInspectRejectsBadKey(t *testing.T) {
+	for _, key := range []string{"../../etc_x_positive_0", "edema_nope", ""} {
+		if _, err := Inspect(InspectOptions{Dir: t.TempDir(), Key: key}); err == nil || !strings.Contains(err.Error(), "--key") {
+			t.Errorf("key %q: %v", key, err)
+		}
+	}
+}

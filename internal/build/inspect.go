@@ -58,7 +58,7 @@ func (a *assembly) inspect(ctx context.Context, spec string) error {
 			if p == "" {
 				p = "not included"
 			}
-			if err := InspectCase(a.e, it.c, a.opt.Out, p); err != nil {
+			if err := inspectCase(a.e, it.c, a.opt.Out, p); err != nil {
 				return global("inspect %s: %v", key, err)
 			}
 		}
@@ -90,6 +90,10 @@ type InspectOptions struct {
 // Inspect re-runs one case of a built benchmark from scratch with the
 // configuration of its build_info.json and writes inspect/<key_id>/.
 func Inspect(opt InspectOptions) (string, error) {
+	// The key names folders under work/ and inspect/: it must be a key_id.
+	if _, _, err := benchmark.ParseKeyID(opt.Key); err != nil {
+		return "", fmt.Errorf("--key %q: %v", opt.Key, err)
+	}
 	data, err := os.ReadFile(filepath.Join(opt.Dir, infoJSON))
 	if err != nil {
 		return "", fmt.Errorf("%s: %v", filepath.Join(opt.Dir, infoJSON), unwrapPath(err))
@@ -124,7 +128,7 @@ func Inspect(opt InspectOptions) (string, error) {
 		}
 	}
 	e := &env{cfg: cfg, seed: cfg.Seed, loader: loader}
-	if err := InspectCase(e, c, opt.Dir, path); err != nil {
+	if err := inspectCase(e, c, opt.Dir, path); err != nil {
 		return "", err
 	}
 	return filepath.Join(opt.Dir, inspectDir, opt.Key), nil
@@ -168,9 +172,9 @@ func findCase(opt InspectOptions, cfg buildcfg.Config) (*source.Case, error) {
 	return nil, fmt.Errorf("%s is not a case of %s", opt.Key, opt.Source)
 }
 
-// InspectCase re-runs c with a trace and writes <out>/inspect/<key_id>/
+// inspectCase re-runs c with a trace and writes <out>/inspect/<key_id>/
 // through a staging folder. It never changes a build result.
-func InspectCase(e *env, c *source.Case, out, pathName string) error {
+func inspectCase(e *env, c *source.Case, out, pathName string) error {
 	in := e.digests(c)
 	tr := &trace{}
 	o := e.processCase(context.Background(), c, in, tr)

@@ -570,7 +570,7 @@ judge a model.
   results/     evaluation runs: openai_` + HTTPModel + ` (serve-baseline over HTTP),
                baseline_oracle and baseline_random (in process)
   report/      tables, plots and index.html (open it in a browser)
-  cache/       response cache of the runs (kept inside this directory)
+  cache/       response cache (used only by deterministic runs; never in your home)
   demo.log     detailed output of every step
 
 Run "chexpercept demo --out <this directory>" again to reuse the finished

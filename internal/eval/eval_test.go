@@ -164,7 +164,7 @@ func TestFaultInjection(t *testing.T) {
 			url, srv := startServer(t, baselineserver.Config{Policy: "random", Fail429: tc.rate, Fail500: tc.rate,
 				FailTimeout: tc.rate, FailMalformed: tc.rate, FailEmpty: tc.rate, RetryAfter: 20 * time.Millisecond, FaultSeed: 11})
 			o := baseOptions(bench, t.TempDir(), model(t, "opensource", "fault-test"))
-			o.Endpoints, o.MaxRetries, o.Timeout, o.Concurrency = []string{url}, tc.maxRetries, 300*time.Millisecond, 16
+			o.Endpoints, o.MaxRetries, o.Timeout, o.Concurrency = []string{url}, tc.maxRetries, time.Second, 16
 			s := run(t, o)
 			c := s.Results.Counts
 			st := srv.Stats()
@@ -527,5 +527,3 @@ func TestShards(t *testing.T) {
 		t.Errorf("shards cover %d records, want 7", len(seen))
 	}
 }
-
-var _ = context.Background

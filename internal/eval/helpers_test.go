@@ -5,18 +5,13 @@ import (
 	"context"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
-	"github.com/chexpercept/chexpercept/internal/protocol"
-	"github.com/chexpercept/chexpercept/internal/protocol/parse"
-	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -155,9 +150,3 @@ func expectedCalls(t testing.TB, dir string) int {
 	}
 	return n
 }
-
-var _ = strings.Contains
-var _ = filepath.Join
-var _ = protocol.OracleNone
-var _ = parse.ModeStrict
-var _ = provider.BackendVLLM

@@ -60,7 +60,7 @@ func (r *runner) run(ctx context.Context, todo []int) error {
 	// Longest records first (ties in file order): with many records in
 	// flight this keeps the tail short, where file order would leave a
 	// few nine-turn records running alone at the end.
-	slices.SortStableFunc(tasks, func(a, b *task) int { return len(b.plan) - len(a.plan) })
+	slices.SortStableFunc(tasks, func(a, b *task) int { return askedTurns(b.plan) - askedTurns(a.plan) })
 	fmt.Fprintf(o.Log, "verifying %d images of %d records…\n", len(paths), len(tasks))
 	r.verified = verifyImages(o.BenchDir, paths)
 	for _, t := range tasks {
@@ -168,6 +168,16 @@ feed:
 		fmt.Fprintf(o.Log, "interrupted: %d records started, %d abandoned (they will be asked again on restart)\n", attempted, r.sum.Abandoned)
 	}
 	return nil
+}
+
+func askedTurns(plan []protocol.PlannedTurn) int {
+	n := 0
+	for i := range plan {
+		if plan[i].Asked() {
+			n++
+		}
+	}
+	return n
 }
 
 // setup builds the endpoints, the caches and the limiters.

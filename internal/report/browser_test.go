@@ -121,6 +121,23 @@ func TestBrowser(t *testing.T) {
 	if allRows != 7 || cardioRows != 2 || !strings.HasPrefix(count, "2 of 7") {
 		t.Errorf("filter: %d rows before, %d after (%q); want 7 and 2", allRows, cardioRows, count)
 	}
+	// The outcome filter: the oracle run (model 1) has no incorrect item.
+	sel := func(id, v string) string {
+		return `(() => { const s = document.getElementById("` + id + `"); s.value = "` + v + `"; s.dispatchEvent(new Event("change")); return document.querySelectorAll("#item-list tbody tr").length; })()`
+	}
+	eval(sel("f-model", "1"))
+	if n := eval(sel("f-correct", "incorrect")); n != 0 {
+		t.Errorf("oracle run: %d incorrect cardiomegaly items", n)
+	}
+	if n := eval(sel("f-correct", "correct")); n != 2 {
+		t.Errorf("oracle run: %d correct cardiomegaly items, want 2", n)
+	}
+	eval(sel("f-stage", "3")) // stage 3 applies to the cardiomegaly RR item only
+	if n := eval(sel("f-correct", "all")); n != 1 {
+		t.Errorf("stage 3 filter: %d items, want 1", n)
+	}
+	eval(sel("f-stage", "0"))
+	eval(sel("f-model-b", "2")) // side by side with the random run
 	// Open the first cardiomegaly item (a revision-required record with
 	// its five images) and wait until every image has finished loading.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#item-list tbody tr`))); err != nil {
@@ -130,6 +147,9 @@ func TestBrowser(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](imgs+`.length > 0 && `+imgs+`.every(i => i.complete)`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 		state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("item-view").outerHTML.slice(0, 2000)`))
 		t.Fatalf("item view did not show loaded images: %v; view: %s", err, state)
+	}
+	if n := eval(`document.querySelectorAll("#item-view thead th").length`); n != 3 {
+		t.Errorf("side by side: %d header cells, want 3 (question, model A, model B)", n)
 	}
 	nImg := eval(`document.querySelectorAll("#item-view img").length`)
 	broken := eval(`Array.from(document.querySelectorAll("#item-view img")).filter(i => !(i.naturalWidth > 0)).length`)

@@ -81,7 +81,15 @@ func writeHTML(res *analysis.Result, d *doc, jobs []plotJob, dir string, opts Op
 	if err != nil {
 		return err
 	}
-	if err := writeDetails(dir, items, opts.Workers); err != nil {
+	var fns []func() error
+	for _, j := range jobs {
+		fns = append(fns, func() error { return j.run(dir) })
+	}
+	details, err := detailJobs(dir, items)
+	if err != nil {
+		return err
+	}
+	if err := runAll(append(fns, details...), opts.Workers); err != nil {
 		return err
 	}
 	var plots []plotLink

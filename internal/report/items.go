@@ -231,7 +231,7 @@ func buildDetail(it *item) *itemDetail {
 				t.PatchedAt, tt.id(t.OriginalRaw), fed, t.ParseRule, t.SkipReason, tt.id(t.Reasoning), jac})
 		}
 		for _, e := range r.OracleEvents {
-			s := fmt.Sprintf("%s: %s", e.Point, e.Action)
+			s := fmt.Sprintf("%s triggered: %s", e.Point, e.Action)
 			if !e.Triggered {
 				s = e.Point + ": not triggered"
 			} else if len(e.PatchedTurns) > 0 {
@@ -274,28 +274,26 @@ func chunkJS(c int, ds []*itemDetail) ([]byte, error) {
 // DataFile is the sidecar file (relative to REPORT_DIR) holding item i.
 func DataFile(i int) string { return fmt.Sprintf("data/c%d.js", i/ChunkSize) }
 
-func writeDetails(dir string, items []*item, workers int) error {
+// detailJobs returns one job per sidecar chunk file.
+func detailJobs(dir string, items []*item) ([]func() error, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	n := (len(items) + ChunkSize - 1) / ChunkSize
-	errs := make([]error, n)
-	parallel(n, workers, func(c int) {
-		lo, hi := c*ChunkSize, min(len(items), (c+1)*ChunkSize)
-		ds := make([]*itemDetail, 0, hi-lo)
-		for _, it := range items[lo:hi] {
-			ds = append(ds, buildDetail(it))
-		}
-		data, err := chunkJS(c, ds)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, filepath.FromSlash(DataFile(lo))), data, 0o644)
-		}
-		errs[c] = err
-	})
-	for _, err := range errs {
-		if err != nil {
-			return err
+	jobs := make([]func() error, n)
+	for c := range jobs {
+		jobs[c] = func() error {
+			lo, hi := c*ChunkSize, min(len(items), (c+1)*ChunkSize)
+			ds := make([]*itemDetail, 0, hi-lo)
+			for _, it := range items[lo:hi] {
+				ds = append(ds, buildDetail(it))
+			}
+			data, err := chunkJS(c, ds)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, filepath.FromSlash(DataFile(lo))), data, 0o644)
 		}
 	}
-	return nil
+	return jobs, nil
 }

@@ -366,7 +366,7 @@ func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 		}
 		if len(pairs) > 0 {
 			t = newTable(sec, "Paired differences A − B, lesion all "+on+"; shares in points, depth in stages; per-lesion rows in ext_pairwise.csv",
-				"A", "B", "Path", "Metric", "A", "B", "A − B [95% CI]", "n paired")
+				"A", "B", "Path", "Metric", "Value A", "Value B", "A − B [95% CI]", "n paired")
 			for _, p := range pairs {
 				if !p.Valid {
 					t.row(p.ModelA, p.ModelB, p.Path, p.Metric, NAText, NAText, NAText, "0")

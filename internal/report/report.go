@@ -3,8 +3,9 @@
 // ext_*.csv tables, summary.json, report.md, PNG and SVG plots drawn with
 // gonum/plot, and index.html, a page that works from disk: the tables,
 // the plots and an item browser whose compact index is embedded in the
-// page while each item's detail sits in a data/c<C>.js sidecar (a chunk of items) loaded on
-// demand through a script tag (a page opened as a file cannot fetch JSON).
+// page while the items' details sit in data/c<C>.js sidecars (chunks of
+// ChunkSize items) loaded on demand through script tags (a page opened as
+// a file cannot fetch JSON).
 // Images are relative links into the benchmark directory, or thumbnails
 // copied under img/ with EmbedImages.
 package report
@@ -62,16 +63,23 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 		}
 	}
 
+	// Plots and the item sidecars are drawn and written by one pool.
 	jobs := plotJobs(res)
-	errs := make([]error, len(jobs))
-	parallel(len(jobs), opts.Workers, func(i int) { errs[i] = jobs[i].run(dir) })
-	for _, err := range errs {
-		if err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-	}
 	if err := writeHTML(res, d, jobs, dir, opts); err != nil {
 		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// runAll runs fns on up to workers goroutines and returns the first
+// error in fns order.
+func runAll(fns []func() error, workers int) error {
+	errs := make([]error, len(fns))
+	parallel(len(fns), workers, func(i int) { errs[i] = fns[i]() })
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,0 +1,322 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/report"
+	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/validate"
+)
+
+// TestDemoEndToEnd runs the whole demo in a temporary directory, checks
+// every promise of the command, then runs it again into the same directory
+// and checks that the finished work is reused, not redone.
+func TestDemoEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the full demo takes about a minute; skipped with -short")
+	}
+	// Nothing may be written to the user's home (response cache, config).
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("OPENAI_API_KEY", "sk-demo-test-secret-must-not-leak")
+
+	dir := filepath.Join(t.TempDir(), "demo")
+	var out bytes.Buffer
+	res, err := Run(context.Background(), Options{Out: dir, Stdout: &out})
+	if err != nil {
+		t.Fatalf("demo: %v\noutput:\n%s", err, out.String())
+	}
+	t.Logf("demo output:\n%s", out.String())
+
+	// The last line is the path of index.html.
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	if last := lines[len(lines)-1]; last != res.IndexHTML || !filepath.IsAbs(last) {
+		t.Errorf("last line %q, want the absolute index.html path %q", last, res.IndexHTML)
+	}
+	for _, want := range []string{"[1/7] phantom", "[2/7] build", "[3/7] validate", "[4/7] eval over HTTP", "[7/7] report", "baseline_oracle", "stage1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+
+	// The benchmark validates (deep) and covers all seven lesions and paths.
+	rep, err := validate.Run(res.Benchmark, validate.Options{Deep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		var b bytes.Buffer
+		rep.WriteText(&b)
+		t.Fatalf("benchmark does not validate:\n%s", b.String())
+	}
+	for _, l := range benchmark.Lesions {
+		for _, p := range []benchmark.Path{benchmark.LesionFree, benchmark.RevisionFree, benchmark.RevisionRequired} {
+			if n := rep.Counts[l][p]; n != PerPath {
+				t.Errorf("%s %v: %d records, want %d", l, p, n, PerPath)
+			}
+		}
+	}
+
+	// It is marked unreviewed.
+	var info struct {
+		ReviewMode string `json:"review_mode"`
+	}
+	readJSON(t, filepath.Join(res.Benchmark, "build_info.json"), &info)
+	if info.ReviewMode != "accept_all" {
+		t.Errorf("build_info.json review_mode %q, want accept_all", info.ReviewMode)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+	if err != nil || !bytes.Contains(readme, []byte("UNREVIEWED")) {
+		t.Errorf("README.txt missing or without the unreviewed notice (%v)", err)
+	}
+
+	// Three runs: HTTP, oracle, random.
+	if len(res.RunDirs) != 3 {
+		t.Fatalf("run dirs %q, want 3", res.RunDirs)
+	}
+	httpRun, oracleRun := res.RunDirs[0], res.RunDirs[1]
+	if !strings.Contains(httpRun, "openai_"+HTTPModel) || !strings.Contains(oracleRun, "baseline_oracle") {
+		t.Fatalf("unexpected run dirs %q", res.RunDirs)
+	}
+
+	// The oracle scores 100 % in every applicable cell of its summary.json.
+	var sum results.Summary
+	readJSON(t, filepath.Join(oracleRun, results.SummaryFile), &sum)
+	if c := sum.Counts; c.RecordsOK != 21 || c.RecordsSelected != 21 || c.RecordsError != 0 {
+		t.Errorf("oracle counts %+v, want 21 ok of 21", c)
+	}
+	if len(sum.Accuracy) == 0 {
+		t.Error("oracle summary has no accuracy entries")
+	}
+	for _, a := range sum.Accuracy {
+		if a.N == 0 || a.E2E == nil || *a.E2E != 1 || a.OraclePassed == nil || *a.OraclePassed != 1 {
+			t.Errorf("oracle %s stage %d: n %d e2e %v op %v, want 100%%", a.Path, a.Stage, a.N, deref(a.E2E), deref(a.OraclePassed))
+		}
+	}
+
+	// Every record of the HTTP run is ok, and it really went over HTTP
+	// with the openai provider.
+	recs, err := results.ReadResults(filepath.Join(httpRun, results.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 21 {
+		t.Errorf("HTTP run has %d records, want 21", len(recs))
+	}
+	for _, r := range recs {
+		if r.Status != results.StatusOK {
+			t.Errorf("HTTP run record %s: status %s (%v)", r.KeyID, r.Status, deref(r.Error))
+		}
+	}
+	var man struct {
+		Model struct {
+			Provider  string   `json:"provider"`
+			Endpoints []string `json:"endpoints"`
+		} `json:"model"`
+	}
+	readJSON(t, filepath.Join(httpRun, results.ManifestFile), &man)
+	if man.Model.Provider != "openai" || len(man.Model.Endpoints) != 1 || !strings.HasPrefix(man.Model.Endpoints[0], "http://127.0.0.1:") {
+		t.Errorf("HTTP run manifest: provider %q endpoints %q, want openai at a loopback URL", man.Model.Provider, man.Model.Endpoints)
+	}
+
+	checkIndex(t, res)
+
+	// No secret and nothing in the user's home.
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Errorf("the demo wrote into HOME: %v", entries)
+	}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) == ".png" {
+			return err
+		}
+		if data, _ := os.ReadFile(p); bytes.Contains(data, []byte("sk-demo-test-secret")) {
+			t.Errorf("%s contains the OPENAI_API_KEY value", p)
+		}
+		return nil
+	})
+
+	// A second run reuses the phantom set and the benchmark and re-asks
+	// nothing.
+	sums := readFile(t, filepath.Join(res.Benchmark, "SHA256SUMS"))
+	httpLines := readFile(t, filepath.Join(httpRun, results.ResultsFile))
+	out.Reset()
+	res2, err := Run(context.Background(), Options{Out: dir, Stdout: &out})
+	if err != nil {
+		t.Fatalf("second demo: %v\noutput:\n%s", err, out.String())
+	}
+	if !slices.Equal(res2.Reused, []string{"phantom", "build"}) {
+		t.Errorf("second run reused %q, want phantom and build", res2.Reused)
+	}
+	if !bytes.Equal(sums, readFile(t, filepath.Join(res.Benchmark, "SHA256SUMS"))) {
+		t.Error("SHA256SUMS changed on the second run")
+	}
+	if !bytes.Equal(httpLines, readFile(t, filepath.Join(httpRun, results.ResultsFile))) {
+		t.Error("the HTTP run's results.jsonl changed on the second run (records re-asked?)")
+	}
+	if !strings.HasSuffix(strings.TrimSpace(out.String()), res.IndexHTML) {
+		t.Errorf("second run does not end with the index.html path:\n%s", out.String())
+	}
+	checkIndex(t, res2)
+}
+
+// checkIndex checks that index.html exists and that every file it refers
+// to (plots, item sidecars, images in the benchmark) exists.
+func checkIndex(t *testing.T, res *Result) {
+	t.Helper()
+	html := string(readFile(t, res.IndexHTML))
+	if !strings.Contains(html, `"data/c"`) {
+		t.Error("index.html does not load the data/c<N>.js sidecars")
+	}
+	bench, err := benchmark.Load(res.Benchmark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range bench.Records {
+		if !strings.Contains(html, r.KeyID) {
+			t.Errorf("index.html does not list item %s", r.KeyID)
+		}
+		side := filepath.Join(res.Report, filepath.FromSlash(report.DataFile(i)))
+		if data, err := os.ReadFile(side); err != nil {
+			t.Errorf("item %d: sidecar: %v", i, err)
+		} else if !bytes.Contains(data, []byte(r.KeyID)) {
+			t.Errorf("item %s is not in its sidecar %s", r.KeyID, side)
+		}
+	}
+	// Item images are relative links into the benchmark.
+	m := regexp.MustCompile(`"images":"([^"]*)"`).FindStringSubmatch(html)
+	if m == nil {
+		t.Error("index.html has no image prefix")
+	} else if got := filepath.Join(res.Report, filepath.FromSlash(m[1])); got != res.Benchmark {
+		t.Errorf("image prefix %q resolves to %s, want the benchmark %s", m[1], got, res.Benchmark)
+	}
+	refs := regexp.MustCompile(`(?:src|href)="([^"#?:]+)"`).FindAllStringSubmatch(html, -1)
+	plots := 0
+	for _, m := range refs {
+		if _, err := os.Stat(filepath.Join(res.Report, filepath.FromSlash(m[1]))); err != nil {
+			t.Errorf("index.html refers to %s: %v", m[1], err)
+		}
+		if strings.HasPrefix(m[1], "plot_") {
+			plots++
+		}
+	}
+	if plots == 0 {
+		t.Error("index.html shows no plot")
+	}
+}
+
+// TestClaimDir checks which output directories the demo accepts.
+func TestClaimDir(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(dir string) string // returns the --out path
+		wantErr string
+	}{
+		{"new directory", func(dir string) string { return filepath.Join(dir, "a", "b") }, ""},
+		{"empty directory", func(dir string) string { return dir }, ""},
+		{"earlier demo", func(dir string) string {
+			mustWrite(t, filepath.Join(dir, MarkerFile), markerHeader+"\nstep:phantom x\n")
+			mustWrite(t, filepath.Join(dir, "other"), "kept")
+			return dir
+		}, ""},
+		{"someone else's directory", func(dir string) string {
+			mustWrite(t, filepath.Join(dir, "thesis.tex"), "precious")
+			return dir
+		}, "is not empty and was not made by chexpercept demo"},
+		{"a file", func(dir string) string {
+			p := filepath.Join(dir, "f")
+			mustWrite(t, p, "x")
+			return p
+		}, "is not a directory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := tc.setup(t.TempDir())
+			st, err := claimDir(out)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("claimDir: error %v, want %q", err, tc.wantErr)
+				}
+				if strings.Contains(tc.name, "else") && !exists(filepath.Join(out, "thesis.tex")) {
+					t.Error("a refused directory was modified")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("claimDir: %v", err)
+			}
+			if !exists(filepath.Join(out, MarkerFile)) {
+				t.Error("no marker written")
+			}
+			if tc.name == "earlier demo" && st.get("phantom") != "x" {
+				t.Errorf("stamp of the earlier demo lost: %q", st.get("phantom"))
+			}
+		})
+	}
+}
+
+// TestStateRoundTrip checks that stamps survive a save and a read, and that
+// a reset step is forgotten.
+func TestStateRoundTrip(t *testing.T) {
+	p := filepath.Join(t.TempDir(), MarkerFile)
+	st := &state{path: p, steps: map[string]string{}}
+	if err := st.set("phantom", "version=1 seed=1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.set("build", "phantom={version=1 seed=1}"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.reset("build"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readState(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.get("phantom") != "version=1 seed=1" || got.get("build") != "" {
+		t.Errorf("read back %v", got.steps)
+	}
+	data := readFile(t, p)
+	if !bytes.HasPrefix(data, []byte(markerHeader+"\n")) {
+		t.Errorf("marker lacks its header: %q", data)
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func readJSON(t *testing.T, p string, v any) {
+	t.Helper()
+	if err := json.Unmarshal(readFile(t, p), v); err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+}
+
+func mustWrite(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

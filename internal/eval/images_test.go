@@ -1,0 +1,80 @@
+package eval
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/provider"
+)
+
+func TestImageCache(t *testing.T) {
+	dir := t.TempDir()
+	png := benchtest.FlatPNG(false)
+	other, err := benchtest.PatternPNG(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"a.png": png, "same-as-a.png": png, "b.png": other, "bad.png": []byte("\x89PNG junk")} {
+		os.WriteFile(filepath.Join(dir, name), data, 0o644)
+	}
+	v := verifyImages(dir, []string{"a.png", "same-as-a.png", "b.png", "bad.png", "missing.png"})
+	if v["a.png"].sha == "" || v["a.png"].sha != v["same-as-a.png"].sha || v["b.png"].sha == v["a.png"].sha {
+		t.Fatalf("hashes: %+v", v)
+	}
+	for _, bad := range []string{"bad.png", "missing.png"} {
+		if v[bad].err == nil || !strings.Contains(v[bad].err.Error(), bad) {
+			t.Errorf("%s: error %v does not name the file", bad, v[bad].err)
+		}
+	}
+
+	// Room for one image only: a and its twin share one entry, b evicts it.
+	size := int64(len(png)*4/3 + 8)
+	c := newImageCache(dir, max(size, int64(len(other)*4/3+8)), false)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ { // concurrent first uses load once
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.get("a.png", v["a.png"].sha); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if c.loads != 1 {
+		t.Fatalf("8 concurrent gets loaded %d times", c.loads)
+	}
+	im, _ := c.get("same-as-a.png", v["same-as-a.png"].sha)
+	if c.loads != 1 || im.PNG != nil || im.Base64 == "" {
+		t.Fatalf("identical content re-encoded (loads %d) or PNG kept for an OpenAI backend", c.loads)
+	}
+	c.get("b.png", v["b.png"].sha)
+	c.get("a.png", v["a.png"].sha)
+	if c.loads != 3 || c.size > c.limit {
+		t.Errorf("after eviction: loads %d, size %d of %d", c.loads, c.size, c.limit)
+	}
+
+	// A record fetches each of its images once, whatever the cache does.
+	rec := &recordImages{cache: newImageCache(dir, 1, false), hashes: v, got: map[string]*provider.Image{}}
+	for i := 0; i < 3; i++ {
+		if _, err := rec.image("b.png"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec.cache.loads != 1 {
+		t.Errorf("a record loaded its image %d times with an empty cache", rec.cache.loads)
+	}
+	if _, err := rec.image("bad.png"); err == nil {
+		t.Error("an unverified image was sent")
+	}
+	// A file changed after verification is refused.
+	os.WriteFile(filepath.Join(dir, "b.png"), png, 0o644)
+	c2 := newImageCache(dir, 1<<20, false)
+	if _, err := c2.get("b.png", v["b.png"].sha); err == nil || !strings.Contains(err.Error(), "changed") {
+		t.Errorf("changed file: %v", err)
+	}
+}
