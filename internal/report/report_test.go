@@ -1,14 +1,11 @@
 package report
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 )
 
 // fixture writes a benchmark and runs under tmp and returns the results
@@ -35,17 +32,4 @@ func baselineRuns() []*analysistest.Run {
 		{Provider: "baseline", Label: "random", Oracle: "none", Policy: analysistest.Random(0), Cost: &cost},
 		{Provider: "baseline", Label: "first", Oracle: "implicit", Policy: analysistest.First},
 	}
-}
-
-func TestManualInspect(t *testing.T) {
-	out := os.Getenv("CHX_REPORT_OUT")
-	if out == "" {
-		t.Skip("set CHX_REPORT_OUT to write a report for inspection")
-	}
-	dir := fixture(t, out, benchtest.Full(2), baselineRuns()...)
-	res, err := Generate(Config{Inputs: []string{dir}, Out: filepath.Join(out, "report"), Analysis: analysis.Options{Bootstrap: 200, CompareBest: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(res.Warnings)
 }
