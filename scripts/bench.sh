@@ -25,6 +25,8 @@
 #                 lesion and label; figures are not the published ones
 #   --skip-build  leave out the full-size build (it takes many minutes)
 #   --work DIR    scratch directory (default: a new /tmp/chexpercept-bench.*)
+# Environment: CASES_PER_LESION and PER_LESION override the build's size
+# (default 250 and 100,100,100; --quick 4 and 1,1,1).
 set -uo pipefail
 
 quick=0 skip_build=0 work=""
@@ -170,7 +172,11 @@ else
 	else
 		cases=250 per_lesion=100,100,100
 	fi
-	echo "  phantom --cases-per-lesion $cases, build --per-lesion $per_lesion ($((7 * ${per_lesion%%,*} * 3)) cases)"
+	# A scaled run (e.g. CASES_PER_LESION=25 PER_LESION=10,10,10) gives the
+	# build/floor ratio in a tenth of the time.
+	cases=${CASES_PER_LESION:-$cases}
+	per_lesion=${PER_LESION:-$per_lesion}
+	echo "  phantom --cases-per-lesion $cases, build --per-lesion $per_lesion (targets per lesion: LF,RF,RR)"
 	if BENCH_DIR="$work/build" CASES_PER_LESION=$cases PER_LESION=$per_lesion \
 		bash scripts/bench-build.sh >"$work/bench-build.out" 2>&1; then
 		# the script's own summary: the figures after the build log

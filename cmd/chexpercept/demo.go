@@ -35,6 +35,9 @@ delete DIR to start from scratch. Nothing is written outside DIR.`,
 			defer stop()
 			opt.Stdout = cmd.OutOrStdout()
 			if _, err := demo.Run(ctx, opt); err != nil {
+				if ctx.Err() != nil {
+					return withExit(130, err) // interrupted; a rerun resumes
+				}
 				return withExit(2, err)
 			}
 			return nil

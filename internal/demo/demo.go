@@ -9,8 +9,8 @@
 // the steps' detailed output, and the marker file .chexpercept-demo. The
 // marker makes the directory ours: Run refuses a non-empty directory
 // without it, so a mistyped --out never clobbers anything. The marker also
-// stamps the completed expensive steps (phantom, build) with a fingerprint
-// of their parameters and the program version; a rerun reuses a step whose
+// stamps the completed steps (phantom, build, eval) with a fingerprint of
+// their parameters and the program version; a rerun reuses a step whose
 // stamp matches and regenerates it (and everything downstream) otherwise.
 // An interrupted build resumes from its own work/ folder, the evaluations
 // resume from results.jsonl, and the report is always rewritten.
@@ -56,14 +56,14 @@ const DefaultDir = "chexpercept-demo"
 
 // Names inside the demo directory.
 const (
-	MarkerFile   = ".chexpercept-demo"
-	ReadmeFile   = "README.txt"
-	LogFile      = "demo.log"
-	PhantomDir   = "phantom"
-	BenchDir     = "benchmark"
-	ResultsDir   = "results"
-	ReportDir    = "report"
-	CacheDir     = "cache"
+	markerFile   = ".chexpercept-demo"
+	readmeFile   = "README.txt"
+	logFile      = "demo.log"
+	phantomDir   = "phantom"
+	benchDir     = "benchmark"
+	resultsDir   = "results"
+	reportDir    = "report"
+	cacheDir     = "cache"
 	keyFile      = ".placeholder-api-key"
 	markerHeader = "chexpercept demo directory (synthetic, unreviewed data; safe to delete)"
 )
@@ -72,11 +72,11 @@ const (
 // cases per lesion leave slack for a case the builder rejects; the
 // builder stops a lesion's list once its targets are filled.
 const (
-	CasesPerLesion = 3
-	PhantomSeed    = 1
-	BuildSeed      = 0
-	PerPath        = 1 // LF, RF and RR cases per lesion
-	HTTPModel      = "baseline-random-over-http"
+	casesPerLesion = 3
+	phantomSeed    = 1
+	buildSeed      = 0
+	perPath        = 1 // LF, RF and RR cases per lesion
+	httpModel      = "baseline-random-over-http"
 )
 
 // Options configure Run.
@@ -124,7 +124,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(filepath.Join(abs, LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(abs, logFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("demo: opening the log: %v", err)
 	}
@@ -133,11 +133,11 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 
 	d := &runner{ctx: ctx, opt: opt, w: w, log: logf, st: st, res: &Result{
 		Dir:       abs,
-		Benchmark: filepath.Join(abs, BenchDir),
-		Results:   filepath.Join(abs, ResultsDir),
-		Report:    filepath.Join(abs, ReportDir),
-		IndexHTML: filepath.Join(abs, ReportDir, "index.html"),
-		Log:       filepath.Join(abs, LogFile),
+		Benchmark: filepath.Join(abs, benchDir),
+		Results:   filepath.Join(abs, resultsDir),
+		Report:    filepath.Join(abs, reportDir),
+		IndexHTML: filepath.Join(abs, reportDir, "index.html"),
+		Log:       filepath.Join(abs, logFile),
 	}}
 	if err := d.run(); err != nil {
 		fmt.Fprintf(logf, "demo failed: %v\n", err)
@@ -168,7 +168,7 @@ func since(t time.Time) string { return fmt.Sprintf("%.1fs", time.Since(t).Secon
 
 func (d *runner) run() error {
 	r := d.res
-	fmt.Fprintf(d.w, "chexpercept demo in %s (synthetic phantom data, never reviewed by a radiologist; step details in %s)\n", r.Dir, LogFile)
+	fmt.Fprintf(d.w, "chexpercept demo in %s (synthetic phantom data, never reviewed by a radiologist; step details in %s)\n", r.Dir, logFile)
 	if err := writeReadme(r.Dir); err != nil {
 		return err
 	}
@@ -194,26 +194,26 @@ func (d *runner) run() error {
 }
 
 func (d *runner) phantom() (string, error) {
-	dir := filepath.Join(d.res.Dir, PhantomDir)
+	dir := filepath.Join(d.res.Dir, phantomDir)
 	manifest := filepath.Join(dir, "manifest.jsonl")
-	fp := fmt.Sprintf("version=%s cases_per_lesion=%d seed=%d", version.String(), CasesPerLesion, PhantomSeed)
+	fp := fmt.Sprintf("version=%s cases_per_lesion=%d seed=%d", version.String(), casesPerLesion, phantomSeed)
 	if d.st.get("phantom") == fp && exists(manifest) {
 		d.res.Reused = append(d.res.Reused, "phantom")
-		d.say("phantom: reusing %d synthetic cases in %s/", CasesPerLesion*2*7, PhantomDir)
+		d.say("phantom: reusing %d synthetic cases in %s/", casesPerLesion*2*7, phantomDir)
 		return manifest, nil
 	}
 	// Regenerating the source invalidates everything built from it.
-	if err := d.st.reset("phantom", "build"); err != nil {
+	if err := d.st.reset("phantom", "build", "eval"); err != nil {
 		return "", err
 	}
-	for _, sub := range []string{PhantomDir, BenchDir, ResultsDir, ReportDir} {
+	for _, sub := range []string{phantomDir, benchDir, resultsDir, reportDir} {
 		if err := os.RemoveAll(filepath.Join(d.res.Dir, sub)); err != nil {
 			return "", fmt.Errorf("demo: removing the old %s: %v", sub, err)
 		}
 	}
 	t := time.Now()
-	sum, err := phantom.Generate(d.ctx, phantom.Options{OutDir: dir, CasesPerLesion: CasesPerLesion,
-		Seed: PhantomSeed, Workers: d.opt.Workers, Progress: d.log})
+	sum, err := phantom.Generate(d.ctx, phantom.Options{OutDir: dir, CasesPerLesion: casesPerLesion,
+		Seed: phantomSeed, Workers: d.opt.Workers, Progress: d.log})
 	if err != nil {
 		return "", fmt.Errorf("demo: phantom: %w", err)
 	}
@@ -221,18 +221,18 @@ func (d *runner) phantom() (string, error) {
 		return "", err
 	}
 	d.say("phantom: %d synthetic radiographs with lung, heart and lesion masks (%d per lesion and label, seed %d) in %s/ … %s",
-		sum.Cases, CasesPerLesion, PhantomSeed, PhantomDir, since(t))
+		sum.Cases, casesPerLesion, phantomSeed, phantomDir, since(t))
 	return sum.Manifest, nil
 }
 
 func (d *runner) build(manifest string) error {
 	dir := d.res.Benchmark
-	fp := fmt.Sprintf("version=%s per_path=%d seed=%d review=%s phantom={%s}", version.String(), PerPath, BuildSeed,
+	fp := fmt.Sprintf("version=%s per_path=%d seed=%d review=%s phantom={%s}", version.String(), perPath, buildSeed,
 		build.ModeAcceptAll, d.st.get("phantom"))
-	composition := fmt.Sprintf("%d LF, %d RF, %d RR per lesion", PerPath, PerPath, PerPath)
+	composition := fmt.Sprintf("%d LF, %d RF, %d RR per lesion", perPath, perPath, perPath)
 	if d.st.get("build") == fp && exists(filepath.Join(dir, "chexpercept.json")) && exists(filepath.Join(dir, "SHA256SUMS")) {
 		d.res.Reused = append(d.res.Reused, "build")
-		d.say("build: reusing the benchmark in %s/ (%s, accept-all: UNREVIEWED)", BenchDir, composition)
+		d.say("build: reusing the benchmark in %s/ (%s, accept-all: UNREVIEWED)", benchDir, composition)
 		return nil
 	}
 	if d.st.get("build") != "" {
@@ -245,14 +245,17 @@ func (d *runner) build(manifest string) error {
 		}
 	}
 	// Runs of an earlier benchmark would be refused by eval (other hash).
-	for _, sub := range []string{ResultsDir, ReportDir} {
+	if err := d.st.reset("eval"); err != nil {
+		return err
+	}
+	for _, sub := range []string{resultsDir, reportDir} {
 		if err := os.RemoveAll(filepath.Join(d.res.Dir, sub)); err != nil {
 			return fmt.Errorf("demo: removing the old %s: %v", sub, err)
 		}
 	}
 	cfg := buildcfg.Default()
-	cfg.Seed = BuildSeed
-	cfg.LF, cfg.RF, cfg.RR = PerPath, PerPath, PerPath
+	cfg.Seed = buildSeed
+	cfg.LF, cfg.RF, cfg.RR = perPath, perPath, perPath
 	cfg.Workers = d.opt.Workers
 	t := time.Now()
 	sum, err := build.Run(d.ctx, build.Options{Source: manifest, Out: dir, Config: cfg, Workers: d.opt.Workers,
@@ -264,7 +267,7 @@ func (d *runner) build(manifest string) error {
 		return err
 	}
 	d.say("build: %d cases (%s), %d questions, %d rejected candidate(s), in %s/ … %s",
-		sum.Included, composition, sum.Questions, sum.Failed, BenchDir, since(t))
+		sum.Included, composition, sum.Questions, sum.Failed, benchDir, since(t))
 	fmt.Fprintln(d.w, "      accept-all: no radiologist reviewed these cases (build_info.json review_mode accept_all)")
 	for _, s := range sum.Shortfalls {
 		fmt.Fprintln(d.w, "      warning: shortfall:", s)
@@ -289,7 +292,7 @@ func (d *runner) validate() error {
 				break
 			}
 		}
-		return fmt.Errorf("demo: the benchmark in %s fails validation (%d errors; first: %s; all in %s)", d.res.Benchmark, rep.Errors, msg, LogFile)
+		return fmt.Errorf("demo: the benchmark in %s fails validation (%d errors; first: %s; all in %s)", d.res.Benchmark, rep.Errors, msg, logFile)
 	}
 	d.say("validate --deep: PASS, %d records, %d questions, %d images, %d errors, %d warnings … %s",
 		rep.Records, rep.Questions, rep.Images, rep.Errors, rep.Warnings, since(t))
@@ -307,6 +310,17 @@ func (d *runner) evaluate() error {
 	if err != nil {
 		return fmt.Errorf("demo: price table: %w", err)
 	}
+	// Runs of another program version may differ in settings that eval
+	// refuses to mix (prompts, sampling): start them over.
+	fp := fmt.Sprintf("version=%s http_model=%s policies=oracle,random build={%s}", version.String(), httpModel, d.st.get("build"))
+	if old := d.st.get("eval"); old != "" && old != fp {
+		if err := d.st.reset("eval"); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(d.res.Results); err != nil {
+			return fmt.Errorf("demo: removing the old results: %v", err)
+		}
+	}
 	// A placeholder key file keeps a user's OPENAI_API_KEY from being sent,
 	// even to our own loopback server.
 	kf := filepath.Join(d.res.Dir, keyFile)
@@ -320,13 +334,13 @@ func (d *runner) evaluate() error {
 		return fmt.Errorf("demo: starting serve-baseline: %w", err)
 	}
 	fmt.Fprintf(d.log, "serve-baseline (policy random) listening at %s\n", url)
-	sum, err := d.eval(reg, prices, "openai", HTTPModel, []string{url}, kf)
+	sum, err := d.eval(reg, prices, "openai", httpModel, []string{url}, kf)
 	stop()
 	if err != nil {
 		return err
 	}
 	d.say("eval over HTTP: serve-baseline (random policy) at %s, provider openai, model %s: %s … %s",
-		url, HTTPModel, counts(sum), since(t))
+		url, httpModel, counts(sum), since(t))
 
 	for _, policy := range []string{"oracle", "random"} {
 		t = time.Now()
@@ -336,7 +350,7 @@ func (d *runner) evaluate() error {
 		}
 		d.say("eval in process: baseline %s: %s … %s", policy, counts(s), since(t))
 	}
-	return nil
+	return d.st.set("eval", fp)
 }
 
 func counts(s *eval.Summary) string {
@@ -348,7 +362,7 @@ func counts(s *eval.Summary) string {
 	return txt
 }
 
-func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, model string, endpoints []string, keyFile string) (*eval.Summary, error) {
+func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, model string, endpoints []string, apiKeyFile string) (*eval.Summary, error) {
 	m, notice, err := eval.ResolveModel(reg, prices, prov, model, false)
 	if err != nil {
 		return nil, fmt.Errorf("demo: eval %s/%s: %w", prov, model, err)
@@ -361,12 +375,12 @@ func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, mod
 		OutDir:          d.res.Results,
 		Model:           m,
 		Endpoints:       endpoints,
-		APIKeyFile:      keyFile,
+		APIKeyFile:      apiKeyFile,
 		PriceFileSHA256: prices.SHA256,
 		// Loopback calls answer at once; a short deadline turns a hang
 		// into a retry instead of a stuck demo.
 		Timeout:  30 * time.Second,
-		CacheDir: filepath.Join(d.res.Dir, CacheDir),
+		CacheDir: filepath.Join(d.res.Dir, cacheDir),
 		Log:      d.log,
 	}
 	sum, err := eval.Run(d.ctx, o)
@@ -381,7 +395,7 @@ func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, mod
 		return nil, fmt.Errorf("demo: eval %s/%s wrote no summary (%s)", prov, model, sum.RunDir)
 	case sum.Results.Counts.RecordsError > 0:
 		return nil, fmt.Errorf("demo: eval %s/%s: %d records ended in error (see %s and %s)",
-			prov, model, sum.Results.Counts.RecordsError, filepath.Join(sum.RunDir, results.ResultsFile), LogFile)
+			prov, model, sum.Results.Counts.RecordsError, filepath.Join(sum.RunDir, results.ResultsFile), logFile)
 	}
 	return sum, nil
 }
@@ -409,10 +423,10 @@ func (d *runner) report() error {
 	d.res.Analysis = res
 	warn := ""
 	if n := len(res.Warnings); n > 0 {
-		warn = fmt.Sprintf(", %d warning(s) in %s", n, LogFile)
+		warn = fmt.Sprintf(", %d warning(s) in %s", n, logFile)
 	}
 	d.say("report: %d runs → %s/ (reference CSVs, ext_*.csv, report.md, plots, index.html%s) … %s",
-		len(res.Runs), ReportDir, warn, since(t))
+		len(res.Runs), reportDir, warn, since(t))
 	return nil
 }
 
@@ -474,7 +488,7 @@ func claimDir(dir string) (*state, error) {
 	case !fi.IsDir():
 		return nil, fmt.Errorf("demo: %s exists and is not a directory", dir)
 	}
-	marker := filepath.Join(dir, MarkerFile)
+	marker := filepath.Join(dir, markerFile)
 	if exists(marker) {
 		return readState(marker)
 	}
@@ -483,7 +497,7 @@ func claimDir(dir string) (*state, error) {
 		return nil, fmt.Errorf("demo: reading %s: %v", dir, err)
 	}
 	if len(entries) > 0 {
-		return nil, fmt.Errorf("demo: %s is not empty and was not made by chexpercept demo (no %s file); choose another --out or remove it", dir, MarkerFile)
+		return nil, fmt.Errorf("demo: %s is not empty and was not made by chexpercept demo (no %s file); choose another --out or remove it", dir, markerFile)
 	}
 	st := &state{path: marker, steps: map[string]string{}}
 	return st, st.save()
@@ -567,7 +581,7 @@ judge a model.
 
   phantom/     synthetic source set (manifest.jsonl, images, masks, contact sheet)
   benchmark/   the benchmark built from it (chexpercept.json, image bundle, SHA256SUMS)
-  results/     evaluation runs: openai_` + HTTPModel + ` (serve-baseline over HTTP),
+  results/     evaluation runs: openai_` + httpModel + ` (serve-baseline over HTTP),
                baseline_oracle and baseline_random (in process)
   report/      tables, plots and index.html (open it in a browser)
   cache/       response cache (used only by deterministic runs; never in your home)
@@ -576,8 +590,8 @@ judge a model.
 Run "chexpercept demo --out <this directory>" again to reuse the finished
 steps; delete the directory to start from scratch.
 `
-	if err := results.WriteFileAtomic(filepath.Join(dir, ReadmeFile), []byte(text)); err != nil {
-		return fmt.Errorf("demo: writing %s: %v", ReadmeFile, err)
+	if err := results.WriteFileAtomic(filepath.Join(dir, readmeFile), []byte(text)); err != nil {
+		return fmt.Errorf("demo: writing %s: %v", readmeFile, err)
 	}
 	return nil
 }

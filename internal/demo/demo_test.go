@@ -61,8 +61,8 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	for _, l := range benchmark.Lesions {
 		for _, p := range []benchmark.Path{benchmark.LesionFree, benchmark.RevisionFree, benchmark.RevisionRequired} {
-			if n := rep.Counts[l][p]; n != PerPath {
-				t.Errorf("%s %v: %d records, want %d", l, p, n, PerPath)
+			if n := rep.Counts[l][p]; n != perPath {
+				t.Errorf("%s %v: %d records, want %d", l, p, n, perPath)
 			}
 		}
 	}
@@ -75,7 +75,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if info.ReviewMode != "accept_all" {
 		t.Errorf("build_info.json review_mode %q, want accept_all", info.ReviewMode)
 	}
-	readme, err := os.ReadFile(filepath.Join(dir, ReadmeFile))
+	readme, err := os.ReadFile(filepath.Join(dir, readmeFile))
 	if err != nil || !bytes.Contains(readme, []byte("UNREVIEWED")) {
 		t.Errorf("README.txt missing or without the unreviewed notice (%v)", err)
 	}
@@ -85,7 +85,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Fatalf("run dirs %q, want 3", res.RunDirs)
 	}
 	httpRun, oracleRun := res.RunDirs[0], res.RunDirs[1]
-	if !strings.Contains(httpRun, "openai_"+HTTPModel) || !strings.Contains(oracleRun, "baseline_oracle") {
+	if !strings.Contains(httpRun, "openai_"+httpModel) || !strings.Contains(oracleRun, "baseline_oracle") {
 		t.Fatalf("unexpected run dirs %q", res.RunDirs)
 	}
 
@@ -167,6 +167,25 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Errorf("second run does not end with the index.html path:\n%s", out.String())
 	}
 	checkIndex(t, res2)
+
+	// Runs stamped by another program version are started over, not mixed.
+	marker := filepath.Join(dir, markerFile)
+	stamps := string(readFile(t, marker))
+	i := strings.Index(stamps, "step:eval ")
+	if i < 0 {
+		t.Fatalf("no eval stamp in %s:\n%s", marker, stamps)
+	}
+	mustWrite(t, marker, stamps[:i]+"step:eval version=older\n")
+	out.Reset()
+	if _, err := Run(context.Background(), Options{Out: dir, Stdout: &out}); err != nil {
+		t.Fatalf("third demo: %v\noutput:\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "kept from an earlier run") {
+		t.Errorf("runs of a stale stamp were resumed instead of started over:\n%s", out.String())
+	}
+	if m := string(readFile(t, marker)); !strings.Contains(m, "step:eval version=") || strings.Contains(m, "version=older") {
+		t.Errorf("eval stamp not renewed:\n%s", readFile(t, marker))
+	}
 }
 
 // checkIndex checks that index.html exists and that every file it refers
@@ -224,7 +243,7 @@ func TestClaimDir(t *testing.T) {
 		{"new directory", func(dir string) string { return filepath.Join(dir, "a", "b") }, ""},
 		{"empty directory", func(dir string) string { return dir }, ""},
 		{"earlier demo", func(dir string) string {
-			mustWrite(t, filepath.Join(dir, MarkerFile), markerHeader+"\nstep:phantom x\n")
+			mustWrite(t, filepath.Join(dir, markerFile), markerHeader+"\nstep:phantom x\n")
 			mustWrite(t, filepath.Join(dir, "other"), "kept")
 			return dir
 		}, ""},
@@ -254,7 +273,7 @@ func TestClaimDir(t *testing.T) {
 			if err != nil {
 				t.Fatalf("claimDir: %v", err)
 			}
-			if !exists(filepath.Join(out, MarkerFile)) {
+			if !exists(filepath.Join(out, markerFile)) {
 				t.Error("no marker written")
 			}
 			if tc.name == "earlier demo" && st.get("phantom") != "x" {
@@ -267,7 +286,7 @@ func TestClaimDir(t *testing.T) {
 // TestStateRoundTrip checks that stamps survive a save and a read, and that
 // a reset step is forgotten.
 func TestStateRoundTrip(t *testing.T) {
-	p := filepath.Join(t.TempDir(), MarkerFile)
+	p := filepath.Join(t.TempDir(), markerFile)
 	st := &state{path: p, steps: map[string]string{}}
 	if err := st.set("phantom", "version=1 seed=1"); err != nil {
 		t.Fatal(err)

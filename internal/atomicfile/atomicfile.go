@@ -1,0 +1,62 @@
+// Package atomicfile writes files so that a reader, or a process that is
+// killed half-way, never sees a partial file: data goes to a temporary file
+// in the same directory ("<name>.tmp-<random>"), which is synced and then
+// renamed over the target. Builds and validators treat leftover "*.tmp-*"
+// entries as debris of an interrupted write.
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// WriteFile writes data to name atomically with mode 0644 and syncs the
+// file and its directory, so that the new content survives a crash.
+func WriteFile(name string, data []byte) error { return write(name, data, true) }
+
+// WriteFileNoSync is WriteFile without the fsync calls: still atomic
+// against readers and interrupted processes, but not durable across a
+// power failure. For bulk outputs that are cheap to regenerate.
+func WriteFileNoSync(name string, data []byte) error { return write(name, data, false) }
+
+func write(name string, data []byte, durable bool) error {
+	dir := filepath.Dir(name)
+	f, err := os.CreateTemp(dir, filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fail(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if durable {
+		// Sync the directory so the rename itself is durable.
+		if d, err := os.Open(dir); err == nil {
+			d.Sync()
+			d.Close()
+		}
+	}
+	return nil
+}
