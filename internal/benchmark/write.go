@@ -1,10 +1,9 @@
 package benchmark
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -197,44 +196,5 @@ func (a *AttributeQA) ojson() *ojson.Value {
 // temporary file in dir is written, synced and renamed over the target,
 // so readers see either the old or the new file, never a partial one.
 func WriteFile(dir string, records []*Record) error {
-	return WriteFileAtomic(filepath.Join(dir, JSONName), Marshal(records))
-}
-
-// WriteFileAtomic writes data to name via a synced temporary file in the
-// same directory and a rename.
-func WriteFileAtomic(name string, data []byte) error {
-	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, name); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	// Sync the directory so the rename itself is durable.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.WriteFile(filepath.Join(dir, JSONName), Marshal(records))
 }

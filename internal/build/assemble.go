@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
@@ -201,7 +202,7 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 
 // writeOut writes a root file atomically and remembers its digest.
 func (a *assembly) writeOut(rel string, data []byte) error {
-	if err := benchmark.WriteFileAtomic(filepath.Join(a.opt.Out, filepath.FromSlash(rel)), data); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(a.opt.Out, filepath.FromSlash(rel)), data); err != nil {
 		return err
 	}
 	a.mu.Lock()

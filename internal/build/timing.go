@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/render"
 
@@ -133,5 +133,5 @@ func writeTiming(out string, start, processed, assembled, end time.Time, workers
 	} else {
 		v.Set("png_floor", ojson.Null())
 	}
-	return benchmark.WriteFileAtomic(filepath.Join(out, timingJSON), ojson.Marshal(v))
+	return atomicfile.WriteFile(filepath.Join(out, timingJSON), ojson.Marshal(v))
 }

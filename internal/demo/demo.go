@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/eval"
@@ -559,7 +560,7 @@ func (s *state) save() error {
 			fmt.Fprintf(&b, "step:%s %s\n", step, fp)
 		}
 	}
-	if err := results.WriteFileAtomic(s.path, []byte(b.String())); err != nil {
+	if err := atomicfile.WriteFile(s.path, []byte(b.String())); err != nil {
 		return fmt.Errorf("demo: writing %s: %v", s.path, err)
 	}
 	return nil
@@ -590,7 +591,7 @@ judge a model.
 Run "chexpercept demo --out <this directory>" again to reuse the finished
 steps; delete the directory to start from scratch.
 `
-	if err := results.WriteFileAtomic(filepath.Join(dir, readmeFile), []byte(text)); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, readmeFile), []byte(text)); err != nil {
 		return fmt.Errorf("demo: writing %s: %v", readmeFile, err)
 	}
 	return nil

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
@@ -279,7 +280,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := results.WriteFileAtomic(filepath.Join(runDir, results.ManifestFile), b); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b); err != nil {
 			return nil, err
 		}
 	}
@@ -408,7 +409,7 @@ func Finalize(runDir string, man *Manifest, model Model, selected int, wallTime 
 	}
 	latest := results.Latest(recs)
 	all := results.MarshalAllResults(latest, man.Dataset.Path, model.Backend, model.ModelID)
-	if err := results.WriteFileAtomic(filepath.Join(runDir, results.AllResultsFile), all); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(runDir, results.AllResultsFile), all); err != nil {
 		return nil, err
 	}
 	info := results.RunInfo{Name: man.RunName, Model: man.Model.Name, ModelID: man.Model.ModelID,
@@ -419,7 +420,7 @@ func Finalize(runDir string, man *Manifest, model Model, selected int, wallTime 
 	if err != nil {
 		return nil, err
 	}
-	if err := results.WriteFileAtomic(filepath.Join(runDir, results.SummaryFile), b); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(runDir, results.SummaryFile), b); err != nil {
 		return nil, err
 	}
 	m := results.RefMetricsFromRecords(latest)

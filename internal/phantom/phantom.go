@@ -31,6 +31,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
@@ -241,11 +242,11 @@ feed:
 	if err := enc.Encode(&buf, sheet); err != nil {
 		return sum, fmt.Errorf("phantom: encode contact sheet: %w", err)
 	}
-	if err := writeAtomic(sum.Sheet, buf.Bytes()); err != nil {
+	if err := atomicfile.WriteFileNoSync(sum.Sheet, buf.Bytes()); err != nil {
 		return sum, err
 	}
 	sum.Files++
-	if err := writeAtomic(sum.Manifest, man.Bytes()); err != nil {
+	if err := atomicfile.WriteFileNoSync(sum.Manifest, man.Bytes()); err != nil {
 		return sum, err
 	}
 	return sum, nil
@@ -301,34 +302,9 @@ func (e *encoder) writeCase(dir string, cs caseSpec, cd *caseData) (int, error) 
 		if err := e.Encode(&buf, g); err != nil {
 			return 0, fmt.Errorf("phantom: encode %s: %w", o.rel, err)
 		}
-		if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(o.rel)), buf.Bytes()); err != nil {
+		if err := atomicfile.WriteFileNoSync(filepath.Join(dir, filepath.FromSlash(o.rel)), buf.Bytes()); err != nil {
 			return 0, err
 		}
 	}
 	return len(outs), nil
-}
-
-// writeAtomic writes data to a temporary file beside path and renames it
-// into place, so a reader never sees a partial file.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("phantom: write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("phantom: write %s: %w", path, err)
-	}
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -284,7 +285,7 @@ func WriteRefCSVs(dir, label string, m *RefMetrics) error {
 		{RefAttributeFile, RefAttributeHeader, m.AttributeRows(label)},
 	}
 	for _, f := range files {
-		if err := WriteFileAtomic(filepath.Join(dir, f.name), CSV(f.header, f.rows)); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), CSV(f.header, f.rows)); err != nil {
 			return err
 		}
 	}

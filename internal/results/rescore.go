@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
@@ -195,7 +196,7 @@ func WriteRun(eng Engine, dir string, m *ojson.Value, recs []*Record, selected i
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, ManifestFile), append(ojson.Marshal(m), '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, ManifestFile), append(ojson.Marshal(m), '\n')); err != nil {
 		return err
 	}
 	var lines []byte
@@ -206,7 +207,7 @@ func WriteRun(eng Engine, dir string, m *ojson.Value, recs []*Record, selected i
 		}
 		lines = append(lines, b...)
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, ResultsFile), lines); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, ResultsFile), lines); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(dir, SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 )
 
 func rec(key string, index int, status string) *Record {
@@ -73,7 +75,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "x.json")
 	for _, s := range []string{"one", "two"} {
-		if err := WriteFileAtomic(name, []byte(s)); err != nil {
+		if err := atomicfile.WriteFile(name, []byte(s)); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := os.ReadFile(name); string(b) != s {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/render"
@@ -140,7 +141,7 @@ func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error
 		sheets[dirs[i]] = append(sheets[dirs[i]], r.row)
 	}
 	for _, d := range order {
-		if err := source.WriteAtomic(filepath.Join(d, "review_sheet.csv"), csvRows(sheets[d])); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(d, "review_sheet.csv"), csvRows(sheets[d])); err != nil {
 			return sum, err
 		}
 		sum.Sheets++
@@ -180,7 +181,7 @@ func packCase(l *source.Loader, c *source.Case, dir string, mkdir func(string) e
 	if err := mkdir(dir); err != nil {
 		return nil, fmt.Errorf("pack: %v", err)
 	}
-	if err := source.WriteAtomic(filepath.Join(dir, c.KeyID()+".png"), buf.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, c.KeyID()+".png"), buf.Bytes()); err != nil {
 		return nil, err
 	}
 	return []string{c.KeyID(), c.Lesion, c.Label, imgSHA, maskSHA, strings.Join(cleanHints(c.LocationHints), "; "), excerpt(report), ""}, nil

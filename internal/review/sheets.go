@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
-	"github.com/chexpercept/chexpercept/internal/source"
 )
 
 // Sheet headers (§4 review packs and reference sheet layouts).
@@ -103,10 +103,10 @@ func (s *Store) ExportCSV(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("export %s: %v", dir, unwrapPath(err))
 	}
-	if err := source.WriteAtomic(filepath.Join(dir, "positive.csv"), csvRows(pos)); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "positive.csv"), csvRows(pos)); err != nil {
 		return err
 	}
-	return source.WriteAtomic(filepath.Join(dir, "negative.csv"), csvRows(neg))
+	return atomicfile.WriteFile(filepath.Join(dir, "negative.csv"), csvRows(neg))
 }
 
 // ExportJSONL writes the resolved lines to path (atomically).
@@ -115,5 +115,5 @@ func (s *Store) ExportJSONL(ctx context.Context, path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return len(lines), source.WriteAtomic(path, MarshalLines(lines))
+	return len(lines), atomicfile.WriteFile(path, MarshalLines(lines))
 }

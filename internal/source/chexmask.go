@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 )
 
@@ -182,7 +183,7 @@ func readChexmaskCached(path string, need map[string]bool, idColumn, workDir str
 	}
 	if data, err := json.Marshal(t); err == nil {
 		if os.MkdirAll(filepath.Dir(cache), 0o755) == nil {
-			_ = WriteAtomic(cache, data) // a failed cache write only costs time
+			_ = atomicfile.WriteFile(cache, data) // a failed cache write only costs time
 		}
 	}
 	return t, nil

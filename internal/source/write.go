@@ -2,13 +2,11 @@ package source
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -104,34 +102,5 @@ func WriteCandidates(path string, cases []*Case) error {
 	if err != nil {
 		return err
 	}
-	return WriteAtomic(abs, MarshalCandidates(cases, filepath.Dir(abs)))
-}
-
-// WriteAtomic writes data to <path>.tmp-<random>, syncs it and renames it
-// over path, so a reader never sees a half-written file.
-func WriteAtomic(path string, data []byte) error {
-	var rb [6]byte
-	if _, err := rand.Read(rb[:]); err != nil {
-		return err
-	}
-	tmp := path + ".tmp-" + hex.EncodeToString(rb[:])
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %v", path, unwrapPath(err))
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %v", path, werr)
-	}
-	return nil
+	return atomicfile.WriteFile(abs, MarshalCandidates(cases, filepath.Dir(abs)))
 }
