@@ -154,6 +154,10 @@ func makeRF(rec *benchmark.Record) {
 func (a *assembly) run(ctx context.Context) (*Summary, error) {
 	a.hashes = map[string]string{}
 	a.walk()
+	if len(a.records) == 0 {
+		// An empty benchmark is invalid (format.md §8.1): write nothing.
+		return nil, global("no case was accepted and processed (%s): an empty benchmark is invalid, nothing written", a.skippedSummary())
+	}
 	for _, d := range []string{imagesDir, masksDir} {
 		if err := os.MkdirAll(filepath.Join(a.opt.Out, d), 0o755); err != nil {
 			return nil, global("%s: %v", d, unwrapPath(err))
@@ -558,6 +562,19 @@ func (a *assembly) buildInfo() ([]byte, error) {
 		Set("reviews_sha256", rev).
 		Set("counts", a.counts())
 	return ojson.Marshal(v), nil
+}
+
+// skippedSummary lists the skip reasons of the walk with their counts,
+// e.g. "not_accepted:missing 18, image_unreadable 2", or "no candidates".
+func (a *assembly) skippedSummary() string {
+	if len(a.skipped) == 0 {
+		return "no candidates"
+	}
+	parts := make([]string, 0, len(a.skipped))
+	for _, k := range sortedKeys(a.skipped) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, a.skipped[k]))
+	}
+	return "skipped: " + strings.Join(parts, ", ")
 }
 
 func reasonCounts(m map[string]int) *ojson.Value {

@@ -123,6 +123,9 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		s := cfg.Seed
 		sampleSeed = &s
 	}
+	if kl, ok := opt.Decisions.(keyLister); ok {
+		warnUnknownReviews(opt.Stderr, kl.KeyIDs(), cases)
+	}
 	loader, err := source.NewLoader(cases, cfg, workDir, opt.Stderr)
 	if err != nil {
 		return nil, &GlobalError{Err: err}
@@ -201,6 +204,39 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	}
 	a.printSummary(opt.Stdout)
 	return sum, nil
+}
+
+// keyLister is a decision store that can list the key_ids it decides
+// (review.Log does).
+type keyLister interface{ KeyIDs() []string }
+
+// unknownShown is how many unknown key_ids the warning names.
+const unknownShown = 5
+
+// warnUnknownReviews warns about decisions whose key_id is not a
+// candidate of this source: usually reviews of another sample or source,
+// which would otherwise exclude every case silently as missing.
+func warnUnknownReviews(w io.Writer, keys []string, cases []*source.Case) {
+	cand := make(map[string]bool, len(cases))
+	for _, c := range cases {
+		cand[c.KeyID()] = true
+	}
+	var unknown []string
+	for _, k := range keys {
+		if !cand[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	shown := unknown[:min(len(unknown), unknownShown)]
+	more := ""
+	if len(unknown) > len(shown) {
+		more = fmt.Sprintf(", … (%d more)", len(unknown)-len(shown))
+	}
+	fmt.Fprintf(w, "warning: %d of %d reviewed key_id(s) are not candidates of this source: %s%s\n",
+		len(unknown), len(keys), strings.Join(shown, ", "), more)
 }
 
 // makeLists groups candidates per lesion (spec lesion order) into their

@@ -13,9 +13,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
 // Config holds every configurable key. YAML names are the spec's keys.
@@ -201,7 +202,7 @@ func Load(path string) (Config, error) {
 		if err.Error() == "EOF" {
 			return cfg, cfg.Validate()
 		}
-		return cfg, fmt.Errorf("config %s: %s", path, explainYAMLError(data, err))
+		return cfg, fmt.Errorf("config %s: %s", path, yamlerr.Explain(data, err))
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
@@ -318,24 +319,4 @@ var NonFingerprintKeys = map[string]bool{
 	"sampling_order": true, "max_positive_candidates": true, "max_negative_candidates": true,
 	"exclude_positive_images_from_negatives": true, "lf": true, "rf": true, "rr": true,
 	"no_deformation_ratio": true,
-}
-
-// explainYAMLError names the offending key of a type error: yaml.v3 reports
-// only the line, so each top-level key is decoded alone to find it.
-func explainYAMLError(data []byte, err error) string {
-	msg := strings.ReplaceAll(err.Error(), "\n", ";")
-	var doc yaml.Node
-	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return msg
-	}
-	m := doc.Content[0]
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		one := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{m.Content[i], m.Content[i+1]}}
-		var c Config
-		if e := one.Decode(&c); e != nil {
-			return fmt.Sprintf("key %s (line %d): %s", m.Content[i].Value, m.Content[i].Line,
-				strings.TrimPrefix(strings.ReplaceAll(e.Error(), "\n", ";"), "yaml: unmarshal errors:;"))
-		}
-	}
-	return msg
 }

@@ -58,3 +58,25 @@ func TestResolvedJSONOmitsWorkers(t *testing.T) {
 		t.Errorf("resolved config JSON: %s", s)
 	}
 }
+
+// TestLoadErrorsAreOneCleanLine checks the whole message of YAML errors:
+// the file, the line and the key, never Go type names.
+func TestLoadErrorsAreOneCleanLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unk", "seeds: 1\n", `line 1: unknown key "seeds"`},
+		{"x", "lf: many\n", `line 1: key "lf": want an integer, got "many"`},
+		{"ratio", "no_deformation_ratio:\n  edema: half\n", `line 2: key "no_deformation_ratio.edema": want a number, got "half"`},
+		{"widths", "point_widths: [3, wide]\n", `line 1: key "point_widths[1]": want an integer, got "wide"`},
+		{"seed", "seed: -4\n", `line 1: key "seed": want a non-negative integer, got -4`},
+	} {
+		p := filepath.Join(dir, tc.name+".yaml")
+		if err := os.WriteFile(p, []byte(tc.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(p)
+		if want := "config " + p + ": " + tc.want; err == nil || err.Error() != want {
+			t.Errorf("%s: got  %v\nwant %s", tc.name, err, want)
+		}
+	}
+}

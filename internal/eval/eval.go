@@ -240,6 +240,14 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		}
 	}
 	sel := o.Selection
+	for _, x := range []struct {
+		flag string
+		v    *int
+	}{{"limit", sel.Limit}, {"per-path-limit", sel.PerPathLimit}, {"sample", sel.Sample}} {
+		if x.v != nil && *x.v < 1 {
+			return nil, fmt.Errorf("--%s %d selects no record; it must be at least 1", x.flag, *x.v)
+		}
+	}
 	selected, err := Select(bench.Records, sel)
 	if err != nil {
 		return nil, err
@@ -264,6 +272,27 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return sum, nil
 	}
 
+	// Everything that can fail without a network call (credentials, key
+	// files, endpoints, the response cache) fails here, before the run
+	// directory is created or touched: a failed start leaves no manifest
+	// that would block the corrected command.
+	r := &runner{o: &o, bench: bench, benchAbs: benchAbs, sum: sum}
+	if err := r.setup(); err != nil {
+		return nil, err
+	}
+	if r.cache != nil {
+		defer r.cache.Close()
+	}
+
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockDir(runDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
 	// Resume: same settings or refuse.
 	if old, err := ReadManifest(runDir); err == nil {
 		if diffs := Differences(old, man); len(diffs) > 0 {
@@ -273,9 +302,6 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	} else {
-		if err := os.MkdirAll(runDir, 0o755); err != nil {
-			return nil, err
-		}
 		b, err := man.Marshal()
 		if err != nil {
 			return nil, err
@@ -291,7 +317,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	todo, done := pending(bench, selected, prev, o.RetryErrors)
 	sum.AlreadyDone = done
 
-	r := &runner{o: &o, bench: bench, benchAbs: benchAbs, store: store, sum: sum}
+	r.store = store
 	runErr := r.run(ctx, todo)
 	if cerr := store.Close(); runErr == nil && cerr != nil {
 		runErr = cerr
@@ -343,10 +369,11 @@ func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, sele
 		KeysSHA256: KeysHash(keys), RunName: runName,
 		Sampling: o.Model.Sampling, NoThinking: o.NoThinking,
 		OracleMode: string(o.Oracle), ParseMode: string(o.Parse),
-		PromptProfile:   ProfileInfo{Name: o.Profile.Name, Texts: o.Profile.Texts(), SHA256: o.Profile.Hash()},
-		ImageEncoding:   ImageEncoding{Format: "png", Transport: "data URL, base64", ImageCacheBytes: o.ImageCacheBytes},
-		Concurrency:     o.Concurrency,
-		Retry:           RetryPolicy{MaxRetries: o.MaxRetries, TimeoutS: o.Timeout.Seconds(), RPM: o.RPM, TPM: o.TPM},
+		PromptProfile: ProfileInfo{Name: o.Profile.Name, Texts: o.Profile.Texts(), SHA256: o.Profile.Hash()},
+		ImageEncoding: ImageEncoding{Format: "png", Transport: "data URL, base64", ImageCacheBytes: o.ImageCacheBytes},
+		Concurrency:   o.Concurrency,
+		Retry: RetryPolicy{MaxRetries: o.MaxRetries, TimeoutS: o.Timeout.Seconds(),
+			BackoffBaseS: o.RetryBase.Seconds(), BackoffCapS: o.RetryCap.Seconds(), RPM: o.RPM, TPM: o.TPM},
 		PriceFileSHA256: o.PriceFileSHA256,
 	}
 	if m.Selection.Lesions == nil {

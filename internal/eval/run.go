@@ -75,12 +75,6 @@ func (r *runner) run(ctx context.Context, todo []int) error {
 		}
 	}
 
-	if err := r.setup(); err != nil {
-		return err
-	}
-	if r.cache != nil {
-		defer r.cache.Close()
-	}
 	r.prog = newProgress(o, len(tasks), r.sum.AlreadyDone)
 	defer r.prog.stop()
 
@@ -249,6 +243,15 @@ func (r *runner) runTask(t *task) *results.Record {
 	if rec.Status == results.StatusError && (ctx.Err() != nil || cs.canceled) {
 		return nil
 	}
+	if cs.failed != nil {
+		// The protocol engine records no reply for a failed turn; the
+		// requests it cost are known only here.
+		for i := range rec.Turns {
+			if tn := &rec.Turns[i]; tn.Status == results.TurnError && tn.Turn == cs.failed.turn {
+				tn.Attempts = cs.failed.attempts
+			}
+		}
+	}
 	return rec
 }
 
@@ -262,6 +265,13 @@ type caseState struct {
 	n        int
 	ep       *endpoint
 	canceled bool
+	failed   *failedCall // the call that ended the case in error, if any
+}
+
+// failedCall is the turn whose call failed and the requests it sent.
+type failedCall struct {
+	turn     string
+	attempts int
 }
 
 func (cs *caseState) done() {
@@ -372,22 +382,29 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 		lastErr = err
 		var ce *provider.CallError
 		if !errors.As(err, &ce) {
-			return protocol.Reply{}, err
+			cs.failed = &failedCall{turn: p.ID, attempts: attempts}
+			return protocol.Reply{}, fmt.Errorf("%s (%s via %s)", lastErr, attemptsText(attempts), ep.name)
 		}
 		if ce.Kind == provider.KindCanceled || ctx.Err() != nil {
 			return protocol.Reply{}, cs.cancel(ce)
 		}
 		if !ce.Retryable() || attempts > r.retry.maxRetries {
 			r.prog.failure()
-			if attempts > 1 {
-				return protocol.Reply{}, fmt.Errorf("%s after %d attempts via %s", lastErr, attempts, ep.name)
-			}
-			return protocol.Reply{}, fmt.Errorf("%s via %s", lastErr, ep.name)
+			cs.failed = &failedCall{turn: p.ID, attempts: attempts}
+			return protocol.Reply{}, fmt.Errorf("%s (%s via %s)", lastErr, attemptsText(attempts), ep.name)
 		}
 		if err := sleep(ctx, r.retry.backoff(attempts, ce.RetryAfter)); err != nil {
 			return protocol.Reply{}, cs.cancel(err)
 		}
 	}
+}
+
+// attemptsText is the number of requests a failed call sent.
+func attemptsText(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }
 
 func (cs *caseState) cancel(err error) error {

@@ -120,7 +120,8 @@ func (cs caseSpec) line(report string) manifestLine {
 const sheetPerCell = 4
 
 // Generate writes the phantom set under opt.OutDir: images/, masks/,
-// manifest.jsonl and contact_sheet.png.
+// manifest.jsonl, contact_sheet.png and the MarkerName file. OutDir must
+// be new, empty or an earlier phantom set.
 func Generate(ctx context.Context, opt Options) (Summary, error) {
 	var sum Summary
 	if opt.OutDir == "" {
@@ -136,9 +137,17 @@ func Generate(ctx context.Context, opt Options) (Summary, error) {
 	if workers <= 0 {
 		workers = runtime.NumCPU()
 	}
+	if err := checkOutDir(opt.OutDir); err != nil {
+		return sum, err
+	}
 	for _, d := range []string{opt.OutDir, filepath.Join(opt.OutDir, "images"), filepath.Join(opt.OutDir, "masks")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return sum, fmt.Errorf("phantom: create %s: %w", d, err)
+		}
+		if d == opt.OutDir {
+			if err := os.WriteFile(filepath.Join(d, MarkerName), []byte(markerText), 0o644); err != nil {
+				return sum, fmt.Errorf("phantom: %w", err)
+			}
 		}
 	}
 	specs := plan(opt.CasesPerLesion)

@@ -499,8 +499,8 @@ func TestSameSeedSameBytesAnyWorkers(t *testing.T) {
 	d1, s1 := generate(t, 1, 5, 1)
 	d4, _ := generate(t, 1, 5, 4)
 	a, b := readTree(t, d1), readTree(t, d4)
-	if len(a) != len(b) || len(a) != s1.Files+1 {
-		t.Fatalf("file counts differ: %d vs %d (summary %d PNGs + manifest)", len(a), len(b), s1.Files)
+	if len(a) != len(b) || len(a) != s1.Files+2 {
+		t.Fatalf("file counts differ: %d vs %d (summary %d PNGs + manifest + marker)", len(a), len(b), s1.Files)
 	}
 	for p, x := range a {
 		if !bytes.Equal(x, b[p]) {

@@ -74,6 +74,7 @@ type Line struct {
 type Log struct {
 	Path   string
 	latest map[string]*Line
+	order  []string // key_ids in order of first appearance
 }
 
 var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -105,6 +106,9 @@ func parseLog(path string, r io.Reader) (*Log, error) {
 				return nil, fmt.Errorf("reviews %s:%d: %v", path, n, err)
 			}
 			ln.LineNo = n
+			if l.latest[ln.KeyID] == nil {
+				l.order = append(l.order, ln.KeyID)
+			}
 			l.latest[ln.KeyID] = ln
 		}
 		if rerr == io.EOF {
@@ -191,6 +195,11 @@ func parseLine(raw []byte) (*Line, error) {
 
 // Len is the number of key_ids with a line.
 func (l *Log) Len() int { return len(l.latest) }
+
+// KeyIDs returns the key_ids that have a line, in order of first
+// appearance in the file (the build warns about those that are not
+// candidates).
+func (l *Log) KeyIDs() []string { return append([]string(nil), l.order...) }
 
 // Latest returns the line that decides keyID, or nil.
 func (l *Log) Latest(keyID string) *Line { return l.latest[keyID] }

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/yamlerr"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"go.yaml.in/yaml/v3"
 )
@@ -128,7 +129,7 @@ func Parse(data []byte, source string) (*Profile, []string, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil, fmt.Errorf("prompt profile %s: empty file", source)
 		}
-		return nil, nil, fmt.Errorf("prompt profile %s: %s", source, oneLine(err.Error()))
+		return nil, nil, fmt.Errorf("prompt profile %s: %s", source, yamlerr.Explain(data, err))
 	}
 	if f.Profile == nil || *f.Profile == "" {
 		return nil, nil, fmt.Errorf("prompt profile %s: missing required key \"profile\" (the profile name)", source)
@@ -162,8 +163,6 @@ func Parse(data []byte, source string) (*Profile, []string, error) {
 	}
 	return p, warnings, nil
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // expand substitutes {name} placeholders from vals and turns {{ and }}
 // into braces. A placeholder outside allowed, or a lone brace, is an

@@ -1,0 +1,192 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+// A run that cannot start (credentials, key file, endpoint, empty
+// selection) fails before the run directory exists, so the corrected
+// command is not blocked by a manifest of the failed one.
+func TestStartFailureWritesNothing(t *testing.T) {
+	bench := generatedBench(t)
+	for _, k := range []string{"OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT",
+		"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_GENAI_USE_VERTEXAI"} {
+		t.Setenv(k, "")
+	}
+	zero := 0
+	tests := []struct {
+		name, prov, model string
+		edit              func(*Options)
+		want              string
+	}{
+		{"azure no key", "azure", "gpt-5.4", nil, "azure: no API key"},
+		{"gemini no credentials", "gemini", "gemini-3.1-flash", nil, "gemini: no credentials"},
+		{"opensource no endpoint", "opensource", "some/model", nil, "no endpoint"},
+		{"missing key file", "openai", "gpt-5.4", func(o *Options) { o.APIKeyFile = "nonexist.txt" }, "nonexist.txt"},
+		{"limit 0", "baseline", "random", func(o *Options) { o.Selection.Limit = &zero }, "--limit 0"},
+		{"sample 0", "baseline", "random", func(o *Options) { o.Selection.Sample = &zero }, "--sample 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "bad", "r")
+			o := baseOptions(bench, out, model(t, tc.prov, tc.model))
+			if tc.edit != nil {
+				tc.edit(&o)
+			}
+			s, err := Run(context.Background(), o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+			if s != nil {
+				t.Errorf("a failed start returned a summary naming %s", s.RunDir)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("%s was created (stat: %v)", out, err)
+			}
+		})
+	}
+}
+
+// Two runs of one run directory at once: the second is refused with the
+// directory named, and the first's lock ends with it.
+func TestRunDirLock(t *testing.T) {
+	bench := generatedBench(t)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 64)
+	srv, _ := baselineserver.New(baselineserver.Config{Policy: "random"})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+		srv.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	for _, shard := range []string{"", "1/2"} {
+		t.Run("shard="+shard, func(t *testing.T) {
+			out := t.TempDir()
+			o := baseOptions(bench, out, model(t, "opensource", "lock-test"))
+			o.Endpoints = []string{hs.URL + "/v1"}
+			limit := 2
+			o.Selection.Limit = &limit
+			if shard != "" {
+				sh, err := ParseShard(shard, os.Getenv)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Selection.Shard = sh
+			}
+			first := make(chan error, 1)
+			go func() { _, err := Run(context.Background(), o); first <- err }()
+			<-entered // the first run holds the lock and is calling
+			_, err := Run(context.Background(), o)
+			dir := RunDir(out, RunName("opensource", o.Model.Label, false, o.Parse), o.Oracle, o.Selection.Shard)
+			if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "in use") {
+				t.Errorf("second run: err = %v, want a refusal naming %s", err, dir)
+			}
+			close(release)
+			if err := <-first; err != nil {
+				t.Fatalf("first run: %v", err)
+			}
+			release = make(chan struct{})
+			for len(entered) > 0 {
+				<-entered
+			}
+			// Released: the same command now runs (and has nothing to ask).
+			go func() {
+				for range entered {
+				}
+			}()
+			s, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatalf("run after the lock was released: %v", err)
+			}
+			if s.Attempted != 0 {
+				t.Errorf("rerun asked %d records", s.Attempted)
+			}
+		})
+	}
+}
+
+// The error text and the recorded attempts count the requests really
+// sent, for a non-retryable status, an exhausted retryable one and a
+// timeout; the manifest records the real backoff settings.
+func TestAttemptsCounted(t *testing.T) {
+	bench := generatedBench(t)
+	tests := []struct {
+		name    string
+		status  int // 0: hang past the timeout
+		retries int
+		want    int
+		text    string
+	}{
+		{"401 not retried", http.StatusUnauthorized, 3, 1, "(1 attempt via"},
+		{"400 not retried", http.StatusBadRequest, 0, 1, "(1 attempt via"},
+		{"500 exhausted", http.StatusInternalServerError, 2, 3, "(3 attempts via"},
+		{"429 exhausted", http.StatusTooManyRequests, 1, 2, "(2 attempts via"},
+		{"timeout exhausted", 0, 1, 2, "(2 attempts via"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var requests atomic.Int64
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				if tc.status == 0 {
+					<-r.Context().Done()
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				fmt.Fprint(w, `{"error":{"message":"no","type":"x"}}`)
+			}))
+			defer hs.Close()
+			o := baseOptions(bench, t.TempDir(), model(t, "opensource", "attempts-test"))
+			o.Endpoints = []string{hs.URL + "/v1"}
+			o.MaxRetries, o.NoRetries = tc.retries, tc.retries == 0
+			o.Timeout = 200e6 // 200ms
+			o.Concurrency = 1
+			limit := 1
+			o.Selection.Limit = &limit
+			s := run(t, o)
+			if got := requests.Load(); got != int64(tc.want) {
+				t.Fatalf("server saw %d requests, want %d", got, tc.want)
+			}
+			recs, err := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("results: %d records, %v", len(recs), err)
+			}
+			r := recs[0]
+			if r.Error == nil || !strings.Contains(*r.Error, tc.text) {
+				t.Errorf("record error %v, want it to contain %q", r.Error, tc.text)
+			}
+			failed := 0
+			for _, tn := range r.Turns {
+				if tn.Status == results.TurnError {
+					failed++
+					if tn.Attempts != tc.want {
+						t.Errorf("turn %s: attempts %d, want %d", tn.Turn, tn.Attempts, tc.want)
+					}
+				}
+			}
+			if failed != 1 {
+				t.Errorf("%d failed turns, want 1", failed)
+			}
+			man, err := ReadManifest(s.RunDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if man.Retry.BackoffBaseS != o.RetryBase.Seconds() || man.Retry.BackoffCapS != o.RetryCap.Seconds() {
+				t.Errorf("manifest retry %+v, want base %v cap %v", man.Retry, o.RetryBase.Seconds(), o.RetryCap.Seconds())
+			}
+		})
+	}
+}

@@ -1,0 +1,83 @@
+package phantom
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/chexpercept/chexpercept/internal/ojson"
+)
+
+// MarkerName is the file that marks a directory as a phantom set. It is
+// written before any image, so an interrupted run can be rerun into the
+// same directory; any other non-empty directory is refused, because
+// Generate overwrites images/, masks/ and manifest.jsonl in place.
+const MarkerName = ".chexpercept-phantom"
+
+const markerText = "chexpercept phantom set: `chexpercept phantom` may rewrite this directory\n"
+
+// phantomCaseID is the case_id of the first manifest line of a phantom set
+// (sets written before the marker existed are recognised by it).
+var phantomCaseID = regexp.MustCompile(`^ph[0-9]{4,5}_(positive|negative)_0$`)
+
+// checkOutDir refuses a non-empty dir that does not hold a phantom set.
+func checkOutDir(dir string) error {
+	f, err := os.Open(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("phantom: output directory %s: %w", dir, unwrapPath(err))
+	}
+	_, err = f.Readdirnames(1)
+	f.Close()
+	if err == io.EOF {
+		return nil // empty
+	}
+	if err != nil {
+		return fmt.Errorf("phantom: output directory %s: %w", dir, unwrapPath(err))
+	}
+	if _, err := os.Stat(filepath.Join(dir, MarkerName)); err == nil {
+		return nil
+	}
+	if phantomManifest(filepath.Join(dir, "manifest.jsonl")) {
+		return nil
+	}
+	return fmt.Errorf("phantom: output directory %s is not empty and holds no phantom set (no %s marker or phantom manifest.jsonl); choose a new or empty directory", dir, MarkerName)
+}
+
+// phantomManifest reports whether the first line of path is a manifest
+// line that the phantom writes.
+func phantomManifest(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	if !sc.Scan() {
+		return false
+	}
+	v, err := ojson.Parse(sc.Bytes())
+	if err != nil || v.Kind != ojson.KindObject {
+		return false
+	}
+	id, img, cid := v.Get("image_id"), v.Get("image"), v.Get("case_id")
+	if id == nil || img == nil || cid == nil || id.Kind != ojson.KindString || img.Kind != ojson.KindString || cid.Kind != ojson.KindString {
+		return false
+	}
+	return phantomCaseID.MatchString(cid.S) && img.S == "images/"+id.S+".png"
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

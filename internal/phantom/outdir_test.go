@@ -1,0 +1,100 @@
+package phantom
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const legacyLine = `{"case_id":"ph0001_positive_0","lesion":"atelectasis","label":"positive","image":"images/ph0001.png","image_id":"ph0001"}` + "\n"
+
+func TestCheckOutDir(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string // relative path → content ("/" suffix: directory)
+		ok    bool
+	}{
+		{"missing", nil, true},
+		{"empty", map[string]string{}, true},
+		{"marked phantom set", map[string]string{MarkerName: markerText, "images/": ""}, true},
+		{"interrupted phantom run", map[string]string{MarkerName: markerText, "images/ph0001.png": "x"}, true},
+		{"phantom set without marker", map[string]string{"manifest.jsonl": legacyLine, "images/": ""}, true},
+		{"built benchmark", map[string]string{"chexpercept.json": "{}", "masks/": "", "SHA256SUMS": ""}, false},
+		{"foreign manifest", map[string]string{"manifest.jsonl": `{"case_id":"p1","image":"images/a.png","image_id":"a"}` + "\n"}, false},
+		{"manifest not JSON", map[string]string{"manifest.jsonl": "case_id,image\n"}, false},
+		{"just images and masks", map[string]string{"images/": "", "masks/": ""}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			if tc.files != nil {
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for rel, content := range tc.files {
+				p := filepath.Join(dir, rel)
+				if strings.HasSuffix(rel, "/") {
+					if err := os.MkdirAll(p, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := checkOutDir(dir)
+			if tc.ok && err != nil {
+				t.Errorf("refused: %v", err)
+			}
+			if !tc.ok && (err == nil || !strings.Contains(err.Error(), dir+" is not empty") || strings.Contains(err.Error(), "\n")) {
+				t.Errorf("err = %v, want a one-line refusal naming %s", err, dir)
+			}
+		})
+	}
+}
+
+// TestGenerateRefusesForeignDirectory runs Generate into a built
+// benchmark's directory: it must fail and leave the directory untouched.
+func TestGenerateRefusesForeignDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "chexpercept.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Generate(context.Background(), Options{OutDir: dir, CasesPerLesion: 1, Workers: 1})
+	if err == nil || !strings.Contains(err.Error(), "is not empty and holds no phantom set") {
+		t.Fatalf("err = %v, want a refusal", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("Generate wrote into the refused directory: %d entries", len(ents))
+	}
+}
+
+// TestGenerateRerunsIntoPhantomSet regenerates into a finished set: the
+// marker lets it through and the output is the same.
+func TestGenerateRerunsIntoPhantomSet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates 28 cases twice")
+	}
+	dir, _ := generate(t, 1, 9, 2)
+	if _, err := os.Stat(filepath.Join(dir, MarkerName)); err != nil {
+		t.Fatalf("no marker: %v", err)
+	}
+	before := readTree(t, dir)
+	if _, err := Generate(context.Background(), Options{OutDir: dir, CasesPerLesion: 1, Seed: 9, Workers: 2}); err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	after := readTree(t, dir)
+	if len(after) != len(before) {
+		t.Fatalf("rerun changed the file count: %d → %d", len(before), len(after))
+	}
+	for p, b := range before {
+		if string(after[p]) != string(b) {
+			t.Errorf("%s changed on rerun", p)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+// Package yamlerr turns go.yaml.in/yaml/v3 decoding errors into one-line
+// messages for people editing a YAML file: the line, the key path and
+// what was wanted, never Go type names. yaml.v3 reports type errors as
+// strings ("field x not found in type pkg.T", "cannot unmarshal !!str `x`
+// into int"), so each is matched and its key is found by re-parsing the
+// document into nodes and looking for the node on the reported line.
+package yamlerr
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+var (
+	unknownField = regexp.MustCompile("^line ([0-9]+): field (.*) not found in type .*$")
+	cannotDecode = regexp.MustCompile("^line ([0-9]+): cannot unmarshal (!!?[^ `]*)(?: `(.*)`)? into (.*)$")
+)
+
+// Explain describes err, returned by decoding data, on one line, e.g.
+// `line 1: unknown key "seeds"` or `line 1: key "lf": want an integer,
+// got "many"`. Several type errors are joined with "; ".
+func Explain(data []byte, err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return oneLine(strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(data, &root) // a TypeError means the syntax was fine
+	msgs := make([]string, 0, len(te.Errors))
+	for _, e := range te.Errors {
+		msgs = append(msgs, explainOne(&root, e))
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func explainOne(root *yaml.Node, e string) string {
+	if m := unknownField.FindStringSubmatch(e); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		path := m[2]
+		walk(root, "", func(key, _ *yaml.Node, p string) bool {
+			if key != nil && key.Line == line && key.Value == m[2] {
+				path = p
+				return true
+			}
+			return false
+		})
+		return fmt.Sprintf("line %d: unknown key %q", line, path)
+	}
+	if m := cannotDecode.FindStringSubmatch(e); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		tag, val, into := m[2], m[3], m[4]
+		got := describeGot(tag, val)
+		path := ""
+		walk(root, "", func(_, v *yaml.Node, p string) bool {
+			if v.Line != line || v.ShortTag() != tag || !sameValue(v.Value, val, tag) {
+				return false
+			}
+			path = p
+			if v.Kind == yaml.ScalarNode {
+				got = describeGot(tag, v.Value)
+			}
+			return true
+		})
+		if path == "" {
+			return fmt.Sprintf("line %d: want %s, got %s", line, describeWant(into), got)
+		}
+		return fmt.Sprintf("line %d: key %q: want %s, got %s", line, path, describeWant(into), got)
+	}
+	return oneLine(e)
+}
+
+// walk visits every node below n with the key node that holds it (nil for
+// sequence items and the document root) and its dotted path ("oracle.x",
+// "point_widths[1]"), stopping when visit returns true.
+func walk(n *yaml.Node, path string, visit func(key, val *yaml.Node, path string) bool) bool {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if visit(nil, c, path) || walk(c, path, visit) {
+				return true
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			if visit(k, v, p) || walk(v, p, visit) {
+				return true
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if visit(nil, c, p) || walk(c, p, visit) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameValue matches a node's value with the one quoted in a yaml.v3
+// message, which cuts values longer than 10 bytes to 7 bytes and "...".
+func sameValue(node, msg, tag string) bool {
+	if tag == "!!seq" || tag == "!!map" {
+		return true
+	}
+	if len(node) > 10 {
+		return msg == node[:7]+"..."
+	}
+	return node == msg
+}
+
+// describeGot says what the file holds, in YAML terms.
+func describeGot(tag, val string) string {
+	switch tag {
+	case "!!seq":
+		return "a list"
+	case "!!map":
+		return "a mapping"
+	case "!!null":
+		return "nothing (null)"
+	case "!!str":
+		if r := []rune(val); len(r) > 40 {
+			val = string(r[:37]) + "..."
+		}
+		return strconv.Quote(val)
+	}
+	return val
+}
+
+// describeWant names a Go type as the kind of YAML value it takes.
+func describeWant(goType string) string {
+	t := strings.TrimLeft(goType, "*")
+	switch t {
+	case "int", "int8", "int16", "int32", "int64":
+		return "an integer"
+	case "uint", "uint8", "uint16", "uint32", "uint64":
+		return "a non-negative integer"
+	case "float32", "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "string":
+		return "a string"
+	}
+	switch {
+	case strings.HasPrefix(t, "["):
+		return "a list"
+	case strings.HasPrefix(t, "map["), strings.HasPrefix(t, "struct"), strings.Contains(t, "."):
+		return "a mapping"
+	}
+	return "a different kind of value"
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
