@@ -113,8 +113,8 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 				dst  **int
 			}{{"limit", limit, &o.Selection.Limit}, {"per-path-limit", perPathLimit, &o.Selection.PerPathLimit}, {"sample", sampleN, &o.Selection.Sample}} {
 				if f.Changed(x.flag) {
-					if x.v < 0 {
-						return withExit(2, fmt.Errorf("--%s must not be negative", x.flag))
+					if x.v < 1 {
+						return withExit(2, fmt.Errorf("--%s %d selects no record; it must be at least 1", x.flag, x.v))
 					}
 					v := x.v
 					*x.dst = &v
@@ -167,7 +167,9 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 			}
 			if sum.DryRun != nil {
 				sum.DryRun.Write(os.Stderr)
-				fmt.Fprintln(cmd.OutOrStdout(), sum.RunDir)
+				// A dry run creates nothing: name the directory as the
+				// one a real run would write.
+				fmt.Fprintln(cmd.OutOrStdout(), "would write to "+sum.RunDir)
 				return nil
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), sum.RunDir)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,6 +75,16 @@ file and the key. The last line printed is the run directory.`,
 			file := args[0]
 			if benchDir == "" || out == "" {
 				return withExit(2, fmt.Errorf("--benchmark and --out are required"))
+			}
+			// The file first: a missing file is the real problem, not
+			// the settings its path would have given.
+			if fi, err := os.Stat(file); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return withExit(2, fmt.Errorf("%s: no such file", file))
+				}
+				return withExit(2, err)
+			} else if fi.IsDir() {
+				return withExit(2, fmt.Errorf("%s: is a directory; give the all_results.json file", file))
 			}
 			pp, pm, po, pnt, pstrict := refPathSettings(file)
 			f := cmd.Flags()

@@ -267,6 +267,9 @@ func Merge(inputs []string, opts MergeOptions) (*MergeReport, error) {
 			merged = append(merged, r)
 		}
 	}
+	if len(merged) == 0 {
+		return nil, NoRecordsError(filepath.Join(shards[0].Dir, ResultsFile))
+	}
 	slices.SortStableFunc(merged, func(a, b *Record) int { return a.Index - b.Index })
 
 	rep := &MergeReport{Shards: n, Records: len(merged), Selected: len(whole.Keys)}

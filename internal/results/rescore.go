@@ -298,6 +298,9 @@ func RescoreRun(srcDir string, opts RescoreOptions) (*RescoreReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(run.Records) == 0 {
+		return nil, NoRecordsError(filepath.Join(srcDir, ResultsFile))
+	}
 	mfile := filepath.Join(srcDir, ManifestFile)
 	if s := run.Manifest.Get(mSelection).Get(mShard); s != nil && s.Kind != ojson.KindNull {
 		return nil, fmt.Errorf("%s: the run is a shard (selection.shard is set); merge the shards first", mfile)

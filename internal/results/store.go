@@ -157,3 +157,24 @@ func (s *Store) AppendBatch(recs []*Record) error {
 
 // Close closes the file.
 func (s *Store) Close() error { return s.f.Close() }
+
+// NoRecordsError explains why the results file at path holds no complete
+// record: missing, empty, or only an unfinished last line (which readers
+// drop as the remains of a killed writer). Commands that derive a new run
+// from records refuse such a file rather than write an empty run.
+func NoRecordsError(path string) error {
+	data, err := os.ReadFile(path)
+	switch {
+	case os.IsNotExist(err):
+		return fmt.Errorf("%s: no such file; no record to read", path)
+	case err != nil:
+		return err
+	case len(bytes.TrimSpace(data)) == 0:
+		return fmt.Errorf("%s: empty; no record to read", path)
+	}
+	line := bytes.Count(data, []byte("\n")) + 1
+	if bytes.HasSuffix(data, []byte("\n")) {
+		line--
+	}
+	return fmt.Errorf("%s: line %d: not a complete record (no final newline) and no other record; nothing to read", path, line)
+}

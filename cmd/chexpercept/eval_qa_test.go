@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLIEnv is runCLI with credential variables removed from the
+// environment (and extra ones added).
+func runCLIEnv(t *testing.T, extra []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunToolsHelperProcess$")
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "GEMINI_API_KEY",
+			"GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_GENAI_USE_VERTEXAI":
+			continue
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	cmd.Env = append(cmd.Env, extra...)
+	cmd.Env = append(cmd.Env, "CHX_TEST_MAIN=1", "CHX_TEST_ARGS="+strings.Join(args, argSep))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("running %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return out.String(), errb.String(), code
+}
+
+// eval exits 2 with nothing written when it cannot start, and a dry run
+// names the directory it would write without creating it.
+func TestEvalStartFailuresWriteNothing(t *testing.T) {
+	const bench = "../../internal/benchmark/testdata/sample"
+	tests := []struct {
+		name string
+		args []string
+		want string
+		code int
+	}{
+		{"azure no key", []string{"--provider", "azure", "--model", "gpt-5.4"}, "azure: no API key", 2},
+		{"gemini no credentials", []string{"--provider", "gemini", "--model", "gemini-3.1-flash"}, "gemini: no credentials", 2},
+		{"opensource no endpoint", []string{"--provider", "opensource", "--model", "some/model"}, "no endpoint", 2},
+		{"missing key file", []string{"--provider", "openai", "--model", "gpt-5.4", "--api-key-file", "nonexist.txt"}, "nonexist.txt", 2},
+		{"limit 0", []string{"--provider", "baseline", "--model", "random", "--limit", "0"}, "--limit 0 selects no record", 2},
+		{"per-path-limit 0", []string{"--provider", "baseline", "--model", "random", "--per-path-limit", "0"}, "--per-path-limit 0", 2},
+		{"dry run", []string{"--provider", "baseline", "--model", "random", "--dry-run"}, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "bad", "r")
+			args := append([]string{"eval", "--benchmark", bench, "--out", out, "--oracle", "none", "--limit", "1", "--no-cache"}, tc.args...)
+			stdout, stderr, code := runCLIEnv(t, nil, args...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, stderr, tc.code, tc.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("%s was created (stat: %v)", out, err)
+			}
+			if tc.code == 0 {
+				if !strings.HasPrefix(lastLine(stdout), "would write to "+out) {
+					t.Errorf("dry run printed %q, want \"would write to %s/…\"", lastLine(stdout), out)
+				}
+			} else if strings.TrimSpace(stdout) != "" {
+				t.Errorf("a failed start printed %q", stdout)
+			}
+		})
+	}
+}
+
+// rescore and import-reference name the real problem with exit 2.
+func TestRunToolsNamedErrors(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "opensource_x", "oracle_none")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := `{"dataset":{"path":"../../internal/benchmark/testdata/sample","sha256":"x"},"selection":{"shard":null},"run_name":"opensource_x","model":{"quirks":[]},"oracle_mode":"none","parse_mode":"reference","rescored_from":null}`
+	os.WriteFile(filepath.Join(run, "manifest.json"), []byte(m), 0o644)
+	os.WriteFile(filepath.Join(run, "results.jsonl"), []byte("not json"), 0o644)
+	missing := filepath.Join(t.TempDir(), "nonexist", "all_results.json")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"rescore without a record", []string{"rescore", run, "--parse-mode", "strict", "--benchmark", "../../internal/benchmark/testdata/sample"}, "results.jsonl: line 1"},
+		{"import-reference missing file", []string{"import-reference", missing, "--benchmark", "x", "--out", t.TempDir()}, missing + ": no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := runCLIEnv(t, nil, tc.args...)
+			if code != 2 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+}
