@@ -20,8 +20,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chexpercept/chexpercept/internal/yamlerr"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/yamlerr"
 	"go.yaml.in/yaml/v3"
 )
 
