@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,36 +14,11 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/browsertest"
 )
 
-// chromium finds the browser, or skips (fails when CHEXPERCEPT_BROWSER_TESTS=1).
-func chromium(t *testing.T) string {
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CHEXPERCEPT_BROWSER_TESTS") == "1" {
-		t.Fatal("CHEXPERCEPT_BROWSER_TESTS=1 but no chromium found (apt-get install chromium)")
-	}
-	t.Skip("SKIP browser test: chromium not installed (apt-get install chromium; CHEXPERCEPT_BROWSER_TESTS=1 makes this a failure)")
-	return ""
-}
-
 func newBrowser(t *testing.T, exe, profile string) (context.Context, context.CancelFunc) {
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1400, 1000),
-	}
-	actx, cancel1 := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel2 := chromedp.NewContext(actx)
-	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
-	return ctx, func() { cancel3(); cancel2(); cancel1() }
+	return browsertest.Start(exe, profile, 1400, 1000, 90*time.Second)
 }
 
 // TestBrowserLargeInteractive checks the 2-second interactivity target on
@@ -57,7 +31,7 @@ func TestBrowserLargeInteractive(t *testing.T) {
 	if dir == "" {
 		t.Skip("set CHX_LARGE_REPORT=REPORT_DIR to time a large report in Chromium")
 	}
-	exe := chromium(t)
+	exe := browsertest.Chromium(t)
 	ctx, cancel := newBrowser(t, exe, t.TempDir())
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
@@ -83,7 +57,7 @@ func TestBrowserLargeInteractive(t *testing.T) {
 // opened from disk: the leaderboard renders, a filter narrows the item
 // list, an item opens with its images loaded; a screenshot is saved.
 func TestBrowser(t *testing.T) {
-	exe := chromium(t)
+	exe := browsertest.Chromium(t)
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	out := filepath.Join(tmp, "report")

@@ -4,47 +4,22 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-)
 
-// chromium finds the browser, or skips with a visible message (fails when
-// CHEXPERCEPT_BROWSER_TESTS=1, as in CI).
-func chromium(t *testing.T) string {
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CHEXPERCEPT_BROWSER_TESTS") == "1" {
-		t.Fatal("CHEXPERCEPT_BROWSER_TESTS=1 but no chromium found (apt-get install chromium)")
-	}
-	t.Skip("SKIP browser test: chromium not installed (apt-get install chromium; CHEXPERCEPT_BROWSER_TESTS=1 makes this a failure)")
-	return ""
-}
+	"github.com/chexpercept/chexpercept/internal/browsertest"
+)
 
 // browser starts headless Chromium with a fresh profile and returns a
 // function that opens a new, cookie-isolated browser context per user.
 func browser(t *testing.T) func() context.Context {
-	exe := chromium(t)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(filepath.Join(t.TempDir(), "chrome-profile")),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	root, cancelR := chromedp.NewContext(actx)
-	root, cancelT := context.WithTimeout(root, 120*time.Second)
-	t.Cleanup(func() { cancelT(); cancelR(); cancelA() })
+	exe := browsertest.Chromium(t)
+	root, stop := browsertest.Start(exe, filepath.Join(t.TempDir(), "chrome-profile"), 1280, 900, 120*time.Second)
+	t.Cleanup(stop)
 	if err := chromedp.Do(root); err != nil { // starts the browser
 		t.Fatal(err)
 	}

@@ -1,0 +1,52 @@
+// Package browsertest starts headless Chromium for the end-to-end tests of
+// the HTML report and the review app. It is imported only by tests.
+//
+// A test calls Chromium to find the browser: without one the test is
+// skipped with a visible message, unless CHEXPERCEPT_BROWSER_TESTS=1 (set
+// by CI, which installs Debian's chromium), in which case it fails.
+package browsertest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Chromium returns the browser's path, or skips (or fails under
+// CHEXPERCEPT_BROWSER_TESTS=1) when there is none.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CHEXPERCEPT_BROWSER_TESTS") == "1" {
+		t.Fatal("CHEXPERCEPT_BROWSER_TESTS=1 but no chromium found (apt-get install chromium)")
+	}
+	t.Skip("SKIP browser test: chromium not installed (apt-get install chromium; CHEXPERCEPT_BROWSER_TESTS=1 makes this a failure)")
+	return ""
+}
+
+// Start launches headless Chromium (exe) with a fresh profile directory
+// and the flags this machine's closed network needs, and returns its root
+// context, bounded by timeout, with the function that stops it.
+func Start(exe, profile string, width, height int, timeout time.Duration) (context.Context, context.CancelFunc) {
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(width, height),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, timeout)
+	return ctx, func() { cancelT(); cancelC(); cancelA() }
+}
