@@ -15,6 +15,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/chexpercept/chexpercept/internal/yamlerr"
+
 	"github.com/chexpercept/chexpercept/internal/provider"
 )
 
@@ -71,7 +73,7 @@ func parsePrices(name string, data []byte) (*Prices, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %s", name, yamlMsg(err))
+		return nil, fmt.Errorf("%s: %s", name, yamlerr.Explain(data, err))
 	}
 	sum := sha256.Sum256(data)
 	p := &Prices{Source: name, SHA256: hex.EncodeToString(sum[:]), table: map[string]Price{}}

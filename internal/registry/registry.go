@@ -28,6 +28,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/chexpercept/chexpercept/internal/yamlerr"
+
 	"github.com/chexpercept/chexpercept/internal/provider"
 )
 
@@ -129,7 +131,7 @@ func (r *Registry) add(name string, data []byte) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&list); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%s: %s", name, yamlMsg(err))
+		return fmt.Errorf("%s: %s", name, yamlerr.Explain(data, err))
 	}
 	seen := map[string]bool{}
 	for i, e := range list {
@@ -152,15 +154,6 @@ func (r *Registry) add(name string, data []byte) error {
 		}
 	}
 	return nil
-}
-
-// yamlMsg flattens a yaml error to one line.
-func yamlMsg(err error) string {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return strings.Join(te.Errors, "; ")
-	}
-	return strings.TrimPrefix(err.Error(), "yaml: ")
 }
 
 func (e *Entry) validate() error {

@@ -144,14 +144,14 @@ func TestUserFileOverridesAndExtends(t *testing.T) {
 
 func TestBadFiles(t *testing.T) {
 	cases := []struct{ file, want string }{
-		{"bad_unknown_key.yaml", "field temprature not found"},
-		{"bad_sampling_key.yaml", "field temp not found"},
+		{"bad_unknown_key.yaml", `line 5: unknown key "[0].temprature"`},
+		{"bad_sampling_key.yaml", `unknown key "[0].sampling.temp"`},
 		{"bad_backend.yaml", `entry "x": field backend "sglang"`},
 		{"bad_quirk.yaml", `unknown quirk "think_toggle"`},
 		{"bad_dup.yaml", "alias defined twice"},
 		{"bad_alias.yaml", "field alias"},
 		{"bad_temperature.yaml", "sampling.temperature -1"},
-		{"bad_not_list.yaml", "cannot unmarshal"},
+		{"bad_not_list.yaml", "line 1: want a list, got a mapping"},
 		{"missing.yaml", "no such file"},
 	}
 	for _, tc := range cases {
@@ -279,7 +279,7 @@ func TestPrices(t *testing.T) {
 		t.Error("a user price file replaces the default table")
 	}
 	for file, want := range map[string]string{
-		"testdata/prices_bad_key.yaml": "field reasoning not found",
+		"testdata/prices_bad_key.yaml": `line 2: unknown key "prices.x.reasoning"`,
 		"testdata/prices_missing.yaml": "prices.x.cached_input is missing",
 		"testdata/nope.yaml":           "no such file",
 	} {
