@@ -287,7 +287,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, err
 	}
-	unlock, err := lockDir(runDir)
+	unlock, err := results.LockRun(runDir)
 	if err != nil {
 		return nil, err
 	}

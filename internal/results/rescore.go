@@ -51,8 +51,15 @@ type Run struct {
 	Records  []*Record    // every complete results.jsonl line, file order
 }
 
-// ReadRun reads dir/manifest.json and dir/results.jsonl.
+// ReadRun reads dir/manifest.json and dir/results.jsonl of a finished
+// run or shard. It fails if another process is writing dir (see
+// ReadLockRun): a run still in progress has no final results.
 func ReadRun(dir string) (*Run, error) {
+	unlock, err := ReadLockRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	name := filepath.Join(dir, ManifestFile)
 	data, err := os.ReadFile(name)
 	if err != nil {
@@ -192,10 +199,16 @@ type Engine interface {
 // eng.Finalize, all_results.json, summary.json and the reference CSVs.
 // Every file is written atomically. A summary.json already in dir is
 // removed first so that its wall time is not added to the new run's.
+// The directory is locked (LockRun) while it is written.
 func WriteRun(eng Engine, dir string, m *ojson.Value, recs []*Record, selected int, wallTime float64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	unlock, err := LockRun(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := atomicfile.WriteFile(filepath.Join(dir, ManifestFile), append(ojson.Marshal(m), '\n')); err != nil {
 		return err
 	}

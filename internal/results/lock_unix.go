@@ -1,0 +1,68 @@
+//go:build unix
+
+package results
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// LockFile is the lock file kept inside a run directory while a process
+// writes it (eval, merge, rescore, import-reference) or reads it as a
+// source (merge, rescore).
+const LockFile = ".lock"
+
+// LockRun takes an exclusive lock on the run directory dir, which must
+// exist, so that two processes never write one results.jsonl. The lock is
+// an flock on dir/.lock and belongs to the open file description: it ends
+// with the process, so a killed run leaves nothing held. The returned
+// function releases it.
+func LockRun(dir string) (unlock func(), err error) {
+	name := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %v", name, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("run directory %s is in use by another chexpercept process (lock %s held); wait for it or use another --out", dir, LockFile)
+		}
+		return nil, fmt.Errorf("lock %s: %v", name, err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// ReadLockRun takes a shared lock on the run directory dir for reading it
+// as a source, and fails if a process is writing it (an eval still
+// running on a shard, say), because its results.jsonl is not final. A
+// directory without a lock file has never been written by a live process
+// and needs no lock; the source may be read-only, so the lock file is
+// never created here.
+func ReadLockRun(dir string) (unlock func(), err error) {
+	name := filepath.Join(dir, LockFile)
+	f, err := os.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %v", name, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("run directory %s is being written by another chexpercept process (lock %s held); wait for it to finish", dir, LockFile)
+		}
+		return nil, fmt.Errorf("lock %s: %v", name, err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
