@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -54,27 +53,6 @@ type Set struct {
 
 func (s *Set) warnf(format string, args ...any) {
 	s.Warnings = append(s.Warnings, benchmark.OneLine(fmt.Sprintf(format, args...)))
-}
-
-// manifest holds the manifest.json fields a report reads. It is decoded
-// leniently (unknown fields ignored) so that reports keep working across
-// manifest revisions.
-type manifest struct {
-	Dataset struct {
-		Path   string `json:"path"`
-		SHA256 string `json:"sha256"`
-	} `json:"dataset"`
-	RunName string `json:"run_name"`
-	Model   struct {
-		Name     string `json:"name"`
-		Provider string `json:"provider"`
-	} `json:"model"`
-	OracleMode    string `json:"oracle_mode"`
-	ParseMode     string `json:"parse_mode"`
-	PromptProfile struct {
-		Name   string `json:"name"`
-		SHA256 string `json:"sha256"`
-	} `json:"prompt_profile"`
 }
 
 // isRunDir reports whether dir holds any file of a run directory.
@@ -247,8 +225,7 @@ func firstDataset(dirs []string) string {
 		if err != nil {
 			continue
 		}
-		var m manifest
-		if json.Unmarshal(data, &m) == nil && m.Dataset.Path != "" {
+		if m, err := results.ParseManifestInfo(data); err == nil && m.Dataset.Path != "" {
 			return m.Dataset.Path
 		}
 	}
@@ -271,8 +248,7 @@ func (s *Set) readRun(dir string) *Run {
 
 	mpath := filepath.Join(dir, results.ManifestFile)
 	if data, err := os.ReadFile(mpath); err == nil {
-		var m manifest
-		if err := json.Unmarshal(data, &m); err != nil {
+		if m, err := results.ParseManifestInfo(data); err != nil {
 			s.warnf("%s: not a valid manifest (%v); run settings taken from the directory names", mpath, err)
 		} else {
 			if m.RunName != "" && m.RunName != parent {

@@ -36,13 +36,9 @@ func ExportRecord(rec *Record, benchAbsDir string, backend string) *ojson.Value 
 // ExportRecordModel is ExportRecord with the model id for token_usage.
 func ExportRecordModel(rec *Record, benchAbsDir, backend, modelID string) *ojson.Value {
 	strict := rec.ParseMode == "strict"
-	asked := func(t *Turn) bool { return t != nil && t.Status == TurnAsked }
-	// recorded: the reference stores the stage only when the layer-A
-	// string is non-empty (T1, T2); strict mode records every asked turn.
-	recorded := func(t *Turn) bool {
-		return asked(t) && (strict || str(t.ParsedText) != "")
-	}
-	correct := func(t *Turn) bool { return asked(t) && t.Correct != nil && *t.Correct }
+	asked := turnAsked
+	recorded := func(t *Turn) bool { return turnRecorded(t, strict) }
+	correct := turnCorrect
 	gtInt := func(t *Turn) *ojson.Value {
 		if t == nil || t.GT == nil || len(*t.GT) == 0 {
 			return ojson.Null()
@@ -54,21 +50,6 @@ func ExportRecordModel(rec *Record, benchAbsDir, backend, modelID string) *ojson
 			return ojson.Null()
 		}
 		return ojson.Ints(*t.GT)
-	}
-	// stageKept: the stage's turns exist and were not skipped as a whole.
-	stageKept := func(steps ...string) bool {
-		found := false
-		for _, s := range steps {
-			t := rec.TurnByStep(s)
-			if t == nil {
-				continue
-			}
-			found = true
-			if t.Status == TurnSkipped && strings.HasPrefix(str(t.SkipReason), SkipStagePrefix) {
-				return false
-			}
-		}
-		return found
 	}
 
 	o := ojson.NewObject()
@@ -88,7 +69,7 @@ func ExportRecordModel(rec *Record, benchAbsDir, backend, modelID string) *ojson
 	o.Set("contour_evaluation_qa", ce)
 
 	cr := ojson.NewObject()
-	if rec.QAPath == "revision_required" && stageKept(stepExpansion, stepContraction, stepRevisionResult) {
+	if rec.QAPath == "revision_required" && stageKept(rec, stepExpansion, stepContraction, stepRevisionResult) {
 		e, k, r := rec.TurnByStep(stepExpansion), rec.TurnByStep(stepContraction), rec.TurnByStep(stepRevisionResult)
 		gt := ojson.NewObject().Set("expansion", gtList(e)).Set("contraction", gtList(k)).Set("revision_result", gtInt(r))
 		resp := ojson.NewObject()
@@ -109,8 +90,7 @@ func ExportRecordModel(rec *Record, benchAbsDir, backend, modelID string) *ojson
 	o.Set("contour_revision_qa", cr)
 
 	ae := ojson.NewObject()
-	attrSteps := []string{stepDistribution, stepLocation, stepSeverity, stepComparison}
-	if rec.QAPath != "lesion_free" && stageKept(attrSteps...) {
+	if rec.QAPath != "lesion_free" && stageKept(rec, attrSteps...) {
 		resp, gt := ojson.NewObject(), ojson.NewObject()
 		all := true
 		for _, s := range attrSteps {
@@ -174,6 +154,38 @@ func ExportRecordModel(rec *Record, benchAbsDir, backend, modelID string) *ojson
 	o.Set("chat_history", hist)
 	return o
 }
+
+// The export rules shared by ExportRecordModel and refEntryFromRecord,
+// which computes the reference metrics without building the export.
+
+func turnAsked(t *Turn) bool { return t != nil && t.Status == TurnAsked }
+
+// turnRecorded: the reference stores a stage only when the layer-A string
+// is non-empty (T1, T2); strict mode records every asked turn.
+func turnRecorded(t *Turn, strict bool) bool {
+	return turnAsked(t) && (strict || str(t.ParsedText) != "")
+}
+
+func turnCorrect(t *Turn) bool { return turnAsked(t) && t.Correct != nil && *t.Correct }
+
+// stageKept: the stage's turns exist and were not skipped as a whole.
+func stageKept(rec *Record, steps ...string) bool {
+	found := false
+	for _, s := range steps {
+		t := rec.TurnByStep(s)
+		if t == nil {
+			continue
+		}
+		found = true
+		if t.Status == TurnSkipped && strings.HasPrefix(str(t.SkipReason), SkipStagePrefix) {
+			return false
+		}
+	}
+	return found
+}
+
+// attrSteps are the stage-4 steps in §2 order.
+var attrSteps = []string{stepDistribution, stepLocation, stepSeverity, stepComparison}
 
 func correctObj(b bool) *ojson.Value { return ojson.NewObject().Set("correct", ojson.Bool(b)) }
 

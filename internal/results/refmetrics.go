@@ -63,104 +63,166 @@ func truthy(v *ojson.Value) bool {
 	return false
 }
 
+// refEntry is what §10.1 reads of one all_results.json entry. It comes
+// from the export (refEntryFromExport) or straight from a record
+// (refEntryFromRecord), which spares building the whole export.
+type refEntry struct {
+	key, path string
+	recorded  [4]bool // the stage object is not {}
+	correct   [4]bool // its "correct", as Python's bool()
+	// Sub-questions of stage 3 (expansion, contraction, revision_result)
+	// and stage 4 (distribution, location, severity/measurement,
+	// comparison): hasSub when the sub-object holds "correct".
+	hasSub, sub [4][4]bool
+}
+
+// refSubKeys are the sub-question members per stage, in refEntry order.
+var refSubKeys = [4][]string{2: {"expansion", "contraction", "revision_result"},
+	3: {"distribution", "location", "severity/measurement", "comparison"}}
+
+func refEntryFromExport(rec *ojson.Value) refEntry {
+	var e refEntry
+	if p := rec.Get("qa_path"); p != nil {
+		e.path = p.S
+	}
+	if k := rec.Get("key_id"); k != nil {
+		e.key = k.S
+	}
+	for i, s := range refStageKeys {
+		st := rec.Get(s)
+		if isEmptyObj(st) {
+			continue
+		}
+		e.recorded[i], e.correct[i] = true, truthy(st.Get("correct"))
+		for j, k := range refSubKeys[i] {
+			if o := st.Get(k); o != nil && o.Kind == ojson.KindObject && o.Has("correct") {
+				e.hasSub[i][j], e.sub[i][j] = true, truthy(o.Get("correct"))
+			}
+		}
+	}
+	return e
+}
+
+// refEntryFromRecord is refEntryFromExport(ExportRecord(r, …)): it applies
+// the same export rules (turnRecorded, stageKept, turnCorrect) to the
+// members the metrics read.
+func refEntryFromRecord(r *Record) refEntry {
+	strict := r.ParseMode == "strict"
+	e := refEntry{key: r.KeyID, path: r.QAPath}
+	for i, step := range []string{stepDetection, stepContourEval} {
+		if t := r.TurnByStep(step); turnRecorded(t, strict) {
+			e.recorded[i], e.correct[i] = true, turnCorrect(t)
+		}
+	}
+	stage := func(i int, steps []string) {
+		all := true
+		for j, step := range steps {
+			c := turnCorrect(r.TurnByStep(step))
+			all = all && c
+			e.hasSub[i][j], e.sub[i][j] = true, c
+		}
+		e.recorded[i], e.correct[i] = true, all
+	}
+	if r.QAPath == PathRR && stageKept(r, revSteps...) {
+		stage(2, revSteps)
+	}
+	if r.QAPath != PathLF && stageKept(r, attrSteps...) {
+		stage(3, attrSteps)
+	}
+	return e
+}
+
+// revSteps are the stage-3 steps in refSubKeys order.
+var revSteps = []string{stepExpansion, stepContraction, stepRevisionResult}
+
+func newRefMetrics() *RefMetrics {
+	return &RefMetrics{Paths: map[string]*RefPath{PathRR: {}, PathRF: {}, PathLF: {}}}
+}
+
+// Stages counted per path, by index into refStageKeys.
+var refPathStages = map[string][]int{PathRR: {0, 1, 2, 3}, PathRF: {0, 1, 3}, PathLF: {0}}
+
+// add counts one entry as the reference analysis does.
+func (m *RefMetrics) add(e *refEntry) {
+	rp := m.Paths[e.path]
+	if rp == nil {
+		return // not a path the reference tables know
+	}
+	var e2e, op [4]bool
+	valid := true
+	for i := range refStageKeys {
+		if !e.recorded[i] {
+			continue
+		}
+		c := e.correct[i]
+		e2e[i] = c && valid
+		if !(c && valid) {
+			valid = false
+		}
+		op[i] = c
+	}
+	depth, last := 0, 0
+	for _, s := range refPathStages[e.path] {
+		if s != 0 && !e.recorded[s] {
+			continue
+		}
+		last = s
+		rp.E2E[s] = append(rp.E2E[s], e2e[s])
+		if s == 0 {
+			rp.OP[0] = append(rp.OP[0], e2e[0])
+		} else {
+			rp.OP[s] = append(rp.OP[s], op[s])
+		}
+		if e2e[s] {
+			depth++
+		}
+	}
+	if strings.HasPrefix(e.key, "cardiomegaly_") && e.path != PathLF && e2e[last] {
+		depth++
+	}
+	rp.Depth = append(rp.Depth, depth)
+
+	subs := func(i int, dsts ...*[]bool) {
+		if !e.recorded[i] {
+			return
+		}
+		for j, dst := range dsts {
+			if e.hasSub[i][j] {
+				*dst = append(*dst, e.sub[i][j])
+			}
+		}
+	}
+	if e.path == PathRR {
+		subs(2, &m.Expansion, &m.Contraction, &m.RevisionResult)
+	}
+	if e.path == PathRR || e.path == PathRF {
+		subs(3, &m.Distribution, &m.Location, &m.Severity, &m.Comparison)
+	}
+}
+
 // RefMetricsFromExport computes §10.1 over all_results.json entries (the
 // values of the top-level object) in file order.
 func RefMetricsFromExport(entries []*ojson.Value) *RefMetrics {
-	m := &RefMetrics{Paths: map[string]*RefPath{PathRR: {}, PathRF: {}, PathLF: {}}}
+	m := newRefMetrics()
 	for _, rec := range entries {
-		path := ""
-		if p := rec.Get("qa_path"); p != nil {
-			path = p.S
-		}
-		rp := m.Paths[path]
-		if rp == nil {
-			continue // not a path the reference tables know
-		}
-		var e2e, op [4]bool
-		valid := true
-		for i, s := range refStageKeys {
-			st := rec.Get(s)
-			if isEmptyObj(st) {
-				continue
-			}
-			c := truthy(st.Get("correct"))
-			e2e[i] = c && valid
-			if !(c && valid) {
-				valid = false
-			}
-			op[i] = c
-		}
-		var stages []int
-		switch path {
-		case PathRR:
-			stages = []int{0, 1, 2, 3}
-		case PathRF:
-			stages = []int{0, 1, 3}
-		default:
-			stages = []int{0}
-		}
-		var counted []int
-		for _, s := range stages {
-			if s == 0 || !isEmptyObj(rec.Get(refStageKeys[s])) {
-				counted = append(counted, s)
-			}
-		}
-		depth := 0
-		for _, s := range counted {
-			rp.E2E[s] = append(rp.E2E[s], e2e[s])
-			if s == 0 {
-				rp.OP[0] = append(rp.OP[0], e2e[0])
-			} else {
-				rp.OP[s] = append(rp.OP[s], op[s])
-			}
-			if e2e[s] {
-				depth++
-			}
-		}
-		key := ""
-		if k := rec.Get("key_id"); k != nil {
-			key = k.S
-		}
-		if strings.HasPrefix(key, "cardiomegaly_") && path != PathLF && e2e[counted[len(counted)-1]] {
-			depth++
-		}
-		rp.Depth = append(rp.Depth, depth)
-
-		sub := func(stage *ojson.Value, key string, dst *[]bool) {
-			if o := stage.Get(key); o != nil && o.Kind == ojson.KindObject && o.Has("correct") {
-				*dst = append(*dst, truthy(o.Get("correct")))
-			}
-		}
-		if path == PathRR {
-			if cr := rec.Get("contour_revision_qa"); !isEmptyObj(cr) {
-				sub(cr, "expansion", &m.Expansion)
-				sub(cr, "contraction", &m.Contraction)
-				sub(cr, "revision_result", &m.RevisionResult)
-			}
-		}
-		if path == PathRR || path == PathRF {
-			if ae := rec.Get("attribute_extraction_qa"); !isEmptyObj(ae) {
-				sub(ae, "distribution", &m.Distribution)
-				sub(ae, "location", &m.Location)
-				sub(ae, "severity/measurement", &m.Severity)
-				sub(ae, "comparison", &m.Comparison)
-			}
-		}
+		e := refEntryFromExport(rec)
+		m.add(&e)
 	}
 	return m
 }
 
-// RefMetricsFromRecords exports the ok records (last line per key, in
-// index order) and computes §10.1 over them. benchAbsDir and backend only
-// shape parts of the export that the metrics do not read.
+// RefMetricsFromRecords computes §10.1 over the ok records (last line per
+// key, in index order), as RefMetricsFromExport would over their export,
+// without building it (the chat history is most of its cost).
 func RefMetricsFromRecords(recs []*Record) *RefMetrics {
-	var entries []*ojson.Value
+	m := newRefMetrics()
 	for _, r := range Latest(recs) {
 		if r.Status == StatusOK {
-			entries = append(entries, ExportRecord(r, "", ""))
+			e := refEntryFromRecord(r)
+			m.add(&e)
 		}
 	}
-	return RefMetricsFromExport(entries)
+	return m
 }
 
 // mean is the reference accuracy: the mean of the booleans, 0.0 for an
