@@ -24,24 +24,6 @@ func paint(m mask.Mask, x0, y0, x1, y1 int) {
 	}
 }
 
-// ellipse returns a mask with the pixels where ((x−cx)/rx)² + ((y−cy)/ry)² ≤ 1.
-func ellipse(w, h int, cx, cy, rx, ry float64) mask.Mask {
-	m := mask.New(w, h)
-	paintEllipse(m, cx, cy, rx, ry)
-	return m
-}
-
-func paintEllipse(m mask.Mask, cx, cy, rx, ry float64) {
-	for y := 0; y < m.H; y++ {
-		for x := 0; x < m.W; x++ {
-			dx, dy := (float64(x)-cx)/rx, (float64(y)-cy)/ry
-			if dx*dx+dy*dy <= 1 {
-				m.Pix[y*m.W+x] = 1
-			}
-		}
-	}
-}
-
 // smallCfg is the default configuration with thresholds scaled for small
 // test frames.
 func smallCfg(minPx, radius, touch int) buildcfg.Config {

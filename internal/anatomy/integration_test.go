@@ -6,20 +6,22 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/frame/frametest"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
 
 // frame1024 is a synthetic 1024² case: elliptic lungs (right centred at
-// x 300, left at x 724, rows 170..830), a lesion in the right lower lung
-// with a hole and a ragged edge, a lesion spilling over the left lung's
-// lateral edge, and a speck below min_component_px.
+// x 300, left at x 724, rows 170..830; wider and more symmetric than
+// frametest.NewChest's, and the figures below depend on them), a lesion in
+// the right lower lung with a hole and a ragged edge, a lesion spilling
+// over the left lung's lateral edge, and a speck below min_component_px.
 func frame1024() (cand, right, left mask.Mask) {
-	const n = 1024
-	right = ellipse(n, n, 300, 500, 170, 330)
-	left = ellipse(n, n, 724, 500, 170, 330)
-	cand = ellipse(n, n, 250, 700, 70, 55)
+	const n = frametest.Size
+	right = frametest.Ellipse(n, n, 300, 500, 170, 330)
+	left = frametest.Ellipse(n, n, 724, 500, 170, 330)
+	cand = frametest.Ellipse(n, n, 250, 700, 70, 55)
 	for y := 690; y < 700; y++ { // a hole
 		for x := 240; x < 250; x++ {
 			cand.Set(x, y, false)
@@ -29,22 +31,28 @@ func frame1024() (cand, right, left mask.Mask) {
 		cand.Set(x, 645, true)
 		cand.Set(x, 644, true)
 	}
-	paintEllipse(cand, 880, 450, 50, 40)
-	paintEllipse(cand, 500, 100, 10, 10) // ~300 px, dropped
+	frametest.PaintEllipse(cand, 880, 450, 50, 40)
+	frametest.PaintEllipse(cand, 500, 100, 10, 10) // ~300 px, dropped
 	return cand, right, left
+}
+
+// analyse runs §5–§7 (prepare, regions, overlaps) on one case.
+func analyse(tb testing.TB, cand, right, left mask.Mask, heart bool, cfg buildcfg.Config) (*Prepared, *Regions, []ComponentOverlap) {
+	tb.Helper()
+	p, err := Prepare(cand, right, left, heart, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	reg, err := BuildRegions(p, heart)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p, reg, Overlaps(p, reg, heart, cfg)
 }
 
 func runCase(t testing.TB, cfg buildcfg.Config, label string) (*Prepared, *Regions, []ComponentOverlap, *AttributeAnswers) {
 	cand, right, left := frame1024()
-	p, err := Prepare(cand, right, left, false, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := BuildRegions(p, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ov := Overlaps(p, reg, false, cfg)
+	p, reg, ov := analyse(t, cand, right, left, false, cfg)
 	a, err := Attributes(rng.New(label), ov, p, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -169,15 +177,7 @@ func BenchmarkPrepareRegionsOverlaps1024(b *testing.B) {
 	cfg := buildcfg.Default()
 	cand, right, left := frame1024()
 	for b.Loop() {
-		p, err := Prepare(cand, right, left, false, cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		reg, err := BuildRegions(p, false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		Overlaps(p, reg, false, cfg)
+		analyse(b, cand, right, left, false, cfg)
 	}
 }
 
@@ -193,10 +193,7 @@ func BenchmarkPrepare1024(b *testing.B) {
 
 func BenchmarkBuildRegions1024(b *testing.B) {
 	cand, right, left := frame1024()
-	p, err := Prepare(cand, right, left, false, buildcfg.Default())
-	if err != nil {
-		b.Fatal(err)
-	}
+	p, _, _ := analyse(b, cand, right, left, false, buildcfg.Default())
 	for b.Loop() {
 		if _, err := BuildRegions(p, false); err != nil {
 			b.Fatal(err)
@@ -207,14 +204,7 @@ func BenchmarkBuildRegions1024(b *testing.B) {
 func BenchmarkOverlaps1024(b *testing.B) {
 	cfg := buildcfg.Default()
 	cand, right, left := frame1024()
-	p, err := Prepare(cand, right, left, false, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	reg, err := BuildRegions(p, false)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p, reg, _ := analyse(b, cand, right, left, false, cfg)
 	for b.Loop() {
 		Overlaps(p, reg, false, cfg)
 	}

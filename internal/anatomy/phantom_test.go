@@ -62,15 +62,7 @@ func TestPhantomCases(t *testing.T) {
 			for _, p := range line.LesionMasks {
 				cand.OrWith(load(p))
 			}
-			p, err := Prepare(cand, load(line.LungMasks.Right), load(line.LungMasks.Left), heart, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reg, err := BuildRegions(p, heart)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ov := Overlaps(p, reg, heart, cfg)
+			p, _, ov := analyse(t, cand, load(line.LungMasks.Right), load(line.LungMasks.Left), heart, cfg)
 			if heart {
 				return
 			}

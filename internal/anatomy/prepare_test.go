@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/frame/frametest"
 	"github.com/chexpercept/chexpercept/internal/mask"
 )
 
@@ -24,7 +25,7 @@ func TestCleanComponentMatchesFullFrame(t *testing.T) {
 		m := mask.New(w, h)
 		// A few blobs and specks, often against the image border, with holes.
 		for k := 0; k < 1+rnd.IntN(4); k++ {
-			paintEllipse(m, float64(rnd.IntN(w)), float64(rnd.IntN(h)), 3+rnd.Float64()*12, 3+rnd.Float64()*12)
+			frametest.PaintEllipse(m, float64(rnd.IntN(w)), float64(rnd.IntN(h)), 3+rnd.Float64()*12, 3+rnd.Float64()*12)
 		}
 		for k := 0; k < 30; k++ {
 			m.Pix[rnd.IntN(len(m.Pix))] ^= 1

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/frame/frametest"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/rng"
@@ -18,21 +19,21 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // goldenGeometry is a hand-made lung-type case that does not depend on the
-// anatomy package: the synthetic lungs, one lesion, and hand-cut regions
-// (zone bands of the right lung split at a fixed column).
+// anatomy package: frametest's synthetic lungs and lesion, and hand-cut
+// regions (zone bands of the right lung split at a fixed column).
 func goldenGeometry() *Geometry {
-	s := makeSynth(false)
-	const S = 1024
+	s := frametest.NewChest(false)
+	const S = frametest.Size
 	band := func(y0, y1, x0, x1 int) mask.Mask {
 		m := mask.New(S, S)
 		for y := y0; y <= y1; y++ {
 			for x := x0; x <= x1; x++ {
-				m.Pix[y*S+x] = s.right.Pix[y*S+x]
+				m.Pix[y*S+x] = s.Right.Pix[y*S+x]
 			}
 		}
 		return m
 	}
-	comp := s.lesion
+	comp := s.Lesion
 	regions := map[string]mask.Mask{
 		"right mid zone lung":                      band(400, 600, 0, S-1),
 		"right lung base":                          band(601, S-1, 0, S-1),
@@ -52,10 +53,10 @@ func goldenGeometry() *Geometry {
 		lo = append(lo, Overlap{Name: n, Key: "lung_regions", Ratio: ratio(n)})
 	}
 	return &Geometry{
-		Gray: s.gray, Components: []mask.Mask{comp}, LungRight: s.right, LungLeft: s.left,
+		Gray: s.Gray, Components: []mask.Mask{comp}, LungRight: s.Right, LungLeft: s.Left,
 		Regions: regions,
 		Overlaps: []ComponentOverlap{{LesionOverlap: lo,
-			RightRatio: float64(mask.CountAnd(comp, s.right)) / float64(s.right.Count())}},
+			RightRatio: float64(mask.CountAnd(comp, s.Right)) / float64(s.Right.Count())}},
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/anatomy"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/mask"
@@ -103,16 +102,7 @@ func preparePhantom(cfg buildcfg.Config, lesion, image, right, left string, lesi
 		}
 		cand.OrWith(m)
 	}
-	heart := cfg.IsHeartLesion(lesion)
-	prep, err := anatomy.Prepare(cand, rm, lm, heart, cfg)
-	if err != nil {
-		return nil, err
-	}
-	regs, err := anatomy.BuildRegions(prep, heart)
-	if err != nil {
-		return nil, err
-	}
-	return &Input{Gray: gray, Prep: prep, Regions: regs, Overlaps: anatomy.Overlaps(prep, regs, heart, cfg), HeartType: heart, Cfg: cfg}, nil
+	return newInput(gray, cand, rm, lm, cfg.IsHeartLesion(lesion), cfg)
 }
 
 // TestPhantomCases runs every positive phantom case of a small generated

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/frame/frametest"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
@@ -79,9 +80,7 @@ func TestBallFlatImage(t *testing.T) {
 }
 
 func discMask(w, h, cx, cy, r int) mask.Mask {
-	m := mask.New(w, h)
-	synthEllipse(m, float64(cx), float64(cy), float64(r), float64(r))
-	return m
+	return frametest.Ellipse(w, h, float64(cx), float64(cy), float64(r), float64(r))
 }
 
 func TestPointsCall(t *testing.T) {

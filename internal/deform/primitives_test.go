@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/frame/frametest"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
@@ -217,19 +218,13 @@ func TestCenterRoundHalfEven(t *testing.T) {
 // blobs touching each image edge, a mask with a hole, and an empty mask.
 func testMasks(w, h int) map[string]mask.Mask {
 	ms := map[string]mask.Mask{}
-	m := mask.New(w, h)
-	synthEllipse(m, 100, 90, 30, 20)
-	ms["interior"] = m
-	m = mask.New(w, h)
-	synthEllipse(m, 5, 60, 40, 30)
-	synthEllipse(m, 150, 150, 60, 25)
+	ms["interior"] = frametest.Ellipse(w, h, 100, 90, 30, 20)
+	m := frametest.Ellipse(w, h, 5, 60, 40, 30)
+	frametest.PaintEllipse(m, 150, 150, 60, 25)
 	ms["edges"] = m
-	m = mask.New(w, h)
-	synthEllipse(m, 100, 100, 60, 50)
-	hole := mask.New(w, h)
-	synthEllipse(hole, 100, 100, 25, 20)
-	m.AndNotWith(hole)
-	synthEllipse(m, 100, 100, 6, 6) // island inside the hole
+	m = frametest.Ellipse(w, h, 100, 100, 60, 50)
+	m.AndNotWith(frametest.Ellipse(w, h, 100, 100, 25, 20))
+	frametest.PaintEllipse(m, 100, 100, 6, 6) // island inside the hole
 	ms["hole"] = m
 	m = mask.New(w, h)
 	for i := range m.Pix {

@@ -3,90 +3,44 @@ package deform
 import (
 	"fmt"
 	"image"
-	"math"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/anatomy"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/frame/frametest"
 	"github.com/chexpercept/chexpercept/internal/mask"
 )
 
-// synthEllipse paints the ellipse ((x−cx)/rx)² + ((y−cy)/ry)² ≤ 1 into m.
-func synthEllipse(m mask.Mask, cx, cy, rx, ry float64) {
-	for y := 0; y < m.H; y++ {
-		for x := 0; x < m.W; x++ {
-			dx, dy := (float64(x)-cx)/rx, (float64(y)-cy)/ry
-			if dx*dx+dy*dy <= 1 {
-				m.Pix[y*m.W+x] = 1
-			}
-		}
-	}
-}
-
-// synthCase is a 1024² chest-like case: two elliptical lungs, dark lung
-// fields with bright rib bands (edges for the cost field), a bright body,
-// and either an elliptical lesion in the right lung (lung-type) or a heart
-// between the lungs (heart-type).
-type synthCase struct {
-	gray        *image.Gray
-	right, left mask.Mask
-	lesion      mask.Mask
-	heart       bool
-}
-
-func makeSynth(heart bool) synthCase {
-	const S = 1024
-	right, left := mask.New(S, S), mask.New(S, S)
-	synthEllipse(right, 330, 500, 150, 300)
-	synthEllipse(left, 694, 500, 140, 290)
-	lesion := mask.New(S, S)
-	if heart {
-		synthEllipse(lesion, 520, 680, 150, 110)
-	} else {
-		synthEllipse(lesion, 300, 560, 80, 150)
-	}
-	g := image.NewGray(image.Rect(0, 0, S, S))
-	for y := 0; y < S; y++ {
-		for x := 0; x < S; x++ {
-			i := y*S + x
-			v := 200.0
-			if right.Pix[i] != 0 || left.Pix[i] != 0 {
-				v = 60 + 20*math.Sin(float64(x)/37)
-				// ribs: bright bands every 70 rows, slanted
-				if int(float64(y)+0.25*float64(x))%70 < 14 {
-					v += 70
-				}
-			}
-			if lesion.Pix[i] != 0 {
-				v += 40
-			}
-			g.Pix[i] = uint8(min(255, max(0, v)))
-		}
-	}
-	return synthCase{gray: g, right: right, left: left, lesion: lesion, heart: heart}
-}
-
-func (s synthCase) input(t testing.TB, cfg buildcfg.Config) *Input {
-	t.Helper()
-	prep, err := anatomy.Prepare(s.lesion, s.right, s.left, s.heart, cfg)
+// newInput runs §5–§7 (prepare, regions, overlaps) on one case and
+// returns the deformation input.
+func newInput(gray *image.Gray, cand, right, left mask.Mask, heart bool, cfg buildcfg.Config) (*Input, error) {
+	prep, err := anatomy.Prepare(cand, right, left, heart, cfg)
 	if err != nil {
-		t.Fatalf("prepare: %v", err)
+		return nil, err
 	}
-	regs, err := anatomy.BuildRegions(prep, s.heart)
+	regs, err := anatomy.BuildRegions(prep, heart)
 	if err != nil {
-		t.Fatalf("regions: %v", err)
+		return nil, err
 	}
-	ov := anatomy.Overlaps(prep, regs, s.heart, cfg)
-	return &Input{Gray: s.gray, Prep: prep, Regions: regs, Overlaps: ov, HeartType: s.heart, Cfg: cfg}
+	ov := anatomy.Overlaps(prep, regs, heart, cfg)
+	return &Input{Gray: gray, Prep: prep, Regions: regs, Overlaps: ov, HeartType: heart, Cfg: cfg}, nil
 }
 
 var synthCache = map[bool]*Input{}
 
+// synthInput is the input of frametest's synthetic chest (lung-type, or
+// heart-type with the heart as the lesion) under the default
+// configuration, built once per type.
 func synthInput(t testing.TB, heart bool) *Input {
+	t.Helper()
 	if in, ok := synthCache[heart]; ok {
 		return in
 	}
-	in := makeSynth(heart).input(t, buildcfg.Default())
+	c := frametest.NewChest(heart)
+	in, err := newInput(c.Gray, c.Lesion, c.Right, c.Left, heart, buildcfg.Default())
+	if err != nil {
+		t.Fatalf("synthetic chest (heart %v): %v", heart, err)
+	}
 	synthCache[heart] = in
 	return in
 }

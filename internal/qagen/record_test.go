@@ -131,6 +131,25 @@ func writeImages(t *testing.T, dir string, gray *image.Gray, bc builtCase, cfg b
 	return imgs
 }
 
+// writeValidated writes recs as the benchmark in dir (whose images are
+// already there) and fails the test on any validator finding above info.
+func writeValidated(t *testing.T, dir string, recs []*benchmark.Record) *validate.Report {
+	t.Helper()
+	if err := benchmark.WriteFile(dir, recs); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := validate.Run(dir, validate.Options{Deep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		if f.Severity != validate.Info {
+			t.Errorf("validator: %s", f)
+		}
+	}
+	return rep
+}
+
 // A small benchmark built from synthetic attempts passes the validator
 // with neither errors nor warnings, and its JSON matches the golden file.
 func TestRecordsValidate(t *testing.T) {
@@ -160,18 +179,7 @@ func TestRecordsValidate(t *testing.T) {
 			t.Errorf("%s: %d images, want %d", bc.rec.KeyID, len(imgs), want)
 		}
 	}
-	if err := benchmark.WriteFile(dir, recs); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := validate.Run(dir, validate.Options{Deep: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range rep.Findings {
-		if f.Severity != validate.Info {
-			t.Errorf("validator: %s", f)
-		}
-	}
+	rep := writeValidated(t, dir, recs)
 	if rep.Records != 5 {
 		t.Errorf("validator saw %d records", rep.Records)
 	}
