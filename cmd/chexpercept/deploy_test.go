@@ -1,0 +1,1140 @@
+package main
+
+// The deploy files (Dockerfile, deploy/kubernetes/*.yaml,
+// deploy/slurm/eval-array.sh) cannot be run here: no Docker engine, no
+// cluster. This test checks what can drift silently instead: their
+// chexpercept command lines against the real cobra tree and model
+// registry, the shard arithmetic against eval.ParseShard, the merge input
+// against the run directory eval would write, and the wiring between the
+// vLLM Service and the eval Job. Nothing is executed.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
+	"github.com/chexpercept/chexpercept/internal/registry"
+)
+
+const repoRoot = "../.."
+
+// ---- the command tree ------------------------------------------------
+
+// withCommandTree attaches the subcommands to rootCmd as main() does and
+// detaches them when the test ends. Detaching matters: once a subcommand
+// has a parent, its Execute runs the root with os.Args, which would break
+// the other tests of this package that execute subcommands directly.
+func withCommandTree(t *testing.T) {
+	t.Helper()
+	if len(rootCmd.Commands()) > 0 {
+		return // already attached by an enclosing test
+	}
+	rootCmd.AddCommand(pendingCommands...)
+	t.Cleanup(func() { rootCmd.RemoveCommand(pendingCommands...) })
+}
+
+// requiredInRunE lists flags a subcommand enforces inside RunE rather than
+// through cobra's required-flag annotation (which ValidateRequiredFlags
+// covers). Keep in step with eval.go and merge.go.
+var requiredInRunE = map[string][]string{
+	"eval":  {"benchmark", "provider", "model", "out"},
+	"merge": {"out"},
+}
+
+// invocation is a parsed chexpercept command line.
+type invocation struct {
+	name  string              // subcommand
+	pos   []string            // positional arguments
+	flags map[string][]string // every flag's value(s) after parsing, defaults included
+}
+
+// get returns the last value of a flag ("" if none).
+func (v invocation) get(name string) string {
+	vs := v.flags[name]
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[len(vs)-1]
+}
+
+// parseInvocation checks args (without the program name) against the real
+// command tree: subcommand lookup, flag parsing, positional-argument rules
+// and required flags. The subcommand's flag values are restored
+// afterwards, so other tests see the flags as they were.
+func parseInvocation(args []string) (invocation, error) {
+	if len(args) == 0 {
+		return invocation{}, errors.New("no arguments")
+	}
+	cmd, rest, err := rootCmd.Find(args)
+	if err != nil {
+		return invocation{}, err
+	}
+	if cmd == rootCmd {
+		return invocation{}, fmt.Errorf("%q is not a chexpercept subcommand", args[0])
+	}
+	fs := cmd.Flags()
+	saved := snapshotFlags(fs)
+	defer restoreFlags(fs, saved)
+	resetFlags(fs)
+	if err := cmd.ParseFlags(rest); err != nil {
+		return invocation{}, fmt.Errorf("%s: %v", cmd.Name(), err)
+	}
+	inv := invocation{name: cmd.Name(), pos: fs.Args(), flags: map[string][]string{}}
+	if err := cmd.ValidateArgs(inv.pos); err != nil {
+		return invocation{}, fmt.Errorf("%s: %v", cmd.Name(), err)
+	}
+	if err := cmd.ValidateRequiredFlags(); err != nil {
+		return invocation{}, fmt.Errorf("%s: %v", cmd.Name(), err)
+	}
+	if err := cmd.ValidateFlagGroups(); err != nil {
+		return invocation{}, fmt.Errorf("%s: %v", cmd.Name(), err)
+	}
+	for _, req := range requiredInRunE[cmd.Name()] {
+		if !fs.Changed(req) {
+			return invocation{}, fmt.Errorf("%s: --%s is required", cmd.Name(), req)
+		}
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			inv.flags[f.Name] = sv.GetSlice()
+		} else {
+			inv.flags[f.Name] = []string{f.Value.String()}
+		}
+	})
+	return inv, nil
+}
+
+type savedFlag struct {
+	changed bool
+	value   string
+	slice   []string
+}
+
+func snapshotFlags(fs *pflag.FlagSet) map[string]savedFlag {
+	m := map[string]savedFlag{}
+	fs.VisitAll(func(f *pflag.Flag) {
+		s := savedFlag{changed: f.Changed}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			s.slice = sv.GetSlice()
+		} else {
+			s.value = f.Value.String()
+		}
+		m[f.Name] = s
+	})
+	return m
+}
+
+func restoreFlags(fs *pflag.FlagSet, m map[string]savedFlag) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		s, ok := m[f.Name]
+		if !ok {
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			_ = sv.Replace(s.slice)
+		} else {
+			_ = f.Value.Set(s.value)
+		}
+		f.Changed = s.changed
+	})
+}
+
+// resetFlags puts every flag back to its default so that values left by
+// other tests cannot make a deploy file look complete.
+func resetFlags(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			_ = sv.Replace(nil)
+		} else {
+			_ = f.Value.Set(f.DefValue)
+		}
+		f.Changed = false
+	})
+}
+
+// ---- what eval would do with a command line ---------------------------
+
+// evalRun is what an eval invocation resolves to.
+type evalRun struct {
+	inv    invocation
+	entry  registry.Entry
+	runDir string // the unsharded run directory, which merge takes
+}
+
+// checkEval resolves an eval invocation the way eval.go does (registry,
+// run name, run directory) and checks that --shard auto/N, evaluated in
+// each task's environment, gives every shard 1..N exactly once.
+func checkEval(inv invocation, taskEnvs []map[string]string) (evalRun, []string) {
+	var probs []string
+	run := evalRun{inv: inv}
+	reg, err := registry.Default()
+	if err != nil {
+		return run, []string{err.Error()}
+	}
+	prov, model := inv.get("provider"), inv.get("model")
+	if e, ok := reg.Lookup(model); !ok || e.Provider != prov {
+		probs = append(probs, fmt.Sprintf("--model %q is not a registry alias of provider %q (a raw id would run without the entry's quirks)", model, prov))
+	}
+	noThinking, _ := strconv.ParseBool(inv.get("no-thinking"))
+	m, _, err := eval.ResolveModel(reg, nil, prov, model, noThinking)
+	if err != nil {
+		return run, append(probs, err.Error())
+	}
+	run.entry, _ = reg.Lookup(model)
+	oracle, err := protocol.ParseOracleMode(inv.get("oracle"))
+	if err != nil {
+		probs = append(probs, "--oracle: "+err.Error())
+	}
+	mode, err := parse.ParseMode(inv.get("parse-mode"))
+	if err != nil {
+		probs = append(probs, "--parse-mode: "+err.Error())
+	}
+	// Same functions eval.Run uses to name its directory.
+	run.runDir = eval.RunDir(inv.get("out"), eval.RunName(m.Provider, m.Label, noThinking, mode), oracle, nil)
+
+	shard := inv.get("shard")
+	n, err := strconv.Atoi(strings.TrimPrefix(shard, "auto/"))
+	if !strings.HasPrefix(shard, "auto/") || err != nil {
+		return run, append(probs, fmt.Sprintf("--shard %q: want auto/N so that each task picks its own shard", shard))
+	}
+	if len(taskEnvs) != n {
+		probs = append(probs, fmt.Sprintf("%d tasks but --shard auto/%d: shards would be missing or duplicated", len(taskEnvs), n))
+	}
+	seen := map[int]bool{}
+	for _, env := range taskEnvs {
+		s, err := eval.ParseShard(shard, func(k string) string { return env[k] })
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("task with %v: %v", env, err))
+			continue
+		}
+		if seen[s.I] {
+			probs = append(probs, fmt.Sprintf("task with %v: shard %d/%d is run twice", env, s.I, s.N))
+		}
+		seen[s.I] = true
+	}
+	return run, probs
+}
+
+// checkMerge checks a merge invocation against the eval run it merges.
+func checkMerge(inv invocation, run evalRun) []string {
+	var probs []string
+	if len(inv.pos) != 1 || filepath.Clean(inv.pos[0]) != run.runDir {
+		probs = append(probs, fmt.Sprintf("merge reads %q but eval writes the run directory %q", inv.pos, run.runDir))
+	}
+	if inv.get("benchmark") != run.inv.get("benchmark") {
+		probs = append(probs, fmt.Sprintf("merge --benchmark %q differs from eval --benchmark %q", inv.get("benchmark"), run.inv.get("benchmark")))
+	}
+	return probs
+}
+
+// ---- Kubernetes -----------------------------------------------------------
+
+type k8sContainer struct {
+	Name    string
+	Image   string
+	Command []string
+	Args    []string
+	Env     []struct {
+		Name  string
+		Value string
+	}
+	Ports []struct {
+		ContainerPort int `yaml:"containerPort"`
+	}
+	VolumeMounts []struct {
+		Name      string
+		MountPath string `yaml:"mountPath"`
+	} `yaml:"volumeMounts"`
+}
+
+type k8sObject struct {
+	file     string
+	Kind     string
+	Metadata struct {
+		Name string
+	}
+	Spec struct {
+		CompletionMode string `yaml:"completionMode"`
+		Completions    *int
+		Parallelism    *int
+		Selector       yaml.Node // Deployment: {matchLabels: …}; Service: labels
+		Ports          []struct {
+			Port       int
+			TargetPort int `yaml:"targetPort"`
+		}
+		Template struct {
+			Metadata struct {
+				Labels map[string]string
+			}
+			Spec struct {
+				RestartPolicy string `yaml:"restartPolicy"`
+				Containers    []k8sContainer
+				Volumes       []struct {
+					Name                  string
+					PersistentVolumeClaim *struct {
+						ClaimName string `yaml:"claimName"`
+					} `yaml:"persistentVolumeClaim"`
+				}
+			}
+		}
+	}
+}
+
+func loadK8s(file string) ([]*k8sObject, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var objs []*k8sObject
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for i := 1; ; i++ {
+		o := &k8sObject{file: filepath.Base(file)}
+		if err := dec.Decode(o); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %v", file, i, err)
+		}
+		if o.Kind != "" {
+			objs = append(objs, o)
+		}
+	}
+}
+
+// chexperceptContainer returns the pod's container running our image.
+func (o *k8sObject) chexperceptContainer() *k8sContainer {
+	for i, c := range o.Spec.Template.Spec.Containers {
+		if strings.Contains(c.Image, "chexpercept") {
+			return &o.Spec.Template.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+var k8sVarRef = regexp.MustCompile(`\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// cliArgs is the container's chexpercept command line (without the
+// program), with $(VAR) expanded as the kubelet does. A reference to a
+// variable the container does not define would reach chexpercept
+// literally, so it is an error.
+func (c *k8sContainer) cliArgs() ([]string, error) {
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+		if e.Value == "" {
+			env[e.Name] = "{" + e.Name + "}" // from valueFrom: unknown here
+		}
+	}
+	var args []string
+	if len(c.Command) > 0 {
+		if path.Base(c.Command[0]) != "chexpercept" {
+			return nil, fmt.Errorf("container %s: command %q does not run chexpercept", c.Name, c.Command)
+		}
+		args = append(args, c.Command[1:]...)
+	}
+	args = append(args, c.Args...)
+	var bad error
+	for i, a := range args {
+		args[i] = k8sVarRef.ReplaceAllStringFunc(a, func(ref string) string {
+			if ref == "$$" {
+				return "$"
+			}
+			name := ref[2 : len(ref)-1]
+			v, ok := env[name]
+			if !ok && bad == nil {
+				bad = fmt.Errorf("container %s: %q references $(%s), which the container's env does not define", c.Name, a, name)
+			}
+			return v
+		})
+	}
+	return args, bad
+}
+
+// claimOf returns the claim mounted at the longest mount path holding p.
+func (o *k8sObject) claimOf(c *k8sContainer, p string) (string, error) {
+	best, vol := "", ""
+	for _, m := range c.VolumeMounts {
+		mp := strings.TrimRight(m.MountPath, "/")
+		if (p == mp || strings.HasPrefix(p, mp+"/")) && len(mp) > len(best) {
+			best, vol = mp, m.Name
+		}
+	}
+	for _, v := range o.Spec.Template.Spec.Volumes {
+		if v.Name == vol && vol != "" && v.PersistentVolumeClaim != nil {
+			return v.PersistentVolumeClaim.ClaimName, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %s is not on a mounted PersistentVolumeClaim (it would be lost with the pod)", o.file, p)
+}
+
+// vllmFlags reads an argparse-style vLLM command line: --k=v, --k v, bare
+// --k, and positionals.
+func vllmFlags(args []string) (map[string]string, []string) {
+	flags, pos := map[string]string{}, []string(nil)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "--") {
+			pos = append(pos, a)
+			continue
+		}
+		k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !ok && i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+			v, i = args[i+1], i+1
+		}
+		flags[k] = v
+	}
+	return flags, pos
+}
+
+// k8sSet is the Kubernetes deploy files, parsed.
+type k8sSet struct {
+	vllm         []*k8sObject // vllm.yaml
+	eval, merge  *k8sObject
+	fileComments map[string]string // file → its text, for the image comment
+}
+
+func loadK8sSet() (*k8sSet, error) {
+	dir := filepath.Join(repoRoot, "deploy", "kubernetes")
+	s := &k8sSet{fileComments: map[string]string{}}
+	for _, f := range []string{"vllm.yaml", "eval-job.yaml", "merge-job.yaml"} {
+		objs, err := loadK8s(filepath.Join(dir, f))
+		if err != nil {
+			return nil, err
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		s.fileComments[f] = string(b)
+		switch f {
+		case "vllm.yaml":
+			s.vllm = objs
+		case "eval-job.yaml", "merge-job.yaml":
+			if len(objs) != 1 || objs[0].Kind != "Job" {
+				return nil, fmt.Errorf("%s: want exactly one Job", f)
+			}
+			if f == "eval-job.yaml" {
+				s.eval = objs[0]
+			} else {
+				s.merge = objs[0]
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *k8sSet) check() []string {
+	var probs []string
+	add := func(format string, a ...any) { probs = append(probs, fmt.Sprintf(format, a...)) }
+
+	// Every container of our image, in any file, must hold a valid
+	// command line; the eval and merge Jobs' first one is checked further.
+	for _, o := range []*k8sObject{s.eval, s.merge} {
+		if o.chexperceptContainer() == nil {
+			add("%s: no container runs the chexpercept image", o.file)
+			return probs
+		}
+	}
+	invs := map[*k8sObject]invocation{}
+	for _, o := range append([]*k8sObject{s.eval, s.merge}, s.vllm...) {
+		for i := range o.Spec.Template.Spec.Containers {
+			c := &o.Spec.Template.Spec.Containers[i]
+			if !strings.Contains(c.Image, "chexpercept") {
+				continue
+			}
+			if !strings.Contains(s.fileComments[o.file], "Dockerfile") {
+				add("%s: no comment says the image %s is built from the Dockerfile", o.file, c.Image)
+			}
+			args, err := c.cliArgs()
+			if err != nil {
+				add("%s: %v", o.file, err)
+				continue
+			}
+			inv, err := parseInvocation(args)
+			if err != nil {
+				add("%s: container %s: %v", o.file, c.Name, err)
+				continue
+			}
+			if _, ok := invs[o]; !ok {
+				invs[o] = inv
+			}
+		}
+	}
+	ev, ok1 := invs[s.eval]
+	mg, ok2 := invs[s.merge]
+	if !ok1 || !ok2 {
+		return probs
+	}
+	if ev.name != "eval" || mg.name != "merge" {
+		add("eval-job.yaml runs %q and merge-job.yaml runs %q", ev.name, mg.name)
+		return probs
+	}
+
+	// The Indexed Job: one pod per shard, restarted pods resume.
+	spec := &s.eval.Spec
+	if spec.CompletionMode != "Indexed" {
+		add("eval-job.yaml: completionMode %q, want Indexed (JOB_COMPLETION_INDEX picks the shard)", spec.CompletionMode)
+	}
+	completions := 0
+	if spec.Completions != nil {
+		completions = *spec.Completions
+	}
+	if spec.Parallelism != nil && *spec.Parallelism > completions {
+		add("eval-job.yaml: parallelism %d exceeds completions %d", *spec.Parallelism, completions)
+	}
+	if rp := spec.Template.Spec.RestartPolicy; rp != "OnFailure" {
+		add("eval-job.yaml: restartPolicy %q, want OnFailure so a failed shard restarts in place and resumes", rp)
+	}
+	var envs []map[string]string
+	for i := range completions {
+		envs = append(envs, map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i)})
+	}
+	run, p := checkEval(ev, envs)
+	for _, x := range p {
+		add("eval-job.yaml: %s (completions %d)", x, completions)
+	}
+	for _, x := range checkMerge(mg, run) {
+		add("merge-job.yaml: %s", x)
+	}
+
+	// Both Jobs must see the same files.
+	claims := map[string][]string{}
+	for _, x := range []struct {
+		o     *k8sObject
+		paths []string
+	}{
+		{s.eval, []string{ev.get("benchmark"), ev.get("out"), ev.get("cache-dir")}},
+		{s.merge, append([]string{mg.get("out"), mg.get("benchmark")}, mg.pos...)},
+	} {
+		for _, p := range x.paths {
+			if p == "" {
+				continue
+			}
+			cl, err := x.o.claimOf(x.o.chexperceptContainer(), p)
+			if err != nil {
+				add("%v", err)
+				continue
+			}
+			claims[cl] = append(claims[cl], x.o.file+":"+p)
+		}
+	}
+	if len(claims) > 1 {
+		add("eval and merge Jobs use different claims %v; merge must read what eval wrote", claims)
+	}
+
+	// --endpoint reaches a Service in front of vLLM serving the model id
+	// the registry sends (provider request body "model": entry.ModelID).
+	for _, ep := range ev.flags["endpoint"] {
+		probs = append(probs, s.checkEndpoint(ep, run.entry)...)
+	}
+	if len(ev.flags["endpoint"]) == 0 {
+		add("eval-job.yaml: no --endpoint")
+	}
+	return probs
+}
+
+func (s *k8sSet) checkEndpoint(ep string, e registry.Entry) []string {
+	var probs []string
+	add := func(format string, a ...any) { probs = append(probs, fmt.Sprintf(format, a...)) }
+	u, err := url.Parse(ep)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" {
+		return []string{fmt.Sprintf("eval-job.yaml: --endpoint %q is not an http(s) URL", ep)}
+	}
+	if u.Path != "/v1" && u.Path != "/v1/" {
+		add("eval-job.yaml: --endpoint %q: vLLM serves the OpenAI API under /v1", ep)
+	}
+	host := strings.SplitN(u.Hostname(), ".", 2)[0] // name or name.namespace.svc…
+	port := 80
+	if u.Port() != "" {
+		port, _ = strconv.Atoi(u.Port())
+	}
+	var svc *k8sObject
+	for _, o := range s.vllm {
+		if o.Kind == "Service" && o.Metadata.Name == host {
+			svc = o
+		}
+	}
+	if svc == nil {
+		add("eval-job.yaml: --endpoint host %q is no Service in vllm.yaml", host)
+		return probs
+	}
+	var sel map[string]string
+	if err := svc.Spec.Selector.Decode(&sel); err != nil {
+		add("vllm.yaml: Service %s: selector: %v", svc.Metadata.Name, err)
+	}
+	target := 0
+	for _, p := range svc.Spec.Ports {
+		if p.Port == port {
+			target = p.TargetPort
+			if target == 0 {
+				target = p.Port
+			}
+		}
+	}
+	if target == 0 {
+		add("eval-job.yaml: --endpoint port %d is not a port of Service %s", port, svc.Metadata.Name)
+		return probs
+	}
+	var dep *k8sObject
+	for _, o := range s.vllm {
+		if o.Kind == "Deployment" && len(sel) > 0 && labelsMatch(sel, o.Spec.Template.Metadata.Labels) {
+			dep = o
+		}
+	}
+	if dep == nil {
+		add("vllm.yaml: Service %s selects no Deployment's pods (selector %v)", svc.Metadata.Name, sel)
+		return probs
+	}
+	var vc *k8sContainer
+	for i, c := range dep.Spec.Template.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.ContainerPort == target {
+				vc = &dep.Spec.Template.Spec.Containers[i]
+			}
+		}
+	}
+	if vc == nil {
+		add("vllm.yaml: Service %s targets port %d, which no container of Deployment %s exposes", svc.Metadata.Name, target, dep.Metadata.Name)
+		return probs
+	}
+	f, pos := vllmFlags(vc.Args)
+	served := f["served-model-name"]
+	if served == "" {
+		served = f["model"]
+		if len(pos) > 0 {
+			served = pos[0]
+		}
+	}
+	if served != e.ModelID {
+		add("vllm.yaml: vLLM serves %q but alias %s sends model %q (registry model_id)", served, e.Alias, e.ModelID)
+	}
+	if _, ok := f["reasoning-parser"]; ok {
+		add("vllm.yaml: --reasoning-parser set; the raw text must stay in the content (spec protocol.md §11)")
+	}
+	if e.TrustRemoteCode {
+		if _, ok := f["trust-remote-code"]; !ok {
+			add("vllm.yaml: alias %s needs --trust-remote-code", e.Alias)
+		}
+	}
+	if e.MaxModelLen != nil {
+		if n, err := strconv.Atoi(f["max-model-len"]); err != nil || n < *e.MaxModelLen {
+			add("vllm.yaml: --max-model-len %q is below the registry's %d for %s", f["max-model-len"], *e.MaxModelLen, e.Alias)
+		}
+	}
+	if e.ImageLimit != nil {
+		var lim map[string]int
+		if err := json.Unmarshal([]byte(f["limit-mm-per-prompt"]), &lim); err != nil || lim["image"] < *e.ImageLimit {
+			add("vllm.yaml: --limit-mm-per-prompt %q must allow %d images (JSON, e.g. {\"image\": %d})", f["limit-mm-per-prompt"], *e.ImageLimit, *e.ImageLimit)
+		}
+	}
+	return probs
+}
+
+func labelsMatch(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ---- Slurm ------------------------------------------------------------
+
+// shellWords splits a shell command line into words: single and double
+// quotes, backslash escapes and $NAME / ${NAME} expansion from vars.
+// Anything fancier (command substitution, ${NAME:-…}) is refused rather
+// than guessed.
+func shellWords(s string, vars map[string]string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord, quote := false, byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '\\' && i+1 < len(s):
+			i++
+			if quote == '"' && !strings.ContainsRune("$`\"\\", rune(s[i])) {
+				cur.WriteByte('\\')
+			}
+			cur.WriteByte(s[i])
+			inWord = true
+		case c == '"':
+			if quote == '"' {
+				quote = 0
+			} else {
+				quote = '"'
+			}
+			inWord = true
+		case c == '\'' && quote == 0:
+			quote, inWord = '\'', true
+		case c == '$':
+			rest := s[i+1:]
+			var name string
+			if strings.HasPrefix(rest, "{") {
+				end := strings.IndexByte(rest, '}')
+				if end < 0 {
+					return nil, fmt.Errorf("unterminated ${ in %q", s)
+				}
+				name, i = rest[1:end], i+1+end
+			} else {
+				n := len(rest) - len(strings.TrimLeft(rest, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"))
+				name, i = rest[:n], i+n
+			}
+			if !shNameRe.MatchString(name) {
+				return nil, fmt.Errorf("unsupported expansion after $ in %q", s)
+			}
+			v, ok := vars[name]
+			if !ok {
+				return nil, fmt.Errorf("uses $%s, which the script does not set (set -u would stop it)", name)
+			}
+			cur.WriteString(v)
+			inWord = true
+		case quote == 0 && (c == ' ' || c == '\t' || c == '\n'):
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote in %q", quote, s)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// joinContinued returns line i joined with its backslash-continued lines;
+// strip removes a prefix (the comment marker) from every line.
+func joinContinued(lines []string, i int, strip string) string {
+	var b strings.Builder
+	for ; i < len(lines); i++ {
+		l := strings.TrimRight(strings.TrimPrefix(strings.TrimSpace(lines[i]), strip), " \t")
+		if cont, ok := strings.CutSuffix(l, "\\"); ok {
+			b.WriteString(cont + " ")
+			continue
+		}
+		b.WriteString(l)
+		break
+	}
+	return b.String()
+}
+
+var (
+	shNameRe   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	shParamRe  = regexp.MustCompile(`^:\s*"\$\{([A-Za-z_][A-Za-z0-9_]*):([?=])([^}]*)\}"$`)
+	shArithRe  = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=\$\(\((.*)\)\)$`)
+	sbatchOpt  = regexp.MustCompile(`^#SBATCH\s+--array[= ](\S+)`)
+	arrayRange = regexp.MustCompile(`^(\d+)-(\d+)(%\d+)?$`)
+)
+
+// arith evaluates a + / - expression of integers and variables.
+func arith(expr string, vars map[string]string) (int, error) {
+	toks := strings.Fields(strings.NewReplacer("+", " + ", "-", " - ").Replace(expr))
+	sum, sign := 0, 1
+	for i, t := range toks {
+		if i%2 == 1 {
+			switch t {
+			case "+":
+				sign = 1
+			case "-":
+				sign = -1
+			default:
+				return 0, fmt.Errorf("$(( %s )): only + and - are understood", expr)
+			}
+			continue
+		}
+		v, err := strconv.Atoi(t)
+		if err != nil {
+			s, ok := vars[strings.TrimPrefix(t, "$")]
+			if v, err = strconv.Atoi(s); !ok || err != nil {
+				return 0, fmt.Errorf("$(( %s )): %s is not a known integer", expr, t)
+			}
+		}
+		sum += sign * v
+	}
+	return sum, nil
+}
+
+// checkSlurm checks the array script's eval line, its shard arithmetic and
+// the merge command in its header.
+func checkSlurm(script string) []string {
+	var probs []string
+	add := func(format string, a ...any) { probs = append(probs, "eval-array.sh: "+fmt.Sprintf(format, a...)) }
+	lines := strings.Split(script, "\n")
+
+	lo, hi := -1, -1
+	for _, l := range lines {
+		if m := sbatchOpt.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			r := arrayRange.FindStringSubmatch(m[1])
+			if r == nil {
+				add("#SBATCH --array=%s: want a contiguous range A-B[%%K]; auto/N numbers tasks by SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN + 1", m[1])
+				return probs
+			}
+			lo, _ = strconv.Atoi(r[1])
+			hi, _ = strconv.Atoi(r[2])
+		}
+	}
+	if lo < 0 || hi < lo {
+		add("no valid #SBATCH --array range")
+		return probs
+	}
+	// Slurm sets these for every task of the array.
+	vars := map[string]string{"SLURM_ARRAY_TASK_MIN": strconv.Itoa(lo), "SLURM_ARRAY_TASK_MAX": strconv.Itoa(hi),
+		"SLURM_ARRAY_TASK_ID": "{SLURM_ARRAY_TASK_ID}", "HOME": "/placeholder/HOME"}
+	evalLine, mergeLine := "", ""
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if m := shParamRe.FindStringSubmatch(t); m != nil {
+			vars[m[1]] = "/placeholder/" + m[1] // required: the user's value
+			if m[2] == "=" {
+				def, err := shellWords(m[3], vars) // the default, expanded
+				if err != nil || len(def) != 1 {
+					add("default of %s: %q is not one word (%v)", m[1], m[3], err)
+					return probs
+				}
+				vars[m[1]] = def[0]
+			}
+		} else if m := shArithRe.FindStringSubmatch(t); m != nil {
+			v, err := arith(m[2], vars)
+			if err != nil {
+				add("%v", err)
+				return probs
+			}
+			vars[m[1]] = strconv.Itoa(v)
+		} else if strings.HasPrefix(t, "exec chexpercept ") {
+			evalLine = joinContinued(lines, i, "")
+		} else if strings.HasPrefix(t, "#") && strings.Contains(t, "--wrap") && mergeLine == "" {
+			mergeLine = joinContinued(lines, i, "#")
+		}
+	}
+	words, err := shellWords(evalLine, vars)
+	if err != nil || len(words) < 2 {
+		add("exec chexpercept line: %v", err)
+		return probs
+	}
+	inv, err := parseInvocation(words[2:])
+	if err != nil {
+		add("%v", err)
+		return probs
+	}
+	if inv.name != "eval" {
+		add("runs %q, want eval", inv.name)
+		return probs
+	}
+	var envs []map[string]string
+	for id := lo; id <= hi; id++ {
+		envs = append(envs, map[string]string{"SLURM_ARRAY_TASK_ID": strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN": strconv.Itoa(lo)})
+	}
+	run, p := checkEval(inv, envs)
+	for _, x := range p {
+		add("%s (--array=%d-%d)", x, lo, hi)
+	}
+
+	// The header's `sbatch … --wrap "chexpercept merge …"`, as the
+	// submitting shell (with BENCH, RESULTS and jobid set) would run it.
+	hdrVars := map[string]string{"jobid": "12345"}
+	for k, v := range vars {
+		hdrVars[k] = v
+	}
+	sb, err := shellWords(mergeLine, hdrVars)
+	if err != nil {
+		add("header merge command: %v", err)
+		return probs
+	}
+	k := slices.Index(sb, "--wrap")
+	if k < 0 || k+1 >= len(sb) {
+		add("header has no sbatch --wrap \"chexpercept merge …\"")
+		return probs
+	}
+	mw, err := shellWords(sb[k+1], nil)
+	if err != nil || len(mw) < 2 || mw[0] != "chexpercept" {
+		add("header --wrap %q does not run chexpercept (%v)", sb[k+1], err)
+		return probs
+	}
+	mi, err := parseInvocation(mw[1:])
+	if err != nil {
+		add("header merge command: %v", err)
+		return probs
+	}
+	for _, x := range checkMerge(mi, run) {
+		add("header: %s", x)
+	}
+	return probs
+}
+
+// ---- Dockerfile -----------------------------------------------------------
+
+func checkDockerfile(dockerfile, gomod string) []string {
+	var probs []string
+	add := func(format string, a ...any) { probs = append(probs, "Dockerfile: "+fmt.Sprintf(format, a...)) }
+	goVer := ""
+	sc := bufio.NewScanner(strings.NewReader(gomod))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "go "); ok {
+			p := strings.Split(v, ".")
+			if len(p) >= 2 {
+				goVer = p[0] + "." + p[1]
+			}
+		}
+	}
+	built, copied, entry := false, "", ""
+	for _, l := range strings.Split(dockerfile, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		switch strings.ToUpper(f[0]) {
+		case "FROM":
+			if img, ok := strings.CutPrefix(f[1], "golang:"); ok && !strings.HasPrefix(img, goVer) {
+				add("builds with golang:%s but go.mod says go %s", img, goVer)
+			}
+		case "RUN":
+			if strings.Contains(l, "go build") {
+				built = strings.Contains(l, "CGO_ENABLED=0") && strings.Contains(l, "./cmd/chexpercept")
+			}
+		case "COPY":
+			if len(f) == 4 && strings.HasPrefix(f[1], "--from=") {
+				copied = f[3]
+			}
+		case "ENTRYPOINT":
+			var ep []string
+			if err := json.Unmarshal([]byte(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), f[0]))), &ep); err != nil || len(ep) == 0 {
+				add("ENTRYPOINT %q is not an exec-form JSON list", l)
+			} else {
+				entry = ep[0]
+			}
+		}
+	}
+	if goVer == "" {
+		add("go.mod has no go directive")
+	}
+	if !built {
+		add("no RUN builds ./cmd/chexpercept with CGO_ENABLED=0 (the final image has no libc)")
+	}
+	if entry == "" || entry != copied {
+		add("ENTRYPOINT %q is not the binary copied from the build stage (%q)", entry, copied)
+	}
+	return probs
+}
+
+// ---- the tests ------------------------------------------------------------
+
+func readRepoFile(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestDeployFiles(t *testing.T) {
+	withCommandTree(t)
+	for _, tc := range []struct {
+		name  string
+		check func(t *testing.T) []string
+	}{
+		{"kubernetes", func(t *testing.T) []string {
+			s, err := loadK8sSet()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.check()
+		}},
+		{"slurm", func(t *testing.T) []string { return checkSlurm(readRepoFile(t, "deploy/slurm/eval-array.sh")) }},
+		{"dockerfile", func(t *testing.T) []string {
+			return checkDockerfile(readRepoFile(t, "Dockerfile"), readRepoFile(t, "go.mod"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, p := range tc.check(t) {
+				t.Error(p)
+			}
+		})
+	}
+	t.Run("slurm bash -n", func(t *testing.T) {
+		bash, err := exec.LookPath("bash")
+		if err != nil {
+			t.Skip("bash not installed")
+		}
+		if out, err := exec.Command(bash, "-n", filepath.Join(repoRoot, "deploy/slurm/eval-array.sh")).CombinedOutput(); err != nil {
+			t.Errorf("bash -n: %v: %s", err, out)
+		}
+	})
+}
+
+// TestDeployChecksCatchDrift mutates copies of the deploy files and wants
+// each mutation reported, so the checks above cannot pass vacuously.
+func TestDeployChecksCatchDrift(t *testing.T) {
+	withCommandTree(t)
+	setArg := func(c *k8sContainer, prefix, repl string) {
+		for i, a := range c.Args {
+			if strings.HasPrefix(a, prefix) {
+				c.Args[i] = repl
+				return
+			}
+		}
+		t.Fatalf("no argument %s… to mutate", prefix)
+	}
+	k8s := []struct {
+		name   string
+		mutate func(s *k8sSet)
+		want   string
+	}{
+		{"unknown flag", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--concurrency", "--concurrence=32") }, "unknown flag: --concurrence"},
+		{"wrong completions", func(s *k8sSet) { n := 7; s.eval.Spec.Completions = &n }, "7 tasks but --shard auto/8"},
+		{"parallelism above completions", func(s *k8sSet) { n := 9; s.eval.Spec.Parallelism = &n }, "parallelism 9 exceeds"},
+		{"not indexed", func(s *k8sSet) { s.eval.Spec.CompletionMode = "NonIndexed" }, "completionMode"},
+		{"restart never", func(s *k8sSet) { s.eval.Spec.Template.Spec.RestartPolicy = "Never" }, "restartPolicy"},
+		{"alias not in registry", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--model", "--model=qwen9-999b") }, "not a registry alias"},
+		{"alias of another provider", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--provider", "--provider=openai") }, "not a registry alias"},
+		{"fixed shard", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--shard", "--shard=1/8") }, "want auto/N"},
+		{"missing required flag", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--out", "--oracle=none") }, "--out is required"},
+		{"endpoint host", func(s *k8sSet) {
+			setArg(s.eval.chexperceptContainer(), "--endpoint", "--endpoint=http://vllm-llama:8000/v1")
+		}, "no Service"},
+		{"endpoint port", func(s *k8sSet) {
+			setArg(s.eval.chexperceptContainer(), "--endpoint", "--endpoint=http://vllm-qwen:8080/v1")
+		}, "port 8080"},
+		{"served model name", func(s *k8sSet) {
+			setArg(&s.vllm[0].Spec.Template.Spec.Containers[0], "--served-model-name", "--served-model-name=qwen")
+		}, "registry model_id"},
+		{"reasoning parser", func(s *k8sSet) {
+			c := &s.vllm[0].Spec.Template.Spec.Containers[0]
+			c.Args = append(c.Args, "--reasoning-parser=qwen3")
+		}, "--reasoning-parser"},
+		{"image limit", func(s *k8sSet) {
+			setArg(&s.vllm[0].Spec.Template.Spec.Containers[0], "--limit-mm-per-prompt", `--limit-mm-per-prompt={"image": 4}`)
+		}, "must allow 7 images"},
+		{"merge dir", func(s *k8sSet) {
+			c := s.merge.chexperceptContainer()
+			c.Args[1] = strings.Replace(c.Args[1], "oracle_none", "oracle_implicit", 1)
+		}, "eval writes the run directory"},
+		{"merge after no-thinking", func(s *k8sSet) {
+			c := s.eval.chexperceptContainer()
+			c.Args = append(c.Args, "--no-thinking")
+		}, "_no_thinking/oracle_none"},
+		{"merge benchmark", func(s *k8sSet) { setArg(s.merge.chexperceptContainer(), "--benchmark", "--benchmark=/data/other") }, "merge --benchmark"},
+		{"merge missing --out", func(s *k8sSet) {
+			c := s.merge.chexperceptContainer()
+			c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--out") })
+		}, "--out is required"},
+		{"merge without dir", func(s *k8sSet) { c := s.merge.chexperceptContainer(); c.Args = c.Args[:1] }, "requires at least 1 arg"},
+		{"different claims", func(s *k8sSet) { s.merge.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "other" }, "different claims"},
+		{"undefined env reference", func(s *k8sSet) {
+			setArg(s.eval.chexperceptContainer(), "--cache-dir", "--cache-dir=/data/cache/$(NOPE)")
+		}, "$(NOPE)"},
+		{"unknown subcommand", func(s *k8sSet) { s.merge.chexperceptContainer().Args[0] = "combine" }, "unknown command"},
+	}
+	for _, tc := range k8s {
+		t.Run("kubernetes/"+tc.name, func(t *testing.T) {
+			s, err := loadK8sSet()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.mutate(s)
+			assertReported(t, s.check(), tc.want)
+		})
+	}
+
+	script := readRepoFile(t, "deploy/slurm/eval-array.sh")
+	slurm := []struct{ name, old, new, want string }{
+		{"unknown flag", "--oracle none", "--oracel none", "unknown flag: --oracel"},
+		{"stepped array", "--array=0-7", "--array=0-14:2", "contiguous range"},
+		{"shard count off by one", "SLURM_ARRAY_TASK_MIN + 1 ))", "SLURM_ARRAY_TASK_MIN ))", "8 tasks but --shard auto/7"},
+		{"alias not in registry", "--model qwen3.6-27b", "--model qwen9-999b", "not a registry alias"},
+		{"undefined variable", `--out "$RESULTS"`, `--out "$RESULT"`, "$RESULT, which the script does not set"},
+		{"header merge dir", "qwen3.6-27b/oracle_none --out", "qwen3.6-27b/oracle_implicit --out", "eval writes the run directory"},
+		{"header merge flag", "--out $RESULTS/merged", "--output $RESULTS/merged", "unknown flag: --output"},
+	}
+	for _, tc := range slurm {
+		t.Run("slurm/"+tc.name, func(t *testing.T) {
+			if !strings.Contains(script, tc.old) {
+				t.Fatalf("eval-array.sh no longer contains %q; update the mutation", tc.old)
+			}
+			assertReported(t, checkSlurm(strings.Replace(script, tc.old, tc.new, 1)), tc.want)
+		})
+	}
+
+	dockerfile, gomod := readRepoFile(t, "Dockerfile"), readRepoFile(t, "go.mod")
+	docker := []struct{ name, old, new, want string }{
+		{"go version", "golang:1.26", "golang:1.25", "go.mod says go 1.26"},
+		{"cgo", "CGO_ENABLED=0 ", "", "CGO_ENABLED=0"},
+		{"entrypoint", `ENTRYPOINT ["/chexpercept"]`, `ENTRYPOINT ["/bin/chexpercept"]`, "not the binary copied"},
+	}
+	for _, tc := range docker {
+		t.Run("dockerfile/"+tc.name, func(t *testing.T) {
+			if !strings.Contains(dockerfile, tc.old) {
+				t.Fatalf("Dockerfile no longer contains %q; update the mutation", tc.old)
+			}
+			assertReported(t, checkDockerfile(strings.Replace(dockerfile, tc.old, tc.new, 1), gomod), tc.want)
+		})
+	}
+}
+
+func assertReported(t *testing.T, probs []string, want string) {
+	t.Helper()
+	for _, p := range probs {
+		if strings.Contains(p, want) {
+			return
+		}
+	}
+	t.Errorf("mutation not reported: want a problem containing %q, got %q", want, probs)
+}
+
+// TestShellWords covers the small splitter the Slurm check relies on.
+func TestShellWords(t *testing.T) {
+	vars := map[string]string{"A": "x y", "B": "/b"}
+	for _, tc := range []struct {
+		in   string
+		want []string
+		err  string
+	}{
+		{`eval --benchmark "$B" --out ${B}/r`, []string{"eval", "--benchmark", "/b", "--out", "/b/r"}, ""},
+		{`'single $A' "double $A" a\ b`, []string{"single $A", "double x y", "a b"}, ""},
+		{`--shard "auto/$B"`, []string{"--shard", "auto//b"}, ""},
+		{`"x\"y" ''`, []string{`x"y`, ""}, ""},
+		{`$C`, nil, "$C, which the script does not set"},
+		{`"open`, nil, "unterminated"},
+		{`$(date)`, nil, "unsupported expansion"},
+	} {
+		got, err := shellWords(tc.in, vars)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("shellWords(%q) error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("shellWords(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
