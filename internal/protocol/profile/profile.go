@@ -17,8 +17,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
@@ -230,7 +231,7 @@ func (p *Profile) O6RF() string { return mustExpand(p.NoRevisionNeeded, nil, nil
 
 // O6RR is the selected-mask text for the revision GT option n (1-based).
 func (p *Profile) O6RR(n int) string {
-	return mustExpand(p.SelectedMask, []string{"ordinal"}, map[string]string{"ordinal": Ordinal(n)})
+	return mustExpand(p.SelectedMask, []string{"ordinal"}, map[string]string{"ordinal": benchmark.Ordinal(n)})
 }
 
 // Operation is the GT of one revision operation for the O5 text.
@@ -264,17 +265,4 @@ func Points(colors []string) string {
 		return colors[0] + " and " + colors[1] + " points"
 	}
 	return strings.Join(colors[:len(colors)-1], ", ") + ", and " + colors[len(colors)-1] + " points"
-}
-
-// Ordinal is 1st, 2nd, 3rd, otherwise <n>th.
-func Ordinal(n int) string {
-	switch n {
-	case 1:
-		return "1st"
-	case 2:
-		return "2nd"
-	case 3:
-		return "3rd"
-	}
-	return strconv.Itoa(n) + "th"
 }

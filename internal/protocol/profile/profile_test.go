@@ -45,7 +45,7 @@ func TestO5(t *testing.T) {
 	}
 }
 
-func TestPointsAndOrdinal(t *testing.T) {
+func TestPointsAndSelectedMask(t *testing.T) {
 	for _, tc := range []struct {
 		in   []string
 		want string
@@ -57,11 +57,6 @@ func TestPointsAndOrdinal(t *testing.T) {
 	} {
 		if got := Points(tc.in); got != tc.want {
 			t.Errorf("Points(%v) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	for n, want := range map[int]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 21: "21th"} {
-		if got := Ordinal(n); got != want {
-			t.Errorf("Ordinal(%d) = %q, want %q", n, got, want)
 		}
 	}
 	if got := Default().O6RR(4); !strings.HasPrefix(got, "Verified finding: the 4th mask is the one") || !strings.Contains(got, ".\nTreat") {
