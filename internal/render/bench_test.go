@@ -59,3 +59,22 @@ func BenchmarkEncodePNG(b *testing.B) {
 		}
 	}
 }
+
+// Review images (radiograph and overlay side by side, 2048×1024) with the
+// benchmark encoder and the preview encoder the review tools use.
+func BenchmarkEncodeReviewImage(b *testing.B) {
+	g, m := benchInputs()
+	img := ReviewImage(g, m)
+	for _, enc := range []struct {
+		name   string
+		encode func(io.Writer, image.Image) error
+	}{{"default", EncodePNG}, {"preview", EncodePreviewPNG}} {
+		b.Run(enc.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := enc.encode(io.Discard, img); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -203,11 +203,23 @@ func (b *bufPool) Get() *png.EncoderBuffer {
 }
 func (b *bufPool) Put(e *png.EncoderBuffer) { b.p.Put(e) }
 
+// previewEncoder trades size for speed: review images are looked at once
+// and thrown away, never part of a benchmark.
+var previewEncoder = &png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &bufPool{}}
+
 // EncodePNG writes img with image/png's default compression. Opaque
 // *image.RGBA images (all of this package's output) become 8-bit RGB PNGs.
-func EncodePNG(w io.Writer, img image.Image) error {
+func EncodePNG(w io.Writer, img image.Image) error { return encode(pngEncoder, w, img) }
+
+// EncodePreviewPNG writes img like EncodePNG but with the fastest
+// compression, for images shown to people (review packs and the review
+// app) rather than stored in a benchmark: several times faster, somewhat
+// larger, the same pixels.
+func EncodePreviewPNG(w io.Writer, img image.Image) error { return encode(previewEncoder, w, img) }
+
+func encode(enc *png.Encoder, w io.Writer, img image.Image) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	if err := pngEncoder.Encode(bw, img); err != nil {
+	if err := enc.Encode(bw, img); err != nil {
 		return err
 	}
 	return bw.Flush()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,24 +153,29 @@ func TestReviewImage(t *testing.T) {
 
 func TestEncodePNGIsRGB(t *testing.T) {
 	img := Gray2RGB(gradient(64, 64))
-	var buf bytes.Buffer
-	if err := EncodePNG(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	b := buf.Bytes()
-	// IHDR data starts at byte 16: width(4) height(4) depth(1) colour type(1).
-	if string(b[12:16]) != "IHDR" || b[24] != 8 || b[25] != 2 {
-		t.Fatalf("IHDR %q depth %d colour type %d, want 8-bit RGB (2)", b[12:16], b[24], b[25])
-	}
-	dec, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 64*64; i += 97 {
-		r, g, bb, a := dec.At(i%64, i/64).RGBA()
-		v := uint32(i%256) * 0x101
-		if r != v || g != v || bb != v || a != 0xffff {
-			t.Fatalf("pixel %d decoded as %d %d %d %d", i, r, g, bb, a)
+	for _, tc := range []struct {
+		name   string
+		encode func(io.Writer, image.Image) error
+	}{{"EncodePNG", EncodePNG}, {"EncodePreviewPNG", EncodePreviewPNG}} {
+		var buf bytes.Buffer
+		if err := tc.encode(&buf, img); err != nil {
+			t.Fatal(err)
+		}
+		b := buf.Bytes()
+		// IHDR data starts at byte 16: width(4) height(4) depth(1) colour type(1).
+		if string(b[12:16]) != "IHDR" || b[24] != 8 || b[25] != 2 {
+			t.Fatalf("%s: IHDR %q depth %d colour type %d, want 8-bit RGB (2)", tc.name, b[12:16], b[24], b[25])
+		}
+		dec, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 64*64; i += 97 {
+			r, g, bb, a := dec.At(i%64, i/64).RGBA()
+			v := uint32(i%256) * 0x101
+			if r != v || g != v || bb != v || a != 0xffff {
+				t.Fatalf("%s: pixel %d decoded as %d %d %d %d", tc.name, i, r, g, bb, a)
+			}
 		}
 	}
 }

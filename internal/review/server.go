@@ -719,7 +719,7 @@ func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]b
 		if err != nil {
 			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %v", c.KeyID, err)
 		}
-		err = render.EncodePNG(&buf, g)
+		err = render.EncodePreviewPNG(&buf, g)
 		return buf.Bytes(), 200, err
 	}
 	data, err := srv.store.MaskPNG(ctx, c.ID)
@@ -743,6 +743,6 @@ func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]b
 			img.Pix[4*i], img.Pix[4*i+1], img.Pix[4*i+2], img.Pix[4*i+3] = on.R, on.G, on.B, on.A
 		}
 	}
-	err = render.EncodePNG(&buf, img)
+	err = render.EncodePreviewPNG(&buf, img)
 	return buf.Bytes(), 200, err
 }
