@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -32,23 +31,19 @@ func TestBuildAndInspectCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "bench")
-	cmd := findCommand(t, "build")
-	var stdout, stderr bytes.Buffer
-	cmd.SetOut(&stdout)
-	cmd.SetErr(&stderr)
-	cmd.SetArgs([]string{"--source", cand, "--out", out, "--per-lesion", "1,1,1", "--workers", "2", "--accept-all", "--strict-targets"})
-	err = cmd.Execute()
+	stdout, stderr, err := runCommand(t, findCommand(t, "build"),
+		"--source", cand, "--out", out, "--per-lesion", "1,1,1", "--workers", "2", "--accept-all", "--strict-targets")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 3 {
-		t.Fatalf("got %v, want exit 3 for the shortfalls\n%s\n%s", err, stdout.String(), stderr.String())
+		t.Fatalf("got %v, want exit 3 for the shortfalls\n%s\n%s", err, stdout, stderr)
 	}
 	for _, want := range []string{"UNREVIEWED", "composition (LF / RF / RR):", "warning: target shortfall:", "chexmask_size_mismatch"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("summary lacks %q:\n%s", want, stdout.String())
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
 		}
 	}
-	if !strings.Contains(stderr.String(), "WARNING: --accept-all") {
-		t.Errorf("no accept-all warning on stderr:\n%s", stderr.String())
+	if !strings.Contains(stderr, "WARNING: --accept-all") {
+		t.Errorf("no accept-all warning on stderr:\n%s", stderr)
 	}
 	// Inspect an included RR case.
 	data, err := os.ReadFile(filepath.Join(out, "cases.jsonl"))
@@ -66,11 +61,8 @@ func TestBuildAndInspectCommands(t *testing.T) {
 	if key == "" {
 		t.Fatal("no RR case in the fixture build")
 	}
-	ins := findCommand(t, "inspect")
-	ins.SetOut(&stdout)
-	ins.SetArgs([]string{out, "--key", key})
-	if err := ins.Execute(); err != nil {
-		t.Fatal(err)
+	if _, stderr, err := runCommand(t, findCommand(t, "inspect"), out, "--key", key); err != nil {
+		t.Fatalf("inspect: %v\n%s", err, stderr)
 	}
 	for _, f := range []string{"summary.txt", "geometry.png", "regions.png", "overlaps.json", "deformation.json", "points.png", "revision_options.png"} {
 		if _, err := os.Stat(filepath.Join(out, "inspect", key, f)); err != nil {

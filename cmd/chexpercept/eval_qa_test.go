@@ -1,44 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// runCLIEnv is runCLI with credential variables removed from the
-// environment (and extra ones added).
-func runCLIEnv(t *testing.T, extra []string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRunToolsHelperProcess$")
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "GEMINI_API_KEY",
-			"GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_GENAI_USE_VERTEXAI":
-			continue
-		}
-		cmd.Env = append(cmd.Env, kv)
-	}
-	cmd.Env = append(cmd.Env, extra...)
-	cmd.Env = append(cmd.Env, "CHX_TEST_MAIN=1", "CHX_TEST_ARGS="+strings.Join(args, argSep))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("running %v: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
-	return out.String(), errb.String(), code
-}
 
 // eval exits 2 with nothing written when it cannot start, and a dry run
 // names the directory it would write without creating it.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -25,14 +24,12 @@ func TestParseSize(t *testing.T) {
 func TestEvalCommandPrintsRunDirLast(t *testing.T) {
 	out := t.TempDir()
 	cmd := findCommand(t, "eval")
-	var stdout bytes.Buffer
-	cmd.SetOut(&stdout)
-	cmd.SetArgs([]string{"--benchmark", "../../internal/benchmark/testdata/sample", "--provider", "baseline",
-		"--model", "oracle", "--out", out, "--no-cache", "--oracle", "none", "--parse-mode", "strict"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
+	stdout, stderr, err := runCommand(t, cmd, "--benchmark", "../../internal/benchmark/testdata/sample", "--provider", "baseline",
+		"--model", "oracle", "--out", out, "--no-cache", "--oracle", "none", "--parse-mode", "strict")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
 	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	want := filepath.Join(out, "baseline_oracle_strict", "oracle_none")
 	if lines[len(lines)-1] != want {
 		t.Fatalf("last line %q, want %q", lines[len(lines)-1], want)
@@ -44,8 +41,7 @@ func TestEvalCommandPrintsRunDirLast(t *testing.T) {
 		}
 	}
 	// a bad flag value is a usage error (exit 2) naming the flag
-	cmd.SetArgs([]string{"--benchmark", "x", "--provider", "baseline", "--model", "oracle", "--out", out, "--oracle", "sometimes"})
-	err := cmd.Execute()
+	_, _, err = runCommand(t, cmd, "--benchmark", "x", "--provider", "baseline", "--model", "oracle", "--out", out, "--oracle", "sometimes")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "--oracle") {
 		t.Errorf("bad --oracle: %v", err)

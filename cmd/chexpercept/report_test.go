@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -31,15 +30,12 @@ func TestReportCommand(t *testing.T) {
 	}
 	out := filepath.Join(tmp, "report")
 	cmd := findCommand(t, "report")
-	var stdout, stderr bytes.Buffer
-	cmd.SetOut(&stdout)
-	cmd.SetErr(&stderr)
-	cmd.SetArgs([]string{results, filepath.Join(tmp, "nope"), "--out", out, "--bootstrap", "100", "--compare", "baseline_oracle,baseline_first"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
+	stdout, stderr, err := runCommand(t, cmd, results, filepath.Join(tmp, "nope"), "--out", out, "--bootstrap", "100", "--compare", "baseline_oracle,baseline_first")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
 	}
-	if !strings.Contains(stdout.String(), "report: 2 run(s) (2 scored), 1 warning(s)") || !strings.Contains(stderr.String(), "warning: ") {
-		t.Errorf("stdout %q stderr %q", stdout.String(), stderr.String())
+	if !strings.Contains(stdout, "report: 2 run(s) (2 scored), 1 warning(s)") || !strings.Contains(stderr, "warning: ") {
+		t.Errorf("stdout %q stderr %q", stdout, stderr)
 	}
 	for _, f := range []string{"index.html", "report.md", "summary.json", "ext_pairwise.csv", "all_models_oracle_none/all_models_summary.csv", "plot_stage_accuracy_oracle_none.svg"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
@@ -61,8 +57,7 @@ func TestReportCommand(t *testing.T) {
 		// Flags persist on the command object between Execute calls.
 		cmd.Flags().Lookup("compare").Value.(pflag.SliceValue).Replace(nil)
 		cmd.Flags().Set("error-policy", "exclude")
-		cmd.SetArgs(tc.args)
-		err := cmd.Execute()
+		_, _, err := runCommand(t, cmd, tc.args...)
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want exit 2 with %q", tc.args, err, tc.want)

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/chexpercept/chexpercept/internal/review"
 )
 
@@ -53,17 +51,6 @@ func reviewManifest(t *testing.T) string {
 	return man
 }
 
-// run executes a fresh subcommand (flags do not leak between runs).
-func reviewRun(t *testing.T, c *cobra.Command, args ...string) (string, string, error) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	c.SetOut(&out)
-	c.SetErr(&errb)
-	c.SetArgs(args)
-	err := c.Execute()
-	return out.String(), errb.String(), err
-}
-
 func reviewExitCode(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -80,14 +67,14 @@ func TestReviewCommands(t *testing.T) {
 	man := reviewManifest(t)
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "review.db")
-	out, _, err := reviewRun(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "2", "--overlap", "2", "--seed", "3")
+	out, _, err := runCommand(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "2", "--overlap", "2", "--seed", "3")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`^reviewer r1 [A-Za-z0-9_-]{43}\nreviewer r2 [A-Za-z0-9_-]{43}\nadmin [A-Za-z0-9_-]{43}\n$`).MatchString(out) {
 		t.Errorf("init output:\n%s", out)
 	}
-	if _, _, err := reviewRun(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "2"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "already exists") {
+	if _, _, err := runCommand(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "2"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("second init: %v", err)
 	}
 
@@ -104,7 +91,7 @@ func TestReviewCommands(t *testing.T) {
 	}
 	st.Close()
 	jl := filepath.Join(tmp, "reviews.jsonl")
-	if _, _, err := reviewRun(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl); err != nil {
+	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(jl)
@@ -112,20 +99,20 @@ func TestReviewCommands(t *testing.T) {
 		t.Errorf("export jsonl:\n%s", data)
 	}
 	csvDir := filepath.Join(tmp, "sheets")
-	if _, _, err := reviewRun(t, reviewExportCmd(), "--review-db", db, "--csv", csvDir); err != nil {
+	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--csv", csvDir); err != nil {
 		t.Fatal(err)
 	}
 	pos, _ := os.ReadFile(filepath.Join(csvDir, "positive.csv"))
 	if !strings.HasSuffix(string(pos), "edema_a1_positive_0,a1,edema,a1_positive_0,right lung and left lung,,,1\r\n") {
 		t.Errorf("positive.csv:\n%q", pos)
 	}
-	if _, _, err := reviewRun(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl, "--csv", csvDir); reviewExitCode(err) != 2 {
+	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl, "--csv", csvDir); reviewExitCode(err) != 2 {
 		t.Errorf("export with both outputs: %v", err)
 	}
 
 	// Pack, fill the negative sheet, import into a log and into the db.
 	packDir := filepath.Join(tmp, "pack")
-	if out, _, err := reviewRun(t, reviewPackCmd(), "--source", man, "--out", packDir, "--annotators", "3"); err != nil || !strings.Contains(out, "2 case(s) in 2 sheet(s)") {
+	if out, _, err := runCommand(t, reviewPackCmd(), "--source", man, "--out", packDir, "--annotators", "3"); err != nil || !strings.Contains(out, "2 case(s) in 2 sheet(s)") {
 		t.Fatalf("pack: %v %s", err, out)
 	}
 	sheet := filepath.Join(packDir, "annotator_A", "edema", "negative", "review_sheet.csv")
@@ -135,17 +122,17 @@ func TestReviewCommands(t *testing.T) {
 	}
 	os.WriteFile(sheet, bytes.Replace(b, []byte(",\r\n"), []byte(",yes\r\n"), 1), 0o644) // header ends in "decision\r\n"
 	log2 := filepath.Join(tmp, "imported.jsonl")
-	if _, _, err := reviewRun(t, reviewImportCmd(), "--csv", sheet, "--reviews", log2); err != nil {
+	if _, _, err := runCommand(t, reviewImportCmd(), "--csv", sheet, "--reviews", log2); err != nil {
 		t.Fatal(err)
 	}
 	data, _ = os.ReadFile(log2)
 	if !strings.Contains(string(data), `"key_id":"edema_a2_negative_0","decision":"accept","reviewer":"annotator_A"`) {
 		t.Errorf("imported log:\n%s", data)
 	}
-	if _, _, err := reviewRun(t, reviewImportCmd(), "--review-db", db, "--reviewer", "r1", sheet); err != nil {
+	if _, _, err := runCommand(t, reviewImportCmd(), "--review-db", db, "--reviewer", "r1", sheet); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := reviewRun(t, reviewImportCmd(), "--csv", sheet); reviewExitCode(err) != 2 {
+	if _, _, err := runCommand(t, reviewImportCmd(), "--csv", sheet); reviewExitCode(err) != 2 {
 		t.Errorf("import without a target: %v", err)
 	}
 	l, err := review.OpenDecisions(db)
@@ -173,7 +160,7 @@ func (s *reviewSyncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); r
 func TestReviewServe(t *testing.T) {
 	man := reviewManifest(t)
 	db := filepath.Join(t.TempDir(), "review.db")
-	if _, _, err := reviewRun(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "1"); err != nil {
+	if _, _, err := runCommand(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "1"); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -213,10 +200,10 @@ func TestReviewServe(t *testing.T) {
 			t.Errorf("%s: serve ended with %v", tc.listen, err)
 		}
 	}
-	if _, _, err := reviewRun(t, reviewServeCmd(), "--review-db", db, "--listen", "nonsense"); reviewExitCode(err) != 2 {
+	if _, _, err := runCommand(t, reviewServeCmd(), "--review-db", db, "--listen", "nonsense"); reviewExitCode(err) != 2 {
 		t.Errorf("bad --listen: %v", err)
 	}
-	if _, _, err := reviewRun(t, reviewServeCmd(), "--review-db", filepath.Join(t.TempDir(), "none.db")); reviewExitCode(err) != 2 {
+	if _, _, err := runCommand(t, reviewServeCmd(), "--review-db", filepath.Join(t.TempDir(), "none.db")); reviewExitCode(err) != 2 {
 		t.Errorf("missing db: %v", err)
 	}
 }

@@ -6,10 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,40 +26,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// The run-directory commands are tested as a user runs them: the test
-// binary re-executes itself as the chexpercept command (so exit codes and
-// flag parsing are the real ones).
-
-const argSep = "\x1f"
-
-func TestRunToolsHelperProcess(t *testing.T) {
-	if os.Getenv("CHX_TEST_MAIN") != "1" {
-		t.Skip("helper process for the command tests")
-	}
-	os.Args = append([]string{"chexpercept"}, strings.Split(os.Getenv("CHX_TEST_ARGS"), argSep)...)
-	main()
-	os.Exit(0)
-}
-
-// runCLI runs chexpercept with args and returns stdout, stderr and the
-// exit status.
-func runCLI(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRunToolsHelperProcess$")
-	cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", "CHX_TEST_ARGS="+strings.Join(args, argSep))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("running %v: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
-	return out.String(), errb.String(), code
-}
+// The run-directory commands are tested as a user runs them, through
+// runCLI (helpers_test.go).
 
 // lastLine is the last line a command printed on stdout (the run dir).
 func lastLine(s string) string {

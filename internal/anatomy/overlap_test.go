@@ -1,18 +1,13 @@
 package anatomy
 
 import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/goldentest"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestRegionOverlapsPromotion(t *testing.T) {
 	// Three 10×10 regions side by side and one empty region; the component
@@ -157,28 +152,11 @@ func TestOverlapsRectangles(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n%s", name, got)
-	}
-}
-
 func TestGeometricalMaskInfos(t *testing.T) {
 	p, reg := rectCase()
 	ov := Overlaps(p, reg, false, buildcfg.Default())
 	v := GeometricalMaskInfos(ov)
-	golden(t, "geometrical_mask_infos.golden.json", ojson.Marshal(v))
+	goldentest.Check(t, "testdata/geometrical_mask_infos.golden.json", ojson.Marshal(v))
 
 	// Structure checks independent of the golden bytes.
 	if len(v.A) != 2 {
@@ -217,5 +195,5 @@ func TestGeometricalMaskInfos(t *testing.T) {
 	if heart.A[0].Get("overlap").Has("lung_regions") {
 		t.Errorf("heart-type record has lung_regions")
 	}
-	golden(t, "lesion_overlap.golden.json", ojson.Marshal(ov[0].LesionOverlapJSON()))
+	goldentest.Check(t, "testdata/lesion_overlap.golden.json", ojson.Marshal(ov[0].LesionOverlapJSON()))
 }

@@ -4,19 +4,15 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame/frametest"
+	"github.com/chexpercept/chexpercept/internal/goldentest"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // goldenGeometry is a hand-made lung-type case that does not depend on the
 // anatomy package: frametest's synthetic lungs and lesion, and hand-cut
@@ -86,17 +82,5 @@ func TestGolden(t *testing.T) {
 		buf.Write(ojson.Marshal(out))
 		buf.WriteByte('\n')
 	}
-	path := filepath.Join("testdata", "golden.json")
-	if *update {
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("output differs from %s; rerun with -update if the change is intended", path)
-	}
+	goldentest.Check(t, "testdata/golden.json", buf.Bytes())
 }

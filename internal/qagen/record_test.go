@@ -2,7 +2,6 @@ package qagen
 
 import (
 	"bytes"
-	"flag"
 	"image"
 	"os"
 	"path/filepath"
@@ -13,13 +12,12 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/deform"
+	"github.com/chexpercept/chexpercept/internal/goldentest"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 const S = 1024
 
@@ -187,7 +185,7 @@ func TestRecordsValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "records.golden.json", data)
+	goldentest.Check(t, "testdata/records.golden.json", data)
 
 	// Record-level rules of §9.6.
 	rf, rr, heart := cases[1].rec, cases[2].rec, cases[3].rec
@@ -328,25 +326,5 @@ func TestAssembleRecordErrors(t *testing.T) {
 	}
 	if _, err := AssembleRecord(Case{KeyID: "cardiomegaly_x_positive_0", Lesion: "cardiomegaly", Positive: true}, &QA{Points: pool, Revision: rev}, cfg); err != nil {
 		t.Errorf("heart-type needs no attributes: %v", err)
-	}
-}
-
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file (run with -update after checking the change)", name)
 	}
 }

@@ -2,21 +2,17 @@ package render
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"image"
 	"image/png"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/goldentest"
 	"github.com/chexpercept/chexpercept/internal/mask"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // The spec states the exact inside-mask result in closed form with a list
 // of exceptions caused by floating-point truncation (build.md §11).
@@ -53,26 +49,9 @@ func overlayTable(f func(uint8) Colour) string {
 	return b.String()
 }
 
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file", name)
-	}
-}
-
 func TestOverlayGoldenTables(t *testing.T) {
-	checkGolden(t, "overlay_cyan.golden.txt", []byte(overlayTable(OverlayValue)))
-	checkGolden(t, "review_red.golden.txt", []byte(overlayTable(ReviewValue)))
+	goldentest.Check(t, "testdata/overlay_cyan.golden.txt", []byte(overlayTable(OverlayValue)))
+	goldentest.Check(t, "testdata/review_red.golden.txt", []byte(overlayTable(ReviewValue)))
 }
 
 // gradient is a w×h grey image whose pixel i has value i mod 256.
@@ -269,7 +248,7 @@ func TestDrawPoints(t *testing.T) {
 	if err := EncodePNG(&buf, img); err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "discs.golden.png", buf.Bytes())
+	goldentest.Check(t, "testdata/discs.golden.png", buf.Bytes())
 
 	if err := DrawPoints(img, []benchmark.PointOption{{Point: pt(1, 1), Color: "cyan"}}); err == nil || !strings.Contains(err.Error(), "cyan") {
 		t.Errorf("unknown colour: err = %v", err)

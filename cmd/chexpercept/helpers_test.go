@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// Helpers shared by the command tests. A subcommand runs either in-process
+// (runCommand: fast, but flags persist on the command object) or as a user
+// runs it (runCLI: the test binary re-executes itself as the chexpercept
+// command, so exit codes and flag parsing are the real ones).
+
+// findCommand returns the registered subcommand name.
+func findCommand(t *testing.T, name string) *cobra.Command {
+	t.Helper()
+	for _, c := range pendingCommands {
+		if c.Name() == name {
+			return c
+		}
+	}
+	t.Fatalf("command %s not registered", name)
+	return nil
+}
+
+// runCommand executes c in-process with args and returns what it printed
+// on stdout and stderr and its error. Flags set by an earlier Execute of
+// the same command object persist; build a fresh command to avoid that.
+func runCommand(t *testing.T, c *cobra.Command, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c.SetOut(&out)
+	c.SetErr(&errb)
+	c.SetArgs(args)
+	err := c.Execute()
+	return out.String(), errb.String(), err
+}
+
+const argSep = "\x1f"
+
+func TestRunToolsHelperProcess(t *testing.T) {
+	if os.Getenv("CHX_TEST_MAIN") != "1" {
+		t.Skip("helper process for the command tests")
+	}
+	os.Args = append([]string{"chexpercept"}, strings.Split(os.Getenv("CHX_TEST_ARGS"), argSep)...)
+	main()
+	os.Exit(0)
+}
+
+// runCLI runs chexpercept with args in a child process with the test's
+// environment and returns stdout, stderr and the exit status.
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return runCLIWithEnv(t, os.Environ(), args...)
+}
+
+// runCLIEnv is runCLI with credential variables removed from the
+// environment (and extra ones added), so a provider's "no key" path runs
+// whatever the developer's shell holds.
+func runCLIEnv(t *testing.T, extra []string, args ...string) (string, string, int) {
+	t.Helper()
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "GEMINI_API_KEY",
+			"GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_GENAI_USE_VERTEXAI":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return runCLIWithEnv(t, append(env, extra...), args...)
+}
+
+func runCLIWithEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunToolsHelperProcess$")
+	cmd.Env = append(env, "CHX_TEST_MAIN=1", "CHX_TEST_ARGS="+strings.Join(args, argSep))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("running %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return out.String(), errb.String(), code
+}
