@@ -3,14 +3,14 @@ package protocol_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chexpercept/chexpercept/internal/goldentest"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -19,8 +19,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 var (
 	oracles = []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit}
@@ -74,19 +72,7 @@ func TestRequestsGolden(t *testing.T) {
 
 func golden(t *testing.T, path, got string) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file; got:\n%s", path, got)
-	}
+	goldentest.Check(t, path, []byte(got))
 }
 
 // lastUser is the text of the last (current) user message of call i.

@@ -2,12 +2,13 @@ package report
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/goldentest"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
@@ -15,8 +16,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // sampleReport writes the report of the baseline runs over the sample
 // benchmark and returns the temporary root and the report directory.
@@ -59,20 +58,7 @@ func TestGolden(t *testing.T) {
 	} {
 		got := bytes.ReplaceAll(read(t, filepath.Join(out, name)), []byte(filepath.ToSlash(tmp)), []byte("$TMP"))
 		golden := filepath.Join("testdata", "golden", strings.ReplaceAll(name, "/", "__"))
-		if *update {
-			os.MkdirAll(filepath.Dir(golden), 0o755)
-			if err := os.WriteFile(golden, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from %s (run with -update after checking the change)", name, golden)
-		}
+		goldentest.Check(t, golden, got)
 	}
 }
 

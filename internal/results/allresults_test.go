@@ -2,7 +2,6 @@ package results_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,14 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/goldentest"
+
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // scenarioRecords runs the four fixture records through the engine with
 // the scripted replies of protocoltest.ScenarioReplies.
@@ -43,20 +42,7 @@ func scenarioRecords(t *testing.T, o protocol.OracleMode, m parse.Mode) []*resul
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "allresults", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from the golden file; got:\n%s", path, got)
-	}
+	goldentest.Check(t, filepath.Join("testdata", "allresults", name), got)
 }
 
 func TestGolden(t *testing.T) {
