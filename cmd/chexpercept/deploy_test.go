@@ -52,14 +52,6 @@ func withCommandTree(t *testing.T) {
 	t.Cleanup(func() { rootCmd.RemoveCommand(pendingCommands...) })
 }
 
-// requiredInRunE lists flags a subcommand enforces inside RunE rather than
-// through cobra's required-flag annotation (which ValidateRequiredFlags
-// covers). Keep in step with eval.go and merge.go.
-var requiredInRunE = map[string][]string{
-	"eval":  {"benchmark", "provider", "model", "out"},
-	"merge": {"out"},
-}
-
 // invocation is a parsed chexpercept command line.
 type invocation struct {
 	name  string              // subcommand
@@ -107,11 +99,6 @@ func parseInvocation(args []string) (invocation, error) {
 	}
 	if err := cmd.ValidateFlagGroups(); err != nil {
 		return invocation{}, fmt.Errorf("%s: %v", cmd.Name(), err)
-	}
-	for _, req := range requiredInRunE[cmd.Name()] {
-		if !fs.Changed(req) {
-			return invocation{}, fmt.Errorf("%s: --%s is required", cmd.Name(), req)
-		}
 	}
 	fs.VisitAll(func(f *pflag.Flag) {
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
@@ -1017,7 +1004,7 @@ func TestDeployChecksCatchDrift(t *testing.T) {
 		{"alias not in registry", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--model", "--model=qwen9-999b") }, "not a registry alias"},
 		{"alias of another provider", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--provider", "--provider=openai") }, "not a registry alias"},
 		{"fixed shard", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--shard", "--shard=1/8") }, "want auto/N"},
-		{"missing required flag", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--out", "--oracle=none") }, "--out is required"},
+		{"missing required flag", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--out", "--oracle=none") }, `required flag(s) "out" not set`},
 		{"endpoint host", func(s *k8sSet) {
 			setArg(s.eval.chexperceptContainer(), "--endpoint", "--endpoint=http://vllm-llama:8000/v1")
 		}, "no Service"},
@@ -1046,7 +1033,7 @@ func TestDeployChecksCatchDrift(t *testing.T) {
 		{"merge missing --out", func(s *k8sSet) {
 			c := s.merge.chexperceptContainer()
 			c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--out") })
-		}, "--out is required"},
+		}, `required flag(s) "out" not set`},
 		{"merge without dir", func(s *k8sSet) { c := s.merge.chexperceptContainer(); c.Args = c.Args[:1] }, "requires at least 1 arg"},
 		{"different claims", func(s *k8sSet) { s.merge.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "other" }, "different claims"},
 		{"undefined env reference", func(s *k8sSet) {

@@ -53,11 +53,6 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
-			for _, req := range []string{"benchmark", "provider", "model", "out"} {
-				if !f.Changed(req) {
-					return withExit(2, fmt.Errorf("--%s is required", req))
-				}
-			}
 			var err error
 			if o.Oracle, err = protocol.ParseOracleMode(oracle); err != nil {
 				return withExit(2, fmt.Errorf("--oracle: %v", err))
@@ -214,6 +209,9 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 	f.StringVar(&o.GeminiImageFormat, "gemini-image-format", "png", "images sent to Gemini: png (file bytes) | jpeg (the reference's re-encoding)")
 	f.StringArrayVar(&modelFiles, "models", nil, "extra models.yaml extending the registry (repeatable)")
 	f.StringVar(&pricesFile, "prices", "", "price table replacing the built-in prices.yaml")
+	for _, req := range []string{"benchmark", "provider", "model", "out"} {
+		_ = cmd.MarkFlagRequired(req)
+	}
 	addCommand(cmd)
 }
 

@@ -32,9 +32,6 @@ printed is the merged run directory.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			start := time.Now()
-			if out == "" {
-				return withExit(2, fmt.Errorf("--out is required"))
-			}
 			rep, err := results.Merge(args, results.MergeOptions{Out: out, BenchDir: benchDir, Engine: runEngine{}, Force: force})
 			if err != nil {
 				return withExit(2, err)
@@ -56,5 +53,6 @@ printed is the merged run directory.`,
 	f.StringVar(&out, "out", "", "results folder to write the merged run into (required)")
 	f.StringVar(&benchDir, "benchmark", "", "benchmark directory on this machine (default: the first shard manifest's dataset path)")
 	f.BoolVar(&force, "force", false, "replace the merged run directory if it already holds a run")
+	_ = cmd.MarkFlagRequired("out")
 	addCommand(cmd)
 }
