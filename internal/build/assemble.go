@@ -220,6 +220,7 @@ func (a *assembly) writeOut(rel string, data []byte) error {
 func (a *assembly) renderAll(ctx context.Context) error {
 	jobs := make(chan *included)
 	errs := make(chan error, len(a.records)+1)
+	prog := newStageProgress(a.opt, "assembling", "cases rendered", len(a.records))
 	var wg sync.WaitGroup
 	for w := 0; w < a.opt.Workers; w++ {
 		wg.Add(1)
@@ -229,6 +230,7 @@ func (a *assembly) renderAll(ctx context.Context) error {
 				if err := a.renderCase(inc); err != nil {
 					errs <- err
 				}
+				prog.add(1)
 			}
 		}()
 	}
@@ -240,6 +242,7 @@ func (a *assembly) renderAll(ctx context.Context) error {
 	}
 	close(jobs)
 	wg.Wait()
+	prog.finish()
 	close(errs)
 	if err := <-errs; err != nil {
 		return err

@@ -195,7 +195,7 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	}
 	var floor *floorResult
 	if opt.MeasureFloor {
-		if floor, err = measureFloor(opt.Out, opt.Workers); err != nil {
+		if floor, err = measureFloor(opt); err != nil {
 			return nil, global("measuring the PNG floor: %v", err)
 		}
 	}

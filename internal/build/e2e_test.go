@@ -168,12 +168,30 @@ func TestBuildEndToEnd(t *testing.T) {
 	if readSums(t, out4) != readSums(t, ref) {
 		t.Fatal("SHA256SUMS differ between 1 and 4 workers")
 	}
-	// A rerun over the finished tree reuses work/ and changes nothing.
-	if _, err := Run(context.Background(), smallOptions(phantomManifest(t), out4, 2)); err != nil {
+	// A rerun over the finished tree reuses work/ and changes nothing. It
+	// also measures the PNG floor, and logs the progress of every stage.
+	rerun := smallOptions(phantomManifest(t), out4, 2)
+	var log bytes.Buffer
+	rerun.Stderr, rerun.LogEvery, rerun.MeasureFloor = &log, time.Nanosecond, true
+	if _, err := Run(context.Background(), rerun); err != nil {
 		t.Fatal(err)
 	}
 	if readSums(t, out4) != readSums(t, ref) {
 		t.Fatal("SHA256SUMS changed on a rerun")
+	}
+	for _, want := range []string{
+		"build: assembling: 21 cases rendered\n",
+		"build: assembling: 1/21 cases rendered, ",
+		"build: assembling done: 21/21 cases rendered in ",
+		"build: measuring the PNG floor: ",
+		"build: measuring the PNG floor done: ",
+	} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("build log lacks %q:\n%s", want, log.String())
+		}
+	}
+	if timing, err := os.ReadFile(filepath.Join(out4, timingJSON)); err != nil || !bytes.Contains(timing, []byte(`"png_floor"`)) {
+		t.Errorf("%s has no png_floor (%v)", timingJSON, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package build
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -76,4 +77,63 @@ func (p *progress) finish() {
 	}
 	fmt.Fprintf(p.opt.Stderr, "build: processing done: %d candidates processed in %s; assembling\n",
 		p.processed, time.Since(p.start).Round(time.Millisecond))
+}
+
+// stageProgress reports a counted stage that follows case processing
+// (assembly, the PNG floor), which on a full-size build takes longer than
+// processing itself: a bar on a terminal, a log line every LogEvery
+// otherwise. Safe for concurrent use.
+type stageProgress struct {
+	mu          sync.Mutex
+	opt         Options
+	what, unit  string
+	bar         *progressbar.ProgressBar
+	total, n    int
+	start, last time.Time
+}
+
+func newStageProgress(opt Options, what, unit string, total int) *stageProgress {
+	s := &stageProgress{opt: opt, what: what, unit: unit, total: total, start: time.Now(), last: time.Now()}
+	if s.opt.LogEvery <= 0 {
+		s.opt.LogEvery = 10 * time.Second
+	}
+	if opt.Progress {
+		s.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(opt.Stderr),
+			progressbar.OptionSetDescription(what),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionClearOnFinish())
+	} else {
+		fmt.Fprintf(opt.Stderr, "build: %s: %d %s\n", what, total, unit)
+	}
+	return s
+}
+
+// add counts k more units done.
+func (s *stageProgress) add(k int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n += k
+	if s.bar != nil {
+		s.bar.Add(k)
+		return
+	}
+	if time.Since(s.last) >= s.opt.LogEvery {
+		s.last = time.Now()
+		fmt.Fprintf(s.opt.Stderr, "build: %s: %d/%d %s, %s elapsed\n",
+			s.what, s.n, s.total, s.unit, time.Since(s.start).Round(time.Second))
+	}
+}
+
+func (s *stageProgress) finish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bar != nil {
+		s.bar.Finish()
+		return
+	}
+	fmt.Fprintf(s.opt.Stderr, "build: %s done: %d/%d %s in %s\n",
+		s.what, s.n, s.total, s.unit, time.Since(s.start).Round(time.Millisecond))
 }

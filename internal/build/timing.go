@@ -30,7 +30,8 @@ type floorResult struct {
 // measureFloor decodes the final PNGs in batches (untimed) and times only
 // their parallel re-encoding with `workers` goroutines. Masks are encoded
 // as image.Gray and bundle images as opaque image.RGBA, as the build does.
-func measureFloor(out string, workers int) (*floorResult, error) {
+func measureFloor(opt Options) (*floorResult, error) {
+	out, workers := opt.Out, opt.Workers
 	var files []string
 	for _, d := range []string{imagesDir, masksDir} {
 		err := filepath.WalkDir(filepath.Join(out, d), func(p string, de fs.DirEntry, err error) error {
@@ -48,6 +49,8 @@ func measureFloor(out string, workers int) (*floorResult, error) {
 	}
 	const batch = 64
 	res := &floorResult{Files: len(files)}
+	prog := newStageProgress(opt, "measuring the PNG floor", "files re-encoded", len(files))
+	defer prog.finish()
 	var total time.Duration
 	for lo := 0; lo < len(files); lo += batch {
 		hi := min(lo+batch, len(files))
@@ -100,6 +103,7 @@ func measureFloor(out string, workers int) (*floorResult, error) {
 		close(next)
 		wg.Wait()
 		total += time.Since(t0)
+		prog.add(len(imgs))
 		close(errs)
 		if err := <-errs; err != nil {
 			return nil, err
