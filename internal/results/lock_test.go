@@ -7,9 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 )
 
 // flock locks belong to open file descriptions, so two locks taken in one
@@ -64,15 +61,7 @@ func TestRunLocks(t *testing.T) {
 // The offline tools refuse a source that an eval is still writing and a
 // target that another process holds.
 func TestToolsRespectRunLocks(t *testing.T) {
-	bdir := filepath.Join(t.TempDir(), "bench")
-	os.MkdirAll(bdir, 0o755)
-	if err := benchtest.Write(bdir, benchtest.Sample(), false); err != nil {
-		t.Fatal(err)
-	}
-	b, err := benchmark.Load(bdir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := sampleBenchmark(t)
 	out := t.TempDir()
 	src := filepath.Join(out, "opensource_glm-4v", "oracle_none")
 	writeSourceRun(t, src, b, `[]`)

@@ -26,17 +26,8 @@ func LockRun(dir string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %v", name, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("run directory %s is in use by another chexpercept process (lock %s held); wait for it or use another --out", dir, LockFile)
-		}
-		return nil, fmt.Errorf("lock %s: %v", name, err)
-	}
-	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
+	return flock(f, syscall.LOCK_EX,
+		fmt.Sprintf("run directory %s is in use by another chexpercept process (lock %s held); wait for it or use another --out", dir, LockFile))
 }
 
 // ReadLockRun takes a shared lock on the run directory dir for reading it
@@ -54,12 +45,20 @@ func ReadLockRun(dir string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %v", name, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+	return flock(f, syscall.LOCK_SH,
+		fmt.Sprintf("run directory %s is being written by another chexpercept process (lock %s held); wait for it to finish", dir, LockFile))
+}
+
+// flock locks the open lock file f without waiting (how: LOCK_EX or
+// LOCK_SH); busy is the error when another open file holds a conflicting
+// lock. It closes f on failure.
+func flock(f *os.File, how int, busy string) (unlock func(), err error) {
+	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("run directory %s is being written by another chexpercept process (lock %s held); wait for it to finish", dir, LockFile)
+			return nil, errors.New(busy)
 		}
-		return nil, fmt.Errorf("lock %s: %v", name, err)
+		return nil, fmt.Errorf("lock %s: %v", f.Name(), err)
 	}
 	return func() {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -25,15 +24,7 @@ func (selectAll) Select(b *benchmark.Benchmark, _ *ojson.Value) (*WholeSelection
 // rescore and merge refuse a results.jsonl without one readable record
 // (naming the file and the line) instead of writing an empty run.
 func TestNoRecordsRefused(t *testing.T) {
-	bdir := filepath.Join(t.TempDir(), "bench")
-	os.MkdirAll(bdir, 0o755)
-	if err := benchtest.Write(bdir, benchtest.Sample(), false); err != nil {
-		t.Fatal(err)
-	}
-	b, err := benchmark.Load(bdir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := sampleBenchmark(t)
 	tests := []struct {
 		name    string
 		results *string // nil: no results.jsonl

@@ -60,15 +60,7 @@ func writeSourceRun(t *testing.T, dir string, b *benchmark.Benchmark, quirks str
 }
 
 func TestRescoreRun(t *testing.T) {
-	bdir := filepath.Join(t.TempDir(), "bench")
-	os.MkdirAll(bdir, 0o755)
-	if err := benchtest.Write(bdir, benchtest.Sample(), false); err != nil {
-		t.Fatal(err)
-	}
-	b, err := benchmark.Load(bdir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := sampleBenchmark(t)
 	out := t.TempDir()
 	for _, c := range []struct {
 		quirks, mode, name string
@@ -120,6 +112,24 @@ func TestRescoreRun(t *testing.T) {
 	if _, err := RescoreRun(wrongMode, RescoreOptions{Mode: "lenient", Bench: b, Engine: &fakeEngine{}}); err == nil {
 		t.Error("unknown parse mode accepted")
 	}
+}
+
+// sampleBenchmark writes the hand-made sample benchmark to a temporary
+// folder and loads it.
+func sampleBenchmark(t *testing.T) *benchmark.Benchmark {
+	t.Helper()
+	bdir := filepath.Join(t.TempDir(), "bench")
+	if err := os.MkdirAll(bdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := benchtest.Write(bdir, benchtest.Sample(), false); err != nil {
+		t.Fatal(err)
+	}
+	b, err := benchmark.Load(bdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func mustReadFile(t *testing.T, name string) []byte {
