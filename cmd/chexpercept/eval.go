@@ -178,10 +178,10 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.BenchDir, "benchmark", "", "benchmark directory (holds chexpercept.json)")
-	f.StringVar(&prov, "provider", "", "opensource | openai | azure | gemini | baseline")
-	f.StringVar(&model, "model", "", "registry alias, raw model id, or baseline policy (random|first|oracle)")
-	f.StringVar(&o.OutDir, "out", "", "results folder; the run directory is created inside it")
+	f.StringVar(&o.BenchDir, "benchmark", "", "benchmark directory (holds chexpercept.json) (required)")
+	f.StringVar(&prov, "provider", "", "opensource | openai | azure | gemini | baseline (required)")
+	f.StringVar(&model, "model", "", "registry alias, raw model id, or baseline policy (random|first|oracle) (required)")
+	f.StringVar(&o.OutDir, "out", "", "results folder; the run directory is created inside it (required)")
 	f.StringArrayVar(&o.Endpoints, "endpoint", nil, "server base URL, e.g. http://127.0.0.1:8000/v1 (repeatable)")
 	f.StringVar(&oracle, "oracle", "implicit", "oracle mode: none | implicit | explicit")
 	f.StringVar(&parseMode, "parse-mode", "reference", "answer parsing: reference | strict")

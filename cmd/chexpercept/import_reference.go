@@ -69,7 +69,7 @@ reasoning, record times (set to the import time), records the reference
 dropped, and per-turn usage unless token_usage has one entry per turn. A key
 that is not in the benchmark, or malformed content, is an error naming the
 file and the key. The last line printed is the run directory.`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			start := time.Now()
 			file := args[0]

@@ -20,7 +20,7 @@ with every answer's derivation, geometry.png, regions.png, overlaps.json,
 deformation.json, steps/, fakes/, points.png and revision_options.png.
 Failed cases are explained too. The case line is taken from BENCH_DIR/work/;
 --source names the manifest or candidates file when work/ does not have it.`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs("BENCH_DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if key == "" {
 				return withExit(2, errors.New("--key is required"))

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -65,4 +66,29 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chexpercept:", err)
 	}
 	os.Exit(code)
+}
+
+// needArgs is cobra.ExactArgs with errors that name the argument:
+// "missing RUN_DIR (usage: chexpercept rescore RUN_DIR ...)".
+func needArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) < len(names):
+			return fmt.Errorf("missing %s (usage: %s)", strings.Join(names[len(args):], " "), cmd.UseLine())
+		case len(args) > len(names):
+			return fmt.Errorf("unexpected argument %q (usage: %s)", args[len(names)], cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// needSomeArgs is cobra.MinimumNArgs(1) with an error that names the
+// argument.
+func needSomeArgs(name string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("missing %s (usage: %s)", name, cmd.UseLine())
+		}
+		return nil
+	}
 }

@@ -29,7 +29,7 @@ benchmark order; image paths in all_results.json point into --benchmark
 (default: the dataset path of the first shard's manifest), whose
 chexpercept.json must be the one the shards were run on. The last line
 printed is the merged run directory.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: needSomeArgs("DIR"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			start := time.Now()
 			rep, err := results.Merge(args, results.MergeOptions{Out: out, BenchDir: benchDir, Engine: runEngine{}, Force: force})

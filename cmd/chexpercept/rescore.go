@@ -31,7 +31,7 @@ history) stays the one the source run had under its own parse mode.
 The benchmark is the one named in the run's manifest unless --benchmark is
 given; its chexpercept.json must have the manifest's SHA-256. The last line
 printed is the new run directory.`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs("RUN_DIR"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			start := time.Now()
 			if parseMode != "reference" && parseMode != "strict" {

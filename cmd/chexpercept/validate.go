@@ -23,7 +23,7 @@ model calls, SHA-256 of chexpercept.json). With --json the findings are
 JSON Lines on stdout and the summary goes to stderr.
 
 Exit status: 0 no errors, 1 at least one error, 2 the validator could not run.`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs("BENCH_DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := validate.Run(args[0], opt)
 			if err != nil {

@@ -180,10 +180,11 @@ func TestBuildEndToEnd(t *testing.T) {
 		t.Fatal("SHA256SUMS changed on a rerun")
 	}
 	for _, want := range []string{
-		"build: assembling: 21 cases rendered\n",
+		"build: assembling (21 to do)…\n",
 		"build: assembling: 1/21 cases rendered, ",
 		"build: assembling done: 21/21 cases rendered in ",
-		"build: measuring the PNG floor: ",
+		"build: measuring the PNG floor (",
+		"build: measuring the PNG floor: 1/",
 		"build: measuring the PNG floor done: ",
 	} {
 		if !strings.Contains(log.String(), want) {

@@ -72,10 +72,9 @@ func (p *progress) done(l *list, it *item) {
 
 func (p *progress) finish() {
 	if p.bar != nil {
-		p.bar.Finish()
-		return
+		p.bar.Finish() // clears the bar; the line below stays
 	}
-	fmt.Fprintf(p.opt.Stderr, "build: processing done: %d candidates processed in %s; assembling\n",
+	fmt.Fprintf(p.opt.Stderr, "build: processing done: %d candidates processed in %s\n",
 		p.processed, time.Since(p.start).Round(time.Millisecond))
 }
 
@@ -106,7 +105,7 @@ func newStageProgress(opt Options, what, unit string, total int) *stageProgress 
 			progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionClearOnFinish())
 	} else {
-		fmt.Fprintf(opt.Stderr, "build: %s: %d %s\n", what, total, unit)
+		fmt.Fprintf(opt.Stderr, "build: %s (%d to do)…\n", what, total)
 	}
 	return s
 }
@@ -131,8 +130,7 @@ func (s *stageProgress) finish() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.bar != nil {
-		s.bar.Finish()
-		return
+		s.bar.Finish() // clears the bar; the line below stays
 	}
 	fmt.Fprintf(s.opt.Stderr, "build: %s done: %d/%d %s in %s\n",
 		s.what, s.n, s.total, s.unit, time.Since(s.start).Round(time.Millisecond))

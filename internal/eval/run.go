@@ -158,8 +158,11 @@ feed:
 	if writeErr != nil {
 		return writeErr
 	}
-	if r.sum.Interrupted {
+	switch {
+	case r.sum.Interrupted && r.sum.Abandoned > 0:
 		fmt.Fprintf(o.Log, "interrupted: %d records started, %d abandoned (they will be asked again on restart)\n", attempted, r.sum.Abandoned)
+	case r.sum.Interrupted:
+		fmt.Fprintf(o.Log, "interrupted: %d records started, all in flight finished; the rest are asked on restart\n", attempted)
 	}
 	return nil
 }

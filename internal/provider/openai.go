@@ -43,7 +43,7 @@ func newOpenAI(cfg Config) (*openaiClient, error) {
 			return nil, err
 		}
 		if key == "" {
-			return nil, fmt.Errorf("azure: no API key (set AZURE_OPENAI_API_KEY or give an API key file)")
+			return nil, fmt.Errorf("azure: no API key (set AZURE_OPENAI_API_KEY, or pass --api-key-file FILE)")
 		}
 		ep := cfg.Endpoint
 		if ep == "" {
@@ -89,7 +89,7 @@ func newOpenAI(cfg Config) (*openaiClient, error) {
 		}
 		if key == "" {
 			if ep == DefaultOpenAIEndpoint {
-				return nil, fmt.Errorf("openai: no API key (set OPENAI_API_KEY or give an API key file)")
+				return nil, fmt.Errorf("openai: no API key (set OPENAI_API_KEY, or pass --api-key-file FILE)")
 			}
 			key = placeholderKey
 		}

@@ -133,6 +133,10 @@ func (r *Registry) add(name string, data []byte) error {
 	if err := dec.Decode(&list); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%s: %s", name, yamlerr.Explain(data, err))
 	}
+	if len(list) == 0 {
+		// Most likely the wrong file, or a list left commented out.
+		return fmt.Errorf("%s: no model entries (want a YAML list of entries with alias, provider, backend and model_id)", name)
+	}
 	seen := map[string]bool{}
 	for i, e := range list {
 		where := fmt.Sprintf("%s: entry %d", name, i+1)

@@ -153,6 +153,7 @@ func TestBadFiles(t *testing.T) {
 		{"bad_temperature.yaml", "sampling.temperature -1"},
 		{"bad_not_list.yaml", "line 1: want a list, got a mapping"},
 		{"missing.yaml", "no such file"},
+		{"bad_empty.yaml", "no model entries"},
 	}
 	for _, tc := range cases {
 		_, err := Load("testdata/" + tc.file)
