@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,13 +27,16 @@ all_models_oracle_<mode>/all_models_*.csv (the reference's CSVs), ext_*.csv,
 summary.json, report.md, plots (PNG and SVG) and index.html, which works
 when opened from disk. Problems with single inputs are warnings: the report
 of everything valid is still written and lists what was left out.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: needSomeArgs("PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfg.Out == "" {
 				return withExit(2, fmt.Errorf("--out REPORT_DIR is required"))
 			}
 			cfg.Inputs = args
 			cfg.Analysis.ErrorPolicy = errorPolicy
+			// Rebuilt from the flag each time: an in-process re-run (tests)
+			// must not inherit the previous run's pairs.
+			cfg.Analysis.Compare = nil
 			for _, c := range compare {
 				a, b, ok := strings.Cut(c, ",")
 				if !ok || a == "" || b == "" || strings.Contains(b, ",") {
@@ -62,7 +66,7 @@ of everything valid is still written and lists what was left out.`,
 					scored++
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "report: %d run(s) (%d scored), %d warning(s); wrote %s/index.html\n", len(res.Runs), scored, len(res.Warnings), cfg.Out)
+			fmt.Fprintf(cmd.OutOrStdout(), "report: %d run(s) (%d scored), %d warning(s); wrote %s\n", len(res.Runs), scored, len(res.Warnings), filepath.Join(cfg.Out, "index.html"))
 			return nil
 		},
 	}

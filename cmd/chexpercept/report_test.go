@@ -30,11 +30,12 @@ func TestReportCommand(t *testing.T) {
 	}
 	out := filepath.Join(tmp, "report")
 	cmd := findCommand(t, "report")
-	stdout, stderr, err := runCommand(t, cmd, results, filepath.Join(tmp, "nope"), "--out", out, "--bootstrap", "100", "--compare", "baseline_oracle,baseline_first")
+	// A trailing separator on --out must not show up doubled in the path printed.
+	stdout, stderr, err := runCommand(t, cmd, results, filepath.Join(tmp, "nope"), "--out", out+string(filepath.Separator), "--bootstrap", "100", "--compare", "baseline_oracle,baseline_first")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	if !strings.Contains(stdout, "report: 2 run(s) (2 scored), 1 warning(s)") || !strings.Contains(stderr, "warning: ") {
+	if want := "report: 2 run(s) (2 scored), 1 warning(s); wrote " + filepath.Join(out, "index.html") + "\n"; stdout != want || !strings.Contains(stderr, "warning: ") {
 		t.Errorf("stdout %q stderr %q", stdout, stderr)
 	}
 	for _, f := range []string{"index.html", "report.md", "summary.json", "ext_pairwise.csv", "all_models_oracle_none/all_models_summary.csv", "plot_stage_accuracy_oracle_none.svg"} {
@@ -62,5 +63,42 @@ func TestReportCommand(t *testing.T) {
 		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want exit 2 with %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// An interrupted run is reported, with a warning on stderr that gives
+// its numbers; a complete one gives none.
+func TestReportCommandIncompleteRun(t *testing.T) {
+	tmp := t.TempDir()
+	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		finished int
+		stdout   string
+		stderr   string
+	}{
+		{"complete", 0, "report: 1 run(s) (1 scored), 0 warning(s)", ""},
+		{"interrupted", 3, "report: 1 run(s) (1 scored), 1 warning(s)",
+			"warning: run baseline_oracle/oracle_none: 3 of 7 selected records have results (run incomplete or still running); its figures cover only those 3\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			results := filepath.Join(tmp, tc.name)
+			r := &analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle, Selected: 7, Finished: tc.finished}
+			if _, err := r.Write(results, b); err != nil {
+				t.Fatal(err)
+			}
+			cmd := findCommand(t, "report")
+			cmd.Flags().Lookup("compare").Value.(pflag.SliceValue).Replace(nil)
+			stdout, stderr, err := runCommand(t, cmd, results, "--out", filepath.Join(tmp, tc.name+"-report"), "--bootstrap", "20", "--error-policy", "exclude")
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			if !strings.HasPrefix(stdout, tc.stdout) || stderr != tc.stderr {
+				t.Errorf("stdout %q stderr %q", stdout, stderr)
+			}
+		})
 	}
 }

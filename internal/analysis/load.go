@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -37,7 +38,21 @@ type Run struct {
 	// Ref is the reference (§10.1) metrics over every ok record, or over
 	// all_results.json when results.jsonl is unusable; nil if neither.
 	Ref *results.RefMetrics
+
+	// Selected is the manifest's selected_records; 0 when unknown.
+	Selected int
+	// Finished counts the distinct key_ids with a line in results.jsonl
+	// (error records included: they are finished), before any are left
+	// out for not being in the benchmark.
+	Finished int
+	// Live is set when an incomplete run's lock was held by a writer
+	// while the report read it.
+	Live bool
 }
+
+// Partial reports whether fewer records have results than the run
+// selected: the run was interrupted or is still running.
+func (r *Run) Partial() bool { return r.Records != nil && r.Selected > 0 && r.Finished < r.Selected }
 
 // ID names the run in messages and in our tables: the run name, plus the
 // oracle mode when that is needed to tell runs apart.
@@ -264,6 +279,7 @@ func (s *Set) readRun(dir string) *Run {
 			r.ParseMode = m.ParseMode
 			r.BenchmarkSHA256, r.DatasetPath = m.Dataset.SHA256, m.Dataset.Path
 			r.ProfileName, r.ProfileSHA256 = m.PromptProfile.Name, m.PromptProfile.SHA256
+			r.Selected = s.selectedRecords(mpath, data)
 		}
 	} else if !os.IsNotExist(err) {
 		s.warnf("%s: %v", mpath, err)
@@ -276,6 +292,7 @@ func (s *Set) readRun(dir string) *Run {
 	recs, bad := s.readResults(rpath)
 	if recs != nil {
 		r.Records = results.Latest(recs)
+		r.Finished = len(r.Records)
 		if bad > 0 {
 			s.warnf("%s: %d unreadable line(s) left out", rpath, bad)
 		}
@@ -404,6 +421,9 @@ func readAllResults(path string) ([]*ojson.Value, error) {
 // hashes, and parse modes or prompt profiles that differ among runs of
 // the same oracle mode, are warnings; so are reference-label collisions.
 func (s *Set) checkRuns() {
+	for _, r := range s.Runs {
+		s.checkComplete(r)
+	}
 	if s.Bench != nil {
 		for _, r := range s.Runs {
 			if r.BenchmarkSHA256 != "" && r.BenchmarkSHA256 != s.Bench.SHA256 {
@@ -491,11 +511,53 @@ func (s *Set) checkRuns() {
 	}
 }
 
+// checkComplete warns when a run has results for fewer records than it
+// selected, so that its figures are never mistaken for a finished run's.
+// A run being written is still reported (people watch live runs); the
+// lock is only probed, and released at once, to say so.
+func (s *Set) checkComplete(r *Run) {
+	if !r.Partial() {
+		return
+	}
+	state := "run incomplete or still running"
+	if unlock, err := results.ReadLockRun(r.Dir); err != nil {
+		if errors.Is(err, results.ErrBusy) {
+			r.Live = true
+			state = "still running: an eval holds its lock"
+		}
+	} else {
+		unlock()
+	}
+	s.warnf("run %s/oracle_%s: %d of %d selected records have results (%s); its figures cover only those %d",
+		r.Name, r.OracleMode, r.Finished, r.Selected, state, r.Finished)
+}
+
 func short(h string) string {
 	if len(h) > 12 {
 		return h[:12]
 	}
 	return h
+}
+
+// selectedRecords reads selected_records from manifest bytes that
+// ParseManifestInfo accepted (results.ManifestInfo does not carry it).
+// 0 means unknown: absent (older manifests) or unusable (warned).
+func (s *Set) selectedRecords(mpath string, data []byte) int {
+	var sel struct {
+		SelectedRecords *int `json:"selected_records"`
+	}
+	if err := json.Unmarshal(data, &sel); err != nil {
+		s.warnf("%s: selected_records is not a whole number (%v); the run's completeness is not checked", mpath, err)
+		return 0
+	}
+	if sel.SelectedRecords == nil {
+		return 0
+	}
+	if *sel.SelectedRecords < 0 {
+		s.warnf("%s: selected_records %d is negative; the run's completeness is not checked", mpath, *sel.SelectedRecords)
+		return 0
+	}
+	return *sel.SelectedRecords
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -265,3 +265,95 @@ func TestErrorPolicyEndToEnd(t *testing.T) {
 		t.Error("bad error policy accepted")
 	}
 }
+
+// A run with results for fewer records than its manifest selected is
+// still loaded, but says so; error records are finished records.
+func TestIncompleteRuns(t *testing.T) {
+	errs := map[string]bool{"pneumonia_s57001234_positive_0": true, "edema_s50414267_negative_3": true}
+	const partial = "run p_r/oracle_none: 2 of 7 selected records have results (run incomplete or still running); its figures cover only those 2"
+	const live = "run p_r/oracle_none: 2 of 7 selected records have results (still running: an eval holds its lock); its figures cover only those 2"
+	for _, tc := range []struct {
+		name               string
+		run                analysistest.Run
+		lock               string // "": no lock file; "file": an unheld one; "held": held by a writer
+		manifest           func(string) string
+		want               string // the one expected warning, "" for none
+		selected, finished int
+		live               bool
+	}{
+		{name: "complete", run: analysistest.Run{Selected: 7}, selected: 7, finished: 7},
+		{name: "complete, lock file left", run: analysistest.Run{Selected: 7}, lock: "file", selected: 7, finished: 7},
+		{name: "manifest without selected_records", run: analysistest.Run{Finished: 2}, finished: 2},
+		{name: "errors are finished", run: analysistest.Run{Selected: 7, Errors: errs}, selected: 7, finished: 7},
+		{name: "interrupted", run: analysistest.Run{Selected: 7, Finished: 2}, want: partial, selected: 7, finished: 2},
+		{name: "interrupted, lock file left", run: analysistest.Run{Selected: 7, Finished: 2}, lock: "file", want: partial, selected: 7, finished: 2},
+		{name: "still running", run: analysistest.Run{Selected: 7, Finished: 2}, lock: "held", want: live, selected: 7, finished: 2, live: true},
+		{name: "selected_records not a number", run: analysistest.Run{Finished: 2},
+			manifest: func(m string) string { return strings.Replace(m, `"run_name"`, `"selected_records":"7","run_name"`, 1) },
+			want:     "manifest.json: selected_records is not a whole number", finished: 2},
+		{name: "selected_records negative", run: analysistest.Run{Finished: 2},
+			manifest: func(m string) string { return strings.Replace(m, `"run_name"`, `"selected_records":-1,"run_name"`, 1) },
+			want:     "manifest.json: selected_records -1 is negative", finished: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := tc.run
+			run.Provider, run.Label, run.Oracle, run.Policy = "p", "r", "none", analysistest.Oracle
+			dir, _ := writeRuns(t, &run)
+			rdir := filepath.Join(dir, "p_r", "oracle_none")
+			if tc.manifest != nil {
+				mpath := filepath.Join(rdir, results.ManifestFile)
+				m, err := os.ReadFile(mpath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(mpath, []byte(tc.manifest(string(m))), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch tc.lock {
+			case "file":
+				if err := os.WriteFile(filepath.Join(rdir, results.LockFile), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			case "held":
+				unlock, err := results.LockRun(rdir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unlock()
+				if u, err := results.ReadLockRun(rdir); err == nil {
+					u()
+					t.Skip("no advisory locks on this platform")
+				}
+			}
+			set, err := Load([]string{dir}, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if tc.want != "" {
+				want = []string{tc.want}
+			}
+			if len(set.Warnings) != len(want) || (len(want) == 1 && !strings.Contains(set.Warnings[0], want[0])) {
+				t.Errorf("warnings %q, want %q", set.Warnings, want)
+			}
+			r := set.Runs[0]
+			if r.Selected != tc.selected || r.Finished != tc.finished || r.Live != tc.live || len(r.Records) != tc.finished {
+				t.Errorf("selected %d finished %d live %v records %d", r.Selected, r.Finished, r.Live, len(r.Records))
+			}
+			if r.Partial() != (tc.finished < tc.selected) {
+				t.Errorf("Partial() = %v", r.Partial())
+			}
+			// The probe must not keep the directory locked: a writer can
+			// still take it (after ours is released).
+			if tc.lock == "file" {
+				unlock, err := results.LockRun(rdir)
+				if err != nil {
+					t.Errorf("lock after the report: %v", err)
+				} else {
+					unlock()
+				}
+			}
+		})
+	}
+}

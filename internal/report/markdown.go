@@ -184,7 +184,7 @@ func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 		on := "(oracle " + mode + ")"
 		t := newTable(sec, "Leaderboard "+on, "Model", "Parse", "Records", "Errors", "Depth RR", "Depth RF", "Depth LF", "E2E RR stage 4 (%)", "E2E RF stage 4 (%)", "E2E LF stage 1 (%)")
 		for _, rr := range runs {
-			t.row(rr.Run.Name, rr.Run.ParseMode, itoa(rr.Usage.NItems), itoa(rr.Usage.NError),
+			t.row(leaderName(rr.Run), rr.Run.ParseMode, itoa(rr.Usage.NItems), itoa(rr.Usage.NError),
 				depthCI(rr.DepthOf(analysis.Paths[0], "all")), depthCI(rr.DepthOf(analysis.Paths[1], "all")), depthCI(rr.DepthOf(analysis.Paths[2], "all")),
 				pctCI(rr.Stage(analysis.Paths[0], "all", 4).E2E, true), pctCI(rr.Stage(analysis.Paths[1], "all", 4).E2E, true), pctCI(rr.Stage(analysis.Paths[2], "all", 1).E2E, true))
 		}
@@ -383,6 +383,19 @@ func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 		}
 	}
 	return d
+}
+
+// leaderName is a run's name in the leaderboard, marked when the run has
+// results for only part of its selection (the warnings say more).
+func leaderName(r *analysis.Run) string {
+	if !r.Partial() {
+		return r.Name
+	}
+	state := "partial"
+	if r.Live {
+		state = "running"
+	}
+	return fmt.Sprintf("%s (%s %d/%d)", r.Name, state, r.Finished, r.Selected)
 }
 
 var pathShort = map[string]string{"revision_required": "RR", "revision_free": "RF", "lesion_free": "LF"}

@@ -259,3 +259,71 @@ func TestSafeImage(t *testing.T) {
 		}
 	}
 }
+
+// A run with results for only part of its selection is reported, marked
+// in the leaderboard and named in every warnings list; complete runs,
+// with or without error records, are reported exactly as before.
+func TestIncompleteRunReport(t *testing.T) {
+	const warn = "run baseline_oracle/oracle_none: 2 of 7 selected records have results (run incomplete or still running); its figures cover only those 2"
+	errs := map[string]bool{"pneumonia_s57001234_positive_0": true}
+	for _, tc := range []struct {
+		name   string
+		edit   func(runs []*analysistest.Run)
+		golden bool     // report.md and summary.json equal TestGolden's
+		warn   string   // the one warning expected, "" for none
+		rows   []string // report.md leaderboard rows (prefixes)
+	}{
+		{name: "complete", edit: func([]*analysistest.Run) {}, golden: true},
+		{name: "interrupted", edit: func(runs []*analysistest.Run) { runs[0].Finished = 2 }, warn: warn,
+			rows: []string{"| baseline_oracle (partial 2/7) | reference | 2 | 0 |", "| baseline_random | reference | 7 | 0 |"}},
+		{name: "error records", edit: func(runs []*analysistest.Run) { runs[0].Errors = errs },
+			rows: []string{"| baseline_oracle | reference | 7 | 1 |", "| baseline_random | reference | 7 | 0 |"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := baselineRuns()
+			for _, r := range runs {
+				r.Selected = 7 // every record of the sample benchmark
+			}
+			tc.edit(runs)
+			tmp := t.TempDir()
+			dir := fixture(t, tmp, benchtest.Sample(), runs...)
+			out := filepath.Join(tmp, "report")
+			res, err := Generate(Config{Inputs: []string{dir}, Out: out, Report: Options{Version: "test"},
+				Analysis: analysis.Options{Bootstrap: 200, Compare: [][2]string{{"baseline_oracle", "baseline_random"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if tc.warn != "" {
+				want = []string{tc.warn}
+			}
+			if !slices.Equal(res.Warnings, want) {
+				t.Errorf("warnings %q, want %q", res.Warnings, want)
+			}
+			md := string(read(t, filepath.Join(out, "report.md")))
+			sj := string(read(t, filepath.Join(out, "summary.json")))
+			html := string(read(t, filepath.Join(out, "index.html")))
+			if tc.warn != "" {
+				if !strings.Contains(md, "- "+tc.warn+"\n") || !strings.Contains(sj, tc.warn) || !strings.Contains(html, "<li>"+tc.warn+"</li>") {
+					t.Error("the warning is missing from report.md, summary.json or index.html")
+				}
+				if !strings.Contains(html, `<th scope="row">baseline_oracle (partial 2/7)</th>`) {
+					t.Error("index.html leaderboard does not mark the partial run")
+				}
+			}
+			for _, row := range tc.rows {
+				if !strings.Contains(md, "\n"+row) {
+					t.Errorf("report.md lacks the row %q", row)
+				}
+			}
+			if tc.golden {
+				for _, name := range []string{"report.md", "summary.json"} {
+					got := bytes.ReplaceAll(read(t, filepath.Join(out, name)), []byte(filepath.ToSlash(tmp)), []byte("$TMP"))
+					if !bytes.Equal(got, read(t, filepath.Join("testdata", "golden", name))) {
+						t.Errorf("%s of complete runs differs from the golden file", name)
+					}
+				}
+			}
+		})
+	}
+}

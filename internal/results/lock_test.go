@@ -3,6 +3,7 @@
 package results
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ func TestRunLocks(t *testing.T) {
 	if _, err := LockRun(dir); err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), dir) {
 		t.Errorf("second writer: %v, want an in-use error naming %s", err, dir)
 	}
-	if _, err := ReadLockRun(dir); err == nil || !strings.Contains(err.Error(), "being written") {
+	if _, err := ReadLockRun(dir); err == nil || !strings.Contains(err.Error(), "being written") || !errors.Is(err, ErrBusy) {
 		t.Errorf("reader during a write: %v, want a being-written error", err)
 	}
 	unlock()

@@ -15,6 +15,16 @@ import (
 // source (merge, rescore).
 const LockFile = ".lock"
 
+// ErrBusy is matched (errors.Is) by the errors of LockRun and ReadLockRun
+// when another process holds a conflicting lock.
+var ErrBusy = errors.New("run directory locked by another process")
+
+// busyError says who holds the directory, and is ErrBusy.
+type busyError struct{ msg string }
+
+func (e *busyError) Error() string        { return e.msg }
+func (e *busyError) Is(target error) bool { return target == ErrBusy }
+
 // LockRun takes an exclusive lock on the run directory dir, which must
 // exist, so that two processes never write one results.jsonl. The lock is
 // an flock on dir/.lock and belongs to the open file description: it ends
@@ -56,7 +66,7 @@ func flock(f *os.File, how int, busy string) (unlock func(), err error) {
 	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errors.New(busy)
+			return nil, &busyError{busy}
 		}
 		return nil, fmt.Errorf("lock %s: %v", f.Name(), err)
 	}

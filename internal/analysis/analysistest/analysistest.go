@@ -91,6 +91,12 @@ type Run struct {
 	Errors map[string]bool
 	// Cost per call; nil leaves the calls unpriced.
 	Cost *float64
+	// Selected, when > 0, is the manifest's selected_records; 0 leaves
+	// the member out, as in manifests that predate it.
+	Selected int
+	// Finished, when > 0, writes only the first Finished records, as an
+	// interrupted run leaves its files.
+	Finished int
 }
 
 // Name is the run name.
@@ -115,6 +121,9 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 	var lines []byte
 	t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
 	for i, rec := range b.Records {
+		if r.Finished > 0 && i >= r.Finished {
+			break
+		}
 		plan, err := protocol.Plan(rec, b.Dir)
 		if err != nil {
 			return "", err
@@ -166,6 +175,9 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 		Set("oracle_mode", ojson.Str(r.Oracle)).
 		Set("parse_mode", ojson.Str(r.Parse)).
 		Set("prompt_profile", ojson.NewObject().Set("name", ojson.Str("default")).Set("sha256", ojson.Str(strings.Repeat("ab", 32))))
+	if r.Selected > 0 {
+		m.Set("selected_records", ojson.Int(int64(r.Selected)))
+	}
 	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), append(ojson.Marshal(m), '\n'), 0o644); err != nil {
 		return "", err
 	}
