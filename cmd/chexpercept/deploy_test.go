@@ -5,8 +5,10 @@ package main
 // cluster. This test checks what can drift silently instead: their
 // chexpercept command lines against the real cobra tree and model
 // registry, the shard arithmetic against eval.ParseShard, the merge input
-// against the run directory eval would write, and the wiring between the
-// vLLM Service and the eval Job. Nothing is executed.
+// against the run directory eval would write, the wiring between the
+// vLLM Service and the eval Job, the claim every pod mounts, and that a run
+// whose records end in error still finishes (--retry-errors, bounded
+// backoff limits, a Slurm merge after any outcome). Nothing is executed.
 
 import (
 	"bufio"
@@ -253,6 +255,17 @@ type k8sContainer struct {
 	} `yaml:"volumeMounts"`
 }
 
+type k8sPodSpec struct {
+	RestartPolicy string `yaml:"restartPolicy"`
+	Containers    []k8sContainer
+	Volumes       []struct {
+		Name                  string
+		PersistentVolumeClaim *struct {
+			ClaimName string `yaml:"claimName"`
+		} `yaml:"persistentVolumeClaim"`
+	}
+}
+
 type k8sObject struct {
 	file     string
 	Kind     string
@@ -260,30 +273,36 @@ type k8sObject struct {
 		Name string
 	}
 	Spec struct {
-		CompletionMode string `yaml:"completionMode"`
-		Completions    *int
-		Parallelism    *int
-		Selector       yaml.Node // Deployment: {matchLabels: …}; Service: labels
-		Ports          []struct {
+		Pod                  k8sPodSpec `yaml:",inline"` // a Pod's own spec
+		CompletionMode       string     `yaml:"completionMode"`
+		Completions          *int
+		Parallelism          *int
+		BackoffLimit         *int      `yaml:"backoffLimit"`
+		BackoffLimitPerIndex *int      `yaml:"backoffLimitPerIndex"`
+		Selector             yaml.Node // Deployment: {matchLabels: …}; Service: labels
+		Ports                []struct {
 			Port       int
 			TargetPort int `yaml:"targetPort"`
+		}
+		AccessModes []string `yaml:"accessModes"` // PersistentVolumeClaim
+		Resources   struct {
+			Requests map[string]string
 		}
 		Template struct {
 			Metadata struct {
 				Labels map[string]string
 			}
-			Spec struct {
-				RestartPolicy string `yaml:"restartPolicy"`
-				Containers    []k8sContainer
-				Volumes       []struct {
-					Name                  string
-					PersistentVolumeClaim *struct {
-						ClaimName string `yaml:"claimName"`
-					} `yaml:"persistentVolumeClaim"`
-				}
-			}
+			Spec k8sPodSpec
 		}
 	}
+}
+
+// pod is the object's pod spec: its own for a Pod, its template's otherwise.
+func (o *k8sObject) pod() *k8sPodSpec {
+	if o.Kind == "Pod" {
+		return &o.Spec.Pod
+	}
+	return &o.Spec.Template.Spec
 }
 
 func loadK8s(file string) ([]*k8sObject, error) {
@@ -308,9 +327,9 @@ func loadK8s(file string) ([]*k8sObject, error) {
 
 // chexperceptContainer returns the pod's container running our image.
 func (o *k8sObject) chexperceptContainer() *k8sContainer {
-	for i, c := range o.Spec.Template.Spec.Containers {
+	for i, c := range o.pod().Containers {
 		if strings.Contains(c.Image, "chexpercept") {
-			return &o.Spec.Template.Spec.Containers[i]
+			return &o.pod().Containers[i]
 		}
 	}
 	return nil
@@ -364,7 +383,7 @@ func (o *k8sObject) claimOf(c *k8sContainer, p string) (string, error) {
 			best, vol = mp, m.Name
 		}
 	}
-	for _, v := range o.Spec.Template.Spec.Volumes {
+	for _, v := range o.pod().Volumes {
 		if v.Name == vol && vol != "" && v.PersistentVolumeClaim != nil {
 			return v.PersistentVolumeClaim.ClaimName, nil
 		}
@@ -395,31 +414,42 @@ func vllmFlags(args []string) (map[string]string, []string) {
 type k8sSet struct {
 	vllm         []*k8sObject // vllm.yaml
 	eval, merge  *k8sObject
+	pvc, loader  *k8sObject        // data-pvc.yaml, data-loader.yaml
 	fileComments map[string]string // file → its text, for the image comment
+}
+
+// k8sSingles are the files holding exactly one object, and its kind.
+var k8sSingles = map[string]string{
+	"eval-job.yaml": "Job", "merge-job.yaml": "Job",
+	"data-pvc.yaml": "PersistentVolumeClaim", "data-loader.yaml": "Pod",
 }
 
 func loadK8sSet() (*k8sSet, error) {
 	dir := filepath.Join(repoRoot, "deploy", "kubernetes")
 	s := &k8sSet{fileComments: map[string]string{}}
-	for _, f := range []string{"vllm.yaml", "eval-job.yaml", "merge-job.yaml"} {
+	for _, f := range []string{"vllm.yaml", "eval-job.yaml", "merge-job.yaml", "data-pvc.yaml", "data-loader.yaml"} {
 		objs, err := loadK8s(filepath.Join(dir, f))
 		if err != nil {
 			return nil, err
 		}
 		b, _ := os.ReadFile(filepath.Join(dir, f))
 		s.fileComments[f] = string(b)
-		switch f {
-		case "vllm.yaml":
+		if f == "vllm.yaml" {
 			s.vllm = objs
-		case "eval-job.yaml", "merge-job.yaml":
-			if len(objs) != 1 || objs[0].Kind != "Job" {
-				return nil, fmt.Errorf("%s: want exactly one Job", f)
-			}
-			if f == "eval-job.yaml" {
-				s.eval = objs[0]
-			} else {
-				s.merge = objs[0]
-			}
+			continue
+		}
+		if kind := k8sSingles[f]; len(objs) != 1 || objs[0].Kind != kind {
+			return nil, fmt.Errorf("%s: want exactly one %s", f, kind)
+		}
+		switch f {
+		case "eval-job.yaml":
+			s.eval = objs[0]
+		case "merge-job.yaml":
+			s.merge = objs[0]
+		case "data-pvc.yaml":
+			s.pvc = objs[0]
+		case "data-loader.yaml":
+			s.loader = objs[0]
 		}
 	}
 	return s, nil
@@ -439,8 +469,8 @@ func (s *k8sSet) check() []string {
 	}
 	invs := map[*k8sObject]invocation{}
 	for _, o := range append([]*k8sObject{s.eval, s.merge}, s.vllm...) {
-		for i := range o.Spec.Template.Spec.Containers {
-			c := &o.Spec.Template.Spec.Containers[i]
+		for i := range o.pod().Containers {
+			c := &o.pod().Containers[i]
 			if !strings.Contains(c.Image, "chexpercept") {
 				continue
 			}
@@ -472,7 +502,7 @@ func (s *k8sSet) check() []string {
 		return probs
 	}
 
-	// The Indexed Job: one pod per shard, restarted pods resume.
+	// The Indexed Job: one pod per shard, replaced pods resume.
 	spec := &s.eval.Spec
 	if spec.CompletionMode != "Indexed" {
 		add("eval-job.yaml: completionMode %q, want Indexed (JOB_COMPLETION_INDEX picks the shard)", spec.CompletionMode)
@@ -484,8 +514,12 @@ func (s *k8sSet) check() []string {
 	if spec.Parallelism != nil && *spec.Parallelism > completions {
 		add("eval-job.yaml: parallelism %d exceeds completions %d", *spec.Parallelism, completions)
 	}
-	if rp := spec.Template.Spec.RestartPolicy; rp != "OnFailure" {
-		add("eval-job.yaml: restartPolicy %q, want OnFailure so a failed shard restarts in place and resumes", rp)
+	probs = append(probs, checkEvalJobFailures(spec.Template.Spec.RestartPolicy, spec.BackoffLimit, spec.BackoffLimitPerIndex, completions)...)
+	if ev.get("retry-errors") != "true" {
+		add("eval-job.yaml: eval lacks --retry-errors: a replaced pod would not re-ask the records that ended in error, exit 1 again and never converge")
+	}
+	if mg.get("force") != "true" {
+		add("merge-job.yaml: merge lacks --force: applying it again after a rerun of the eval Job would be refused")
 	}
 	var envs []map[string]string
 	for i := range completions {
@@ -523,6 +557,7 @@ func (s *k8sSet) check() []string {
 	if len(claims) > 1 {
 		add("eval and merge Jobs use different claims %v; merge must read what eval wrote", claims)
 	}
+	probs = append(probs, s.checkStorage(ev)...)
 
 	// --endpoint reaches a Service in front of vLLM serving the model id
 	// the registry sends (provider request body "model": entry.ModelID).
@@ -531,6 +566,99 @@ func (s *k8sSet) check() []string {
 	}
 	if len(ev.flags["endpoint"]) == 0 {
 		add("eval-job.yaml: no --endpoint")
+	}
+	return probs
+}
+
+// checkEvalJobFailures checks that the eval Job ends in bounded time when a
+// shard keeps failing, without cutting healthy shards short.
+func checkEvalJobFailures(restartPolicy string, backoffLimit, perIndex *int, completions int) []string {
+	var probs []string
+	add := func(format string, a ...any) { probs = append(probs, "eval-job.yaml: "+fmt.Sprintf(format, a...)) }
+	if perIndex == nil {
+		add("no backoffLimitPerIndex: a shard whose records keep failing would use up backoffLimit, which counts all shards together")
+	} else if *perIndex < 1 || *perIndex > 3 {
+		add("backoffLimitPerIndex %d, want 1..3: enough for a transient failure to heal with --retry-errors, few enough to end a persistent one soon", *perIndex)
+	}
+	// The API accepts backoffLimitPerIndex only with restartPolicy Never.
+	if restartPolicy != "Never" {
+		add("restartPolicy %q, want Never (backoffLimitPerIndex requires it; the replacement pod resumes the shard)", restartPolicy)
+	}
+	if perIndex != nil {
+		// The Job fails once failed pods exceed backoffLimit; every index
+		// failing its full budget makes completions × (perIndex+1).
+		need := completions * (*perIndex + 1)
+		if backoffLimit == nil {
+			add("no backoffLimit: on clusters without backoffLimitPerIndex the default (6) would stop all shards early; set %d", need)
+		} else if *backoffLimit < need {
+			add("backoffLimit %d < completions × (backoffLimitPerIndex+1) = %d: failing shards could end the Job before healthy ones finish", *backoffLimit, need)
+		}
+	}
+	return probs
+}
+
+// gibOf reads a Kubernetes storage quantity (binary or decimal suffix, or
+// bytes) in GiB.
+func gibOf(q string) (float64, error) {
+	mult := map[string]float64{"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
+		"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "": 1}
+	num := strings.TrimRight(q, "kKMGTi")
+	m, ok := mult[q[len(num):]]
+	v, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || v <= 0 {
+		return 0, fmt.Errorf("storage %q is not a quantity such as 20Gi", q)
+	}
+	return v * m / (1 << 30), nil
+}
+
+// benchmarkGiB is the size of a full 2,100-case benchmark (du -sh of a
+// built phantom benchmark), which the claim must hold besides the results.
+const benchmarkGiB = 5.7
+
+// checkStorage checks data-pvc.yaml and data-loader.yaml against the Jobs:
+// one claim, shared across nodes, large enough, and the loader writes the
+// benchmark where eval reads it.
+func (s *k8sSet) checkStorage(ev invocation) []string {
+	var probs []string
+	add := func(format string, a ...any) { probs = append(probs, fmt.Sprintf(format, a...)) }
+	name := s.pvc.Metadata.Name
+	if !slices.Contains(s.pvc.Spec.AccessModes, "ReadWriteMany") {
+		add("data-pvc.yaml: accessModes %v lack ReadWriteMany; the eval pods run on several nodes and merge reads what they wrote", s.pvc.Spec.AccessModes)
+	}
+	if g, err := gibOf(s.pvc.Spec.Resources.Requests["storage"]); err != nil {
+		add("data-pvc.yaml: %v", err)
+	} else if g <= benchmarkGiB {
+		add("data-pvc.yaml: storage %s is below the %.1f GiB of a full benchmark, before any results", s.pvc.Spec.Resources.Requests["storage"], benchmarkGiB)
+	}
+	for _, o := range []*k8sObject{s.eval, s.merge, s.loader} {
+		n := 0
+		for _, v := range o.pod().Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			n++
+			if v.PersistentVolumeClaim.ClaimName != name {
+				add("%s mounts claim %q, but data-pvc.yaml creates %q", o.file, v.PersistentVolumeClaim.ClaimName, name)
+			}
+		}
+		if n == 0 {
+			add("%s mounts no claim", o.file)
+		}
+	}
+	if len(s.loader.pod().Containers) != 1 {
+		add("data-loader.yaml: want one container")
+		return probs
+	}
+	// The copy command in the loader's comment must put the benchmark on
+	// the claim, at the path eval reads.
+	bench := ev.get("benchmark")
+	if cl, err := s.loader.claimOf(&s.loader.pod().Containers[0], bench); err != nil {
+		add("%v (eval's --benchmark)", err)
+	} else if cl != name {
+		add("data-loader.yaml: eval's --benchmark %s is on claim %q, not %q", bench, cl, name)
+	}
+	if !strings.Contains(s.fileComments["data-loader.yaml"], "tar xf - -C "+bench+"\n") {
+		add("data-loader.yaml: the copy command does not extract into eval's --benchmark %s", bench)
 	}
 	return probs
 }
@@ -844,6 +972,9 @@ func checkSlurm(script string) []string {
 	for _, x := range p {
 		add("%s (--array=%d-%d)", x, lo, hi)
 	}
+	if inv.get("retry-errors") != "true" {
+		add("exec line lacks --retry-errors: a requeued or resubmitted task would not re-ask the records that ended in error")
+	}
 
 	// The header's `sbatch … --wrap "chexpercept merge …"`, as the
 	// submitting shell (with BENCH, RESULTS and jobid set) would run it.
@@ -861,6 +992,19 @@ func checkSlurm(script string) []string {
 		add("header has no sbatch --wrap \"chexpercept merge …\"")
 		return probs
 	}
+	// afterok would never start the merge: a task whose shard has records
+	// in error exits 1.
+	dep := ""
+	for j, w := range sb[:k] {
+		if v, ok := strings.CutPrefix(w, "--dependency="); ok {
+			dep = v
+		} else if (w == "--dependency" || w == "-d") && j+1 < k {
+			dep = sb[j+1]
+		}
+	}
+	if dep != "afterany:"+hdrVars["jobid"] {
+		add("header: sbatch --dependency %q, want afterany:$jobid (a task with records in error exits 1, so afterok would never start the merge)", dep)
+	}
 	mw, err := shellWords(sb[k+1], nil)
 	if err != nil || len(mw) < 2 || mw[0] != "chexpercept" {
 		add("header --wrap %q does not run chexpercept (%v)", sb[k+1], err)
@@ -873,6 +1017,9 @@ func checkSlurm(script string) []string {
 	}
 	for _, x := range checkMerge(mi, run) {
 		add("header: %s", x)
+	}
+	if mi.get("force") != "true" {
+		add("header: merge lacks --force: merging again after a resubmission would be refused")
 	}
 	return probs
 }
@@ -1000,7 +1147,29 @@ func TestDeployChecksCatchDrift(t *testing.T) {
 		{"wrong completions", func(s *k8sSet) { n := 7; s.eval.Spec.Completions = &n }, "7 tasks but --shard auto/8"},
 		{"parallelism above completions", func(s *k8sSet) { n := 9; s.eval.Spec.Parallelism = &n }, "parallelism 9 exceeds"},
 		{"not indexed", func(s *k8sSet) { s.eval.Spec.CompletionMode = "NonIndexed" }, "completionMode"},
-		{"restart never", func(s *k8sSet) { s.eval.Spec.Template.Spec.RestartPolicy = "Never" }, "restartPolicy"},
+		{"restart on failure", func(s *k8sSet) { s.eval.Spec.Template.Spec.RestartPolicy = "OnFailure" }, "restartPolicy"},
+		{"no retry-errors", func(s *k8sSet) {
+			c := s.eval.chexperceptContainer()
+			c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--retry-errors") })
+		}, "lacks --retry-errors"},
+		{"retry-errors false", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--retry-errors", "--retry-errors=false") }, "lacks --retry-errors"},
+		{"no per-index limit", func(s *k8sSet) { s.eval.Spec.BackoffLimitPerIndex = nil }, "no backoffLimitPerIndex"},
+		{"large per-index limit", func(s *k8sSet) { n := 16; s.eval.Spec.BackoffLimitPerIndex = &n }, "backoffLimitPerIndex 16"},
+		{"backoffLimit cuts shards", func(s *k8sSet) { n := 16; s.eval.Spec.BackoffLimit = &n }, "backoffLimit 16 <"},
+		{"no backoffLimit", func(s *k8sSet) { s.eval.Spec.BackoffLimit = nil }, "no backoffLimit:"},
+		{"merge without force", func(s *k8sSet) {
+			c := s.merge.chexperceptContainer()
+			c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--force") })
+		}, "lacks --force"},
+		{"claim renamed", func(s *k8sSet) { s.pvc.Metadata.Name = "chexpercept-store" }, `data-pvc.yaml creates "chexpercept-store"`},
+		{"claim not shared", func(s *k8sSet) { s.pvc.Spec.AccessModes = []string{"ReadWriteOnce"} }, "lack ReadWriteMany"},
+		{"claim too small", func(s *k8sSet) { s.pvc.Spec.Resources.Requests["storage"] = "5Gi" }, "below the 5.7 GiB"},
+		{"claim size unreadable", func(s *k8sSet) { s.pvc.Spec.Resources.Requests["storage"] = "20 gigs" }, "not a quantity"},
+		{"loader claim", func(s *k8sSet) { s.loader.pod().Volumes[0].PersistentVolumeClaim.ClaimName = "scratch" }, `data-loader.yaml mounts claim "scratch"`},
+		{"loader mount", func(s *k8sSet) { s.loader.pod().Containers[0].VolumeMounts[0].MountPath = "/mnt" }, "/data/benchmark is not on a mounted"},
+		{"loader copy target", func(s *k8sSet) {
+			s.fileComments["data-loader.yaml"] = strings.Replace(s.fileComments["data-loader.yaml"], "-C /data/benchmark\n", "-C /data/bench\n", 1)
+		}, "does not extract into"},
 		{"alias not in registry", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--model", "--model=qwen9-999b") }, "not a registry alias"},
 		{"alias of another provider", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--provider", "--provider=openai") }, "not a registry alias"},
 		{"fixed shard", func(s *k8sSet) { setArg(s.eval.chexperceptContainer(), "--shard", "--shard=1/8") }, "want auto/N"},
@@ -1034,7 +1203,7 @@ func TestDeployChecksCatchDrift(t *testing.T) {
 			c := s.merge.chexperceptContainer()
 			c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--out") })
 		}, `required flag(s) "out" not set`},
-		{"merge without dir", func(s *k8sSet) { c := s.merge.chexperceptContainer(); c.Args = c.Args[:1] }, "requires at least 1 arg"},
+		{"merge without dir", func(s *k8sSet) { c := s.merge.chexperceptContainer(); c.Args = c.Args[:1] }, "missing DIR"},
 		{"different claims", func(s *k8sSet) { s.merge.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "other" }, "different claims"},
 		{"undefined env reference", func(s *k8sSet) {
 			setArg(s.eval.chexperceptContainer(), "--cache-dir", "--cache-dir=/data/cache/$(NOPE)")
@@ -1061,13 +1230,25 @@ func TestDeployChecksCatchDrift(t *testing.T) {
 		{"undefined variable", `--out "$RESULTS"`, `--out "$RESULT"`, "$RESULT, which the script does not set"},
 		{"header merge dir", "qwen3.6-27b/oracle_none --out", "qwen3.6-27b/oracle_implicit --out", "eval writes the run directory"},
 		{"header merge flag", "--out $RESULTS/merged", "--output $RESULTS/merged", "unknown flag: --output"},
+		{"no retry-errors", `"auto/$SHARDS" --retry-errors`, `"auto/$SHARDS"`, "lacks --retry-errors"},
+		{"merge after ok", "--dependency=afterany:$jobid", "--dependency=afterok:$jobid", "want afterany:$jobid"},
+		{"merge without dependency", "--dependency=afterany:$jobid ", "", "want afterany:$jobid"},
+		{"merge dependency as -d", "--dependency=afterany:$jobid", "-d afterany:$jobid", ""},
+		{"header merge without force", ` --force"`, `"`, "merge lacks --force"},
 	}
 	for _, tc := range slurm {
 		t.Run("slurm/"+tc.name, func(t *testing.T) {
 			if !strings.Contains(script, tc.old) {
 				t.Fatalf("eval-array.sh no longer contains %q; update the mutation", tc.old)
 			}
-			assertReported(t, checkSlurm(strings.Replace(script, tc.old, tc.new, 1)), tc.want)
+			probs := checkSlurm(strings.Replace(script, tc.old, tc.new, 1))
+			if tc.want == "" { // an equivalent spelling: nothing to report
+				for _, p := range probs {
+					t.Error(p)
+				}
+				return
+			}
+			assertReported(t, probs, tc.want)
 		})
 	}
 
@@ -1095,6 +1276,30 @@ func assertReported(t *testing.T, probs []string, want string) {
 		}
 	}
 	t.Errorf("mutation not reported: want a problem containing %q, got %q", want, probs)
+}
+
+func TestDeployGibOf(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		err  bool
+	}{
+		{"20Gi", 20, false},
+		{"1Ti", 1024, false},
+		{"512Mi", 0.5, false},
+		{"10G", 1e10 / (1 << 30), false},
+		{"1073741824", 1, false},
+		{"", 0, true},
+		{"20 gigs", 0, true},
+		{"Gi", 0, true},
+		{"-5Gi", 0, true},
+		{"5Xi", 0, true},
+	} {
+		got, err := gibOf(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("gibOf(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.err)
+		}
+	}
 }
 
 // TestShellWords covers the small splitter the Slurm check relies on.
