@@ -329,7 +329,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	sum.Results = rs
 	if rs != nil {
 		c := rs.Counts
-		fmt.Fprintf(o.Log, "done: %d ok, %d error, %d parse failures (%d calls, %d cache hits, cost %s) of %d selected records\n",
+		fmt.Fprintf(o.Log, "done: %d ok, %d error, %d parse failures (%d answered calls, %d from the cache, cost %s) of %d selected records\n",
 			c.RecordsOK, c.RecordsError, c.ParseFailures, c.Calls, c.CacheHits, costString(rs.Usage.CostUSD), c.RecordsSelected)
 	}
 	return sum, runErr
