@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,11 +101,16 @@ func TestProgressOutput(t *testing.T) {
 	for _, tty := range []bool{false, true} {
 		var log bytes.Buffer
 		o := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "first"))
-		o.Log, o.TTY = &log, tty
+		o.Log, o.TTY, o.LogInterval = &log, tty, time.Nanosecond
 		run(t, o)
 		out := log.String()
 		if !strings.Contains(out, "done: 7 ok, 0 error") || !strings.Contains(out, "calls/s") {
 			t.Errorf("tty=%v: log lacks the summary line or rate:\n%s", tty, out)
+		}
+		verifying := regexp.MustCompile(`verifying: [0-9]+/[0-9]+ images, `)
+		if !strings.Contains(out, "verifying ") || !regexp.MustCompile(`verified [0-9]+ images in `).MatchString(out) ||
+			tty == verifying.MatchString(out) {
+			t.Errorf("tty=%v: log lacks the image-check progress (log lines without a terminal, a bar with one):\n%s", tty, out)
 		}
 	}
 }

@@ -34,8 +34,9 @@ type verified struct {
 
 // verifyImages decodes every distinct image of paths (relative to
 // benchDir) once, in parallel, and returns per path its content hash or
-// its error. Files with identical bytes are decoded once.
-func verifyImages(benchDir string, paths []string) map[string]verified {
+// its error. Files with identical bytes are decoded once. done, if not
+// nil, is called after each path (from several goroutines).
+func verifyImages(benchDir string, paths []string, done func()) map[string]verified {
 	out := make(map[string]verified, len(paths))
 	var mu sync.Mutex
 	var decoded sync.Map // content hash → error (nil when it decodes)
@@ -47,6 +48,9 @@ func verifyImages(benchDir string, paths []string) map[string]verified {
 			mu.Lock()
 			out[p] = v
 			mu.Unlock()
+			if done != nil {
+				done()
+			}
 			return nil
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
@@ -21,7 +22,11 @@ func TestImageCache(t *testing.T) {
 	for name, data := range map[string][]byte{"a.png": png, "same-as-a.png": png, "b.png": other, "bad.png": []byte("\x89PNG junk")} {
 		os.WriteFile(filepath.Join(dir, name), data, 0o644)
 	}
-	v := verifyImages(dir, []string{"a.png", "same-as-a.png", "b.png", "bad.png", "missing.png"})
+	var checked atomic.Int32 // progress: every path counts, failures too
+	v := verifyImages(dir, []string{"a.png", "same-as-a.png", "b.png", "bad.png", "missing.png"}, func() { checked.Add(1) })
+	if checked.Load() != 5 {
+		t.Errorf("progress saw %d of 5 paths", checked.Load())
+	}
 	if v["a.png"].sha == "" || v["a.png"].sha != v["same-as-a.png"].sha || v["b.png"].sha == v["a.png"].sha {
 		t.Fatalf("hashes: %+v", v)
 	}

@@ -61,8 +61,9 @@ func (r *runner) run(ctx context.Context, todo []int) error {
 	// flight this keeps the tail short, where file order would leave a
 	// few nine-turn records running alone at the end.
 	slices.SortStableFunc(tasks, func(a, b *task) int { return askedTurns(b.plan) - askedTurns(a.plan) })
-	fmt.Fprintf(o.Log, "verifying %d images of %d records…\n", len(paths), len(tasks))
-	r.verified = verifyImages(o.BenchDir, paths)
+	vp := newVerifyProgress(o, len(paths), len(tasks))
+	r.verified = verifyImages(o.BenchDir, paths, vp.add)
+	vp.finish()
 	for _, t := range tasks {
 		if t.err != nil {
 			continue
