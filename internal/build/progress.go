@@ -2,6 +2,7 @@ package build
 
 import (
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -31,13 +32,7 @@ func newProgress(opt Options, lists []*list) *progress {
 		p.opt.LogEvery = 10 * time.Second
 	}
 	if opt.Progress {
-		p.bar = progressbar.NewOptions(p.total,
-			progressbar.OptionSetWriter(opt.Stderr),
-			progressbar.OptionSetDescription("cases"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(200*time.Millisecond),
-			progressbar.OptionClearOnFinish())
+		p.bar = newBar(opt.Stderr, p.total, "cases")
 	} else {
 		fmt.Fprintf(opt.Stderr, "build: %d candidates, %d target cases, %d workers\n", countItems(lists), p.total, opt.Workers)
 	}
@@ -97,13 +92,7 @@ func newStageProgress(opt Options, what, unit string, total int) *stageProgress 
 		s.opt.LogEvery = 10 * time.Second
 	}
 	if opt.Progress {
-		s.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(opt.Stderr),
-			progressbar.OptionSetDescription(what),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(200*time.Millisecond),
-			progressbar.OptionClearOnFinish())
+		s.bar = newBar(opt.Stderr, total, what)
 	} else {
 		fmt.Fprintf(opt.Stderr, "build: %s (%d to do)…\n", what, total)
 	}
@@ -134,4 +123,16 @@ func (s *stageProgress) finish() {
 	}
 	fmt.Fprintf(s.opt.Stderr, "build: %s done: %d/%d %s in %s\n",
 		s.what, s.n, s.total, s.unit, time.Since(s.start).Round(time.Millisecond))
+}
+
+// newBar is the terminal bar of every build stage; it is cleared when
+// finished, and the stage prints its own done line.
+func newBar(w io.Writer, total int, what string) *progressbar.ProgressBar {
+	return progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionClearOnFinish())
 }

@@ -35,16 +35,9 @@ type progress struct {
 func newProgress(o *Options, total, already int) *progress {
 	p := &progress{o: o, start: time.Now(), total: total, quit: make(chan struct{})}
 	if o.TTY {
-		p.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(o.Log),
-			progressbar.OptionSetDescription("records"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(200*time.Millisecond),
-			progressbar.OptionSetWidth(24),
+		p.bar = newBar(o, total, "records",
 			progressbar.OptionShowDescriptionAtLineEnd(),
-			progressbar.OptionOnCompletion(func() { fmt.Fprintln(o.Log) }),
-		)
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(o.Log) }))
 	}
 	fmt.Fprintf(o.Log, "asking %d records (%d already done), concurrency %d\n", total, already, o.Concurrency)
 	p.wg.Add(1)
@@ -168,15 +161,7 @@ func newVerifyProgress(o *Options, images, records int) *verifyProgress {
 	fmt.Fprintf(o.Log, "verifying %d images of %d records…\n", images, records)
 	v := &verifyProgress{o: o, start: time.Now(), last: time.Now(), total: images}
 	if o.TTY && images > 0 {
-		v.bar = progressbar.NewOptions(images,
-			progressbar.OptionSetWriter(o.Log),
-			progressbar.OptionSetDescription("images"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(200*time.Millisecond),
-			progressbar.OptionSetWidth(24),
-			progressbar.OptionClearOnFinish(),
-		)
+		v.bar = newBar(o, images, "images", progressbar.OptionClearOnFinish())
 	}
 	return v
 }
@@ -202,4 +187,18 @@ func (v *verifyProgress) finish() {
 		v.bar.Finish()
 	}
 	fmt.Fprintf(v.o.Log, "verified %d images in %s\n", v.n, time.Since(v.start).Round(time.Millisecond))
+}
+
+// newBar is the terminal bar of the evaluator's stages, with their own
+// options added.
+func newBar(o *Options, total int, what string, extra ...progressbar.Option) *progressbar.ProgressBar {
+	opts := append([]progressbar.Option{
+		progressbar.OptionSetWriter(o.Log),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(200 * time.Millisecond),
+		progressbar.OptionSetWidth(24),
+	}, extra...)
+	return progressbar.NewOptions(total, opts...)
 }
