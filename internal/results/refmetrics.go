@@ -1,9 +1,10 @@
 package results
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/pycsv"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
@@ -302,27 +303,7 @@ func (m *RefMetrics) AttributeRows(label string) [][]string {
 // separated, "\r\n" line ends, a field quoted (with doubled quotes) only
 // when it contains a comma, a quote, "\r" or "\n".
 func CSV(header []string, rows [][]string) []byte {
-	var b bytes.Buffer
-	line := func(fields []string) {
-		for i, f := range fields {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if strings.ContainsAny(f, ",\"\r\n") {
-				b.WriteByte('"')
-				b.WriteString(strings.ReplaceAll(f, `"`, `""`))
-				b.WriteByte('"')
-			} else {
-				b.WriteString(f)
-			}
-		}
-		b.WriteString("\r\n")
-	}
-	line(header)
-	for _, r := range rows {
-		line(r)
-	}
-	return b.Bytes()
+	return pycsv.Rows(append([][]string{header}, rows...)...)
 }
 
 // RefLabel is the reference CSV model label: the run name after its first

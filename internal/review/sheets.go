@@ -1,12 +1,13 @@
 package review
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/pycsv"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
@@ -19,31 +20,8 @@ var (
 	NegativeSheetHeader = []string{"lesion", "key_id", "dicom_id", "optimal?"}
 )
 
-// csvRows writes rows with the reference's CSV conventions (Python's csv
-// module defaults): comma-separated, "\r\n" after every row, a field
-// quoted only when it holds a comma, a double quote, "\r" or "\n", quotes
-// doubled inside. Go's encoding/csv differs (it quotes fields starting
-// with a space and rewrites "\n" inside fields to "\r\n"), hence this
-// small writer.
-func csvRows(rows [][]string) []byte {
-	var b bytes.Buffer
-	for _, row := range rows {
-		for i, f := range row {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if strings.ContainsAny(f, ",\"\r\n") {
-				b.WriteByte('"')
-				b.WriteString(strings.ReplaceAll(f, `"`, `""`))
-				b.WriteByte('"')
-			} else {
-				b.WriteString(f)
-			}
-		}
-		b.WriteString("\r\n")
-	}
-	return b.Bytes()
-}
+// csvRows writes rows with the reference's CSV conventions (pycsv).
+func csvRows(rows [][]string) []byte { return pycsv.Rows(rows...) }
 
 // MappedLocation joins location hints as the reference does: "heart" for
 // heart-type lesions; none → "right lung and left lung"; one → itself; two
