@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +123,52 @@ func checkSums(t *testing.T, dir string) {
 	}
 }
 
+// checkOptionsDistinct decodes every revision option image of a built
+// benchmark and fails when a distractor shows the answer's picture (the
+// question would have two right answers; issue 11). It counts on its own,
+// apart from validate's identical_option_images check.
+func checkOptionsDistinct(t *testing.T, dir string) {
+	t.Helper()
+	b, err := benchmark.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range b.Records {
+		if r.Path() != benchmark.RevisionRequired {
+			continue
+		}
+		rr := r.Contour.RevisionResult
+		pix := make([][]byte, len(rr.AnswerOptions))
+		for k, o := range rr.AnswerOptions {
+			name := filepath.Join(dir, benchmark.ImagesDir, r.KeyID, filepath.FromSlash(benchmark.RevisionDir), o.RelativePath)
+			f, err := os.Open(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := png.Decode(f)
+			f.Close()
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			rgba, ok := img.(*image.RGBA)
+			if !ok {
+				t.Fatalf("%s decodes to %T, want *image.RGBA", name, img)
+			}
+			pix[k] = rgba.Pix
+		}
+		for k := range pix {
+			if k+1 != rr.AnswerIndex && bytes.Equal(pix[k], pix[rr.AnswerIndex-1]) {
+				t.Errorf("%s: distractor option %d shows the answer's image (option %d)", r.KeyID, k+1, rr.AnswerIndex)
+			}
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no revision-required record to check")
+	}
+}
+
 func TestBuildEndToEnd(t *testing.T) {
 	ref := referenceBuild(t)
 	rep, err := validate.Run(ref, validate.Options{Deep: true})
@@ -133,6 +181,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		t.Fatalf("validate --deep failed:\n%s", b.String())
 	}
 	checkSums(t, ref)
+	checkOptionsDistinct(t, ref)
 	// All seven lesions and all three paths.
 	for _, les := range buildcfg.AllLesions {
 		for _, p := range benchmark.Paths {
@@ -389,6 +438,7 @@ func TestMIMICLayoutBuild(t *testing.T) {
 		t.Fatalf("validate --deep failed:\n%s", b.String())
 	}
 	checkSums(t, out)
+	checkOptionsDistinct(t, out)
 	// The candidates' sampling seed is recorded.
 	info, _ := os.ReadFile(filepath.Join(out, infoJSON))
 	iv, _ := ojson.Parse(info)

@@ -3,7 +3,6 @@ package qagen
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"sort"
 	"strings"
@@ -242,17 +241,45 @@ type rendered struct {
 	m mask.Mask
 }
 
+// hashMask is the FNV-1a hash of m's coverage (which pixels are on), the
+// same thing sameCoverage compares.
 func hashMask(m mask.Mask) uint64 {
-	h := fnv.New64a()
-	h.Write(m.Pix)
-	return h.Sum64()
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for _, v := range m.Pix {
+		var b uint64
+		if v != 0 {
+			b = 1
+		}
+		h = (h ^ b) * prime
+	}
+	return h
+}
+
+// sameCoverage reports whether a and b cover the same pixels. An option
+// image is the CXR with the cyan overlay wherever the union mask is
+// non-zero, and the overlay changes every grey value it covers, so two
+// options render the same image exactly when their masks cover the same
+// pixels. Masks hold 0 or 1, where this is mask.Equal; comparing coverage
+// keeps the rule right even for a mask that broke that convention.
+func sameCoverage(a, b mask.Mask) bool {
+	if a.W != b.W || a.H != b.H || len(a.Pix) != len(b.Pix) {
+		return false
+	}
+	for i, v := range a.Pix {
+		if (v != 0) != (b.Pix[i] != 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // RevisionOptions builds the revision-result options of §9.5 from a
 // sequential attempt: per-component choices, lazily enumerated distractor
 // groups by ascending number of default tokens (each shuffled with r),
-// rejection of distractors whose union mask is pixel-identical to the
-// answer's or an accepted one's, and the final shuffle. With fewer than
+// rejection of distractors whose union mask covers the same pixels as the
+// answer's or an accepted one's (so no option image repeats another, and
+// no distractor is a second right answer), and the final shuffle. With fewer than
 // cfg.RevisionDistractors distinct distractors and
 // require_four_revision_options it fails with a *frame.CaseError
 // insufficient_revision_options (which fails the sequential retry).
@@ -330,7 +357,7 @@ func RevisionOptions(r *rng.RNG, a *deform.Attempt, ctx TokenContext, cfg buildc
 			h := hashMask(u)
 			dup := false
 			for _, s := range seen {
-				if s.h == h && mask.Equal(s.m, u) {
+				if s.h == h && sameCoverage(s.m, u) {
 					dup = true
 					break
 				}

@@ -1,8 +1,10 @@
 package qagen
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"image"
 	"reflect"
 	"slices"
 	"strings"
@@ -99,11 +101,21 @@ func checkChoice(t *testing.T, rc *RevisionChoice, wantOptions int) {
 			t.Errorf("distractor %v equals the before-set", f)
 		}
 	}
+	// No two option images are the same picture (issue 11): render them
+	// as the builder does and compare the pixels.
 	u := optionUnions(t, rc)
+	g := image.NewGray(image.Rect(0, 0, u[0].W, u[0].H))
+	for i := range g.Pix {
+		g.Pix[i] = uint8(i * 37)
+	}
+	imgs := make([][]byte, len(u))
+	for i := range u {
+		imgs[i] = render.Overlay(g, u[i]).Pix
+	}
 	for i := range u {
 		for j := i + 1; j < len(u); j++ {
-			if mask.Equal(u[i], u[j]) {
-				t.Errorf("options %d and %d render the same mask", i+1, j+1)
+			if bytes.Equal(imgs[i], imgs[j]) {
+				t.Errorf("options %d and %d render the same image", i+1, j+1)
 			}
 		}
 	}
@@ -179,6 +191,36 @@ func TestRevisionOptionsPixelIdentical(t *testing.T) {
 	if tokens != 1 || !render.IsToken(rc.FakeCombinations[2][0]) {
 		t.Errorf("fake_combinations %v: want two group-0 fakes then one token", rc.FakeCombinations)
 	}
+}
+
+// A fake whose mask covers exactly the optimal mask's pixels, but stores
+// them as 255 instead of 1, would render the answer's image: it is
+// rejected like a pixel-identical one (issue 11).
+func TestRevisionOptionsSameCoverage(t *testing.T) {
+	cfg := buildcfg.Default()
+	b := newAttempt()
+	opt := rect(10, 10, 20, 20)
+	b.component(0, opt)
+	same := opt.Clone()
+	for i, v := range same.Pix {
+		same.Pix[i] = v * 255
+	}
+	b.step(deform.Expansion, "right lower zone lung", p(300, 300), rect(10, 10, 24, 20),
+		[]fakeSpec{{deform.Contraction, same}, {deform.Contraction, rect(12, 10, 24, 20)}}, nil, nil)
+	b.step(deform.Contraction, "right mid zone lung", p(300, 700), rect(10, 13, 24, 20), nil, nil, nil)
+	rc, err := RevisionOptions(rng.New("dup"), b.a, lungCtx(false), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Duplicates != 1 {
+		t.Errorf("%d duplicates, want 1", rc.Duplicates)
+	}
+	for _, f := range rc.FakeCombinations {
+		if strings.Contains(f[0], "_fake_contraction_1") {
+			t.Errorf("fake covering the answer's pixels accepted: %v", f)
+		}
+	}
+	checkChoice(t, rc, 4)
 }
 
 func TestRevisionOptionsInsufficient(t *testing.T) {

@@ -39,6 +39,17 @@ func TestOverlayValueAll256(t *testing.T) {
 	}
 }
 
+// The cyan overlay changes every grey value it covers, so option images
+// over one CXR are the same picture only when their masks cover the same
+// pixels: the builder's distinct-distractor rule (qagen) relies on it.
+func TestOverlayChangesEveryGrey(t *testing.T) {
+	for v := 0; v < 256; v++ {
+		if got := OverlayValue(uint8(v)); got == (Colour{uint8(v), uint8(v), uint8(v)}) {
+			t.Errorf("grey %d is unchanged by the overlay", v)
+		}
+	}
+}
+
 // overlayTable renders a LUT as text, one line per grey value.
 func overlayTable(f func(uint8) Colour) string {
 	var b strings.Builder

@@ -166,6 +166,7 @@ func checkRecordFiles(imgDir string, r *recInfo, byName map[string]fs.DirEntry, 
 	found := map[string]bool{}
 	blocked := map[string]bool{} // expected dirs that are links or not dirs
 	var optFiles []string
+	digests := map[string]*imageDigest{} // option file name → digest (deep only)
 	var walk func(rel string)
 	walk = func(rel string) {
 		dir := filepath.Join(imgDir, key, filepath.FromSlash(rel))
@@ -223,7 +224,10 @@ func checkRecordFiles(imgDir string, r *recInfo, byName map[string]fs.DirEntry, 
 					s.add(Error, "not_regular_file", key, loc, "expected image is not a regular file (%s)", e.Type())
 					continue
 				}
-				checkImage(filepath.Join(dir, name), loc, key, kind, opt.Deep, s)
+				d := checkImage(filepath.Join(dir, name), loc, key, kind, opt.Deep, s)
+				if d != nil && rel == optDir {
+					digests[name] = d
+				}
 			}
 		}
 	}
@@ -242,6 +246,7 @@ func checkRecordFiles(imgDir string, r *recInfo, byName map[string]fs.DirEntry, 
 
 	if r.path == benchmark.RevisionRequired && !r.contourUnknown && !underBlocked(benchmark.RevisionDir+"/x", blocked) {
 		checkOptionFiles(r, optFiles, base+"/"+benchmark.RevisionDir, s)
+		checkIdenticalOptions(r, digests, base+"/"+benchmark.RevisionDir, s)
 	}
 }
 
@@ -328,18 +333,19 @@ func readPNGHeader(r io.Reader) (pngHeader, error) {
 var colourTypeNames = map[byte]string{0: "greyscale", 2: "RGB", 3: "palette", 4: "greyscale+alpha", 6: "RGBA"}
 
 // checkImage checks one image file's header, and decodes it fully when
-// deep is set and the header is sane.
-func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) {
+// deep is set and the header is sane. It returns the decoded image's
+// digest (deep mode, decodable 1024×1024 images only), else nil.
+func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) *imageDigest {
 	f, err := os.Open(name)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "cannot open: %v", err)
-		return
+		return nil
 	}
 	defer f.Close()
 	h, err := readPNGHeader(f)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "%v", err)
-		return
+		return nil
 	}
 	if h.width != 1024 || h.height != 1024 {
 		s.add(Error, "image_size", key, loc, "image is %d×%d, expected 1024×1024", h.width, h.height)
@@ -358,16 +364,26 @@ func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) {
 		s.add(Warning, "image_mode", key, loc, "image is %d-bit %s, expected %s", h.bitDepth, ct, want)
 	}
 	if !deep {
-		return
+		return nil
 	}
 	if uint64(h.width)*uint64(h.height) > maxDeepPixels {
-		return // already reported as image_size; never allocate for it
+		return nil // already reported as image_size; never allocate for it
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		s.add(Error, "image_decode", key, loc, "%v", err)
-		return
+		return nil
 	}
-	if _, err := png.Decode(f); err != nil {
+	raw := sha256.New()
+	cr := &countingReader{r: io.TeeReader(f, raw)}
+	img, err := png.Decode(cr)
+	if err != nil {
 		s.add(Error, "image_decode", key, loc, "decoding failed: %v", err)
+		return nil
 	}
+	d := &imageDigest{pixels: pixelDigest(img), read: cr.n}
+	raw.Sum(d.raw[:0])
+	if fi, err := f.Stat(); err == nil {
+		d.size = fi.Size()
+	}
+	return d
 }

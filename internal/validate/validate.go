@@ -300,6 +300,6 @@ var AllCodes = []string{
 	"attribute_gt_inconsistent", "mask_name_unrecognised",
 	"unsafe_path", "bad_option_path", "symlink", "not_regular_file", "missing_folder", "missing_image",
 	"option_image_mismatch", "unexpected_file", "orphan_folder",
-	"image_decode", "image_size", "image_mode",
+	"image_decode", "image_size", "image_mode", "identical_option_images",
 	"composition",
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -603,6 +604,30 @@ func TestFindings(t *testing.T) {
 			b.write(rrDir+"/detection_qa/xray.png", encodePNG(t, img))
 		}, []string{"image_mode"}, 0},
 
+		// A distractor that shows the answer's picture (issue 11).
+		{"distractor is a copy of the answer, --deep", Options{Deep: true}, func(b bench) {
+			rev := rrDir + "/contour_qa/contour_revision_qa/"
+			b.write(rev+"option_2_mask_fake.png", mustRead(t, b.path(rev+"option_4_mask_answer.png")))
+		}, []string{"identical_option_images"}, 1},
+		{"distractor is a copy of the answer, headers only", Options{}, func(b bench) {
+			rev := rrDir + "/contour_qa/contour_revision_qa/"
+			b.write(rev+"option_2_mask_fake.png", mustRead(t, b.path(rev+"option_4_mask_answer.png")))
+		}, nil, 0},
+		{"distractor re-encodes the answer's pixels, --deep", Options{Deep: true}, func(b bench) {
+			rev := "chexpercept/" + kHRR + "/contour_qa/contour_revision_qa/"
+			img, err := png.Decode(bytes.NewReader(mustRead(t, b.path(rev+"option_1_mask_answer.png"))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			(&png.Encoder{CompressionLevel: png.NoCompression}).Encode(&buf, img)
+			b.write(rev+"option_3_mask_fake.png", buf.Bytes())
+		}, []string{"identical_option_images"}, 1},
+		{"two identical distractors are not two answers", Options{Deep: true}, func(b bench) {
+			rev := rrDir + "/contour_qa/contour_revision_qa/"
+			b.write(rev+"option_2_mask_fake.png", mustRead(t, b.path(rev+"option_1_mask_fake.png")))
+		}, nil, 0},
+
 		// §8.6
 		{"composition as a warning", Options{ExpectFull: true, Strict: true}, func(b bench) {}, []string{"composition"}, 1},
 	}
@@ -757,5 +782,57 @@ func TestCheck(t *testing.T) {
 	b.rm(rrDir + "/detection_qa/xray.png")
 	if _, err := Check(b.dir); err == nil || !strings.Contains(err.Error(), "missing_image") {
 		t.Errorf("Check(broken) = %v", err)
+	}
+}
+
+// TestIdenticalOptionImages builds a benchmark with benchtest (every image
+// distinct) and makes one distractor of an RR record a copy of the answer:
+// --deep reports exactly that option, naming both positions.
+func TestIdenticalOptionImages(t *testing.T) {
+	dir := t.TempDir()
+	recs := benchtest.Sample()
+	if err := benchtest.Write(dir, recs, true); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(dir, Options{Deep: true})
+	if err != nil || rep.Has("identical_option_images") {
+		t.Fatalf("distinct images: err %v, findings %v", err, rep.Findings)
+	}
+	var rec *benchmark.Record
+	for _, r := range recs {
+		if r.Path() == benchmark.RevisionRequired {
+			rec = r
+			break
+		}
+	}
+	opts := rec.Contour.RevisionResult.AnswerOptions
+	ans := rec.Contour.RevisionResult.AnswerIndex
+	fake := 1
+	if fake == ans {
+		fake = 2
+	}
+	rev := filepath.Join(dir, benchmark.ImagesDir, rec.KeyID, filepath.FromSlash(benchmark.RevisionDir))
+	data := mustRead(t, filepath.Join(rev, opts[ans-1].RelativePath))
+	if err := os.WriteFile(filepath.Join(rev, opts[fake-1].RelativePath), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Run(dir, Options{Deep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Finding
+	for _, f := range rep.Findings {
+		if f.Code == "identical_option_images" {
+			got = append(got, f)
+		}
+	}
+	wantLoc := benchmark.ImagesDir + "/" + rec.KeyID + "/" + benchmark.RevisionDir + "/" + opts[fake-1].RelativePath
+	wantMsg := "distractor option " + strconv.Itoa(fake) + " is a byte-identical copy of the answer's image (option " + strconv.Itoa(ans) + ")"
+	if len(got) != 1 || got[0].Severity != Error || got[0].KeyID != rec.KeyID || got[0].Location != wantLoc ||
+		!strings.HasPrefix(got[0].Message, wantMsg) {
+		t.Fatalf("findings %v, want one error at %s: %s…", got, wantLoc, wantMsg)
+	}
+	if rep.ExitCode() != 1 {
+		t.Errorf("exit %d, want 1", rep.ExitCode())
 	}
 }
