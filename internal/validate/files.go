@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/maphash"
 	"image/png"
 	"io"
 	"io/fs"
@@ -373,15 +374,15 @@ func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) *imag
 		s.add(Error, "image_decode", key, loc, "%v", err)
 		return nil
 	}
-	raw := sha256.New()
-	cr := &countingReader{r: io.TeeReader(f, raw)}
+	var raw maphash.Hash
+	raw.SetSeed(digestSeed)
+	cr := &countingReader{r: io.TeeReader(f, &raw)}
 	img, err := png.Decode(cr)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "decoding failed: %v", err)
 		return nil
 	}
-	d := &imageDigest{pixels: pixelDigest(img), read: cr.n}
-	raw.Sum(d.raw[:0])
+	d := &imageDigest{pixels: pixelDigest(img), raw: raw.Sum64(), read: cr.n}
 	if fi, err := f.Stat(); err == nil {
 		d.size = fi.Size()
 	}
