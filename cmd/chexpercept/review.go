@@ -103,15 +103,23 @@ func isLoopbackHost(host string) bool {
 
 func reviewServeCmd() *cobra.Command {
 	var db, listen, certFile, keyFile string
-	var quiet bool
+	var quiet, readOnly bool
 	cmd := &cobra.Command{
-		Use:   "serve --review-db REVIEW_DB [--listen 127.0.0.1:PORT] [--tls-cert FILE --tls-key FILE]",
+		Use:   "serve --review-db REVIEW_DB [--listen 127.0.0.1:PORT] [--tls-cert FILE --tls-key FILE] [--read-only]",
 		Short: "Serve the review web app",
 		Long: `serve runs the review web app on --listen (loopback by default). Reviewers
 sign in with their token (POST /login, form field token) and see only their
 own queue; the admin sees progress, agreement and disagreements, resolves
 cases and locks the review. Serve over TLS (--tls-cert/--tls-key) or behind
-a TLS proxy whenever the address is reachable from other machines.`,
+a TLS proxy whenever the address is reachable from other machines.
+
+Repeated wrong tokens from one client address are slowed down: after 5
+failures in a row, one more try every 3 seconds (HTTP 429 meanwhile), and
+the log gets one summary line per minute instead of a line per failure.
+
+--read-only opens the database without writing to it (also a read-only file
+or directory): only the admin can sign in, to see progress, agreement and
+disagreements; decisions, resolutions and the lock are refused with 403.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if db == "" {
@@ -128,7 +136,14 @@ a TLS proxy whenever the address is reachable from other machines.`,
 			if !isLoopbackHost(host) && !useTLS {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s, which is not a loopback address, without TLS: tokens and session cookies travel in clear text unless a TLS proxy sits in front\n", listen)
 			}
-			st, err := review.Open(db)
+			open := review.Open
+			if readOnly {
+				open = review.OpenReadOnly
+			}
+			st, err := open(db)
+			if errors.Is(err, review.ErrNotWritable) {
+				return withExit(2, fmt.Errorf("%w; --read-only serves the admin's progress view without writing", err))
+			}
 			if err != nil {
 				return withExit(2, err)
 			}
@@ -179,6 +194,7 @@ a TLS proxy whenever the address is reachable from other machines.`,
 	f.StringVar(&certFile, "tls-cert", "", "TLS certificate (PEM) to serve HTTPS")
 	f.StringVar(&keyFile, "tls-key", "", "TLS private key (PEM)")
 	f.BoolVar(&quiet, "quiet", false, "do not log sign-ins and decisions")
+	f.BoolVar(&readOnly, "read-only", false, "open the database read-only: the admin's progress view, no changes")
 	return cmd
 }
 
@@ -197,7 +213,7 @@ layouts, optimal? = 1 for accepted cases.`,
 			if db == "" || (jsonl == "") == (csvDir == "") {
 				return withExit(2, errors.New("give --review-db and exactly one of --jsonl OUT, --csv OUT_DIR"))
 			}
-			st, err := review.Open(db)
+			st, err := review.OpenReadOnly(db)
 			if err != nil {
 				return withExit(2, err)
 			}

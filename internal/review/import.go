@@ -288,6 +288,9 @@ func AppendLog(path string, lines []*Line) error {
 // needed, so the decision takes part in the resolution rule. Refused while
 // the review is locked.
 func (s *Store) ImportLines(ctx context.Context, lines []*Line) error {
+	if s.readOnly {
+		return fmt.Errorf("review db %s: %w", s.Path, ErrReadOnly)
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var locked string
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT value FROM meta WHERE key = 'locked'), '0')`).Scan(&locked); err != nil {

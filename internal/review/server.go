@@ -116,11 +116,11 @@ func (srv *Server) Handler() http.Handler {
 	auth.HandleFunc("GET /queue", srv.queue)
 	auth.HandleFunc("GET /case/{key}", srv.casePage)
 	auth.HandleFunc("GET /image/{key}/{kind}", srv.image)
-	auth.HandleFunc("POST /api/decision", srv.decide)
+	auth.HandleFunc("POST /api/decision", srv.writable(srv.decide))
 	auth.HandleFunc("GET /api/queue", srv.queueJSON)
 	auth.HandleFunc("GET /admin", srv.admin)
-	auth.HandleFunc("POST /admin/resolve", srv.resolve)
-	auth.HandleFunc("POST /admin/lock", srv.lock)
+	auth.HandleFunc("POST /admin/resolve", srv.writable(srv.resolve))
+	auth.HandleFunc("POST /admin/lock", srv.writable(srv.lock))
 	mux.Handle("/", srv.requireSession(auth))
 	return srv.protect(mux)
 }
@@ -146,6 +146,18 @@ func (srv *Server) protect(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// writable refuses a change with 403 when the store is read-only, before
+// the handler reads the request.
+func (srv *Server) writable(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if srv.store.ReadOnly() {
+			srv.apiError(w, http.StatusForbidden, "the review database is open read-only: nothing can be changed on this server")
+			return
+		}
+		h(w, r)
+	}
 }
 
 // requireSession answers 401 with the sign-in page unless the request
@@ -247,6 +259,10 @@ func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
 		srv.render(w, http.StatusUnauthorized, "login.html", loginData("This token is not valid."))
 		return
 	}
+	if srv.store.ReadOnly() && !u.IsAdmin {
+		srv.render(w, http.StatusForbidden, "login.html", loginData("This server shows the admin's progress view of a read-only review database; reviewers cannot sign in to it."))
+		return
+	}
 	cookie, _, err := srv.store.CreateSession(r.Context(), u.ID, sessionTTL)
 	if err != nil {
 		srv.fail(w, r, http.StatusInternalServerError, err)
@@ -276,15 +292,16 @@ func (srv *Server) home(w http.ResponseWriter, r *http.Request) {
 
 // page is the data every template gets.
 type page struct {
-	User   *Reviewer
-	CSRF   string
-	Locked bool
-	Title  string
+	User     *Reviewer
+	CSRF     string
+	Locked   bool
+	ReadOnly bool
+	Title    string
 }
 
 func (srv *Server) pageData(r *http.Request, title string) (page, error) {
 	locked, err := srv.store.Locked(r.Context())
-	return page{User: userOf(r), CSRF: csrfOf(r), Locked: locked, Title: title}, err
+	return page{User: userOf(r), CSRF: csrfOf(r), Locked: locked, ReadOnly: srv.store.ReadOnly(), Title: title}, err
 }
 
 func (srv *Server) queue(w http.ResponseWriter, r *http.Request) {

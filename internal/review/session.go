@@ -37,6 +37,10 @@ func (s *Store) CreateSession(ctx context.Context, reviewerID int64, ttl time.Du
 		return "", "", err
 	}
 	now := s.now()
+	if s.mem != nil {
+		s.mem.create(sessionHash(cookie), memSession{reviewerID, csrf, now.Add(ttl).Unix()}, now.Unix())
+		return cookie, csrf, nil
+	}
 	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions(id_sha256, reviewer_id, csrf, expires) VALUES(?,?,?,?)`,
 		sessionHash(cookie), reviewerID, csrf, now.Add(ttl).Unix())
 	if err == nil {
@@ -52,6 +56,9 @@ func (s *Store) CreateSession(ctx context.Context, reviewerID int64, ttl time.Du
 func (s *Store) Session(ctx context.Context, cookie string) (*Reviewer, string, error) {
 	if cookie == "" || len(cookie) > 128 {
 		return nil, "", nil
+	}
+	if s.mem != nil {
+		return s.memSession(ctx, cookie)
 	}
 	var r Reviewer
 	var csrf string
@@ -72,6 +79,54 @@ func (s *Store) Session(ctx context.Context, cookie string) (*Reviewer, string, 
 
 // EndSession deletes a session.
 func (s *Store) EndSession(ctx context.Context, cookie string) error {
+	if s.mem != nil {
+		s.mem.mu.Lock()
+		delete(s.mem.m, string(sessionHash(cookie)))
+		s.mem.mu.Unlock()
+		return nil
+	}
 	_, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id_sha256 = ?`, sessionHash(cookie))
 	return err
+}
+
+// maxMemSessions bounds the sessions of a read-only store; beyond it the
+// one closest to expiry goes.
+const maxMemSessions = 1024
+
+// create stores a session of a read-only store and forgets expired ones.
+func (m *memSessions) create(id []byte, ms memSession, now int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	oldest := ""
+	for k, v := range m.m {
+		if v.expires < now {
+			delete(m.m, k)
+		} else if oldest == "" || v.expires < m.m[oldest].expires {
+			oldest = k
+		}
+	}
+	if len(m.m) >= maxMemSessions {
+		delete(m.m, oldest)
+	}
+	m.m[string(id)] = ms
+}
+
+// memSession is Session for a read-only store: the session from memory,
+// the account from the database.
+func (s *Store) memSession(ctx context.Context, cookie string) (*Reviewer, string, error) {
+	s.mem.mu.Lock()
+	ms, ok := s.mem.m[string(sessionHash(cookie))]
+	s.mem.mu.Unlock()
+	if !ok || s.now().Unix() > ms.expires {
+		return nil, "", nil
+	}
+	r := Reviewer{ID: ms.reviewerID}
+	err := s.db.QueryRowContext(ctx, `SELECT name, is_admin FROM reviewers WHERE id = ?`, ms.reviewerID).Scan(&r.Name, &r.IsAdmin)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return &r, ms.csrf, nil
 }

@@ -258,7 +258,7 @@ func (s *Store) ResolvedLines(ctx context.Context) ([]*Line, error) {
 // --review-db`. It reads the resolved lines once and answers exactly as
 // the exported reviews.jsonl would (the same Log, built in memory).
 func OpenDecisions(path string) (*Log, error) {
-	s, err := Open(path)
+	s, err := OpenReadOnly(path)
 	if err != nil {
 		return nil, err
 	}

@@ -95,11 +95,18 @@ type Store struct {
 	db   *sql.DB
 	Path string
 	now  func() time.Time // replaced in tests
+
+	// readOnly: opened by OpenReadOnly; sessions then live in mem.
+	readOnly bool
+	mem      *memSessions
 }
 
 // ErrLocked is returned for reviewer decisions after the admin locked the
 // review.
 var ErrLocked = errors.New("the review is locked by the admin")
+
+// ErrReadOnly is returned by every change to a store opened read-only.
+var ErrReadOnly = errors.New("the review database is open read-only")
 
 func dsn(path, mode string) (string, error) {
 	abs, err := filepath.Abs(path)
@@ -140,30 +147,56 @@ func create(path string) (*Store, error) {
 	return s, nil
 }
 
-// Open opens an existing review database (created by `review init`).
+// Open opens an existing review database (created by `review init`) for
+// reading and writing. A database file, directory or -wal/-shm file that
+// cannot be written is an error matching ErrNotWritable that says which.
 func Open(path string) (*Store, error) {
-	if _, err := os.Stat(path); err != nil {
+	if err := statDB(path); err != nil {
+		return nil, err
+	}
+	// SQLite would open a read-only file read-only without a word and fail
+	// at the first write (a sign-in or a decision), so probe it first.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		if isPermission(err) {
+			return nil, &writeError{fmt.Sprintf("review db %s: the file is not writable (%v)", path, unwrapPath(err)), err}
+		}
 		return nil, fmt.Errorf("review db %s: %v", path, unwrapPath(err))
 	}
+	f.Close()
 	d, err := dsn(path, "rw")
 	if err != nil {
 		return nil, fmt.Errorf("review db %s: %v", path, err)
 	}
+	return openDSN(path, d, false)
+}
+
+// openDSN opens the database and checks that it is a review database.
+func openDSN(path, d string, readOnly bool) (*Store, error) {
 	db, err := sql.Open("sqlite", d)
 	if err != nil {
 		return nil, fmt.Errorf("review db %s: %v", path, err)
 	}
-	s := &Store{db: db, Path: path, now: time.Now}
+	s := &Store{db: db, Path: path, now: time.Now, readOnly: readOnly}
+	if readOnly {
+		s.mem = &memSessions{m: map[string]memSession{}}
+	}
 	var id string
 	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&id); err != nil || id != schemaID {
 		db.Close()
 		if err == nil {
 			err = fmt.Errorf("schema %q", id)
 		}
-		return nil, fmt.Errorf("review db %s: not a chexpercept review database (%v)", path, err)
+		if werr := notWritable(path, err); werr != nil {
+			return nil, werr
+		}
+		return nil, fmt.Errorf("review db %s: not a chexpercept review database (%w)", path, err)
 	}
 	return s, nil
 }
+
+// ReadOnly reports whether the store was opened by OpenReadOnly.
+func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
@@ -188,6 +221,9 @@ func (s *Store) Locked(ctx context.Context) (bool, error) {
 
 // SetLocked sets or clears the lock flag.
 func (s *Store) SetLocked(ctx context.Context, locked bool) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
 	v := "0"
 	if locked {
 		v = "1"
@@ -388,6 +424,9 @@ func (s *Store) Decide(ctx context.Context, reviewerID int64, c *CaseInfo, decis
 	default:
 		return "", fmt.Errorf("decision %q is not accept, reject or unsure", decision)
 	}
+	if s.readOnly {
+		return "", ErrReadOnly
+	}
 	now := s.stamp()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var locked string
@@ -418,6 +457,9 @@ func (s *Store) Resolve(ctx context.Context, c *CaseInfo, decision, note string)
 	case DecisionAccept, DecisionReject, "":
 	default:
 		return "", fmt.Errorf("resolution %q is not accept, reject or empty", decision)
+	}
+	if s.readOnly {
+		return "", ErrReadOnly
 	}
 	now := s.stamp()
 	_, err := s.db.ExecContext(ctx, `INSERT INTO resolutions(case_id, decision, note, time, image_sha256, mask_sha256) VALUES(?,?,?,?,?,?)`,
