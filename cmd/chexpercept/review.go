@@ -114,8 +114,10 @@ cases and locks the review. Serve over TLS (--tls-cert/--tls-key) or behind
 a TLS proxy whenever the address is reachable from other machines.
 
 Repeated wrong tokens from one client address are slowed down: after 5
-failures in a row, one more try every 3 seconds (HTTP 429 meanwhile), and
-the log gets one summary line per minute instead of a line per failure.
+tries without a correct token, one more try every 3 seconds (HTTP 429
+meanwhile), and the log gets one summary line per minute instead of a line
+per failure. Behind a TLS proxy on this machine, the client address is the
+last X-Forwarded-For entry.
 
 --read-only opens the database without writing to it (also a read-only file
 or directory): only the admin can sign in, to see progress, agreement and

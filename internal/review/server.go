@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,8 @@ type Server struct {
 	mu    sync.Mutex
 	cache map[string][]byte // encoded PNGs by key, bounded FIFO
 	order []string
+
+	throttle *signInThrottle
 }
 
 // NewServer returns the web app over an open store.
@@ -89,8 +92,10 @@ func NewServer(s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{store: s, tmpl: t, static: http.StripPrefix("/static/", http.FileServerFS(sub)),
-		Log: log.New(io.Discard, "", 0), cache: map[string][]byte{}}, nil
+	srv := &Server{store: s, tmpl: t, static: http.StripPrefix("/static/", http.FileServerFS(sub)),
+		Log: log.New(io.Discard, "", 0), cache: map[string][]byte{}}
+	srv.throttle = newSignInThrottle(func(format string, args ...any) { srv.Log.Printf(format, args...) })
+	return srv, nil
 }
 
 type ctxKey int
@@ -245,6 +250,14 @@ func (srv *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
+	client := clientKey(r)
+	if ok, wait := srv.throttle.allow(client); !ok {
+		secs := int(math.Ceil(wait.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		srv.render(w, http.StatusTooManyRequests, "login.html",
+			loginData(fmt.Sprintf("Too many wrong tokens from your address: try again in %d seconds.", secs)))
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		srv.formError(w, r, err)
 		return
@@ -255,10 +268,11 @@ func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if u == nil {
-		srv.Log.Printf("sign-in refused from %s", r.RemoteAddr)
+		srv.throttle.fail(client)
 		srv.render(w, http.StatusUnauthorized, "login.html", loginData("This token is not valid."))
 		return
 	}
+	srv.throttle.succeed(client)
 	if srv.store.ReadOnly() && !u.IsAdmin {
 		srv.render(w, http.StatusForbidden, "login.html", loginData("This server shows the admin's progress view of a read-only review database; reviewers cannot sign in to it."))
 		return

@@ -1,0 +1,221 @@
+package review
+
+import (
+	"bytes"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// throttledApp is a server whose sign-in throttle runs on a hand-moved
+// clock and flushes its log summary only when told; it logs to log.
+type throttledApp struct {
+	srv   *Server
+	h     http.Handler
+	tok   map[string]string
+	clock time.Time
+	log   bytes.Buffer
+}
+
+func newThrottledApp(t *testing.T) *throttledApp {
+	t.Helper()
+	fx := makeFixture(t, []string{"edema"}, 1, 1)
+	s, tok := initStore(t, fx, 2, 1)
+	srv, err := NewServer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := &throttledApp{srv: srv, tok: tok, clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	srv.Log = log.New(&ta.log, "", 0)
+	srv.throttle.now = func() time.Time { return ta.clock }
+	srv.throttle.window = 0 // no timer: the test flushes
+	ta.h = srv.Handler()
+	return ta
+}
+
+// signIn posts a token from remote (with X-Forwarded-For when xff is set)
+// and returns the response.
+func (ta *throttledApp) signIn(remote, xff, token string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.RemoteAddr = remote
+	if xff != "" {
+		req.Header.Set("X-Forwarded-For", xff)
+	}
+	rec := httptest.NewRecorder()
+	ta.h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestSignInThrottle(t *testing.T) {
+	const (
+		a  = "192.0.2.1:40000"
+		b  = "198.51.100.2:40000"
+		lo = "127.0.0.1:50000"
+	)
+	type step struct {
+		remote, xff string
+		right       bool          // the reviewer's token, else a wrong one
+		advance     time.Duration // clock moves before the attempt
+		repeat      int           // the attempt is made 1+repeat times
+		want        int
+	}
+	wrong5 := step{remote: a, repeat: 4, want: http.StatusUnauthorized}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"five wrong tokens, then 429 even for the right one", []step{
+			wrong5,
+			{remote: a, want: http.StatusTooManyRequests},
+			{remote: a, right: true, want: http.StatusTooManyRequests},
+		}},
+		{"other clients sign in meanwhile", []step{
+			wrong5,
+			{remote: a, want: http.StatusTooManyRequests},
+			{remote: b, right: true, want: http.StatusSeeOther},
+			{remote: b, want: http.StatusUnauthorized},
+		}},
+		{"one more try per 3 s", []step{
+			wrong5,
+			{remote: a, advance: 2 * time.Second, want: http.StatusTooManyRequests},
+			{remote: a, advance: time.Second, want: http.StatusUnauthorized},
+			{remote: a, want: http.StatusTooManyRequests},
+			{remote: a, advance: 3 * time.Second, right: true, want: http.StatusSeeOther},
+		}},
+		{"a correct sign-in forgets earlier failures", []step{
+			{remote: a, repeat: 3, want: http.StatusUnauthorized},
+			{remote: a, right: true, want: http.StatusSeeOther},
+			wrong5,
+			{remote: a, want: http.StatusTooManyRequests},
+		}},
+		{"an IPv6 /64 is one client", []step{
+			{remote: "[2001:db8::1]:1", repeat: 4, want: http.StatusUnauthorized},
+			{remote: "[2001:db8::ff]:2", want: http.StatusTooManyRequests},
+			{remote: "[2001:db8:0:1::1]:3", right: true, want: http.StatusSeeOther},
+		}},
+		{"behind a local proxy the forwarded address counts", []step{
+			{remote: lo, xff: "203.0.113.9", repeat: 4, want: http.StatusUnauthorized},
+			{remote: lo, xff: "10.0.0.1, 203.0.113.9", want: http.StatusTooManyRequests},
+			{remote: lo, xff: "203.0.113.10", right: true, want: http.StatusSeeOther},
+		}},
+		{"a remote client cannot pick its address by header", []step{
+			{remote: a, xff: "203.0.113.1", repeat: 4, want: http.StatusUnauthorized},
+			{remote: a, xff: "203.0.113.2", want: http.StatusTooManyRequests},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ta := newThrottledApp(t)
+			for i, s := range tc.steps {
+				ta.clock = ta.clock.Add(s.advance)
+				tok := "wrong-token"
+				if s.right {
+					tok = ta.tok["r1"]
+				}
+				for range 1 + s.repeat {
+					rec := ta.signIn(s.remote, s.xff, tok)
+					if rec.Code != s.want {
+						t.Fatalf("step %d (%s): status %d, want %d", i, s.remote, rec.Code, s.want)
+					}
+					if rec.Code == http.StatusTooManyRequests && (rec.Header().Get("Retry-After") == "" ||
+						!strings.Contains(rec.Body.String(), "Too many wrong tokens from your address")) {
+						t.Fatalf("step %d: 429 without Retry-After or message: %v %s", i, rec.Header(), rec.Body)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSignInThrottleLog: 100 wrong tokens from one address give one line
+// at once and one summary when the window ends, not 100 lines.
+func TestSignInThrottleLog(t *testing.T) {
+	ta := newThrottledApp(t)
+	for range 100 {
+		ta.signIn("192.0.2.7:1", "", "wrong")
+	}
+	ta.signIn("198.51.100.3:1", "", "wrong")
+	lines := func() []string { return strings.Split(strings.TrimSpace(ta.log.String()), "\n") }
+	if got := lines(); len(got) != 1 || got[0] != "sign-in refused from 192.0.2.7" {
+		t.Fatalf("log before the summary: %q", got)
+	}
+	ta.srv.throttle.flush()
+	want := "sign-in refused: 5 wrong token(s) and 95 throttled attempt(s) in the last 0s from 2 client(s): 192.0.2.7 ×4, 198.51.100.3 ×1"
+	if got := lines(); len(got) != 2 || got[1] != want {
+		t.Fatalf("log after the summary: %q\nwant second line %q", got, want)
+	}
+	// A quiet window closes the summary; the next failure is logged at once.
+	ta.srv.throttle.flush()
+	ta.srv.throttle.flush()
+	ta.clock = ta.clock.Add(time.Hour)
+	ta.signIn("192.0.2.7:1", "", "wrong")
+	if got := lines(); len(got) != 3 || got[2] != "sign-in refused from 192.0.2.7" {
+		t.Fatalf("log after a quiet window: %q", got)
+	}
+	if strings.Contains(ta.log.String(), "wrong-token") || strings.Contains(ta.log.String(), "token=") {
+		t.Error("a token reached the log")
+	}
+}
+
+// TestSignInThrottleBounded: the table of addresses never exceeds its
+// size, and a throttled address outlives addresses with one failure.
+func TestSignInThrottleBounded(t *testing.T) {
+	ta := newThrottledApp(t)
+	ta.srv.throttle.max = 3
+	for range 5 {
+		ta.signIn("192.0.2.1:1", "", "wrong")
+	}
+	for i := range 50 {
+		ta.signIn(fmt.Sprintf("198.51.100.%d:1", i), "", "wrong")
+		if n := len(ta.srv.throttle.clients); n > 3 {
+			t.Fatalf("%d addresses remembered, limit 3", n)
+		}
+		if n := len(ta.srv.throttle.wrong); n > 3 {
+			t.Fatalf("%d addresses in the log summary, limit 3", n)
+		}
+	}
+	if rec := ta.signIn("192.0.2.1:1", "", ta.tok["r1"]); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("the throttled address was forgotten: %d", rec.Code)
+	}
+	ta.srv.throttle.flush()
+	if !strings.Contains(ta.log.String(), "54 wrong token(s) and 1 throttled attempt(s) in the last 0s from at least 3 client(s)") {
+		t.Errorf("summary lost failures: %s", ta.log.String())
+	}
+}
+
+// TestSignInThrottleConcurrent hammers the sign-in from several addresses
+// at once (run with -race): every attempt is accounted for in the log.
+func TestSignInThrottleConcurrent(t *testing.T) {
+	ta := newThrottledApp(t)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				ta.signIn(fmt.Sprintf("192.0.2.%d:1", g%3), "", "wrong")
+			}
+		}()
+	}
+	wg.Wait()
+	ta.srv.throttle.flush()
+	var first string
+	var wrong, throttled int
+	lines := strings.Split(strings.TrimSpace(ta.log.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("log: %q", lines)
+	}
+	first = lines[0]
+	if _, err := fmt.Sscanf(lines[1], "sign-in refused: %d wrong token(s) and %d throttled", &wrong, &throttled); err != nil {
+		t.Fatalf("summary %q: %v", lines[1], err)
+	}
+	if !strings.HasPrefix(first, "sign-in refused from 192.0.2.") || 1+wrong+throttled != 160 || 1+wrong != 3*signInBurst {
+		t.Errorf("1 + %d wrong + %d throttled, want 160 attempts with %d wrong", wrong, throttled, 3*signInBurst)
+	}
+}
