@@ -23,7 +23,13 @@ func init() {
 		Long: `sample reads a generic JSONL manifest, or converts MIMIC-CXR-JPG + MIMIC-ILS
 (+ CheXmask CSV and/or lung PNGs) into manifest lines, then orders the
 candidates per lesion with the seeded sampling of build.md §3 and writes
-candidates.jsonl (each line with rank, source_type and sample_seed).`,
+candidates.jsonl (each line with rank, source_type and sample_seed).
+
+--mimic-cxr takes the MIMIC-CXR-JPG root (holding files/) or files/ itself.
+Before writing, every image and mask the candidates reference is checked:
+a regular file with a readable PNG/JPEG header (masks: PNG) of a size the
+build accepts. Any failure names the first few files, writes nothing and
+exits with status 2.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			useMIMIC := mimicCXR != "" || mimicILS != "" || ilsMasks != ""
@@ -71,6 +77,11 @@ candidates.jsonl (each line with rank, source_type and sample_seed).`,
 			}
 			cands, rep := source.Sample(cases, cfg, cfg.Seed)
 			rep.MergeMIMIC(stats)
+			// A candidate whose image or mask cannot be read would only fail
+			// in build, after its review: refuse now, writing nothing.
+			if err := source.CheckInputs(cands); err != nil {
+				return withExit(2, err)
+			}
 			if err := source.WriteCandidates(out, cands); err != nil {
 				return withExit(2, err)
 			}
@@ -81,7 +92,7 @@ candidates.jsonl (each line with rank, source_type and sample_seed).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&manifest, "manifest", "", "generic JSONL manifest (build.md §2.4)")
-	f.StringVar(&mimicCXR, "mimic-cxr", "", "MIMIC-CXR-JPG directory (layout: config key mimic_layout)")
+	f.StringVar(&mimicCXR, "mimic-cxr", "", "MIMIC-CXR-JPG root or its files/ directory; the PNG directory for mimic_layout flat_png")
 	f.StringVar(&mimicILS, "mimic-ils", "", "MIMIC-ILS mimic_ils_instruction_answer.json")
 	f.StringVar(&ilsMasks, "ils-masks", "", "MIMIC-ILS lesion mask directory")
 	f.StringVar(&chexCSV, "chexmask-csv", "", "CheXmask database CSV (.csv or .csv.gz, original resolution)")

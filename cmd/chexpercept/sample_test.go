@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,5 +35,54 @@ func TestSampleCommand(t *testing.T) {
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "either --manifest or the MIMIC flags") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestSampleMIMICFilesDir: --mimic-cxr accepts the MIMIC-CXR-JPG root and
+// its files/ directory, with byte-identical candidates.
+func TestSampleMIMICFilesDir(t *testing.T) {
+	fx := "../../internal/source/testdata/mimic"
+	dir := t.TempDir()
+	var outs [2][]byte
+	for i, cxr := range []string{fx, fx + "/files"} {
+		out := filepath.Join(dir, fmt.Sprintf("c%d.jsonl", i))
+		_, stderr, code := runCLI(t, "sample", "--mimic-cxr", cxr, "--mimic-ils", fx+"/mimic_ils_instruction_answer.json",
+			"--ils-masks", fx+"/lesion_mask", "--chexmask-csv", fx+"/chexmask_mimic.csv", "--out", out, "--seed", "7")
+		if code != 0 {
+			t.Fatalf("--mimic-cxr %s: exit %d\n%s", cxr, code, stderr)
+		}
+		outs[i], _ = os.ReadFile(out)
+	}
+	if len(outs[0]) == 0 || !bytes.Equal(outs[0], outs[1]) {
+		t.Errorf("candidates from files/ differ from those of the root:\n%s\n---\n%s", outs[0], outs[1])
+	}
+}
+
+// TestSampleRefusesUnusableInputs: a manifest naming a missing image or a
+// non-image mask stops sample with exit status 2, one line naming the
+// files, and no candidates.jsonl.
+func TestSampleRefusesUnusableInputs(t *testing.T) {
+	dir := t.TempDir()
+	var img bytes.Buffer
+	png.Encode(&img, image.NewGray(image.Rect(0, 0, 16, 16)))
+	os.WriteFile(filepath.Join(dir, "ok.png"), img.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "notes.png"), []byte("not a png"), 0o644)
+	manifest := filepath.Join(dir, "manifest.jsonl")
+	os.WriteFile(manifest, []byte(
+		`{"case_id": "a_negative_0", "lesion": "edema", "label": "negative", "image": "gone.jpg"}`+"\n"+
+			`{"case_id": "b_positive_0", "lesion": "edema", "label": "positive", "image": "ok.png", "lesion_masks": ["notes.png"], "lung_masks": {"right": "ok.png", "left": "ok.png"}}`+"\n"), 0o644)
+	out := filepath.Join(dir, "candidates.jsonl")
+	_, stderr, code := runCLI(t, "sample", "--manifest", manifest, "--out", out)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\n%s", code, stderr)
+	}
+	for _, want := range []string{"2 of the 4 input files", filepath.Join(dir, "gone.jpg") + " (case edema_a_negative_0): no such file",
+		"lesion mask " + filepath.Join(dir, "notes.png")} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("candidates.jsonl written despite the error (%v)", err)
 	}
 }

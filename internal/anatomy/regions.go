@@ -100,9 +100,22 @@ func (r *Regions) Describe() string {
 		b.WriteByte('\n')
 	}
 	if r.Erosion > 0 {
-		fmt.Fprintf(&b, "peripheral band erosion: %d×%d square (from the right lung's widths)\n", r.Erosion, r.Erosion)
+		lo, hi := r.ErosionOffsets()
+		fmt.Fprintf(&b, "peripheral band erosion: %d×%d square (from the right lung's widths), offsets %d … %d on each axis (scikit-image: even sizes reach one pixel further down/right), image edges reflected\n",
+			r.Erosion, r.Erosion, lo, hi)
 	}
 	return b.String()
+}
+
+// ErosionOffsets is the offset range lo … hi, on each axis, of the e×e
+// square eroding the lungs for the peripheral band: −((e−1) div 2) … e div 2,
+// where scikit-image's erosion puts an even-sized footprint (§6 step 2).
+// Both are 0 for heart-type lesions.
+func (r *Regions) ErosionOffsets() (lo, hi int) {
+	if r.Erosion == 0 {
+		return 0, 0
+	}
+	return -((r.Erosion - 1) / 2), r.Erosion / 2
 }
 
 // Lookup returns the zone or lung region with the given canonical name.
@@ -248,7 +261,9 @@ func peripheral(R, L mask.Mask, reg *Regions) error {
 			w1, w2, r1, r2, e)
 	}
 	reg.Erosion = e
-	eroded := mask.ErodeReflect(mask.Or(R, L), mask.Square(e))
+	// scikit-image's square, not OpenCV's: for even e it reaches one pixel
+	// further down/right than up/left (§6 step 2).
+	eroded := mask.ErodeReflect(mask.Or(R, L), mask.SkimageSquare(e))
 
 	for _, side := range []struct {
 		name string

@@ -54,33 +54,34 @@ func TestBuildRegionsRectangles(t *testing.T) {
 	if gl.B1 != 20 || gl.B2 != 30 || gl.MidX != 49 || gl.CPACut != 31 {
 		t.Errorf("left geometry %+v", gl)
 	}
-	// e = (20 + 20) div 4 = 10; the 10×10 square spans −5..4, so the cores
-	// are x 15..25 / 45..55, rows 15..35.
+	// e = (20 + 20) div 4 = 10; the 10×10 square spans −4..5 (scikit-image's
+	// placement of an even square), so the cores are x 14..24 / 44..54, rows
+	// 14..34.
 	if reg.Erosion != 10 {
 		t.Errorf("erosion %d, want 10", reg.Erosion)
 	}
-	if !mask.Equal(gr.Core, rects([4]int{15, 15, 25, 35})) || !mask.Equal(gl.Core, rects([4]int{45, 15, 55, 35})) {
+	if !mask.Equal(gr.Core, rects([4]int{14, 14, 24, 34})) || !mask.Equal(gl.Core, rects([4]int{44, 14, 54, 34})) {
 		t.Errorf("cores wrong")
 	}
-	if gr.Top != (mask.Point{X: 15, Y: 15}) || gr.Bottom != (mask.Point{X: 15, Y: 35}) {
+	if gr.Top != (mask.Point{X: 14, Y: 14}) || gr.Bottom != (mask.Point{X: 14, Y: 34}) {
 		t.Errorf("right top/bottom %v %v", gr.Top, gr.Bottom)
 	}
 	// Left: top ties to max x, bottom ties to min x (the reference's asymmetry).
-	if gl.Top != (mask.Point{X: 55, Y: 15}) || gl.Bottom != (mask.Point{X: 45, Y: 35}) {
+	if gl.Top != (mask.Point{X: 54, Y: 14}) || gl.Bottom != (mask.Point{X: 44, Y: 34}) {
 		t.Errorf("left top/bottom %v %v", gl.Top, gl.Bottom)
 	}
-	wantRightBand := rects([4]int{10, 10, 15, 15}, [4]int{10, 16, 14, 34}, [4]int{10, 35, 15, 39})
-	wantLeftBand := rects([4]int{55, 10, 59, 15}, [4]int{56, 16, 59, 34}, [4]int{45, 35, 59, 39})
+	wantRightBand := rects([4]int{10, 10, 14, 14}, [4]int{10, 15, 13, 33}, [4]int{10, 34, 14, 39})
+	wantLeftBand := rects([4]int{54, 10, 59, 14}, [4]int{55, 15, 59, 33}, [4]int{44, 34, 59, 39})
 	if !mask.Equal(gr.Peripheral, wantRightBand) {
 		t.Errorf("right band: %d px, want %d", gr.Peripheral.Count(), wantRightBand.Count())
 	}
 	if !mask.Equal(gl.Peripheral, wantLeftBand) {
 		t.Errorf("left band: %d px, want %d", gl.Peripheral.Count(), wantLeftBand.Count())
 	}
-	if !mask.Equal(gr.CPA, rects([4]int{10, 31, 14, 34}, [4]int{10, 35, 15, 39})) {
+	if !mask.Equal(gr.CPA, rects([4]int{10, 31, 13, 33}, [4]int{10, 34, 14, 39})) {
 		t.Errorf("right CPA wrong (%d px)", gr.CPA.Count())
 	}
-	if !mask.Equal(gl.CPA, rects([4]int{56, 31, 59, 34}, [4]int{45, 35, 59, 39})) {
+	if !mask.Equal(gl.CPA, rects([4]int{55, 31, 59, 33}, [4]int{44, 34, 59, 39})) {
 		t.Errorf("left CPA wrong (%d px)", gl.CPA.Count())
 	}
 
@@ -102,11 +103,11 @@ func TestBuildRegionsRectangles(t *testing.T) {
 		"right lateral lung & right mid zone lung":      rects([4]int{10, 21, 18, 30}),
 		"left medial lung & left lung base":             rects([4]int{40, 31, 48, 39}),
 		"left lateral lung & left lung base":            rects([4]int{49, 31, 59, 39}),
-		"left peripheral lung & left upper zone lung":   rects([4]int{55, 10, 59, 15}, [4]int{56, 16, 59, 20}),
-		"right peripheral lung & right mid zone lung":   rects([4]int{10, 21, 14, 30}),
-		"right peripheral lung & right lung base":       rects([4]int{10, 31, 14, 34}, [4]int{10, 35, 15, 39}),
-		"left peripheral lung & left mid zone lung":     rects([4]int{56, 21, 59, 30}),
-		"right peripheral lung & right upper zone lung": rects([4]int{10, 10, 15, 15}, [4]int{10, 16, 14, 20}),
+		"left peripheral lung & left upper zone lung":   rects([4]int{54, 10, 59, 14}, [4]int{55, 15, 59, 20}),
+		"right peripheral lung & right mid zone lung":   rects([4]int{10, 21, 13, 30}),
+		"right peripheral lung & right lung base":       rects([4]int{10, 31, 13, 33}, [4]int{10, 34, 14, 39}),
+		"left peripheral lung & left mid zone lung":     rects([4]int{55, 21, 59, 30}),
+		"right peripheral lung & right upper zone lung": rects([4]int{10, 10, 14, 14}, [4]int{10, 15, 13, 20}),
 	}
 	for i, lr := range reg.LungRegions {
 		if lr.Name != LungRegionNames[i] {
@@ -119,9 +120,9 @@ func TestBuildRegionsRectangles(t *testing.T) {
 	if z, ok := reg.Lookup("left lung base"); !ok || z.Area != 180 {
 		t.Errorf("Lookup(left lung base) = %v, %v", z.Area, ok)
 	}
-	wantDesc := "right lung: rows 10..39, zone rows upper ≤ 20 < mid ≤ 30 < base, columns 10..29, mid_x 19, band core 231 px from (15, 15) to (15, 35), band 161 px, CPA rows ≥ 31 (50 px)\n" +
-		"left lung: rows 10..39, zone rows upper ≤ 20 < mid ≤ 30 < base, columns 40..59, mid_x 49, band core 231 px from (55, 15) to (45, 35), band 181 px, CPA rows ≥ 31 (91 px)\n" +
-		"peripheral band erosion: 10×10 square (from the right lung's widths)\n"
+	wantDesc := "right lung: rows 10..39, zone rows upper ≤ 20 < mid ≤ 30 < base, columns 10..29, mid_x 19, band core 231 px from (14, 14) to (14, 34), band 131 px, CPA rows ≥ 31 (42 px)\n" +
+		"left lung: rows 10..39, zone rows upper ≤ 20 < mid ≤ 30 < base, columns 40..59, mid_x 49, band core 231 px from (54, 14) to (44, 34), band 221 px, CPA rows ≥ 31 (111 px)\n" +
+		"peripheral band erosion: 10×10 square (from the right lung's widths), offsets -4 … 5 on each axis (scikit-image: even sizes reach one pixel further down/right), image edges reflected\n"
 	if d := reg.Describe(); d != wantDesc {
 		t.Errorf("Describe:\n%s", d)
 	}
@@ -183,19 +184,20 @@ func TestCoreLargestTie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Erosion of a 20×12 block by x −5..4, y −5..4: x 45..55, rows y0+5..y1−4.
-	if !mask.Equal(reg.Left.Core, rects([4]int{45, 7, 55, 9})) {
+	// Erosion of a 20×12 block by x −4..5, y −4..5: x 44..54, rows y0+4..y1−5.
+	if !mask.Equal(reg.Left.Core, rects([4]int{44, 6, 54, 8})) {
 		t.Errorf("left core is not the upper block's core (%d px)", reg.Left.Core.Count())
 	}
 	// Rows below the core's bottom keep x ≥ bottom.x: the whole lower block
-	// and strip from x 45 on, the upper block's lateral band above.
-	if !reg.Left.Peripheral.At(45, 40) || reg.Left.Peripheral.At(44, 40) || !reg.Left.Peripheral.At(49, 20) {
+	// and strip from x 44 on, the upper block's lateral band above.
+	if !reg.Left.Peripheral.At(44, 40) || reg.Left.Peripheral.At(43, 40) || !reg.Left.Peripheral.At(49, 20) {
 		t.Errorf("left band rows below the core not cut at bottom.x")
 	}
 }
 
-// naiveErodeReflect is erosion with OpenCV's BORDER_REFLECT written from
-// the spec's words, pixel by pixel.
+// naiveErodeReflect is the e×e erosion of §6 step 2 written from the spec's
+// words, pixel by pixel: offsets −((e−1) div 2) … e div 2, outside pixels
+// mirrored (BORDER_REFLECT).
 func naiveErodeReflect(m mask.Mask, e int) mask.Mask {
 	refl := func(i, n int) int {
 		for i < 0 || i >= n {
@@ -208,7 +210,7 @@ func naiveErodeReflect(m mask.Mask, e int) mask.Mask {
 		return i
 	}
 	out := mask.New(m.W, m.H)
-	lo, hi := -(e / 2), e-1-e/2
+	lo, hi := -((e - 1) / 2), e/2 // scikit-image's placement (§6 step 2)
 	for y := 0; y < m.H; y++ {
 		for x := 0; x < m.W; x++ {
 			on := uint8(1)
@@ -240,10 +242,135 @@ func TestErodeReflectMatchesSpec(t *testing.T) {
 			m.Pix[rnd.IntN(len(m.Pix))] ^= 1
 		}
 		e := 1 + rnd.IntN(12)
-		got := mask.ErodeReflect(m, mask.Square(e))
+		got := mask.ErodeReflect(m, mask.SkimageSquare(e))
 		if want := naiveErodeReflect(m, e); !mask.Equal(got, want) {
 			t.Fatalf("trial %d (%dx%d, e = %d): ErodeReflect differs from BORDER_REFLECT in %d px",
 				trial, w, h, e, mask.CountXor(got, want))
 		}
 	}
+}
+
+// TestPeripheralBandEvenOdd pins the placement of the band's e×e square
+// (§6 step 2, scikit-image): offsets −((e−1) div 2) … e div 2, so for even
+// e the square reaches one pixel further down/right than up/left (e = 4 →
+// −1 … 2; OpenCV's −2 … 1 would move the core one pixel down/right and
+// widen the upper and lower band rows). Each picture is the input frame and
+// the expected bands at once: R/r = right lung, L/l = left lung, lower case
+// = in that side's peripheral band.
+func TestPeripheralBandEvenOdd(t *testing.T) {
+	tests := []struct {
+		name              string
+		e                 int
+		rightCore         [4]int // x0, y0, x1, y1
+		rightCPA, leftCPA int
+		picture           []string
+	}{
+		{
+			// Right lung 8 px wide: e = (8+8) div 4 = 4, offsets −1 … 2.
+			// Cores: right x 3..7, left x 14..19, rows 3..11. CPA rows ≥ 2+⌊0.75·11⌋ = 10.
+			name: "e = 4", e: 4, rightCore: [4]int{3, 3, 7, 11}, rightCPA: 7, leftCPA: 26,
+			picture: []string{
+				"........................",
+				"........................",
+				"..rrRRRRRR...LLLLLLlll..",
+				"..rrRRRRRR...LLLLLLlll..",
+				"..rRRRRRRR...LLLLLLLll..",
+				"..rRRRRRRR...LLLLLLLll..",
+				"..rRRRRRRR...LLLLLLLll..",
+				"..rRRRRRRR...LLLLLLLll..",
+				"..rRRRRRRR...LLLLLLLll..",
+				"..rRRRRRRR...LLLLLLLll..",
+				"..rRRRRRRR...LLLLLLLll..",
+				"..rrRRRRRR...Lllllllll..",
+				"..rrRRRRRR...Lllllllll..",
+				"..rrRRRRRR...Lllllllll..",
+				"........................",
+				"........................",
+			},
+		},
+		{
+			// Right lung 10 px wide: e = 5, offsets −2 … 2 (as OpenCV).
+			// Cores: right x 4..9, left x 17..23, rows 4..13. CPA rows ≥ 2+⌊0.75·13⌋ = 11.
+			name: "e = 5", e: 5, rightCore: [4]int{4, 4, 9, 13}, rightCPA: 13, leftCPA: 31,
+			picture: []string{
+				"............................",
+				"............................",
+				"..rrrRRRRRRR...LLLLLLLLlll..",
+				"..rrrRRRRRRR...LLLLLLLLlll..",
+				"..rrrRRRRRRR...LLLLLLLLlll..",
+				"..rrRRRRRRRR...LLLLLLLLLll..",
+				"..rrRRRRRRRR...LLLLLLLLLll..",
+				"..rrRRRRRRRR...LLLLLLLLLll..",
+				"..rrRRRRRRRR...LLLLLLLLLll..",
+				"..rrRRRRRRRR...LLLLLLLLLll..",
+				"..rrRRRRRRRR...LLLLLLLLLll..",
+				"..rrRRRRRRRR...LLLLLLLLLll..",
+				"..rrRRRRRRRR...LLLLLLLLLll..",
+				"..rrrRRRRRRR...LLlllllllll..",
+				"..rrrRRRRRRR...LLlllllllll..",
+				"..rrrRRRRRRR...LLlllllllll..",
+				"............................",
+				"............................",
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w, h := len(tc.picture[0]), len(tc.picture)
+			right, left := mask.New(w, h), mask.New(w, h)
+			rightBand, leftBand := mask.New(w, h), mask.New(w, h)
+			for y, row := range tc.picture {
+				for x, c := range row {
+					switch c {
+					case 'r':
+						rightBand.Set(x, y, true)
+						right.Set(x, y, true)
+					case 'R':
+						right.Set(x, y, true)
+					case 'l':
+						leftBand.Set(x, y, true)
+						left.Set(x, y, true)
+					case 'L':
+						left.Set(x, y, true)
+					}
+				}
+			}
+			reg, err := BuildRegions(&Prepared{LungRight: right, LungLeft: left, RawRight: right, RawLeft: left}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reg.Erosion != tc.e {
+				t.Fatalf("erosion size %d, want %d", reg.Erosion, tc.e)
+			}
+			c := tc.rightCore
+			if want := rect(w, h, c[0], c[1], c[2], c[3]); !mask.Equal(reg.Right.Core, want) {
+				t.Errorf("right core differs from x %d..%d, rows %d..%d in %d px", c[0], c[2], c[1], c[3], mask.CountXor(reg.Right.Core, want))
+			}
+			if !mask.Equal(reg.Right.Peripheral, rightBand) {
+				t.Errorf("right band differs from the picture in %d px:\n%s", mask.CountXor(reg.Right.Peripheral, rightBand), picture(reg.Right.Peripheral))
+			}
+			if !mask.Equal(reg.Left.Peripheral, leftBand) {
+				t.Errorf("left band differs from the picture in %d px:\n%s", mask.CountXor(reg.Left.Peripheral, leftBand), picture(reg.Left.Peripheral))
+			}
+			if reg.Right.CPA.Count() != tc.rightCPA || reg.Left.CPA.Count() != tc.leftCPA {
+				t.Errorf("CPAs %d and %d px, want %d and %d", reg.Right.CPA.Count(), reg.Left.CPA.Count(), tc.rightCPA, tc.leftCPA)
+			}
+		})
+	}
+}
+
+// picture draws m as rows of '#' (on) and '.' (off).
+func picture(m mask.Mask) string {
+	var b []byte
+	for y := 0; y < m.H; y++ {
+		for x := 0; x < m.W; x++ {
+			if m.At(x, y) {
+				b = append(b, '#')
+			} else {
+				b = append(b, '.')
+			}
+		}
+		b = append(b, '\n')
+	}
+	return string(b)
 }

@@ -182,6 +182,13 @@ func TestBuildEndToEnd(t *testing.T) {
 	}
 	checkSums(t, ref)
 	checkOptionsDistinct(t, ref)
+	// deformation_results.json names its masks (warnings, so checked here):
+	// every mask_path is a mask name with a file in masks/<key_id>/.
+	for _, f := range rep.Findings {
+		if strings.HasPrefix(f.Code, "deformation_") {
+			t.Errorf("validate: %s", f)
+		}
+	}
 	// All seven lesions and all three paths.
 	for _, les := range buildcfg.AllLesions {
 		for _, p := range benchmark.Paths {

@@ -499,6 +499,11 @@ func geometryImage(tr *trace) *image.RGBA {
 		}
 	}
 	render.DrawLabel(img, 4, 4, "right lung blue, left lung green, b1/b2 yellow, mid_x magenta, band orange, CPA red, components cyan")
+	if tr.regs != nil && tr.regs.Erosion > 0 {
+		lo, hi := tr.regs.ErosionOffsets()
+		render.DrawLabel(img, 4, 22, fmt.Sprintf("band core: lungs eroded by a %dx%d square, offsets %d..%d per axis (scikit-image), edges reflected",
+			tr.regs.Erosion, tr.regs.Erosion, lo, hi))
+	}
 	return img
 }
 

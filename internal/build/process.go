@@ -282,9 +282,7 @@ func (e *env) processCase(ctx context.Context, c *source.Case, in *inputs, tr *t
 			out.masks[n] = m
 		}
 	}
-	out.Deformation = res.DeformationResultsJSON(anatomy.GeometricalMaskInfos(ov), func(name string) string {
-		return "masks/" + out.KeyID + "/" + name + ".png"
-	})
+	out.Deformation = res.DeformationResultsJSON(anatomy.GeometricalMaskInfos(ov))
 	out.OK, out.Record = true, rec
 	return out
 }

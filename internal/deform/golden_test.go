@@ -68,7 +68,7 @@ func TestGolden(t *testing.T) {
 			t.Fatalf("%s: %v", seed, err)
 		}
 		out := ojson.NewObject().Set("seed", ojson.Str(seed)).
-			Set("deformation_results", res.DeformationResultsJSON(nil, nil))
+			Set("deformation_results", res.DeformationResultsJSON(nil))
 		digests := ojson.NewObject()
 		for _, n := range res.Final.Names {
 			d := sha256.Sum256(res.Final.Masks[n].Pix)

@@ -24,12 +24,12 @@ func pointsJSON(ps []mask.Point) *ojson.Value {
 //	 "qa_deformation_results": {"expansion", "contraction", "no_deformation"},
 //	 "geometrical_mask_infos", "qa_deformation_success": true}
 //
-// geoInfos is anatomy.GeometricalMaskInfos of the case. maskPath maps a
-// mask name to the string stored in mask_path (nil: "<name>.png").
-func (res *Result) DeformationResultsJSON(geoInfos *ojson.Value, maskPath func(name string) string) *ojson.Value {
-	if maskPath == nil {
-		maskPath = func(name string) string { return name + ".png" }
-	}
+// geoInfos is anatomy.GeometricalMaskInfos of the case. Every mask_path is
+// a mask name (the file masks/<key_id>/<name>.png), as the reference writes
+// it and as its QA generation reads it back: an undeformed component's
+// entry names <sid>_no_contraction (§8.7 step 2.5), a step its own name
+// (§9.5 fake pool).
+func (res *Result) DeformationResultsJSON(geoInfos *ojson.Value) *ojson.Value {
 	dr := ojson.NewObject()
 	for _, c := range res.Catalogue {
 		def := ojson.NewObject()
@@ -70,21 +70,21 @@ func (res *Result) DeformationResultsJSON(geoInfos *ojson.Value, maskPath func(n
 			if len(cs.Expansion) > 0 {
 				a := ojson.Arr()
 				for i := range cs.Expansion {
-					a.A = append(a.A, stepJSON(&cs.Expansion[i], maskPath))
+					a.A = append(a.A, stepJSON(&cs.Expansion[i]))
 				}
 				exp.Set(sid, a)
 			}
 			if len(cs.Contraction) > 0 {
 				a := ojson.Arr()
 				for i := range cs.Contraction {
-					a.A = append(a.A, stepJSON(&cs.Contraction[i], maskPath))
+					a.A = append(a.A, stepJSON(&cs.Contraction[i]))
 				}
 				con.Set(sid, a)
 			}
 			if cs.Undeformed {
 				none.Set(sid, ojson.Arr(ojson.NewObject().
 					Set("suboptimal_component_id", ojson.Str(sid)).
-					Set("mask_path", ojson.Str(maskPath(sid+"_no_contraction")))))
+					Set("mask_path", ojson.Str(sid+"_no_contraction"))))
 			}
 		}
 	}
@@ -104,7 +104,7 @@ func (res *Result) DeformationResultsJSON(geoInfos *ojson.Value, maskPath func(n
 
 // stepJSON is one STEP of §11; a contraction step lists
 // fake_points_contraction before fake_points_expansion (reference order).
-func stepJSON(s *Step, maskPath func(string) string) *ojson.Value {
+func stepJSON(s *Step) *ojson.Value {
 	o := ojson.NewObject().Set("suboptimal_component_id", ojson.Str(SID(s.Component)))
 	if s.Op == Expansion {
 		o.Set("exp_idx", ojson.Int(int64(s.Index)))
@@ -113,7 +113,7 @@ func stepJSON(s *Step, maskPath func(string) string) *ojson.Value {
 	}
 	o.Set("anatomy", ojson.Str(s.Anatomy)).
 		Set("points", pointsJSON(s.Points)).
-		Set("mask_path", ojson.Str(maskPath(s.Name))).
+		Set("mask_path", ojson.Str(s.Name)).
 		Set("center_point", pointJSON(s.Center))
 	fm := ojson.Arr()
 	for _, f := range s.Fakes {

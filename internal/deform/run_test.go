@@ -121,7 +121,7 @@ func checkInvariants(t *testing.T, label string, in *Input, res *Result) {
 
 func resultBytes(res *Result) []byte {
 	var b bytes.Buffer
-	b.Write(ojson.MarshalCompact(res.DeformationResultsJSON(nil, nil)))
+	b.Write(ojson.MarshalCompact(res.DeformationResultsJSON(nil)))
 	if res.Final != nil {
 		for _, n := range res.Final.Names {
 			m := res.Final.Masks[n]
@@ -251,7 +251,7 @@ func TestDeformationResultsJSON(t *testing.T) {
 	if res == nil {
 		t.Fatal("no seed produced a step")
 	}
-	v, err := ojson.Parse(ojson.Marshal(res.DeformationResultsJSON(ojson.Arr(), func(n string) string { return "masks/k/" + n + ".png" })))
+	v, err := ojson.Parse(ojson.Marshal(res.DeformationResultsJSON(ojson.Arr())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,14 +290,45 @@ func TestDeformationResultsJSON(t *testing.T) {
 				if got := keys(st); got != want {
 					t.Errorf("%s STEP keys %s", op, got)
 				}
-				if !strings.HasPrefix(st.Get("mask_path").S, "masks/k/suboptimal_component_0_") {
-					t.Errorf("mask_path %q", st.Get("mask_path").S)
+				// A mask name, as the reference writes it (its QA generation
+				// adds it to the fake pool by name, §9.5): the step's own name.
+				if mp := st.Get("mask_path").S; mp != st.Get("revision_flow").Get("before revision").S || !strings.HasPrefix(mp, "suboptimal_component_0_") {
+					t.Errorf("mask_path %q is not the step's name", mp)
 				}
 				if p := st.Get("center_point"); p.Kind != ojson.KindArray || len(p.A) != 2 || p.A[0].Kind != ojson.KindNumber {
 					t.Errorf("center_point is not [x, y]")
 				}
 			}
 		}
+	}
+}
+
+// TestNoDeformationMaskPath pins the mask_path of an undeformed
+// component: the mask name <sid>_no_contraction (§8.7 step 2.5), which the
+// reference's QA generation uses as the component's before, after and true
+// mask; a file path there changes the revision options it rebuilds.
+func TestNoDeformationMaskPath(t *testing.T) {
+	res := &Result{Final: &Attempt{Components: []ComponentSteps{
+		{Component: 0, NoContraction: true, Expansion: []Step{{Component: 0, Op: Expansion, Index: 1,
+			Name: "suboptimal_component_0_exp1", Before: "suboptimal_component_0_exp1", After: "optimal_component_0"}}},
+		{Component: 1, NoExpansion: true, NoContraction: true, Undeformed: true},
+	}}}
+	qa := res.DeformationResultsJSON(nil).Get("qa_deformation_results")
+	tests := []struct{ op, sid, want string }{
+		{"expansion", "suboptimal_component_0", "suboptimal_component_0_exp1"},
+		{"no_deformation", "suboptimal_component_1", "suboptimal_component_1_no_contraction"},
+	}
+	for _, tc := range tests {
+		e := qa.Get(tc.op).Get(tc.sid)
+		if e == nil || len(e.A) != 1 {
+			t.Fatalf("%s has no single entry for %s: %s", tc.op, tc.sid, ojson.MarshalCompact(qa))
+		}
+		if got := e.A[0].Get("mask_path").S; got != tc.want {
+			t.Errorf("%s %s mask_path %q, want %q", tc.op, tc.sid, got, tc.want)
+		}
+	}
+	if qa.Get("no_deformation").Get("suboptimal_component_0") != nil {
+		t.Errorf("a deformed component has a no_deformation entry")
 	}
 }
 

@@ -24,6 +24,13 @@ func TestSESizes(t *testing.T) {
 		{"Square(2)", Square(2), 4, Point{-1, -1}, Point{0, 0}},
 		{"Square(4)", Square(4), 16, Point{-2, -2}, Point{1, 1}},
 		{"Square(5)", Square(5), 25, Point{-2, -2}, Point{2, 2}},
+		// scikit-image pads an even footprint at the top/left: checked
+		// against skimage.morphology.erosion (0.19 and 0.25 sources).
+		{"SkimageSquare(1)", SkimageSquare(1), 1, Point{0, 0}, Point{0, 0}},
+		{"SkimageSquare(2)", SkimageSquare(2), 4, Point{0, 0}, Point{1, 1}},
+		{"SkimageSquare(4)", SkimageSquare(4), 16, Point{-1, -1}, Point{2, 2}},
+		{"SkimageSquare(5)", SkimageSquare(5), 25, Point{-2, -2}, Point{2, 2}},
+		{"SkimageSquare(6)", SkimageSquare(6), 36, Point{-2, -2}, Point{3, 3}},
 		{"Ellipse32", Ellipse32(), 825, Point{-16, -16}, Point{15, 15}},
 	}
 	for _, tc := range tests {

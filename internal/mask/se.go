@@ -91,13 +91,22 @@ func Disc(r int) SE {
 }
 
 // Square is the n×n square with OpenCV's default anchor: offsets
-// −(n div 2) … n−1−(n div 2) on each axis (build.md §6).
-func Square(n int) SE {
-	lo := -(n / 2)
-	hi := n - 1 - n/2
+// −(n div 2) … n−1−(n div 2) on each axis (n = 4 → −2 … 1), as cv2.dilate
+// and cv2.erode place np.ones((n, n)) (build.md §11 default tokens).
+func Square(n int) SE { return squareFrom(-(n / 2), n) }
+
+// SkimageSquare is the n×n square as scikit-image's erosion places
+// np.ones((n, n)) (build.md §6 step 2): an even-sized footprint is padded
+// with a zero row and column at the top/left before scipy's grey_erosion
+// centres it, so the offsets are −((n−1) div 2) … n div 2 on each axis
+// (n = 4 → −1 … 2). For odd n it equals Square(n).
+func SkimageSquare(n int) SE { return squareFrom(-((n - 1) / 2), n) }
+
+// squareFrom is the n×n square of offsets lo … lo+n−1 on each axis.
+func squareFrom(lo, n int) SE {
 	var pts []Point
-	for dy := lo; dy <= hi; dy++ {
-		for dx := lo; dx <= hi; dx++ {
+	for dy := lo; dy < lo+n; dy++ {
+		for dx := lo; dx < lo+n; dx++ {
 			pts = append(pts, Point{dx, dy})
 		}
 	}

@@ -52,8 +52,10 @@ type ilsPair struct {
 // become negatives (SourceType "global"). Only the split cfg.ILSSplit and
 // targets in cfg.Lesions are read. chexmaskCSV and lungPNGPattern are the
 // optional lung sources (at least one is needed); the pattern's
-// placeholders are {image_id} and {side}. Errors concern the whole source
-// and name the file and, for JSON problems, the line.
+// placeholders are {image_id} and {side}. cxrDir is the MIMIC-CXR-JPG root
+// or its files/ directory (jpg_tree, detected), or the folder of
+// <dicom_id>.png files (flat_png). Errors concern the whole source and name
+// the file and, for JSON problems, the line.
 func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string, cfg buildcfg.Config) ([]*Case, *MIMICStats, error) {
 	if chexmaskCSV == "" && lungPNGPattern == "" {
 		return nil, nil, fmt.Errorf("MIMIC sources need a lung source: --chexmask-csv and/or --lung-png-pattern")
@@ -77,6 +79,13 @@ func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string,
 	for _, d := range []string{cxrDir, ilsMasksDir} {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
 			return nil, nil, fmt.Errorf("%s: not a readable directory", d)
+		}
+	}
+	// imgRoot holds <dicom>.png (flat_png) or the p<XX>/… tree (jpg_tree).
+	imgRoot := cxrDir
+	if cfg.MimicLayout != "flat_png" {
+		if imgRoot, err = mimicFilesDir(cxrDir); err != nil {
+			return nil, nil, err
 		}
 	}
 	f, err := os.Open(ilsJSON)
@@ -142,7 +151,7 @@ func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string,
 				return nil, nil, jsonFail(err)
 			}
 			st.Studies++
-			cs, err := studyCases(studyID, &s, cxrDir, ilsMasksDir, chexmaskCSV, lungPNGPattern, cfg, wanted, st, seenImage)
+			cs, err := studyCases(studyID, &s, imgRoot, ilsMasksDir, chexmaskCSV, lungPNGPattern, cfg, wanted, st, seenImage)
 			if err != nil {
 				return nil, nil, fail("%v", err)
 			}
@@ -167,7 +176,7 @@ func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string,
 // studyCases turns one study into cases: pass 1 global positives, pass 2
 // the first basic positive of each target without a global one, then the
 // global negatives (§3).
-func studyCases(studyID string, s *ilsStudy, cxrDir, masksDir, csvPath, pattern string, cfg buildcfg.Config,
+func studyCases(studyID string, s *ilsStudy, imgRoot, masksDir, csvPath, pattern string, cfg buildcfg.Config,
 	wanted map[string]bool, st *MIMICStats, seenImage map[string]string) ([]*Case, error) {
 	if s.DicomID == "" || strings.ContainsAny(s.DicomID, "/\\") || s.DicomID == "." || s.DicomID == ".." {
 		return nil, fmt.Errorf("study %s: dicom_id %q is missing or not a plain file name", studyID, s.DicomID)
@@ -175,9 +184,9 @@ func studyCases(studyID string, s *ilsStudy, cxrDir, masksDir, csvPath, pattern 
 	var image string
 	switch cfg.MimicLayout {
 	case "flat_png":
-		image = filepath.Join(cxrDir, s.DicomID+".png")
+		image = filepath.Join(imgRoot, s.DicomID+".png")
 	default:
-		p, err := ResolvePath(s.ImagePath, filepath.Join(cxrDir, "files"), "image_path")
+		p, err := ResolvePath(s.ImagePath, imgRoot, "image_path")
 		if err != nil || filepath.IsAbs(s.ImagePath) {
 			return nil, fmt.Errorf("study %s: image_path %q must be a relative path inside files/", studyID, s.ImagePath)
 		}

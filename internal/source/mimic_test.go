@@ -90,6 +90,7 @@ func TestFromMIMIC(t *testing.T) {
 
 func TestFromMIMICErrors(t *testing.T) {
 	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "files"), 0o755) // a MIMIC-CXR-JPG root
 	write := func(name, s string) string {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(s), 0o644)
@@ -250,6 +251,7 @@ func TestMIMICSampleDeterminism(t *testing.T) {
 
 func TestFromMIMICPatternAndHints(t *testing.T) {
 	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "files"), 0o755) // a MIMIC-CXR-JPG root
 	os.MkdirAll(filepath.Join(dir, "masks", "s1"), 0o755)
 	os.WriteFile(filepath.Join(dir, "masks", "s1", "m.png"), []byte("x"), 0o644)
 	ils := `{"train": {"s1": {"dicom_id": "d1", "image_path": "p10/p1/s1/d1.jpg", "instruction_answer_pairs": {

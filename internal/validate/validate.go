@@ -10,7 +10,8 @@
 // path-safety rules; images are checked by their PNG header (signature and
 // IHDR) unless Options.Deep asks for a full decode. Findings come out in a
 // fixed order (JSON checks in file order, then files record by record,
-// then orphans), whatever the number of workers.
+// then orphans, then a builder's deformation_results.json when the root
+// holds one), whatever the number of workers.
 package validate
 
 import (
@@ -135,6 +136,7 @@ func Run(dir string, opt Options) (*Report, error) {
 	if !opt.SkipImages && len(recs) > 0 {
 		rep.Findings = append(rep.Findings, checkFiles(root, recs, opt)...)
 	}
+	rep.Findings = append(rep.Findings, checkDeformation(root, opt)...)
 	summarise(rep, recs, opt)
 	for i := range rep.Findings {
 		f := &rep.Findings[i]
@@ -289,7 +291,8 @@ func Check(dir string) (*Report, error) {
 	return rep, fmt.Errorf("%w: %d errors, e.g. %s", ErrInvalid, rep.Errors, strings.Join(first, "; "))
 }
 
-// AllCodes lists every finding code of format.md §8.
+// AllCodes lists every finding code of format.md §8, then those of the
+// builder side-file check.
 var AllCodes = []string{
 	"missing_file", "invalid_json", "not_object", "duplicate_key", "empty_benchmark",
 	"unknown_lesion", "bad_key_id", "pair_id_mismatch", "polarity_mismatch", "bad_dicom_id", "duplicate_dicom",
@@ -302,4 +305,6 @@ var AllCodes = []string{
 	"option_image_mismatch", "unexpected_file", "orphan_folder",
 	"image_decode", "image_size", "image_mode", "identical_option_images",
 	"composition",
+	// A builder's deformation_results.json, when present (build.md §11).
+	"deformation_results_invalid", "deformation_mask_path",
 }

@@ -207,6 +207,25 @@ func (b bench) mkdir(rel string) {
 	}
 }
 
+// writeDeformation writes a deformation_results.json for kRR with one
+// expansion step of component 0 and an undeformed component 1 whose
+// mask_path is noDef, and the masks it names under masks/<kRR>/.
+func writeDeformation(b bench, noDef string) {
+	step := ojson.NewObject().Set("suboptimal_component_id", ojson.Str("suboptimal_component_0")).
+		Set("exp_idx", ojson.Int(1)).Set("mask_path", ojson.Str("suboptimal_component_0_exp1"))
+	none := ojson.NewObject().Set("suboptimal_component_id", ojson.Str("suboptimal_component_1")).
+		Set("mask_path", ojson.Str(noDef))
+	qa := ojson.NewObject().
+		Set("expansion", ojson.NewObject().Set("suboptimal_component_0", ojson.Arr(step))).
+		Set("contraction", ojson.NewObject()).
+		Set("no_deformation", ojson.NewObject().Set("suboptimal_component_1", ojson.Arr(none)))
+	b.write("deformation_results.json", ojson.Marshal(ojson.NewObject().Set(kRR, ojson.NewObject().Set("qa_deformation_results", qa))))
+	b.mkdir("masks/" + kRR)
+	for _, n := range []string{"optimal_component_0", "optimal_component_1", "suboptimal_component_0_exp1", "suboptimal_component_1_no_contraction"} {
+		b.write("masks/"+kRR+"/"+n+".png", []byte("png"))
+	}
+}
+
 func encodePNG(t testing.TB, img image.Image) []byte {
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, img); err != nil {
@@ -627,6 +646,40 @@ func TestFindings(t *testing.T) {
 			rev := rrDir + "/contour_qa/contour_revision_qa/"
 			b.write(rev+"option_2_mask_fake.png", mustRead(t, b.path(rev+"option_1_mask_fake.png")))
 		}, nil, 0},
+		// A builder's deformation_results.json (build.md §11), when present.
+		{"deformation results naming their masks", Options{Strict: true}, func(b bench) { writeDeformation(b, "suboptimal_component_1_no_contraction") }, nil, 0},
+		{"undeformed component's mask_path is a file path", Options{}, func(b bench) {
+			writeDeformation(b, "masks/"+kRR+"/suboptimal_component_1_no_contraction.png")
+		}, []string{"deformation_mask_path"}, 0},
+		{"undeformed component names another mask", Options{}, func(b bench) { writeDeformation(b, "suboptimal_component_1_exp1") },
+			[]string{"deformation_mask_path"}, 0},
+		{"mask_path names no file", Options{Strict: true}, func(b bench) {
+			writeDeformation(b, "suboptimal_component_1_no_contraction")
+			b.rm("masks/" + kRR + "/suboptimal_component_0_exp1.png")
+		}, []string{"deformation_mask_path"}, 1},
+		{"mask file is a directory", Options{}, func(b bench) {
+			writeDeformation(b, "suboptimal_component_1_no_contraction")
+			b.rm("masks/" + kRR + "/suboptimal_component_1_no_contraction.png")
+			b.mkdir("masks/" + kRR + "/suboptimal_component_1_no_contraction.png")
+		}, []string{"deformation_mask_path"}, 0},
+		{"masks folder is a link", Options{}, func(b bench) {
+			writeDeformation(b, "suboptimal_component_1_no_contraction")
+			b.mkdir("elsewhere")
+			b.symlink(b.path("elsewhere"), "masks/"+kRR)
+		}, []string{"deformation_mask_path"}, 0},
+		{"mask names without masks/ under --skip-images", Options{SkipImages: true, Strict: true}, func(b bench) {
+			writeDeformation(b, "suboptimal_component_1_no_contraction")
+			b.rm("masks")
+		}, nil, 0},
+		{"file path under --skip-images", Options{SkipImages: true}, func(b bench) {
+			writeDeformation(b, "masks/"+kRR+"/suboptimal_component_1_no_contraction.png")
+			b.rm("masks")
+		}, []string{"deformation_mask_path"}, 0},
+		{"deformation results not JSON", Options{}, func(b bench) { b.write("deformation_results.json", []byte("{")) },
+			[]string{"deformation_results_invalid"}, 0},
+		{"deformation results without qa_deformation_results", Options{}, func(b bench) {
+			b.write("deformation_results.json", []byte(`{"`+kRR+`": {}}`))
+		}, []string{"deformation_results_invalid"}, 0},
 
 		// §8.6
 		{"composition as a warning", Options{ExpectFull: true, Strict: true}, func(b bench) {}, []string{"composition"}, 1},

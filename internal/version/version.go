@@ -6,7 +6,7 @@ import "runtime/debug"
 
 // Version is the release version. It enters build fingerprints (a new
 // version invalidates resumable build state) and every manifest.
-const Version = "0.1.0-dev"
+const Version = "0.2.0-dev"
 
 // String returns Version plus the VCS revision when the binary carries one.
 func String() string {
