@@ -1,8 +1,9 @@
 package main
 
-// The deploy files (Dockerfile, deploy/kubernetes/*.yaml,
-// deploy/slurm/eval-array.sh) cannot be run here: no Docker engine, no
-// cluster. This test checks what can drift silently instead: their
+// The Dockerfile and deploy/kubernetes/*.yaml cannot be run here: no
+// Docker engine, no cluster; deploy/slurm/eval-array.sh runs on a real
+// one-node Slurm only in scripts/slurm-e2e.sh (CI), which needs root and
+// apt. This test checks what can drift silently instead: their
 // chexpercept command lines against the real cobra tree and model
 // registry, the shard arithmetic against eval.ParseShard, the merge input
 // against the run directory eval would write, the wiring between the

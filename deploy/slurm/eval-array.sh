@@ -9,7 +9,11 @@
 # file system; a task always gets the same records, so nothing is lost.
 #
 # Checked against the CLI and the registry by
-# `go test ./cmd/chexpercept -run Deploy`; not run on a cluster here.
+# `go test ./cmd/chexpercept -run Deploy`, and run unchanged on a one-node
+# Slurm 22.05 by scripts/slurm-e2e.sh (in CI): 4 tasks and the merge below,
+# then a task killed mid-run and the array submitted again. sbatch options
+# on the command line override the #SBATCH lines, e.g.
+# `sbatch --array=0-3 --cpus-per-task=1 --mem=1G eval-array.sh`.
 #
 # Submit, then merge once all tasks have ended, however they ended:
 #
