@@ -84,7 +84,7 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 				return withExit(2, err)
 			}
 			if notice != "" {
-				fmt.Fprintln(os.Stderr, "notice:", notice)
+				fmt.Fprintln(os.Stderr, "notice:", notice+rawModelHint(reg, prov, model))
 			}
 			if m.Price == nil && m.Backend != provider.BackendBaseline {
 				fmt.Fprintf(os.Stderr, "warning: no price entry matches model id %q; cost will be null\n", m.ModelID)
