@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -106,7 +107,7 @@ func ReadJSONFile(dir string) ([]byte, error) {
 	if fi.Size() > MaxJSONSize {
 		return nil, fmt.Errorf("%s: %d bytes exceeds the %d-byte limit", name, fi.Size(), MaxJSONSize)
 	}
-	f, err := os.Open(name)
+	f, err := imagefile.Open(name, imagefile.NoFollow)
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +144,10 @@ func Load(dir string) (*Benchmark, error) {
 	return b, nil
 }
 
-// SHA256File returns the lowercase hex SHA-256 of a file's bytes.
+// SHA256File returns the lowercase hex SHA-256 of a regular file's bytes
+// (a FIFO or device is refused at once).
 func SHA256File(name string) (string, error) {
-	f, err := os.Open(name)
+	f, err := imagefile.Open(name, imagefile.Follow)
 	if err != nil {
 		return "", err
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
@@ -458,7 +459,7 @@ func Finalize(runDir string, man *Manifest, model Model, selected int, wallTime 
 }
 
 func readWallTime(name string) (float64, error) {
-	b, err := os.ReadFile(name)
+	b, err := imagefile.ReadFile(name, results.MaxRunFileBytes, imagefile.Follow)
 	if err != nil {
 		return 0, err
 	}

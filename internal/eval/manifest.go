@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -118,7 +118,7 @@ func (m *Manifest) Marshal() ([]byte, error) {
 // ReadManifest reads dir/manifest.json.
 func ReadManifest(dir string) (*Manifest, error) {
 	name := filepath.Join(dir, results.ManifestFile)
-	b, err := os.ReadFile(name)
+	b, err := imagefile.ReadFile(name, results.MaxRunFileBytes, imagefile.Follow)
 	if err != nil {
 		return nil, err
 	}

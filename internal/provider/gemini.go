@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
-	"image/png"
 	"net/http"
 	"strings"
 	"sync"
 
 	"google.golang.org/genai"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 // geminiClient speaks the Gemini API or Vertex AI through the official
@@ -231,7 +232,7 @@ const JPEGQuality = 75
 func (im *Image) JPEG() ([]byte, error) {
 	im.jpeg.once.Do(func() {
 		var src image.Image
-		src, im.jpeg.err = png.Decode(bytes.NewReader(im.PNG))
+		src, im.jpeg.err = imagefile.DecodePNG(im.PNG)
 		if im.jpeg.err != nil {
 			im.jpeg.err = fmt.Errorf("image %s: decoding PNG for JPEG re-encoding: %w", im.SHA256[:12], im.jpeg.err)
 			return

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/source"
@@ -253,7 +254,7 @@ func reportText(c *source.Case) (string, error) {
 	if c.Report != "" || c.ReportPath == "" {
 		return c.Report, nil
 	}
-	f, err := os.Open(c.ReportPath)
+	f, err := imagefile.Open(c.ReportPath, imagefile.Follow)
 	if err != nil {
 		return "", fmt.Errorf("report_path %s: %v", c.ReportPath, unwrapPath(err))
 	}

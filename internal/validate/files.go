@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"image/png"
 	"io"
 	"io/fs"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 func sha256Hex(b []byte) string {
@@ -283,10 +283,6 @@ func checkOptionFiles(r *recInfo, files []string, loc string, s *sink) {
 	}
 }
 
-// maxDeepPixels bounds what --deep will decode; every valid image is
-// exactly 1024×1024, so anything claiming more is refused up front.
-const maxDeepPixels = 1024 * 1024
-
 var pngSignature = []byte("\x89PNG\r\n\x1a\n")
 
 // pngHeader is the IHDR content of a PNG.
@@ -330,7 +326,7 @@ var colourTypeNames = map[byte]string{0: "greyscale", 2: "RGB", 3: "palette", 4:
 // checkImage checks one image file's header, and decodes it fully when
 // deep is set and the header is sane.
 func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) {
-	f, err := os.Open(name)
+	f, err := imagefile.Open(name, imagefile.NoFollow)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "cannot open: %v", err)
 		return
@@ -360,14 +356,22 @@ func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) {
 	if !deep {
 		return
 	}
-	if uint64(h.width)*uint64(h.height) > maxDeepPixels {
+	if imagefile.CheckSize(imagefile.PNG, int(h.width), int(h.height), nil) != nil {
 		return // already reported as image_size; never allocate for it
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		s.add(Error, "image_decode", key, loc, "%v", err)
 		return
 	}
-	if _, err := png.Decode(f); err != nil {
-		s.add(Error, "image_decode", key, loc, "decoding failed: %v", err)
+	data, err := io.ReadAll(io.LimitReader(f, imagefile.MaxFileBytes+1))
+	switch {
+	case err != nil:
+		s.add(Error, "image_decode", key, loc, "%v", err)
+	case len(data) > imagefile.MaxFileBytes:
+		s.add(Error, "image_decode", key, loc, "file larger than %d bytes", imagefile.MaxFileBytes)
+	default:
+		if _, err := imagefile.DecodePNG(data); err != nil {
+			s.add(Error, "image_decode", key, loc, "decoding failed: %v", err)
+		}
 	}
 }
