@@ -45,8 +45,13 @@ type Config struct {
 	// project is.
 	GeminiVertex bool
 
-	// HTTPClient overrides the pooled default client (tests).
+	// HTTPClient overrides the pooled default client (tests). Either way
+	// reply bodies are capped at MaxReplyBytes.
 	HTTPClient *http.Client
+
+	// MaxReplyBytes caps one HTTP reply body; ≤ 0 means
+	// DefaultMaxReplyBytes. A larger reply fails the call with KindTooLarge.
+	MaxReplyBytes int64
 
 	// Getenv overrides os.Getenv (tests).
 	Getenv func(string) string

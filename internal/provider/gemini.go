@@ -44,16 +44,9 @@ func (t headerCapture) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func newGemini(cfg Config) (*geminiClient, error) {
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = defaultHTTPClient()
-	}
-	rt := hc.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
+	hc := wrapClient(cfg.HTTPClient, cfg.MaxReplyBytes)
 	wrapped := *hc
-	wrapped.Transport = headerCapture{next: rt}
+	wrapped.Transport = headerCapture{next: hc.Transport}
 
 	switch cfg.GeminiImageFormat {
 	case "", "png", "jpeg":
@@ -146,6 +139,9 @@ func (g *geminiClient) Complete(ctx context.Context, req *Request) (*Response, e
 	box := &headerBox{}
 	resp, err := g.c.Models.GenerateContent(context.WithValue(ctx, retryAfterKey{}, box), req.Model, contents, conf)
 	if err != nil {
+		if ce := tooLarge(err); ce != nil {
+			return nil, ce
+		}
 		var apiErr genai.APIError
 		if errors.As(err, &apiErr) {
 			msg := apiErr.Message
@@ -159,8 +155,13 @@ func (g *geminiClient) Complete(ctx context.Context, req *Request) (*Response, e
 		}
 		return nil, transportError(ctx, err, g.scrub)
 	}
-	return mapGemini(resp), nil
+	r := mapGemini(resp)
+	r.Text, r.Reasoning = g.scrub.redact(r.Text), g.scrub.redact(r.Reasoning)
+	return r, nil
 }
+
+// Redactions implements Redactor.
+func (g *geminiClient) Redactions() int64 { return g.scrub.redactions() }
 
 // mapGemini maps a reply: text = the non-thought text parts of the first
 // candidate; reasoning = its thought parts; a reply with no candidate (a

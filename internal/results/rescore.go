@@ -38,6 +38,7 @@ const (
 	mOracleMode      = "oracle_mode"
 	mParseMode       = "parse_mode"
 	mRescoredFrom    = "rescored_from"
+	mRedactions      = "redactions"
 )
 
 // GLMBoxUnwrap is the registry quirk that enables parse rule A0.
