@@ -17,6 +17,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
@@ -69,7 +70,7 @@ func Init(path string, cases []*source.Case, opt InitOptions) ([]Credential, err
 	for i, d := range digests {
 		if d.err != nil {
 			if opt.Warn != nil {
-				fmt.Fprintf(opt.Warn, "warning: %s skipped: %v\n", cases[i].KeyID(), d.err)
+				fmt.Fprintf(opt.Warn, "warning: %s skipped: %s\n", benchmark.OneLine(cases[i].KeyID()), benchmark.OneLine(d.err.Error()))
 			}
 			continue
 		}
