@@ -25,6 +25,7 @@ func init() {
 		o                                        eval.Options
 		prov, model, oracle, parseMode, profile_ string
 		lesions, shard, imageCache, pricesFile   string
+		maxReply                                 string
 		modelFiles                               []string
 		limit, perPathLimit, sampleN             int
 	)
@@ -123,6 +124,9 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 			if o.ImageCacheBytes, err = parseSize(imageCache); err != nil {
 				return withExit(2, fmt.Errorf("--image-cache: %v", err))
 			}
+			if o.MaxReplyBytes, err = parseSize(maxReply); err != nil {
+				return withExit(2, fmt.Errorf("--max-reply-bytes: %v", err))
+			}
 			if m.Backend == provider.BackendBaseline && len(o.Endpoints) > 0 {
 				return withExit(2, fmt.Errorf("--endpoint is not used by the baseline provider (it runs in process); use --provider openai --endpoint URL to reach serve-baseline"))
 			}
@@ -206,6 +210,7 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 	f.BoolVar(&o.AllowInvalid, "allow-invalid", false, "evaluate a benchmark that fails validation")
 	f.BoolVar(&o.DryRun, "dry-run", false, "count calls, images, tokens and cost without sending anything")
 	f.StringVar(&imageCache, "image-cache", "256MiB", "memory for encoded images shared between records (e.g. 256MiB, 1GiB)")
+	f.StringVar(&maxReply, "max-reply-bytes", "32MiB", "largest reply body accepted; a larger reply fails that call without retry")
 	f.StringVar(&o.GeminiImageFormat, "gemini-image-format", "png", "images sent to Gemini: png (file bytes) | jpeg (the reference's re-encoding)")
 	f.StringArrayVar(&modelFiles, "models", nil, "extra models.yaml extending the registry (repeatable)")
 	f.StringVar(&pricesFile, "prices", "", "price table replacing the built-in prices.yaml")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
@@ -143,7 +144,7 @@ file and the key. The last line printed is the run directory.`,
 			if _, err := os.Stat(filepath.Join(runDir, results.ResultsFile)); err == nil && !force {
 				return withExit(2, fmt.Errorf("%s already holds a run (results.jsonl exists); pass --force to replace it", runDir))
 			}
-			data, err := os.ReadFile(file)
+			data, err := imagefile.ReadFile(file, results.MaxRunFileBytes, imagefile.Follow)
 			if err != nil {
 				return withExit(2, err)
 			}

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 )
 
 // exitError carries a process exit status through cobra's error return.
@@ -63,7 +65,9 @@ func main() {
 		code = ee.code
 	}
 	if !errors.Is(err, errSilent) {
-		fmt.Fprintln(os.Stderr, "chexpercept:", err)
+		// Keys and paths in errors come from files: escape what a
+		// terminal would act on (ESC, bidi overrides) rather than show.
+		fmt.Fprintln(os.Stderr, "chexpercept:", benchmark.Printable(err.Error()))
 	}
 	os.Exit(code)
 }

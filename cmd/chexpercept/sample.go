@@ -3,11 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -64,7 +64,7 @@ exits with status 2.`,
 				}
 			} else {
 				if chexCSV != "" {
-					f, err := os.Open(chexCSV)
+					f, err := imagefile.Open(chexCSV, imagefile.Follow)
 					if err != nil {
 						return withExit(2, fmt.Errorf("%s: cannot open the CheXmask CSV: %v", chexCSV, err))
 					}

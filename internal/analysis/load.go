@@ -14,6 +14,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
@@ -236,7 +237,7 @@ func firstDataset(dirs []string) string {
 	}
 	slices.SortStableFunc(sorted, func(a, b string) int { return strings.Compare(key(a), key(b)) })
 	for _, d := range sorted {
-		data, err := os.ReadFile(filepath.Join(d, results.ManifestFile))
+		data, err := imagefile.ReadFile(filepath.Join(d, results.ManifestFile), results.MaxRunFileBytes, imagefile.Follow)
 		if err != nil {
 			continue
 		}
@@ -262,7 +263,7 @@ func (s *Set) readRun(dir string) *Run {
 	}
 
 	mpath := filepath.Join(dir, results.ManifestFile)
-	if data, err := os.ReadFile(mpath); err == nil {
+	if data, err := imagefile.ReadFile(mpath, results.MaxRunFileBytes, imagefile.Follow); err == nil {
 		if m, err := results.ParseManifestInfo(data); err != nil {
 			s.warnf("%s: not a valid manifest (%v); run settings taken from the directory names", mpath, err)
 		} else {
@@ -337,7 +338,7 @@ func (s *Set) readRun(dir string) *Run {
 // skipped so that the rest of the run is still reported. It returns nil
 // records when the file is missing or holds no complete line.
 func (s *Set) readResults(path string) ([]*results.Record, int) {
-	data, err := os.ReadFile(path)
+	data, err := imagefile.ReadFile(path, results.MaxRunFileBytes, imagefile.Follow)
 	if err != nil {
 		if os.IsNotExist(err) {
 			s.warnf("%s: missing", path)
@@ -395,7 +396,7 @@ func decodeLine(b []byte) (*results.Record, error) {
 
 // readAllResults parses an all_results.json into its entries, in file order.
 func readAllResults(path string) ([]*ojson.Value, error) {
-	data, err := os.ReadFile(path)
+	data, err := imagefile.ReadFile(path, results.MaxRunFileBytes, imagefile.Follow)
 	if err != nil {
 		return nil, err
 	}

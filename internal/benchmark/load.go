@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -56,15 +58,26 @@ func (e *LoadError) Error() string {
 	return OneLine(b.String())
 }
 
-// OneLine escapes control characters (line breaks included) so that a
-// message built from file content stays on one line.
-func OneLine(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
+// OneLine escapes control characters (line breaks included) and Unicode
+// format characters (bidirectional overrides and isolates such as U+202E,
+// marks such as U+200E and U+061C, zero-width characters) as Go escapes
+// (\x1b, \u202e), so that a message built from file content stays on one
+// line and shows on a terminal the text it holds, in its stored order.
+func OneLine(s string) string { return escape(s, isControl) }
+
+// Printable is OneLine for multi-line terminal output: line feeds and tabs
+// are kept, everything else OneLine escapes is escaped.
+func Printable(s string) string {
+	return escape(s, func(r rune) bool { return r != '\n' && r != '\t' && isControl(r) })
+}
+
+func escape(s string, bad func(rune) bool) string {
+	if !strings.ContainsFunc(s, bad) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if isControl(r) {
+		if bad(r) {
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 			continue
@@ -74,8 +87,11 @@ func OneLine(s string) string {
 	return b.String()
 }
 
+// isControl: C0 and C1 controls, DEL, the Unicode line and paragraph
+// separators, and every format character (category Cf: U+200E/U+200F,
+// U+202A–U+202E, U+2066–U+2069, U+061C, U+200B–U+200D, U+FEFF, …).
 func isControl(r rune) bool {
-	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Cf, r)
 }
 
 // PointerToken escapes one JSON Pointer reference token (RFC 6901).
@@ -106,7 +122,7 @@ func ReadJSONFile(dir string) ([]byte, error) {
 	if fi.Size() > MaxJSONSize {
 		return nil, fmt.Errorf("%s: %d bytes exceeds the %d-byte limit", name, fi.Size(), MaxJSONSize)
 	}
-	f, err := os.Open(name)
+	f, err := imagefile.Open(name, imagefile.NoFollow)
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +159,10 @@ func Load(dir string) (*Benchmark, error) {
 	return b, nil
 }
 
-// SHA256File returns the lowercase hex SHA-256 of a file's bytes.
+// SHA256File returns the lowercase hex SHA-256 of a regular file's bytes
+// (a FIFO or device is refused at once).
 func SHA256File(name string) (string, error) {
-	f, err := os.Open(name)
+	f, err := imagefile.Open(name, imagefile.Follow)
 	if err != nil {
 		return "", err
 	}

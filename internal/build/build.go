@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/source"
@@ -236,7 +237,7 @@ func warnUnknownReviews(w io.Writer, keys []string, cases []*source.Case) {
 		more = fmt.Sprintf(", … (%d more)", len(unknown)-len(shown))
 	}
 	fmt.Fprintf(w, "warning: %d of %d reviewed key_id(s) are not candidates of this source: %s%s\n",
-		len(unknown), len(keys), strings.Join(shown, ", "), more)
+		len(unknown), len(keys), benchmark.OneLine(strings.Join(shown, ", ")), more)
 }
 
 // makeLists groups candidates per lesion (spec lesion order) into their

@@ -14,6 +14,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/deform"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/qagen"
@@ -87,6 +88,9 @@ type InspectOptions struct {
 	Source string // optional: manifest/candidates to find the case when work/ lacks it
 }
 
+// maxMetaBytes bounds a build's own JSON files read back by inspect.
+const maxMetaBytes = 256 << 20
+
 // Inspect re-runs one case of a built benchmark from scratch with the
 // configuration of its build_info.json and writes inspect/<key_id>/.
 func Inspect(opt InspectOptions) (string, error) {
@@ -94,7 +98,7 @@ func Inspect(opt InspectOptions) (string, error) {
 	if _, _, err := benchmark.ParseKeyID(opt.Key); err != nil {
 		return "", fmt.Errorf("--key %q: %v", opt.Key, err)
 	}
-	data, err := os.ReadFile(filepath.Join(opt.Dir, infoJSON))
+	data, err := imagefile.ReadFile(filepath.Join(opt.Dir, infoJSON), maxMetaBytes, imagefile.NoFollow)
 	if err != nil {
 		return "", fmt.Errorf("%s: %v", filepath.Join(opt.Dir, infoJSON), unwrapPath(err))
 	}
@@ -120,7 +124,7 @@ func Inspect(opt InspectOptions) (string, error) {
 		return "", err
 	}
 	path := "not included"
-	if d, err := os.ReadFile(filepath.Join(opt.Dir, casesJSONL)); err == nil {
+	if d, err := imagefile.ReadFile(filepath.Join(opt.Dir, casesJSONL), maxMetaBytes, imagefile.NoFollow); err == nil {
 		for _, ln := range bytes.Split(d, []byte("\n")) {
 			if v, err := ojson.Parse(ln); err == nil && v.Get("key_id") != nil && v.Get("key_id").S == opt.Key {
 				path = v.Get("path").S
@@ -138,7 +142,7 @@ func Inspect(opt InspectOptions) (string, error) {
 // given source file.
 func findCase(opt InspectOptions, cfg buildcfg.Config) (*source.Case, error) {
 	var line []byte
-	if d, err := os.ReadFile(filepath.Join(opt.Dir, workDirName, opt.Key, caseJSON)); err == nil {
+	if d, err := imagefile.ReadFile(filepath.Join(opt.Dir, workDirName, opt.Key, caseJSON), maxMetaBytes, imagefile.NoFollow); err == nil {
 		if v, err := ojson.Parse(d); err == nil && v.Get("case") != nil {
 			line = ojson.MarshalCompact(v.Get("case"))
 		}

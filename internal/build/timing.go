@@ -5,18 +5,17 @@ import (
 	"fmt"
 	"image"
 	"image/draw"
+	"image/png"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/render"
-
-	"image/png"
 )
 
 // floorResult is the PNG-encoding floor of issue 3: the wall time to
@@ -56,11 +55,11 @@ func measureFloor(opt Options) (*floorResult, error) {
 		hi := min(lo+batch, len(files))
 		imgs := make([]image.Image, hi-lo)
 		for i := lo; i < hi; i++ {
-			data, err := os.ReadFile(files[i])
+			data, err := imagefile.ReadFile(files[i], imagefile.MaxFileBytes, imagefile.NoFollow)
 			if err != nil {
 				return nil, err
 			}
-			img, err := png.Decode(bytes.NewReader(data))
+			img, err := imagefile.DecodePNG(data)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %v", files[i], err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/qagen"
@@ -194,7 +195,7 @@ func nonNil(xs []string) []string {
 // is no usable state: missing, unreadable, malformed or with another
 // fingerprint (want == "" accepts any fingerprint).
 func readWork(workDir, keyID, want string) *Outcome {
-	data, err := os.ReadFile(filepath.Join(workDir, keyID, caseJSON))
+	data, err := imagefile.ReadFile(filepath.Join(workDir, keyID, caseJSON), maxMetaBytes, imagefile.NoFollow)
 	if err != nil {
 		return nil
 	}

@@ -11,11 +11,11 @@ package buildcfg
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"runtime"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
@@ -188,11 +188,14 @@ func Default() Config {
 	}
 }
 
+// maxConfigBytes bounds a configuration file (a few kilobytes).
+const maxConfigBytes = 16 << 20
+
 // Load reads a YAML configuration file over the defaults. Unknown keys and
 // wrongly typed values are errors naming the file and the key.
 func Load(path string) (Config, error) {
 	cfg := Default()
-	data, err := os.ReadFile(path)
+	data, err := imagefile.ReadFile(path, maxConfigBytes, imagefile.Follow)
 	if err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}

@@ -40,6 +40,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/phantom"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/registry"
@@ -513,7 +514,7 @@ type state struct {
 }
 
 func readState(path string) (*state, error) {
-	f, err := os.Open(path)
+	f, err := imagefile.Open(path, imagefile.NoFollow)
 	if err != nil {
 		return nil, fmt.Errorf("demo: reading %s: %v", path, err)
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
@@ -81,9 +82,11 @@ type Options struct {
 	MaxRetries  int           // retries after the first attempt; default 5 (use NoRetries for 0)
 	NoRetries   bool          // MaxRetries 0
 	Timeout     time.Duration // per call; default 10m
-	RetryBase   time.Duration // first backoff; default 1s
-	RetryCap    time.Duration // longest backoff; default 60s
-	RPM, TPM    int           // 0 = uncapped
+	// MaxReplyBytes caps one reply body; default provider.DefaultMaxReplyBytes.
+	MaxReplyBytes int64
+	RetryBase     time.Duration // first backoff; default 1s
+	RetryCap      time.Duration // longest backoff; default 60s
+	RPM, TPM      int           // 0 = uncapped
 
 	Selection   Selection
 	RetryErrors bool
@@ -141,6 +144,9 @@ func (o *Options) defaults() {
 	}
 	if o.ImageCacheBytes <= 0 {
 		o.ImageCacheBytes = DefaultImageCacheBytes
+	}
+	if o.MaxReplyBytes <= 0 {
+		o.MaxReplyBytes = provider.DefaultMaxReplyBytes
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -322,6 +328,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if cerr := store.Close(); runErr == nil && cerr != nil {
 		runErr = cerr
 	}
+	if err := r.recordRedactions(runDir, man); err != nil && runErr == nil {
+		runErr = err
+	}
 	rs, ferr := Finalize(runDir, man, o.Model, len(selected), time.Since(start).Seconds())
 	if ferr != nil && runErr == nil {
 		runErr = ferr
@@ -333,6 +342,29 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			c.RecordsOK, c.RecordsError, c.ParseFailures, c.Calls, c.CacheHits, costString(rs.Usage.CostUSD), c.RecordsSelected)
 	}
 	return sum, runErr
+}
+
+// recordRedactions adds this session's key redactions (provider.Redactor)
+// to the manifest's count and rewrites it; nothing is written when there
+// were none, so a clean run's manifest keeps its first bytes.
+func (r *runner) recordRedactions(runDir string, man *Manifest) error {
+	var n int64
+	for _, ep := range r.pool.eps {
+		if rd, ok := ep.client.(provider.Redactor); ok {
+			n += rd.Redactions()
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	man.Redactions += n
+	fmt.Fprintf(r.o.Log, "warning: the API key appeared %d time(s) in replies or errors; each was stored as %s (manifest.json redactions: %d)\n",
+		n, provider.RedactedMarker, man.Redactions)
+	b, err := man.Marshal()
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b)
 }
 
 func costString(c *float64) string {
@@ -372,7 +404,7 @@ func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, sele
 		PromptProfile: ProfileInfo{Name: o.Profile.Name, Texts: o.Profile.Texts(), SHA256: o.Profile.Hash()},
 		ImageEncoding: ImageEncoding{Format: "png", Transport: "data URL, base64", ImageCacheBytes: o.ImageCacheBytes},
 		Concurrency:   o.Concurrency,
-		Retry: RetryPolicy{MaxRetries: o.MaxRetries, TimeoutS: o.Timeout.Seconds(),
+		Retry: RetryPolicy{MaxRetries: o.MaxRetries, TimeoutS: o.Timeout.Seconds(), MaxReplyBytes: o.MaxReplyBytes,
 			BackoffBaseS: o.RetryBase.Seconds(), BackoffCapS: o.RetryCap.Seconds(), RPM: o.RPM, TPM: o.TPM},
 		PriceFileSHA256: o.PriceFileSHA256,
 	}
@@ -458,7 +490,7 @@ func Finalize(runDir string, man *Manifest, model Model, selected int, wallTime 
 }
 
 func readWallTime(name string) (float64, error) {
-	b, err := os.ReadFile(name)
+	b, err := imagefile.ReadFile(name, results.MaxRunFileBytes, imagefile.Follow)
 	if err != nil {
 		return 0, err
 	}

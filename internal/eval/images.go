@@ -1,13 +1,13 @@
 package eval
 
 import (
-	"bytes"
 	"container/list"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"image/png"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
 )
 
@@ -72,28 +73,29 @@ func verifyOne(benchDir, rel string, decoded *sync.Map) verified {
 		}
 		return verified{sha: sha}
 	}
-	_, derr := png.Decode(bytes.NewReader(b))
+	// The header is checked against imagefile's size limit first, so a
+	// decompression bomb is refused before any pixel buffer exists.
+	_, derr := imagefile.DecodePNG(b)
 	if derr != nil {
 		decoded.Store(sha, derr)
-		return verified{err: fmt.Errorf("image %s: not a decodable PNG: %v", rel, derr)}
+		return verified{err: fmt.Errorf("image %s: %v", rel, derr)}
 	}
 	decoded.Store(sha, nil)
 	return verified{sha: sha}
 }
 
-// readRegular reads a regular file, refusing symbolic links.
+// readRegular reads a regular file of at most imagefile.MaxFileBytes,
+// refusing symbolic links (a benchmark is self-contained).
 func readRegular(name string) ([]byte, error) {
-	fi, err := os.Lstat(name)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("missing")
-		}
-		return nil, err
+	b, err := imagefile.ReadFile(name, imagefile.MaxFileBytes, imagefile.NoFollow)
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, errors.New("missing")
+	case errors.As(err, &pe):
+		return nil, pe.Err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	return os.ReadFile(name)
+	return b, err
 }
 
 // imageCache is an LRU of encoded images bounded in bytes. Entries in use

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/imagefile/imagefiletest"
 	"github.com/chexpercept/chexpercept/internal/provider"
 )
 
@@ -81,5 +83,31 @@ func TestImageCache(t *testing.T) {
 	c2 := newImageCache(dir, 1<<20, false)
 	if _, err := c2.get("b.png", v["b.png"].sha); err == nil || !strings.Contains(err.Error(), "changed") {
 		t.Errorf("changed file: %v", err)
+	}
+}
+
+// TestVerifyImagesBounded: a decompression bomb, a FIFO and a symbolic link
+// among the images each make a one-line error naming the file, without
+// allocating the bomb's claimed pixels or blocking on the FIFO.
+func TestVerifyImagesBounded(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bomb.png"), imagefiletest.BombPNG(100000, 100000), 0o644)
+	os.WriteFile(filepath.Join(dir, "ok.png"), benchtest.FlatPNG(false), 0o644)
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.png"), 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	os.Symlink("ok.png", filepath.Join(dir, "link.png"))
+	v := verifyImages(dir, []string{"bomb.png", "fifo.png", "link.png", "ok.png"}, nil)
+	for name, want := range map[string]string{
+		"bomb.png": "image bomb.png: PNG size 100000×100000 outside 1…16384 per side",
+		"fifo.png": "image fifo.png: not a regular file (named pipe)",
+		"link.png": "image link.png: is a symbolic link",
+	} {
+		if v[name].err == nil || !strings.Contains(v[name].err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, v[name].err, want)
+		}
+	}
+	if v["ok.png"].err != nil {
+		t.Errorf("ok.png: %v", v["ok.png"].err)
 	}
 }

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // API keys (from the environment or a key file) and endpoint credentials
@@ -80,5 +82,62 @@ func TestKeysNeverWritten(t *testing.T) {
 				t.Error("manifest does not record the endpoint")
 			}
 		})
+	}
+}
+
+// TestKeyEchoedInRepliesRedacted: a server that echoes the key inside
+// successful replies (content and reasoning) gets "[redacted]" stored
+// instead; the run's manifest counts every replacement and the log says
+// so once.
+func TestKeyEchoedInRepliesRedacted(t *testing.T) {
+	const key = "sk-echoSECRET-0123456789abcdef"
+	srv, _ := baselineserver.New(baselineserver.Config{Policy: "random"})
+	var echoed atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, r)
+		var body map[string]any
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+			return
+		}
+		msg := body["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+		msg["content"] = msg["content"].(string) + " (" + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + ")"
+		msg["reasoning_content"] = "the key is " + key
+		echoed.Add(2)
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(body)
+	}))
+	defer hs.Close()
+	t.Setenv("OPENAI_API_KEY", key)
+	var log bytes.Buffer
+	o := baseOptions(sampleBench, t.TempDir(), model(t, "openai", "key-test-model"))
+	o.Endpoints, o.Log = []string{hs.URL + "/v1"}, &log
+	s := run(t, o)
+	if echoed.Load() == 0 {
+		t.Fatal("no reply echoed the key, so the test proves nothing")
+	}
+	filepath.Walk(filepath.Dir(filepath.Dir(s.RunDir)), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() && bytes.Contains(readFile(t, p), []byte(key)) {
+			t.Errorf("%s contains the key", p)
+		}
+		return nil
+	})
+	if bytes.Contains(log.Bytes(), []byte(key)) {
+		t.Error("the log contains the key")
+	}
+	if !strings.Contains(string(readFile(t, filepath.Join(s.RunDir, results.ResultsFile))), "[redacted]") {
+		t.Error("results.jsonl shows no [redacted] marker")
+	}
+	m, err := ReadManifest(s.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Redactions != echoed.Load() {
+		t.Errorf("manifest redactions %d, want %d", m.Redactions, echoed.Load())
+	}
+	if want := fmt.Sprintf("manifest.json redactions: %d)", echoed.Load()); strings.Count(log.String(), want) != 1 {
+		t.Errorf("log does not say %q once:\n%s", want, log.String())
 	}
 }

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -41,6 +41,10 @@ type Manifest struct {
 	Retry           RetryPolicy   `json:"retry"`
 	PriceFileSHA256 string        `json:"price_file_sha256"`
 	RescoredFrom    *string       `json:"rescored_from"`
+	// Redactions counts the occurrences of the configured API key that
+	// were replaced by "[redacted]" in stored replies, errors and log
+	// lines, over every session of the run.
+	Redactions int64 `json:"redactions"`
 }
 
 // Dataset identifies the benchmark.
@@ -86,12 +90,15 @@ type ImageEncoding struct {
 
 // RetryPolicy is the per-call retry and rate policy.
 type RetryPolicy struct {
-	MaxRetries   int     `json:"max_retries"`
-	TimeoutS     float64 `json:"timeout_s"`
-	BackoffBaseS float64 `json:"backoff_base_s"` // first retry waits in [base/2, base], doubling, jittered
-	BackoffCapS  float64 `json:"backoff_cap_s"`  // longest backoff unless Retry-After asks for more
-	RPM          int     `json:"rpm"`            // 0 = no cap
-	TPM          int     `json:"tpm"`
+	MaxRetries int     `json:"max_retries"`
+	TimeoutS   float64 `json:"timeout_s"`
+	// MaxReplyBytes caps one reply body (a larger reply is a
+	// non-retryable error of that call).
+	MaxReplyBytes int64   `json:"max_reply_bytes"`
+	BackoffBaseS  float64 `json:"backoff_base_s"` // first retry waits in [base/2, base], doubling, jittered
+	BackoffCapS   float64 `json:"backoff_cap_s"`  // longest backoff unless Retry-After asks for more
+	RPM           int     `json:"rpm"`            // 0 = no cap
+	TPM           int     `json:"tpm"`
 }
 
 // ScrubEndpoint drops user info, query and fragment from an endpoint URL
@@ -118,7 +125,7 @@ func (m *Manifest) Marshal() ([]byte, error) {
 // ReadManifest reads dir/manifest.json.
 func ReadManifest(dir string) (*Manifest, error) {
 	name := filepath.Join(dir, results.ManifestFile)
-	b, err := os.ReadFile(name)
+	b, err := imagefile.ReadFile(name, results.MaxRunFileBytes, imagefile.Follow)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -98,7 +99,7 @@ func (p *progress) record(r *results.Record) {
 	if r.Status != results.StatusOK {
 		p.errs++
 		if r.Error != nil && p.bar == nil {
-			fmt.Fprintf(p.o.Log, "error: %s: %s\n", r.KeyID, *r.Error)
+			fmt.Fprintf(p.o.Log, "error: %s: %s\n", benchmark.OneLine(r.KeyID), benchmark.OneLine(*r.Error))
 		}
 	}
 	p.mu.Unlock()

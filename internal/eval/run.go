@@ -198,7 +198,7 @@ func (r *runner) setup() error {
 		}
 		for _, ep := range eps {
 			c, err := provider.New(provider.Config{Backend: o.Model.Backend, Endpoint: ep, APIKeyFile: o.APIKeyFile,
-				GeminiImageFormat: o.GeminiImageFormat, HTTPClient: testHTTPClient})
+				GeminiImageFormat: o.GeminiImageFormat, HTTPClient: testHTTPClient, MaxReplyBytes: o.MaxReplyBytes})
 			if err != nil {
 				return err
 			}

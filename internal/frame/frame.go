@@ -5,23 +5,20 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	_ "image/jpeg" // registers JPEG for image.Decode
-	_ "image/png"  // registers PNG for image.Decode
+	"io/fs"
 	"math"
-	"os"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 )
 
-// MaxSide is the largest width or height accepted from an image header;
-// larger images are refused before any pixel buffer is allocated.
-const MaxSide = 16384
-
 // LoadGray reads a PNG or JPEG radiograph and returns it in the canonical
 // frame: 1024×1024 8-bit grey (build.md §1). Failures are *CaseError with
-// reason image_unreadable and a detail naming the file.
+// reason image_unreadable and a detail naming the file. The file is read
+// and decoded through imagefile (regular files only, bounded, header
+// checked first).
 func LoadGray(path string) (*image.Gray, error) {
-	data, err := os.ReadFile(path)
+	data, err := imagefile.ReadFile(path, imagefile.MaxFileBytes, imagefile.Follow)
 	if err != nil {
 		return nil, Fail("image_unreadable", "image %s: %v", path, unwrapPath(err))
 	}
@@ -35,7 +32,7 @@ func LoadGray(path string) (*image.Gray, error) {
 // DecodeGray decodes PNG or JPEG bytes and brings them into the canonical
 // frame (grey conversion, then the separable resize of §1).
 func DecodeGray(data []byte) (*image.Gray, error) {
-	img, err := decodeChecked(data)
+	img, _, err := imagefile.Decode(data)
 	if err != nil {
 		return nil, err
 	}
@@ -45,31 +42,11 @@ func DecodeGray(data []byte) (*image.Gray, error) {
 // NativeSize returns the width and height stored in the image header of a
 // PNG or JPEG file without decoding the pixels (for the CheXmask size check).
 func NativeSize(path string) (w, h int, err error) {
-	f, err := os.Open(path)
+	_, w, h, err = imagefile.CheckHeader(path)
 	if err != nil {
 		return 0, 0, fmt.Errorf("image %s: %v", path, unwrapPath(err))
 	}
-	defer f.Close()
-	cfg, _, err := image.DecodeConfig(f)
-	if err != nil {
-		return 0, 0, fmt.Errorf("image %s: not a decodable PNG or JPEG: %v", path, err)
-	}
-	return cfg.Width, cfg.Height, nil
-}
-
-func decodeChecked(data []byte) (image.Image, error) {
-	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("not a decodable PNG or JPEG: %v", err)
-	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > MaxSide || cfg.Height > MaxSide {
-		return nil, fmt.Errorf("%s header claims %d×%d, outside 1…%d per side", format, cfg.Width, cfg.Height, MaxSide)
-	}
-	img, _, err := image.Decode(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("not a decodable %s: %v", format, err)
-	}
-	return img, nil
+	return w, h, nil
 }
 
 // Canonical converts a decoded image to grey (§1) and resizes it to
@@ -253,7 +230,7 @@ func Resize(pix []uint8, w, h, dw, dh int) *image.Gray {
 // type's maximum) and resizes it by nearest neighbour to Size×Size.
 // Failures are *CaseError with reason mask_unreadable naming the file.
 func LoadMask(path string) (mask.Mask, error) {
-	data, err := os.ReadFile(path)
+	data, err := imagefile.ReadFile(path, imagefile.MaxFileBytes, imagefile.Follow)
 	if err != nil {
 		return mask.Mask{}, Fail("mask_unreadable", "mask %s: %v", path, unwrapPath(err))
 	}
@@ -275,7 +252,7 @@ func CanonicalMask(m mask.Mask) mask.Mask {
 
 // unwrapPath drops the *PathError wrapper, whose message repeats the path.
 func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
+	if pe, ok := err.(*fs.PathError); ok {
 		return pe.Err
 	}
 	return err

@@ -12,7 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile/imagefiletest"
 )
 
 func writePNG(t *testing.T, dir, name string, img image.Image) string {
@@ -243,16 +246,31 @@ func TestLoadErrors(t *testing.T) {
 	trunc := filepath.Join(dir, "trunc.png")
 	os.WriteFile(trunc, pngHeader(100, 100), 0o644)
 	missing := filepath.Join(dir, "missing.png")
+	bomb := filepath.Join(dir, "bomb.png")
+	os.WriteFile(bomb, imagefiletest.BombPNG(100000, 100000), 0o644)
+	// A FIFO without a writer: a blocking open would hang here for ever.
+	fifo := filepath.Join(dir, "fifo.png")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		path, want string
 	}{
 		{huge, "outside 1…16384"},
+		{bomb, "outside 1…16384"},
 		{junk, "not a decodable"},
-		{trunc, "not a decodable png"},
+		{trunc, "not a decodable PNG"},
 		{missing, "no such file"},
+		{fifo, "not a regular file (named pipe)"},
+		{dir, "not a regular file (directory)"},
 	}
 	for _, c := range cases {
 		t.Run(filepath.Base(c.path), func(t *testing.T) {
+			if c.path == fifo {
+				if _, _, err := NativeSize(c.path); err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("NativeSize: %v, want %q", err, c.want)
+				}
+			}
 			_, err := LoadGray(c.path)
 			var ce *CaseError
 			if !errors.As(err, &ce) || ce.Reason != "image_unreadable" {

@@ -171,8 +171,8 @@ func TestDecodePNGErrors(t *testing.T) {
 	tests := []struct{ path, want string }{
 		{huge, "huge.png: PNG size 100000×100000 outside 1…16384"},
 		{big, "big.png: PNG size 16000×16000 exceeds 67108864 pixels"},
-		{junk, "junk.png: not a readable PNG"},
-		{trunc, "trunc.png: not a readable PNG"},
+		{junk, "junk.png: not a decodable PNG"},
+		{trunc, "trunc.png: not a decodable PNG"},
 		{filepath.Join(dir, "missing.png"), "missing.png: open"},
 	}
 	for _, tc := range tests {

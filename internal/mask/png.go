@@ -1,21 +1,13 @@
 package mask
 
 import (
-	"bytes"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
-	"os"
-)
 
-// Limits on decoded mask images, checked on the header before any pixel
-// buffer is allocated: at most MaxSide per side and MaxPixels in total
-// (64 Mpx; native chest X-rays are around 9 Mpx).
-const (
-	MaxSide   = 16384
-	MaxPixels = 1 << 26
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 // FromImage binarises an image by build.md §1: take the first channel as
@@ -106,34 +98,32 @@ func paletteOn(c color.Color) uint8 {
 	return uint8(n.R >> 15)
 }
 
-// DecodePNG reads a PNG and binarises it (FromImage). Headers larger than
-// MaxSide on either axis are refused before decoding.
+// DecodePNG reads a PNG of at most imagefile.MaxFileBytes and binarises
+// it (FromImage). The header is checked against imagefile's size limit
+// before decoding.
 func DecodePNG(r io.Reader) (Mask, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, imagefile.MaxFileBytes+1))
 	if err != nil {
 		return Mask{}, err
+	}
+	if len(data) > imagefile.MaxFileBytes {
+		return Mask{}, fmt.Errorf("PNG larger than %d bytes", imagefile.MaxFileBytes)
 	}
 	return decodePNGBytes(data)
 }
 
 func decodePNGBytes(data []byte) (Mask, error) {
-	cfg, err := png.DecodeConfig(bytes.NewReader(data))
+	img, err := imagefile.DecodePNG(data)
 	if err != nil {
-		return Mask{}, fmt.Errorf("not a readable PNG: %w", err)
-	}
-	if err := checkSize("PNG", cfg.Width, cfg.Height); err != nil {
 		return Mask{}, err
-	}
-	img, err := png.Decode(bytes.NewReader(data))
-	if err != nil {
-		return Mask{}, fmt.Errorf("not a readable PNG: %w", err)
 	}
 	return FromImage(img), nil
 }
 
-// DecodePNGFile reads and binarises the PNG at path; errors name the file.
+// DecodePNGFile reads and binarises the PNG at path, a file inside a build
+// directory (symbolic links are refused); errors name the file.
 func DecodePNGFile(path string) (Mask, error) {
-	data, err := os.ReadFile(path)
+	data, err := imagefile.ReadFile(path, imagefile.MaxFileBytes, imagefile.NoFollow)
 	if err != nil {
 		return Mask{}, fmt.Errorf("mask %s: %w", path, err)
 	}
@@ -157,14 +147,4 @@ func (m Mask) Gray() *image.Gray {
 // default compression, the format of every mask the build writes.
 func EncodePNG(w io.Writer, m Mask) error {
 	return png.Encode(w, m.Gray())
-}
-
-func checkSize(what string, w, h int) error {
-	if w <= 0 || h <= 0 || w > MaxSide || h > MaxSide {
-		return fmt.Errorf("%s size %d×%d outside 1…%d per side", what, w, h, MaxSide)
-	}
-	if int64(w)*int64(h) > MaxPixels {
-		return fmt.Errorf("%s size %d×%d exceeds %d pixels", what, w, h, MaxPixels)
-	}
-	return nil
 }

@@ -2,9 +2,12 @@ package mask
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 // DecodeRLE decodes a CheXmask run-length cell (build.md §2.3) into an
@@ -13,7 +16,7 @@ import (
 // index start−1. An empty (or all-blank) cell is an empty mask. Runs that
 // leave the image, odd counts and non-integers are errors naming the run.
 func DecodeRLE(cell string, h, w int) (Mask, error) {
-	if err := checkSize("RLE", w, h); err != nil {
+	if err := imagefile.CheckSize("RLE", w, h, color.GrayModel); err != nil {
 		return Mask{}, err
 	}
 	m := New(w, h)

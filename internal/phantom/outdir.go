@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -53,7 +54,7 @@ func checkOutDir(dir string) error {
 // phantomManifest reports whether the first line of path is a manifest
 // line that the phantom writes.
 func phantomManifest(path string) bool {
-	f, err := os.Open(path)
+	f, err := imagefile.Open(path, imagefile.NoFollow)
 	if err != nil {
 		return false
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 // placeholderKey is sent to keyless local servers (vLLM, SGLang), whose
@@ -43,8 +45,13 @@ type Config struct {
 	// project is.
 	GeminiVertex bool
 
-	// HTTPClient overrides the pooled default client (tests).
+	// HTTPClient overrides the pooled default client (tests). Either way
+	// reply bodies are capped at MaxReplyBytes.
 	HTTPClient *http.Client
+
+	// MaxReplyBytes caps one HTTP reply body; ≤ 0 means
+	// DefaultMaxReplyBytes. A larger reply fails the call with KindTooLarge.
+	MaxReplyBytes int64
 
 	// Getenv overrides os.Getenv (tests).
 	Getenv func(string) string
@@ -57,11 +64,14 @@ func (c *Config) getenv(k string) string {
 	return os.Getenv(k)
 }
 
+// maxKeyFileBytes bounds an API key file (a key is under a kilobyte).
+const maxKeyFileBytes = 64 << 10
+
 // apiKey resolves the key: the key file when given, else the first set
 // variable among envs. The error names the file or variables, never a value.
 func (c *Config) apiKey(envs ...string) (string, error) {
 	if c.APIKeyFile != "" {
-		b, err := os.ReadFile(c.APIKeyFile)
+		b, err := imagefile.ReadFile(c.APIKeyFile, maxKeyFileBytes, imagefile.Follow)
 		if err != nil {
 			return "", fmt.Errorf("api key file: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -27,8 +28,23 @@ var (
 	keyParam = regexp.MustCompile(`(?i)([?&]key=)[^&\s"']+`)
 )
 
+// RedactedMarker replaces the configured API key wherever it appears in a
+// reply or error text.
+const RedactedMarker = "[redacted]"
+
+// Redactor is implemented by the network clients. Redactions counts the
+// exact occurrences of the configured API key replaced by RedactedMarker
+// so far, in reply texts, reasoning and error messages (the run manifest
+// records the total).
+type Redactor interface {
+	Redactions() int64
+}
+
 // scrubber removes known secrets and image payloads from messages.
-type scrubber struct{ secrets []string }
+type scrubber struct {
+	secrets []string
+	count   *atomic.Int64 // secrets replaced by redact
+}
 
 func newScrubber(secrets ...string) scrubber {
 	var s []string
@@ -39,15 +55,36 @@ func newScrubber(secrets ...string) scrubber {
 			s = append(s, v)
 		}
 	}
-	return scrubber{secrets: s}
+	return scrubber{secrets: s, count: new(atomic.Int64)}
+}
+
+// redact replaces every exact occurrence of a secret by RedactedMarker,
+// counting them. A server that echoes the key into a successful reply
+// must not get it into results.jsonl, the response cache or a log.
+func (s scrubber) redact(text string) string {
+	for _, v := range s.secrets {
+		if n := strings.Count(text, v); n > 0 {
+			text = strings.ReplaceAll(text, v, RedactedMarker)
+			if s.count != nil {
+				s.count.Add(int64(n))
+			}
+		}
+	}
+	return text
+}
+
+// redactions is the Redactor count of a client's scrubber.
+func (s scrubber) redactions() int64 {
+	if s.count == nil {
+		return 0
+	}
+	return s.count.Load()
 }
 
 // clean returns msg without secrets, image payloads or control clutter,
 // cut to maxMsgLen bytes (on a rune boundary).
 func (s scrubber) clean(msg string) string {
-	for _, v := range s.secrets {
-		msg = strings.ReplaceAll(msg, v, "[redacted]")
-	}
+	msg = s.redact(msg)
 	msg = dataURLRe.ReplaceAllStringFunc(msg, func(m string) string {
 		return m[:strings.Index(m, ",")+1] + "[…]"
 	})

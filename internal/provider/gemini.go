@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
-	"image/png"
 	"net/http"
 	"strings"
 	"sync"
 
 	"google.golang.org/genai"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 // geminiClient speaks the Gemini API or Vertex AI through the official
@@ -43,16 +44,9 @@ func (t headerCapture) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func newGemini(cfg Config) (*geminiClient, error) {
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = defaultHTTPClient()
-	}
-	rt := hc.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
+	hc := wrapClient(cfg.HTTPClient, cfg.MaxReplyBytes)
 	wrapped := *hc
-	wrapped.Transport = headerCapture{next: rt}
+	wrapped.Transport = headerCapture{next: hc.Transport}
 
 	switch cfg.GeminiImageFormat {
 	case "", "png", "jpeg":
@@ -145,6 +139,9 @@ func (g *geminiClient) Complete(ctx context.Context, req *Request) (*Response, e
 	box := &headerBox{}
 	resp, err := g.c.Models.GenerateContent(context.WithValue(ctx, retryAfterKey{}, box), req.Model, contents, conf)
 	if err != nil {
+		if ce := tooLarge(err); ce != nil {
+			return nil, ce
+		}
 		var apiErr genai.APIError
 		if errors.As(err, &apiErr) {
 			msg := apiErr.Message
@@ -158,8 +155,13 @@ func (g *geminiClient) Complete(ctx context.Context, req *Request) (*Response, e
 		}
 		return nil, transportError(ctx, err, g.scrub)
 	}
-	return mapGemini(resp), nil
+	r := mapGemini(resp)
+	r.Text, r.Reasoning = g.scrub.redact(r.Text), g.scrub.redact(r.Reasoning)
+	return r, nil
 }
+
+// Redactions implements Redactor.
+func (g *geminiClient) Redactions() int64 { return g.scrub.redactions() }
 
 // mapGemini maps a reply: text = the non-thought text parts of the first
 // candidate; reasoning = its thought parts; a reply with no candidate (a
@@ -231,7 +233,7 @@ const JPEGQuality = 75
 func (im *Image) JPEG() ([]byte, error) {
 	im.jpeg.once.Do(func() {
 		var src image.Image
-		src, im.jpeg.err = png.Decode(bytes.NewReader(im.PNG))
+		src, im.jpeg.err = imagefile.DecodePNG(im.PNG)
 		if im.jpeg.err != nil {
 			im.jpeg.err = fmt.Errorf("image %s: decoding PNG for JPEG re-encoding: %w", im.SHA256[:12], im.jpeg.err)
 			return

@@ -30,10 +30,7 @@ type openaiClient struct {
 }
 
 func newOpenAI(cfg Config) (*openaiClient, error) {
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = defaultHTTPClient()
-	}
+	hc := wrapClient(cfg.HTTPClient, cfg.MaxReplyBytes)
 	opts := []option.RequestOption{option.WithHTTPClient(hc), option.WithMaxRetries(0)}
 	c := &openaiClient{backend: cfg.Backend}
 	switch cfg.Backend {
@@ -120,6 +117,9 @@ func (c *openaiClient) Complete(ctx context.Context, req *Request) (*Response, e
 	}
 	_, err := c.svc.New(ctx, openai.ChatCompletionNewParams{}, opts...)
 	if err != nil {
+		if ce := tooLarge(err); ce != nil {
+			return nil, ce
+		}
 		var apiErr *openai.Error
 		if errors.As(err, &apiErr) {
 			var h http.Header
@@ -136,6 +136,9 @@ func (c *openaiClient) Complete(ctx context.Context, req *Request) (*Response, e
 	}
 	return decodeChatCompletion(raw, c.scrub)
 }
+
+// Redactions implements Redactor.
+func (c *openaiClient) Redactions() int64 { return c.scrub.redactions() }
 
 // azureBase is the per-deployment base URL; the SDK appends
 // "chat/completions" and the api-version query.
@@ -182,12 +185,12 @@ func decodeChatCompletion(raw []byte, s scrubber) (*Response, error) {
 	if err != nil {
 		return nil, &CallError{Kind: KindMalformed, Status: 200, Msg: "reply content: " + s.clean(err.Error())}
 	}
-	r := &Response{Text: text}
+	r := &Response{Text: s.redact(text)}
 	switch {
 	case ch.Message.ReasoningContent != nil:
-		r.Reasoning = *ch.Message.ReasoningContent
+		r.Reasoning = s.redact(*ch.Message.ReasoningContent)
 	case ch.Message.Reasoning != nil:
-		r.Reasoning = *ch.Message.Reasoning
+		r.Reasoning = s.redact(*ch.Message.Reasoning)
 	}
 	if ch.FinishReason != nil {
 		r.FinishReason = mapOpenAIFinish(*ch.FinishReason)

@@ -140,6 +140,7 @@ const (
 	KindNetwork                      // connection refused/reset, EOF mid-response
 	KindMalformed                    // 2xx whose body is not valid JSON or has no choices
 	KindCanceled                     // the caller cancelled (not a timeout): stop, do not retry
+	KindTooLarge                     // the reply body passed the size cap: not retryable
 )
 
 func (k ErrorKind) String() string {
@@ -158,6 +159,8 @@ func (k ErrorKind) String() string {
 		return "malformed"
 	case KindCanceled:
 		return "canceled"
+	case KindTooLarge:
+		return "too_large"
 	}
 	return "unknown"
 }

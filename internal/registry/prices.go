@@ -3,21 +3,20 @@ package registry
 import (
 	"bytes"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
+	_ "embed"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/chexpercept/chexpercept/internal/yamlerr"
-
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
 //go:embed prices.yaml
@@ -57,7 +56,7 @@ type priceYAML struct {
 func LoadPrices(file string) (*Prices, error) {
 	name, data := "prices.yaml (embedded)", defaultPrices
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := imagefile.ReadFile(file, maxTableBytes, imagefile.Follow)
 		if err != nil {
 			return nil, fmt.Errorf("price table: %w", err)
 		}

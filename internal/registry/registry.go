@@ -17,20 +17,19 @@ package registry
 
 import (
 	"bytes"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 
+	_ "embed"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/chexpercept/chexpercept/internal/yamlerr"
-
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
 //go:embed models.yaml
@@ -109,13 +108,16 @@ func Default() (*Registry, error) { return Load() }
 
 // Load returns the embedded registry extended by the given files: an
 // entry whose alias exists replaces it, a new alias is appended.
+// maxTableBytes bounds a user's model registry or price table file.
+const maxTableBytes = 16 << 20
+
 func Load(files ...string) (*Registry, error) {
 	r := &Registry{byAlias: map[string]int{}}
 	if err := r.add("models.yaml (embedded)", defaultModels); err != nil {
 		return nil, err
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := imagefile.ReadFile(f, maxTableBytes, imagefile.Follow)
 		if err != nil {
 			return nil, fmt.Errorf("model registry: %w", err)
 		}

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -13,9 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	_ "embed"
 	xdraw "golang.org/x/image/draw"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 var (
@@ -156,12 +157,13 @@ func embedImages(benchDir, dir string, items []*item, workers int) error {
 }
 
 func thumbnail(src, dst string) error {
-	f, err := os.Open(src)
+	// A benchmark file: no symbolic links, bounded size, and the header
+	// checked against imagefile's limit before any pixel is decoded.
+	data, err := imagefile.ReadFile(src, imagefile.MaxFileBytes, imagefile.NoFollow)
 	if err != nil {
 		return fmt.Errorf("embed images: %w", err)
 	}
-	img, err := png.Decode(f)
-	f.Close()
+	img, err := imagefile.DecodePNG(data)
 	if err != nil {
 		return fmt.Errorf("embed images: %s: %w", src, err)
 	}

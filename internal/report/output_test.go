@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
-
-	"github.com/chexpercept/chexpercept/internal/goldentest"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/goldentest"
+	"github.com/chexpercept/chexpercept/internal/imagefile/imagefiletest"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
@@ -325,5 +326,32 @@ func TestIncompleteRunReport(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestThumbnailBounded: a decompression bomb, a FIFO or a symbolic link in
+// the benchmark is an error naming the file; nothing is decoded or blocks.
+func TestThumbnailBounded(t *testing.T) {
+	dir := t.TempDir()
+	bomb := filepath.Join(dir, "bomb.png")
+	os.WriteFile(bomb, imagefiletest.BombPNG(100000, 100000), 0o644)
+	fifo := filepath.Join(dir, "fifo.png")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	link := filepath.Join(dir, "link.png")
+	os.Symlink("bomb.png", link)
+	for src, want := range map[string]string{
+		bomb: bomb + ": PNG size 100000×100000 outside 1…16384 per side",
+		fifo: fifo + ": not a regular file (named pipe)",
+		link: link + ": is a symbolic link",
+	} {
+		err := thumbnail(src, filepath.Join(dir, "out", filepath.Base(src)))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("thumbnail(%s) = %v, want %q", filepath.Base(src), err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Error("a thumbnail was written for a refused image")
 	}
 }

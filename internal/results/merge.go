@@ -131,9 +131,10 @@ func findShards(inputs []string) ([]string, error) {
 
 // mergeIgnored are the manifest members that may differ between the
 // shards of one run: the shard and what derives from it, the creation
-// time and the dataset path.
+// time, the dataset path and the key-redaction count (summed).
 var mergeIgnored = map[string]bool{
 	mCreatedAt:                true,
+	mRedactions:               true,
 	mDataset + "." + mPath:    true,
 	mSelection + "." + mShard: true,
 	mSelectionSHA256:          true,
@@ -296,6 +297,9 @@ func Merge(inputs []string, opts MergeOptions) (*MergeReport, error) {
 	setMember(m, mSelectionSHA256, ojson.Str(whole.SelectionSHA256))
 	setMember(m, mSelectedRecords, ojson.Int(int64(len(whole.Keys))))
 	setMember(m, mKeysSHA256, ojson.Str(whole.KeysSHA256))
+	if n, ok := sumRedactions(shards); ok {
+		setMember(m, mRedactions, ojson.Int(n))
+	}
 
 	runName := mstr(m, mRunName)
 	oracle := mstr(m, mOracleMode)
@@ -316,6 +320,21 @@ func Merge(inputs []string, opts MergeOptions) (*MergeReport, error) {
 	}
 	rep.Dir, rep.RunName = dst, runName
 	return rep, nil
+}
+
+// sumRedactions adds the shards' redaction counts; ok is false when no
+// shard manifest has the member (runs written before it existed).
+func sumRedactions(shards []*shardRun) (n int64, ok bool) {
+	for _, s := range shards {
+		v := s.Manifest.Get(mRedactions)
+		if v == nil || v.Kind != ojson.KindNumber {
+			continue
+		}
+		if x, err := strconv.ParseInt(v.N, 10, 64); err == nil {
+			n, ok = n+x, true
+		}
+	}
+	return n, ok
 }
 
 // diffJSON appends "path: a vs b" for every difference between two JSON

@@ -91,3 +91,37 @@ func TestMergeRefusesNonShard(t *testing.T) {
 		t.Errorf("not a RefusalError: %T", err)
 	}
 }
+
+// TestSumRedactions: shards may differ in their key-redaction counts; the
+// merged manifest carries the sum (absent in every shard: left absent).
+func TestSumRedactions(t *testing.T) {
+	shard := func(js string) *shardRun {
+		m, err := ojson.Parse([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &shardRun{Run: &Run{Manifest: m}}
+	}
+	for _, c := range []struct {
+		manifests []string
+		n         int64
+		ok        bool
+	}{
+		{[]string{`{"redactions":2}`, `{"redactions":0}`, `{"redactions":5}`}, 7, true},
+		{[]string{`{"redactions":3}`, `{}`}, 3, true},
+		{[]string{`{}`, `{}`}, 0, false},
+	} {
+		var shards []*shardRun
+		for _, js := range c.manifests {
+			shards = append(shards, shard(js))
+		}
+		if n, ok := sumRedactions(shards); n != c.n || ok != c.ok {
+			t.Errorf("%v: %d %v, want %d %v", c.manifests, n, ok, c.n, c.ok)
+		}
+		var diffs []string
+		diffJSON("", shards[0].Manifest, shards[1].Manifest, mergeIgnored, &diffs)
+		if len(diffs) != 0 {
+			t.Errorf("%v: redactions differences refuse the merge: %q", c.manifests, diffs)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -37,6 +38,7 @@ const (
 	mOracleMode      = "oracle_mode"
 	mParseMode       = "parse_mode"
 	mRescoredFrom    = "rescored_from"
+	mRedactions      = "redactions"
 )
 
 // GLMBoxUnwrap is the registry quirk that enables parse rule A0.
@@ -61,7 +63,7 @@ func ReadRun(dir string) (*Run, error) {
 	}
 	defer unlock()
 	name := filepath.Join(dir, ManifestFile)
-	data, err := os.ReadFile(name)
+	data, err := imagefile.ReadFile(name, MaxRunFileBytes, imagefile.Follow)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: no manifest.json; not a run directory or shard folder", dir)
@@ -158,7 +160,7 @@ func hasQuirk(m *ojson.Value, q string) bool {
 
 // WallTime reads wall_time_s from dir/summary.json, 0 when there is none.
 func WallTime(dir string) float64 {
-	data, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	data, err := imagefile.ReadFile(filepath.Join(dir, SummaryFile), MaxRunFileBytes, imagefile.Follow)
 	if err != nil {
 		return 0
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 // File names of a run directory (spec protocol.md §9.1).
@@ -16,13 +18,17 @@ const (
 	SummaryFile    = "summary.json"
 )
 
+// MaxRunFileBytes bounds a file of a run directory read into memory
+// (results.jsonl of a full benchmark with reasoning is a few hundred MB).
+const MaxRunFileBytes = 4 << 30
+
 // ReadResults reads every complete line of a results.jsonl file, in file
 // order. A last line without its "\n" (a write cut short by a kill) is
 // ignored, as resume would truncate it; any complete line that does not
 // decode is an error naming the file and the line number. A missing file
 // reads as no records.
 func ReadResults(path string) ([]*Record, error) {
-	data, err := os.ReadFile(path)
+	data, err := imagefile.ReadFile(path, MaxRunFileBytes, imagefile.Follow)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil
@@ -163,7 +169,7 @@ func (s *Store) Close() error { return s.f.Close() }
 // drop as the remains of a killed writer). Commands that derive a new run
 // from records refuse such a file rather than write an empty run.
 func NoRecordsError(path string) error {
-	data, err := os.ReadFile(path)
+	data, err := imagefile.ReadFile(path, MaxRunFileBytes, imagefile.Follow)
 	switch {
 	case os.IsNotExist(err):
 		return fmt.Errorf("%s: no such file; no record to read", path)

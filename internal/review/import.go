@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -95,7 +96,7 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 		}
 		return fmt.Sprintf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
 	}
-	f, err := os.Open(path)
+	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
 		return nil, []string{fail(0, "%v", unwrapPath(err))}
 	}
@@ -259,6 +260,10 @@ func mapDecision(cell string) (string, error) {
 // AppendLog appends lines to a reviews.jsonl file (created when absent) in
 // one write, so a concurrent reader never sees a partial line of ours.
 func AppendLog(path string, lines []*Line) error {
+	// Opening a FIFO for writing would wait for a reader for ever.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("reviews %s: not a regular file", path)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("reviews %s: %v", path, unwrapPath(err))
@@ -268,7 +273,7 @@ func AppendLog(path string, lines []*Line) error {
 	// onto it.
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {
 		var last [1]byte
-		if rf, err := os.Open(path); err == nil {
+		if rf, err := imagefile.Open(path, imagefile.Follow); err == nil {
 			if _, err := rf.ReadAt(last[:], st.Size()-1); err == nil && last[0] != '\n' {
 				data = append([]byte{'\n'}, data...)
 			}

@@ -17,7 +17,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/source"
@@ -68,7 +70,7 @@ func Init(path string, cases []*source.Case, opt InitOptions) ([]Credential, err
 	for i, d := range digests {
 		if d.err != nil {
 			if opt.Warn != nil {
-				fmt.Fprintf(opt.Warn, "warning: %s skipped: %v\n", cases[i].KeyID(), d.err)
+				fmt.Fprintf(opt.Warn, "warning: %s skipped: %s\n", benchmark.OneLine(cases[i].KeyID()), benchmark.OneLine(d.err.Error()))
 			}
 			continue
 		}
@@ -253,7 +255,7 @@ func reportText(c *source.Case) (string, error) {
 	if c.Report != "" || c.ReportPath == "" {
 		return c.Report, nil
 	}
-	f, err := os.Open(c.ReportPath)
+	f, err := imagefile.Open(c.ReportPath, imagefile.Follow)
 	if err != nil {
 		return "", fmt.Errorf("report_path %s: %v", c.ReportPath, unwrapPath(err))
 	}

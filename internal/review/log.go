@@ -18,6 +18,7 @@ import (
 	"os"
 	"regexp"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -83,7 +84,7 @@ var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // lacks key_id or a known decision, or carries a malformed digest, is an
 // error naming the file and the line.
 func ReadLog(path string) (*Log, error) {
-	f, err := os.Open(path)
+	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
 		return nil, fmt.Errorf("reviews %s: %w", path, unwrapPath(err))
 	}
@@ -91,11 +92,15 @@ func ReadLog(path string) (*Log, error) {
 	return parseLog(path, f)
 }
 
+// maxLogLine bounds one line of reviews.jsonl (a line is a few hundred
+// bytes; comments are capped when written).
+const maxLogLine = 1 << 20
+
 func parseLog(path string, r io.Reader) (*Log, error) {
 	l := &Log{Path: path, latest: map[string]*Line{}}
 	br := bufio.NewReaderSize(r, 1<<16)
 	for n := 1; ; n++ {
-		raw, rerr := br.ReadBytes('\n')
+		raw, rerr := imagefile.ReadLine(br, maxLogLine)
 		if rerr != nil && rerr != io.EOF {
 			return nil, fmt.Errorf("reviews %s:%d: read error: %v", path, n, rerr)
 		}

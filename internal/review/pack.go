@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/render"
@@ -129,7 +130,7 @@ func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error
 		if r.err != nil {
 			sum.Skipped++
 			if opt.Warn != nil {
-				fmt.Fprintf(opt.Warn, "warning: %s skipped: %v\n", cases[i].KeyID(), r.err)
+				fmt.Fprintf(opt.Warn, "warning: %s skipped: %s\n", benchmark.OneLine(cases[i].KeyID()), benchmark.OneLine(r.err.Error()))
 			}
 			continue
 		}

@@ -19,7 +19,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/render"
 )
@@ -738,7 +738,7 @@ func (srv *Server) cached(key string, make func() ([]byte, int, error)) ([]byte,
 func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]byte, int, error) {
 	var buf bytes.Buffer
 	if kind == "cxr.png" {
-		data, err := os.ReadFile(c.ImagePath)
+		data, err := imagefile.ReadFile(c.ImagePath, imagefile.MaxFileBytes, imagefile.Follow)
 		if err != nil {
 			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %v", c.KeyID, unwrapPath(err))
 		}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/source"
@@ -313,5 +314,36 @@ func TestConcurrentDecisions(t *testing.T) {
 	lines, _ := s.ResolvedLines(ctx)
 	if len(lines) != 1 || lines[0].Decision != "accept" {
 		t.Errorf("resolved %+v", lines)
+	}
+}
+
+// TestInitFIFOInputs: a case whose image, lesion mask or report file is a
+// FIFO is skipped with a one-line warning naming the file; a blocking open
+// would hang Init for ever.
+func TestInitFIFOInputs(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 3, 0)
+	dir := t.TempDir()
+	fifo := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skip("mkfifo:", err)
+		}
+		return p
+	}
+	fx.Cases[0].Image = fifo("image.png")
+	fx.Cases[1].LesionMasks = []string{fifo("mask.png")}
+	fx.Cases[2].Report, fx.Cases[2].ReportPath = "", fifo("report.txt")
+	var warn strings.Builder
+	if _, err := Init(filepath.Join(t.TempDir(), "y.db"), fx.Cases, InitOptions{Reviewers: 1, Overlap: 1, Warn: &warn}); err == nil {
+		t.Error("init with no readable case succeeded")
+	}
+	lines := strings.Split(strings.TrimSpace(warn.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("warnings:\n%s", warn.String())
+	}
+	for i, name := range []string{"image.png", "mask.png", "report.txt"} {
+		if !strings.Contains(lines[i], fx.Cases[i].KeyID()+" skipped") || !strings.Contains(lines[i], filepath.Join(dir, name)+": not a regular file (named pipe)") {
+			t.Errorf("warning %q should name %s as a named pipe", lines[i], name)
+		}
 	}
 }

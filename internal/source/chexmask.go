@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 )
 
@@ -53,7 +54,7 @@ var idColumns = []string{"dicom_id", "ImageID", "image_id"}
 // cannot be opened or parsed, or lacks a column, is an error naming the
 // file (and line).
 func ReadChexmask(path string, need map[string]bool, idColumn string) (*ChexTable, error) {
-	f, err := os.Open(path)
+	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
 		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", unwrapPath(err))}
 	}
@@ -147,6 +148,10 @@ func csvError(path string, err error, what string) error {
 	return &LineError{File: path, Msg: fmt.Sprintf("%s: %v", what, err)}
 }
 
+// maxCacheBytes bounds a cache file read back (the kept rows of a few
+// thousand cases are tens of megabytes).
+const maxCacheBytes = 1 << 30
+
 // readChexmaskCached is ReadChexmask with a cache of the kept rows under
 // workDir/chexmask/, keyed by the CSV's path, size, modification time, the
 // id column and the needed ids, so a resumed build does not stream a
@@ -155,7 +160,12 @@ func readChexmaskCached(path string, need map[string]bool, idColumn, workDir str
 	if workDir == "" {
 		return ReadChexmask(path, need, idColumn)
 	}
-	fi, err := os.Stat(path)
+	f, err := imagefile.Open(path, imagefile.Follow)
+	if err != nil {
+		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", unwrapPath(err))}
+	}
+	fi, err := f.Stat()
+	f.Close()
 	if err != nil {
 		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", unwrapPath(err))}
 	}
@@ -170,7 +180,7 @@ func readChexmaskCached(path string, need map[string]bool, idColumn, workDir str
 		fmt.Fprintf(h, "%s\x00", id)
 	}
 	cache := filepath.Join(workDir, "chexmask", hex.EncodeToString(h.Sum(nil))[:32]+".json")
-	if data, err := os.ReadFile(cache); err == nil {
+	if data, err := imagefile.ReadFile(cache, maxCacheBytes, imagefile.NoFollow); err == nil {
 		var t ChexTable
 		if json.Unmarshal(data, &t) == nil && t.Rows != nil {
 			t.Path = path
@@ -197,15 +207,15 @@ func (r *ChexRow) size() (w, h int, err error) {
 			return n, true
 		}
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || f != math.Trunc(f) || f < 1 || f > mask.MaxSide {
+		if err != nil || f != math.Trunc(f) || f < 1 || f > imagefile.MaxSide {
 			return 0, false
 		}
 		return int(f), true
 	}
 	w, okw := parse(r.Width)
 	h, okh := parse(r.Height)
-	if !okw || !okh || w < 1 || h < 1 || w > mask.MaxSide || h > mask.MaxSide {
-		return 0, 0, fmt.Errorf("Height/Width %q/%q are not sizes in 1…%d", r.Height, r.Width, mask.MaxSide)
+	if !okw || !okh || w < 1 || h < 1 || w > imagefile.MaxSide || h > imagefile.MaxSide {
+		return 0, 0, fmt.Errorf("Height/Width %q/%q are not sizes in 1…%d", r.Height, r.Width, imagefile.MaxSide)
 	}
 	return w, h, nil
 }

@@ -3,24 +3,16 @@ package source
 import (
 	"errors"
 	"fmt"
-	"image"
 	_ "image/jpeg" // registers JPEG for image.DecodeConfig
 	_ "image/png"  // registers PNG for image.DecodeConfig
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 
-	"github.com/chexpercept/chexpercept/internal/mask"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
-
-// maxHeaderRead bounds the bytes read to find an image header: a PNG's
-// IHDR is in the first 33 bytes, a JPEG's SOF follows its APP segments
-// (each at most 64 KiB).
-const maxHeaderRead = 1 << 20
 
 // shownProblems is how many bad inputs CheckInputs names before counting
 // the rest.
@@ -131,15 +123,12 @@ func checkInput(r inputRef) string {
 		}
 		return ""
 	}
-	format, w, h, err := checkImageHeader(r.path)
+	format, _, _, err := checkImageHeader(r.path)
 	switch {
 	case err != nil:
 		return err.Error()
 	case r.kind == kindMask && format != "png":
 		return fmt.Sprintf("a %s file, not a PNG", strings.ToUpper(format))
-	case w < 1 || h < 1 || w > mask.MaxSide || h > mask.MaxSide || int64(w)*int64(h) > mask.MaxPixels:
-		return fmt.Sprintf("%s header claims %d×%d, not a size the build accepts (1…%d per side, at most %d pixels)",
-			strings.ToUpper(format), w, h, mask.MaxSide, mask.MaxPixels)
 	}
 	return ""
 }
@@ -177,32 +166,18 @@ func describeMode(m os.FileMode) string {
 }
 
 // checkImageHeader reads the PNG or JPEG header of the regular file at
-// path without decoding pixels: Lstat (a link must lead to a regular
-// file), a non-blocking open, at most maxHeaderRead bytes, then
-// image.DecodeConfig. format is "png" or "jpeg".
-//
-// TODO(merge): imagefile.CheckHeader
+// path without decoding pixels, and applies the one image size limit
+// (imagefile). The Lstat first gives the plain reasons ("no such file",
+// "not a regular file (a FIFO)"). format is "png" or "jpeg".
 func checkImageHeader(path string) (format string, width, height int, err error) {
 	if err := regularFile(path); err != nil {
 		return "", 0, 0, err
 	}
-	// O_NONBLOCK: a FIFO swapped in after the check must not block the open.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	format, width, height, err = imagefile.CheckHeader(path)
 	if err != nil {
 		return "", 0, 0, unwrapPath(err)
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", 0, 0, errors.New("not a regular file")
-	}
-	cfg, format, err := image.DecodeConfig(io.LimitReader(f, maxHeaderRead))
-	switch {
-	case errors.Is(err, image.ErrFormat):
-		return "", 0, 0, errors.New("neither a PNG nor a JPEG")
-	case err != nil:
-		return "", 0, 0, fmt.Errorf("unreadable image header: %v", err)
-	}
-	return format, cfg.Width, cfg.Height, nil
+	return format, width, height, nil
 }
 
 // mimicFilesDir returns the files/ directory of a MIMIC-CXR-JPG copy

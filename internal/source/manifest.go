@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -40,8 +40,11 @@ func (e *LineError) Error() string {
 // stay inside it (no "..", so a manifest cannot reach outside its folder by
 // accident); absolute paths are accepted, because users keep their data
 // wherever they like and an absolute path states that intent explicitly.
+//
+// The file must be a regular file (a FIFO or device is refused at once,
+// see imagefile.Open) and no line may exceed MaxLineBytes.
 func ReadSource(path string, cfg buildcfg.Config) (cases []*Case, isCandidates bool, err error) {
-	f, err := os.Open(path)
+	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
 		return nil, false, &LineError{File: path, Msg: fmt.Sprintf("cannot read: %v", unwrapPath(err))}
 	}
@@ -59,7 +62,10 @@ func ReadSource(path string, cfg buildcfg.Config) (cases []*Case, isCandidates b
 	ranked, lines := 0, 0
 	br := bufio.NewReaderSize(f, 1<<16)
 	for n := 1; ; n++ {
-		raw, rerr := br.ReadBytes('\n')
+		raw, rerr := imagefile.ReadLine(br, MaxLineBytes)
+		if errors.Is(rerr, imagefile.ErrLineTooLong) {
+			return nil, false, &LineError{File: path, Line: n, Msg: rerr.Error()}
+		}
 		if rerr != nil && rerr != io.EOF {
 			return nil, false, &LineError{File: path, Line: n, Msg: fmt.Sprintf("read error: %v", rerr)}
 		}
@@ -91,6 +97,10 @@ func ReadSource(path string, cfg buildcfg.Config) (cases []*Case, isCandidates b
 	}
 	return cases, ranked == lines, nil
 }
+
+// MaxLineBytes bounds one line of a manifest or candidates file (a line
+// with an inline report is a few kilobytes).
+const MaxLineBytes = 16 << 20
 
 // manifestFields is the §2.4 table order plus the candidates' fields; it
 // is also the order WriteCandidates uses.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
@@ -118,5 +119,41 @@ func TestReadSourceAndRoundTrip(t *testing.T) {
 	leftovers, _ := filepath.Glob(filepath.Join(dir, "*.tmp-*"))
 	if len(leftovers) != 0 {
 		t.Errorf("temporary files left: %v", leftovers)
+	}
+}
+
+// TestNonRegularInputs: a FIFO named as the manifest, as an image or as a
+// CheXmask CSV is refused at once with a one-line error naming it (a
+// blocking open would hang this test), and an endless line is cut off.
+func TestNonRegularInputs(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), fifo) || !strings.Contains(err.Error(), "not a regular file (named pipe)") ||
+			strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line naming %s as not a regular file", what, err, fifo)
+		}
+	}
+	_, _, err := ReadSource(fifo, buildcfg.Default())
+	check("manifest", err)
+	_, err = ImageSHA256(&Case{Image: fifo})
+	check("image digest", err)
+	_, err = ReadChexmask(fifo, map[string]bool{"x": true}, "")
+	check("CheXmask CSV", err)
+	_, err = readChexmaskCached(fifo, map[string]bool{"x": true}, "", dir)
+	check("CheXmask CSV (cached)", err)
+	_, _, err = ReadSource("/dev/zero", buildcfg.Default())
+	if err == nil || !strings.Contains(err.Error(), "not a regular file (character device)") {
+		t.Errorf("/dev/zero as manifest: %v", err)
+	}
+	long := filepath.Join(dir, "long.jsonl")
+	os.WriteFile(long, []byte(okPos+"\n"+strings.Repeat(" ", MaxLineBytes+1)), 0o644)
+	_, _, err = ReadSource(long, buildcfg.Default())
+	if err == nil || !strings.Contains(err.Error(), long+":2: line longer than") {
+		t.Errorf("long line: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -88,7 +89,7 @@ func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string,
 			return nil, nil, err
 		}
 	}
-	f, err := os.Open(ilsJSON)
+	f, err := imagefile.Open(ilsJSON, imagefile.Follow)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: cannot read: %v", ilsJSON, unwrapPath(err))
 	}
@@ -352,7 +353,7 @@ func skipValue(dec *json.Decoder) error {
 // lineAt returns the 1-based line of byte offset off in file path (only
 // computed when reporting an error).
 func lineAt(path string, off int64) int {
-	f, err := os.Open(path)
+	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
 		return 0
 	}

@@ -20,10 +20,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"os"
+	"io/fs"
 	"regexp"
 
 	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 )
 
@@ -97,7 +98,7 @@ func ImageSHA256(c *Case) (string, error) {
 }
 
 func fileSHA256(path, reason, what string) (string, error) {
-	f, err := os.Open(path)
+	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
 		return "", frame.Fail(reason, "%s %s: %v", what, path, unwrapPath(err))
 	}
@@ -118,7 +119,7 @@ func MaskSHA256(m mask.Mask) string {
 }
 
 func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
+	if pe, ok := err.(*fs.PathError); ok {
 		return pe.Err
 	}
 	return err

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/maphash"
-	"image/png"
 	"io"
 	"io/fs"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 func sha256Hex(b []byte) string {
@@ -289,10 +289,6 @@ func checkOptionFiles(r *recInfo, files []string, loc string, s *sink) {
 	}
 }
 
-// maxDeepPixels bounds what --deep will decode; every valid image is
-// exactly 1024×1024, so anything claiming more is refused up front.
-const maxDeepPixels = 1024 * 1024
-
 var pngSignature = []byte("\x89PNG\r\n\x1a\n")
 
 // pngHeader is the IHDR content of a PNG.
@@ -335,9 +331,9 @@ var colourTypeNames = map[byte]string{0: "greyscale", 2: "RGB", 3: "palette", 4:
 
 // checkImage checks one image file's header, and decodes it fully when
 // deep is set and the header is sane. It returns the decoded image's
-// digest (deep mode, decodable 1024×1024 images only), else nil.
+// digest (deep mode, decodable images within imagefile's limits), else nil.
 func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) *imageDigest {
-	f, err := os.Open(name)
+	f, err := imagefile.Open(name, imagefile.NoFollow)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "cannot open: %v", err)
 		return nil
@@ -367,22 +363,31 @@ func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) *imag
 	if !deep {
 		return nil
 	}
-	if uint64(h.width)*uint64(h.height) > maxDeepPixels {
+	if imagefile.CheckSize(imagefile.PNG, int(h.width), int(h.height), nil) != nil {
 		return nil // already reported as image_size; never allocate for it
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		s.add(Error, "image_decode", key, loc, "%v", err)
 		return nil
 	}
-	var raw maphash.Hash
-	raw.SetSeed(digestSeed)
-	cr := &countingReader{r: io.TeeReader(f, &raw)}
-	img, err := png.Decode(cr)
+	data, err := io.ReadAll(io.LimitReader(f, imagefile.MaxFileBytes+1))
+	switch {
+	case err != nil:
+		s.add(Error, "image_decode", key, loc, "%v", err)
+		return nil
+	case len(data) > imagefile.MaxFileBytes:
+		s.add(Error, "image_decode", key, loc, "file larger than %d bytes", imagefile.MaxFileBytes)
+		return nil
+	}
+	img, err := imagefile.DecodePNG(data)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "decoding failed: %v", err)
 		return nil
 	}
-	d := &imageDigest{pixels: pixelDigest(img), raw: raw.Sum64(), read: cr.n}
+	var raw maphash.Hash
+	raw.SetSeed(digestSeed)
+	raw.Write(data)
+	d := &imageDigest{pixels: pixelDigest(img), raw: raw.Sum64(), read: int64(len(data))}
 	if fi, err := f.Stat(); err == nil {
 		d.size = fi.Size()
 	}

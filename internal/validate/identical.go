@@ -5,7 +5,6 @@ import (
 	"hash/maphash"
 	"image"
 	"image/draw"
-	"io"
 )
 
 // digestSeed keys the option-image hashes. A seeded 64-bit hash is ample
@@ -25,17 +24,6 @@ type imageDigest struct {
 // size, each read to its end, and the same hash.
 func (d *imageDigest) byteIdentical(o *imageDigest) bool {
 	return d.size == o.size && d.read == d.size && o.read == o.size && d.raw == o.raw
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // pixelDigest hashes img's size and pixels in one canonical form (8-bit

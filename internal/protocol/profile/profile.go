@@ -16,14 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
-	"go.yaml.in/yaml/v3"
 )
 
 // Profile is a named set of the eight texts (templates, not yet expanded).
@@ -111,10 +111,13 @@ type yamlFile struct {
 	} `yaml:"oracle"`
 }
 
+// maxProfileBytes bounds a profile file (eight short texts).
+const maxProfileBytes = 16 << 20
+
 // Load reads a profile file. Warnings (texts ending in a newline) are
 // returned separately; they do not stop a run.
 func Load(path string) (*Profile, []string, error) {
-	data, err := os.ReadFile(path)
+	data, err := imagefile.ReadFile(path, maxProfileBytes, imagefile.Follow)
 	if err != nil {
 		return nil, nil, fmt.Errorf("prompt profile: %w", err)
 	}

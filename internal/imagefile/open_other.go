@@ -1,0 +1,11 @@
+//go:build !unix
+
+package imagefile
+
+// Elsewhere the stat checks before and after opening carry the rule.
+const (
+	nonBlock = 0
+	noFollow = 0
+)
+
+func isLoopErr(error) bool { return false }
