@@ -35,7 +35,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/validate"
-	"github.com/chexpercept/chexpercept/internal/version"
 )
 
 // Model is the resolved model of a run (registry entry or raw id).
@@ -258,7 +257,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	runName := RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
 	runDir := RunDir(o.OutDir, runName, o.Oracle, sel.Shard)
-	man := buildManifest(&o, bench, benchAbs, selected, keys, runName)
+	man := buildManifest(&o, bench, benchAbs, keys)
 	sum := &Summary{RunDir: runDir, RunName: runName, Selected: len(selected)}
 
 	if o.DryRun {
@@ -294,7 +293,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	defer unlock()
 
 	// Resume: same settings or refuse.
-	if old, err := ReadManifest(runDir); err == nil {
+	if old, err := results.ReadManifest(runDir); err == nil {
+		if old.Schema != results.ManifestSchema {
+			return nil, fmt.Errorf("%s: schema %q is not %q", filepath.Join(runDir, results.ManifestFile), old.Schema, results.ManifestSchema)
+		}
 		if diffs := Differences(old, man); len(diffs) > 0 {
 			return nil, fmt.Errorf("run directory %s was started with different settings; refusing to mix runs (use another --out or the same settings):\n  %s", runDir, strings.Join(diffs, "\n  "))
 		}
@@ -322,7 +324,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if cerr := store.Close(); runErr == nil && cerr != nil {
 		runErr = cerr
 	}
-	rs, ferr := Finalize(runDir, man, o.Model, len(selected), time.Since(start).Seconds())
+	rs, ferr := results.Finalize(runDir, man, len(selected), time.Since(start).Seconds())
 	if ferr != nil && runErr == nil {
 		runErr = ferr
 	}
@@ -361,36 +363,18 @@ func pending(bench *benchmark.Benchmark, selected []int, prev []*results.Record,
 	return todo, done
 }
 
-func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, selected []int, keys []string, runName string) *Manifest {
-	m := &Manifest{
-		Schema: ManifestSchema, ToolVersion: version.String(), CreatedAt: o.Now().UTC().Format(time.RFC3339),
-		Dataset:   Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
-		Selection: o.Selection, SelectionSHA256: o.Selection.Hash(), SelectedRecords: len(selected),
-		KeysSHA256: KeysHash(keys), RunName: runName,
-		Sampling: o.Model.Sampling, NoThinking: o.NoThinking,
-		OracleMode: string(o.Oracle), ParseMode: string(o.Parse),
-		PromptProfile: ProfileInfo{Name: o.Profile.Name, Texts: o.Profile.Texts(), SHA256: o.Profile.Hash()},
-		ImageEncoding: ImageEncoding{Format: "png", Transport: "data URL, base64", ImageCacheBytes: o.ImageCacheBytes},
-		Concurrency:   o.Concurrency,
-		Retry: RetryPolicy{MaxRetries: o.MaxRetries, TimeoutS: o.Timeout.Seconds(),
-			BackoffBaseS: o.RetryBase.Seconds(), BackoffCapS: o.RetryCap.Seconds(), RPM: o.RPM, TPM: o.TPM},
-		PriceFileSHA256: o.PriceFileSHA256,
-	}
-	if m.Selection.Lesions == nil {
-		m.Selection.Lesions = []string{}
-	}
+// buildManifest is the manifest of this run: NewManifest and what only a
+// run of ours knows (prompt profile, image encoding, endpoints, call
+// policy, price file, baseline seed).
+func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, keys []string) *results.Manifest {
+	m := NewManifest(o, bench, benchAbs, keys)
+	m.PromptProfile = results.ProfileInfo{Name: o.Profile.Name, Texts: o.Profile.Texts(), SHA256: o.Profile.Hash()}
+	m.ImageEncoding = results.ImageEncoding{Format: "png", Transport: "data URL, base64", ImageCacheBytes: o.ImageCacheBytes}
+	m.Concurrency = o.Concurrency
+	m.Retry = results.RetryPolicy{MaxRetries: o.MaxRetries, TimeoutS: o.Timeout.Seconds(),
+		BackoffBaseS: o.RetryBase.Seconds(), BackoffCapS: o.RetryCap.Seconds(), RPM: o.RPM, TPM: o.TPM}
+	m.PriceFileSHA256 = o.PriceFileSHA256
 	mi := &m.Model
-	mi.Name, mi.Provider, mi.Backend, mi.ModelID = o.Model.Name, o.Model.Provider, o.Model.Backend, o.Model.ModelID
-	mi.Quirks = append([]string{}, o.Model.Quirks...)
-	if o.Model.Alias != "" {
-		a := o.Model.Alias
-		mi.Alias = &a
-	}
-	if o.Model.Revision != "" {
-		r := o.Model.Revision
-		mi.Revision = &r
-	}
-	mi.Endpoints = []string{}
 	for _, e := range o.Endpoints {
 		mi.Endpoints = append(mi.Endpoints, ScrubEndpoint(e))
 	}
@@ -408,8 +392,8 @@ func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, sele
 		}
 	}
 	if o.Model.Backend == provider.BackendBaseline {
-		p, s := o.Model.ModelID, o.PolicySeed
-		mi.Policy, mi.PolicySeed = &p, &s
+		s := o.PolicySeed
+		mi.PolicySeed = &s
 		m.ImageEncoding.Transport = "in process (no network)"
 	}
 	if o.Model.Backend == provider.BackendGemini {
@@ -417,58 +401,6 @@ func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, sele
 		m.ImageEncoding.GeminiImageFormat = o.GeminiImageFormat
 	}
 	return m
-}
-
-// Finalize derives all_results.json, summary.json and the per-model
-// reference CSVs from runDir/results.jsonl and writes them atomically.
-// The manifest gives the run name, modes, benchmark path and hash; model
-// the backend and model id of the export; selected the number of
-// selected records. wallTime is the seconds of the command that ends now;
-// the previous summary's wall time is added (a resumed run sums its
-// restarts). rescore, merge and import-reference use it too.
-func Finalize(runDir string, man *Manifest, model Model, selected int, wallTime float64) (*results.Summary, error) {
-	recs, err := results.ReadResults(filepath.Join(runDir, results.ResultsFile))
-	if err != nil {
-		return nil, err
-	}
-	if prev, err := readWallTime(filepath.Join(runDir, results.SummaryFile)); err == nil {
-		wallTime += prev
-	}
-	latest := results.Latest(recs)
-	all := results.MarshalAllResults(latest, man.Dataset.Path, model.Backend, model.ModelID)
-	if err := atomicfile.WriteFile(filepath.Join(runDir, results.AllResultsFile), all); err != nil {
-		return nil, err
-	}
-	info := results.RunInfo{Name: man.RunName, Model: man.Model.Name, ModelID: man.Model.ModelID,
-		Provider: man.Model.Provider, Backend: man.Model.Backend, OracleMode: man.OracleMode,
-		ParseMode: man.ParseMode, BenchmarkSHA256: man.Dataset.SHA256, RescoredFrom: man.RescoredFrom}
-	s := results.BuildSummary(info, selected, latest, wallTime)
-	b, err := s.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(runDir, results.SummaryFile), b); err != nil {
-		return nil, err
-	}
-	m := results.RefMetricsFromRecords(latest)
-	if err := results.WriteRefCSVs(runDir, results.RefLabel(man.RunName), m); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-func readWallTime(name string) (float64, error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return 0, err
-	}
-	var s struct {
-		WallTimeS float64 `json:"wall_time_s"`
-	}
-	if err := jsonUnmarshal(b, &s); err != nil {
-		return 0, err
-	}
-	return s.WallTimeS, nil
 }
 
 // runner is one invocation's state.

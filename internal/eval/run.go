@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,8 +22,6 @@ var testHTTPClient *http.Client
 
 // testHookCall, when set by a test, sees every attempt's case and endpoint.
 var testHookCall func(key, endpoint string)
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // task is one record to run with its plan.
 type task struct {
