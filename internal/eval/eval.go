@@ -101,9 +101,10 @@ type Options struct {
 	TTY         bool
 	LogInterval time.Duration // default 30s
 
-	// Abandon, when it ends, abandons in-flight calls (a second Ctrl-C).
-	// Ending the ctx given to Run only stops starting new records.
-	Abandon context.Context
+	// Abandon, when closed, abandons in-flight calls (a second Ctrl-C);
+	// nil never abandons. Ending the ctx given to Run only stops starting
+	// new records.
+	Abandon <-chan struct{}
 
 	Now func() time.Time
 }
@@ -146,9 +147,6 @@ func (o *Options) defaults() {
 	}
 	if o.LogInterval <= 0 {
 		o.LogInterval = 30 * time.Second
-	}
-	if o.Abandon == nil {
-		o.Abandon = context.Background()
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -198,7 +196,7 @@ func RunDir(out, runName string, oracle protocol.OracleMode, shard *Shard) strin
 
 // Run evaluates the selected records. Ending ctx stops starting new
 // records; in-flight records finish (or are abandoned when o.Abandon
-// ends) and the run's derived files are written before Run returns.
+// is closed) and the run's derived files are written before Run returns.
 func Run(ctx context.Context, o Options) (*Summary, error) {
 	o.defaults()
 	start := time.Now()
@@ -320,7 +318,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	sum.AlreadyDone = done
 
 	r.store = store
-	runErr := r.run(ctx, todo)
+	abandon, stopWatch := abandonContext(o.Abandon)
+	runErr := r.run(ctx, abandon, todo)
+	stopWatch()
 	if cerr := store.Close(); runErr == nil && cerr != nil {
 		runErr = cerr
 	}
@@ -335,6 +335,22 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			c.RecordsOK, c.RecordsError, c.ParseFailures, c.Calls, c.CacheHits, costString(rs.Usage.CostUSD), c.RecordsSelected)
 	}
 	return sum, runErr
+}
+
+// abandonContext is the context of the calls in flight: it ends when
+// abandon is closed. stop releases its watcher.
+func abandonContext(abandon <-chan struct{}) (ctx context.Context, stop context.CancelFunc) {
+	ctx, stop = context.WithCancel(context.Background())
+	if abandon != nil {
+		go func() {
+			select {
+			case <-abandon:
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, stop
 }
 
 func costString(c *float64) string {
