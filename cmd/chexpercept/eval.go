@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -137,8 +138,8 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 
 			ctx, stopRun := context.WithCancel(cmd.Context())
 			defer stopRun()
-			abandon, abandonNow := context.WithCancel(context.Background())
-			defer abandonNow()
+			abandon := make(chan struct{})
+			abandonNow := sync.OnceFunc(func() { close(abandon) })
 			o.Abandon = abandon
 			sigs := make(chan os.Signal, 2)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

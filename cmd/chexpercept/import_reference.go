@@ -10,16 +10,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/eval"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
-	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/registry"
-	"github.com/chexpercept/chexpercept/internal/results"
-	"github.com/chexpercept/chexpercept/internal/version"
+	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
 // refPathSettings reads provider, model, flags and oracle mode from a
@@ -44,6 +42,45 @@ func refPathSettings(file string) (prov, model, oracle string, noThinking, stric
 	rest, strict = strings.CutSuffix(rest, "_strict")
 	rest, noThinking = strings.CutSuffix(rest, "_no_thinking")
 	return p, rest, oracle, noThinking, strict
+}
+
+// checkRefFile checks that the file to import exists and is not a
+// directory.
+func checkRefFile(file string) error {
+	fi, err := os.Stat(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: no such file", file)
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s: is a directory; give the all_results.json file", file)
+	}
+	return nil
+}
+
+// refPathDefaults sets the flags the user did not give to what the
+// reference path says (refPathSettings).
+func refPathDefaults(f *pflag.FlagSet, file string, prov, model, oracle, parseMode *string, noThinking *bool) {
+	pp, pm, po, pnt, pstrict := refPathSettings(file)
+	if !f.Changed("provider") {
+		*prov = pp
+	}
+	if !f.Changed("model") {
+		*model = pm
+	}
+	if !f.Changed("oracle") {
+		*oracle = po
+	}
+	if !f.Changed("no-thinking") {
+		*noThinking = pnt
+	}
+	if !f.Changed("parse-mode") {
+		*parseMode = "reference"
+		if pstrict {
+			*parseMode = "strict"
+		}
+	}
 }
 
 func init() {
@@ -79,34 +116,10 @@ file and the key. The last line printed is the run directory.`,
 			}
 			// The file first: a missing file is the real problem, not
 			// the settings its path would have given.
-			if fi, err := os.Stat(file); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return withExit(2, fmt.Errorf("%s: no such file", file))
-				}
+			if err := checkRefFile(file); err != nil {
 				return withExit(2, err)
-			} else if fi.IsDir() {
-				return withExit(2, fmt.Errorf("%s: is a directory; give the all_results.json file", file))
 			}
-			pp, pm, po, pnt, pstrict := refPathSettings(file)
-			f := cmd.Flags()
-			if !f.Changed("provider") {
-				prov = pp
-			}
-			if !f.Changed("model") {
-				model = pm
-			}
-			if !f.Changed("oracle") {
-				oracle = po
-			}
-			if !f.Changed("no-thinking") {
-				noThinking = pnt
-			}
-			if !f.Changed("parse-mode") {
-				parseMode = "reference"
-				if pstrict {
-					parseMode = "strict"
-				}
-			}
+			refPathDefaults(cmd.Flags(), file, &prov, &model, &oracle, &parseMode, &noThinking)
 			for _, x := range []struct{ v, flag string }{{prov, "provider"}, {model, "model"}, {oracle, "oracle"}} {
 				if x.v == "" {
 					return withExit(2, fmt.Errorf("%s: cannot tell the %s from the path (expected <provider>_<model>/oracle_<mode>/all_results.json); pass --%s", file, x.flag, x.flag))
@@ -135,45 +148,20 @@ file and the key. The last line printed is the run directory.`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			benchAbs, err := filepath.Abs(benchDir)
+			rep, err := runs.ImportReference(file, runs.ImportOptions{Bench: bench, Model: m, Out: out,
+				NoThinking: noThinking, Oracle: om, Parse: pmode, Force: force})
 			if err != nil {
 				return withExit(2, err)
 			}
-			runName := eval.RunName(m.Provider, m.Label, noThinking, pmode)
-			runDir := eval.RunDir(out, runName, om, nil)
-			if _, err := os.Stat(filepath.Join(runDir, results.ResultsFile)); err == nil && !force {
-				return withExit(2, fmt.Errorf("%s already holds a run (results.jsonl exists); pass --force to replace it", runDir))
+			if rep.FileModelID != "" {
+				fmt.Fprintf(os.Stderr, "notice: the file's token_usage names model_id %q; recording it instead of %q\n", rep.FileModelID, m.ModelID)
 			}
-			data, err := imagefile.ReadFile(file, results.MaxRunFileBytes, imagefile.Follow)
-			if err != nil {
-				return withExit(2, err)
-			}
-			now := time.Now().UTC()
-			res, err := results.ImportReference(file, data, results.ImportOptions{Bench: bench, Engine: runEngine{},
-				Settings: results.ReplaySettings{BenchDir: benchDir, Oracle: string(om), Parse: string(pmode),
-					GLMBoxUnwrap: m.GLMBoxUnwrap, Now: func() time.Time { return now }}})
-			if err != nil {
-				return withExit(2, err)
-			}
-			if res.ModelID != "" && res.ModelID != m.ModelID {
-				fmt.Fprintf(os.Stderr, "notice: the file's token_usage names model_id %q; recording it instead of %q\n", res.ModelID, m.ModelID)
-				m.ModelID = res.ModelID
-			}
-			tree, err := importManifest(m, bench, benchAbs, res.Records, runName, noThinking, om, pmode, now)
-			if err != nil {
-				return withExit(2, err)
-			}
-			abs, _ := filepath.Abs(file)
-			tree.Set("imported_from", ojson.Str(abs))
-			if err := results.WriteRun(runEngine{}, runDir, tree, res.Records, len(res.Records), 0); err != nil {
-				return withExit(2, err)
-			}
-			for _, w := range res.Warnings {
+			for _, w := range rep.Warnings {
 				fmt.Fprintln(os.Stderr, "warning:", w)
 			}
 			fmt.Fprintf(os.Stderr, "imported %d records of %d in the benchmark as %s, oracle %s, %s parse (%s); timing, finish reasons and dropped records are not recoverable from all_results.json\n",
-				len(res.Records), len(bench.Records), runName, om, pmode, since(start))
-			fmt.Println(runDir)
+				rep.Records, len(bench.Records), rep.RunName, om, pmode, since(start))
+			fmt.Println(rep.Dir)
 			return nil
 		},
 	}
@@ -188,37 +176,4 @@ file and the key. The last line printed is the run directory.`,
 	f.StringArrayVar(&modelFiles, "models", nil, "extra models.yaml extending the registry (repeatable)")
 	f.BoolVar(&force, "force", false, "replace the run directory if it already holds a run")
 	addCommand(cmd)
-}
-
-// importManifest is the manifest of an imported run: what the file and
-// the registry tell; the prompt profile, endpoints and run policy of the
-// reference run are unknown and left empty.
-func importManifest(m eval.Model, bench *benchmark.Benchmark, benchAbs string, recs []*results.Record, runName string,
-	noThinking bool, om protocol.OracleMode, pmode parse.Mode, now time.Time) (*ojson.Value, error) {
-	keys := make([]string, len(recs))
-	for i, r := range recs {
-		keys[i] = r.KeyID
-	}
-	sel := eval.Selection{Lesions: []string{}}
-	man := &eval.Manifest{
-		Schema: eval.ManifestSchema, ToolVersion: version.String(), CreatedAt: now.Format(time.RFC3339),
-		Dataset:   eval.Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
-		Selection: sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(recs), KeysSHA256: eval.KeysHash(keys),
-		RunName: runName, Sampling: m.Sampling, NoThinking: noThinking, OracleMode: string(om), ParseMode: string(pmode),
-		PromptProfile: eval.ProfileInfo{Name: "unknown (imported)", Texts: []string{}},
-		ImageEncoding: eval.ImageEncoding{Format: "png", Transport: "unknown (imported)"},
-	}
-	mi := &man.Model
-	mi.Name, mi.Provider, mi.Backend, mi.ModelID = m.Name, m.Provider, m.Backend, m.ModelID
-	mi.Quirks = append([]string{}, m.Quirks...)
-	mi.Endpoints = []string{}
-	if m.Alias != "" {
-		a := m.Alias
-		mi.Alias = &a
-	}
-	if m.Backend == "baseline" {
-		p := m.ModelID
-		mi.Policy = &p
-	}
-	return ojson.From(man)
 }

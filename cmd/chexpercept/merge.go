@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
 func init() {
@@ -32,7 +32,7 @@ printed is the merged run directory.`,
 		Args: needSomeArgs("DIR"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			start := time.Now()
-			rep, err := results.Merge(args, results.MergeOptions{Out: out, BenchDir: benchDir, Engine: runEngine{}, Force: force})
+			rep, err := runs.Merge(args, runs.MergeOptions{Out: out, BenchDir: benchDir, Force: force})
 			if err != nil {
 				return withExit(2, err)
 			}

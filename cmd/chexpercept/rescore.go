@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
 func init() {
@@ -39,11 +41,11 @@ printed is the new run directory.`,
 			}
 			src := args[0]
 			if benchDir == "" {
-				run, err := results.ReadRun(src)
+				m, err := results.ReadManifest(src)
 				if err != nil {
 					return withExit(2, err)
 				}
-				benchDir = results.ManifestString(run.Manifest, "dataset", "path")
+				benchDir = m.Dataset.Path
 				if benchDir == "" {
 					return withExit(2, fmt.Errorf("%s: the manifest names no dataset path; pass --benchmark", filepath.Join(src, results.ManifestFile)))
 				}
@@ -52,7 +54,7 @@ printed is the new run directory.`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			rep, err := results.RescoreRun(src, results.RescoreOptions{Mode: parseMode, Bench: bench, Engine: runEngine{}, Force: force})
+			rep, err := runs.Rescore(src, runs.RescoreOptions{Mode: parse.Mode(parseMode), Bench: bench, Force: force})
 			if err != nil {
 				return withExit(2, err)
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
 // The run-directory commands are tested as a user runs them, through
@@ -132,6 +133,7 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, oracle pr
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	replies := protocoltest.ScenarioReplies()
 	var recs []*results.Record
+	var keys []string
 	for i, br := range bench.Records {
 		s := &protocoltest.Script{Replies: replies[br.KeyID]}
 		r := protocol.Run(context.Background(), br, protocol.Options{BenchDir: bench.Dir, Index: i, Oracle: oracle, Parse: mode,
@@ -139,16 +141,12 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, oracle pr
 		if r.Status != results.StatusOK {
 			t.Fatalf("scripted %s: %s", br.KeyID, *r.Error)
 		}
-		recs = append(recs, r)
+		recs, keys = append(recs, r), append(keys, br.KeyID)
 	}
-	runName := eval.RunName(m.Provider, m.Label, false, mode)
 	abs, _ := filepath.Abs(bench.Dir)
-	tree, err := importManifest(m, bench, abs, recs, runName, false, oracle, mode, at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := eval.RunDir(out, runName, oracle, nil)
-	if err := results.WriteRun(runEngine{}, dir, tree, recs, len(recs), 2.5); err != nil {
+	man := eval.NewManifest(&eval.Options{Model: m, Oracle: oracle, Parse: mode, Now: func() time.Time { return at }}, bench, abs, keys)
+	dir := eval.RunDir(out, man.RunName, oracle, nil)
+	if err := runs.WriteRun(dir, man, recs, len(recs), 2.5); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -189,7 +187,7 @@ func TestRescore(t *testing.T) {
 					t.Errorf("missing %s: %v", f, err)
 				}
 			}
-			man, err := eval.ReadManifest(dst)
+			man, err := results.ReadManifest(dst)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -371,7 +369,7 @@ func TestImportReferenceRoundTrip(t *testing.T) {
 						}
 					}
 				}
-				man, err := eval.ReadManifest(dst)
+				man, err := results.ReadManifest(dst)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -553,11 +551,11 @@ func TestMergeShardsEqualsUnsharded(t *testing.T) {
 		t.Error("merged results.jsonl is not in index order")
 	}
 	// The merged manifest is the unsharded run's but for the creation time.
-	mm, err := eval.ReadManifest(merged)
+	mm, err := results.ReadManifest(merged)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wm, err := eval.ReadManifest(whole)
+	wm, err := results.ReadManifest(whole)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +604,7 @@ func TestMergeShardsEqualsUnsharded(t *testing.T) {
 	if !bytes.Equal(got, want) || bytes.Contains(got, []byte(absBench+"/")) {
 		t.Error("image paths were not rewritten to the merging machine's benchmark")
 	}
-	if m, err := eval.ReadManifest(lastLine(stdout)); err != nil || m.Dataset.Path != absMoved {
+	if m, err := results.ReadManifest(lastLine(stdout)); err != nil || m.Dataset.Path != absMoved {
 		t.Errorf("merged manifest dataset path: %v %v", m, err)
 	}
 	f, _ := os.OpenFile(filepath.Join(moved, benchmark.JSONName), os.O_APPEND|os.O_WRONLY, 0)

@@ -2,9 +2,9 @@ package analysis
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,7 +14,6 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
@@ -237,11 +236,7 @@ func firstDataset(dirs []string) string {
 	}
 	slices.SortStableFunc(sorted, func(a, b string) int { return strings.Compare(key(a), key(b)) })
 	for _, d := range sorted {
-		data, err := imagefile.ReadFile(filepath.Join(d, results.ManifestFile), results.MaxRunFileBytes, imagefile.Follow)
-		if err != nil {
-			continue
-		}
-		if m, err := results.ParseManifestInfo(data); err == nil && m.Dataset.Path != "" {
+		if m, err := results.ReadManifest(d); err == nil && m.Dataset.Path != "" {
 			return m.Dataset.Path
 		}
 	}
@@ -262,29 +257,7 @@ func (s *Set) readRun(dir string) *Run {
 		r.OracleMode = m
 	}
 
-	mpath := filepath.Join(dir, results.ManifestFile)
-	if data, err := imagefile.ReadFile(mpath, results.MaxRunFileBytes, imagefile.Follow); err == nil {
-		if m, err := results.ParseManifestInfo(data); err != nil {
-			s.warnf("%s: not a valid manifest (%v); run settings taken from the directory names", mpath, err)
-		} else {
-			if m.RunName != "" && m.RunName != parent {
-				s.warnf("%s: run_name %q differs from the folder name %q; the folder name is used", mpath, m.RunName, parent)
-			}
-			r.Provider, r.Model = m.Model.Provider, m.Model.Name
-			if m.OracleMode != "" {
-				if r.OracleMode != "" && r.OracleMode != m.OracleMode {
-					s.warnf("%s: oracle_mode %q differs from the folder name %q; the manifest is used", mpath, m.OracleMode, base)
-				}
-				r.OracleMode = m.OracleMode
-			}
-			r.ParseMode = m.ParseMode
-			r.BenchmarkSHA256, r.DatasetPath = m.Dataset.SHA256, m.Dataset.Path
-			r.ProfileName, r.ProfileSHA256 = m.PromptProfile.Name, m.PromptProfile.SHA256
-			r.Selected = s.selectedRecords(mpath, data)
-		}
-	} else if !os.IsNotExist(err) {
-		s.warnf("%s: %v", mpath, err)
-	}
+	s.readManifest(r, dir, parent, base)
 	if r.Provider == "" {
 		r.Provider, _, _ = strings.Cut(r.Name, "_")
 	}
@@ -338,7 +311,7 @@ func (s *Set) readRun(dir string) *Run {
 // skipped so that the rest of the run is still reported. It returns nil
 // records when the file is missing or holds no complete line.
 func (s *Set) readResults(path string) ([]*results.Record, int) {
-	data, err := imagefile.ReadFile(path, results.MaxRunFileBytes, imagefile.Follow)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		if os.IsNotExist(err) {
 			s.warnf("%s: missing", path)
@@ -396,7 +369,7 @@ func decodeLine(b []byte) (*results.Record, error) {
 
 // readAllResults parses an all_results.json into its entries, in file order.
 func readAllResults(path string) ([]*ojson.Value, error) {
-	data, err := imagefile.ReadFile(path, results.MaxRunFileBytes, imagefile.Follow)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -540,25 +513,41 @@ func short(h string) string {
 	return h
 }
 
-// selectedRecords reads selected_records from manifest bytes that
-// ParseManifestInfo accepted (results.ManifestInfo does not carry it).
-// 0 means unknown: absent (older manifests) or unusable (warned).
-func (s *Set) selectedRecords(mpath string, data []byte) int {
-	var sel struct {
-		SelectedRecords *int `json:"selected_records"`
+// readManifest takes the run settings of r from dir/manifest.json (its
+// folder names parent/base) when it has a readable one.
+func (s *Set) readManifest(r *Run, dir, parent, base string) {
+	mpath := filepath.Join(dir, results.ManifestFile)
+	m, err := results.ReadManifest(dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.warnf("%v; run settings taken from the directory names", err)
+		}
+		return
 	}
-	if err := json.Unmarshal(data, &sel); err != nil {
-		s.warnf("%s: selected_records is not a whole number (%v); the run's completeness is not checked", mpath, err)
+	if m.RunName != "" && m.RunName != parent {
+		s.warnf("%s: run_name %q differs from the folder name %q; the folder name is used", mpath, m.RunName, parent)
+	}
+	r.Provider, r.Model = m.Model.Provider, m.Model.Name
+	if m.OracleMode != "" {
+		if r.OracleMode != "" && r.OracleMode != m.OracleMode {
+			s.warnf("%s: oracle_mode %q differs from the folder name %q; the manifest is used", mpath, m.OracleMode, base)
+		}
+		r.OracleMode = m.OracleMode
+	}
+	r.ParseMode = m.ParseMode
+	r.BenchmarkSHA256, r.DatasetPath = m.Dataset.SHA256, m.Dataset.Path
+	r.ProfileName, r.ProfileSHA256 = m.PromptProfile.Name, m.PromptProfile.SHA256
+	r.Selected = s.selectedRecords(mpath, m.SelectedRecords)
+}
+
+// selectedRecords is the manifest's selected_records; 0 means unknown:
+// absent (older manifests) or negative (warned).
+func (s *Set) selectedRecords(mpath string, n int) int {
+	if n < 0 {
+		s.warnf("%s: selected_records %d is negative; the run's completeness is not checked", mpath, n)
 		return 0
 	}
-	if sel.SelectedRecords == nil {
-		return 0
-	}
-	if *sel.SelectedRecords < 0 {
-		s.warnf("%s: selected_records %d is negative; the run's completeness is not checked", mpath, *sel.SelectedRecords)
-		return 0
-	}
-	return *sel.SelectedRecords
+	return n
 }
 
 func sortedKeys[V any](m map[string]V) []string {

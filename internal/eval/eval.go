@@ -28,7 +28,6 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
@@ -36,7 +35,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/validate"
-	"github.com/chexpercept/chexpercept/internal/version"
 )
 
 // Model is the resolved model of a run (registry entry or raw id).
@@ -105,9 +103,10 @@ type Options struct {
 	TTY         bool
 	LogInterval time.Duration // default 30s
 
-	// Abandon, when it ends, abandons in-flight calls (a second Ctrl-C).
-	// Ending the ctx given to Run only stops starting new records.
-	Abandon context.Context
+	// Abandon, when closed, abandons in-flight calls (a second Ctrl-C);
+	// nil never abandons. Ending the ctx given to Run only stops starting
+	// new records.
+	Abandon <-chan struct{}
 
 	Now func() time.Time
 }
@@ -116,6 +115,9 @@ type Options struct {
 const DefaultImageCacheBytes = 256 << 20
 
 func (o *Options) defaults() {
+	if o.MaxReplyBytes <= 0 {
+		o.MaxReplyBytes = provider.DefaultMaxReplyBytes
+	}
 	if o.Oracle == "" {
 		o.Oracle = protocol.OracleImplicit
 	}
@@ -145,17 +147,11 @@ func (o *Options) defaults() {
 	if o.ImageCacheBytes <= 0 {
 		o.ImageCacheBytes = DefaultImageCacheBytes
 	}
-	if o.MaxReplyBytes <= 0 {
-		o.MaxReplyBytes = provider.DefaultMaxReplyBytes
-	}
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
 	if o.LogInterval <= 0 {
 		o.LogInterval = 30 * time.Second
-	}
-	if o.Abandon == nil {
-		o.Abandon = context.Background()
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -205,7 +201,7 @@ func RunDir(out, runName string, oracle protocol.OracleMode, shard *Shard) strin
 
 // Run evaluates the selected records. Ending ctx stops starting new
 // records; in-flight records finish (or are abandoned when o.Abandon
-// ends) and the run's derived files are written before Run returns.
+// is closed) and the run's derived files are written before Run returns.
 func Run(ctx context.Context, o Options) (*Summary, error) {
 	o.defaults()
 	start := time.Now()
@@ -264,7 +260,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	runName := RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
 	runDir := RunDir(o.OutDir, runName, o.Oracle, sel.Shard)
-	man := buildManifest(&o, bench, benchAbs, selected, keys, runName)
+	man := buildManifest(&o, bench, benchAbs, keys)
 	sum := &Summary{RunDir: runDir, RunName: runName, Selected: len(selected)}
 
 	if o.DryRun {
@@ -300,7 +296,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	defer unlock()
 
 	// Resume: same settings or refuse.
-	if old, err := ReadManifest(runDir); err == nil {
+	if old, err := results.ReadManifest(runDir); err == nil {
+		if old.Schema != results.ManifestSchema {
+			return nil, fmt.Errorf("%s: schema %q is not %q", filepath.Join(runDir, results.ManifestFile), old.Schema, results.ManifestSchema)
+		}
 		if diffs := Differences(old, man); len(diffs) > 0 {
 			return nil, fmt.Errorf("run directory %s was started with different settings; refusing to mix runs (use another --out or the same settings):\n  %s", runDir, strings.Join(diffs, "\n  "))
 		}
@@ -324,14 +323,16 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	sum.AlreadyDone = done
 
 	r.store = store
-	runErr := r.run(ctx, todo)
+	abandon, stopWatch := abandonContext(o.Abandon)
+	runErr := r.run(ctx, abandon, todo)
+	stopWatch()
 	if cerr := store.Close(); runErr == nil && cerr != nil {
 		runErr = cerr
 	}
 	if err := r.recordRedactions(runDir, man); err != nil && runErr == nil {
 		runErr = err
 	}
-	rs, ferr := Finalize(runDir, man, o.Model, len(selected), time.Since(start).Seconds())
+	rs, ferr := results.Finalize(runDir, man, len(selected), time.Since(start).Seconds())
 	if ferr != nil && runErr == nil {
 		runErr = ferr
 	}
@@ -347,7 +348,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 // recordRedactions adds this session's key redactions (provider.Redactor)
 // to the manifest's count and rewrites it; nothing is written when there
 // were none, so a clean run's manifest keeps its first bytes.
-func (r *runner) recordRedactions(runDir string, man *Manifest) error {
+func (r *runner) recordRedactions(runDir string, man *results.Manifest) error {
 	var n int64
 	for _, ep := range r.pool.eps {
 		if rd, ok := ep.client.(provider.Redactor); ok {
@@ -365,6 +366,22 @@ func (r *runner) recordRedactions(runDir string, man *Manifest) error {
 		return err
 	}
 	return atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b)
+}
+
+// abandonContext is the context of the calls in flight: it ends when
+// abandon is closed. stop releases its watcher.
+func abandonContext(abandon <-chan struct{}) (ctx context.Context, stop context.CancelFunc) {
+	ctx, stop = context.WithCancel(context.Background())
+	if abandon != nil {
+		go func() {
+			select {
+			case <-abandon:
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, stop
 }
 
 func costString(c *float64) string {
@@ -393,36 +410,18 @@ func pending(bench *benchmark.Benchmark, selected []int, prev []*results.Record,
 	return todo, done
 }
 
-func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, selected []int, keys []string, runName string) *Manifest {
-	m := &Manifest{
-		Schema: ManifestSchema, ToolVersion: version.String(), CreatedAt: o.Now().UTC().Format(time.RFC3339),
-		Dataset:   Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
-		Selection: o.Selection, SelectionSHA256: o.Selection.Hash(), SelectedRecords: len(selected),
-		KeysSHA256: KeysHash(keys), RunName: runName,
-		Sampling: o.Model.Sampling, NoThinking: o.NoThinking,
-		OracleMode: string(o.Oracle), ParseMode: string(o.Parse),
-		PromptProfile: ProfileInfo{Name: o.Profile.Name, Texts: o.Profile.Texts(), SHA256: o.Profile.Hash()},
-		ImageEncoding: ImageEncoding{Format: "png", Transport: "data URL, base64", ImageCacheBytes: o.ImageCacheBytes},
-		Concurrency:   o.Concurrency,
-		Retry: RetryPolicy{MaxRetries: o.MaxRetries, TimeoutS: o.Timeout.Seconds(), MaxReplyBytes: o.MaxReplyBytes,
-			BackoffBaseS: o.RetryBase.Seconds(), BackoffCapS: o.RetryCap.Seconds(), RPM: o.RPM, TPM: o.TPM},
-		PriceFileSHA256: o.PriceFileSHA256,
-	}
-	if m.Selection.Lesions == nil {
-		m.Selection.Lesions = []string{}
-	}
+// buildManifest is the manifest of this run: NewManifest and what only a
+// run of ours knows (prompt profile, image encoding, endpoints, call
+// policy, price file, baseline seed).
+func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, keys []string) *results.Manifest {
+	m := NewManifest(o, bench, benchAbs, keys)
+	m.PromptProfile = results.ProfileInfo{Name: o.Profile.Name, Texts: o.Profile.Texts(), SHA256: o.Profile.Hash()}
+	m.ImageEncoding = results.ImageEncoding{Format: "png", Transport: "data URL, base64", ImageCacheBytes: o.ImageCacheBytes}
+	m.Concurrency = o.Concurrency
+	m.Retry = results.RetryPolicy{MaxRetries: o.MaxRetries, TimeoutS: o.Timeout.Seconds(), MaxReplyBytes: o.MaxReplyBytes,
+		BackoffBaseS: o.RetryBase.Seconds(), BackoffCapS: o.RetryCap.Seconds(), RPM: o.RPM, TPM: o.TPM}
+	m.PriceFileSHA256 = o.PriceFileSHA256
 	mi := &m.Model
-	mi.Name, mi.Provider, mi.Backend, mi.ModelID = o.Model.Name, o.Model.Provider, o.Model.Backend, o.Model.ModelID
-	mi.Quirks = append([]string{}, o.Model.Quirks...)
-	if o.Model.Alias != "" {
-		a := o.Model.Alias
-		mi.Alias = &a
-	}
-	if o.Model.Revision != "" {
-		r := o.Model.Revision
-		mi.Revision = &r
-	}
-	mi.Endpoints = []string{}
 	for _, e := range o.Endpoints {
 		mi.Endpoints = append(mi.Endpoints, ScrubEndpoint(e))
 	}
@@ -440,8 +439,8 @@ func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, sele
 		}
 	}
 	if o.Model.Backend == provider.BackendBaseline {
-		p, s := o.Model.ModelID, o.PolicySeed
-		mi.Policy, mi.PolicySeed = &p, &s
+		s := o.PolicySeed
+		mi.PolicySeed = &s
 		m.ImageEncoding.Transport = "in process (no network)"
 	}
 	if o.Model.Backend == provider.BackendGemini {
@@ -449,58 +448,6 @@ func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, sele
 		m.ImageEncoding.GeminiImageFormat = o.GeminiImageFormat
 	}
 	return m
-}
-
-// Finalize derives all_results.json, summary.json and the per-model
-// reference CSVs from runDir/results.jsonl and writes them atomically.
-// The manifest gives the run name, modes, benchmark path and hash; model
-// the backend and model id of the export; selected the number of
-// selected records. wallTime is the seconds of the command that ends now;
-// the previous summary's wall time is added (a resumed run sums its
-// restarts). rescore, merge and import-reference use it too.
-func Finalize(runDir string, man *Manifest, model Model, selected int, wallTime float64) (*results.Summary, error) {
-	recs, err := results.ReadResults(filepath.Join(runDir, results.ResultsFile))
-	if err != nil {
-		return nil, err
-	}
-	if prev, err := readWallTime(filepath.Join(runDir, results.SummaryFile)); err == nil {
-		wallTime += prev
-	}
-	latest := results.Latest(recs)
-	all := results.MarshalAllResults(latest, man.Dataset.Path, model.Backend, model.ModelID)
-	if err := atomicfile.WriteFile(filepath.Join(runDir, results.AllResultsFile), all); err != nil {
-		return nil, err
-	}
-	info := results.RunInfo{Name: man.RunName, Model: man.Model.Name, ModelID: man.Model.ModelID,
-		Provider: man.Model.Provider, Backend: man.Model.Backend, OracleMode: man.OracleMode,
-		ParseMode: man.ParseMode, BenchmarkSHA256: man.Dataset.SHA256, RescoredFrom: man.RescoredFrom}
-	s := results.BuildSummary(info, selected, latest, wallTime)
-	b, err := s.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(runDir, results.SummaryFile), b); err != nil {
-		return nil, err
-	}
-	m := results.RefMetricsFromRecords(latest)
-	if err := results.WriteRefCSVs(runDir, results.RefLabel(man.RunName), m); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-func readWallTime(name string) (float64, error) {
-	b, err := imagefile.ReadFile(name, results.MaxRunFileBytes, imagefile.Follow)
-	if err != nil {
-		return 0, err
-	}
-	var s struct {
-		WallTimeS float64 `json:"wall_time_s"`
-	}
-	if err := jsonUnmarshal(b, &s); err != nil {
-		return 0, err
-	}
-	return s.WallTimeS, nil
 }
 
 // runner is one invocation's state.

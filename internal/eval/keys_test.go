@@ -130,7 +130,7 @@ func TestKeyEchoedInRepliesRedacted(t *testing.T) {
 	if !strings.Contains(string(readFile(t, filepath.Join(s.RunDir, results.ResultsFile))), "[redacted]") {
 		t.Error("results.jsonl shows no [redacted] marker")
 	}
-	m, err := ReadManifest(s.RunDir)
+	m, err := results.ReadManifest(s.RunDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,100 +5,57 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
-	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/version"
 )
 
-// ManifestSchema names the manifest format.
-const ManifestSchema = "chexpercept/run-manifest/1"
-
-// Manifest is manifest.json (spec protocol.md §9.1). It never holds a
-// credential: endpoints are stored without user info, query or fragment.
-type Manifest struct {
-	Schema          string        `json:"schema"`
-	ToolVersion     string        `json:"tool_version"`
-	CreatedAt       string        `json:"created_at"`
-	Dataset         Dataset       `json:"dataset"`
-	Selection       Selection     `json:"selection"`
-	SelectionSHA256 string        `json:"selection_sha256"`
-	SelectedRecords int           `json:"selected_records"`
-	KeysSHA256      string        `json:"keys_sha256"`
-	RunName         string        `json:"run_name"`
-	Model           ModelInfo     `json:"model"`
-	Sampling        SamplingInfo  `json:"sampling"`
-	NoThinking      bool          `json:"no_thinking"`
-	OracleMode      string        `json:"oracle_mode"`
-	ParseMode       string        `json:"parse_mode"`
-	PromptProfile   ProfileInfo   `json:"prompt_profile"`
-	ImageEncoding   ImageEncoding `json:"image_encoding"`
-	Concurrency     int           `json:"concurrency"`
-	Retry           RetryPolicy   `json:"retry"`
-	PriceFileSHA256 string        `json:"price_file_sha256"`
-	RescoredFrom    *string       `json:"rescored_from"`
-	// Redactions counts the occurrences of the configured API key that
-	// were replaced by "[redacted]" in stored replies, errors and log
-	// lines, over every session of the run.
-	Redactions int64 `json:"redactions"`
-}
-
-// Dataset identifies the benchmark.
-type Dataset struct {
-	Path    string `json:"path"` // absolute benchmark directory
-	SHA256  string `json:"sha256"`
-	Records int    `json:"records"`
-}
-
-// ModelInfo identifies the model and where it was reached.
-type ModelInfo struct {
-	Name       string   `json:"name"`  // alias, raw id, or baseline policy
-	Alias      *string  `json:"alias"` // registry alias, null for a raw id
-	Provider   string   `json:"provider"`
-	Backend    string   `json:"backend"`
-	ModelID    string   `json:"model_id"`
-	Revision   *string  `json:"revision"`
-	Endpoints  []string `json:"endpoints"` // without credentials
-	Quirks     []string `json:"quirks"`
-	Policy     *string  `json:"policy"`      // baseline only
-	PolicySeed *int64   `json:"policy_seed"` // baseline only
-}
-
-// SamplingInfo is every sampling parameter sent, by its wire name (unsent
-// parameters are absent).
-type SamplingInfo = provider.Sampling
-
-// ProfileInfo is the prompt profile: name, the eight effective texts in
-// §5 order, and their hash.
-type ProfileInfo struct {
-	Name   string   `json:"name"`
-	Texts  []string `json:"texts"`
-	SHA256 string   `json:"sha256"`
-}
-
-// ImageEncoding says how images are sent.
-type ImageEncoding struct {
-	Format            string `json:"format"`    // "png": the file bytes, unchanged
-	Transport         string `json:"transport"` // data URL base64, or inline bytes (gemini)
-	GeminiImageFormat string `json:"gemini_image_format,omitempty"`
-	ImageCacheBytes   int64  `json:"image_cache_bytes"`
-}
-
-// RetryPolicy is the per-call retry and rate policy.
-type RetryPolicy struct {
-	MaxRetries int     `json:"max_retries"`
-	TimeoutS   float64 `json:"timeout_s"`
-	// MaxReplyBytes caps one reply body (a larger reply is a
-	// non-retryable error of that call).
-	MaxReplyBytes int64   `json:"max_reply_bytes"`
-	BackoffBaseS  float64 `json:"backoff_base_s"` // first retry waits in [base/2, base], doubling, jittered
-	BackoffCapS   float64 `json:"backoff_cap_s"`  // longest backoff unless Retry-After asks for more
-	RPM           int     `json:"rpm"`            // 0 = no cap
-	TPM           int     `json:"tpm"`
+// NewManifest is the part of a run's manifest that every maker of a run
+// records the same way: the benchmark, o.Selection and the selected keys
+// (file order), the model of o and its sampling, thinking, oracle and
+// parse modes, and o.Now (time.Now if nil) as the creation time. The
+// prompt profile, image encoding, endpoints and call policy are left for
+// the maker: Run records its own, import-reference (package runs) records
+// them as unknown.
+func NewManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, keys []string) *results.Manifest {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	sel := o.Selection
+	if sel.Lesions == nil {
+		sel.Lesions = []string{}
+	}
+	m := &results.Manifest{
+		Schema: results.ManifestSchema, ToolVersion: version.String(), CreatedAt: now().UTC().Format(time.RFC3339),
+		Dataset:   results.Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
+		Selection: sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(keys), KeysSHA256: KeysHash(keys),
+		RunName:  RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse),
+		Sampling: results.Sampling(o.Model.Sampling), NoThinking: o.NoThinking,
+		OracleMode: string(o.Oracle), ParseMode: string(o.Parse),
+	}
+	mi := &m.Model
+	mi.Name, mi.Provider, mi.Backend, mi.ModelID = o.Model.Name, o.Model.Provider, o.Model.Backend, o.Model.ModelID
+	mi.Quirks = append([]string{}, o.Model.Quirks...)
+	mi.Endpoints = []string{}
+	if o.Model.Alias != "" {
+		a := o.Model.Alias
+		mi.Alias = &a
+	}
+	if o.Model.Revision != "" {
+		r := o.Model.Revision
+		mi.Revision = &r
+	}
+	if o.Model.Backend == provider.BackendBaseline {
+		p := o.Model.ModelID
+		mi.Policy = &p
+	}
+	return m
 }
 
 // ScrubEndpoint drops user info, query and fragment from an endpoint URL
@@ -112,38 +69,11 @@ func ScrubEndpoint(raw string) string {
 	return u.String()
 }
 
-// Marshal writes the manifest with the §6 writer (indent 2) and a final
-// newline.
-func (m *Manifest) Marshal() ([]byte, error) {
-	v, err := ojson.From(m)
-	if err != nil {
-		return nil, err
-	}
-	return append(ojson.Marshal(v), '\n'), nil
-}
-
-// ReadManifest reads dir/manifest.json.
-func ReadManifest(dir string) (*Manifest, error) {
-	name := filepath.Join(dir, results.ManifestFile)
-	b, err := imagefile.ReadFile(name, results.MaxRunFileBytes, imagefile.Follow)
-	if err != nil {
-		return nil, err
-	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
-	}
-	if m.Schema != ManifestSchema {
-		return nil, fmt.Errorf("%s: schema %q is not %q", name, m.Schema, ManifestSchema)
-	}
-	return &m, nil
-}
-
 // resumeFields are the manifest fields a resumed run must share (§9.1):
 // dataset hash, model, policy seed, sampling, thinking, oracle mode,
 // parse mode, profile hash and selection. Endpoints, concurrency, retry
 // policy and the like may change between restarts.
-func resumeView(m *Manifest) map[string]any {
+func resumeView(m *results.Manifest) map[string]any {
 	mi := m.Model
 	return map[string]any{
 		"dataset.sha256":           m.Dataset.SHA256,
@@ -184,7 +114,7 @@ func show(v any) string {
 
 // Differences lists, sorted by field, every resume-relevant field whose
 // value differs between old and cur, as "field: old → new".
-func Differences(old, cur *Manifest) []string {
+func Differences(old, cur *results.Manifest) []string {
 	a, b := resumeView(old), resumeView(cur)
 	var out []string
 	for k, va := range a {

@@ -184,7 +184,7 @@ func TestAttemptsCounted(t *testing.T) {
 			if failed != 1 {
 				t.Errorf("%d failed turns, want 1", failed)
 			}
-			man, err := ReadManifest(s.RunDir)
+			man, err := results.ReadManifest(s.RunDir)
 			if err != nil {
 				t.Fatal(err)
 			}

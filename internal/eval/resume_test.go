@@ -154,13 +154,13 @@ func TestAbandonInFlight(t *testing.T) {
 	url, _ := startServer(t, baselineserver.Config{Policy: "random", Latency: 10 * time.Millisecond})
 	o := childOptions(t, bench, t.TempDir(), url)
 	ctx, cancel := context.WithCancel(context.Background())
-	abandon, abandonNow := context.WithCancel(context.Background())
+	abandon := make(chan struct{})
 	o.Abandon = abandon
 	var n atomic.Int64
 	testHookCall = func(string, string) {
 		if n.Add(1) == 20 {
 			cancel()
-			abandonNow()
+			close(abandon)
 		}
 	}
 	s, err := Run(ctx, o)

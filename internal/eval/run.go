@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -24,8 +23,6 @@ var testHTTPClient *http.Client
 // testHookCall, when set by a test, sees every attempt's case and endpoint.
 var testHookCall func(key, endpoint string)
 
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
 // task is one record to run with its plan.
 type task struct {
 	index int
@@ -34,7 +31,9 @@ type task struct {
 	err   error // a failure before the first call (plan or image verification)
 }
 
-func (r *runner) run(ctx context.Context, todo []int) error {
+// run asks the records of todo. Ending ctx stops starting records; ending
+// abandon drops the ones in flight.
+func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	o := r.o
 	if len(todo) == 0 {
 		fmt.Fprintf(o.Log, "%s: nothing to ask (%d of %d selected records already done)\n", r.sum.RunDir, r.sum.AlreadyDone, r.sum.Selected)
@@ -126,7 +125,7 @@ func (r *runner) run(ctx context.Context, todo []int) error {
 		go func() {
 			defer wg.Done()
 			for t := range work {
-				rec := r.runTask(t)
+				rec := r.runTask(abandon, t)
 				if rec == nil {
 					abandoned.Store(t.index, true)
 					continue
@@ -228,14 +227,13 @@ func (r *runner) setup() error {
 
 // runTask runs one record. It returns nil when the record was abandoned
 // by an interruption (it must be asked again, so nothing is written).
-func (r *runner) runTask(t *task) *results.Record {
+func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 	o := r.o
 	popts := protocol.Options{BenchDir: o.BenchDir, Index: t.index, Oracle: o.Oracle, Parse: o.Parse,
 		Profile: o.Profile, GLMBoxUnwrap: o.Model.GLMBoxUnwrap, Now: o.Now}
 	if t.err != nil {
 		return protocol.ErrorRecord(t.rec, popts, t.err)
 	}
-	ctx := o.Abandon
 	cs := &caseState{r: r, task: t, imgs: &recordImages{cache: r.images, hashes: r.verified, got: map[string]*provider.Image{}}}
 	for _, p := range t.plan {
 		if p.Asked() {

@@ -9,29 +9,17 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
 
-// Selection is the record selection of spec protocol.md §2.3, as recorded
-// in the manifest. Nil pointers mean "not given".
-type Selection struct {
-	Lesions      []string `json:"lesions"`        // sorted, deduplicated; empty = all
-	Limit        *int     `json:"limit"`          // first N records
-	PerPathLimit *int     `json:"per_path_limit"` // first N of each path; overrides Limit
-	Sample       *int     `json:"sample"`         // stratified sample size
-	Seed         int64    `json:"seed"`           // sample seed
-	Shard        *Shard   `json:"shard"`          // nil = unsharded
-}
+// Selection is the record selection of spec protocol.md §2.3; its type
+// is the manifest's (results.Selection), which records it.
+type Selection = results.Selection
 
-// Shard is --shard i/n with i resolved (1-based).
-type Shard struct {
-	I int `json:"i"`
-	N int `json:"n"`
-}
-
-// Dir is the shard folder name, shard-<i>-of-<n>.
-func (s *Shard) Dir() string { return fmt.Sprintf("shard-%d-of-%d", s.I, s.N) }
+// Shard is --shard i/n with i resolved (1-based), as the manifest records
+// it.
+type Shard = results.Shard
 
 // ParseShard reads "i/n" or "auto/n". For auto, i comes from
 // JOB_COMPLETION_INDEX (0-based) or SLURM_ARRAY_TASK_ID −
@@ -89,19 +77,6 @@ func ParseLesions(s string) ([]string, error) {
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
-}
-
-// Hash is the SHA-256 of the selection's compact §6 JSON.
-func (s Selection) Hash() string {
-	if s.Lesions == nil {
-		s.Lesions = []string{}
-	}
-	b, err := ojson.EncodeCompact(s)
-	if err != nil {
-		panic(err) // a struct of plain fields always encodes
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // KeysHash is the SHA-256 of the selected key_ids in file order, each

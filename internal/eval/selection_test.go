@@ -129,9 +129,9 @@ func TestParseShard(t *testing.T) {
 		want    *Shard
 		errWant string
 	}{
-		{"2/3", env(), &Shard{2, 3}, ""},
-		{"auto/4", env("JOB_COMPLETION_INDEX", "0"), &Shard{1, 4}, ""},
-		{"auto/4", env("SLURM_ARRAY_TASK_ID", "7", "SLURM_ARRAY_TASK_MIN", "5"), &Shard{3, 4}, ""},
+		{"2/3", env(), &Shard{I: 2, N: 3}, ""},
+		{"auto/4", env("JOB_COMPLETION_INDEX", "0"), &Shard{I: 1, N: 4}, ""},
+		{"auto/4", env("SLURM_ARRAY_TASK_ID", "7", "SLURM_ARRAY_TASK_MIN", "5"), &Shard{I: 3, N: 4}, ""},
 		{"auto/4", env(), nil, "neither"},
 		{"0/3", env(), nil, "outside 1..3"},
 		{"4/3", env(), nil, "outside 1..3"},
@@ -150,7 +150,7 @@ func TestParseShard(t *testing.T) {
 			t.Errorf("ParseShard(%q) = %v, %v", c.in, got, err)
 		}
 	}
-	if s := (&Shard{2, 5}).Dir(); s != "shard-2-of-5" {
+	if s := (&Shard{I: 2, N: 5}).Dir(); s != "shard-2-of-5" {
 		t.Errorf("Dir = %s", s)
 	}
 }

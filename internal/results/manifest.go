@@ -1,47 +1,251 @@
 package results
 
-import "encoding/json"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"strings"
 
-// ManifestInfo is the part of a run's manifest.json (spec protocol.md
-// §9.1) that readers of finished runs (analysis, report) use. The
-// runner's full type, eval.Manifest, stays in eval: it holds eval's
-// selection and provider's sampling types, and the readers must not
-// import eval. Field names and JSON members are eval.Manifest's
-// (manifest_test.go checks them against the writer).
-type ManifestInfo struct {
-	Dataset       ManifestDataset `json:"dataset"`
-	RunName       string          `json:"run_name"`
-	Model         ManifestModel   `json:"model"`
-	OracleMode    string          `json:"oracle_mode"`
-	ParseMode     string          `json:"parse_mode"`
-	PromptProfile ManifestProfile `json:"prompt_profile"`
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/ojson"
+)
+
+// ManifestSchema names the manifest format.
+const ManifestSchema = "chexpercept/run-manifest/1"
+
+// MaxManifestBytes bounds the manifest.json a reader accepts; a real one
+// is a few kilobytes (the prompt texts are the largest part).
+const MaxManifestBytes = 16 << 20
+
+// Manifest is a run's manifest.json (spec protocol.md §9.1), the one type
+// for it: eval fills and writes it, resume compares it, rescore, merge and
+// import-reference (package runs) rewrite it and analysis reads it. It
+// never holds a credential: endpoints are stored without user info, query
+// or fragment. Field order is the file's member order.
+type Manifest struct {
+	Schema          string        `json:"schema"`
+	ToolVersion     string        `json:"tool_version"`
+	CreatedAt       string        `json:"created_at"`
+	Dataset         Dataset       `json:"dataset"`
+	Selection       Selection     `json:"selection"`
+	SelectionSHA256 string        `json:"selection_sha256"`
+	SelectedRecords int           `json:"selected_records"`
+	KeysSHA256      string        `json:"keys_sha256"`
+	RunName         string        `json:"run_name"`
+	Model           ModelInfo     `json:"model"`
+	Sampling        Sampling      `json:"sampling"`
+	NoThinking      bool          `json:"no_thinking"`
+	OracleMode      string        `json:"oracle_mode"`
+	ParseMode       string        `json:"parse_mode"`
+	PromptProfile   ProfileInfo   `json:"prompt_profile"`
+	ImageEncoding   ImageEncoding `json:"image_encoding"`
+	Concurrency     int           `json:"concurrency"`
+	Retry           RetryPolicy   `json:"retry"`
+	PriceFileSHA256 string        `json:"price_file_sha256"`
+	RescoredFrom    *string       `json:"rescored_from"`
+	// Redactions counts the occurrences of the configured API key that
+	// were replaced by "[redacted]" in stored replies, errors and log
+	// lines, over every session of the run (merge sums the shards').
+	Redactions int64 `json:"redactions"`
+	// ImportedFrom is the all_results.json an imported run was made from
+	// (absent for runs of ours).
+	ImportedFrom string `json:"imported_from,omitempty"`
 }
 
-// ManifestDataset is the benchmark a run was made on.
-type ManifestDataset struct {
-	Path   string `json:"path"` // absolute benchmark directory
-	SHA256 string `json:"sha256"`
+// Dataset identifies the benchmark.
+type Dataset struct {
+	Path    string `json:"path"` // absolute benchmark directory
+	SHA256  string `json:"sha256"`
+	Records int    `json:"records"`
 }
 
-// ManifestModel names the model of a run.
-type ManifestModel struct {
-	Name     string `json:"name"` // alias, raw id or baseline policy
-	Provider string `json:"provider"`
+// Selection is the record selection of spec protocol.md §2.3 as recorded
+// in the manifest (eval applies it). Nil pointers mean "not given".
+type Selection struct {
+	Lesions      []string `json:"lesions"`        // sorted, deduplicated; empty = all
+	Limit        *int     `json:"limit"`          // first N records
+	PerPathLimit *int     `json:"per_path_limit"` // first N of each path; overrides Limit
+	Sample       *int     `json:"sample"`         // stratified sample size
+	Seed         int64    `json:"seed"`           // sample seed
+	Shard        *Shard   `json:"shard"`          // nil = unsharded
 }
 
-// ManifestProfile names the prompt profile of a run.
-type ManifestProfile struct {
-	Name   string `json:"name"`
-	SHA256 string `json:"sha256"`
+// Shard is --shard i/n with i resolved (1-based).
+type Shard struct {
+	I int `json:"i"`
+	N int `json:"n"`
 }
 
-// ParseManifestInfo decodes the reader fields of manifest.json bytes.
-// Other members are ignored, so that readers keep working across
-// manifest revisions; a member of the wrong type is an error.
-func ParseManifestInfo(data []byte) (*ManifestInfo, error) {
-	var m ManifestInfo
-	if err := json.Unmarshal(data, &m); err != nil {
+// Dir is the shard folder name, shard-<i>-of-<n>.
+func (s *Shard) Dir() string { return fmt.Sprintf("shard-%d-of-%d", s.I, s.N) }
+
+// Hash is the SHA-256 of the selection's compact §6 JSON (the manifest's
+// selection_sha256).
+func (s Selection) Hash() string {
+	if s.Lesions == nil {
+		s.Lesions = []string{}
+	}
+	b, err := ojson.EncodeCompact(s)
+	if err != nil {
+		panic(err) // a struct of plain fields always encodes
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ModelInfo identifies the model and where it was reached.
+type ModelInfo struct {
+	Name       string   `json:"name"`  // alias, raw id, or baseline policy
+	Alias      *string  `json:"alias"` // registry alias, null for a raw id
+	Provider   string   `json:"provider"`
+	Backend    string   `json:"backend"`
+	ModelID    string   `json:"model_id"`
+	Revision   *string  `json:"revision"`
+	Endpoints  []string `json:"endpoints"` // without credentials
+	Quirks     []string `json:"quirks"`
+	Policy     *string  `json:"policy"`      // baseline only
+	PolicySeed *int64   `json:"policy_seed"` // baseline only
+}
+
+// Sampling is every sampling parameter sent, by its wire name (unsent
+// parameters are absent). Its fields are provider.Sampling's, so that eval
+// converts one into the other (a field added there and not here stops
+// that conversion from compiling).
+type Sampling struct {
+	Temperature         *float64 `json:"temperature,omitempty"`
+	TopP                *float64 `json:"top_p,omitempty"`
+	MaxTokens           *int64   `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int64   `json:"max_completion_tokens,omitempty"`
+	MaxOutputTokens     *int64   `json:"max_output_tokens,omitempty"`
+	ReasoningEffort     string   `json:"reasoning_effort,omitempty"`
+	ThinkingLevel       string   `json:"thinking_level,omitempty"`
+	FrequencyPenalty    *float64 `json:"frequency_penalty,omitempty"`
+	PresencePenalty     *float64 `json:"presence_penalty,omitempty"`
+	EnableThinking      *bool    `json:"enable_thinking,omitempty"`
+}
+
+// ProfileInfo is the prompt profile: name, the eight effective texts in
+// §5 order, and their hash.
+type ProfileInfo struct {
+	Name   string   `json:"name"`
+	Texts  []string `json:"texts"`
+	SHA256 string   `json:"sha256"`
+}
+
+// ImageEncoding says how images are sent.
+type ImageEncoding struct {
+	Format            string `json:"format"`    // "png": the file bytes, unchanged
+	Transport         string `json:"transport"` // data URL base64, or inline bytes (gemini)
+	GeminiImageFormat string `json:"gemini_image_format,omitempty"`
+	ImageCacheBytes   int64  `json:"image_cache_bytes"`
+}
+
+// RetryPolicy is the per-call retry and rate policy.
+type RetryPolicy struct {
+	MaxRetries int     `json:"max_retries"`
+	TimeoutS   float64 `json:"timeout_s"`
+	// MaxReplyBytes caps one reply body (a larger reply is a
+	// non-retryable error of that call).
+	MaxReplyBytes int64   `json:"max_reply_bytes"`
+	BackoffBaseS  float64 `json:"backoff_base_s"` // first retry waits in [base/2, base], doubling, jittered
+	BackoffCapS   float64 `json:"backoff_cap_s"`  // longest backoff unless Retry-After asks for more
+	RPM           int     `json:"rpm"`            // 0 = no cap
+	TPM           int     `json:"tpm"`
+}
+
+// Marshal writes the manifest with the §6 writer (indent 2) and a final
+// newline.
+func (m *Manifest) Marshal() ([]byte, error) {
+	v, err := ojson.From(m)
+	if err != nil {
 		return nil, err
 	}
+	return append(ojson.Marshal(v), '\n'), nil
+}
+
+// ParseManifest decodes manifest.json bytes. Members it does not know are
+// ignored and missing ones stay zero, so that readers keep working across
+// manifest revisions; a member of the wrong type is an error naming it.
+// The schema member is not checked: the caller decides (a resumed run
+// insists on ManifestSchema).
+func ParseManifest(data []byte) (*Manifest, error) {
+	var m Manifest
+	if err := jsonv2.Unmarshal(data, &m); err != nil {
+		return nil, describeJSONError(err)
+	}
 	return &m, nil
+}
+
+// ReadManifest reads dir/manifest.json (a regular file of at most
+// MaxManifestBytes). Every error names the file; a missing file is an
+// error that matches fs.ErrNotExist.
+func ReadManifest(dir string) (*Manifest, error) {
+	name := filepath.Join(dir, ManifestFile)
+	data, err := imagefile.ReadFile(name, MaxManifestBytes, imagefile.Follow)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, noManifestError(dir)
+		}
+		return nil, err
+	}
+	m, err := ParseManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a valid manifest: %w", name, err)
+	}
+	return m, nil
+}
+
+// noManifestError is a directory without manifest.json.
+type noManifestError string
+
+func (e noManifestError) Error() string {
+	return string(e) + ": no " + ManifestFile + "; not a run directory or shard folder"
+}
+
+func (noManifestError) Unwrap() error { return fs.ErrNotExist }
+
+// describeJSONError turns a decoder's type mismatch into "member: got,
+// want kind" (dotted member path); other errors are returned as they are.
+func describeJSONError(err error) error {
+	var se *jsonv2.SemanticError
+	if !errors.As(err, &se) || se.GoType == nil || se.JSONKind == 0 {
+		return err
+	}
+	member := strings.ReplaceAll(strings.TrimPrefix(string(se.JSONPointer), "/"), "/", ".")
+	if member == "" {
+		member = "top level"
+	}
+	got := map[jsontext.Kind]string{'n': "null", 'f': "false", 't': "true", '"': "a string", '0': "a number",
+		'{': "an object", '[': "an array"}[se.JSONKind]
+	if se.JSONKind == '0' && len(se.JSONValue) > 0 && len(se.JSONValue) <= 32 {
+		got = string(se.JSONValue)
+	}
+	t := se.GoType
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	want := "a value of another type"
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "a whole number"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	}
+	return fmt.Errorf("%s: %s, want %s", member, got, want)
 }

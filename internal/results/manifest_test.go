@@ -1,98 +1,180 @@
 package results_test
 
 import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// jsonName is the member name of a struct field's json tag.
-func jsonName(f reflect.StructField) string {
-	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-	return name
-}
-
-// TestManifestInfoMatchesWriter: every ManifestInfo field is a member of
-// the runner's eval.Manifest, at the same place and of the same kind, so
-// the reader cannot drift from the writer unnoticed.
-func TestManifestInfoMatchesWriter(t *testing.T) {
-	var walk func(path string, r, w reflect.Type)
-	walk = func(path string, r, w reflect.Type) {
-		for i := 0; i < r.NumField(); i++ {
-			rf := r.Field(i)
-			name := jsonName(rf)
-			var wf *reflect.StructField
-			for j := 0; j < w.NumField(); j++ {
-				if f := w.Field(j); jsonName(f) == name {
-					wf = &f
-				}
-			}
-			switch {
-			case wf == nil:
-				t.Errorf("%s%s: not a member of eval.%s", path, name, w.Name())
-			case rf.Type.Kind() != wf.Type.Kind():
-				t.Errorf("%s%s: %s here, %s in eval.%s", path, name, rf.Type.Kind(), wf.Type.Kind(), w.Name())
-			case rf.Name != wf.Name:
-				t.Errorf("%s%s: field %s here, %s in eval.%s", path, name, rf.Name, wf.Name, w.Name())
-			case rf.Type.Kind() == reflect.Struct:
-				walk(path+name+".", rf.Type, wf.Type)
-			}
-		}
-	}
-	walk("", reflect.TypeFor[results.ManifestInfo](), reflect.TypeFor[eval.Manifest]())
-}
-
-// TestParseManifestInfo reads what the runner writes, ignores other
-// members and refuses what is not a manifest.
-func TestParseManifestInfo(t *testing.T) {
-	em := &eval.Manifest{
-		Schema:        eval.ManifestSchema,
-		Dataset:       eval.Dataset{Path: "/data/bench", SHA256: "d1", Records: 2100},
-		RunName:       "azure_gpt-5.4",
-		Model:         eval.ModelInfo{Name: "gpt-5.4", Provider: "azure", Backend: "azure", Quirks: []string{"q"}},
-		OracleMode:    "implicit",
-		ParseMode:     "strict",
-		PromptProfile: eval.ProfileInfo{Name: "default", Texts: []string{"a"}, SHA256: "p1"},
-	}
-	written, err := em.Marshal()
+// testdata/manifest/full.json is a manifest with every member set, as the
+// runner wrote it before the manifest type moved here (plus the
+// imported_from member import-reference adds). Reading and writing it
+// must give the same bytes: rescore and merge rewrite manifests this way,
+// so a member the type lost would vanish from their output.
+func TestManifestRoundTrip(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "manifest", "full.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := results.ManifestInfo{
-		Dataset:       results.ManifestDataset{Path: "/data/bench", SHA256: "d1"},
-		RunName:       "azure_gpt-5.4",
-		Model:         results.ManifestModel{Name: "gpt-5.4", Provider: "azure"},
-		OracleMode:    "implicit",
-		ParseMode:     "strict",
-		PromptProfile: results.ManifestProfile{Name: "default", SHA256: "p1"},
+	m, err := results.ParseManifest(data)
+	if err != nil {
+		t.Fatal(err)
 	}
+	got, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Errorf("round trip changed the manifest:\n%s", got)
+	}
+	// The fixture must exercise every field: a field added to the type
+	// needs a member here.
+	var walk func(path string, v reflect.Value)
+	walk = func(path string, v reflect.Value) {
+		for i := 0; i < v.NumField(); i++ {
+			f, fv := v.Type().Field(i), v.Field(i)
+			if fv.IsZero() {
+				t.Errorf("%s%s is zero in full.json", path, f.Name)
+			}
+			if fv.Kind() == reflect.Struct {
+				walk(path+f.Name+".", fv)
+			}
+		}
+	}
+	walk("", reflect.ValueOf(*m))
+}
+
+// ParseManifest ignores members it does not know and refuses members of
+// the wrong type, naming them.
+func TestParseManifest(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		in   string
-		want *results.ManifestInfo
+		want *results.Manifest
 		err  string
 	}{
-		{"written by eval", string(written), &want, ""},
 		{"members of a later revision", `{"run_name":"x","model":{"name":"m","new":1},"new":[1]}`,
-			&results.ManifestInfo{RunName: "x", Model: results.ManifestModel{Name: "m"}}, ""},
-		{"empty object", `{}`, &results.ManifestInfo{}, ""},
-		{"not JSON", `{"run_name":`, nil, "unexpected end of JSON input"},
-		{"wrong type", `{"dataset":{"path":7}}`, nil, "dataset.path"},
-		{"not an object", `[1]`, nil, "cannot unmarshal array"},
+			&results.Manifest{RunName: "x", Model: results.ModelInfo{Name: "m"}}, ""},
+		{"empty object", `{}`, &results.Manifest{}, ""},
+		{"null members", `{"dataset":null,"rescored_from":null}`, &results.Manifest{}, ""},
+		{"not JSON", `{"run_name":`, nil, "unexpected EOF"},
+		{"wrong type", `{"dataset":{"path":7}}`, nil, "dataset.path: a number, want a string"},
+		{"string for a number", `{"selected_records":"7"}`, nil, "selected_records: a string, want a whole number"},
+		{"fraction for a whole number", `{"selected_records":2.5}`, nil, "selected_records: 2.5, want a whole number"},
+		{"in an array", `{"selection":{"lesions":["edema",3]}}`, nil, "selection.lesions.1: a number, want a string"},
+		{"not an object", `[1]`, nil, "top level: an array, want an object"},
+		{"duplicate member", `{"run_name":"a","run_name":"b"}`, nil, "duplicate"},
 	} {
-		got, err := results.ParseManifestInfo([]byte(c.in))
-		switch {
-		case c.err != "":
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.err)
+		t.Run(c.name, func(t *testing.T) {
+			got, err := results.ParseManifest([]byte(c.in))
+			switch {
+			case c.err != "":
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("error %v, want one containing %q", err, c.err)
+				}
+			case err != nil:
+				t.Error(err)
+			case !reflect.DeepEqual(got, c.want):
+				t.Errorf("got %+v, want %+v", *got, *c.want)
 			}
-		case err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case !reflect.DeepEqual(got, c.want):
-			t.Errorf("%s: got %+v, want %+v", c.name, *got, *c.want)
-		}
+		})
 	}
 }
+
+// ReadManifest reads only a regular file of bounded size and names the
+// file in every error.
+func TestReadManifest(t *testing.T) {
+	full, err := os.ReadFile(filepath.Join("testdata", "manifest", "full.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		err   string // "" for success
+	}{
+		{"valid", func(t *testing.T, dir string) { write(t, dir, full) }, ""},
+		{"missing", func(*testing.T, string) {}, "no manifest.json; not a run directory or shard folder"},
+		{"a directory", func(t *testing.T, dir string) { mkdir(t, filepath.Join(dir, results.ManifestFile)) }, "not a regular file"},
+		{"too large", func(t *testing.T, dir string) {
+			f, err := os.Create(filepath.Join(dir, results.ManifestFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := f.Truncate(results.MaxManifestBytes + 1); err != nil { // sparse: no disk used
+				t.Fatal(err)
+			}
+		}, "more than the 16777216-byte limit"},
+		{"wrong type", func(t *testing.T, dir string) { write(t, dir, []byte(`{"concurrency":"16"}`)) },
+			"manifest.json: not a valid manifest: concurrency: a string, want a whole number"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c.setup(t, dir)
+			m, err := results.ReadManifest(dir)
+			if c.err == "" {
+				if err != nil || m.RunName != "opensource_glm-4v_no_thinking_strict" {
+					t.Errorf("got %v, %v", m, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), dir) {
+				t.Errorf("error %v, want one naming %s and containing %q", err, dir, c.err)
+			}
+			if c.name == "missing" && !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("missing manifest: %v does not match fs.ErrNotExist", err)
+			}
+		})
+	}
+}
+
+func write(t *testing.T, dir string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WallTime reads summary.json's wall_time_s and is 0 for anything else.
+func TestWallTime(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		summary *string // nil: no summary.json
+		want    float64
+	}{
+		{"none", nil, 0},
+		{"number", ptr(`{"run":{},"wall_time_s":12.5}`), 12.5},
+		{"no member", ptr(`{"run":{}}`), 0},
+		{"string", ptr(`{"wall_time_s":"12.5"}`), 0},
+		{"not JSON", ptr(`{"wall_time_s":`), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.summary != nil {
+				if err := os.WriteFile(filepath.Join(dir, results.SummaryFile), []byte(*c.summary), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := results.WallTime(dir); got != c.want {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }

@@ -1,30 +1,38 @@
-package results
+package runs
 
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// selectAll is an engine whose whole selection is every record.
-type selectAll struct{ fakeEngine }
-
-func (selectAll) Select(b *benchmark.Benchmark, _ *ojson.Value) (*WholeSelection, error) {
-	w := &WholeSelection{}
-	for _, r := range b.Records {
-		w.Keys = append(w.Keys, r.KeyID)
+// copyAsShard copies the run in src to dir with selection.shard set to
+// i/n in its manifest (the records are left as they are).
+func copyAsShard(t *testing.T, src, dir string, i, n int) {
+	t.Helper()
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
 	}
-	return w, nil
+	m, err := results.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Selection.Shard = &results.Shard{I: i, N: n}
+	b, _ := m.Marshal()
+	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // rescore and merge refuse a results.jsonl without one readable record
 // (naming the file and the line) instead of writing an empty run.
 func TestNoRecordsRefused(t *testing.T) {
-	b := sampleBenchmark(t)
+	bench := scenarioBench(t)
+	src := scriptedRun(t, bench, t.TempDir(), glmModel())
 	tests := []struct {
 		name    string
 		results *string // nil: no results.jsonl
@@ -39,24 +47,22 @@ func TestNoRecordsRefused(t *testing.T) {
 	write := func(t *testing.T, dir string, content *string) {
 		t.Helper()
 		if content == nil {
-			os.Remove(filepath.Join(dir, ResultsFile))
-		} else if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(*content), 0o644); err != nil {
+			os.Remove(filepath.Join(dir, results.ResultsFile))
+		} else if err := os.WriteFile(filepath.Join(dir, results.ResultsFile), []byte(*content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, tc := range tests {
 		t.Run("rescore/"+tc.name, func(t *testing.T) {
 			out := t.TempDir()
-			src := filepath.Join(out, "opensource_glm-4v", "oracle_none")
-			writeSourceRun(t, src, b, `[]`)
-			write(t, src, tc.results)
-			eng := &fakeEngine{}
-			_, err := RescoreRun(src, RescoreOptions{Mode: "strict", Bench: b, Engine: eng})
+			dir := filepath.Join(out, "opensource_glm-4v", "oracle_none")
+			if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+				t.Fatal(err)
+			}
+			write(t, dir, tc.results)
+			_, err := Rescore(dir, RescoreOptions{Mode: "strict", Bench: bench})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
-			}
-			if len(eng.final) != 0 {
-				t.Errorf("a run was written: %v", eng.final)
 			}
 			if _, err := os.Stat(filepath.Join(out, "opensource_glm-4v_strict")); !os.IsNotExist(err) {
 				t.Errorf("the rescored run directory exists (stat: %v)", err)
@@ -65,22 +71,17 @@ func TestNoRecordsRefused(t *testing.T) {
 		t.Run("merge/"+tc.name, func(t *testing.T) {
 			run := filepath.Join(t.TempDir(), "opensource_glm-4v", "oracle_none")
 			for i := 1; i <= 2; i++ {
-				d := filepath.Join(run, "shard-"+string(rune('0'+i))+"-of-2")
-				writeSourceRun(t, d, b, `[]`)
-				m := strings.Replace(string(mustReadFile(t, filepath.Join(d, ManifestFile))),
-					`"shard":null`, `"shard":{"i":`+string(rune('0'+i))+`,"n":2}`, 1)
-				if err := os.WriteFile(filepath.Join(d, ManifestFile), []byte(m), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				d := filepath.Join(run, "shard-"+strconv.Itoa(i)+"-of-2")
+				copyAsShard(t, src, d, i, 2)
 				write(t, d, tc.results)
 			}
-			eng := &selectAll{}
-			_, err := Merge([]string{run}, MergeOptions{Out: t.TempDir(), Engine: eng})
+			out := t.TempDir()
+			_, err := Merge([]string{run}, MergeOptions{Out: out})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
-			if len(eng.final) != 0 {
-				t.Errorf("a run was written: %v", eng.final)
+			if ents, _ := os.ReadDir(out); len(ents) != 0 {
+				t.Errorf("a run was written: %v", ents)
 			}
 		})
 	}

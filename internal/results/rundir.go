@@ -1,0 +1,70 @@
+package results
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/ojson"
+)
+
+// maxSummaryBytes bounds the summary.json WallTime reads; a real one is a
+// few kilobytes.
+const maxSummaryBytes = 16 << 20
+
+// WallTime reads wall_time_s from dir/summary.json, 0 when there is none
+// (no file, not JSON, no number).
+func WallTime(dir string) float64 {
+	data, err := imagefile.ReadFile(filepath.Join(dir, SummaryFile), maxSummaryBytes, imagefile.Follow)
+	if err != nil {
+		return 0
+	}
+	v, err := ojson.Parse(data)
+	if err != nil {
+		return 0
+	}
+	var f float64
+	if w := v.Get("wall_time_s"); w != nil && w.Kind == ojson.KindNumber {
+		if _, err := fmt.Sscan(w.N, &f); err != nil {
+			return 0
+		}
+	}
+	return f
+}
+
+// Finalize derives all_results.json, summary.json and the per-model
+// reference CSVs from dir/results.jsonl and writes them atomically. The
+// manifest gives the run name, modes, model, benchmark path and hash;
+// selected is the number of selected records. wallTime is the seconds of
+// the command that ends now; the previous summary's wall time is added (a
+// resumed run sums its restarts). The runner, rescore, merge and
+// import-reference all end with it.
+func Finalize(dir string, man *Manifest, selected int, wallTime float64) (*Summary, error) {
+	recs, err := ReadResults(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return nil, err
+	}
+	wallTime += WallTime(dir)
+	latest := Latest(recs)
+	all := MarshalAllResults(latest, man.Dataset.Path, man.Model.Backend, man.Model.ModelID)
+	if err := atomicfile.WriteFile(filepath.Join(dir, AllResultsFile), all); err != nil {
+		return nil, err
+	}
+	info := RunInfo{Name: man.RunName, Model: man.Model.Name, ModelID: man.Model.ModelID,
+		Provider: man.Model.Provider, Backend: man.Model.Backend, OracleMode: man.OracleMode,
+		ParseMode: man.ParseMode, BenchmarkSHA256: man.Dataset.SHA256, RescoredFrom: man.RescoredFrom}
+	s := BuildSummary(info, selected, latest, wallTime)
+	b, err := s.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, SummaryFile), b); err != nil {
+		return nil, err
+	}
+	m := RefMetricsFromRecords(latest)
+	if err := WriteRefCSVs(dir, RefLabel(man.RunName), m); err != nil {
+		return nil, err
+	}
+	return s, nil
+}

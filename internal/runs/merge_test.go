@@ -1,0 +1,188 @@
+package runs
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+func TestDiffJSON(t *testing.T) {
+	for _, c := range []struct {
+		name, a, b string
+		want       []string
+	}{
+		{"equal", `{"a":1,"b":[1,2]}`, `{"a":1,"b":[1,2]}`, nil},
+		{"nested scalar", `{"model":{"policy_seed":7}}`, `{"model":{"policy_seed":8}}`, []string{"model.policy_seed: 7 vs 8"}},
+		{"number literal kept", `{"t":600.0}`, `{"t":600}`, []string{"t: 600.0 vs 600"}},
+		{"absent member", `{"a":1}`, `{"a":1,"b":null}`, []string{"b: absent vs null"}},
+		{"array", `{"e":["x"]}`, `{"e":["x","y"]}`, []string{`e: ["x"] vs ["x","y"]`}},
+		{"kind change", `{"s":{"i":1}}`, `{"s":"1"}`, []string{`s: {"i":1} vs "1"`}},
+		{"sibling", `{"dataset":{"path":"/a","sha256":"h1"}}`, `{"dataset":{"path":"/a","sha256":"h2"}}`, []string{`dataset.sha256: "h1" vs "h2"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := ojson.Parse([]byte(c.a))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := ojson.Parse([]byte(c.b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			diffJSON("", a, b, &got)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// The shards of one run may differ only in the shard, what derives from
+// it, the creation time and the dataset path.
+func TestSettingsDiff(t *testing.T) {
+	seed := func(v int64) *int64 { return &v }
+	base := results.Manifest{RunName: "baseline_random", CreatedAt: "t1", Dataset: results.Dataset{Path: "/a", SHA256: "h"},
+		Selection: results.Selection{Shard: &results.Shard{I: 1, N: 3}}, SelectionSHA256: "s1", SelectedRecords: 7, KeysSHA256: "k1",
+		Model: results.ModelInfo{PolicySeed: seed(7)}, Retry: results.RetryPolicy{TimeoutS: 600}}
+	for _, c := range []struct {
+		name string
+		edit func(m *results.Manifest)
+		want []string
+	}{
+		{"shard-derived members", func(m *results.Manifest) {
+			m.CreatedAt, m.Dataset.Path, m.Selection.Shard = "t2", "/b", &results.Shard{I: 2, N: 3}
+			m.SelectionSHA256, m.SelectedRecords, m.KeysSHA256 = "s2", 8, "k2"
+		}, nil},
+		{"policy seed", func(m *results.Manifest) { m.Model.PolicySeed = seed(8) }, []string{"model.policy_seed: 7 vs 8"}},
+		{"benchmark hash", func(m *results.Manifest) { m.Dataset.SHA256 = "g" }, []string{`dataset.sha256: "h" vs "g"`}},
+		{"selection", func(m *results.Manifest) { m.Selection.Seed = 3 }, []string{"selection.seed: 0 vs 3"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := base
+			c.edit(&b)
+			got, err := settingsDiff(&base, &b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+			if base.Selection.Shard.I != 1 || base.CreatedAt != "t1" {
+				t.Error("settingsDiff changed its argument")
+			}
+		})
+	}
+}
+
+// A run split into two shards by hand merges back into the same run.
+func TestMerge(t *testing.T) {
+	bench := scenarioBench(t)
+	src := scriptedRun(t, bench, t.TempDir(), glmModel())
+	run := filepath.Join(t.TempDir(), "opensource_glm-4v", "oracle_none")
+	lines := strings.SplitAfter(strings.TrimSuffix(string(mustReadFile(t, filepath.Join(src, results.ResultsFile))), "\n"), "\n")
+	for i := 1; i <= 2; i++ {
+		d := filepath.Join(run, "shard-"+strconv.Itoa(i)+"-of-2")
+		copyAsShard(t, src, d, i, 2)
+		var own string
+		for j, l := range lines {
+			if j%2 == i-1 {
+				own += strings.TrimSuffix(l, "\n") + "\n"
+			}
+		}
+		if err := os.WriteFile(filepath.Join(d, results.ResultsFile), []byte(own), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(d, results.SummaryFile))
+	}
+	out := t.TempDir()
+	rep, err := Merge([]string{run}, MergeOptions{Out: out, Now: func() time.Time { return testTime }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(out, "opensource_glm-4v", "oracle_none"); rep.Dir != want || rep.Shards != 2 || rep.Records != 4 || rep.Selected != 4 || len(rep.Missing) != 0 {
+		t.Errorf("report %+v", rep)
+	}
+	for _, f := range []string{results.ManifestFile, results.ResultsFile, results.AllResultsFile, results.RefSummaryFile} {
+		if !bytes.Equal(mustReadFile(t, filepath.Join(rep.Dir, f)), mustReadFile(t, filepath.Join(src, f))) {
+			t.Errorf("merged %s differs from the unsharded run's", f)
+		}
+	}
+
+	// A shard with other settings is refused, naming the member.
+	other := filepath.Join(t.TempDir(), "shard-2-of-2")
+	copyAsShard(t, src, other, 2, 2)
+	m, _ := results.ReadManifest(other)
+	m.NoThinking = true
+	b, _ := m.Marshal()
+	os.WriteFile(filepath.Join(other, results.ManifestFile), b, 0o644)
+	_, err = Merge([]string{filepath.Join(run, "shard-1-of-2"), other}, MergeOptions{Out: t.TempDir()})
+	var re *RefusalError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "no_thinking: false vs true") {
+		t.Errorf("other settings: %v", err)
+	}
+}
+
+func mustReadFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestFindShards(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "baseline_random", "oracle_none")
+	for _, d := range []string{"shard-1-of-2", "shard-2-of-2", "notes"} {
+		if err := os.MkdirAll(filepath.Join(run, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := filepath.Join(root, "empty")
+	os.MkdirAll(empty, 0o755)
+	file := filepath.Join(root, "f")
+	os.WriteFile(file, nil, 0o644)
+
+	got, err := findShards([]string{run, filepath.Join(run, "shard-2-of-2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(run, "shard-1-of-2"), filepath.Join(run, "shard-2-of-2")}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q (the same folder given twice counts once)", got, want)
+	}
+	for _, c := range []struct{ in, want string }{
+		{empty, "neither a shard folder"},
+		{file, "not a directory"},
+		{filepath.Join(root, "nope"), "no such file"},
+	} {
+		if _, err := findShards([]string{c.in}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+func TestMergeRefusesNonShard(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shard-1-of-1")
+	os.MkdirAll(dir, 0o755)
+	m := `{"dataset":{"path":"/b","sha256":"h"},"selection":{"lesions":[],"shard":null},"run_name":"x_y","model":{},"oracle_mode":"none","parse_mode":"reference"}`
+	os.WriteFile(filepath.Join(dir, results.ManifestFile), []byte(m), 0o644)
+	_, err := Merge([]string{dir}, MergeOptions{Out: t.TempDir()})
+	var re *RefusalError
+	if err == nil || !strings.Contains(err.Error(), "has no shard") {
+		t.Fatalf("error %v", err)
+	}
+	if !errors.As(err, &re) {
+		t.Errorf("not a RefusalError: %T", err)
+	}
+}

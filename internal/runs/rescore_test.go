@@ -1,0 +1,206 @@
+package runs
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
+	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
+	"github.com/chexpercept/chexpercept/internal/registry"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+// rfKey is the RF record of protocoltest.Records(); its detection reply is
+// a GLM answer box in scriptedRun.
+const rfKey = "pneumonia_s57001234_positive_0"
+
+var testTime = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// scenarioBench writes the protocol test records (LF, RF, RR,
+// cardiomegaly RR) with placeholder images.
+func scenarioBench(t *testing.T) *benchmark.Benchmark {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bench")
+	recs := protocoltest.Records()
+	if err := protocoltest.WriteImages(dir, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := benchmark.WriteFile(dir, recs); err != nil {
+		t.Fatal(err)
+	}
+	b, err := benchmark.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// glmModel is an opensource model with the given registry quirks.
+func glmModel(quirks ...string) eval.Model {
+	return eval.Model{Name: "glm-4v", Provider: "opensource", Backend: "vllm", ModelID: "zai/glm-4v", Label: "glm-4v",
+		Quirks: quirks, GLMBoxUnwrap: slices.Contains(quirks, registry.QuirkGLMBoxUnwrap)}
+}
+
+// scriptedRun writes a finished oracle-none run of the scripted fake
+// model (protocoltest.ScenarioReplies, with the RF detection reply given
+// as a GLM answer box) into out/<run name>/oracle_none and returns it.
+func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, model eval.Model) string {
+	t.Helper()
+	o := &eval.Options{BenchDir: bench.Dir, Model: model, Oracle: protocol.OracleNone, Parse: parse.ModeReference,
+		Now: func() time.Time { return testTime }}
+	replies := protocoltest.ScenarioReplies()
+	replies[rfKey][0] = protocol.Reply{Text: "<|begin_of_box|>1<|end_of_box|>", Attempts: 1}
+	var recs []*results.Record
+	var keys []string
+	for i, br := range bench.Records {
+		s := &protocoltest.Script{Replies: replies[br.KeyID]}
+		r := protocol.Run(context.Background(), br, protocol.Options{BenchDir: bench.Dir, Index: i, Oracle: o.Oracle,
+			Parse: o.Parse, GLMBoxUnwrap: model.GLMBoxUnwrap, Now: o.Now}, s.Call)
+		if r.Status != results.StatusOK {
+			t.Fatalf("scripted %s: %s", br.KeyID, *r.Error)
+		}
+		recs, keys = append(recs, r), append(keys, br.KeyID)
+	}
+	abs, _ := filepath.Abs(bench.Dir)
+	m := eval.NewManifest(o, bench, abs, keys)
+	dir := eval.RunDir(out, m.RunName, o.Oracle, nil)
+	if err := WriteRun(dir, m, recs, len(recs), 2.5); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func readRecords(t *testing.T, dir string) []*results.Record {
+	t.Helper()
+	recs, err := results.ReadResults(filepath.Join(dir, results.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func ruleOf(t *testing.T, recs []*results.Record, key, step string) string {
+	t.Helper()
+	for _, r := range recs {
+		if tn := r.TurnByStep(step); r.KeyID == key && tn != nil && tn.ParseRule != nil {
+			return *tn.ParseRule
+		}
+	}
+	t.Fatalf("%s: no parsed %s turn", key, step)
+	return ""
+}
+
+func TestRescore(t *testing.T) {
+	bench := scenarioBench(t)
+	later := testTime.Add(time.Hour)
+	for _, c := range []struct {
+		name   string
+		quirks []string
+		mode   parse.Mode
+		newRun string
+		rule   string // the rule of the GLM box reply after rescoring
+	}{
+		{"glm quirk, reference", []string{registry.QuirkGLMBoxUnwrap}, parse.ModeReference, "opensource_glm-4v_rescored", "A6/B2"},
+		{"no quirk, reference", nil, parse.ModeReference, "opensource_glm-4v_rescored", "A7/B3"},
+		{"glm quirk, strict", []string{registry.QuirkGLMBoxUnwrap}, parse.ModeStrict, "opensource_glm-4v_strict", "fail:no_marker"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			src := scriptedRun(t, bench, out, glmModel(c.quirks...))
+			rep, err := Rescore(src, RescoreOptions{Mode: c.mode, Bench: bench, Now: func() time.Time { return later }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := filepath.Join(out, c.newRun, "oracle_none")
+			if rep.Dir != want || rep.RunName != c.newRun || rep.Records != 4 || rep.Oracle {
+				t.Errorf("report %+v, want dir %s", rep, want)
+			}
+			if got := ruleOf(t, readRecords(t, want), rfKey, protocol.StepDetection); got != c.rule {
+				t.Errorf("GLM box reply parsed by rule %s, want %s", got, c.rule)
+			}
+			for _, f := range []string{results.AllResultsFile, results.SummaryFile, results.RefSummaryFile} {
+				if _, err := os.Stat(filepath.Join(want, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			// The manifest is the source's with only the rescore's members
+			// changed.
+			srcMan, err := results.ReadManifest(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			abs, _ := filepath.Abs(src)
+			srcMan.CreatedAt, srcMan.RunName, srcMan.ParseMode, srcMan.RescoredFrom = later.Format(time.RFC3339), c.newRun, string(c.mode), &abs
+			wantBytes, _ := srcMan.Marshal()
+			if got, _ := os.ReadFile(filepath.Join(want, results.ManifestFile)); !bytes.Equal(got, wantBytes) {
+				t.Errorf("rescored manifest:\n%s\nwant\n%s", got, wantBytes)
+			}
+			if w := results.WallTime(want); w != 2.5 {
+				t.Errorf("wall time %v, want the source's 2.5", w)
+			}
+		})
+	}
+}
+
+func TestRescoreRefusals(t *testing.T) {
+	bench := scenarioBench(t)
+	out := t.TempDir()
+	src := scriptedRun(t, bench, out, glmModel())
+	// Shard folders and misnamed folders are not run directories.
+	shard := filepath.Join(out, "s", "opensource_glm-4v", "oracle_none", "shard-1-of-2")
+	odd := filepath.Join(out, "s", "opensource_glm-4v", "results")
+	wrongMode := filepath.Join(out, "w", "opensource_glm-4v", "oracle_explicit")
+	for _, d := range []string{shard, odd, wrongMode} {
+		if err := os.CopyFS(d, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	if err := benchtest.Write(other, benchtest.Sample(), false); err != nil {
+		t.Fatal(err)
+	}
+	otherBench, err := benchmark.Load(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		dir   string
+		mode  parse.Mode
+		bench *benchmark.Benchmark
+		want  string
+	}{
+		{"shard folder", shard, parse.ModeStrict, bench, "shard folder"},
+		{"not oracle_<mode>", odd, parse.ModeStrict, bench, "oracle_<mode>"},
+		{"oracle mode and folder disagree", wrongMode, parse.ModeStrict, bench, `oracle_mode "none" does not match`},
+		{"unknown parse mode", src, "lenient", bench, "unknown parse mode"},
+		{"other benchmark", src, parse.ModeStrict, otherBench, "dataset.sha256"},
+		{"not a run", out, parse.ModeStrict, bench, "oracle_<mode>"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := Rescore(c.dir, RescoreOptions{Mode: c.mode, Bench: c.bench}); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+	// A target that holds a run needs Force.
+	if _, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench}); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("second rescore: %v", err)
+	}
+	if _, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench, Force: true}); err != nil {
+		t.Errorf("rescore with Force: %v", err)
+	}
+}

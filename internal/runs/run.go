@@ -1,0 +1,120 @@
+// Package runs holds the operations on whole run directories (spec
+// protocol.md §9.1): rescore (re-parse a finished run into a new one),
+// merge (combine the shards of a run, §9.5) and import-reference (rebuild
+// a run from a reference all_results.json, §9.3). They sit above the
+// protocol engine and the runner: they re-parse and replay records with
+// protocol, apply selections with eval, and read and write the run
+// directory and its manifest (results.Manifest) with results.
+package runs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+// Run is a run directory (or shard folder) as read from disk.
+type Run struct {
+	Dir      string            // as given
+	Manifest *results.Manifest // manifest.json
+	Records  []*results.Record // every complete results.jsonl line, file order
+}
+
+// ReadRun reads dir/manifest.json and dir/results.jsonl of a finished
+// run or shard. It fails if another process is writing dir (see
+// results.ReadLockRun): a run still in progress has no final results.
+func ReadRun(dir string) (*Run, error) {
+	unlock, err := results.ReadLockRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	m, err := results.ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	// What every tool needs to name and check the run.
+	for _, f := range []struct{ member, v string }{{"run_name", m.RunName}, {"oracle_mode", m.OracleMode}, {"parse_mode", m.ParseMode}} {
+		if f.v == "" {
+			return nil, fmt.Errorf("%s: %q is missing or empty", filepath.Join(dir, results.ManifestFile), f.member)
+		}
+	}
+	recs, err := results.ReadResults(filepath.Join(dir, results.ResultsFile))
+	if err != nil {
+		return nil, err
+	}
+	return &Run{Dir: dir, Manifest: m, Records: recs}, nil
+}
+
+// WriteRun writes a complete run directory (§9.1): manifest.json,
+// results.jsonl (recs, one line each, in the given order) and, through
+// results.Finalize, all_results.json, summary.json and the reference
+// CSVs. Every file is written atomically. A summary.json already in dir
+// is removed first so that its wall time is not added to the new run's.
+// The directory is locked (results.LockRun) while it is written.
+func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected int, wallTime float64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	unlock, err := results.LockRun(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	b, err := m.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, results.ManifestFile), b); err != nil {
+		return err
+	}
+	var lines []byte
+	for _, r := range recs {
+		b, err := r.MarshalLine()
+		if err != nil {
+			return err
+		}
+		lines = append(lines, b...)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, results.ResultsFile), lines); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, results.SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	_, err = results.Finalize(dir, m, selected, wallTime)
+	return err
+}
+
+// checkTarget refuses to write over an existing run unless force is set.
+func checkTarget(dir string, force bool) error {
+	if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); err == nil && !force {
+		return fmt.Errorf("%s already holds a run (results.jsonl exists); pass --force to replace it", dir)
+	}
+	return nil
+}
+
+// checkBenchmark checks that bench is the benchmark the manifest names
+// (same chexpercept.json SHA-256).
+func checkBenchmark(m *results.Manifest, manifestFile string, bench *benchmark.Benchmark) error {
+	if want := m.Dataset.SHA256; want != bench.SHA256 {
+		return fmt.Errorf("%s: dataset.sha256 is %s but %s/%s has SHA-256 %s; pass the benchmark the run was made with",
+			manifestFile, short(want), bench.Dir, benchmark.JSONName, short(bench.SHA256))
+	}
+	return nil
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	if h == "" {
+		return "(none)"
+	}
+	return h
+}
