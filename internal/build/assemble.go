@@ -73,6 +73,7 @@ type assembly struct {
 	sampleSeed *uint64
 	sourcePath string
 	cases      []*source.Case
+	own        *ownership // what the build may overwrite or remove in opt.Out
 
 	records  []*included
 	stats    []*lesionStats
@@ -163,6 +164,14 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 			return nil, global("%s: %v", d, unwrapPath(err))
 		}
 	}
+	// The folders about to be written are recorded before they exist, so
+	// a resumed or later build knows them as its own.
+	for _, inc := range a.records {
+		a.own.pending[inc.it.c.KeyID()] = true
+	}
+	if err := a.own.save(a.opt.Out); err != nil {
+		return nil, global("writing the build marker: %v", err)
+	}
 	if err := a.renderAll(ctx); err != nil {
 		return nil, err
 	}
@@ -196,6 +205,11 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 	}
 	if err := a.writeSums(); err != nil {
 		return nil, global("%s: %v", sumsFile, err)
+	}
+	// SHA256SUMS now lists every bundle file.
+	a.own.pending = map[string]bool{}
+	if err := a.own.save(a.opt.Out); err != nil {
+		return nil, global("writing the build marker: %v", err)
 	}
 	s := &Summary{Included: len(a.records), Failed: len(a.failures), Shortfalls: a.shortfalls()}
 	for _, inc := range a.records {
@@ -383,7 +397,7 @@ func (a *assembly) removeStale() error {
 			return err
 		}
 		for _, en := range ents {
-			if !keep[en.Name()] {
+			if !keep[en.Name()] && a.own.mayRemove(d, en.Name()) {
 				if err := os.RemoveAll(filepath.Join(a.opt.Out, d, en.Name())); err != nil {
 					return err
 				}
