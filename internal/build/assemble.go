@@ -656,12 +656,17 @@ func (a *assembly) skippedCSV() ([]byte, error) {
 // writeSums writes SHA256SUMS over every file of the tree except itself,
 // build_timing.json, inspect/ and work/ (§11), sorted by path bytes.
 func (a *assembly) writeSums() error {
+	// A link given as the output directory is walked through.
+	root := a.opt.Out
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
 	var rels []string
-	err := filepath.WalkDir(a.opt.Out, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(a.opt.Out, p)
+		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
 			if rel == workDirName || rel == inspectDir {

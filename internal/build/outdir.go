@@ -426,20 +426,45 @@ func checkSourceTree(out, src string, cases []*source.Case, fresh bool) error {
 			}
 		}
 	}
-	if fresh {
+	outFi, err := os.Stat(realOut)
+	if fresh || err != nil {
 		return nil // nothing lies inside a new or empty directory
 	}
-	real := map[string]string{}
+	in := &insideCheck{out: outFi, memo: map[string]bool{}}
 	for _, f := range sortedKeys(files) {
-		d := filepath.Dir(f)
-		r, ok := real[d]
-		if !ok {
-			r, _ = filepath.EvalSymlinks(d)
-			real[d] = r
-		}
-		if r != "" && outdir.Within(r, realOut) {
+		if in.inside(filepath.Dir(f)) {
 			return outdir.Refuse(out, "", "output directory %s holds %s, a file of the source; choose a directory outside the source data", out, f)
 		}
 	}
 	return nil
+}
+
+// insideCheck tells whether a folder is, or lies inside, the folder out,
+// by identity and following links, with one lstat per distinct path (a
+// manifest names up to hundreds of thousands of folders).
+type insideCheck struct {
+	out  os.FileInfo
+	memo map[string]bool
+}
+
+func (c *insideCheck) inside(d string) bool {
+	if v, ok := c.memo[d]; ok {
+		return v
+	}
+	c.memo[d] = false // a link loop ends here
+	v := false
+	if fi, err := os.Lstat(d); err == nil {
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if r, err := filepath.EvalSymlinks(d); err == nil {
+				v = c.inside(r)
+			}
+		case os.SameFile(fi, c.out):
+			v = true
+		case filepath.Dir(d) != d:
+			v = c.inside(filepath.Dir(d))
+		}
+	}
+	c.memo[d] = v
+	return v
 }

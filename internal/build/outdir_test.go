@@ -164,11 +164,12 @@ func TestCheckSourceTree(t *testing.T) {
 	}
 	tree(t, root, map[string]string{
 		"src/manifest.jsonl": "{}", "src/images/a.png": "x", "src/masks/a_lung.png": "x",
-		"bench/work/x": "x", "bench/chexpercept/k/a.png": "x", "imglink": "->src/images",
+		"bench/work/x": "x", "bench/chexpercept/k/a.png": "x", "imglink": "->src/images", "benchlink": "->bench/chexpercept",
 	})
 	src := filepath.Join(root, "src", "manifest.jsonl")
 	cases := []*source.Case{{Image: filepath.Join(root, "src/images/a.png"), LungMasks: &source.LungPaths{Right: filepath.Join(root, "src/masks/a_lung.png"), Left: filepath.Join(root, "src/masks/a_lung.png")}}}
 	inBench := []*source.Case{{Image: filepath.Join(root, "bench/chexpercept/k/a.png")}}
+	viaLink := []*source.Case{{Image: filepath.Join(root, "benchlink/k/a.png")}}
 	for _, tc := range []struct {
 		name  string
 		out   string
@@ -182,6 +183,7 @@ func TestCheckSourceTree(t *testing.T) {
 		{"inside the image folder", "src/images/bench", cases, true, "lies inside"},
 		{"inside the image folder through a link", "imglink/new", cases, true, "lies inside"},
 		{"holding an image", "bench", inBench, false, "a file of the source"},
+		{"holding an image named through a link", "bench", viaLink, false, "a file of the source"},
 		{"holding the source file", "src", cases, false, "a file of the source"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -267,9 +269,10 @@ func TestBuildRefusesForeignOutput(t *testing.T) {
 	}
 }
 
-// TestBuildRewritesOwnOutput reruns into finished builds: with the marker,
-// without it (a finished build of an older version, or with the marker
-// lost), and with other targets, whose stale folders are removed.
+// TestBuildRewritesOwnOutput reruns into finished builds: without the
+// marker (a finished build of an older version, or with the marker lost)
+// and through a link, then with other targets, whose stale folders are
+// removed, and back.
 func TestBuildRewritesOwnOutput(t *testing.T) {
 	ref := referenceBuild(t)
 	src := phantomManifest(t)
@@ -278,8 +281,13 @@ func TestBuildRewritesOwnOutput(t *testing.T) {
 	if err := os.Remove(filepath.Join(out, filepath.FromSlash(markerRelPath))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), smallOptions(src, out, 2)); err != nil {
-		t.Fatalf("rerun without the marker: %v", err)
+	// Through a link to the directory, which is followed.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(out, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), smallOptions(src, link, 2)); err != nil {
+		t.Fatalf("rerun without the marker, through a link: %v", err)
 	}
 	if readSums(t, out) != readSums(t, ref) {
 		t.Fatal("SHA256SUMS changed on a rerun without the marker")
