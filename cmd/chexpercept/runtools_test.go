@@ -473,6 +473,18 @@ func TestImportReferenceErrors(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "warning: the file's parsed response differs from our re-parse") {
 		t.Errorf("strict import of a reference export: exit %d, %s", code, stderr)
 	}
+
+	// A run directory holding files of no run is refused, untouched.
+	out := t.TempDir()
+	runDir := filepath.Join(out, "azure_gpt-5.4", "oracle_none")
+	os.MkdirAll(runDir, 0o755)
+	os.WriteFile(filepath.Join(runDir, results.SummaryFile), []byte("my summary"), 0o644)
+	before := outdirtest.Snapshot(t, out)
+	_, stderr, code = runCLI(t, "import-reference", file, "--benchmark", bench.Dir, "--out", out, "--force")
+	if code != 2 || !strings.Contains(stderr, runDir+" is not empty and holds no run") {
+		t.Errorf("import into a foreign run directory: exit %d, %s", code, stderr)
+	}
+	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, out))
 }
 
 // shardBench writes a small valid benchmark (7 lesions × LF, RF, RR).

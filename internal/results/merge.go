@@ -304,7 +304,7 @@ func Merge(inputs []string, opts MergeOptions) (*MergeReport, error) {
 		return nil, fmt.Errorf("%s: run_name %q / oracle_mode %q cannot name a run directory", filepath.Join(first.Dir, ManifestFile), runName, oracle)
 	}
 	dst := filepath.Join(opts.Out, runName, "oracle_"+oracle)
-	if err := checkTarget(dst, opts.Force); err != nil {
+	if err := CheckRunTarget(dst, opts.Force); err != nil {
 		return nil, err
 	}
 	wall := 0.0

@@ -92,10 +92,10 @@ func TestMergeRefusesNonShard(t *testing.T) {
 	}
 }
 
-// TestCheckTarget: the run directory of a merge or rescore is written when
+// TestCheckRunTarget: the run directory of a merge or rescore is written when
 // new, empty or holding only the debris of an interrupted write; a run is
 // replaced only with force; anything else is refused, untouched.
-func TestCheckTarget(t *testing.T) {
+func TestCheckRunTarget(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		files []string // entries to create ("/" suffix: directory)
@@ -124,7 +124,7 @@ func TestCheckTarget(t *testing.T) {
 					os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
 				}
 			}
-			err := checkTarget(dir, tc.force)
+			err := CheckRunTarget(dir, tc.force)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -138,7 +138,7 @@ func TestCheckTarget(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(file, nil, 0o644)
-	if err := checkTarget(file, true); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	if err := CheckRunTarget(file, true); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("a file: %v", err)
 	}
 }

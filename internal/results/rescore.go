@@ -230,13 +230,14 @@ func WriteRun(eng Engine, dir string, m *ojson.Value, recs []*Record, selected i
 	return eng.Finalize(dir, m, selected, wallTime)
 }
 
-// checkTarget accepts the run directory a merge or rescore writes when it
+// CheckRunTarget accepts the run directory a merge, rescore or reference
+// import writes when it
 // is new, empty or holds only debris of an interrupted write (the lock,
 // *.tmp-* files) and shard folders (which it leaves alone), and one that
 // holds a run (manifest.json or results.jsonl) only with force. Anything
 // else is refused: those files are not a run's, and writing the run would
 // overwrite or delete them.
-func checkTarget(dir string, force bool) error {
+func CheckRunTarget(dir string, force bool) error {
 	st, names, err := outdir.Look(dir, ManifestFile, ResultsFile)
 	if err != nil {
 		return err
@@ -346,7 +347,7 @@ func RescoreRun(srcDir string, opts RescoreOptions) (*RescoreReport, error) {
 	srcName := filepath.Base(filepath.Dir(abs))
 	newName := RescoredRunName(srcName, opts.Mode)
 	dst := filepath.Join(filepath.Dir(filepath.Dir(abs)), newName, oracleDir)
-	if err := checkTarget(dst, opts.Force); err != nil {
+	if err := CheckRunTarget(dst, opts.Force); err != nil {
 		return nil, err
 	}
 	glm := hasQuirk(run.Manifest, GLMBoxUnwrap)
