@@ -32,7 +32,17 @@ candidates.jsonl (taken as is) into a CheXpercept benchmark: chexpercept.json,
 the image bundle, masks, side files, reports and SHA256SUMS (build.md §11).
 Only reviewed cases enter unless --accept-all is given. Rerunning the same
 command resumes from BENCH_DIR/work/. Exit status: 0 success (shortfalls are
-warnings), 2 global problem, 3 target shortfall with --strict-targets.`,
+warnings), 2 global problem, 3 target shortfall with --strict-targets.
+
+BENCH_DIR must be new or empty, or hold an earlier build of the same source
+(same path or same content; its marker is BENCH_DIR/work/.chexpercept-build,
+or build_info.json and SHA256SUMS for a build without work/) in which every
+entry is one a build wrote: anything else in it is refused. The source file
+and every image, mask, report and CheXmask CSV it names must lie outside
+BENCH_DIR, and BENCH_DIR must not lie inside a folder holding the source's
+images or masks (it may sit beside the source file). A symbolic link is
+followed. A refused BENCH_DIR gives exit status 2 before anything is
+written; a build removes only bundle folders a build recorded as its own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if src == "" || out == "" {
@@ -115,7 +125,7 @@ warnings), 2 global problem, 3 target shortfall with --strict-targets.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&src, "source", "", "generic manifest or candidates.jsonl (build.md §2.4)")
-	f.StringVar(&out, "out", "", "benchmark directory to write")
+	f.StringVar(&out, "out", "", "benchmark directory to write (new, empty, or an earlier build of this source)")
 	f.Uint64Var(&seed, "seed", 0, "build seed (default: config key seed, else 0)")
 	f.StringVar(&perLesion, "per-lesion", "", "targets per lesion LF,RF,RR (default 100,100,100)")
 	f.IntVar(&workers, "workers", 0, "case workers (default: number of CPUs)")

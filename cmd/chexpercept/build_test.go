@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -75,4 +76,39 @@ func TestBuildAndInspectCommands(t *testing.T) {
 			t.Errorf("summary.txt lacks %q", want)
 		}
 	}
+}
+
+// TestCommandsRefuseForeignDirectories runs build and report as a user
+// does into a directory they did not write: exit status 2, one error line
+// naming the directory and an entry, nothing changed.
+func TestCommandsRefuseForeignDirectories(t *testing.T) {
+	root := t.TempDir()
+	mine := filepath.Join(root, "mine")
+	if err := os.MkdirAll(filepath.Join(mine, "masks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mine, "masks", "lung.png"), []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(root, "manifest.jsonl")
+	if err := os.WriteFile(src, []byte("\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := outdirtest.Snapshot(t, root)
+	for _, args := range [][]string{
+		{"build", "--source", src, "--out", mine, "--accept-all"},
+		{"report", root, "--out", mine},
+	} {
+		_, stderr, code := runCLI(t, args...)
+		var errLines []string
+		for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+			if strings.HasPrefix(l, "chexpercept: ") {
+				errLines = append(errLines, l)
+			}
+		}
+		if code != 2 || len(errLines) != 1 || !strings.Contains(errLines[0], "output directory "+mine+" is not empty and was not made by chexpercept "+args[0]+`: it holds "masks"`) {
+			t.Errorf("%s: exit %d, stderr:\n%s", args[0], code, stderr)
+		}
+	}
+	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, root))
 }

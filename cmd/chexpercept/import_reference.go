@@ -106,7 +106,10 @@ recoverable: latency, attempts, finish reasons, separately returned
 reasoning, record times (set to the import time), records the reference
 dropped, and per-turn usage unless token_usage has one entry per turn. A key
 that is not in the benchmark, or malformed content, is an error naming the
-file and the key. The last line printed is the run directory.`,
+file and the key. The last line printed is the run directory. That
+directory must be new, empty or hold only shard folders; one holding a run
+is replaced only with --force, and one holding anything else is refused
+(exit status 2, before anything is written).`,
 		Args: needArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			start := time.Now()

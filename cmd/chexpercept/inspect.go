@@ -19,7 +19,11 @@ BENCH_DIR/build_info.json and writes BENCH_DIR/inspect/<key_id>/: summary.txt
 with every answer's derivation, geometry.png, regions.png, overlaps.json,
 deformation.json, steps/, fakes/, points.png and revision_options.png.
 Failed cases are explained too. The case line is taken from BENCH_DIR/work/;
---source names the manifest or candidates file when work/ does not have it.`,
+--source names the manifest or candidates file when work/ does not have it.
+BENCH_DIR must be a build's directory (BENCH_DIR/work/.chexpercept-build, or
+build_info.json and SHA256SUMS), and an existing inspect/<key_id>/ is
+replaced only when it holds nothing but files inspect writes; otherwise
+inspect stops with exit status 2 before writing anything.`,
 		Args: needArgs("BENCH_DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if key == "" {

@@ -28,7 +28,12 @@ The merged results.jsonl holds every shard's last line per key_id in
 benchmark order; image paths in all_results.json point into --benchmark
 (default: the dataset path of the first shard's manifest), whose
 chexpercept.json must be the one the shards were run on. The last line
-printed is the merged run directory.`,
+printed is the merged run directory.
+
+The run directory RESULTS_DIR/<run name>/oracle_<mode>/ must be new, empty
+or hold only shard folders (left as they are); one holding a run
+(manifest.json or results.jsonl) is replaced only with --force; one holding
+anything else is refused (exit status 2, before anything is written).`,
 		Args: needSomeArgs("DIR"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			start := time.Now()
@@ -50,7 +55,7 @@ printed is the merged run directory.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&out, "out", "", "results folder to write the merged run into (required)")
+	f.StringVar(&out, "out", "", "results folder to write the merged run into (required; its run directory must be new, empty or, with --force, a run)")
 	f.StringVar(&benchDir, "benchmark", "", "benchmark directory on this machine (default: the first shard manifest's dataset path)")
 	f.BoolVar(&force, "force", false, "replace the merged run directory if it already holds a run")
 	_ = cmd.MarkFlagRequired("out")

@@ -26,7 +26,13 @@ directories, including reference imports) and writes into REPORT_DIR:
 all_models_oracle_<mode>/all_models_*.csv (the reference's CSVs), ext_*.csv,
 summary.json, report.md, plots (PNG and SVG) and index.html, which works
 when opened from disk. Problems with single inputs are warnings: the report
-of everything valid is still written and lists what was left out.`,
+of everything valid is still written and lists what was left out.
+
+REPORT_DIR must be new or empty, or an earlier report (marked by
+REPORT_DIR/.chexpercept-report, or holding index.html, report.md and
+summary.json); anything else is refused with exit status 2 before anything
+is written. Rewriting a report overwrites only the files report writes and
+deletes nothing.`,
 		Args: needSomeArgs("PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfg.Out == "" {
@@ -71,7 +77,7 @@ of everything valid is still written and lists what was left out.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Out, "out", "", "report directory to write (created if needed)")
+	f.StringVar(&cfg.Out, "out", "", "report directory to write (new, empty, or an earlier report)")
 	f.BoolVar(&cfg.Report.EmbedImages, "embed-images", false, "copy image thumbnails into REPORT_DIR/img instead of linking into the benchmark")
 	f.StringVar(&errorPolicy, "error-policy", analysis.ErrorsExclude, "records with status error: exclude them, or count them as wrong")
 	f.StringArrayVar(&compare, "compare", nil, "paired bootstrap comparison of two runs by run name, A,B (repeatable)")

@@ -32,7 +32,9 @@ history) stays the one the source run had under its own parse mode.
 
 The benchmark is the one named in the run's manifest unless --benchmark is
 given; its chexpercept.json must have the manifest's SHA-256. The last line
-printed is the new run directory.`,
+printed is the new run directory. That directory must be new, empty or hold
+only shard folders; one holding a run is replaced only with --force, and one
+holding anything else is refused (exit status 2, before anything is written).`,
 		Args: needArgs("RUN_DIR"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			start := time.Now()

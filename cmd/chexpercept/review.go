@@ -254,7 +254,9 @@ order), review images and a review_sheet.csv, dealing rows round-robin to N
 annotators: DIR/annotator_A/<lesion>/<label>/, annotator_B, … Positive images
 show the radiograph beside it with the candidate mask in red; negatives show
 the radiograph. Fill the sheets' decision column and read them back with
-"review import".`,
+"review import". DIR must be new or empty: a non-empty DIR (an earlier or
+interrupted pack included) is refused with exit status 2; delete it to write
+the packs again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if src == "" || out == "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
@@ -470,6 +471,18 @@ func TestImportReferenceErrors(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "warning: the file's parsed response differs from our re-parse") {
 		t.Errorf("strict import of a reference export: exit %d, %s", code, stderr)
 	}
+
+	// A run directory holding files of no run is refused, untouched.
+	out := t.TempDir()
+	runDir := filepath.Join(out, "azure_gpt-5.4", "oracle_none")
+	os.MkdirAll(runDir, 0o755)
+	os.WriteFile(filepath.Join(runDir, results.SummaryFile), []byte("my summary"), 0o644)
+	before := outdirtest.Snapshot(t, out)
+	_, stderr, code = runCLI(t, "import-reference", file, "--benchmark", bench.Dir, "--out", out, "--force")
+	if code != 2 || !strings.Contains(stderr, runDir+" is not empty and holds no run") {
+		t.Errorf("import into a foreign run directory: exit %d, %s", code, stderr)
+	}
+	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, out))
 }
 
 // shardBench writes a small valid benchmark (7 lesions × LF, RF, RR).
@@ -587,6 +600,24 @@ func TestMergeShardsEqualsUnsharded(t *testing.T) {
 	if _, stderr, code := runCLI(t, append(append([]string{"merge"}, shardDirs...), "--out", out, "--force", "--benchmark", bench)...); code != 0 {
 		t.Errorf("re-merge with --force: exit %d %s", code, stderr)
 	}
+	// A run directory holding files of no run is refused, with or without
+	// --force, and keeps every byte and modification time.
+	foreign := t.TempDir()
+	fdir := filepath.Join(foreign, "baseline_random", "oracle_implicit")
+	if err := os.MkdirAll(fdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fdir, results.SummaryFile), []byte("my summary"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := outdirtest.Snapshot(t, foreign)
+	for _, force := range [][]string{nil, {"--force"}} {
+		_, stderr, code := runCLI(t, append([]string{"merge", runDir, "--out", foreign}, force...)...)
+		if code != 2 || !strings.Contains(stderr, fdir+` is not empty and holds no run`) || !strings.Contains(stderr, `"summary.json"`) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("merge %v into a foreign run directory: exit %d %s", force, code, stderr)
+		}
+	}
+	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, foreign))
 
 	// On another machine: the benchmark elsewhere. Image paths follow it
 	// and the manifest records it; a benchmark with other bytes is refused.

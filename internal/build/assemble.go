@@ -73,6 +73,7 @@ type assembly struct {
 	sampleSeed *uint64
 	sourcePath string
 	cases      []*source.Case
+	own        *ownership // what the build may overwrite or remove in opt.Out
 
 	records  []*included
 	stats    []*lesionStats
@@ -163,6 +164,14 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 			return nil, global("%s: %v", d, unwrapPath(err))
 		}
 	}
+	// The folders about to be written are recorded before they exist, so
+	// a resumed or later build knows them as its own.
+	for _, inc := range a.records {
+		a.own.pending[inc.it.c.KeyID()] = true
+	}
+	if err := a.own.save(a.opt.Out); err != nil {
+		return nil, global("writing the build marker: %v", err)
+	}
 	if err := a.renderAll(ctx); err != nil {
 		return nil, err
 	}
@@ -196,6 +205,11 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 	}
 	if err := a.writeSums(); err != nil {
 		return nil, global("%s: %v", sumsFile, err)
+	}
+	// SHA256SUMS now lists every bundle file.
+	a.own.pending = map[string]bool{}
+	if err := a.own.save(a.opt.Out); err != nil {
+		return nil, global("writing the build marker: %v", err)
 	}
 	s := &Summary{Included: len(a.records), Failed: len(a.failures), Shortfalls: a.shortfalls()}
 	for _, inc := range a.records {
@@ -383,7 +397,7 @@ func (a *assembly) removeStale() error {
 			return err
 		}
 		for _, en := range ents {
-			if !keep[en.Name()] {
+			if !keep[en.Name()] && a.own.mayRemove(d, en.Name()) {
 				if err := os.RemoveAll(filepath.Join(a.opt.Out, d, en.Name())); err != nil {
 					return err
 				}
@@ -642,12 +656,17 @@ func (a *assembly) skippedCSV() ([]byte, error) {
 // writeSums writes SHA256SUMS over every file of the tree except itself,
 // build_timing.json, inspect/ and work/ (§11), sorted by path bytes.
 func (a *assembly) writeSums() error {
+	// A link given as the output directory is walked through.
+	root := a.opt.Out
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
 	var rels []string
-	err := filepath.WalkDir(a.opt.Out, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(a.opt.Out, p)
+		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
 			if rel == workDirName || rel == inspectDir {

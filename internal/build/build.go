@@ -17,6 +17,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
@@ -92,24 +93,24 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, global("config: %v", err)
 	}
-	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
-		return nil, global("output directory %s: %v", opt.Out, unwrapPath(err))
+	// Nothing is written before the output directory, the source and its
+	// place relative to the output directory have been checked.
+	own, err := readOwnership(opt.Out)
+	if err != nil {
+		return nil, &GlobalError{Err: err}
 	}
-	if err := probeWritable(opt.Out); err != nil {
-		return nil, global("output directory %s is not writable: %v", opt.Out, err)
-	}
-	workDir := filepath.Join(opt.Out, workDirName)
-	if err := os.MkdirAll(workDir, 0o755); err != nil {
-		return nil, global("work directory %s: %v", workDir, unwrapPath(err))
-	}
-	if err := cleanLeftovers(opt.Out); err != nil {
-		return nil, global("cleaning leftovers in %s: %v", opt.Out, err)
-	}
-
 	cases, isCand, err := source.ReadSource(opt.Source, cfg)
 	if err != nil {
 		return nil, &GlobalError{Err: err}
 	}
+	if err := claimOut(opt, own, cases); err != nil {
+		return nil, err
+	}
+	workDir := filepath.Join(opt.Out, workDirName)
+	if err := cleanLeftovers(opt.Out); err != nil {
+		return nil, global("cleaning leftovers in %s: %v", opt.Out, err)
+	}
+
 	var sampleSeed *uint64
 	if isCand {
 		for _, c := range cases {
@@ -183,7 +184,7 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	processed := time.Now()
 
 	a := &assembly{opt: opt, cfg: cfg, lists: lists, workDir: workDir, loader: loader, e: e,
-		sampleSeed: sampleSeed, sourcePath: opt.Source, cases: cases}
+		sampleSeed: sampleSeed, sourcePath: opt.Source, cases: cases, own: own}
 	sum, err := a.run(ctx)
 	if err != nil {
 		return nil, err
@@ -269,6 +270,39 @@ func makeLists(cases []*source.Case, cfg buildcfg.Config) []*list {
 // rfCount is the RF share of n positives (§3, half to even).
 func rfCount(n int, ratio float64) int {
 	return int(math.RoundToEven(float64(n) * ratio))
+}
+
+// claimOut checks the source against the output directory and then
+// claims it: creates it, checks that it is writable and writes the build
+// marker with this source.
+func claimOut(opt Options, own *ownership, cases []*source.Case) error {
+	real, err := outdir.RealPath(opt.Source)
+	if err != nil {
+		return global("source %s: %v", opt.Source, err)
+	}
+	sha, err := benchmark.SHA256File(opt.Source)
+	if err != nil {
+		return global("source %s: %v", opt.Source, unwrapPath(err))
+	}
+	if err := own.checkSource(opt.Out, opt.Source, real, sha); err != nil {
+		return &GlobalError{Err: err}
+	}
+	if err := checkSourceTree(opt.Out, opt.Source, cases, own.fresh); err != nil {
+		return &GlobalError{Err: err}
+	}
+	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
+		return global("output directory %s: %v", opt.Out, unwrapPath(err))
+	}
+	// The marker comes first: a build killed from here on leaves a
+	// directory that the next run recognises.
+	own.source, own.sourceSHA = real, sha
+	if err := own.save(opt.Out); err != nil {
+		return global("output directory %s: writing the build marker: %v", opt.Out, err)
+	}
+	if err := probeWritable(opt.Out); err != nil {
+		return global("output directory %s is not writable: %v", opt.Out, err)
+	}
+	return nil
 }
 
 // probeWritable creates and removes a temporary file in dir.

@@ -17,6 +17,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/qagen"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/source"
@@ -97,6 +98,15 @@ func Inspect(opt InspectOptions) (string, error) {
 	// The key names folders under work/ and inspect/: it must be a key_id.
 	if _, _, err := benchmark.ParseKeyID(opt.Key); err != nil {
 		return "", fmt.Errorf("--key %q: %v", opt.Key, err)
+	}
+	// inspect writes only into a build's directory, and replaces only an
+	// inspect folder that holds nothing but inspect's files.
+	if !outdir.IsRegular(filepath.Join(opt.Dir, filepath.FromSlash(markerRelPath))) &&
+		!(outdir.IsRegular(filepath.Join(opt.Dir, infoJSON)) && outdir.IsRegular(filepath.Join(opt.Dir, sumsFile))) {
+		return "", outdir.Refuse(opt.Dir, "", "%s is not a benchmark directory written by chexpercept build (no %s, nor %s and %s)", opt.Dir, markerRelPath, infoJSON, sumsFile)
+	}
+	if err := checkInspectFolder(opt.Dir, inspectDir+"/"+opt.Key); err != nil {
+		return "", err
 	}
 	data, err := imagefile.ReadFile(filepath.Join(opt.Dir, infoJSON), maxMetaBytes, imagefile.NoFollow)
 	if err != nil {
@@ -179,10 +189,16 @@ func findCase(opt InspectOptions, cfg buildcfg.Config) (*source.Case, error) {
 // inspectCase re-runs c with a trace and writes <out>/inspect/<key_id>/
 // through a staging folder. It never changes a build result.
 func inspectCase(e *env, c *source.Case, out, pathName string) error {
+	dir := filepath.Join(out, inspectDir)
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		return foreign(out, inspectDir)
+	}
+	if err := checkInspectFolder(out, inspectDir+"/"+c.KeyID()); err != nil {
+		return err
+	}
 	in := e.digests(c)
 	tr := &trace{}
 	o := e.processCase(context.Background(), c, in, tr)
-	dir := filepath.Join(out, inspectDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

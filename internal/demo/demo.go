@@ -25,10 +25,8 @@ package demo
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -41,6 +39,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/phantom"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/registry"
@@ -479,30 +478,19 @@ func writeHeadline(w io.Writer, res *analysis.Result) {
 // claimDir makes dir a demo directory: it creates it, or accepts it when it
 // is empty or already carries the marker; anything else is refused.
 func claimDir(dir string) (*state, error) {
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("demo: creating %s: %v", dir, err)
-		}
-	case err != nil:
-		return nil, fmt.Errorf("demo: output directory %s: %v", dir, err)
-	case !fi.IsDir():
-		return nil, fmt.Errorf("demo: %s exists and is not a directory", dir)
+	st, err := outdir.Require(dir, "demo", markerFile)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
 	}
 	marker := filepath.Join(dir, markerFile)
-	if exists(marker) {
+	if st == outdir.Marked {
 		return readState(marker)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("demo: reading %s: %v", dir, err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("demo: creating %s: %v", dir, err)
 	}
-	if len(entries) > 0 {
-		return nil, fmt.Errorf("demo: %s is not empty and was not made by chexpercept demo (no %s file); choose another --out or remove it", dir, markerFile)
-	}
-	st := &state{path: marker, steps: map[string]string{}}
-	return st, st.save()
+	s := &state{path: marker, steps: map[string]string{}}
+	return s, s.save()
 }
 
 // state is the marker file: a header line, then "step fingerprint" lines

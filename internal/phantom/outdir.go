@@ -2,15 +2,13 @@ package phantom
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
 // MarkerName is the file that marks a directory as a phantom set. It is
@@ -27,28 +25,14 @@ var phantomCaseID = regexp.MustCompile(`^ph[0-9]{4,5}_(positive|negative)_0$`)
 
 // checkOutDir refuses a non-empty dir that does not hold a phantom set.
 func checkOutDir(dir string) error {
-	f, err := os.Open(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	st, names, err := outdir.Look(dir, MarkerName)
 	if err != nil {
-		return fmt.Errorf("phantom: output directory %s: %w", dir, unwrapPath(err))
+		return fmt.Errorf("phantom: %w", err)
 	}
-	_, err = f.Readdirnames(1)
-	f.Close()
-	if err == io.EOF {
-		return nil // empty
+	if st == outdir.Other && !phantomManifest(filepath.Join(dir, "manifest.jsonl")) {
+		return fmt.Errorf("phantom: %w", outdir.Foreign(dir, names, "phantom", MarkerName))
 	}
-	if err != nil {
-		return fmt.Errorf("phantom: output directory %s: %w", dir, unwrapPath(err))
-	}
-	if _, err := os.Stat(filepath.Join(dir, MarkerName)); err == nil {
-		return nil
-	}
-	if phantomManifest(filepath.Join(dir, "manifest.jsonl")) {
-		return nil
-	}
-	return fmt.Errorf("phantom: output directory %s is not empty and holds no phantom set (no %s marker or phantom manifest.jsonl); choose a new or empty directory", dir, MarkerName)
+	return nil
 }
 
 // phantomManifest reports whether the first line of path is a manifest
@@ -73,12 +57,4 @@ func phantomManifest(path string) bool {
 		return false
 	}
 	return phantomCaseID.MatchString(cid.S) && img.S == "images/"+id.S+".png"
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

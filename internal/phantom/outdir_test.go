@@ -65,7 +65,7 @@ func TestGenerateRefusesForeignDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Generate(context.Background(), Options{OutDir: dir, CasesPerLesion: 1, Workers: 1})
-	if err == nil || !strings.Contains(err.Error(), "is not empty and holds no phantom set") {
+	if err == nil || !strings.Contains(err.Error(), "is not empty and was not made by chexpercept phantom") {
 		t.Fatalf("err = %v, want a refusal", err)
 	}
 	ents, _ := os.ReadDir(dir)

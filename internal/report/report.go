@@ -18,6 +18,8 @@ import (
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
 // Options configure Write.
@@ -32,8 +34,8 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("report: %w", err)
+	if err := claimDir(dir); err != nil {
+		return err
 	}
 	warnings := res.Warnings
 	files := map[string][]byte{
@@ -69,6 +71,47 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
+}
+
+// MarkerName marks a report directory, which a later report may rewrite.
+const MarkerName = ".chexpercept-report"
+
+const markerText = "chexpercept report: `chexpercept report` may rewrite the files it wrote here\n"
+
+// claimDir accepts dir when it is new, empty, or an earlier report (the
+// marker, or index.html, report.md and summary.json of a report written
+// before the marker existed), and writes the marker. A report overwrites
+// only the names it writes and deletes nothing.
+func claimDir(dir string) error {
+	st, err := checkDir(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if st != outdir.Marked {
+		if err := atomicfile.WriteFile(filepath.Join(dir, MarkerName), []byte(markerText)); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkDir is claimDir without writing anything.
+func checkDir(dir string) (outdir.State, error) {
+	st, names, err := outdir.Look(dir, MarkerName)
+	if err != nil {
+		return st, fmt.Errorf("report: %w", err)
+	}
+	if st == outdir.Other {
+		for _, n := range []string{"index.html", "report.md", "summary.json"} {
+			if !outdir.IsRegular(filepath.Join(dir, n)) {
+				return st, outdir.Foreign(dir, names, "report", MarkerName)
+			}
+		}
+	}
+	return st, nil
 }
 
 // runAll runs fns on up to workers goroutines and returns the first
@@ -122,6 +165,10 @@ type Config struct {
 // Generate loads the runs, analyses them and writes the report. The
 // result (with every warning) is returned even when writing fails.
 func Generate(cfg Config) (*analysis.Result, error) {
+	// Refuse the output directory before the (long) analysis.
+	if _, err := checkDir(cfg.Out); err != nil {
+		return nil, err
+	}
 	set, err := analysis.Load(cfg.Inputs, analysis.LoadOptions{Benchmark: cfg.Benchmark})
 	if err != nil {
 		return &analysis.Result{Set: set, Warnings: set.Warnings}, err

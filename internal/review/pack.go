@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
@@ -57,10 +58,10 @@ func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error
 	if opt.Annotators < 1 {
 		return sum, fmt.Errorf("--annotators must be at least 1, got %d", opt.Annotators)
 	}
-	if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {
-		return sum, fmt.Errorf("pack output %s is not empty (refusing to mix packs)", out)
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return sum, fmt.Errorf("pack output %s: %v", out, unwrapPath(err))
+	if st, names, err := outdir.Look(out); err != nil {
+		return sum, err
+	} else if st != outdir.Absent && st != outdir.Empty {
+		return sum, outdir.Refuse(out, names[0], "output directory %s is not empty (it holds %q): review packs go into a new or empty directory, never mixed with other files", out, names[0])
 	}
 	// Folder of every case, by round robin within lesion and label.
 	dirs := make([]string, len(cases))

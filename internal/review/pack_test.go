@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
@@ -117,8 +118,20 @@ func TestPack(t *testing.T) {
 	if r <= g {
 		t.Errorf("no red overlay inside the mask: r=%d g=%d", r>>8, g>>8)
 	}
-	if _, err := Pack(fx.Cases, out, PackOptions{Annotators: 2}); err == nil || !strings.Contains(err.Error(), "not empty") {
-		t.Errorf("second pack into the same folder: %v", err)
+	// A second pack into the same folder, or a pack into a file or a
+	// dangling link, is refused with one line and changes nothing.
+	tmp := t.TempDir()
+	file, dangling := filepath.Join(tmp, "file"), filepath.Join(tmp, "dangling")
+	os.WriteFile(file, []byte("x"), 0o644)
+	os.Symlink(filepath.Join(tmp, "nowhere"), dangling)
+	for dir, want := range map[string]string{out: `is not empty (it holds "annotator_A")`, file: "is not a directory", dangling: "does not lead to a directory"} {
+		before, beforeTmp := outdirtest.Snapshot(t, out), outdirtest.Snapshot(t, tmp)
+		_, err := Pack(fx.Cases, dir, PackOptions{Annotators: 2})
+		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("pack into %s: %v, want %q", dir, err, want)
+		}
+		outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, out))
+		outdirtest.Unchanged(t, beforeTmp, outdirtest.Snapshot(t, tmp))
 	}
 	if _, err := Pack(fx.Cases, filepath.Join(t.TempDir(), "x"), PackOptions{Annotators: 0}); err == nil {
 		t.Error("--annotators 0 accepted")

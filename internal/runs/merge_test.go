@@ -186,3 +186,54 @@ func TestMergeRefusesNonShard(t *testing.T) {
 		t.Errorf("not a RefusalError: %T", err)
 	}
 }
+
+// TestCheckRunTarget: the run directory of a merge or rescore is written when
+// new, empty or holding only the debris of an interrupted write; a run is
+// replaced only with force; anything else is refused, untouched.
+func TestCheckTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files []string // entries to create ("/" suffix: directory)
+		force bool
+		want  string // error substring; "" accepted
+	}{
+		{"absent", nil, false, ""},
+		{"empty", []string{}, false, ""},
+		{"interrupted write", []string{results.LockFile, results.ManifestFile + ".tmp-123"}, false, ""},
+		{"a run", []string{results.LockFile, results.ManifestFile, results.ResultsFile}, false, "pass --force"},
+		{"a run with force", []string{results.ManifestFile, results.ResultsFile, results.SummaryFile}, true, ""},
+		{"a run's manifest only", []string{results.ManifestFile}, false, "pass --force"},
+		{"someone's summary", []string{results.SummaryFile}, true, `holds no run (no manifest.json or results.jsonl): it holds "summary.json"`},
+		{"shard folders", []string{"shard-1-of-2/", "shard-2-of-2/", results.LockFile}, false, ""},
+		{"shard folders and more", []string{"shard-1-of-2/", results.LockFile, "notes/"}, false, `it holds "notes"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run", "oracle_none")
+			if tc.files != nil {
+				os.MkdirAll(dir, 0o755)
+			}
+			for _, f := range tc.files {
+				if strings.HasSuffix(f, "/") {
+					os.MkdirAll(filepath.Join(dir, f), 0o755)
+				} else {
+					os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
+				}
+			}
+			err := checkTarget(dir, tc.force)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), dir) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	if err := checkTarget(file, true); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a file: %v", err)
+	}
+}

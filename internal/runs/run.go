@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -91,10 +93,29 @@ func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected 
 	return err
 }
 
-// checkTarget refuses to write over an existing run unless force is set.
+// checkTarget accepts the run directory a merge, rescore or reference
+// import writes when it is new, empty or holds only debris of an
+// interrupted write (the lock, *.tmp-* files) and shard folders (which it
+// leaves alone), and one that holds a run (manifest.json or results.jsonl)
+// only with force. Anything else is refused: those files are not a run's,
+// and writing the run would overwrite or delete them.
 func checkTarget(dir string, force bool) error {
-	if _, err := os.Stat(filepath.Join(dir, results.ResultsFile)); err == nil && !force {
-		return fmt.Errorf("%s already holds a run (results.jsonl exists); pass --force to replace it", dir)
+	st, names, err := outdir.Look(dir, results.ManifestFile, results.ResultsFile)
+	if err != nil {
+		return err
+	}
+	switch st {
+	case outdir.Marked:
+		if !force {
+			return fmt.Errorf("%s already holds a run (manifest.json or results.jsonl exists); pass --force to replace it", dir)
+		}
+	case outdir.Other:
+		for _, n := range names {
+			if n != results.LockFile && !strings.Contains(n, ".tmp-") && !shardDirRE.MatchString(n) {
+				return outdir.Refuse(dir, n, "run directory %s is not empty and holds no run (no %s or %s): it holds %q; choose another results folder or move that away",
+					dir, results.ManifestFile, results.ResultsFile, n)
+			}
+		}
 	}
 	return nil
 }
