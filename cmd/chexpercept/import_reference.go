@@ -219,5 +219,5 @@ func importManifest(m eval.Model, bench *benchmark.Benchmark, benchAbs string, r
 		p := m.ModelID
 		mi.Policy = &p
 	}
-	return ojson.From(man)
+	return ojson.ValueOf(man)
 }
