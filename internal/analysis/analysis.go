@@ -307,7 +307,7 @@ func (rr *RunResult) cells(heart heartSet) {
 		var cell []*Score
 		for i := range rr.Scores {
 			s := &rr.Scores[i]
-			if (s.Path == 0 || s.Path == 1) && (li == 0 || s.Lesion == li) {
+			if benchmark.Paths[s.Path].Positive() && (li == 0 || s.Lesion == li) {
 				cell = append(cell, s)
 			}
 		}

@@ -162,7 +162,7 @@ func ComputeChance(b *benchmark.Benchmark) *Chance {
 		}
 		var cell []itemGT
 		for _, it := range items {
-			if (it.path == 0 || it.path == 1) && (li == 0 || it.lesion == li) {
+			if benchmark.Paths[it.path].Positive() && (li == 0 || it.lesion == li) {
 				cell = append(cell, it)
 			}
 		}

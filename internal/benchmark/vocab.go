@@ -1,6 +1,9 @@
 package benchmark
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // The scoring vocabulary: lesions, paths, stages and question types, and
 // the one rule that says which apply to a record (format.md §5,
@@ -88,16 +91,26 @@ func (s Stage) Name() string {
 	return stageNames[s]
 }
 
-// Questions returns the question types of the stage, in turn order.
+// Questions returns the question types of the stage, in turn order. The
+// slice is shared: callers must not modify it.
 func (s Stage) Questions() []Question {
-	var out []Question
+	if s < StageDetection || s > StageAttributeExtraction {
+		return nil
+	}
+	return stageQuestions[s]
+}
+
+// stageQuestions are the question types per stage (index 1..4), set up
+// once: scoring asks for them for every record.
+var stageQuestions = func() (out [StageAttributeExtraction + 1][]Question) {
 	for _, q := range Questions {
-		if q.Stage() == s {
-			out = append(out, q)
-		}
+		out[q.Stage()] = append(out[q.Stage()], q)
+	}
+	for s := range out {
+		out[s] = slices.Clip(out[s])
 	}
 	return out
-}
+}()
 
 // Question is one of the nine question types, numbered 0..8 in turn order
 // (T1…T9), so that it indexes per-question arrays.
