@@ -216,7 +216,7 @@ func TestRescore(t *testing.T) {
 			var o, n *results.Turn
 			for i := range olds {
 				if olds[i].KeyID == "pneumonia_s57001234_positive_0" {
-					o, n = olds[i].TurnByStep(protocol.StepContourEval), news[i].TurnByStep(protocol.StepContourEval)
+					o, n = olds[i].TurnByStep(benchmark.QContourEval.Step()), news[i].TurnByStep(benchmark.QContourEval.Step())
 				}
 				// The conversation is the source's; only labels change.
 				for j := range olds[i].Turns {

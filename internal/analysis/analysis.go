@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -66,15 +67,17 @@ func prop(k, n int) Prop {
 
 // StageCell is one (path, lesion, stage) cell of one run: the three views.
 type StageCell struct {
-	Path, Lesion  string
-	Stage         int
+	Path          benchmark.Path
+	Lesion        string
+	Stage         benchmark.Stage
 	Applicable    bool
 	E2E, OP, Cond Prop
 }
 
 // DepthCell is one (path, lesion) depth cell.
 type DepthCell struct {
-	Path, Lesion string
+	Path         benchmark.Path
+	Lesion       string
 	N            int
 	Valid        bool
 	Mean, Lo, Hi float64
@@ -82,17 +85,19 @@ type DepthCell struct {
 }
 
 // SubCell is one question's accuracy in a (path, lesion) cell; Path may
-// be "revision_required+revision_free" (pooled, attributes only).
+// be PooledPath (attributes only).
 type SubCell struct {
-	Path, Lesion, Question string
-	Q                      int
-	Applicable             bool
-	Acc                    Prop
-	Jaccard                float64 // mean; NaN when not multi-select or n = 0
+	Path       benchmark.Path
+	Lesion     string
+	Q          benchmark.Question
+	Applicable bool
+	Acc        Prop
+	Jaccard    float64 // mean; NaN when not multi-select or n = 0
 }
 
-// PooledPath is the pooled RR+RF path name of the reference detail table.
-const PooledPath = results.PathRR + "+" + results.PathRF
+// PooledPath labels the pooled RR+RF rows of the reference's attribute
+// detail table: a table path, not a record's.
+const PooledPath = benchmark.RevisionRequired + "+" + benchmark.RevisionFree
 
 // ParseRow is one question type's parse statistics for a run (Question
 // "all" sums every type).
@@ -123,7 +128,7 @@ type RunResult struct {
 }
 
 // Stage returns the stage cell, or nil.
-func (r *RunResult) Stage(path, lesion string, k int) *StageCell {
+func (r *RunResult) Stage(path benchmark.Path, lesion string, k benchmark.Stage) *StageCell {
 	for i := range r.Stages {
 		c := &r.Stages[i]
 		if c.Path == path && c.Lesion == lesion && c.Stage == k {
@@ -134,7 +139,7 @@ func (r *RunResult) Stage(path, lesion string, k int) *StageCell {
 }
 
 // DepthOf returns the depth cell, or nil.
-func (r *RunResult) DepthOf(path, lesion string) *DepthCell {
+func (r *RunResult) DepthOf(path benchmark.Path, lesion string) *DepthCell {
 	for i := range r.Depth {
 		c := &r.Depth[i]
 		if c.Path == path && c.Lesion == lesion {
@@ -145,10 +150,10 @@ func (r *RunResult) DepthOf(path, lesion string) *DepthCell {
 }
 
 // SubOf returns a sub-question cell, or nil.
-func (r *RunResult) SubOf(path, lesion, question string) *SubCell {
+func (r *RunResult) SubOf(path benchmark.Path, lesion string, q benchmark.Question) *SubCell {
 	for i := range r.Sub {
 		c := &r.Sub[i]
-		if c.Path == path && c.Lesion == lesion && c.Question == question {
+		if c.Path == path && c.Lesion == lesion && c.Q == q {
 			return c
 		}
 	}
@@ -209,6 +214,7 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 	if set.Bench != nil {
 		res.Chance = ComputeChance(set.Bench)
 	}
+	heart := heartLesions(set.Bench, set.Runs)
 	res.Runs = make([]*RunResult, len(set.Runs))
 	score := make([]func(), len(set.Runs))
 	for i, run := range set.Runs {
@@ -224,7 +230,7 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 					rr.Scores = append(rr.Scores, s)
 				}
 			}
-			rr.cells()
+			rr.cells(heart)
 		}
 	}
 	runJobs(score, opts.Workers)
@@ -270,8 +276,8 @@ func runJobs(jobs []func(), workers int) {
 // inCell reports whether a score belongs to the (path, lesion) cell.
 func inCell(s *Score, pi, li int) bool { return s.Path == pi && (li == 0 || s.Lesion == li) }
 
-func (rr *RunResult) cells() {
-	for pi, path := range Paths {
+func (rr *RunResult) cells(heart heartSet) {
+	for pi, path := range benchmark.Paths {
 		for li, lesion := range Lesions {
 			var cell []*Score
 			for i := range rr.Scores {
@@ -279,30 +285,10 @@ func (rr *RunResult) cells() {
 					cell = append(cell, &rr.Scores[i])
 				}
 			}
-			for k := 1; k <= 4; k++ {
-				sc := StageCell{Path: path, Lesion: lesion, Stage: k, Applicable: StageApplies(path, lesion, k)}
-				if sc.Applicable {
-					n, e2e, op, condN := 0, 0, 0, 0
-					for _, s := range cell {
-						if !s.App[k-1] {
-							continue
-						}
-						n++
-						if s.Cor[k-1] {
-							op++
-						}
-						if s.Chain(k - 1) {
-							condN++
-							if s.Cor[k-1] {
-								e2e++
-							}
-						}
-					}
-					sc.E2E, sc.OP, sc.Cond = prop(e2e, n), prop(op, n), prop(e2e, condN)
-				}
-				rr.Stages = append(rr.Stages, sc)
+			for _, k := range benchmark.Stages {
+				rr.Stages = append(rr.Stages, stageCell(path, lesion, k, heart.stageApplies(path, lesion, k), cell))
 			}
-			dc := DepthCell{Path: path, Lesion: lesion, N: len(cell), Max: PathMax(path)}
+			dc := DepthCell{Path: path, Lesion: lesion, N: len(cell), Max: path.MaxDepth()}
 			if dc.N > 0 {
 				t := 0
 				for _, s := range cell {
@@ -311,8 +297,8 @@ func (rr *RunResult) cells() {
 				dc.Valid, dc.Mean = true, float64(t)/float64(dc.N)
 			}
 			rr.Depth = append(rr.Depth, dc)
-			for q, name := range Questions {
-				rr.Sub = append(rr.Sub, subCell(path, lesion, name, q, cell))
+			for _, q := range benchmark.Questions {
+				rr.Sub = append(rr.Sub, subCell(path, lesion, q, heart.applies(path, lesion, q), cell))
 			}
 		}
 	}
@@ -321,25 +307,46 @@ func (rr *RunResult) cells() {
 		var cell []*Score
 		for i := range rr.Scores {
 			s := &rr.Scores[i]
-			if (s.Path == 0 || s.Path == 1) && (li == 0 || s.Lesion == li) {
+			if benchmark.Paths[s.Path].Positive() && (li == 0 || s.Lesion == li) {
 				cell = append(cell, s)
 			}
 		}
-		for q := 5; q < 9; q++ {
-			sc := subCell(PooledPath, lesion, Questions[q], q, cell)
-			sc.Applicable = lesion != "cardiomegaly"
-			rr.Sub = append(rr.Sub, sc)
+		for _, q := range benchmark.StageAttributeExtraction.Questions() {
+			rr.Sub = append(rr.Sub, subCell(PooledPath, lesion, q, !heart[lesion], cell))
 		}
 	}
 }
 
-func subCell(path, lesion, name string, q int, cell []*Score) SubCell {
-	sc := SubCell{Path: path, Lesion: lesion, Question: name, Q: q, Jaccard: nan}
-	if path != PooledPath {
-		sc.Applicable = QuestionApplies(path, lesion, q)
-		if !sc.Applicable {
-			return sc
+// stageCell computes the three views of stage k over a cell's scores.
+func stageCell(path benchmark.Path, lesion string, k benchmark.Stage, applicable bool, cell []*Score) StageCell {
+	sc := StageCell{Path: path, Lesion: lesion, Stage: k, Applicable: applicable}
+	if !applicable {
+		return sc
+	}
+	n, e2e, op, condN := 0, 0, 0, 0
+	for _, s := range cell {
+		if !s.App[k-1] {
+			continue
 		}
+		n++
+		if s.Cor[k-1] {
+			op++
+		}
+		if s.Chain(k - 1) {
+			condN++
+			if s.Cor[k-1] {
+				e2e++
+			}
+		}
+	}
+	sc.E2E, sc.OP, sc.Cond = prop(e2e, n), prop(op, n), prop(e2e, condN)
+	return sc
+}
+
+func subCell(path benchmark.Path, lesion string, q benchmark.Question, applicable bool, cell []*Score) SubCell {
+	sc := SubCell{Path: path, Lesion: lesion, Q: q, Applicable: applicable, Jaccard: nan}
+	if !applicable && path != PooledPath {
+		return sc
 	}
 	n, k, jac := 0, 0, 0.0
 	for _, s := range cell {
@@ -353,15 +360,15 @@ func subCell(path, lesion, name string, q int, cell []*Score) SubCell {
 		jac += s.Jac[q]
 	}
 	sc.Acc = prop(k, n)
-	if IsMultiQuestion(q) && n > 0 {
+	if q.Multi() && n > 0 {
 		sc.Jaccard = jac / float64(n)
 	}
 	return sc
 }
 
 // DepthCellID is the bootstrap cell id of a depth cell.
-func DepthCellID(model, path, lesion string) string {
-	return "depth|" + model + "|" + path + "|" + lesion
+func DepthCellID(model string, path benchmark.Path, lesion string) string {
+	return "depth|" + model + "|" + string(path) + "|" + lesion
 }
 
 func (rr *RunResult) bootDepth(j int, o *Options) {
@@ -381,11 +388,11 @@ func (rr *RunResult) bootDepth(j int, o *Options) {
 
 func usageAndParse(run *Run) (UsageRow, []ParseRow) {
 	u := UsageRow{Cost: 0}
-	rows := make([]ParseRow, len(Questions)+1)
-	for i, q := range Questions {
-		rows[i].Question = q
+	rows := make([]ParseRow, benchmark.NumQuestions+1)
+	for _, q := range benchmark.Questions {
+		rows[q].Question = q.Name()
 	}
-	rows[len(Questions)].Question = "all"
+	rows[benchmark.NumQuestions].Question = "all"
 	if run.Records == nil {
 		u.Cost, u.LatencyP50, u.LatencyP95 = nan, nan, nan
 		return u, rows
@@ -417,11 +424,12 @@ func usageAndParse(run *Run) (UsageRow, []ParseRow) {
 			if !t.Cached {
 				lat = append(lat, float64(t.LatencyMS))
 			}
-			q := questionOf(t.Step)
-			for _, row := range []int{q, len(Questions)} {
-				if row < 0 {
-					continue
-				}
+			// The question's row (when the step is known) and "all".
+			idx := []int{benchmark.NumQuestions}
+			if q, ok := benchmark.QuestionOfStep(t.Step); ok {
+				idx = []int{int(q), benchmark.NumQuestions}
+			}
+			for _, row := range idx {
 				p := &rows[row]
 				p.NAsked++
 				if isParseFailure(t) {
@@ -453,11 +461,12 @@ func usageAndParse(run *Run) (UsageRow, []ParseRow) {
 
 // Headline is one entry of summary.json's per-run metrics.
 type Headline struct {
-	Path, Metric string
-	N            int
-	Valid        bool
-	Value        float64
-	Lo, Hi       float64
+	Path   benchmark.Path
+	Metric string
+	N      int
+	Valid  bool
+	Value  float64
+	Lo, Hi float64
 }
 
 // Headlines lists, per path (lesion all), e2e_k and op_k for each
@@ -467,13 +476,13 @@ func (rr *RunResult) Headlines() []Headline {
 	if !rr.Scored {
 		return out
 	}
-	for _, path := range Paths {
-		for k := 1; k <= 4; k++ {
+	for _, path := range benchmark.Paths {
+		for _, k := range benchmark.Stages {
 			c := rr.Stage(path, "all", k)
 			if c == nil || !c.Applicable {
 				continue
 			}
-			ks := strconv.Itoa(k)
+			ks := strconv.Itoa(int(k))
 			for _, v := range []struct {
 				name string
 				p    Prop

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,13 +10,14 @@ import (
 )
 
 // itemGT is what the chance baselines need of one benchmark record: per
-// question the uniform chance of a correct guess and the ground truth as
-// a canonical string ("1", "1,3").
+// question (indexed by benchmark.Question) the uniform chance of a correct
+// guess and the ground truth as a canonical string ("1", "1,3").
 type itemGT struct {
 	path, lesion int
-	app          [9]bool
-	chance       [9]float64
-	gt           [9]string
+	heart        bool // a heart-type positive (its depth gains one)
+	app          [benchmark.NumQuestions]bool
+	chance       [benchmark.NumQuestions]float64
+	gt           [benchmark.NumQuestions]string
 }
 
 func canonGT(idx []int) string {
@@ -45,16 +47,16 @@ func single(n int) float64 {
 }
 
 func gtOf(rec *benchmark.Record) itemGT {
-	g := itemGT{path: pathIndex(string(rec.Path())), lesion: lesionIndex(rec.Lesion)}
-	path, lesion := string(rec.Path()), rec.Lesion
-	set := func(q int, chance float64, gt string) {
-		if QuestionApplies(path, lesion, q) {
+	path := rec.Path()
+	g := itemGT{path: pathIndex(path), lesion: lesionIndex(rec.Lesion), heart: rec.IsHeartType()}
+	set := func(q benchmark.Question, chance float64, gt string) {
+		if benchmark.Applies(path, g.heart, q) {
 			g.app[q], g.chance[q], g.gt[q] = true, chance, gt
 		}
 	}
-	set(0, single(len(rec.Detection.AnswerOptions)), strconv.Itoa(rec.Detection.AnswerIndex))
+	set(benchmark.QDetection, single(len(rec.Detection.AnswerOptions)), strconv.Itoa(rec.Detection.AnswerIndex))
 	if c := rec.Contour; c != nil {
-		set(1, single(len(c.ContourEval.AnswerOptions)), strconv.Itoa(c.ContourEval.AnswerIndex))
+		set(benchmark.QContourEval, single(len(c.ContourEval.AnswerOptions)), strconv.Itoa(c.ContourEval.AnswerIndex))
 		nonNone := func(opts []benchmark.PointOption) int {
 			m := 0
 			for _, o := range opts {
@@ -64,21 +66,21 @@ func gtOf(rec *benchmark.Record) itemGT {
 			}
 			return m
 		}
-		set(2, multiChance(nonNone(c.Expansion.AnswerOptions)), canonGT(c.Expansion.AnswerIndex))
-		set(3, multiChance(nonNone(c.Contraction.AnswerOptions)), canonGT(c.Contraction.AnswerIndex))
-		set(4, single(len(c.RevisionResult.AnswerOptions)), strconv.Itoa(c.RevisionResult.AnswerIndex))
+		set(benchmark.QExpansion, multiChance(nonNone(c.Expansion.AnswerOptions)), canonGT(c.Expansion.AnswerIndex))
+		set(benchmark.QContraction, multiChance(nonNone(c.Contraction.AnswerOptions)), canonGT(c.Contraction.AnswerIndex))
+		set(benchmark.QRevisionResult, single(len(c.RevisionResult.AnswerOptions)), strconv.Itoa(c.RevisionResult.AnswerIndex))
 	}
 	if a := rec.Attributes; a != nil {
-		set(5, single(len(a.Distribution.AnswerOptions)), strconv.Itoa(a.Distribution.AnswerIndex))
+		set(benchmark.QDistribution, single(len(a.Distribution.AnswerOptions)), strconv.Itoa(a.Distribution.AnswerIndex))
 		m := 0
 		for _, o := range a.Location.AnswerOptions {
 			if o != benchmark.LocationNone && !strings.HasPrefix(o, "None") {
 				m++
 			}
 		}
-		set(6, multiChance(m), canonGT(a.Location.AnswerIndex))
-		set(7, single(len(a.Severity.AnswerOptions)), strconv.Itoa(a.Severity.AnswerIndex))
-		set(8, single(len(a.Comparison.AnswerOptions)), strconv.Itoa(a.Comparison.AnswerIndex))
+		set(benchmark.QLocation, multiChance(m), canonGT(a.Location.AnswerIndex))
+		set(benchmark.QSeverity, single(len(a.Severity.AnswerOptions)), strconv.Itoa(a.Severity.AnswerIndex))
+		set(benchmark.QComparison, single(len(a.Comparison.AnswerOptions)), strconv.Itoa(a.Comparison.AnswerIndex))
 	}
 	return g
 }
@@ -86,10 +88,11 @@ func gtOf(rec *benchmark.Record) itemGT {
 // ChanceRow is one line of ext_chance.csv. Kind is "question", "stage",
 // "e2e" or "depth"; MajorityAnswer is empty except for questions.
 type ChanceRow struct {
-	Path, Lesion, Target, Kind string
-	N                          int
-	Uniform, MajorityAcc       float64
-	MajorityAnswer             string
+	Path                 benchmark.Path
+	Lesion, Target, Kind string
+	N                    int
+	Uniform, MajorityAcc float64
+	MajorityAnswer       string
 }
 
 // Chance holds the chance baselines of a benchmark.
@@ -97,16 +100,16 @@ type Chance struct {
 	Rows []ChanceRow
 	// Majority is the most frequent canonical GT per question type over
 	// the whole benchmark (ties: byte order).
-	Majority [9]string
+	Majority [benchmark.NumQuestions]string
 	index    map[string]int // "path|lesion|target" → row
 }
 
 // Get returns the row for a cell and target, or nil.
-func (c *Chance) Get(path, lesion, target string) *ChanceRow {
+func (c *Chance) Get(path benchmark.Path, lesion, target string) *ChanceRow {
 	if c == nil {
 		return nil
 	}
-	if i, ok := c.index[path+"|"+lesion+"|"+target]; ok {
+	if i, ok := c.index[string(path)+"|"+lesion+"|"+target]; ok {
 		return &c.Rows[i]
 	}
 	return nil
@@ -114,7 +117,7 @@ func (c *Chance) Get(path, lesion, target string) *ChanceRow {
 
 // ComputeChance derives the uniform and majority baselines of §10.3 from
 // the benchmark alone, per path × lesion cell, averaged over the cell's
-// records.
+// records. Its records say which are heart-type.
 func ComputeChance(b *benchmark.Benchmark) *Chance {
 	items := make([]itemGT, 0, len(b.Records))
 	for _, r := range b.Records {
@@ -124,7 +127,7 @@ func ComputeChance(b *benchmark.Benchmark) *Chance {
 		}
 	}
 	c := &Chance{index: map[string]int{}}
-	for q := range Questions {
+	for _, q := range benchmark.Questions {
 		counts := map[string]int{}
 		for _, it := range items {
 			if it.app[q] {
@@ -132,14 +135,15 @@ func ComputeChance(b *benchmark.Benchmark) *Chance {
 			}
 		}
 		best, bestN := "", -1
-		for _, k := range sortedKeys(counts) {
+		for _, k := range slices.Sorted(maps.Keys(counts)) {
 			if counts[k] > bestN {
 				best, bestN = k, counts[k]
 			}
 		}
 		c.Majority[q] = best
 	}
-	for pi, path := range Paths {
+	heart := heartLesions(b, nil)
+	for pi, path := range benchmark.Paths {
 		for li, lesion := range Lesions {
 			var cell []itemGT
 			for _, it := range items {
@@ -147,87 +151,94 @@ func ComputeChance(b *benchmark.Benchmark) *Chance {
 					cell = append(cell, it)
 				}
 			}
-			c.addCell(path, lesion, cell)
+			c.addCell(heart, path, lesion, cell)
 		}
 	}
 	// Pooled RR+RF rows for the attribute questions (the reference's
 	// attribute detail table pools the two paths).
 	for li, lesion := range Lesions {
-		for q := 5; q < 9; q++ {
-			if lesion == "cardiomegaly" {
-				continue
+		if heart[lesion] {
+			continue
+		}
+		var cell []itemGT
+		for _, it := range items {
+			if benchmark.Paths[it.path].Positive() && (li == 0 || it.lesion == li) {
+				cell = append(cell, it)
 			}
-			n, u, maj := 0, 0.0, 0
-			for _, it := range items {
-				if (it.path == 0 || it.path == 1) && (li == 0 || it.lesion == li) && it.app[q] {
-					n++
-					u += it.chance[q]
-					if it.gt[q] == c.Majority[q] {
-						maj++
-					}
-				}
-			}
-			c.add(ChanceRow{Path: PooledPath, Lesion: lesion, Target: Questions[q], Kind: "question", N: n,
-				Uniform: ratio(u, n), MajorityAcc: ratio(float64(maj), n), MajorityAnswer: c.Majority[q]})
+		}
+		for _, q := range benchmark.StageAttributeExtraction.Questions() {
+			c.addQuestion(PooledPath, lesion, q, cell)
 		}
 	}
 	return c
 }
 
 func (c *Chance) add(row ChanceRow) {
-	c.index[row.Path+"|"+row.Lesion+"|"+row.Target] = len(c.Rows)
+	c.index[string(row.Path)+"|"+row.Lesion+"|"+row.Target] = len(c.Rows)
 	c.Rows = append(c.Rows, row)
 }
 
-func (c *Chance) addCell(path, lesion string, cell []itemGT) {
-	heart := lesionIndex("cardiomegaly")
-	for q, name := range Questions {
-		if !QuestionApplies(path, lesion, q) {
-			continue
-		}
-		n, u, maj := 0, 0.0, 0
-		for _, it := range cell {
-			if it.app[q] {
-				n++
-				u += it.chance[q]
-				if it.gt[q] == c.Majority[q] {
-					maj++
-				}
+// addQuestion adds the row of question q over the cell's items to which
+// it applies.
+func (c *Chance) addQuestion(path benchmark.Path, lesion string, q benchmark.Question, cell []itemGT) {
+	n, u, maj := 0, 0.0, 0
+	for _, it := range cell {
+		if it.app[q] {
+			n++
+			u += it.chance[q]
+			if it.gt[q] == c.Majority[q] {
+				maj++
 			}
 		}
-		c.add(ChanceRow{Path: path, Lesion: lesion, Target: name, Kind: "question", N: n,
-			Uniform: ratio(u, n), MajorityAcc: ratio(float64(maj), n), MajorityAnswer: c.Majority[q]})
 	}
-	// Per record: stage chance = product of its questions' chances; the
-	// majority policy passes a stage when every question's GT is the
-	// majority answer.
-	type rec struct {
-		app          [4]bool
-		stage        [4]float64
-		majStage     [4]bool
-		heart, plain bool
-	}
-	recs := make([]rec, len(cell))
+	c.add(ChanceRow{Path: path, Lesion: lesion, Target: q.Name(), Kind: "question", N: n,
+		Uniform: ratio(u, n), MajorityAcc: ratio(float64(maj), n), MajorityAnswer: c.Majority[q]})
+}
+
+// recChance is one record's chance per stage (index stage−1): the product
+// of its questions' chances; the majority policy passes a stage when
+// every question's GT is the majority answer.
+type recChance struct {
+	app      [4]bool
+	stage    [4]float64
+	majStage [4]bool
+	heart    bool
+}
+
+func (c *Chance) recChances(cell []itemGT) []recChance {
+	recs := make([]recChance, len(cell))
 	for i, it := range cell {
 		r := &recs[i]
 		for k := 0; k < 4; k++ {
 			r.stage[k], r.majStage[k] = 1, true
 		}
-		for q := range Questions {
+		for _, q := range benchmark.Questions {
 			if !it.app[q] {
 				continue
 			}
-			k := questionStage[q] - 1
+			k := q.Stage() - 1
 			r.app[k] = true
 			r.stage[k] *= it.chance[q]
 			if it.gt[q] != c.Majority[q] {
 				r.majStage[k] = false
 			}
 		}
-		r.heart = it.lesion == heart && Paths[it.path] != "lesion_free"
+		r.heart = it.heart
 	}
-	for k := 1; k <= 4; k++ {
-		if !StageApplies(path, lesion, k) {
+	return recs
+}
+
+// addCell adds a (path, lesion) cell's rows: its questions, its stages
+// (stage_k and e2e_k) and its expected depth.
+func (c *Chance) addCell(heart heartSet, path benchmark.Path, lesion string, cell []itemGT) {
+	for _, q := range benchmark.Questions {
+		if heart.applies(path, lesion, q) {
+			c.addQuestion(path, lesion, q, cell)
+		}
+	}
+	recs := c.recChances(cell)
+	for _, k := range benchmark.Stages {
+		if !heart.stageApplies(path, lesion, k) {
 			continue
 		}
 		n := 0
@@ -242,7 +253,7 @@ func (c *Chance) addCell(path, lesion string, cell []itemGT) {
 				sm++
 			}
 			pu, pm := 1.0, true
-			for j := 0; j < k; j++ {
+			for j := 0; j < int(k); j++ {
 				if r.app[j] {
 					pu *= r.stage[j]
 					pm = pm && r.majStage[j]
@@ -253,12 +264,16 @@ func (c *Chance) addCell(path, lesion string, cell []itemGT) {
 				em++
 			}
 		}
-		ks := strconv.Itoa(k)
+		ks := strconv.Itoa(int(k))
 		c.add(ChanceRow{Path: path, Lesion: lesion, Target: "stage_" + ks, Kind: "stage", N: n, Uniform: ratio(su, n), MajorityAcc: ratio(sm, n)})
 		c.add(ChanceRow{Path: path, Lesion: lesion, Target: "e2e_" + ks, Kind: "e2e", N: n, Uniform: ratio(eu, n), MajorityAcc: ratio(em, n)})
 	}
-	// Expected depth: Σ_k P(stages 1..k correct) over the applicable
-	// stages, plus the cardiomegaly +1 term (all applicable correct).
+	c.addDepth(path, lesion, recs)
+}
+
+// addDepth adds the expected depth: Σ_k P(stages 1..k correct) over the
+// applicable stages, plus the heart-type +1 term (all applicable correct).
+func (c *Chance) addDepth(path benchmark.Path, lesion string, recs []recChance) {
 	var du, dm float64
 	for _, r := range recs {
 		pu, pm, depthM := 1.0, true, 0

@@ -17,9 +17,10 @@ func TestChanceSample(t *testing.T) {
 		t.Errorf("majority detection %q", c.Majority[0])
 	}
 	tests := []struct {
-		path, lesion, target string
-		n                    int
-		uniform, majority    float64
+		path              benchmark.Path
+		lesion, target    string
+		n                 int
+		uniform, majority float64
 	}{
 		{LF, "all", "detection", 2, 0.5, 0},
 		{RF, "all", "detection", 2, 0.5, 1},
@@ -80,12 +81,13 @@ func TestRandomNearChance(t *testing.T) {
 	}
 	rr := res.Runs[0]
 	checked, outside := 0, 0
-	for _, path := range Paths {
-		for q, name := range Questions {
-			if !QuestionApplies(path, "all", q) {
+	for _, path := range benchmark.Paths {
+		for _, q := range benchmark.Questions {
+			if !benchmark.Applies(path, false, q) {
 				continue
 			}
-			c := rr.SubOf(path, "all", name)
+			name := q.Name()
+			c := rr.SubOf(path, "all", q)
 			ch := res.Chance.Get(path, "all", name)
 			if c.Acc.N != ch.N {
 				t.Errorf("%s/%s: n %d vs chance n %d", path, name, c.Acc.N, ch.N)

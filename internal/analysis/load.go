@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-
-	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
@@ -334,7 +333,7 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		rec, err := decodeLine(b)
+		rec, err := results.UnmarshalLine(b)
 		if err != nil {
 			if bad < 3 {
 				s.warnf("%s: line %d: %v", path, line, err)
@@ -349,22 +348,6 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 		return nil, bad
 	}
 	return recs, bad
-}
-
-// decodeLine reads one results.jsonl line like results.UnmarshalLine
-// (unknown members are an error, key_id is required) but with the faster
-// go-json-experiment decoder: decoding dominates a report's run time.
-// It is also stricter: member names are case-sensitive and duplicates are
-// rejected.
-func decodeLine(b []byte) (*results.Record, error) {
-	var r results.Record
-	if err := jsonv2.Unmarshal(b, &r, jsonv2.RejectUnknownMembers(true)); err != nil {
-		return nil, fmt.Errorf("decoding record: %v", err)
-	}
-	if r.KeyID == "" {
-		return nil, errors.New("decoding record: missing key_id")
-	}
-	return &r, nil
 }
 
 // readAllResults parses an all_results.json into its entries, in file order.
@@ -413,8 +396,8 @@ func (s *Set) checkRuns() {
 				switch {
 				case b == nil:
 					unknown = append(unknown, rec.KeyID)
-				case string(b.Path()) != rec.QAPath:
-					unknown = append(unknown, rec.KeyID+" (qa_path "+rec.QAPath+", benchmark "+string(b.Path())+")")
+				case b.Path() != rec.QAPath:
+					unknown = append(unknown, rec.KeyID+" (qa_path "+string(rec.QAPath)+", benchmark "+string(b.Path())+")")
 				default:
 					kept = append(kept, rec)
 				}
@@ -437,7 +420,7 @@ func (s *Set) checkRuns() {
 	}
 	if len(hashes) > 1 {
 		var parts []string
-		for _, h := range sortedKeys(hashes) {
+		for _, h := range slices.Sorted(maps.Keys(hashes)) {
 			parts = append(parts, short(h)+": "+strings.Join(hashes[h], ", "))
 		}
 		s.warnf("runs were made on different benchmarks (%s); their numbers are not comparable", strings.Join(parts, "; "))
@@ -446,7 +429,7 @@ func (s *Set) checkRuns() {
 	for _, r := range s.Runs {
 		byMode[r.OracleMode] = append(byMode[r.OracleMode], r)
 	}
-	for _, mode := range sortedKeys(byMode) {
+	for _, mode := range slices.Sorted(maps.Keys(byMode)) {
 		runs := byMode[mode]
 		differ := func(what string, get func(*Run) string) {
 			vals := map[string][]string{}
@@ -455,7 +438,7 @@ func (s *Set) checkRuns() {
 			}
 			if len(vals) > 1 {
 				var parts []string
-				for _, v := range sortedKeys(vals) {
+				for _, v := range slices.Sorted(maps.Keys(vals)) {
 					name := v
 					if name == "" {
 						name = "unknown"
@@ -477,7 +460,7 @@ func (s *Set) checkRuns() {
 			l := results.RefLabel(r.Name)
 			labels[l] = append(labels[l], r.Name)
 		}
-		for _, l := range sortedKeys(labels) {
+		for _, l := range slices.Sorted(maps.Keys(labels)) {
 			if len(labels[l]) > 1 {
 				s.warnf("oracle mode %s: runs %s share the reference label %q in all_models_oracle_%s/*.csv (the reference drops the provider)", mode, strings.Join(labels[l], ", "), l, mode)
 			}
@@ -548,13 +531,4 @@ func (s *Set) selectedRecords(mpath string, n int) int {
 		return 0
 	}
 	return n
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }

@@ -3,7 +3,6 @@ package analysis
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -204,31 +203,6 @@ func TestMixedBenchmarksAndModes(t *testing.T) {
 	}
 	if len(r.Modes()) != 2 || r.Label(r.Runs[0]) != "p_a [implicit]" {
 		t.Errorf("modes %v label %q", r.Modes(), r.Label(r.Runs[0]))
-	}
-}
-
-// decodeLine agrees with results.UnmarshalLine on every line eval writes,
-// and rejects what it rejects.
-func TestDecodeLineMatchesResults(t *testing.T) {
-	dir, _ := writeRuns(t, &analysistest.Run{Provider: "p", Label: "r", Oracle: "implicit", Policy: analysistest.Random(3)})
-	data, err := os.ReadFile(filepath.Join(dir, "p_r", "oracle_implicit", results.ResultsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		a, err1 := results.UnmarshalLine([]byte(line))
-		b, err2 := decodeLine([]byte(line))
-		if err1 != nil || err2 != nil || !reflect.DeepEqual(a, b) {
-			t.Fatalf("line decoded differently: %v / %v", err1, err2)
-		}
-	}
-	for _, bad := range []string{`{"key_id":"a","extra":1}`, `{"status":"ok"}`, `{"key_id":"a"} {}`, `[1]`} {
-		if _, err := results.UnmarshalLine([]byte(bad)); err == nil {
-			t.Fatalf("results accepts %s", bad)
-		}
-		if _, err := decodeLine([]byte(bad)); err == nil {
-			t.Errorf("decodeLine accepts %s", bad)
-		}
 	}
 }
 

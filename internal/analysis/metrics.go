@@ -1,100 +1,104 @@
 package analysis
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// Questions are the nine question types in turn order, by the short names
-// our tables use.
-var Questions = []string{"detection", "contour_evaluation", "expansion", "contraction", "revision_result",
-	"distribution", "location", "severity/measurement", "comparison"}
+// Lesions are the lesions of a cell: "all" then the seven.
+var Lesions = append([]string{"all"}, benchmark.Lesions...)
 
-// questionStage is the stage (1..4) of each question type.
-var questionStage = [9]int{1, 2, 3, 3, 3, 4, 4, 4, 4}
+func pathIndex(p benchmark.Path) int { return slices.Index(benchmark.Paths, p) }
 
-// IsMultiQuestion reports whether question q (index into Questions) is
-// multi-select.
-func IsMultiQuestion(q int) bool { return q == 2 || q == 3 || q == 6 }
-
-// Paths in report order, and the lesions of a cell: "all" then the seven.
-var (
-	Paths   = []string{results.PathRR, results.PathRF, results.PathLF}
-	Lesions = append([]string{"all"}, benchmark.Lesions...)
-)
-
-// PathMax is the maximum depth of each path.
-func PathMax(path string) int {
-	switch path {
-	case results.PathRR:
-		return 4
-	case results.PathRF:
-		return 3
-	}
-	return 1
-}
-
-func pathIndex(p string) int {
-	for i, x := range Paths {
-		if x == p {
-			return i
-		}
-	}
-	return -1
-}
-
+// lesionIndex is the index of a lesion in Lesions (1..7), or −1.
 func lesionIndex(l string) int {
-	for i, x := range benchmark.Lesions {
-		if x == l {
-			return i + 1
-		}
+	if i := slices.Index(benchmark.Lesions, l); i >= 0 {
+		return i + 1
 	}
 	return -1
 }
 
-// StageApplies reports whether stage k (1..4) applies to a record of the
-// path and lesion (format.md §5): the path and lesion alone decide.
-func StageApplies(path, lesion string, k int) bool {
-	switch k {
-	case 1:
-		return pathIndex(path) >= 0
-	case 2:
-		return path == results.PathRR || path == results.PathRF
-	case 3:
-		return path == results.PathRR
-	case 4:
-		return (path == results.PathRR || path == results.PathRF) && lesion != "cardiomegaly"
+// heartSet says which lesions are heart-type (no attribute stage), for
+// the per-lesion cells: the data says it where it can, the format's
+// default (benchmark.HeartLesions) for lesions without a positive record.
+type heartSet map[string]bool
+
+// heartLesions reads the heart-type lesions from the benchmark's positive
+// records (a null attribute object) and from the runs' positive records
+// (stage 4 stored as not applicable). A lesion is heart-type when every
+// positive record seen of it is.
+func heartLesions(b *benchmark.Benchmark, runs []*Run) heartSet {
+	seen := map[string][2]int{} // lesion → [heart-type, lung-type] counts
+	note := func(lesion string, heart bool) {
+		c := seen[lesion]
+		if heart {
+			c[0]++
+		} else {
+			c[1]++
+		}
+		seen[lesion] = c
 	}
-	return false
+	if b != nil {
+		for _, r := range b.Records {
+			if r.Path().Positive() {
+				note(r.Lesion, r.IsHeartType())
+			}
+		}
+	}
+	for _, run := range runs {
+		for _, r := range run.Records {
+			if r.QAPath.Positive() {
+				note(r.Lesion, isHeartRecord(r))
+			}
+		}
+	}
+	h := heartSet{}
+	for _, l := range benchmark.Lesions {
+		c, ok := seen[l]
+		h[l] = (!ok && slices.Contains(benchmark.HeartLesions, l)) || (ok && c[1] == 0)
+	}
+	return h
 }
 
-// QuestionApplies reports whether question q applies to the path and lesion.
-func QuestionApplies(path, lesion string, q int) bool {
-	return StageApplies(path, lesion, questionStage[q])
+// isHeartRecord reports whether a results record is a heart-type positive:
+// its stored stages say the attribute stage does not apply.
+func isHeartRecord(r *results.Record) bool {
+	return r.QAPath.Positive() && !r.Stages.AttributeExtraction.Applicable
+}
+
+// stageApplies reports whether stage s applies to the records of a
+// (path, lesion) cell: for "all", to some record of the path.
+func (h heartSet) stageApplies(path benchmark.Path, lesion string, s benchmark.Stage) bool {
+	return benchmark.StageApplies(path, lesion != "all" && h[lesion], s)
+}
+
+// applies is stageApplies for question q.
+func (h heartSet) applies(path benchmark.Path, lesion string, q benchmark.Question) bool {
+	return benchmark.Applies(path, lesion != "all" && h[lesion], q)
 }
 
 // Score is one record's outcome under our semantics (§10.3).
 type Score struct {
 	Index  int // position in the benchmark (records are kept in this order)
 	Key    string
-	Path   int // index into Paths
+	Path   int // index into benchmark.Paths
 	Lesion int // index into Lesions (1..7)
 	OK     bool
 	// Stage applicability and correctness, stages 1..4 at 0..3.
 	App, Cor [4]bool
-	// Per question: applicable, correct, and the Jaccard index for
-	// multi-select questions (0 when not asked).
-	QApp, QCor [9]bool
-	Jac        [9]float64
+	// Per question (indexed by benchmark.Question): applicable, correct,
+	// and the Jaccard index for multi-select questions (0 when not asked).
+	QApp, QCor [benchmark.NumQuestions]bool
+	Jac        [benchmark.NumQuestions]float64
 	Depth      int
 }
 
 // Chain reports whether every applicable stage 1..k is correct.
-func (s *Score) Chain(k int) bool {
-	for j := 0; j < k; j++ {
+func (s *Score) Chain(k benchmark.Stage) bool {
+	for j := 0; j < int(k); j++ {
 		if s.App[j] && !s.Cor[j] {
 			return false
 		}
@@ -102,7 +106,9 @@ func (s *Score) Chain(k int) bool {
 	return true
 }
 
-// ScoreRecord scores one record. With countErrors, an error record is
+// ScoreRecord scores one record. Which stages and questions apply is
+// benchmark.Applies's decision for the record's path and heart-type, as
+// its stored stages record it. With countErrors, an error record is
 // scored as all-incorrect (--error-policy wrong); without, ok is false
 // for error records and the caller leaves them out.
 func ScoreRecord(r *results.Record, countErrors bool) (Score, bool) {
@@ -113,19 +119,19 @@ func ScoreRecord(r *results.Record, countErrors bool) (Score, bool) {
 	if !s.OK && !countErrors {
 		return s, false
 	}
-	path, lesion := Paths[s.Path], Lesions[s.Lesion]
-	for k := 1; k <= 4; k++ {
-		s.App[k-1] = StageApplies(path, lesion, k)
+	heart := isHeartRecord(r)
+	for _, k := range benchmark.Stages {
+		s.App[k-1] = benchmark.StageApplies(r.QAPath, heart, k)
 		s.Cor[k-1] = s.App[k-1]
 	}
-	for q, step := range protocol.Steps {
-		if !QuestionApplies(path, lesion, q) {
+	for _, q := range benchmark.Questions {
+		if !benchmark.Applies(r.QAPath, heart, q) {
 			continue
 		}
 		s.QApp[q] = true
 		var c bool
 		if s.OK {
-			if t := r.TurnByStep(step); t != nil && t.Status == results.TurnAsked {
+			if t := r.Turn(q); t != nil && t.Status == results.TurnAsked {
 				c = t.Correct != nil && *t.Correct
 				if t.Jaccard != nil {
 					s.Jac[q] = *t.Jaccard
@@ -134,7 +140,7 @@ func ScoreRecord(r *results.Record, countErrors bool) (Score, bool) {
 		}
 		s.QCor[q] = c
 		if !c {
-			s.Cor[questionStage[q]-1] = false
+			s.Cor[q.Stage()-1] = false
 		}
 	}
 	for k := 0; k < 4; k++ {
@@ -146,7 +152,9 @@ func ScoreRecord(r *results.Record, countErrors bool) (Score, bool) {
 		}
 		s.Depth++
 	}
-	if s.Lesion == lesionIndex("cardiomegaly") && s.Path != pathIndex(results.PathLF) && s.Chain(4) {
+	// A heart-type positive whose applicable stages are all correct
+	// gains one (protocol.md §10.3).
+	if heart && s.Chain(benchmark.StageAttributeExtraction) {
 		s.Depth++
 	}
 	return s, true
@@ -159,14 +167,4 @@ func isParseFailure(t *results.Turn) bool {
 		return true
 	}
 	return t.ParseRule != nil && strings.HasPrefix(*t.ParseRule, "fail:")
-}
-
-// questionOf returns the question index of a step key, or -1.
-func questionOf(step string) int {
-	for i, s := range protocol.Steps {
-		if s == step {
-			return i
-		}
-	}
-	return -1
 }

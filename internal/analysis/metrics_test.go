@@ -4,21 +4,28 @@ import (
 	"math"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // mkRec builds a record whose applicable turns are asked, with the given
-// correctness in turn order; "-" marks an unasked (skipped) turn.
-func mkRec(idx int, key, path string, marks string) *results.Record {
+// correctness in turn order; "-" marks an unasked (skipped) turn. Its
+// stored stages say which apply, as the protocol writes them
+// (cardiomegaly is heart-type).
+func mkRec(idx int, key string, path benchmark.Path, marks string) *results.Record {
 	lesion := key[:len(key)-2]
+	heart := lesion == "cardiomegaly" && path != benchmark.LesionFree
 	r := &results.Record{KeyID: key, Lesion: lesion, QAPath: path, Index: idx, Status: results.StatusOK}
+	r.Stages.Detection.Applicable = benchmark.StageApplies(path, heart, benchmark.StageDetection)
+	r.Stages.ContourEvaluation.Applicable = benchmark.StageApplies(path, heart, benchmark.StageContourEvaluation)
+	r.Stages.ContourRevision.Applicable = benchmark.StageApplies(path, heart, benchmark.StageContourRevision)
+	r.Stages.AttributeExtraction.Applicable = benchmark.StageApplies(path, heart, benchmark.StageAttributeExtraction)
 	i := 0
-	for q, step := range protocol.Steps {
-		if !QuestionApplies(path, lesion, q) {
+	for _, q := range benchmark.Questions {
+		if !benchmark.Applies(path, heart, q) {
 			continue
 		}
-		t := results.Turn{Turn: protocol.TurnID(step), Step: step, Status: results.TurnAsked}
+		t := results.Turn{Turn: q.Turn(), Step: q.Step(), Status: results.TurnAsked}
 		switch marks[i] {
 		case '1':
 			c := true
@@ -39,16 +46,18 @@ func mkRec(idx int, key, path string, marks string) *results.Record {
 }
 
 const (
-	RR = results.PathRR
-	RF = results.PathRF
-	LF = results.PathLF
+	RR = benchmark.RevisionRequired
+	RF = benchmark.RevisionFree
+	LF = benchmark.LesionFree
 )
 
 func TestScoreDepth(t *testing.T) {
 	tests := []struct {
-		name, key, path, marks string
-		depth                  int
-		cor                    [4]bool
+		name, key string
+		path      benchmark.Path
+		marks     string
+		depth     int
+		cor       [4]bool
 	}{
 		{"LF correct", "edema_1", LF, "1", 1, [4]bool{true}},
 		{"LF wrong", "edema_1", LF, "0", 0, [4]bool{}},
@@ -93,7 +102,7 @@ func runOf(name string, recs ...*results.Record) *RunResult {
 		s, _ := ScoreRecord(r, false)
 		rr.Scores = append(rr.Scores, s)
 	}
-	rr.cells()
+	rr.cells(heartLesions(nil, []*Run{{Records: recs}}))
 	return rr
 }
 
@@ -144,14 +153,56 @@ func TestCellsHandComputed(t *testing.T) {
 	if d := rr.DepthOf(RF, "all"); d.Valid {
 		t.Errorf("empty depth cell valid: %+v", d)
 	}
-	sub := rr.SubOf(RR, "all", "expansion")
+	sub := rr.SubOf(RR, "all", benchmark.QExpansion)
 	check("expansion", sub.Acc, want{5, 4})
-	pooled := rr.SubOf(PooledPath, "all", "comparison")
+	pooled := rr.SubOf(PooledPath, "all", benchmark.QComparison)
 	check("pooled comparison", pooled.Acc, want{4, 3})
-	if s := rr.SubOf(RR, "all", "detection"); s.Jaccard == s.Jaccard {
+	if s := rr.SubOf(RR, "all", benchmark.QDetection); s.Jaccard == s.Jaccard {
 		t.Error("single-choice question has a Jaccard mean")
 	}
-	if s := rr.SubOf(RR, "all", "location"); math.IsNaN(s.Jaccard) {
+	if s := rr.SubOf(RR, "all", benchmark.QLocation); math.IsNaN(s.Jaccard) {
 		t.Error("location has no Jaccard mean")
+	}
+}
+
+// TestHeartTypeFromStoredStages: a results record's stored stages, not its
+// lesion name, say whether it is heart-type (no stage 4, depth +1), and
+// the lesion cells follow the records.
+func TestHeartTypeFromStoredStages(t *testing.T) {
+	asHeart := func(r *results.Record) *results.Record {
+		r.Stages.AttributeExtraction.Applicable = false
+		r.Turns = r.Turns[:5]
+		return r
+	}
+	asLung := func(r *results.Record, marks string) *results.Record {
+		l := mkRec(r.Index, "edema_9", r.QAPath, marks)
+		l.KeyID, l.Lesion = r.KeyID, r.Lesion
+		return l
+	}
+	heartEdema := asHeart(mkRec(0, "edema_1", RR, "111111111"))
+	lungCM := asLung(mkRec(1, "cardiomegaly_1", RR, "11111"), "111111110")
+	for _, tc := range []struct {
+		r     *results.Record
+		depth int
+		app4  bool
+	}{{heartEdema, 4, false}, {lungCM, 3, true}} {
+		s, ok := ScoreRecord(tc.r, false)
+		if !ok || s.Depth != tc.depth || s.App[3] != tc.app4 {
+			t.Errorf("%s: depth %d stage 4 applicable %v, want %d %v", tc.r.KeyID, s.Depth, s.App[3], tc.depth, tc.app4)
+		}
+	}
+	rr := runOf("m", heartEdema, lungCM)
+	if c := rr.Stage(RR, "edema", 4); c.Applicable {
+		t.Errorf("edema written as heart-type: stage 4 cell applicable: %+v", c)
+	}
+	if c := rr.Stage(RR, "cardiomegaly", 4); !c.Applicable || c.E2E.N != 1 {
+		t.Errorf("cardiomegaly written as lung-type: stage 4 cell %+v", c)
+	}
+	// A lesion without records keeps the format's default.
+	if c := rr.Stage(RR, "effusion", 4); !c.Applicable {
+		t.Errorf("effusion without records: stage 4 cell %+v", c)
+	}
+	if h := heartLesions(nil, nil); !h["cardiomegaly"] || h["edema"] {
+		t.Errorf("default heart lesions %v", h)
 	}
 }

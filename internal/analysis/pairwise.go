@@ -3,13 +3,16 @@ package analysis
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 )
 
 // PairRow is one line of ext_pairwise.csv: a paired comparison of two
 // runs of the same oracle mode on the keys that are ok in both.
 type PairRow struct {
 	ModelA, ModelB, OracleMode string
-	Path, Lesion, Metric       string
+	Path                       benchmark.Path
+	Lesion, Metric             string
 	NPaired                    int
 	Valid                      bool // false when n_paired is 0
 	ValueA, ValueB, Diff       float64
@@ -17,12 +20,12 @@ type PairRow struct {
 }
 
 // pairMetrics lists the metrics compared for a path: e2e_k and op_k for
-// each applicable stage, then depth.
-func pairMetrics(path string) []string {
+// each stage that applies to some record of the path, then depth.
+func pairMetrics(path benchmark.Path) []string {
 	var m []string
-	for k := 1; k <= 4; k++ {
-		if StageApplies(path, "all", k) {
-			ks := strconv.Itoa(k)
+	for _, k := range benchmark.Stages {
+		if benchmark.StageApplies(path, false, k) {
+			ks := strconv.Itoa(int(k))
 			m = append(m, "e2e_"+ks, "op_"+ks)
 		}
 	}
@@ -35,7 +38,7 @@ func metricValue(s *Score, metric string) (float64, bool) {
 	if metric == "depth" {
 		return float64(s.Depth), true
 	}
-	k := int(metric[len(metric)-1] - '0')
+	k := benchmark.Stage(metric[len(metric)-1] - '0')
 	if !s.App[k-1] {
 		return 0, false
 	}
@@ -114,7 +117,7 @@ func comparePairs(res *Result, o *Options) ([]PairRow, []string) {
 				}
 				common = true
 				warns = append(warns, pairDiffers(a.Run, b.Run)...)
-				for pi, path := range Paths {
+				for pi, path := range benchmark.Paths {
 					for li := range Lesions {
 						for _, m := range pairMetrics(path) {
 							addJob(pairJob{a: a, b: b, pi: pi, li: li, metric: m})
@@ -138,7 +141,7 @@ func comparePairs(res *Result, o *Options) ([]PairRow, []string) {
 			if len(runs) < 2 {
 				continue
 			}
-			for pi, path := range Paths {
+			for pi, path := range benchmark.Paths {
 				for li := range Lesions {
 					for _, m := range pairMetrics(path) {
 						// Best: highest value; ties by run name (runs are in name order).
@@ -188,12 +191,12 @@ func pairDiffers(a, b *Run) []string {
 }
 
 // PairCellID is the bootstrap cell id of a paired comparison.
-func PairCellID(metric, a, b, path, lesion string) string {
-	return metric + "|" + a + "|" + b + "|" + path + "|" + lesion
+func PairCellID(metric, a, b string, path benchmark.Path, lesion string) string {
+	return metric + "|" + a + "|" + b + "|" + string(path) + "|" + lesion
 }
 
 func pairRow(j pairJob, o *Options) PairRow {
-	path, lesion := Paths[j.pi], Lesions[j.li]
+	path, lesion := benchmark.Paths[j.pi], Lesions[j.li]
 	row := PairRow{ModelA: j.a.Run.Name, ModelB: j.b.Run.Name, OracleMode: j.a.Run.OracleMode, Path: path, Lesion: lesion, Metric: j.metric}
 	// Only ok records in both runs are paired, whatever the error policy.
 	bIdx := make(map[string]*Score, len(j.b.Scores))

@@ -188,6 +188,14 @@ func TestDecodeErrors(t *testing.T) {
 		{"duplicate nested", func(s string) string {
 			return strings.Replace(s, `"pair_id": "s50414267_negative_3",`, `"pair_id": "s50414267_negative_3", "pair_id": "x",`, 1)
 		}, "record edema_s50414267_negative_3 at /edema_s50414267_negative_3/pair_id: duplicate member"},
+		// With several, the first in the file is named (ojson.Duplicates'
+		// document order), not the first object holding one.
+		{"duplicates, first in the file", func(s string) string {
+			s = strings.Replace(s, `"pair_id": "s50414267_negative_3",`, `"pair_id": "s50414267_negative_3", "pair_id": "x",`, 1)
+			i := strings.Index(s, `  "effusion_ph0002_negative_0"`)
+			j := strings.Index(s, `  "pneumonia_s57001234`)
+			return s[:j] + s[i:j] + s[j:]
+		}, "/edema_s50414267_negative_3/pair_id: duplicate member"},
 		{"int index as list", func(s string) string {
 			return strings.Replace(s, `"answer_index": 2,`+"\n        \"answer_zones\"", `"answer_index": [2],`+"\n        \"answer_zones\"", 1)
 		}, "/attribute_extraction_qa/distribution/answer_index: expected an integer, found an array"},

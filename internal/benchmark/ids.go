@@ -3,6 +3,7 @@ package benchmark
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -11,8 +12,11 @@ import (
 var (
 	// PairIDPattern matches a pair_id: <stem>_(positive|negative)_<n>.
 	PairIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+$`)
-	// KeyIDPattern matches a key_id; group 1 is the lesion, group 2 the pair_id.
-	KeyIDPattern = regexp.MustCompile(`^(atelectasis|cardiomegaly|consolidation|edema|effusion|opacity|pneumonia)_([A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+)$`)
+	// KeyIDPattern matches a key_id; group 1 is the lesion (one of
+	// Lesions, in byte order as format.md §2 writes them), group 2 the
+	// pair_id.
+	KeyIDPattern = regexp.MustCompile(`^(` + strings.Join(slices.Sorted(slices.Values(Lesions)), "|") +
+		`)_([A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+)$`)
 	// DicomIDPattern is the MIMIC-CXR DICOM id form.
 	DicomIDPattern = regexp.MustCompile(`^[0-9a-f]{8}(-[0-9a-f]{8}){4}$`)
 	// mimicPairPattern tells MIMIC records (pair_id s<digits>_...) apart.
@@ -22,14 +26,7 @@ var (
 )
 
 // IsLesion reports whether s is one of the seven lesion names.
-func IsLesion(s string) bool {
-	for _, l := range Lesions {
-		if l == s {
-			return true
-		}
-	}
-	return false
-}
+func IsLesion(s string) bool { return slices.Contains(Lesions, s) }
 
 // LesionOf returns the part of a key before its first underscore (the
 // whole key when it has none). It does not check the name.
@@ -86,12 +83,7 @@ func PaletteColour(k int) Colour {
 
 // IsPaletteName reports whether name is a palette colour name.
 func IsPaletteName(name string) bool {
-	for _, c := range Palette {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(Palette[:], func(c Colour) bool { return c.Name == name })
 }
 
 // NoneOption is the colour string of the final point option and the
@@ -127,30 +119,8 @@ func Ordinal(n int) string {
 // OrdinalMask returns "<ordinal> mask", the revision-result option text.
 func OrdinalMask(n int) string { return Ordinal(n) + " mask" }
 
-// QuestionsFor returns the number of questions asked (= model calls) for a
-// record of the given lesion and path: LF 1, RF 6, RR 9; cardiomegaly RF
-// 2, RR 5 (format.md §8.6, protocol.md §2.2).
-func QuestionsFor(lesion string, p Path) int {
-	heart := lesion == "cardiomegaly"
-	switch p {
-	case LesionFree:
-		return 1
-	case RevisionFree:
-		if heart {
-			return 2
-		}
-		return 6
-	case RevisionRequired:
-		if heart {
-			return 5
-		}
-		return 9
-	}
-	return 0
-}
-
 // Questions returns the number of questions asked for the record.
-func (r *Record) Questions() int { return QuestionsFor(r.Lesion, r.Path()) }
+func (r *Record) Questions() int { return QuestionsFor(r.Path(), r.IsHeartType()) }
 
 // ImagesFor returns the number of images a record of path p has, given
 // its number of revision options (format.md §1).

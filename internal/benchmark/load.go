@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -94,14 +95,6 @@ func isControl(r rune) bool {
 	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Cf, r)
 }
 
-// PointerToken escapes one JSON Pointer reference token (RFC 6901).
-func PointerToken(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
 // ReadJSONFile reads dir/chexpercept.json, refusing symlinks, non-regular
 // files and files larger than MaxJSONSize.
 func ReadJSONFile(dir string) ([]byte, error) {
@@ -184,12 +177,12 @@ func Decode(file string, data []byte) ([]*Record, error) {
 	if root.Kind != ojson.KindObject {
 		return nil, &LoadError{File: file, Pointer: "/", Reason: "top level is not an object"}
 	}
-	if key, ptr, ok := findDuplicate(root, ""); ok {
-		kid := ""
-		if ptr != "" {
-			kid = strings.SplitN(ptr[1:], "/", 2)[0]
+	if dups := ojson.Duplicates(root); len(dups) > 0 {
+		d, kid := dups[0], ""
+		if d.Pointer != "" {
+			kid = strings.SplitN(d.Pointer[1:], "/", 2)[0]
 		}
-		return nil, &LoadError{File: file, KeyID: kid, Pointer: ptr + "/" + PointerToken(key), Reason: fmt.Sprintf("duplicate member %q", key)}
+		return nil, &LoadError{File: file, KeyID: kid, Pointer: d.Pointer + "/" + ojson.EscapePointer(d.Key), Reason: fmt.Sprintf("duplicate member %q", d.Key)}
 	}
 	if len(root.O) == 0 {
 		return nil, &LoadError{File: file, Reason: "no records"}
@@ -204,35 +197,6 @@ func Decode(file string, data []byte) ([]*Record, error) {
 		recs = append(recs, r)
 	}
 	return recs, nil
-}
-
-// findDuplicate returns the first duplicated member name in v and the
-// pointer of the object holding it.
-func findDuplicate(v *ojson.Value, ptr string) (key, at string, ok bool) {
-	switch v.Kind {
-	case ojson.KindObject:
-		if len(v.O) > 1 {
-			seen := make(map[string]struct{}, len(v.O))
-			for _, m := range v.O {
-				if _, dup := seen[m.Key]; dup {
-					return m.Key, ptr, true
-				}
-				seen[m.Key] = struct{}{}
-			}
-		}
-		for _, m := range v.O {
-			if k, p, ok := findDuplicate(m.Value, ptr+"/"+PointerToken(m.Key)); ok {
-				return k, p, true
-			}
-		}
-	case ojson.KindArray:
-		for i, e := range v.A {
-			if k, p, ok := findDuplicate(e, ptr+"/"+strconv.Itoa(i)); ok {
-				return k, p, true
-			}
-		}
-	}
-	return "", "", false
 }
 
 // decoder turns one record's value tree into a Record. It keeps the first
@@ -287,7 +251,7 @@ func (d *decoder) object(v *ojson.Value, ptr string) *obj {
 	return &obj{d: d, ptr: ptr, v: v}
 }
 
-func (o *obj) child(key string) string { return o.ptr + "/" + PointerToken(key) }
+func (o *obj) child(key string) string { return o.ptr + "/" + ojson.EscapePointer(key) }
 
 // get returns the member, failing when it is absent.
 func (o *obj) get(key string) *ojson.Value {
@@ -415,7 +379,7 @@ func (o *obj) namedMasks(key string) NamedMasks {
 }
 
 func (d *decoder) record(key string, v *ojson.Value) *Record {
-	ptr := "/" + PointerToken(key)
+	ptr := "/" + ojson.EscapePointer(key)
 	lesion, pairID, err := ParseKeyID(key)
 	if err != nil {
 		d.fail(ptr, "%v", err)
@@ -451,11 +415,11 @@ func (d *decoder) record(key string, v *ojson.Value) *Record {
 	if d.err != nil {
 		return nil
 	}
-	if r.IsHeartType() {
+	if slices.Contains(HeartLesions, r.Lesion) {
 		// The key should be present and null; an omitted key is written
 		// back as null, which is the spec's form.
 		if av := o.v.Get("attribute_extraction_qa"); av != nil && av.Kind != ojson.KindNull {
-			d.fail(o.child("attribute_extraction_qa"), "must be null for cardiomegaly, found %s", KindName(av))
+			d.fail(o.child("attribute_extraction_qa"), "must be null for %s, found %s", r.Lesion, KindName(av))
 		}
 		r.AttributesNull = true
 	} else {
@@ -571,7 +535,7 @@ const (
 
 func (d *decoder) attributes(v *ojson.Value, ptr string) *AttributeQA {
 	if v != nil && v.Kind == ojson.KindNull {
-		d.fail(ptr, "must be an object for a positive non-cardiomegaly record, found null")
+		d.fail(ptr, "must be an object for a positive record of a lung-type lesion, found null")
 		return nil
 	}
 	o := d.object(v, ptr)

@@ -9,23 +9,6 @@
 // below make that distinction static.
 package benchmark
 
-// Lesions are the seven lesion names, in the reference's sampling order
-// (build.md §3): cardiomegaly, consolidation, edema, atelectasis,
-// pneumonia, opacity, effusion.
-var Lesions = []string{"cardiomegaly", "consolidation", "edema", "atelectasis", "pneumonia", "opacity", "effusion"}
-
-// Path is a record's evaluation path, decided from ground truth only.
-type Path string
-
-const (
-	LesionFree       Path = "lesion_free"
-	RevisionFree     Path = "revision_free"
-	RevisionRequired Path = "revision_required"
-)
-
-// Paths lists the three paths in the order reports use: RR, RF, LF.
-var Paths = []Path{RevisionRequired, RevisionFree, LesionFree}
-
 // Record is one case: one value of the top-level object of chexpercept.json.
 type Record struct {
 	KeyID  string // the member name; <lesion>_<pair_id>
@@ -35,8 +18,9 @@ type Record struct {
 	Contour   *ContourQA // contour_qa; nil for lesion-free records
 
 	// Attributes is attribute_extraction_qa. It is nil when the key is
-	// absent (lesion-free) or null (cardiomegaly); AttributesNull tells the
-	// two apart so that a written file keeps the explicit null.
+	// absent (lesion-free) or null (heart-type); AttributesNull tells the
+	// two apart so that a written file keeps the explicit null, and makes
+	// a positive record heart-type.
 	Attributes     *AttributeQA
 	AttributesNull bool
 
@@ -179,6 +163,8 @@ func (r *Record) Path() Path {
 	return RevisionRequired
 }
 
-// IsHeartType reports whether the lesion has no attribute stage
-// (cardiomegaly).
-func (r *Record) IsHeartType() bool { return r.Lesion == "cardiomegaly" }
+// IsHeartType reports whether the record is a heart-type positive, one
+// without an attribute stage: its attribute_extraction_qa is null
+// (format.md §3.5). The data says it, not the lesion name; the loader
+// holds a file to HeartLesions.
+func (r *Record) IsHeartType() bool { return r.AttributesNull && r.Path() != LesionFree }

@@ -27,7 +27,7 @@ func (r *Record) OJSON() *ojson.Value {
 		switch {
 		case r.Attributes != nil:
 			o.Set("attribute_extraction_qa", r.Attributes.ojson())
-		case r.AttributesNull || r.IsHeartType():
+		case r.AttributesNull:
 			o.Set("attribute_extraction_qa", ojson.Null())
 		}
 		if len(r.RevisionSequential) > 0 {

@@ -9,9 +9,11 @@ import (
 	"image"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -291,7 +293,7 @@ func (a *assembly) renderCase(inc *included) error {
 	hashes := map[string]string{}
 	stage := filepath.Join(a.opt.Out, imagesDir, ".staging-"+key+"-"+randSuffix())
 	var buf bytes.Buffer
-	for _, rel := range sortedKeys(imgs) {
+	for _, rel := range slices.Sorted(maps.Keys(imgs)) {
 		buf.Reset()
 		if err := render.EncodePNG(&buf, imgs[rel]); err != nil {
 			return global("%s: encoding %s: %v", key, rel, err)
@@ -357,7 +359,7 @@ func (a *assembly) renderMasks(key string, rec *benchmark.Record, o *Outcome) (m
 		}
 	}
 	masks := map[string]mask.Mask{}
-	for _, n := range sortedKeys(need) {
+	for _, n := range slices.Sorted(maps.Keys(need)) {
 		m, err := loadWorkMask(a.workDir, key, n)
 		if err != nil {
 			return nil, render.Lungs{}, fmt.Errorf("mask %s: %v", n, err)
@@ -495,9 +497,9 @@ func (a *assembly) counts() *ojson.Value {
 	}
 	return ojson.NewObject().
 		Set("cases", ojson.Int(int64(len(a.records)))).
-		Set("lesion_free", ojson.Int(int64(lf))).
-		Set("revision_free", ojson.Int(int64(rf))).
-		Set("revision_required", ojson.Int(int64(rr))).
+		Set(string(benchmark.LesionFree), ojson.Int(int64(lf))).
+		Set(string(benchmark.RevisionFree), ojson.Int(int64(rf))).
+		Set(string(benchmark.RevisionRequired), ojson.Int(int64(rr))).
 		Set("questions", ojson.Int(int64(q))).
 		Set("unique_cxrs", ojson.Int(int64(len(imgs))))
 }
@@ -536,7 +538,7 @@ func (a *assembly) reviewsSHA256() string {
 }
 
 func (a *assembly) buildInfo() ([]byte, error) {
-	cfgv, err := ojson.From(a.cfg)
+	cfgv, err := ojson.ValueOf(a.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -551,7 +553,7 @@ func (a *assembly) buildInfo() ([]byte, error) {
 		}
 	}
 	chex := ojson.Arr()
-	for _, p := range sortedKeys(csvs) {
+	for _, p := range slices.Sorted(maps.Keys(csvs)) {
 		h, err := benchmark.SHA256File(p)
 		if err != nil {
 			return nil, fmt.Errorf("CheXmask CSV %s: %v", p, err)
@@ -588,7 +590,7 @@ func (a *assembly) skippedSummary() string {
 		return "no candidates"
 	}
 	parts := make([]string, 0, len(a.skipped))
-	for _, k := range sortedKeys(a.skipped) {
+	for _, k := range slices.Sorted(maps.Keys(a.skipped)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, a.skipped[k]))
 	}
 	return "skipped: " + strings.Join(parts, ", ")
@@ -596,7 +598,7 @@ func (a *assembly) skippedSummary() string {
 
 func reasonCounts(m map[string]int) *ojson.Value {
 	o := ojson.NewObject()
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		o.Set(k, ojson.Int(int64(m[k])))
 	}
 	return o

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -250,7 +249,7 @@ func makeLists(cases []*source.Case, cfg buildcfg.Config) []*list {
 	}
 	var lists []*list
 	byKey := map[string]*list{}
-	for _, les := range buildcfg.AllLesions {
+	for _, les := range benchmark.Lesions {
 		if !wanted[les] {
 			continue
 		}
@@ -353,13 +352,4 @@ func unwrapPath(err error) error {
 func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

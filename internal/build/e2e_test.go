@@ -190,7 +190,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		}
 	}
 	// All seven lesions and all three paths.
-	for _, les := range buildcfg.AllLesions {
+	for _, les := range benchmark.Lesions {
 		for _, p := range benchmark.Paths {
 			if rep.Counts[les][p] != 1 {
 				t.Errorf("%s %s: %d records, want 1", les, p, rep.Counts[les][p])

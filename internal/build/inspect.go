@@ -3,11 +3,12 @@ package build
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"image"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/anatomy"
@@ -65,7 +66,7 @@ func (a *assembly) inspect(ctx context.Context, spec string) error {
 			}
 		}
 	}
-	for _, k := range sortedKeys(want) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if !found[k] {
 			fmt.Fprintf(a.opt.Stderr, "warning: --inspect: %s is not a candidate of this build\n", k)
 		}
@@ -173,7 +174,7 @@ func findCase(opt InspectOptions, cfg buildcfg.Config) (*source.Case, error) {
 		return nil, fmt.Errorf("%s has no work state in %s; pass --source with the build's manifest or candidates", opt.Key, filepath.Join(opt.Dir, workDirName))
 	}
 	all := cfg
-	all.Lesions = append([]string(nil), buildcfg.AllLesions...)
+	all.Lesions = slices.Clone(benchmark.Lesions)
 	cases, _, err := source.ReadSource(src, all)
 	if err != nil {
 		return nil, err
@@ -641,9 +642,7 @@ func stepImage(gray *image.Gray, before, after mask.Mask, pts []mask.Point, op d
 
 // decodeConfig reads the resolved configuration recorded in build_info.json.
 func decodeConfig(data []byte, cfg *buildcfg.Config) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
+	if err := ojson.Decode(data, cfg); err != nil {
 		return err
 	}
 	return cfg.Validate()

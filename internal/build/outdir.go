@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -415,7 +417,7 @@ func checkSourceTree(out, src string, cases []*source.Case, fresh bool) error {
 			break
 		}
 	}
-	for _, d := range sortedKeys(dataDirs) {
+	for _, d := range slices.Sorted(maps.Keys(dataDirs)) {
 		fi, err := os.Stat(d)
 		if err != nil {
 			continue // a missing image fails its case later
@@ -431,7 +433,7 @@ func checkSourceTree(out, src string, cases []*source.Case, fresh bool) error {
 		return nil // nothing lies inside a new or empty directory
 	}
 	in := &insideCheck{out: outFi, memo: map[string]bool{}}
-	for _, f := range sortedKeys(files) {
+	for _, f := range slices.Sorted(maps.Keys(files)) {
 		if in.inside(filepath.Dir(f)) {
 			return outdir.Refuse(out, "", "output directory %s holds %s, a file of the source; choose a directory outside the source data", out, f)
 		}

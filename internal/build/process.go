@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/anatomy"
@@ -271,7 +272,7 @@ func (e *env) processCase(ctx context.Context, c *source.Case, in *inputs, tr *t
 	tok := qagen.RecordTokens(rec, res.Final.Masks, rl, cfg)
 	for _, o := range rec.Contour.RevisionResult.AnswerOptions {
 		for _, n := range o.Masks {
-			if !strings.Contains(n, "_lung_") || !render.IsToken(n) || containsStr(out.TokenNames, n) {
+			if !strings.Contains(n, "_lung_") || !render.IsToken(n) || slices.Contains(out.TokenNames, n) {
 				continue
 			}
 			m, err := tok.Mask(n)
@@ -287,35 +288,14 @@ func (e *env) processCase(ctx context.Context, c *source.Case, in *inputs, tr *t
 	return out
 }
 
-func containsStr(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // oneLine keeps a detail on one line (CSV and terminal friendly).
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// questionCount is the number of questions of a record on its path.
-// (LF 1; RF 2 and RR 5, plus the 4 attribute questions for lung-type
-// lesions), counted from the record so that heart_lesions is honoured.
+// questionCount is the number of questions of a record on its path (LF
+// 1; RF 6 and RR 9, or 2 and 5 for heart-type records). The record's own
+// data says whether it is heart-type, so heart_lesions is honoured.
 func questionCount(rec *benchmark.Record, path benchmark.Path) int {
-	n := 0
-	switch path {
-	case benchmark.LesionFree:
-		return 1
-	case benchmark.RevisionFree:
-		n = 2
-	default:
-		n = 5
-	}
-	if rec.Attributes != nil {
-		n += 4
-	}
-	return n
+	return benchmark.QuestionsFor(path, rec.IsHeartType())
 }

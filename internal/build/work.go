@@ -32,7 +32,7 @@ const (
 // fpConfig is the configuration part of the fingerprint: every key except
 // buildcfg.NonFingerprintKeys, in the Config's field order.
 func fpConfig(cfg buildcfg.Config) (*ojson.Value, error) {
-	v, err := ojson.From(cfg)
+	v, err := ojson.ValueOf(cfg)
 	if err != nil {
 		return nil, err
 	}

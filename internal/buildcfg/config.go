@@ -11,10 +11,14 @@ package buildcfg
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"math"
 	"runtime"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
@@ -113,15 +117,12 @@ type Config struct {
 	DefaultMorphIterations int `yaml:"default_morph_iterations" json:"default_morph_iterations"`
 }
 
-// AllLesions is the spec's lesion order (build.md §3).
-var AllLesions = []string{"cardiomegaly", "consolidation", "edema", "atelectasis", "pneumonia", "opacity", "effusion"}
-
 // Default returns the configuration with every default of build.md §2.5.
 func Default() Config {
 	return Config{
 		Seed:                        0,
 		Workers:                     runtime.NumCPU(),
-		Lesions:                     append([]string(nil), AllLesions...),
+		Lesions:                     slices.Clone(benchmark.Lesions),
 		MimicLayout:                 "jpg_tree",
 		ILSSplit:                    "train",
 		SamplingOrder:               "shuffle",
@@ -131,7 +132,7 @@ func Default() Config {
 		RF:                          100,
 		RR:                          100,
 		NoDeformationRatio:          map[string]float64{},
-		HeartLesions:                []string{"cardiomegaly"},
+		HeartLesions:                slices.Clone(benchmark.HeartLesions),
 		DirectPhrasingLesions:       []string{"opacity", "consolidation"},
 		MinComponentPx:              1000,
 		CleanupRadius:               5,
@@ -215,17 +216,13 @@ func Load(path string) (Config, error) {
 
 // Validate checks values that YAML typing cannot.
 func (c *Config) Validate() error {
-	known := map[string]bool{}
-	for _, l := range AllLesions {
-		known[l] = true
-	}
 	for _, l := range c.Lesions {
-		if !known[l] {
+		if !benchmark.IsLesion(l) {
 			return fmt.Errorf("lesions: %q is not one of the seven lesions", l)
 		}
 	}
 	for l, r := range c.NoDeformationRatio {
-		if !known[l] {
+		if !benchmark.IsLesion(l) {
 			return fmt.Errorf("no_deformation_ratio: %q is not one of the seven lesions", l)
 		}
 		if r < 0 || r > 1 {
@@ -281,6 +278,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("organic_cells: cell size %d must be ≥ 1", z)
 		}
 	}
+	if err := c.checkFinite(); err != nil {
+		return err
+	}
 	if a := c.OrganicAxisRange; !(a[0] > 0 && a[0] <= a[1]) {
 		return fmt.Errorf("organic_axis_range: %v must satisfy 0 < low ≤ high", a)
 	}
@@ -289,6 +289,39 @@ func (c *Config) Validate() error {
 	}
 	if !(c.GeoGradientPercentile > 0 && c.GeoGradientPercentile <= 1) {
 		return fmt.Errorf("geo_gradient_percentile: %v must be in (0, 1]", c.GeoGradientPercentile)
+	}
+	return nil
+}
+
+// checkFinite rejects NaN and the infinities (YAML's .nan, .inf): the
+// resolved configuration is written as JSON, which has no such numbers.
+func (c *Config) checkFinite() error {
+	keys := []struct {
+		key string
+		v   []float64
+	}{
+		{"chexmask_min_rca", []float64{c.ChexmaskMinRCA}}, {"lung_overlap_min", []float64{c.LungOverlapMin}},
+		{"region_overlap_min", []float64{c.RegionOverlapMin}},
+		{"force_contraction_region_ratio", []float64{c.ForceContractionRegionRatio}},
+		{"force_contraction_lung_ratio", []float64{c.ForceContractionLungRatio}},
+		{"force_expansion_region_ratio", []float64{c.ForceExpansionRegionRatio}},
+		{"geo_sigma", []float64{c.GeoSigma}}, {"geo_alpha", []float64{c.GeoAlpha}},
+		{"geo_gradient_percentile", []float64{c.GeoGradientPercentile}}, {"geo_radius_factor", []float64{c.GeoRadiusFactor}},
+		{"organic_margin", []float64{c.OrganicMargin}}, {"organic_axis_range", c.OrganicAxisRange[:]},
+		{"organic_weights", c.OrganicWeights}, {"min_change_frac", []float64{c.MinChangeFrac}}, {"max_iou", []float64{c.MaxIoU}},
+	}
+	for _, l := range slices.Sorted(maps.Keys(c.NoDeformationRatio)) {
+		keys = append(keys, struct {
+			key string
+			v   []float64
+		}{"no_deformation_ratio." + l, []float64{c.NoDeformationRatio[l]}})
+	}
+	for _, k := range keys {
+		for _, v := range k.v {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s: %v is not a finite number", k.key, v)
+			}
+		}
 	}
 	return nil
 }
@@ -306,14 +339,7 @@ func (c *Config) RFRatio(lesion string) float64 {
 
 // IsHeartLesion reports whether lesion is heart-type (no lung regions, no
 // attribute stage).
-func (c *Config) IsHeartLesion(lesion string) bool {
-	for _, l := range c.HeartLesions {
-		if l == lesion {
-			return true
-		}
-	}
-	return false
-}
+func (c *Config) IsHeartLesion(lesion string) bool { return slices.Contains(c.HeartLesions, lesion) }
 
 // NonFingerprintKeys are the keys that only decide which cases are sampled
 // or how the build runs; every other key enters the case fingerprint.

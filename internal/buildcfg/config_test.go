@@ -25,6 +25,11 @@ func TestLoad(t *testing.T) {
 		{"bad layout", "mimic_layout: tree\n", "mimic_layout", nil},
 		{"zero heart zones", "heart_zones_max: 0\n", "heart_zones_max", nil},
 		{"bad axis range", "organic_axis_range: [1.5, 0.5]\n", "organic_axis_range", nil},
+		// JSON has no NaN or infinity: the resolved configuration could
+		// not be written.
+		{"nan", "lung_overlap_min: .nan\n", "lung_overlap_min: NaN is not a finite number", nil},
+		{"inf weight", "organic_weights: [1, .inf, 0.25]\n", "organic_weights: +Inf is not a finite number", nil},
+		{"nan ratio", "no_deformation_ratio:\n  edema: .nan\n", "no_deformation_ratio.edema: NaN", nil},
 	}
 	for _, c := range cases {
 		p := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".yaml")

@@ -2,6 +2,7 @@ package deform
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/rng"
@@ -73,7 +74,7 @@ func (e *engine) fakePoints(r *rng.RNG, s mask.Mask, c mask.Point, op Op, forFak
 		for rep := 0; rep < cfg.FakePointsPerDraw-1; rep++ {
 			var V []mask.Point
 			for _, p := range C {
-				if !containsPt(picks, p) && far(p, picks) {
+				if !slices.Contains(picks, p) && far(p, picks) {
 					V = append(V, p)
 				}
 			}

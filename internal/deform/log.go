@@ -14,8 +14,8 @@ type Log struct {
 	Failure    string         `json:"failure,omitempty"`
 }
 
-// JSON converts the log with the §6 encoder.
-func (l *Log) JSON() (*ojson.Value, error) { return ojson.From(l) }
+// JSON converts the log with the struct codec.
+func (l *Log) JSON() (*ojson.Value, error) { return ojson.ValueOf(l) }
 
 // CatalogueLog holds every catalogue attempt of one component.
 type CatalogueLog struct {

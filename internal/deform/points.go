@@ -2,6 +2,7 @@ package deform
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/mask"
@@ -208,7 +209,7 @@ func (e *engine) pointsCall(r *rng.RNG, m, region mask.Mask, op Op, D int, avoid
 			for rep := 0; rep < w-1; rep++ {
 				best, bestD := -1, 0
 				for i, c := range C {
-					if containsPt(nw, c) {
+					if slices.Contains(nw, c) {
 						continue
 					}
 					far := true
@@ -238,7 +239,7 @@ func (e *engine) pointsCall(r *rng.RNG, m, region mask.Mask, op Op, D int, avoid
 			for _, q := range rng.Sample(r, prev, min(w, len(prev))) {
 				best, bestD := -1, 0
 				for i, c := range C {
-					if containsPt(pts, c) {
+					if slices.Contains(pts, c) {
 						continue
 					}
 					if dd := mask.Dist2(c, q); best < 0 || dd < bestD {
@@ -261,15 +262,6 @@ func (e *engine) pointsCall(r *rng.RNG, m, region mask.Mask, op Op, D int, avoid
 		sum += w
 	}
 	return pts, widths, len(pts) == sum && len(pts) > 0
-}
-
-func containsPt(ps []mask.Point, p mask.Point) bool {
-	for _, q := range ps {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // center is (round_half_even(mean x), round_half_even(mean y)).

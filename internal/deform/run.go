@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
@@ -299,7 +300,7 @@ func (e *engine) sequentialRetry(r *rng.RNG, retry int, res *Result, finalize fu
 	rl.K = k
 	var selected []string
 	for _, n := range rng.Sample(r, res.Possible, min(k, len(res.Possible))) {
-		if !containsName(selected, n) {
+		if !slices.Contains(selected, n) {
 			selected = append(selected, n)
 		}
 	}
@@ -320,7 +321,7 @@ func (e *engine) sequentialRetry(r *rng.RNG, retry int, res *Result, finalize fu
 		var targets [2][]*AnatomyPoints // by Op, in shuffled order
 		for _, n := range names {
 			a := byName[n]
-			if containsName(selected, n) {
+			if slices.Contains(selected, n) {
 				targets[a.Op] = append(targets[a.Op], a)
 			}
 		}
@@ -438,15 +439,6 @@ func (e *engine) sequentialRetry(r *rng.RNG, retry int, res *Result, finalize fu
 	}
 	rl.Result = "success"
 	return att, nil
-}
-
-func containsName(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func removeName(xs []string, s string) []string {

@@ -35,6 +35,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/eval"
@@ -437,7 +438,6 @@ func writeHeadline(w io.Writer, res *analysis.Result) {
 	if res == nil {
 		return
 	}
-	short := map[string]string{results.PathRR: "RR", results.PathRF: "RF", results.PathLF: "LF"}
 	width := len("model")
 	for _, rr := range res.Runs {
 		width = max(width, len(res.Label(rr)))
@@ -451,10 +451,10 @@ func writeHeadline(w io.Writer, res *analysis.Result) {
 			fmt.Fprintf(w, "%-*s  (not scored)\n", width, name)
 			continue
 		}
-		for _, p := range analysis.Paths {
+		for _, p := range benchmark.Paths {
 			n := 0
 			var cells []string
-			for k := 1; k <= 4; k++ {
+			for _, k := range benchmark.Stages {
 				c := rr.Stage(p, "all", k)
 				if c == nil || !c.Applicable || !c.E2E.Valid {
 					cells = append(cells, "N/A")
@@ -467,7 +467,7 @@ func writeHeadline(w io.Writer, res *analysis.Result) {
 			if dc := rr.DepthOf(p, "all"); dc != nil && dc.Valid {
 				depth = fmt.Sprintf("%.2f", dc.Mean)
 			}
-			fmt.Fprintf(w, "%-*s  %-4s %3d  %6s  %6s  %6s  %6s  %5s\n", width, name, short[p], n,
+			fmt.Fprintf(w, "%-*s  %-4s %3d  %6s  %6s  %6s  %6s  %5s\n", width, name, p.Short(), n,
 				cells[0], cells[1], cells[2], cells[3], depth)
 			name = ""
 		}

@@ -1,7 +1,6 @@
 package ojson
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -103,34 +102,6 @@ func TestDuplicates(t *testing.T) {
 	}
 	if EscapePointer("severity/measurement") != "severity~1measurement" {
 		t.Error("EscapePointer")
-	}
-}
-
-type inner struct {
-	Z float64 `json:"z"`
-}
-
-type sample struct {
-	B     string         `json:"b"`
-	A     int            `json:"a"`
-	Skip  string         `json:"-"`
-	Empty string         `json:"empty,omitempty"`
-	List  []int          `json:"list"`
-	Ptr   *int           `json:"ptr"`
-	Map   map[string]int `json:"map"`
-	Num   json.Number    `json:"num"`
-	inner
-	Raw *Value `json:"raw"`
-}
-
-func TestFromStruct(t *testing.T) {
-	got, err := EncodeCompact(sample{B: "x", A: 2, Skip: "no", Map: map[string]int{"z": 1, "a": 2}, Num: "0", inner: inner{Z: 1}, Raw: Arr(Str("r"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"b":"x","a":2,"list":[],"ptr":null,"map":{"a":2,"z":1},"num":0,"z":1.0,"raw":["r"]}`
-	if string(got) != want {
-		t.Errorf("EncodeCompact = %s\nwant %s", got, want)
 	}
 }
 

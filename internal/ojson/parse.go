@@ -3,6 +3,7 @@ package ojson
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -389,7 +390,10 @@ func Duplicates(v *Value) []Duplicate {
 // EscapePointer escapes one JSON Pointer reference token (RFC 6901):
 // "~" becomes "~0" and "/" becomes "~1".
 func EscapePointer(tok string) string {
-	out := make([]byte, 0, len(tok))
+	if !strings.ContainsAny(tok, "~/") {
+		return tok // the common case, without a copy
+	}
+	out := make([]byte, 0, len(tok)+2)
 	for i := 0; i < len(tok); i++ {
 		switch tok[i] {
 		case '~':

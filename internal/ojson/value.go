@@ -8,7 +8,8 @@
 // writers for the three forms the project uses (spec format.md §6):
 // Marshal (indent 2), MarshalCompact (hashing and JSON Lines) and
 // MarshalASCII (Python's default ensure_ascii, for all_results.json).
-// From/Encode turn ordinary Go values into trees by reflection.
+// Go structs are written and read with go-json-experiment set up to give
+// the same bytes (EncodeCompact, EncodeIndent, ValueOf, Decode).
 package ojson
 
 // Kind is the JSON type of a Value.

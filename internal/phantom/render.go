@@ -3,7 +3,9 @@ package phantom
 import (
 	"fmt"
 	"math"
+	"slices"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
 
@@ -33,6 +35,11 @@ type caseSpec struct {
 	lesion   string
 	positive bool
 }
+
+// heartFinding reports whether the case's lesion is a finding of the
+// heart (drawn as an enlarged cardiac silhouette, not in the lungs): the
+// format's heart-type lesions, which the build's heart_lesions defaults to.
+func (cs caseSpec) heartFinding() bool { return slices.Contains(benchmark.HeartLesions, cs.lesion) }
 
 // caseData is a generated case: the radiograph and its 0/1 masks.
 type caseData struct {
@@ -81,10 +88,10 @@ func tryCase(r *rng.RNG, cs caseSpec, s *scratch) (*caseData, error) {
 	ctrLo, ctrHi := ctrNormLo, ctrNormHi
 	incidental := ""
 	switch {
-	case cs.lesion == "cardiomegaly" && cs.positive:
+	case cs.heartFinding() && cs.positive:
 		ctrLo, ctrHi = ctrBigLo, ctrBigHi
 		a.hx += a.W * r.Uniform(0.02, 0.05) // big hearts extend to the left
-	case cs.lesion == "cardiomegaly":
+	case cs.heartFinding():
 		if r.Float64() < incidentalLungFindingP {
 			lungKind = rng.Choice(r, []string{"effusion", "opacity", "atelectasis", "consolidation"})
 		}
@@ -164,10 +171,10 @@ func tryCase(r *rng.RNG, cs caseSpec, s *scratch) (*caseData, error) {
 
 	cd := &caseData{right: right, left: left, heart: heart, ctr: ctr}
 	switch {
-	case cs.lesion == "cardiomegaly" && cs.positive:
+	case cs.heartFinding() && cs.positive:
 		cd.lesion = heart
 		cd.report = fmt.Sprintf("Synthetic phantom: enlarged cardiac silhouette, cardiothoracic ratio %.2f.", ctr)
-	case cs.lesion == "cardiomegaly":
+	case cs.heartFinding():
 		cd.report = fmt.Sprintf("Synthetic phantom: normal heart size, cardiothoracic ratio %.2f", ctr)
 		if les != nil {
 			cd.report += "; " + les.phrase

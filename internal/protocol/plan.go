@@ -10,44 +10,12 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// Step keys (spec protocol.md §2), also the keys of the export's
-// _chat_history_idx.
-const (
-	StepDetection      = "detection_qa"
-	StepContourEval    = "contour_evaluation_qa"
-	StepExpansion      = "contour_revision_qa_expansion"
-	StepContraction    = "contour_revision_qa_contraction"
-	StepRevisionResult = "contour_revision_qa_revision_result"
-	StepDistribution   = "attribute_extraction_qa_distribution"
-	StepLocation       = "attribute_extraction_qa_location"
-	StepSeverity       = "attribute_extraction_qa_severity/measurement"
-	StepComparison     = "attribute_extraction_qa_comparison"
-)
-
-// Steps lists the nine step keys in turn order (T1…T9).
-var Steps = []string{StepDetection, StepContourEval, StepExpansion, StepContraction, StepRevisionResult,
-	StepDistribution, StepLocation, StepSeverity, StepComparison}
-
-// TurnID returns "T1"… for a step key, or "" if unknown.
-func TurnID(step string) string {
-	for i, s := range Steps {
-		if s == step {
-			return fmt.Sprintf("T%d", i+1)
-		}
-	}
-	return ""
-}
-
-// IsMulti reports whether a step is a multi-select question.
-func IsMulti(step string) bool {
-	return step == StepExpansion || step == StepContraction || step == StepLocation
-}
-
 // PlannedTurn is a turn on a record's path with everything that does not
 // depend on the model's answers: whether it is asked, its images, its
 // text before any oracle prefix, its ground truth and option count.
 type PlannedTurn struct {
-	ID, Step   string
+	Q          benchmark.Question
+	ID, Step   string   // Q.Turn() and Q.Step(), as results records write them
 	SkipReason string   // "" when the turn is asked
 	Images     []string // relative to the benchmark dir, in send order
 	Text       string   // user text without oracle prefix
@@ -65,181 +33,209 @@ func (p *PlannedTurn) Asked() bool { return p.SkipReason == "" }
 
 // Plan lays out the turns of rec's path (spec §2) with the skip rules of
 // §2.1, checking image files under benchDir. It fails only on a record
-// whose key or image paths would leave its image folder.
+// whose key or image paths would leave its image folder. Which stages are
+// planned is benchmark.StageApplies's decision.
 func Plan(rec *benchmark.Record, benchDir string) ([]PlannedTurn, error) {
 	if !safeElem(rec.KeyID) {
 		return nil, fmt.Errorf("record %q: key_id is not a safe folder name", rec.KeyID)
 	}
-	base := "chexpercept/" + rec.KeyID + "/"
-	exists := func(rel string, dir bool) bool {
-		fi, err := os.Stat(filepath.Join(benchDir, filepath.FromSlash(rel)))
-		return err == nil && fi.IsDir() == dir
+	p := &planner{rec: rec, benchDir: benchDir, base: "chexpercept/" + rec.KeyID + "/",
+		// Capacity for all nine turns: add returns pointers into out,
+		// which must not move.
+		out: make([]PlannedTurn, 0, benchmark.NumQuestions)}
+	path, heart := rec.Path(), rec.IsHeartType()
+	p.detection()
+	if benchmark.StageApplies(path, heart, benchmark.StageContourEvaluation) {
+		if err := p.contourEval(); err != nil {
+			return nil, err
+		}
 	}
-	path := rec.Path()
-	// Capacity for all nine turns: add returns pointers into out, which
-	// must not move.
-	out := make([]PlannedTurn, 0, len(Steps))
-	add := func(step string, gt []int, n int) *PlannedTurn {
-		out = append(out, PlannedTurn{ID: TurnID(step), Step: step, GT: gt, NOptions: n, Multi: IsMulti(step), Images: []string{}})
-		return &out[len(out)-1]
+	if benchmark.StageApplies(path, heart, benchmark.StageContourRevision) {
+		if err := p.contourRevision(); err != nil {
+			return nil, err
+		}
 	}
+	if benchmark.StageApplies(path, heart, benchmark.StageAttributeExtraction) {
+		p.attributes()
+	}
+	return p.out, nil
+}
 
-	// T1
-	d := rec.Detection
-	var gt1 []int
+// planner is the state of one Plan: the record, where its images live and
+// the turns planned so far.
+type planner struct {
+	rec            *benchmark.Record
+	benchDir, base string
+	out            []PlannedTurn
+}
+
+func (p *planner) exists(rel string, dir bool) bool {
+	fi, err := os.Stat(filepath.Join(p.benchDir, filepath.FromSlash(rel)))
+	return err == nil && fi.IsDir() == dir
+}
+
+func (p *planner) add(q benchmark.Question, gt []int, n int) *PlannedTurn {
+	p.out = append(p.out, PlannedTurn{Q: q, ID: q.Turn(), Step: q.Step(), GT: gt, NOptions: n, Multi: q.Multi(), Images: []string{}})
+	return &p.out[len(p.out)-1]
+}
+
+// contourDir is the record's contour_qa folder and whether T2 and stage 3
+// can use it (contour_qa present and the folder on disk).
+func (p *planner) contourDir() (string, bool) {
+	dir := p.base + "contour_qa/"
+	return dir, p.rec.Contour != nil && p.exists(dir, true)
+}
+
+// detection plans T1.
+func (p *planner) detection() {
+	d := p.rec.Detection
+	var gt []int
 	if d.Question != "" {
-		gt1 = []int{d.AnswerIndex}
+		gt = []int{d.AnswerIndex}
 	}
-	t1 := add(StepDetection, gt1, 2)
-	xray := base + "detection_qa/xray.png"
+	t := p.add(benchmark.QDetection, gt, 2)
+	xray := p.base + "detection_qa/xray.png"
 	switch {
 	case d.Question == "":
-		t1.SkipReason = "detection_qa missing or empty"
-	case !exists(xray, false):
-		t1.SkipReason = "image missing: " + xray
+		t.SkipReason = "detection_qa missing or empty"
+	case !p.exists(xray, false):
+		t.SkipReason = "image missing: " + xray
 	default:
-		t1.Text, t1.Images = d.Question, []string{xray}
+		t.Text, t.Images = d.Question, []string{xray}
 	}
-	if path == benchmark.LesionFree {
-		return out, nil
-	}
+}
 
-	// T2
-	c := rec.Contour
-	contourDir := base + "contour_qa/"
-	contourOK := c != nil && exists(contourDir, true)
-	var gt2 []int
+// contourEval plans T2.
+func (p *planner) contourEval() error {
+	c := p.rec.Contour
+	dir, ok := p.contourDir()
+	var gt []int
 	if c != nil && c.ContourEval.Question != "" {
-		gt2 = []int{c.ContourEval.AnswerIndex}
+		gt = []int{c.ContourEval.AnswerIndex}
 	}
-	t2 := add(StepContourEval, gt2, 2)
+	t := p.add(benchmark.QContourEval, gt, 2)
 	switch {
 	case c == nil:
-		t2.SkipReason = "contour_qa missing or empty"
+		t.SkipReason = "contour_qa missing or empty"
 	case c.ContourEval.Question == "":
-		t2.SkipReason = "contour_eval_qa missing or empty"
-	case !contourOK:
-		t2.SkipReason = "folder missing: " + contourDir
+		t.SkipReason = "contour_eval_qa missing or empty"
+	case !ok:
+		t.SkipReason = "folder missing: " + dir
 	default:
-		t2.Text, t2.Decision = c.ContourEval.Question, true
+		t.Text, t.Decision = c.ContourEval.Question, true
 		if rp := c.ContourEval.RelativePath; rp != "" {
 			if !safeRel(rp) {
-				return nil, fmt.Errorf("record %s: contour_eval_qa.relative_path %q leaves the record folder", rec.KeyID, rp)
+				return fmt.Errorf("record %s: contour_eval_qa.relative_path %q leaves the record folder", p.rec.KeyID, rp)
 			}
 			// A missing file means T2 is asked without an image (ref).
-			if img := contourDir + rp; exists(img, false) {
-				t2.Images = []string{img}
+			if img := dir + rp; p.exists(img, false) {
+				t.Images = []string{img}
 			}
 		}
 	}
+	return nil
+}
 
-	// T3–T5
-	if path == benchmark.RevisionRequired {
-		revDir := contourDir + "contour_revision_qa/"
-		var stageSkip string
-		if c == nil {
-			stageSkip = results.SkipStagePrefix + "contour_qa missing or empty"
-		} else if !contourOK {
-			stageSkip = results.SkipStagePrefix + "folder missing: " + contourDir
-		}
-		var e, k benchmark.PointQA
-		var r benchmark.RevisionQA
-		if c != nil {
-			e, k, r = c.Expansion, c.Contraction, c.RevisionResult
-		}
-		t3 := add(StepExpansion, pointGT(e), len(e.AnswerOptions))
-		t4 := add(StepContraction, pointGT(k), len(k.AnswerOptions))
-		var gt5 []int
-		if r.Question != "" {
-			gt5 = []int{r.AnswerIndex}
-		}
-		t5 := add(StepRevisionResult, gt5, len(r.AnswerOptions))
-		if stageSkip != "" {
-			t3.SkipReason, t4.SkipReason, t5.SkipReason = stageSkip, stageSkip, stageSkip
-		} else {
-			t3.Decision = true
-			points := revDir + "xray_with_mask_and_points.png"
-			switch {
-			case e.Question == "":
-				t3.SkipReason = "contour_revision_qa_expansion missing or empty"
-			case !exists(points, false):
-				t3.SkipReason = "image missing: " + points
-			default:
-				t3.Text, t3.Images = c.InitialContext+"\n\n"+e.Question, []string{points}
-			}
-			if k.Question == "" {
-				t4.SkipReason = "contour_revision_qa_contraction missing or empty"
-			} else {
-				t4.Text = k.Question
-			}
-			if r.Question == "" {
-				t5.SkipReason = "contour_revision_qa_revision_result missing or empty"
-			} else {
-				t5.Decision = true
-				for _, opt := range r.AnswerOptions {
-					if opt.RelativePath == "" {
-						continue // treated as a missing file
-					}
-					if !safeRel(opt.RelativePath) {
-						return nil, fmt.Errorf("record %s: revision option relative_path %q leaves the record folder", rec.KeyID, opt.RelativePath)
-					}
-					if img := revDir + opt.RelativePath; exists(img, false) {
-						t5.Images = append(t5.Images, img)
-					}
-				}
-				if len(t5.Images) == 0 {
-					t5.SkipReason = "no option image exists under " + revDir
-				} else {
-					t5.Text = r.Question
-				}
-			}
-		}
+// contourRevision plans T3–T5.
+func (p *planner) contourRevision() error {
+	c := p.rec.Contour
+	dir, ok := p.contourDir()
+	var stageSkip string
+	if c == nil {
+		stageSkip = results.SkipStagePrefix + "contour_qa missing or empty"
+	} else if !ok {
+		stageSkip = results.SkipStagePrefix + "folder missing: " + dir
 	}
-
-	// T6–T9
-	if rec.IsHeartType() {
-		return out, nil
+	var e, k benchmark.PointQA
+	var r benchmark.RevisionQA
+	if c != nil {
+		e, k, r = c.Expansion, c.Contraction, c.RevisionResult
 	}
-	a := rec.Attributes
-	type sub struct {
-		step, question string
-		gt             []int
-		n              int
+	t3 := p.add(benchmark.QExpansion, pointGT(e), len(e.AnswerOptions))
+	t4 := p.add(benchmark.QContraction, pointGT(k), len(k.AnswerOptions))
+	var gt5 []int
+	if r.Question != "" {
+		gt5 = []int{r.AnswerIndex}
 	}
-	var subs []sub
-	if a != nil {
-		subs = []sub{
-			{StepDistribution, a.Distribution.Question, []int{a.Distribution.AnswerIndex}, 4},
-			{StepLocation, a.Location.Question, append([]int{}, a.Location.AnswerIndex...), 4},
-			{StepSeverity, a.Severity.Question, []int{a.Severity.AnswerIndex}, 3},
-			{StepComparison, a.Comparison.Question, []int{a.Comparison.AnswerIndex}, 4},
-		}
+	t5 := p.add(benchmark.QRevisionResult, gt5, len(r.AnswerOptions))
+	if stageSkip != "" {
+		t3.SkipReason, t4.SkipReason, t5.SkipReason = stageSkip, stageSkip, stageSkip
+		return nil
+	}
+	revDir := dir + "contour_revision_qa/"
+	t3.Decision = true
+	points := revDir + "xray_with_mask_and_points.png"
+	switch {
+	case e.Question == "":
+		t3.SkipReason = benchmark.QExpansion.Step() + " missing or empty"
+	case !p.exists(points, false):
+		t3.SkipReason = "image missing: " + points
+	default:
+		t3.Text, t3.Images = c.InitialContext+"\n\n"+e.Question, []string{points}
+	}
+	if k.Question == "" {
+		t4.SkipReason = benchmark.QContraction.Step() + " missing or empty"
 	} else {
-		for _, s := range []string{StepDistribution, StepLocation, StepSeverity, StepComparison} {
-			subs = append(subs, sub{step: s})
+		t4.Text = k.Question
+	}
+	if r.Question == "" {
+		t5.SkipReason = benchmark.QRevisionResult.Step() + " missing or empty"
+		return nil
+	}
+	t5.Decision = true
+	for _, opt := range r.AnswerOptions {
+		if opt.RelativePath == "" {
+			continue // treated as a missing file
+		}
+		if !safeRel(opt.RelativePath) {
+			return fmt.Errorf("record %s: revision option relative_path %q leaves the record folder", p.rec.KeyID, opt.RelativePath)
+		}
+		if img := revDir + opt.RelativePath; p.exists(img, false) {
+			t5.Images = append(t5.Images, img)
 		}
 	}
-	for _, s := range subs {
+	if len(t5.Images) == 0 {
+		t5.SkipReason = "no option image exists under " + revDir
+	} else {
+		t5.Text = r.Question
+	}
+	return nil
+}
+
+// attributeOptions is the number of options of each stage-4 question.
+var attributeOptions = map[benchmark.Question]int{benchmark.QDistribution: 4, benchmark.QLocation: 4, benchmark.QSeverity: 3, benchmark.QComparison: 4}
+
+// attributes plans T6–T9.
+func (p *planner) attributes() {
+	a := p.rec.Attributes
+	type sub struct {
+		question string
+		gt       []int
+	}
+	subs := map[benchmark.Question]sub{}
+	if a != nil {
+		subs[benchmark.QDistribution] = sub{a.Distribution.Question, []int{a.Distribution.AnswerIndex}}
+		subs[benchmark.QLocation] = sub{a.Location.Question, append([]int{}, a.Location.AnswerIndex...)}
+		subs[benchmark.QSeverity] = sub{a.Severity.Question, []int{a.Severity.AnswerIndex}}
+		subs[benchmark.QComparison] = sub{a.Comparison.Question, []int{a.Comparison.AnswerIndex}}
+	}
+	for _, q := range benchmark.StageAttributeExtraction.Questions() {
+		s := subs[q]
 		gt := s.gt
 		if s.question == "" {
 			gt = nil
 		}
-		n := s.n
-		if n == 0 {
-			n = map[string]int{StepDistribution: 4, StepLocation: 4, StepSeverity: 3, StepComparison: 4}[s.step]
-		}
-		t := add(s.step, gt, n)
+		t := p.add(q, gt, attributeOptions[q])
 		switch {
 		case a == nil:
 			t.SkipReason = results.SkipStagePrefix + "attribute_extraction_qa is null or absent"
 		case s.question == "":
-			t.SkipReason = strings.TrimPrefix(s.step, "attribute_extraction_qa_") + " missing or empty"
+			t.SkipReason = q.Name() + " missing or empty"
 		default:
 			t.Text = s.question
-			t.Decision = s.step == StepDistribution
+			t.Decision = q == benchmark.QDistribution
 		}
 	}
-	return out, nil
 }
 
 func pointGT(q benchmark.PointQA) []int {

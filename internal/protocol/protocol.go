@@ -100,7 +100,7 @@ func (o *Options) now() string {
 
 func newRecord(rec *benchmark.Record, opts *Options) *results.Record {
 	return &results.Record{
-		KeyID: rec.KeyID, Lesion: rec.Lesion, QAPath: string(rec.Path()), Index: opts.Index,
+		KeyID: rec.KeyID, Lesion: rec.Lesion, QAPath: rec.Path(), Index: opts.Index,
 		Status: results.StatusOK, OracleMode: string(opts.Oracle), ParseMode: string(opts.Parse),
 		StartedAt: opts.now(), Turns: []results.Turn{}, OracleEvents: []results.Event{},
 	}
@@ -131,9 +131,9 @@ type conv struct {
 	history []int // indexes into res.Turns of asked turns, in order
 }
 
-func (c *conv) turn(step string) (*results.Turn, *PlannedTurn) {
+func (c *conv) turn(q benchmark.Question) (*results.Turn, *PlannedTurn) {
 	for i := range c.res.Turns {
-		if c.res.Turns[i].Step == step {
+		if c.plan[i].Q == q {
 			return &c.res.Turns[i], &c.plan[i]
 		}
 	}
@@ -142,8 +142,8 @@ func (c *conv) turn(step string) (*results.Turn, *PlannedTurn) {
 
 // correct: asked, parsed and scored correct. "Not recorded" (an empty
 // reference parse of T1/T2) is never correct because it parses to −1.
-func (c *conv) correct(step string) bool {
-	t, _ := c.turn(step)
+func (c *conv) correct(q benchmark.Question) bool {
+	t, _ := c.turn(q)
 	return t != nil && t.Status == results.TurnAsked && t.Correct != nil && *t.Correct
 }
 
@@ -322,39 +322,39 @@ func (c *conv) decide(p *PlannedTurn) string {
 	path := c.rec.Path()
 	var point string
 	var triggered bool
-	var targets []string // implicit patch targets, in order
+	var targets []benchmark.Question // implicit patch targets, in order
 	var text func() (string, error)
-	switch p.Step {
-	case StepContourEval:
-		point, triggered = "D2", !c.correct(StepDetection)
-		targets = []string{StepDetection}
+	switch p.Q {
+	case benchmark.QContourEval:
+		point, triggered = "D2", !c.correct(benchmark.QDetection)
+		targets = []benchmark.Question{benchmark.QDetection}
 		text = func() (string, error) { return c.prof.O2(), nil }
-	case StepExpansion:
-		point, triggered = "D3", !c.correct(StepContourEval)
-		targets = []string{StepContourEval}
+	case benchmark.QExpansion:
+		point, triggered = "D3", !c.correct(benchmark.QContourEval)
+		targets = []benchmark.Question{benchmark.QContourEval}
 		text = func() (string, error) { return c.prof.O3(), nil }
-	case StepRevisionResult:
+	case benchmark.QRevisionResult:
 		point = "D5"
-		expOK, conOK := c.correct(StepExpansion), c.correct(StepContraction)
+		expOK, conOK := c.correct(benchmark.QExpansion), c.correct(benchmark.QContraction)
 		triggered = !expOK || !conOK
 		if !expOK {
-			targets = append(targets, StepExpansion)
+			targets = append(targets, benchmark.QExpansion)
 		}
 		if !conOK {
-			targets = append(targets, StepContraction)
+			targets = append(targets, benchmark.QContraction)
 		}
 		text = c.o5
-	case StepDistribution:
+	case benchmark.QDistribution:
 		point = "D6"
 		if path == benchmark.RevisionFree {
-			triggered = !c.correct(StepContourEval)
-			targets = []string{StepContourEval}
+			triggered = !c.correct(benchmark.QContourEval)
+			targets = []benchmark.Question{benchmark.QContourEval}
 			text = func() (string, error) { return c.prof.O6RF(), nil }
 		} else {
-			triggered = !c.correct(StepRevisionResult)
-			targets = []string{StepRevisionResult}
+			triggered = !c.correct(benchmark.QRevisionResult)
+			targets = []benchmark.Question{benchmark.QRevisionResult}
 			text = func() (string, error) {
-				_, rp := c.turn(StepRevisionResult)
+				_, rp := c.turn(benchmark.QRevisionResult)
 				if rp == nil || len(rp.GT) == 0 {
 					return "", fmt.Errorf("D6: revision_result has no ground truth for the selected-mask text")
 				}
@@ -387,11 +387,11 @@ func (c *conv) decide(p *PlannedTurn) string {
 		case OracleImplicit:
 			ev.Action = results.ActionPatch
 			var reasons []string
-			for _, step := range targets {
-				if why := c.patch(step, point); why != "" {
+			for _, q := range targets {
+				if why := c.patch(q, point); why != "" {
 					reasons = append(reasons, why)
 				} else {
-					ev.PatchedTurns = append(ev.PatchedTurns, TurnID(step))
+					ev.PatchedTurns = append(ev.PatchedTurns, q.Turn())
 				}
 			}
 			if len(reasons) > 0 {
@@ -404,19 +404,19 @@ func (c *conv) decide(p *PlannedTurn) string {
 	return prefix
 }
 
-// patch overwrites the fed-back text of step's turn with its GT answer and
+// patch overwrites the fed-back text of q's turn with its GT answer and
 // returns "" or why it was a no-op (§4.1).
-func (c *conv) patch(step, point string) string {
-	t, _ := c.turn(step)
-	id := TurnID(step)
+func (c *conv) patch(q benchmark.Question, point string) string {
+	t, _ := c.turn(q)
+	id := q.Turn()
 	if t == nil || t.Status != results.TurnAsked {
 		return id + " has no history index (not asked)"
 	}
 	ref := c.opts.Parse != parse.ModeStrict
-	if ref && step == StepDetection && *t.ParsedText == "" {
+	if ref && q == benchmark.QDetection && *t.ParsedText == "" {
 		return id + " has no history index (empty reference parse)"
 	}
-	if ref && step == StepContourEval && *t.ParsedText == "" {
+	if ref && q == benchmark.QContourEval && *t.ParsedText == "" {
 		return id + " ground truth not recorded (empty reference parse)"
 	}
 	if t.GT == nil || len(*t.GT) == 0 {

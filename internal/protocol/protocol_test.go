@@ -265,11 +265,11 @@ func TestOracleEvents(t *testing.T) {
 	}
 	// The patched turn keeps its original text and names the point.
 	r := run(t, dir, rr, protocol.OracleImplicit, parse.ModeReference, scenario(rr.KeyID))
-	t2 := r.TurnByStep(protocol.StepContourEval)
+	t2 := r.TurnByStep(benchmark.QContourEval.Step())
 	if *t2.FedBack != "Answer: 1" || *t2.OriginalRaw != "The mask fits well.\nAnswer: 2" || *t2.PatchedAt != "D3" || *t2.Raw != *t2.OriginalRaw {
 		t.Errorf("patched T2: fed_back %q original %v patched_at %v", *t2.FedBack, t2.OriginalRaw, t2.PatchedAt)
 	}
-	if t3 := r.TurnByStep(protocol.StepExpansion); t3.OriginalRaw != nil || t3.PatchedAt != nil {
+	if t3 := r.TurnByStep(benchmark.QExpansion.Step()); t3.OriginalRaw != nil || t3.PatchedAt != nil {
 		t.Error("correct T3 must not be patched")
 	}
 }
@@ -413,6 +413,38 @@ func TestSkips(t *testing.T) {
 				t.Errorf("%d calls for %d asked turns", len(s.Requests), strings.Count(tc.want.statuses, "a"))
 			}
 		})
+	}
+}
+
+// TestHeartTypeFromData: the record's data (a null attribute object), not
+// its lesion name, decides whether stage 4 exists, as a build with its own
+// heart_lesions writes it.
+func TestHeartTypeFromData(t *testing.T) {
+	dir, recs := bench(t)
+	rf, cm := recs[1], recs[3]
+	heartRF := cloneRec(rf) // pneumonia written as heart-type
+	heartRF.Attributes, heartRF.AttributesNull = nil, true
+	lungCM := cloneRec(cm) // cardiomegaly written as lung-type
+	lungCM.Attributes, lungCM.AttributesNull = cloneRec(rf).Attributes, false
+	for _, tc := range []struct {
+		rec    *benchmark.Record
+		turns  int
+		stage4 bool
+	}{{rf, 6, true}, {heartRF, 2, false}, {cm, 5, false}, {lungCM, 9, true}} {
+		replies := make([]string, 9)
+		for i := range replies {
+			replies[i] = "Answer: 1"
+		}
+		r := run(t, dir, tc.rec, protocol.OracleNone, parse.ModeReference, protocoltest.Texts(replies...))
+		if len(r.Turns) != tc.turns || tc.rec.Questions() != tc.turns || r.Stages.AttributeExtraction.Applicable != tc.stage4 {
+			t.Errorf("%s (null attributes %v): %d turns, %d questions, stage 4 applicable %v; want %d, %v",
+				tc.rec.KeyID, tc.rec.AttributesNull, len(r.Turns), tc.rec.Questions(), r.Stages.AttributeExtraction.Applicable, tc.turns, tc.stage4)
+		}
+		for _, tn := range r.Turns {
+			if tn.Status != results.TurnAsked {
+				t.Errorf("%s %s: %s", tc.rec.KeyID, tn.Turn, tn.Status)
+			}
+		}
 	}
 }
 

@@ -16,40 +16,40 @@ func finish(r *results.Record, rec *benchmark.Record) {
 
 // computeStages applies our stage semantics (§8, §10.3): a sub-question is
 // correct only if its turn was asked and scored correct; a stage is
-// correct only if all its sub-questions are. Non-applicable stages have
-// null correctness and null sub-questions.
+// correct only if all its sub-questions are. Non-applicable stages
+// (benchmark.StageApplies) have null correctness and null sub-questions.
 func computeStages(r *results.Record, path benchmark.Path, heart bool) results.Stages {
-	sub := func(step string) (asked, correct bool) {
-		t := r.TurnByStep(step)
+	sub := func(q benchmark.Question) (asked, correct bool) {
+		t := r.TurnByStep(q.Step())
 		if t == nil || t.Status != results.TurnAsked {
 			return false, false
 		}
 		return true, t.Correct != nil && *t.Correct
 	}
 	b := func(v bool) *bool { return &v }
-	stage := func(applicable bool, steps ...string) (results.Stage, []*bool) {
-		s := results.Stage{Applicable: applicable}
-		subs := make([]*bool, len(steps))
-		if !applicable {
+	stage := func(k benchmark.Stage) (results.Stage, []*bool) {
+		s := results.Stage{Applicable: benchmark.StageApplies(path, heart, k)}
+		qs := k.Questions()
+		subs := make([]*bool, len(qs))
+		if !s.Applicable {
 			return s, subs
 		}
 		allAsked, allCorrect := true, true
-		for i, st := range steps {
-			a, c := sub(st)
+		for i, q := range qs {
+			a, c := sub(q)
 			allAsked, allCorrect = allAsked && a, allCorrect && c
 			subs[i] = b(c)
 		}
 		s.Asked, s.Correct = allAsked, b(allCorrect)
 		return s, subs
 	}
-	positive := path != benchmark.LesionFree
 	var out results.Stages
-	out.Detection, _ = stage(true, StepDetection)
-	out.ContourEvaluation, _ = stage(positive, StepContourEval)
-	s3, subs3 := stage(path == benchmark.RevisionRequired, StepExpansion, StepContraction, StepRevisionResult)
+	out.Detection, _ = stage(benchmark.StageDetection)
+	out.ContourEvaluation, _ = stage(benchmark.StageContourEvaluation)
+	s3, subs3 := stage(benchmark.StageContourRevision)
 	out.ContourRevision = results.RevisionStage{Applicable: s3.Applicable, Asked: s3.Asked, Correct: s3.Correct,
 		Expansion: subs3[0], Contraction: subs3[1], RevisionResult: subs3[2]}
-	s4, subs4 := stage(positive && !heart, StepDistribution, StepLocation, StepSeverity, StepComparison)
+	s4, subs4 := stage(benchmark.StageAttributeExtraction)
 	out.AttributeExtraction = results.AttributeStage{Applicable: s4.Applicable, Asked: s4.Asked, Correct: s4.Correct,
 		Distribution: subs4[0], Location: subs4[1], Severity: subs4[2], Comparison: subs4[3]}
 	return out
@@ -109,11 +109,11 @@ func Rescore(r *results.Record, bench *benchmark.Record, mode parse.Mode, glmUnw
 		if t.Raw == nil {
 			return nil, fmt.Errorf("rescore: record %s turn %s was asked but has no raw text", r.KeyID, t.Turn)
 		}
-		n, ok := optionCount(bench, t.Step)
+		q, ok := benchmark.QuestionOfStep(t.Step)
 		if !ok {
 			return nil, fmt.Errorf("rescore: record %s turn %s: unknown step %q", r.KeyID, t.Turn, t.Step)
 		}
-		scoreTurn(t, n, IsMulti(t.Step), mode, glmUnwrap)
+		scoreTurn(t, optionCount(bench, q), q.Multi(), mode, glmUnwrap)
 	}
 	out.Stages = computeStages(out, bench.Path(), bench.IsHeartType())
 	if out.OracleMode == string(OracleNone) {
@@ -126,49 +126,45 @@ func Rescore(r *results.Record, bench *benchmark.Record, mode parse.Mode, glmUnw
 
 // relabelEvents recomputes whether each decision triggers (§4).
 func relabelEvents(r *results.Record, path benchmark.Path) {
-	ok := func(step string) bool {
-		t := r.TurnByStep(step)
+	ok := func(q benchmark.Question) bool {
+		t := r.TurnByStep(q.Step())
 		return t != nil && t.Status == results.TurnAsked && t.Correct != nil && *t.Correct
 	}
 	for i := range r.OracleEvents {
 		e := &r.OracleEvents[i]
 		switch e.Point {
 		case "D2":
-			e.Triggered = !ok(StepDetection)
+			e.Triggered = !ok(benchmark.QDetection)
 		case "D3":
-			e.Triggered = !ok(StepContourEval)
+			e.Triggered = !ok(benchmark.QContourEval)
 		case "D5":
-			e.Triggered = !ok(StepExpansion) || !ok(StepContraction)
+			e.Triggered = !ok(benchmark.QExpansion) || !ok(benchmark.QContraction)
 		case "D6":
 			if path == benchmark.RevisionFree {
-				e.Triggered = !ok(StepContourEval)
+				e.Triggered = !ok(benchmark.QContourEval)
 			} else {
-				e.Triggered = !ok(StepRevisionResult)
+				e.Triggered = !ok(benchmark.QRevisionResult)
 			}
 		}
 	}
 }
 
 // optionCount is the number of options used for range checks (§7).
-func optionCount(rec *benchmark.Record, step string) (int, bool) {
-	switch step {
-	case StepDetection, StepContourEval:
-		return 2, true
-	case StepDistribution, StepLocation, StepComparison:
-		return 4, true
-	case StepSeverity:
-		return 3, true
+func optionCount(rec *benchmark.Record, q benchmark.Question) int {
+	switch q {
+	case benchmark.QDetection, benchmark.QContourEval:
+		return 2
+	case benchmark.QDistribution, benchmark.QLocation, benchmark.QSeverity, benchmark.QComparison:
+		return attributeOptions[q]
 	}
 	if rec.Contour == nil {
-		return 0, step == StepExpansion || step == StepContraction || step == StepRevisionResult
+		return 0
 	}
-	switch step {
-	case StepExpansion:
-		return len(rec.Contour.Expansion.AnswerOptions), true
-	case StepContraction:
-		return len(rec.Contour.Contraction.AnswerOptions), true
-	case StepRevisionResult:
-		return len(rec.Contour.RevisionResult.AnswerOptions), true
+	switch q {
+	case benchmark.QExpansion:
+		return len(rec.Contour.Expansion.AnswerOptions)
+	case benchmark.QContraction:
+		return len(rec.Contour.Contraction.AnswerOptions)
 	}
-	return 0, false
+	return len(rec.Contour.RevisionResult.AnswerOptions)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 )
 
@@ -46,7 +47,7 @@ func checkNoLeak(t *testing.T, what, s string) {
 
 func TestTemplatesRenderEveryQuestion(t *testing.T) {
 	cfg := buildcfg.Default()
-	for _, lesion := range buildcfg.AllLesions {
+	for _, lesion := range benchmark.Lesions {
 		w := NewWording(lesion, cfg)
 		yn := []string{"Yes", "No"}
 		pts := []string{"red point", "orange point", "None"}

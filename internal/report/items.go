@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
@@ -24,15 +25,15 @@ import (
 // Item details sit in sidecar files data/c<C>.js, each calling
 // CHX.chunk(C, [detail, ...]) for items C·ChunkSize onwards.
 type itemIndex struct {
-	Keys    []string   `json:"keys"`
-	Lesion  []int      `json:"lesion"`
-	Path    []int      `json:"path"`
-	Lesions []string   `json:"lesions"`
-	Paths   []string   `json:"paths"`
-	Runs    []indexRun `json:"runs"`
-	Modes   []string   `json:"modes"`
-	Images  string     `json:"images"` // prefix of image URLs ("" when none)
-	Chunk   int        `json:"chunk"`  // items per sidecar file (ChunkSize)
+	Keys    []string         `json:"keys"`
+	Lesion  []int            `json:"lesion"`
+	Path    []int            `json:"path"`
+	Lesions []string         `json:"lesions"`
+	Paths   []benchmark.Path `json:"paths"`
+	Runs    []indexRun       `json:"runs"`
+	Modes   []string         `json:"modes"`
+	Images  string           `json:"images"` // prefix of image URLs ("" when none)
+	Chunk   int              `json:"chunk"`  // items per sidecar file (ChunkSize)
 }
 
 type indexRun struct {
@@ -60,10 +61,10 @@ type item struct {
 func collectItems(res *analysis.Result, runs []*analysis.RunResult) []*item {
 	byKey := map[string]*item{}
 	var order []*item
-	add := func(key, lesion, p string, idx int) *item {
+	add := func(key, lesion string, p benchmark.Path, idx int) *item {
 		it := byKey[key]
 		if it == nil {
-			it = &item{key: key, lesion: indexOf(analysis.Lesions, lesion) - 1, path: indexOf(analysis.Paths, p), recs: make([]*results.Record, len(runs))}
+			it = &item{key: key, lesion: slices.Index(analysis.Lesions, lesion) - 1, path: slices.Index(benchmark.Paths, p), recs: make([]*results.Record, len(runs))}
 			byKey[key] = it
 			order = append(order, it)
 		}
@@ -78,7 +79,7 @@ func collectItems(res *analysis.Result, runs []*analysis.RunResult) []*item {
 		}
 		for i, r := range b.Records {
 			if present[r.KeyID] {
-				add(r.KeyID, r.Lesion, string(r.Path()), i)
+				add(r.KeyID, r.Lesion, r.Path(), i)
 			}
 		}
 	}
@@ -92,15 +93,6 @@ func collectItems(res *analysis.Result, runs []*analysis.RunResult) []*item {
 		}
 	}
 	return order
-}
-
-func indexOf(xs []string, x string) int {
-	for i, v := range xs {
-		if v == x {
-			return i
-		}
-	}
-	return -1
 }
 
 // statusChar encodes a record's outcome for the index.
@@ -124,7 +116,7 @@ func statusChar(r *results.Record) byte {
 }
 
 func buildIndex(items []*item, runs []*analysis.RunResult, modes []string, imgPrefix string) *itemIndex {
-	ix := &itemIndex{Lesions: benchmark.Lesions, Paths: analysis.Paths, Modes: modes, Images: imgPrefix, Chunk: ChunkSize}
+	ix := &itemIndex{Lesions: benchmark.Lesions, Paths: benchmark.Paths, Modes: modes, Images: imgPrefix, Chunk: ChunkSize}
 	for _, it := range items {
 		ix.Keys = append(ix.Keys, it.key)
 		ix.Lesion = append(ix.Lesion, it.lesion)
@@ -192,7 +184,7 @@ func safeImage(key, rel string) string {
 }
 
 func buildDetail(it *item) *itemDetail {
-	d := &itemDetail{Key: it.key, Images: make([][]string, 9)}
+	d := &itemDetail{Key: it.key, Images: make([][]string, benchmark.NumQuestions)}
 	tt := &textTable{m: map[string]int{}}
 	for _, r := range it.recs {
 		if r == nil {
@@ -202,8 +194,8 @@ func buildDetail(it *item) *itemDetail {
 		rd := &runDetail{Status: r.Status, Error: r.Error, Turns: [][]any{}, Events: []string{}}
 		for i := range r.Turns {
 			t := &r.Turns[i]
-			ti := indexOf(protoTurnIDs, t.Turn)
-			if ti >= 0 && d.Images[ti] == nil && len(t.Images) > 0 {
+			q, known := benchmark.QuestionOfTurn(t.Turn)
+			if ti := int(q); known && d.Images[ti] == nil && len(t.Images) > 0 {
 				var imgs []string
 				for _, im := range t.Images {
 					if p := safeImage(it.key, im); p != "" {
@@ -250,8 +242,6 @@ func buildDetail(it *item) *itemDetail {
 	}
 	return d
 }
-
-var protoTurnIDs = []string{"T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "T9"}
 
 // ChunkSize is the number of items per sidecar file: one file per item
 // would mean thousands of tiny files, which cost more to write than to

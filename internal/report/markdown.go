@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 )
 
 // NAText is shown in report.md and index.html for a cell that does not
@@ -148,7 +149,7 @@ func chancePct(x float64) string {
 	return pctOrNA(x)
 }
 
-func chanceCell(res *analysis.Result, path, lesion, target string, majority bool) string {
+func chanceCell(res *analysis.Result, path benchmark.Path, lesion, target string, majority bool) string {
 	c := res.Chance.Get(path, lesion, target)
 	if c == nil || c.N == 0 {
 		return NAText
@@ -174,215 +175,261 @@ func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 		d.Intro = append(d.Intro, "The rows *chance* (uniform guessing) and *majority* (always the most frequent answer of each question type) are computed from the benchmark alone.")
 	}
 	for _, mode := range res.Modes() {
-		runs := modeRuns(res, mode)
-		sec := &section{Mode: mode}
-		d.Sections = append(d.Sections, sec)
-		if len(runs) == 0 {
-			sec.Note = "No run of this mode has a usable results.jsonl; see the reference CSVs."
+		s := &sectionDoc{res: res, sec: &section{Mode: mode}, runs: modeRuns(res, mode), on: "(oracle " + mode + ")"}
+		d.Sections = append(d.Sections, s.sec)
+		if len(s.runs) == 0 {
+			s.sec.Note = "No run of this mode has a usable results.jsonl; see the reference CSVs."
 			continue
 		}
-		on := "(oracle " + mode + ")"
-		t := newTable(sec, "Leaderboard "+on, "Model", "Parse", "Records", "Errors", "Depth RR", "Depth RF", "Depth LF", "E2E RR stage 4 (%)", "E2E RF stage 4 (%)", "E2E LF stage 1 (%)")
-		for _, rr := range runs {
-			t.row(leaderName(rr.Run), rr.Run.ParseMode, itoa(rr.Usage.NItems), itoa(rr.Usage.NError),
-				depthCI(rr.DepthOf(analysis.Paths[0], "all")), depthCI(rr.DepthOf(analysis.Paths[1], "all")), depthCI(rr.DepthOf(analysis.Paths[2], "all")),
-				pctCI(rr.Stage(analysis.Paths[0], "all", 4).E2E, true), pctCI(rr.Stage(analysis.Paths[1], "all", 4).E2E, true), pctCI(rr.Stage(analysis.Paths[2], "all", 1).E2E, true))
-		}
+		s.leaderboard()
 		for _, view := range views {
-			for _, path := range analysis.Paths {
-				hdr := []string{"Model", "n"}
-				for k := 1; k <= 4; k++ {
-					hdr = append(hdr, fmt.Sprintf("Stage %d", k))
-				}
-				if view == "e2e" {
-					hdr = append(hdr, "Depth")
-				}
-				t := newTable(sec, fmt.Sprintf("%s, %s %s", viewTitle[view], path, on), hdr...)
-				for _, rr := range runs {
-					row := []string{rr.Run.Name, itoa(rr.DepthOf(path, "all").N)}
-					for k := 1; k <= 4; k++ {
-						c := rr.Stage(path, "all", k)
-						row = append(row, pctCI(stageView(c, view), c.Applicable))
-					}
-					if view == "e2e" {
-						row = append(row, depthCI(rr.DepthOf(path, "all")))
-					}
-					t.row(row...)
-				}
-				if res.Chance != nil && view != "conditional" {
-					for _, maj := range []bool{false, true} {
-						name := "chance"
-						if maj {
-							name = "majority"
-						}
-						row := []string{"*" + name + "*", ""}
-						for k := 1; k <= 4; k++ {
-							target := fmt.Sprintf("e2e_%d", k)
-							if view == "oracle_passed" {
-								target = fmt.Sprintf("stage_%d", k)
-							}
-							if analysis.StageApplies(path, "all", k) {
-								row = append(row, chanceCell(res, path, "all", target, maj))
-							} else {
-								row = append(row, NAText)
-							}
-						}
-						if view == "e2e" {
-							row = append(row, chanceCell(res, path, "all", "depth", maj))
-						}
-						t.row(row...)
-					}
-				}
+			for _, path := range benchmark.Paths {
+				s.stageTable(view, path)
 			}
 		}
-		subTable := func(title, path string, qs []int) {
-			hdr := []string{"Model", "n"}
-			for _, q := range qs {
-				hdr = append(hdr, analysis.Questions[q])
-			}
-			for _, q := range qs {
-				if analysis.IsMultiQuestion(q) {
-					hdr = append(hdr, "Jaccard "+analysis.Questions[q])
-				}
-			}
-			t := newTable(sec, title+" "+on, hdr...)
-			for _, rr := range runs {
-				row := []string{rr.Run.Name, itoa(rr.SubOf(path, "all", analysis.Questions[qs[0]]).Acc.N)}
-				for _, q := range qs {
-					c := rr.SubOf(path, "all", analysis.Questions[q])
-					row = append(row, pctCI(c.Acc, c.Applicable))
-				}
-				for _, q := range qs {
-					if analysis.IsMultiQuestion(q) {
-						c := rr.SubOf(path, "all", analysis.Questions[q])
-						if c.Acc.Valid {
-							row = append(row, fmt.Sprintf("%.3f", c.Jaccard))
-						} else {
-							row = append(row, NAText)
-						}
-					}
-				}
-				t.row(row...)
-			}
-			if res.Chance != nil {
-				for _, maj := range []bool{false, true} {
-					name := "chance"
-					if maj {
-						name = "majority"
-					}
-					row := []string{"*" + name + "*", ""}
-					for _, q := range qs {
-						row = append(row, chanceCell(res, path, "all", analysis.Questions[q], maj))
-					}
-					for _, q := range qs {
-						if analysis.IsMultiQuestion(q) {
-							row = append(row, "")
-						}
-					}
-					t.row(row...)
-				}
-			}
-		}
-		subTable("Contour revision sub-questions (%), revision_required", analysis.Paths[0], []int{2, 3, 4})
-		subTable("Attribute sub-questions (%), revision_required+revision_free pooled", analysis.PooledPath, []int{5, 6, 7, 8})
-		subTable("Attribute sub-questions (%), revision_required", analysis.Paths[0], []int{5, 6, 7, 8})
-		subTable("Attribute sub-questions (%), revision_free", analysis.Paths[1], []int{5, 6, 7, 8})
-		subTable("Detection and contour evaluation (%), revision_required", analysis.Paths[0], []int{0, 1})
-		subTable("Detection and contour evaluation (%), revision_free", analysis.Paths[1], []int{0, 1})
-		subTable("Detection (%), lesion_free", analysis.Paths[2], []int{0})
-
-		// Per lesion: depth, and the final stage's e2e, per path.
-		for _, path := range analysis.Paths {
-			hdr := []string{"Model"}
-			hdr = append(hdr, analysis.Lesions[1:]...)
-			t := newTable(sec, fmt.Sprintf("Depth by lesion, %s %s", path, on), hdr...)
-			for _, rr := range runs {
-				row := []string{rr.Run.Name}
-				for _, l := range analysis.Lesions[1:] {
-					row = append(row, depthCI(rr.DepthOf(path, l)))
-				}
-				t.row(row...)
-			}
-			if res.Chance != nil {
-				row := []string{"*chance*"}
-				for _, l := range analysis.Lesions[1:] {
-					row = append(row, chanceCell(res, path, l, "depth", false))
-				}
-				t.row(row...)
-			}
-		}
-		for _, rr := range runs {
-			hdr := []string{"Lesion"}
-			for _, path := range analysis.Paths {
-				for k := 1; k <= 4; k++ {
-					if analysis.StageApplies(path, "all", k) {
-						hdr = append(hdr, fmt.Sprintf("%s s%d", pathShort[path], k))
-					}
-				}
-			}
-			t := newTable(sec, fmt.Sprintf("End-to-end accuracy (%%) by lesion and path, %s %s", rr.Run.Name, on), hdr...)
-			for _, l := range analysis.Lesions {
-				row := []string{l}
-				for _, path := range analysis.Paths {
-					for k := 1; k <= 4; k++ {
-						if analysis.StageApplies(path, "all", k) {
-							c := rr.Stage(path, l, k)
-							row = append(row, pctCI(c.E2E, c.Applicable))
-						}
-					}
-				}
-				t.row(row...)
-			}
-		}
-		t = newTable(sec, "Parse failures and errors "+on, "Model", "Records", "Errors", "Calls", "Parse failures", "Rate (%)", "Out of range", "Empty", "Truncated")
-		for _, rr := range runs {
-			p := rr.Parse[len(rr.Parse)-1]
-			rate := NAText
-			if p.NAsked > 0 {
-				rate = pct(float64(p.NFail) / float64(p.NAsked))
-			}
-			t.row(rr.Run.Name, itoa(rr.Usage.NItems), itoa(rr.Usage.NError), itoa(p.NAsked), itoa(p.NFail), rate, itoa(p.NOutOfRange), itoa(p.NEmpty), itoa(p.NTrunc))
-		}
-		t = newTable(sec, "Usage "+on, "Model", "Calls", "Input tokens", "Cached input", "Output tokens", "Thinking tokens", "Cost (USD)", "Latency p50 (ms)", "Latency p95 (ms)")
-		for _, rr := range runs {
-			u := rr.Usage
-			cost := NAText
-			if !math.IsNaN(u.Cost) {
-				cost = fmt.Sprintf("%.4f", u.Cost)
-			}
-			lat := func(x float64) string {
-				if math.IsNaN(x) {
-					return NAText
-				}
-				return fmt.Sprintf("%.0f", x)
-			}
-			t.row(rr.Run.Name, itoa(u.NCalls), fmt.Sprint(u.InputTokens), fmt.Sprint(u.CachedInputTokens), fmt.Sprint(u.OutputTokens), fmt.Sprint(u.Thinking), cost, lat(u.LatencyP50), lat(u.LatencyP95))
-		}
-		var pairs []analysis.PairRow
-		for _, p := range res.Pairs {
-			if p.OracleMode == mode && p.Lesion == "all" {
-				pairs = append(pairs, p)
-			}
-		}
-		if len(pairs) > 0 {
-			t = newTable(sec, "Paired differences A − B, lesion all "+on+"; shares in points, depth in stages; per-lesion rows in ext_pairwise.csv",
-				"A", "B", "Path", "Metric", "Value A", "Value B", "A − B [95% CI]", "n paired")
-			for _, p := range pairs {
-				if !p.Valid {
-					t.row(p.ModelA, p.ModelB, p.Path, p.Metric, NAText, NAText, NAText, "0")
-					continue
-				}
-				if p.Metric == "depth" {
-					t.row(p.ModelA, p.ModelB, p.Path, p.Metric, fmt.Sprintf("%.2f", p.ValueA), fmt.Sprintf("%.2f", p.ValueB),
-						fmt.Sprintf("%+.2f [%+.2f, %+.2f]", p.Diff, p.Lo, p.Hi), itoa(p.NPaired))
-				} else {
-					t.row(p.ModelA, p.ModelB, p.Path, p.Metric, pct(p.ValueA), pct(p.ValueB),
-						fmt.Sprintf("%+.1f [%+.1f, %+.1f]", 100*p.Diff, 100*p.Lo, 100*p.Hi), itoa(p.NPaired))
-				}
-			}
-		}
+		s.subTables()
+		s.lesionTables()
+		s.parseTable()
+		s.usageTable()
+		s.pairTable()
 	}
 	return d
+}
+
+// sectionDoc builds one oracle mode's section: its scored runs' tables,
+// one method per table or group of tables, in report order.
+type sectionDoc struct {
+	res  *analysis.Result
+	sec  *section
+	runs []*analysis.RunResult
+	on   string // "(oracle <mode>)", appended to titles
+}
+
+func (s *sectionDoc) leaderboard() {
+	t := newTable(s.sec, "Leaderboard "+s.on, "Model", "Parse", "Records", "Errors", "Depth RR", "Depth RF", "Depth LF", "E2E RR stage 4 (%)", "E2E RF stage 4 (%)", "E2E LF stage 1 (%)")
+	for _, rr := range s.runs {
+		t.row(leaderName(rr.Run), rr.Run.ParseMode, itoa(rr.Usage.NItems), itoa(rr.Usage.NError),
+			depthCI(rr.DepthOf(benchmark.RevisionRequired, "all")), depthCI(rr.DepthOf(benchmark.RevisionFree, "all")), depthCI(rr.DepthOf(benchmark.LesionFree, "all")),
+			pctCI(rr.Stage(benchmark.RevisionRequired, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.RevisionFree, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.LesionFree, "all", 1).E2E, true))
+	}
+}
+
+// stageTable is one view's stage accuracies on one path, with the chance
+// and majority rows.
+func (s *sectionDoc) stageTable(view string, path benchmark.Path) {
+	hdr := []string{"Model", "n"}
+	for _, k := range benchmark.Stages {
+		hdr = append(hdr, fmt.Sprintf("Stage %d", k))
+	}
+	if view == "e2e" {
+		hdr = append(hdr, "Depth")
+	}
+	t := newTable(s.sec, fmt.Sprintf("%s, %s %s", viewTitle[view], path, s.on), hdr...)
+	for _, rr := range s.runs {
+		row := []string{rr.Run.Name, itoa(rr.DepthOf(path, "all").N)}
+		for _, k := range benchmark.Stages {
+			c := rr.Stage(path, "all", k)
+			row = append(row, pctCI(stageView(c, view), c.Applicable))
+		}
+		if view == "e2e" {
+			row = append(row, depthCI(rr.DepthOf(path, "all")))
+		}
+		t.row(row...)
+	}
+	if s.res.Chance == nil || view == "conditional" {
+		return
+	}
+	for _, maj := range []bool{false, true} {
+		name := "chance"
+		if maj {
+			name = "majority"
+		}
+		row := []string{"*" + name + "*", ""}
+		for _, k := range benchmark.Stages {
+			target := fmt.Sprintf("e2e_%d", k)
+			if view == "oracle_passed" {
+				target = fmt.Sprintf("stage_%d", k)
+			}
+			if benchmark.StageApplies(path, false, k) {
+				row = append(row, chanceCell(s.res, path, "all", target, maj))
+			} else {
+				row = append(row, NAText)
+			}
+		}
+		if view == "e2e" {
+			row = append(row, chanceCell(s.res, path, "all", "depth", maj))
+		}
+		t.row(row...)
+	}
+}
+
+func (s *sectionDoc) subTables() {
+	attr := benchmark.StageAttributeExtraction.Questions()
+	detCE := []benchmark.Question{benchmark.QDetection, benchmark.QContourEval}
+	s.subTable("Contour revision sub-questions (%), revision_required", benchmark.RevisionRequired, benchmark.StageContourRevision.Questions())
+	s.subTable("Attribute sub-questions (%), revision_required+revision_free pooled", analysis.PooledPath, attr)
+	s.subTable("Attribute sub-questions (%), revision_required", benchmark.RevisionRequired, attr)
+	s.subTable("Attribute sub-questions (%), revision_free", benchmark.RevisionFree, attr)
+	s.subTable("Detection and contour evaluation (%), revision_required", benchmark.RevisionRequired, detCE)
+	s.subTable("Detection and contour evaluation (%), revision_free", benchmark.RevisionFree, detCE)
+	s.subTable("Detection (%), lesion_free", benchmark.LesionFree, detCE[:1])
+}
+
+// subTable is the accuracy of questions qs on a path (lesion all), with
+// the Jaccard means of the multi-select ones and the chance rows.
+func (s *sectionDoc) subTable(title string, path benchmark.Path, qs []benchmark.Question) {
+	hdr := []string{"Model", "n"}
+	for _, q := range qs {
+		hdr = append(hdr, q.Name())
+	}
+	for _, q := range qs {
+		if q.Multi() {
+			hdr = append(hdr, "Jaccard "+q.Name())
+		}
+	}
+	t := newTable(s.sec, title+" "+s.on, hdr...)
+	for _, rr := range s.runs {
+		row := []string{rr.Run.Name, itoa(rr.SubOf(path, "all", qs[0]).Acc.N)}
+		for _, q := range qs {
+			c := rr.SubOf(path, "all", q)
+			row = append(row, pctCI(c.Acc, c.Applicable))
+		}
+		for _, q := range qs {
+			if q.Multi() {
+				c := rr.SubOf(path, "all", q)
+				if c.Acc.Valid {
+					row = append(row, fmt.Sprintf("%.3f", c.Jaccard))
+				} else {
+					row = append(row, NAText)
+				}
+			}
+		}
+		t.row(row...)
+	}
+	if s.res.Chance == nil {
+		return
+	}
+	for _, maj := range []bool{false, true} {
+		name := "chance"
+		if maj {
+			name = "majority"
+		}
+		row := []string{"*" + name + "*", ""}
+		for _, q := range qs {
+			row = append(row, chanceCell(s.res, path, "all", q.Name(), maj))
+		}
+		for _, q := range qs {
+			if q.Multi() {
+				row = append(row, "")
+			}
+		}
+		t.row(row...)
+	}
+}
+
+// lesionTables are, per path, the depth by lesion, then per run the
+// end-to-end accuracy by lesion, path and stage.
+func (s *sectionDoc) lesionTables() {
+	for _, path := range benchmark.Paths {
+		hdr := []string{"Model"}
+		hdr = append(hdr, analysis.Lesions[1:]...)
+		t := newTable(s.sec, fmt.Sprintf("Depth by lesion, %s %s", path, s.on), hdr...)
+		for _, rr := range s.runs {
+			row := []string{rr.Run.Name}
+			for _, l := range analysis.Lesions[1:] {
+				row = append(row, depthCI(rr.DepthOf(path, l)))
+			}
+			t.row(row...)
+		}
+		if s.res.Chance != nil {
+			row := []string{"*chance*"}
+			for _, l := range analysis.Lesions[1:] {
+				row = append(row, chanceCell(s.res, path, l, "depth", false))
+			}
+			t.row(row...)
+		}
+	}
+	for _, rr := range s.runs {
+		hdr := []string{"Lesion"}
+		for _, path := range benchmark.Paths {
+			for _, k := range benchmark.Stages {
+				if benchmark.StageApplies(path, false, k) {
+					hdr = append(hdr, fmt.Sprintf("%s s%d", path.Short(), k))
+				}
+			}
+		}
+		t := newTable(s.sec, fmt.Sprintf("End-to-end accuracy (%%) by lesion and path, %s %s", rr.Run.Name, s.on), hdr...)
+		for _, l := range analysis.Lesions {
+			row := []string{l}
+			for _, path := range benchmark.Paths {
+				for _, k := range benchmark.Stages {
+					if benchmark.StageApplies(path, false, k) {
+						c := rr.Stage(path, l, k)
+						row = append(row, pctCI(c.E2E, c.Applicable))
+					}
+				}
+			}
+			t.row(row...)
+		}
+	}
+}
+
+func (s *sectionDoc) parseTable() {
+	t := newTable(s.sec, "Parse failures and errors "+s.on, "Model", "Records", "Errors", "Calls", "Parse failures", "Rate (%)", "Out of range", "Empty", "Truncated")
+	for _, rr := range s.runs {
+		p := rr.Parse[len(rr.Parse)-1]
+		rate := NAText
+		if p.NAsked > 0 {
+			rate = pct(float64(p.NFail) / float64(p.NAsked))
+		}
+		t.row(rr.Run.Name, itoa(rr.Usage.NItems), itoa(rr.Usage.NError), itoa(p.NAsked), itoa(p.NFail), rate, itoa(p.NOutOfRange), itoa(p.NEmpty), itoa(p.NTrunc))
+	}
+}
+
+func (s *sectionDoc) usageTable() {
+	t := newTable(s.sec, "Usage "+s.on, "Model", "Calls", "Input tokens", "Cached input", "Output tokens", "Thinking tokens", "Cost (USD)", "Latency p50 (ms)", "Latency p95 (ms)")
+	lat := func(x float64) string {
+		if math.IsNaN(x) {
+			return NAText
+		}
+		return fmt.Sprintf("%.0f", x)
+	}
+	for _, rr := range s.runs {
+		u := rr.Usage
+		cost := NAText
+		if !math.IsNaN(u.Cost) {
+			cost = fmt.Sprintf("%.4f", u.Cost)
+		}
+		t.row(rr.Run.Name, itoa(u.NCalls), fmt.Sprint(u.InputTokens), fmt.Sprint(u.CachedInputTokens), fmt.Sprint(u.OutputTokens), fmt.Sprint(u.Thinking), cost, lat(u.LatencyP50), lat(u.LatencyP95))
+	}
+}
+
+// pairTable lists the paired comparisons of the mode, lesion all (none:
+// no table).
+func (s *sectionDoc) pairTable() {
+	var pairs []analysis.PairRow
+	for _, p := range s.res.Pairs {
+		if p.OracleMode == s.sec.Mode && p.Lesion == "all" {
+			pairs = append(pairs, p)
+		}
+	}
+	if len(pairs) == 0 {
+		return
+	}
+	t := newTable(s.sec, "Paired differences A − B, lesion all "+s.on+"; shares in points, depth in stages; per-lesion rows in ext_pairwise.csv",
+		"A", "B", "Path", "Metric", "Value A", "Value B", "A − B [95% CI]", "n paired")
+	for _, p := range pairs {
+		switch {
+		case !p.Valid:
+			t.row(p.ModelA, p.ModelB, string(p.Path), p.Metric, NAText, NAText, NAText, "0")
+		case p.Metric == "depth":
+			t.row(p.ModelA, p.ModelB, string(p.Path), p.Metric, fmt.Sprintf("%.2f", p.ValueA), fmt.Sprintf("%.2f", p.ValueB),
+				fmt.Sprintf("%+.2f [%+.2f, %+.2f]", p.Diff, p.Lo, p.Hi), itoa(p.NPaired))
+		default:
+			t.row(p.ModelA, p.ModelB, string(p.Path), p.Metric, pct(p.ValueA), pct(p.ValueB),
+				fmt.Sprintf("%+.1f [%+.1f, %+.1f]", 100*p.Diff, 100*p.Lo, 100*p.Hi), itoa(p.NPaired))
+		}
+	}
 }
 
 // leaderName is a run's name in the leaderboard, marked when the run has
@@ -397,5 +444,3 @@ func leaderName(r *analysis.Run) string {
 	}
 	return fmt.Sprintf("%s (%s %d/%d)", r.Name, state, r.Finished, r.Selected)
 }
-
-var pathShort = map[string]string{"revision_required": "RR", "revision_free": "RF", "lesion_free": "LF"}

@@ -19,6 +19,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 )
 
 // Okabe–Ito colours: distinguishable with the common colour-vision
@@ -308,16 +309,16 @@ func plotJobs(res *analysis.Result) []plotJob {
 			return stagePanels(runs, names, mode)
 		}})
 		jobs = append(jobs, plotJob{name: PlotName("contour_revision_detail", mode, ""), w: width, h: 12 * vg.Centimeter, make: func() (*plot.Plot, error) {
-			return subBars(runs, names, analysis.Paths[0], []int{2, 3, 4}, "Contour revision sub-questions, revision_required"+on)
+			return subBars(runs, names, benchmark.RevisionRequired, benchmark.StageContourRevision.Questions(), "Contour revision sub-questions, revision_required"+on)
 		}})
 		jobs = append(jobs, plotJob{name: PlotName("attribute_extraction_detail", mode, ""), w: width, h: 12 * vg.Centimeter, make: func() (*plot.Plot, error) {
-			return subBars(runs, names, analysis.PooledPath, []int{5, 6, 7, 8}, "Attribute sub-questions, revision_required+revision_free"+on)
+			return subBars(runs, names, analysis.PooledPath, benchmark.StageAttributeExtraction.Questions(), "Attribute sub-questions, revision_required+revision_free"+on)
 		}})
 		jobs = append(jobs, plotJob{name: PlotName("depth_heatmap", mode, ""), w: 18 * vg.Centimeter, h: vg.Length(5+0.8*nm) * vg.Centimeter, make: func() (*plot.Plot, error) {
 			z := make([][]float64, len(runs))
 			text := make([][]string, len(runs))
 			for i, rr := range runs {
-				for _, path := range analysis.Paths {
+				for _, path := range benchmark.Paths {
 					d := rr.DepthOf(path, "all")
 					if d.Valid {
 						z[i] = append(z[i], d.Mean/float64(d.Max))
@@ -328,20 +329,24 @@ func plotJobs(res *analysis.Result) []plotJob {
 					}
 				}
 			}
-			return heatmap("Mean depth, normalised by the path maximum"+on, "path", "", analysis.Paths, names, z, text)
+			paths := make([]string, len(benchmark.Paths))
+			for i, p := range benchmark.Paths {
+				paths[i] = string(p)
+			}
+			return heatmap("Mean depth, normalised by the path maximum"+on, "path", "", paths, names, z, text)
 		}})
 		for _, rr := range runs {
 			jobs = append(jobs, plotJob{name: PlotName("lesion_stage", mode, rr.Run.Name), w: 20 * vg.Centimeter, h: 14 * vg.Centimeter, make: func() (*plot.Plot, error) {
 				var cols []string
 				type pk struct {
-					path string
-					k    int
+					path benchmark.Path
+					k    benchmark.Stage
 				}
 				var pks []pk
-				for _, path := range analysis.Paths {
-					for k := 1; k <= 4; k++ {
-						if analysis.StageApplies(path, "all", k) {
-							cols = append(cols, fmt.Sprintf("%s stage %d", pathShort[path], k))
+				for _, path := range benchmark.Paths {
+					for _, k := range benchmark.Stages {
+						if benchmark.StageApplies(path, false, k) {
+							cols = append(cols, fmt.Sprintf("%s stage %d", path.Short(), k))
 							pks = append(pks, pk{path, k})
 						}
 					}
@@ -367,12 +372,12 @@ func plotJobs(res *analysis.Result) []plotJob {
 	return jobs
 }
 
-func subBars(runs []*analysis.RunResult, names []string, path string, qs []int, title string) (*plot.Plot, error) {
+func subBars(runs []*analysis.RunResult, names []string, path benchmark.Path, qs []benchmark.Question, title string) (*plot.Plot, error) {
 	var series []barSeries
 	for _, q := range qs {
-		s := barSeries{name: analysis.Questions[q]}
+		s := barSeries{name: q.Name()}
 		for _, rr := range runs {
-			c := rr.SubOf(path, "all", analysis.Questions[q])
+			c := rr.SubOf(path, "all", q)
 			v, lo, hi := nanIfInvalid(c.Acc, c.Applicable)
 			s.val, s.lo, s.hi = append(s.val, v), append(s.lo, lo), append(s.hi, hi)
 		}
@@ -385,10 +390,10 @@ func subBars(runs []*analysis.RunResult, names []string, path string, qs []int, 
 // figure: end-to-end accuracy per model and applicable stage.
 func stagePanels(runs []*analysis.RunResult, names []string, mode string) ([][]*plot.Plot, error) {
 	var out [][]*plot.Plot
-	for _, path := range analysis.Paths {
+	for _, path := range benchmark.Paths {
 		var series []barSeries
-		for k := 1; k <= 4; k++ {
-			if !analysis.StageApplies(path, "all", k) {
+		for _, k := range benchmark.Stages {
+			if !benchmark.StageApplies(path, false, k) {
 				continue
 			}
 			s := barSeries{name: fmt.Sprintf("stage %d", k)}

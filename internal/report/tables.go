@@ -3,9 +3,11 @@ package report
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
@@ -87,7 +89,7 @@ func extStage(res *analysis.Result) []byte {
 				case "conditional":
 					p = c.Cond
 				}
-				row := append(runCols(rr), c.Path, c.Lesion, itoa(c.Stage), v, boolStr(c.Applicable))
+				row := append(runCols(rr), string(c.Path), c.Lesion, itoa(int(c.Stage)), v, boolStr(c.Applicable))
 				rows = append(rows, append(row, propFields(p, c.Applicable)...))
 			}
 		}
@@ -103,7 +105,7 @@ func extDepth(res *analysis.Result) []byte {
 			continue
 		}
 		for _, d := range rr.Depth {
-			row := append(runCols(rr), d.Path, d.Lesion, itoa(d.N))
+			row := append(runCols(rr), string(d.Path), d.Lesion, itoa(d.N))
 			if d.Valid {
 				row = append(row, f6(d.Mean), f6(d.Lo), f6(d.Hi), itoa(d.Max), f6(d.Mean/float64(d.Max)))
 			} else {
@@ -119,17 +121,17 @@ func extDepth(res *analysis.Result) []byte {
 // (RR, RF, LF, then pooled RR+RF) and lesion, the questions of the path.
 func subRows(rr *analysis.RunResult) []*analysis.SubCell {
 	var out []*analysis.SubCell
-	for _, path := range append(analysis.Paths, analysis.PooledPath) {
+	for _, path := range append(slices.Clone(benchmark.Paths), analysis.PooledPath) {
 		for _, lesion := range analysis.Lesions {
-			for q, name := range analysis.Questions {
+			for _, q := range benchmark.Questions {
 				if path == analysis.PooledPath {
-					if q < 5 {
+					if q.Stage() != benchmark.StageAttributeExtraction {
 						continue
 					}
-				} else if !analysis.QuestionApplies(path, "all", q) {
+				} else if !benchmark.Applies(path, false, q) {
 					continue
 				}
-				if c := rr.SubOf(path, lesion, name); c != nil {
+				if c := rr.SubOf(path, lesion, q); c != nil {
 					out = append(out, c)
 				}
 			}
@@ -146,13 +148,13 @@ func extSub(res *analysis.Result) []byte {
 			continue
 		}
 		for _, c := range subRows(rr) {
-			row := append(runCols(rr), c.Path, c.Lesion, c.Question)
+			row := append(runCols(rr), string(c.Path), c.Lesion, c.Q.Name())
 			row = append(row, propFields(c.Acc, c.Applicable)...)
 			jac, chance := NA, NA
 			if c.Applicable && c.Acc.Valid {
 				jac = f6(c.Jaccard)
 			}
-			if ch := res.Chance.Get(c.Path, c.Lesion, c.Question); ch != nil && c.Applicable {
+			if ch := res.Chance.Get(c.Path, c.Lesion, c.Q.Name()); ch != nil && c.Applicable {
 				chance = f6(ch.Uniform)
 			}
 			rows = append(rows, append(row, jac, chance))
@@ -209,7 +211,7 @@ func extChance(res *analysis.Result) []byte {
 			if maj == "" {
 				maj = NA
 			}
-			rows = append(rows, []string{c.Path, c.Lesion, c.Target, c.Kind, itoa(c.N), f6(c.Uniform), maj, f6(c.MajorityAcc)})
+			rows = append(rows, []string{string(c.Path), c.Lesion, c.Target, c.Kind, itoa(c.N), f6(c.Uniform), maj, f6(c.MajorityAcc)})
 		}
 	}
 	return results.CSV(header, rows)
@@ -220,10 +222,10 @@ func extPairwise(res *analysis.Result) []byte {
 	var rows [][]string
 	for _, p := range res.Pairs {
 		if !p.Valid {
-			rows = append(rows, []string{p.ModelA, p.ModelB, p.Path, p.Lesion, p.Metric, NA, NA, NA, NA, NA, "0"})
+			rows = append(rows, []string{p.ModelA, p.ModelB, string(p.Path), p.Lesion, p.Metric, NA, NA, NA, NA, NA, "0"})
 			continue
 		}
-		rows = append(rows, []string{p.ModelA, p.ModelB, p.Path, p.Lesion, p.Metric, f6(p.ValueA), f6(p.ValueB), f6(p.Diff), f6(p.Lo), f6(p.Hi), itoa(p.NPaired)})
+		rows = append(rows, []string{p.ModelA, p.ModelB, string(p.Path), p.Lesion, p.Metric, f6(p.ValueA), f6(p.ValueB), f6(p.Diff), f6(p.Lo), f6(p.Hi), itoa(p.NPaired)})
 	}
 	return results.CSV(header, rows)
 }
@@ -245,7 +247,7 @@ func summaryJSON(res *analysis.Result, warnings []string) []byte {
 		metrics := ojson.Arr()
 		for _, h := range rr.Headlines() {
 			metrics.A = append(metrics.A, ojson.NewObject().
-				Set("path", ojson.Str(h.Path)).
+				Set("path", ojson.Str(string(h.Path))).
 				Set("metric", ojson.Str(h.Metric)).
 				Set("n", ojson.Int(int64(h.N))).
 				Set("value", num(h.Value, h.Valid)).

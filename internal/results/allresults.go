@@ -4,21 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
-)
-
-// Step keys as the reference export names them (spec protocol.md §2).
-const (
-	stepDetection      = "detection_qa"
-	stepContourEval    = "contour_evaluation_qa"
-	stepExpansion      = "contour_revision_qa_expansion"
-	stepContraction    = "contour_revision_qa_contraction"
-	stepRevisionResult = "contour_revision_qa_revision_result"
-	stepDistribution   = "attribute_extraction_qa_distribution"
-	stepLocation       = "attribute_extraction_qa_location"
-	stepSeverity       = "attribute_extraction_qa_severity/measurement"
-	stepComparison     = "attribute_extraction_qa_comparison"
-	attrPrefix         = "attribute_extraction_qa_"
 )
 
 // usageBackends are the backends whose export carries token_usage (ref).
@@ -36,100 +23,121 @@ func ExportRecord(rec *Record, benchAbsDir string, backend string) *ojson.Value 
 // ExportRecordModel is ExportRecord with the model id for token_usage.
 func ExportRecordModel(rec *Record, benchAbsDir, backend, modelID string) *ojson.Value {
 	strict := rec.ParseMode == "strict"
-	asked := turnAsked
-	recorded := func(t *Turn) bool { return turnRecorded(t, strict) }
-	correct := turnCorrect
-	gtInt := func(t *Turn) *ojson.Value {
-		if t == nil || t.GT == nil || len(*t.GT) == 0 {
-			return ojson.Null()
-		}
-		return ojson.Int(int64((*t.GT)[0]))
-	}
-	gtList := func(t *Turn) *ojson.Value {
-		if t == nil || t.GT == nil {
-			return ojson.Null()
-		}
-		return ojson.Ints(*t.GT)
-	}
-
 	o := ojson.NewObject()
 	o.Set("key_id", ojson.Str(rec.KeyID))
-	o.Set("qa_path", ojson.Str(rec.QAPath))
+	o.Set("qa_path", ojson.Str(string(rec.QAPath)))
 
 	det := ojson.NewObject()
-	if t := rec.TurnByStep(stepDetection); recorded(t) {
-		det.Set("response", ojson.Str(str(t.ParsedText))).Set("ground_truth", gtInt(t)).Set("correct", ojson.Bool(correct(t)))
+	if t := rec.Turn(benchmark.QDetection); turnRecorded(t, strict) {
+		det.Set("response", ojson.Str(str(t.ParsedText))).Set("ground_truth", gtInt(t)).Set("correct", ojson.Bool(turnCorrect(t)))
 	}
 	o.Set("detection_qa", det)
 
 	ce := ojson.NewObject()
-	if t := rec.TurnByStep(stepContourEval); recorded(t) {
-		ce.Set("responses", ojson.Str(str(t.ParsedText))).Set("ground_truth", gtInt(t)).Set("correct", ojson.Bool(correct(t)))
+	if t := rec.Turn(benchmark.QContourEval); turnRecorded(t, strict) {
+		ce.Set("responses", ojson.Str(str(t.ParsedText))).Set("ground_truth", gtInt(t)).Set("correct", ojson.Bool(turnCorrect(t)))
 	}
 	o.Set("contour_evaluation_qa", ce)
+	o.Set("contour_revision_qa", exportRevision(rec))
+	o.Set("attribute_extraction_qa", exportAttributes(rec))
 
+	idx, hist := exportHistory(rec, benchAbsDir, strict)
+	if idx != nil {
+		o.Set("_chat_history_idx", idx)
+	}
+	if tu := tokenUsage(rec, backend, modelID); tu != nil {
+		o.Set("token_usage", tu)
+	}
+	o.Set("chat_history", hist)
+	return o
+}
+
+func gtInt(t *Turn) *ojson.Value {
+	if t == nil || t.GT == nil || len(*t.GT) == 0 {
+		return ojson.Null()
+	}
+	return ojson.Int(int64((*t.GT)[0]))
+}
+
+func gtList(t *Turn) *ojson.Value {
+	if t == nil || t.GT == nil {
+		return ojson.Null()
+	}
+	return ojson.Ints(*t.GT)
+}
+
+// exportRevision is the contour_revision_qa object: {} unless the record
+// is revision-required and its stage 3 was not skipped as a whole.
+func exportRevision(rec *Record) *ojson.Value {
 	cr := ojson.NewObject()
-	if rec.QAPath == "revision_required" && stageKept(rec, stepExpansion, stepContraction, stepRevisionResult) {
-		e, k, r := rec.TurnByStep(stepExpansion), rec.TurnByStep(stepContraction), rec.TurnByStep(stepRevisionResult)
-		gt := ojson.NewObject().Set("expansion", gtList(e)).Set("contraction", gtList(k)).Set("revision_result", gtInt(r))
-		resp := ojson.NewObject()
-		for _, x := range []struct {
-			key string
-			t   *Turn
-		}{{"expansion", e}, {"contraction", k}, {"revision_result", r}} {
-			if asked(x.t) {
-				resp.Set(x.key, ojson.Str(str(x.t.ParsedText)))
-			}
-		}
-		cr.Set("ground_truth", gt).Set("responses", resp).
-			Set("correct", ojson.Bool(correct(e) && correct(k) && correct(r))).
-			Set("expansion", correctObj(correct(e))).
-			Set("contraction", correctObj(correct(k))).
-			Set("revision_result", correctObj(correct(r)))
+	if rec.QAPath != benchmark.RevisionRequired || !stageKept(rec, benchmark.StageContourRevision) {
+		return cr
 	}
-	o.Set("contour_revision_qa", cr)
+	e, k, r := rec.Turn(benchmark.QExpansion), rec.Turn(benchmark.QContraction), rec.Turn(benchmark.QRevisionResult)
+	gt := ojson.NewObject().Set("expansion", gtList(e)).Set("contraction", gtList(k)).Set("revision_result", gtInt(r))
+	resp := ojson.NewObject()
+	for _, x := range []struct {
+		key string
+		t   *Turn
+	}{{"expansion", e}, {"contraction", k}, {"revision_result", r}} {
+		if turnAsked(x.t) {
+			resp.Set(x.key, ojson.Str(str(x.t.ParsedText)))
+		}
+	}
+	return cr.Set("ground_truth", gt).Set("responses", resp).
+		Set("correct", ojson.Bool(turnCorrect(e) && turnCorrect(k) && turnCorrect(r))).
+		Set("expansion", correctObj(turnCorrect(e))).
+		Set("contraction", correctObj(turnCorrect(k))).
+		Set("revision_result", correctObj(turnCorrect(r)))
+}
 
+// exportAttributes is the attribute_extraction_qa object: {} for
+// lesion-free records and when stage 4 has no turn (heart-type records)
+// or was skipped as a whole.
+func exportAttributes(rec *Record) *ojson.Value {
 	ae := ojson.NewObject()
-	if rec.QAPath != "lesion_free" && stageKept(rec, attrSteps...) {
-		resp, gt := ojson.NewObject(), ojson.NewObject()
-		all := true
-		for _, s := range attrSteps {
-			t := rec.TurnByStep(s)
-			all = all && correct(t)
-			if !asked(t) {
-				continue
-			}
-			key := strings.TrimPrefix(s, attrPrefix)
-			resp.Set(key, ojson.Str(str(t.ParsedText)))
-			if s == stepLocation {
-				gt.Set(key, gtList(t))
-			} else {
-				gt.Set(key, gtInt(t))
-			}
+	if rec.QAPath == benchmark.LesionFree || !stageKept(rec, benchmark.StageAttributeExtraction) {
+		return ae
+	}
+	resp, gt := ojson.NewObject(), ojson.NewObject()
+	all := true
+	for _, q := range benchmark.StageAttributeExtraction.Questions() {
+		t := rec.Turn(q)
+		all = all && turnCorrect(t)
+		if !turnAsked(t) {
+			continue
 		}
-		ae.Set("responses", resp).Set("ground_truth", gt).Set("correct", ojson.Bool(all))
-		// The reference's order, kept for byte compatibility.
-		for _, s := range []string{stepDistribution, stepSeverity, stepComparison, stepLocation} {
-			ae.Set(strings.TrimPrefix(s, attrPrefix), correctObj(correct(rec.TurnByStep(s))))
+		resp.Set(q.Name(), ojson.Str(str(t.ParsedText)))
+		if q.Multi() {
+			gt.Set(q.Name(), gtList(t))
+		} else {
+			gt.Set(q.Name(), gtInt(t))
 		}
 	}
-	o.Set("attribute_extraction_qa", ae)
+	ae.Set("responses", resp).Set("ground_truth", gt).Set("correct", ojson.Bool(all))
+	// The reference's order, kept for byte compatibility.
+	for _, q := range []benchmark.Question{benchmark.QDistribution, benchmark.QSeverity, benchmark.QComparison, benchmark.QLocation} {
+		ae.Set(q.Name(), correctObj(turnCorrect(rec.Turn(q))))
+	}
+	return ae
+}
 
-	// _chat_history_idx and chat_history.
-	var idx *ojson.Value
+// exportHistory is _chat_history_idx (nil when the reference would not
+// have created it) and chat_history.
+func exportHistory(rec *Record, benchAbsDir string, strict bool) (idx, hist *ojson.Value) {
 	for _, ev := range rec.OracleEvents {
 		if ev.Action == ActionPatch {
 			idx = ojson.NewObject() // a patch attempt creates it
 		}
 	}
-	hist := ojson.Arr()
+	hist = ojson.Arr()
 	prefix := strings.TrimRight(benchAbsDir, "/") + "/"
 	for i := range rec.Turns {
 		t := &rec.Turns[i]
-		if !asked(t) {
+		if !turnAsked(t) {
 			continue
 		}
-		if t.Step != stepDetection || recorded(t) {
+		if t.Step != benchmark.QDetection.Step() || turnRecorded(t, strict) {
 			if idx == nil {
 				idx = ojson.NewObject()
 			}
@@ -145,14 +153,7 @@ func ExportRecordModel(rec *Record, benchAbsDir, backend, modelID string) *ojson
 		}
 		hist.A = append(hist.A, entry)
 	}
-	if idx != nil {
-		o.Set("_chat_history_idx", idx)
-	}
-	if tu := tokenUsage(rec, backend, modelID); tu != nil {
-		o.Set("token_usage", tu)
-	}
-	o.Set("chat_history", hist)
-	return o
+	return idx, hist
 }
 
 // The export rules shared by ExportRecordModel and refEntryFromRecord,
@@ -169,10 +170,10 @@ func turnRecorded(t *Turn, strict bool) bool {
 func turnCorrect(t *Turn) bool { return turnAsked(t) && t.Correct != nil && *t.Correct }
 
 // stageKept: the stage's turns exist and were not skipped as a whole.
-func stageKept(rec *Record, steps ...string) bool {
+func stageKept(rec *Record, k benchmark.Stage) bool {
 	found := false
-	for _, s := range steps {
-		t := rec.TurnByStep(s)
+	for _, q := range k.Questions() {
+		t := rec.Turn(q)
 		if t == nil {
 			continue
 		}
@@ -183,9 +184,6 @@ func stageKept(rec *Record, steps ...string) bool {
 	}
 	return found
 }
-
-// attrSteps are the stage-4 steps in §2 order.
-var attrSteps = []string{stepDistribution, stepLocation, stepSeverity, stepComparison}
 
 func correctObj(b bool) *ojson.Value { return ojson.NewObject().Set("correct", ojson.Bool(b)) }
 

@@ -107,7 +107,10 @@ func TestRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []string{`{"key_id":"x","extra":1}`, `{"key_id":"x"} {}`, `{"lesion":"edema"}`, `[1]`} {
+	// Names match exactly and appear once: encoding/json, which read these
+	// lines before, took the last duplicate and matched names in any case.
+	for _, bad := range []string{`{"key_id":"x","extra":1}`, `{"key_id":"x"} {}`, `{"lesion":"edema"}`, `[1]`,
+		`{"key_id":"x","key_id":"y"}`, `{"KEY_ID":"x"}`, `{"key_id":"x","Lesion":"edema"}`} {
 		if _, err := results.UnmarshalLine([]byte(bad)); err == nil {
 			t.Errorf("UnmarshalLine(%s) must fail", bad)
 		}

@@ -163,11 +163,11 @@ type RetryPolicy struct {
 // Marshal writes the manifest with the §6 writer (indent 2) and a final
 // newline.
 func (m *Manifest) Marshal() ([]byte, error) {
-	v, err := ojson.From(m)
+	b, err := ojson.EncodeIndent(m)
 	if err != nil {
 		return nil, err
 	}
-	return append(ojson.Marshal(v), '\n'), nil
+	return append(b, '\n'), nil
 }
 
 // ParseManifest decodes manifest.json bytes. Members it does not know are

@@ -10,10 +10,10 @@
 package results
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -32,20 +32,20 @@ const (
 
 // Record is one results.jsonl line.
 type Record struct {
-	KeyID        string  `json:"key_id"`
-	Lesion       string  `json:"lesion"`
-	QAPath       string  `json:"qa_path"`
-	Index        int     `json:"index"`
-	Status       string  `json:"status"`
-	Error        *string `json:"error"`
-	OracleMode   string  `json:"oracle_mode"`
-	ParseMode    string  `json:"parse_mode"`
-	StartedAt    string  `json:"started_at"`
-	FinishedAt   string  `json:"finished_at"`
-	Turns        []Turn  `json:"turns"`
-	OracleEvents []Event `json:"oracle_events"`
-	Stages       Stages  `json:"stages"`
-	Usage        Usage   `json:"usage"`
+	KeyID        string         `json:"key_id"`
+	Lesion       string         `json:"lesion"`
+	QAPath       benchmark.Path `json:"qa_path"`
+	Index        int            `json:"index"`
+	Status       string         `json:"status"`
+	Error        *string        `json:"error"`
+	OracleMode   string         `json:"oracle_mode"`
+	ParseMode    string         `json:"parse_mode"`
+	StartedAt    string         `json:"started_at"`
+	FinishedAt   string         `json:"finished_at"`
+	Turns        []Turn         `json:"turns"`
+	OracleEvents []Event        `json:"oracle_events"`
+	Stages       Stages         `json:"stages"`
+	Usage        Usage          `json:"usage"`
 }
 
 // Turn is one question of the conversation (asked, skipped or failed).
@@ -153,7 +153,8 @@ type Usage struct {
 	CostUSD           *float64 `json:"cost_usd"`
 }
 
-// MarshalLine writes r as one compact §6 JSON line ending in "\n".
+// MarshalLine writes r as one compact §6 JSON line ending in "\n", with
+// the struct codec (ojson.EncodeCompact).
 func (r *Record) MarshalLine() ([]byte, error) {
 	b, err := ojson.EncodeCompact(r)
 	if err != nil {
@@ -162,23 +163,23 @@ func (r *Record) MarshalLine() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// UnmarshalLine reads one results.jsonl line. Unknown fields are an error
-// so that a line from a different schema is not silently half-read.
+// UnmarshalLine reads one results.jsonl line with the struct codec
+// (ojson.Decode). Unknown or duplicate members are an error, and names
+// match exactly, so that a line from a different schema is not silently
+// half-read; key_id is required.
 func UnmarshalLine(line []byte) (*Record, error) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
 	var r Record
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("results: decoding record: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("results: decoding record: trailing data after the JSON object")
+	if err := ojson.Decode(line, &r); err != nil {
+		return nil, fmt.Errorf("decoding record: %w", err)
 	}
 	if r.KeyID == "" {
-		return nil, fmt.Errorf("results: decoding record: missing key_id")
+		return nil, errors.New("decoding record: missing key_id")
 	}
 	return &r, nil
 }
+
+// Turn returns the turn of question q, or nil.
+func (r *Record) Turn(q benchmark.Question) *Turn { return r.TurnByStep(q.Step()) }
 
 // TurnByStep returns the turn with the given step key, or nil.
 func (r *Record) TurnByStep(step string) *Turn {

@@ -2,8 +2,10 @@ package results
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/pycsv"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
@@ -14,13 +16,6 @@ import (
 // from the all_results.json objects, exactly as the reference analysis
 // reads them, including its quirk that a stage recorded as {} is skipped
 // without breaking the end-to-end chain.
-
-// Path names as written in qa_path and the reference CSVs.
-const (
-	PathRR = "revision_required"
-	PathRF = "revision_free"
-	PathLF = "lesion_free"
-)
 
 var refStageKeys = []string{"detection_qa", "contour_evaluation_qa", "contour_revision_qa", "attribute_extraction_qa"}
 
@@ -33,7 +28,7 @@ type RefPath struct {
 
 // RefMetrics is the §10.1 computation over one run's records.
 type RefMetrics struct {
-	Paths map[string]*RefPath // by qa_path
+	Paths map[benchmark.Path]*RefPath // by qa_path
 	// Detail lists: RR for the contour-revision sub-questions, RR and RF
 	// concatenated for the attributes.
 	Expansion, Contraction, RevisionResult       []bool
@@ -68,23 +63,25 @@ func truthy(v *ojson.Value) bool {
 // from the export (refEntryFromExport) or straight from a record
 // (refEntryFromRecord), which spares building the whole export.
 type refEntry struct {
-	key, path string
-	recorded  [4]bool // the stage object is not {}
-	correct   [4]bool // its "correct", as Python's bool()
+	key      string
+	path     benchmark.Path
+	recorded [4]bool // the stage object is not {}
+	correct  [4]bool // its "correct", as Python's bool()
 	// Sub-questions of stage 3 (expansion, contraction, revision_result)
 	// and stage 4 (distribution, location, severity/measurement,
 	// comparison): hasSub when the sub-object holds "correct".
 	hasSub, sub [4][4]bool
 }
 
-// refSubKeys are the sub-question members per stage, in refEntry order.
-var refSubKeys = [4][]string{2: {"expansion", "contraction", "revision_result"},
-	3: {"distribution", "location", "severity/measurement", "comparison"}}
+// refSubs are the sub-questions per stage (index stage−1) of stages 3 and
+// 4, in refEntry order; their names are the export's members.
+var refSubs = [4][]benchmark.Question{2: benchmark.StageContourRevision.Questions(),
+	3: benchmark.StageAttributeExtraction.Questions()}
 
 func refEntryFromExport(rec *ojson.Value) refEntry {
 	var e refEntry
 	if p := rec.Get("qa_path"); p != nil {
-		e.path = p.S
+		e.path = benchmark.Path(p.S)
 	}
 	if k := rec.Get("key_id"); k != nil {
 		e.key = k.S
@@ -95,8 +92,8 @@ func refEntryFromExport(rec *ojson.Value) refEntry {
 			continue
 		}
 		e.recorded[i], e.correct[i] = true, truthy(st.Get("correct"))
-		for j, k := range refSubKeys[i] {
-			if o := st.Get(k); o != nil && o.Kind == ojson.KindObject && o.Has("correct") {
+		for j, q := range refSubs[i] {
+			if o := st.Get(q.Name()); o != nil && o.Kind == ojson.KindObject && o.Has("correct") {
 				e.hasSub[i][j], e.sub[i][j] = true, truthy(o.Get("correct"))
 			}
 		}
@@ -110,38 +107,59 @@ func refEntryFromExport(rec *ojson.Value) refEntry {
 func refEntryFromRecord(r *Record) refEntry {
 	strict := r.ParseMode == "strict"
 	e := refEntry{key: r.KeyID, path: r.QAPath}
-	for i, step := range []string{stepDetection, stepContourEval} {
-		if t := r.TurnByStep(step); turnRecorded(t, strict) {
+	for i, q := range []benchmark.Question{benchmark.QDetection, benchmark.QContourEval} {
+		if t := r.Turn(q); turnRecorded(t, strict) {
 			e.recorded[i], e.correct[i] = true, turnCorrect(t)
 		}
 	}
-	stage := func(i int, steps []string) {
-		all := true
-		for j, step := range steps {
-			c := turnCorrect(r.TurnByStep(step))
+	stage := func(k benchmark.Stage) {
+		i, all := int(k)-1, true
+		for j, q := range refSubs[i] {
+			c := turnCorrect(r.Turn(q))
 			all = all && c
 			e.hasSub[i][j], e.sub[i][j] = true, c
 		}
 		e.recorded[i], e.correct[i] = true, all
 	}
-	if r.QAPath == PathRR && stageKept(r, revSteps...) {
-		stage(2, revSteps)
+	if r.QAPath == benchmark.RevisionRequired && stageKept(r, benchmark.StageContourRevision) {
+		stage(benchmark.StageContourRevision)
 	}
-	if r.QAPath != PathLF && stageKept(r, attrSteps...) {
-		stage(3, attrSteps)
+	if r.QAPath != benchmark.LesionFree && stageKept(r, benchmark.StageAttributeExtraction) {
+		stage(benchmark.StageAttributeExtraction)
 	}
 	return e
 }
 
-// revSteps are the stage-3 steps in refSubKeys order.
-var revSteps = []string{stepExpansion, stepContraction, stepRevisionResult}
-
 func newRefMetrics() *RefMetrics {
-	return &RefMetrics{Paths: map[string]*RefPath{PathRR: {}, PathRF: {}, PathLF: {}}}
+	m := &RefMetrics{Paths: map[benchmark.Path]*RefPath{}}
+	for _, p := range benchmark.Paths {
+		m.Paths[p] = &RefPath{}
+	}
+	return m
 }
 
-// Stages counted per path, by index into refStageKeys.
-var refPathStages = map[string][]int{PathRR: {0, 1, 2, 3}, PathRF: {0, 1, 3}, PathLF: {0}}
+// refPathStages are the stages counted per path, by index into
+// refStageKeys: those that apply to the path's lung-type records (a
+// heart-type record's stage 4 is {} and not counted).
+var refPathStages = func() map[benchmark.Path][]int {
+	m := map[benchmark.Path][]int{}
+	for _, p := range benchmark.Paths {
+		for _, s := range benchmark.Stages {
+			if benchmark.StageApplies(p, false, s) {
+				m[p] = append(m[p], int(s)-1)
+			}
+		}
+	}
+	return m
+}()
+
+// refHeartKey is the reference analysis's heart-type test: the key's
+// lesion (its part before the first underscore) is a heart lesion. The
+// reference reads it from the key, not from the data.
+func refHeartKey(key string) bool {
+	l, _, ok := strings.Cut(key, "_")
+	return ok && slices.Contains(benchmark.HeartLesions, l)
+}
 
 // add counts one entry as the reference analysis does.
 func (m *RefMetrics) add(e *refEntry) {
@@ -178,7 +196,7 @@ func (m *RefMetrics) add(e *refEntry) {
 			depth++
 		}
 	}
-	if strings.HasPrefix(e.key, "cardiomegaly_") && e.path != PathLF && e2e[last] {
+	if refHeartKey(e.key) && e.path != benchmark.LesionFree && e2e[last] {
 		depth++
 	}
 	rp.Depth = append(rp.Depth, depth)
@@ -193,10 +211,10 @@ func (m *RefMetrics) add(e *refEntry) {
 			}
 		}
 	}
-	if e.path == PathRR {
+	if e.path == benchmark.RevisionRequired {
 		subs(2, &m.Expansion, &m.Contraction, &m.RevisionResult)
 	}
-	if e.path == PathRR || e.path == PathRF {
+	if e.path.Positive() {
 		subs(3, &m.Distribution, &m.Location, &m.Severity, &m.Comparison)
 	}
 }
@@ -271,7 +289,7 @@ const (
 func (m *RefMetrics) SummaryRows(label string) [][]string {
 	f := ojson.FormatFloat
 	var rows [][]string
-	for _, path := range []string{PathRR, PathRF, PathLF} {
+	for _, path := range benchmark.Paths {
 		rp := m.Paths[path]
 		depth := f(meanInt(rp.Depth))
 		for _, setting := range []string{"end_to_end", "oracle_passed"} {
@@ -279,7 +297,7 @@ func (m *RefMetrics) SummaryRows(label string) [][]string {
 			if setting == "oracle_passed" {
 				lists = rp.OP
 			}
-			rows = append(rows, []string{path, label, setting,
+			rows = append(rows, []string{string(path), label, setting,
 				f(mean(lists[0])), f(mean(lists[1])), f(mean(lists[2])), f(mean(lists[3])), depth})
 		}
 	}
@@ -289,13 +307,13 @@ func (m *RefMetrics) SummaryRows(label string) [][]string {
 // ContourRows is the one row of the contour-revision detail file.
 func (m *RefMetrics) ContourRows(label string) [][]string {
 	f := ojson.FormatFloat
-	return [][]string{{PathRR, label, f(mean(m.Expansion)), f(mean(m.Contraction)), f(mean(m.RevisionResult))}}
+	return [][]string{{string(benchmark.RevisionRequired), label, f(mean(m.Expansion)), f(mean(m.Contraction)), f(mean(m.RevisionResult))}}
 }
 
 // AttributeRows is the one row of the attribute detail file.
 func (m *RefMetrics) AttributeRows(label string) [][]string {
 	f := ojson.FormatFloat
-	return [][]string{{PathRR + "+" + PathRF, label, f(mean(m.Distribution)), f(mean(m.Location)),
+	return [][]string{{string(benchmark.RevisionRequired + "+" + benchmark.RevisionFree), label, f(mean(m.Distribution)), f(mean(m.Location)),
 		f(mean(m.Severity)), f(mean(m.Comparison))}}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
@@ -99,7 +100,7 @@ func TestRefMetricsFromRecordsSynthetic(t *testing.T) {
 			sameMetrics(t, name, recs)
 			// The fixture must exercise what it claims to.
 			var failed, empty int
-			paths := map[string]bool{}
+			paths := map[benchmark.Path]bool{}
 			for _, r := range recs {
 				paths[r.QAPath] = true
 				if r.Status != results.StatusOK {
@@ -139,7 +140,7 @@ var (
 
 // hand builds a record whose turns answer correct[i] for steps[i] (nil:
 // asked but unscored).
-func hand(key, path string, index int, parse string, steps []string, correct ...*bool) *results.Record {
+func hand(key string, path benchmark.Path, index int, parse string, steps []string, correct ...*bool) *results.Record {
 	r := &results.Record{KeyID: key, QAPath: path, Index: index, Status: results.StatusOK, ParseMode: parse}
 	for i, s := range steps {
 		var c *bool
@@ -165,46 +166,46 @@ func TestRefMetricsFromRecordsEdges(t *testing.T) {
 	for _, parse := range []string{"reference", "strict"} {
 		add(parse+"/all right and wrong", func() []*results.Record {
 			return []*results.Record{
-				hand("cardiomegaly_a", results.PathRR, 0, parse, all, T, T, T, T, T, T, T, T, T),
-				hand("effusion_b", results.PathRR, 1, parse, all, T, F, T, F, T, T, F, T, F),
-				hand("cardiomegaly_c", results.PathRF, 2, parse, rf, T, T, F, T, T, T),
-				hand("edema_d", results.PathLF, 3, parse, []string{"detection_qa"}, F),
-				hand("cardiomegaly_e", results.PathLF, 4, parse, []string{"detection_qa"}, T),
+				hand("cardiomegaly_a", benchmark.RevisionRequired, 0, parse, all, T, T, T, T, T, T, T, T, T),
+				hand("effusion_b", benchmark.RevisionRequired, 1, parse, all, T, F, T, F, T, T, F, T, F),
+				hand("cardiomegaly_c", benchmark.RevisionFree, 2, parse, rf, T, T, F, T, T, T),
+				hand("edema_d", benchmark.LesionFree, 3, parse, []string{"detection_qa"}, F),
+				hand("cardiomegaly_e", benchmark.LesionFree, 4, parse, []string{"detection_qa"}, T),
 			}
 		})
 		add(parse+"/unparsed and unscored turns", func() []*results.Record {
-			r := hand("cardiomegaly_a", results.PathRR, 0, parse, all, T, T, T, T, T, T, T, T, T)
+			r := hand("cardiomegaly_a", benchmark.RevisionRequired, 0, parse, all, T, T, T, T, T, T, T, T, T)
 			r.Turns[1] = asked("contour_evaluation_qa", "", F) // {} in reference mode
 			r.Turns[6] = asked(attrSteps[1], "", nil)
-			s := hand("effusion_b", results.PathRF, 1, parse, rf, nil, T, T, T, T, T)
+			s := hand("effusion_b", benchmark.RevisionFree, 1, parse, rf, nil, T, T, T, T, T)
 			s.Turns[0].ParsedText = nil
 			return []*results.Record{r, s}
 		})
 		add(parse+"/stages skipped whole, in part or never planned", func() []*results.Record {
-			r := hand("effusion_a", results.PathRR, 0, parse, all, T, T, T, T, T, T, T, T, T)
+			r := hand("effusion_a", benchmark.RevisionRequired, 0, parse, all, T, T, T, T, T, T, T, T, T)
 			for i := 2; i < 5; i++ {
 				r.Turns[i] = skipped(r.Turns[i].Step, results.SkipStagePrefix+"no contour_qa")
 			}
-			s := hand("cardiomegaly_b", results.PathRF, 1, parse, rf, T, T, T, T, T, T)
+			s := hand("cardiomegaly_b", benchmark.RevisionFree, 1, parse, rf, T, T, T, T, T, T)
 			s.Turns[4] = skipped(attrSteps[2], "not applicable")
-			u := hand("cardiomegaly_c", results.PathRR, 2, parse, rrSteps[:2], T, T) // no stage 3/4 turns
-			v := hand("opacity_d", results.PathRF, 3, parse, rf, T, T, T, T, T, T)
+			u := hand("cardiomegaly_c", benchmark.RevisionRequired, 2, parse, rrSteps[:2], T, T) // no stage 3/4 turns
+			v := hand("opacity_d", benchmark.RevisionFree, 3, parse, rf, T, T, T, T, T, T)
 			for i := 2; i < 6; i++ {
 				v.Turns[i] = skipped(v.Turns[i].Step, results.SkipStagePrefix+"null attributes")
 			}
-			w := hand("edema_e", results.PathRR, 4, parse, all, T, F, T, T, T, T, T, T, T)
+			w := hand("edema_e", benchmark.RevisionRequired, 4, parse, all, T, F, T, T, T, T, T, T, T)
 			w.Turns[3] = results.Turn{Step: w.Turns[3].Step, Status: results.TurnError, Error: sp("HTTP 500")}
 			return []*results.Record{r, s, u, v, w}
 		})
 		add(parse+"/failed, superseded, unknown path, out of order", func() []*results.Record {
-			a := hand("cardiomegaly_a", results.PathRR, 3, parse, all, T, T, T, T, T, T, T, T, T)
-			a2 := hand("cardiomegaly_a", results.PathRR, 3, parse, all)
+			a := hand("cardiomegaly_a", benchmark.RevisionRequired, 3, parse, all, T, T, T, T, T, T, T, T, T)
+			a2 := hand("cardiomegaly_a", benchmark.RevisionRequired, 3, parse, all)
 			a2.Status, a2.Error = results.StatusError, sp("HTTP 500")
-			b1 := hand("effusion_b", results.PathRF, 1, parse, rf)
+			b1 := hand("effusion_b", benchmark.RevisionFree, 1, parse, rf)
 			b1.Status = results.StatusError
-			b2 := hand("effusion_b", results.PathRF, 1, parse, rf, T, F, T, T, T, T)
+			b2 := hand("effusion_b", benchmark.RevisionFree, 1, parse, rf, T, F, T, T, T, T)
 			c := hand("edema_c", "some_other_path", 0, parse, all, T, T, T, T, T, T, T, T, T)
-			d := hand("edema_d", results.PathLF, 2, parse, []string{"detection_qa"}, T)
+			d := hand("edema_d", benchmark.LesionFree, 2, parse, []string{"detection_qa"}, T)
 			return []*results.Record{a, b1, c, a2, d, b2}
 		})
 	}
@@ -219,7 +220,7 @@ func TestRefMetricsFromRecordsEdges(t *testing.T) {
 	if got := refCSVs(m); !strings.Contains(got, want) {
 		t.Errorf("summary:\n%s\nwant the line %q", got, want)
 	}
-	if got := fmt.Sprint(m.Paths[results.PathLF].Depth); got != "[0 1]" {
+	if got := fmt.Sprint(m.Paths[benchmark.LesionFree].Depth); got != "[0 1]" {
 		t.Errorf("lesion-free depths %s, want [0 1]", got)
 	}
 }

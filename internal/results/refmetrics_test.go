@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -15,8 +16,8 @@ type stage struct {
 	subs    map[string]bool
 }
 
-func entry(key, path string, stages map[string]*stage) *ojson.Value {
-	o := ojson.NewObject().Set("key_id", ojson.Str(key)).Set("qa_path", ojson.Str(path))
+func entry(key string, path benchmark.Path, stages map[string]*stage) *ojson.Value {
+	o := ojson.NewObject().Set("key_id", ojson.Str(key)).Set("qa_path", ojson.Str(string(path)))
 	for _, s := range refStageKeys {
 		v := ojson.NewObject()
 		if st := stages[s]; st != nil {
@@ -44,18 +45,18 @@ func TestRefMetricsQuirks(t *testing.T) {
 	entries := []*ojson.Value{
 		// RR, contour_eval {} (empty parse): skipped without breaking the
 		// chain and not counted; wrong location.
-		entry("effusion_a", PathRR, map[string]*stage{"detection_qa": ok(true, nil), "contour_revision_qa": ok(true, revOK),
+		entry("effusion_a", benchmark.RevisionRequired, map[string]*stage{"detection_qa": ok(true, nil), "contour_revision_qa": ok(true, revOK),
 			"attribute_extraction_qa": ok(false, map[string]bool{"distribution": true, "severity/measurement": true, "comparison": true, "location": false})}),
 		// cardiomegaly RR, all correct: depth 3 + 1
-		entry("cardiomegaly_b", PathRR, map[string]*stage{"detection_qa": ok(true, nil), "contour_evaluation_qa": ok(true, nil), "contour_revision_qa": ok(true, revOK)}),
+		entry("cardiomegaly_b", benchmark.RevisionRequired, map[string]*stage{"detection_qa": ok(true, nil), "contour_evaluation_qa": ok(true, nil), "contour_revision_qa": ok(true, revOK)}),
 		// RR, detection wrong, contraction wrong
-		entry("edema_c", PathRR, map[string]*stage{"detection_qa": ok(false, nil), "contour_evaluation_qa": ok(true, nil),
+		entry("edema_c", benchmark.RevisionRequired, map[string]*stage{"detection_qa": ok(false, nil), "contour_evaluation_qa": ok(true, nil),
 			"contour_revision_qa": ok(false, map[string]bool{"expansion": true, "contraction": false, "revision_result": true}), "attribute_extraction_qa": ok(true, attrOK)}),
 		// cardiomegaly RF: depth 2 + 1
-		entry("cardiomegaly_d", PathRF, map[string]*stage{"detection_qa": ok(true, nil), "contour_evaluation_qa": ok(true, nil)}),
+		entry("cardiomegaly_d", benchmark.RevisionFree, map[string]*stage{"detection_qa": ok(true, nil), "contour_evaluation_qa": ok(true, nil)}),
 		// LF right, LF unrecorded
-		entry("opacity_e", PathLF, map[string]*stage{"detection_qa": ok(true, nil)}),
-		entry("opacity_f", PathLF, map[string]*stage{}),
+		entry("opacity_e", benchmark.LesionFree, map[string]*stage{"detection_qa": ok(true, nil)}),
+		entry("opacity_f", benchmark.LesionFree, map[string]*stage{}),
 	}
 	m := RefMetricsFromExport(entries)
 	want := "path,model,setting,acc(stage1),acc(stage2),acc(stage3),acc(stage4),depth\r\n" +

@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 )
 
 func rec(key string, index int, status string) *Record {
-	return &Record{KeyID: key, Lesion: "edema", QAPath: PathLF, Index: index, Status: status, OracleMode: "none",
+	return &Record{KeyID: key, Lesion: "edema", QAPath: benchmark.LesionFree, Index: index, Status: status, OracleMode: "none",
 		ParseMode: "reference", Turns: []Turn{}, OracleEvents: []Event{}}
 }
 

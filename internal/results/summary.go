@@ -3,6 +3,7 @@ package results
 import (
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -34,11 +35,11 @@ type Counts struct {
 // StageAccuracy is one entry of summary.json's "accuracy" list. E2E and
 // OraclePassed are null when N is 0.
 type StageAccuracy struct {
-	Path         string   `json:"path"`
-	Stage        int      `json:"stage"`
-	N            int      `json:"n"`
-	E2E          *float64 `json:"e2e"`
-	OraclePassed *float64 `json:"oracle_passed"`
+	Path         benchmark.Path  `json:"path"`
+	Stage        benchmark.Stage `json:"stage"`
+	N            int             `json:"n"`
+	E2E          *float64        `json:"e2e"`
+	OraclePassed *float64        `json:"oracle_passed"`
 }
 
 // Summary is summary.json.
@@ -50,41 +51,39 @@ type Summary struct {
 	Accuracy  []StageAccuracy `json:"accuracy"`
 }
 
-// pathStages are the applicable stages of each path, in summary order.
-var pathStages = []struct {
-	path   string
-	stages []int
-}{{PathRR, []int{1, 2, 3, 4}}, {PathRF, []int{1, 2, 4}}, {PathLF, []int{1}}}
-
-// stageCorrect returns, for stage k (1..4), whether it applies to r and
-// whether it is correct (our semantics, §10.3, as stored in r.Stages).
-func stageCorrect(r *Record, k int) (applicable, correct bool) {
+// stageCorrect returns, for stage k, whether it applies to r and whether
+// it is correct (our semantics, §10.3, as stored in r.Stages).
+func stageCorrect(r *Record, k benchmark.Stage) (applicable, correct bool) {
 	var a bool
 	var c *bool
 	switch k {
-	case 1:
+	case benchmark.StageDetection:
 		a, c = r.Stages.Detection.Applicable, r.Stages.Detection.Correct
-	case 2:
+	case benchmark.StageContourEvaluation:
 		a, c = r.Stages.ContourEvaluation.Applicable, r.Stages.ContourEvaluation.Correct
-	case 3:
+	case benchmark.StageContourRevision:
 		a, c = r.Stages.ContourRevision.Applicable, r.Stages.ContourRevision.Correct
-	case 4:
+	case benchmark.StageAttributeExtraction:
 		a, c = r.Stages.AttributeExtraction.Applicable, r.Stages.AttributeExtraction.Correct
 	}
 	return a, a && c != nil && *c
 }
 
-// StageAccuracies computes e2e_k and op_k per path and applicable stage
-// over the ok records (§10.3 semantics, lesion "all"): the denominator of
-// stage k is the ok records of the path for which stage k applies; e2e
-// needs every applicable stage 1..k correct.
+// StageAccuracies computes e2e_k and op_k per path and stage over the ok
+// records (§10.3 semantics, lesion "all"), for the stages that apply to
+// some record of the path: the denominator of stage k is the ok records of
+// the path for which stage k applies; e2e needs every applicable stage
+// 1..k correct.
 func StageAccuracies(latest []*Record) []StageAccuracy {
 	var out []StageAccuracy
-	for _, ps := range pathStages {
-		for _, k := range ps.stages {
+	for _, path := range benchmark.Paths {
+		for _, k := range benchmark.Stages {
+			if !benchmark.StageApplies(path, false, k) {
+				continue
+			}
 			n, e2e, op := 0, 0, 0
 			for _, r := range latest {
-				if r.Status != StatusOK || r.QAPath != ps.path {
+				if r.Status != StatusOK || r.QAPath != path {
 					continue
 				}
 				if a, _ := stageCorrect(r, k); !a {
@@ -92,7 +91,7 @@ func StageAccuracies(latest []*Record) []StageAccuracy {
 				}
 				n++
 				chain := true
-				for j := 1; j <= k; j++ {
+				for j := benchmark.StageDetection; j <= k; j++ {
 					if a, c := stageCorrect(r, j); a && !c {
 						chain = false
 					}
@@ -104,7 +103,7 @@ func StageAccuracies(latest []*Record) []StageAccuracy {
 					op++
 				}
 			}
-			sa := StageAccuracy{Path: ps.path, Stage: k, N: n}
+			sa := StageAccuracy{Path: path, Stage: k, N: n}
 			if n > 0 {
 				e, o := float64(e2e)/float64(n), float64(op)/float64(n)
 				sa.E2E, sa.OraclePassed = &e, &o
@@ -171,9 +170,5 @@ func BuildSummary(info RunInfo, selected int, recs []*Record, wallTime float64) 
 
 // Marshal writes the summary with the format.md §6 writer.
 func (s *Summary) Marshal() ([]byte, error) {
-	v, err := ojson.From(s)
-	if err != nil {
-		return nil, err
-	}
-	return ojson.Marshal(v), nil
+	return ojson.EncodeIndent(s)
 }

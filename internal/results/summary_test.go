@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 )
 
 func bp(b bool) *bool { return &b }
 
-func staged(key, path string, status string, s1, s2, s3, s4 *bool, applicable [4]bool) *Record {
+func staged(key string, path benchmark.Path, status string, s1, s2, s3, s4 *bool, applicable [4]bool) *Record {
 	r := rec(key, 0, status)
 	r.QAPath = path
 	r.Stages = Stages{
@@ -24,10 +26,10 @@ func TestStageAccuracies(t *testing.T) {
 	all := [4]bool{true, true, true, true}
 	heart := [4]bool{true, true, true, false}
 	recs := []*Record{
-		staged("a", PathRR, StatusOK, bp(true), bp(true), bp(false), bp(true), all),   // op4 right, e2e4 wrong
-		staged("b", PathRR, StatusOK, bp(true), bp(true), bp(true), nil, heart),       // no stage 4
-		staged("c", PathRR, StatusError, bp(true), bp(true), bp(true), bp(true), all), // excluded
-		staged("d", PathLF, StatusOK, bp(false), nil, nil, nil, [4]bool{true}),
+		staged("a", benchmark.RevisionRequired, StatusOK, bp(true), bp(true), bp(false), bp(true), all),   // op4 right, e2e4 wrong
+		staged("b", benchmark.RevisionRequired, StatusOK, bp(true), bp(true), bp(true), nil, heart),       // no stage 4
+		staged("c", benchmark.RevisionRequired, StatusError, bp(true), bp(true), bp(true), bp(true), all), // excluded
+		staged("d", benchmark.LesionFree, StatusOK, bp(false), nil, nil, nil, [4]bool{true}),
 	}
 	for i, r := range recs {
 		r.Index = i

@@ -125,7 +125,7 @@ func TestRescore(t *testing.T) {
 			if rep.Dir != want || rep.RunName != c.newRun || rep.Records != 4 || rep.Oracle {
 				t.Errorf("report %+v, want dir %s", rep, want)
 			}
-			if got := ruleOf(t, readRecords(t, want), rfKey, protocol.StepDetection); got != c.rule {
+			if got := ruleOf(t, readRecords(t, want), rfKey, benchmark.QDetection.Step()); got != c.rule {
 				t.Errorf("GLM box reply parsed by rule %s, want %s", got, c.rule)
 			}
 			for _, f := range []string{results.AllResultsFile, results.SummaryFile, results.RefSummaryFile} {

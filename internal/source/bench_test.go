@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkSampleManifest10000(b *testing.B) {
 		}
 	}
 	for i := 0; i < 10000; i++ {
-		lesion := Lesions[i%len(Lesions)]
+		lesion := benchmark.Lesions[i%len(benchmark.Lesions)]
 		img := fmt.Sprintf("img%05d.jpg", i)
 		write(img, jpg)
 		if i%2 == 1 {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
@@ -145,8 +146,8 @@ func parseLine(raw []byte, dir string) (*Case, bool, error) {
 	if c.Lesion, err = strField(fields, "lesion"); err != nil {
 		return nil, false, err
 	}
-	if !isLesion(c.Lesion) {
-		return nil, false, fmt.Errorf("lesion %q is not one of the seven lesions (%s)", c.Lesion, strings.Join(Lesions, ", "))
+	if !benchmark.IsLesion(c.Lesion) {
+		return nil, false, fmt.Errorf("lesion %q is not one of the seven lesions (%s)", c.Lesion, strings.Join(benchmark.Lesions, ", "))
 	}
 	if c.Label, err = strField(fields, "label"); err != nil {
 		return nil, false, err

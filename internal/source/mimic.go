@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
@@ -254,7 +255,7 @@ func studyCases(studyID string, s *ilsStudy, imgRoot, masksDir, csvPath, pattern
 }
 
 func pairCase(studyID string, s *ilsStudy, p ilsPair, label, kind, image, csvPath, pattern string, cfg buildcfg.Config) (*Case, error) {
-	if !isLesion(p.Target) {
+	if !benchmark.IsLesion(p.Target) {
 		return nil, fmt.Errorf("study %s, pair %s: target %q is not one of the seven lesions", studyID, p.PairID, p.Target)
 	}
 	if err := checkCaseID(p.PairID, label); err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
@@ -114,7 +115,7 @@ func Sample(cases []*Case, cfg buildcfg.Config, seed uint64) ([]*Case, SampleRep
 		return xs
 	}
 	var lesions []string
-	for _, l := range Lesions {
+	for _, l := range benchmark.Lesions {
 		if wanted[l] {
 			lesions = append(lesions, l)
 		}

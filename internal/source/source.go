@@ -76,18 +76,6 @@ func (c *Case) DedupKey() string {
 	return "path:" + c.Image
 }
 
-// Lesions is the seven lesions in the spec's lesion order (§3).
-var Lesions = []string{"cardiomegaly", "consolidation", "edema", "atelectasis", "pneumonia", "opacity", "effusion"}
-
-func isLesion(s string) bool {
-	for _, l := range Lesions {
-		if l == s {
-			return true
-		}
-	}
-	return false
-}
-
 // pairIDPattern is the case_id (pair id) pattern of format.md §2.
 var pairIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+$`)
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -40,6 +41,7 @@ type recInfo struct {
 	contourUnknown bool
 	lesion         string
 	path           benchmark.Path
+	heart          bool   // a heart-type positive (no attribute stage)
 	ceRel          string // contour-eval image relative to the record dir, "" if unusable
 	options        []optInfo
 }
@@ -387,7 +389,7 @@ func (c *checker) record(ptr string, v *ojson.Value, first bool, dicoms map[stri
 	}
 
 	r.path = benchmark.LesionFree
-	heart := lesion == "cardiomegaly"
+	r.heart = positive && slices.Contains(benchmark.HeartLesions, lesion)
 	if !positive {
 		for _, k := range []string{"contour_qa", "attribute_extraction_qa"} {
 			if o.v.Get(k) != nil {
@@ -407,11 +409,11 @@ func (c *checker) record(ptr string, v *ojson.Value, first bool, dicoms map[stri
 		o.known = append(o.known, "attribute_extraction_qa")
 		av := o.v.Get("attribute_extraction_qa")
 		switch {
-		case heart && av == nil:
+		case r.heart && av == nil:
 			c.add(Warning, "attribute_key_absent", o.loc("attribute_extraction_qa"), "cardiomegaly record omits attribute_extraction_qa instead of writing null")
-		case heart && av.Kind != ojson.KindNull:
+		case r.heart && av.Kind != ojson.KindNull:
 			c.add(Error, "cardiomegaly_attributes", o.loc("attribute_extraction_qa"), "must be null for cardiomegaly, found %s", describe(av))
-		case heart:
+		case r.heart:
 		case av == nil:
 			c.add(Error, "missing_field", o.loc("attribute_extraction_qa"), "required field \"attribute_extraction_qa\" is absent")
 		case av.Kind == ojson.KindNull:
@@ -430,7 +432,7 @@ func (c *checker) record(ptr string, v *ojson.Value, first bool, dicoms map[stri
 // string.
 func (c *checker) yesNo(o *obj) (answer string, ok bool) {
 	o.str("question")
-	if opts, ok := o.strList("answer_options"); ok && !equalStrings(opts, benchmark.YesNo) {
+	if opts, ok := o.strList("answer_options"); ok && !slices.Equal(opts, benchmark.YesNo) {
 		c.add(Error, "bad_options", o.loc("answer_options"), "expected [\"Yes\", \"No\"], found %q", opts)
 	}
 	ans, aok := o.str("answer")
@@ -445,18 +447,6 @@ func (c *checker) yesNo(o *obj) (answer string, ok bool) {
 		c.add(Error, "answer_inconsistent", o.loc("answer"), "answer %q does not match answer_index %d", ans, idx)
 	}
 	return ans, aok
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // contour checks contour_qa and returns no_deformation.
@@ -834,7 +824,7 @@ func (c *checker) attributes(o *obj) {
 	}
 	if d := get(benchmark.AttrDistribution); d != nil {
 		idx, ok := c.single(d, func(opts []string) string {
-			if !equalStrings(opts, benchmark.DistributionOptions) {
+			if !slices.Equal(opts, benchmark.DistributionOptions) {
 				return fmt.Sprintf("distribution options must be %q", benchmark.DistributionOptions)
 			}
 			return ""

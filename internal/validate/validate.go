@@ -21,7 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -170,7 +170,7 @@ func summarise(rep *Report, recs []*recInfo, opt Options) {
 		}
 		rep.Records++
 		rep.Counts[r.lesion][r.path]++
-		rep.Questions += benchmark.QuestionsFor(r.lesion, r.path)
+		rep.Questions += benchmark.QuestionsFor(r.path, r.heart)
 		rep.Images += benchmark.ImagesFor(r.path, len(r.options))
 	}
 	if rep.Records == 0 {
@@ -217,7 +217,7 @@ func (r *Report) writeSummary(b *strings.Builder) {
 	fmt.Fprintf(b, "\nbenchmark: %s\n", r.Dir)
 	fmt.Fprintf(b, "%-14s %6s %6s %6s %6s\n", "lesion", "LF", "RF", "RR", "total")
 	var tot [3]int
-	for _, l := range sortedLesions() {
+	for _, l := range slices.Sorted(slices.Values(benchmark.Lesions)) {
 		c := r.Counts[l]
 		lf, rf, rr := c[benchmark.LesionFree], c[benchmark.RevisionFree], c[benchmark.RevisionRequired]
 		tot[0] += lf
@@ -239,12 +239,6 @@ func (r *Report) writeSummary(b *strings.Builder) {
 		status = "FAIL"
 	}
 	fmt.Fprintf(b, "result: %s, %d errors, %d warnings, %d information\n", status, r.Errors, r.Warnings, r.Infos)
-}
-
-func sortedLesions() []string {
-	ls := append([]string(nil), benchmark.Lesions...)
-	sort.Strings(ls)
-	return ls
 }
 
 // WriteJSONLines writes one JSON object per finding with the fields
