@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -21,15 +23,20 @@ import (
 	"github.com/chexpercept/chexpercept/internal/registry"
 )
 
+// evalFlags holds eval's flag values. Flags that map one to one onto
+// eval.Options are bound to o directly; the rest are parsed into o by
+// the RunE steps below.
+type evalFlags struct {
+	o                                        eval.Options
+	prov, model, oracle, parseMode, profile_ string
+	lesions, shard, imageCache, pricesFile   string
+	maxReply                                 string
+	modelFiles                               []string
+	limit, perPathLimit, sampleN             int
+}
+
 func init() {
-	var (
-		o                                        eval.Options
-		prov, model, oracle, parseMode, profile_ string
-		lesions, shard, imageCache, pricesFile   string
-		maxReply                                 string
-		modelFiles                               []string
-		limit, perPathLimit, sampleN             int
-	)
+	fl := &evalFlags{}
 	cmd := &cobra.Command{
 		Use:   "eval --benchmark BENCH_DIR --provider P --model M --out RESULTS_DIR [flags]",
 		Short: "Run a vision-language model through a benchmark, turn by turn",
@@ -53,172 +60,239 @@ abandons them (they are asked again on restart).
 Exit status: 0 every selected record ok, 1 some records ended in error,
 2 the run could not start, 130 interrupted.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := cmd.Flags()
-			var err error
-			if o.Oracle, err = protocol.ParseOracleMode(oracle); err != nil {
-				return withExit(2, fmt.Errorf("--oracle: %v", err))
-			}
-			if o.Parse, err = parse.ParseMode(parseMode); err != nil {
-				return withExit(2, fmt.Errorf("--parse-mode: %v", err))
-			}
-			if profile_ != "" {
-				p, warns, err := profile.Load(profile_)
-				if err != nil {
-					return withExit(2, err)
-				}
-				for _, w := range warns {
-					fmt.Fprintln(os.Stderr, "warning:", w)
-				}
-				o.Profile = p
-			}
-			reg, err := registry.Load(modelFiles...)
-			if err != nil {
-				return withExit(2, err)
-			}
-			prices, err := registry.LoadPrices(pricesFile)
-			if err != nil {
-				return withExit(2, err)
-			}
-			o.PriceFileSHA256 = prices.SHA256
-			m, notice, err := eval.ResolveModel(reg, prices, prov, model, o.NoThinking)
-			if err != nil {
-				return withExit(2, err)
-			}
-			if notice != "" {
-				fmt.Fprintln(os.Stderr, "notice:", notice+rawModelHint(reg, prov, model))
-			}
-			if m.Price == nil && m.Backend != provider.BackendBaseline {
-				fmt.Fprintf(os.Stderr, "warning: no price entry matches model id %q; cost will be null\n", m.ModelID)
-			}
-			o.Model = m
-			if f.Changed("concurrency") && o.Concurrency < 1 {
-				return withExit(2, fmt.Errorf("--concurrency must be at least 1"))
-			}
-			if f.Changed("max-retries") {
-				if o.MaxRetries < 0 {
-					return withExit(2, fmt.Errorf("--max-retries must not be negative"))
-				}
-				o.NoRetries = o.MaxRetries == 0
-			}
-			if o.Selection.Lesions, err = eval.ParseLesions(lesions); err != nil {
-				return withExit(2, err)
-			}
-			for _, x := range []struct {
-				flag string
-				v    int
-				dst  **int
-			}{{"limit", limit, &o.Selection.Limit}, {"per-path-limit", perPathLimit, &o.Selection.PerPathLimit}, {"sample", sampleN, &o.Selection.Sample}} {
-				if f.Changed(x.flag) {
-					if x.v < 1 {
-						return withExit(2, fmt.Errorf("--%s %d selects no record; it must be at least 1", x.flag, x.v))
-					}
-					v := x.v
-					*x.dst = &v
-				}
-			}
-			if shard != "" {
-				if o.Selection.Shard, err = eval.ParseShard(shard, os.Getenv); err != nil {
-					return withExit(2, err)
-				}
-			}
-			if o.ImageCacheBytes, err = parseSize(imageCache); err != nil {
-				return withExit(2, fmt.Errorf("--image-cache: %v", err))
-			}
-			if o.MaxReplyBytes, err = parseSize(maxReply); err != nil {
-				return withExit(2, fmt.Errorf("--max-reply-bytes: %v", err))
-			}
-			if m.Backend == provider.BackendBaseline && len(o.Endpoints) > 0 {
-				return withExit(2, fmt.Errorf("--endpoint is not used by the baseline provider (it runs in process); use --provider openai --endpoint URL to reach serve-baseline"))
-			}
-			o.Log = os.Stderr
-			if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-				o.TTY = true
-			}
-
-			ctx, stopRun := context.WithCancel(cmd.Context())
-			defer stopRun()
-			abandon := make(chan struct{})
-			abandonNow := sync.OnceFunc(func() { close(abandon) })
-			o.Abandon = abandon
-			sigs := make(chan os.Signal, 2)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			defer signal.Stop(sigs)
-			go func() {
-				n := 0
-				for range sigs {
-					n++
-					if n == 1 {
-						fmt.Fprintln(os.Stderr, "\ninterrupt: finishing the records in flight (interrupt again to abandon them)")
-						stopRun()
-					} else {
-						fmt.Fprintln(os.Stderr, "\ninterrupt: abandoning the records in flight")
-						abandonNow()
-					}
-				}
-			}()
-
-			sum, err := eval.Run(ctx, o)
-			if err != nil {
-				if sum != nil {
-					fmt.Fprintln(cmd.OutOrStdout(), sum.RunDir)
-				}
-				return withExit(2, err)
-			}
-			if sum.DryRun != nil {
-				sum.DryRun.Write(os.Stderr)
-				// A dry run creates nothing: name the directory as the
-				// one a real run would write.
-				fmt.Fprintln(cmd.OutOrStdout(), "would write to "+sum.RunDir)
-				return nil
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), sum.RunDir)
-			switch {
-			case sum.Interrupted:
-				return silentExit(130)
-			case sum.Results != nil && sum.Results.Counts.RecordsError > 0:
-				return silentExit(1)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return fl.run(cmd) },
 	}
-	f := cmd.Flags()
+	fl.register(cmd.Flags())
+	for _, req := range []string{"benchmark", "provider", "model", "out"} {
+		_ = cmd.MarkFlagRequired(req)
+	}
+	addCommand(cmd)
+}
+
+// register declares eval's flags on f.
+func (fl *evalFlags) register(f *pflag.FlagSet) {
+	o := &fl.o
 	f.StringVar(&o.BenchDir, "benchmark", "", "benchmark directory (holds chexpercept.json) (required)")
-	f.StringVar(&prov, "provider", "", "opensource | openai | azure | gemini | baseline (required)")
-	f.StringVar(&model, "model", "", "registry alias, raw model id, or baseline policy (random|first|oracle) (required)")
+	f.StringVar(&fl.prov, "provider", "", "opensource | openai | azure | gemini | baseline (required)")
+	f.StringVar(&fl.model, "model", "", "registry alias, raw model id, or baseline policy (random|first|oracle) (required)")
 	f.StringVar(&o.OutDir, "out", "", "results folder; the run directory is created inside it (required)")
 	f.StringArrayVar(&o.Endpoints, "endpoint", nil, "server base URL, e.g. http://127.0.0.1:8000/v1 (repeatable)")
-	f.StringVar(&oracle, "oracle", "implicit", "oracle mode: none | implicit | explicit")
-	f.StringVar(&parseMode, "parse-mode", "reference", "answer parsing: reference | strict")
-	f.StringVar(&profile_, "prompt-profile", "", "YAML prompt profile replacing the system prompt and oracle texts")
+	f.StringVar(&fl.oracle, "oracle", "implicit", "oracle mode: none | implicit | explicit")
+	f.StringVar(&fl.parseMode, "parse-mode", "reference", "answer parsing: reference | strict")
+	f.StringVar(&fl.profile_, "prompt-profile", "", "YAML prompt profile replacing the system prompt and oracle texts")
 	f.BoolVar(&o.NoThinking, "no-thinking", false, "switch thinking off for models with the thinking_toggle quirk")
 	f.IntVar(&o.Concurrency, "concurrency", 16, "records in flight (turns of one record stay sequential)")
 	f.IntVar(&o.MaxRetries, "max-retries", 5, "retries per call after the first attempt")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "deadline of one call attempt")
 	f.IntVar(&o.RPM, "rpm", 0, "cap on requests per minute (0: none)")
 	f.IntVar(&o.TPM, "tpm", 0, "cap on estimated tokens per minute (0: none)")
-	f.IntVar(&limit, "limit", 0, "only the first N records (file order)")
-	f.IntVar(&perPathLimit, "per-path-limit", 0, "only the first N records of each path (overrides --limit)")
-	f.StringVar(&lesions, "lesions", "", "only these lesions, comma-separated")
-	f.IntVar(&sampleN, "sample", 0, "stratified sample of N records (lesion × path)")
+	f.IntVar(&fl.limit, "limit", 0, "only the first N records (file order)")
+	f.IntVar(&fl.perPathLimit, "per-path-limit", 0, "only the first N records of each path (overrides --limit)")
+	f.StringVar(&fl.lesions, "lesions", "", "only these lesions, comma-separated")
+	f.IntVar(&fl.sampleN, "sample", 0, "stratified sample of N records (lesion × path)")
 	f.Int64Var(&o.Selection.Seed, "seed", 0, "seed of --sample")
 	f.Int64Var(&o.PolicySeed, "policy-seed", 0, "seed of the random baseline policy")
-	f.StringVar(&shard, "shard", "", "i/n or auto/n: run shard i of n (1-based)")
+	f.StringVar(&fl.shard, "shard", "", "i/n or auto/n: run shard i of n (1-based)")
 	f.BoolVar(&o.RetryErrors, "retry-errors", false, "also re-ask records whose last result is an error")
 	f.BoolVar(&o.NoCache, "no-cache", false, "do not use the response cache")
 	f.StringVar(&o.CacheDir, "cache-dir", "", "response cache directory (default $XDG_CACHE_HOME/chexpercept or ~/.cache/chexpercept)")
 	f.StringVar(&o.APIKeyFile, "api-key-file", "", "file whose first line is the API key (instead of the environment)")
 	f.BoolVar(&o.AllowInvalid, "allow-invalid", false, "evaluate a benchmark that fails validation")
 	f.BoolVar(&o.DryRun, "dry-run", false, "count calls, images, tokens and cost without sending anything")
-	f.StringVar(&imageCache, "image-cache", "256MiB", "memory for encoded images shared between records (e.g. 256MiB, 1GiB)")
-	f.StringVar(&maxReply, "max-reply-bytes", "32MiB", "largest reply body accepted; a larger reply fails that call without retry")
+	f.StringVar(&fl.imageCache, "image-cache", "256MiB", "memory for encoded images shared between records (e.g. 256MiB, 1GiB)")
+	f.StringVar(&fl.maxReply, "max-reply-bytes", "32MiB", "largest reply body accepted; a larger reply fails that call without retry")
 	f.StringVar(&o.GeminiImageFormat, "gemini-image-format", "png", "images sent to Gemini: png (file bytes) | jpeg (the reference's re-encoding)")
-	f.StringArrayVar(&modelFiles, "models", nil, "extra models.yaml extending the registry (repeatable)")
-	f.StringVar(&pricesFile, "prices", "", "price table replacing the built-in prices.yaml")
-	for _, req := range []string{"benchmark", "provider", "model", "out"} {
-		_ = cmd.MarkFlagRequired(req)
+	f.StringArrayVar(&fl.modelFiles, "models", nil, "extra models.yaml extending the registry (repeatable)")
+	f.StringVar(&fl.pricesFile, "prices", "", "price table replacing the built-in prices.yaml")
+}
+
+// run is eval's RunE: the flags become options (any mistake is exit
+// status 2 before anything starts), the run goes with Ctrl-C handling,
+// and its outcome becomes the exit status.
+func (fl *evalFlags) run(cmd *cobra.Command) error {
+	if err := fl.protocolOptions(); err != nil {
+		return withExit(2, err)
 	}
-	addCommand(cmd)
+	if err := fl.modelOptions(); err != nil {
+		return withExit(2, err)
+	}
+	if err := fl.limitOptions(cmd.Flags()); err != nil {
+		return withExit(2, err)
+	}
+	o := &fl.o
+	o.Log = os.Stderr
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		o.TTY = true
+	}
+	ctx, abandon, stop := handleInterrupts(cmd.Context())
+	defer stop()
+	o.Abandon = abandon
+	sum, err := eval.Run(ctx, *o)
+	return evalOutcome(cmd.OutOrStdout(), sum, err)
+}
+
+// protocolOptions sets the oracle mode, the parse mode and the prompt
+// profile.
+func (fl *evalFlags) protocolOptions() error {
+	o := &fl.o
+	var err error
+	if o.Oracle, err = protocol.ParseOracleMode(fl.oracle); err != nil {
+		return fmt.Errorf("--oracle: %v", err)
+	}
+	if o.Parse, err = parse.ParseMode(fl.parseMode); err != nil {
+		return fmt.Errorf("--parse-mode: %v", err)
+	}
+	if fl.profile_ != "" {
+		p, warns, err := profile.Load(fl.profile_)
+		if err != nil {
+			return err
+		}
+		for _, w := range warns {
+			fmt.Fprintln(os.Stderr, "warning:", w)
+		}
+		o.Profile = p
+	}
+	return nil
+}
+
+// modelOptions resolves the model against the registry (with --models)
+// and the price table (--prices).
+func (fl *evalFlags) modelOptions() error {
+	o := &fl.o
+	reg, err := registry.Load(fl.modelFiles...)
+	if err != nil {
+		return err
+	}
+	prices, err := registry.LoadPrices(fl.pricesFile)
+	if err != nil {
+		return err
+	}
+	o.PriceFileSHA256 = prices.SHA256
+	m, notice, err := eval.ResolveModel(reg, prices, fl.prov, fl.model, o.NoThinking)
+	if err != nil {
+		return err
+	}
+	if notice != "" {
+		fmt.Fprintln(os.Stderr, "notice:", notice+rawModelHint(reg, fl.prov, fl.model))
+	}
+	if m.Price == nil && m.Backend != provider.BackendBaseline {
+		fmt.Fprintf(os.Stderr, "warning: no price entry matches model id %q; cost will be null\n", m.ModelID)
+	}
+	o.Model = m
+	return nil
+}
+
+// limitOptions checks the call policy, reads the record selection and
+// the byte sizes, and refuses --endpoint for the in-process baseline.
+func (fl *evalFlags) limitOptions(f *pflag.FlagSet) error {
+	o := &fl.o
+	if f.Changed("concurrency") && o.Concurrency < 1 {
+		return fmt.Errorf("--concurrency must be at least 1")
+	}
+	if f.Changed("max-retries") {
+		if o.MaxRetries < 0 {
+			return fmt.Errorf("--max-retries must not be negative")
+		}
+		o.NoRetries = o.MaxRetries == 0
+	}
+	if err := fl.selection(f); err != nil {
+		return err
+	}
+	var err error
+	if o.ImageCacheBytes, err = parseSize(fl.imageCache); err != nil {
+		return fmt.Errorf("--image-cache: %v", err)
+	}
+	if o.MaxReplyBytes, err = parseSize(fl.maxReply); err != nil {
+		return fmt.Errorf("--max-reply-bytes: %v", err)
+	}
+	if o.Model.Backend == provider.BackendBaseline && len(o.Endpoints) > 0 {
+		return fmt.Errorf("--endpoint is not used by the baseline provider (it runs in process); use --provider openai --endpoint URL to reach serve-baseline")
+	}
+	return nil
+}
+
+// selection reads --lesions, --limit, --per-path-limit, --sample and
+// --shard into the record selection.
+func (fl *evalFlags) selection(f *pflag.FlagSet) error {
+	sel := &fl.o.Selection
+	var err error
+	if sel.Lesions, err = eval.ParseLesions(fl.lesions); err != nil {
+		return err
+	}
+	for _, x := range []struct {
+		flag string
+		v    int
+		dst  **int
+	}{{"limit", fl.limit, &sel.Limit}, {"per-path-limit", fl.perPathLimit, &sel.PerPathLimit}, {"sample", fl.sampleN, &sel.Sample}} {
+		if !f.Changed(x.flag) {
+			continue
+		}
+		if x.v < 1 {
+			return fmt.Errorf("--%s %d selects no record; it must be at least 1", x.flag, x.v)
+		}
+		v := x.v
+		*x.dst = &v
+	}
+	if fl.shard != "" {
+		if sel.Shard, err = eval.ParseShard(fl.shard, os.Getenv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handleInterrupts returns a context that the first Ctrl-C (or SIGTERM)
+// ends, so that no new record starts, and a channel that the second one
+// closes, abandoning the records in flight. stop releases the signals.
+func handleInterrupts(parent context.Context) (ctx context.Context, abandon <-chan struct{}, stop func()) {
+	ctx, stopRun := context.WithCancel(parent)
+	ab := make(chan struct{})
+	abandonNow := sync.OnceFunc(func() { close(ab) })
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		n := 0
+		for range sigs {
+			n++
+			if n == 1 {
+				fmt.Fprintln(os.Stderr, "\ninterrupt: finishing the records in flight (interrupt again to abandon them)")
+				stopRun()
+			} else {
+				fmt.Fprintln(os.Stderr, "\ninterrupt: abandoning the records in flight")
+				abandonNow()
+			}
+		}
+	}()
+	return ctx, ab, func() {
+		signal.Stop(sigs)
+		stopRun()
+	}
+}
+
+// evalOutcome prints the run directory (the last line of a run's output)
+// and turns the summary into the exit status.
+func evalOutcome(out io.Writer, sum *eval.Summary, err error) error {
+	if err != nil {
+		if sum != nil {
+			fmt.Fprintln(out, sum.RunDir)
+		}
+		return withExit(2, err)
+	}
+	if sum.DryRun != nil {
+		sum.DryRun.Write(os.Stderr)
+		// A dry run creates nothing: name the directory as the
+		// one a real run would write.
+		fmt.Fprintln(out, "would write to "+sum.RunDir)
+		return nil
+	}
+	fmt.Fprintln(out, sum.RunDir)
+	switch {
+	case sum.Interrupted:
+		return silentExit(130)
+	case sum.Results != nil && sum.Results.Counts.RecordsError > 0:
+		return silentExit(1)
+	}
+	return nil
 }
 
 // parseSize reads a byte size: a plain number of bytes or one with a

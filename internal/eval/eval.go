@@ -205,18 +205,90 @@ func RunDir(out, runName string, oracle protocol.OracleMode, shard *Shard) strin
 func Run(ctx context.Context, o Options) (*Summary, error) {
 	o.defaults()
 	start := time.Now()
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	p, err := prepare(&o)
+	if err != nil {
+		return nil, err
+	}
+	sum, runDir := p.sum, p.sum.RunDir
+	if o.DryRun {
+		prev, err := results.ReadResults(filepath.Join(runDir, results.ResultsFile))
+		if err != nil {
+			return nil, err
+		}
+		todo, done := pending(p.bench, p.selected, prev, o.RetryErrors)
+		sum.AlreadyDone = done
+		sum.DryRun = dryRun(&o, p.bench, todo)
+		return sum, nil
+	}
+
+	// Everything that can fail without a network call (credentials, key
+	// files, endpoints, the response cache) fails here, before the run
+	// directory is created or touched: a failed start leaves no manifest
+	// that would block the corrected command.
+	r := &runner{o: &o, bench: p.bench, benchAbs: p.benchAbs, sum: sum}
+	if err := r.setup(); err != nil {
+		return nil, err
+	}
+	if r.cache != nil {
+		defer r.cache.Close()
+	}
+
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := results.LockRun(runDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	man, err := openManifest(runDir, p.man)
+	if err != nil {
+		return nil, err
+	}
+	store, prev, err := results.OpenStore(filepath.Join(runDir, results.ResultsFile))
+	if err != nil {
+		return nil, err
+	}
+	todo, done := pending(p.bench, p.selected, prev, o.RetryErrors)
+	sum.AlreadyDone = done
+	r.store = store
+	return sum, r.execute(ctx, man, todo, len(p.selected), start)
+}
+
+// check refuses options that no run can use.
+func (o *Options) check() error {
 	if o.Model.Label == "" || o.Model.Provider == "" || o.Model.Backend == "" {
-		return nil, fmt.Errorf("eval: model provider, backend and label are required")
+		return fmt.Errorf("eval: model provider, backend and label are required")
 	}
 	if _, err := protocol.ParseOracleMode(string(o.Oracle)); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := parse.ParseMode(string(o.Parse)); err != nil {
-		return nil, err
+		return err
 	}
 	if o.GeminiImageFormat != "png" && o.GeminiImageFormat != "jpeg" {
-		return nil, fmt.Errorf("--gemini-image-format %q: want png or jpeg", o.GeminiImageFormat)
+		return fmt.Errorf("--gemini-image-format %q: want png or jpeg", o.GeminiImageFormat)
 	}
+	return nil
+}
+
+// prepared is what Run knows before it touches the run directory: the
+// benchmark, the selected records (indexes into bench.Records), this
+// run's manifest and the summary so far.
+type prepared struct {
+	bench    *benchmark.Benchmark
+	benchAbs string
+	selected []int
+	man      *results.Manifest
+	sum      *Summary
+}
+
+// prepare loads (and unless allowed otherwise, validates) the benchmark,
+// selects the records and names the run directory.
+func prepare(o *Options) (*prepared, error) {
 	bench, err := benchmark.Load(o.BenchDir)
 	if err != nil {
 		return nil, err
@@ -226,19 +298,8 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	if !o.AllowInvalid {
-		rep, err := validate.Run(o.BenchDir, validate.Options{})
-		if err != nil {
+		if err := checkValid(o.BenchDir); err != nil {
 			return nil, err
-		}
-		if !rep.OK() {
-			first := ""
-			for _, f := range rep.Findings {
-				if f.Severity == validate.Error {
-					first = f.String()
-					break
-				}
-			}
-			return nil, fmt.Errorf("benchmark %s fails validation with %d error(s), first: %s (run `chexpercept validate` for all; --allow-invalid evaluates it anyway)", o.BenchDir, rep.Errors, first)
 		}
 	}
 	sel := o.Selection
@@ -259,80 +320,77 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		keys[i] = bench.Records[ix].KeyID
 	}
 	runName := RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
-	runDir := RunDir(o.OutDir, runName, o.Oracle, sel.Shard)
-	man := buildManifest(&o, bench, benchAbs, keys)
-	sum := &Summary{RunDir: runDir, RunName: runName, Selected: len(selected)}
+	return &prepared{
+		bench:    bench,
+		benchAbs: benchAbs,
+		selected: selected,
+		man:      buildManifest(o, bench, benchAbs, keys),
+		sum:      &Summary{RunDir: RunDir(o.OutDir, runName, o.Oracle, sel.Shard), RunName: runName, Selected: len(selected)},
+	}, nil
+}
 
-	if o.DryRun {
-		prev, err := results.ReadResults(filepath.Join(runDir, results.ResultsFile))
-		if err != nil {
-			return nil, err
-		}
-		todo, done := pending(bench, selected, prev, o.RetryErrors)
-		sum.AlreadyDone = done
-		sum.DryRun = dryRun(&o, bench, todo)
-		return sum, nil
-	}
-
-	// Everything that can fail without a network call (credentials, key
-	// files, endpoints, the response cache) fails here, before the run
-	// directory is created or touched: a failed start leaves no manifest
-	// that would block the corrected command.
-	r := &runner{o: &o, bench: bench, benchAbs: benchAbs, sum: sum}
-	if err := r.setup(); err != nil {
-		return nil, err
-	}
-	if r.cache != nil {
-		defer r.cache.Close()
-	}
-
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return nil, err
-	}
-	unlock, err := results.LockRun(runDir)
+// checkValid refuses a benchmark that fails validation, naming its first
+// error.
+func checkValid(benchDir string) error {
+	rep, err := validate.Run(benchDir, validate.Options{})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer unlock()
+	if rep.OK() {
+		return nil
+	}
+	first := ""
+	for _, f := range rep.Findings {
+		if f.Severity == validate.Error {
+			first = f.String()
+			break
+		}
+	}
+	return fmt.Errorf("benchmark %s fails validation with %d error(s), first: %s (run `chexpercept validate` for all; --allow-invalid evaluates it anyway)", benchDir, rep.Errors, first)
+}
 
-	// Resume: same settings or refuse.
-	if old, err := results.ReadManifest(runDir); err == nil {
+// openManifest is the run directory's manifest: on resume the one
+// written by the first invocation (whose settings must equal man's), on
+// a fresh start man, written now.
+func openManifest(runDir string, man *results.Manifest) (*results.Manifest, error) {
+	old, err := results.ReadManifest(runDir)
+	if err == nil {
 		if old.Schema != results.ManifestSchema {
 			return nil, fmt.Errorf("%s: schema %q is not %q", filepath.Join(runDir, results.ManifestFile), old.Schema, results.ManifestSchema)
 		}
 		if diffs := Differences(old, man); len(diffs) > 0 {
 			return nil, fmt.Errorf("run directory %s was started with different settings; refusing to mix runs (use another --out or the same settings):\n  %s", runDir, strings.Join(diffs, "\n  "))
 		}
-		man = old
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	} else {
-		b, err := man.Marshal()
-		if err != nil {
-			return nil, err
-		}
-		if err := atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b); err != nil {
-			return nil, err
-		}
+		return old, nil
 	}
-	store, prev, err := results.OpenStore(filepath.Join(runDir, results.ResultsFile))
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	b, err := man.Marshal()
 	if err != nil {
 		return nil, err
 	}
-	todo, done := pending(bench, selected, prev, o.RetryErrors)
-	sum.AlreadyDone = done
+	if err := atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b); err != nil {
+		return nil, err
+	}
+	return man, nil
+}
 
-	r.store = store
+// execute asks the records of todo, closes the store, then writes the
+// run's derived files (also after an interruption or a failure) and logs
+// the counts. The first error wins.
+func (r *runner) execute(ctx context.Context, man *results.Manifest, todo []int, nSelected int, start time.Time) error {
+	o, sum, runDir := r.o, r.sum, r.sum.RunDir
 	abandon, stopWatch := abandonContext(o.Abandon)
 	runErr := r.run(ctx, abandon, todo)
 	stopWatch()
-	if cerr := store.Close(); runErr == nil && cerr != nil {
+	if cerr := r.store.Close(); runErr == nil && cerr != nil {
 		runErr = cerr
 	}
 	if err := r.recordRedactions(runDir, man); err != nil && runErr == nil {
 		runErr = err
 	}
-	rs, ferr := results.Finalize(runDir, man, len(selected), time.Since(start).Seconds())
+	rs, ferr := results.Finalize(runDir, man, nSelected, time.Since(start).Seconds())
 	if ferr != nil && runErr == nil {
 		runErr = ferr
 	}
@@ -342,7 +400,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		fmt.Fprintf(o.Log, "done: %d ok, %d error, %d parse failures (%d answered calls, %d from the cache, cost %s) of %d selected records\n",
 			c.RecordsOK, c.RecordsError, c.ParseFailures, c.Calls, c.CacheHits, costString(rs.Usage.CostUSD), c.RecordsSelected)
 	}
-	return sum, runErr
+	return runErr
 }
 
 // recordRedactions adds this session's key redactions (provider.Redactor)

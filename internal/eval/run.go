@@ -39,7 +39,38 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 		fmt.Fprintf(o.Log, "%s: nothing to ask (%d of %d selected records already done)\n", r.sum.RunDir, r.sum.AlreadyDone, r.sum.Selected)
 		return nil
 	}
-	// Plans and image verification, outside all timing.
+	tasks := r.planTasks(todo)
+	r.prog = newProgress(o, len(tasks), r.sum.AlreadyDone)
+	defer r.prog.stop()
+
+	out := make(chan *results.Record, o.Concurrency)
+	w := r.startWriter(out)
+	callStart := time.Now()
+	attempted, abandoned := r.dispatch(ctx, abandon, tasks, out, w.failed)
+	close(out)
+	w.done.Wait()
+	r.sum.CallPhase = time.Since(callStart)
+	r.sum.Attempted = attempted
+	r.sum.Abandoned += abandoned
+	r.sum.Interrupted = ctx.Err() != nil || r.sum.Abandoned > 0
+	r.sum.ImageLoads = r.images.loads
+	if w.err != nil {
+		return w.err
+	}
+	switch {
+	case r.sum.Interrupted && r.sum.Abandoned > 0:
+		fmt.Fprintf(o.Log, "interrupted: %d records started, %d abandoned (they will be asked again on restart)\n", attempted, r.sum.Abandoned)
+	case r.sum.Interrupted:
+		fmt.Fprintf(o.Log, "interrupted: %d records started, all in flight finished; the rest are asked on restart\n", attempted)
+	}
+	return nil
+}
+
+// planTasks plans the records of todo and verifies their images, outside
+// all timing, and orders them longest first. A record whose plan or
+// images fail keeps the error; it is written as an error record.
+func (r *runner) planTasks(todo []int) []*task {
+	o := r.o
 	tasks := make([]*task, len(todo))
 	var paths []string
 	seen := map[string]bool{}
@@ -74,41 +105,31 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 			}
 		}
 	}
+	return tasks
+}
 
-	r.prog = newProgress(o, len(tasks), r.sum.AlreadyDone)
-	defer r.prog.stop()
+// recordWriter is the single writer of results.jsonl.
+type recordWriter struct {
+	err    error          // the first failed append; read after done
+	failed chan struct{}  // closed when err is set
+	done   sync.WaitGroup // the writer has drained its channel
+}
 
-	work := make(chan *task)
-	out := make(chan *results.Record, o.Concurrency)
-	var writeErr error
-	writeFailed := make(chan struct{})
-	var wdone sync.WaitGroup
-	wdone.Add(1)
-	go func() { // the single writer
-		defer wdone.Done()
+// startWriter appends the records sent on out to the store until out is
+// closed. After a failed append it stops writing and closes failed.
+func (r *runner) startWriter(out <-chan *results.Record) *recordWriter {
+	w := &recordWriter{failed: make(chan struct{})}
+	w.done.Add(1)
+	go func() {
+		defer w.done.Done()
 		for rec := range out {
-			// Group commit: the records that finished while the last
-			// sync ran are written together and synced once, so the
-			// writer keeps up with any number of workers.
-			batch := []*results.Record{rec}
-		drain:
-			for len(batch) < 256 {
-				select {
-				case more, ok := <-out:
-					if !ok {
-						break drain
-					}
-					batch = append(batch, more)
-				default:
-					break drain
-				}
-			}
-			if writeErr != nil {
+			batch := drainBatch(rec, out, 256)
+			if w.err != nil {
 				continue
 			}
 			if err := r.store.AppendBatch(batch); err != nil {
-				writeErr = err
-				close(writeFailed)
+				w.err = err
+				close(w.failed)
 				continue
 			}
 			for _, b := range batch {
@@ -116,11 +137,38 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 			}
 		}
 	}()
+	return w
+}
 
-	callStart := time.Now()
+// drainBatch is first and the records already waiting on out, up to limit.
+// Group commit: the records that finished while the last sync ran are
+// written together and synced once, so the writer keeps up with any
+// number of workers.
+func drainBatch(first *results.Record, out <-chan *results.Record, limit int) []*results.Record {
+	batch := []*results.Record{first}
+	for len(batch) < limit {
+		select {
+		case more, ok := <-out:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, more)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// dispatch runs the tasks on o.Concurrency workers, sending each
+// finished record to out. It stops starting tasks when ctx ends or the
+// writer fails, and returns once every worker is done: how many tasks
+// were started and how many of them were abandoned.
+func (r *runner) dispatch(ctx, abandon context.Context, tasks []*task, out chan<- *results.Record, writeFailed <-chan struct{}) (attempted, abandonedN int) {
+	work := make(chan *task)
 	var wg sync.WaitGroup
 	var abandoned sync.Map
-	for w := 0; w < min(o.Concurrency, len(tasks)); w++ {
+	for w := 0; w < min(r.o.Concurrency, len(tasks)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -134,7 +182,6 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 			}
 		}()
 	}
-	attempted := 0
 feed:
 	for _, t := range tasks {
 		select {
@@ -148,23 +195,8 @@ feed:
 	}
 	close(work)
 	wg.Wait()
-	close(out)
-	wdone.Wait()
-	r.sum.CallPhase = time.Since(callStart)
-	r.sum.Attempted = attempted
-	abandoned.Range(func(_, _ any) bool { r.sum.Abandoned++; return true })
-	r.sum.Interrupted = ctx.Err() != nil || r.sum.Abandoned > 0
-	r.sum.ImageLoads = r.images.loads
-	if writeErr != nil {
-		return writeErr
-	}
-	switch {
-	case r.sum.Interrupted && r.sum.Abandoned > 0:
-		fmt.Fprintf(o.Log, "interrupted: %d records started, %d abandoned (they will be asked again on restart)\n", attempted, r.sum.Abandoned)
-	case r.sum.Interrupted:
-		fmt.Fprintf(o.Log, "interrupted: %d records started, all in flight finished; the rest are asked on restart\n", attempted)
-	}
-	return nil
+	abandoned.Range(func(_, _ any) bool { abandonedN++; return true })
+	return attempted, abandonedN
 }
 
 func askedTurns(plan []protocol.PlannedTurn) int {
@@ -284,19 +316,39 @@ func (cs *caseState) done() {
 
 var roleMap = map[string]provider.Role{protocol.RoleSystem: provider.RoleSystem, protocol.RoleUser: provider.RoleUser, protocol.RoleAssistant: provider.RoleAssistant}
 
-// call is the protocol.Caller of the case.
+// call is the protocol.Caller of the case: the response cache's reply
+// if it has one, else the model's.
 func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protocol.Reply, error) {
 	r, o := cs.r, cs.r.o
+	turn, req, est, err := cs.request(msgs)
+	if err != nil {
+		return protocol.Reply{}, err
+	}
+	var key string
+	if r.cache != nil {
+		key = respcache.Key(o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash())
+		if reply, ok := r.cached(ctx, key); ok {
+			return reply, nil
+		}
+	}
+	return cs.send(ctx, turn, req, est, key)
+}
+
+// request is the provider request of the case's next asked turn (whose
+// ID it returns) with the estimate of its input tokens; msgs must end
+// with that turn's text.
+func (cs *caseState) request(msgs []protocol.Message) (turn string, req *provider.Request, est *provider.Usage, err error) {
+	o := cs.r.o
 	if cs.n >= len(cs.asked) {
-		return protocol.Reply{}, fmt.Errorf("internal: more calls than asked turns")
+		return "", nil, nil, fmt.Errorf("internal: more calls than asked turns")
 	}
 	p := cs.asked[cs.n]
 	cs.n++
 	last := msgs[len(msgs)-1]
 	if !strings.HasSuffix(last.Text, p.Text) {
-		return protocol.Reply{}, fmt.Errorf("internal: call %d does not match turn %s", cs.n, p.ID)
+		return "", nil, nil, fmt.Errorf("internal: call %d does not match turn %s", cs.n, p.ID)
 	}
-	req := &provider.Request{Model: o.Model.ModelID, Sampling: o.Model.Sampling,
+	req = &provider.Request{Model: o.Model.ModelID, Sampling: o.Model.Sampling,
 		Meta: &provider.Meta{NumOptions: p.NOptions, MultiSelect: p.Multi, GT: slices.Clone(p.GT)}}
 	texts := make([]string, 0, len(msgs))
 	images := 0
@@ -305,7 +357,7 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 		for _, rel := range m.ImagePaths {
 			im, err := cs.imgs.image(rel)
 			if err != nil {
-				return protocol.Reply{}, err
+				return "", nil, nil, err
 			}
 			pm.Images = append(pm.Images, im)
 		}
@@ -313,37 +365,38 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 		texts = append(texts, m.Text)
 		req.Messages = append(req.Messages, pm)
 	}
+	return p.ID, req, provider.EstimateUsage(texts, images, ""), nil
+}
 
-	var key string
-	if r.cache != nil {
-		key = respcache.Key(o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash())
-		e, ok, err := r.cache.Get(ctx, key)
-		if err != nil {
-			fmt.Fprintf(o.Log, "warning: %v\n", err)
-		} else if ok {
-			r.prog.call(true)
-			zero := 0.0
-			return protocol.Reply{Text: e.Text, Reasoning: strPtr(e.Reasoning), FinishReason: strPtr(e.FinishReason),
-				Usage: tokenUse(e.Usage), CostUSD: &zero, Cached: true}, nil
-		}
+// cached is the response cache's reply for key, if it has one. A cache
+// that cannot be read is a warning, not a failed call.
+func (r *runner) cached(ctx context.Context, key string) (protocol.Reply, bool) {
+	e, ok, err := r.cache.Get(ctx, key)
+	if err != nil {
+		fmt.Fprintf(r.o.Log, "warning: %v\n", err)
+		return protocol.Reply{}, false
 	}
+	if !ok {
+		return protocol.Reply{}, false
+	}
+	r.prog.call(true)
+	zero := 0.0
+	return protocol.Reply{Text: e.Text, Reasoning: strPtr(e.Reasoning), FinishReason: strPtr(e.FinishReason),
+		Usage: tokenUse(e.Usage), CostUSD: &zero, Cached: true}, true
+}
 
-	est := provider.EstimateUsage(texts, images, "")
+// send asks the model for turn's reply: within the rate limits, through
+// the case's endpoint, retrying what may pass with backoff. A canceled
+// call marks the case canceled; a failed one records its attempts.
+func (cs *caseState) send(ctx context.Context, turn string, req *provider.Request, est *provider.Usage, key string) (protocol.Reply, error) {
+	r := cs.r
 	t0 := time.Now()
 	attempts := 0
-	var lastErr error
 	for {
 		if err := r.limits.wait(ctx, int(est.Input)); err != nil {
 			return protocol.Reply{}, cs.cancel(err)
 		}
-		if cs.ep == nil || (!cs.ep.healthy(time.Now()) && len(r.pool.eps) > 1) {
-			old := cs.ep
-			if old != nil {
-				r.pool.unassign(old)
-			}
-			cs.ep = r.pool.assign(cs.task.rec.KeyID, old)
-		}
-		ep := cs.ep
+		ep := cs.endpoint()
 		if testHookCall != nil {
 			testHookCall(cs.task.rec.KeyID, ep.name)
 		}
@@ -358,47 +411,71 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 		ep.release(err)
 		r.prog.call(false)
 		if err == nil {
-			lat := time.Since(a0)
-			reply := protocol.Reply{Text: resp.Text, Reasoning: strPtr(resp.Reasoning), FinishReason: strPtr(resp.FinishReason),
-				Usage: tokenUse(resp.Usage), LatencyMS: lat.Milliseconds(), TotalMS: time.Since(t0).Milliseconds(), Attempts: attempts}
-			switch {
-			case o.Model.Backend == provider.BackendBaseline:
-				zero := 0.0
-				reply.CostUSD = &zero
-			case o.Model.Price != nil && resp.Usage != nil:
-				c := o.Model.Price.Cost(resp.Usage)
-				reply.CostUSD = &c
-			}
-			r.prog.cost(reply.CostUSD)
-			if resp.Usage != nil {
-				r.limits.charge(int(resp.Usage.Total - est.Input))
-			}
-			if r.cache != nil && resp.Text != "" {
-				e := respcache.Entry{Text: resp.Text, Reasoning: resp.Reasoning, FinishReason: resp.FinishReason, Usage: resp.Usage}
-				if err := r.cache.Put(ctx, key, e); err != nil {
-					fmt.Fprintf(o.Log, "warning: %v\n", err)
-				}
-			}
-			return reply, nil
+			return cs.reply(ctx, resp, est, key, time.Since(a0), t0, attempts), nil
 		}
-		lastErr = err
 		var ce *provider.CallError
-		if !errors.As(err, &ce) {
-			cs.failed = &failedCall{turn: p.ID, attempts: attempts}
-			return protocol.Reply{}, fmt.Errorf("%s (%s via %s)", lastErr, attemptsText(attempts), ep.name)
-		}
-		if ce.Kind == provider.KindCanceled || ctx.Err() != nil {
+		switch {
+		case !errors.As(err, &ce):
+			return protocol.Reply{}, cs.fail(err, turn, attempts, ep)
+		case ce.Kind == provider.KindCanceled || ctx.Err() != nil:
 			return protocol.Reply{}, cs.cancel(ce)
-		}
-		if !ce.Retryable() || attempts > r.retry.maxRetries {
+		case !ce.Retryable() || attempts > r.retry.maxRetries:
 			r.prog.failure()
-			cs.failed = &failedCall{turn: p.ID, attempts: attempts}
-			return protocol.Reply{}, fmt.Errorf("%s (%s via %s)", lastErr, attemptsText(attempts), ep.name)
+			return protocol.Reply{}, cs.fail(err, turn, attempts, ep)
 		}
 		if err := sleep(ctx, r.retry.backoff(attempts, ce.RetryAfter)); err != nil {
 			return protocol.Reply{}, cs.cancel(err)
 		}
 	}
+}
+
+// endpoint is the case's endpoint for the next attempt: assigned at the
+// first one, moved when it is unhealthy and the pool has another.
+func (cs *caseState) endpoint() *endpoint {
+	r := cs.r
+	if cs.ep == nil || (!cs.ep.healthy(time.Now()) && len(r.pool.eps) > 1) {
+		old := cs.ep
+		if old != nil {
+			r.pool.unassign(old)
+		}
+		cs.ep = r.pool.assign(cs.task.rec.KeyID, old)
+	}
+	return cs.ep
+}
+
+// reply is a successful call's reply with its timing and cost; the
+// usage is charged to the token limit and the reply stored in the
+// response cache (when key is set and the reply is not empty).
+func (cs *caseState) reply(ctx context.Context, resp *provider.Response, est *provider.Usage, key string, lat time.Duration, t0 time.Time, attempts int) protocol.Reply {
+	r, o := cs.r, cs.r.o
+	reply := protocol.Reply{Text: resp.Text, Reasoning: strPtr(resp.Reasoning), FinishReason: strPtr(resp.FinishReason),
+		Usage: tokenUse(resp.Usage), LatencyMS: lat.Milliseconds(), TotalMS: time.Since(t0).Milliseconds(), Attempts: attempts}
+	switch {
+	case o.Model.Backend == provider.BackendBaseline:
+		zero := 0.0
+		reply.CostUSD = &zero
+	case o.Model.Price != nil && resp.Usage != nil:
+		c := o.Model.Price.Cost(resp.Usage)
+		reply.CostUSD = &c
+	}
+	r.prog.cost(reply.CostUSD)
+	if resp.Usage != nil {
+		r.limits.charge(int(resp.Usage.Total - est.Input))
+	}
+	if r.cache != nil && resp.Text != "" {
+		e := respcache.Entry{Text: resp.Text, Reasoning: resp.Reasoning, FinishReason: resp.FinishReason, Usage: resp.Usage}
+		if err := r.cache.Put(ctx, key, e); err != nil {
+			fmt.Fprintf(o.Log, "warning: %v\n", err)
+		}
+	}
+	return reply
+}
+
+// fail records that turn's call ended the case in error after attempts
+// requests, and says so.
+func (cs *caseState) fail(err error, turn string, attempts int, ep *endpoint) error {
+	cs.failed = &failedCall{turn: turn, attempts: attempts}
+	return fmt.Errorf("%s (%s via %s)", err, attemptsText(attempts), ep.name)
 }
 
 // attemptsText is the number of requests a failed call sent.
