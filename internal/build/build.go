@@ -16,6 +16,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/source"
@@ -76,15 +77,7 @@ type Summary struct {
 // case failures are recorded and never returned.
 func Run(ctx context.Context, opt Options) (*Summary, error) {
 	start := time.Now()
-	if opt.Stdout == nil {
-		opt.Stdout = io.Discard
-	}
-	if opt.Stderr == nil {
-		opt.Stderr = io.Discard
-	}
-	if opt.Workers <= 0 {
-		opt.Workers = runtime.NumCPU()
-	}
+	opt.setDefaults()
 	if opt.Decisions == nil {
 		return nil, global("no review decisions: pass --accept-all, --reviews FILE or --review-db FILE")
 	}
@@ -92,38 +85,12 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, global("config: %v", err)
 	}
-	// Nothing is written before the output directory, the source and its
-	// place relative to the output directory have been checked.
-	own, err := readOwnership(opt.Out)
+	own, cases, isCand, err := openOut(opt, cfg)
 	if err != nil {
-		return nil, &GlobalError{Err: err}
-	}
-	cases, isCand, err := source.ReadSource(opt.Source, cfg)
-	if err != nil {
-		return nil, &GlobalError{Err: err}
-	}
-	if err := claimOut(opt, own, cases); err != nil {
 		return nil, err
 	}
 	workDir := filepath.Join(opt.Out, workDirName)
-	if err := cleanLeftovers(opt.Out); err != nil {
-		return nil, global("cleaning leftovers in %s: %v", opt.Out, err)
-	}
-
-	var sampleSeed *uint64
-	if isCand {
-		for _, c := range cases {
-			if c.SampleSeed != nil {
-				s := *c.SampleSeed
-				sampleSeed = &s
-				break
-			}
-		}
-	} else {
-		cases, _ = source.Sample(cases, cfg, cfg.Seed)
-		s := cfg.Seed
-		sampleSeed = &s
-	}
+	cases, sampleSeed := sampleCases(cases, isCand, cfg)
 	if kl, ok := opt.Decisions.(keyLister); ok {
 		warnUnknownReviews(opt.Stderr, kl.KeyIDs(), cases)
 	}
@@ -140,7 +107,71 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	}
 	e := &env{cfg: cfg, seed: cfg.Seed, loader: loader, stderr: opt.Stderr, hook: opt.testHook}
 	lists := makeLists(cases, cfg)
+	if err := processLists(ctx, opt, e, lists, fpcfg, workDir); err != nil {
+		return nil, err
+	}
+	processed := time.Now()
+	a := &assembly{opt: opt, cfg: cfg, lists: lists, workDir: workDir, loader: loader, e: e,
+		sampleSeed: sampleSeed, sourcePath: opt.Source, cases: cases, own: own}
+	return a.finish(ctx, start, processed)
+}
 
+// setDefaults fills the options a caller may leave zero.
+func (opt *Options) setDefaults() {
+	if opt.Stdout == nil {
+		opt.Stdout = io.Discard
+	}
+	if opt.Stderr == nil {
+		opt.Stderr = io.Discard
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.NumCPU()
+	}
+}
+
+// openOut reads the output directory's ownership and the source, then
+// claims the directory and removes what an interrupted build left. Nothing
+// is written before the output directory, the source and its place
+// relative to the output directory have been checked.
+func openOut(opt Options, cfg buildcfg.Config) (own *ownership, cases []*source.Case, isCand bool, err error) {
+	if own, err = readOwnership(opt.Out); err != nil {
+		return nil, nil, false, &GlobalError{Err: err}
+	}
+	if cases, isCand, err = source.ReadSource(opt.Source, cfg); err != nil {
+		return nil, nil, false, &GlobalError{Err: err}
+	}
+	if err := claimOut(opt, own, cases); err != nil {
+		return nil, nil, false, err
+	}
+	if err := cleanLeftovers(opt.Out); err != nil {
+		return nil, nil, false, global("cleaning leftovers in %s: %v", opt.Out, err)
+	}
+	return own, cases, isCand, nil
+}
+
+// sampleCases returns the cases in sampled order with their sampling seed:
+// candidates were sampled by `sample` and carry its seed (nil when none
+// does); a manifest is sampled here with the build seed.
+func sampleCases(cases []*source.Case, isCand bool, cfg buildcfg.Config) ([]*source.Case, *uint64) {
+	if !isCand {
+		cases, _ = source.Sample(cases, cfg, cfg.Seed)
+		s := cfg.Seed
+		return cases, &s
+	}
+	for _, c := range cases {
+		if c.SampleSeed != nil {
+			s := *c.SampleSeed
+			return cases, &s
+		}
+	}
+	return cases, nil
+}
+
+// processLists walks the candidate lists over opt.Workers workers. For
+// each scheduled candidate the review decides; an accepted one reuses the
+// work state of an earlier run with the same fingerprint, or is processed
+// and its work state written.
+func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg *ojson.Value, workDir string) error {
 	prog := newProgress(opt, lists)
 	work := func(it *item) error {
 		c := it.c
@@ -159,7 +190,7 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 			it.outcome = o
 			return nil
 		}
-		o := e.processCase(ctx, c, in, nil)
+		o, _ := e.processCase(ctx, c, in)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -171,19 +202,23 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		return nil
 	}
 	window := opt.Workers
-	err = schedule(ctx, lists, opt.Workers, window, work, prog.done)
+	err := schedule(ctx, lists, opt.Workers, window, work, prog.done)
 	prog.finish()
 	if err != nil {
 		var ge *GlobalError
 		if errors.As(err, &ge) {
-			return nil, err
+			return err
 		}
-		return nil, fmt.Errorf("build interrupted: %w", err)
+		return fmt.Errorf("build interrupted: %w", err)
 	}
-	processed := time.Now()
+	return nil
+}
 
-	a := &assembly{opt: opt, cfg: cfg, lists: lists, workDir: workDir, loader: loader, e: e,
-		sampleSeed: sampleSeed, sourcePath: opt.Source, cases: cases, own: own}
+// finish assembles the benchmark from the processed lists, writes the
+// inspect views asked for, measures the PNG floor when asked, writes
+// build_timing.json and prints the summary.
+func (a *assembly) finish(ctx context.Context, start, processed time.Time) (*Summary, error) {
+	opt := a.opt
 	sum, err := a.run(ctx)
 	if err != nil {
 		return nil, err

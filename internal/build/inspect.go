@@ -187,7 +187,7 @@ func findCase(opt InspectOptions, cfg buildcfg.Config) (*source.Case, error) {
 	return nil, fmt.Errorf("%s is not a case of %s", opt.Key, opt.Source)
 }
 
-// inspectCase re-runs c with a trace and writes <out>/inspect/<key_id>/
+// inspectCase re-runs c and writes its stages to <out>/inspect/<key_id>/
 // through a staging folder. It never changes a build result.
 func inspectCase(e *env, c *source.Case, out, pathName string) error {
 	dir := filepath.Join(out, inspectDir)
@@ -198,8 +198,7 @@ func inspectCase(e *env, c *source.Case, out, pathName string) error {
 		return err
 	}
 	in := e.digests(c)
-	tr := &trace{}
-	o := e.processCase(context.Background(), c, in, tr)
+	o, st := e.processCase(context.Background(), c, in)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -208,39 +207,27 @@ func inspectCase(e *env, c *source.Case, out, pathName string) error {
 		return err
 	}
 	w := &inspectWriter{dir: stage}
-	w.text("summary.txt", summaryText(e, c, in, o, tr, pathName))
-	if tr.gray != nil && tr.prep != nil {
-		w.png("geometry.png", geometryImage(tr))
-		if tr.regs != nil {
-			w.png("regions.png", regionsSheet(tr))
+	w.text("summary.txt", summaryText(e, c, in, o, st, pathName))
+	if st.gray != nil && st.prep != nil {
+		w.png("geometry.png", geometryImage(st))
+		if st.regs != nil {
+			w.png("regions.png", regionsSheet(st))
 		}
 	}
-	if tr.ov != nil {
-		w.json("overlaps.json", anatomy.InspectJSON(tr.ov))
+	if st.ov != nil {
+		w.json("overlaps.json", anatomy.InspectJSON(st.ov))
 	}
-	if tr.res != nil && tr.res.Log != nil {
-		if v, err := tr.res.Log.JSON(); err == nil {
+	if st.res != nil && st.res.Log != nil {
+		if v, err := st.res.Log.JSON(); err == nil {
 			w.json("deformation.json", v)
 		} else {
 			w.err = err
 		}
 	}
-	if tr.res != nil && tr.res.Final != nil {
-		att := tr.res.Final
-		for _, st := range att.Steps() {
-			prior := att.Masks[st.After]
-			w.png("steps/"+st.Name+".png", stepImage(tr.gray, prior, st.Mask, st.Points, st.Op, st.Center))
-			for _, f := range st.Fakes {
-				pts := st.FakePointsExpansion
-				if f.Op == deform.Contraction {
-					pts = st.FakePointsContraction
-				}
-				w.png("fakes/"+f.Name+".png", stepImage(tr.gray, st.Mask, f.Mask, pts, f.Op, mask.Point{X: -1, Y: -1}))
-			}
-		}
+	if st.res != nil && st.res.Final != nil {
+		w.steps(st)
 		if o.OK && o.Record != nil && o.Record.Contour != nil {
-			lungs := render.Lungs{ChexRight: tr.lungs.ChexRight, ChexLeft: tr.lungs.ChexLeft, CxasRight: tr.lungs.CxasRight, CxasLeft: tr.lungs.CxasLeft, HasSecondary: tr.lungs.HasSecondary}
-			pts, opts, err := qagen.InspectImages(tr.gray, o.Record, tr.pool, att.Masks, lungs, e.cfg)
+			pts, opts, err := qagen.InspectImages(st.gray, o.Record, st.pool, st.res.Final.Masks, st.lungs, e.cfg)
 			if err != nil {
 				w.err = err
 			} else {
@@ -254,6 +241,22 @@ func inspectCase(e *env, c *source.Case, out, pathName string) error {
 		return w.err
 	}
 	return replaceDir(stage, filepath.Join(dir, o.KeyID))
+}
+
+// steps writes one image per step of the final attempt and one per fake.
+func (w *inspectWriter) steps(st *stages) {
+	att := st.res.Final
+	for _, s := range att.Steps() {
+		prior := att.Masks[s.After]
+		w.png("steps/"+s.Name+".png", stepImage(st.gray, prior, s.Mask, s.Points, s.Op, s.Center))
+		for _, f := range s.Fakes {
+			pts := s.FakePointsExpansion
+			if f.Op == deform.Contraction {
+				pts = s.FakePointsContraction
+			}
+			w.png("fakes/"+f.Name+".png", stepImage(st.gray, s.Mask, f.Mask, pts, f.Op, mask.Point{X: -1, Y: -1}))
+		}
+	}
 }
 
 type inspectWriter struct {
@@ -289,131 +292,160 @@ func (w *inspectWriter) png(rel string, img image.Image) {
 	w.write(rel, b.Bytes())
 }
 
-func summaryText(e *env, c *source.Case, in *inputs, o *Outcome, tr *trace, pathName string) string {
-	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	p("case %s", c.KeyID())
-	p("lesion %s, label %s, path %s", c.Lesion, c.Label, pathName)
-	p("case seed %s (build seed %d)", o.CaseSeed, e.seed)
-	p("")
-	p("inputs")
-	p("  image %s", c.Image)
-	p("    sha256 %s", in.imageSHA)
-	for _, m := range c.LesionMasks {
-		p("  lesion mask %s", m)
-	}
-	if c.Positive() {
-		p("    canonical candidate mask sha256 %s", in.maskSHA)
-	}
-	if c.LungMasks != nil {
-		p("  lung masks right %s, left %s", c.LungMasks.Right, c.LungMasks.Left)
-	}
-	if c.Chexmask != nil {
-		p("  chexmask %s id %s size_check %t", c.Chexmask.CSV, c.Chexmask.ID, c.Chexmask.SizeCheck)
-	}
-	if c.Positive() {
-		p("    lung source digest %s", in.lungSHA)
-	}
-	if len(c.LocationHints) > 0 {
-		p("  location hints (informational): %s", strings.Join(c.LocationHints, "; "))
-	}
-	p("")
+// summary is the text of summary.txt, one line per p call.
+type summary struct{ strings.Builder }
+
+func (b *summary) p(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+
+// summaryText explains a case: its inputs, failure, geometry, deformation
+// and how every answer was derived.
+func summaryText(e *env, c *source.Case, in *inputs, o *Outcome, st *stages, pathName string) string {
+	var b summary
+	b.p("case %s", c.KeyID())
+	b.p("lesion %s, label %s, path %s", c.Lesion, c.Label, pathName)
+	b.p("case seed %s (build seed %d)", o.CaseSeed, e.seed)
+	b.p("")
+	b.inputs(c, in)
+	b.p("")
 	if !o.OK {
-		p("FAILED: %s", o.Reason)
-		p("  detail: %s", o.Detail)
-		p("")
+		b.p("FAILED: %s", o.Reason)
+		b.p("  detail: %s", o.Detail)
+		b.p("")
 	}
-	if tr.prep != nil {
-		p("components (optimal mask, %d px in total)", tr.prep.Combined.Count())
-		for i, m := range tr.prep.Components {
-			p("  %s: %d px", anatomy.ComponentName(i), m.Count())
-		}
-		p("lungs: raw right %d px, raw left %d px; augmented right %d px, left %d px",
-			tr.prep.RawRight.Count(), tr.prep.RawLeft.Count(), tr.prep.LungRight.Count(), tr.prep.LungLeft.Count())
-	}
-	if tr.regs != nil {
-		p("")
-		p("region geometry")
-		for _, ln := range strings.Split(strings.TrimRight(tr.regs.Describe(), "\n"), "\n") {
-			p("  %s", ln)
-		}
-	}
-	if tr.ov != nil {
-		p("")
-		p("overlaps (has_overlap entries; see overlaps.json for all)")
-		for _, cv := range tr.ov {
-			p("  %s: left lung %.4f%s, right lung %.4f%s", anatomy.ComponentName(cv.ID),
-				cv.Left.Ratio, flag(cv.Left.HasOverlap, " (counts)"), cv.Right.Ratio, flag(cv.Right.HasOverlap, " (counts)"))
-			for _, ov := range cv.LesionOverlap() {
-				p("    %s [%s] ratio %.4f%s", ov.Name, ov.Key, ov.Ratio, flag(ov.Promoted, " promoted"))
-			}
-		}
-	}
-	if tr.res != nil {
-		p("")
-		p("deformation: possible anatomies [%s]", strings.Join(tr.res.Possible, ", "))
-		for _, ce := range tr.res.Catalogue {
-			p("  catalogue %s: attempt %d valid; anatomies:", deform.SID(ce.Component), ce.RetryCount)
-			for _, an := range ce.Anatomies {
-				p("    %s %s, widths %v, %d points, centre (%d, %d)", an.Op, an.Name, an.Widths, len(an.Points), an.Center.X, an.Center.Y)
-			}
-		}
-		if tr.res.Final != nil {
-			p("  sequential pass: %d retries logged", len(tr.res.Log.Sequential))
-			for _, st := range tr.res.Final.Steps() {
-				p("    %s: corruption %s at %s, centre (%d, %d) → revision %s; fakes %d", st.Name, st.Op, st.Anatomy,
-					st.Center.X, st.Center.Y, st.Op.Opposite(), len(st.Fakes))
-			}
-		}
+	b.geometry(st)
+	if st.res != nil {
+		b.deformation(st.res)
 	}
 	if o.OK && o.Record != nil {
-		p("")
-		p("answers")
-		r := o.Record
-		p("  detection: %s (%d): label %s", r.Detection.Answer, r.Detection.AnswerIndex, c.Label)
-		if cq := r.Contour; cq != nil {
-			ev := "RR → Yes (1)"
-			if pathName == string(benchmark.RevisionFree) {
-				ev = "RF → No (2)"
-			}
-			p("  contour evaluation: %s (the path is decided by candidate order and the RF share, §3)", ev)
-			kinds := []string{}
-			if tr.pool != nil {
-				kinds = tr.pool.Kinds
-			}
-			var opts []string
-			for k, po := range cq.Expansion.AnswerOptions {
-				if po.Point == nil {
-					continue
-				}
-				kind := ""
-				if k < len(kinds) {
-					kind = " " + kinds[k]
-				}
-				opts = append(opts, fmt.Sprintf("%d %s (%d, %d)%s", k+1, po.Color, po.Point[0], po.Point[1], kind))
-			}
-			p("  point options: %s", strings.Join(opts, "; "))
-			p("  expansion: %s %v = centres of the steps whose revision is expansion (contraction corruptions)", cq.Expansion.Answer, cq.Expansion.AnswerIndex)
-			p("  contraction: %s %v = centres of the steps whose revision is contraction (expansion corruptions)", cq.Contraction.Answer, cq.Contraction.AnswerIndex)
-			p("  revision result: %s = the true combination %v; before masks %v", cq.RevisionResult.Answer, cq.TrueCombination, cq.RevisionBeforeMasks)
-			for k, ro := range cq.RevisionResult.AnswerOptions {
-				p("    option %d (%s): %v", k+1, ro.Type, ro.Masks)
-			}
-			if tr.rev != nil {
-				p("    distractors examined %d, rejected as pixel-identical %d", tr.rev.Candidates, tr.rev.Duplicates)
-			}
-		}
-		if tr.attrs != nil {
-			at := tr.attrs
-			p("  %s", at.Distribution.Derivation)
-			p("  %s", at.Location.Derivation)
-			p("  %s", at.Severity.Derivation)
-			p("  %s", at.Comparison.Derivation)
-		} else if r.Contour != nil {
-			p("  attributes: none (heart-type lesion)")
-		}
+		b.answers(c, o.Record, st, pathName)
 	}
 	return b.String()
+}
+
+func (b *summary) inputs(c *source.Case, in *inputs) {
+	b.p("inputs")
+	b.p("  image %s", c.Image)
+	b.p("    sha256 %s", in.imageSHA)
+	for _, m := range c.LesionMasks {
+		b.p("  lesion mask %s", m)
+	}
+	if c.Positive() {
+		b.p("    canonical candidate mask sha256 %s", in.maskSHA)
+	}
+	if c.LungMasks != nil {
+		b.p("  lung masks right %s, left %s", c.LungMasks.Right, c.LungMasks.Left)
+	}
+	if c.Chexmask != nil {
+		b.p("  chexmask %s id %s size_check %t", c.Chexmask.CSV, c.Chexmask.ID, c.Chexmask.SizeCheck)
+	}
+	if c.Positive() {
+		b.p("    lung source digest %s", in.lungSHA)
+	}
+	if len(c.LocationHints) > 0 {
+		b.p("  location hints (informational): %s", strings.Join(c.LocationHints, "; "))
+	}
+}
+
+// geometry lists the components, lungs, region geometry and overlaps.
+func (b *summary) geometry(st *stages) {
+	if st.prep != nil {
+		b.p("components (optimal mask, %d px in total)", st.prep.Combined.Count())
+		for i, m := range st.prep.Components {
+			b.p("  %s: %d px", anatomy.ComponentName(i), m.Count())
+		}
+		b.p("lungs: raw right %d px, raw left %d px; augmented right %d px, left %d px",
+			st.prep.RawRight.Count(), st.prep.RawLeft.Count(), st.prep.LungRight.Count(), st.prep.LungLeft.Count())
+	}
+	if st.regs != nil {
+		b.p("")
+		b.p("region geometry")
+		for _, ln := range strings.Split(strings.TrimRight(st.regs.Describe(), "\n"), "\n") {
+			b.p("  %s", ln)
+		}
+	}
+	if st.ov != nil {
+		b.p("")
+		b.p("overlaps (has_overlap entries; see overlaps.json for all)")
+		for _, cv := range st.ov {
+			b.p("  %s: left lung %.4f%s, right lung %.4f%s", anatomy.ComponentName(cv.ID),
+				cv.Left.Ratio, flag(cv.Left.HasOverlap, " (counts)"), cv.Right.Ratio, flag(cv.Right.HasOverlap, " (counts)"))
+			for _, ov := range cv.LesionOverlap() {
+				b.p("    %s [%s] ratio %.4f%s", ov.Name, ov.Key, ov.Ratio, flag(ov.Promoted, " promoted"))
+			}
+		}
+	}
+}
+
+// deformation lists the catalogue and the steps of the sequential pass.
+func (b *summary) deformation(res *deform.Result) {
+	b.p("")
+	b.p("deformation: possible anatomies [%s]", strings.Join(res.Possible, ", "))
+	for _, ce := range res.Catalogue {
+		b.p("  catalogue %s: attempt %d valid; anatomies:", deform.SID(ce.Component), ce.RetryCount)
+		for _, an := range ce.Anatomies {
+			b.p("    %s %s, widths %v, %d points, centre (%d, %d)", an.Op, an.Name, an.Widths, len(an.Points), an.Center.X, an.Center.Y)
+		}
+	}
+	if res.Final == nil {
+		return
+	}
+	b.p("  sequential pass: %d retries logged", len(res.Log.Sequential))
+	for _, st := range res.Final.Steps() {
+		b.p("    %s: corruption %s at %s, centre (%d, %d) → revision %s; fakes %d", st.Name, st.Op, st.Anatomy,
+			st.Center.X, st.Center.Y, st.Op.Opposite(), len(st.Fakes))
+	}
+}
+
+// answers derives every answer of a successful record.
+func (b *summary) answers(c *source.Case, r *benchmark.Record, st *stages, pathName string) {
+	b.p("")
+	b.p("answers")
+	b.p("  detection: %s (%d): label %s", r.Detection.Answer, r.Detection.AnswerIndex, c.Label)
+	if r.Contour != nil {
+		b.contour(r.Contour, st, pathName)
+	}
+	if at := st.attrs; at != nil {
+		b.p("  %s", at.Distribution.Derivation)
+		b.p("  %s", at.Location.Derivation)
+		b.p("  %s", at.Severity.Derivation)
+		b.p("  %s", at.Comparison.Derivation)
+	} else if r.Contour != nil {
+		b.p("  attributes: none (heart-type lesion)")
+	}
+}
+
+// contour derives the contour evaluation, point and revision answers.
+func (b *summary) contour(cq *benchmark.ContourQA, st *stages, pathName string) {
+	ev := "RR → Yes (1)"
+	if pathName == string(benchmark.RevisionFree) {
+		ev = "RF → No (2)"
+	}
+	b.p("  contour evaluation: %s (the path is decided by candidate order and the RF share, §3)", ev)
+	kinds := []string{}
+	if st.pool != nil {
+		kinds = st.pool.Kinds
+	}
+	var opts []string
+	for k, po := range cq.Expansion.AnswerOptions {
+		if po.Point == nil {
+			continue
+		}
+		kind := ""
+		if k < len(kinds) {
+			kind = " " + kinds[k]
+		}
+		opts = append(opts, fmt.Sprintf("%d %s (%d, %d)%s", k+1, po.Color, po.Point[0], po.Point[1], kind))
+	}
+	b.p("  point options: %s", strings.Join(opts, "; "))
+	b.p("  expansion: %s %v = centres of the steps whose revision is expansion (contraction corruptions)", cq.Expansion.Answer, cq.Expansion.AnswerIndex)
+	b.p("  contraction: %s %v = centres of the steps whose revision is contraction (expansion corruptions)", cq.Contraction.Answer, cq.Contraction.AnswerIndex)
+	b.p("  revision result: %s = the true combination %v; before masks %v", cq.RevisionResult.Answer, cq.TrueCombination, cq.RevisionBeforeMasks)
+	for k, ro := range cq.RevisionResult.AnswerOptions {
+		b.p("    option %d (%s): %v", k+1, ro.Type, ro.Masks)
+	}
+	if st.rev != nil {
+		b.p("    distractors examined %d, rejected as pixel-identical %d", st.rev.Candidates, st.rev.Duplicates)
+	}
 }
 
 func flag(b bool, s string) string {
@@ -473,11 +505,11 @@ func outline(img *image.RGBA, m mask.Mask, c rgb) {
 	}
 }
 
-func geometryImage(tr *trace) *image.RGBA {
-	img := render.Gray2RGB(tr.gray)
-	p := tr.prep
-	if tr.regs != nil {
-		for _, g := range []anatomy.LungGeometry{tr.regs.Right, tr.regs.Left} {
+func geometryImage(st *stages) *image.RGBA {
+	img := render.Gray2RGB(st.gray)
+	p := st.prep
+	if st.regs != nil {
+		for _, g := range []anatomy.LungGeometry{st.regs.Right, st.regs.Left} {
 			if len(g.Peripheral.Pix) > 0 {
 				tint(img, g.Peripheral, colOrange, 0.35)
 			}
@@ -488,11 +520,11 @@ func geometryImage(tr *trace) *image.RGBA {
 	}
 	outline(img, p.LungRight, colBlue)
 	outline(img, p.LungLeft, colGreen)
-	if tr.regs != nil {
+	if st.regs != nil {
 		for _, s := range []struct {
 			g anatomy.LungGeometry
 			m mask.Mask
-		}{{tr.regs.Right, p.LungRight}, {tr.regs.Left, p.LungLeft}} {
+		}{{st.regs.Right, p.LungRight}, {st.regs.Left, p.LungLeft}} {
 			for _, row := range []int{s.g.B1, s.g.B2} {
 				for x := 0; x < s.m.W && row >= 0 && row < s.m.H; x++ {
 					if s.m.Pix[row*s.m.W+x] != 0 {
@@ -520,21 +552,21 @@ func geometryImage(tr *trace) *image.RGBA {
 		}
 	}
 	render.DrawLabel(img, 4, 4, "right lung blue, left lung green, b1/b2 yellow, mid_x magenta, band orange, CPA red, components cyan")
-	if tr.regs != nil && tr.regs.Erosion > 0 {
-		lo, hi := tr.regs.ErosionOffsets()
+	if st.regs != nil && st.regs.Erosion > 0 {
+		lo, hi := st.regs.ErosionOffsets()
 		render.DrawLabel(img, 4, 22, fmt.Sprintf("band core: lungs eroded by a %dx%d square, offsets %d..%d per axis (scikit-image), edges reflected",
-			tr.regs.Erosion, tr.regs.Erosion, lo, hi))
+			st.regs.Erosion, st.regs.Erosion, lo, hi))
 	}
 	return img
 }
 
 // regionsSheet tiles the zones and lung regions at 256×256 (4× down).
-func regionsSheet(tr *trace) *image.RGBA {
-	regs := append([]anatomy.Region{}, tr.regs.Zones...)
-	regs = append(regs, tr.regs.LungRegions...)
+func regionsSheet(st *stages) *image.RGBA {
+	regs := append([]anatomy.Region{}, st.regs.Zones...)
+	regs = append(regs, st.regs.LungRegions...)
 	const tile, cols = 256, 6
 	rows := (len(regs) + cols - 1) / cols
-	capH := 13*(1+len(tr.ov)) + 6
+	capH := 13*(1+len(st.ov)) + 6
 	img := image.NewRGBA(image.Rect(0, 0, cols*tile, rows*(tile+capH)))
 	for i := range img.Pix {
 		img.Pix[i] = 0
@@ -542,12 +574,12 @@ func regionsSheet(tr *trace) *image.RGBA {
 			img.Pix[i] = 255
 		}
 	}
-	lesion := tr.prep.Combined
+	lesion := st.prep.Combined
 	for k, r := range regs {
 		x0, y0 := (k%cols)*tile, (k/cols)*(tile+capH)
 		for y := 0; y < tile; y++ {
 			for x := 0; x < tile; x++ {
-				g := uint8(tr.gray.Pix[(y*4)*tr.gray.Stride+x*4] / 3)
+				g := uint8(st.gray.Pix[(y*4)*st.gray.Stride+x*4] / 3)
 				c := rgb{g, g, g}
 				idx := (y*4)*r.Mask.W + x*4
 				in := r.Mask.Pix[idx] != 0
@@ -564,7 +596,7 @@ func regionsSheet(tr *trace) *image.RGBA {
 			}
 		}
 		render.DrawLabel(img, x0, y0+tile, shorten(r.Name, 35))
-		for ci, cv := range tr.ov {
+		for ci, cv := range st.ov {
 			var ov *anatomy.Overlap
 			for j := range cv.Zones {
 				if cv.Zones[j].Name == r.Name {

@@ -116,11 +116,13 @@ type Outcome struct {
 	masks map[string]mask.Mask
 }
 
-// trace keeps the intermediate state of a case for the inspect view.
-type trace struct {
+// stages are the intermediate results of one case, in pipeline order.
+// processCase fills them as it goes and the inspect view reads them; a
+// stage that was not reached (or whose step failed) is left nil, except
+// prep, regs and res, which keep what their step returned with its error.
+type stages struct {
 	gray  *image.Gray
-	lungs *source.Lungs
-	cand  mask.Mask
+	lungs render.Lungs // the token lungs of §11
 	prep  *anatomy.Prepared
 	regs  *anatomy.Regions
 	ov    []anatomy.ComponentOverlap
@@ -130,89 +132,126 @@ type trace struct {
 	attrs *anatomy.AttributeAnswers
 }
 
-// processCase runs the per-case pipeline inside a recover boundary. The
-// case RNG is drawn from in the order of §13: catalogue, sequential retries
-// (each finalised by §9.4 then §9.5), then §10 location and severity.
-func (e *env) processCase(ctx context.Context, c *source.Case, in *inputs, tr *trace) (out *Outcome) {
+// processCase runs the per-case pipeline inside a recover boundary and
+// returns the outcome with the intermediate stages. The case RNG is drawn
+// from in the order of §13: catalogue, sequential retries (each finalised
+// by §9.4 then §9.5), then §10 location and severity.
+func (e *env) processCase(ctx context.Context, c *source.Case, in *inputs) (out *Outcome, st *stages) {
 	out = &Outcome{KeyID: c.KeyID(), Positive: c.Positive(), ImageSHA: in.imageSHA, MaskSHA: in.maskSHA}
+	st = &stages{}
 	line := source.CaseJSON(c, "")
 	defer func() { out.caseLine = line }()
 	r := rng.New(caseLabel(e.seed, out.KeyID))
 	out.CaseSeed = r.DigestHex()
-	defer func() {
-		if p := recover(); p != nil {
-			w := e.stderr
-			if w == nil {
-				w = os.Stderr
-			}
-			fmt.Fprintf(w, "chexpercept build: panic in case %s: %v\n%s\n", out.KeyID, p, debug.Stack())
-			*out = Outcome{KeyID: out.KeyID, Positive: out.Positive, CaseSeed: out.CaseSeed, ImageSHA: out.ImageSHA, MaskSHA: out.MaskSHA,
-				Reason: ReasonInternal, Detail: oneLine(fmt.Sprint(p))}
-		}
-	}()
-	fail := func(err error) *Outcome {
-		var ce *frame.CaseError
-		if errors.As(err, &ce) {
-			out.Reason, out.Detail = ce.Reason, oneLine(ce.Detail)
-		} else {
-			out.Reason, out.Detail = ReasonInternal, oneLine(err.Error())
-		}
-		out.OK = false
-		return out
-	}
+	defer e.recoverCase(out)
 	if e.hook != nil {
 		e.hook(c)
 	}
 	if err := ctx.Err(); err != nil {
-		return fail(err)
+		return out.fail(err), st
 	}
 	if in.err != nil {
-		return fail(in.err)
+		return out.fail(in.err), st
 	}
-	gray, err := frame.LoadGray(c.Image)
-	if err != nil {
-		return fail(err)
+	var err error
+	if st.gray, err = frame.LoadGray(c.Image); err != nil {
+		return out.fail(err), st
 	}
-	if tr != nil {
-		tr.gray = gray
-	}
-	cfg := e.cfg
+	qc := qagen.Case{KeyID: out.KeyID, PairID: c.CaseID, Lesion: c.Lesion, DicomID: c.ImageID}
 	if !c.Positive() {
-		rec, err := qagen.AssembleRecord(qagen.Case{KeyID: out.KeyID, PairID: c.CaseID, Lesion: c.Lesion, DicomID: c.ImageID}, nil, cfg)
+		rec, err := qagen.AssembleRecord(qc, nil, e.cfg)
 		if err != nil {
-			return fail(err)
+			return out.fail(err), st
 		}
 		out.OK, out.Record = true, rec
-		return out
+		return out, st
 	}
+	if err := e.positiveStages(c, in, r, st); err != nil {
+		return out.fail(err), st
+	}
+	qc.Positive = true
+	rec, err := qagen.AssembleRecord(qc, &qagen.QA{Points: st.pool, Revision: st.rev, Attributes: st.attrs}, e.cfg)
+	if err != nil {
+		return out.fail(err), st
+	}
+	if err := out.keepMasks(st, rec, e.cfg); err != nil {
+		return out.fail(err), st
+	}
+	out.Deformation = st.res.DeformationResultsJSON(anatomy.GeometricalMaskInfos(st.ov))
+	out.OK, out.Record = true, rec
+	return out, st
+}
+
+// recoverCase turns a panic in a case into an internal_error outcome, with
+// the stack trace on stderr. It must be deferred directly.
+func (e *env) recoverCase(out *Outcome) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	w := e.stderr
+	if w == nil {
+		w = os.Stderr
+	}
+	fmt.Fprintf(w, "chexpercept build: panic in case %s: %v\n%s\n", out.KeyID, p, debug.Stack())
+	*out = Outcome{KeyID: out.KeyID, Positive: out.Positive, CaseSeed: out.CaseSeed, ImageSHA: out.ImageSHA, MaskSHA: out.MaskSHA,
+		Reason: ReasonInternal, Detail: oneLine(fmt.Sprint(p))}
+}
+
+// fail records err as the outcome's §14 reason: a *frame.CaseError keeps
+// its reason, anything else is an internal error.
+func (out *Outcome) fail(err error) *Outcome {
+	var ce *frame.CaseError
+	if errors.As(err, &ce) {
+		out.Reason, out.Detail = ce.Reason, oneLine(ce.Detail)
+	} else {
+		out.Reason, out.Detail = ReasonInternal, oneLine(err.Error())
+	}
+	out.OK = false
+	return out
+}
+
+// positiveStages runs the geometry (§5–§7), the deformation with its
+// finalisation (§8, §9.4, §9.5) and the attributes (§10) of a positive
+// case into st, drawing from r in that order.
+func (e *env) positiveStages(c *source.Case, in *inputs, r *rng.RNG, st *stages) error {
+	cfg := e.cfg
 	heart := cfg.IsHeartLesion(c.Lesion)
 	lungs, err := e.loader.LoadLungs(c)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	prep, err := anatomy.Prepare(in.candidate, lungs.Right, lungs.Left, heart, cfg)
-	if tr != nil {
-		tr.lungs, tr.cand, tr.prep = lungs, in.candidate, prep
+	st.lungs = render.Lungs{ChexRight: lungs.ChexRight, ChexLeft: lungs.ChexLeft, CxasRight: lungs.CxasRight, CxasLeft: lungs.CxasLeft, HasSecondary: lungs.HasSecondary}
+	if st.prep, err = anatomy.Prepare(in.candidate, lungs.Right, lungs.Left, heart, cfg); err != nil {
+		return err
 	}
+	if st.regs, err = anatomy.BuildRegions(st.prep, heart); err != nil {
+		return err
+	}
+	st.ov = anatomy.Overlaps(st.prep, st.regs, heart, cfg)
+	if err := e.deformStage(r, st, heart); err != nil {
+		return err
+	}
+	if heart {
+		return nil
+	}
+	attrs, err := anatomy.Attributes(r, st.ov, st.prep, cfg)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	regs, err := anatomy.BuildRegions(prep, heart)
-	if tr != nil {
-		tr.regs = regs
-	}
-	if err != nil {
-		return fail(err)
-	}
-	ov := anatomy.Overlaps(prep, regs, heart, cfg)
-	if tr != nil {
-		tr.ov = ov
-	}
-	rl := render.Lungs{ChexRight: lungs.ChexRight, ChexLeft: lungs.ChexLeft, CxasRight: lungs.CxasRight, CxasLeft: lungs.CxasLeft, HasSecondary: lungs.HasSecondary}
-	tctx := qagen.TokenContext{HeartType: heart, Overlaps: ov, Lungs: rl}
+	st.attrs = attrs
+	return nil
+}
+
+// deformStage runs the catalogue and sequential passes; each sequential
+// retry is finalised by the point pool (§9.4) then the revision options
+// (§9.5), and the last retry that passed both provides st.pool and st.rev.
+func (e *env) deformStage(r *rng.RNG, st *stages, heart bool) error {
+	cfg := e.cfg
+	tctx := qagen.TokenContext{HeartType: heart, Overlaps: st.ov, Lungs: st.lungs}
 	var pool *qagen.PointPool
 	var rev *qagen.RevisionChoice
-	res, err := deform.Run(r, &deform.Input{Gray: gray, Prep: prep, Regions: regs, Overlaps: ov, HeartType: heart, Cfg: cfg},
+	res, err := deform.Run(r, &deform.Input{Gray: st.gray, Prep: st.prep, Regions: st.regs, Overlaps: st.ov, HeartType: heart, Cfg: cfg},
 		func(a *deform.Attempt) error {
 			p, err := qagen.NewPointPool(r, a, cfg)
 			if err != nil {
@@ -225,31 +264,20 @@ func (e *env) processCase(ctx context.Context, c *source.Case, in *inputs, tr *t
 			pool, rev = p, rv
 			return nil
 		})
-	if tr != nil {
-		tr.res = res
-	}
+	st.res = res
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	if tr != nil {
-		tr.pool, tr.rev = pool, rev
-	}
-	var attrs *anatomy.AttributeAnswers
-	if !heart {
-		if attrs, err = anatomy.Attributes(r, ov, prep, cfg); err != nil {
-			return fail(err)
-		}
-		if tr != nil {
-			tr.attrs = attrs
-		}
-	}
-	rec, err := qagen.AssembleRecord(qagen.Case{KeyID: out.KeyID, PairID: c.CaseID, Lesion: c.Lesion, DicomID: c.ImageID, Positive: true},
-		&qagen.QA{Points: pool, Revision: rev, Attributes: attrs}, cfg)
-	if err != nil {
-		return fail(err)
-	}
-	// masks/<key_id>/: the optimal components and their union, the
-	// catalogue masks, then every named mask of the final attempt.
+	st.pool, st.rev = pool, rev
+	return nil
+}
+
+// keepMasks holds the masks of a successful positive in memory until the
+// work state is written. masks/<key_id>/ gets the optimal components and
+// their union, the catalogue masks, then every named mask of the final
+// attempt; the lung tokens are not benchmark masks, but the option images
+// need them.
+func (out *Outcome) keepMasks(st *stages, rec *benchmark.Record, cfg buildcfg.Config) error {
 	out.masks = map[string]mask.Mask{}
 	add := func(name string, m mask.Mask) {
 		if _, ok := out.masks[name]; ok {
@@ -258,18 +286,17 @@ func (e *env) processCase(ctx context.Context, c *source.Case, in *inputs, tr *t
 		out.masks[name] = m
 		out.MaskNames = append(out.MaskNames, name)
 	}
-	for i, m := range prep.Components {
+	for i, m := range st.prep.Components {
 		add(deform.OptimalName(i), m)
 	}
-	add("optimal_combined_mask", prep.Combined)
-	for _, ce := range res.Catalogue {
+	add("optimal_combined_mask", st.prep.Combined)
+	for _, ce := range st.res.Catalogue {
 		add(deform.SID(ce.Component), ce.Mask)
 	}
-	for _, n := range res.Final.Names {
-		add(n, res.Final.Masks[n])
+	for _, n := range st.res.Final.Names {
+		add(n, st.res.Final.Masks[n])
 	}
-	// Lung tokens are not benchmark masks, but the option images need them.
-	tok := qagen.RecordTokens(rec, res.Final.Masks, rl, cfg)
+	tok := qagen.RecordTokens(rec, st.res.Final.Masks, st.lungs, cfg)
 	for _, o := range rec.Contour.RevisionResult.AnswerOptions {
 		for _, n := range o.Masks {
 			if !strings.Contains(n, "_lung_") || !render.IsToken(n) || slices.Contains(out.TokenNames, n) {
@@ -277,15 +304,13 @@ func (e *env) processCase(ctx context.Context, c *source.Case, in *inputs, tr *t
 			}
 			m, err := tok.Mask(n)
 			if err != nil {
-				return fail(err)
+				return err
 			}
 			out.TokenNames = append(out.TokenNames, n)
 			out.masks[n] = m
 		}
 	}
-	out.Deformation = res.DeformationResultsJSON(anatomy.GeometricalMaskInfos(ov))
-	out.OK, out.Record = true, rec
-	return out
+	return nil
 }
 
 // oneLine keeps a detail on one line (CSV and terminal friendly).

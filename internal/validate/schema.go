@@ -315,18 +315,12 @@ func (o *obj) unknown(extra ...string) {
 	}
 }
 
+// record checks one record: its key, the detection answer that decides
+// its path (§5), its ids, then the fields of that path.
 func (c *checker) record(ptr string, v *ojson.Value, first bool, dicoms map[string]string) {
 	r := c.r
 	lesion := benchmark.LesionOf(c.key)
-	keyPair := ""
-	keyOK := false
-	if !benchmark.IsLesion(lesion) {
-		c.add(Error, "unknown_lesion", ptr, "key prefix %q is not one of the 7 lesions", lesion)
-	} else if _, p, err := benchmark.ParseKeyID(c.key); err != nil {
-		c.add(Error, "bad_key_id", ptr, "key does not match <lesion>_<stem>_(positive|negative)_<n>")
-	} else {
-		keyPair, keyOK = p, true
-	}
+	keyPair, keyOK := c.recordKey(ptr, lesion)
 	r.lesion = lesion
 	// A usable key claims its folder even when the record is broken, so
 	// the folder is not also reported as an orphan.
@@ -340,24 +334,7 @@ func (c *checker) record(ptr string, v *ojson.Value, first bool, dicoms map[stri
 		r.skipFiles = true
 		return
 	}
-	// §5: the path follows detection_qa.answer; only when that cannot be
-	// read does the key's polarity decide which fields are required.
-	answer, answerOK := "", false
-	if det := o.sub("detection_qa"); det != nil {
-		answer, answerOK = c.yesNo(det)
-		det.unknown()
-	}
-	positive := answer == "Yes"
-	if !answerOK && keyOK {
-		positive = strings.Contains(keyPair, "_positive_")
-	}
-	if keyOK && answerOK {
-		if strings.Contains(keyPair, "_positive_") && answer == "No" {
-			c.add(Warning, "polarity_mismatch", o.loc("detection_qa")+"/answer", "pair id is positive but the detection answer is \"No\"")
-		} else if strings.Contains(keyPair, "_negative_") && answer == "Yes" {
-			c.add(Warning, "polarity_mismatch", o.loc("detection_qa")+"/answer", "pair id is negative but the detection answer is \"Yes\"")
-		}
-	}
+	positive := c.detection(o, keyPair, keyOK)
 	pair, pairOK := o.str("pair_id")
 	if pairOK && keyOK && pair != keyPair {
 		c.add(Error, "pair_id_mismatch", o.loc("pair_id"), "pair_id %q differs from the key without its lesion, %q", pair, keyPair)
@@ -366,27 +343,7 @@ func (c *checker) record(ptr string, v *ojson.Value, first bool, dicoms map[stri
 	if !keyOK {
 		mimicPair = pair
 	}
-	if dv := o.member("dicom_id"); dv != nil {
-		switch dv.Kind {
-		case ojson.KindNull:
-			if benchmark.IsMIMICPairID(mimicPair) {
-				c.add(Warning, "bad_dicom_id", o.loc("dicom_id"), "MIMIC record has a null dicom_id")
-			}
-		case ojson.KindString:
-			if benchmark.IsMIMICPairID(mimicPair) && !benchmark.DicomIDPattern.MatchString(dv.S) {
-				c.add(Warning, "bad_dicom_id", o.loc("dicom_id"), "dicom_id %q is not 5 groups of 8 lowercase hex digits", dv.S)
-			}
-			if first {
-				if other, dup := dicoms[dv.S]; dup {
-					c.add(Warning, "duplicate_dicom", o.loc("dicom_id"), "dicom_id %q also appears in %s", dv.S, other)
-				} else {
-					dicoms[dv.S] = c.key
-				}
-			}
-		default:
-			o.mismatch("dicom_id", "a string or null", dv)
-		}
-	}
+	c.dicomID(o, mimicPair, first, dicoms)
 
 	r.path = benchmark.LesionFree
 	r.heart = positive && slices.Contains(benchmark.HeartLesions, lesion)
@@ -397,33 +354,105 @@ func (c *checker) record(ptr string, v *ojson.Value, first bool, dicoms map[stri
 			}
 		}
 		o.unknown("contour_qa", "attribute_extraction_qa", "revision_sequential_qa")
+		return
+	}
+	r.path = benchmark.RevisionRequired
+	if co := o.sub("contour_qa"); co != nil {
+		if nd := c.contour(co); nd {
+			r.path = benchmark.RevisionFree
+		}
 	} else {
-		r.path = benchmark.RevisionRequired
-		if co := o.sub("contour_qa"); co != nil {
-			if nd := c.contour(co); nd {
-				r.path = benchmark.RevisionFree
-			}
-		} else {
-			r.contourUnknown = true
+		r.contourUnknown = true
+	}
+	c.attributeField(o)
+	o.unknown("revision_sequential_qa")
+}
+
+// recordKey checks the record's key_id and returns its pair id; ok is
+// false when the key is unusable.
+func (c *checker) recordKey(ptr, lesion string) (pair string, ok bool) {
+	if !benchmark.IsLesion(lesion) {
+		c.add(Error, "unknown_lesion", ptr, "key prefix %q is not one of the 7 lesions", lesion)
+		return "", false
+	}
+	_, p, err := benchmark.ParseKeyID(c.key)
+	if err != nil {
+		c.add(Error, "bad_key_id", ptr, "key does not match <lesion>_<stem>_(positive|negative)_<n>")
+		return "", false
+	}
+	return p, true
+}
+
+// detection checks detection_qa and says whether the record is positive
+// (§5): the path follows detection_qa.answer; only when that cannot be
+// read does the key's polarity decide which fields are required.
+func (c *checker) detection(o *obj, keyPair string, keyOK bool) (positive bool) {
+	answer, answerOK := "", false
+	if det := o.sub("detection_qa"); det != nil {
+		answer, answerOK = c.yesNo(det)
+		det.unknown()
+	}
+	positive = answer == "Yes"
+	if !answerOK && keyOK {
+		positive = strings.Contains(keyPair, "_positive_")
+	}
+	if keyOK && answerOK {
+		if strings.Contains(keyPair, "_positive_") && answer == "No" {
+			c.add(Warning, "polarity_mismatch", o.loc("detection_qa")+"/answer", "pair id is positive but the detection answer is \"No\"")
+		} else if strings.Contains(keyPair, "_negative_") && answer == "Yes" {
+			c.add(Warning, "polarity_mismatch", o.loc("detection_qa")+"/answer", "pair id is negative but the detection answer is \"Yes\"")
 		}
-		o.known = append(o.known, "attribute_extraction_qa")
-		av := o.v.Get("attribute_extraction_qa")
-		switch {
-		case r.heart && av == nil:
-			c.add(Warning, "attribute_key_absent", o.loc("attribute_extraction_qa"), "cardiomegaly record omits attribute_extraction_qa instead of writing null")
-		case r.heart && av.Kind != ojson.KindNull:
-			c.add(Error, "cardiomegaly_attributes", o.loc("attribute_extraction_qa"), "must be null for cardiomegaly, found %s", describe(av))
-		case r.heart:
-		case av == nil:
-			c.add(Error, "missing_field", o.loc("attribute_extraction_qa"), "required field \"attribute_extraction_qa\" is absent")
-		case av.Kind == ojson.KindNull:
-			c.add(Error, "type_mismatch", o.loc("attribute_extraction_qa"), "null is allowed only for cardiomegaly; expected an object")
-		default:
-			if ao := c.object(av, o.loc("attribute_extraction_qa"), "attribute_extraction_qa"); ao != nil {
-				c.attributes(ao)
+	}
+	return positive
+}
+
+// dicomID checks dicom_id: its form for MIMIC pair ids, and (for a
+// record's first occurrence) that no other record uses it.
+func (c *checker) dicomID(o *obj, mimicPair string, first bool, dicoms map[string]string) {
+	dv := o.member("dicom_id")
+	if dv == nil {
+		return
+	}
+	switch dv.Kind {
+	case ojson.KindNull:
+		if benchmark.IsMIMICPairID(mimicPair) {
+			c.add(Warning, "bad_dicom_id", o.loc("dicom_id"), "MIMIC record has a null dicom_id")
+		}
+	case ojson.KindString:
+		if benchmark.IsMIMICPairID(mimicPair) && !benchmark.DicomIDPattern.MatchString(dv.S) {
+			c.add(Warning, "bad_dicom_id", o.loc("dicom_id"), "dicom_id %q is not 5 groups of 8 lowercase hex digits", dv.S)
+		}
+		if first {
+			if other, dup := dicoms[dv.S]; dup {
+				c.add(Warning, "duplicate_dicom", o.loc("dicom_id"), "dicom_id %q also appears in %s", dv.S, other)
+			} else {
+				dicoms[dv.S] = c.key
 			}
 		}
-		o.unknown("revision_sequential_qa")
+	default:
+		o.mismatch("dicom_id", "a string or null", dv)
+	}
+}
+
+// attributeField checks a positive record's attribute_extraction_qa: null
+// for heart-type lesions, else the attribute object.
+func (c *checker) attributeField(o *obj) {
+	o.known = append(o.known, "attribute_extraction_qa")
+	av := o.v.Get("attribute_extraction_qa")
+	switch {
+	case c.r.heart && av == nil:
+		c.add(Warning, "attribute_key_absent", o.loc("attribute_extraction_qa"), "cardiomegaly record omits attribute_extraction_qa instead of writing null")
+	case c.r.heart && av.Kind != ojson.KindNull:
+		c.add(Error, "cardiomegaly_attributes", o.loc("attribute_extraction_qa"), "must be null for cardiomegaly, found %s", describe(av))
+	case c.r.heart:
+	case av == nil:
+		c.add(Error, "missing_field", o.loc("attribute_extraction_qa"), "required field \"attribute_extraction_qa\" is absent")
+	case av.Kind == ojson.KindNull:
+		c.add(Error, "type_mismatch", o.loc("attribute_extraction_qa"), "null is allowed only for cardiomegaly; expected an object")
+	default:
+		if ao := c.object(av, o.loc("attribute_extraction_qa"), "attribute_extraction_qa"); ao != nil {
+			c.attributes(ao)
+		}
 	}
 }
 
@@ -799,6 +828,9 @@ func (c *checker) single(o *obj, checkOpts func([]string) string) (int, bool) {
 	return idx, iok && ook
 }
 
+// attributes checks the attribute object: exactly the four attribute
+// keys, each question well formed and its answer consistent with its
+// ground-truth fields.
 func (c *checker) attributes(o *obj) {
 	want := []string{benchmark.AttrDistribution, benchmark.AttrLocation, benchmark.AttrSeverity, benchmark.AttrComparison}
 	for _, k := range want {
@@ -807,11 +839,7 @@ func (c *checker) attributes(o *obj) {
 		}
 	}
 	for _, m := range o.v.O {
-		found := false
-		for _, k := range want {
-			found = found || m.Key == k
-		}
-		if !found {
+		if !slices.Contains(want, m.Key) {
 			c.add(Error, "attribute_keys", o.loc(m.Key), "attribute object has unexpected key %q (expected %s)", m.Key, strings.Join(want, ", "))
 		}
 	}
@@ -823,94 +851,117 @@ func (c *checker) attributes(o *obj) {
 		return c.object(v, o.loc(k), strconv.Quote(k))
 	}
 	if d := get(benchmark.AttrDistribution); d != nil {
-		idx, ok := c.single(d, func(opts []string) string {
-			if !slices.Equal(opts, benchmark.DistributionOptions) {
-				return fmt.Sprintf("distribution options must be %q", benchmark.DistributionOptions)
-			}
-			return ""
-		})
-		if zones, zok := d.strList("answer_zones"); zok && ok {
-			distinct := map[string]bool{}
-			for _, z := range zones {
-				distinct[z] = true
-			}
-			exp := len(distinct)
-			if exp == 0 || exp >= 4 {
-				exp = 4
-			}
-			if idx != exp {
-				c.add(Warning, "attribute_gt_inconsistent", d.loc("answer_index"), "%d distinct answer_zones imply index %d, found %d", len(distinct), exp, idx)
-			}
-		}
-		d.unknown()
+		c.distribution(d)
 	}
 	if l := get(benchmark.AttrLocation); l != nil {
-		l.str("question")
-		opts, ook := l.strList("answer_options")
-		if ook && (len(opts) != 4 || opts[3] != benchmark.LocationNone) {
-			c.add(Error, "bad_options", l.loc("answer_options"), "location needs 4 options ending in %q", benchmark.LocationNone)
-			ook = false
-		}
-		ans, aok := l.str("answer")
-		idx, iok := l.intList("answer_index")
-		if iok && ook && c.multiselect(idx, 4, l.loc("answer_index"), true) && aok {
-			parts := make([]string, len(idx))
-			for i, k := range idx {
-				parts[i] = opts[k-1]
-			}
-			if w := strings.Join(parts, ", "); ans != w {
-				c.add(Error, "answer_inconsistent", l.loc("answer"), "answer %q is not the joined option texts %q", ans, w)
-			}
-		}
-		l.strList("answer_zones")
-		l.unknown()
+		c.location(l)
 	}
 	if s := get(benchmark.AttrSeverity); s != nil {
-		idx, ok := c.single(s, func(opts []string) string {
-			if len(opts) != 3 {
-				return fmt.Sprintf("severity needs 3 options, found %d", len(opts))
-			}
-			return ""
-		})
-		ratio, rok := s.number("overlap_ratio")
-		if lung, lok := s.str("selected_lung"); lok && lung != "left lung" && lung != "right lung" {
-			c.add(Warning, "attribute_gt_inconsistent", s.loc("selected_lung"), "selected_lung %q is neither \"left lung\" nor \"right lung\"", lung)
-		}
-		if ok && rok {
-			// Compare 3·ratio with 1 and 2 exactly, so 1/3 itself is not
-			// lost to rounding of the literal.
-			three := new(big.Float).Mul(ratio, big.NewFloat(3))
-			exp := 3
-			if three.Cmp(big.NewFloat(1)) < 0 {
-				exp = 1
-			} else if three.Cmp(big.NewFloat(2)) < 0 {
-				exp = 2
-			}
-			if idx != exp {
-				c.add(Warning, "attribute_gt_inconsistent", s.loc("answer_index"), "overlap_ratio %s implies index %d, found %d", ratio.Text('g', 10), exp, idx)
-			}
-		}
-		s.unknown()
+		c.severity(s)
 	}
 	if cm := get(benchmark.AttrComparison); cm != nil {
-		idx, ok := c.single(cm, func(opts []string) string {
-			if len(opts) != 4 {
-				return fmt.Sprintf("comparison needs 4 options, found %d", len(opts))
-			}
-			return ""
-		})
-		left, lok := cm.integer("left_size")
-		right, rok := cm.integer("right_size")
-		lo, look := cm.boolean("left_has_overlap")
-		ro, rook := cm.boolean("right_has_overlap")
-		if ok && look && rook && lok && rok {
-			exp := ComparisonIndex(left, right, lo, ro)
-			if idx != exp {
-				c.add(Warning, "attribute_gt_inconsistent", cm.loc("answer_index"), "sizes %d/%d with overlaps %v/%v imply index %d, found %d", left, right, lo, ro, exp, idx)
-			}
-		}
-		cm.unknown()
+		c.comparison(cm)
 	}
+}
+
+// distribution: the index follows the number of distinct answer_zones
+// (4 for none or four and more).
+func (c *checker) distribution(d *obj) {
+	idx, ok := c.single(d, func(opts []string) string {
+		if !slices.Equal(opts, benchmark.DistributionOptions) {
+			return fmt.Sprintf("distribution options must be %q", benchmark.DistributionOptions)
+		}
+		return ""
+	})
+	if zones, zok := d.strList("answer_zones"); zok && ok {
+		distinct := map[string]bool{}
+		for _, z := range zones {
+			distinct[z] = true
+		}
+		exp := len(distinct)
+		if exp == 0 || exp >= 4 {
+			exp = 4
+		}
+		if idx != exp {
+			c.add(Warning, "attribute_gt_inconsistent", d.loc("answer_index"), "%d distinct answer_zones imply index %d, found %d", len(distinct), exp, idx)
+		}
+	}
+	d.unknown()
+}
+
+// location: a multiselect over 4 options ending in "None"; the answer is
+// the selected option texts joined.
+func (c *checker) location(l *obj) {
+	l.str("question")
+	opts, ook := l.strList("answer_options")
+	if ook && (len(opts) != 4 || opts[3] != benchmark.LocationNone) {
+		c.add(Error, "bad_options", l.loc("answer_options"), "location needs 4 options ending in %q", benchmark.LocationNone)
+		ook = false
+	}
+	ans, aok := l.str("answer")
+	idx, iok := l.intList("answer_index")
+	if iok && ook && c.multiselect(idx, 4, l.loc("answer_index"), true) && aok {
+		parts := make([]string, len(idx))
+		for i, k := range idx {
+			parts[i] = opts[k-1]
+		}
+		if w := strings.Join(parts, ", "); ans != w {
+			c.add(Error, "answer_inconsistent", l.loc("answer"), "answer %q is not the joined option texts %q", ans, w)
+		}
+	}
+	l.strList("answer_zones")
+	l.unknown()
+}
+
+// severity: the index follows overlap_ratio in thirds.
+func (c *checker) severity(s *obj) {
+	idx, ok := c.single(s, func(opts []string) string {
+		if len(opts) != 3 {
+			return fmt.Sprintf("severity needs 3 options, found %d", len(opts))
+		}
+		return ""
+	})
+	ratio, rok := s.number("overlap_ratio")
+	if lung, lok := s.str("selected_lung"); lok && lung != "left lung" && lung != "right lung" {
+		c.add(Warning, "attribute_gt_inconsistent", s.loc("selected_lung"), "selected_lung %q is neither \"left lung\" nor \"right lung\"", lung)
+	}
+	if ok && rok {
+		// Compare 3·ratio with 1 and 2 exactly, so 1/3 itself is not
+		// lost to rounding of the literal.
+		three := new(big.Float).Mul(ratio, big.NewFloat(3))
+		exp := 3
+		if three.Cmp(big.NewFloat(1)) < 0 {
+			exp = 1
+		} else if three.Cmp(big.NewFloat(2)) < 0 {
+			exp = 2
+		}
+		if idx != exp {
+			c.add(Warning, "attribute_gt_inconsistent", s.loc("answer_index"), "overlap_ratio %s implies index %d, found %d", ratio.Text('g', 10), exp, idx)
+		}
+	}
+	s.unknown()
+}
+
+// comparison: the index follows the lung sizes and overlap flags
+// (ComparisonIndex).
+func (c *checker) comparison(cm *obj) {
+	idx, ok := c.single(cm, func(opts []string) string {
+		if len(opts) != 4 {
+			return fmt.Sprintf("comparison needs 4 options, found %d", len(opts))
+		}
+		return ""
+	})
+	left, lok := cm.integer("left_size")
+	right, rok := cm.integer("right_size")
+	lo, look := cm.boolean("left_has_overlap")
+	ro, rook := cm.boolean("right_has_overlap")
+	if ok && look && rook && lok && rok {
+		exp := ComparisonIndex(left, right, lo, ro)
+		if idx != exp {
+			c.add(Warning, "attribute_gt_inconsistent", cm.loc("answer_index"), "sizes %d/%d with overlaps %v/%v imply index %d, found %d", left, right, lo, ro, exp, idx)
+		}
+	}
+	cm.unknown()
 }
 
 // ComparisonIndex is the comparison answer implied by the sizes and
