@@ -46,19 +46,8 @@ func newBucketSearch(cost []float64, w, h, win int, maxCost float64) *bucketSear
 // RNG). All pixels with D ≤ ρ_max are appended to pop (full-frame index and
 // distance). found is false when the window is exhausted before T.
 func (s *bucketSearch) run(p mask.Point, inT func(i int32) bool, radius func(dT float64) float64, pop []popped) (_ []popped, dT, rhoMax float64, found bool) {
-	x0, y0 := max(0, p.X-s.win), max(0, p.Y-s.win)
-	x1, y1 := min(s.w-1, p.X+s.win), min(s.h-1, p.Y+s.win)
-	ww, wh := x1-x0+1, y1-y0+1
-	s.gen++
-	if s.gen == 0 {
-		clear(s.seen)
-		clear(s.done)
-		s.gen = 1
-	}
-	gen := s.gen
-	for i := range s.buckets {
-		s.buckets[i] = s.buckets[i][:0]
-	}
+	x0, y0, ww, wh := s.window(p)
+	gen := s.reset()
 	dist, seen, done, cost, W := s.dist, s.seen, s.done, s.cost, s.w
 	si := int32((p.Y-y0)*ww + (p.X - x0))
 	dist[si], seen[si] = 0, gen
@@ -82,15 +71,12 @@ func (s *bucketSearch) run(p mask.Point, inT func(i int32) bool, radius func(dT 
 			lx, ly := int(j)%ww, int(j)/ww
 			gx, gy := lx+x0, ly+y0
 			gi := int32(gy*W + gx)
-			if found {
-				if d <= rhoMax {
-					pop = append(pop, popped{gi, d})
-				}
-			} else {
+			// Before T is reached every pixel may still fall within ρ_max.
+			if !found || d <= rhoMax {
 				pop = append(pop, popped{gi, d})
-				if inT(gi) && d < dT {
-					dT = d
-				}
+			}
+			if !found && inT(gi) && d < dT {
+				dT = d
 			}
 			if d+1 > limit {
 				continue
@@ -134,15 +120,43 @@ func (s *bucketSearch) run(p mask.Point, inT func(i int32) bool, radius func(dT 
 			found = true
 			rhoMax = radius(dT)
 			limit = rhoMax
-			k := 0
-			for _, q := range pop {
-				if q.d <= rhoMax {
-					pop[k] = q
-					k++
-				}
-			}
-			pop = pop[:k]
+			pop = within(pop, rhoMax)
 		}
 	}
 	return pop, dT, rhoMax, found
+}
+
+// window is the search window around p clipped to the image: its origin
+// and size.
+func (s *bucketSearch) window(p mask.Point) (x0, y0, ww, wh int) {
+	x0, y0 = max(0, p.X-s.win), max(0, p.Y-s.win)
+	x1, y1 := min(s.w-1, p.X+s.win), min(s.h-1, p.Y+s.win)
+	return x0, y0, x1 - x0 + 1, y1 - y0 + 1
+}
+
+// reset starts a new search: it empties the buckets and returns the
+// generation that marks this search's seen and done entries.
+func (s *bucketSearch) reset() uint32 {
+	s.gen++
+	if s.gen == 0 {
+		clear(s.seen)
+		clear(s.done)
+		s.gen = 1
+	}
+	for i := range s.buckets {
+		s.buckets[i] = s.buckets[i][:0]
+	}
+	return s.gen
+}
+
+// within keeps, in order, the entries of pop with distance ≤ rhoMax.
+func within(pop []popped, rhoMax float64) []popped {
+	k := 0
+	for _, q := range pop {
+		if q.d <= rhoMax {
+			pop[k] = q
+			k++
+		}
+	}
+	return pop[:k]
 }
