@@ -46,12 +46,8 @@ func newBucketSearch(cost []float64, w, h, win int, maxCost float64) *bucketSear
 // RNG). All pixels with D ≤ ρ_max are appended to pop (full-frame index and
 // distance). found is false when the window is exhausted before T.
 func (s *bucketSearch) run(p mask.Point, inT func(i int32) bool, radius func(dT float64) float64, pop []popped) (_ []popped, dT, rhoMax float64, found bool) {
-	x0, y0, ww, wh := s.window(p)
-	gen := s.reset()
+	x0, y0, ww, wh, gen := s.start(p)
 	dist, seen, done, cost, W := s.dist, s.seen, s.done, s.cost, s.w
-	si := int32((p.Y-y0)*ww + (p.X - x0))
-	dist[si], seen[si] = 0, gen
-	s.buckets[0] = append(s.buckets[0], si)
 	pending := 1
 	limit := math.Inf(1) // relax only while a neighbour could still be ≤ ρ_max
 	dT = math.Inf(1)
@@ -71,7 +67,6 @@ func (s *bucketSearch) run(p mask.Point, inT func(i int32) bool, radius func(dT 
 			lx, ly := int(j)%ww, int(j)/ww
 			gx, gy := lx+x0, ly+y0
 			gi := int32(gy*W + gx)
-			// Before T is reached every pixel may still fall within ρ_max.
 			if !found || d <= rhoMax {
 				pop = append(pop, popped{gi, d})
 			}
@@ -120,23 +115,26 @@ func (s *bucketSearch) run(p mask.Point, inT func(i int32) bool, radius func(dT 
 			found = true
 			rhoMax = radius(dT)
 			limit = rhoMax
-			pop = within(pop, rhoMax)
+			k := 0
+			for _, q := range pop {
+				if q.d <= rhoMax {
+					pop[k] = q
+					k++
+				}
+			}
+			pop = pop[:k]
 		}
 	}
 	return pop, dT, rhoMax, found
 }
 
-// window is the search window around p clipped to the image: its origin
-// and size.
-func (s *bucketSearch) window(p mask.Point) (x0, y0, ww, wh int) {
+// start prepares a search from p: it clips the window around p to the
+// image (origin and size), empties the buckets, takes a new generation to
+// mark this search's seen and done entries, and queues p at distance 0.
+func (s *bucketSearch) start(p mask.Point) (x0, y0, ww, wh int, gen uint32) {
 	x0, y0 = max(0, p.X-s.win), max(0, p.Y-s.win)
 	x1, y1 := min(s.w-1, p.X+s.win), min(s.h-1, p.Y+s.win)
-	return x0, y0, x1 - x0 + 1, y1 - y0 + 1
-}
-
-// reset starts a new search: it empties the buckets and returns the
-// generation that marks this search's seen and done entries.
-func (s *bucketSearch) reset() uint32 {
+	ww, wh = x1-x0+1, y1-y0+1
 	s.gen++
 	if s.gen == 0 {
 		clear(s.seen)
@@ -146,17 +144,8 @@ func (s *bucketSearch) reset() uint32 {
 	for i := range s.buckets {
 		s.buckets[i] = s.buckets[i][:0]
 	}
-	return s.gen
-}
-
-// within keeps, in order, the entries of pop with distance ≤ rhoMax.
-func within(pop []popped, rhoMax float64) []popped {
-	k := 0
-	for _, q := range pop {
-		if q.d <= rhoMax {
-			pop[k] = q
-			k++
-		}
-	}
-	return pop[:k]
+	si := int32((p.Y-y0)*ww + (p.X - x0))
+	s.dist[si], s.seen[si] = 0, s.gen
+	s.buckets[0] = append(s.buckets[0], si)
+	return x0, y0, ww, wh, s.gen
 }
