@@ -311,6 +311,7 @@ func drawLungAir(r *rng.RNG, a *anatomy, lungs []uint8, s *scratch) {
 // drawAirways draws the trachea and main bronchi: air in the upper
 // mediastinum.
 func drawAirways(a *anatomy, s *scratch) {
+	d := s.d
 	carY := a.apexY + 0.3*a.H
 	clear(s.aux)
 	for y := 0; y < int(carY); y++ {
@@ -327,7 +328,7 @@ func drawAirways(a *anatomy, s *scratch) {
 	}
 	for i, v := range s.aux {
 		// Bronchi vanish once they enter the aerated lung.
-		s.d[i] -= 0.16 * min(v, 1) * (1 - s.lungSoft[i])
+		d[i] -= 0.16 * min(v, 1) * (1 - s.lungSoft[i])
 	}
 }
 
@@ -359,6 +360,7 @@ func drawSpine(r *rng.RNG, a *anatomy, d []float32) {
 // drawVessels draws the hila and the vessels fanning out of them, visible
 // only inside the lungs.
 func drawVessels(r *rng.RNG, a *anatomy, s *scratch) {
+	d := s.d
 	clear(s.aux)
 	for _, sd := range []float64{-1, 1} {
 		hx, hy := a.cx+sd*(a.mwU+0.2*a.W), a.apexY+a.H*r.Uniform(0.4, 0.46)
@@ -374,7 +376,7 @@ func drawVessels(r *rng.RNG, a *anatomy, s *scratch) {
 	}
 	boxBlur(s.aux, s.tmp, 2)
 	for i, v := range s.aux {
-		s.d[i] += 1.3 * v * s.lungSoft[i]
+		d[i] += 1.3 * v * s.lungSoft[i]
 	}
 }
 
