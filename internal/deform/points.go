@@ -170,88 +170,26 @@ func (e *engine) pointsCall(r *rng.RNG, m, region mask.Mask, op Op, D int, avoid
 	var pts, prev []mask.Point
 	for d := 1; d <= D; d++ {
 		C := inRegion(e.pointRing(m, op, d), region)
-		var w int
-		if d == 1 {
-			w = rng.Choice(r, widths1)
-		} else if last := widths[len(widths)-1]; last > 2 {
-			w = r.IntRange(2, last-1)
-		} else {
-			w = 2
-		}
+		w := depthWidth(r, d, widths, widths1)
 		widths = append(widths, w)
 		if len(C) == 0 {
 			continue
 		}
 		if len(avoid) > 0 {
-			k := 0
-			for _, c := range C {
-				okc := true
-				for _, a := range avoid {
-					if mask.Dist2(c, a) < sep2 {
-						okc = false
-						break
-					}
-				}
-				if okc {
-					C[k] = c
-					k++
-				}
-			}
-			C = C[:k]
+			C = farFrom(C, avoid, sep2)
 		}
 		if len(C) == 0 {
 			continue
 		}
 		var nw []mask.Point
 		if d == 1 {
-			first := rng.Choice(r, C)
-			nw = []mask.Point{first}
-			for rep := 0; rep < w-1; rep++ {
-				best, bestD := -1, 0
-				for i, c := range C {
-					if slices.Contains(nw, c) {
-						continue
-					}
-					far := true
-					for _, s := range nw {
-						if mask.Dist2(c, s) < spacing2 {
-							far = false
-							break
-						}
-					}
-					if !far {
-						continue
-					}
-					if dd := mask.Dist2(c, first); best < 0 || dd < bestD {
-						best, bestD = i, dd
-					}
-				}
-				if best < 0 {
-					break
-				}
-				nw = append(nw, C[best])
-			}
+			nw = firstDepthPoints(r, C, w, spacing2)
 			pts = append(pts, nw...)
 		} else {
 			if len(prev) == 0 {
 				continue
 			}
-			for _, q := range rng.Sample(r, prev, min(w, len(prev))) {
-				best, bestD := -1, 0
-				for i, c := range C {
-					if slices.Contains(pts, c) {
-						continue
-					}
-					if dd := mask.Dist2(c, q); best < 0 || dd < bestD {
-						best, bestD = i, dd
-					}
-				}
-				if best >= 0 {
-					nw = append(nw, C[best])
-					pts = append(pts, C[best])
-				}
-			}
-			if len(nw) == 0 {
+			if nw, pts = deeperPoints(r, C, prev, w, pts); len(nw) == 0 {
 				continue
 			}
 		}
@@ -262,6 +200,89 @@ func (e *engine) pointsCall(r *rng.RNG, m, region mask.Mask, op Op, D int, avoid
 		sum += w
 	}
 	return pts, widths, len(pts) == sum && len(pts) > 0
+}
+
+// depthWidth draws the width of depth d given the widths of the depths
+// before it: one of widths1 at depth 1, then below the previous width but
+// at least 2.
+func depthWidth(r *rng.RNG, d int, widths, widths1 []int) int {
+	if d == 1 {
+		return rng.Choice(r, widths1)
+	}
+	if last := widths[len(widths)-1]; last > 2 {
+		return r.IntRange(2, last-1)
+	}
+	return 2
+}
+
+// farFrom keeps, in order and in place, the candidates of C at squared
+// distance ≥ sep2 from every point of avoid.
+func farFrom(C, avoid []mask.Point, sep2 int) []mask.Point {
+	k := 0
+	for _, c := range C {
+		if allFar(c, avoid, sep2) {
+			C[k] = c
+			k++
+		}
+	}
+	return C[:k]
+}
+
+// allFar reports whether c lies at squared distance ≥ d2 from every point
+// of ps.
+func allFar(c mask.Point, ps []mask.Point, d2 int) bool {
+	for _, p := range ps {
+		if mask.Dist2(c, p) < d2 {
+			return false
+		}
+	}
+	return true
+}
+
+// firstDepthPoints is the depth-1 cluster: a random candidate, then up to
+// w−1 more, each the candidate nearest to the first one among those at
+// least the point spacing from every point taken.
+func firstDepthPoints(r *rng.RNG, C []mask.Point, w, spacing2 int) []mask.Point {
+	first := rng.Choice(r, C)
+	nw := []mask.Point{first}
+	for rep := 0; rep < w-1; rep++ {
+		best, bestD := -1, 0
+		for i, c := range C {
+			if slices.Contains(nw, c) || !allFar(c, nw, spacing2) {
+				continue
+			}
+			if dd := mask.Dist2(c, first); best < 0 || dd < bestD {
+				best, bestD = i, dd
+			}
+		}
+		if best < 0 {
+			break
+		}
+		nw = append(nw, C[best])
+	}
+	return nw
+}
+
+// deeperPoints is a cluster below depth 1: for each of up to w points
+// sampled from the previous depth's, the nearest candidate not yet in pts.
+// It returns the new points and pts with them appended.
+func deeperPoints(r *rng.RNG, C, prev []mask.Point, w int, pts []mask.Point) (nw, _ []mask.Point) {
+	for _, q := range rng.Sample(r, prev, min(w, len(prev))) {
+		best, bestD := -1, 0
+		for i, c := range C {
+			if slices.Contains(pts, c) {
+				continue
+			}
+			if dd := mask.Dist2(c, q); best < 0 || dd < bestD {
+				best, bestD = i, dd
+			}
+		}
+		if best >= 0 {
+			nw = append(nw, C[best])
+			pts = append(pts, C[best])
+		}
+	}
+	return nw, pts
 }
 
 // center is (round_half_even(mean x), round_half_even(mean y)).

@@ -196,28 +196,7 @@ func (e *engine) catalogueComponent(r *rng.RNG, i int) (CatalogueEntry, bool) {
 		al := catAttemptLog{Attempt: att}
 		sels, sl := e.selectAnatomies(r, ov)
 		al.Selection = sl
-		var anats []AnatomyPoints
-		var expPts, conPts []mask.Point
-		for _, s := range sels {
-			avoid := conPts
-			if s.Op == Contraction {
-				avoid = expPts
-			}
-			pts, widths, ok, tries := e.cluster(r, m, e.region(s.Name), s.Op, s.Depth, avoid, cfg.PointSeparationPx, cfg.PointWidths)
-			lg := anatomyLog{Name: s.Name, Operation: s.Op.String(), Depth: s.Depth, Tries: tries, Kept: ok}
-			if ok {
-				ap := AnatomyPoints{Name: s.Name, Op: s.Op, Points: pts, Widths: widths, Side: sideOf(s.Name), Center: center(pts)}
-				c := [2]int{ap.Center.X, ap.Center.Y}
-				lg.Center = &c
-				anats = append(anats, ap)
-				if s.Op == Expansion {
-					expPts = append(expPts, pts...)
-				} else {
-					conPts = append(conPts, pts...)
-				}
-			}
-			al.Anatomies = append(al.Anatomies, lg)
-		}
+		anats, expPts, conPts := e.placeClusters(r, m, sels, &al)
 		if len(anats) == 0 {
 			al.Result = "no anatomy with points"
 			if len(sels) == 0 {
@@ -226,24 +205,7 @@ func (e *engine) catalogueComponent(r *rng.RNG, i int) (CatalogueEntry, bool) {
 			cl.Attempts = append(cl.Attempts, al)
 			continue
 		}
-		// Expansion anatomies first, then contraction, each in selection order.
-		ordered := make([]AnatomyPoints, 0, len(anats))
-		var E []prompt
-		var K []mask.Point
-		for _, a := range anats {
-			if a.Op == Expansion {
-				ordered = append(ordered, a)
-				for _, p := range a.Points {
-					E = append(E, prompt{p, a.Side})
-				}
-			}
-		}
-		for _, a := range anats {
-			if a.Op == Contraction {
-				ordered = append(ordered, a)
-				K = append(K, a.Points...)
-			}
-		}
+		ordered, E, K := orderAnatomies(anats)
 		n, dl, ok := e.deform(r, m, E, K, true)
 		al.Deform = &dl
 		if !ok {
@@ -274,6 +236,57 @@ func (e *engine) catalogueComponent(r *rng.RNG, i int) (CatalogueEntry, bool) {
 	return CatalogueEntry{}, false
 }
 
+// placeClusters places a cluster of points on component m for each
+// selected anatomy (§8.3), each clear of the clusters of the other
+// operation placed before it, and logs every anatomy in al. It returns the
+// anatomies that got points, in selection order, and all expansion and
+// contraction points.
+func (e *engine) placeClusters(r *rng.RNG, m mask.Mask, sels []selection, al *catAttemptLog) (anats []AnatomyPoints, expPts, conPts []mask.Point) {
+	for _, s := range sels {
+		avoid := conPts
+		if s.Op == Contraction {
+			avoid = expPts
+		}
+		pts, widths, ok, tries := e.cluster(r, m, e.region(s.Name), s.Op, s.Depth, avoid, e.cfg.PointSeparationPx, e.cfg.PointWidths)
+		lg := anatomyLog{Name: s.Name, Operation: s.Op.String(), Depth: s.Depth, Tries: tries, Kept: ok}
+		if ok {
+			ap := AnatomyPoints{Name: s.Name, Op: s.Op, Points: pts, Widths: widths, Side: sideOf(s.Name), Center: center(pts)}
+			c := [2]int{ap.Center.X, ap.Center.Y}
+			lg.Center = &c
+			anats = append(anats, ap)
+			if s.Op == Expansion {
+				expPts = append(expPts, pts...)
+			} else {
+				conPts = append(conPts, pts...)
+			}
+		}
+		al.Anatomies = append(al.Anatomies, lg)
+	}
+	return anats, expPts, conPts
+}
+
+// orderAnatomies puts the expansion anatomies first, then the contraction
+// ones, each in selection order, and returns them with the expansion
+// prompts and the contraction points of one deformation.
+func orderAnatomies(anats []AnatomyPoints) (ordered []AnatomyPoints, E []prompt, K []mask.Point) {
+	ordered = make([]AnatomyPoints, 0, len(anats))
+	for _, a := range anats {
+		if a.Op == Expansion {
+			ordered = append(ordered, a)
+			for _, p := range a.Points {
+				E = append(E, prompt{p, a.Side})
+			}
+		}
+	}
+	for _, a := range anats {
+		if a.Op == Contraction {
+			ordered = append(ordered, a)
+			K = append(K, a.Points...)
+		}
+	}
+	return ordered, E, K
+}
+
 // flagSide is the flag rule of §8.6: a name containing "left" sets left,
 // else one containing "right" sets right.
 func flagSide(name string) string {
@@ -286,137 +299,199 @@ func flagSide(name string) string {
 	return ""
 }
 
+// seqRetry is the state one sequential retry (§8.7) carries from
+// component to component: its log, the attempt being built and the
+// selected anatomies not yet applied.
+type seqRetry struct {
+	rl       RetryLog
+	att      *Attempt
+	selected []string
+}
+
+// fail records why the retry failed and returns the case error.
+func (s *seqRetry) fail(why string) (*Attempt, error) {
+	s.rl.Result = why
+	return nil, frame.Fail(ReasonDeformationFailed, "sequential")
+}
+
 // sequentialRetry is one retry of §8.7, ending with the marker check and
 // the finalize hook.
 func (e *engine) sequentialRetry(r *rng.RNG, retry int, res *Result, finalize func(*Attempt) error) (*Attempt, error) {
-	cfg := &e.cfg
-	rl := RetryLog{Retry: retry}
-	defer func() { e.log.Sequential = append(e.log.Sequential, rl) }()
-	fail := func(why string) (*Attempt, error) {
-		rl.Result = why
-		return nil, frame.Fail(ReasonDeformationFailed, "sequential")
-	}
-	k := r.IntRange(1, cfg.SequentialAnatomiesMax)
-	rl.K = k
-	var selected []string
+	s := &seqRetry{rl: RetryLog{Retry: retry}}
+	defer func() { e.log.Sequential = append(e.log.Sequential, s.rl) }()
+	k := r.IntRange(1, e.cfg.SequentialAnatomiesMax)
+	s.rl.K = k
 	for _, n := range rng.Sample(r, res.Possible, min(k, len(res.Possible))) {
-		if !slices.Contains(selected, n) {
-			selected = append(selected, n)
+		if !slices.Contains(s.selected, n) {
+			s.selected = append(s.selected, n)
 		}
 	}
-	rl.Selected = append([]string(nil), selected...)
-	att := &Attempt{Masks: map[string]mask.Mask{}}
+	s.rl.Selected = append([]string(nil), s.selected...)
+	s.att = &Attempt{Masks: map[string]mask.Mask{}}
 	for i, entry := range res.Catalogue {
-		sid := SID(i)
-		optimal := e.g.Components[i]
-		att.put(OptimalName(i), optimal)
-		byName := map[string]*AnatomyPoints{}
-		names := make([]string, len(entry.Anatomies))
-		for j := range entry.Anatomies {
-			a := &entry.Anatomies[j]
-			byName[a.Name] = a
-			names[j] = a.Name
+		p, why := e.sequentialComponent(r, s, i, entry.Anatomies)
+		s.rl.Components = append(s.rl.Components, p.cr)
+		if why != "" {
+			return s.fail(why)
 		}
-		rng.Shuffle(r, names)
-		var targets [2][]*AnatomyPoints // by Op, in shuffled order
-		for _, n := range names {
-			a := byName[n]
-			if slices.Contains(selected, n) {
-				targets[a.Op] = append(targets[a.Op], a)
-			}
-		}
-		// exp_for_fake / con_for_fake: the same sets, fixed from now on.
-		var forFake [2][]mask.Point
-		for op := range targets {
-			for _, a := range targets[op] {
-				forFake[op] = append(forFake[op], a.Points...)
-			}
-		}
-		cr := compRetryLog{Component: i, Shuffled: names}
-		for _, a := range targets[Expansion] {
-			cr.TargetsExp = append(cr.TargetsExp, a.Name)
-		}
-		for _, a := range targets[Contraction] {
-			cr.TargetsCon = append(cr.TargetsCon, a.Name)
-		}
-		cs := ComponentSteps{Component: i}
-		state := optimal
-		flow := OptimalName(i)
-		var all [2][]mask.Point // accumulated exp / con points
-		for _, op := range []Op{Expansion, Contraction} {
-			if len(targets[op]) == 0 {
-				att.put(sid+"_no_"+op.String(), optimal)
-				if op == Expansion {
-					cs.NoExpansion = true
-				} else {
-					cs.NoContraction = true
-				}
-				continue
-			}
-			for n, a := range targets[op] {
-				all[op] = append(all[op], a.Points...)
-				var E []prompt
-				var K []mask.Point
-				if op == Expansion {
-					for _, p := range a.Points {
-						E = append(E, prompt{p, a.Side})
-					}
-				} else {
-					K = a.Points
-				}
-				sl := stepLog{Anatomy: a.Name, Operation: op.String(), Points: ptsJSON(a.Points), Center: [2]int{a.Center.X, a.Center.Y}}
-				ncrop, dl, ok := e.deform(r, state, E, K, true)
-				sl.Deform = dl
-				if !ok {
-					cr.Steps = append(cr.Steps, sl)
-					rl.Components = append(rl.Components, cr)
-					return fail("step " + a.Name + ": " + dl.Failed)
-				}
-				c := a.Center
-				v := e.validate(ncrop, state, all[Expansion], all[Contraction], &c, op)
-				sl.Validation = &v
-				if !v.Valid {
-					cr.Steps = append(cr.Steps, sl)
-					rl.Components = append(rl.Components, cr)
-					return fail("step " + a.Name + " invalid: " + v.Reason)
-				}
-				suffix := "_exp"
-				if op == Contraction {
-					suffix = "_cont"
-				}
-				name := fmt.Sprintf("%s%s%d", sid, suffix, n+1)
-				nm := ncrop.full()
-				sl.Name = name
-				st := Step{Component: i, Op: op, Index: n + 1, Name: name, Anatomy: a.Name,
-					Points: a.Points, Center: a.Center, Mask: nm, Before: name, After: flow}
-				prev := append(append([]mask.Point(nil), all[Expansion]...), all[Contraction]...)
-				for _, fop := range []Op{op.Opposite(), op} {
-					fc := e.fakeCall(r, &st, fop, forFake, prev)
-					sl.FakeCalls = append(sl.FakeCalls, fc)
-				}
-				att.put(name, nm)
-				for _, f := range st.Fakes {
-					att.put(f.Name, f.Mask)
-				}
-				if op == Expansion {
-					cs.Expansion = append(cs.Expansion, st)
-				} else {
-					cs.Contraction = append(cs.Contraction, st)
-				}
-				cr.Steps = append(cr.Steps, sl)
-				selected = removeName(selected, a.Name)
-				flow = name
-				state = nm
-			}
-		}
-		cs.Undeformed = len(targets[Expansion]) == 0 && len(targets[Contraction]) == 0
-		att.Components = append(att.Components, cs)
-		rl.Components = append(rl.Components, cr)
+		s.att.Components = append(s.att.Components, p.cs)
 	}
 	// Marker separation (§8.7 step 3).
+	s.rl.Markers = markerCheck(s.att.Steps(), e.cfg.MinMarkerSeparation)
+	if !s.rl.Markers.OK {
+		return s.fail("markers too close")
+	}
+	if finalize != nil {
+		if err := finalize(s.att); err != nil {
+			s.rl.Finalize = err.Error()
+			s.rl.Result = "finalize failed"
+			return nil, err
+		}
+	}
+	s.rl.Result = "success"
+	return s.att, nil
+}
+
+// componentPass is one component's walk through its targets in a
+// sequential retry: expansion targets, then contraction targets, each step
+// applied to the state the previous one left.
+type componentPass struct {
+	i       int
+	targets [2][]*AnatomyPoints // by Op, in shuffled order
+	forFake [2][]mask.Point     // exp_for_fake / con_for_fake, fixed for the pass
+	all     [2][]mask.Point     // exp / con points of the steps so far
+	state   mask.Mask           // the component after the last valid step
+	flow    string              // the name of state
+	cs      ComponentSteps
+	cr      compRetryLog
+}
+
+// sequentialComponent applies the selected anatomies of component i. On
+// failure it returns why; the pass's log is complete either way.
+func (e *engine) sequentialComponent(r *rng.RNG, s *seqRetry, i int, anats []AnatomyPoints) (*componentPass, string) {
+	optimal := e.g.Components[i]
+	s.att.put(OptimalName(i), optimal)
+	p := &componentPass{i: i, state: optimal, flow: OptimalName(i), cs: ComponentSteps{Component: i}}
+	p.targets, p.cr = sequentialTargets(r, i, anats, s.selected)
+	for op := range p.targets {
+		for _, a := range p.targets[op] {
+			p.forFake[op] = append(p.forFake[op], a.Points...)
+		}
+	}
+	for _, op := range []Op{Expansion, Contraction} {
+		if len(p.targets[op]) == 0 {
+			s.att.put(SID(i)+"_no_"+op.String(), optimal)
+			if op == Expansion {
+				p.cs.NoExpansion = true
+			} else {
+				p.cs.NoContraction = true
+			}
+			continue
+		}
+		for n, a := range p.targets[op] {
+			sl, why := e.sequentialStep(r, s, p, op, n+1, a)
+			p.cr.Steps = append(p.cr.Steps, sl)
+			if why != "" {
+				return p, why
+			}
+		}
+	}
+	p.cs.Undeformed = len(p.targets[Expansion]) == 0 && len(p.targets[Contraction]) == 0
+	return p, ""
+}
+
+// sequentialTargets shuffles component i's catalogue anatomies and keeps
+// the selected ones, by operation in shuffled order.
+func sequentialTargets(r *rng.RNG, i int, anats []AnatomyPoints, selected []string) ([2][]*AnatomyPoints, compRetryLog) {
+	byName := map[string]*AnatomyPoints{}
+	names := make([]string, len(anats))
+	for j := range anats {
+		a := &anats[j]
+		byName[a.Name] = a
+		names[j] = a.Name
+	}
+	rng.Shuffle(r, names)
+	var targets [2][]*AnatomyPoints
+	for _, n := range names {
+		a := byName[n]
+		if slices.Contains(selected, n) {
+			targets[a.Op] = append(targets[a.Op], a)
+		}
+	}
+	cr := compRetryLog{Component: i, Shuffled: names}
+	for _, a := range targets[Expansion] {
+		cr.TargetsExp = append(cr.TargetsExp, a.Name)
+	}
+	for _, a := range targets[Contraction] {
+		cr.TargetsCon = append(cr.TargetsCon, a.Name)
+	}
+	return targets, cr
+}
+
+// sequentialStep applies anatomy a with operation op as step idx
+// (1-based) of pass p, then places its fakes. On failure it returns why,
+// and p and s are left as they were apart from p.all.
+func (e *engine) sequentialStep(r *rng.RNG, s *seqRetry, p *componentPass, op Op, idx int, a *AnatomyPoints) (stepLog, string) {
+	p.all[op] = append(p.all[op], a.Points...)
+	var E []prompt
+	var K []mask.Point
+	if op == Expansion {
+		for _, pt := range a.Points {
+			E = append(E, prompt{pt, a.Side})
+		}
+	} else {
+		K = a.Points
+	}
+	sl := stepLog{Anatomy: a.Name, Operation: op.String(), Points: ptsJSON(a.Points), Center: [2]int{a.Center.X, a.Center.Y}}
+	ncrop, dl, ok := e.deform(r, p.state, E, K, true)
+	sl.Deform = dl
+	if !ok {
+		return sl, "step " + a.Name + ": " + dl.Failed
+	}
+	c := a.Center
+	v := e.validate(ncrop, p.state, p.all[Expansion], p.all[Contraction], &c, op)
+	sl.Validation = &v
+	if !v.Valid {
+		return sl, "step " + a.Name + " invalid: " + v.Reason
+	}
+	name := stepName(p.i, op, idx)
+	nm := ncrop.full()
+	sl.Name = name
+	st := Step{Component: p.i, Op: op, Index: idx, Name: name, Anatomy: a.Name,
+		Points: a.Points, Center: a.Center, Mask: nm, Before: name, After: p.flow}
+	prev := append(append([]mask.Point(nil), p.all[Expansion]...), p.all[Contraction]...)
+	for _, fop := range []Op{op.Opposite(), op} {
+		sl.FakeCalls = append(sl.FakeCalls, e.fakeCall(r, &st, fop, p.forFake, prev))
+	}
+	s.att.put(name, nm)
+	for _, f := range st.Fakes {
+		s.att.put(f.Name, f.Mask)
+	}
+	if op == Expansion {
+		p.cs.Expansion = append(p.cs.Expansion, st)
+	} else {
+		p.cs.Contraction = append(p.cs.Contraction, st)
+	}
+	s.selected = removeName(s.selected, a.Name)
+	p.flow, p.state = name, nm
+	return sl, ""
+}
+
+// stepName is the mask name of step idx (1-based) of component i:
+// suboptimal_component_<i>_exp<idx> or ..._cont<idx>.
+func stepName(i int, op Op, idx int) string {
+	suffix := "_exp"
+	if op == Contraction {
+		suffix = "_cont"
+	}
+	return fmt.Sprintf("%s%s%d", SID(i), suffix, idx)
+}
+
+// markerCheck is the marker-separation check of §8.7 step 3: every pair of
+// step centres at least minSep apart.
+func markerCheck(steps []*Step, minSep int) *markerLog {
 	ml := &markerLog{OK: true}
-	steps := att.Steps()
-	sep2 := cfg.MinMarkerSeparation * cfg.MinMarkerSeparation
+	sep2 := minSep * minSep
 	for a := range steps {
 		ml.Centers = append(ml.Centers, [2]int{steps[a].Center.X, steps[a].Center.Y})
 		for b := 0; b < a; b++ {
@@ -426,19 +501,7 @@ func (e *engine) sequentialRetry(r *rng.RNG, retry int, res *Result, finalize fu
 			}
 		}
 	}
-	rl.Markers = ml
-	if !ml.OK {
-		return fail("markers too close")
-	}
-	if finalize != nil {
-		if err := finalize(att); err != nil {
-			rl.Finalize = err.Error()
-			rl.Result = "finalize failed"
-			return nil, err
-		}
-	}
-	rl.Result = "success"
-	return att, nil
+	return ml
 }
 
 func removeName(xs []string, s string) []string {

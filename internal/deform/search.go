@@ -46,23 +46,8 @@ func newBucketSearch(cost []float64, w, h, win int, maxCost float64) *bucketSear
 // RNG). All pixels with D ≤ ρ_max are appended to pop (full-frame index and
 // distance). found is false when the window is exhausted before T.
 func (s *bucketSearch) run(p mask.Point, inT func(i int32) bool, radius func(dT float64) float64, pop []popped) (_ []popped, dT, rhoMax float64, found bool) {
-	x0, y0 := max(0, p.X-s.win), max(0, p.Y-s.win)
-	x1, y1 := min(s.w-1, p.X+s.win), min(s.h-1, p.Y+s.win)
-	ww, wh := x1-x0+1, y1-y0+1
-	s.gen++
-	if s.gen == 0 {
-		clear(s.seen)
-		clear(s.done)
-		s.gen = 1
-	}
-	gen := s.gen
-	for i := range s.buckets {
-		s.buckets[i] = s.buckets[i][:0]
-	}
+	x0, y0, ww, wh, gen := s.start(p)
 	dist, seen, done, cost, W := s.dist, s.seen, s.done, s.cost, s.w
-	si := int32((p.Y-y0)*ww + (p.X - x0))
-	dist[si], seen[si] = 0, gen
-	s.buckets[0] = append(s.buckets[0], si)
 	pending := 1
 	limit := math.Inf(1) // relax only while a neighbour could still be ≤ ρ_max
 	dT = math.Inf(1)
@@ -82,15 +67,11 @@ func (s *bucketSearch) run(p mask.Point, inT func(i int32) bool, radius func(dT 
 			lx, ly := int(j)%ww, int(j)/ww
 			gx, gy := lx+x0, ly+y0
 			gi := int32(gy*W + gx)
-			if found {
-				if d <= rhoMax {
-					pop = append(pop, popped{gi, d})
-				}
-			} else {
+			if !found || d <= rhoMax {
 				pop = append(pop, popped{gi, d})
-				if inT(gi) && d < dT {
-					dT = d
-				}
+			}
+			if !found && inT(gi) && d < dT {
+				dT = d
 			}
 			if d+1 > limit {
 				continue
@@ -145,4 +126,26 @@ func (s *bucketSearch) run(p mask.Point, inT func(i int32) bool, radius func(dT 
 		}
 	}
 	return pop, dT, rhoMax, found
+}
+
+// start prepares a search from p: it clips the window around p to the
+// image (origin and size), empties the buckets, takes a new generation to
+// mark this search's seen and done entries, and queues p at distance 0.
+func (s *bucketSearch) start(p mask.Point) (x0, y0, ww, wh int, gen uint32) {
+	x0, y0 = max(0, p.X-s.win), max(0, p.Y-s.win)
+	x1, y1 := min(s.w-1, p.X+s.win), min(s.h-1, p.Y+s.win)
+	ww, wh = x1-x0+1, y1-y0+1
+	s.gen++
+	if s.gen == 0 {
+		clear(s.seen)
+		clear(s.done)
+		s.gen = 1
+	}
+	for i := range s.buckets {
+		s.buckets[i] = s.buckets[i][:0]
+	}
+	si := int32((p.Y-y0)*ww + (p.X - x0))
+	s.dist[si], s.seen[si] = 0, s.gen
+	s.buckets[0] = append(s.buckets[0], si)
+	return x0, y0, ww, wh, s.gen
 }

@@ -124,38 +124,70 @@ const sheetPerCell = 4
 // be new, empty or an earlier phantom set.
 func Generate(ctx context.Context, opt Options) (Summary, error) {
 	var sum Summary
-	if opt.OutDir == "" {
-		return sum, errors.New("phantom: no output directory given")
-	}
-	if opt.CasesPerLesion < 1 {
-		return sum, fmt.Errorf("phantom: cases per lesion must be at least 1, got %d", opt.CasesPerLesion)
-	}
-	if opt.CasesPerLesion > 99999 {
-		return sum, fmt.Errorf("phantom: cases per lesion %d is too large (max 99999)", opt.CasesPerLesion)
+	if err := checkOptions(opt); err != nil {
+		return sum, err
 	}
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.NumCPU()
 	}
-	if err := checkOutDir(opt.OutDir); err != nil {
+	if err := prepareOutDir(opt.OutDir); err != nil {
 		return sum, err
-	}
-	for _, d := range []string{opt.OutDir, filepath.Join(opt.OutDir, "images"), filepath.Join(opt.OutDir, "masks")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return sum, fmt.Errorf("phantom: create %s: %w", d, err)
-		}
-		if d == opt.OutDir {
-			if err := os.WriteFile(filepath.Join(d, MarkerName), []byte(markerText), 0o644); err != nil {
-				return sum, fmt.Errorf("phantom: %w", err)
-			}
-		}
 	}
 	specs := plan(opt.CasesPerLesion)
 	per := min(opt.CasesPerLesion, sheetPerCell)
-	reports := make([]string, len(specs))
-	thumbs := make([]*image.RGBA, len(specs))
-	files := make([]int, len(specs))
+	done, err := runCases(ctx, opt, workers, specs, per)
+	if err != nil {
+		return sum, err
+	}
+	err = done.writeIndex(opt, specs, per, &sum)
+	return sum, err
+}
 
+func checkOptions(opt Options) error {
+	if opt.OutDir == "" {
+		return errors.New("phantom: no output directory given")
+	}
+	if opt.CasesPerLesion < 1 {
+		return fmt.Errorf("phantom: cases per lesion must be at least 1, got %d", opt.CasesPerLesion)
+	}
+	if opt.CasesPerLesion > 99999 {
+		return fmt.Errorf("phantom: cases per lesion %d is too large (max 99999)", opt.CasesPerLesion)
+	}
+	return nil
+}
+
+// prepareOutDir checks dir and creates it with images/ and masks/,
+// writing the marker first so that a half-written set is recognised as
+// ours.
+func prepareOutDir(dir string) error {
+	if err := checkOutDir(dir); err != nil {
+		return err
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "images"), filepath.Join(dir, "masks")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("phantom: create %s: %w", d, err)
+		}
+		if d == dir {
+			if err := os.WriteFile(filepath.Join(d, MarkerName), []byte(markerText), 0o644); err != nil {
+				return fmt.Errorf("phantom: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// generated is what the workers keep of each case, indexed like the specs.
+type generated struct {
+	reports []string
+	thumbs  []*image.RGBA // nil for cases not on the contact sheet
+	files   []int
+}
+
+// runCases generates and writes every case on workers goroutines; the
+// first error stops the rest.
+func runCases(ctx context.Context, opt Options, workers int, specs []caseSpec, per int) (*generated, error) {
+	g := &generated{reports: make([]string, len(specs)), thumbs: make([]*image.RGBA, len(specs)), files: make([]int, len(specs))}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan int)
@@ -184,21 +216,9 @@ func Generate(ctx context.Context, opt Options) (Summary, error) {
 				if ctx.Err() != nil {
 					continue
 				}
-				cs := specs[i]
-				cd, err := makeCase(opt.Seed, cs, s)
-				if err != nil {
-					fail(fmt.Errorf("phantom: %w", err))
-					continue
-				}
-				n, err := enc.writeCase(opt.OutDir, cs, cd)
-				if err != nil {
+				if err := g.generateCase(opt, specs, i, per, s, &enc); err != nil {
 					fail(err)
 					continue
-				}
-				reports[i] = cd.report
-				files[i] = n
-				if onSheet(specs, i, per) {
-					thumbs[i] = thumbnail(cd, cs)
 				}
 				mu.Lock()
 				done++
@@ -220,21 +240,45 @@ feed:
 	close(jobs)
 	wg.Wait()
 	if firstErr != nil {
-		return sum, firstErr
+		return nil, firstErr
 	}
 	if err := ctx.Err(); err != nil {
-		return sum, fmt.Errorf("phantom: %w", err)
+		return nil, fmt.Errorf("phantom: %w", err)
 	}
+	return g, nil
+}
 
+// generateCase draws case i, writes its image and masks, and keeps its
+// report, file count and (if on the contact sheet) thumbnail.
+func (g *generated) generateCase(opt Options, specs []caseSpec, i, per int, s *scratch, enc *encoder) error {
+	cs := specs[i]
+	cd, err := makeCase(opt.Seed, cs, s)
+	if err != nil {
+		return fmt.Errorf("phantom: %w", err)
+	}
+	n, err := enc.writeCase(opt.OutDir, cs, cd)
+	if err != nil {
+		return err
+	}
+	g.reports[i] = cd.report
+	g.files[i] = n
+	if onSheet(specs, i, per) {
+		g.thumbs[i] = thumbnail(cd, cs)
+	}
+	return nil
+}
+
+// writeIndex writes the contact sheet, then the manifest, and fills sum.
+func (g *generated) writeIndex(opt Options, specs []caseSpec, per int, sum *Summary) error {
 	var man bytes.Buffer
 	for i, cs := range specs {
-		b, err := ojson.EncodeCompact(cs.line(reports[i]))
+		b, err := ojson.EncodeCompact(cs.line(g.reports[i]))
 		if err != nil {
-			return sum, fmt.Errorf("phantom: manifest line for %s: %w", cs.caseID, err)
+			return fmt.Errorf("phantom: manifest line for %s: %w", cs.caseID, err)
 		}
 		man.Write(b)
 		man.WriteByte('\n')
-		sum.Files += files[i]
+		sum.Files += g.files[i]
 		if cs.positive {
 			sum.Positives++
 		} else {
@@ -246,19 +290,16 @@ feed:
 	sum.Sheet = filepath.Join(opt.OutDir, "contact_sheet.png")
 	sum.SheetPer = per
 	var enc encoder
-	sheet := contactSheet(specs, thumbs, per, opt.CasesPerLesion, opt.Seed)
+	sheet := contactSheet(specs, g.thumbs, per, opt.CasesPerLesion, opt.Seed)
 	var buf bytes.Buffer
 	if err := enc.Encode(&buf, sheet); err != nil {
-		return sum, fmt.Errorf("phantom: encode contact sheet: %w", err)
+		return fmt.Errorf("phantom: encode contact sheet: %w", err)
 	}
 	if err := atomicfile.WriteFileNoSync(sum.Sheet, buf.Bytes()); err != nil {
-		return sum, err
+		return err
 	}
 	sum.Files++
-	if err := atomicfile.WriteFileNoSync(sum.Manifest, man.Bytes()); err != nil {
-		return sum, err
-	}
-	return sum, nil
+	return atomicfile.WriteFileNoSync(sum.Manifest, man.Bytes())
 }
 
 // encoder is png.Encoder with default compression and a reused buffer

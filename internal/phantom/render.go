@@ -84,62 +84,16 @@ func tryCase(r *rng.RNG, cs caseSpec, s *scratch) (*caseData, error) {
 	aspect := a.hb
 
 	// Plan the findings before rasterising: some change the anatomy.
-	lungKind := "" // lung-type finding to draw (target or incidental)
-	ctrLo, ctrHi := ctrNormLo, ctrNormHi
-	incidental := ""
-	switch {
-	case cs.heartFinding() && cs.positive:
-		ctrLo, ctrHi = ctrBigLo, ctrBigHi
-		a.hx += a.W * r.Uniform(0.02, 0.05) // big hearts extend to the left
-	case cs.heartFinding():
-		if r.Float64() < incidentalLungFindingP {
-			lungKind = rng.Choice(r, []string{"effusion", "opacity", "atelectasis", "consolidation"})
-		}
-	case cs.positive:
-		lungKind = cs.lesion
-	default:
-		if r.Float64() < incidentalCardiomegalyP {
-			ctrLo, ctrHi = ctrMildLo, ctrMildHi
-			incidental = "enlarged cardiac silhouette"
-		}
-	}
+	f := planFindings(r, cs, &a)
 	cc := &caseCtx{r: r, a: &a, field: s.field, tmp: s.tmp, tmp2: s.tmp2, labels: s.labels, stack: s.stack}
-	if lungKind == "atelectasis" {
-		// Volume loss: the hemidiaphragm rises and the mediastinum shifts
-		// towards the collapsed side.
-		cc.atelectSide = -1
-		if r.Coin() {
-			cc.atelectSide = 1
-		}
-		cc.atelectWedge = r.Float64() < 0.4
-		lift := r.Uniform(18, 34)
-		if cc.atelectSide < 0 {
-			a.domeR.peakY -= lift
-		} else {
-			a.domeL.peakY -= lift
-		}
-		a.hx += cc.atelectSide * r.Uniform(6, 14)
+	if f.lungKind == "atelectasis" {
+		cc.volumeLoss()
 	}
 
 	right, left, heart := make([]uint8, npx), make([]uint8, npx), make([]uint8, npx)
-	target := r.Uniform(ctrLo, ctrHi)
-	want := target
-	ctr := 0.0
-	ok := false
-	for i := 0; i < heartFitTries; i++ {
-		a.setHeart(want, aspect)
-		if err := a.masks(right, left, heart, s.labels, s.stack); err != nil {
-			return nil, errRetry
-		}
-		ctr = ctrOf(right, left, heart)
-		if ctr >= ctrLo && ctr <= ctrHi {
-			ok = true
-			break
-		}
-		want *= target / ctr
-	}
-	if !ok {
-		return nil, errRetry
+	ctr, err := fitHeart(r, &a, aspect, f.ctrLo, f.ctrHi, s, right, left, heart)
+	if err != nil {
+		return nil, err
 	}
 	cc.right, cc.left, cc.heart = newLung(right, -1), newLung(left, 1), heart
 	if cc.right.x1 >= cc.left.x0 {
@@ -151,31 +105,114 @@ func tryCase(r *rng.RNG, cs caseSpec, s *scratch) (*caseData, error) {
 	}
 
 	var les *lesionOut
-	if lungKind != "" {
-		for i := 0; i < maxLesionTries && les == nil; i++ {
-			l, err := cc.makeLesion(lungKind)
-			if err == errRetry {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			les = l
-		}
-		if les == nil {
-			return nil, errRetry
+	if f.lungKind != "" {
+		if les, err = cc.drawLesion(f.lungKind); err != nil {
+			return nil, err
 		}
 	} else {
 		clear(s.field)
 	}
 
 	cd := &caseData{right: right, left: left, heart: heart, ctr: ctr}
+	cd.describe(cs, les, f.incidental)
+	cd.img = make([]uint8, npx)
+	render(r, &a, cc, les, s, cd.img)
+	return cd, nil
+}
+
+// findings is the plan of one case's findings.
+type findings struct {
+	lungKind     string  // lung-type finding to draw (target or incidental), or ""
+	ctrLo, ctrHi float64 // band of the cardiothoracic ratio
+	incidental   string  // incidental heart finding named in a negative's report, or ""
+}
+
+// planFindings draws the findings of case cs; a big heart also moves a's
+// heart centre.
+func planFindings(r *rng.RNG, cs caseSpec, a *anatomy) findings {
+	f := findings{ctrLo: ctrNormLo, ctrHi: ctrNormHi}
 	switch {
 	case cs.heartFinding() && cs.positive:
-		cd.lesion = heart
-		cd.report = fmt.Sprintf("Synthetic phantom: enlarged cardiac silhouette, cardiothoracic ratio %.2f.", ctr)
+		f.ctrLo, f.ctrHi = ctrBigLo, ctrBigHi
+		a.hx += a.W * r.Uniform(0.02, 0.05) // big hearts extend to the left
 	case cs.heartFinding():
-		cd.report = fmt.Sprintf("Synthetic phantom: normal heart size, cardiothoracic ratio %.2f", ctr)
+		if r.Float64() < incidentalLungFindingP {
+			f.lungKind = rng.Choice(r, []string{"effusion", "opacity", "atelectasis", "consolidation"})
+		}
+	case cs.positive:
+		f.lungKind = cs.lesion
+	default:
+		if r.Float64() < incidentalCardiomegalyP {
+			f.ctrLo, f.ctrHi = ctrMildLo, ctrMildHi
+			f.incidental = "enlarged cardiac silhouette"
+		}
+	}
+	return f
+}
+
+// volumeLoss draws the side of an atelectasis and applies its volume loss
+// to the anatomy: the hemidiaphragm rises and the mediastinum shifts
+// towards the collapsed side.
+func (c *caseCtx) volumeLoss() {
+	r, a := c.r, c.a
+	c.atelectSide = -1
+	if r.Coin() {
+		c.atelectSide = 1
+	}
+	c.atelectWedge = r.Float64() < 0.4
+	lift := r.Uniform(18, 34)
+	if c.atelectSide < 0 {
+		a.domeR.peakY -= lift
+	} else {
+		a.domeL.peakY -= lift
+	}
+	a.hx += c.atelectSide * r.Uniform(6, 14)
+}
+
+// fitHeart sizes the heart (keeping its aspect) until the cardiothoracic
+// ratio of the masks it rasterises into right, left and heart falls in
+// [lo, hi], and returns that ratio; errRetry means the anatomy does not fit.
+func fitHeart(r *rng.RNG, a *anatomy, aspect, lo, hi float64, s *scratch, right, left, heart []uint8) (float64, error) {
+	target := r.Uniform(lo, hi)
+	want := target
+	for i := 0; i < heartFitTries; i++ {
+		a.setHeart(want, aspect)
+		if err := a.masks(right, left, heart, s.labels, s.stack); err != nil {
+			return 0, errRetry
+		}
+		ctr := ctrOf(right, left, heart)
+		if ctr >= lo && ctr <= hi {
+			return ctr, nil
+		}
+		want *= target / ctr
+	}
+	return 0, errRetry
+}
+
+// drawLesion draws a lesion of the given kind, redrawing rejected ones;
+// errRetry means none was accepted.
+func (c *caseCtx) drawLesion(kind string) (*lesionOut, error) {
+	for i := 0; i < maxLesionTries; i++ {
+		l, err := c.makeLesion(kind)
+		if err == errRetry {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+	return nil, errRetry
+}
+
+// describe sets the case's lesion mask and report from its findings.
+func (cd *caseData) describe(cs caseSpec, les *lesionOut, incidental string) {
+	switch {
+	case cs.heartFinding() && cs.positive:
+		cd.lesion = cd.heart
+		cd.report = fmt.Sprintf("Synthetic phantom: enlarged cardiac silhouette, cardiothoracic ratio %.2f.", cd.ctr)
+	case cs.heartFinding():
+		cd.report = fmt.Sprintf("Synthetic phantom: normal heart size, cardiothoracic ratio %.2f", cd.ctr)
 		if les != nil {
 			cd.report += "; " + les.phrase
 		}
@@ -190,19 +227,38 @@ func tryCase(r *rng.RNG, cs caseSpec, s *scratch) (*caseData, error) {
 		}
 		cd.report += "."
 	}
-	cd.img = make([]uint8, npx)
-	render(r, &a, cc, les, s, cd.img)
-	return cd, nil
 }
 
 // render draws the radiograph as an attenuation map (higher = whiter),
-// then maps it to grey with the case's exposure and adds noise.
+// then maps it to grey with the case's exposure and adds noise. The parts
+// are drawn in a fixed order, which fixes the order of the RNG draws.
 func render(r *rng.RNG, a *anatomy, cc *caseCtx, les *lesionOut, s *scratch, img []uint8) {
 	d := s.d
 	clear(d)
+	drawTrunk(r, a, d)
+	drawLungAir(r, a, cc.lungs, s)
+	// Heart and aortic knob: slightly denser than the mediastinum.
+	for i, v := range cc.heart {
+		d[i] += 0.05 * float32(v)
+	}
+	splat(d, a.knobX, a.knobY, a.knobR*1.1, 0.12)
+	drawAirways(a, s)
+	drawSpine(r, a, d)
+	drawRibs(r, a, d)
+	drawClavicles(r, a, d)
+	drawVessels(r, a, s)
+	drawGastricBubble(r, a, d)
+	if les != nil {
+		renderLesion(r, cc, les, s)
+	}
+	boxBlur(d, s.tmp, 1)
+	expose(r, d, s, img)
+}
 
-	// Soft tissue: the trunk as a cylinder whose path length falls off
-	// towards the skin line; neck and shoulders above.
+// drawTrunk draws the soft tissue: the trunk as a cylinder whose path
+// length falls off towards the skin line; neck and shoulders above, and
+// the humeral heads at the upper corners.
+func drawTrunk(r *rng.RNG, a *anatomy, d []float32) {
 	tissue := r.Uniform(0.85, 0.95)
 	bottom := float64(size)
 	for y := 0; y < size; y++ {
@@ -224,14 +280,18 @@ func render(r *rng.RNG, a *anatomy, cc *caseCtx, les *lesionOut, s *scratch, img
 			}
 		}
 	}
-	// Humeral heads at the upper corners.
 	for _, sd := range []float64{-1, 1} {
 		splat(d, a.cx+sd*(a.shoulderW-45), a.shoulderY+75, 65, 0.3)
 	}
+}
 
-	// Lungs: air removes attenuation; the periphery is thinner lung.
+// drawLungAir removes the attenuation of lung air (the periphery is
+// thinner lung) and keeps it per pixel in s.air; s.lungSoft is left as the
+// softened lung mask the later parts use.
+func drawLungAir(r *rng.RNG, a *anatomy, lungs []uint8, s *scratch) {
+	d := s.d
 	for i := range s.lungSoft {
-		s.lungSoft[i] = float32(cc.lungs[i])
+		s.lungSoft[i] = float32(lungs[i])
 	}
 	copy(s.aux, s.lungSoft)
 	boxBlur(s.lungSoft, s.tmp, 3)
@@ -253,14 +313,12 @@ func render(r *rng.RNG, a *anatomy, cc *caseCtx, les *lesionOut, s *scratch, img
 			d[i] -= s.air[i]
 		}
 	}
+}
 
-	// Heart and aortic knob: slightly denser than the mediastinum.
-	for i, v := range cc.heart {
-		d[i] += 0.05 * float32(v)
-	}
-	splat(d, a.knobX, a.knobY, a.knobR*1.1, 0.12)
-
-	// Trachea and main bronchi: air in the upper mediastinum.
+// drawAirways draws the trachea and main bronchi: air in the upper
+// mediastinum.
+func drawAirways(a *anatomy, s *scratch) {
+	d := s.d
 	carY := a.apexY + 0.3*a.H
 	clear(s.aux)
 	for y := 0; y < int(carY); y++ {
@@ -279,8 +337,10 @@ func render(r *rng.RNG, a *anatomy, cc *caseCtx, les *lesionOut, s *scratch, img
 		// Bronchi vanish once they enter the aerated lung.
 		d[i] -= 0.16 * min(v, 1) * (1 - s.lungSoft[i])
 	}
+}
 
-	// Spine: vertebral bodies with disc spaces and pedicles.
+// drawSpine draws the vertebral bodies with disc spaces and pedicles.
+func drawSpine(r *rng.RNG, a *anatomy, d []float32) {
 	sw := a.W * r.Uniform(0.11, 0.13)
 	vh := a.H * r.Uniform(0.052, 0.06)
 	off := r.Uniform(0, vh)
@@ -302,11 +362,12 @@ func render(r *rng.RNG, a *anatomy, cc *caseCtx, les *lesionOut, s *scratch, img
 			d[y*size+x] += float32(v)
 		}
 	}
+}
 
-	drawRibs(r, a, d)
-	drawClavicles(r, a, d)
-
-	// Vessels and hila, visible only inside the lungs.
+// drawVessels draws the hila and the vessels fanning out of them, visible
+// only inside the lungs.
+func drawVessels(r *rng.RNG, a *anatomy, s *scratch) {
+	d := s.d
 	clear(s.aux)
 	for _, sd := range []float64{-1, 1} {
 		hx, hy := a.cx+sd*(a.mwU+0.2*a.W), a.apexY+a.H*r.Uniform(0.4, 0.46)
@@ -324,8 +385,10 @@ func render(r *rng.RNG, a *anatomy, cc *caseCtx, les *lesionOut, s *scratch, img
 	for i, v := range s.aux {
 		d[i] += 1.3 * v * s.lungSoft[i]
 	}
+}
 
-	// Gastric bubble under the left hemidiaphragm.
+// drawGastricBubble draws the gastric bubble under the left hemidiaphragm.
+func drawGastricBubble(r *rng.RNG, a *anatomy, d []float32) {
 	gx, gy := a.domeL.peakX+r.Uniform(-20, 30), a.domeL.peakY+r.Uniform(55, 80)
 	grx, gry := r.Uniform(35, 60), r.Uniform(22, 34)
 	for y := int(gy - gry); y <= int(gy+gry); y++ {
@@ -337,15 +400,11 @@ func render(r *rng.RNG, a *anatomy, cc *caseCtx, les *lesionOut, s *scratch, img
 			d[y*size+x] -= float32(0.25 * smoothstep(1, 0.7, u*u+v*v))
 		}
 	}
+}
 
-	if les != nil {
-		renderLesion(r, cc, les, s)
-	}
-
-	boxBlur(d, s.tmp, 1)
-
-	// Exposure: grey = 255·(1 − exp(−k·D))^γ, then quantum noise and
-	// slightly correlated film grain.
+// expose maps the attenuation d to grey: grey = 255·(1 − exp(−k·D))^γ,
+// then quantum noise and slightly correlated film grain.
+func expose(r *rng.RNG, d []float32, s *scratch, img []uint8) {
 	k := r.Uniform(1.15, 1.6)
 	gamma := r.Uniform(0.95, 1.35)
 	lift := r.Uniform(-4, 10)
