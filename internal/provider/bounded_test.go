@@ -3,9 +3,13 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -157,5 +161,265 @@ func TestKeyRedactedFromReplies(t *testing.T) {
 				t.Errorf("error %v, %d redactions", err, c2.(Redactor).Redactions())
 			}
 		})
+	}
+}
+
+// netCounter sits under the bounded transport and counts the bytes read
+// from the network by bodies not yet closed, and the peak of that sum: the
+// reply memory the budget is meant to bound, seen from outside it.
+type netCounter struct {
+	next       http.RoundTripper
+	open, peak atomic.Int64
+}
+
+func (c *netCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if resp != nil && resp.Body != nil {
+		resp.Body = &countedBody{rc: resp.Body, c: c}
+	}
+	return resp, err
+}
+
+type countedBody struct {
+	rc   io.ReadCloser
+	c    *netCounter
+	read int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	b.read += int64(n)
+	o := b.c.open.Add(int64(n))
+	for pk := b.c.peak.Load(); o > pk && !b.c.peak.CompareAndSwap(pk, o); pk = b.c.peak.Load() {
+	}
+	return n, err
+}
+
+func (b *countedBody) Close() error {
+	b.c.open.Add(-b.read)
+	b.read = 0
+	return b.rc.Close()
+}
+
+// budgetClient is a client whose replies are capped at max within budget,
+// over a fresh transport counted by nc.
+func budgetClient(t *testing.T, backend, url string, max int64, budget *replyBudget, nc *netCounter) Client {
+	t.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	nc.next = tr
+	cfg := Config{Backend: backend, Endpoint: url + "/v1", MaxReplyBytes: max, budget: budget,
+		HTTPClient: &http.Client{Transport: nc},
+		Getenv:     env(map[string]string{"GEMINI_API_KEY": "AIza-gemini-secret-0123456789"})}
+	if backend == BackendGemini {
+		cfg.Endpoint = url
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestReplyBudget: many calls sent endless bodies at once all end in
+// too_large, while the reply bytes held (reserved in the budget, and read
+// from the network by open bodies) never pass the budget plus each call's
+// free allowance; a cap above the budget reads alone instead of
+// deadlocking; every reservation is given back.
+func TestReplyBudget(t *testing.T) {
+	const (
+		calls = 24
+		free  = 64 << 10
+		size  = 3 << 20
+	)
+	for _, backend := range []string{BackendVLLM, BackendGemini} {
+		for _, tc := range []struct {
+			name     string
+			max      int64
+			handler  func(http.ResponseWriter, *http.Request)
+			admitted int64 // calls that needed a reservation
+		}{
+			{"endless, cap under budget", 1 << 20, endless(200, 0), calls},
+			{"endless 500, cap under budget", 1 << 20, endless(500, 0), calls},
+			{"endless, cap over budget", 4 << 20, endless(200, 0), calls},
+			{"declared 2 GB", 1 << 20, endless(200, 2<<30), 0},
+		} {
+			t.Run(backend+"/"+tc.name, func(t *testing.T) {
+				srv, _ := fakeServer(t, tc.handler)
+				b, nc := newReplyBudget(size, free), &netCounter{}
+				c := budgetClient(t, backend, srv.URL, tc.max, b, nc)
+				var wg sync.WaitGroup
+				errs := make([]error, calls)
+				for i := range calls {
+					wg.Go(func() {
+						ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+						defer cancel()
+						_, errs[i] = c.Complete(ctx, conversation(Sampling{}))
+					})
+				}
+				wg.Wait()
+				for i, err := range errs {
+					var ce *CallError
+					if !errors.As(err, &ce) || ce.Kind != KindTooLarge {
+						t.Fatalf("call %d: want too_large, got %v", i, err)
+					}
+				}
+				// Reserved: never more than the budget. Read: a reservation
+				// covers up to the cap plus the one byte that shows it is
+				// passed; a cap over the budget reads alone.
+				bound := int64(size + calls*free + calls)
+				if tc.max > size {
+					bound = tc.max + 1 + calls*free
+				}
+				if p := b.peak.Load(); p > size {
+					t.Errorf("peak reserved %d > budget %d", p, size)
+				}
+				if p := nc.peak.Load(); p > bound {
+					t.Errorf("peak bytes read by open bodies %d > %d", p, bound)
+				}
+				if h, o := b.held.Load(), nc.open.Load(); h != 0 || o != 0 {
+					t.Errorf("after the calls: %d bytes reserved, %d read by open bodies", h, o)
+				}
+				if a := b.admitted.Load(); a != tc.admitted {
+					t.Errorf("%d reservations, want %d", a, tc.admitted)
+				}
+			})
+		}
+	}
+}
+
+// waitFor polls cond (a counter) until it holds; a budget that never gets
+// there fails after a generous bound instead of hanging the test.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 10000 {
+		if cond() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("never: %s", what)
+}
+
+// TestReplyBudgetWait: while one reply holds the whole budget, an ordinary
+// reply does not wait, a large one waits and gives up when its context is
+// cancelled or its deadline passes, and once the budget is back the next
+// large reply is read (to its cap) normally.
+func TestReplyBudgetWait(t *testing.T) {
+	const free, max = 64 << 10, 1 << 20
+	b := newReplyBudget(max, free)
+	prefix := `{"choices":[{"message":{"content":"`
+	suffix := `"},"finish_reason":"stop"}]}`
+	gate := make(chan struct{})
+	long := strings.Repeat("a", 2*free) // past the allowance: needs the budget
+	stall, _ := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		io.WriteString(w, prefix+long[:free+1])
+		w.(http.Flusher).Flush()
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, long[free+1:]+suffix)
+	})
+	open := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(open) // before the server's Close, which waits for the handler
+	small, _ := fakeServer(t, reply(200, okReply))
+	flood, _ := fakeServer(t, endless(200, 0))
+	client := func(url string) Client { return budgetClient(t, BackendVLLM, url, max, b, &netCounter{}) }
+
+	holder := make(chan error, 1)
+	go func() {
+		r, err := client(stall.URL).Complete(context.Background(), conversation(Sampling{}))
+		if err == nil && r.Text != long {
+			err = fmt.Errorf("reply of %d bytes, want %d", len(r.Text), len(long))
+		}
+		holder <- err
+	}()
+	waitFor(t, "the first reply holds the budget", func() bool { return b.held.Load() == max })
+
+	if r, err := client(small.URL).Complete(context.Background(), conversation(Sampling{})); err != nil || r.Text == "" {
+		t.Fatalf("an ordinary reply while the budget is held: %v, %v", r, err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	waiter := make(chan error, 1)
+	go func() { _, err := client(flood.URL).Complete(ctx, conversation(Sampling{})); waiter <- err }()
+	waitFor(t, "the second reply waits", func() bool { return b.waiting.Load() == 1 })
+	cancel()
+	if err := <-waiter; !isKind(err, KindCanceled) {
+		t.Errorf("a cancelled waiter: %v", err)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer dcancel()
+	if _, err := client(flood.URL).Complete(dctx, conversation(Sampling{})); !isKind(err, KindTimeout) {
+		t.Errorf("a waiter past its deadline: %v", err)
+	}
+
+	open()
+	if err := <-holder; err != nil {
+		t.Fatalf("the holder: %v", err)
+	}
+	if _, err := client(flood.URL).Complete(context.Background(), conversation(Sampling{})); !isKind(err, KindTooLarge) {
+		t.Errorf("after the budget is back: %v", err)
+	}
+	if h, w := b.held.Load(), b.waiting.Load(); h != 0 || w != 0 {
+		t.Errorf("at the end: %d bytes reserved, %d waiting", h, w)
+	}
+}
+
+func isKind(err error, k ErrorKind) bool {
+	var ce *CallError
+	return errors.As(err, &ce) && ce.Kind == k
+}
+
+// TestReplyBodiesIntact: bodies around the allowance and the cap, with and
+// without Content-Length, reach the decoder byte for byte; only those past
+// the allowance take a reservation, and all give it back.
+func TestReplyBodiesIntact(t *testing.T) {
+	const free, max = 64 << 10, 1 << 20
+	prefix := `{"choices":[{"message":{"content":"`
+	suffix := `"},"finish_reason":"stop"}]}`
+	for _, tc := range []struct {
+		size     int // whole body
+		admitted int64
+	}{
+		{len(prefix) + len(suffix) + 10, 0}, {free, 0}, {free + 1, 1}, {max - 1, 1}, {max, 1},
+	} {
+		for _, declared := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d bytes, content-length %v", tc.size, declared), func(t *testing.T) {
+				text := strings.Repeat("b", tc.size-len(prefix)-len(suffix))
+				srv, _ := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+					if declared {
+						w.Header().Set("Content-Length", strconv.Itoa(tc.size))
+					}
+					w.WriteHeader(200)
+					// Written in odd pieces so that reads straddle chunks.
+					body := prefix + text + suffix
+					for len(body) > 0 {
+						n := min(len(body), 7777)
+						io.WriteString(w, body[:n])
+						w.(http.Flusher).Flush()
+						body = body[n:]
+					}
+				})
+				b := newReplyBudget(max, free)
+				r, err := budgetClient(t, BackendVLLM, srv.URL, max, b, &netCounter{}).Complete(context.Background(), conversation(Sampling{}))
+				if err != nil || r.Text != text {
+					t.Fatalf("err %v, or the text is not the %d bytes sent", err, len(text))
+				}
+				a, h := b.admitted.Load(), b.held.Load()
+				if tc.size == free && !declared && a == 1 {
+					// Without a length, a body of exactly the allowance may
+					// need a reservation to see its end (when the EOF comes
+					// in a read of its own).
+					a = 0
+				}
+				if a != tc.admitted || h != 0 {
+					t.Errorf("%d reservations (want %d), %d bytes still reserved", a, tc.admitted, h)
+				}
+			})
+		}
 	}
 }

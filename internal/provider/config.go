@@ -53,6 +53,9 @@ type Config struct {
 	// DefaultMaxReplyBytes. A larger reply fails the call with KindTooLarge.
 	MaxReplyBytes int64
 
+	// budget replaces the process budget of reply bytes (tests).
+	budget *replyBudget
+
 	// Getenv overrides os.Getenv (tests).
 	Getenv func(string) string
 }

@@ -44,7 +44,7 @@ func (t headerCapture) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func newGemini(cfg Config) (*geminiClient, error) {
-	hc := wrapClient(cfg.HTTPClient, cfg.MaxReplyBytes)
+	hc := wrapClient(cfg.HTTPClient, cfg.MaxReplyBytes, cfg.budget)
 	wrapped := *hc
 	wrapped.Transport = headerCapture{next: hc.Transport}
 

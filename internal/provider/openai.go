@@ -30,7 +30,7 @@ type openaiClient struct {
 }
 
 func newOpenAI(cfg Config) (*openaiClient, error) {
-	hc := wrapClient(cfg.HTTPClient, cfg.MaxReplyBytes)
+	hc := wrapClient(cfg.HTTPClient, cfg.MaxReplyBytes, cfg.budget)
 	opts := []option.RequestOption{option.WithHTTPClient(hc), option.WithMaxRetries(0)}
 	c := &openaiClient{backend: cfg.Backend}
 	switch cfg.Backend {
