@@ -120,11 +120,16 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 		if err == io.EOF {
 			break
 		}
-		line, _ := r.FieldPos(0)
 		if err != nil {
+			// FieldPos panics after a syntax error; the error knows the line.
+			line := 0
+			if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
+				line = pe.StartLine
+			}
 			problems = append(problems, fail(line, "%v", err))
 			break
 		}
+		line, _ := r.FieldPos(0)
 		ln, err := rows.line(rec)
 		switch {
 		case err != nil:
