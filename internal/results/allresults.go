@@ -36,100 +36,107 @@ func ExportRecord(rec *Record, benchAbsDir string, backend string) *ojson.Value 
 // ExportRecordModel is ExportRecord with the model id for token_usage.
 func ExportRecordModel(rec *Record, benchAbsDir, backend, modelID string) *ojson.Value {
 	strict := rec.ParseMode == "strict"
-	asked := turnAsked
-	recorded := func(t *Turn) bool { return turnRecorded(t, strict) }
-	correct := turnCorrect
-	gtInt := func(t *Turn) *ojson.Value {
-		if t == nil || t.GT == nil || len(*t.GT) == 0 {
-			return ojson.Null()
-		}
-		return ojson.Int(int64((*t.GT)[0]))
-	}
-	gtList := func(t *Turn) *ojson.Value {
-		if t == nil || t.GT == nil {
-			return ojson.Null()
-		}
-		return ojson.Ints(*t.GT)
-	}
-
 	o := ojson.NewObject()
 	o.Set("key_id", ojson.Str(rec.KeyID))
 	o.Set("qa_path", ojson.Str(rec.QAPath))
-
-	det := ojson.NewObject()
-	if t := rec.TurnByStep(stepDetection); recorded(t) {
-		det.Set("response", ojson.Str(str(t.ParsedText))).Set("ground_truth", gtInt(t)).Set("correct", ojson.Bool(correct(t)))
+	o.Set("detection_qa", exportAnswer(rec.TurnByStep(stepDetection), strict, "response"))
+	o.Set("contour_evaluation_qa", exportAnswer(rec.TurnByStep(stepContourEval), strict, "responses"))
+	o.Set("contour_revision_qa", exportRevision(rec))
+	o.Set("attribute_extraction_qa", exportAttributes(rec))
+	idx, hist := exportChatHistory(rec, benchAbsDir, strict)
+	if idx != nil {
+		o.Set("_chat_history_idx", idx)
 	}
-	o.Set("detection_qa", det)
-
-	ce := ojson.NewObject()
-	if t := rec.TurnByStep(stepContourEval); recorded(t) {
-		ce.Set("responses", ojson.Str(str(t.ParsedText))).Set("ground_truth", gtInt(t)).Set("correct", ojson.Bool(correct(t)))
+	if tu := tokenUsage(rec, backend, modelID); tu != nil {
+		o.Set("token_usage", tu)
 	}
-	o.Set("contour_evaluation_qa", ce)
+	o.Set("chat_history", hist)
+	return o
+}
 
+// exportAnswer is a single-turn stage (detection, contour evaluation):
+// empty unless the turn was recorded; respKey is the reference's name for
+// the response.
+func exportAnswer(t *Turn, strict bool, respKey string) *ojson.Value {
+	o := ojson.NewObject()
+	if turnRecorded(t, strict) {
+		o.Set(respKey, ojson.Str(str(t.ParsedText))).Set("ground_truth", gtInt(t)).Set("correct", ojson.Bool(turnCorrect(t)))
+	}
+	return o
+}
+
+// exportRevision is the contour-revision stage (expansion, contraction,
+// revision result), empty unless the record's path has it.
+func exportRevision(rec *Record) *ojson.Value {
 	cr := ojson.NewObject()
-	if rec.QAPath == "revision_required" && stageKept(rec, stepExpansion, stepContraction, stepRevisionResult) {
-		e, k, r := rec.TurnByStep(stepExpansion), rec.TurnByStep(stepContraction), rec.TurnByStep(stepRevisionResult)
-		gt := ojson.NewObject().Set("expansion", gtList(e)).Set("contraction", gtList(k)).Set("revision_result", gtInt(r))
-		resp := ojson.NewObject()
-		for _, x := range []struct {
-			key string
-			t   *Turn
-		}{{"expansion", e}, {"contraction", k}, {"revision_result", r}} {
-			if asked(x.t) {
-				resp.Set(x.key, ojson.Str(str(x.t.ParsedText)))
-			}
-		}
-		cr.Set("ground_truth", gt).Set("responses", resp).
-			Set("correct", ojson.Bool(correct(e) && correct(k) && correct(r))).
-			Set("expansion", correctObj(correct(e))).
-			Set("contraction", correctObj(correct(k))).
-			Set("revision_result", correctObj(correct(r)))
+	if rec.QAPath != "revision_required" || !stageKept(rec, stepExpansion, stepContraction, stepRevisionResult) {
+		return cr
 	}
-	o.Set("contour_revision_qa", cr)
+	e, k, r := rec.TurnByStep(stepExpansion), rec.TurnByStep(stepContraction), rec.TurnByStep(stepRevisionResult)
+	gt := ojson.NewObject().Set("expansion", gtList(e)).Set("contraction", gtList(k)).Set("revision_result", gtInt(r))
+	resp := ojson.NewObject()
+	for _, x := range []struct {
+		key string
+		t   *Turn
+	}{{"expansion", e}, {"contraction", k}, {"revision_result", r}} {
+		if turnAsked(x.t) {
+			resp.Set(x.key, ojson.Str(str(x.t.ParsedText)))
+		}
+	}
+	return cr.Set("ground_truth", gt).Set("responses", resp).
+		Set("correct", ojson.Bool(turnCorrect(e) && turnCorrect(k) && turnCorrect(r))).
+		Set("expansion", correctObj(turnCorrect(e))).
+		Set("contraction", correctObj(turnCorrect(k))).
+		Set("revision_result", correctObj(turnCorrect(r)))
+}
 
+// exportAttributes is the attribute-extraction stage, empty for a
+// lesion-free record or a skipped stage.
+func exportAttributes(rec *Record) *ojson.Value {
 	ae := ojson.NewObject()
-	if rec.QAPath != "lesion_free" && stageKept(rec, attrSteps...) {
-		resp, gt := ojson.NewObject(), ojson.NewObject()
-		all := true
-		for _, s := range attrSteps {
-			t := rec.TurnByStep(s)
-			all = all && correct(t)
-			if !asked(t) {
-				continue
-			}
-			key := strings.TrimPrefix(s, attrPrefix)
-			resp.Set(key, ojson.Str(str(t.ParsedText)))
-			if s == stepLocation {
-				gt.Set(key, gtList(t))
-			} else {
-				gt.Set(key, gtInt(t))
-			}
+	if rec.QAPath == "lesion_free" || !stageKept(rec, attrSteps...) {
+		return ae
+	}
+	resp, gt := ojson.NewObject(), ojson.NewObject()
+	all := true
+	for _, s := range attrSteps {
+		t := rec.TurnByStep(s)
+		all = all && turnCorrect(t)
+		if !turnAsked(t) {
+			continue
 		}
-		ae.Set("responses", resp).Set("ground_truth", gt).Set("correct", ojson.Bool(all))
-		// The reference's order, kept for byte compatibility.
-		for _, s := range []string{stepDistribution, stepSeverity, stepComparison, stepLocation} {
-			ae.Set(strings.TrimPrefix(s, attrPrefix), correctObj(correct(rec.TurnByStep(s))))
+		key := strings.TrimPrefix(s, attrPrefix)
+		resp.Set(key, ojson.Str(str(t.ParsedText)))
+		if s == stepLocation {
+			gt.Set(key, gtList(t))
+		} else {
+			gt.Set(key, gtInt(t))
 		}
 	}
-	o.Set("attribute_extraction_qa", ae)
+	ae.Set("responses", resp).Set("ground_truth", gt).Set("correct", ojson.Bool(all))
+	// The reference's order, kept for byte compatibility.
+	for _, s := range []string{stepDistribution, stepSeverity, stepComparison, stepLocation} {
+		ae.Set(strings.TrimPrefix(s, attrPrefix), correctObj(turnCorrect(rec.TurnByStep(s))))
+	}
+	return ae
+}
 
-	// _chat_history_idx and chat_history.
-	var idx *ojson.Value
+// exportChatHistory is chat_history and _chat_history_idx (nil when
+// neither a turn nor a patch attempt creates it).
+func exportChatHistory(rec *Record, benchAbsDir string, strict bool) (idx, hist *ojson.Value) {
 	for _, ev := range rec.OracleEvents {
 		if ev.Action == ActionPatch {
 			idx = ojson.NewObject() // a patch attempt creates it
 		}
 	}
-	hist := ojson.Arr()
+	hist = ojson.Arr()
 	prefix := strings.TrimRight(benchAbsDir, "/") + "/"
 	for i := range rec.Turns {
 		t := &rec.Turns[i]
-		if !asked(t) {
+		if !turnAsked(t) {
 			continue
 		}
-		if t.Step != stepDetection || recorded(t) {
+		if t.Step != stepDetection || turnRecorded(t, strict) {
 			if idx == nil {
 				idx = ojson.NewObject()
 			}
@@ -145,14 +152,23 @@ func ExportRecordModel(rec *Record, benchAbsDir, backend, modelID string) *ojson
 		}
 		hist.A = append(hist.A, entry)
 	}
-	if idx != nil {
-		o.Set("_chat_history_idx", idx)
+	return idx, hist
+}
+
+// gtInt is a turn's single ground-truth answer, or null.
+func gtInt(t *Turn) *ojson.Value {
+	if t == nil || t.GT == nil || len(*t.GT) == 0 {
+		return ojson.Null()
 	}
-	if tu := tokenUsage(rec, backend, modelID); tu != nil {
-		o.Set("token_usage", tu)
+	return ojson.Int(int64((*t.GT)[0]))
+}
+
+// gtList is a turn's ground-truth answers, or null.
+func gtList(t *Turn) *ojson.Value {
+	if t == nil || t.GT == nil {
+		return ojson.Null()
 	}
-	o.Set("chat_history", hist)
-	return o
+	return ojson.Ints(*t.GT)
 }
 
 // The export rules shared by ExportRecordModel and refEntryFromRecord,
