@@ -319,14 +319,23 @@ func (d *dilation) general(dst Mask, rowRuns [][]int) {
 			any = true
 			base := s * nr * stride
 			for _, k := range rowRuns[i] {
-				h := ring[base+k*stride : base+(k+1)*stride]
-				for j := range acc {
-					acc[j] |= h[j]
-				}
+				orInto(acc, ring[base+k*stride:base+(k+1)*stride])
 			}
 		}
 		if any {
 			copy(dst.Row(y), bytesOf(acc)[:W])
 		}
+	}
+}
+
+// orInto sets acc |= h word by word (len(h) ≥ len(acc)). Not inlined, so
+// this innermost loop gets registers of its own: inlined, its counter is
+// spilled to the stack, a store and load on every word.
+//
+//go:noinline
+func orInto(acc, h []uint64) {
+	h = h[:len(acc)]
+	for j := range acc {
+		acc[j] |= h[j]
 	}
 }
