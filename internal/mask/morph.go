@@ -1,6 +1,7 @@
 package mask
 
 import (
+	"slices"
 	"sync"
 	"unsafe"
 )
@@ -124,23 +125,30 @@ func bytesOf(u []uint64) []uint8 {
 
 // dilateOnce writes dilate(src) into dst (same size, distinct buffers).
 func dilateOnce(src, dst Mask, se SE) {
-	W, H := src.W, src.H
 	clear(dst.Pix)
-	if W == 0 || H == 0 || se.n == 0 {
+	if src.W == 0 || src.H == 0 || se.n == 0 {
 		return
 	}
-	// Distinct runs of the element, and per element row the run indices.
-	var uniq []run
-	rowRuns := make([][]int, len(se.rows))
+	uniq, rowRuns := distinctRuns(se)
+	ws := morphPool.Get().(*morphWS)
+	defer morphPool.Put(ws)
+	d := newDilation(ws, src, se, uniq)
+	// A full rectangle (one run, every dy present) needs no per-row OR over
+	// the element's rows.
+	if len(uniq) == 1 && len(se.rows) == d.slots {
+		d.rectangle(dst)
+		return
+	}
+	d.general(dst, rowRuns)
+}
+
+// distinctRuns returns the distinct runs of the element and, per element
+// row, the indices of its runs among them.
+func distinctRuns(se SE) (uniq []run, rowRuns [][]int) {
+	rowRuns = make([][]int, len(se.rows))
 	for i, r := range se.rows {
 		for _, rn := range r.runs {
-			k := -1
-			for j, u := range uniq {
-				if u == rn {
-					k = j
-					break
-				}
-			}
+			k := slices.Index(uniq, rn)
 			if k < 0 {
 				k = len(uniq)
 				uniq = append(uniq, rn)
@@ -148,119 +156,146 @@ func dilateOnce(src, dst Mask, se SE) {
 			rowRuns[i] = append(rowRuns[i], k)
 		}
 	}
-	nr := len(uniq)
-	stride := (W + 7) / 8 // words per row
-	slots := se.maxDY - se.minDY + 1
+	return uniq, rowRuns
+}
 
-	ws := morphPool.Get().(*morphWS)
-	defer morphPool.Put(ws)
-	need := slots * nr * stride
+// dilation is one dilateOnce in progress: a ring of slots, one per row of
+// the element's vertical extent, each holding a source row's horizontal
+// dilations by every distinct run.
+type dilation struct {
+	src    Mask
+	se     SE
+	uniq   []run
+	stride int      // words per row
+	slots  int      // ring slots
+	ring   []uint64 // slots × len(uniq) rows of stride words
+	empty  []bool   // per slot: source row had no foreground
+	ws     *morphWS
+}
+
+// newDilation sizes the pooled buffers of ws for src and se.
+func newDilation(ws *morphWS, src Mask, se SE, uniq []run) dilation {
+	d := dilation{src: src, se: se, uniq: uniq, ws: ws,
+		stride: (src.W + 7) / 8,
+		slots:  se.maxDY - se.minDY + 1,
+	}
+	need := d.slots * len(uniq) * d.stride
 	if cap(ws.ring) < need {
 		ws.ring = make([]uint64, need)
 	}
-	ring := ws.ring[:need]
-	if cap(ws.empty) < slots {
-		ws.empty = make([]bool, slots)
+	d.ring = ws.ring[:need]
+	if cap(ws.empty) < d.slots {
+		ws.empty = make([]bool, d.slots)
 	}
-	empty := ws.empty[:slots]
-	if cap(ws.acc) < stride {
-		ws.acc = make([]uint64, stride)
-	}
-	acc := ws.acc[:stride]
-	if len(ws.ones) < W {
-		ws.ones = make([]uint8, W)
+	d.empty = ws.empty[:d.slots]
+	if len(ws.ones) < src.W {
+		ws.ones = make([]uint8, src.W)
 		for i := range ws.ones {
 			ws.ones[i] = 1
 		}
 	}
-	ones := ws.ones
+	return d
+}
 
-	slotOf := func(sy int) int {
-		s := sy % slots
-		if s < 0 {
-			s += slots
-		}
-		return s
+func (d *dilation) slotOf(sy int) int {
+	s := sy % d.slots
+	if s < 0 {
+		s += d.slots
 	}
-	// fill computes the horizontal dilations of source row sy into its slot.
-	fill := func(sy int) {
-		s := slotOf(sy)
-		row := src.Row(sy)
-		runs := ws.runs[:0]
-		for x := 0; x < W; {
-			if row[x] == 0 {
-				x++
-				continue
-			}
-			x0 := x
-			for x < W && row[x] != 0 {
-				x++
-			}
-			runs = append(runs, [2]int{x0, x - 1})
+	return s
+}
+
+// fill computes the horizontal dilations of source row sy into its slot.
+func (d *dilation) fill(sy int) {
+	W, ws := d.src.W, d.ws
+	s := d.slotOf(sy)
+	row := d.src.Row(sy)
+	runs := ws.runs[:0]
+	for x := 0; x < W; {
+		if row[x] == 0 {
+			x++
+			continue
 		}
-		ws.runs = runs
-		empty[s] = len(runs) == 0
+		x0 := x
+		for x < W && row[x] != 0 {
+			x++
+		}
+		runs = append(runs, [2]int{x0, x - 1})
+	}
+	ws.runs = runs
+	d.empty[s] = len(runs) == 0
+	if d.empty[s] {
+		return
+	}
+	ring, ones, stride := d.ring, ws.ones, d.stride
+	base := s * len(d.uniq) * stride
+	for k, u := range d.uniq {
+		h := bytesOf(ring[base+k*stride : base+(k+1)*stride])
+		clear(h)
+		for _, sr := range runs {
+			// x is on iff [x+a, x+b] meets [s0, s1].
+			lo := max(0, sr[0]-u.b)
+			hi := min(W-1, sr[1]-u.a)
+			if lo <= hi {
+				copy(h[lo:hi+1], ones)
+			}
+		}
+	}
+}
+
+// rectangle dilates by a full rectangle: a per-column count of on h-rows
+// in the vertical window slides down the image in O(W) per row, so the
+// cost does not grow with the element's height (the peripheral band's e×e
+// square).
+func (d *dilation) rectangle(dst Mask) {
+	W, H, se, ws := d.src.W, d.src.H, d.se, d.ws
+	if cap(ws.count) < W {
+		ws.count = make([]int32, W)
+	}
+	count := ws.count[:W]
+	clear(count)
+	ring, empty, stride := d.ring, d.empty, d.stride
+	add := func(sy int, delta int32) {
+		s := d.slotOf(sy)
 		if empty[s] {
 			return
 		}
-		base := s * nr * stride
-		for k, u := range uniq {
-			h := bytesOf(ring[base+k*stride : base+(k+1)*stride])
-			clear(h)
-			for _, sr := range runs {
-				// x is on iff [x+a, x+b] meets [s0, s1].
-				lo := max(0, sr[0]-u.b)
-				hi := min(W-1, sr[1]-u.a)
-				if lo <= hi {
-					copy(h[lo:hi+1], ones)
-				}
+		h := bytesOf(ring[s*stride : (s+1)*stride])[:W]
+		for x, v := range h {
+			count[x] += int32(v) * delta
+		}
+	}
+	next := 0
+	for y := 0; y < H; y++ {
+		if old := y + se.minDY - 1; old >= 0 && old < next {
+			add(old, -1) // leaves the window before its slot is reused
+		}
+		top := min(H-1, y+se.maxDY)
+		if next < y+se.minDY {
+			next = max(0, y+se.minDY)
+		}
+		for ; next <= top; next++ {
+			d.fill(next)
+			add(next, 1)
+		}
+		row := dst.Row(y)
+		for x, c := range count {
+			if c > 0 {
+				row[x] = 1
 			}
 		}
 	}
+}
 
-	// A full rectangle (one run, every dy present) needs no per-row OR over
-	// the element's rows: a per-column count of on h-rows in the vertical
-	// window slides down the image in O(W) per row, so the cost does not
-	// grow with the element's height (the peripheral band's e×e square).
-	if nr == 1 && len(se.rows) == slots {
-		if cap(ws.count) < W {
-			ws.count = make([]int32, W)
-		}
-		count := ws.count[:W]
-		clear(count)
-		add := func(sy int, delta int32) {
-			s := slotOf(sy)
-			if empty[s] {
-				return
-			}
-			h := bytesOf(ring[s*stride : (s+1)*stride])[:W]
-			for x, v := range h {
-				count[x] += int32(v) * delta
-			}
-		}
-		next := 0
-		for y := 0; y < H; y++ {
-			if old := y + se.minDY - 1; old >= 0 && old < next {
-				add(old, -1) // leaves the window before its slot is reused
-			}
-			top := min(H-1, y+se.maxDY)
-			if next < y+se.minDY {
-				next = max(0, y+se.minDY)
-			}
-			for ; next <= top; next++ {
-				fill(next)
-				add(next, 1)
-			}
-			row := dst.Row(y)
-			for x, c := range count {
-				if c > 0 {
-					row[x] = 1
-				}
-			}
-		}
-		return
+// general dilates by any element: output row y is the word-wise OR of the
+// horizontal dilations h_{run(dy)} of source rows y+dy.
+func (d *dilation) general(dst Mask, rowRuns [][]int) {
+	W, H, se, ws := d.src.W, d.src.H, d.se, d.ws
+	ring, empty, stride, nr := d.ring, d.empty, d.stride, len(d.uniq)
+	if cap(ws.acc) < stride {
+		ws.acc = make([]uint64, stride)
 	}
-
+	acc := ws.acc[:stride]
 	next := 0 // next source row to fill
 	for y := 0; y < H; y++ {
 		top := min(H-1, y+se.maxDY)
@@ -268,7 +303,7 @@ func dilateOnce(src, dst Mask, se SE) {
 			next = max(0, y+se.minDY)
 		}
 		for ; next <= top; next++ {
-			fill(next)
+			d.fill(next)
 		}
 		clear(acc)
 		any := false
@@ -277,21 +312,30 @@ func dilateOnce(src, dst Mask, se SE) {
 			if sy < 0 || sy >= H {
 				continue
 			}
-			s := slotOf(sy)
+			s := d.slotOf(sy)
 			if empty[s] {
 				continue
 			}
 			any = true
 			base := s * nr * stride
 			for _, k := range rowRuns[i] {
-				h := ring[base+k*stride : base+(k+1)*stride]
-				for j := range acc {
-					acc[j] |= h[j]
-				}
+				orInto(acc, ring[base+k*stride:base+(k+1)*stride])
 			}
 		}
 		if any {
 			copy(dst.Row(y), bytesOf(acc)[:W])
 		}
+	}
+}
+
+// orInto sets acc |= h word by word (len(h) ≥ len(acc)). Not inlined, so
+// this innermost loop gets registers of its own: inlined, its counter is
+// spilled to the stack, a store and load on every word.
+//
+//go:noinline
+func orInto(acc, h []uint64) {
+	h = h[:len(acc)]
+	for j := range acc {
+		acc[j] |= h[j]
 	}
 }

@@ -288,6 +288,24 @@ func RevisionOptions(r *rng.RNG, a *deform.Attempt, ctx TokenContext, cfg buildc
 		return nil, errors.New("qagen: revision options of an attempt without components")
 	}
 	comps := components(a, ctx)
+	rc := revisionMasks(a, comps, ctx, cfg)
+	// The random draws, in their fixed order: one shuffle per distractor
+	// group, then the option shuffle.
+	accepted, err := pickDistractors(r, rc, comps, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rc.FakeCombinations = accepted
+	if rc.FakeCombinations == nil {
+		rc.FakeCombinations = [][]string{}
+	}
+	shuffleOptions(r, rc, accepted)
+	return rc, nil
+}
+
+// revisionMasks fills the choice's per-component masks (deformed
+// components first in the before/after lists) and its token resolver.
+func revisionMasks(a *deform.Attempt, comps []*component, ctx TokenContext, cfg buildcfg.Config) *RevisionChoice {
 	rc := &RevisionChoice{}
 	for _, c := range comps {
 		rc.Components = append(rc.Components, c.sid)
@@ -315,7 +333,15 @@ func RevisionOptions(r *rng.RNG, a *deform.Attempt, ctx TokenContext, cfg buildc
 		MorphSize:       cfg.DefaultMorphSize,
 		MorphIterations: cfg.DefaultMorphIterations,
 	}
+	return rc
+}
 
+// pickDistractors enumerates the distractor groups by ascending number of
+// default tokens, each shuffled with r, and accepts combinations until
+// cfg.RevisionDistractors are found, rejecting those whose union mask
+// covers the same pixels as the answer's or an accepted one's. It counts
+// rc.Candidates and rc.Duplicates.
+func pickDistractors(r *rng.RNG, rc *RevisionChoice, comps []*component, cfg buildcfg.Config) ([][]string, error) {
 	beforeSet := sortedSet(rc.RevisionBeforeMasks)
 	names := func(idx []int) []string {
 		out := make([]string, len(idx))
@@ -355,14 +381,7 @@ func RevisionOptions(r *rng.RNG, a *deform.Attempt, ctx TokenContext, cfg buildc
 				return nil, err
 			}
 			h := hashMask(u)
-			dup := false
-			for _, s := range seen {
-				if s.h == h && sameCoverage(s.m, u) {
-					dup = true
-					break
-				}
-			}
-			if dup {
+			if slices.ContainsFunc(seen, func(s rendered) bool { return s.h == h && sameCoverage(s.m, u) }) {
 				rc.Duplicates++
 				buf = u
 				continue
@@ -377,11 +396,12 @@ func RevisionOptions(r *rng.RNG, a *deform.Attempt, ctx TokenContext, cfg buildc
 			"%d distinct revision distractor(s) of %d needed (%d candidates, %d pixel-identical)",
 			len(accepted), want, rc.Candidates, rc.Duplicates)
 	}
-	rc.FakeCombinations = accepted
-	if rc.FakeCombinations == nil {
-		rc.FakeCombinations = [][]string{}
-	}
+	return accepted, nil
+}
 
+// shuffleOptions shuffles the answer and the accepted distractors with r
+// into rc.Options and sets rc.AnswerIndex.
+func shuffleOptions(r *rng.RNG, rc *RevisionChoice, accepted [][]string) {
 	type opt struct {
 		masks  []string
 		isTrue bool
@@ -400,7 +420,6 @@ func RevisionOptions(r *rng.RNG, a *deform.Attempt, ctx TokenContext, cfg buildc
 		}
 		rc.Options = append(rc.Options, ro)
 	}
-	return rc, nil
 }
 
 func sortedSet(xs []string) []string {

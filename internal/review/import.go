@@ -96,52 +96,22 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 		}
 		return fmt.Sprintf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
 	}
-	f, err := imagefile.Open(path, imagefile.Follow)
-	if err != nil {
-		return nil, []string{fail(0, "%v", unwrapPath(err))}
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSheetBytes+1))
+	data, err := readSheetFile(path)
 	if err != nil {
 		return nil, []string{fail(0, "%v", err)}
 	}
-	if len(data) > maxSheetBytes {
-		return nil, []string{fail(0, "larger than %d MiB", maxSheetBytes>>20)}
-	}
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // spreadsheet programs add a BOM
 	r := csv.NewReader(bytes.NewReader(data))
 	header, err := r.Read()
 	if err != nil {
 		return nil, []string{fail(1, "cannot read the header: %v", err)}
 	}
-	col := map[string]int{}
-	for i, h := range header {
-		h = strings.TrimSpace(h)
-		if _, dup := col[h]; !dup {
-			col[h] = i
-		}
-	}
-	_, hasKey := col["key_id"]
-	_, hasDecision := col["decision"]
-	optCol, hasOpt := col["optimal?"]
-	if !hasOpt {
-		optCol, hasOpt = col["optimal"]
-	}
-	var decCol int
-	legacyCell := false
-	switch {
-	case hasKey && hasDecision:
-		decCol = col["decision"]
-	case hasKey && hasOpt:
-		decCol, legacyCell = optCol, opt.Legacy
-	default:
+	cols, ok := sheetColumns(header, opt.Legacy)
+	if !ok {
 		return nil, []string{fail(1, "header is neither review_sheet.csv (key_id, …, decision) nor a reference sheet (key_id, …, optimal?)")}
 	}
-	imgCol, hasImg := col["image_sha256"]
-	maskCol, hasMask := col["mask_sha256"]
-	reviewer := opt.Reviewer
-	if reviewer == "" {
-		reviewer = sheetReviewer(path)
+	rows := &sheetRows{cols: cols, opt: opt, stamp: stamp, loader: loader, bound: bound, reviewer: opt.Reviewer}
+	if rows.reviewer == "" {
+		rows.reviewer = sheetReviewer(path)
 	}
 	var lines []*Line
 	var problems []string
@@ -150,70 +120,150 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 		if err == io.EOF {
 			break
 		}
-		line, _ := r.FieldPos(0)
 		if err != nil {
+			// FieldPos panics after a syntax error; the error knows the line.
+			line := 0
+			if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
+				line = pe.StartLine
+			}
 			problems = append(problems, fail(line, "%v", err))
 			break
 		}
-		cell := func(i int) string {
-			if i < len(rec) {
-				return strings.TrimSpace(rec[i])
-			}
-			return ""
+		line, _ := r.FieldPos(0)
+		ln, err := rows.line(rec)
+		switch {
+		case err != nil:
+			problems = append(problems, fail(line, "%v", err))
+		case ln != nil:
+			lines = append(lines, ln)
 		}
-		key := cell(col["key_id"])
-		raw := cell(decCol)
-		var dec string
-		if legacyCell {
-			if raw != "" {
-				dec = DecisionAccept
-			}
-		} else if dec, err = mapDecision(raw); err != nil {
-			problems = append(problems, fail(line, "%s %q: %v", header[decCol], raw, err))
-			continue
-		}
-		if dec == "" {
-			continue
-		}
-		if key == "" {
-			problems = append(problems, fail(line, "key_id is empty"))
-			continue
-		}
-		ln := &Line{KeyID: key, Decision: dec, Reviewer: reviewer, Time: stamp}
-		if hasImg && cell(imgCol) != "" {
-			img := cell(imgCol)
-			if !hexDigest.MatchString(img) {
-				problems = append(problems, fail(line, "image_sha256 %q is not 64 lowercase hex digits", img))
-				continue
-			}
-			ln.ImageSHA256 = &img
-			if hasMask && cell(maskCol) != "" {
-				m := cell(maskCol)
-				if !hexDigest.MatchString(m) {
-					problems = append(problems, fail(line, "mask_sha256 %q is not 64 lowercase hex digits", m))
-					continue
-				}
-				ln.MaskSHA256 = &m
-			}
-		} else {
-			if opt.Source == nil {
-				problems = append(problems, fail(line, "key_id %s: the row carries no digests; pass --source FILE (the manifest or candidates the sheet was made from) to bind it to the current inputs", key))
-				continue
-			}
-			d, err := bindDigests(key, opt.Source, loader, bound)
-			if err != nil {
-				problems = append(problems, fail(line, "key_id %s: %v", key, err))
-				continue
-			}
-			ln.ImageSHA256, ln.MaskSHA256 = d[0], d[1]
-		}
-		if c := opt.Source[key]; opt.Source != nil && c == nil {
-			problems = append(problems, fail(line, "key_id %s is not in --source", key))
-			continue
-		}
-		lines = append(lines, ln)
 	}
 	return lines, problems
+}
+
+// readSheetFile reads one sheet, bounded, without its BOM (spreadsheet
+// programs add one).
+func readSheetFile(path string) ([]byte, error) {
+	f, err := imagefile.Open(path, imagefile.Follow)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSheetBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxSheetBytes {
+		return nil, fmt.Errorf("larger than %d MiB", maxSheetBytes>>20)
+	}
+	return bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), nil
+}
+
+// sheetCols locates a sheet's columns (-1: absent).
+type sheetCols struct {
+	key, decision, image, mask int
+	decisionName               string // the decision column's header cell
+	legacyCell                 bool   // any non-empty decision cell accepts
+}
+
+// sheetColumns recognises review_sheet.csv (key_id, decision) or a
+// reference sheet (key_id, optimal? or optimal); ok is false for neither.
+// The first of repeated headers counts.
+func sheetColumns(header []string, legacy bool) (c sheetCols, ok bool) {
+	col := map[string]int{}
+	for i, h := range header {
+		h = strings.TrimSpace(h)
+		if _, dup := col[h]; !dup {
+			col[h] = i
+		}
+	}
+	index := func(name string) int {
+		if i, ok := col[name]; ok {
+			return i
+		}
+		return -1
+	}
+	c = sheetCols{key: index("key_id"), decision: index("decision"), image: index("image_sha256"), mask: index("mask_sha256")}
+	optCol := index("optimal?")
+	if optCol < 0 {
+		optCol = index("optimal")
+	}
+	switch {
+	case c.key < 0:
+		return sheetCols{}, false
+	case c.decision >= 0: // review_sheet.csv
+	case optCol >= 0: // a reference sheet
+		c.decision, c.legacyCell = optCol, legacy
+	default:
+		return sheetCols{}, false
+	}
+	c.decisionName = header[c.decision]
+	return c, true
+}
+
+// sheetRows turns the rows of one sheet into log lines.
+type sheetRows struct {
+	cols            sheetCols
+	opt             ImportOptions
+	reviewer, stamp string
+	loader          *source.Loader
+	bound           map[string][2]*string
+}
+
+// line returns the row's log line, nil for a row without a decision, or
+// the row's problem.
+func (s *sheetRows) line(rec []string) (*Line, error) {
+	cell := func(i int) string {
+		if i >= 0 && i < len(rec) {
+			return strings.TrimSpace(rec[i])
+		}
+		return ""
+	}
+	key := cell(s.cols.key)
+	raw := cell(s.cols.decision)
+	var dec string
+	if s.cols.legacyCell {
+		if raw != "" {
+			dec = DecisionAccept
+		}
+	} else {
+		var err error
+		if dec, err = mapDecision(raw); err != nil {
+			return nil, fmt.Errorf("%s %q: %v", s.cols.decisionName, raw, err)
+		}
+	}
+	if dec == "" {
+		return nil, nil
+	}
+	if key == "" {
+		return nil, errors.New("key_id is empty")
+	}
+	ln := &Line{KeyID: key, Decision: dec, Reviewer: s.reviewer, Time: s.stamp}
+	if img := cell(s.cols.image); img != "" {
+		if !hexDigest.MatchString(img) {
+			return nil, fmt.Errorf("image_sha256 %q is not 64 lowercase hex digits", img)
+		}
+		ln.ImageSHA256 = &img
+		if m := cell(s.cols.mask); m != "" {
+			if !hexDigest.MatchString(m) {
+				return nil, fmt.Errorf("mask_sha256 %q is not 64 lowercase hex digits", m)
+			}
+			ln.MaskSHA256 = &m
+		}
+	} else {
+		if s.opt.Source == nil {
+			return nil, fmt.Errorf("key_id %s: the row carries no digests; pass --source FILE (the manifest or candidates the sheet was made from) to bind it to the current inputs", key)
+		}
+		d, err := bindDigests(key, s.opt.Source, s.loader, s.bound)
+		if err != nil {
+			return nil, fmt.Errorf("key_id %s: %v", key, err)
+		}
+		ln.ImageSHA256, ln.MaskSHA256 = d[0], d[1]
+	}
+	if c := s.opt.Source[key]; s.opt.Source != nil && c == nil {
+		return nil, fmt.Errorf("key_id %s is not in --source", key)
+	}
+	return ln, nil
 }
 
 // bindDigests computes the current review digests of key's inputs.

@@ -153,6 +153,9 @@ func TestImportErrors(t *testing.T) {
 		{"unknown key", hdr + "edema_zz_positive_0,edema,positive,,,,,y\r\n", "not in --source"},
 		{"header", "a,b,c\r\n1,2,3\r\n", ":1: header is neither"},
 		{"ragged", hdr + "a,b\r\n", ":2:"},
+		// CSV syntax errors once made the import panic.
+		{"bare quote row", hdr + k + ",edema,positive,,,,,y\r\n\"bad\r\n", `:3: parse error on line 3, column 6: extraneous or missing " in quoted-field`},
+		{"bare quote in field", hdr + "a\"b,edema,positive,,,,,y\r\n", `:2: parse error on line 2, column 2: bare " in non-quoted-field`},
 	}
 	for _, tc := range tests {
 		p := writeFile(t, filepath.Join(dir, tc.name+".csv"), tc.data)

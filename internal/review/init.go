@@ -61,9 +61,49 @@ func Init(path string, cases []*source.Case, opt InitOptions) ([]Credential, err
 	if len(cases) == 0 {
 		return nil, errors.New("the source has no cases to review")
 	}
-	digests, err := caseDigests(cases, opt.Workers)
+	kept, kd, err := readableCases(cases, opt)
 	if err != nil {
 		return nil, err
+	}
+	names := make([]string, opt.Reviewers)
+	for i := range names {
+		names[i] = "r" + strconv.Itoa(i+1)
+	}
+	assign := Assign(kept, opt.Reviewers, opt.Overlap, opt.Seed)
+
+	s, err := create(path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	var creds []Credential
+	err = s.tx(context.Background(), func(tx *sql.Tx) error {
+		if err := insertMeta(tx, opt, s.stamp()); err != nil {
+			return err
+		}
+		ids, c, err := insertReviewers(tx, names)
+		if err != nil {
+			return err
+		}
+		creds = c
+		return insertCases(tx, kept, kd, assign, ids)
+	})
+	if err != nil {
+		s.Close()
+		os.Remove(path)
+		os.Remove(path + "-wal")
+		os.Remove(path + "-shm")
+		return nil, fmt.Errorf("review db %s: %v", path, err)
+	}
+	return creds, nil
+}
+
+// readableCases computes the cases' digests and keeps the cases that
+// could be read, warning about the others.
+func readableCases(cases []*source.Case, opt InitOptions) ([]*source.Case, []caseDigest, error) {
+	digests, err := caseDigests(cases, opt.Workers)
+	if err != nil {
+		return nil, nil, err
 	}
 	var kept []*source.Case
 	var kd []caseDigest
@@ -78,88 +118,82 @@ func Init(path string, cases []*source.Case, opt InitOptions) ([]Credential, err
 		kd = append(kd, d)
 	}
 	if len(kept) == 0 {
-		return nil, errors.New("no case of the source could be read (see the warnings)")
+		return nil, nil, errors.New("no case of the source could be read (see the warnings)")
 	}
-	names := make([]string, opt.Reviewers)
-	for i := range names {
-		names[i] = "r" + strconv.Itoa(i+1)
-	}
-	assign := Assign(kept, opt.Reviewers, opt.Overlap, opt.Seed)
+	return kept, kd, nil
+}
 
-	s, err := create(path)
-	if err != nil {
-		return nil, err
+// insertMeta records the review's settings.
+func insertMeta(tx *sql.Tx, opt InitOptions, created string) error {
+	for k, v := range map[string]string{
+		"schema": schemaID, "locked": "0", "overlap": strconv.Itoa(opt.Overlap),
+		"reviewers": strconv.Itoa(opt.Reviewers), "seed": strconv.FormatUint(opt.Seed, 10),
+		"source": opt.Source, "created": created,
+	} {
+		if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, k, v); err != nil {
+			return err
+		}
 	}
-	defer s.Close()
-	creds := make([]Credential, 0, opt.Reviewers+1)
-	ctx := context.Background()
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		for k, v := range map[string]string{
-			"schema": schemaID, "locked": "0", "overlap": strconv.Itoa(opt.Overlap),
-			"reviewers": strconv.Itoa(opt.Reviewers), "seed": strconv.FormatUint(opt.Seed, 10),
-			"source": opt.Source, "created": s.stamp(),
-		} {
-			if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, k, v); err != nil {
-				return err
-			}
+	return nil
+}
+
+// insertReviewers creates the reviewers and the admin with fresh tokens;
+// ids are the reviewers' row ids (without the admin's).
+func insertReviewers(tx *sql.Tx, names []string) (ids []int64, creds []Credential, err error) {
+	ids = make([]int64, len(names))
+	creds = make([]Credential, 0, len(names)+1)
+	for i, n := range append(names, AdminName) {
+		tok, err := newToken()
+		if err != nil {
+			return nil, nil, err
 		}
-		ids := make([]int64, len(names))
-		for i, n := range append(names, AdminName) {
-			tok, err := newToken()
-			if err != nil {
-				return err
-			}
-			res, err := tx.Exec(`INSERT INTO reviewers(name, token_sha256, is_admin) VALUES(?, ?, ?)`, n, tokenHash(tok), n == AdminName)
-			if err != nil {
-				return err
-			}
-			if i < len(ids) {
-				ids[i], _ = res.LastInsertId()
-			}
-			creds = append(creds, Credential{Name: n, Token: tok})
+		res, err := tx.Exec(`INSERT INTO reviewers(name, token_sha256, is_admin) VALUES(?, ?, ?)`, n, tokenHash(tok), n == AdminName)
+		if err != nil {
+			return nil, nil, err
 		}
-		insCase, err := tx.Prepare(`INSERT INTO cases(id, key_id, case_id, lesion, label, image_path, image_id, image_sha256, mask_sha256, mask_png, report, location_hints, source_type)
+		if i < len(ids) {
+			ids[i], _ = res.LastInsertId()
+		}
+		creds = append(creds, Credential{Name: n, Token: tok})
+	}
+	return ids, creds, nil
+}
+
+// insertCases stores the kept cases (ids from 1, in order) and their
+// assignments to the reviewers of ids.
+func insertCases(tx *sql.Tx, kept []*source.Case, kd []caseDigest, assign [][]int, ids []int64) error {
+	insCase, err := tx.Prepare(`INSERT INTO cases(id, key_id, case_id, lesion, label, image_path, image_id, image_sha256, mask_sha256, mask_png, report, location_hints, source_type)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)`)
-		if err != nil {
-			return err
-		}
-		insAssign, err := tx.Prepare(`INSERT INTO assignments(case_id, reviewer_id, pos) VALUES(?,?,?)`)
-		if err != nil {
-			return err
-		}
-		for i, c := range kept {
-			id := int64(i + 1)
-			var imageID, maskSHA any
-			if c.ImageID != nil {
-				imageID = *c.ImageID
-			}
-			if kd[i].mask != "" {
-				maskSHA = kd[i].mask
-			}
-			var maskPNG any
-			if kd[i].maskPNG != nil {
-				maskPNG = kd[i].maskPNG
-			}
-			if _, err := insCase.Exec(id, c.KeyID(), c.CaseID, c.Lesion, c.Label, c.Image, imageID, kd[i].image, maskSHA, maskPNG,
-				kd[i].report, joinHints(cleanHints(c.LocationHints)), c.SourceType); err != nil {
-				return fmt.Errorf("case %s: %v", c.KeyID(), err)
-			}
-			for pos, r := range assign[i] {
-				if _, err := insAssign.Exec(id, ids[r], pos); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
 	if err != nil {
-		s.Close()
-		os.Remove(path)
-		os.Remove(path + "-wal")
-		os.Remove(path + "-shm")
-		return nil, fmt.Errorf("review db %s: %v", path, err)
+		return err
 	}
-	return creds, nil
+	insAssign, err := tx.Prepare(`INSERT INTO assignments(case_id, reviewer_id, pos) VALUES(?,?,?)`)
+	if err != nil {
+		return err
+	}
+	for i, c := range kept {
+		id := int64(i + 1)
+		var imageID, maskSHA, maskPNG any
+		if c.ImageID != nil {
+			imageID = *c.ImageID
+		}
+		if kd[i].mask != "" {
+			maskSHA = kd[i].mask
+		}
+		if kd[i].maskPNG != nil {
+			maskPNG = kd[i].maskPNG
+		}
+		if _, err := insCase.Exec(id, c.KeyID(), c.CaseID, c.Lesion, c.Label, c.Image, imageID, kd[i].image, maskSHA, maskPNG,
+			kd[i].report, joinHints(cleanHints(c.LocationHints)), c.SourceType); err != nil {
+			return fmt.Errorf("case %s: %v", c.KeyID(), err)
+		}
+		for pos, r := range assign[i] {
+			if _, err := insAssign.Exec(id, ids[r], pos); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // cleanHints drops empty hints and line breaks (the store joins hints by

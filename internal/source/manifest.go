@@ -112,190 +112,269 @@ var manifestFields = map[string]bool{
 	"rank": true, "source_type": true, "sample_seed": true,
 }
 
+// parseLine checks one non-empty line and returns its case and whether it
+// has a rank (a candidates line).
 func parseLine(raw []byte, dir string) (*Case, bool, error) {
+	fields, err := lineFields(raw)
+	if err != nil {
+		return nil, false, err
+	}
+	// The parts keep the checks' historical order, so a line with several
+	// problems still reports the same one first.
+	c := &Case{}
+	if err := parseRequired(c, fields, dir); err != nil {
+		return nil, false, err
+	}
+	if err := parseMaskFields(c, fields, dir); err != nil {
+		return nil, false, err
+	}
+	if err := parseTextFields(c, fields, dir); err != nil {
+		return nil, false, err
+	}
+	if err := checkPositive(c); err != nil {
+		return nil, false, err
+	}
+	if err := parseSamplingFields(c, fields); err != nil {
+		return nil, false, err
+	}
+	return c, fields["rank"] != nil, nil
+}
+
+// lineFields parses one line into its fields, refusing unknown and
+// repeated ones.
+func lineFields(raw []byte) (map[string]*ojson.Value, error) {
 	v, err := ojson.Parse(raw)
 	if err != nil {
 		var se *ojson.SyntaxError
 		if errors.As(err, &se) {
-			return nil, false, fmt.Errorf("not valid JSON at column %d: %s", se.Col, se.Msg)
+			return nil, fmt.Errorf("not valid JSON at column %d: %s", se.Col, se.Msg)
 		}
-		return nil, false, fmt.Errorf("not valid JSON: %v", err)
+		return nil, fmt.Errorf("not valid JSON: %v", err)
 	}
 	if v.Kind != ojson.KindObject {
-		return nil, false, fmt.Errorf("not a JSON object")
+		return nil, fmt.Errorf("not a JSON object")
 	}
 	fields := map[string]*ojson.Value{}
 	for _, m := range v.O {
 		if !manifestFields[m.Key] {
-			return nil, false, fmt.Errorf("unknown field %q", m.Key)
+			return nil, fmt.Errorf("unknown field %q", m.Key)
 		}
 		if _, dup := fields[m.Key]; dup {
-			return nil, false, fmt.Errorf("field %q appears twice", m.Key)
+			return nil, fmt.Errorf("field %q appears twice", m.Key)
 		}
 		fields[m.Key] = m.Value
 	}
-	c := &Case{}
+	return fields, nil
+}
+
+// given returns the field's value, or nil when it is absent or null.
+func given(fields map[string]*ojson.Value, name string) *ojson.Value {
+	if f := fields[name]; f != nil && f.Kind != ojson.KindNull {
+		return f
+	}
+	return nil
+}
+
+// parseRequired reads case_id, lesion, label and image.
+func parseRequired(c *Case, fields map[string]*ojson.Value, dir string) error {
 	for _, name := range []string{"case_id", "lesion", "label", "image"} {
-		if f := fields[name]; f == nil || f.Kind == ojson.KindNull {
-			return nil, false, fmt.Errorf("missing required field %q", name)
+		if given(fields, name) == nil {
+			return fmt.Errorf("missing required field %q", name)
 		}
 	}
+	var err error
 	if c.CaseID, err = strField(fields, "case_id"); err != nil {
-		return nil, false, err
+		return err
 	}
 	if c.Lesion, err = strField(fields, "lesion"); err != nil {
-		return nil, false, err
+		return err
 	}
 	if !benchmark.IsLesion(c.Lesion) {
-		return nil, false, fmt.Errorf("lesion %q is not one of the seven lesions (%s)", c.Lesion, strings.Join(benchmark.Lesions, ", "))
+		return fmt.Errorf("lesion %q is not one of the seven lesions (%s)", c.Lesion, strings.Join(benchmark.Lesions, ", "))
 	}
 	if c.Label, err = strField(fields, "label"); err != nil {
-		return nil, false, err
+		return err
 	}
 	if c.Label != "positive" && c.Label != "negative" {
-		return nil, false, fmt.Errorf("label %q is not \"positive\" or \"negative\"", c.Label)
+		return fmt.Errorf("label %q is not \"positive\" or \"negative\"", c.Label)
 	}
 	if err := checkCaseID(c.CaseID, c.Label); err != nil {
-		return nil, false, err
+		return err
 	}
-	if c.Image, err = pathField(fields, "image", dir); err != nil {
-		return nil, false, err
-	}
-	if f := fields["image_id"]; f != nil && f.Kind != ojson.KindNull {
+	c.Image, err = pathField(fields, "image", dir)
+	return err
+}
+
+// parseMaskFields reads image_id, lesion_masks, lung_masks, chexmask and
+// heart_mask.
+func parseMaskFields(c *Case, fields map[string]*ojson.Value, dir string) error {
+	if given(fields, "image_id") != nil {
 		s, err := strField(fields, "image_id")
 		if err != nil {
-			return nil, false, err
+			return err
 		}
 		if s == "" {
-			return nil, false, fmt.Errorf("image_id is empty")
+			return fmt.Errorf("image_id is empty")
 		}
 		c.ImageID = &s
 	}
-	if f := fields["lesion_masks"]; f != nil && f.Kind != ojson.KindNull {
+	if f := given(fields, "lesion_masks"); f != nil {
 		if f.Kind != ojson.KindArray {
-			return nil, false, fmt.Errorf("lesion_masks is %s, want an array of paths", f.Kind)
+			return fmt.Errorf("lesion_masks is %s, want an array of paths", f.Kind)
 		}
 		for i, e := range f.A {
 			p, err := resolvePath(e, fmt.Sprintf("lesion_masks[%d]", i), dir)
 			if err != nil {
-				return nil, false, err
+				return err
 			}
 			c.LesionMasks = append(c.LesionMasks, p)
 		}
 	}
-	if f := fields["lung_masks"]; f != nil && f.Kind != ojson.KindNull {
-		if f.Kind != ojson.KindObject {
-			return nil, false, fmt.Errorf("lung_masks is %s, want {\"right\": path, \"left\": path}", f.Kind)
+	var err error
+	if f := given(fields, "lung_masks"); f != nil {
+		if c.LungMasks, err = parseLungMasks(f, dir); err != nil {
+			return err
 		}
-		lp := &LungPaths{}
-		for _, m := range f.O {
-			switch m.Key {
-			case "right":
-				lp.Right, err = resolvePath(m.Value, "lung_masks.right", dir)
-			case "left":
-				lp.Left, err = resolvePath(m.Value, "lung_masks.left", dir)
-			default:
-				err = fmt.Errorf("lung_masks has unknown field %q", m.Key)
-			}
-			if err != nil {
-				return nil, false, err
-			}
-		}
-		if lp.Right == "" || lp.Left == "" {
-			return nil, false, fmt.Errorf("lung_masks needs both \"right\" and \"left\"")
-		}
-		c.LungMasks = lp
 	}
-	if f := fields["chexmask"]; f != nil && f.Kind != ojson.KindNull {
-		if f.Kind != ojson.KindObject {
-			return nil, false, fmt.Errorf("chexmask is %s, want {\"csv\": path, \"id\": string}", f.Kind)
+	if f := given(fields, "chexmask"); f != nil {
+		if c.Chexmask, err = parseChexmask(f, dir); err != nil {
+			return err
 		}
-		ref := &ChexmaskRef{SizeCheck: true}
-		var gotID bool
-		for _, m := range f.O {
-			switch m.Key {
-			case "csv":
-				ref.CSV, err = resolvePath(m.Value, "chexmask.csv", dir)
-			case "id":
-				if m.Value.Kind != ojson.KindString || m.Value.S == "" {
-					err = fmt.Errorf("chexmask.id must be a non-empty string")
-				}
-				ref.ID, gotID = m.Value.S, true
-			case "size_check":
-				if m.Value.Kind != ojson.KindBool {
-					err = fmt.Errorf("chexmask.size_check is %s, want true or false", m.Value.Kind)
-				}
-				ref.SizeCheck = m.Value.B
-			default:
-				err = fmt.Errorf("chexmask has unknown field %q", m.Key)
-			}
-			if err != nil {
-				return nil, false, err
-			}
-		}
-		if ref.CSV == "" || !gotID {
-			return nil, false, fmt.Errorf("chexmask needs \"csv\" and \"id\"")
-		}
-		c.Chexmask = ref
 	}
-	if c.HeartMask, err = optPathField(fields, "heart_mask", dir); err != nil {
-		return nil, false, err
+	c.HeartMask, err = optPathField(fields, "heart_mask", dir)
+	return err
+}
+
+// parseLungMasks reads {"right": path, "left": path}.
+func parseLungMasks(f *ojson.Value, dir string) (*LungPaths, error) {
+	if f.Kind != ojson.KindObject {
+		return nil, fmt.Errorf("lung_masks is %s, want {\"right\": path, \"left\": path}", f.Kind)
 	}
+	lp := &LungPaths{}
+	for _, m := range f.O {
+		var err error
+		switch m.Key {
+		case "right":
+			lp.Right, err = resolvePath(m.Value, "lung_masks.right", dir)
+		case "left":
+			lp.Left, err = resolvePath(m.Value, "lung_masks.left", dir)
+		default:
+			err = fmt.Errorf("lung_masks has unknown field %q", m.Key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if lp.Right == "" || lp.Left == "" {
+		return nil, fmt.Errorf("lung_masks needs both \"right\" and \"left\"")
+	}
+	return lp, nil
+}
+
+// parseChexmask reads {"csv": path, "id": string, "size_check": bool}.
+func parseChexmask(f *ojson.Value, dir string) (*ChexmaskRef, error) {
+	if f.Kind != ojson.KindObject {
+		return nil, fmt.Errorf("chexmask is %s, want {\"csv\": path, \"id\": string}", f.Kind)
+	}
+	ref := &ChexmaskRef{SizeCheck: true}
+	var gotID bool
+	for _, m := range f.O {
+		var err error
+		switch m.Key {
+		case "csv":
+			ref.CSV, err = resolvePath(m.Value, "chexmask.csv", dir)
+		case "id":
+			if m.Value.Kind != ojson.KindString || m.Value.S == "" {
+				err = fmt.Errorf("chexmask.id must be a non-empty string")
+			}
+			ref.ID, gotID = m.Value.S, true
+		case "size_check":
+			if m.Value.Kind != ojson.KindBool {
+				err = fmt.Errorf("chexmask.size_check is %s, want true or false", m.Value.Kind)
+			}
+			ref.SizeCheck = m.Value.B
+		default:
+			err = fmt.Errorf("chexmask has unknown field %q", m.Key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if ref.CSV == "" || !gotID {
+		return nil, fmt.Errorf("chexmask needs \"csv\" and \"id\"")
+	}
+	return ref, nil
+}
+
+// parseTextFields reads report_path, report, location_hints and source.
+func parseTextFields(c *Case, fields map[string]*ojson.Value, dir string) error {
+	var err error
 	if c.ReportPath, err = optPathField(fields, "report_path", dir); err != nil {
-		return nil, false, err
+		return err
 	}
-	if f := fields["report"]; f != nil && f.Kind != ojson.KindNull {
+	if given(fields, "report") != nil {
 		if c.Report, err = strField(fields, "report"); err != nil {
-			return nil, false, err
+			return err
 		}
 	}
-	if f := fields["location_hints"]; f != nil && f.Kind != ojson.KindNull {
+	if f := given(fields, "location_hints"); f != nil {
 		if f.Kind != ojson.KindArray {
-			return nil, false, fmt.Errorf("location_hints is %s, want an array of strings", f.Kind)
+			return fmt.Errorf("location_hints is %s, want an array of strings", f.Kind)
 		}
 		for i, e := range f.A {
 			if e.Kind != ojson.KindString {
-				return nil, false, fmt.Errorf("location_hints[%d] is %s, want a string", i, e.Kind)
+				return fmt.Errorf("location_hints[%d] is %s, want a string", i, e.Kind)
 			}
 			c.LocationHints = append(c.LocationHints, e.S)
 		}
 	}
-	if f := fields["source"]; f != nil && f.Kind != ojson.KindNull {
+	if f := given(fields, "source"); f != nil {
 		if f.Kind != ojson.KindObject {
-			return nil, false, fmt.Errorf("source is %s, want an object", f.Kind)
+			return fmt.Errorf("source is %s, want an object", f.Kind)
 		}
 		c.Source = ojson.MarshalCompact(f)
 	}
-	if c.Positive() {
-		if len(c.LesionMasks) == 0 {
-			return nil, false, fmt.Errorf("positive case needs lesion_masks (one or more mask paths)")
-		}
-		if c.LungMasks == nil && c.Chexmask == nil {
-			return nil, false, fmt.Errorf("positive case needs a lung source: lung_masks and/or chexmask")
-		}
+	return nil
+}
+
+// checkPositive: a positive case needs its lesion masks and a lung source.
+func checkPositive(c *Case) error {
+	if !c.Positive() {
+		return nil
 	}
-	hasRank := false
+	if len(c.LesionMasks) == 0 {
+		return fmt.Errorf("positive case needs lesion_masks (one or more mask paths)")
+	}
+	if c.LungMasks == nil && c.Chexmask == nil {
+		return fmt.Errorf("positive case needs a lung source: lung_masks and/or chexmask")
+	}
+	return nil
+}
+
+// parseSamplingFields reads the candidates' rank, source_type and
+// sample_seed. A null rank is refused: every candidates line has one.
+func parseSamplingFields(c *Case, fields map[string]*ojson.Value) error {
 	if f := fields["rank"]; f != nil {
 		r, err := strconv.Atoi(f.N)
 		if f.Kind != ojson.KindNumber || err != nil || r < 0 {
-			return nil, false, fmt.Errorf("rank must be a non-negative integer")
+			return fmt.Errorf("rank must be a non-negative integer")
 		}
-		c.Rank, hasRank = r, true
+		c.Rank = r
 	}
-	if f := fields["source_type"]; f != nil && f.Kind != ojson.KindNull {
+	if f := given(fields, "source_type"); f != nil {
 		if f.Kind != ojson.KindString || (f.S != "global" && f.S != "basic" && f.S != "manifest") {
-			return nil, false, fmt.Errorf("source_type must be \"global\", \"basic\" or \"manifest\"")
+			return fmt.Errorf("source_type must be \"global\", \"basic\" or \"manifest\"")
 		}
 		c.SourceType = f.S
 	}
-	if f := fields["sample_seed"]; f != nil && f.Kind != ojson.KindNull {
+	if f := given(fields, "sample_seed"); f != nil {
 		s, err := strconv.ParseUint(f.N, 10, 64)
 		if f.Kind != ojson.KindNumber || err != nil {
-			return nil, false, fmt.Errorf("sample_seed must be an unsigned 64-bit integer or null")
+			return fmt.Errorf("sample_seed must be an unsigned 64-bit integer or null")
 		}
 		c.SampleSeed = &s
 	}
-	return c, hasRank, nil
+	return nil
 }
 
 // checkCaseID applies the pair-id pattern and the polarity rule.

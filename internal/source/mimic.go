@@ -59,11 +59,51 @@ type ilsPair struct {
 // <dicom_id>.png files (flat_png). Errors concern the whole source and name
 // the file and, for JSON problems, the line.
 func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string, cfg buildcfg.Config) ([]*Case, *MIMICStats, error) {
+	in, err := mimicPaths(cxrDir, ilsMasksDir, chexmaskCSV, lungPNGPattern, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := imagefile.Open(ilsJSON, imagefile.Follow)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: cannot read: %v", ilsJSON, unwrapPath(err))
+	}
+	defer f.Close()
+
+	r := &ilsReader{
+		path:      ilsJSON,
+		dec:       json.NewDecoder(bufio.NewReaderSize(f, 1<<20)),
+		in:        in,
+		cfg:       cfg,
+		wanted:    map[string]bool{},
+		st:        &MIMICStats{NoLesionMask: map[string]int{}, DuplicatePositive: map[string]int{}},
+		seenKey:   map[string]string{},
+		seenImage: map[string]string{},
+	}
+	for _, l := range cfg.Lesions {
+		r.wanted[l] = true
+	}
+	if err := r.readSplits(); err != nil {
+		return nil, nil, err
+	}
+	return r.cases, r.st, nil
+}
+
+// mimicInputs are FromMIMIC's checked, absolute input paths.
+type mimicInputs struct {
+	imgRoot     string // <dicom>.png (flat_png) or the p<XX>/… tree (jpg_tree)
+	masksDir    string
+	chexmaskCSV string
+	lungPattern string
+}
+
+// mimicPaths checks the lung sources and the directories and makes the
+// paths absolute.
+func mimicPaths(cxrDir, ilsMasksDir, chexmaskCSV, lungPNGPattern string, cfg buildcfg.Config) (mimicInputs, error) {
 	if chexmaskCSV == "" && lungPNGPattern == "" {
-		return nil, nil, fmt.Errorf("MIMIC sources need a lung source: --chexmask-csv and/or --lung-png-pattern")
+		return mimicInputs{}, fmt.Errorf("MIMIC sources need a lung source: --chexmask-csv and/or --lung-png-pattern")
 	}
 	if lungPNGPattern != "" && (!strings.Contains(lungPNGPattern, "{image_id}") || !strings.Contains(lungPNGPattern, "{side}")) {
-		return nil, nil, fmt.Errorf("--lung-png-pattern %q must contain {image_id} and {side}", lungPNGPattern)
+		return mimicInputs{}, fmt.Errorf("--lung-png-pattern %q must contain {image_id} and {side}", lungPNGPattern)
 	}
 	var err error
 	abs := func(p string) string {
@@ -76,103 +116,126 @@ func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string,
 	}
 	cxrDir, ilsMasksDir, chexmaskCSV, lungPNGPattern = abs(cxrDir), abs(ilsMasksDir), abs(chexmaskCSV), abs(lungPNGPattern)
 	if err != nil {
-		return nil, nil, err
+		return mimicInputs{}, err
 	}
 	for _, d := range []string{cxrDir, ilsMasksDir} {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			return nil, nil, fmt.Errorf("%s: not a readable directory", d)
+			return mimicInputs{}, fmt.Errorf("%s: not a readable directory", d)
 		}
 	}
-	// imgRoot holds <dicom>.png (flat_png) or the p<XX>/… tree (jpg_tree).
-	imgRoot := cxrDir
+	in := mimicInputs{imgRoot: cxrDir, masksDir: ilsMasksDir, chexmaskCSV: chexmaskCSV, lungPattern: lungPNGPattern}
 	if cfg.MimicLayout != "flat_png" {
-		if imgRoot, err = mimicFilesDir(cxrDir); err != nil {
-			return nil, nil, err
+		if in.imgRoot, err = mimicFilesDir(cxrDir); err != nil {
+			return mimicInputs{}, err
 		}
 	}
-	f, err := imagefile.Open(ilsJSON, imagefile.Follow)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: cannot read: %v", ilsJSON, unwrapPath(err))
-	}
-	defer f.Close()
+	return in, nil
+}
 
-	wanted := map[string]bool{}
-	for _, l := range cfg.Lesions {
-		wanted[l] = true
-	}
-	st := &MIMICStats{NoLesionMask: map[string]int{}, DuplicatePositive: map[string]int{}}
-	var cases []*Case
-	seenKey := map[string]string{}   // key_id → study
-	seenImage := map[string]string{} // lesion + dicom_id → pair id of the kept positive
+// ilsReader streams the MIMIC-ILS JSON and collects the cases of the
+// configured split.
+type ilsReader struct {
+	path      string
+	dec       *json.Decoder
+	in        mimicInputs
+	cfg       buildcfg.Config
+	wanted    map[string]bool
+	st        *MIMICStats
+	cases     []*Case
+	seenKey   map[string]string // key_id → study
+	seenImage map[string]string // lesion + dicom_id → pair id of the kept positive
+}
 
-	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
-	fail := func(msg string, args ...any) error {
-		line := lineAt(ilsJSON, dec.InputOffset())
-		return &LineError{File: ilsJSON, Line: line, Msg: fmt.Sprintf(msg, args...)}
+// fail reports a problem at the decoder's current line.
+func (r *ilsReader) fail(msg string, args ...any) error {
+	line := lineAt(r.path, r.dec.InputOffset())
+	return &LineError{File: r.path, Line: line, Msg: fmt.Sprintf(msg, args...)}
+}
+
+// jsonFail reports a decoding error at its offset when it has one.
+func (r *ilsReader) jsonFail(err error) error {
+	var se *json.SyntaxError
+	off := r.dec.InputOffset()
+	if errors.As(err, &se) {
+		off = se.Offset
 	}
-	jsonFail := func(err error) error {
-		var se *json.SyntaxError
-		off := dec.InputOffset()
-		if errors.As(err, &se) {
-			off = se.Offset
-		}
-		return &LineError{File: ilsJSON, Line: lineAt(ilsJSON, off), Msg: "invalid JSON: " + err.Error()}
-	}
-	if err := expectDelim(dec, '{'); err != nil {
-		return nil, nil, fail("the top level must be an object of splits (train/val/test)")
+	return &LineError{File: r.path, Line: lineAt(r.path, off), Msg: "invalid JSON: " + err.Error()}
+}
+
+// readSplits reads the top-level object, skipping the other splits.
+func (r *ilsReader) readSplits() error {
+	if err := expectDelim(r.dec, '{'); err != nil {
+		return r.fail("the top level must be an object of splits (train/val/test)")
 	}
 	found := false
-	for dec.More() {
-		tok, err := dec.Token()
+	for r.dec.More() {
+		tok, err := r.dec.Token()
 		if err != nil {
-			return nil, nil, jsonFail(err)
+			return r.jsonFail(err)
 		}
 		split, _ := tok.(string)
-		if split != cfg.ILSSplit {
-			if err := skipValue(dec); err != nil {
-				return nil, nil, jsonFail(err)
+		if split != r.cfg.ILSSplit {
+			if err := skipValue(r.dec); err != nil {
+				return r.jsonFail(err)
 			}
 			continue
 		}
 		found = true
-		if err := expectDelim(dec, '{'); err != nil {
-			return nil, nil, fail("split %q must be an object of studies", split)
-		}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return nil, nil, jsonFail(err)
-			}
-			studyID, _ := tok.(string)
-			var s ilsStudy
-			if err := dec.Decode(&s); err != nil {
-				var te *json.UnmarshalTypeError
-				if errors.As(err, &te) {
-					return nil, nil, fail("study %s: field %s has the wrong type (%s, want %s)", studyID, te.Field, te.Value, te.Type)
-				}
-				return nil, nil, jsonFail(err)
-			}
-			st.Studies++
-			cs, err := studyCases(studyID, &s, imgRoot, ilsMasksDir, chexmaskCSV, lungPNGPattern, cfg, wanted, st, seenImage)
-			if err != nil {
-				return nil, nil, fail("%v", err)
-			}
-			for _, c := range cs {
-				if prev, dup := seenKey[c.KeyID()]; dup {
-					return nil, nil, fail("study %s: key_id %s repeats one of study %s", studyID, c.KeyID(), prev)
-				}
-				seenKey[c.KeyID()] = studyID
-			}
-			cases = append(cases, cs...)
-		}
-		if _, err := dec.Token(); err != nil { // closing '}'
-			return nil, nil, jsonFail(err)
+		if err := r.readSplit(split); err != nil {
+			return err
 		}
 	}
 	if !found {
-		return nil, nil, &LineError{File: ilsJSON, Msg: fmt.Sprintf("no split %q (ils_split)", cfg.ILSSplit)}
+		return &LineError{File: r.path, Msg: fmt.Sprintf("no split %q (ils_split)", r.cfg.ILSSplit)}
 	}
-	return cases, st, nil
+	return nil
+}
+
+// readSplit reads one split's object of studies.
+func (r *ilsReader) readSplit(split string) error {
+	if err := expectDelim(r.dec, '{'); err != nil {
+		return r.fail("split %q must be an object of studies", split)
+	}
+	for r.dec.More() {
+		if err := r.readStudy(); err != nil {
+			return err
+		}
+	}
+	if _, err := r.dec.Token(); err != nil { // closing '}'
+		return r.jsonFail(err)
+	}
+	return nil
+}
+
+// readStudy reads one study and appends its cases.
+func (r *ilsReader) readStudy() error {
+	tok, err := r.dec.Token()
+	if err != nil {
+		return r.jsonFail(err)
+	}
+	studyID, _ := tok.(string)
+	var s ilsStudy
+	if err := r.dec.Decode(&s); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return r.fail("study %s: field %s has the wrong type (%s, want %s)", studyID, te.Field, te.Value, te.Type)
+		}
+		return r.jsonFail(err)
+	}
+	r.st.Studies++
+	in := r.in
+	cs, err := studyCases(studyID, &s, in.imgRoot, in.masksDir, in.chexmaskCSV, in.lungPattern, r.cfg, r.wanted, r.st, r.seenImage)
+	if err != nil {
+		return r.fail("%v", err)
+	}
+	for _, c := range cs {
+		if prev, dup := r.seenKey[c.KeyID()]; dup {
+			return r.fail("study %s: key_id %s repeats one of study %s", studyID, c.KeyID(), prev)
+		}
+		r.seenKey[c.KeyID()] = studyID
+	}
+	r.cases = append(r.cases, cs...)
+	return nil
 }
 
 // studyCases turns one study into cases: pass 1 global positives, pass 2

@@ -139,104 +139,12 @@ func checkRecordFiles(imgDir string, r *recInfo, byName map[string]fs.DirEntry, 
 		return
 	}
 
-	// Expected files (relative to the record folder) and their kinds.
-	want := map[string]imageKind{benchmark.XrayRel: rgbImage}
-	if r.path != benchmark.LesionFree && r.ceRel != "" {
-		want[r.ceRel] = rgbImage
-	}
-	optDir := ""
-	if r.path == benchmark.RevisionRequired && !r.contourUnknown {
-		want[benchmark.PointsRel] = pointsImage
-		optDir = benchmark.RevisionDir
-		for _, o := range r.options {
-			if o.file != "" {
-				want[optDir+"/"+o.file] = rgbImage
-			}
-		}
-	}
-	wantDir := map[string]bool{}
-	for p := range want {
-		for d := path.Dir(p); d != "."; d = path.Dir(d) {
-			wantDir[d] = true
-		}
-	}
-	if r.path == benchmark.RevisionRequired && !r.contourUnknown {
-		wantDir[benchmark.RevisionDir] = true
-	}
-
-	found := map[string]bool{}
-	blocked := map[string]bool{} // expected dirs that are links or not dirs
-	var optFiles []string
-	digests := map[string]*imageDigest{} // option file name → digest (deep only)
-	var walk func(rel string)
-	walk = func(rel string) {
-		dir := filepath.Join(imgDir, key, filepath.FromSlash(rel))
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			s.add(Error, "not_regular_file", key, base+"/"+rel, "cannot list directory: %v", err)
-			blocked[rel] = true
-			return
-		}
-		for _, e := range ents {
-			name := e.Name()
-			p := name
-			if rel != "" {
-				p = rel + "/" + name
-			}
-			loc := base + "/" + p
-			switch {
-			case e.Type()&fs.ModeSymlink != 0:
-				s.add(Error, "symlink", key, loc, "symbolic link; it is not followed")
-				blocked[p] = true
-				found[p] = true
-			case leftover(name):
-				s.add(Warning, "unexpected_file", key, loc, "leftover of an interrupted write")
-			case r.contourUnknown && p == benchmark.ContourDir:
-				// contour_qa could not be read, so nothing is known about
-				// what this folder should hold.
-			case e.IsDir():
-				if wantDir[p] {
-					walk(p)
-				} else if _, isFile := want[p]; isFile {
-					s.add(Error, "not_regular_file", key, loc, "expected an image file, found a directory")
-					found[p] = true
-				} else {
-					s.add(Warning, "unexpected_file", key, loc, "unexpected folder for a %s record", r.path)
-				}
-			default:
-				if rel == optDir && strings.HasPrefix(name, "option_") {
-					optFiles = append(optFiles, name)
-				}
-				kind, isWanted := want[p]
-				if !isWanted {
-					if rel == optDir && strings.HasPrefix(name, "option_") {
-						continue // judged by option_image_mismatch below
-					}
-					if wantDir[p] {
-						s.add(Error, "not_regular_file", key, loc, "expected a directory, found a file")
-						blocked[p] = true
-						continue
-					}
-					s.add(Warning, "unexpected_file", key, loc, "file not part of a %s record", r.path)
-					continue
-				}
-				found[p] = true
-				if !e.Type().IsRegular() {
-					s.add(Error, "not_regular_file", key, loc, "expected image is not a regular file (%s)", e.Type())
-					continue
-				}
-				d := checkImage(filepath.Join(dir, name), loc, key, kind, opt.Deep, s)
-				if d != nil && rel == optDir {
-					digests[name] = d
-				}
-			}
-		}
-	}
-	walk("")
+	w := newRecordWalk(imgDir, r, opt, s)
+	w.walk("")
 
 	var missing []string
-	for p := range want {
-		if !found[p] && !underBlocked(p, blocked) {
+	for p := range w.want {
+		if !w.found[p] && !underBlocked(p, w.blocked) {
 			missing = append(missing, p)
 		}
 	}
@@ -245,9 +153,135 @@ func checkRecordFiles(imgDir string, r *recInfo, byName map[string]fs.DirEntry, 
 		s.add(Error, "missing_image", key, base+"/"+p, "required image is absent")
 	}
 
-	if r.path == benchmark.RevisionRequired && !r.contourUnknown && !underBlocked(benchmark.RevisionDir+"/x", blocked) {
-		checkOptionFiles(r, optFiles, base+"/"+benchmark.RevisionDir, s)
-		checkIdenticalOptions(r, digests, base+"/"+benchmark.RevisionDir, s)
+	if r.path == benchmark.RevisionRequired && !r.contourUnknown && !underBlocked(benchmark.RevisionDir+"/x", w.blocked) {
+		checkOptionFiles(r, w.optFiles, base+"/"+benchmark.RevisionDir, s)
+		checkIdenticalOptions(r, w.digests, base+"/"+benchmark.RevisionDir, s)
+	}
+}
+
+// recordWalk walks one record folder against the files its record
+// expects.
+type recordWalk struct {
+	imgDir, base string
+	r            *recInfo
+	opt          Options
+	s            *sink
+
+	want    map[string]imageKind // expected files (relative to the record folder) and their kinds
+	wantDir map[string]bool      // the directories holding them
+	optDir  string               // the revision options' directory, "" when none is expected
+
+	found    map[string]bool
+	blocked  map[string]bool // expected dirs that are links or not dirs
+	optFiles []string
+	digests  map[string]*imageDigest // option file name → digest (deep only)
+}
+
+func newRecordWalk(imgDir string, r *recInfo, opt Options, s *sink) *recordWalk {
+	w := &recordWalk{
+		imgDir: imgDir, base: benchmark.ImagesDir + "/" + r.key, r: r, opt: opt, s: s,
+		want:    map[string]imageKind{benchmark.XrayRel: rgbImage},
+		wantDir: map[string]bool{},
+		found:   map[string]bool{},
+		blocked: map[string]bool{},
+		digests: map[string]*imageDigest{},
+	}
+	if r.path != benchmark.LesionFree && r.ceRel != "" {
+		w.want[r.ceRel] = rgbImage
+	}
+	if r.path == benchmark.RevisionRequired && !r.contourUnknown {
+		w.want[benchmark.PointsRel] = pointsImage
+		w.optDir = benchmark.RevisionDir
+		for _, o := range r.options {
+			if o.file != "" {
+				w.want[w.optDir+"/"+o.file] = rgbImage
+			}
+		}
+	}
+	for p := range w.want {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			w.wantDir[d] = true
+		}
+	}
+	if r.path == benchmark.RevisionRequired && !r.contourUnknown {
+		w.wantDir[benchmark.RevisionDir] = true
+	}
+	return w
+}
+
+// walk checks the entries of directory rel ("" = the record folder).
+func (w *recordWalk) walk(rel string) {
+	key := w.r.key
+	dir := filepath.Join(w.imgDir, key, filepath.FromSlash(rel))
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		w.s.add(Error, "not_regular_file", key, w.base+"/"+rel, "cannot list directory: %v", err)
+		w.blocked[rel] = true
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		p := name
+		if rel != "" {
+			p = rel + "/" + name
+		}
+		loc := w.base + "/" + p
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			w.s.add(Error, "symlink", key, loc, "symbolic link; it is not followed")
+			w.blocked[p] = true
+			w.found[p] = true
+		case leftover(name):
+			w.s.add(Warning, "unexpected_file", key, loc, "leftover of an interrupted write")
+		case w.r.contourUnknown && p == benchmark.ContourDir:
+			// contour_qa could not be read, so nothing is known about
+			// what this folder should hold.
+		case e.IsDir():
+			w.dir(p, loc)
+		default:
+			w.file(rel, dir, e, p, loc)
+		}
+	}
+}
+
+// dir handles a subdirectory at p.
+func (w *recordWalk) dir(p, loc string) {
+	switch _, isFile := w.want[p]; {
+	case w.wantDir[p]:
+		w.walk(p)
+	case isFile:
+		w.s.add(Error, "not_regular_file", w.r.key, loc, "expected an image file, found a directory")
+		w.found[p] = true
+	default:
+		w.s.add(Warning, "unexpected_file", w.r.key, loc, "unexpected folder for a %s record", w.r.path)
+	}
+}
+
+// file handles a non-directory entry e of directory rel (dir on disk) at p.
+func (w *recordWalk) file(rel, dir string, e fs.DirEntry, p, loc string) {
+	key, name := w.r.key, e.Name()
+	isOption := rel == w.optDir && strings.HasPrefix(name, "option_")
+	if isOption {
+		w.optFiles = append(w.optFiles, name)
+	}
+	kind, isWanted := w.want[p]
+	switch {
+	case !isWanted && isOption:
+		// judged by option_image_mismatch
+	case !isWanted && w.wantDir[p]:
+		w.s.add(Error, "not_regular_file", key, loc, "expected a directory, found a file")
+		w.blocked[p] = true
+	case !isWanted:
+		w.s.add(Warning, "unexpected_file", key, loc, "file not part of a %s record", w.r.path)
+	case !e.Type().IsRegular():
+		w.found[p] = true
+		w.s.add(Error, "not_regular_file", key, loc, "expected image is not a regular file (%s)", e.Type())
+	default:
+		w.found[p] = true
+		d := checkImage(filepath.Join(dir, name), loc, key, kind, w.opt.Deep, w.s)
+		if d != nil && rel == w.optDir {
+			w.digests[name] = d
+		}
 	}
 }
 
