@@ -276,7 +276,7 @@ func evalOutcome(out io.Writer, sum *eval.Summary, err error) error {
 		if sum != nil {
 			fmt.Fprintln(out, sum.RunDir)
 		}
-		return withExit(2, err)
+		return withExit(2, withHints(err, evalHints...))
 	}
 	if sum.DryRun != nil {
 		sum.DryRun.Write(os.Stderr)

@@ -163,7 +163,7 @@ is replaced only with --force, and one holding anything else is refused
 				fmt.Fprintln(os.Stderr, "warning:", w)
 			}
 			fmt.Fprintf(os.Stderr, "imported %d records of %d in the benchmark as %s, oracle %s, %s parse (%s); timing, finish reasons and dropped records are not recoverable from all_results.json\n",
-				rep.Records, len(bench.Records), rep.RunName, om, pmode, since(start))
+				rep.Records, len(bench.Records), rep.RunName, om, pmode, time.Since(start).Round(time.Millisecond))
 			fmt.Println(rep.Dir)
 			return nil
 		},

@@ -42,7 +42,7 @@ anything else is refused (exit status 2, before anything is written).`,
 				return withExit(2, err)
 			}
 			fmt.Fprintf(os.Stderr, "merged %d shards: %d records (%d with status error) of %d selected (%s)\n",
-				rep.Shards, rep.Records, rep.Errors, rep.Selected, since(start))
+				rep.Shards, rep.Records, rep.Errors, rep.Selected, time.Since(start).Round(time.Millisecond))
 			if n := len(rep.Missing); n > 0 {
 				ex := rep.Missing
 				if n > 3 {

@@ -61,7 +61,7 @@ holding anything else is refused (exit status 2, before anything is written).`,
 				return withExit(2, err)
 			}
 			fmt.Fprintf(os.Stderr, "rescored %d records (%d asked turns) in %s mode; %d turn(s) changed correctness (%s)\n",
-				rep.Records, rep.TurnsRescored, parseMode, rep.LabelsChanged, since(start))
+				rep.Records, rep.TurnsRescored, parseMode, rep.LabelsChanged, time.Since(start).Round(time.Millisecond))
 			if rep.Oracle {
 				fmt.Fprintf(os.Stderr, "note: %s is an oracle run: only the labels changed; the conversation (oracle decisions, injected texts, patched history) is the source run's, made under its own parse mode\n",
 					filepath.Base(filepath.Clean(src)))

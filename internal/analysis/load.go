@@ -384,7 +384,7 @@ func (s *Set) checkRuns() {
 	if s.Bench != nil {
 		for _, r := range s.Runs {
 			if r.BenchmarkSHA256 != "" && r.BenchmarkSHA256 != s.Bench.SHA256 {
-				s.warnf("%s: made on benchmark sha256 %s, but the report uses %s (sha256 %s); its keys are matched by key_id", r.Dir, short(r.BenchmarkSHA256), s.Bench.Dir, short(s.Bench.SHA256))
+				s.warnf("%s: made on benchmark sha256 %s, but the report uses %s (sha256 %s); its keys are matched by key_id", r.Dir, results.ShortHash(r.BenchmarkSHA256), s.Bench.Dir, results.ShortHash(s.Bench.SHA256))
 			}
 			if r.Records == nil {
 				continue
@@ -421,7 +421,7 @@ func (s *Set) checkRuns() {
 	if len(hashes) > 1 {
 		var parts []string
 		for _, h := range slices.Sorted(maps.Keys(hashes)) {
-			parts = append(parts, short(h)+": "+strings.Join(hashes[h], ", "))
+			parts = append(parts, results.ShortHash(h)+": "+strings.Join(hashes[h], ", "))
 		}
 		s.warnf("runs were made on different benchmarks (%s); their numbers are not comparable", strings.Join(parts, "; "))
 	}
@@ -453,7 +453,7 @@ func (s *Set) checkRuns() {
 			if r.ProfileSHA256 == "" {
 				return ""
 			}
-			return r.ProfileName + " " + short(r.ProfileSHA256)
+			return r.ProfileName + " " + results.ShortHash(r.ProfileSHA256)
 		})
 		labels := map[string][]string{}
 		for _, r := range runs {
@@ -487,13 +487,6 @@ func (s *Set) checkComplete(r *Run) {
 	}
 	s.warnf("run %s/oracle_%s: %d of %d selected records have results (%s); its figures cover only those %d",
 		r.Name, r.OracleMode, r.Finished, r.Selected, state, r.Finished)
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 // readManifest takes the run settings of r from dir/manifest.json (its

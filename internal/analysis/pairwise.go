@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // PairRow is one line of ext_pairwise.csv: a paired comparison of two
@@ -184,9 +185,11 @@ func pairDiffers(a, b *Run) []string {
 			w = append(w, fmt.Sprintf("compared runs %s and %s (oracle %s) differ in %s: %s vs %s", a.Name, b.Name, a.OracleMode, what, x, y))
 		}
 	}
-	check("benchmark sha256", short(a.BenchmarkSHA256), short(b.BenchmarkSHA256))
+	if a.BenchmarkSHA256 != "" && b.BenchmarkSHA256 != "" { // unknown is no difference
+		check("benchmark sha256", results.ShortHash(a.BenchmarkSHA256), results.ShortHash(b.BenchmarkSHA256))
+	}
 	check("parse mode", a.ParseMode, b.ParseMode)
-	check("prompt profile", a.ProfileName+" "+short(a.ProfileSHA256), b.ProfileName+" "+short(b.ProfileSHA256))
+	check("prompt profile", a.ProfileName+" "+results.ShortHash(a.ProfileSHA256), b.ProfileName+" "+results.ShortHash(b.ProfileSHA256))
 	return w
 }
 

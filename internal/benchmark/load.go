@@ -144,12 +144,18 @@ func Load(dir string) (*Benchmark, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(data)
-	b := &Benchmark{Dir: dir, Records: recs, SHA256: hex.EncodeToString(sum[:]), byKey: make(map[string]*Record, len(recs))}
+	b := &Benchmark{Dir: dir, Records: recs, SHA256: SHA256Hex(data), byKey: make(map[string]*Record, len(recs))}
 	for _, r := range recs {
 		b.byKey[r.KeyID] = r
 	}
 	return b, nil
+}
+
+// SHA256Hex is the lowercase hex SHA-256 of b, the form of every digest
+// in a benchmark, its side files and manifests.
+func SHA256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 // SHA256File returns the lowercase hex SHA-256 of a regular file's bytes

@@ -226,7 +226,7 @@ func (a *assembly) writeOut(rel string, data []byte) error {
 		return err
 	}
 	a.mu.Lock()
-	a.hashes[rel] = sha256Hex(data)
+	a.hashes[rel] = benchmark.SHA256Hex(data)
 	a.mu.Unlock()
 	return nil
 }
@@ -305,7 +305,7 @@ func (a *assembly) renderCase(inc *included) error {
 		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
 			return global("%v", err)
 		}
-		hashes[path.Join(imagesDir, key, rel)] = sha256Hex(buf.Bytes())
+		hashes[path.Join(imagesDir, key, rel)] = benchmark.SHA256Hex(buf.Bytes())
 	}
 	if err := replaceDir(stage, filepath.Join(a.opt.Out, imagesDir, key)); err != nil {
 		os.RemoveAll(stage)
@@ -324,7 +324,7 @@ func (a *assembly) renderCase(inc *included) error {
 			if err := os.WriteFile(filepath.Join(mstage, n+".png"), data, 0o644); err != nil {
 				return global("%v", err)
 			}
-			hashes[path.Join(masksDir, key, n+".png")] = sha256Hex(data)
+			hashes[path.Join(masksDir, key, n+".png")] = benchmark.SHA256Hex(data)
 		}
 		if err := replaceDir(mstage, filepath.Join(a.opt.Out, masksDir, key)); err != nil {
 			os.RemoveAll(mstage)
@@ -534,7 +534,7 @@ func (a *assembly) reviewsSHA256() string {
 	for _, e := range es {
 		arr.A = append(arr.A, e.v)
 	}
-	return sha256Hex(ojson.MarshalCompact(arr))
+	return benchmark.SHA256Hex(ojson.MarshalCompact(arr))
 }
 
 func (a *assembly) buildInfo() ([]byte, error) {

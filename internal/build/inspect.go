@@ -47,9 +47,9 @@ func (a *assembly) inspect(ctx context.Context, spec string) error {
 			var pick bool
 			switch spec {
 			case "all":
-				pick = it.outcome != nil && it.state == stateDone && l.indexOf(it) < l.walkLen()
+				pick = it.outcome != nil && it.state == stateDone && slices.Index(l.items, it) < l.walkLen()
 			case "failed":
-				pick = it.outcome != nil && !it.outcome.OK && l.indexOf(it) < l.walkLen()
+				pick = it.outcome != nil && !it.outcome.OK && slices.Index(l.items, it) < l.walkLen()
 			default:
 				pick = want[key]
 			}
@@ -72,15 +72,6 @@ func (a *assembly) inspect(ctx context.Context, spec string) error {
 		}
 	}
 	return ctx.Err()
-}
-
-func (l *list) indexOf(it *item) int {
-	for i, x := range l.items {
-		if x == it {
-			return i
-		}
-	}
-	return -1
 }
 
 // InspectOptions configure a stand-alone inspect run.

@@ -12,7 +12,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
@@ -351,11 +350,7 @@ func (o *ownership) save(out string) error {
 	if err := os.MkdirAll(filepath.Join(out, workDirName), 0o755); err != nil {
 		return unwrapPath(err)
 	}
-	keys := make([]string, 0, len(o.pending))
-	for k := range o.pending {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(o.pending))
 	v := ojson.NewObject().
 		Set("written_by", ojson.Str(markerWriter)).
 		Set("note", ojson.Str("this directory belongs to chexpercept build; it removes only files a build recorded")).

@@ -221,7 +221,7 @@ func (e *env) positiveStages(c *source.Case, in *inputs, r *rng.RNG, st *stages)
 	if err != nil {
 		return err
 	}
-	st.lungs = render.Lungs{ChexRight: lungs.ChexRight, ChexLeft: lungs.ChexLeft, CxasRight: lungs.CxasRight, CxasLeft: lungs.CxasLeft, HasSecondary: lungs.HasSecondary}
+	st.lungs = qagen.LungsFrom(lungs)
 	if st.prep, err = anatomy.Prepare(in.candidate, lungs.Right, lungs.Left, heart, cfg); err != nil {
 		return err
 	}
@@ -249,26 +249,14 @@ func (e *env) positiveStages(c *source.Case, in *inputs, r *rng.RNG, st *stages)
 func (e *env) deformStage(r *rng.RNG, st *stages, heart bool) error {
 	cfg := e.cfg
 	tctx := qagen.TokenContext{HeartType: heart, Overlaps: st.ov, Lungs: st.lungs}
-	var pool *qagen.PointPool
-	var rev *qagen.RevisionChoice
+	var qa qagen.Retry
 	res, err := deform.Run(r, &deform.Input{Gray: st.gray, Prep: st.prep, Regions: st.regs, Overlaps: st.ov, HeartType: heart, Cfg: cfg},
-		func(a *deform.Attempt) error {
-			p, err := qagen.NewPointPool(r, a, cfg)
-			if err != nil {
-				return err
-			}
-			rv, err := qagen.RevisionOptions(r, a, tctx, cfg)
-			if err != nil {
-				return err
-			}
-			pool, rev = p, rv
-			return nil
-		})
+		qagen.Finalizer(r, tctx, cfg, &qa))
 	st.res = res
 	if err != nil {
 		return err
 	}
-	st.pool, st.rev = pool, rev
+	st.pool, st.rev = qa.Points, qa.Revision
 	return nil
 }
 

@@ -3,7 +3,6 @@ package build
 import (
 	"bytes"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -69,8 +68,7 @@ func fingerprint(fpcfg *ojson.Value, seed uint64, c *source.Case, in *inputs) st
 		o.Set("image_id", ojson.Str(*c.ImageID))
 	}
 	o.Set("case_id", ojson.Str(c.CaseID))
-	sum := sha256.Sum256(ojson.MarshalCompact(o))
-	return hex.EncodeToString(sum[:])
+	return benchmark.SHA256Hex(ojson.MarshalCompact(o))
 }
 
 // randSuffix is a short random name part for temporaries and staging

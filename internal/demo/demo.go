@@ -166,8 +166,6 @@ func (d *runner) say(format string, args ...any) {
 	fmt.Fprintf(d.w, "[%d/%d] %s\n", d.step, steps, fmt.Sprintf(format, args...))
 }
 
-func since(t time.Time) string { return fmt.Sprintf("%.1fs", time.Since(t).Seconds()) }
-
 func (d *runner) run() error {
 	r := d.res
 	fmt.Fprintf(d.w, "chexpercept demo in %s (synthetic phantom data, never reviewed by a radiologist; step details in %s)\n", r.Dir, logFile)
@@ -223,7 +221,7 @@ func (d *runner) phantom() (string, error) {
 		return "", err
 	}
 	d.say("phantom: %d synthetic radiographs with lung, heart and lesion masks (%d per lesion and label, seed %d) in %s/ … %s",
-		sum.Cases, casesPerLesion, phantomSeed, phantomDir, since(t))
+		sum.Cases, casesPerLesion, phantomSeed, phantomDir, time.Since(t).Round(time.Millisecond))
 	return sum.Manifest, nil
 }
 
@@ -269,7 +267,7 @@ func (d *runner) build(manifest string) error {
 		return err
 	}
 	d.say("build: %d cases (%s), %d questions, %d rejected candidate(s), in %s/ … %s",
-		sum.Included, composition, sum.Questions, sum.Failed, benchDir, since(t))
+		sum.Included, composition, sum.Questions, sum.Failed, benchDir, time.Since(t).Round(time.Millisecond))
 	fmt.Fprintln(d.w, "      accept-all: no radiologist reviewed these cases (build_info.json review_mode accept_all)")
 	for _, s := range sum.Shortfalls {
 		fmt.Fprintln(d.w, "      warning: shortfall:", s)
@@ -297,7 +295,7 @@ func (d *runner) validate() error {
 		return fmt.Errorf("demo: the benchmark in %s fails validation (%d errors; first: %s; all in %s)", d.res.Benchmark, rep.Errors, msg, logFile)
 	}
 	d.say("validate --deep: PASS, %d records, %d questions, %d images, %d errors, %d warnings … %s",
-		rep.Records, rep.Questions, rep.Images, rep.Errors, rep.Warnings, since(t))
+		rep.Records, rep.Questions, rep.Images, rep.Errors, rep.Warnings, time.Since(t).Round(time.Millisecond))
 	return nil
 }
 
@@ -342,7 +340,7 @@ func (d *runner) evaluate() error {
 		return err
 	}
 	d.say("eval over HTTP: serve-baseline (random policy) at %s, provider openai, model %s: %s … %s",
-		url, httpModel, counts(sum), since(t))
+		url, httpModel, counts(sum), time.Since(t).Round(time.Millisecond))
 
 	for _, policy := range []string{"oracle", "random"} {
 		t = time.Now()
@@ -350,7 +348,7 @@ func (d *runner) evaluate() error {
 		if err != nil {
 			return err
 		}
-		d.say("eval in process: baseline %s: %s … %s", policy, counts(s), since(t))
+		d.say("eval in process: baseline %s: %s … %s", policy, counts(s), time.Since(t).Round(time.Millisecond))
 	}
 	return d.st.set("eval", fp)
 }
@@ -428,7 +426,7 @@ func (d *runner) report() error {
 		warn = fmt.Sprintf(", %d warning(s) in %s", n, logFile)
 	}
 	d.say("report: %d runs → %s/ (reference CSVs, ext_*.csv, report.md, plots, index.html%s) … %s",
-		len(res.Runs), reportDir, warn, since(t))
+		len(res.Runs), reportDir, warn, time.Since(t).Round(time.Millisecond))
 	return nil
 }
 

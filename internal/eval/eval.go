@@ -298,7 +298,7 @@ func prepare(o *Options) (*prepared, error) {
 		return nil, err
 	}
 	if !o.AllowInvalid {
-		if err := checkValid(o.BenchDir); err != nil {
+		if _, err := validate.Check(o.BenchDir); err != nil {
 			return nil, err
 		}
 	}
@@ -327,26 +327,6 @@ func prepare(o *Options) (*prepared, error) {
 		man:      buildManifest(o, bench, benchAbs, keys),
 		sum:      &Summary{RunDir: RunDir(o.OutDir, runName, o.Oracle, sel.Shard), RunName: runName, Selected: len(selected)},
 	}, nil
-}
-
-// checkValid refuses a benchmark that fails validation, naming its first
-// error.
-func checkValid(benchDir string) error {
-	rep, err := validate.Run(benchDir, validate.Options{})
-	if err != nil {
-		return err
-	}
-	if rep.OK() {
-		return nil
-	}
-	first := ""
-	for _, f := range rep.Findings {
-		if f.Severity == validate.Error {
-			first = f.String()
-			break
-		}
-	}
-	return fmt.Errorf("benchmark %s fails validation with %d error(s), first: %s (run `chexpercept validate` for all; --allow-invalid evaluates it anyway)", benchDir, rep.Errors, first)
 }
 
 // openManifest is the run directory's manifest: on resume the one

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
 // The oracle policy answers the ground truth, so every stage of every
@@ -332,7 +334,7 @@ func TestImageVerificationFailure(t *testing.T) {
 	// Without --allow-invalid the benchmark is refused.
 	o.AllowInvalid = false
 	o.OutDir = t.TempDir()
-	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--allow-invalid") {
+	if _, err := Run(context.Background(), o); !errors.Is(err, validate.ErrInvalid) || !strings.Contains(err.Error(), "fails validation with") {
 		t.Errorf("invalid benchmark accepted or unclear error: %v", err)
 	}
 }

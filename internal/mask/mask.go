@@ -112,9 +112,6 @@ func Or(a, b Mask) Mask { c := a.Clone(); c.OrWith(b); return c }
 // AndNot returns a ∧ ¬b.
 func AndNot(a, b Mask) Mask { c := a.Clone(); c.AndNotWith(b); return c }
 
-// Xor returns a ⊕ b.
-func Xor(a, b Mask) Mask { c := a.Clone(); c.XorWith(b); return c }
-
 // Not returns ¬m.
 func Not(m Mask) Mask {
 	c := New(m.W, m.H)
@@ -145,14 +142,6 @@ func (m Mask) AndNotWith(b Mask) {
 	sameSize("AndNotWith", m, b)
 	for i, v := range b.Pix {
 		m.Pix[i] &^= v
-	}
-}
-
-// XorWith sets m = m ⊕ b in place.
-func (m Mask) XorWith(b Mask) {
-	sameSize("XorWith", m, b)
-	for i, v := range b.Pix {
-		m.Pix[i] ^= v
 	}
 }
 

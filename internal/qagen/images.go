@@ -42,7 +42,7 @@ func RecordTokens(rec *benchmark.Record, masks map[string]mask.Mask, lungs rende
 func RenderRecordImages(gray *image.Gray, rec *benchmark.Record, masks map[string]mask.Mask, lungs render.Lungs, cfg buildcfg.Config) (map[string]*image.RGBA, error) {
 	out := map[string]*image.RGBA{}
 	err := EachRecordImage(gray, rec, masks, lungs, cfg, func(rel string, img *image.RGBA) error {
-		out[rel] = cloneRGBA(img)
+		out[rel] = render.CloneRGBA(img)
 		return nil
 	})
 	if err != nil {
@@ -125,12 +125,6 @@ func EachRecordImage(gray *image.Gray, rec *benchmark.Record, masks map[string]m
 		}
 	}
 	return nil
-}
-
-func cloneRGBA(src *image.RGBA) *image.RGBA {
-	dst := image.NewRGBA(src.Bounds())
-	copy(dst.Pix, src.Pix)
-	return dst
 }
 
 // InspectImages renders the inspect view's points.png (the points image

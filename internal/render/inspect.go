@@ -42,7 +42,7 @@ func DrawLabel(img *image.RGBA, x, y int, s string) {
 // to option k's disc (e.g. "1 red GT-exp"). Options without a point are
 // skipped.
 func LabelledPoints(base *image.RGBA, opts []benchmark.PointOption, labels []string) (*image.RGBA, error) {
-	img := cloneRGBA(base)
+	img := CloneRGBA(base)
 	if err := DrawPoints(img, opts); err != nil {
 		return nil, err
 	}
@@ -110,7 +110,8 @@ func half(dst, src *image.RGBA, x0 int) {
 	}
 }
 
-func cloneRGBA(src *image.RGBA) *image.RGBA {
+// CloneRGBA returns a copy of src with its bounds (a sub-image too).
+func CloneRGBA(src *image.RGBA) *image.RGBA {
 	dst := image.NewRGBA(src.Bounds())
 	draw.Draw(dst, dst.Bounds(), src, src.Bounds().Min, draw.Src)
 	return dst

@@ -171,12 +171,12 @@ type textTable struct {
 // safeImage returns the image path (relative to the benchmark dir) if it
 // stays inside the item's image folder, else "".
 func safeImage(key, rel string) string {
-	prefix := benchmark.ImagesDir + "/" + key + "/"
-	rest, ok := strings.CutPrefix(rel, prefix)
+	dir := benchmark.RecordDir(key)
+	rest, ok := strings.CutPrefix(rel, dir+"/")
 	if !ok {
 		return ""
 	}
-	p, err := benchmark.SafeRelPath(benchmark.ImagesDir+"/"+key, rest)
+	p, err := benchmark.SafeRelPath(dir, rest)
 	if err != nil || p != path.Clean(rel) {
 		return ""
 	}

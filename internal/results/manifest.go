@@ -100,6 +100,18 @@ func (s Selection) Hash() string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ShortHash abbreviates a hex digest of the manifest (dataset, profile)
+// for messages: its first 12 digits and "…", or "(none)" when empty.
+func ShortHash(h string) string {
+	switch {
+	case h == "":
+		return "(none)"
+	case len(h) > 12:
+		return h[:12] + "…"
+	}
+	return h
+}
+
 // ModelInfo identifies the model and where it was reached.
 type ModelInfo struct {
 	Name       string   `json:"name"`  // alias, raw id, or baseline policy

@@ -2,20 +2,12 @@ package review
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
 // categories are the decision categories agreement is measured on.
 var categories = []string{DecisionAccept, DecisionReject, DecisionUnsure}
-
-func catIndex(d string) int {
-	for i, c := range categories {
-		if c == d {
-			return i
-		}
-	}
-	return -1
-}
 
 // CohenKappa is Cohen's κ of two raters over paired ratings (equal
 // length; categories accept/reject/unsure). κ = (po − pe)/(1 − pe). When
@@ -29,7 +21,7 @@ func CohenKappa(a, b []string) float64 {
 	var ca, cb [3]float64
 	agree := 0
 	for i := range a {
-		ia, ib := catIndex(a[i]), catIndex(b[i])
+		ia, ib := slices.Index(categories, a[i]), slices.Index(categories, b[i])
 		if ia < 0 || ib < 0 {
 			return math.NaN()
 		}
@@ -180,7 +172,7 @@ func ComputeAgreement(st []*CaseState) Agreement {
 				if a == nil {
 					continue cases
 				}
-				row[catIndex(a.Decision)]++
+				row[slices.Index(categories, a.Decision)]++
 			}
 			counts = append(counts, row)
 		}

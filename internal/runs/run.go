@@ -125,17 +125,7 @@ func checkTarget(dir string, force bool) error {
 func checkBenchmark(m *results.Manifest, manifestFile string, bench *benchmark.Benchmark) error {
 	if want := m.Dataset.SHA256; want != bench.SHA256 {
 		return fmt.Errorf("%s: dataset.sha256 is %s but %s/%s has SHA-256 %s; pass the benchmark the run was made with",
-			manifestFile, short(want), bench.Dir, benchmark.JSONName, short(bench.SHA256))
+			manifestFile, results.ShortHash(want), bench.Dir, benchmark.JSONName, results.ShortHash(bench.SHA256))
 	}
 	return nil
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12] + "…"
-	}
-	if h == "" {
-		return "(none)"
-	}
-	return h
 }

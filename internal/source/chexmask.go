@@ -10,11 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -169,11 +170,7 @@ func readChexmaskCached(path string, need map[string]bool, idColumn, workDir str
 	if err != nil {
 		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", unwrapPath(err))}
 	}
-	ids := make([]string, 0, len(need))
-	for id := range need {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(need))
 	h := sha256.New()
 	fmt.Fprintf(h, "chexmask-cache/1\x00%s\x00%d\x00%d\x00%s\x00", path, fi.Size(), fi.ModTime().UnixNano(), idColumn)
 	for _, id := range ids {

@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,11 +49,7 @@ func NewLoader(cases []*Case, cfg buildcfg.Config, workDir string, warn io.Write
 		}
 		need[c.Chexmask.CSV][c.Chexmask.ID] = true
 	}
-	paths := make([]string, 0, len(need))
-	for p := range need {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+	paths := slices.Sorted(maps.Keys(need))
 	l := &Loader{cfg: cfg, tables: map[string]*ChexTable{}, warn: warn}
 	for _, p := range paths {
 		t, err := readChexmaskCached(p, need[p], cfg.ChexmaskIDColumn, workDir)
@@ -68,12 +65,7 @@ func NewLoader(cases []*Case, cfg buildcfg.Config, workDir string, warn io.Write
 // ids: the first row won), in a stable order.
 func (l *Loader) Notes() []string {
 	var out []string
-	paths := make([]string, 0, len(l.tables))
-	for p := range l.tables {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
+	for _, p := range slices.Sorted(maps.Keys(l.tables)) {
 		if d := l.tables[p].Duplicates; len(d) > 0 {
 			out = append(out, fmt.Sprintf("%s: %d duplicate id row(s), first row kept (e.g. %s)", p, len(d), d[0]))
 		}

@@ -2,9 +2,7 @@ package validate
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -21,11 +19,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
 
 // leftover reports names left by an interrupted write.
 func leftover(name string) bool {
@@ -125,7 +118,7 @@ const (
 // checkRecordFiles checks one record folder.
 func checkRecordFiles(imgDir string, r *recInfo, byName map[string]fs.DirEntry, opt Options, s *sink) {
 	key := r.key
-	base := benchmark.ImagesDir + "/" + key
+	base := benchmark.RecordDir(key)
 	e, ok := byName[key]
 	switch {
 	case !ok:

@@ -72,7 +72,7 @@ func checkJSON(root string, top *sink, rep *Report) []*recInfo {
 		top.add(Error, "invalid_json", "", benchmark.JSONName, "%v", err)
 		return nil
 	}
-	rep.SHA256 = sha256Hex(data)
+	rep.SHA256 = benchmark.SHA256Hex(data)
 	return checkData(data, top)
 }
 
@@ -302,14 +302,7 @@ func (o *obj) sub(key string) *obj {
 func (o *obj) unknown(extra ...string) {
 	known := append(o.known, extra...)
 	for _, m := range o.v.O {
-		found := false
-		for _, k := range known {
-			if k == m.Key {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(known, m.Key) {
 			o.c.add(Warning, "unknown_field", o.loc(m.Key), "field %q is not defined by the format", m.Key)
 		}
 	}

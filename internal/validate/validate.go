@@ -263,11 +263,14 @@ func (r *Report) WriteJSONLines(w io.Writer) error {
 	return err
 }
 
-// ErrInvalid is returned by Check when the benchmark has errors.
-var ErrInvalid = errors.New("benchmark is invalid")
+// ErrInvalid is matched (errors.Is) by Check's error for a benchmark with
+// errors.
+var ErrInvalid = errors.New("fails validation")
 
-// Check runs the default validation and returns an error naming the first
-// few errors when there is any; the evaluator calls it before it starts.
+// Check runs the default validation; when the benchmark has errors it
+// returns the report and an error matching ErrInvalid that names the
+// directory, the error count and the first error. The evaluator refuses
+// such a benchmark with it.
 func Check(dir string) (*Report, error) {
 	rep, err := Run(dir, Options{})
 	if err != nil {
@@ -276,13 +279,14 @@ func Check(dir string) (*Report, error) {
 	if rep.OK() {
 		return rep, nil
 	}
-	var first []string
+	first := ""
 	for _, f := range rep.Findings {
-		if f.Severity == Error && len(first) < 3 {
-			first = append(first, f.String())
+		if f.Severity == Error {
+			first = f.String()
+			break
 		}
 	}
-	return rep, fmt.Errorf("%w: %d errors, e.g. %s", ErrInvalid, rep.Errors, strings.Join(first, "; "))
+	return rep, fmt.Errorf("benchmark %s %w with %d error(s), first: %s", dir, ErrInvalid, rep.Errors, first)
 }
 
 // AllCodes lists every finding code of format.md §8, then those of the

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/chexpercept/chexpercept/internal/validate"
+)
+
+// Packages under internal/ describe a missing or wrong setting by what it
+// is; the command layer adds the flag that supplies it.
+
+// flagHint pairs an error of an internal package with the text a command
+// appends to it.
+type flagHint struct {
+	target error
+	text   string
+}
+
+// withHints appends the text of the first hint whose target err matches.
+func withHints(err error, hints ...flagHint) error {
+	for _, h := range hints {
+		if err != nil && errors.Is(err, h.target) {
+			return fmt.Errorf("%w%s", err, h.text)
+		}
+	}
+	return err
+}
+
+// evalHints are the flag hints of eval.
+var evalHints = []flagHint{
+	{validate.ErrInvalid, " (run `chexpercept validate` for all; --allow-invalid evaluates it anyway)"},
+}
