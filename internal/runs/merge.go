@@ -58,6 +58,16 @@ type shardRun struct {
 	i, n int
 }
 
+// sumRedactions adds the shards' key-redaction counts: each shard counted
+// its own, and the merged run holds them all.
+func sumRedactions(shards []*shardRun) int64 {
+	var n int64
+	for _, s := range shards {
+		n += s.Manifest.Redactions
+	}
+	return n
+}
+
 func (s *shardRun) name() string { return fmt.Sprintf("shard %d/%d (%s)", s.i, s.n, s.Dir) }
 
 // Merge combines the shards found in inputs into one run directory.
@@ -108,10 +118,7 @@ func Merge(inputs []string, opts MergeOptions) (*MergeReport, error) {
 	m.Dataset.Path = benchAbs
 	m.Selection.Shard = nil
 	m.SelectionSHA256, m.SelectedRecords, m.KeysSHA256 = whole.selectionSHA256, len(whole.keys), whole.keysSHA256
-	m.Redactions = 0
-	for _, s := range shards {
-		m.Redactions += s.Manifest.Redactions
-	}
+	m.Redactions = sumRedactions(shards)
 
 	runName, oracle := m.RunName, m.OracleMode
 	if runName == "" || strings.ContainsAny(runName, `/\`) || runName == "." || runName == ".." ||

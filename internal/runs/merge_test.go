@@ -237,3 +237,28 @@ func TestCheckTarget(t *testing.T) {
 		t.Errorf("a file: %v", err)
 	}
 }
+
+// TestRedactionsAcrossShards: shards may differ in their key-redaction
+// counts without refusing the merge, and the merged manifest carries the
+// sum.
+func TestRedactionsAcrossShards(t *testing.T) {
+	shard := func(n int64) *shardRun {
+		return &shardRun{Run: &Run{Manifest: &results.Manifest{RunName: "r", OracleMode: "none", Redactions: n}}}
+	}
+	shards := []*shardRun{shard(2), shard(0), shard(5)}
+	if got := sumRedactions(shards); got != 7 {
+		t.Errorf("sum %d, want 7", got)
+	}
+	diffs, err := settingsDiff(shards[0].Manifest, shards[2].Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(diffs) != 0 {
+		t.Errorf("redaction counts refuse the merge: %q", diffs)
+	}
+	other := *shards[0].Manifest
+	other.Concurrency = 99
+	if diffs, _ := settingsDiff(shards[0].Manifest, &other); len(diffs) == 0 {
+		t.Error("a real settings difference went unnoticed")
+	}
+}
