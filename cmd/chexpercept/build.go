@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
@@ -91,7 +90,7 @@ written; a build removes only bundle folders a build recorded as its own.`,
 			}
 			opt := build.Options{Source: src, Out: out, Config: cfg, Workers: cfg.Workers, Inspect: inspect,
 				MeasureFloor: measureFloor, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
-				Progress: term.IsTerminal(int(os.Stderr.Fd()))}
+				Progress: isTerminal(os.Stderr)}
 			switch {
 			case acceptAll:
 				opt.Decisions, opt.ReviewMode = review.AcceptAll{}, build.ModeAcceptAll
@@ -126,7 +125,7 @@ written; a build removes only bundle folders a build recorded as its own.`,
 	f := cmd.Flags()
 	f.StringVar(&src, "source", "", "generic manifest or candidates.jsonl (build.md §2.4)")
 	f.StringVar(&out, "out", "", "benchmark directory to write (new, empty, or an earlier build of this source)")
-	f.Uint64Var(&seed, "seed", 0, "build seed (default: config key seed, else 0)")
+	seedFlag(f, &seed, "build seed (default: config key seed, else 0)")
 	f.StringVar(&perLesion, "per-lesion", "", "targets per lesion LF,RF,RR (default 100,100,100)")
 	f.IntVar(&workers, "workers", 0, "case workers (default: number of CPUs)")
 	f.BoolVar(&acceptAll, "accept-all", false, "accept every candidate without review (recorded; the benchmark is unreviewed)")

@@ -90,7 +90,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&fl.perPathLimit, "per-path-limit", 0, "only the first N records of each path (overrides --limit)")
 	f.StringVar(&fl.lesions, "lesions", "", "only these lesions, comma-separated")
 	f.IntVar(&fl.sampleN, "sample", 0, "stratified sample of N records (lesion × path)")
-	f.Int64Var(&o.Selection.Seed, "seed", 0, "seed of --sample")
+	seedFlag(f, &o.Selection.Seed, "seed of --sample")
 	f.Int64Var(&o.PolicySeed, "policy-seed", 0, "seed of the random baseline policy")
 	f.StringVar(&fl.shard, "shard", "", "i/n or auto/n: run shard i of n (1-based)")
 	f.BoolVar(&o.RetryErrors, "retry-errors", false, "also re-ask records whose last result is an error")
@@ -121,9 +121,7 @@ func (fl *evalFlags) run(cmd *cobra.Command) error {
 	}
 	o := &fl.o
 	o.Log = os.Stderr
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		o.TTY = true
-	}
+	o.TTY = isTerminal(os.Stderr)
 	ctx, abandon, stop := handleInterrupts(cmd.Context())
 	defer stop()
 	o.Abandon = abandon
@@ -137,10 +135,10 @@ func (fl *evalFlags) protocolOptions() error {
 	o := &fl.o
 	var err error
 	if o.Oracle, err = protocol.ParseOracleMode(fl.oracle); err != nil {
-		return fmt.Errorf("--oracle: %v", err)
+		return fmt.Errorf("--oracle: %w", err)
 	}
 	if o.Parse, err = parse.ParseMode(fl.parseMode); err != nil {
-		return fmt.Errorf("--parse-mode: %v", err)
+		return fmt.Errorf("--parse-mode: %w", err)
 	}
 	if fl.profile_ != "" {
 		p, warns, err := profile.Load(fl.profile_)
@@ -200,10 +198,10 @@ func (fl *evalFlags) limitOptions(f *pflag.FlagSet) error {
 	}
 	var err error
 	if o.ImageCacheBytes, err = parseSize(fl.imageCache); err != nil {
-		return fmt.Errorf("--image-cache: %v", err)
+		return fmt.Errorf("--image-cache: %w", err)
 	}
 	if o.MaxReplyBytes, err = parseSize(fl.maxReply); err != nil {
-		return fmt.Errorf("--max-reply-bytes: %v", err)
+		return fmt.Errorf("--max-reply-bytes: %w", err)
 	}
 	if o.Model.Backend == provider.BackendBaseline && len(o.Endpoints) > 0 {
 		return fmt.Errorf("--endpoint is not used by the baseline provider (it runs in process); use --provider openai --endpoint URL to reach serve-baseline")
@@ -217,7 +215,7 @@ func (fl *evalFlags) selection(f *pflag.FlagSet) error {
 	sel := &fl.o.Selection
 	var err error
 	if sel.Lesions, err = eval.ParseLesions(fl.lesions); err != nil {
-		return err
+		return fmt.Errorf("--lesions: %w", err)
 	}
 	for _, x := range []struct {
 		flag string
@@ -235,7 +233,7 @@ func (fl *evalFlags) selection(f *pflag.FlagSet) error {
 	}
 	if fl.shard != "" {
 		if sel.Shard, err = eval.ParseShard(fl.shard, os.Getenv); err != nil {
-			return err
+			return fmt.Errorf("--shard %w", err)
 		}
 	}
 	return nil

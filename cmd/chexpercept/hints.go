@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runs"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
@@ -30,4 +32,9 @@ func withHints(err error, hints ...flagHint) error {
 // evalHints are the flag hints of eval.
 var evalHints = []flagHint{
 	{validate.ErrInvalid, " (run `chexpercept validate` for all; --allow-invalid evaluates it anyway)"},
+	{provider.ErrNoCredentials, "; or pass --api-key-file FILE"},
+	{provider.ErrNoEndpoint, "; pass --endpoint URL"},
 }
+
+// forceHint is the hint of the commands that write a run directory.
+var forceHint = flagHint{runs.ErrRunExists, "; pass --force to replace it"}

@@ -130,11 +130,11 @@ is replaced only with --force, and one holding anything else is refused
 			}
 			om, err := protocol.ParseOracleMode(oracle)
 			if err != nil {
-				return withExit(2, fmt.Errorf("--oracle: %v", err))
+				return withExit(2, fmt.Errorf("--oracle: %w", err))
 			}
 			pmode, err := parse.ParseMode(parseMode)
 			if err != nil {
-				return withExit(2, fmt.Errorf("--parse-mode: %v", err))
+				return withExit(2, fmt.Errorf("--parse-mode: %w", err))
 			}
 			reg, err := registry.Load(modelFiles...)
 			if err != nil {
@@ -154,7 +154,7 @@ is replaced only with --force, and one holding anything else is refused
 			rep, err := runs.ImportReference(file, runs.ImportOptions{Bench: bench, Model: m, Out: out,
 				NoThinking: noThinking, Oracle: om, Parse: pmode, Force: force})
 			if err != nil {
-				return withExit(2, err)
+				return withExit(2, withHints(err, forceHint))
 			}
 			if rep.FileModelID != "" {
 				fmt.Fprintf(os.Stderr, "notice: the file's token_usage names model_id %q; recording it instead of %q\n", rep.FileModelID, m.ModelID)

@@ -31,7 +31,7 @@ inspect stops with exit status 2 before writing anything.`,
 			}
 			dir, err := build.Inspect(build.InspectOptions{Dir: args[0], Key: key, Source: src})
 			if err != nil {
-				return withExit(2, err)
+				return withExit(2, withHints(err, flagHint{build.ErrNoWorkState, "; pass --source with the build's manifest or candidates"}))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", dir)
 			return nil

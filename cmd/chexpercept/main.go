@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 )
@@ -34,6 +35,10 @@ func withExit(code int, err error) error {
 	}
 	return &exitError{code: code, err: err}
 }
+
+// isTerminal reports whether f is a terminal, where build and eval redraw
+// their progress lines. /dev/null is a character device but no terminal.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // silentExit ends the process with code without printing anything more;
 // the command has already reported what went wrong.

@@ -39,7 +39,7 @@ anything else is refused (exit status 2, before anything is written).`,
 			start := time.Now()
 			rep, err := runs.Merge(args, runs.MergeOptions{Out: out, BenchDir: benchDir, Force: force})
 			if err != nil {
-				return withExit(2, err)
+				return withExit(2, withHints(err, forceHint, flagHint{runs.ErrNoDatasetPath, "; pass --benchmark"}))
 			}
 			fmt.Fprintf(os.Stderr, "merged %d shards: %d records (%d with status error) of %d selected (%s)\n",
 				rep.Shards, rep.Records, rep.Errors, rep.Selected, time.Since(start).Round(time.Millisecond))

@@ -14,7 +14,7 @@ func init() {
 	var (
 		out     string
 		n       int
-		seed    int64
+		seed    uint64
 		workers int
 	)
 	cmd := &cobra.Command{
@@ -50,7 +50,7 @@ The same seed gives byte-identical output whatever the number of workers.`,
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "output directory")
 	f.IntVar(&n, "cases-per-lesion", 0, "positive and negative cases per lesion (each)")
-	f.Int64Var(&seed, "seed", 0, "random seed")
+	seedFlag(f, &seed, "random seed")
 	f.IntVar(&workers, "workers", runtime.NumCPU(), "worker goroutines")
 	addCommand(cmd)
 }

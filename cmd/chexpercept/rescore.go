@@ -58,7 +58,7 @@ holding anything else is refused (exit status 2, before anything is written).`,
 			}
 			rep, err := runs.Rescore(src, runs.RescoreOptions{Mode: parse.Mode(parseMode), Bench: bench, Force: force})
 			if err != nil {
-				return withExit(2, err)
+				return withExit(2, withHints(err, forceHint))
 			}
 			fmt.Fprintf(os.Stderr, "rescored %d records (%d asked turns) in %s mode; %d turn(s) changed correctness (%s)\n",
 				rep.Records, rep.TurnsRescored, parseMode, rep.LabelsChanged, time.Since(start).Round(time.Millisecond))

@@ -61,6 +61,12 @@ line. The tokens are shown only now; the database keeps only their hashes.`,
 			if src == "" || db == "" {
 				return withExit(2, errors.New("--source and --review-db are required"))
 			}
+			if n < 1 {
+				return withExit(2, fmt.Errorf("--reviewers must be at least 1, got %d", n))
+			}
+			if k < 1 || k > n {
+				return withExit(2, fmt.Errorf("--overlap must be between 1 and --reviewers (%d), got %d", n, k))
+			}
 			cases, err := readReviewSource(src)
 			if err != nil {
 				return withExit(2, err)
@@ -87,7 +93,7 @@ line. The tokens are shown only now; the database keeps only their hashes.`,
 	f.StringVar(&db, "review-db", "", "review database to create (must not exist)")
 	f.IntVar(&n, "reviewers", 6, "number of reviewers N")
 	f.IntVar(&k, "overlap", 1, "reviewers per case K (1 ≤ K ≤ N)")
-	f.Uint64Var(&seed, "seed", 0, "assignment seed")
+	seedFlag(f, &seed, "assignment seed")
 	f.IntVar(&workers, "workers", 0, "digest workers (default: number of CPUs)")
 	return cmd
 }
@@ -132,7 +138,7 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 			}
 			host, _, err := net.SplitHostPort(listen)
 			if err != nil {
-				return withExit(2, fmt.Errorf("--listen %q: %v", listen, err))
+				return withExit(2, fmt.Errorf("--listen %q: %w", listen, err))
 			}
 			useTLS := certFile != ""
 			if !isLoopbackHost(host) && !useTLS {
@@ -160,7 +166,7 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
-				return withExit(2, fmt.Errorf("--listen %s: %v", listen, err))
+				return withExit(2, fmt.Errorf("--listen %s: %w", listen, err))
 			}
 			hs := &http.Server{Handler: app.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 				WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
@@ -247,11 +253,11 @@ func reviewPackCmd() *cobra.Command {
 	var src, out string
 	var n, workers int
 	cmd := &cobra.Command{
-		Use:   "pack --source FILE --out DIR [--annotators N]",
+		Use:   "pack --source FILE --out DIR [--reviewers N]",
 		Short: "Write offline review packs: review images and review_sheet.csv per annotator, lesion and label",
 		Long: `pack writes, for each lesion and label of the source (every line, in file
 order), review images and a review_sheet.csv, dealing rows round-robin to N
-annotators: DIR/annotator_A/<lesion>/<label>/, annotator_B, … Positive images
+reviewers: DIR/annotator_A/<lesion>/<label>/, annotator_B, … Positive images
 show the radiograph beside it with the candidate mask in red; negatives show
 the radiograph. Fill the sheets' decision column and read them back with
 "review import". DIR must be new or empty: a non-empty DIR (an earlier or
@@ -262,11 +268,18 @@ the packs again.`,
 			if src == "" || out == "" {
 				return withExit(2, errors.New("--source and --out are required"))
 			}
+			fl := cmd.Flags()
+			if fl.Changed("reviewers") && fl.Changed("annotators") {
+				return withExit(2, errors.New("--annotators is the old name of --reviewers; give only --reviewers"))
+			}
+			if n < 1 {
+				return withExit(2, fmt.Errorf("--reviewers must be at least 1, got %d", n))
+			}
 			cases, err := readReviewSource(src)
 			if err != nil {
 				return withExit(2, err)
 			}
-			sum, err := review.Pack(cases, out, review.PackOptions{Annotators: n, Workers: workers, Warn: cmd.ErrOrStderr()})
+			sum, err := review.Pack(cases, out, review.PackOptions{Reviewers: n, Workers: workers, Warn: cmd.ErrOrStderr()})
 			if err != nil {
 				return withExit(2, err)
 			}
@@ -277,7 +290,10 @@ the packs again.`,
 	f := cmd.Flags()
 	f.StringVar(&src, "source", "", "generic manifest or candidates.jsonl")
 	f.StringVar(&out, "out", "", "output directory (new or empty)")
-	f.IntVar(&n, "annotators", 6, "number of annotators N")
+	f.IntVar(&n, "reviewers", 6, "number of reviewers N (one annotator_<X> folder each)")
+	// --annotators was this flag's name; review init has always said --reviewers.
+	f.IntVar(&n, "annotators", 6, "old name of --reviewers")
+	_ = f.MarkDeprecated("annotators", "use --reviewers (the same number, as in review init)")
 	f.IntVar(&workers, "workers", 0, "image workers (default: number of CPUs)")
 	return cmd
 }
@@ -320,7 +336,7 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 			}
 			lines, err := review.ReadSheets(sheets, opt)
 			if err != nil {
-				return withExit(2, err)
+				return withExit(2, withHints(err, flagHint{review.ErrNeedsSource, "\n  (pass --source FILE, the manifest or candidates the sheets were made from, for the rows without digests)"}))
 			}
 			if reviews != "" {
 				if err := review.AppendLog(reviews, lines); err != nil {

@@ -112,7 +112,7 @@ func TestReviewCommands(t *testing.T) {
 
 	// Pack, fill the negative sheet, import into a log and into the db.
 	packDir := filepath.Join(tmp, "pack")
-	if out, _, err := runCommand(t, reviewPackCmd(), "--source", man, "--out", packDir, "--annotators", "3"); err != nil || !strings.Contains(out, "2 case(s) in 2 sheet(s)") {
+	if out, _, err := runCommand(t, reviewPackCmd(), "--source", man, "--out", packDir, "--reviewers", "3"); err != nil || !strings.Contains(out, "2 case(s) in 2 sheet(s)") {
 		t.Fatalf("pack: %v %s", err, out)
 	}
 	sheet := filepath.Join(packDir, "annotator_A", "edema", "negative", "review_sheet.csv")

@@ -241,7 +241,8 @@ func TestRescore(t *testing.T) {
 			}
 
 			// Refuses to overwrite; --force replaces.
-			if _, stderr, code := runCLI(t, "rescore", src, "--parse-mode", "strict"); code != 2 || !strings.Contains(stderr, "--force") {
+			if _, stderr, code := runCLI(t, "rescore", src, "--parse-mode", "strict"); code != 2 ||
+				!strings.Contains(stderr, "already holds a run (manifest.json or results.jsonl exists); pass --force to replace it") {
 				t.Errorf("second rescore: exit %d, %s", code, stderr)
 			}
 			if _, stderr, code := runCLI(t, "rescore", src, "--parse-mode", "strict", "--force"); code != 0 {

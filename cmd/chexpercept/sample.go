@@ -66,13 +66,13 @@ exits with status 2.`,
 				if chexCSV != "" {
 					f, err := imagefile.Open(chexCSV, imagefile.Follow)
 					if err != nil {
-						return withExit(2, fmt.Errorf("%s: cannot open the CheXmask CSV: %v", chexCSV, err))
+						return withExit(2, fmt.Errorf("%s: cannot open the CheXmask CSV: %w", chexCSV, err))
 					}
 					f.Close()
 				}
 				var err error
 				if cases, stats, err = source.FromMIMIC(mimicCXR, mimicILS, ilsMasks, chexCSV, lungPattern, cfg); err != nil {
-					return withExit(2, err)
+					return withExit(2, withHints(err, flagHint{source.ErrNoLungSource, " (--chexmask-csv and/or --lung-png-pattern)"}))
 				}
 			}
 			cands, rep := source.Sample(cases, cfg, cfg.Seed)
@@ -98,7 +98,7 @@ exits with status 2.`,
 	f.StringVar(&chexCSV, "chexmask-csv", "", "CheXmask database CSV (.csv or .csv.gz, original resolution)")
 	f.StringVar(&lungPattern, "lung-png-pattern", "", "lung PNG path pattern with {image_id} and {side}")
 	f.StringVar(&out, "out", "", "candidates.jsonl to write")
-	f.Uint64Var(&seed, "seed", 0, "sampling seed (default: config key seed, else 0)")
+	seedFlag(f, &seed, "sampling seed (default: config key seed, else 0)")
 	f.StringVar(&configPath, "config", "", "YAML configuration (build.md §2.5)")
 	addCommand(cmd)
 }

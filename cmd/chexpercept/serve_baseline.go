@@ -27,7 +27,7 @@ func init() {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, _, err := net.SplitHostPort(listen)
 			if err != nil {
-				return withExit(2, fmt.Errorf("--listen %q: %v", listen, err))
+				return withExit(2, fmt.Errorf("--listen %q: %w", listen, err))
 			}
 			if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s, which is not a loopback address; anyone who can reach it can use this server\n", listen)

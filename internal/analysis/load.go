@@ -209,7 +209,7 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 		b, err := bench, benchErr
 		switch {
 		case err != nil && opts.Benchmark != "":
-			return s, fmt.Errorf("benchmark: %v", err)
+			return s, fmt.Errorf("benchmark: %w", err)
 		case err != nil:
 			s.warnf("benchmark %s (from the first run's manifest) could not be loaded: %v; chance baselines, key checks and images are left out", benchDir, err)
 		default:
@@ -358,7 +358,7 @@ func readAllResults(path string) ([]*ojson.Value, error) {
 	}
 	v, err := ojson.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	if v.Kind != ojson.KindObject {
 		return nil, fmt.Errorf("top level is not an object")

@@ -163,7 +163,7 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 	}
 	for _, d := range []string{imagesDir, masksDir} {
 		if err := os.MkdirAll(filepath.Join(a.opt.Out, d), 0o755); err != nil {
-			return nil, global("%s: %v", d, unwrapPath(err))
+			return nil, global("%s: %w", d, unwrapPath(err))
 		}
 	}
 	// The folders about to be written are recorded before they exist, so
@@ -172,13 +172,13 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 		a.own.pending[inc.it.c.KeyID()] = true
 	}
 	if err := a.own.save(a.opt.Out); err != nil {
-		return nil, global("writing the build marker: %v", err)
+		return nil, global("writing the build marker: %w", err)
 	}
 	if err := a.renderAll(ctx); err != nil {
 		return nil, err
 	}
 	if err := a.removeStale(); err != nil {
-		return nil, global("removing stale bundle folders: %v", err)
+		return nil, global("removing stale bundle folders: %w", err)
 	}
 	recs := make([]*benchmark.Record, len(a.records))
 	for i, inc := range a.records {
@@ -199,19 +199,19 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 	for _, f := range files {
 		data, err := f.data()
 		if err != nil {
-			return nil, global("%s: %v", f.name, err)
+			return nil, global("%s: %w", f.name, err)
 		}
 		if err := a.writeOut(f.name, data); err != nil {
-			return nil, global("%v", err)
+			return nil, global("%w", err)
 		}
 	}
 	if err := a.writeSums(); err != nil {
-		return nil, global("%s: %v", sumsFile, err)
+		return nil, global("%s: %w", sumsFile, err)
 	}
 	// SHA256SUMS now lists every bundle file.
 	a.own.pending = map[string]bool{}
 	if err := a.own.save(a.opt.Out); err != nil {
-		return nil, global("writing the build marker: %v", err)
+		return nil, global("writing the build marker: %w", err)
 	}
 	s := &Summary{Included: len(a.records), Failed: len(a.failures), Shortfalls: a.shortfalls()}
 	for _, inc := range a.records {
@@ -276,7 +276,7 @@ func (a *assembly) renderCase(inc *included) error {
 	key := o.KeyID
 	gray, err := frame.LoadGray(c.Image)
 	if err != nil {
-		return global("%s: the image became unreadable during the build: %v", key, err)
+		return global("%s: the image became unreadable during the build: %w", key, err)
 	}
 	var imgs map[string]*image.RGBA
 	if inc.rec.Contour == nil {
@@ -284,10 +284,10 @@ func (a *assembly) renderCase(inc *included) error {
 	} else {
 		masks, lungs, err := a.renderMasks(key, inc.rec, o)
 		if err != nil {
-			return global("%s: work state: %v", key, err)
+			return global("%s: work state: %w", key, err)
 		}
 		if imgs, err = qagen.RenderRecordImages(gray, inc.rec, masks, lungs, a.cfg); err != nil {
-			return global("%s: rendering: %v", key, err)
+			return global("%s: rendering: %w", key, err)
 		}
 	}
 	hashes := map[string]string{}
@@ -296,42 +296,42 @@ func (a *assembly) renderCase(inc *included) error {
 	for _, rel := range slices.Sorted(maps.Keys(imgs)) {
 		buf.Reset()
 		if err := render.EncodePNG(&buf, imgs[rel]); err != nil {
-			return global("%s: encoding %s: %v", key, rel, err)
+			return global("%s: encoding %s: %w", key, rel, err)
 		}
 		p := filepath.Join(stage, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return global("%v", err)
+			return global("%w", err)
 		}
 		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
-			return global("%v", err)
+			return global("%w", err)
 		}
 		hashes[path.Join(imagesDir, key, rel)] = benchmark.SHA256Hex(buf.Bytes())
 	}
 	if err := replaceDir(stage, filepath.Join(a.opt.Out, imagesDir, key)); err != nil {
 		os.RemoveAll(stage)
-		return global("%s: %v", key, err)
+		return global("%s: %w", key, err)
 	}
 	if len(o.MaskNames) > 0 {
 		mstage := filepath.Join(a.opt.Out, masksDir, ".staging-"+key+"-"+randSuffix())
 		if err := os.MkdirAll(mstage, 0o755); err != nil {
-			return global("%v", err)
+			return global("%w", err)
 		}
 		for _, n := range o.MaskNames {
 			data, err := os.ReadFile(filepath.Join(a.workDir, key, workMasks, n+".png"))
 			if err != nil {
-				return global("%s: work mask %s: %v", key, n, unwrapPath(err))
+				return global("%s: work mask %s: %w", key, n, unwrapPath(err))
 			}
 			if err := os.WriteFile(filepath.Join(mstage, n+".png"), data, 0o644); err != nil {
-				return global("%v", err)
+				return global("%w", err)
 			}
 			hashes[path.Join(masksDir, key, n+".png")] = benchmark.SHA256Hex(data)
 		}
 		if err := replaceDir(mstage, filepath.Join(a.opt.Out, masksDir, key)); err != nil {
 			os.RemoveAll(mstage)
-			return global("%s: %v", key, err)
+			return global("%s: %w", key, err)
 		}
 	} else if err := os.RemoveAll(filepath.Join(a.opt.Out, masksDir, key)); err != nil {
-		return global("%v", err)
+		return global("%w", err)
 	}
 	a.mu.Lock()
 	for k, v := range hashes {
@@ -362,7 +362,7 @@ func (a *assembly) renderMasks(key string, rec *benchmark.Record, o *Outcome) (m
 	for _, n := range slices.Sorted(maps.Keys(need)) {
 		m, err := loadWorkMask(a.workDir, key, n)
 		if err != nil {
-			return nil, render.Lungs{}, fmt.Errorf("mask %s: %v", n, err)
+			return nil, render.Lungs{}, fmt.Errorf("mask %s: %w", n, err)
 		}
 		masks[n] = m
 	}
@@ -370,7 +370,7 @@ func (a *assembly) renderMasks(key string, rec *benchmark.Record, o *Outcome) (m
 	for _, n := range o.TokenNames {
 		m, err := loadWorkMask(a.workDir, key, n)
 		if err != nil {
-			return nil, render.Lungs{}, fmt.Errorf("token %s: %v", n, err)
+			return nil, render.Lungs{}, fmt.Errorf("token %s: %w", n, err)
 		}
 		switch n {
 		case render.LungToken("right", "chex"):
@@ -455,7 +455,7 @@ func (a *assembly) casesJSONL() ([]byte, error) {
 		if len(c.Source) > 0 {
 			v, err := ojson.Parse(c.Source)
 			if err != nil {
-				return nil, fmt.Errorf("%s: source: %v", c.KeyID(), err)
+				return nil, fmt.Errorf("%s: source: %w", c.KeyID(), err)
 			}
 			src = v
 		}
@@ -544,7 +544,7 @@ func (a *assembly) buildInfo() ([]byte, error) {
 	}
 	srcSHA, err := benchmark.SHA256File(a.sourcePath)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %v", a.sourcePath, err)
+		return nil, fmt.Errorf("source %s: %w", a.sourcePath, err)
 	}
 	csvs := map[string]bool{}
 	for _, c := range a.cases {
@@ -556,7 +556,7 @@ func (a *assembly) buildInfo() ([]byte, error) {
 	for _, p := range slices.Sorted(maps.Keys(csvs)) {
 		h, err := benchmark.SHA256File(p)
 		if err != nil {
-			return nil, fmt.Errorf("CheXmask CSV %s: %v", p, err)
+			return nil, fmt.Errorf("CheXmask CSV %s: %w", p, err)
 		}
 		chex.A = append(chex.A, ojson.NewObject().Set("file", ojson.Str(filepath.Base(p))).Set("sha256", ojson.Str(h)))
 	}

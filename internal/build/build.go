@@ -59,6 +59,11 @@ type GlobalError struct{ Err error }
 func (e *GlobalError) Error() string { return e.Err.Error() }
 func (e *GlobalError) Unwrap() error { return e.Err }
 
+// ErrNoWorkState is matched by Inspect's error when the build's work/
+// does not have the case and no source was named (the command names its
+// flag).
+var ErrNoWorkState = errors.New("has no work state")
+
 func global(format string, args ...any) error {
 	return &GlobalError{Err: fmt.Errorf(format, args...)}
 }
@@ -77,11 +82,11 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	start := time.Now()
 	opt.setDefaults()
 	if opt.Decisions == nil {
-		return nil, global("no review decisions: pass --accept-all, --reviews FILE or --review-db FILE")
+		return nil, global("no review decisions: accept every candidate or give the reviews (a reviews log or the review database)")
 	}
 	cfg := opt.Config
 	if err := cfg.Validate(); err != nil {
-		return nil, global("config: %v", err)
+		return nil, global("config: %w", err)
 	}
 	own, cases, isCand, err := openOut(opt, cfg)
 	if err != nil {
@@ -101,7 +106,7 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	}
 	fpcfg, err := fpConfig(cfg)
 	if err != nil {
-		return nil, global("config: %v", err)
+		return nil, global("config: %w", err)
 	}
 	e := &env{cfg: cfg, seed: cfg.Seed, loader: loader, stderr: opt.Stderr, hook: opt.testHook}
 	lists := makeLists(cases, cfg)
@@ -142,7 +147,7 @@ func openOut(opt Options, cfg buildcfg.Config) (own *ownership, cases []*source.
 		return nil, nil, false, err
 	}
 	if err := cleanLeftovers(opt.Out); err != nil {
-		return nil, nil, false, global("cleaning leftovers in %s: %v", opt.Out, err)
+		return nil, nil, false, global("cleaning leftovers in %s: %w", opt.Out, err)
 	}
 	return own, cases, isCand, nil
 }
@@ -193,7 +198,7 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 			return ctx.Err()
 		}
 		if err := writeWork(workDir, fp, o); err != nil {
-			return global("writing work state of %s: %v", c.KeyID(), err)
+			return global("writing work state of %s: %w", c.KeyID(), err)
 		}
 		o.masks, o.Deformation, o.caseLine = nil, nil, nil
 		it.outcome = o
@@ -230,11 +235,11 @@ func (a *assembly) finish(ctx context.Context, start, processed time.Time) (*Sum
 	var floor *floorResult
 	if opt.MeasureFloor {
 		if floor, err = measureFloor(opt); err != nil {
-			return nil, global("measuring the PNG floor: %v", err)
+			return nil, global("measuring the PNG floor: %w", err)
 		}
 	}
 	if err := writeTiming(opt.Out, start, processed, assembled, time.Now(), opt.Workers, floor); err != nil {
-		return nil, global("%v", err)
+		return nil, global("%w", err)
 	}
 	a.printSummary(opt.Stdout)
 	return sum, nil
@@ -310,11 +315,11 @@ func rfCount(n int, ratio float64) int {
 func claimOut(opt Options, own *ownership, cases []*source.Case) error {
 	real, err := outdir.RealPath(opt.Source)
 	if err != nil {
-		return global("source %s: %v", opt.Source, err)
+		return global("source %s: %w", opt.Source, err)
 	}
 	sha, err := benchmark.SHA256File(opt.Source)
 	if err != nil {
-		return global("source %s: %v", opt.Source, unwrapPath(err))
+		return global("source %s: %w", opt.Source, unwrapPath(err))
 	}
 	if err := own.checkSource(opt.Out, opt.Source, real, sha); err != nil {
 		return &GlobalError{Err: err}
@@ -323,16 +328,16 @@ func claimOut(opt Options, own *ownership, cases []*source.Case) error {
 		return &GlobalError{Err: err}
 	}
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
-		return global("output directory %s: %v", opt.Out, unwrapPath(err))
+		return global("output directory %s: %w", opt.Out, unwrapPath(err))
 	}
 	// The marker comes first: a build killed from here on leaves a
 	// directory that the next run recognises.
 	own.source, own.sourceSHA = real, sha
 	if err := own.save(opt.Out); err != nil {
-		return global("output directory %s: writing the build marker: %v", opt.Out, err)
+		return global("output directory %s: writing the build marker: %w", opt.Out, err)
 	}
 	if err := probeWritable(opt.Out); err != nil {
-		return global("output directory %s is not writable: %v", opt.Out, err)
+		return global("output directory %s is not writable: %w", opt.Out, err)
 	}
 	return nil
 }

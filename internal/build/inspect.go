@@ -62,7 +62,7 @@ func (a *assembly) inspect(ctx context.Context, spec string) error {
 				p = "not included"
 			}
 			if err := inspectCase(a.e, it.c, a.opt.Out, p); err != nil {
-				return global("inspect %s: %v", key, err)
+				return global("inspect %s: %w", key, err)
 			}
 		}
 	}
@@ -89,7 +89,7 @@ const maxMetaBytes = 256 << 20
 func Inspect(opt InspectOptions) (string, error) {
 	// The key names folders under work/ and inspect/: it must be a key_id.
 	if _, _, err := benchmark.ParseKeyID(opt.Key); err != nil {
-		return "", fmt.Errorf("--key %q: %v", opt.Key, err)
+		return "", err
 	}
 	// inspect writes only into a build's directory, and replaces only an
 	// inspect folder that holds nothing but inspect's files.
@@ -102,11 +102,11 @@ func Inspect(opt InspectOptions) (string, error) {
 	}
 	data, err := imagefile.ReadFile(filepath.Join(opt.Dir, infoJSON), maxMetaBytes, imagefile.NoFollow)
 	if err != nil {
-		return "", fmt.Errorf("%s: %v", filepath.Join(opt.Dir, infoJSON), unwrapPath(err))
+		return "", fmt.Errorf("%s: %w", filepath.Join(opt.Dir, infoJSON), unwrapPath(err))
 	}
 	info, err := ojson.Parse(data)
 	if err != nil {
-		return "", fmt.Errorf("%s: %v", infoJSON, err)
+		return "", fmt.Errorf("%s: %w", infoJSON, err)
 	}
 	cv := info.Get("config")
 	if cv == nil || cv.Kind != ojson.KindObject {
@@ -114,7 +114,7 @@ func Inspect(opt InspectOptions) (string, error) {
 	}
 	cfg := buildcfg.Default()
 	if err := decodeConfig(ojson.MarshalCompact(cv), &cfg); err != nil {
-		return "", fmt.Errorf("%s: config: %v", infoJSON, err)
+		return "", fmt.Errorf("%s: config: %w", infoJSON, err)
 	}
 	c, err := findCase(opt, cfg)
 	if err != nil {
@@ -162,7 +162,7 @@ func findCase(opt InspectOptions, cfg buildcfg.Config) (*source.Case, error) {
 		}
 	}
 	if src == "" {
-		return nil, fmt.Errorf("%s has no work state in %s; pass --source with the build's manifest or candidates", opt.Key, filepath.Join(opt.Dir, workDirName))
+		return nil, fmt.Errorf("%s %w in %s", opt.Key, ErrNoWorkState, filepath.Join(opt.Dir, workDirName))
 	}
 	all := cfg
 	all.Lesions = slices.Clone(benchmark.Lesions)

@@ -61,7 +61,7 @@ func measureFloor(opt Options) (*floorResult, error) {
 			}
 			img, err := imagefile.DecodePNG(data)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %v", files[i], err)
+				return nil, fmt.Errorf("%s: %w", files[i], err)
 			}
 			switch im := img.(type) {
 			case *image.Gray, *image.RGBA:

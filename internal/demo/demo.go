@@ -113,7 +113,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	abs, err := filepath.Abs(out)
 	if err != nil {
-		return nil, fmt.Errorf("demo: output directory %s: %v", out, err)
+		return nil, fmt.Errorf("demo: output directory %s: %w", out, err)
 	}
 	w := opt.Stdout
 	if w == nil {
@@ -128,7 +128,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	logf, err := os.OpenFile(filepath.Join(abs, logFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("demo: opening the log: %v", err)
+		return nil, fmt.Errorf("demo: opening the log: %w", err)
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "\n==== chexpercept demo %s, %s ====\n", version.String(), time.Now().UTC().Format(time.RFC3339))
@@ -208,7 +208,7 @@ func (d *runner) phantom() (string, error) {
 	}
 	for _, sub := range []string{phantomDir, benchDir, resultsDir, reportDir} {
 		if err := os.RemoveAll(filepath.Join(d.res.Dir, sub)); err != nil {
-			return "", fmt.Errorf("demo: removing the old %s: %v", sub, err)
+			return "", fmt.Errorf("demo: removing the old %s: %w", sub, err)
 		}
 	}
 	t := time.Now()
@@ -241,7 +241,7 @@ func (d *runner) build(manifest string) error {
 			return err
 		}
 		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("demo: removing the old benchmark: %v", err)
+			return fmt.Errorf("demo: removing the old benchmark: %w", err)
 		}
 	}
 	// Runs of an earlier benchmark would be refused by eval (other hash).
@@ -250,7 +250,7 @@ func (d *runner) build(manifest string) error {
 	}
 	for _, sub := range []string{resultsDir, reportDir} {
 		if err := os.RemoveAll(filepath.Join(d.res.Dir, sub)); err != nil {
-			return fmt.Errorf("demo: removing the old %s: %v", sub, err)
+			return fmt.Errorf("demo: removing the old %s: %w", sub, err)
 		}
 	}
 	cfg := buildcfg.Default()
@@ -282,7 +282,7 @@ func (d *runner) validate() error {
 		return fmt.Errorf("demo: validate: %w", err)
 	}
 	if werr := rep.WriteText(d.log); werr != nil {
-		return fmt.Errorf("demo: writing the validation report to the log: %v", werr)
+		return fmt.Errorf("demo: writing the validation report to the log: %w", werr)
 	}
 	if !rep.OK() {
 		msg := ""
@@ -318,14 +318,14 @@ func (d *runner) evaluate() error {
 			return err
 		}
 		if err := os.RemoveAll(d.res.Results); err != nil {
-			return fmt.Errorf("demo: removing the old results: %v", err)
+			return fmt.Errorf("demo: removing the old results: %w", err)
 		}
 	}
 	// A placeholder key file keeps a user's OPENAI_API_KEY from being sent,
 	// even to our own loopback server.
 	kf := filepath.Join(d.res.Dir, keyFile)
 	if err := os.WriteFile(kf, []byte("chexpercept-demo-placeholder\n"), 0o600); err != nil {
-		return fmt.Errorf("demo: writing %s: %v", kf, err)
+		return fmt.Errorf("demo: writing %s: %w", kf, err)
 	}
 
 	t := time.Now()
@@ -404,7 +404,7 @@ func (d *runner) report() error {
 	t := time.Now()
 	// The report folder is ours; a fresh one never mixes in stale files.
 	if err := os.RemoveAll(d.res.Report); err != nil {
-		return fmt.Errorf("demo: removing the old report: %v", err)
+		return fmt.Errorf("demo: removing the old report: %w", err)
 	}
 	res, err := report.Generate(report.Config{
 		Inputs:    []string{d.res.Results},
@@ -485,7 +485,7 @@ func claimDir(dir string) (*state, error) {
 		return readState(marker)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("demo: creating %s: %v", dir, err)
+		return nil, fmt.Errorf("demo: creating %s: %w", dir, err)
 	}
 	s := &state{path: marker, steps: map[string]string{}}
 	return s, s.save()
@@ -502,7 +502,7 @@ type state struct {
 func readState(path string) (*state, error) {
 	f, err := imagefile.Open(path, imagefile.NoFollow)
 	if err != nil {
-		return nil, fmt.Errorf("demo: reading %s: %v", path, err)
+		return nil, fmt.Errorf("demo: reading %s: %w", path, err)
 	}
 	defer f.Close()
 	st := &state{path: path, steps: map[string]string{}}
@@ -517,7 +517,7 @@ func readState(path string) (*state, error) {
 		st.steps[step] = fp
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("demo: reading %s: %v", path, err)
+		return nil, fmt.Errorf("demo: reading %s: %w", path, err)
 	}
 	return st, nil
 }
@@ -548,7 +548,7 @@ func (s *state) save() error {
 		}
 	}
 	if err := atomicfile.WriteFile(s.path, []byte(b.String())); err != nil {
-		return fmt.Errorf("demo: writing %s: %v", s.path, err)
+		return fmt.Errorf("demo: writing %s: %w", s.path, err)
 	}
 	return nil
 }
@@ -579,7 +579,7 @@ Run "chexpercept demo --out <this directory>" again to reuse the finished
 steps; delete the directory to start from scratch.
 `
 	if err := atomicfile.WriteFile(filepath.Join(dir, readmeFile), []byte(text)); err != nil {
-		return fmt.Errorf("demo: writing %s: %v", readmeFile, err)
+		return fmt.Errorf("demo: writing %s: %w", readmeFile, err)
 	}
 	return nil
 }

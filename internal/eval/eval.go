@@ -270,7 +270,7 @@ func (o *Options) check() error {
 		return err
 	}
 	if o.GeminiImageFormat != "png" && o.GeminiImageFormat != "jpeg" {
-		return fmt.Errorf("--gemini-image-format %q: want png or jpeg", o.GeminiImageFormat)
+		return fmt.Errorf("gemini image format %q: want png or jpeg", o.GeminiImageFormat)
 	}
 	return nil
 }
@@ -304,11 +304,11 @@ func prepare(o *Options) (*prepared, error) {
 	}
 	sel := o.Selection
 	for _, x := range []struct {
-		flag string
-		v    *int
-	}{{"limit", sel.Limit}, {"per-path-limit", sel.PerPathLimit}, {"sample", sel.Sample}} {
+		field string
+		v     *int
+	}{{"limit", sel.Limit}, {"per_path_limit", sel.PerPathLimit}, {"sample", sel.Sample}} {
 		if x.v != nil && *x.v < 1 {
-			return nil, fmt.Errorf("--%s %d selects no record; it must be at least 1", x.flag, *x.v)
+			return nil, fmt.Errorf("selection %s %d selects no record; it must be at least 1", x.field, *x.v)
 		}
 	}
 	selected, err := Select(bench.Records, sel)
@@ -339,7 +339,7 @@ func openManifest(runDir string, man *results.Manifest) (*results.Manifest, erro
 			return nil, fmt.Errorf("%s: schema %q is not %q", filepath.Join(runDir, results.ManifestFile), old.Schema, results.ManifestSchema)
 		}
 		if diffs := Differences(old, man); len(diffs) > 0 {
-			return nil, fmt.Errorf("run directory %s was started with different settings; refusing to mix runs (use another --out or the same settings):\n  %s", runDir, strings.Join(diffs, "\n  "))
+			return nil, fmt.Errorf("run directory %s was started with different settings; refusing to mix runs (use another results folder or the same settings):\n  %s", runDir, strings.Join(diffs, "\n  "))
 		}
 		return old, nil
 	}

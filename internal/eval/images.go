@@ -63,7 +63,7 @@ func verifyOne(benchDir, rel string, decoded *sync.Map) verified {
 	name := filepath.Join(benchDir, filepath.FromSlash(rel))
 	b, err := readRegular(name)
 	if err != nil {
-		return verified{err: fmt.Errorf("image %s: %v", rel, err)}
+		return verified{err: fmt.Errorf("image %s: %w", rel, err)}
 	}
 	sum := sha256.Sum256(b)
 	sha := hex.EncodeToString(sum[:])
@@ -78,7 +78,7 @@ func verifyOne(benchDir, rel string, decoded *sync.Map) verified {
 	_, derr := imagefile.DecodePNG(b)
 	if derr != nil {
 		decoded.Store(sha, derr)
-		return verified{err: fmt.Errorf("image %s: %v", rel, derr)}
+		return verified{err: fmt.Errorf("image %s: %w", rel, derr)}
 	}
 	decoded.Store(sha, nil)
 	return verified{sha: sha}
@@ -139,7 +139,7 @@ func (c *imageCache) get(rel, sha string) (*provider.Image, error) {
 	v, err, _ := c.sf.Do(sha, func() (any, error) {
 		b, err := readRegular(filepath.Join(c.benchDir, filepath.FromSlash(rel)))
 		if err != nil {
-			return nil, fmt.Errorf("image %s: %v", rel, err)
+			return nil, fmt.Errorf("image %s: %w", rel, err)
 		}
 		sum := sha256.Sum256(b)
 		if hex.EncodeToString(sum[:]) != sha {

@@ -37,8 +37,8 @@ func TestStartFailureWritesNothing(t *testing.T) {
 		{"gemini no credentials", "gemini", "gemini-3.1-flash", nil, "gemini: no credentials"},
 		{"opensource no endpoint", "opensource", "some/model", nil, "no endpoint"},
 		{"missing key file", "openai", "gpt-5.4", func(o *Options) { o.APIKeyFile = "nonexist.txt" }, "nonexist.txt"},
-		{"limit 0", "baseline", "random", func(o *Options) { o.Selection.Limit = &zero }, "--limit 0"},
-		{"sample 0", "baseline", "random", func(o *Options) { o.Selection.Sample = &zero }, "--sample 0"},
+		{"limit 0", "baseline", "random", func(o *Options) { o.Selection.Limit = &zero }, "selection limit 0 selects no record"},
+		{"sample 0", "baseline", "random", func(o *Options) { o.Selection.Sample = &zero }, "selection sample 0 selects no record"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

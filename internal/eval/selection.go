@@ -3,6 +3,7 @@ package eval
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -23,15 +24,16 @@ type Shard = results.Shard
 
 // ParseShard reads "i/n" or "auto/n". For auto, i comes from
 // JOB_COMPLETION_INDEX (0-based) or SLURM_ARRAY_TASK_ID −
-// SLURM_ARRAY_TASK_MIN + 1; getenv is os.Getenv in production.
+// SLURM_ARRAY_TASK_MIN + 1; getenv is os.Getenv in production. Errors
+// start with the value (the command puts its flag in front).
 func ParseShard(s string, getenv func(string) string) (*Shard, error) {
 	is, ns, ok := strings.Cut(s, "/")
 	if !ok {
-		return nil, fmt.Errorf("--shard %q: want i/n or auto/n", s)
+		return nil, fmt.Errorf("%q: want i/n or auto/n", s)
 	}
 	n, err := strconv.Atoi(ns)
 	if err != nil || n < 1 {
-		return nil, fmt.Errorf("--shard %q: n must be a positive integer", s)
+		return nil, fmt.Errorf("%q: n must be a positive integer", s)
 	}
 	var i int
 	if is == "auto" {
@@ -39,30 +41,30 @@ func ParseShard(s string, getenv func(string) string) (*Shard, error) {
 		case getenv("JOB_COMPLETION_INDEX") != "":
 			v, err := strconv.Atoi(getenv("JOB_COMPLETION_INDEX"))
 			if err != nil {
-				return nil, fmt.Errorf("--shard auto: JOB_COMPLETION_INDEX is not an integer")
+				return nil, errors.New("auto: JOB_COMPLETION_INDEX is not an integer")
 			}
 			i = v + 1
 		case getenv("SLURM_ARRAY_TASK_ID") != "":
 			id, err1 := strconv.Atoi(getenv("SLURM_ARRAY_TASK_ID"))
 			lo, err2 := strconv.Atoi(getenv("SLURM_ARRAY_TASK_MIN"))
 			if err1 != nil || err2 != nil {
-				return nil, fmt.Errorf("--shard auto: SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_MIN must both be integers")
+				return nil, errors.New("auto: SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_MIN must both be integers")
 			}
 			i = id - lo + 1
 		default:
-			return nil, fmt.Errorf("--shard auto/%d: neither JOB_COMPLETION_INDEX nor SLURM_ARRAY_TASK_ID is set", n)
+			return nil, fmt.Errorf("auto/%d: neither JOB_COMPLETION_INDEX nor SLURM_ARRAY_TASK_ID is set", n)
 		}
 	} else if i, err = strconv.Atoi(is); err != nil {
-		return nil, fmt.Errorf("--shard %q: i must be an integer or auto", s)
+		return nil, fmt.Errorf("%q: i must be an integer or auto", s)
 	}
 	if i < 1 || i > n {
-		return nil, fmt.Errorf("--shard %q: shard index %d is outside 1..%d", s, i, n)
+		return nil, fmt.Errorf("%q: shard index %d is outside 1..%d", s, i, n)
 	}
 	return &Shard{I: i, N: n}, nil
 }
 
-// ParseLesions splits --lesions a,b, checks every name and returns them
-// sorted and deduplicated.
+// ParseLesions splits a comma-separated lesion list, checks every name
+// and returns them sorted and deduplicated.
 func ParseLesions(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
@@ -71,7 +73,7 @@ func ParseLesions(s string) ([]string, error) {
 	for _, l := range strings.Split(s, ",") {
 		l = strings.TrimSpace(l)
 		if !slices.Contains(benchmark.Lesions, l) {
-			return nil, fmt.Errorf("--lesions: unknown lesion %q (want some of %s)", l, strings.Join(benchmark.Lesions, ", "))
+			return nil, fmt.Errorf("unknown lesion %q (want some of %s)", l, strings.Join(benchmark.Lesions, ", "))
 		}
 		out = append(out, l)
 	}
@@ -103,7 +105,7 @@ func Select(recs []*benchmark.Record, sel Selection) ([]int, error) {
 	switch {
 	case sel.PerPathLimit != nil:
 		if *sel.PerPathLimit < 0 {
-			return nil, fmt.Errorf("--per-path-limit must not be negative")
+			return nil, fmt.Errorf("selection per_path_limit %d is negative", *sel.PerPathLimit)
 		}
 		var out []int
 		for _, p := range []benchmark.Path{benchmark.LesionFree, benchmark.RevisionFree, benchmark.RevisionRequired} {
@@ -118,7 +120,7 @@ func Select(recs []*benchmark.Record, sel Selection) ([]int, error) {
 		idx = out
 	case sel.Limit != nil:
 		if *sel.Limit < 0 {
-			return nil, fmt.Errorf("--limit must not be negative")
+			return nil, fmt.Errorf("selection limit %d is negative", *sel.Limit)
 		}
 		if *sel.Limit < len(idx) {
 			idx = idx[:*sel.Limit]
@@ -126,7 +128,7 @@ func Select(recs []*benchmark.Record, sel Selection) ([]int, error) {
 	}
 	if sel.Sample != nil {
 		if *sel.Sample < 0 {
-			return nil, fmt.Errorf("--sample must not be negative")
+			return nil, fmt.Errorf("selection sample %d is negative", *sel.Sample)
 		}
 		idx = sample(recs, idx, *sel.Sample, sel.Seed)
 	}
@@ -146,7 +148,7 @@ func Select(recs []*benchmark.Record, sel Selection) ([]int, error) {
 // sample draws n of idx stratified by lesion × path with proportional
 // integer allocation (largest remainders, ties in stratum order) and the
 // seeded RNG of §2.3.
-func sample(recs []*benchmark.Record, idx []int, n int, seed int64) []int {
+func sample(recs []*benchmark.Record, idx []int, n int, seed uint64) []int {
 	total := len(idx)
 	if n >= total {
 		return slices.Clone(idx)
@@ -166,7 +168,7 @@ func sample(recs []*benchmark.Record, idx []int, n int, seed int64) []int {
 		sizes[j] = len(strata[name])
 	}
 	alloc := allocate(sizes, n)
-	r := rng.New("chexpercept/eval-sample/" + strconv.FormatInt(seed, 10))
+	r := rng.New("chexpercept/eval-sample/" + strconv.FormatUint(seed, 10))
 	var out []int
 	for j, name := range names {
 		out = append(out, rng.Sample(r, strata[name], alloc[j])...)

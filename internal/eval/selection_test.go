@@ -141,8 +141,9 @@ func TestParseShard(t *testing.T) {
 	} {
 		got, err := ParseShard(c.in, c.env)
 		if c.errWant != "" {
-			if err == nil || !strings.Contains(err.Error(), c.errWant) {
-				t.Errorf("ParseShard(%q): err %v, want %q", c.in, err, c.errWant)
+			// The command puts its flag in front: "--shard " + err.
+			if err == nil || !strings.Contains(err.Error(), c.errWant) || strings.Contains(err.Error(), "--") {
+				t.Errorf("ParseShard(%q): err %v, want %q and no flag name", c.in, err, c.errWant)
 			}
 			continue
 		}
@@ -167,8 +168,14 @@ func TestSelectionHashes(t *testing.T) {
 	if KeysHash([]string{"a", "b"}) == KeysHash([]string{"ab"}) {
 		t.Error("key list hash is ambiguous")
 	}
-	if _, err := ParseLesions("edema,nope"); err == nil {
-		t.Error("unknown lesion accepted")
+	if _, err := ParseLesions("edema,nope"); err == nil || !strings.HasPrefix(err.Error(), `unknown lesion "nope" (want some of `) {
+		t.Errorf("unknown lesion: %v", err)
+	}
+	neg := -1
+	for _, sel := range []Selection{{Limit: &neg}, {PerPathLimit: &neg}, {Sample: &neg}} {
+		if _, err := Select(nil, sel); err == nil || !strings.HasPrefix(err.Error(), "selection ") || !strings.HasSuffix(err.Error(), " -1 is negative") {
+			t.Errorf("Select(%+v): %v, want the field named", sel, err)
+		}
 	}
 	if l, _ := ParseLesions("pneumonia, edema,edema"); !slices.Equal(l, []string{"edema", "pneumonia"}) {
 		t.Errorf("ParseLesions = %v", l)

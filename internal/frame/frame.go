@@ -44,7 +44,7 @@ func DecodeGray(data []byte) (*image.Gray, error) {
 func NativeSize(path string) (w, h int, err error) {
 	_, w, h, err = imagefile.CheckHeader(path)
 	if err != nil {
-		return 0, 0, fmt.Errorf("image %s: %v", path, unwrapPath(err))
+		return 0, 0, fmt.Errorf("image %s: %w", path, unwrapPath(err))
 	}
 	return w, h, nil
 }

@@ -40,7 +40,7 @@ import (
 type Options struct {
 	OutDir         string
 	CasesPerLesion int // positives and, separately, negatives per lesion
-	Seed           int64
+	Seed           uint64
 	Workers        int       // ≤ 0 means runtime.NumCPU()
 	Progress       io.Writer // optional: one line per progress step
 }

@@ -35,7 +35,7 @@ func sampleCases(t *testing.T) []testCase {
 	t.Helper()
 	casesOnce.Do(func() {
 		s := newScratch()
-		for _, seed := range []int64{1, 2} {
+		for _, seed := range []uint64{1, 2} {
 			for _, cs := range plan(1) {
 				cd, err := makeCase(seed, cs, s)
 				if err != nil {
@@ -459,7 +459,7 @@ func TestNegativesAndReports(t *testing.T) {
 }
 
 // generate runs Generate into a fresh directory.
-func generate(t *testing.T, n int, seed int64, workers int) (string, Summary) {
+func generate(t *testing.T, n int, seed uint64, workers int) (string, Summary) {
 	t.Helper()
 	dir := t.TempDir()
 	var progress bytes.Buffer

@@ -65,7 +65,7 @@ const (
 )
 
 // makeCase draws and renders one case from its own RNG.
-func makeCase(seed int64, cs caseSpec, s *scratch) (*caseData, error) {
+func makeCase(seed uint64, cs caseSpec, s *scratch) (*caseData, error) {
 	r := rng.New(fmt.Sprintf(caseLabelFormat, seed, cs.caseID))
 	for try := 0; try < maxAnatomyTries; try++ {
 		cd, err := tryCase(r, cs, s)

@@ -99,7 +99,7 @@ func label(dst draw.Image, x, y int, s string, c color.Color) {
 
 // contactSheet lays out one row per lesion: its first per positives, then
 // its first per negatives.
-func contactSheet(specs []caseSpec, thumbs []*image.RGBA, per, n int, seed int64) *image.RGBA {
+func contactSheet(specs []caseSpec, thumbs []*image.RGBA, per, n int, seed uint64) *image.RGBA {
 	cols := 2 * per
 	w := max(cols*thumb, minSheet)
 	rows := len(specs) / (2 * n)

@@ -190,3 +190,21 @@ func ParseRetryAfter(h http.Header, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// ErrNoCredentials and ErrNoEndpoint are matched (errors.Is) by New's
+// error when neither Config nor the environment supplies an API key (or
+// Vertex AI project), or a server endpoint. The message names the
+// environment variables; the command layer adds its flags.
+var (
+	ErrNoCredentials = errors.New("no credentials")
+	ErrNoEndpoint    = errors.New("no endpoint")
+)
+
+// missingError is one of New's messages that matches kind.
+type missingError struct {
+	msg  string
+	kind error
+}
+
+func (e *missingError) Error() string        { return e.msg }
+func (e *missingError) Is(target error) bool { return target == e.kind }

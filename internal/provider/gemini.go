@@ -68,7 +68,7 @@ func newGemini(cfg Config) (*geminiClient, error) {
 	case key != "":
 		cc.Backend, cc.APIKey = genai.BackendGeminiAPI, key
 	default:
-		return nil, fmt.Errorf("gemini: no credentials (set GEMINI_API_KEY or GOOGLE_API_KEY, pass --api-key-file FILE, or set GOOGLE_CLOUD_PROJECT for Vertex AI)")
+		return nil, &missingError{"gemini: no credentials (set GEMINI_API_KEY or GOOGLE_API_KEY, or GOOGLE_CLOUD_PROJECT for Vertex AI)", ErrNoCredentials}
 	}
 	s := newScrubber(key)
 	client, err := genai.NewClient(context.Background(), cc)

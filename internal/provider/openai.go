@@ -40,14 +40,14 @@ func newOpenAI(cfg Config) (*openaiClient, error) {
 			return nil, err
 		}
 		if key == "" {
-			return nil, fmt.Errorf("azure: no API key (set AZURE_OPENAI_API_KEY, or pass --api-key-file FILE)")
+			return nil, &missingError{"azure: no API key (set AZURE_OPENAI_API_KEY)", ErrNoCredentials}
 		}
 		ep := cfg.Endpoint
 		if ep == "" {
 			ep = strings.TrimSpace(cfg.getenv("AZURE_OPENAI_ENDPOINT"))
 		}
 		if ep == "" {
-			return nil, fmt.Errorf("azure: no endpoint (set AZURE_OPENAI_ENDPOINT or give --endpoint)")
+			return nil, &missingError{"azure: no endpoint (set AZURE_OPENAI_ENDPOINT)", ErrNoEndpoint}
 		}
 		if _, err := url.ParseRequestURI(ep); err != nil {
 			return nil, fmt.Errorf("azure: endpoint is not a URL")
@@ -77,7 +77,7 @@ func newOpenAI(cfg Config) (*openaiClient, error) {
 		ep := cfg.Endpoint
 		if ep == "" {
 			if cfg.Backend != BackendOpenAI {
-				return nil, fmt.Errorf("%s: no endpoint (give --endpoint, e.g. http://127.0.0.1:8000/v1)", cfg.Backend)
+				return nil, &missingError{string(cfg.Backend) + ": no endpoint (the server's base URL, e.g. http://127.0.0.1:8000/v1)", ErrNoEndpoint}
 			}
 			ep = DefaultOpenAIEndpoint
 		}
@@ -86,7 +86,7 @@ func newOpenAI(cfg Config) (*openaiClient, error) {
 		}
 		if key == "" {
 			if ep == DefaultOpenAIEndpoint {
-				return nil, fmt.Errorf("openai: no API key (set OPENAI_API_KEY, or pass --api-key-file FILE)")
+				return nil, &missingError{"openai: no API key (set OPENAI_API_KEY)", ErrNoCredentials}
 			}
 			key = placeholderKey
 		}

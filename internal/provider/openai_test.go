@@ -344,23 +344,27 @@ func TestConfigErrors(t *testing.T) {
 	cases := []struct {
 		cfg  Config
 		want string
+		is   error // matched by errors.Is when not nil
 	}{
-		{Config{Backend: BackendOpenAI, Getenv: env(nil)}, "no API key"},
-		{Config{Backend: BackendAzure, Getenv: env(map[string]string{"AZURE_OPENAI_API_KEY": "k"})}, "no endpoint"},
-		{Config{Backend: BackendAzure, Getenv: env(map[string]string{"AZURE_OPENAI_ENDPOINT": "https://x"})}, "no API key"},
-		{Config{Backend: BackendVLLM, Getenv: env(nil)}, "no endpoint"},
-		{Config{Backend: BackendVLLM, Endpoint: "http://x/v1", APIKeyFile: "/nonexistent/key"}, "api key file"},
-		{Config{Backend: BackendGemini, Getenv: env(nil)}, "no credentials"},
-		{Config{Backend: BackendGemini, GeminiVertex: true, Getenv: env(map[string]string{"GEMINI_API_KEY": "k"})}, "needs GOOGLE_CLOUD_PROJECT"},
-		{Config{Backend: BackendGemini, GeminiImageFormat: "webp", Getenv: env(map[string]string{"GEMINI_API_KEY": "k"})}, "image format"},
-		{Config{Backend: BackendOpenAI, Endpoint: "not a url", Getenv: env(map[string]string{"OPENAI_API_KEY": "k"})}, "not a URL"},
-		{Config{Backend: BackendBaseline}, "NewBaseline"},
-		{Config{Backend: "bogus"}, "unknown backend"},
+		{Config{Backend: BackendOpenAI, Getenv: env(nil)}, "openai: no API key (set OPENAI_API_KEY)", ErrNoCredentials},
+		{Config{Backend: BackendAzure, Getenv: env(map[string]string{"AZURE_OPENAI_API_KEY": "k"})}, "azure: no endpoint (set AZURE_OPENAI_ENDPOINT)", ErrNoEndpoint},
+		{Config{Backend: BackendAzure, Getenv: env(map[string]string{"AZURE_OPENAI_ENDPOINT": "https://x"})}, "azure: no API key (set AZURE_OPENAI_API_KEY)", ErrNoCredentials},
+		{Config{Backend: BackendVLLM, Getenv: env(nil)}, "no endpoint (the server's base URL, e.g. http://127.0.0.1:8000/v1)", ErrNoEndpoint},
+		{Config{Backend: BackendVLLM, Endpoint: "http://x/v1", APIKeyFile: "/nonexistent/key"}, "api key file", nil},
+		{Config{Backend: BackendGemini, Getenv: env(nil)}, "gemini: no credentials (set GEMINI_API_KEY or GOOGLE_API_KEY, or GOOGLE_CLOUD_PROJECT for Vertex AI)", ErrNoCredentials},
+		{Config{Backend: BackendGemini, GeminiVertex: true, Getenv: env(map[string]string{"GEMINI_API_KEY": "k"})}, "needs GOOGLE_CLOUD_PROJECT", nil},
+		{Config{Backend: BackendGemini, GeminiImageFormat: "webp", Getenv: env(map[string]string{"GEMINI_API_KEY": "k"})}, "image format", nil},
+		{Config{Backend: BackendOpenAI, Endpoint: "not a url", Getenv: env(map[string]string{"OPENAI_API_KEY": "k"})}, "not a URL", nil},
+		{Config{Backend: BackendBaseline}, "NewBaseline", nil},
+		{Config{Backend: "bogus"}, "unknown backend", nil},
 	}
 	for _, tc := range cases {
 		_, err := New(tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want error containing %q", tc.cfg.Backend, err, tc.want)
+		}
+		if tc.is != nil && (!errors.Is(err, tc.is) || strings.Contains(err.Error(), "--")) {
+			t.Errorf("%+v: %v does not match %v or names a flag (the command adds it)", tc.cfg.Backend, err, tc.is)
 		}
 	}
 }

@@ -146,7 +146,7 @@ func (r *Registry) add(name string, data []byte) error {
 			where = fmt.Sprintf("%s: entry %q", name, e.Alias)
 		}
 		if err := e.validate(); err != nil {
-			return fmt.Errorf("%s: %v", where, err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		if seen[e.Alias] {
 			return fmt.Errorf("%s: alias defined twice in the same file", where)

@@ -34,10 +34,10 @@ func LockRun(dir string) (unlock func(), err error) {
 	name := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %v", name, err)
+		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
 	return flock(f, syscall.LOCK_EX,
-		fmt.Sprintf("run directory %s is in use by another chexpercept process (lock %s held); wait for it or use another --out", dir, LockFile))
+		fmt.Sprintf("run directory %s is in use by another chexpercept process (lock %s held); wait for it or write to another directory", dir, LockFile))
 }
 
 // ReadLockRun takes a shared lock on the run directory dir for reading it
@@ -53,7 +53,7 @@ func ReadLockRun(dir string) (unlock func(), err error) {
 		return func() {}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %v", name, err)
+		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
 	return flock(f, syscall.LOCK_SH,
 		fmt.Sprintf("run directory %s is being written by another chexpercept process (lock %s held); wait for it to finish", dir, LockFile))
@@ -68,7 +68,7 @@ func flock(f *os.File, how int, busy string) (unlock func(), err error) {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, &busyError{busy}
 		}
-		return nil, fmt.Errorf("lock %s: %v", f.Name(), err)
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
 	return func() {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)

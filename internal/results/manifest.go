@@ -73,7 +73,7 @@ type Selection struct {
 	Limit        *int     `json:"limit"`          // first N records
 	PerPathLimit *int     `json:"per_path_limit"` // first N of each path; overrides Limit
 	Sample       *int     `json:"sample"`         // stratified sample size
-	Seed         int64    `json:"seed"`           // sample seed
+	Seed         uint64   `json:"seed"`           // sample seed
 	Shard        *Shard   `json:"shard"`          // nil = unsharded
 }
 
@@ -245,9 +245,10 @@ func describeJSONError(err error) error {
 	}
 	want := "a value of another type"
 	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		want = "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "a whole number, not negative"
 	case reflect.Float32, reflect.Float64:
 		want = "a number"
 	case reflect.String:

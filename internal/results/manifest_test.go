@@ -2,6 +2,8 @@ package results_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -68,6 +70,10 @@ func TestParseManifest(t *testing.T) {
 		{"wrong type", `{"dataset":{"path":7}}`, nil, "dataset.path: a number, want a string"},
 		{"string for a number", `{"selected_records":"7"}`, nil, "selected_records: a string, want a whole number"},
 		{"fraction for a whole number", `{"selected_records":2.5}`, nil, "selected_records: 2.5, want a whole number"},
+		// selection.seed is unsigned (eval --seed is a uint64 since
+		// issue 13; a negative seed was accepted before).
+		{"negative seed", `{"selection":{"seed":-5}}`, nil, "selection.seed: -5, want a whole number, not negative"},
+		{"largest seed", `{"selection":{"seed":18446744073709551615}}`, &results.Manifest{Selection: results.Selection{Seed: 18446744073709551615}}, ""},
 		{"in an array", `{"selection":{"lesions":["edema",3]}}`, nil, "selection.lesions.1: a number, want a string"},
 		{"not an object", `[1]`, nil, "top level: an array, want an object"},
 		{"duplicate member", `{"run_name":"a","run_name":"b"}`, nil, "duplicate"},
@@ -178,3 +184,22 @@ func TestWallTime(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// selection_sha256 hashes the selection's compact JSON: a seed is written
+// as the same decimal number whether the field is signed or not (it
+// became uint64 in issue 13), so hashes of earlier runs still match.
+func TestSelectionHashSeed(t *testing.T) {
+	sample := 3
+	for _, c := range []struct {
+		sel  results.Selection
+		json string
+	}{
+		{results.Selection{Sample: &sample, Seed: 7}, `{"lesions":[],"limit":null,"per_path_limit":null,"sample":3,"seed":7,"shard":null}`},
+		{results.Selection{Seed: 18446744073709551615}, `{"lesions":[],"limit":null,"per_path_limit":null,"sample":null,"seed":18446744073709551615,"shard":null}`},
+	} {
+		sum := sha256.Sum256([]byte(c.json))
+		if got, want := c.sel.Hash(), hex.EncodeToString(sum[:]); got != want {
+			t.Errorf("Hash(%+v) = %s, want the SHA-256 of %s", c.sel, got, c.json)
+		}
+	}
+}

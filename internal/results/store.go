@@ -56,7 +56,7 @@ func parseLines(path string, data []byte) ([]*Record, error) {
 		}
 		r, err := UnmarshalLine(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s: line %d: %v", path, line, err)
+			return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
 		}
 		out = append(out, r)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,7 +43,7 @@ const maxSheetBytes = 64 << 20
 // any, no line is returned and the error lists them (sheet:line: reason).
 func ReadSheets(paths []string, opt ImportOptions) ([]*Line, error) {
 	if len(paths) == 0 {
-		return nil, errors.New("no --csv sheet given")
+		return nil, errors.New("no sheet given")
 	}
 	stamp := opt.Now.UTC().Format(time.RFC3339)
 	var problems []string
@@ -66,10 +67,28 @@ func ReadSheets(paths []string, opt ImportOptions) ([]*Line, error) {
 		if len(msg) > show {
 			msg = append(append([]string{}, msg[:show]...), fmt.Sprintf("… and %d more", len(problems)-show))
 		}
-		return nil, fmt.Errorf("import: %d problem(s), nothing imported:\n  %s", len(problems), strings.Join(msg, "\n  "))
+		return nil, &importError{fmt.Sprintf("import: %d problem(s), nothing imported:\n  %s", len(problems), strings.Join(msg, "\n  ")),
+			opt.Source == nil && slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, noDigests) })}
 	}
 	return lines, nil
 }
+
+// ErrNeedsSource is matched by the error of ReadSheets when rows carry no
+// digests and no source was given (the command names its flag).
+var ErrNeedsSource = errors.New("rows without digests need the source the sheets were made from")
+
+// noDigests is the problem of such a row.
+const noDigests = "the row carries no digests"
+
+// importError lists the problems of ReadSheets; it is ErrNeedsSource when
+// one of them is a row without digests and no source was given.
+type importError struct {
+	msg         string
+	needsSource bool
+}
+
+func (e *importError) Error() string        { return e.msg }
+func (e *importError) Is(target error) bool { return e.needsSource && target == ErrNeedsSource }
 
 // sheetReviewer is the nearest enclosing annotator_<X> folder, else
 // "import".
@@ -252,7 +271,7 @@ func (s *sheetRows) line(rec []string) (*Line, error) {
 		}
 	} else {
 		if s.opt.Source == nil {
-			return nil, fmt.Errorf("key_id %s: the row carries no digests; pass --source FILE (the manifest or candidates the sheet was made from) to bind it to the current inputs", key)
+			return nil, fmt.Errorf("key_id %s: %s; the source it was made from (manifest or candidates) binds it to the current inputs", key, noDigests)
 		}
 		d, err := bindDigests(key, s.opt.Source, s.loader, s.bound)
 		if err != nil {
@@ -261,7 +280,7 @@ func (s *sheetRows) line(rec []string) (*Line, error) {
 		ln.ImageSHA256, ln.MaskSHA256 = d[0], d[1]
 	}
 	if c := s.opt.Source[key]; s.opt.Source != nil && c == nil {
-		return nil, fmt.Errorf("key_id %s is not in --source", key)
+		return nil, fmt.Errorf("key_id %s is not in the source", key)
 	}
 	return ln, nil
 }
@@ -273,7 +292,7 @@ func bindDigests(key string, src map[string]*source.Case, l *source.Loader, cach
 	}
 	c := src[key]
 	if c == nil {
-		return [2]*string{}, errors.New("not in --source")
+		return [2]*string{}, errors.New("not in the source")
 	}
 	img, err := source.ImageSHA256(c)
 	if err != nil {
@@ -316,7 +335,7 @@ func AppendLog(path string, lines []*Line) error {
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("reviews %s: %v", path, unwrapPath(err))
+		return fmt.Errorf("reviews %s: %w", path, unwrapPath(err))
 	}
 	data := MarshalLines(lines)
 	// A file whose last line lacks its newline would glue our first line
@@ -332,7 +351,7 @@ func AppendLog(path string, lines []*Line) error {
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("reviews %s: %v", path, err)
+		return fmt.Errorf("reviews %s: %w", path, err)
 	}
 	return f.Close()
 }

@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +55,7 @@ func TestMapDecision(t *testing.T) {
 func TestImportPackRoundTrip(t *testing.T) {
 	fx := makeFixture(t, []string{"edema"}, 2, 1)
 	out := filepath.Join(t.TempDir(), "packs")
-	if _, err := Pack(fx.Cases, out, PackOptions{Annotators: 1}); err != nil {
+	if _, err := Pack(fx.Cases, out, PackOptions{Reviewers: 1}); err != nil {
 		t.Fatal(err)
 	}
 	sheet := filepath.Join(out, "annotator_A/edema/positive/review_sheet.csv")
@@ -107,8 +108,10 @@ func TestImportReferenceSheets(t *testing.T) {
 			k(2)+",fx003,edema,x,a,manifest,p.png,\r\n")
 	neg := writeFile(t, filepath.Join(dir, "negative.csv"), "lesion,key_id,dicom_id,optimal\nedema,"+k(3)+",fx004,x\n")
 
-	// Without --source the rows cannot be bound.
-	if _, err := ReadSheets([]string{pos}, ImportOptions{Now: importTime}); err == nil || !strings.Contains(err.Error(), "--source") {
+	// Without a source the rows cannot be bound; the error says so, and
+	// matches ErrNeedsSource for the command to name its --source.
+	if _, err := ReadSheets([]string{pos}, ImportOptions{Now: importTime}); !errors.Is(err, ErrNeedsSource) || !strings.Contains(err.Error(), "the row carries no digests") ||
+		strings.Contains(err.Error(), "--") {
 		t.Errorf("no source: %v", err)
 	}
 	opt := ImportOptions{Now: importTime, Source: sourceMap(fx.Cases)}
@@ -150,7 +153,7 @@ func TestImportErrors(t *testing.T) {
 	tests := []struct{ name, data, want string }{
 		{"bad cell", hdr + k + ",edema,positive," + dig + "," + dig + ",,,maybe\r\n", `:2: decision "maybe"`},
 		{"bad digest", hdr + k + ",edema,positive,ABC,,,,y\r\n", ":2: image_sha256"},
-		{"unknown key", hdr + "edema_zz_positive_0,edema,positive,,,,,y\r\n", "not in --source"},
+		{"unknown key", hdr + "edema_zz_positive_0,edema,positive,,,,,y\r\n", "key_id edema_zz_positive_0: not in the source"},
 		{"header", "a,b,c\r\n1,2,3\r\n", ":1: header is neither"},
 		{"ragged", hdr + "a,b\r\n", ":2:"},
 		// CSV syntax errors once made the import panic.

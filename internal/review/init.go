@@ -53,10 +53,10 @@ const maxReportBytes = 64 << 10
 // SHA-256 hashes; the returned credentials are the only copy.
 func Init(path string, cases []*source.Case, opt InitOptions) ([]Credential, error) {
 	if opt.Reviewers < 1 {
-		return nil, fmt.Errorf("--reviewers must be at least 1, got %d", opt.Reviewers)
+		return nil, fmt.Errorf("reviewers must be at least 1, got %d", opt.Reviewers)
 	}
 	if opt.Overlap < 1 || opt.Overlap > opt.Reviewers {
-		return nil, fmt.Errorf("--overlap must be between 1 and --reviewers (%d), got %d", opt.Reviewers, opt.Overlap)
+		return nil, fmt.Errorf("overlap must be between 1 and the number of reviewers (%d), got %d", opt.Reviewers, opt.Overlap)
 	}
 	if len(cases) == 0 {
 		return nil, errors.New("the source has no cases to review")
@@ -93,7 +93,7 @@ func Init(path string, cases []*source.Case, opt InitOptions) ([]Credential, err
 		os.Remove(path)
 		os.Remove(path + "-wal")
 		os.Remove(path + "-shm")
-		return nil, fmt.Errorf("review db %s: %v", path, err)
+		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
 	return creds, nil
 }
@@ -185,7 +185,7 @@ func insertCases(tx *sql.Tx, kept []*source.Case, kd []caseDigest, assign [][]in
 		}
 		if _, err := insCase.Exec(id, c.KeyID(), c.CaseID, c.Lesion, c.Label, c.Image, imageID, kd[i].image, maskSHA, maskPNG,
 			kd[i].report, joinHints(cleanHints(c.LocationHints)), c.SourceType); err != nil {
-			return fmt.Errorf("case %s: %v", c.KeyID(), err)
+			return fmt.Errorf("case %s: %w", c.KeyID(), err)
 		}
 		for pos, r := range assign[i] {
 			if _, err := insAssign.Exec(id, ids[r], pos); err != nil {
@@ -291,12 +291,12 @@ func reportText(c *source.Case) (string, error) {
 	}
 	f, err := imagefile.Open(c.ReportPath, imagefile.Follow)
 	if err != nil {
-		return "", fmt.Errorf("report_path %s: %v", c.ReportPath, unwrapPath(err))
+		return "", fmt.Errorf("report_path %s: %w", c.ReportPath, unwrapPath(err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxReportBytes))
 	if err != nil {
-		return "", fmt.Errorf("report_path %s: %v", c.ReportPath, err)
+		return "", fmt.Errorf("report_path %s: %w", c.ReportPath, err)
 	}
 	if !utf8.Valid(b) {
 		b = bytes.ToValidUTF8(b, []byte("\uFFFD"))

@@ -102,13 +102,13 @@ func parseLog(path string, r io.Reader) (*Log, error) {
 	for n := 1; ; n++ {
 		raw, rerr := imagefile.ReadLine(br, maxLogLine)
 		if rerr != nil && rerr != io.EOF {
-			return nil, fmt.Errorf("reviews %s:%d: read error: %v", path, n, rerr)
+			return nil, fmt.Errorf("reviews %s:%d: read error: %w", path, n, rerr)
 		}
 		raw = bytes.TrimSpace(raw)
 		if len(raw) > 0 {
 			ln, err := parseLine(raw)
 			if err != nil {
-				return nil, fmt.Errorf("reviews %s:%d: %v", path, n, err)
+				return nil, fmt.Errorf("reviews %s:%d: %w", path, n, err)
 			}
 			ln.LineNo = n
 			if l.latest[ln.KeyID] == nil {
@@ -126,7 +126,7 @@ func parseLog(path string, r io.Reader) (*Log, error) {
 func parseLine(raw []byte) (*Line, error) {
 	v, err := ojson.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	if v.Kind != ojson.KindObject {
 		return nil, errors.New("not a JSON object")

@@ -36,9 +36,9 @@ const reportExcerptRunes = 300
 
 // PackOptions configures Pack.
 type PackOptions struct {
-	Annotators int // N ≥ 1 (default 6 in the command)
-	Workers    int // ≤ 0: number of CPUs
-	Warn       io.Writer
+	Reviewers int // N ≥ 1, one folder annotator_<X> each (default 6 in the command)
+	Workers   int // ≤ 0: number of CPUs
+	Warn      io.Writer
 }
 
 // PackSummary reports what Pack wrote.
@@ -48,15 +48,15 @@ type PackSummary struct {
 
 // Pack writes offline review packs (§4) under out, which must not exist or
 // be empty: for each lesion and label, in source order, row i goes to
-// annotator i mod N, whose folder annotator_<X>/<lesion>/<label>/ gets the
+// reviewer i mod N, whose folder annotator_<X>/<lesion>/<label>/ gets the
 // review image <key_id>.png and a line in review_sheet.csv. Positive
 // review images are the CXR beside the CXR with the candidate mask in red
 // at alpha 0.33 (2048×1024 RGB); negatives are the canonical CXR. A case
 // whose inputs cannot be read is skipped with a warning.
 func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error) {
 	var sum PackSummary
-	if opt.Annotators < 1 {
-		return sum, fmt.Errorf("--annotators must be at least 1, got %d", opt.Annotators)
+	if opt.Reviewers < 1 {
+		return sum, fmt.Errorf("reviewers must be at least 1, got %d", opt.Reviewers)
 	}
 	if st, names, err := outdir.Look(out); err != nil {
 		return sum, err
@@ -68,7 +68,7 @@ func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error
 	counter := map[string]int{}
 	for i, c := range cases {
 		k := c.Lesion + "/" + c.Label
-		a := counter[k] % opt.Annotators
+		a := counter[k] % opt.Reviewers
 		counter[k]++
 		dirs[i] = filepath.Join(out, AnnotatorName(a), c.Lesion, c.Label)
 	}
@@ -181,7 +181,7 @@ func packCase(l *source.Loader, c *source.Case, dir string, mkdir func(string) e
 		return nil, err
 	}
 	if err := mkdir(dir); err != nil {
-		return nil, fmt.Errorf("pack: %v", err)
+		return nil, fmt.Errorf("pack: %w", err)
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, c.KeyID()+".png"), buf.Bytes()); err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ func readSheetRows(t *testing.T, path string) [][]string {
 func TestPack(t *testing.T) {
 	fx := makeFixture(t, []string{"edema"}, 3, 2)
 	out := filepath.Join(t.TempDir(), "packs")
-	sum, err := Pack(fx.Cases, out, PackOptions{Annotators: 2, Workers: 2})
+	sum, err := Pack(fx.Cases, out, PackOptions{Reviewers: 2, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,14 +126,14 @@ func TestPack(t *testing.T) {
 	os.Symlink(filepath.Join(tmp, "nowhere"), dangling)
 	for dir, want := range map[string]string{out: `is not empty (it holds "annotator_A")`, file: "is not a directory", dangling: "does not lead to a directory"} {
 		before, beforeTmp := outdirtest.Snapshot(t, out), outdirtest.Snapshot(t, tmp)
-		_, err := Pack(fx.Cases, dir, PackOptions{Annotators: 2})
+		_, err := Pack(fx.Cases, dir, PackOptions{Reviewers: 2})
 		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("pack into %s: %v, want %q", dir, err, want)
 		}
 		outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, out))
 		outdirtest.Unchanged(t, beforeTmp, outdirtest.Snapshot(t, tmp))
 	}
-	if _, err := Pack(fx.Cases, filepath.Join(t.TempDir(), "x"), PackOptions{Annotators: 0}); err == nil {
-		t.Error("--annotators 0 accepted")
+	if _, err := Pack(fx.Cases, filepath.Join(t.TempDir(), "x"), PackOptions{Reviewers: 0}); err == nil {
+		t.Error("0 reviewers accepted")
 	}
 }

@@ -73,7 +73,7 @@ func notWritable(path string, err error) error {
 func statDB(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("review db %s: %v", path, unwrapPath(err))
+		return fmt.Errorf("review db %s: %w", path, unwrapPath(err))
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("review db %s: not a regular file", path)
@@ -107,7 +107,7 @@ func OpenReadOnly(path string) (*Store, error) {
 	}
 	d, err := dsnReadOnly(path, false)
 	if err != nil {
-		return nil, fmt.Errorf("review db %s: %v", path, err)
+		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
 	s, err := openDSN(path, d, true)
 	if code := sqliteCode(err); err == nil || code&0xff != sqliteReadOnly && code&0xff != sqliteCantOpen {
@@ -118,7 +118,7 @@ func OpenReadOnly(path string) (*Store, error) {
 			path, filepath.Base(path))
 	}
 	if d, err = dsnReadOnly(path, true); err != nil {
-		return nil, fmt.Errorf("review db %s: %v", path, err)
+		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
 	return openDSN(path, d, true)
 }

@@ -740,7 +740,7 @@ func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]b
 	if kind == "cxr.png" {
 		data, err := imagefile.ReadFile(c.ImagePath, imagefile.MaxFileBytes, imagefile.Follow)
 		if err != nil {
-			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %v", c.KeyID, unwrapPath(err))
+			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %w", c.KeyID, unwrapPath(err))
 		}
 		sum := sha256.Sum256(data)
 		if hex.EncodeToString(sum[:]) != c.ImageSHA256 {
@@ -748,7 +748,7 @@ func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]b
 		}
 		g, err := frame.DecodeGray(data)
 		if err != nil {
-			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %v", c.KeyID, err)
+			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %w", c.KeyID, err)
 		}
 		err = render.EncodePreviewPNG(&buf, g)
 		return buf.Bytes(), 200, err
@@ -759,7 +759,7 @@ func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]b
 	}
 	m, err := mask.DecodePNG(bytes.NewReader(data))
 	if err != nil {
-		return nil, http.StatusInternalServerError, fmt.Errorf("stored mask of %s: %v", c.KeyID, err)
+		return nil, http.StatusInternalServerError, fmt.Errorf("stored mask of %s: %w", c.KeyID, err)
 	}
 	if kind == "contour.png" {
 		m = mask.AndNot(m, mask.Erode(m, mask.Square(7), 1))

@@ -79,7 +79,7 @@ func (s *Store) ExportCSV(ctx context.Context, dir string) error {
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("export %s: %v", dir, unwrapPath(err))
+		return fmt.Errorf("export %s: %w", dir, unwrapPath(err))
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, "positive.csv"), csvRows(pos)); err != nil {
 		return err

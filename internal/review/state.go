@@ -265,7 +265,7 @@ func OpenDecisions(path string) (*Log, error) {
 	defer s.Close()
 	lines, err := s.ResolvedLines(context.Background())
 	if err != nil {
-		return nil, fmt.Errorf("review db %s: %v", path, err)
+		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
 	l := &Log{Path: path, latest: make(map[string]*Line, len(lines))}
 	for _, ln := range lines {

@@ -127,22 +127,22 @@ func create(path string) (*Store, error) {
 	}
 	d, err := dsn(path, "rwc")
 	if err != nil {
-		return nil, fmt.Errorf("review db %s: %v", path, err)
+		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
 	db, err := sql.Open("sqlite", d)
 	if err != nil {
-		return nil, fmt.Errorf("review db %s: %v", path, err)
+		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
 	s := &Store{db: db, Path: path, now: time.Now}
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("review db %s: create schema: %v", path, err)
+		return nil, fmt.Errorf("review db %s: create schema: %w", path, err)
 	}
 	// Token and session hashes are nobody else's business; SQLite gives
 	// the -wal and -shm files the database file's permissions.
 	if err := os.Chmod(path, 0o600); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("review db %s: %v", path, unwrapPath(err))
+		return nil, fmt.Errorf("review db %s: %w", path, unwrapPath(err))
 	}
 	return s, nil
 }
@@ -161,12 +161,12 @@ func Open(path string) (*Store, error) {
 		if isPermission(err) {
 			return nil, &writeError{fmt.Sprintf("review db %s: the file is not writable (%v)", path, unwrapPath(err)), err}
 		}
-		return nil, fmt.Errorf("review db %s: %v", path, unwrapPath(err))
+		return nil, fmt.Errorf("review db %s: %w", path, unwrapPath(err))
 	}
 	f.Close()
 	d, err := dsn(path, "rw")
 	if err != nil {
-		return nil, fmt.Errorf("review db %s: %v", path, err)
+		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
 	return openDSN(path, d, false)
 }
@@ -175,7 +175,7 @@ func Open(path string) (*Store, error) {
 func openDSN(path, d string, readOnly bool) (*Store, error) {
 	db, err := sql.Open("sqlite", d)
 	if err != nil {
-		return nil, fmt.Errorf("review db %s: %v", path, err)
+		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
 	s := &Store{db: db, Path: path, now: time.Now, readOnly: readOnly}
 	if readOnly {

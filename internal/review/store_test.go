@@ -120,8 +120,10 @@ func TestInitErrors(t *testing.T) {
 	for _, tc := range []struct {
 		n, k int
 		want string
-	}{{0, 1, "--reviewers"}, {2, 3, "--overlap"}, {2, 0, "--overlap"}} {
-		if _, err := Init(p, fx.Cases, InitOptions{Reviewers: tc.n, Overlap: tc.k}); err == nil || !strings.Contains(err.Error(), tc.want) {
+	}{{0, 1, "reviewers must be at least 1, got 0"}, {2, 3, "overlap must be between 1 and the number of reviewers (2), got 3"},
+		{2, 0, "overlap must be between 1 and the number of reviewers (2), got 0"}} {
+		// The command adds its flag names; Init names the settings.
+		if _, err := Init(p, fx.Cases, InitOptions{Reviewers: tc.n, Overlap: tc.k}); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "--") {
 			t.Errorf("n=%d k=%d: %v", tc.n, tc.k, err)
 		}
 	}

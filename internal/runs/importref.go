@@ -407,7 +407,7 @@ func readHistory(v *ojson.Value, key string) ([]histEntry, error) {
 			}
 			rel, err := relImage(p.S, key)
 			if err != nil {
-				return nil, fmt.Errorf("chat_history[%d][1][%d]: %v", i, j, err)
+				return nil, fmt.Errorf("chat_history[%d][1][%d]: %w", i, j, err)
 			}
 			h.images = append(h.images, rel)
 		}
@@ -491,7 +491,7 @@ func readUsage(v *ojson.Value) ([]callUsage, string, error) {
 				return nil, modelID, fmt.Errorf("per_call[%d].cost_usd is %s, not a number", i, showJSON(c))
 			}
 			if _, err := fmt.Sscan(c.N, &cost); err != nil {
-				return nil, modelID, fmt.Errorf("per_call[%d].cost_usd: %v", i, err)
+				return nil, modelID, fmt.Errorf("per_call[%d].cost_usd: %w", i, err)
 			}
 		}
 		out = append(out, callUsage{use: &u, cost: cost})

@@ -296,7 +296,7 @@ func mergeBenchmark(first *shardRun, dir string) (bench *benchmark.Benchmark, ab
 	mfile := filepath.Join(first.Dir, results.ManifestFile)
 	if dir == "" {
 		if dir = first.Manifest.Dataset.Path; dir == "" {
-			return nil, "", fmt.Errorf("%s: no dataset.path; pass --benchmark", mfile)
+			return nil, "", fmt.Errorf("%s: %w", mfile, ErrNoDatasetPath)
 		}
 	}
 	if bench, err = benchmark.Load(dir); err != nil {

@@ -196,16 +196,17 @@ func TestCheckTarget(t *testing.T) {
 		files []string // entries to create ("/" suffix: directory)
 		force bool
 		want  string // error substring; "" accepted
+		is    error  // the error matches it (errors.Is), when not nil
 	}{
-		{"absent", nil, false, ""},
-		{"empty", []string{}, false, ""},
-		{"interrupted write", []string{results.LockFile, results.ManifestFile + ".tmp-123"}, false, ""},
-		{"a run", []string{results.LockFile, results.ManifestFile, results.ResultsFile}, false, "pass --force"},
-		{"a run with force", []string{results.ManifestFile, results.ResultsFile, results.SummaryFile}, true, ""},
-		{"a run's manifest only", []string{results.ManifestFile}, false, "pass --force"},
-		{"someone's summary", []string{results.SummaryFile}, true, `holds no run (no manifest.json or results.jsonl): it holds "summary.json"`},
-		{"shard folders", []string{"shard-1-of-2/", "shard-2-of-2/", results.LockFile}, false, ""},
-		{"shard folders and more", []string{"shard-1-of-2/", results.LockFile, "notes/"}, false, `it holds "notes"`},
+		{"absent", nil, false, "", nil},
+		{"empty", []string{}, false, "", nil},
+		{"interrupted write", []string{results.LockFile, results.ManifestFile + ".tmp-123"}, false, "", nil},
+		{"a run", []string{results.LockFile, results.ManifestFile, results.ResultsFile}, false, "already holds a run (manifest.json or results.jsonl exists)", ErrRunExists},
+		{"a run with force", []string{results.ManifestFile, results.ResultsFile, results.SummaryFile}, true, "", nil},
+		{"a run's manifest only", []string{results.ManifestFile}, false, "already holds a run", ErrRunExists},
+		{"someone's summary", []string{results.SummaryFile}, true, `holds no run (no manifest.json or results.jsonl): it holds "summary.json"`, nil},
+		{"shard folders", []string{"shard-1-of-2/", "shard-2-of-2/", results.LockFile}, false, "", nil},
+		{"shard folders and more", []string{"shard-1-of-2/", results.LockFile, "notes/"}, false, `it holds "notes"`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run", "oracle_none")
@@ -228,6 +229,12 @@ func TestCheckTarget(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), dir) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("err = %v does not match %v", err, tc.is)
+			}
+			if strings.Contains(err.Error(), "--") {
+				t.Errorf("err = %v names a flag; the command adds it", err)
 			}
 		})
 	}
@@ -260,5 +267,17 @@ func TestRedactionsAcrossShards(t *testing.T) {
 	other.Concurrency = 99
 	if diffs, _ := settingsDiff(shards[0].Manifest, &other); len(diffs) == 0 {
 		t.Error("a real settings difference went unnoticed")
+	}
+}
+
+// A shard manifest without dataset.path and no benchmark given: the error
+// names the manifest and matches ErrNoDatasetPath, so that the command
+// can name its --benchmark flag.
+func TestMergeBenchmarkWithoutDatasetPath(t *testing.T) {
+	dir := t.TempDir()
+	first := &shardRun{Run: &Run{Dir: dir, Manifest: &results.Manifest{}}, i: 1, n: 2}
+	_, _, err := mergeBenchmark(first, "")
+	if !errors.Is(err, ErrNoDatasetPath) || err.Error() != filepath.Join(dir, results.ManifestFile)+": no dataset.path" {
+		t.Errorf("err = %v", err)
 	}
 }

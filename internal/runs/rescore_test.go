@@ -3,6 +3,7 @@ package runs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -197,7 +198,7 @@ func TestRescoreRefusals(t *testing.T) {
 	if _, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench}); err == nil || !strings.Contains(err.Error(), "--force") {
+	if _, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench}); !errors.Is(err, ErrRunExists) {
 		t.Errorf("second rescore: %v", err)
 	}
 	if _, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench, Force: true}); err != nil {

@@ -20,6 +20,16 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
+// The command layer adds the flag that overcomes these errors.
+var (
+	// ErrRunExists is matched by the error for a target run directory
+	// that already holds a run (written only with the Force option).
+	ErrRunExists = errors.New("already holds a run")
+	// ErrNoDatasetPath is matched by the error of a merge whose shard
+	// manifest names no benchmark and whose options name none either.
+	ErrNoDatasetPath = errors.New("no dataset.path")
+)
+
 // Run is a run directory (or shard folder) as read from disk.
 type Run struct {
 	Dir      string            // as given
@@ -107,7 +117,7 @@ func checkTarget(dir string, force bool) error {
 	switch st {
 	case outdir.Marked:
 		if !force {
-			return fmt.Errorf("%s already holds a run (manifest.json or results.jsonl exists); pass --force to replace it", dir)
+			return fmt.Errorf("%s %w (manifest.json or results.jsonl exists)", dir, ErrRunExists)
 		}
 	case outdir.Other:
 		for _, n := range names {

@@ -149,7 +149,7 @@ func lineFields(raw []byte) (map[string]*ojson.Value, error) {
 		if errors.As(err, &se) {
 			return nil, fmt.Errorf("not valid JSON at column %d: %s", se.Col, se.Msg)
 		}
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	if v.Kind != ojson.KindObject {
 		return nil, fmt.Errorf("not a JSON object")

@@ -65,7 +65,7 @@ func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string,
 	}
 	f, err := imagefile.Open(ilsJSON, imagefile.Follow)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: cannot read: %v", ilsJSON, unwrapPath(err))
+		return nil, nil, fmt.Errorf("%s: cannot read: %w", ilsJSON, unwrapPath(err))
 	}
 	defer f.Close()
 
@@ -100,10 +100,10 @@ type mimicInputs struct {
 // paths absolute.
 func mimicPaths(cxrDir, ilsMasksDir, chexmaskCSV, lungPNGPattern string, cfg buildcfg.Config) (mimicInputs, error) {
 	if chexmaskCSV == "" && lungPNGPattern == "" {
-		return mimicInputs{}, fmt.Errorf("MIMIC sources need a lung source: --chexmask-csv and/or --lung-png-pattern")
+		return mimicInputs{}, ErrNoLungSource
 	}
 	if lungPNGPattern != "" && (!strings.Contains(lungPNGPattern, "{image_id}") || !strings.Contains(lungPNGPattern, "{side}")) {
-		return mimicInputs{}, fmt.Errorf("--lung-png-pattern %q must contain {image_id} and {side}", lungPNGPattern)
+		return mimicInputs{}, fmt.Errorf("lung PNG pattern %q must contain {image_id} and {side}", lungPNGPattern)
 	}
 	var err error
 	abs := func(p string) string {
@@ -322,7 +322,7 @@ func pairCase(studyID string, s *ilsStudy, p ilsPair, label, kind, image, csvPat
 		return nil, fmt.Errorf("study %s, pair %s: target %q is not one of the seven lesions", studyID, p.PairID, p.Target)
 	}
 	if err := checkCaseID(p.PairID, label); err != nil {
-		return nil, fmt.Errorf("study %s (%s_pairs): %v", studyID, label, err)
+		return nil, fmt.Errorf("study %s (%s_pairs): %w", studyID, label, err)
 	}
 	id := s.DicomID
 	c := &Case{

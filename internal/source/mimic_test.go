@@ -125,8 +125,14 @@ func TestFromMIMICErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := FromMIMIC(dir, write("a.json", `{}`), dir, "", "", buildcfg.Default()); err == nil || !strings.Contains(err.Error(), "lung source") {
+	// The errors about the lung sources name what is missing, not the
+	// command's flags (the command adds them).
+	if _, _, err := FromMIMIC(dir, write("a.json", `{}`), dir, "", "", buildcfg.Default()); !errors.Is(err, ErrNoLungSource) || strings.Contains(err.Error(), "--") {
 		t.Errorf("no lung source: %v", err)
+	}
+	if _, _, err := FromMIMIC(dir, write("a.json", `{}`), dir, "", "lungs/{image_id}.png", buildcfg.Default()); err == nil ||
+		!strings.Contains(err.Error(), `lung PNG pattern "lungs/{image_id}.png" must contain {image_id} and {side}`) {
+		t.Errorf("pattern without {side}: %v", err)
 	}
 }
 

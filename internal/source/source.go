@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
 	"regexp"
@@ -75,6 +76,10 @@ func (c *Case) DedupKey() string {
 	}
 	return "path:" + c.Image
 }
+
+// ErrNoLungSource is FromMIMIC's error when neither a CheXmask CSV nor a
+// lung PNG pattern is given (the command names its flags).
+var ErrNoLungSource = errors.New("MIMIC sources need a lung source: a CheXmask CSV and/or a lung PNG pattern")
 
 // pairIDPattern is the case_id (pair id) pattern of format.md §2.
 var pairIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+$`)

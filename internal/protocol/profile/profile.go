@@ -159,7 +159,7 @@ func Parse(data []byte, source string) (*Profile, []string, error) {
 	for _, fd := range fields {
 		text := *fd.get(p)
 		if _, err := expand(text, fd.allowed, nil); err != nil {
-			return nil, nil, fmt.Errorf("prompt profile %s: %s: %v", source, fd.key, err)
+			return nil, nil, fmt.Errorf("prompt profile %s: %s: %w", source, fd.key, err)
 		}
 		if strings.HasSuffix(text, "\n") {
 			warnings = append(warnings, fmt.Sprintf("prompt profile %s: %s ends in a newline (a | block scalar adds one; use |- or quotes if that is not wanted)", source, fd.key))
