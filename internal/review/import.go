@@ -248,7 +248,7 @@ func (s *sheetRows) line(rec []string) (*Line, error) {
 	} else {
 		var err error
 		if dec, err = mapDecision(raw); err != nil {
-			return nil, fmt.Errorf("%s %q: %v", s.cols.decisionName, raw, err)
+			return nil, fmt.Errorf("%s %q: %w", s.cols.decisionName, raw, err)
 		}
 	}
 	if dec == "" {
@@ -275,7 +275,7 @@ func (s *sheetRows) line(rec []string) (*Line, error) {
 		}
 		d, err := bindDigests(key, s.opt.Source, s.loader, s.bound)
 		if err != nil {
-			return nil, fmt.Errorf("key_id %s: %v", key, err)
+			return nil, fmt.Errorf("key_id %s: %w", key, err)
 		}
 		ln.ImageSHA256, ln.MaskSHA256 = d[0], d[1]
 	}
