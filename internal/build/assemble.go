@@ -22,6 +22,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/qagen"
@@ -163,7 +164,7 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 	}
 	for _, d := range []string{imagesDir, masksDir} {
 		if err := os.MkdirAll(filepath.Join(a.opt.Out, d), 0o755); err != nil {
-			return nil, global("%s: %w", d, unwrapPath(err))
+			return nil, global("%s: %w", d, imagefile.Reason(err))
 		}
 	}
 	// The folders about to be written are recorded before they exist, so
@@ -319,7 +320,7 @@ func (a *assembly) renderCase(inc *included) error {
 		for _, n := range o.MaskNames {
 			data, err := os.ReadFile(filepath.Join(a.workDir, key, workMasks, n+".png"))
 			if err != nil {
-				return global("%s: work mask %s: %w", key, n, unwrapPath(err))
+				return global("%s: work mask %s: %w", key, n, imagefile.Reason(err))
 			}
 			if err := os.WriteFile(filepath.Join(mstage, n+".png"), data, 0o644); err != nil {
 				return global("%w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
@@ -319,7 +320,7 @@ func claimOut(opt Options, own *ownership, cases []*source.Case) error {
 	}
 	sha, err := benchmark.SHA256File(opt.Source)
 	if err != nil {
-		return global("source %s: %w", opt.Source, unwrapPath(err))
+		return global("source %s: %w", opt.Source, imagefile.Reason(err))
 	}
 	if err := own.checkSource(opt.Out, opt.Source, real, sha); err != nil {
 		return &GlobalError{Err: err}
@@ -328,7 +329,7 @@ func claimOut(opt Options, own *ownership, cases []*source.Case) error {
 		return &GlobalError{Err: err}
 	}
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
-		return global("output directory %s: %w", opt.Out, unwrapPath(err))
+		return global("output directory %s: %w", opt.Out, imagefile.Reason(err))
 	}
 	// The marker comes first: a build killed from here on leaves a
 	// directory that the next run recognises.
@@ -346,7 +347,7 @@ func claimOut(opt Options, own *ownership, cases []*source.Case) error {
 func probeWritable(dir string) error {
 	f, err := os.CreateTemp(dir, ".probe.tmp-*")
 	if err != nil {
-		return unwrapPath(err)
+		return imagefile.Reason(err)
 	}
 	name := f.Name()
 	f.Close()
@@ -377,12 +378,4 @@ func cleanLeftovers(out string) error {
 		}
 	}
 	return nil
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -102,7 +102,7 @@ func Inspect(opt InspectOptions) (string, error) {
 	}
 	data, err := imagefile.ReadFile(filepath.Join(opt.Dir, infoJSON), maxMetaBytes, imagefile.NoFollow)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", filepath.Join(opt.Dir, infoJSON), unwrapPath(err))
+		return "", fmt.Errorf("%s: %w", filepath.Join(opt.Dir, infoJSON), imagefile.Reason(err))
 	}
 	info, err := ojson.Parse(data)
 	if err != nil {

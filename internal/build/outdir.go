@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/source"
@@ -128,12 +129,12 @@ func claimStarted(out string, names []string) bool {
 func readLimited(p string, limit int64) ([]byte, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, unwrapPath(err)
+		return nil, imagefile.Reason(err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, unwrapPath(err)
+		return nil, imagefile.Reason(err)
 	}
 	if int64(len(data)) > limit {
 		return nil, fmt.Errorf("larger than %d bytes", limit)
@@ -229,7 +230,7 @@ func (o *ownership) verify(out string, names []string) error {
 		}
 		fi, err := os.Lstat(filepath.Join(out, n))
 		if err != nil {
-			return fmt.Errorf("output directory %s: %w", out, unwrapPath(err))
+			return fmt.Errorf("output directory %s: %w", out, imagefile.Reason(err))
 		}
 		if !(rootDirs[n] && fi.IsDir()) && !(rootFiles[n] && fi.Mode().IsRegular()) {
 			return foreign(out, n)
@@ -242,7 +243,7 @@ func (o *ownership) verify(out string, names []string) error {
 	}
 	ents, err := os.ReadDir(filepath.Join(out, inspectDir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("output directory %s: %w", out, unwrapPath(err))
+		return fmt.Errorf("output directory %s: %w", out, imagefile.Reason(err))
 	}
 	for _, e := range ents {
 		if !isLeftover(e.Name()) {
@@ -262,7 +263,7 @@ func (o *ownership) verifyBundle(out, d string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("output directory %s: %w", out, unwrapPath(err))
+		return fmt.Errorf("output directory %s: %w", out, imagefile.Reason(err))
 	}
 	for _, e := range ents {
 		n := e.Name()
@@ -304,7 +305,7 @@ func checkInspectFolder(out, rel string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("output directory %s: %w", out, unwrapPath(err))
+		return fmt.Errorf("output directory %s: %w", out, imagefile.Reason(err))
 	}
 	if !fi.IsDir() {
 		return foreign(out, rel)
@@ -348,7 +349,7 @@ func (o *ownership) checkSource(out, given, real, sha string) error {
 // save writes the marker (creating work/).
 func (o *ownership) save(out string) error {
 	if err := os.MkdirAll(filepath.Join(out, workDirName), 0o755); err != nil {
-		return unwrapPath(err)
+		return imagefile.Reason(err)
 	}
 	keys := slices.Sorted(maps.Keys(o.pending))
 	v := ojson.NewObject().

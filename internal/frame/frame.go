@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"io/fs"
 	"math"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -20,7 +19,7 @@ import (
 func LoadGray(path string) (*image.Gray, error) {
 	data, err := imagefile.ReadFile(path, imagefile.MaxFileBytes, imagefile.Follow)
 	if err != nil {
-		return nil, Fail("image_unreadable", "image %s: %v", path, unwrapPath(err))
+		return nil, Fail("image_unreadable", "image %s: %v", path, imagefile.Reason(err))
 	}
 	g, err := DecodeGray(data)
 	if err != nil {
@@ -44,7 +43,7 @@ func DecodeGray(data []byte) (*image.Gray, error) {
 func NativeSize(path string) (w, h int, err error) {
 	_, w, h, err = imagefile.CheckHeader(path)
 	if err != nil {
-		return 0, 0, fmt.Errorf("image %s: %w", path, unwrapPath(err))
+		return 0, 0, fmt.Errorf("image %s: %w", path, imagefile.Reason(err))
 	}
 	return w, h, nil
 }
@@ -232,7 +231,7 @@ func Resize(pix []uint8, w, h, dw, dh int) *image.Gray {
 func LoadMask(path string) (mask.Mask, error) {
 	data, err := imagefile.ReadFile(path, imagefile.MaxFileBytes, imagefile.Follow)
 	if err != nil {
-		return mask.Mask{}, Fail("mask_unreadable", "mask %s: %v", path, unwrapPath(err))
+		return mask.Mask{}, Fail("mask_unreadable", "mask %s: %v", path, imagefile.Reason(err))
 	}
 	m, err := mask.DecodePNG(bytes.NewReader(data))
 	if err != nil {
@@ -248,12 +247,4 @@ func CanonicalMask(m mask.Mask) mask.Mask {
 		return m
 	}
 	return mask.ResizeNearest(m, Size, Size)
-}
-
-// unwrapPath drops the *PathError wrapper, whose message repeats the path.
-func unwrapPath(err error) error {
-	if pe, ok := err.(*fs.PathError); ok {
-		return pe.Err
-	}
-	return err
 }

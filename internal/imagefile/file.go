@@ -96,6 +96,30 @@ func kindOf(m fs.FileMode) string {
 
 func pathErr(path string, err error) error { return &fs.PathError{Op: "open", Path: path, Err: err} }
 
+// Reason strips the *fs.PathError wrapper from err, whose message repeats
+// a path the caller already names, leaving the reason alone.
+func Reason(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// CheckRegular reports, without opening it, whether path is a regular file
+// or a symbolic link to one. Its errors are bare reasons, the same Open
+// gives: fs.ErrNotExist, ErrNotRegular naming the kind, or the stat error.
+func CheckRegular(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return Reason(err)
+	case !fi.Mode().IsRegular():
+		return notRegular{kindOf(fi.Mode())}
+	}
+	return nil
+}
+
 // Open opens path for reading if it is a regular file, without ever
 // blocking on a FIFO or device. Errors are *fs.PathError naming path (Op
 // "open"), like os.Open's, so callers may strip the path as they do today.
@@ -106,11 +130,7 @@ func Open(path string, links Links) (*os.File, error) {
 	}
 	fi, err := stat(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, pathErr(path, err)
+		return nil, pathErr(path, Reason(err))
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		return nil, pathErr(path, ErrSymlink)

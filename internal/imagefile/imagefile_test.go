@@ -92,6 +92,22 @@ func TestOpen(t *testing.T) {
 				t.Errorf("Open(%s) = %v, want it to name the path, say %q and wrap %v", tc.path, err, tc.want, tc.is)
 			}
 		})
+		if tc.links != Follow {
+			continue
+		}
+		// CheckRegular gives the same reason, bare, without opening.
+		t.Run(tc.name+"/check", func(t *testing.T) {
+			err := CheckRegular(tc.path)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("CheckRegular: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.path) || !errors.Is(err, tc.is) {
+				t.Errorf("CheckRegular(%s) = %v, want the bare reason %q wrapping %v", tc.path, err, tc.want, tc.is)
+			}
+		})
 	}
 }
 

@@ -165,7 +165,7 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 func readSheetFile(path string) ([]byte, error) {
 	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
-		return nil, unwrapPath(err)
+		return nil, imagefile.Reason(err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxSheetBytes+1))
@@ -335,7 +335,7 @@ func AppendLog(path string, lines []*Line) error {
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("reviews %s: %w", path, unwrapPath(err))
+		return fmt.Errorf("reviews %s: %w", path, imagefile.Reason(err))
 	}
 	data := MarshalLines(lines)
 	// A file whose last line lacks its newline would glue our first line

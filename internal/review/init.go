@@ -291,7 +291,7 @@ func reportText(c *source.Case) (string, error) {
 	}
 	f, err := imagefile.Open(c.ReportPath, imagefile.Follow)
 	if err != nil {
-		return "", fmt.Errorf("report_path %s: %w", c.ReportPath, unwrapPath(err))
+		return "", fmt.Errorf("report_path %s: %w", c.ReportPath, imagefile.Reason(err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxReportBytes))

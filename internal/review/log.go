@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -86,7 +85,7 @@ var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 func ReadLog(path string) (*Log, error) {
 	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
-		return nil, fmt.Errorf("reviews %s: %w", path, unwrapPath(err))
+		return nil, fmt.Errorf("reviews %s: %w", path, imagefile.Reason(err))
 	}
 	defer f.Close()
 	return parseLog(path, f)
@@ -295,12 +294,4 @@ type AcceptAll struct{}
 // Resolve accepts every case.
 func (AcceptAll) Resolve(string, string, string) Resolution {
 	return Resolution{Status: Accepted}
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"modernc.org/sqlite"
 )
 
@@ -73,7 +74,7 @@ func notWritable(path string, err error) error {
 func statDB(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("review db %s: %w", path, unwrapPath(err))
+		return fmt.Errorf("review db %s: %w", path, imagefile.Reason(err))
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("review db %s: not a regular file", path)

@@ -740,7 +740,7 @@ func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]b
 	if kind == "cxr.png" {
 		data, err := imagefile.ReadFile(c.ImagePath, imagefile.MaxFileBytes, imagefile.Follow)
 		if err != nil {
-			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %w", c.KeyID, unwrapPath(err))
+			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %w", c.KeyID, imagefile.Reason(err))
 		}
 		sum := sha256.Sum256(data)
 		if hex.EncodeToString(sum[:]) != c.ImageSHA256 {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/pycsv"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
@@ -79,7 +80,7 @@ func (s *Store) ExportCSV(ctx context.Context, dir string) error {
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("export %s: %w", dir, unwrapPath(err))
+		return fmt.Errorf("export %s: %w", dir, imagefile.Reason(err))
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, "positive.csv"), csvRows(pos)); err != nil {
 		return err

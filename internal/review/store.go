@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 )
 
@@ -142,7 +143,7 @@ func create(path string) (*Store, error) {
 	// the -wal and -shm files the database file's permissions.
 	if err := os.Chmod(path, 0o600); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("review db %s: %w", path, unwrapPath(err))
+		return nil, fmt.Errorf("review db %s: %w", path, imagefile.Reason(err))
 	}
 	return s, nil
 }
@@ -159,9 +160,9 @@ func Open(path string) (*Store, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		if isPermission(err) {
-			return nil, &writeError{fmt.Sprintf("review db %s: the file is not writable (%v)", path, unwrapPath(err)), err}
+			return nil, &writeError{fmt.Sprintf("review db %s: the file is not writable (%v)", path, imagefile.Reason(err)), err}
 		}
-		return nil, fmt.Errorf("review db %s: %w", path, unwrapPath(err))
+		return nil, fmt.Errorf("review db %s: %w", path, imagefile.Reason(err))
 	}
 	f.Close()
 	d, err := dsn(path, "rw")

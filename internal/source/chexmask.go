@@ -57,7 +57,7 @@ var idColumns = []string{"dicom_id", "ImageID", "image_id"}
 func ReadChexmask(path string, need map[string]bool, idColumn string) (*ChexTable, error) {
 	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
-		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", unwrapPath(err))}
+		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", imagefile.Reason(err))}
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
@@ -163,12 +163,12 @@ func readChexmaskCached(path string, need map[string]bool, idColumn, workDir str
 	}
 	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
-		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", unwrapPath(err))}
+		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", imagefile.Reason(err))}
 	}
 	fi, err := f.Stat()
 	f.Close()
 	if err != nil {
-		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", unwrapPath(err))}
+		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", imagefile.Reason(err))}
 	}
 	ids := slices.Sorted(maps.Keys(need))
 	h := sha256.New()

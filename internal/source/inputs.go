@@ -5,6 +5,7 @@ import (
 	"fmt"
 	_ "image/jpeg" // registers JPEG for image.DecodeConfig
 	_ "image/png"  // registers PNG for image.DecodeConfig
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -133,49 +134,27 @@ func checkInput(r inputRef) string {
 	return ""
 }
 
-// regularFile checks with Lstat, never opening the file, that path is a
-// regular file or a link to one.
+// regularFile checks, never opening the file, that path is a regular file
+// or a link to one.
 func regularFile(path string) error {
-	fi, err := os.Lstat(path)
-	if err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		fi, err = os.Stat(path)
-	}
-	switch {
-	case errors.Is(err, os.ErrNotExist):
+	err := imagefile.CheckRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return errors.New("no such file")
-	case err != nil:
-		return unwrapPath(err)
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("not a regular file (%s)", describeMode(fi.Mode()))
 	}
-	return nil
-}
-
-func describeMode(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
+	return err
 }
 
 // checkImageHeader reads the PNG or JPEG header of the regular file at
 // path without decoding pixels, and applies the one image size limit
 // (imagefile). The Lstat first gives the plain reasons ("no such file",
-// "not a regular file (a FIFO)"). format is "png" or "jpeg".
+// "not a regular file (named pipe)"). format is "png" or "jpeg".
 func checkImageHeader(path string) (format string, width, height int, err error) {
 	if err := regularFile(path); err != nil {
 		return "", 0, 0, err
 	}
 	format, width, height, err = imagefile.CheckHeader(path)
 	if err != nil {
-		return "", 0, 0, unwrapPath(err)
+		return "", 0, 0, imagefile.Reason(err)
 	}
 	return format, width, height, nil
 }

@@ -85,8 +85,8 @@ func TestCheckInputs(t *testing.T) {
 	}{
 		{"all good, links to regular files followed", []*Case{pos("a", good, mask), neg("b", goodPNG), neg("c", link)}, nil},
 		{"missing image", []*Case{neg("a", missing)}, []string{"1 of the 1 input files", "image " + missing + " (case edema_a_negative_0): no such file"}},
-		{"directory", []*Case{neg("a", sub)}, []string{"not a regular file (a directory)"}},
-		{"link to a directory", []*Case{neg("a", dirLink)}, []string{"not a regular file (a directory)"}},
+		{"directory", []*Case{neg("a", sub)}, []string{"not a regular file (directory)"}},
+		{"link to a directory", []*Case{neg("a", dirLink)}, []string{"not a regular file (directory)"}},
 		{"text file", []*Case{neg("a", write("x.png", []byte("not an image at all")))}, []string{"not a decodable PNG or JPEG"}},
 		{"empty file", []*Case{neg("a", write("empty.jpg", nil))}, []string{"not a decodable PNG or JPEG"}},
 		{"truncated PNG", []*Case{neg("a", write("trunc.png", pngb[:20]))}, []string{"not a decodable PNG"}},

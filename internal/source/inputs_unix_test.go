@@ -18,7 +18,7 @@ func TestCheckInputsFIFO(t *testing.T) {
 		t.Skip("cannot make a FIFO:", err)
 	}
 	err := CheckInputs([]*Case{{CaseID: "a_negative_0", Lesion: "edema", Label: "negative", Image: fifo}})
-	if err == nil || !strings.Contains(err.Error(), "not a regular file (a FIFO)") {
+	if err == nil || !strings.Contains(err.Error(), "not a regular file (named pipe)") {
 		t.Fatalf("FIFO: %v", err)
 	}
 	if _, _, _, err := checkImageHeader(fifo); err == nil {

@@ -47,7 +47,7 @@ func (e *LineError) Error() string {
 func ReadSource(path string, cfg buildcfg.Config) (cases []*Case, isCandidates bool, err error) {
 	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
-		return nil, false, &LineError{File: path, Msg: fmt.Sprintf("cannot read: %v", unwrapPath(err))}
+		return nil, false, &LineError{File: path, Msg: fmt.Sprintf("cannot read: %v", imagefile.Reason(err))}
 	}
 	defer f.Close()
 	abs, err := filepath.Abs(path)

@@ -65,7 +65,7 @@ func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string,
 	}
 	f, err := imagefile.Open(ilsJSON, imagefile.Follow)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: cannot read: %w", ilsJSON, unwrapPath(err))
+		return nil, nil, fmt.Errorf("%s: cannot read: %w", ilsJSON, imagefile.Reason(err))
 	}
 	defer f.Close()
 

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"io/fs"
 	"regexp"
 
 	"github.com/chexpercept/chexpercept/internal/frame"
@@ -93,7 +92,7 @@ func ImageSHA256(c *Case) (string, error) {
 func fileSHA256(path, reason, what string) (string, error) {
 	f, err := imagefile.Open(path, imagefile.Follow)
 	if err != nil {
-		return "", frame.Fail(reason, "%s %s: %v", what, path, unwrapPath(err))
+		return "", frame.Fail(reason, "%s %s: %v", what, path, imagefile.Reason(err))
 	}
 	defer f.Close()
 	h := sha256.New()
@@ -109,11 +108,4 @@ func fileSHA256(path, reason, what string) (string, error) {
 func MaskSHA256(m mask.Mask) string {
 	sum := sha256.Sum256(m.Pix)
 	return hex.EncodeToString(sum[:])
-}
-
-func unwrapPath(err error) error {
-	if pe, ok := err.(*fs.PathError); ok {
-		return pe.Err
-	}
-	return err
 }
