@@ -253,7 +253,7 @@ func (w *recordWalk) dir(p, loc string) {
 // file handles a non-directory entry e of directory rel (dir on disk) at p.
 func (w *recordWalk) file(rel, dir string, e fs.DirEntry, p, loc string) {
 	key, name := w.r.key, e.Name()
-	isOption := rel == w.optDir && strings.HasPrefix(name, "option_")
+	isOption := w.optDir != "" && rel == w.optDir && strings.HasPrefix(name, "option_")
 	if isOption {
 		w.optFiles = append(w.optFiles, name)
 	}

@@ -580,6 +580,9 @@ func TestFindings(t *testing.T) {
 			b.mkdir("chexpercept/.staging-123")
 			b.write(rrDir+"/detection_qa/xray.png.tmp-42", []byte("x"))
 		}, []string{"unexpected_file"}, 0},
+		{"stray option file in an LF record", Options{}, func(b bench) {
+			b.write("chexpercept/"+kLF+"/option_1_mask_answer.png", []byte("x"))
+		}, []string{"unexpected_file"}, 0},
 		{"stray file in chexpercept/", Options{}, func(b bench) { b.write("chexpercept/README", []byte("x")) }, []string{"unexpected_file"}, 0},
 		{"root extras are out of scope", Options{Strict: true}, func(b bench) { b.mkdir("masks/x"); b.write("SHA256SUMS", nil) }, nil, 0},
 		{"orphan folder", Options{}, func(b bench) { b.mkdir("chexpercept/edema_s9_negative_0/detection_qa") }, []string{"orphan_folder"}, 0},
