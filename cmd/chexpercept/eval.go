@@ -46,7 +46,8 @@ the run directory RESULTS_DIR/<provider>_<label>[_no_thinking][_strict]/oracle_<
 A killed run restarted with the same command continues where it stopped.
 At the end (and on Ctrl-C) the run directory also gets all_results.json,
 summary.json and the per-model reference CSVs. The last line printed is the
-run directory.
+run directory. A run directory that holds files but no run (no manifest.json
+or results.jsonl) is refused before anything in it is written.
 
 Providers: opensource (vLLM/SGLang, --endpoint), openai (OpenAI or any
 compatible server, --endpoint), azure, gemini, baseline (--model random|first|oracle,

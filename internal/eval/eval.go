@@ -236,6 +236,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		defer r.cache.Close()
 	}
 
+	// A run directory that holds no run but other files is not ours.
+	if _, err := results.CheckRunDir(runDir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, err
 	}

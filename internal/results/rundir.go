@@ -3,10 +3,14 @@ package results
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
 // maxSummaryBytes bounds the summary.json WallTime reads; a real one is a
@@ -67,4 +71,46 @@ func Finalize(dir string, man *Manifest, selected int, wallTime float64) (*Summa
 		return nil, err
 	}
 	return s, nil
+}
+
+// IsShardDir reports whether name is a shard folder name, shard-<i>-of-<n>.
+func IsShardDir(name string) bool { _, _, ok := ParseShardDir(name); return ok }
+
+// ParseShardDir returns i and n of a shard folder name, shard-<i>-of-<n>.
+func ParseShardDir(name string) (i, n int, ok bool) {
+	m := shardDirRE.FindStringSubmatch(name)
+	if m == nil {
+		return 0, 0, false
+	}
+	i, err1 := strconv.Atoi(m[1])
+	n, err2 := strconv.Atoi(m[2])
+	return i, n, err1 == nil && err2 == nil
+}
+
+var shardDirRE = regexp.MustCompile(`^shard-([0-9]+)-of-([0-9]+)$`)
+
+// CheckRunDir looks at the run directory dir before a command writes a run
+// into it. It reports whether dir already holds a run (manifest.json or
+// results.jsonl). A directory that holds no run is accepted only when it
+// is new, empty, or holds nothing but debris of an interrupted write (the
+// lock, *.tmp-* files) and shard folders; anything else is refused
+// (outdir.Refused), because writing a run there would overwrite files
+// chexpercept did not write.
+func CheckRunDir(dir string) (hasRun bool, err error) {
+	st, names, err := outdir.Look(dir, ManifestFile, ResultsFile)
+	if err != nil {
+		return false, err
+	}
+	switch st {
+	case outdir.Marked:
+		return true, nil
+	case outdir.Other:
+		for _, n := range names {
+			if n != LockFile && !strings.Contains(n, ".tmp-") && !IsShardDir(n) {
+				return false, outdir.Refuse(dir, n, "run directory %s is not empty and holds no run (no %s or %s): it holds %q; choose another results folder or move that away",
+					dir, ManifestFile, ResultsFile, n)
+			}
+		}
+	}
+	return false, nil
 }

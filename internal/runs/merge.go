@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,8 +49,6 @@ func (e *RefusalError) Error() string { return "refusing to merge: " + e.Reason 
 func refuse(format string, args ...any) error {
 	return &RefusalError{Reason: fmt.Sprintf(format, args...)}
 }
-
-var shardDirRE = regexp.MustCompile(`^shard-([0-9]+)-of-([0-9]+)$`)
 
 type shardRun struct {
 	*Run
@@ -164,7 +161,7 @@ func findShards(inputs []string) ([]string, error) {
 		if !fi.IsDir() {
 			return nil, fmt.Errorf("%s: not a directory", in)
 		}
-		if shardDirRE.MatchString(filepath.Base(filepath.Clean(in))) {
+		if results.IsShardDir(filepath.Base(filepath.Clean(in))) {
 			if err := add(in); err != nil {
 				return nil, err
 			}
@@ -176,7 +173,7 @@ func findShards(inputs []string) ([]string, error) {
 		}
 		found := false
 		for _, e := range ents {
-			if e.IsDir() && shardDirRE.MatchString(e.Name()) {
+			if e.IsDir() && results.IsShardDir(e.Name()) {
 				found = true
 				if err := add(filepath.Join(in, e.Name())); err != nil {
 					return nil, err
@@ -210,9 +207,7 @@ func readShards(inputs []string) ([]*shardRun, error) {
 		if sh == nil {
 			return nil, refuse("%s: the manifest has no shard (selection.shard is not {i, n}); only shard folders can be merged", filepath.Join(d, results.ManifestFile))
 		}
-		if m := shardDirRE.FindStringSubmatch(filepath.Base(filepath.Clean(d))); m != nil {
-			fi, _ := strconv.Atoi(m[1])
-			fn, _ := strconv.Atoi(m[2])
+		if fi, fn, ok := results.ParseShardDir(filepath.Base(filepath.Clean(d))); ok {
 			if fi != sh.I || fn != sh.N {
 				return nil, refuse("%s: the folder name says shard %d/%d but its manifest says %d/%d", d, fi, fn, sh.I, sh.N)
 			}

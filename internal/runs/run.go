@@ -12,11 +12,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -110,24 +108,11 @@ func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected 
 // only with force. Anything else is refused: those files are not a run's,
 // and writing the run would overwrite or delete them.
 func checkTarget(dir string, force bool) error {
-	st, names, err := outdir.Look(dir, results.ManifestFile, results.ResultsFile)
-	if err != nil {
-		return err
+	hasRun, err := results.CheckRunDir(dir)
+	if err == nil && hasRun && !force {
+		err = fmt.Errorf("%s %w (manifest.json or results.jsonl exists)", dir, ErrRunExists)
 	}
-	switch st {
-	case outdir.Marked:
-		if !force {
-			return fmt.Errorf("%s %w (manifest.json or results.jsonl exists)", dir, ErrRunExists)
-		}
-	case outdir.Other:
-		for _, n := range names {
-			if n != results.LockFile && !strings.Contains(n, ".tmp-") && !shardDirRE.MatchString(n) {
-				return outdir.Refuse(dir, n, "run directory %s is not empty and holds no run (no %s or %s): it holds %q; choose another results folder or move that away",
-					dir, results.ManifestFile, results.ResultsFile, n)
-			}
-		}
-	}
-	return nil
+	return err
 }
 
 // checkBenchmark checks that bench is the benchmark the manifest names
