@@ -322,11 +322,19 @@ func (fl *evalFlags) genOptions(f *pflag.FlagSet) error {
 	if err != nil {
 		return err
 	}
+	if _, ok := extra["chat_template_kwargs"]; ok && s.EnableThinking != nil {
+		return fmt.Errorf("--extra-body chat_template_kwargs conflicts with --no-thinking, which sends chat_template_kwargs {\"enable_thinking\": false} for this model (quirk thinking_toggle); drop --no-thinking and give enable_thinking in --extra-body")
+	}
 	if o.Model.Sampling, err = s.Apply(o.Model.Backend, provider.Overrides{ExtraBody: extra}); err != nil {
 		return fmt.Errorf("--extra-body: %w", err)
 	}
 	return nil
 }
+
+// samplingFlags are the flags that set request members an extra member
+// may not name.
+var samplingFlags = map[string]string{"temperature": "--temperature", "top_p": "--top-p", "max_tokens": "--max-tokens",
+	"max_completion_tokens": "--max-tokens", "max_output_tokens": "--max-tokens", "seed": "--gen-seed"}
 
 // parseExtraBody reads the --extra-body KEY=JSON arguments: each value
 // must be one JSON value and each key a member chexpercept does not write
@@ -344,6 +352,9 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 			return nil, fmt.Errorf("--extra-body %q has no key before '=': %s", a, want)
 		}
 		if err := provider.CheckExtraKey(k); err != nil {
+			if f, ok := samplingFlags[k]; ok {
+				return nil, fmt.Errorf("--extra-body %s: %w; use %s", k, err, f)
+			}
 			return nil, fmt.Errorf("--extra-body %s: %w", k, err)
 		}
 		var val any

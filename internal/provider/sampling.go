@@ -185,11 +185,12 @@ func FormatNumber(v float64) string { return num(v) }
 var reservedMembers = map[string]string{
 	"model":                 "is written by chexpercept (the model id)",
 	"messages":              "is written by chexpercept (the conversation)",
-	"temperature":           "has its own setting (temperature)",
-	"top_p":                 "has its own setting (top-p)",
-	"max_tokens":            "has its own setting (max-tokens)",
-	"max_completion_tokens": "has its own setting (max-tokens)",
-	"seed":                  "has its own setting (gen-seed)",
+	"temperature":           "has its own setting",
+	"top_p":                 "has its own setting",
+	"max_tokens":            "has its own setting",
+	"max_completion_tokens": "has its own setting",
+	"max_output_tokens":     "has its own setting",
+	"seed":                  "has its own setting",
 	"reasoning_effort":      "is set per model in the registry (sampling.reasoning_effort)",
 	"frequency_penalty":     "is set per model in the registry (sampling.frequency_penalty)",
 	"presence_penalty":      "is set per model in the registry (sampling.presence_penalty)",
@@ -246,7 +247,7 @@ func (s Sampling) Apply(backend string, o Overrides) (Sampling, error) {
 		return s, fmt.Errorf("backend %s: %w", backend, ErrNoExtraBody)
 	}
 	if _, ok := o.ExtraBody["chat_template_kwargs"]; ok && s.EnableThinking != nil {
-		return s, fmt.Errorf("chat_template_kwargs is already sent, with enable_thinking %v, for this model's thinking_toggle quirk under no-thinking; give enable_thinking in the extra member instead", *s.EnableThinking)
+		return s, fmt.Errorf("chat_template_kwargs is already sent, with enable_thinking %v, for this model's thinking_toggle quirk; give enable_thinking in the extra member instead", *s.EnableThinking)
 	}
 	if o.Seed != nil && backend == BackendGemini && (*o.Seed < math.MinInt32 || *o.Seed > math.MaxInt32) {
 		return s, fmt.Errorf("seed %d does not fit Gemini's 32-bit seed", *o.Seed)
