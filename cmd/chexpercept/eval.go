@@ -355,7 +355,7 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 			if f, ok := samplingFlags[k]; ok {
 				return nil, fmt.Errorf("--extra-body %s: %w; use %s", k, err, f)
 			}
-			return nil, fmt.Errorf("--extra-body %s: %w", k, err)
+			return nil, fmt.Errorf("--extra-body: %w", err)
 		}
 		var val any
 		if err := json.Unmarshal([]byte(v), &val); err != nil {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Backend names (spec §11, §13).
@@ -204,6 +205,9 @@ var reservedMembers = map[string]string{
 func CheckExtraKey(key string) error {
 	if strings.TrimSpace(key) == "" {
 		return fmt.Errorf("empty member name")
+	}
+	if strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return fmt.Errorf("member name %q has spaces or control characters", key)
 	}
 	if why, ok := reservedMembers[key]; ok {
 		return fmt.Errorf("%s is a core request member: it %s", key, why)
