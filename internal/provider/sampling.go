@@ -234,8 +234,9 @@ func (o Overrides) empty() bool {
 var ErrNoExtraBody = errors.New("only OpenAI-compatible backends (vllm, openai_compat, openai, azure) take extra body members")
 
 // Apply returns s with o's settings replacing its own for backend.
-// MaxTokens lands in the member the backend sends (max_completion_tokens
-// for openai/azure, max_output_tokens for gemini, else max_tokens). Extra
+// MaxTokens replaces every max-tokens member s sends, or with none goes
+// to the backend's (max_completion_tokens for openai/azure,
+// max_output_tokens for gemini, else max_tokens). Extra
 // members are stored compact; they are refused for gemini, when reserved
 // (CheckExtraKey), and when chat_template_kwargs collides with the one
 // the thinking_toggle quirk writes (EnableThinking). The baseline takes
@@ -258,13 +259,27 @@ func (s Sampling) Apply(backend string, o Overrides) (Sampling, error) {
 	}
 	add := Sampling{Temperature: o.Temperature, TopP: o.TopP, Seed: o.Seed}
 	if o.MaxTokens != nil {
-		switch {
-		case backend == BackendOpenAI || backend == BackendAzure || s.MaxCompletionTokens != nil:
-			add.MaxCompletionTokens = o.MaxTokens
-		case backend == BackendGemini || s.MaxOutputTokens != nil:
-			add.MaxOutputTokens = o.MaxTokens
-		default:
+		// Every max-tokens member the model sends is replaced (a
+		// registry entry may add one to the backend's); with none, the
+		// backend's own member is sent.
+		if s.MaxTokens != nil {
 			add.MaxTokens = o.MaxTokens
+		}
+		if s.MaxCompletionTokens != nil {
+			add.MaxCompletionTokens = o.MaxTokens
+		}
+		if s.MaxOutputTokens != nil {
+			add.MaxOutputTokens = o.MaxTokens
+		}
+		if s.MaxTokens == nil && s.MaxCompletionTokens == nil && s.MaxOutputTokens == nil {
+			switch backend {
+			case BackendOpenAI, BackendAzure:
+				add.MaxCompletionTokens = o.MaxTokens
+			case BackendGemini:
+				add.MaxOutputTokens = o.MaxTokens
+			default:
+				add.MaxTokens = o.MaxTokens
+			}
 		}
 	}
 	extra, err := MakeExtraBody(o.ExtraBody)
