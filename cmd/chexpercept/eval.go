@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -31,8 +34,10 @@ type evalFlags struct {
 	prov, model, oracle, parseMode, profile_ string
 	lesions, shard, imageCache, pricesFile   string
 	maxReply                                 string
-	modelFiles                               []string
+	modelFiles, extraBody                    []string
 	limit, perPathLimit, sampleN             int
+	temperature, topP                        float64
+	maxTokens, genSeed                       int64
 }
 
 func init() {
@@ -49,9 +54,14 @@ summary.json and the per-model reference CSVs. The last line printed is the
 run directory. A run directory that holds files but no run (no manifest.json
 or results.jsonl) is refused before anything in it is written.
 
-Providers: opensource (vLLM/SGLang, --endpoint), openai (OpenAI or any
-compatible server, --endpoint), azure, gemini, baseline (--model random|first|oracle,
-in process). Keys come from OPENAI_API_KEY, AZURE_OPENAI_API_KEY with
+Providers: opensource (also spelt vllm; vLLM/SGLang, --endpoint), openai
+(OpenAI or any compatible server, --endpoint, else $OPENAI_BASE_URL), azure,
+gemini, baseline (--model random|first|oracle, in process).
+
+--temperature, --top-p, --max-tokens, --gen-seed and --extra-body KEY=JSON
+replace the registry's sampling for this run (docs/evaluation.md); the
+manifest records what is sent. --seed is the seed of --sample, not of the
+model. Keys come from OPENAI_API_KEY, AZURE_OPENAI_API_KEY with
 AZURE_OPENAI_ENDPOINT, GEMINI_API_KEY, Vertex AI application-default
 credentials, or --api-key-file.
 
@@ -74,7 +84,7 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 func (fl *evalFlags) register(f *pflag.FlagSet) {
 	o := &fl.o
 	f.StringVar(&o.BenchDir, "benchmark", "", "benchmark directory (holds chexpercept.json) (required)")
-	f.StringVar(&fl.prov, "provider", "", "opensource | openai | azure | gemini | baseline (required)")
+	f.StringVar(&fl.prov, "provider", "", "opensource (or vllm) | openai | azure | gemini | baseline (required)")
 	f.StringVar(&fl.model, "model", "", "registry alias, raw model id, or baseline policy (random|first|oracle) (required)")
 	f.StringVar(&o.OutDir, "out", "", "results folder; the run directory is created inside it (required)")
 	f.StringArrayVar(&o.Endpoints, "endpoint", nil, "server base URL, e.g. http://127.0.0.1:8000/v1 (repeatable)")
@@ -105,6 +115,11 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&o.GeminiImageFormat, "gemini-image-format", "png", "images sent to Gemini: png (file bytes) | jpeg (the reference's re-encoding)")
 	f.StringArrayVar(&fl.modelFiles, "models", nil, "extra models.yaml extending the registry (repeatable)")
 	f.StringVar(&fl.pricesFile, "prices", "", "price table replacing the built-in prices.yaml")
+	f.Float64Var(&fl.temperature, "temperature", 0, "sampling temperature in [0, 2], replacing the model's (only 0 is cached)")
+	f.Float64Var(&fl.topP, "top-p", 0, "nucleus sampling top_p in (0, 1], replacing the model's")
+	f.Int64Var(&fl.maxTokens, "max-tokens", 0, "output token limit per call, sent as the backend's own member (max_tokens, max_completion_tokens or max_output_tokens)")
+	f.Int64Var(&fl.genSeed, "gen-seed", 0, "generation seed sent to the model (not sent unless given; --seed is the seed of --sample)")
+	f.StringArrayVar(&fl.extraBody, "extra-body", nil, "KEY=JSON: an extra top-level request member for OpenAI-compatible servers, e.g. top_k=20 (repeatable)")
 }
 
 // run is eval's RunE: the flags become options (any mistake is exit
@@ -118,6 +133,9 @@ func (fl *evalFlags) run(cmd *cobra.Command) error {
 		return withExit(2, err)
 	}
 	if err := fl.limitOptions(cmd.Flags()); err != nil {
+		return withExit(2, err)
+	}
+	if err := fl.genOptions(cmd.Flags()); err != nil {
 		return withExit(2, err)
 	}
 	o := &fl.o
@@ -158,6 +176,7 @@ func (fl *evalFlags) protocolOptions() error {
 // and the price table (--prices).
 func (fl *evalFlags) modelOptions() error {
 	o := &fl.o
+	fl.prov = registry.CanonicalProvider(fl.prov)
 	reg, err := registry.Load(fl.modelFiles...)
 	if err != nil {
 		return err
@@ -207,6 +226,25 @@ func (fl *evalFlags) limitOptions(f *pflag.FlagSet) error {
 	if o.Model.Backend == provider.BackendBaseline && len(o.Endpoints) > 0 {
 		return fmt.Errorf("--endpoint is not used by the baseline provider (it runs in process); use --provider openai --endpoint URL to reach serve-baseline")
 	}
+	return fl.endpointFromEnv()
+}
+
+// endpointFromEnv honours OPENAI_BASE_URL for --provider openai without
+// --endpoint, as OpenAI's own clients do. It becomes the run's endpoint,
+// so the manifest and the log name it (without credentials) instead of
+// the api.openai.com default.
+func (fl *evalFlags) endpointFromEnv() error {
+	o := &fl.o
+	env := strings.TrimSpace(os.Getenv("OPENAI_BASE_URL"))
+	if o.Model.Provider != "openai" || len(o.Endpoints) > 0 || env == "" {
+		return nil
+	}
+	if u, err := url.ParseRequestURI(env); err != nil || u.Host == "" {
+		// the value is not echoed: it may carry credentials
+		return fmt.Errorf("OPENAI_BASE_URL is not a URL (want e.g. http://127.0.0.1:8000/v1); unset it or pass --endpoint")
+	}
+	o.Endpoints = []string{env}
+	fmt.Fprintln(os.Stderr, "notice: endpoint from OPENAI_BASE_URL:", eval.ScrubEndpoint(env))
 	return nil
 }
 
@@ -238,6 +276,102 @@ func (fl *evalFlags) selection(f *pflag.FlagSet) error {
 		}
 	}
 	return nil
+}
+
+// genOptions applies --temperature, --top-p, --max-tokens, --gen-seed and
+// --extra-body to the model's sampling (registry defaults and overrides),
+// so that what is sent, recorded, cached and reported is one value.
+func (fl *evalFlags) genOptions(f *pflag.FlagSet) error {
+	o := &fl.o
+	if f.Changed("seed") && !f.Changed("sample") {
+		fmt.Fprintln(os.Stderr, "warning: --seed only seeds --sample (record selection) and is not sent to the model; the generation seed is --gen-seed")
+	}
+	var ov provider.Overrides
+	var given []string
+	if f.Changed("temperature") {
+		if math.IsNaN(fl.temperature) || fl.temperature < 0 || fl.temperature > 2 {
+			return fmt.Errorf("--temperature %v is outside [0, 2]", fl.temperature)
+		}
+		ov.Temperature, given = &fl.temperature, append(given, "--temperature")
+	}
+	if f.Changed("top-p") {
+		if math.IsNaN(fl.topP) || fl.topP <= 0 || fl.topP > 1 {
+			return fmt.Errorf("--top-p %v is outside (0, 1]", fl.topP)
+		}
+		ov.TopP, given = &fl.topP, append(given, "--top-p")
+	}
+	if f.Changed("max-tokens") {
+		if fl.maxTokens < 1 {
+			return fmt.Errorf("--max-tokens %d must be at least 1", fl.maxTokens)
+		}
+		ov.MaxTokens, given = &fl.maxTokens, append(given, "--max-tokens")
+	}
+	if f.Changed("gen-seed") {
+		ov.Seed, given = &fl.genSeed, append(given, "--gen-seed")
+	}
+	if len(fl.extraBody) > 0 {
+		given = append(given, "--extra-body")
+	}
+	if len(given) > 0 && o.Model.Backend == provider.BackendBaseline {
+		return fmt.Errorf("%s: the baseline provider samples nothing, so generation settings do not apply (use --provider openai --endpoint URL to send them to serve-baseline)", strings.Join(given, ", "))
+	}
+	s, err := o.Model.Sampling.Apply(o.Model.Backend, ov)
+	if err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(given, ", "), err)
+	}
+	extra, err := parseExtraBody(fl.extraBody)
+	if err != nil {
+		return err
+	}
+	if _, ok := extra["chat_template_kwargs"]; ok && s.EnableThinking != nil {
+		return fmt.Errorf("--extra-body chat_template_kwargs conflicts with --no-thinking, which sends chat_template_kwargs {\"enable_thinking\": false} for this model (quirk thinking_toggle); drop --no-thinking and give enable_thinking in --extra-body")
+	}
+	if o.Model.Sampling, err = s.Apply(o.Model.Backend, provider.Overrides{ExtraBody: extra}); err != nil {
+		return fmt.Errorf("--extra-body: %w", err)
+	}
+	return nil
+}
+
+// samplingFlags are the flags that set request members an extra member
+// may not name.
+var samplingFlags = map[string]string{"temperature": "--temperature", "top_p": "--top-p", "max_tokens": "--max-tokens",
+	"max_completion_tokens": "--max-tokens", "max_output_tokens": "--max-tokens", "seed": "--gen-seed"}
+
+// parseExtraBody reads the --extra-body KEY=JSON arguments: each value
+// must be one JSON value and each key a member chexpercept does not write
+// itself, given once.
+func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
+	const want = "want KEY=JSON, e.g. top_k=20 or chat_template_kwargs='{\"enable_thinking\":false}'"
+	var m map[string]json.RawMessage
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		k = strings.TrimSpace(k)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("--extra-body %q has no '=': %s", a, want)
+		case k == "":
+			return nil, fmt.Errorf("--extra-body %q has no key before '=': %s", a, want)
+		}
+		if err := provider.CheckExtraKey(k); err != nil {
+			if f, ok := samplingFlags[k]; ok {
+				return nil, fmt.Errorf("--extra-body %s: %w; use %s", k, err, f)
+			}
+			return nil, fmt.Errorf("--extra-body: %w", err)
+		}
+		var val any
+		if err := json.Unmarshal([]byte(v), &val); err != nil {
+			return nil, fmt.Errorf("--extra-body %s: value %q is not valid JSON (%v); a string needs JSON quotes, e.g. %s='\"text\"'",
+				k, v, err, k)
+		}
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("--extra-body %s is given twice", k)
+		}
+		if m == nil {
+			m = map[string]json.RawMessage{}
+		}
+		m[k] = json.RawMessage(v)
+	}
+	return m, nil
 }
 
 // handleInterrupts returns a context that the first Ctrl-C (or SIGTERM)

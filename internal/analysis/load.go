@@ -29,6 +29,9 @@ type Run struct {
 	DatasetPath     string // the manifest's dataset path ("" if unknown)
 	ProfileName     string
 	ProfileSHA256   string
+	// Sampling is what the manifest records as sent per call
+	// (results.Sampling.Text); "" when there is no manifest.
+	Sampling string
 
 	// Records are the last line per key_id, in index order, restricted
 	// to keys of the benchmark when one is loaded. Nil when results.jsonl
@@ -513,6 +516,7 @@ func (s *Set) readManifest(r *Run, dir, parent, base string) {
 	r.ParseMode = m.ParseMode
 	r.BenchmarkSHA256, r.DatasetPath = m.Dataset.SHA256, m.Dataset.Path
 	r.ProfileName, r.ProfileSHA256 = m.PromptProfile.Name, m.PromptProfile.SHA256
+	r.Sampling = m.Sampling.Text()
 	r.Selected = s.selectedRecords(mpath, m.SelectedRecords)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -124,6 +125,16 @@ func (g *geminiClient) build(req *Request) ([]*genai.Content, *genai.GenerateCon
 	}
 	if s.PresencePenalty != nil {
 		conf.PresencePenalty = genai.Ptr(float32(*s.PresencePenalty))
+	}
+	if s.Seed != nil {
+		if *s.Seed < math.MinInt32 || *s.Seed > math.MaxInt32 {
+			return nil, nil, fmt.Errorf("gemini: seed %d does not fit 32 bits", *s.Seed)
+		}
+		conf.Seed = genai.Ptr(int32(*s.Seed))
+	}
+	if s.ExtraBody != "" {
+		// Never drop a setting silently: the run records what it sends.
+		return nil, nil, fmt.Errorf("gemini: %w", ErrNoExtraBody)
 	}
 	return contents, conf, nil
 }

@@ -18,7 +18,7 @@ import (
 //
 // Layout: {"model", "messages", then the sampling fields that are set, in
 // the order of Sampling, then "chat_template_kwargs" when EnableThinking is
-// set}. System and assistant contents are strings; a user content is a
+// set, then the extra members sorted by name}. System and assistant contents are strings; a user content is a
 // string without images, else [text part, image_url parts…] with PNG data
 // URLs and no "detail".
 
@@ -108,8 +108,16 @@ func chatBody(req *Request) *bodyWriter {
 	}
 	optF("frequency_penalty", s.FrequencyPenalty)
 	optF("presence_penalty", s.PresencePenalty)
+	if s.Seed != nil {
+		b.lit(`,"seed":` + strconv.FormatInt(*s.Seed, 10))
+	}
 	if s.EnableThinking != nil {
 		b.lit(`,"chat_template_kwargs":{"enable_thinking":` + strconv.FormatBool(*s.EnableThinking) + "}")
+	}
+	// Extra members were checked when set (Sampling.Apply, Validate):
+	// valid JSON, no name the body already holds.
+	if in := s.ExtraBody.inner(); in != "" {
+		b.lit("," + in)
 	}
 	b.lit("}")
 	b.flush()

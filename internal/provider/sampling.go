@@ -1,6 +1,16 @@
 package provider
 
-import "fmt"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+)
 
 // Backend names (spec §11, §13).
 const (
@@ -30,10 +40,18 @@ type Sampling struct {
 	ThinkingLevel       string   `json:"thinking_level,omitempty" yaml:"thinking_level"`       // gemini
 	FrequencyPenalty    *float64 `json:"frequency_penalty,omitempty" yaml:"frequency_penalty"`
 	PresencePenalty     *float64 `json:"presence_penalty,omitempty" yaml:"presence_penalty"`
+	// Seed is the generation seed (eval --gen-seed); no backend sends
+	// one by default (spec §11).
+	Seed *int64 `json:"seed,omitempty" yaml:"seed"`
 	// EnableThinking is sent as chat_template_kwargs {"enable_thinking": v}
 	// (vLLM/SGLang chat templates); set only for thinking_toggle models
 	// under --no-thinking.
 	EnableThinking *bool `json:"enable_thinking,omitempty" yaml:"enable_thinking"`
+	// ExtraBody holds free-form top-level members of an OpenAI-compatible
+	// request body (vLLM's top_k, repetition_penalty,
+	// chat_template_kwargs…), sent after the members above. Only the
+	// command line sets them.
+	ExtraBody ExtraBody `json:"extra_body,omitempty" yaml:"-"`
 }
 
 func f64(v float64) *float64 { return &v }
@@ -86,8 +104,19 @@ func (s Sampling) Merge(o Sampling) Sampling {
 	if o.PresencePenalty != nil {
 		s.PresencePenalty = o.PresencePenalty
 	}
+	if o.Seed != nil {
+		s.Seed = o.Seed
+	}
 	if o.EnableThinking != nil {
 		s.EnableThinking = o.EnableThinking
+	}
+	if o.ExtraBody != "" {
+		m := s.ExtraBody.Members()
+		if m == nil {
+			m = map[string]json.RawMessage{}
+		}
+		maps.Copy(m, o.ExtraBody.Members())
+		s.ExtraBody = canonicalExtra(m)
 	}
 	return s
 }
@@ -131,9 +160,215 @@ func (s Sampling) Validate() error {
 	default:
 		return fmt.Errorf("sampling.thinking_level %q is not one of minimal, low, medium, high", s.ThinkingLevel)
 	}
+	if s.ExtraBody != "" {
+		m := s.ExtraBody.Members()
+		if m == nil {
+			return errors.New("sampling.extra_body is not a JSON object")
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if err := CheckExtraKey(k); err != nil {
+				return fmt.Errorf("sampling.extra_body: %w", err)
+			}
+		}
+	}
 	return nil
 }
 
 // FormatNumber writes a parameter value the way it goes on the wire:
 // shortest decimal, no exponent for ordinary values ("0", "0.95", "8192").
 func FormatNumber(v float64) string { return num(v) }
+
+// reservedMembers are the request-body members an extra member may not
+// name, with the reason: chexpercept writes them itself (an extra one
+// would send the member twice, or send something other than what the run
+// records), or they change the reply's shape (the reply reader takes
+// one non-streamed choice).
+var reservedMembers = map[string]string{
+	"model":                 "is written by chexpercept (the model id)",
+	"messages":              "is written by chexpercept (the conversation)",
+	"temperature":           "has its own setting",
+	"top_p":                 "has its own setting",
+	"max_tokens":            "has its own setting",
+	"max_completion_tokens": "has its own setting",
+	"max_output_tokens":     "has its own setting",
+	"seed":                  "has its own setting",
+	"reasoning_effort":      "is set per model in the registry (sampling.reasoning_effort)",
+	"frequency_penalty":     "is set per model in the registry (sampling.frequency_penalty)",
+	"presence_penalty":      "is set per model in the registry (sampling.presence_penalty)",
+	"stream":                "would stream the reply, which chexpercept reads whole",
+	"stream_options":        "would stream the reply, which chexpercept reads whole",
+	"n":                     "would ask for several choices; chexpercept reads one",
+}
+
+// CheckExtraKey checks the name of an extra request-body member: not
+// empty and not reserved.
+func CheckExtraKey(key string) error {
+	if strings.TrimSpace(key) == "" {
+		return fmt.Errorf("empty member name")
+	}
+	if strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return fmt.Errorf("member name %q has spaces or control characters", key)
+	}
+	if why, ok := reservedMembers[key]; ok {
+		return fmt.Errorf("%s is a core request member: it %s", key, why)
+	}
+	return nil
+}
+
+// Overrides are generation settings that replace a model's defaults
+// (eval's command line). A nil field keeps the default.
+type Overrides struct {
+	Temperature *float64
+	TopP        *float64
+	MaxTokens   *int64 // goes to the backend's own max-tokens member
+	Seed        *int64
+	ExtraBody   map[string]json.RawMessage
+}
+
+func (o Overrides) empty() bool {
+	return o.Temperature == nil && o.TopP == nil && o.MaxTokens == nil && o.Seed == nil && len(o.ExtraBody) == 0
+}
+
+// ErrNoExtraBody is returned for extra body members on a backend whose
+// request has no free-form body (gemini).
+var ErrNoExtraBody = errors.New("only OpenAI-compatible backends (vllm, openai_compat, openai, azure) take extra body members")
+
+// Apply returns s with o's settings replacing its own for backend.
+// MaxTokens replaces every max-tokens member s sends, or with none goes
+// to the backend's (max_completion_tokens for openai/azure,
+// max_output_tokens for gemini, else max_tokens). Extra
+// members are stored compact; they are refused for gemini, when reserved
+// (CheckExtraKey), and when chat_template_kwargs collides with the one
+// the thinking_toggle quirk writes (EnableThinking). The baseline takes
+// no settings at all.
+func (s Sampling) Apply(backend string, o Overrides) (Sampling, error) {
+	if o.empty() {
+		return s, nil
+	}
+	if backend == BackendBaseline {
+		return s, errors.New("the baseline backend samples nothing; generation settings do not apply to it")
+	}
+	if len(o.ExtraBody) > 0 && backend == BackendGemini {
+		return s, fmt.Errorf("backend %s: %w", backend, ErrNoExtraBody)
+	}
+	if _, ok := o.ExtraBody["chat_template_kwargs"]; ok && s.EnableThinking != nil {
+		return s, fmt.Errorf("chat_template_kwargs is already sent, with enable_thinking %v, for this model's thinking_toggle quirk; give enable_thinking in the extra member instead", *s.EnableThinking)
+	}
+	if o.Seed != nil && backend == BackendGemini && (*o.Seed < math.MinInt32 || *o.Seed > math.MaxInt32) {
+		return s, fmt.Errorf("seed %d does not fit Gemini's 32-bit seed", *o.Seed)
+	}
+	add := Sampling{Temperature: o.Temperature, TopP: o.TopP, Seed: o.Seed}
+	if o.MaxTokens != nil {
+		// Every max-tokens member the model sends is replaced (a
+		// registry entry may add one to the backend's); with none, the
+		// backend's own member is sent.
+		if s.MaxTokens != nil {
+			add.MaxTokens = o.MaxTokens
+		}
+		if s.MaxCompletionTokens != nil {
+			add.MaxCompletionTokens = o.MaxTokens
+		}
+		if s.MaxOutputTokens != nil {
+			add.MaxOutputTokens = o.MaxTokens
+		}
+		if s.MaxTokens == nil && s.MaxCompletionTokens == nil && s.MaxOutputTokens == nil {
+			switch backend {
+			case BackendOpenAI, BackendAzure:
+				add.MaxCompletionTokens = o.MaxTokens
+			case BackendGemini:
+				add.MaxOutputTokens = o.MaxTokens
+			default:
+				add.MaxTokens = o.MaxTokens
+			}
+		}
+	}
+	extra, err := MakeExtraBody(o.ExtraBody)
+	if err != nil {
+		return s, err
+	}
+	add.ExtraBody = extra
+	s = s.Merge(add)
+	return s, s.Validate()
+}
+
+// ExtraBody is a set of extra top-level request members: one compact JSON
+// object with its members sorted by name, or "" for none. It is a string
+// so that Sampling stays comparable and encodes the same everywhere (the
+// cache key, the manifest); it marshals as the object itself.
+type ExtraBody string
+
+// MakeExtraBody checks the members (CheckExtraKey; each value one JSON
+// value) and returns them as an ExtraBody.
+func MakeExtraBody(m map[string]json.RawMessage) (ExtraBody, error) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if err := CheckExtraKey(k); err != nil {
+			return "", err
+		}
+		if !json.Valid(m[k]) {
+			return "", fmt.Errorf("%s: value is not valid JSON", k)
+		}
+	}
+	return canonicalExtra(m), nil
+}
+
+// canonicalExtra writes valid members as a compact object sorted by name.
+func canonicalExtra(m map[string]json.RawMessage) ExtraBody {
+	if len(m) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k) // a string always encodes
+		b.Write(kb)
+		b.WriteByte(':')
+		if err := json.Compact(&b, m[k]); err != nil {
+			b.WriteString("null") // unreachable: callers pass valid values
+		}
+	}
+	b.WriteByte('}')
+	return ExtraBody(b.String())
+}
+
+// Members decodes the set; nil when it is empty or not a JSON object.
+func (e ExtraBody) Members() map[string]json.RawMessage {
+	if e == "" {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(e), &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// inner is the object's members without the braces, for splicing into a
+// request body ("" when none).
+func (e ExtraBody) inner() string {
+	if len(e) < 2 {
+		return ""
+	}
+	return string(e[1 : len(e)-1])
+}
+
+// MarshalJSON writes the object itself (null when empty).
+func (e ExtraBody) MarshalJSON() ([]byte, error) {
+	if e == "" {
+		return []byte("null"), nil
+	}
+	return []byte(e), nil
+}
+
+// UnmarshalJSON reads an object (or null) and keeps it in canonical form;
+// member names are not checked here, so that any manifest stays readable.
+func (e *ExtraBody) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("extra_body: want a JSON object of request members: %w", err)
+	}
+	*e = canonicalExtra(m)
+	return nil
+}

@@ -57,8 +57,18 @@ func sdkParams(req *Request) openai.ChatCompletionNewParams {
 	if s.PresencePenalty != nil {
 		p.PresencePenalty = openai.Float(*s.PresencePenalty)
 	}
+	if s.Seed != nil {
+		p.Seed = openai.Int(*s.Seed)
+	}
+	extra := map[string]any{}
 	if s.EnableThinking != nil {
-		p.SetExtraFields(map[string]any{"chat_template_kwargs": map[string]any{"enable_thinking": *s.EnableThinking}})
+		extra["chat_template_kwargs"] = map[string]any{"enable_thinking": *s.EnableThinking}
+	}
+	for k, v := range s.ExtraBody.Members() {
+		extra[k] = v
+	}
+	if len(extra) > 0 {
+		p.SetExtraFields(extra)
 	}
 	return p
 }
@@ -68,9 +78,18 @@ func sdkParams(req *Request) openai.ChatCompletionNewParams {
 // sampling and with and without chat_template_kwargs.
 func TestBodyMatchesSDK(t *testing.T) {
 	off := false
+	extra := Overrides{Seed: ptrI(11), ExtraBody: map[string]json.RawMessage{"top_k": json.RawMessage(`20`),
+		"repetition_penalty": json.RawMessage(`1.05`), "stop": json.RawMessage(`["</s>"]`)}}
 	for _, backend := range []string{BackendVLLM, BackendOpenAICompat, BackendOpenAI, BackendAzure} {
-		for _, think := range []*bool{nil, &off} {
-			s := mustSampling(t, backend)
+		for _, v := range []struct {
+			think *bool
+			o     Overrides
+		}{{nil, Overrides{}}, {&off, Overrides{}}, {nil, extra}} {
+			think := v.think
+			s, err := mustSampling(t, backend).Apply(backend, v.o)
+			if err != nil {
+				t.Fatal(err)
+			}
 			s.EnableThinking = think
 			req := conversation(s)
 			req.Messages[0].Text = "quotes \" <tags> & unicode é \u2028 \\ end"

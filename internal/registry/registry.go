@@ -44,6 +44,20 @@ const (
 // Providers are the provider names (run-directory prefixes).
 var Providers = []string{"opensource", "openai", "azure", "gemini", "baseline"}
 
+// providerAliases are other spellings a user may give for a provider.
+// Runs record the canonical name, so that a run made with either
+// spelling has one run name and resumes, merges and reports as one.
+var providerAliases = map[string]string{"vllm": "opensource"}
+
+// CanonicalProvider returns the provider name prov stands for: itself,
+// or the provider an alias names ("vllm" → "opensource").
+func CanonicalProvider(prov string) string {
+	if c, ok := providerAliases[prov]; ok {
+		return c
+	}
+	return prov
+}
+
 var (
 	domains = []string{"general", "medical", "proprietary"}
 	quirks  = []string{QuirkThinkingToggle, QuirkGLMBoxUnwrap}
@@ -214,15 +228,17 @@ var rawBackend = map[string]string{
 	"baseline":   provider.BackendBaseline,
 }
 
-// Resolve turns --provider and --model into an entry. An alias of that
-// provider gives its entry. Anything else is a raw model id for the
+// Resolve turns --provider and --model into an entry; prov may be an
+// alias of a provider (CanonicalProvider). An alias of that provider
+// gives its entry. Anything else is a raw model id for the
 // provider, with its backend's defaults and no quirks; notice then says
 // so (for the user, not an error). For provider baseline the model is a
 // policy name.
 func (r *Registry) Resolve(prov, model string) (e Entry, notice string, err error) {
+	prov = CanonicalProvider(prov)
 	backend, ok := rawBackend[prov]
 	if !ok {
-		return Entry{}, "", fmt.Errorf("unknown provider %q (want one of %s)", prov, strings.Join(Providers, ", "))
+		return Entry{}, "", fmt.Errorf("unknown provider %q (want one of %s; vllm is accepted for opensource)", prov, strings.Join(Providers, ", "))
 	}
 	model = strings.TrimSpace(model)
 	if model == "" {

@@ -183,7 +183,10 @@ func TestResolve(t *testing.T) {
 		{"gemini", "gemini-2.5-flash", "gemini", "gemini-2.5-flash", "gemini-2.5-flash", true, true, false},
 		{"baseline", "oracle", "baseline", "oracle", "oracle", false, false, false},
 		{"baseline", "dummy", "", "", "", false, false, true},
-		{"vllm", "x", "", "", "", false, false, true},
+		// vllm is another spelling of opensource (issue 15)
+		{"vllm", "x", "vllm", "x", "x", true, true, false},
+		{"vllm", "glm-4v", "vllm", "glm-4v", "zai-org/GLM-4.6V", false, false, false},
+		{"vLLM", "x", "", "", "", false, false, true},
 		{"opensource", " ", "", "", "", false, false, true},
 	}
 	for _, tc := range cases {
@@ -195,7 +198,7 @@ func TestResolve(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if e.Backend != tc.backend || e.Label() != tc.label || e.ModelID != tc.id || e.Raw != tc.raw || (notice != "") != tc.notice || e.Provider != tc.prov {
+		if e.Backend != tc.backend || e.Label() != tc.label || e.ModelID != tc.id || e.Raw != tc.raw || (notice != "") != tc.notice || e.Provider != CanonicalProvider(tc.prov) {
 			t.Errorf("%s/%s: %+v label %q notice %q", tc.prov, tc.model, e, e.Label(), notice)
 		}
 		if e.Raw && len(e.Quirks) > 0 {

@@ -206,12 +206,23 @@ type sectionDoc struct {
 }
 
 func (s *sectionDoc) leaderboard() {
-	t := newTable(s.sec, "Leaderboard "+s.on, "Model", "Parse", "Records", "Errors", "Depth RR", "Depth RF", "Depth LF", "E2E RR stage 4 (%)", "E2E RF stage 4 (%)", "E2E LF stage 1 (%)")
+	t := newTable(s.sec, "Leaderboard "+s.on, "Model", "Parse", "Records", "Errors", "Depth RR", "Depth RF", "Depth LF", "E2E RR stage 4 (%)", "E2E RF stage 4 (%)", "E2E LF stage 1 (%)", "Sampling")
 	for _, rr := range s.runs {
 		t.row(leaderName(rr.Run), rr.Run.ParseMode, itoa(rr.Usage.NItems), itoa(rr.Usage.NError),
 			depthCI(rr.DepthOf(benchmark.RevisionRequired, "all")), depthCI(rr.DepthOf(benchmark.RevisionFree, "all")), depthCI(rr.DepthOf(benchmark.LesionFree, "all")),
-			pctCI(rr.Stage(benchmark.RevisionRequired, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.RevisionFree, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.LesionFree, "all", 1).E2E, true))
+			pctCI(rr.Stage(benchmark.RevisionRequired, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.RevisionFree, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.LesionFree, "all", 1).E2E, true),
+			samplingCell(rr.Run))
 	}
+}
+
+// samplingCell is the run's generation settings as its manifest records
+// them (N/A without a manifest), so runs with different settings are
+// told apart in the leaderboard.
+func samplingCell(r *analysis.Run) string {
+	if r.Sampling == "" {
+		return NAText
+	}
+	return r.Sampling
 }
 
 // stageTable is one view's stage accuracies on one path, with the chance

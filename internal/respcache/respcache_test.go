@@ -21,6 +21,7 @@ func msgs(text string, img *provider.Image) []provider.Message {
 func TestKeyDistinguishesEveryInput(t *testing.T) {
 	a, b := provider.NewImage([]byte("png-a")), provider.NewImage([]byte("png-b"))
 	greedy := provider.Sampling{Temperature: f64(0)}
+	seed := int64(1)
 	base := Key("opensource", "m", msgs("q", a), greedy, "h")
 	cases := []struct {
 		name string
@@ -33,6 +34,10 @@ func TestKeyDistinguishesEveryInput(t *testing.T) {
 		{"no image", Key("opensource", "m", msgs("q", nil), greedy, "h")},
 		{"sampling", Key("opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), TopP: f64(1)}, "h")},
 		{"profile", Key("opensource", "m", msgs("q", a), greedy, "h2")},
+		{"temperature", Key("opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0.2)}, "h")},
+		{"seed", Key("opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), Seed: &seed}, "h")},
+		{"extra body", Key("opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":20}`}, "h")},
+		{"extra body value", Key("opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":21}`}, "h")},
 		{"split", Key("opensource", "m", []provider.Message{{Role: provider.RoleSystem, Text: "sy"}, {Role: provider.RoleUser, Text: "sq", Images: []*provider.Image{a}}}, greedy, "h")},
 	}
 	for _, c := range cases {
@@ -42,6 +47,22 @@ func TestKeyDistinguishesEveryInput(t *testing.T) {
 	}
 	if again := Key("opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), greedy, "h"); again != base {
 		t.Errorf("same inputs gave a different key")
+	}
+}
+
+// The keys of settings without a seed or extra members are those the
+// cache used before these existed (values computed with the earlier
+// code), so existing caches keep hitting.
+func TestKeyStableForEarlierSettings(t *testing.T) {
+	vllm, _ := provider.DefaultSampling(provider.BackendVLLM)
+	openai, _ := provider.DefaultSampling(provider.BackendOpenAI)
+	for _, c := range []struct{ got, want string }{
+		{Key("opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), vllm, "h"), "30c5233a7d70fe516d37126046e742eb75d60b059e1691d885c77e5584aae72f"},
+		{Key("openai", "m", msgs("q", nil), openai, "h"), "4ced936ae0c04389ad22639f2c316c066ef0bf10211bc7a3743a0acefc135c31"},
+	} {
+		if c.got != c.want {
+			t.Errorf("key %s, want %s", c.got, c.want)
+		}
 	}
 }
 

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/provider"
 )
 
 // ManifestSchema names the manifest format.
@@ -140,7 +144,60 @@ type Sampling struct {
 	ThinkingLevel       string   `json:"thinking_level,omitempty"`
 	FrequencyPenalty    *float64 `json:"frequency_penalty,omitempty"`
 	PresencePenalty     *float64 `json:"presence_penalty,omitempty"`
+	Seed                *int64   `json:"seed,omitempty"`
 	EnableThinking      *bool    `json:"enable_thinking,omitempty"`
+	// ExtraBody is the extra top-level request members sent (eval
+	// --extra-body), each value compact JSON; absent when none (and in
+	// manifests written before it existed).
+	ExtraBody provider.ExtraBody `json:"extra_body,omitempty"`
+}
+
+// Text renders the parameters as "name=value" in wire order, then the
+// extra members sorted by name (values as compact JSON, strings
+// unquoted), space-separated; "none" when nothing is sent. Reports show
+// it per run.
+func (s Sampling) Text() string {
+	var parts []string
+	f := func(name string, v *float64) {
+		if v != nil {
+			parts = append(parts, name+"="+strconv.FormatFloat(*v, 'g', -1, 64))
+		}
+	}
+	i := func(name string, v *int64) {
+		if v != nil {
+			parts = append(parts, name+"="+strconv.FormatInt(*v, 10))
+		}
+	}
+	str := func(name, v string) {
+		if v != "" {
+			parts = append(parts, name+"="+v)
+		}
+	}
+	f("temperature", s.Temperature)
+	f("top_p", s.TopP)
+	i("max_tokens", s.MaxTokens)
+	i("max_completion_tokens", s.MaxCompletionTokens)
+	i("max_output_tokens", s.MaxOutputTokens)
+	str("reasoning_effort", s.ReasoningEffort)
+	str("thinking_level", s.ThinkingLevel)
+	f("frequency_penalty", s.FrequencyPenalty)
+	f("presence_penalty", s.PresencePenalty)
+	i("seed", s.Seed)
+	if s.EnableThinking != nil {
+		parts = append(parts, "enable_thinking="+strconv.FormatBool(*s.EnableThinking))
+	}
+	extra := s.ExtraBody.Members()
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		v := string(extra[k])
+		if u, err := strconv.Unquote(v); err == nil {
+			v = u
+		}
+		parts = append(parts, k+"="+v)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
 }
 
 // ProfileInfo is the prompt profile: name, the eight effective texts in

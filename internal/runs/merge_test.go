@@ -65,6 +65,8 @@ func TestSettingsDiff(t *testing.T) {
 		{"policy seed", func(m *results.Manifest) { m.Model.PolicySeed = seed(8) }, []string{"model.policy_seed: 7 vs 8"}},
 		{"benchmark hash", func(m *results.Manifest) { m.Dataset.SHA256 = "g" }, []string{`dataset.sha256: "h" vs "g"`}},
 		{"selection", func(m *results.Manifest) { m.Selection.Seed = 3 }, []string{"selection.seed: 0 vs 3"}},
+		{"generation seed", func(m *results.Manifest) { m.Sampling.Seed = seed(5) }, []string{"sampling.seed: absent vs 5"}},
+		{"extra body", func(m *results.Manifest) { m.Sampling.ExtraBody = `{"top_k":20}` }, []string{`sampling.extra_body: absent vs {"top_k":20}`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := base
@@ -128,6 +130,22 @@ func TestMerge(t *testing.T) {
 	var re *RefusalError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "no_thinking: false vs true") {
 		t.Errorf("other settings: %v", err)
+	}
+
+	// So is a shard sent other extra request members (eval --extra-body):
+	// written into the JSON as eval writes it.
+	other = filepath.Join(t.TempDir(), "shard-2-of-2")
+	copyAsShard(t, src, other, 2, 2)
+	mb := mustReadFile(t, filepath.Join(other, results.ManifestFile))
+	ins := `"sampling": {"extra_body": {"top_k": 20}`
+	if !bytes.Contains(mb, []byte(`"sampling": {}`)) {
+		ins += ","
+	}
+	mb = bytes.Replace(mb, []byte(`"sampling": {`), []byte(ins), 1)
+	os.WriteFile(filepath.Join(other, results.ManifestFile), mb, 0o644)
+	_, err = Merge([]string{filepath.Join(run, "shard-1-of-2"), other}, MergeOptions{Out: t.TempDir()})
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "sampling.extra_body") {
+		t.Errorf("other extra body: %v", err)
 	}
 }
 

@@ -205,3 +205,31 @@ func TestRescoreRefusals(t *testing.T) {
 		t.Errorf("rescore with Force: %v", err)
 	}
 }
+
+// Rescoring keeps the source's generation settings, including the extra
+// request members and seed eval records (a rewrite through a manifest
+// type without them would drop them silently).
+func TestRescoreKeepsGenerationSettings(t *testing.T) {
+	bench := scenarioBench(t)
+	out := t.TempDir()
+	src := scriptedRun(t, bench, out, glmModel())
+	name := filepath.Join(src, results.ManifestFile)
+	mb := mustReadFile(t, name)
+	ins := `"sampling": {"seed": 7, "extra_body": {"top_k": 20, "chat_template_kwargs": {"enable_thinking": false}}`
+	if !bytes.Contains(mb, []byte(`"sampling": {}`)) {
+		ins += ","
+	}
+	if err := os.WriteFile(name, bytes.Replace(mb, []byte(`"sampling": {`), []byte(ins), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(mustReadFile(t, filepath.Join(rep.Dir, results.ManifestFile)))
+	for _, want := range []string{`"seed": 7`, `"top_k": 20`, `"enable_thinking": false`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rescored manifest lost %s:\n%s", want, got)
+		}
+	}
+}
