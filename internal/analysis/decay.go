@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"math"
-	"slices"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/rng"
@@ -12,128 +11,192 @@ import (
 // stage applies).
 var DecayPaths = []benchmark.Path{benchmark.RevisionRequired, benchmark.RevisionFree}
 
-// decayRec is one record's stage applicability and e2e outcome.
-type decayRec struct{ app, ok [4]bool }
+// decayRec is one record's stage applicability (bit k−1 for stage k)
+// and, in the high four bits, its e2e outcome per stage.
+type decayRec uint8
 
-func decayRecords(rr *RunResult, pi int) []decayRec {
+func (d decayRec) app() uint8 { return uint8(d) & 15 }
+func (d decayRec) ok() uint8  { return uint8(d) >> 4 }
+
+// pathRecords are a run's records on path pi.
+func pathRecords(rr *RunResult, pi int) []decayRec {
 	var out []decayRec
 	for i := range rr.Scores {
 		s := &rr.Scores[i]
 		if s.Path != pi {
 			continue
 		}
-		d := decayRec{app: s.App}
+		var d decayRec
 		for k := 0; k < 4; k++ {
-			d.ok[k] = s.App[k] && s.Chain(benchmark.Stage(k+1))
+			if s.App[k] {
+				d |= 1 << k
+				if s.Chain(benchmark.Stage(k + 1)) {
+					d |= 1 << (k + 4)
+				}
+			}
 		}
 		out = append(out, d)
 	}
 	return out
 }
 
-// stageAcc is e2e_k per stage over recs (NaN where no record applies).
-func stageAcc(recs []decayRec, idx func(j int) int) [4]float64 {
-	var app, ok [4]int
-	for j := range recs {
-		d := &recs[idx(j)]
-		for k := 0; k < 4; k++ {
-			if d.app[k] {
-				app[k]++
-				if d.ok[k] {
-					ok[k]++
-				}
+type stageCounts struct{ app, ok [4]int }
+
+// add counts m records like d.
+func (c *stageCounts) add(d decayRec, m int) {
+	for k := 0; k < 4; k++ {
+		if d.app()&(1<<k) != 0 {
+			c.app[k] += m
+			if d.ok()&(1<<k) != 0 {
+				c.ok[k] += m
 			}
 		}
 	}
-	var acc [4]float64
-	for k := range acc {
-		acc[k] = math.NaN()
-		if app[k] > 0 {
-			acc[k] = float64(ok[k]) / float64(app[k])
-		}
-	}
-	return acc
 }
 
-// meanAcc averages per-model stage accuracies, skipping NaN.
-func meanAcc(accs [][4]float64) [4]float64 {
-	var out [4]float64
-	for k := range out {
-		t, n := 0.0, 0
+// acc is e2e_k per stage (NaN where no record applies).
+func (c *stageCounts) acc() [4]float64 {
+	var a [4]float64
+	for k := range a {
+		a[k] = math.NaN()
+		if c.app[k] > 0 {
+			a[k] = float64(c.ok[k]) / float64(c.app[k])
+		}
+	}
+	return a
+}
+
+// meanAcc averages per-model stage accuracies, skipping NaN, and counts
+// the models that have the stage.
+func meanAcc(accs [][4]float64) (m [4]float64, n [4]int) {
+	for k := range m {
+		t := 0.0
 		for _, a := range accs {
 			if !math.IsNaN(a[k]) {
 				t += a[k]
-				n++
+				n[k]++
 			}
 		}
-		out[k] = math.NaN()
-		if n > 0 {
-			out[k] = t / float64(n)
+		m[k] = math.NaN()
+		if n[k] > 0 {
+			m[k] = t / float64(n[k])
 		}
 	}
-	return out
+	return m, n
 }
 
-// decayReplicate is one bootstrap replicate of the stage accuracies of
-// units: with twoLevel, models are drawn first and then each drawn
-// model's records; otherwise units has one model whose records are drawn.
-func decayReplicate(r *rng.RNG, units [][]decayRec, twoLevel bool) [4]float64 {
-	accs := make([][4]float64, len(units))
-	for i := range units {
-		u := units[i]
-		if twoLevel {
-			u = units[r.UintN(uint64(len(units)))]
-		}
-		n := uint64(len(u))
-		draws := make([]int, len(u))
-		for j := range draws {
-			draws[j] = int(r.UintN(n))
-		}
-		accs[i] = stageAcc(u, func(j int) int { return draws[j] })
+// unitBoot is the bootstrap of one unit (a run, or a group's runs) on one
+// path: per stage the point accuracy (the mean of its models'), the
+// number of models with the stage, each model's accuracy and the
+// replicates (NaN where a replicate has no record of the stage).
+type unitBoot struct {
+	point   [4]float64
+	nModels [4]int
+	models  [][4]float64
+	reps    [4][]float64
+}
+
+// bootUnit resamples units (one record list per model) b times from the
+// RNG of cellID. With twoLevel, each replicate draws as many models as
+// there are, with replacement, then as many records of each drawn model
+// as it has; otherwise there is one model and only its records are drawn.
+// Every stage of a replicate comes from the same draw, so ratios between
+// stages are consistent.
+func bootUnit(units [][]decayRec, twoLevel bool, cellID string, o *Options) *unitBoot {
+	ub := &unitBoot{models: make([][4]float64, len(units))}
+	// Each model's records as indices into its few distinct kinds, so a
+	// replicate counts draws per kind and folds the counts once.
+	type compact struct {
+		idx   []uint8
+		kinds []decayRec
 	}
-	return meanAcc(accs)
-}
-
-// decayRows computes the rows of one unit (a run, or a group of runs with
-// twoLevel) along one path: e2e_k and e2e_k / e2e_1 with percentile
-// intervals from one RNG per (unit, mode, path). A replicate whose
-// stage-1 accuracy is 0 has no ratio and is left out of that ratio's
-// quantiles; the ratio is NA when the point estimate has none.
-func decayRows(units [][]decayRec, unit, cellUnit, mode string, group bool, path benchmark.Path, o *Options) []DecayRow {
-	accs := make([][4]float64, len(units))
-	n := 0
+	cs := make([]compact, len(units))
 	for i, u := range units {
-		accs[i] = stageAcc(u, func(j int) int { return j })
-		n += len(u)
+		var c stageCounts
+		var at [256]int
+		for _, d := range u {
+			c.add(d, 1)
+			if at[d] == 0 {
+				cs[i].kinds = append(cs[i].kinds, d)
+				at[d] = len(cs[i].kinds)
+			}
+			cs[i].idx = append(cs[i].idx, uint8(at[d]-1))
+		}
+		ub.models[i] = c.acc()
 	}
-	point := meanAcc(accs)
-	r := rng.New(bootLabel(o.Seed, DecayCellID(cellUnit, mode, path)))
-	var accReps, ratioReps [4][]float64
+	ub.point, ub.nModels = meanAcc(ub.models)
+	for k := range ub.reps {
+		ub.reps[k] = make([]float64, o.Bootstrap)
+	}
+	r := rng.New(bootLabel(o.Seed, cellID))
+	accs := make([][4]float64, len(units))
+	g := uint64(len(units))
+	hist := make([]int, 256)
 	for b := 0; b < o.Bootstrap; b++ {
-		a := decayReplicate(r, units, group)
-		for k := 0; k < 4; k++ {
-			if math.IsNaN(a[k]) {
-				continue
+		for i := range cs {
+			u := &cs[i]
+			if twoLevel {
+				u = &cs[r.UintN(g)]
 			}
-			accReps[k] = append(accReps[k], a[k])
-			if a[0] > 0 {
-				ratioReps[k] = append(ratioReps[k], a[k]/a[0])
+			h := hist[:len(u.kinds)]
+			clear(h)
+			n := uint64(len(u.idx))
+			for range u.idx {
+				h[u.idx[r.UintN(n)]]++
 			}
+			var c stageCounts
+			for j, m := range h {
+				c.add(u.kinds[j], m)
+			}
+			accs[i] = c.acc()
+		}
+		m, _ := meanAcc(accs)
+		for k := range m {
+			ub.reps[k][b] = m[k]
 		}
 	}
+	return ub
+}
+
+// ci is the percentile interval of the defined replicates of stage k.
+func (ub *unitBoot) ci(k benchmark.Stage) (lo, hi float64, ok bool) {
+	var xs []float64
+	for _, x := range ub.reps[k-1] {
+		if !math.IsNaN(x) {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) == 0 {
+		return 0, 0, false
+	}
+	lo, hi = percentileCI(xs)
+	return lo, hi, true
+}
+
+// decayRows are a unit's rows along path: e2e_k and e2e_k / e2e_1 with
+// their intervals. A replicate whose stage-1 accuracy is 0 has no ratio
+// and is left out of the ratio's quantiles; the ratio is NA when the
+// point estimate has none.
+func (ub *unitBoot) decayRows(unit, mode string, group bool, path benchmark.Path, nRecords int) []DecayRow {
 	var rows []DecayRow
 	for _, k := range benchmark.Stages {
 		if !benchmark.StageApplies(path, false, k) {
 			continue
 		}
-		row := DecayRow{Unit: unit, OracleMode: mode, Group: group, Path: path, Stage: k, NModels: len(units), N: n}
-		if v := point[k-1]; !math.IsNaN(v) && len(accReps[k-1]) > 0 {
-			row.AccValid, row.Acc = true, v
-			row.AccLo, row.AccHi = percentileCI(slices.Clone(accReps[k-1]))
+		row := DecayRow{Unit: unit, OracleMode: mode, Group: group, Path: path, Stage: k, NModels: ub.nModels[k-1], N: nRecords}
+		if v := ub.point[k-1]; !math.IsNaN(v) {
+			row.Acc = v
+			row.AccLo, row.AccHi, row.AccValid = ub.ci(k)
 		}
-		if row.AccValid && point[0] > 0 && len(ratioReps[k-1]) > 0 {
-			row.RatioValid, row.Ratio = true, point[k-1]/point[0]
-			row.RLo, row.RHi = percentileCI(ratioReps[k-1])
+		var ratios []float64
+		for b, x := range ub.reps[k-1] {
+			if first := ub.reps[0][b]; !math.IsNaN(x) && first > 0 {
+				ratios = append(ratios, x/first)
+			}
+		}
+		if row.AccValid && ub.point[0] > 0 && len(ratios) > 0 {
+			row.RatioValid, row.Ratio = true, ub.point[k-1]/ub.point[0]
+			row.RLo, row.RHi = percentileCI(ratios)
 			row.Precipitous = k > 1 && row.RHi < PrecipitousBelow
 		}
 		rows = append(rows, row)

@@ -116,21 +116,23 @@ type DomainResult struct {
 	Verdict []Verdict
 }
 
-// DomainCellID is the bootstrap cell id of a group's accuracy.
-func DomainCellID(group, mode string, path benchmark.Path, k benchmark.Stage) string {
-	return "domain|" + group + "|" + mode + "|" + string(path) + "|" + strconv.Itoa(int(k))
+// DomainCellID is the bootstrap cell id of a group on a path: one
+// resample gives every stage (the accuracies of ext_domain.csv and the
+// group's decay ratios).
+func DomainCellID(group, mode string, path benchmark.Path) string {
+	return "domain|" + group + "|" + mode + "|" + string(path)
 }
 
-// DomainDiffCellID is the cell id of medical − general (bootstrap and
-// Monte Carlo permutations, with prefixes "domain-diff" and "domain-perm").
-func domainDiffCellID(prefix, mode string, path benchmark.Path, k benchmark.Stage) string {
-	return prefix + "|" + GroupMedical + "|" + GroupGeneral + "|" + mode + "|" + string(path) + "|" + strconv.Itoa(int(k))
+// domainPermCellID is the cell id of the Monte Carlo permutations of
+// medical − general.
+func domainPermCellID(mode string, path benchmark.Path, k benchmark.Stage) string {
+	return "domain-perm|" + GroupMedical + "|" + GroupGeneral + "|" + mode + "|" + string(path) + "|" + strconv.Itoa(int(k))
 }
 
-// DecayCellID is the cell id of a decay bootstrap (all stages of a path
-// from one resample): unit is a run name, or "group:<name>".
-func DecayCellID(unit, mode string, path benchmark.Path) string {
-	return "decay|" + unit + "|" + mode + "|" + string(path)
+// DecayCellID is the cell id of one run's bootstrap on a path (all
+// stages from one resample).
+func DecayCellID(run, mode string, path benchmark.Path) string {
+	return "decay|" + run + "|" + mode + "|" + string(path)
 }
 
 // assignGroups gives each scored non-baseline run its group: the domains
@@ -241,102 +243,9 @@ func stageVector(rr *RunResult, pi int, k benchmark.Stage) ([]float64, []string)
 	return xs, keys
 }
 
-// groupVectors are the stage-k vectors of the runs with at least one
-// applicable record, and the number of distinct items among them.
-func groupVectors(runs []*RunResult, pi int, k benchmark.Stage) ([][]float64, int) {
-	var vs [][]float64
-	items := map[string]bool{}
-	for _, rr := range runs {
-		xs, keys := stageVector(rr, pi, k)
-		if len(xs) == 0 {
-			continue
-		}
-		vs = append(vs, xs)
-		for _, key := range keys {
-			items[key] = true
-		}
-	}
-	return vs, len(items)
-}
-
-// modelMeans are the per-model accuracies; groupMean is their mean:
-// every model weighs the same, whatever its number of records.
-func modelMeans(vs [][]float64) []float64 {
-	out := make([]float64, len(vs))
-	for i, xs := range vs {
-		out[i] = mean(xs)
-	}
-	return out
-}
-
-// drawGroup is one replicate of the two-level bootstrap: draw as many
-// models as the group has, with replacement, then for each drawn model
-// as many of its records as it has; the replicate is the mean of the
-// drawn models' accuracies.
-func drawGroup(r *rng.RNG, vs [][]float64) float64 {
-	g := uint64(len(vs))
-	t := 0.0
-	for range vs {
-		xs := vs[r.UintN(g)]
-		n := uint64(len(xs))
-		s := 0.0
-		for range xs {
-			s += xs[r.UintN(n)]
-		}
-		t += s / float64(len(xs))
-	}
-	return t / float64(len(vs))
-}
-
 func percentileCI(reps []float64) (lo, hi float64) {
 	slices.Sort(reps)
 	return Quantile(reps, 0.025), Quantile(reps, 0.975)
-}
-
-// groupRow computes one ext_domain.csv row.
-func groupRow(runs []*RunResult, group, mode string, pi int, k benchmark.Stage, o *Options) GroupRow {
-	path := benchmark.Paths[pi]
-	row := GroupRow{Group: group, OracleMode: mode, Path: path, Stage: k}
-	vs, items := groupVectors(runs, pi, k)
-	row.NModels, row.NItems = len(vs), items
-	if len(vs) == 0 {
-		return row
-	}
-	row.Valid, row.Value = true, mean(modelMeans(vs))
-	r := rng.New(bootLabel(o.Seed, DomainCellID(group, mode, path, k)))
-	reps := make([]float64, o.Bootstrap)
-	for i := range reps {
-		reps[i] = drawGroup(r, vs)
-	}
-	row.Lo, row.Hi = percentileCI(reps)
-	return row
-}
-
-// domainDiff computes medical − general in one cell: the difference of
-// the group means, a two-level bootstrap interval (both groups resampled
-// independently in each replicate, medical first) and a permutation
-// p-value over the model labels.
-func domainDiff(med, gen []*RunResult, mode string, pi int, k benchmark.Stage, o *Options) DiffRow {
-	path := benchmark.Paths[pi]
-	row := DiffRow{Comparison: ComparisonDomain, OracleMode: mode, Path: path, Stage: k}
-	vm, _ := groupVectors(med, pi, k)
-	vg, _ := groupVectors(gen, pi, k)
-	row.NA, row.NB = len(vm), len(vg)
-	if len(vm) == 0 || len(vg) == 0 {
-		return row
-	}
-	am, ag := modelMeans(vm), modelMeans(vg)
-	row.Valid, row.Diff = true, mean(am)-mean(ag)
-	r := rng.New(bootLabel(o.Seed, domainDiffCellID("domain-diff", mode, path, k)))
-	reps := make([]float64, o.Bootstrap)
-	for i := range reps {
-		a := drawGroup(r, vm)
-		reps[i] = a - drawGroup(r, vg)
-	}
-	row.Lo, row.Hi = percentileCI(reps)
-	row.P, row.MinP, row.Exact = PermutationP(am, ag, o.Seed, domainDiffCellID("domain-perm", mode, path, k))
-	row.PValid = true
-	return row
 }
 
 // binom is C(n, k) as a float (exact for the sizes used here).

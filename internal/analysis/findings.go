@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 )
@@ -23,53 +25,64 @@ type Verdict struct {
 	Reason     string // the numbers behind the status
 }
 
+// bootKey names one bootstrap: a group (on every path) or a run (on the
+// decay paths) in one oracle mode.
+type bootKey struct {
+	unit, mode string
+	group      bool
+	pi         int
+}
+
+type bootJob struct {
+	runs []*RunResult
+	n    int // records on the path
+	ub   *unitBoot
+}
+
 // analyzeDomains runs the whole domain analysis of res.
 func analyzeDomains(res *Result, o *Options) (*DomainResult, []string) {
 	members, warns := assignGroups(res, &o.Domains)
 	dr := &DomainResult{Members: members}
-	var jobs []func()
-	for _, mode := range res.Modes() {
-		var groups []string
-		for _, g := range groupOrder(members) {
-			if len(groupRuns(members, g, mode)) > 0 {
-				groups = append(groups, g)
-			}
-		}
-		start := len(dr.Groups)
-		for _, g := range groups {
-			for _, path := range benchmark.Paths {
-				for _, k := range benchmark.Stages {
-					if benchmark.StageApplies(path, false, k) {
-						dr.Groups = append(dr.Groups, GroupRow{Group: g, OracleMode: mode, Path: path, Stage: k})
-					}
-				}
-			}
-		}
-		for i := start; i < len(dr.Groups); i++ {
-			row := &dr.Groups[i]
-			runs := groupRuns(members, row.Group, mode)
-			jobs = append(jobs, func() { *row = groupRow(runs, row.Group, mode, pathIndex(row.Path), row.Stage, o) })
-		}
-		med, gen := groupRuns(members, GroupMedical, mode), groupRuns(members, GroupGeneral, mode)
-		if len(med) > 0 && len(gen) > 0 {
-			start := len(dr.Diffs)
-			for _, path := range benchmark.Paths {
-				for _, k := range benchmark.Stages {
-					if benchmark.StageApplies(path, false, k) {
-						dr.Diffs = append(dr.Diffs, DiffRow{OracleMode: mode, Path: path, Stage: k})
-					}
-				}
-			}
-			for i := start; i < len(dr.Diffs); i++ {
-				row := &dr.Diffs[i]
-				jobs = append(jobs, func() { *row = domainDiff(med, gen, mode, pathIndex(row.Path), row.Stage, o) })
-			}
-		}
+	if !slices.ContainsFunc(members, func(m DomainMember) bool { return m.Group != "" }) {
+		// No run has a group: there is nothing to find, and a run without
+		// a domain is no news (the report says how to give groups).
+		return dr, nil
 	}
-	decay, jobs := decayJobs(members, res.Modes(), o, jobs)
-	runJobs(jobs, o.Workers)
-	for _, rows := range decay {
-		dr.Decay = append(dr.Decay, rows...)
+	boots := runBoots(members, res.Modes(), o)
+	for _, mode := range res.Modes() {
+		groups := modeGroups(members, mode)
+		for _, g := range groups {
+			for pi, path := range benchmark.Paths {
+				for _, k := range benchmark.Stages {
+					if benchmark.StageApplies(path, false, k) {
+						dr.Groups = append(dr.Groups, groupRow(boots[bootKey{g, mode, true, pi}], g, mode, pi, k))
+					}
+				}
+			}
+		}
+		med, gen := boots[bootKey{GroupMedical, mode, true, 0}], boots[bootKey{GroupGeneral, mode, true, 0}]
+		if med != nil && gen != nil {
+			for pi, path := range benchmark.Paths {
+				for _, k := range benchmark.Stages {
+					if benchmark.StageApplies(path, false, k) {
+						dr.Diffs = append(dr.Diffs, domainDiff(boots[bootKey{GroupMedical, mode, true, pi}].ub, boots[bootKey{GroupGeneral, mode, true, pi}].ub, mode, pi, k, o))
+					}
+				}
+			}
+		}
+		for _, path := range DecayPaths {
+			pi := pathIndex(path)
+			for _, m := range members {
+				if j := boots[bootKey{m.Run.Run.Name, mode, false, pi}]; j != nil && j.ub != nil {
+					dr.Decay = append(dr.Decay, j.ub.decayRows(m.Run.Run.Name, mode, false, path, j.n)...)
+				}
+			}
+			for _, g := range groups {
+				if j := boots[bootKey{g, mode, true, pi}]; j.ub != nil {
+					dr.Decay = append(dr.Decay, j.ub.decayRows(g, mode, true, path, j.n)...)
+				}
+			}
+		}
 	}
 	pairs, pw := matchedPairs(members, o)
 	dr.Diffs = append(dr.Diffs, pairs...)
@@ -80,47 +93,122 @@ func analyzeDomains(res *Result, o *Options) (*DomainResult, []string) {
 	return dr, warns
 }
 
-// decayJobs lays out the decay units (per mode and path: each run, then
-// each group) and appends the jobs that fill their rows.
-func decayJobs(members []DomainMember, modes []string, o *Options, jobs []func()) ([][]DecayRow, []func()) {
-	type unit struct {
-		name, cell, mode string
-		group            bool
-		runs             []*RunResult
-		path             benchmark.Path
+// modeGroups are the groups with a run in mode, in groupOrder.
+func modeGroups(members []DomainMember, mode string) []string {
+	var out []string
+	for _, g := range groupOrder(members) {
+		if len(groupRuns(members, g, mode)) > 0 {
+			out = append(out, g)
+		}
 	}
-	var units []unit
-	for _, mode := range modes {
-		for _, path := range DecayPaths {
-			for _, m := range members {
-				if m.Run.Run.OracleMode == mode {
-					units = append(units, unit{m.Run.Run.Name, m.Run.Run.Name, mode, false, []*RunResult{m.Run}, path})
+	return out
+}
+
+// runBoots runs every bootstrap, one job each: each group on every path
+// (two levels) and each run on the decay paths (records only).
+func runBoots(members []DomainMember, modes []string, o *Options) map[bootKey]*bootJob {
+	boots := map[bootKey]*bootJob{}
+	var fns []func()
+	add := func(k bootKey, runs []*RunResult) {
+		j := &bootJob{runs: runs}
+		boots[k] = j
+		fns = append(fns, func() {
+			var units [][]decayRec
+			for _, rr := range runs {
+				if u := pathRecords(rr, k.pi); len(u) > 0 {
+					units = append(units, u)
+					j.n += len(u)
 				}
 			}
-			for _, g := range groupOrder(members) {
-				if runs := groupRuns(members, g, mode); len(runs) > 0 {
-					units = append(units, unit{g, "group:" + g, mode, true, runs, path})
+			if len(units) == 0 {
+				return
+			}
+			path := benchmark.Paths[k.pi]
+			cell := DecayCellID(k.unit, k.mode, path)
+			if k.group {
+				cell = DomainCellID(k.unit, k.mode, path)
+			}
+			j.ub = bootUnit(units, k.group, cell, o)
+		})
+	}
+	for _, mode := range modes {
+		for pi, path := range benchmark.Paths {
+			for _, g := range modeGroups(members, mode) {
+				add(bootKey{g, mode, true, pi}, groupRuns(members, g, mode))
+			}
+			if !slices.Contains(DecayPaths, path) {
+				continue
+			}
+			for _, m := range members {
+				if m.Run.Run.OracleMode == mode {
+					add(bootKey{m.Run.Run.Name, mode, false, pi}, []*RunResult{m.Run})
 				}
 			}
 		}
 	}
-	out := make([][]DecayRow, len(units))
-	for i, u := range units {
-		jobs = append(jobs, func() {
-			pi := pathIndex(u.path)
-			var recs [][]decayRec
-			for _, rr := range u.runs {
-				if d := decayRecords(rr, pi); len(d) > 0 {
-					recs = append(recs, d)
-				}
-			}
-			if len(recs) == 0 {
-				return
-			}
-			out[i] = decayRows(recs, u.name, u.cell, u.mode, u.group, u.path, o)
-		})
+	runJobs(fns, o.Workers)
+	return boots
+}
+
+// groupRow is one ext_domain.csv row from a group's bootstrap.
+func groupRow(j *bootJob, group, mode string, pi int, k benchmark.Stage) GroupRow {
+	row := GroupRow{Group: group, OracleMode: mode, Path: benchmark.Paths[pi], Stage: k}
+	items := map[string]bool{}
+	for _, rr := range j.runs {
+		_, keys := stageVector(rr, pi, k)
+		for _, key := range keys {
+			items[key] = true
+		}
 	}
-	return out, jobs
+	row.NItems = len(items)
+	if j.ub == nil || math.IsNaN(j.ub.point[k-1]) {
+		return row
+	}
+	row.NModels, row.Value = j.ub.nModels[k-1], j.ub.point[k-1]
+	row.Lo, row.Hi, row.Valid = j.ub.ci(k)
+	return row
+}
+
+// domainDiff is medical − general in one cell: the difference of the
+// group means; its interval from the two groups' replicates (independent
+// resamples, each from its group's own cell), replicate by replicate;
+// and a permutation p-value over the model labels.
+func domainDiff(med, gen *unitBoot, mode string, pi int, k benchmark.Stage, o *Options) DiffRow {
+	path := benchmark.Paths[pi]
+	row := DiffRow{Comparison: ComparisonDomain, OracleMode: mode, Path: path, Stage: k}
+	if med == nil || gen == nil {
+		return row
+	}
+	row.NA, row.NB = med.nModels[k-1], gen.nModels[k-1]
+	if row.NA == 0 || row.NB == 0 {
+		return row
+	}
+	row.Diff = med.point[k-1] - gen.point[k-1]
+	var reps []float64
+	for b, x := range med.reps[k-1] {
+		if y := gen.reps[k-1][b]; !math.IsNaN(x) && !math.IsNaN(y) {
+			reps = append(reps, x-y)
+		}
+	}
+	if len(reps) == 0 {
+		return row
+	}
+	row.Valid = true
+	row.Lo, row.Hi = percentileCI(reps)
+	row.P, row.MinP, row.Exact = PermutationP(stageOf(med.models, k), stageOf(gen.models, k), o.Seed, domainPermCellID(mode, path, k))
+	row.PValid = true
+	return row
+}
+
+// stageOf is the models' accuracies at stage k (models without it left out).
+func stageOf(models [][4]float64, k benchmark.Stage) []float64 {
+	var out []float64
+	for _, m := range models {
+		if !math.IsNaN(m[k-1]) {
+			out = append(out, m[k-1])
+		}
+	}
+	return out
 }
 
 // matchedPairs compares each run of a model that has a registry base

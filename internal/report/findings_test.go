@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -198,4 +199,64 @@ func TestFindingsDeterministic(t *testing.T) {
 			t.Errorf("%s differs between 1 and 4 workers", f)
 		}
 	}
+}
+
+// Runs whose models have no domain give no findings and no warning, and
+// report.md says how to give groups.
+func TestFindingsWithoutDomains(t *testing.T) {
+	tmp := t.TempDir()
+	dir := fixture(t, tmp, benchtest.Sample(), &analysistest.Run{Provider: "opensource", Label: "some--raw-model", Oracle: "none", Policy: analysistest.Oracle})
+	out := filepath.Join(tmp, "report")
+	res, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(read(t, filepath.Join(out, "report.md")))
+	if strings.Contains(md, "## Findings") || !strings.Contains(md, "No findings section") || len(res.Warnings) != 0 {
+		t.Errorf("warnings %q; report.md:\n%.600s", res.Warnings, md)
+	}
+	if rows := readCSV(t, filepath.Join(out, "ext_domain.csv")); len(rows) != 1 {
+		t.Errorf("ext_domain.csv has %d rows, want the header only", len(rows))
+	}
+}
+
+// BenchmarkReport14x2100Findings is BenchmarkReport14x2100 with the 14
+// runs grouped (7 general, 7 medical by a domains file), so that the
+// findings' bootstraps run too: compare the two cpu-s/op figures. The
+// fixture directory (CHX_BENCH_FIXTURE) is shared with that benchmark.
+func BenchmarkReport14x2100Findings(b *testing.B) {
+	tmp := b.TempDir()
+	var runs []*analysistest.Run
+	var domains strings.Builder
+	for i := 0; i < 14; i++ {
+		label := fmt.Sprintf("vision-model-%02d", i)
+		runs = append(runs, &analysistest.Run{Provider: "openai", Label: label, Oracle: "none", Policy: analysistest.Random(i)})
+		fmt.Fprintf(&domains, "%s: %s\n", label, []string{"general", "medical"}[i%2])
+	}
+	root := os.Getenv("CHX_BENCH_FIXTURE")
+	if root == "" {
+		root = tmp
+	}
+	dir := filepath.Join(root, "results")
+	if _, err := os.Stat(filepath.Join(dir, "openai_vision-model-13")); err != nil {
+		dir = fixture(b, root, benchtest.Full(100), runs...)
+	}
+	df := filepath.Join(tmp, "domains.yaml")
+	if err := os.WriteFile(df, []byte(domains.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	n := 0
+	for b.Loop() {
+		n++
+		res, err := Generate(Config{Inputs: []string{dir}, Out: filepath.Join(tmp, fmt.Sprintf("report-%d", n)), DomainsFile: df})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Domains.Groups) == 0 || len(res.Warnings) != 0 {
+			b.Fatalf("groups %d warnings %q", len(res.Domains.Groups), res.Warnings)
+		}
+	}
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(n), "cpu-s/op")
 }
