@@ -147,13 +147,14 @@ func assignGroups(res *Result, o *DomainOptions) ([]DomainMember, []string) {
 			continue
 		}
 		m := DomainMember{Run: rr}
+		model := runModel(rr.Run)
 		if g, ok := o.Overrides[rr.Run.Name]; ok {
 			m.Group, m.Source = g, "domains file (run)"
 			used[rr.Run.Name] = true
-		} else if g, ok := o.Overrides[rr.Run.Model]; ok && rr.Run.Model != "" {
+		} else if g, ok := o.Overrides[model]; ok && model != "" {
 			m.Group, m.Source = g, "domains file (model)"
-			used[rr.Run.Model] = true
-		} else if e, ok := o.Registry[rr.Run.Model]; ok && e.Domain != "" {
+			used[model] = true
+		} else if e, ok := o.Registry[model]; ok && e.Domain != "" {
 			m.Group, m.Source = e.Domain, "registry"
 		} else {
 			missing = append(missing, rr.Run.ID())
@@ -174,7 +175,7 @@ func assignGroups(res *Result, o *DomainOptions) ([]DomainMember, []string) {
 		}
 		matched := false
 		for _, rr := range res.Runs {
-			if rr.Run.Name == k || rr.Run.Model == k {
+			if rr.Run.Name == k || runModel(rr.Run) == k {
 				matched = true // e.g. a baseline, or a run also named by name
 			}
 		}
@@ -183,6 +184,21 @@ func assignGroups(res *Result, o *DomainOptions) ([]DomainMember, []string) {
 		}
 	}
 	return members, warns
+}
+
+// runModel is the run's model as its manifest names it or, without a
+// manifest, the label of its run name (§9.1: <provider>_<label>, less
+// the _no_thinking and _strict suffixes).
+func runModel(r *Run) string {
+	if r.Model != "" {
+		return r.Model
+	}
+	_, label, ok := strings.Cut(r.Name, "_")
+	if !ok {
+		return ""
+	}
+	label = strings.TrimSuffix(label, "_strict")
+	return strings.TrimSuffix(label, "_no_thinking")
 }
 
 // groupOrder lists the groups present: general, medical, proprietary,

@@ -238,7 +238,9 @@ func TestAssignGroups(t *testing.T) {
 	mk := func(prov, model string) *RunResult {
 		return &RunResult{Run: &Run{Name: prov + "_" + model, Provider: prov, Model: model, OracleMode: "none"}, Scored: true}
 	}
-	res := &Result{Runs: []*RunResult{mk("opensource", "medgemma"), mk("opensource", "glm-4v"), mk("opensource", "my--raw"), mk("opensource", "other"), mk("baseline", "random")}}
+	// A run without a manifest: the model is the label of its run name.
+	noManifest := &RunResult{Run: &Run{Name: "opensource_medgemma_no_thinking_strict", OracleMode: "none"}, Scored: true}
+	res := &Result{Runs: []*RunResult{mk("opensource", "medgemma"), mk("opensource", "glm-4v"), mk("opensource", "my--raw"), mk("opensource", "other"), mk("baseline", "random"), noManifest}}
 	o := DomainOptions{Registry: reg, Source: "d.yaml", Overrides: map[string]string{
 		"opensource_glm-4v": "medical", // by run name, over the registry
 		"my--raw":           "general", // by model
@@ -253,6 +255,7 @@ func TestAssignGroups(t *testing.T) {
 	want := map[string]string{
 		"opensource_medgemma": "medical/registry", "opensource_glm-4v": "medical/domains file (run)",
 		"opensource_my--raw": "general/domains file (model)", "opensource_other": "/",
+		"opensource_medgemma_no_thinking_strict": "medical/registry",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("groups %v, want %v", got, want)

@@ -220,12 +220,12 @@ func matchedPairs(members []DomainMember, o *Options) ([]DiffRow, []string) {
 	var rows []DiffRow
 	var warns []string
 	for _, a := range members {
-		base := o.Domains.Registry[a.Run.Run.Model].Base
+		base := o.Domains.Registry[runModel(a.Run.Run)].Base
 		if base == "" {
 			continue
 		}
 		for _, b := range members {
-			if b.Run.Run.Model != base || b.Run.Run.OracleMode != a.Run.Run.OracleMode {
+			if runModel(b.Run.Run) != base || b.Run.Run.OracleMode != a.Run.Run.OracleMode {
 				continue
 			}
 			warns = append(warns, pairDiffers(a.Run.Run, b.Run.Run)...)
