@@ -302,3 +302,27 @@ func TestReadDomains(t *testing.T) {
 		}
 	}
 }
+
+// The group interval reflects the spread between models, not only the
+// records: two medical models at 95 % and 5 % against two general ones
+// at 50 % give a wide interval for the difference, although 500 records
+// per model would make a records-only interval about ±4 points.
+func TestTwoLevelSeesModelSpread(t *testing.T) {
+	reg := map[string]DomainModel{}
+	var runs []*RunResult
+	for i, p := range []float64{0.95, 0.05, 0.5, 0.5} {
+		name := fmt.Sprintf("m%d", i)
+		reg[name] = DomainModel{Domain: []string{GroupMedical, GroupGeneral}[i/2]}
+		runs = append(runs, synthRun("opensource_"+name, name, "none", 500, func(j, k int) bool { return bernoulli(name, j, p) }))
+	}
+	dr := domainResult(t, runs, DomainOptions{Registry: reg})
+	d := findDiff(dr, ComparisonDomain, benchmark.RevisionRequired, 1)
+	if d == nil || d.Hi-d.Lo < 0.5 {
+		t.Errorf("medical − general %+v: interval narrower than the models' spread", d)
+	}
+	for _, g := range dr.Groups {
+		if g.Group == GroupMedical && g.Path == benchmark.RevisionRequired && g.Stage == 1 && (g.Lo > 0.15 || g.Hi < 0.85) {
+			t.Errorf("medical group interval [%v, %v], want about [0.05, 0.95]", g.Lo, g.Hi)
+		}
+	}
+}
