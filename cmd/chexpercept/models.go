@@ -27,7 +27,8 @@ func init() {
 		Use:   "models [ALIAS] [--json]",
 		Short: "List the model registry: aliases, model ids, sampling, quirks, prices, vLLM serve lines",
 		Long: `models lists every registry alias eval accepts as --model, in registry order:
-provider, backend, domain, model id, quirks and price (USD per million tokens,
+provider, backend, domain, base (a medical model's general-domain base),
+model id, quirks and price (USD per million tokens,
 or "unpriced": such a run records a null cost), then the sampling each alias
 sends per call, then a copy-paste vllm serve line for each open model
 (provider opensource) with the serve hints the registry holds.
@@ -37,7 +38,7 @@ files as eval's, so a user's own aliases and prices show too.
 
 --json prints a JSON array, one object per alias in registry order, with the
 keys alias, display_name, provider, backend, model_id, domain, quirks,
-sampling, price, vllm (see docs/evaluation.md).`,
+sampling, price, vllm, base (see docs/evaluation.md).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return fmt.Errorf("unexpected argument %q: models shows one alias or all (usage: %s)", args[1], cmd.UseLine())
@@ -98,6 +99,7 @@ type modelInfo struct {
 	Sampling    provider.Sampling `json:"sampling"`
 	Price       *priceInfo        `json:"price"` // null: unpriced
 	VLLM        *vllmInfo         `json:"vllm"`  // null: not an open model
+	Base        string            `json:"base"`  // a medical model's general-domain base alias; "" when none
 }
 
 type priceInfo struct {
@@ -125,7 +127,7 @@ func describeModel(e registry.Entry, prices *registry.Prices) (modelInfo, error)
 		return modelInfo{}, fmt.Errorf("alias %s: %w", e.Alias, err)
 	}
 	m := modelInfo{Alias: e.Alias, DisplayName: e.DisplayName, Provider: e.Provider, Backend: e.Backend,
-		ModelID: e.ModelID, Domain: e.Domain, Quirks: append([]string{}, e.Quirks...), Sampling: s}
+		ModelID: e.ModelID, Domain: e.Domain, Quirks: append([]string{}, e.Quirks...), Sampling: s, Base: e.Base}
 	if e.Backend != provider.BackendBaseline {
 		if key, p, ok := prices.Lookup(e.ModelID); ok {
 			m.Price = &priceInfo{Key: key, Input: p.Input, CachedInput: p.CachedInput, Output: p.Output}
@@ -194,9 +196,9 @@ func writeModelsJSON(w io.Writer, infos []modelInfo) error {
 
 func writeModelsTable(w io.Writer, infos []modelInfo, priceSource string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ALIAS\tPROVIDER\tBACKEND\tDOMAIN\tMODEL ID\tQUIRKS\tPRICE")
+	fmt.Fprintln(tw, "ALIAS\tPROVIDER\tBACKEND\tDOMAIN\tBASE\tMODEL ID\tQUIRKS\tPRICE")
 	for _, m := range infos {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(m.Alias), m.Provider, m.Backend, orDash(m.Domain),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(m.Alias), m.Provider, m.Backend, orDash(m.Domain), cell(orDash(m.Base)),
 			cell(m.ModelID), orDash(strings.Join(m.Quirks, ",")), priceText(m.Price))
 	}
 	if err := tw.Flush(); err != nil {
@@ -244,6 +246,7 @@ func writeModelDetail(w io.Writer, m modelInfo, priceSource string) error {
 	row("backend", m.Backend)
 	row("model id", m.ModelID)
 	row("domain", orDash(m.Domain))
+	row("base", orDash(m.Base))
 	row("quirks", orDash(strings.Join(m.Quirks, ", ")))
 	row("sampling", samplingText(m.Sampling))
 	if m.Price != nil {

@@ -25,7 +25,13 @@ func init() {
 directories, including reference imports) and writes into REPORT_DIR:
 all_models_oracle_<mode>/all_models_*.csv (the reference's CSVs), ext_*.csv,
 summary.json, report.md, plots (PNG and SVG) and index.html, which works
-when opened from disk. Problems with single inputs are warnings: the report
+when opened from disk.
+
+The findings section tests the paper's two claims (depth decay; medical vs
+general models) on the runs given, grouping each run by its model's registry
+domain (--models adds registry files) or by --domains FILE, a YAML mapping
+of run names or models to groups; baselines are never grouped. Its numbers
+are in ext_domain.csv, ext_domain_diff.csv and ext_domain_decay.csv. Problems with single inputs are warnings: the report
 of everything valid is still written and lists what was left out.
 
 REPORT_DIR must be new or empty, or an earlier report (marked by
@@ -84,5 +90,7 @@ deletes nothing.`,
 	f.BoolVar(&cfg.Analysis.CompareBest, "compare-best", false, "compare every model with the best one of each metric and cell")
 	f.IntVar(&cfg.Analysis.Bootstrap, "bootstrap", analysis.DefaultBootstrap, "bootstrap replicates for depth intervals and comparisons")
 	f.StringVar(&cfg.Benchmark, "benchmark", "", "benchmark directory (default: the dataset path in the first run's manifest)")
+	f.StringArrayVar(&cfg.ModelFiles, "models", nil, "extra models.yaml extending the registry, as for eval: domains and bases of the findings (repeatable)")
+	f.StringVar(&cfg.DomainsFile, "domains", "", "YAML mapping run names or models to domain groups (general, medical, …), overriding the registry's domains")
 	addCommand(cmd)
 }

@@ -54,6 +54,8 @@ func TestReportCommand(t *testing.T) {
 		{[]string{results, "--out", out, "--compare", "", "--error-policy", "maybe"}, "--compare"},
 		{[]string{results, "--out", out, "--bootstrap", "0", "--compare", "a,b"}, "--bootstrap 0"},
 		{[]string{filepath.Join(tmp, "nope"), "--out", out, "--bootstrap", "10"}, "no usable run directory"},
+		{[]string{results, "--out", out, "--bootstrap", "10", "--domains", filepath.Join(tmp, "nope.yaml")}, "domains file"},
+		{[]string{results, "--out", out, "--bootstrap", "10", "--models", filepath.Join(tmp, "nope-models.yaml")}, "nope-models.yaml"},
 	} {
 		// Flags persist on the command object between Execute calls.
 		cmd.Flags().Lookup("compare").Value.(pflag.SliceValue).Replace(nil)
@@ -63,6 +65,8 @@ func TestReportCommand(t *testing.T) {
 		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want exit 2 with %q", tc.args, err, tc.want)
 		}
+		cmd.Flags().Set("domains", "")
+		cmd.Flags().Lookup("models").Value.(pflag.SliceValue).Replace(nil)
 	}
 }
 

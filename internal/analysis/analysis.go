@@ -42,6 +42,9 @@ type Options struct {
 	Seed        uint64      // bootstrap seed; 0 means DefaultSeed
 	Compare     [][2]string // --compare A,B pairs of run names
 	CompareBest bool
+	// Domains say which domain group each model belongs to (the report's
+	// findings); empty: no run has a group.
+	Domains DomainOptions
 	// Workers bounds the goroutines used for bootstrap cells; 0 means
 	// GOMAXPROCS. The output does not depend on it.
 	Workers int
@@ -167,6 +170,7 @@ type Result struct {
 	Runs     []*RunResult // in Set.Runs order
 	Chance   *Chance      // nil without a benchmark
 	Pairs    []PairRow
+	Domains  *DomainResult
 	Warnings []string // the Set's warnings, then the analysis's
 }
 
@@ -244,6 +248,8 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 	runJobs(jobs, opts.Workers)
 	pairs, warns := comparePairs(res, &opts)
 	res.Pairs = pairs
+	res.Warnings = append(res.Warnings, warns...)
+	res.Domains, warns = analyzeDomains(res, &opts)
 	res.Warnings = append(res.Warnings, warns...)
 	return res, nil
 }

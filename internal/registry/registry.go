@@ -78,6 +78,9 @@ type Entry struct {
 	TPDivisorHint   *int              `yaml:"tp_divisor_hint"`
 	Quirks          []string          `yaml:"quirks"`
 	Sampling        provider.Sampling `yaml:"sampling"`
+	// Base is the alias of a medical model's general-domain base model
+	// (empty: none documented, or none in the registry).
+	Base string `yaml:"base"`
 
 	Raw bool `yaml:"-"`
 }
@@ -114,6 +117,7 @@ func (e *Entry) SamplingParams(noThinking bool) (provider.Sampling, error) {
 // aliases from user files in their order).
 type Registry struct {
 	entries []Entry
+	src     []string // the file each entry came from, for errors
 	byAlias map[string]int
 }
 
@@ -137,6 +141,17 @@ func Load(files ...string) (*Registry, error) {
 		}
 		if err := r.add(f, b); err != nil {
 			return nil, err
+		}
+	}
+	// A base may name an alias defined in a later file, so it is checked
+	// once every file is in.
+	for i, e := range r.entries {
+		switch _, ok := r.byAlias[e.Base]; {
+		case e.Base == "":
+		case e.Base == e.Alias:
+			return nil, fmt.Errorf("%s: entry %q: field base names the entry itself", r.src[i], e.Alias)
+		case !ok:
+			return nil, fmt.Errorf("%s: entry %q: field base %q is not a registry alias", r.src[i], e.Alias, e.Base)
 		}
 	}
 	return r, nil
@@ -167,10 +182,10 @@ func (r *Registry) add(name string, data []byte) error {
 		}
 		seen[e.Alias] = true
 		if j, ok := r.byAlias[e.Alias]; ok {
-			r.entries[j] = e
+			r.entries[j], r.src[j] = e, name
 		} else {
 			r.byAlias[e.Alias] = len(r.entries)
-			r.entries = append(r.entries, e)
+			r.entries, r.src = append(r.entries, e), append(r.src, name)
 		}
 	}
 	return nil

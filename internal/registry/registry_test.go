@@ -64,6 +64,31 @@ func TestDefaultRegistry(t *testing.T) {
 			t.Errorf("%s: unexpected sampling overrides %+v", e.Alias, e.Sampling)
 		}
 	}
+	// base: only where the model card names a base that has an alias.
+	for _, e := range es {
+		want := map[string]string{"medgemma": "gemma3"}[e.Alias]
+		if e.Base != want {
+			t.Errorf("%s: base %q, want %q", e.Alias, e.Base, want)
+		}
+	}
+}
+
+// A user file may name a base defined by a later file.
+func TestBaseAcrossFiles(t *testing.T) {
+	dir := t.TempDir()
+	a, b := dir+"/a.yaml", dir+"/b.yaml"
+	os.WriteFile(a, []byte("- {alias: my-med, domain: medical, provider: opensource, backend: vllm, model_id: x/med, base: my-base}\n"), 0o644)
+	os.WriteFile(b, []byte("- {alias: my-base, domain: general, provider: opensource, backend: vllm, model_id: x/base}\n"), 0o644)
+	r, err := Load(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := r.Lookup("my-med"); e.Base != "my-base" {
+		t.Errorf("base %q", e.Base)
+	}
+	if _, err := Load(a); err == nil || !strings.Contains(err.Error(), "a.yaml") {
+		t.Errorf("missing base: %v", err)
+	}
 }
 
 func TestSamplingParams(t *testing.T) {
@@ -154,6 +179,8 @@ func TestBadFiles(t *testing.T) {
 		{"bad_not_list.yaml", "line 1: want a list, got a mapping"},
 		{"missing.yaml", "no such file"},
 		{"bad_empty.yaml", "no model entries"},
+		{"bad_base.yaml", `entry "my-med": field base "qwen2.5-vl" is not a registry alias`},
+		{"bad_base_self.yaml", `entry "my-med": field base names the entry itself`},
 	}
 	for _, tc := range cases {
 		_, err := Load("testdata/" + tc.file)

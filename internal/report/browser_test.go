@@ -151,3 +151,59 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBrowserFindings opens a report with domain groups in Chromium: the
+// findings section renders its verdicts, tables and plot, and the
+// navigation links to it.
+func TestBrowserFindings(t *testing.T) {
+	exe := browsertest.Chromium(t)
+	out := findingsReport(t)
+	ctx, cancel := newBrowser(t, exe, t.TempDir())
+	defer cancel()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate("file://"+filepath.ToSlash(filepath.Join(out, "index.html"))),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#findings`)),
+		chromedp.ScrollIntoView(chromedp.CSS(`#findings figure img`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	eval := func(expr string) int {
+		t.Helper()
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		return n
+	}
+	if n := eval(`document.querySelectorAll("#findings .verdict").length`); n != 2 {
+		t.Errorf("%d verdicts, want 2 (one per claim, one oracle mode)", n)
+	}
+	if n := eval(`Array.from(document.querySelectorAll("#findings .verdict")).filter(v => v.textContent === "undecided at this sample size").length`); n != 2 {
+		t.Errorf("%d undecided verdicts shown, want 2 (3 vs 3 models; pooled decay interval straddles 0.5)", n)
+	}
+	if n := eval(`document.querySelectorAll("#findings table.data tbody tr").length`); n < 10 {
+		t.Errorf("findings tables have %d rows", n)
+	}
+	if n := eval(`document.querySelectorAll('nav a[href="#findings"]').length`); n != 1 {
+		t.Errorf("%d navigation links to the findings", n)
+	}
+	const img = `document.querySelector("#findings figure img")`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](img+`.complete && `+img+`.naturalWidth > 0`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Errorf("findings plot did not load: %v", err)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("findings")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "Medical − general") || !strings.Contains(text, "Claim 2 (Medical vs general).") {
+		t.Errorf("findings text: %.400s", text)
+	}
+	artifact := os.Getenv("CHEXPERCEPT_ARTIFACTS")
+	if artifact == "" {
+		artifact = t.TempDir()
+	}
+	if shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID("findings"))); err == nil {
+		os.WriteFile(filepath.Join(artifact, "report_findings.png"), shot, 0o644)
+	}
+}

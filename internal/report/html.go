@@ -29,6 +29,7 @@ var (
 )
 
 var pageTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
+	"inc": func(i int) int { return i + 1 },
 	// md renders the one markdown feature the tables use, *emphasis*.
 	"md": func(s string) template.HTML {
 		esc := template.HTMLEscapeString(s)

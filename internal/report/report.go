@@ -46,6 +46,9 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 		"ext_usage.csv":          extUsage(res),
 		"ext_chance.csv":         extChance(res),
 		"ext_pairwise.csv":       extPairwise(res),
+		"ext_domain.csv":         extDomain(res),
+		"ext_domain_diff.csv":    extDomainDiff(res),
+		"ext_domain_decay.csv":   extDomainDecay(res),
 		"summary.json":           summaryJSON(res, warnings),
 	}
 	for _, mode := range res.Modes() {
@@ -66,7 +69,7 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 	}
 
 	// Plots and the item sidecars are drawn and written by one pool.
-	jobs := plotJobs(res)
+	jobs := append(plotJobs(res), findingsPlotJobs(res)...)
 	if err := writeHTML(res, d, jobs, dir, opts); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
@@ -158,8 +161,14 @@ type Config struct {
 	Inputs    []string // run directories or results folders
 	Out       string   // REPORT_DIR
 	Benchmark string   // optional benchmark directory override
-	Analysis  analysis.Options
-	Report    Options
+	// ModelFiles extend the model registry (as for eval); it gives each
+	// run's domain group and a medical model's base.
+	ModelFiles []string
+	// DomainsFile, when set, maps run names or models to groups and
+	// overrides the registry's domains.
+	DomainsFile string
+	Analysis    analysis.Options
+	Report      Options
 }
 
 // Generate loads the runs, analyses them and writes the report. The
@@ -169,6 +178,11 @@ func Generate(cfg Config) (*analysis.Result, error) {
 	if _, err := checkDir(cfg.Out); err != nil {
 		return nil, err
 	}
+	doms, err := domainOptions(cfg.ModelFiles, cfg.DomainsFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Analysis.Domains = doms
 	set, err := analysis.Load(cfg.Inputs, analysis.LoadOptions{Benchmark: cfg.Benchmark})
 	if err != nil {
 		return &analysis.Result{Set: set, Warnings: set.Warnings}, err

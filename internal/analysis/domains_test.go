@@ -1,0 +1,328 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/rng"
+)
+
+// synthRun is a scored run of n revision_required records whose stage
+// outcomes come from correct(record, stage) (stages 1..4).
+func synthRun(name, model, mode string, n int, correct func(i int, k int) bool) *RunResult {
+	rr := &RunResult{Run: &Run{Name: name, Provider: "opensource", Model: model, OracleMode: mode}, Scored: true}
+	pi := pathIndex(benchmark.RevisionRequired)
+	for i := 0; i < n; i++ {
+		s := Score{Index: i, Key: fmt.Sprintf("k%03d", i), Path: pi, Lesion: 1, OK: true}
+		for k := 0; k < 4; k++ {
+			s.App[k] = true
+			s.Cor[k] = correct(i, k+1)
+		}
+		rr.Scores = append(rr.Scores, s)
+	}
+	return rr
+}
+
+// bernoulli is a deterministic coin per (label, record): true with
+// probability p.
+func bernoulli(label string, i int, p float64) bool {
+	return rng.New(fmt.Sprintf("test/%s/%d", label, i)).Float64() < p
+}
+
+func domainResult(t *testing.T, runs []*RunResult, dom DomainOptions) *DomainResult {
+	t.Helper()
+	o := Options{Bootstrap: 500, Domains: dom}
+	if err := o.normalise(); err != nil {
+		t.Fatal(err)
+	}
+	dr, _ := analyzeDomains(&Result{Runs: runs, Options: o}, &o)
+	return dr
+}
+
+func findDiff(dr *DomainResult, comparison string, path benchmark.Path, k benchmark.Stage) *DiffRow {
+	for i := range dr.Diffs {
+		d := &dr.Diffs[i]
+		if d.Comparison == comparison && d.Path == path && d.Stage == k {
+			return d
+		}
+	}
+	return nil
+}
+
+// Medical models clearly worse on stage 3 and equal on stage 1: the
+// medical − general interval excludes 0 at stage 3 and includes it at
+// stage 1.
+func TestDomainDifference(t *testing.T) {
+	reg := map[string]DomainModel{}
+	var runs []*RunResult
+	for g, group := range []string{GroupGeneral, GroupMedical} {
+		for m := 0; m < 4; m++ {
+			name := fmt.Sprintf("%s%d", group, m)
+			reg[name] = DomainModel{Domain: group}
+			stage3 := 0.9
+			if g == 1 {
+				stage3 = 0.15
+			}
+			runs = append(runs, synthRun("opensource_"+name, name, "none", 80, func(i, k int) bool {
+				switch k {
+				case 1:
+					return bernoulli(name+"/1", i, 0.8)
+				case 3:
+					return bernoulli(name+"/3", i, stage3)
+				}
+				return true
+			}))
+		}
+	}
+	dr := domainResult(t, runs, DomainOptions{Registry: reg})
+	s1 := findDiff(dr, ComparisonDomain, benchmark.RevisionRequired, 1)
+	s3 := findDiff(dr, ComparisonDomain, benchmark.RevisionRequired, 3)
+	if s1 == nil || s3 == nil {
+		t.Fatalf("missing rows: %+v", dr.Diffs)
+	}
+	if !(s1.Lo <= 0 && 0 <= s1.Hi) {
+		t.Errorf("stage 1: %+.3f [%+.3f, %+.3f] excludes 0", s1.Diff, s1.Lo, s1.Hi)
+	}
+	if !(s3.Hi < 0) {
+		t.Errorf("stage 3: %+.3f [%+.3f, %+.3f] does not lie below 0", s3.Diff, s3.Lo, s3.Hi)
+	}
+	// 4 vs 4 models: 70 relabelings, the observed one and its mirror are
+	// the most extreme.
+	if !s3.Exact || math.Abs(s3.P-2.0/70) > 1e-12 || math.Abs(s3.MinP-2.0/70) > 1e-12 {
+		t.Errorf("stage 3 permutation p %v (exact %v, min %v), want 2/70", s3.P, s3.Exact, s3.MinP)
+	}
+	if s1.NA != 4 || s1.NB != 4 {
+		t.Errorf("models per group %d, %d", s1.NA, s1.NB)
+	}
+	// Medical is worse, never better: "no advantage" is supported only if
+	// every upper bound is below the margin; here stage 1 is noisy, so
+	// either supported or undecided, never "not supported".
+	for _, v := range dr.Verdict {
+		if v.Claim == 2 && v.Status == NotSupported {
+			t.Errorf("claim 2: %s (%s)", v.Status, v.Reason)
+		}
+	}
+	// Same bytes at any worker count.
+	o1 := Options{Bootstrap: 500, Domains: DomainOptions{Registry: reg}, Workers: 1}
+	o1.normalise()
+	a, _ := analyzeDomains(&Result{Runs: runs}, &o1)
+	o8 := o1
+	o8.Workers = 8
+	b, _ := analyzeDomains(&Result{Runs: runs}, &o8)
+	if !reflect.DeepEqual(a.Groups, b.Groups) || !reflect.DeepEqual(a.Diffs, b.Diffs) || !reflect.DeepEqual(a.Decay, b.Decay) {
+		t.Error("results differ between 1 and 8 workers")
+	}
+}
+
+// With one model per group the finding is undecided, whatever the data.
+func TestOneModelPerGroupUndecided(t *testing.T) {
+	reg := map[string]DomainModel{"g": {Domain: GroupGeneral}, "m": {Domain: GroupMedical}}
+	runs := []*RunResult{
+		synthRun("opensource_g", "g", "none", 200, func(i, k int) bool { return true }),
+		synthRun("opensource_m", "m", "none", 200, func(i, k int) bool { return k == 1 }),
+	}
+	dr := domainResult(t, runs, DomainOptions{Registry: reg})
+	for _, v := range dr.Verdict {
+		if v.Status != Undecided {
+			t.Errorf("claim %d: %s (%s), want undecided", v.Claim, v.Status, v.Reason)
+		}
+	}
+	d := findDiff(dr, ComparisonDomain, benchmark.RevisionRequired, 3)
+	if d == nil || d.MinP != 1 || d.P != 1 {
+		t.Errorf("1 vs 1: %+v, want p = min p = 1", d)
+	}
+}
+
+func TestPermutationP(t *testing.T) {
+	cases := []struct {
+		a, b    []float64
+		p, minP float64
+		exact   bool
+	}{
+		{[]float64{1, 1, 1}, []float64{0, 0, 0}, 2.0 / 20, 2.0 / 20, true},
+		{[]float64{0.5}, []float64{0.5}, 1, 1, true},
+		{[]float64{1, 0.9}, []float64{0, 0.1, 0.2}, 1.0 / 10, 1.0 / 10, true},
+		{[]float64{0.3, 0.3}, []float64{0.3, 0.3}, 1, 2.0 / 6, true},
+	}
+	for i, tc := range cases {
+		p, minP, exact := PermutationP(tc.a, tc.b, 1, "x")
+		if math.Abs(p-tc.p) > 1e-12 || math.Abs(minP-tc.minP) > 1e-12 || exact != tc.exact {
+			t.Errorf("case %d: p %v min %v exact %v, want %v %v %v", i, p, minP, exact, tc.p, tc.minP, tc.exact)
+		}
+	}
+	// 10 vs 10: 184,756 relabelings, so Monte Carlo from the cell's RNG.
+	a := []float64{.9, .8, .85, .95, .7, .9, .88, .92, .81, .86}
+	b := []float64{.1, .2, .15, .05, .3, .1, .12, .08, .19, .14}
+	p1, min1, ex := PermutationP(a, b, 7, "cell")
+	p2, _, _ := PermutationP(a, b, 7, "cell")
+	if ex || p1 != p2 || p1 != 1.0/float64(PermDraws+1) || min1 != 1.0/float64(PermDraws+1) {
+		t.Errorf("Monte Carlo: p %v, %v, min %v, exact %v", p1, p2, min1, ex)
+	}
+}
+
+func TestMcNemarP(t *testing.T) {
+	cases := []struct {
+		b, c int
+		want float64
+	}{
+		{0, 0, 1}, {1, 1, 1}, {5, 0, 2.0 / 32}, {0, 5, 2.0 / 32}, {10, 0, 2.0 / 1024},
+		{8, 2, 2 * (1 + 10 + 45) / 1024.0},
+		{600, 600, 1},
+	}
+	for _, tc := range cases {
+		if got := McNemarP(tc.b, tc.c); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("McNemarP(%d, %d) = %v, want %v", tc.b, tc.c, got, tc.want)
+		}
+	}
+}
+
+// A matched medical/base pair counts the discordant records.
+func TestMatchedPair(t *testing.T) {
+	reg := map[string]DomainModel{"medgemma": {Domain: GroupMedical, Base: "gemma3"}, "gemma3": {Domain: GroupGeneral}}
+	runs := []*RunResult{
+		synthRun("opensource_gemma3", "gemma3", "none", 30, func(i, k int) bool { return k < 3 || i < 20 }),      // stage 3: 20 right
+		synthRun("opensource_medgemma", "medgemma", "none", 30, func(i, k int) bool { return k < 3 || i >= 25 }), // stage 3: 5 right
+	}
+	dr := domainResult(t, runs, DomainOptions{Registry: reg})
+	d := findDiff(dr, "pair:opensource_medgemma:opensource_gemma3", benchmark.RevisionRequired, 3)
+	if d == nil {
+		t.Fatalf("no pair row: %+v", dr.Diffs)
+	}
+	// Med right & base wrong: keys 25..29 (5); med wrong & base right: 0..19 (20).
+	if d.NPaired != 30 || d.B != 5 || d.C != 20 || math.Abs(d.Diff-(5.0-20)/30) > 1e-12 || math.Abs(d.P-McNemarP(5, 20)) > 0 {
+		t.Errorf("pair row %+v", d)
+	}
+	if d1 := findDiff(dr, "pair:opensource_medgemma:opensource_gemma3", benchmark.RevisionRequired, 1); d1 == nil || d1.B != 0 || d1.C != 0 || d1.P != 1 {
+		t.Errorf("stage 1 pair row %+v", d1)
+	}
+}
+
+// The precipitous-drop rule is mechanical: the ratio's upper bound below 0.5.
+func TestDecayRule(t *testing.T) {
+	reg := map[string]DomainModel{"a": {Domain: GroupGeneral}, "b": {Domain: GroupGeneral}}
+	runs := []*RunResult{
+		synthRun("opensource_a", "a", "none", 200, func(i, k int) bool { return k < 3 || i%10 == 0 }), // stage 3: 10 %
+		synthRun("opensource_b", "b", "none", 200, func(i, k int) bool { return k < 3 || i%10 < 9 }),  // stage 3: 90 %
+	}
+	dr := domainResult(t, runs, DomainOptions{Registry: reg})
+	got := map[string]bool{}
+	for _, d := range dr.Decay {
+		if d.Path == benchmark.RevisionRequired && d.Stage == 3 {
+			got[d.Unit] = d.Precipitous
+			if d.Precipitous != (d.RatioValid && d.RHi < PrecipitousBelow) {
+				t.Errorf("%s: flag %v with ratio %v [%v, %v]", d.Unit, d.Precipitous, d.Ratio, d.RLo, d.RHi)
+			}
+		}
+	}
+	if !got["opensource_a"] || got["opensource_b"] {
+		t.Errorf("precipitous at stage 3: %v", got)
+	}
+	// Two models, one collapsing and one not: the pooled interval of the
+	// ratio is wide, so claim 1 is undecided.
+	for _, v := range dr.Verdict {
+		if v.Claim == 1 && v.Status != Undecided {
+			t.Errorf("claim 1: %s (%s)", v.Status, v.Reason)
+		}
+	}
+}
+
+func TestAssignGroups(t *testing.T) {
+	reg := map[string]DomainModel{"medgemma": {Domain: GroupMedical}, "glm-4v": {Domain: GroupGeneral}}
+	mk := func(prov, model string) *RunResult {
+		return &RunResult{Run: &Run{Name: prov + "_" + model, Provider: prov, Model: model, OracleMode: "none"}, Scored: true}
+	}
+	// A run without a manifest: the model is the label of its run name.
+	noManifest := &RunResult{Run: &Run{Name: "opensource_medgemma_no_thinking_strict", OracleMode: "none"}, Scored: true}
+	res := &Result{Runs: []*RunResult{mk("opensource", "medgemma"), mk("opensource", "glm-4v"), mk("opensource", "my--raw"), mk("opensource", "other"), mk("baseline", "random"), noManifest}}
+	o := DomainOptions{Registry: reg, Source: "d.yaml", Overrides: map[string]string{
+		"opensource_glm-4v": "medical", // by run name, over the registry
+		"my--raw":           "general", // by model
+		"nosuch":            "general",
+		"baseline_random":   "general", // baselines are never grouped
+	}}
+	members, warns := assignGroups(res, &o)
+	got := map[string]string{}
+	for _, m := range members {
+		got[m.Run.Run.Name] = m.Group + "/" + m.Source
+	}
+	want := map[string]string{
+		"opensource_medgemma": "medical/registry", "opensource_glm-4v": "medical/domains file (run)",
+		"opensource_my--raw": "general/domains file (model)", "opensource_other": "/",
+		"opensource_medgemma_no_thinking_strict": "medical/registry",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("groups %v, want %v", got, want)
+	}
+	if len(warns) != 2 || !strings.Contains(warns[0], "opensource_other") || !strings.Contains(warns[1], `d.yaml: "nosuch"`) {
+		t.Errorf("warnings %q", warns)
+	}
+}
+
+func TestReadDomains(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yaml", "# comment\nopensource_my-model: medical\nsome/raw-id: general\n")
+	m, err := ReadDomains(good)
+	if err != nil || !reflect.DeepEqual(m, map[string]string{"opensource_my-model": "medical", "some/raw-id": "general"}) {
+		t.Fatalf("good: %v %v", m, err)
+	}
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ path, want string }{
+		{write("list.yaml", "- a\n- b\n"), "line 1: want a mapping"},
+		{write("nested.yaml", "a:\n  b: c\n"), `line 2: key "a": the group must be one word`},
+		{write("all.yaml", "a: all\n"), `key "a": group "all" is reserved`},
+		{write("dup.yaml", "a: medical\na: general\n"), `line 2: key "a" given twice`},
+		{write("syntax.yaml", "a: [medical\n"), "syntax.yaml"},
+		{write("empty.yaml", ""), "empty"},
+		{write("big.yaml", strings.Repeat("#", MaxDomainsFileBytes+1)), "big.yaml"},
+		{filepath.Join(dir, "missing.yaml"), "missing.yaml"},
+		{dir, "not a regular file"},
+		{fifo, "not a regular file"},
+	}
+	for _, tc := range cases {
+		_, err := ReadDomains(tc.path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), filepath.Base(tc.path)) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line naming the file and containing %q", filepath.Base(tc.path), err, tc.want)
+		}
+	}
+}
+
+// The group interval reflects the spread between models, not only the
+// records: two medical models at 95 % and 5 % against two general ones
+// at 50 % give a wide interval for the difference, although 500 records
+// per model would make a records-only interval about ±4 points.
+func TestTwoLevelSeesModelSpread(t *testing.T) {
+	reg := map[string]DomainModel{}
+	var runs []*RunResult
+	for i, p := range []float64{0.95, 0.05, 0.5, 0.5} {
+		name := fmt.Sprintf("m%d", i)
+		reg[name] = DomainModel{Domain: []string{GroupMedical, GroupGeneral}[i/2]}
+		runs = append(runs, synthRun("opensource_"+name, name, "none", 500, func(j, k int) bool { return bernoulli(name, j, p) }))
+	}
+	dr := domainResult(t, runs, DomainOptions{Registry: reg})
+	d := findDiff(dr, ComparisonDomain, benchmark.RevisionRequired, 1)
+	if d == nil || d.Hi-d.Lo < 0.5 {
+		t.Errorf("medical − general %+v: interval narrower than the models' spread", d)
+	}
+	for _, g := range dr.Groups {
+		if g.Group == GroupMedical && g.Path == benchmark.RevisionRequired && g.Stage == 1 && (g.Lo > 0.15 || g.Hi < 0.85) {
+			t.Errorf("medical group interval [%v, %v], want about [0.05, 0.95]", g.Lo, g.Hi)
+		}
+	}
+}
