@@ -52,9 +52,9 @@ type readRow struct {
 // out-of-range and an unparsable reply, and a run with an error record.
 func samplesRuns() []*analysistest.Run {
 	strict := analysistest.Table(map[string]string{
-		"pneumonia_s57001234_positive_0/T1": "",
+		"pneumonia_s57001234_positive_0/T1":   "",
 		"atelectasis_s56543210_positive_1/T2": "Answer: 9",
-		"edema_s50414267_negative_3/T1": "no idea",
+		"edema_s50414267_negative_3/T1":       "no idea",
 	}, analysistest.Oracle)
 	return append(baselineRuns(),
 		&analysistest.Run{Provider: "openai", Label: "strict", Oracle: "none", Parse: "strict", Policy: strict},
