@@ -24,8 +24,10 @@ func init() {
 		Long: `report reads run directories (or results folders holding */oracle_<mode>/ run
 directories, including reference imports) and writes into REPORT_DIR:
 all_models_oracle_<mode>/all_models_*.csv (the reference's CSVs), ext_*.csv,
-summary.json, report.md, plots (PNG and SVG) and index.html, which works
-when opened from disk. Problems with single inputs are warnings: the report
+summary.json, report.md, plots (PNG and SVG), index.html, which works
+when opened from disk, and samples.csv and samples.parquet, one row per
+run × record × question turn for pandas (columns in docs/samples.md).
+Problems with single inputs are warnings: the report
 of everything valid is still written and lists what was left out.
 
 REPORT_DIR must be new or empty, or an earlier report (marked by

@@ -26,9 +26,9 @@ import (
 const (
 	SamplesCSV     = "samples.csv"
 	SamplesParquet = "samples.parquet"
-	// SamplesSchema is the Parquet key-value metadata entry that names
+	// samplesSchema is the Parquet key-value metadata entry that names
 	// the column set, so that a later change of columns can be told.
-	SamplesSchema = "chexpercept/samples/1"
+	samplesSchema = "chexpercept/samples/1"
 )
 
 // sample is one row. Pointer fields are null (Parquet optional, CSV NA)
@@ -84,10 +84,10 @@ var samplesHeader = func() []string {
 // Parse outcomes of an asked turn (column parse_outcome). "empty" and
 // "fail" together are the n_parse_fail of ext_parse.csv.
 const (
-	OutcomeOK         = "ok"
-	OutcomeEmpty      = "empty"        // the reply was empty
-	OutcomeFail       = "fail"         // any other parse failure (§10.3)
-	OutcomeOutOfRange = "out_of_range" // parsed, but a number is not an option
+	outcomeOK         = "ok"
+	outcomeEmpty      = "empty"        // the reply was empty
+	outcomeFail       = "fail"         // any other parse failure (§10.3)
+	outcomeOutOfRange = "out_of_range" // parsed, but a number is not an option
 )
 
 // samplesPerGroup bounds the rows a Parquet row group (held in memory
@@ -119,7 +119,7 @@ func writeSamples(res *analysis.Result, dir, version string) error {
 	pw := parquet.NewGenericWriter[sample](pbuf,
 		parquet.Compression(&parquet.Zstd),
 		parquet.MaxRowsPerRowGroup(samplesPerGroup),
-		parquet.KeyValueMetadata("chexpercept.schema", SamplesSchema),
+		parquet.KeyValueMetadata("chexpercept.schema", samplesSchema),
 		&parquet.WriterConfig{CreatedBy: createdBy})
 
 	batch := make([]sample, 0, 1024)
@@ -220,13 +220,13 @@ func answerSet(xs *[]int) *string {
 func parseOutcome(t *results.Turn) string {
 	switch {
 	case t.Raw != nil && *t.Raw == "":
-		return OutcomeEmpty
+		return outcomeEmpty
 	case analysis.IsParseFailure(t):
-		return OutcomeFail
+		return outcomeFail
 	case t.InRange != nil && !*t.InRange:
-		return OutcomeOutOfRange
+		return outcomeOutOfRange
 	}
-	return OutcomeOK
+	return outcomeOK
 }
 
 // csvFields appends s's CSV cells to dst: NA for null, true/false,

@@ -43,7 +43,7 @@ func BenchmarkSamples14x2100(b *testing.B) {
 		res.Runs = append(res.Runs, &analysis.RunResult{Run: r, Scored: true})
 		for _, rec := range r.Records {
 			rows += len(rec.Turns)
-			randomUsage(r.Name, rec)
+			sampleRandomUsage(r.Name, rec)
 		}
 	}
 	b.ResetTimer()
@@ -58,7 +58,7 @@ func BenchmarkSamples14x2100(b *testing.B) {
 		if err := writeSamples(res, out, "bench"); err != nil {
 			b.Fatal(err)
 		}
-		pq, csv = fileSize(b, filepath.Join(out, SamplesParquet)), fileSize(b, filepath.Join(out, SamplesCSV))
+		pq, csv = sampleFileSize(b, filepath.Join(out, SamplesParquet)), sampleFileSize(b, filepath.Join(out, SamplesCSV))
 	}
 	b.ReportMetric(float64(rows), "rows")
 	b.ReportMetric(float64(pq)/1e6, "parquet-MB")
@@ -68,9 +68,9 @@ func BenchmarkSamples14x2100(b *testing.B) {
 	}
 }
 
-// randomUsage gives each asked turn of rec seeded, realistic-looking
+// sampleRandomUsage gives each asked turn of rec seeded, realistic-looking
 // token counts, latencies and cost.
-func randomUsage(run string, rec *results.Record) {
+func sampleRandomUsage(run string, rec *results.Record) {
 	for i := range rec.Turns {
 		t := &rec.Turns[i]
 		if t.Status != results.TurnAsked {
@@ -87,7 +87,7 @@ func randomUsage(run string, rec *results.Record) {
 	}
 }
 
-func fileSize(b *testing.B, name string) int64 {
+func sampleFileSize(b *testing.B, name string) int64 {
 	st, err := os.Stat(name)
 	if err != nil {
 		b.Fatal(err)

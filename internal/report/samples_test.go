@@ -28,9 +28,9 @@ var samplesColumns = []string{"run", "provider", "model", "oracle_mode", "parse_
 	"latency_ms", "total_ms", "input_tokens", "cached_input_tokens", "output_tokens",
 	"thinking_tokens", "cost_usd", "error"}
 
-// readRow is what the test reads back from samples.parquet: columns
+// sampleReadRow is what the test reads back from samples.parquet: columns
 // matched by name, independently of the writer's struct.
-type readRow struct {
+type sampleReadRow struct {
 	Run          string   `parquet:"run"`
 	OracleMode   string   `parquet:"oracle_mode"`
 	KeyID        string   `parquet:"key_id"`
@@ -63,9 +63,9 @@ func samplesRuns() []*analysistest.Run {
 			Errors: map[string]bool{"opacity_ph0007_positive_0": true}})
 }
 
-// jsonlTurns reads a run's results.jsonl (last line per key_id) into
+// sampleJSONLTurns reads a run's results.jsonl (last line per key_id) into
 // "key_id/turn" → turn, independently of the analysis loader.
-func jsonlTurns(t *testing.T, path string) map[string]*results.Turn {
+func sampleJSONLTurns(t *testing.T, path string) map[string]*results.Turn {
 	t.Helper()
 	out := map[string]*results.Turn{}
 	for line := range strings.SplitSeq(strings.TrimSuffix(string(read(t, path)), "\n"), "\n") {
@@ -85,7 +85,7 @@ func jsonlTurns(t *testing.T, path string) map[string]*results.Turn {
 	return out
 }
 
-func readSamplesParquet(t *testing.T, name string) ([]readRow, *parquet.File) {
+func readSamplesParquet(t *testing.T, name string) ([]sampleReadRow, *parquet.File) {
 	t.Helper()
 	f, err := os.Open(name)
 	if err != nil {
@@ -97,21 +97,21 @@ func readSamplesParquet(t *testing.T, name string) ([]readRow, *parquet.File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := parquet.Read[readRow](f, st.Size())
+	rows, err := parquet.Read[sampleReadRow](f, st.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rows, pf
 }
 
-func optStr(p *string) string {
+func sampleOptStr(p *string) string {
 	if p == nil {
 		return NA
 	}
 	return *p
 }
 
-func intsStr(p *[]int) string {
+func sampleInts(p *[]int) string {
 	if p == nil || len(*p) == 0 {
 		return NA
 	}
@@ -157,7 +157,7 @@ func TestSamples(t *testing.T) {
 	// Every turn of every results.jsonl is one row, and no more.
 	turns := map[string]*results.Turn{}
 	for _, r := range samplesRuns() {
-		for k, v := range jsonlTurns(t, filepath.Join(dir, r.Name(), "oracle_"+r.Oracle, results.ResultsFile)) {
+		for k, v := range sampleJSONLTurns(t, filepath.Join(dir, r.Name(), "oracle_"+r.Oracle, results.ResultsFile)) {
 			turns[r.Name()+"/"+k] = v
 		}
 	}
@@ -186,7 +186,7 @@ func TestSamples(t *testing.T) {
 		asked := tu.Status == results.TurnAsked
 		var parsed, correct string = NA, NA
 		if asked {
-			parsed = intsStr(tu.Parsed)
+			parsed = sampleInts(tu.Parsed)
 			correct = strconv.FormatBool(*tu.Correct)
 		}
 		gotCorrect := NA
@@ -195,12 +195,12 @@ func TestSamples(t *testing.T) {
 		}
 		for _, c := range []struct{ what, got, want string }{
 			{"status", r.Status, tu.Status},
-			{"gt", optStr(r.GT), intsStr(tu.GT)},
-			{"parsed", optStr(r.Parsed), parsed},
+			{"gt", sampleOptStr(r.GT), sampleInts(tu.GT)},
+			{"parsed", sampleOptStr(r.Parsed), parsed},
 			{"correct", gotCorrect, correct},
-			{"input_tokens", fmt.Sprint(deref(r.InputTokens)), fmt.Sprint(deref(in))},
-			{"output_tokens", fmt.Sprint(deref(r.OutputTokens)), fmt.Sprint(deref(outTok))},
-			{"error", optStr(r.Error), optStr(tu.Error)},
+			{"input_tokens", fmt.Sprint(sampleDeref(r.InputTokens)), fmt.Sprint(sampleDeref(in))},
+			{"output_tokens", fmt.Sprint(sampleDeref(r.OutputTokens)), fmt.Sprint(sampleDeref(outTok))},
+			{"error", sampleOptStr(r.Error), sampleOptStr(tu.Error)},
 			{"cost_usd set", fmt.Sprint(r.CostUSD != nil), fmt.Sprint(asked && tu.CostUSD != nil)},
 			{"latency_ms set", fmt.Sprint(r.LatencyMS != nil), fmt.Sprint(asked)},
 		} {
@@ -208,7 +208,7 @@ func TestSamples(t *testing.T) {
 				t.Errorf("%s: %s = %q, results.jsonl %q", id, c.what, c.got, c.want)
 			}
 		}
-		outcomes[r.Run+" "+r.KeyID+" "+r.Turn+" "+optStr(r.ParseOutcome)]++
+		outcomes[r.Run+" "+r.KeyID+" "+r.Turn+" "+sampleOptStr(r.ParseOutcome)]++
 		statuses[r.Status]++
 	}
 	if statuses[results.TurnAsked] == 0 || statuses[results.TurnSkipped] == 0 || statuses[results.TurnError] != 1 {
@@ -239,14 +239,14 @@ func TestSamples(t *testing.T) {
 		t.Errorf("parquet columns %q", names)
 	}
 	md := pf.Metadata()
-	if md.CreatedBy != "chexpercept version test" || len(md.KeyValueMetadata) != 1 || md.KeyValueMetadata[0].Value != SamplesSchema {
+	if md.CreatedBy != "chexpercept version test" || len(md.KeyValueMetadata) != 1 || md.KeyValueMetadata[0].Value != samplesSchema {
 		t.Errorf("created_by %q, key-value metadata %+v", md.CreatedBy, md.KeyValueMetadata)
 	}
 
 	checkSamplesCSV(t, filepath.Join(out, SamplesCSV), rows)
 }
 
-func deref[T any](p *T) any {
+func sampleDeref[T any](p *T) any {
 	if p == nil {
 		return NA
 	}
@@ -255,7 +255,7 @@ func deref[T any](p *T) any {
 
 // checkSamplesCSV checks that samples.csv has the documented header and
 // the Parquet file's rows.
-func checkSamplesCSV(t *testing.T, name string, rows []readRow) {
+func checkSamplesCSV(t *testing.T, name string, rows []sampleReadRow) {
 	t.Helper()
 	data := read(t, name)
 	recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
@@ -280,8 +280,8 @@ func checkSamplesCSV(t *testing.T, name string, rows []readRow) {
 		}
 		got := []string{c[col["run"]], c[col["key_id"]], c[col["turn"]], c[col["status"]], c[col["gt"]], c[col["parsed"]],
 			c[col["correct"]], c[col["input_tokens"]], c[col["cost_usd"]], c[col["error"]], c[col["parse_outcome"]]}
-		want := []string{r.Run, r.KeyID, r.Turn, r.Status, optStr(r.GT), optStr(r.Parsed),
-			fmt.Sprint(deref(r.Correct)), fmt.Sprint(deref(r.InputTokens)), cost, optStr(r.Error), optStr(r.ParseOutcome)}
+		want := []string{r.Run, r.KeyID, r.Turn, r.Status, sampleOptStr(r.GT), sampleOptStr(r.Parsed),
+			fmt.Sprint(sampleDeref(r.Correct)), fmt.Sprint(sampleDeref(r.InputTokens)), cost, sampleOptStr(r.Error), sampleOptStr(r.ParseOutcome)}
 		if !slices.Equal(got, want) {
 			t.Errorf("csv row %d: %q, parquet %q", i+1, got, want)
 		}
