@@ -37,7 +37,7 @@ const (
 type sample struct {
 	Run          string   `parquet:"run,dict"`
 	Provider     string   `parquet:"provider,dict"`
-	Model        string   `parquet:"model,dict"`
+	Model        *string  `parquet:"model,optional,dict"`
 	OracleMode   string   `parquet:"oracle_mode,dict"`
 	ParseMode    string   `parquet:"parse_mode,dict"`
 	KeyID        string   `parquet:"key_id,dict"`
@@ -168,10 +168,13 @@ func writeSamples(res *analysis.Result, dir, version string) error {
 func sampleOf(run *analysis.Run, rec *results.Record, i int) sample {
 	t := &rec.Turns[i]
 	s := sample{
-		Run: run.Name, Provider: run.Provider, Model: run.Model, OracleMode: run.OracleMode, ParseMode: run.ParseMode,
+		Run: run.Name, Provider: run.Provider, OracleMode: run.OracleMode, ParseMode: run.ParseMode,
 		KeyID: rec.KeyID, RecordIndex: int64(rec.Index), RecordStatus: rec.Status, Lesion: rec.Lesion, Path: string(rec.QAPath),
 		Turn: t.Turn, TurnIndex: int32(i), Status: t.Status, SkipReason: t.SkipReason,
 		GT: answerSet(t.GT), Error: t.Error,
+	}
+	if run.Model != "" { // "" without a manifest
+		s.Model = &run.Model
 	}
 	if q, ok := benchmark.QuestionOfStep(t.Step); ok {
 		stage, name, multi := int32(q.Stage()), q.Name(), q.Multi()
@@ -264,7 +267,7 @@ func (s *sample) csvFields(dst []string) []string {
 		}
 		return strconv.FormatFloat(*p, 'f', prec, 64)
 	}
-	return append(dst, s.Run, s.Provider, s.Model, s.OracleMode, s.ParseMode,
+	return append(dst, s.Run, s.Provider, str(s.Model), s.OracleMode, s.ParseMode,
 		s.KeyID, strconv.FormatInt(s.RecordIndex, 10), s.RecordStatus, s.Lesion, s.Path,
 		i32(s.Stage), str(s.Question), b(s.MultiSelect), s.Turn, strconv.Itoa(int(s.TurnIndex)),
 		s.Status, str(s.SkipReason), str(s.GT), str(s.Parsed), b(s.Correct), f(s.Jaccard, 6),

@@ -346,3 +346,54 @@ func TestSamplesHostileNames(t *testing.T) {
 		}
 	}
 }
+
+// A run without manifest.json has no model name: NA in the CSV, null in
+// Parquet, never an empty cell.
+func TestSamplesNoManifest(t *testing.T) {
+	tmp := t.TempDir()
+	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
+	if err := os.Remove(filepath.Join(dir, "baseline_random", "oracle_none", results.ManifestFile)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "report")
+	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	type modelRow struct {
+		Run   string  `parquet:"run"`
+		Model *string `parquet:"model,optional"`
+	}
+	pq := filepath.Join(out, SamplesParquet)
+	st, err := os.Stat(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(pq)
+	defer f.Close()
+	rows, err := parquet.Read[modelRow](f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nulls := 0
+	for _, r := range rows {
+		if (r.Model == nil) != (r.Run == "baseline_random") {
+			t.Fatalf("run %s: model %v", r.Run, r.Model)
+		}
+		if r.Model == nil {
+			nulls++
+		}
+	}
+	csvRows, err := csv.NewReader(bytes.NewReader(read(t, filepath.Join(out, SamplesCSV)))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	na := 0
+	for _, r := range csvRows[1:] {
+		if r[0] == "baseline_random" && r[2] == NA {
+			na++
+		}
+	}
+	if nulls == 0 || na != nulls {
+		t.Errorf("%d null models in Parquet, %d NA in the CSV", nulls, na)
+	}
+}
