@@ -24,15 +24,18 @@ func init() {
 		Long: `report reads run directories (or results folders holding */oracle_<mode>/ run
 directories, including reference imports) and writes into REPORT_DIR:
 all_models_oracle_<mode>/all_models_*.csv (the reference's CSVs), ext_*.csv,
-summary.json, report.md, plots (PNG and SVG) and index.html, which works
-when opened from disk.
+summary.json, report.md, plots (PNG and SVG), index.html, which works
+when opened from disk, and samples.csv and samples.parquet, one row per
+run × record × question turn for pandas (columns in docs/samples.md).
 
 The findings section tests the paper's two claims (depth decay; medical vs
 general models) on the runs given, grouping each run by its model's registry
 domain (--models adds registry files) or by --domains FILE, a YAML mapping
 of run names or models to groups; baselines are never grouped. Its numbers
-are in ext_domain.csv, ext_domain_diff.csv and ext_domain_decay.csv. Problems with single inputs are warnings: the report
-of everything valid is still written and lists what was left out.
+are in ext_domain.csv, ext_domain_diff.csv and ext_domain_decay.csv.
+
+Problems with single inputs are warnings: the report of everything valid
+is still written and lists what was left out.
 
 REPORT_DIR must be new or empty, or an earlier report (marked by
 REPORT_DIR/.chexpercept-report, or holding index.html, report.md and

@@ -438,7 +438,7 @@ func usageAndParse(run *Run) (UsageRow, []ParseRow) {
 			for _, row := range idx {
 				p := &rows[row]
 				p.NAsked++
-				if isParseFailure(t) {
+				if IsParseFailure(t) {
 					p.NFail++
 				}
 				if t.InRange != nil && !*t.InRange {

@@ -160,9 +160,9 @@ func ScoreRecord(r *results.Record, countErrors bool) (Score, bool) {
 	return s, true
 }
 
-// isParseFailure is the parse-failure test of §10.3: reference mode
+// IsParseFailure is the parse-failure test of §10.3: reference mode
 // parse_ok false, strict mode a fail:* rule.
-func isParseFailure(t *results.Turn) bool {
+func IsParseFailure(t *results.Turn) bool {
 	if t.ParseOK != nil && !*t.ParseOK {
 		return true
 	}

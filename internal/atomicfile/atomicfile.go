@@ -60,3 +60,47 @@ func write(name string, data []byte, durable bool) error {
 	}
 	return nil
 }
+
+// File is an output too large to build in memory, written atomically:
+// the data goes to a temporary file beside name, which Commit renames
+// over name and Abort removes. Like WriteFileNoSync it is not synced:
+// for bulk outputs that are cheap to regenerate.
+type File struct {
+	*os.File
+	name string
+}
+
+// Create starts writing name.
+func Create(name string) (*File, error) {
+	f, err := os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", name, err)
+	}
+	return &File{File: f, name: name}, nil
+}
+
+// Commit closes the file with mode 0644 and renames it over the target;
+// on failure the temporary file is removed.
+func (f *File) Commit() error {
+	tmp := f.File.Name()
+	err := f.Chmod(0o644)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, f.name)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", f.name, err)
+	}
+	return nil
+}
+
+// Abort closes and removes the temporary file, leaving the target as it
+// was. It may be called after Commit, which it then does not undo.
+func (f *File) Abort() {
+	if f.Close() == nil {
+		os.Remove(f.File.Name())
+	}
+}

@@ -68,6 +68,9 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 		}
 	}
 
+	if err := writeSamples(res, dir, opts.Version); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
 	// Plots and the item sidecars are drawn and written by one pool.
 	jobs := append(plotJobs(res), findingsPlotJobs(res)...)
 	if err := writeHTML(res, d, jobs, dir, opts); err != nil {
