@@ -42,6 +42,9 @@ type Options struct {
 	Seed        uint64      // bootstrap seed; 0 means DefaultSeed
 	Compare     [][2]string // --compare A,B pairs of run names
 	CompareBest bool
+	// FlagShare is the majority_wrong share of item health; 0 means
+	// DefaultFlagShare.
+	FlagShare float64
 	// Workers bounds the goroutines used for bootstrap cells; 0 means
 	// GOMAXPROCS. The output does not depend on it.
 	Workers int
@@ -168,6 +171,10 @@ type Result struct {
 	Chance   *Chance      // nil without a benchmark
 	Pairs    []PairRow
 	Warnings []string // the Set's warnings, then the analysis's
+
+	// Health is the item analysis per oracle mode with a non-baseline
+	// run (itemhealth.go).
+	Health []*ItemHealth
 }
 
 // Modes lists the oracle modes present, sorted.
@@ -202,7 +209,7 @@ func (o *Options) normalise() error {
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
-	return nil
+	return CheckFlagShare(o.FlagShare)
 }
 
 // Analyze computes every metric of §10.3 for the runs of set.
@@ -245,6 +252,7 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 	pairs, warns := comparePairs(res, &opts)
 	res.Pairs = pairs
 	res.Warnings = append(res.Warnings, warns...)
+	res.Health = ComputeItemHealth(res, opts.FlagShare)
 	return res, nil
 }
 
