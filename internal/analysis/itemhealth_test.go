@@ -13,8 +13,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
 
-
-
 func TestChanceRates(t *testing.T) {
 	for _, c := range []struct {
 		name string
