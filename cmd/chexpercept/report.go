@@ -25,7 +25,8 @@ func init() {
 directories, including reference imports) and writes into REPORT_DIR:
 all_models_oracle_<mode>/all_models_*.csv (the reference's CSVs), ext_*.csv,
 summary.json, report.md, plots (PNG and SVG) and index.html, which works
-when opened from disk. Problems with single inputs are warnings: the report
+when opened from disk, and the item-health files item_stats.csv,
+flagged_items.csv and item_position_bias.csv (docs/item-health.md). Problems with single inputs are warnings: the report
 of everything valid is still written and lists what was left out.
 
 REPORT_DIR must be new or empty, or an earlier report (marked by
@@ -56,6 +57,9 @@ deletes nothing.`,
 			if cfg.Analysis.Bootstrap < 1 {
 				return withExit(2, fmt.Errorf("--bootstrap %d: want at least 1", cfg.Analysis.Bootstrap))
 			}
+			if err := analysis.CheckFlagShare(cfg.Analysis.FlagShare); err != nil {
+				return withExit(2, fmt.Errorf("--flag-share: %w", err))
+			}
 			cfg.Report.Version = version.String()
 			res, err := report.Generate(cfg)
 			if res != nil {
@@ -83,6 +87,7 @@ deletes nothing.`,
 	f.StringArrayVar(&compare, "compare", nil, "paired bootstrap comparison of two runs by run name, A,B (repeatable)")
 	f.BoolVar(&cfg.Analysis.CompareBest, "compare-best", false, "compare every model with the best one of each metric and cell")
 	f.IntVar(&cfg.Analysis.Bootstrap, "bootstrap", analysis.DefaultBootstrap, "bootstrap replicates for depth intervals and comparisons")
+	f.Float64Var(&cfg.Analysis.FlagShare, "flag-share", analysis.DefaultFlagShare, "item health: share of runs agreeing on one wrong answer for majority_wrong (above 0.5, at most 1)")
 	f.StringVar(&cfg.Benchmark, "benchmark", "", "benchmark directory (default: the dataset path in the first run's manifest)")
 	addCommand(cmd)
 }
