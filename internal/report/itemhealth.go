@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -27,7 +29,7 @@ const (
 
 // FlaggedHeader is the header of flagged_items.csv; `review init --only`
 // reads key_id, question, reason, gt, modal_answer, agree_share and runs.
-var FlaggedHeader = []string{"oracle_mode", "key_id", "question", "turn", "reason", "runs", "agree_share", "gt", "modal_answer", "p_correct", "discrimination", "lesion", "path", "p_chance"}
+var FlaggedHeader = []string{"oracle_mode", "key_id", "question", "turn", "reason", "runs", "agree_share", "gt", "modal_answer", "p_correct", "discrimination", "lesion", "path", "p_chance", "gt_text", "modal_text"}
 
 // healthFiles returns the item-health CSVs.
 func healthFiles(res *analysis.Result) map[string][]byte {
@@ -63,8 +65,13 @@ func flaggedCSV(res *analysis.Result) []byte {
 	var rows [][]string
 	for _, h := range res.Health {
 		for _, s := range h.Flags() {
+			var rec *benchmark.Record
+			if res.Set.Bench != nil {
+				rec = res.Set.Bench.Lookup(s.Key)
+			}
 			rows = append(rows, []string{h.Mode, s.Key, s.Q.Name(), s.Q.Turn(), strings.Join(s.Reasons, ";"), itoa(s.Runs), f6(s.AgreeShare()), s.GT,
-				orNA(s.Modal), f6(s.PCorrect), f6(s.Discrimination), s.Lesion, string(s.Path), f6(s.PChance)})
+				orNA(s.Modal), f6(s.PCorrect), f6(s.Discrimination), s.Lesion, string(s.Path), f6(s.PChance),
+				optionText(rec, s.Q, s.GT), optionText(rec, s.Q, s.Modal)})
 		}
 	}
 	return results.CSV(FlaggedHeader, rows)
@@ -210,4 +217,66 @@ func indexFlags(res *analysis.Result, items []*item) []indexFlag {
 		}
 	}
 	return out
+}
+
+// optionText names the options of a canonical answer ("2", "1,3") of
+// question q of rec, joined by " + " ("" when unknown), so that a reviewer
+// reads the answers rather than their indices.
+func optionText(rec *benchmark.Record, q benchmark.Question, ans string) string {
+	opts := optionNames(rec, q)
+	if opts == nil || ans == "" {
+		return ""
+	}
+	var names []string
+	for _, p := range strings.Split(ans, ",") {
+		i, err := strconv.Atoi(p)
+		if err != nil || i < 1 || i > len(opts) {
+			return ""
+		}
+		names = append(names, opts[i-1])
+	}
+	return strings.Join(names, " + ")
+}
+
+// optionNames lists the answer options of question q of rec.
+func optionNames(rec *benchmark.Record, q benchmark.Question) []string {
+	if rec == nil {
+		return nil
+	}
+	points := func(o []benchmark.PointOption) []string {
+		out := make([]string, len(o))
+		for i, p := range o {
+			out[i] = p.Color + " point"
+			if p.Point == nil {
+				out[i] = "None"
+			}
+		}
+		return out
+	}
+	c, a := rec.Contour, rec.Attributes
+	switch {
+	case q == benchmark.QDetection:
+		return rec.Detection.AnswerOptions
+	case c != nil && q == benchmark.QContourEval:
+		return c.ContourEval.AnswerOptions
+	case c != nil && q == benchmark.QExpansion:
+		return points(c.Expansion.AnswerOptions)
+	case c != nil && q == benchmark.QContraction:
+		return points(c.Contraction.AnswerOptions)
+	case c != nil && q == benchmark.QRevisionResult:
+		out := make([]string, len(c.RevisionResult.AnswerOptions))
+		for i, o := range c.RevisionResult.AnswerOptions {
+			out[i] = fmt.Sprintf("mask %d (%s)", i+1, o.Type)
+		}
+		return out
+	case a != nil && q == benchmark.QDistribution:
+		return a.Distribution.AnswerOptions
+	case a != nil && q == benchmark.QLocation:
+		return a.Location.AnswerOptions
+	case a != nil && q == benchmark.QSeverity:
+		return a.Severity.AnswerOptions
+	case a != nil && q == benchmark.QComparison:
+		return a.Comparison.AnswerOptions
+	}
+	return nil
 }

@@ -40,7 +40,8 @@ func TestItemHealthOutputs(t *testing.T) {
 	flagged := string(read(t, filepath.Join(out, FlaggedItemsFile)))
 	lines := strings.Split(strings.TrimSuffix(flagged, "\r\n"), "\r\n")
 	want := "none," + key + ",comparison,T9,unanimous_wrong,5,1.000000,1,4,0.000000,NA,"
-	if len(lines) != 2 || lines[0] != strings.Join(FlaggedHeader, ",") || !strings.HasPrefix(lines[1], want) {
+	if len(lines) != 2 || lines[0] != strings.Join(FlaggedHeader, ",") || !strings.HasPrefix(lines[1], want) ||
+		!strings.HasSuffix(lines[1], ",about the same in both lungs,present in one lung only") {
 		t.Errorf("flagged_items.csv:\n%s\nwant one row starting %q", flagged, want)
 	}
 	stats := string(read(t, filepath.Join(out, ItemStatsFile)))
