@@ -111,6 +111,14 @@ func TestItemHealthLoopCommands(t *testing.T) {
 	if !strings.Contains(string(o), key+",none,comparison,unanimous_wrong,1,4,fix,reject,r1,") || !strings.Contains(string(j), `"key_id":"`+key+`","decision":"reject"`) {
 		t.Errorf("outcomes:\n%s\nreviews:\n%s", o, j)
 	}
+	// --outcomes alone.
+	alone := filepath.Join(tmp, "alone.csv")
+	if _, stderr, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--outcomes", alone); err != nil {
+		t.Fatalf("--outcomes alone: %v\n%s", err, stderr)
+	}
+	if a, _ := os.ReadFile(alone); string(a) != string(o) {
+		t.Errorf("--outcomes alone wrote:\n%s", a)
+	}
 	// A flagged key missing from the source is refused.
 	_, _, err = runCommand(t, reviewInitCmd(), "--source", reviewManifest(t), "--review-db", filepath.Join(tmp, "other.db"), "--reviewers", "1", "--only", flagged)
 	if reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "--only") || !strings.Contains(err.Error(), key) {

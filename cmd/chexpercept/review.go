@@ -223,7 +223,7 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 func reviewExportCmd() *cobra.Command {
 	var db, jsonl, csvDir, outcomes string
 	cmd := &cobra.Command{
-		Use:   "export --review-db REVIEW_DB (--jsonl OUT | --csv OUT_DIR)",
+		Use:   "export --review-db REVIEW_DB (--jsonl OUT | --csv OUT_DIR) [--outcomes FILE]",
 		Short: "Export the decisions as reviews.jsonl or as the reference's sheets",
 		Long: `export --jsonl writes one resolved line per case with any decision
 (build.md §4): accept, reject, disputed or unsure, with the reviewers, the
@@ -234,8 +234,8 @@ layouts, optimal? = 1 for accepted cases. In an item-health round (init
 every flagged question (docs/item-health.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if db == "" || (jsonl == "") == (csvDir == "") {
-				return withExit(2, errors.New("give --review-db and exactly one of --jsonl OUT, --csv OUT_DIR"))
+			if db == "" || (jsonl != "" && csvDir != "") || (jsonl == "" && csvDir == "" && outcomes == "") {
+				return withExit(2, errors.New("give --review-db and exactly one of --jsonl OUT, --csv OUT_DIR (and/or --outcomes FILE)"))
 			}
 			st, err := review.OpenReadOnly(db)
 			if err != nil {
@@ -249,6 +249,9 @@ every flagged question (docs/item-health.md).`,
 					return withExit(2, fmt.Errorf("--outcomes %s: %w", outcomes, err))
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d flagged question(s)\n", outcomes, n)
+				if jsonl == "" && csvDir == "" {
+					return nil
+				}
 			}
 			if jsonl != "" {
 				n, err := st.ExportJSONL(ctx, jsonl)

@@ -209,7 +209,7 @@ func OutcomeDecision(outcome, note string) (string, string) {
 // decision itself (unsure, or "").
 func OutcomeOf(decision, note string) string {
 	switch {
-	case decision == DecisionReject && strings.HasPrefix(note, FixPrefix):
+	case decision == DecisionReject && strings.HasPrefix(note, strings.TrimSpace(FixPrefix)):
 		return OutcomeFix
 	case decision == DecisionReject:
 		return OutcomeDrop

@@ -105,6 +105,18 @@ func TestItemHealthRound(t *testing.T) {
 		}
 	}
 
+	// An admin resolution decides alone; a reject noted "[fix]" is a fix.
+	c2, _ := a.store.CaseByKey(ctx, want[1])
+	if _, err := a.store.Resolve(ctx, c2, DecisionReject, "[fix]the mask is too small"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.store.ExportOutcomes(ctx, outPath); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := os.ReadFile(outPath); !strings.Contains(string(out), "edema_fx002_positive_0,none,severity/measurement,unanimous_wrong,1,3,fix,reject,r1;admin,") {
+		t.Errorf("admin fix:\n%s", out)
+	}
+
 	// The next build reads the main log with the round's lines appended:
 	// the latest line per key wins, so fix and drop leave the benchmark.
 	roundPath := filepath.Join(dir, "round.jsonl")
