@@ -110,8 +110,8 @@ func (s *ItemStat) AgreeShare() float64 {
 type PositionBias struct {
 	Q           benchmark.Question
 	K           int
-	Chosen, GT  []int // per option index 1..K at 0..K−1
-	Chi2        float64
+	Chosen, GT  []int   // per option index 1..K at 0..K−1
+	Chi2        float64 // NaN when DF < 1
 	DF          int
 	P           float64 // NaN when DF < 1
 	NItems, NAn int     // items and parsed answers counted
@@ -525,6 +525,9 @@ func positionBias(cells []cell) []PositionBias {
 	for _, kk := range order {
 		pb := tabs[kk]
 		pb.Chi2, pb.DF = Homogeneity(pb.Chosen, pb.GT)
+		if pb.DF < 1 { // one option only ever seen: nothing to test
+			pb.Chi2 = nan
+		}
 		pb.P = ChiSquareP(pb.Chi2, pb.DF)
 		out = append(out, *pb)
 	}

@@ -137,7 +137,7 @@ func healthTop(b *strings.Builder, h *analysis.ItemHealth) {
 		return
 	}
 	sortFlags(flags)
-	b.WriteString("\n| Key | Question | Reason | Runs | Agree | GT | Modal answer | Correct (%) |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("\n| Key | Question | Reason | Runs | Agree | GT | Modal answer | Correct (%) |\n|---|---|---|--:|--:|--:|--:|--:|\n")
 	for i, s := range flags {
 		if i == TopFlagged {
 			fmt.Fprintf(b, "\n%d more in %s.\n", len(flags)-TopFlagged, FlaggedItemsFile)
