@@ -25,8 +25,10 @@ func init() {
 directories, including reference imports) and writes into REPORT_DIR:
 all_models_oracle_<mode>/all_models_*.csv (the reference's CSVs), ext_*.csv,
 summary.json, report.md, plots (PNG and SVG), index.html, which works
-when opened from disk, and samples.csv and samples.parquet, one row per
-run × record × question turn for pandas (columns in docs/samples.md).
+when opened from disk, samples.csv and samples.parquet, one row per run ×
+record × question turn for pandas (columns in docs/samples.md), and the
+item-health files item_stats.csv, flagged_items.csv and
+item_position_bias.csv (docs/item-health.md).
 
 The findings section tests the paper's two claims (depth decay; medical vs
 general models) on the runs given, grouping each run by its model's registry
@@ -65,6 +67,9 @@ deletes nothing.`,
 			if cfg.Analysis.Bootstrap < 1 {
 				return withExit(2, fmt.Errorf("--bootstrap %d: want at least 1", cfg.Analysis.Bootstrap))
 			}
+			if err := analysis.CheckFlagShare(cfg.Analysis.FlagShare); err != nil {
+				return withExit(2, fmt.Errorf("--flag-share: %w", err))
+			}
 			cfg.Report.Version = version.String()
 			res, err := report.Generate(cfg)
 			if res != nil {
@@ -92,6 +97,7 @@ deletes nothing.`,
 	f.StringArrayVar(&compare, "compare", nil, "paired bootstrap comparison of two runs by run name, A,B (repeatable)")
 	f.BoolVar(&cfg.Analysis.CompareBest, "compare-best", false, "compare every model with the best one of each metric and cell")
 	f.IntVar(&cfg.Analysis.Bootstrap, "bootstrap", analysis.DefaultBootstrap, "bootstrap replicates for depth intervals and comparisons")
+	f.Float64Var(&cfg.Analysis.FlagShare, "flag-share", analysis.DefaultFlagShare, "item health: share of runs agreeing on one wrong answer for majority_wrong (above 0.5, at most 1)")
 	f.StringVar(&cfg.Benchmark, "benchmark", "", "benchmark directory (default: the dataset path in the first run's manifest)")
 	f.StringArrayVar(&cfg.ModelFiles, "models", nil, "extra models.yaml extending the registry, as for eval: domains and bases of the findings (repeatable)")
 	f.StringVar(&cfg.DomainsFile, "domains", "", "YAML mapping run names or models to domain groups (general, medical, …), overriding the registry's domains")

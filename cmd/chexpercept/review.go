@@ -45,7 +45,7 @@ func readReviewSource(path string) ([]*source.Case, error) {
 }
 
 func reviewInitCmd() *cobra.Command {
-	var src, db string
+	var src, db, only string
 	var n, k, workers int
 	var seed uint64
 	cmd := &cobra.Command{
@@ -55,7 +55,11 @@ func reviewInitCmd() *cobra.Command {
 order), records each case's image and candidate-mask digests, assigns each
 case to K of the N reviewers (balanced within each lesion, seeded), and
 prints one "reviewer NAME TOKEN" line per reviewer and one "admin TOKEN"
-line. The tokens are shown only now; the database keeps only their hashes.`,
+line. The tokens are shown only now; the database keeps only their hashes.
+
+--only FILE (a report's flagged_items.csv) opens an item-health re-review
+round: only the flagged cases are reviewed, each shown with its flags and
+the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if src == "" || db == "" {
@@ -71,8 +75,17 @@ line. The tokens are shown only now; the database keeps only their hashes.`,
 			if err != nil {
 				return withExit(2, err)
 			}
+			var flags []review.ItemFlag
+			if only != "" {
+				if flags, err = review.ReadFlagged(only); err != nil {
+					return withExit(2, err)
+				}
+				if cases, err = review.OnlyFlagged(cases, flags); err != nil {
+					return withExit(2, fmt.Errorf("--only %s: %w", only, err))
+				}
+			}
 			creds, err := review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
-				Source: src, Warn: cmd.ErrOrStderr()})
+				Source: src, Warn: cmd.ErrOrStderr(), Flags: flags})
 			if err != nil {
 				return withExit(2, err)
 			}
@@ -91,6 +104,7 @@ line. The tokens are shown only now; the database keeps only their hashes.`,
 	f := cmd.Flags()
 	f.StringVar(&src, "source", "", "generic manifest or candidates.jsonl")
 	f.StringVar(&db, "review-db", "", "review database to create (must not exist)")
+	f.StringVar(&only, "only", "", "a report's flagged_items.csv: an item-health re-review round of the flagged cases only")
 	f.IntVar(&n, "reviewers", 6, "number of reviewers N")
 	f.IntVar(&k, "overlap", 1, "reviewers per case K (1 ≤ K ≤ N)")
 	seedFlag(f, &seed, "assignment seed")
@@ -207,19 +221,21 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 }
 
 func reviewExportCmd() *cobra.Command {
-	var db, jsonl, csvDir string
+	var db, jsonl, csvDir, outcomes string
 	cmd := &cobra.Command{
-		Use:   "export --review-db REVIEW_DB (--jsonl OUT | --csv OUT_DIR)",
+		Use:   "export --review-db REVIEW_DB (--jsonl OUT | --csv OUT_DIR) [--outcomes FILE]",
 		Short: "Export the decisions as reviews.jsonl or as the reference's sheets",
 		Long: `export --jsonl writes one resolved line per case with any decision
 (build.md §4): accept, reject, disputed or unsure, with the reviewers, the
 time of the deciding action and the image and mask digests. export --csv
 writes OUT_DIR/positive.csv and OUT_DIR/negative.csv in the reference's
-layouts, optimal? = 1 for accepted cases.`,
+layouts, optimal? = 1 for accepted cases. In an item-health round (init
+--only), --outcomes FILE also writes the keep / fix / drop outcome of
+every flagged question (docs/item-health.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if db == "" || (jsonl == "") == (csvDir == "") {
-				return withExit(2, errors.New("give --review-db and exactly one of --jsonl OUT, --csv OUT_DIR"))
+			if db == "" || (jsonl != "" && csvDir != "") || (jsonl == "" && csvDir == "" && outcomes == "") {
+				return withExit(2, errors.New("give --review-db and exactly one of --jsonl OUT, --csv OUT_DIR (and/or --outcomes FILE)"))
 			}
 			st, err := review.OpenReadOnly(db)
 			if err != nil {
@@ -227,6 +243,16 @@ layouts, optimal? = 1 for accepted cases.`,
 			}
 			defer st.Close()
 			ctx := cmd.Context()
+			if outcomes != "" {
+				n, err := st.ExportOutcomes(ctx, outcomes)
+				if err != nil {
+					return withExit(2, fmt.Errorf("--outcomes %s: %w", outcomes, err))
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d flagged question(s)\n", outcomes, n)
+				if jsonl == "" && csvDir == "" {
+					return nil
+				}
+			}
 			if jsonl != "" {
 				n, err := st.ExportJSONL(ctx, jsonl)
 				if err != nil {
@@ -246,6 +272,7 @@ layouts, optimal? = 1 for accepted cases.`,
 	f.StringVar(&db, "review-db", "", "review database")
 	f.StringVar(&jsonl, "jsonl", "", "reviews.jsonl to write")
 	f.StringVar(&csvDir, "csv", "", "directory for positive.csv and negative.csv")
+	f.StringVar(&outcomes, "outcomes", "", "item-health round: CSV of each flagged question's keep / fix / drop outcome")
 	return cmd
 }
 

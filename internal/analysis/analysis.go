@@ -45,6 +45,9 @@ type Options struct {
 	// Domains say which domain group each model belongs to (the report's
 	// findings); empty: no run has a group.
 	Domains DomainOptions
+	// FlagShare is the majority_wrong share of item health; 0 means
+	// DefaultFlagShare.
+	FlagShare float64
 	// Workers bounds the goroutines used for bootstrap cells; 0 means
 	// GOMAXPROCS. The output does not depend on it.
 	Workers int
@@ -172,6 +175,10 @@ type Result struct {
 	Pairs    []PairRow
 	Domains  *DomainResult
 	Warnings []string // the Set's warnings, then the analysis's
+
+	// Health is the item analysis per oracle mode with a non-baseline
+	// run (itemhealth.go).
+	Health []*ItemHealth
 }
 
 // Modes lists the oracle modes present, sorted.
@@ -206,7 +213,7 @@ func (o *Options) normalise() error {
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
-	return nil
+	return CheckFlagShare(o.FlagShare)
 }
 
 // Analyze computes every metric of §10.3 for the runs of set.
@@ -251,6 +258,7 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 	res.Warnings = append(res.Warnings, warns...)
 	res.Domains, warns = analyzeDomains(res, &opts)
 	res.Warnings = append(res.Warnings, warns...)
+	res.Health = ComputeItemHealth(res, opts.FlagShare)
 	return res, nil
 }
 

@@ -34,6 +34,7 @@ type itemIndex struct {
 	Modes   []string         `json:"modes"`
 	Images  string           `json:"images"` // prefix of image URLs ("" when none)
 	Chunk   int              `json:"chunk"`  // items per sidecar file (ChunkSize)
+	Flags   []indexFlag      `json:"flags"`  // item-health flags (itemhealth.go)
 }
 
 type indexRun struct {

@@ -12,6 +12,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -51,13 +52,14 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 		"ext_domain_decay.csv":   extDomainDecay(res),
 		"summary.json":           summaryJSON(res, warnings),
 	}
+	maps.Copy(files, healthFiles(res))
 	for _, mode := range res.Modes() {
 		for name, data := range refCSVs(res, mode) {
 			files[filepath.Join(RefDir(mode), name)] = data
 		}
 	}
 	d := buildDoc(res, warnings, opts.Version)
-	files["report.md"] = markdown(d)
+	files["report.md"] = append(markdown(d), healthMarkdown(res)...)
 	for name, data := range files {
 		name = filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {

@@ -33,6 +33,9 @@ type InitOptions struct {
 	Workers   int    // digest workers; ≤ 0 means the number of CPUs
 	Source    string // recorded in meta
 	Warn      io.Writer
+	// Flags make the database an item-health re-review round
+	// (itemhealth.go): each case's flags are stored and shown.
+	Flags []ItemFlag
 }
 
 // Credential is a sign-in token printed once by `review init`.
@@ -86,6 +89,11 @@ func Init(path string, cases []*source.Case, opt InitOptions) ([]Credential, err
 			return err
 		}
 		creds = c
+		if len(opt.Flags) > 0 {
+			if err := insertFlags(tx, opt.Flags); err != nil {
+				return err
+			}
+		}
 		return insertCases(tx, kept, kd, assign, ids)
 	})
 	if err != nil {

@@ -413,6 +413,14 @@ func (srv *Server) casePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := map[string]any{"Page": p, "Case": c, "Lesion": c.Lesion, "Hints": strings.Join(c.LocationHints, "; ")}
+	flags, err := srv.store.ItemFlags(r.Context(), c.KeyID)
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if len(flags) > 0 {
+		data["Flags"] = flags
+	}
 	var keys []string
 	if u.IsAdmin {
 		st, err := srv.store.Snapshot(r.Context())
@@ -449,6 +457,9 @@ func (srv *Server) casePage(w http.ResponseWriter, r *http.Request) {
 			keys = append(keys, it.Case.KeyID)
 			if it.Case.ID == c.ID {
 				data["Decision"], data["Note"], data["Time"] = it.Decision, it.Note, it.Time
+				if flags != nil { // an item-health round shows outcomes (itemhealth.go)
+					data["Decision"], data["Note"] = OutcomeOf(it.Decision, it.Note), strings.TrimPrefix(it.Note, FixPrefix)
+				}
 			}
 		}
 	}
@@ -488,6 +499,11 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dec := r.PostForm.Get("decision")
+	shown := dec
+	if srv.store.ItemHealthRound(r.Context()) { // keep / fix / drop (itemhealth.go)
+		dec, note = OutcomeDecision(dec, note)
+		shown = OutcomeOf(dec, note)
+	}
 	t, err := srv.store.Decide(r.Context(), u.ID, c, dec, note)
 	switch {
 	case errors.Is(err, ErrLocked):
@@ -500,10 +516,10 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 		srv.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	srv.Log.Printf("%s: %s %s", u.Name, c.KeyID, dec)
+	srv.Log.Printf("%s: %s %s", u.Name, c.KeyID, shown)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(map[string]string{"key_id": c.KeyID, "decision": dec, "note": note, "time": t})
+	json.NewEncoder(w).Encode(map[string]string{"key_id": c.KeyID, "decision": shown, "note": note, "time": t})
 }
 
 func (srv *Server) adminOnly(w http.ResponseWriter, r *http.Request) bool {

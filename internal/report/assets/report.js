@@ -80,12 +80,20 @@
   IX.paths.forEach(function (p, i) { opt(fPath, i, p); });
 
   var matches = [], page = 0, view = $("item-view"), current = -1;
+  // Item-health flags by item (flagged_items.csv; itemhealth.go).
+  var flagsOf = {}, fFlag = $("f-flag");
+  (IX.flags || []).forEach(function (f) { (flagsOf[f.i] = flagsOf[f.i] || []).push(f); });
+  function flagText(i) {
+    return (flagsOf[i] || []).map(function (f) { return f.turn + " " + f.reasons.join("+"); }).join(", ");
+  }
 
   function filter() {
     var r = +fModel.value, les = +fLesion.value, pth = +fPath.value, st = +fStage.value, want = fCorrect.value;
+    var flagged = fFlag.value === "flagged";
     matches = [];
     if (!IX.runs.length) return;
     for (var i = 0; i < N; i++) {
+      if (flagged && !flagsOf[i]) continue;
       if (les >= 0 && IX.lesion[i] !== les) continue;
       if (pth >= 0 && IX.path[i] !== pth) continue;
       var a = applicable(i);
@@ -115,6 +123,7 @@
       if (i === current) tr.className = "sel";
       var m = marks(r, i);
       [String(i + 1), IX.keys[i], IX.lesions[IX.lesion[i]], IX.paths[IX.path[i]]].forEach(function (t) { tr.appendChild(el("td", null, t)); });
+      if (flagsOf[i]) tr.cells[1].appendChild(el("span", "flag", "⚑ " + flagText(i)));
       tr.appendChild(el("td", "marks", m.text));
       tr.appendChild(el("td", null, m.depth));
       tr.appendChild(el("td", "marks", b >= 0 ? marks(b, i).text : ""));
@@ -129,7 +138,7 @@
   }
 
   function update() { page = 0; filter(); renderList(); }
-  [fModel, fLesion, fPath, fStage, fCorrect].forEach(function (s) { s.addEventListener("change", update); });
+  [fModel, fLesion, fPath, fStage, fCorrect, fFlag].forEach(function (s) { s.addEventListener("change", update); });
   fB.addEventListener("change", function () { renderList(); if (current >= 0) openItem(current); });
   $("prev").addEventListener("click", function () { page--; renderList(); });
   $("next").addEventListener("click", function () { page++; renderList(); });
@@ -178,6 +187,32 @@
     return s;
   }
 
+  // flagBox shows an item's flags: the reason, the ground truth, the
+  // modal answer and what every run of the flag's oracle mode answered.
+  function flagBox(i, d) {
+    var box = el("div");
+    box.id = "item-flags";
+    flagsOf[i].forEach(function (f) {
+      box.appendChild(el("p", null, "⚑ " + f.turn + " " + f.q + (multiMode ? " (oracle " + f.mode + ")" : "") + ": " + f.reasons.join(", ") +
+        " — ground truth " + f.gt + ", models' modal answer " + (f.modal || "none parsed") + " (" + Math.round(100 * f.agree) + "% of " + f.runs + " runs)"));
+      var tbl = el("table", "data"), tb = el("tbody");
+      IX.runs.forEach(function (r, k) {
+        var rd = d.runs[k], t = null;
+        if (r.mode !== f.mode || f.from.indexOf(r.name) < 0 || !rd) return;
+        rd.turns.forEach(function (x) { if (x[F.turn] === f.turn) t = x; });
+        if (!t || t[F.status] !== "asked") return;
+        var tr = el("tr");
+        tr.appendChild(el("th", null, runLabel(r)));
+        tr.appendChild(el("td", null, fmtList(t[F.parsed])));
+        tr.appendChild(el("td", t[F.correct] ? "ok" : "bad", t[F.correct] ? "✓" : "✗"));
+        tb.appendChild(tr);
+      });
+      tbl.appendChild(tb);
+      box.appendChild(tbl);
+    });
+    return box;
+  }
+
   function render(i, d) {
     var a = +fModel.value, b = +fB.value;
     var runs = [a];
@@ -186,6 +221,7 @@
     view.textContent = "";
     var h = el("h3", null, IX.keys[i] + " — " + IX.lesions[IX.lesion[i]] + ", " + IX.paths[IX.path[i]]);
     view.appendChild(h);
+    if (flagsOf[i]) view.appendChild(flagBox(i, d));
     runs.forEach(function (r) {
       var rd = d.runs[r];
       var p = el("p", "events", runLabel(IX.runs[r]) + ": " + (rd ? rd.status + (rd.error ? " (" + rd.error + ")" : "") + (rd.events.length ? " · oracle " + rd.events.join("; ") : "") : "no record"));

@@ -1,0 +1,293 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/rng"
+)
+
+func TestChanceRates(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"unanimous K=2 R=5", ChanceUnanimousWrong(2, 5), 1.0 / 32},
+		{"unanimous K=4 R=3", ChanceUnanimousWrong(4, 3), 3.0 / 64},
+		{"unanimous multi m=3 R=4", ChanceUnanimousWrong(8, 4), 7.0 / 4096},
+		// 3 wrong answers × P(Bin(5, 1/4) ≥ 4).
+		{"majority K=4 R=5 need 4", ChanceMajorityWrong(4, 5, 4), 3 * (5*math.Pow(0.25, 4)*0.75 + math.Pow(0.25, 5))},
+		{"majority need R = unanimous", ChanceMajorityWrong(3, 6, 6), ChanceUnanimousWrong(3, 6)},
+		{"majority K=2 R=5 need 4", ChanceMajorityWrong(2, 5, 4), 6.0 / 32},
+		{"one answer", ChanceUnanimousWrong(1, 5), 0},
+	} {
+		if !closeTo(c.got, c.want, 1e-15) {
+			t.Errorf("%s: %.17g, want %.17g", c.name, c.got, c.want)
+		}
+	}
+}
+
+// Known quantiles: the 95th percentiles of χ² with 1, 2 and 5 degrees of
+// freedom and the 99.9th of χ² with 10.
+func TestChiSquareP(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		df   int
+		want float64
+	}{
+		{3.841458820694124, 1, 0.05}, {5.991464547107979, 2, 0.05}, {11.070497693516351, 5, 0.05},
+		{29.58829844507442, 10, 0.001}, {0, 3, 1}, {2, 2, math.Exp(-1)},
+	} {
+		if got := ChiSquareP(c.x, c.df); !closeTo(got, c.want, 1e-9) {
+			t.Errorf("ChiSquareP(%v, %d) = %.12g, want %v", c.x, c.df, got, c.want)
+		}
+	}
+	if !math.IsNaN(ChiSquareP(1, 0)) {
+		t.Error("df 0 should be NaN")
+	}
+	// 2×2 table [[10 20] [20 10]]: expected 15 everywhere, χ² = 4·25/15.
+	chi, df := Homogeneity([]int{10, 20}, []int{20, 10})
+	if !closeTo(chi, 100.0/15, 1e-12) || df != 1 {
+		t.Errorf("Homogeneity = %v, %d", chi, df)
+	}
+	// An empty column does not count.
+	if _, df := Homogeneity([]int{5, 0, 5}, []int{3, 0, 7}); df != 1 {
+		t.Errorf("df with an empty column = %d, want 1", df)
+	}
+}
+
+func TestDiscPValue(t *testing.T) {
+	// t(0.05, 10) = 1.812461123: the r it maps to has p = 0.05.
+	tq := 1.812461122811676
+	r := -tq / math.Sqrt(tq*tq+10)
+	if p := DiscPValue(r, 12); !closeTo(p, 0.05, 1e-9) {
+		t.Errorf("DiscPValue(%v, 12) = %v, want 0.05", r, p)
+	}
+	if p := DiscPValue(0, 8); !closeTo(p, 0.5, 1e-12) {
+		t.Errorf("r = 0: %v", p)
+	}
+	if p := DiscPValue(-r, 12); !closeTo(p, 0.95, 1e-9) {
+		t.Errorf("positive r: %v", p)
+	}
+}
+
+func TestPearsonCorrected(t *testing.T) {
+	if r := pearson([]float64{1, 0, 1, 0}, []float64{0.9, 0.1, 0.8, 0.2}); !(r > 0.9) {
+		t.Errorf("r = %v", r)
+	}
+	if r := pearson([]float64{1, 1, 1}, []float64{0.1, 0.5, 0.9}); !math.IsNaN(r) {
+		t.Errorf("constant item: %v", r)
+	}
+}
+
+// simulate runs the rules on nItems items answered by nRuns uniform
+// random runs (the answer space of each item drawn from {2, 3, 4, 8}),
+// and returns the number flagged with the expected count and its sd.
+func simulate(nItems, nRuns int, seed string) (*ItemHealth, []cell) {
+	r := rng.New("itemhealth-sim/" + seed)
+	h := &ItemHealth{FlagShare: DefaultFlagShare}
+	h.Items = make([]ItemStat, nItems)
+	cells := make([]cell, nItems)
+	for i := range cells {
+		k := []int{2, 3, 4, 8}[r.IntRange(0, 3)]
+		h.Items[i] = ItemStat{Key: fmt.Sprint(i), Q: benchmark.QRevisionResult, Answers: k, GT: fmt.Sprint(r.IntRange(1, k)), Discrimination: nan}
+		cells[i].stat = &h.Items[i]
+		for run := 0; run < nRuns; run++ {
+			a := fmt.Sprint(r.IntRange(1, k))
+			cells[i].obs = append(cells[i].obs, obs{run: run, ans: a, correct: a == h.Items[i].GT})
+		}
+		cells[i].tally()
+	}
+	discriminate(cells, nRuns)
+	for i := range cells {
+		h.flag(cells[i].stat)
+	}
+	return h, cells
+}
+
+// Under random answering every rule stays within its stated rate: the
+// number of flagged items is at most the expected count plus 3 sd (a
+// fixed seed makes the check deterministic), for 5 runs (agreement rules
+// only) and for 12 runs (discrimination too).
+func TestFalseFlagRateSimulated(t *testing.T) {
+	for _, runs := range []int{3, 5, 12} {
+		h, _ := simulate(4000, runs, fmt.Sprint(runs))
+		bound := h.Expected + 3*h.SD
+		t.Logf("%d runs: %d of %d items flagged; expected %.1f (sd %.1f)", runs, h.Flagged, len(h.Items), h.Expected, h.SD)
+		if float64(h.Flagged) > bound {
+			t.Errorf("%d runs: %d flagged, more than expected %.1f + 3·%.1f", runs, h.Flagged, h.Expected, h.SD)
+		}
+		if runs == 3 && h.Expected == 0 {
+			t.Error("3 runs: 4- and 8-answer items should be testable")
+		}
+	}
+}
+
+func TestFlagRules(t *testing.T) {
+	mk := func(k int, gt string, answers ...string) *ItemStat {
+		h := &ItemHealth{FlagShare: DefaultFlagShare}
+		s := &ItemStat{Answers: k, GT: gt, Discrimination: nan}
+		c := cell{stat: s}
+		for i, a := range answers {
+			o := obs{run: i, ans: a, correct: a == gt}
+			if a == "" {
+				o.unparsed = true
+			}
+			c.obs = append(c.obs, o)
+		}
+		c.tally()
+		h.flag(s)
+		return s
+	}
+	for _, c := range []struct {
+		name string
+		s    *ItemStat
+		want []string
+	}{
+		{"unanimous 4 options 3 runs", mk(4, "1", "2", "2", "2"), []string{FlagUnanimousWrong}},
+		{"unanimous binary 3 runs: too likely by chance", mk(2, "1", "2", "2", "2"), nil},
+		{"unanimous binary 5 runs", mk(2, "1", "2", "2", "2", "2", "2"), []string{FlagUnanimousWrong}},
+		{"majority 4 of 5, K=4", mk(4, "1", "2", "2", "2", "2", "3"), []string{FlagMajorityWrong}},
+		{"majority 4 of 5, binary: not testable", mk(2, "1", "2", "2", "2", "2", "1"), nil},
+		{"majority right", mk(4, "1", "1", "1", "1", "1", "3"), nil},
+		{"split", mk(4, "1", "2", "2", "3", "3", "4"), nil},
+		{"parse failures", mk(4, "1", "", "", "", "1"), []string{FlagParseFailures}},
+		{"half parse failures", mk(4, "1", "", "", "1", "1"), nil},
+	} {
+		if !slices.Equal(c.s.Reasons, c.want) {
+			t.Errorf("%s: reasons %v, want %v (modal %q %d/%d)", c.name, c.s.Reasons, c.want, c.s.Modal, c.s.ModalN, c.s.Runs)
+		}
+	}
+}
+
+func TestNegativeDiscrimination(t *testing.T) {
+	// 12 runs over 40 items: runs 0–5 strong (all right), 6–11 weak (all
+	// wrong) on items 1..39; item 0 is the reverse.
+	h := &ItemHealth{FlagShare: DefaultFlagShare}
+	h.Items = make([]ItemStat, 40)
+	cells := make([]cell, 40)
+	for i := range cells {
+		h.Items[i] = ItemStat{Answers: 4, GT: "1", Discrimination: nan}
+		cells[i].stat = &h.Items[i]
+		for run := 0; run < 12; run++ {
+			strong := run < 6
+			right := strong != (i == 0)
+			a := "2"
+			if right {
+				a = "1"
+			}
+			cells[i].obs = append(cells[i].obs, obs{run: run, ans: a, correct: right})
+		}
+		cells[i].tally()
+	}
+	discriminate(cells, 12)
+	for i := range cells {
+		h.flag(cells[i].stat)
+	}
+	if d := h.Items[0].Discrimination; !(d < -0.99) || !slices.Contains(h.Items[0].Reasons, FlagNegativeDisc) {
+		t.Errorf("item 0: discrimination %v, reasons %v", d, h.Items[0].Reasons)
+	}
+	if d := h.Items[1].Discrimination; !(d > 0.99) || slices.Contains(h.Items[1].Reasons, FlagNegativeDisc) {
+		t.Errorf("item 1: discrimination %v, reasons %v", d, h.Items[1].Reasons)
+	}
+}
+
+// analyzeRuns writes recs and the runs, then loads and analyses them.
+func analyzeRuns(t *testing.T, recs []*benchmark.Record, runs ...*analysistest.Run) *Result {
+	t.Helper()
+	tmp := t.TempDir()
+	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "results")
+	for _, r := range runs {
+		if _, err := r.Write(dir, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, err := Load([]string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Analyze(set, Options{Bootstrap: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// The done-when check at the analysis level: five models that answer the
+// true label of a mislabeled item flag exactly that item, unanimous_wrong;
+// baselines never count.
+func TestPlantedMislabel(t *testing.T) {
+	recs := benchtest.Full(1)
+	key, truth := analysistest.PlantMislabel(recs)
+	runs := []*analysistest.Run{{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle}}
+	for i := 1; i <= 5; i++ {
+		runs = append(runs, &analysistest.Run{Provider: "fake", Label: fmt.Sprint("m", i), Oracle: "none", Policy: truth})
+	}
+	res := analyzeRuns(t, recs, runs...)
+	if len(res.Health) != 1 || res.Health[0].Skipped != "" || len(res.Health[0].Runs) != 5 {
+		t.Fatalf("health: %+v", res.Health)
+	}
+	flags := res.Health[0].Flags()
+	if len(flags) != 1 || flags[0].Key != key || flags[0].Q != benchmark.QComparison || !slices.Equal(flags[0].Reasons, []string{FlagUnanimousWrong}) {
+		for _, f := range flags {
+			t.Logf("flag %s %s %v", f.Key, f.Q.Name(), f.Reasons)
+		}
+		t.Fatalf("want exactly %s comparison unanimous_wrong", key)
+	}
+	if f := flags[0]; f.Runs != 5 || f.ModalN != 5 || f.Modal == f.GT || f.PCorrect != 0 {
+		t.Errorf("flag: %+v", *f)
+	}
+}
+
+// Five random-policy runs (counted here as evidence) flag no more items
+// than the stated false-flag rate allows: expected + 3 sd.
+func TestRandomRunsFalseFlags(t *testing.T) {
+	var runs []*analysistest.Run
+	for i := 1; i <= 5; i++ {
+		runs = append(runs, &analysistest.Run{Provider: "fake", Label: fmt.Sprint("random", i), Oracle: "none", Policy: analysistest.Random(i)})
+	}
+	res := analyzeRuns(t, benchtest.Full(2), runs...)
+	h := res.Health[0]
+	t.Logf("5 random runs: %d of %d items flagged; expected under random answering %.2f (sd %.2f)", h.Flagged, len(h.Items), h.Expected, h.SD)
+	if h.Expected <= 0 || float64(h.Flagged) > h.Expected+3*h.SD {
+		t.Errorf("%d flagged, bound %.2f + 3·%.2f", h.Flagged, h.Expected, h.SD)
+	}
+	if len(h.Bias) == 0 {
+		t.Error("no position-bias table")
+	}
+	for _, b := range h.Bias {
+		if b.NAn == 0 || b.DF < 1 || math.IsNaN(b.P) {
+			t.Errorf("bias %s K=%d: %+v", b.Q.Name(), b.K, b)
+		}
+	}
+}
+
+func TestItemHealthNeedsRuns(t *testing.T) {
+	res := analyzeRuns(t, benchtest.Sample(),
+		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
+		&analysistest.Run{Provider: "fake", Label: "a", Oracle: "none", Policy: analysistest.Oracle},
+		&analysistest.Run{Provider: "fake", Label: "b", Oracle: "none", Policy: analysistest.Oracle},
+		&analysistest.Run{Provider: "baseline", Label: "first", Oracle: "implicit", Policy: analysistest.First})
+	if len(res.Health) != 1 || res.Health[0].Skipped == "" || res.Health[0].Items != nil {
+		t.Errorf("two runs: %+v", res.Health)
+	}
+	if err := CheckFlagShare(0.5); err == nil {
+		t.Error("share 0.5 accepted")
+	}
+	if _, err := Analyze(&Set{}, Options{FlagShare: 1.2}); err == nil {
+		t.Error("share 1.2 accepted")
+	}
+}
+
+func closeTo(a, b, tol float64) bool { return math.Abs(a-b) <= tol }

@@ -1,0 +1,282 @@
+package report
+
+// Item health outputs (issue 16; docs/item-health.md): item_stats.csv,
+// flagged_items.csv, item_position_bias.csv, a report.md section and the
+// flags of the HTML item browser. The numbers come from
+// analysis.ComputeItemHealth.
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+// Item-health file names in the report directory. The CSVs are always
+// written (header only when no mode has enough runs) so that a report
+// never leaves an earlier report's flags behind in its directory.
+const (
+	ItemStatsFile    = "item_stats.csv"
+	FlaggedItemsFile = "flagged_items.csv"
+	PositionBiasFile = "item_position_bias.csv"
+)
+
+// FlaggedHeader is the header of flagged_items.csv; `review init --only`
+// reads key_id, question, reason, gt, modal_answer, agree_share and runs.
+var FlaggedHeader = []string{"oracle_mode", "key_id", "question", "turn", "reason", "runs", "agree_share", "gt", "modal_answer", "p_correct", "discrimination", "lesion", "path", "p_chance", "gt_text", "modal_text"}
+
+// healthFiles returns the item-health CSVs.
+func healthFiles(res *analysis.Result) map[string][]byte {
+	return map[string][]byte{
+		ItemStatsFile:    itemStatsCSV(res),
+		FlaggedItemsFile: flaggedCSV(res),
+		PositionBiasFile: biasCSV(res),
+	}
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return NA
+	}
+	return s
+}
+
+func itemStatsCSV(res *analysis.Result) []byte {
+	header := []string{"oracle_mode", "key_id", "lesion", "path", "question", "turn", "gt", "n_answers", "runs", "correct", "p_correct", "difficulty",
+		"modal_answer", "agree_share", "unparsed", "discrimination", "p_chance", "reason"}
+	var rows [][]string
+	for _, h := range res.Health {
+		for i := range h.Items {
+			s := &h.Items[i]
+			rows = append(rows, []string{h.Mode, s.Key, s.Lesion, string(s.Path), s.Q.Name(), s.Q.Turn(), s.GT, itoa(s.Answers), itoa(s.Runs), itoa(s.Correct),
+				f6(s.PCorrect), f6(s.Difficulty), orNA(s.Modal), f6(s.AgreeShare()), itoa(s.Unparsed), f6(s.Discrimination), f6(s.PChance), strings.Join(s.Reasons, ";")})
+		}
+	}
+	return results.CSV(header, rows)
+}
+
+func flaggedCSV(res *analysis.Result) []byte {
+	var rows [][]string
+	for _, h := range res.Health {
+		for _, s := range h.Flags() {
+			var rec *benchmark.Record
+			if res.Set.Bench != nil {
+				rec = res.Set.Bench.Lookup(s.Key)
+			}
+			rows = append(rows, []string{h.Mode, s.Key, s.Q.Name(), s.Q.Turn(), strings.Join(s.Reasons, ";"), itoa(s.Runs), f6(s.AgreeShare()), s.GT,
+				orNA(s.Modal), f6(s.PCorrect), f6(s.Discrimination), s.Lesion, string(s.Path), f6(s.PChance),
+				optionText(rec, s.Q, s.GT), optionText(rec, s.Q, s.Modal)})
+		}
+	}
+	return results.CSV(FlaggedHeader, rows)
+}
+
+func biasCSV(res *analysis.Result) []byte {
+	header := []string{"oracle_mode", "question", "n_options", "option", "chosen", "chosen_share", "gt", "gt_share", "chi2", "df", "p_value"}
+	var rows [][]string
+	for _, h := range res.Health {
+		for _, b := range h.Bias {
+			for o := range b.K {
+				rows = append(rows, []string{h.Mode, b.Q.Name(), itoa(b.K), itoa(o + 1), itoa(b.Chosen[o]), share(b.Chosen[o], b.NAn),
+					itoa(b.GT[o]), share(b.GT[o], b.NItems), f6(b.Chi2), itoa(b.DF), f6(b.P)})
+			}
+		}
+	}
+	return results.CSV(header, rows)
+}
+
+func share(k, n int) string {
+	if n == 0 {
+		return NA
+	}
+	return f6(float64(k) / float64(n))
+}
+
+// TopFlagged is the number of flagged items report.md lists per mode.
+const TopFlagged = 20
+
+// healthMarkdown is report.md's item-health section; empty when no mode
+// has a non-baseline run (so a baselines-only report is unchanged).
+func healthMarkdown(res *analysis.Result) []byte {
+	if len(res.Health) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("\n## Item health\n\n")
+	fmt.Fprintf(&b, "Evidence about the items from the non-baseline runs of each oracle mode (at least %d; baselines never count). "+
+		"Flags: `unanimous_wrong` (every run asked gives the same wrong answer), `majority_wrong` (at least the flag share agree on one wrong answer), "+
+		"`negative_discrimination` (at least %d runs; weak runs right where strong runs are wrong, one-sided p < %g), `parse_failures` (most runs' answers do not parse). "+
+		"A rule is applied to an item only when its false-flag probability under random answering is at most %g; the expected number of false flags under random answering is shown beside the count. "+
+		"Discrimination is the corrected item-total correlation and is noisy with few runs. See %s, %s and %s.\n",
+		analysis.MinItemRuns, analysis.MinDiscRuns, analysis.DiscAlpha, analysis.MaxChance, ItemStatsFile, FlaggedItemsFile, PositionBiasFile)
+	for _, h := range res.Health {
+		fmt.Fprintf(&b, "\n### Item health (oracle %s)\n\n", h.Mode)
+		if h.Skipped != "" {
+			fmt.Fprintf(&b, "Not computed: %s (runs: %s).\n", h.Skipped, strings.Join(h.Runs, ", "))
+			continue
+		}
+		fmt.Fprintf(&b, "%d run(s): %s. %d of %d item questions flagged; under random answering %.1f (sd %.1f) would be flagged by chance. Flag share %g.\n",
+			len(h.Runs), strings.Join(h.Runs, ", "), h.Flagged, len(h.Items), h.Expected, h.SD, h.FlagShare)
+		healthTop(&b, h)
+		healthBias(&b, h)
+	}
+	return []byte(b.String())
+}
+
+// healthTop lists the first TopFlagged flagged items, strongest agreement
+// first (ties: benchmark order).
+func healthTop(b *strings.Builder, h *analysis.ItemHealth) {
+	flags := h.Flags()
+	if len(flags) == 0 {
+		return
+	}
+	sortFlags(flags)
+	b.WriteString("\n| Key | Question | Reason | Runs | Agree | GT | Modal answer | Correct (%) |\n|---|---|---|--:|--:|--:|--:|--:|\n")
+	for i, s := range flags {
+		if i == TopFlagged {
+			fmt.Fprintf(b, "\n%d more in %s.\n", len(flags)-TopFlagged, FlaggedItemsFile)
+			break
+		}
+		fmt.Fprintf(b, "| %s | %s %s | %s | %d | %s | %s | %s | %s |\n", mdEscape(s.Key), s.Q.Turn(), s.Q.Name(), strings.Join(s.Reasons, ", "),
+			s.Runs, pctOrNA(s.AgreeShare()), s.GT, orNA(s.Modal), pctOrNA(s.PCorrect))
+	}
+}
+
+// sortFlags orders by agreement, highest first; flags come in benchmark
+// order and the stable sort keeps it for ties.
+func sortFlags(flags []*analysis.ItemStat) {
+	slices.SortStableFunc(flags, func(a, b *analysis.ItemStat) int { return cmp.Compare(b.AgreeShare(), a.AgreeShare()) })
+}
+
+func healthBias(b *strings.Builder, h *analysis.ItemHealth) {
+	if len(h.Bias) == 0 {
+		return
+	}
+	b.WriteString("\nPosition bias (single-choice questions): chosen option index against the ground-truth index, chi-square test of homogeneity. " +
+		"Answers to one item are correlated across runs, so the p-values are optimistic; read them as a screen.\n\n")
+	b.WriteString("| Question | Options | Chosen (%) | Ground truth (%) | χ² | df | p |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, p := range h.Bias {
+		ch, gt := make([]string, p.K), make([]string, p.K)
+		for o := range p.K {
+			ch[o], gt[o] = pctOf(p.Chosen[o], p.NAn), pctOf(p.GT[o], p.NItems)
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %d | %s |\n", p.Q.Name(), p.K, strings.Join(ch, " / "), strings.Join(gt, " / "),
+			fmtNum(p.Chi2, "%.2f"), p.DF, fmtNum(p.P, "%.3g"))
+	}
+}
+
+func pctOf(k, n int) string {
+	if n == 0 {
+		return NAText
+	}
+	return pct(float64(k) / float64(n))
+}
+
+func fmtNum(x float64, f string) string {
+	if math.IsNaN(x) {
+		return NAText
+	}
+	return fmt.Sprintf(f, x)
+}
+
+// indexFlag is one flagged question of an item in the browser's index.
+type indexFlag struct {
+	Item    int      `json:"i"` // index into keys
+	Mode    string   `json:"mode"`
+	Turn    string   `json:"turn"`
+	Q       string   `json:"q"`
+	Reasons []string `json:"reasons"`
+	Runs    int      `json:"runs"`
+	Agree   float64  `json:"agree"`
+	GT      string   `json:"gt"`
+	Modal   string   `json:"modal"`
+	From    []string `json:"from"` // the counted runs' names
+}
+
+// indexFlags lists the flagged questions of the browser's items.
+func indexFlags(res *analysis.Result, items []*item) []indexFlag {
+	pos := make(map[string]int, len(items))
+	for i, it := range items {
+		pos[it.key] = i
+	}
+	var out []indexFlag
+	for _, h := range res.Health {
+		for _, s := range h.Flags() {
+			i, ok := pos[s.Key]
+			if !ok {
+				continue
+			}
+			out = append(out, indexFlag{Item: i, Mode: h.Mode, Turn: s.Q.Turn(), Q: s.Q.Name(), Reasons: s.Reasons,
+				Runs: s.Runs, Agree: s.AgreeShare(), GT: s.GT, Modal: s.Modal, From: h.Runs})
+		}
+	}
+	return out
+}
+
+// optionText names the options of a canonical answer ("2", "1,3") of
+// question q of rec, joined by " + " ("" when unknown), so that a reviewer
+// reads the answers rather than their indices.
+func optionText(rec *benchmark.Record, q benchmark.Question, ans string) string {
+	opts := optionNames(rec, q)
+	if opts == nil || ans == "" {
+		return ""
+	}
+	var names []string
+	for _, p := range strings.Split(ans, ",") {
+		i, err := strconv.Atoi(p)
+		if err != nil || i < 1 || i > len(opts) {
+			return ""
+		}
+		names = append(names, opts[i-1])
+	}
+	return strings.Join(names, " + ")
+}
+
+// optionNames lists the answer options of question q of rec.
+func optionNames(rec *benchmark.Record, q benchmark.Question) []string {
+	if rec == nil {
+		return nil
+	}
+	points := func(o []benchmark.PointOption) []string {
+		out := make([]string, len(o))
+		for i, p := range o {
+			out[i] = p.Color + " point"
+			if p.Point == nil {
+				out[i] = "None"
+			}
+		}
+		return out
+	}
+	c, a := rec.Contour, rec.Attributes
+	switch {
+	case q == benchmark.QDetection:
+		return rec.Detection.AnswerOptions
+	case c != nil && q == benchmark.QContourEval:
+		return c.ContourEval.AnswerOptions
+	case c != nil && q == benchmark.QExpansion:
+		return points(c.Expansion.AnswerOptions)
+	case c != nil && q == benchmark.QContraction:
+		return points(c.Contraction.AnswerOptions)
+	case c != nil && q == benchmark.QRevisionResult:
+		out := make([]string, len(c.RevisionResult.AnswerOptions))
+		for i, o := range c.RevisionResult.AnswerOptions {
+			out[i] = fmt.Sprintf("mask %d (%s)", i+1, o.Type)
+		}
+		return out
+	case a != nil && q == benchmark.QDistribution:
+		return a.Distribution.AnswerOptions
+	case a != nil && q == benchmark.QLocation:
+		return a.Location.AnswerOptions
+	case a != nil && q == benchmark.QSeverity:
+		return a.Severity.AnswerOptions
+	case a != nil && q == benchmark.QComparison:
+		return a.Comparison.AnswerOptions
+	}
+	return nil
+}

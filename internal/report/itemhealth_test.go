@@ -1,0 +1,116 @@
+package report
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
+	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/browsertest"
+)
+
+// plantedReport writes the report of five fake models that answer the
+// true label of one mislabeled item (plus the oracle baseline, which must
+// not count) and returns the report directory and the planted key.
+func plantedReport(t *testing.T) (string, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	recs := benchtest.Full(1)
+	key, truth := analysistest.PlantMislabel(recs)
+	runs := []*analysistest.Run{{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle}}
+	for i := 1; i <= 5; i++ {
+		runs = append(runs, &analysistest.Run{Provider: "fake", Label: fmt.Sprint("model", i), Oracle: "none", Policy: truth})
+	}
+	dir := fixture(t, tmp, recs, runs...)
+	out := filepath.Join(tmp, "report")
+	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
+		t.Fatal(err)
+	}
+	return out, key
+}
+
+func TestItemHealthOutputs(t *testing.T) {
+	out, key := plantedReport(t)
+	flagged := string(read(t, filepath.Join(out, FlaggedItemsFile)))
+	lines := strings.Split(strings.TrimSuffix(flagged, "\r\n"), "\r\n")
+	want := "none," + key + ",comparison,T9,unanimous_wrong,5,1.000000,1,4,0.000000,NA,"
+	if len(lines) != 2 || lines[0] != strings.Join(FlaggedHeader, ",") || !strings.HasPrefix(lines[1], want) ||
+		!strings.HasSuffix(lines[1], ",about the same in both lungs,present in one lung only") {
+		t.Errorf("flagged_items.csv:\n%s\nwant one row starting %q", flagged, want)
+	}
+	stats := string(read(t, filepath.Join(out, ItemStatsFile)))
+	if n := strings.Count(stats, "\r\n"); n < 100 || !strings.Contains(stats, "none,"+key+",") {
+		t.Errorf("item_stats.csv: %d lines", n)
+	}
+	if strings.Contains(stats, "baseline_oracle") {
+		t.Error("a baseline run is named in item_stats.csv")
+	}
+	bias := string(read(t, filepath.Join(out, PositionBiasFile)))
+	if !strings.Contains(bias, "none,detection,2,1,") {
+		t.Errorf("item_position_bias.csv:\n%s", bias)
+	}
+	md := string(read(t, filepath.Join(out, "report.md")))
+	for _, s := range []string{"## Item health", "1 of ", "| " + key + " | T9 comparison | unanimous_wrong | 5 | 100.0 | 1 | 4 | 0.0 |", "Position bias"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("report.md lacks %q", s)
+		}
+	}
+}
+
+// Baseline runs alone give no item-health section and header-only CSVs.
+func TestItemHealthBaselinesOnly(t *testing.T) {
+	_, out := sampleReport(t, Config{})
+	if md := string(read(t, filepath.Join(out, "report.md"))); strings.Contains(md, "Item health") {
+		t.Error("report.md of baselines has an item-health section")
+	}
+	if got := string(read(t, filepath.Join(out, FlaggedItemsFile))); got != strings.Join(FlaggedHeader, ",")+"\r\n" {
+		t.Errorf("flagged_items.csv = %q", got)
+	}
+}
+
+// TestBrowserFlagged opens the planted report in Chromium: the flagged
+// filter leaves exactly the mislabeled item, whose view shows the flag,
+// the ground truth, every counted run's answer and the images.
+func TestBrowserFlagged(t *testing.T) {
+	exe := browsertest.Chromium(t)
+	out, key := plantedReport(t)
+	ctx, cancel := newBrowser(t, exe, filepath.Join(t.TempDir(), "chrome-profile"))
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+filepath.ToSlash(filepath.Join(out, "index.html"))),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`))); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => { const s = document.getElementById("f-flag"); s.value = "flagged"; s.dispatchEvent(new Event("change"));
+		return Array.from(document.querySelectorAll("#item-list tbody tr")).map(r => r.cells[1].textContent); })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || !strings.HasPrefix(rows[0], key) || !strings.Contains(rows[0], "T9 unanimous_wrong") {
+		t.Fatalf("flagged rows: %q, want only %s", rows, key)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#item-list tbody tr`))); err != nil {
+		t.Fatal(err)
+	}
+	const imgs = `Array.from(document.querySelectorAll("#item-view img"))`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.getElementById("item-flags") && `+imgs+`.length > 0 && `+imgs+`.every(i => i.complete && i.naturalWidth > 0)`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("flagged item view: %v", err)
+	}
+	box, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("item-flags")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#item-flags tbody tr").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(box, "unanimous_wrong") || !strings.Contains(box, "ground truth 1") || !strings.Contains(box, "modal answer 4") || runs != 5 || strings.Contains(box, "baseline_oracle") {
+		t.Errorf("flag box (%d run rows): %q", runs, box)
+	}
+}

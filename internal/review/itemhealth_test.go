@@ -1,0 +1,200 @@
+package review
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// flaggedCSV is a report's flagged_items.csv (report.FlaggedHeader) for
+// three cases of the fixture; the first case has two flagged questions.
+const flaggedCSV = "oracle_mode,key_id,question,turn,reason,runs,agree_share,gt,modal_answer,p_correct,discrimination,lesion,path,p_chance,gt_text,modal_text\r\n" +
+	"none,edema_fx001_positive_0,comparison,T9,unanimous_wrong,5,1.000000,1,4,0.000000,NA,edema,revision_free,0.046875,about the same in both lungs,present in one lung only\r\n" +
+	"none,edema_fx001_positive_0,location,T7,majority_wrong,5,0.800000,2,1,0.200000,NA,edema,revision_free,0.01,right mid zone,left costophrenic angle\r\n" +
+	"none,edema_fx002_positive_0,severity/measurement,T8,unanimous_wrong,5,1.000000,1,3,0.000000,NA,edema,revision_free,0.01,,\r\n" +
+	"none,effusion_fx009_negative_0,detection,T1,unanimous_wrong,5,1.000000,2,1,0.000000,NA,effusion,lesion_free,0.03125,No,Yes\r\n"
+
+// itemRound opens an item-health round over the fixture's flagged cases.
+func itemRound(t *testing.T) *app {
+	t.Helper()
+	fx := makeFixture(t, []string{"edema", "effusion"}, 3, 2)
+	path := filepath.Join(t.TempDir(), "flagged_items.csv")
+	if err := os.WriteFile(path, []byte(flaggedCSV), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := ReadFlagged(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := OnlyFlagged(fx.Cases, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.Cases = cases
+	db := filepath.Join(t.TempDir(), "round.db")
+	creds, err := Init(db, cases, InitOptions{Reviewers: 1, Overlap: 1, Seed: 1, Workers: 2, Flags: flags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	fixedClock(s)
+	h, err := NewServer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h.Handler())
+	t.Cleanup(ts.Close)
+	tok := map[string]string{}
+	for _, c := range creds {
+		tok[c.Name] = c.Token
+	}
+	return &app{t: t, fx: fx, store: s, srv: ts, tok: tok}
+}
+
+// The done-when check on the review side: a round made from
+// flagged_items.csv holds exactly the flagged cases, shows each flag with
+// the models' modal answer, records keep / fix / drop, and its exports
+// make the next build drop the fix and drop cases and keep the kept one.
+func TestItemHealthRound(t *testing.T) {
+	a := itemRound(t)
+	want := []string{"edema_fx001_positive_0", "edema_fx002_positive_0", "effusion_fx009_negative_0"}
+	if got := a.queueOf("r1"); !slices.Equal(got, want) {
+		t.Fatalf("round queue %v, want exactly the flagged cases %v", got, want)
+	}
+	r1 := a.signIn("r1")
+	page := r1.get("/case/edema_fx001_positive_0")
+	for _, s := range []string{"Item-health re-review", "T9 comparison", "unanimous_wrong (100% of 5 runs agree), oracle none",
+		"about the same in both lungs", "modal answer: <span class=\"modal\">4 (present in one lung only)", "T7 location", "majority_wrong (80% of 5 runs agree)",
+		`data-decision="keep"`, `data-decision="fix"`, `data-decision="drop"`} {
+		if !strings.Contains(page.body, s) {
+			t.Errorf("case page lacks %q", s)
+		}
+	}
+	for key, outcome := range map[string]string{want[0]: "fix", want[1]: "drop", want[2]: "keep"} {
+		if r := r1.decide(key, outcome, "see note"); r.code != 200 || !strings.Contains(r.body, `"decision":"`+outcome+`"`) {
+			t.Errorf("%s %s: %d %s", key, outcome, r.code, r.body)
+		}
+	}
+	if page := r1.get("/case/" + want[0]); !strings.Contains(page.body, `chosen" data-decision="fix"`) || strings.Contains(page.body, FixPrefix) {
+		t.Error("the case page does not show the saved fix outcome (or shows its note prefix)")
+	}
+
+	ctx := context.Background()
+	dir := t.TempDir()
+	outPath := filepath.Join(dir, "outcomes.csv")
+	if n, err := a.store.ExportOutcomes(ctx, outPath); err != nil || n != 4 {
+		t.Fatalf("ExportOutcomes: %d, %v", n, err)
+	}
+	out, _ := os.ReadFile(outPath)
+	for _, row := range []string{
+		"edema_fx001_positive_0,none,comparison,unanimous_wrong,1,4,fix,reject,r1,r1: [fix] see note\r\n",
+		"edema_fx001_positive_0,none,location,majority_wrong,2,1,fix,reject,",
+		"edema_fx002_positive_0,none,severity/measurement,unanimous_wrong,1,3,drop,reject,",
+		"effusion_fx009_negative_0,none,detection,unanimous_wrong,2,1,keep,accept,",
+	} {
+		if !strings.Contains(string(out), row) {
+			t.Errorf("outcomes lack %q:\n%s", row, out)
+		}
+	}
+
+	// An admin resolution decides alone; a reject noted "[fix]" is a fix.
+	c2, _ := a.store.CaseByKey(ctx, want[1])
+	if _, err := a.store.Resolve(ctx, c2, DecisionReject, "[fix]the mask is too small"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.store.ExportOutcomes(ctx, outPath); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := os.ReadFile(outPath); !strings.Contains(string(out), "edema_fx002_positive_0,none,severity/measurement,unanimous_wrong,1,3,fix,reject,r1;admin,") {
+		t.Errorf("admin fix:\n%s", out)
+	}
+
+	// The next build reads the main log with the round's lines appended:
+	// the latest line per key wins, so fix and drop leave the benchmark.
+	roundPath := filepath.Join(dir, "round.jsonl")
+	if _, err := a.store.ExportJSONL(ctx, roundPath); err != nil {
+		t.Fatal(err)
+	}
+	var mainLog []byte
+	digests := map[string][2]string{}
+	for _, c := range a.fx.Cases {
+		ci, err := a.store.CaseByKey(ctx, c.KeyID())
+		if err != nil || ci == nil {
+			t.Fatal(c.KeyID(), err)
+		}
+		m := ""
+		mask := "null"
+		if ci.MaskSHA256 != nil {
+			m, mask = *ci.MaskSHA256, `"`+*ci.MaskSHA256+`"`
+		}
+		digests[ci.KeyID] = [2]string{ci.ImageSHA256, m}
+		mainLog = append(mainLog, `{"key_id":"`+ci.KeyID+`","decision":"accept","reviewer":"r9","time":"2026-01-01T00:00:00Z","image_sha256":"`+ci.ImageSHA256+`","mask_sha256":`+mask+"}\n"...)
+	}
+	round, _ := os.ReadFile(roundPath)
+	logPath := filepath.Join(dir, "reviews.jsonl")
+	if err := os.WriteFile(logPath, append(mainLog, round...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadLog(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, status := range map[string]string{want[0]: Rejected, want[1]: Rejected, want[2]: Accepted} {
+		d := digests[key]
+		if got := l.Resolve(key, d[0], d[1]).Status; got != status {
+			t.Errorf("build would resolve %s as %s, want %s", key, got, status)
+		}
+	}
+}
+
+func TestReadFlaggedErrors(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"nokey.csv":  "question,reason\r\ndetection,unanimous_wrong\r\n",
+		"empty.csv":  "key_id,question,reason\r\n",
+		"blank.csv":  "key_id,question,reason\r\n,detection,unanimous_wrong\r\n",
+		"binary.csv": "\x00\x01\x02",
+	} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		if _, err := ReadFlagged(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := ReadFlagged(filepath.Join(dir, "nope.csv")); err == nil {
+		t.Error("missing file accepted")
+	}
+	fx := makeFixture(t, []string{"edema"}, 1, 0)
+	if _, err := OnlyFlagged(fx.Cases, []ItemFlag{{KeyID: "edema_nope_0", Reason: "x"}}); err == nil || !strings.Contains(err.Error(), "edema_nope_0") {
+		t.Errorf("missing key: %v", err)
+	}
+}
+
+// Outside an item-health round nothing changes: no flags, plain
+// decisions, and no outcomes export.
+func TestNotItemHealthRound(t *testing.T) {
+	a := newApp(t, 1, 1)
+	ctx := context.Background()
+	if a.store.ItemHealthRound(ctx) {
+		t.Fatal("a plain review is an item-health round")
+	}
+	key := a.queueOf("r1")[0]
+	r1 := a.signIn("r1")
+	if p := r1.get("/case/" + key); strings.Contains(p.body, "Item-health") || !strings.Contains(p.body, `data-decision="accept"`) {
+		t.Error("plain case page shows item-health controls")
+	}
+	if r := r1.decide(key, "fix", ""); r.code != 400 {
+		t.Errorf("fix outside a round: %d %s", r.code, r.body)
+	}
+	if _, err := a.store.ExportOutcomes(ctx, filepath.Join(t.TempDir(), "o.csv")); err == nil {
+		t.Error("outcomes exported from a plain review")
+	}
+}
