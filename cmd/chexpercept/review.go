@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
@@ -222,6 +223,7 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 
 func reviewExportCmd() *cobra.Command {
 	var db, jsonl, csvDir, outcomes string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "export --review-db REVIEW_DB (--jsonl OUT | --csv OUT_DIR) [--outcomes FILE]",
 		Short: "Export the decisions as reviews.jsonl or as the reference's sheets",
@@ -231,11 +233,20 @@ time of the deciding action and the image and mask digests. export --csv
 writes OUT_DIR/positive.csv and OUT_DIR/negative.csv in the reference's
 layouts, optimal? = 1 for accepted cases. In an item-health round (init
 --only), --outcomes FILE also writes the keep / fix / drop outcome of
-every flagged question (docs/item-health.md).`,
+every flagged question (docs/item-health.md).
+
+An existing --jsonl or --outcomes file is replaced only with --force (it may
+be a review log a round was meant to be appended to). --csv writes only into
+a new or empty directory or an earlier export (marked by
+.chexpercept-review-sheets), or with --force. Refusals exit 2 before
+anything is written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if db == "" || (jsonl != "" && csvDir != "") || (jsonl == "" && csvDir == "" && outcomes == "") {
 				return withExit(2, errors.New("give --review-db and exactly one of --jsonl OUT, --csv OUT_DIR (and/or --outcomes FILE)"))
+			}
+			if err := checkExportTargets(jsonl, csvDir, outcomes, force); err != nil {
+				return withExit(2, err)
 			}
 			st, err := review.OpenReadOnly(db)
 			if err != nil {
@@ -273,7 +284,35 @@ every flagged question (docs/item-health.md).`,
 	f.StringVar(&jsonl, "jsonl", "", "reviews.jsonl to write")
 	f.StringVar(&csvDir, "csv", "", "directory for positive.csv and negative.csv")
 	f.StringVar(&outcomes, "outcomes", "", "item-health round: CSV of each flagged question's keep / fix / drop outcome")
+	f.BoolVar(&force, "force", false, "replace existing output files")
 	return cmd
+}
+
+// checkExportTargets refuses, before anything is written, an existing
+// --jsonl or --outcomes file without force (it may be the main review log
+// a round's export was meant to be appended to), and a --csv directory
+// that is neither new, empty nor an earlier export (its positive.csv may
+// be a filled sheet).
+func checkExportTargets(jsonl, csvDir, outcomes string, force bool) error {
+	for _, t := range []struct{ flag, path string }{{"--jsonl", jsonl}, {"--outcomes", outcomes}} {
+		if t.path == "" || force {
+			continue
+		}
+		if _, err := os.Lstat(t.path); err == nil {
+			return fmt.Errorf("%s %s already exists; export never replaces a file unless told: pass --force, or write elsewhere (to add a round to a review log, export it to its own file and append that)", t.flag, t.path)
+		}
+	}
+	if csvDir == "" {
+		return nil
+	}
+	st, names, err := outdir.Look(csvDir, review.SheetsMarker)
+	if err != nil {
+		return fmt.Errorf("--csv: %w", err)
+	}
+	if st == outdir.Other && !force {
+		return outdir.Foreign(csvDir, names, "review export --csv", review.SheetsMarker)
+	}
+	return nil
 }
 
 func reviewPackCmd() *cobra.Command {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/review"
 )
 
@@ -109,6 +110,27 @@ func TestReviewCommands(t *testing.T) {
 	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl, "--csv", csvDir); reviewExitCode(err) != 2 {
 		t.Errorf("export with both outputs: %v", err)
 	}
+
+	// Exports never replace what they did not write: an existing --jsonl
+	// (perhaps the main review log) needs --force; so does a --csv
+	// directory holding a filled sheet and no marker.
+	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("export over an existing --jsonl: %v", err)
+	}
+	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl, "--force"); err != nil {
+		t.Errorf("export --force over an existing --jsonl: %v", err)
+	}
+	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--csv", csvDir); err != nil {
+		t.Errorf("export into its own earlier --csv directory: %v", err)
+	}
+	filled := filepath.Join(tmp, "filled")
+	os.MkdirAll(filled, 0o755)
+	os.WriteFile(filepath.Join(filled, "positive.csv"), []byte("a reviewer's filled sheet\n"), 0o644)
+	before := outdirtest.Snapshot(t, filled)
+	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--csv", filled); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "positive.csv") {
+		t.Errorf("export into a folder with a filled sheet: %v", err)
+	}
+	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, filled))
 
 	// Pack, fill the negative sheet, import into a log and into the db.
 	packDir := filepath.Join(tmp, "pack")

@@ -51,6 +51,10 @@ func MappedLocation(hints []string, heart bool) string {
 	return strings.Join(u[:len(u)-1], ", ") + ", and " + u[len(u)-1]
 }
 
+// SheetsMarker marks a directory ExportCSV wrote, so that a later export
+// may write into it again.
+const SheetsMarker = ".chexpercept-review-sheets"
+
 // ExportCSV writes the reference sheet layouts of the database's cases:
 // dir/positive.csv and dir/negative.csv, `optimal?` = 1 for accepted cases
 // (resolved decision accept) and empty otherwise, plot_path empty.
@@ -81,6 +85,9 @@ func (s *Store) ExportCSV(ctx context.Context, dir string) error {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("export %s: %w", dir, imagefile.Reason(err))
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, SheetsMarker), []byte("written by chexpercept review export --csv\n")); err != nil {
+		return err
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, "positive.csv"), csvRows(pos)); err != nil {
 		return err
