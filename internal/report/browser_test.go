@@ -74,14 +74,7 @@ func TestBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	eval := func(expr string) int {
-		t.Helper()
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](expr))
-		if err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
-		return n
-	}
+	eval := func(expr string) int { t.Helper(); return evalInt(t, ctx, expr) }
 	if n := eval(`document.querySelectorAll("#leaderboard table.leaderboard tbody tr").length`); n < 1 {
 		t.Errorf("leaderboard has %d rows", n)
 	}
@@ -168,14 +161,7 @@ func TestBrowserFindings(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	eval := func(expr string) int {
-		t.Helper()
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](expr))
-		if err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
-		return n
-	}
+	eval := func(expr string) int { t.Helper(); return evalInt(t, ctx, expr) }
 	if n := eval(`document.querySelectorAll("#findings .verdict").length`); n != 2 {
 		t.Errorf("%d verdicts, want 2 (one per claim, one oracle mode)", n)
 	}
@@ -206,4 +192,15 @@ func TestBrowserFindings(t *testing.T) {
 	if shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID("findings"))); err == nil {
 		os.WriteFile(filepath.Join(artifact, "report_findings.png"), shot, 0o644)
 	}
+}
+
+// evalInt evaluates the JavaScript expression expr in the page of ctx,
+// failing the test when it does not give a number.
+func evalInt(t *testing.T, ctx context.Context, expr string) int {
+	t.Helper()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return n
 }
