@@ -174,7 +174,8 @@ type Summary struct {
 	Results    *results.Summary // summary.json as written (nil for a dry run)
 	CallPhase  time.Duration    // from the first call to the last record written
 	DryRun     *DryRunReport
-	ImageLoads int64 // images read and encoded during the run (cache misses)
+	ImageLoads int64       // images read and encoded during the run (cache misses)
+	Images     VerifyStats // image files verified just in time by this invocation
 }
 
 // RunName is <provider>_<label>[_no_thinking][_strict].
@@ -235,6 +236,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if r.cache != nil {
 		defer r.cache.Close()
 	}
+	defer r.memo.close()
 
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, err
@@ -379,6 +381,7 @@ func (r *runner) execute(ctx context.Context, man *results.Manifest, todo []int,
 		c := rs.Counts
 		fmt.Fprintf(o.Log, "done: %d ok, %d error, %d parse failures (%d answered calls, %d from the cache, cost %s) of %d selected records\n",
 			c.RecordsOK, c.RecordsError, c.ParseFailures, c.Calls, c.CacheHits, costString(rs.Usage.CostUSD), c.RecordsSelected)
+		fmt.Fprintf(o.Log, "images: %s\n", sum.Images)
 	}
 	return runErr
 }
@@ -496,11 +499,12 @@ type runner struct {
 	store    *results.Store
 	sum      *Summary
 
-	pool     *pool
-	images   *imageCache
-	verified map[string]verified
-	cache    *respcache.Cache
-	limits   *limiters
-	retry    retryPolicy
-	prog     *progress
+	pool   *pool
+	images *imageCache
+	verify *verifier
+	memo   *memo
+	cache  *respcache.Cache
+	limits *limiters
+	retry  retryPolicy
+	prog   *progress
 }

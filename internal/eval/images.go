@@ -10,79 +10,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
 )
 
-// Image handling (spec protocol.md §1): every image a selected record will
-// send is decoded once before the first call; a failure makes that record
-// an error naming the file. During the run an image is read and base64-
-// encoded at most once per in-flight record (the record keeps its own
-// references) and shared between records through an LRU cache bounded in
-// bytes and keyed by content hash.
-
-// verified is the outcome of verifying one image path.
-type verified struct {
-	sha string // content hash, "" when verification failed
-	err error
-}
-
-// verifyImages decodes every distinct image of paths (relative to
-// benchDir) once, in parallel, and returns per path its content hash or
-// its error. Files with identical bytes are decoded once. done, if not
-// nil, is called after each path (from several goroutines).
-func verifyImages(benchDir string, paths []string, done func()) map[string]verified {
-	out := make(map[string]verified, len(paths))
-	var mu sync.Mutex
-	var decoded sync.Map // content hash → error (nil when it decodes)
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for _, p := range paths {
-		g.Go(func() error {
-			v := verifyOne(benchDir, p, &decoded)
-			mu.Lock()
-			out[p] = v
-			mu.Unlock()
-			if done != nil {
-				done()
-			}
-			return nil
-		})
-	}
-	g.Wait()
-	return out
-}
-
-func verifyOne(benchDir, rel string, decoded *sync.Map) verified {
-	name := filepath.Join(benchDir, filepath.FromSlash(rel))
-	b, err := readRegular(name)
-	if err != nil {
-		return verified{err: fmt.Errorf("image %s: %w", rel, err)}
-	}
-	sum := sha256.Sum256(b)
-	sha := hex.EncodeToString(sum[:])
-	if e, ok := decoded.Load(sha); ok {
-		if e != nil {
-			return verified{err: fmt.Errorf("image %s: %v", rel, e)}
-		}
-		return verified{sha: sha}
-	}
-	// The header is checked against imagefile's size limit first, so a
-	// decompression bomb is refused before any pixel buffer exists.
-	_, derr := imagefile.DecodePNG(b)
-	if derr != nil {
-		decoded.Store(sha, derr)
-		return verified{err: fmt.Errorf("image %s: %w", rel, derr)}
-	}
-	decoded.Store(sha, nil)
-	return verified{sha: sha}
-}
+// Image handling (spec protocol.md §1): every image a record will send is
+// verified right before the record's first call (verify.go); a failure
+// makes that record an error naming the file. During the run an image is
+// read and base64-encoded at most once per in-flight record (the record
+// keeps its own references) and shared between records through an LRU
+// cache bounded in bytes and keyed by content hash.
 
 // readRegular reads a regular file of at most imagefile.MaxFileBytes,
 // refusing symbolic links (a benchmark is self-contained).
@@ -188,7 +129,7 @@ func (r *recordImages) image(rel string) (*provider.Image, error) {
 	}
 	v, ok := r.hashes[rel]
 	if !ok || v.sha == "" {
-		return nil, fmt.Errorf("image %s was not verified before the run", rel)
+		return nil, fmt.Errorf("image %s was not verified before its record's first call", rel)
 	}
 	im, err := r.cache.get(rel, v.sha)
 	if err != nil {

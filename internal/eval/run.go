@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -28,7 +29,7 @@ type task struct {
 	index int
 	rec   *benchmark.Record
 	plan  []protocol.PlannedTurn
-	err   error // a failure before the first call (plan or image verification)
+	err   error // a failure of its plan
 }
 
 // run asks the records of todo. Ending ctx stops starting records; ending
@@ -40,7 +41,7 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 		return nil
 	}
 	tasks := r.planTasks(todo)
-	r.prog = newProgress(o, len(tasks), r.sum.AlreadyDone)
+	r.prog = newProgress(o, len(tasks), r.sum.AlreadyDone, r.verify.stats)
 	defer r.prog.stop()
 
 	out := make(chan *results.Record, o.Concurrency)
@@ -54,6 +55,7 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	r.sum.Abandoned += abandoned
 	r.sum.Interrupted = ctx.Err() != nil || r.sum.Abandoned > 0
 	r.sum.ImageLoads = r.images.loads
+	r.sum.Images = r.verify.stats()
 	if w.err != nil {
 		return w.err
 	}
@@ -66,45 +68,20 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	return nil
 }
 
-// planTasks plans the records of todo and verifies their images, outside
-// all timing, and orders them longest first. A record whose plan or
-// images fail keeps the error; it is written as an error record.
+// planTasks plans the records of todo and orders them longest first. A
+// record whose plan fails keeps the error; it is written as an error
+// record. Images are verified later, per record (runTask).
 func (r *runner) planTasks(todo []int) []*task {
-	o := r.o
 	tasks := make([]*task, len(todo))
-	var paths []string
-	seen := map[string]bool{}
 	for i, ix := range todo {
 		t := &task{index: ix, rec: r.bench.Records[ix]}
-		t.plan, t.err = protocol.Plan(t.rec, o.BenchDir)
-		if t.err == nil {
-			for _, p := range protocol.ImagesToSend(t.plan) {
-				if !seen[p] {
-					seen[p] = true
-					paths = append(paths, p)
-				}
-			}
-		}
+		t.plan, t.err = protocol.Plan(t.rec, r.o.BenchDir)
 		tasks[i] = t
 	}
 	// Longest records first (ties in file order): with many records in
 	// flight this keeps the tail short, where file order would leave a
 	// few nine-turn records running alone at the end.
 	slices.SortStableFunc(tasks, func(a, b *task) int { return askedTurns(b.plan) - askedTurns(a.plan) })
-	vp := newVerifyProgress(o, len(paths), len(tasks))
-	r.verified = verifyImages(o.BenchDir, paths, vp.add)
-	vp.finish()
-	for _, t := range tasks {
-		if t.err != nil {
-			continue
-		}
-		for _, p := range protocol.ImagesToSend(t.plan) {
-			if v := r.verified[p]; v.err != nil {
-				t.err = v.err
-				break
-			}
-		}
-	}
 	return tasks
 }
 
@@ -240,20 +217,26 @@ func (r *runner) setup() error {
 			r.pool.eps = append(r.pool.eps, newEndpoint(name, c, o.Concurrency))
 		}
 	}
-	if !o.NoCache && respcache.Cacheable(o.Model.Sampling) && o.Model.Backend != provider.BackendBaseline {
-		dir := o.CacheDir
-		if dir == "" {
-			var err error
-			if dir, err = respcache.DefaultDir(); err != nil {
-				return err
-			}
+	dir := o.CacheDir
+	if dir == "" {
+		var err error
+		if dir, err = respcache.DefaultDir(); err != nil && !o.NoCache {
+			return err
 		}
+	}
+	if !o.NoCache && respcache.Cacheable(o.Model.Sampling) && o.Model.Backend != provider.BackendBaseline {
 		c, err := respcache.Open(dir)
 		if err != nil {
 			return err
 		}
 		r.cache = c
 	}
+	// The memo is used with --no-cache too: it holds no model output and
+	// cannot change a result, only skip a decode of bytes that decoded.
+	if dir != "" {
+		r.memo = openMemo(dir, o.Log)
+	}
+	r.verify = newVerifier(o.BenchDir, r.memo, runtime.GOMAXPROCS(0))
 	return nil
 }
 
@@ -266,7 +249,16 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 	if t.err != nil {
 		return protocol.ErrorRecord(t.rec, popts, t.err)
 	}
-	cs := &caseState{r: r, task: t, imgs: &recordImages{cache: r.images, hashes: r.verified, got: map[string]*provider.Image{}}}
+	// Verified just in time: no call of a record is made before all of
+	// its images decode (or are remembered as decoding).
+	hashes, err := r.verify.record(ctx, protocol.ImagesToSend(t.plan))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return protocol.ErrorRecord(t.rec, popts, err)
+	}
+	cs := &caseState{r: r, task: t, imgs: &recordImages{cache: r.images, hashes: hashes, got: map[string]*provider.Image{}}}
 	for _, p := range t.plan {
 		if p.Asked() {
 			cs.asked = append(cs.asked, p)
