@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
@@ -291,18 +292,25 @@ type prepared struct {
 // prepare loads (and unless allowed otherwise, validates) the benchmark,
 // selects the records and names the run directory.
 func prepare(o *Options) (*prepared, error) {
+	// Validation reads the file again on its own; the two overlap, and
+	// a load error is still the one reported first.
+	var verr error
+	var wg sync.WaitGroup
+	if !o.AllowInvalid {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, verr = validate.Check(o.BenchDir) }()
+	}
 	bench, err := benchmark.Load(o.BenchDir)
+	wg.Wait()
 	if err != nil {
 		return nil, err
+	}
+	if verr != nil {
+		return nil, verr
 	}
 	benchAbs, err := filepath.Abs(o.BenchDir)
 	if err != nil {
 		return nil, err
-	}
-	if !o.AllowInvalid {
-		if _, err := validate.Check(o.BenchDir); err != nil {
-			return nil, err
-		}
 	}
 	sel := o.Selection
 	for _, x := range []struct {

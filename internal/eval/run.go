@@ -28,8 +28,7 @@ var testHookCall func(key, endpoint string)
 type task struct {
 	index int
 	rec   *benchmark.Record
-	plan  []protocol.PlannedTurn
-	err   error // a failure of its plan
+	plan  []protocol.PlannedTurn // planned by runTask
 }
 
 // run asks the records of todo. Ending ctx stops starting records; ending
@@ -68,20 +67,20 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	return nil
 }
 
-// planTasks plans the records of todo and orders them longest first. A
-// record whose plan fails keeps the error; it is written as an error
-// record. Images are verified later, per record (runTask).
+// planTasks orders the records of todo longest first. Each is planned
+// and its images verified by the worker that runs it (runTask), so the
+// first call does not wait for a pass over every record.
 func (r *runner) planTasks(todo []int) []*task {
 	tasks := make([]*task, len(todo))
 	for i, ix := range todo {
-		t := &task{index: ix, rec: r.bench.Records[ix]}
-		t.plan, t.err = protocol.Plan(t.rec, r.o.BenchDir)
-		tasks[i] = t
+		tasks[i] = &task{index: ix, rec: r.bench.Records[ix]}
 	}
 	// Longest records first (ties in file order): with many records in
 	// flight this keeps the tail short, where file order would leave a
-	// few nine-turn records running alone at the end.
-	slices.SortStableFunc(tasks, func(a, b *task) int { return askedTurns(b.plan) - askedTurns(a.plan) })
+	// few nine-turn records running alone at the end. The count of the
+	// record's path stands for its plan's (they differ only for records
+	// with skipped turns, under --allow-invalid).
+	slices.SortStableFunc(tasks, func(a, b *task) int { return b.rec.Questions() - a.rec.Questions() })
 	return tasks
 }
 
@@ -176,16 +175,6 @@ feed:
 	return attempted, abandonedN
 }
 
-func askedTurns(plan []protocol.PlannedTurn) int {
-	n := 0
-	for i := range plan {
-		if plan[i].Asked() {
-			n++
-		}
-	}
-	return n
-}
-
 // setup builds the endpoints, the caches and the limiters.
 func (r *runner) setup() error {
 	o := r.o
@@ -246,8 +235,9 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 	o := r.o
 	popts := protocol.Options{BenchDir: o.BenchDir, Index: t.index, Oracle: o.Oracle, Parse: o.Parse,
 		Profile: o.Profile, GLMBoxUnwrap: o.Model.GLMBoxUnwrap, Now: o.Now}
-	if t.err != nil {
-		return protocol.ErrorRecord(t.rec, popts, t.err)
+	var err error
+	if t.plan, err = protocol.Plan(t.rec, o.BenchDir); err != nil {
+		return protocol.ErrorRecord(t.rec, popts, err)
 	}
 	// Verified just in time: no call of a record is made before all of
 	// its images decode (or are remembered as decoding).
