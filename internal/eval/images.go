@@ -86,33 +86,54 @@ func (c *imageCache) get(rel, sha string) (*provider.Image, error) {
 		if hex.EncodeToString(sum[:]) != sha {
 			return nil, fmt.Errorf("image %s changed on disk after it was verified", rel)
 		}
-		img := &provider.Image{SHA256: sha, Base64: base64.StdEncoding.EncodeToString(b)}
-		n := int64(len(img.Base64))
-		if c.keepPNG {
-			img.PNG = b
-			n += int64(len(b))
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.loads++
-		if _, ok := c.byHash[sha]; !ok && n <= c.limit {
-			c.byHash[sha] = c.ll.PushFront(&cacheEntry{sha: sha, img: img, n: n})
-			c.size += n
-			for c.size > c.limit {
-				back := c.ll.Back()
-				ce := back.Value.(*cacheEntry)
-				c.ll.Remove(back)
-				delete(c.byHash, ce.sha)
-				c.size -= ce.n
-			}
-			c.peakBytes = max(c.peakBytes, c.size)
-		}
-		return img, nil
+		return c.add(sha, b), nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(*provider.Image), nil
+}
+
+// put adds the bytes b, just verified with content hash sha, unless the
+// cache has them: the record's first use then neither reads nor hashes
+// the file again, and what is sent is exactly what was verified.
+func (c *imageCache) put(sha string, b []byte) {
+	c.mu.Lock()
+	_, ok := c.byHash[sha]
+	c.mu.Unlock()
+	if !ok {
+		c.sf.Do(sha, func() (any, error) { return c.add(sha, b), nil })
+	}
+}
+
+// add encodes b and keeps it, evicting the least recently used entries
+// beyond the limit.
+func (c *imageCache) add(sha string, b []byte) *provider.Image {
+	img := &provider.Image{SHA256: sha, Base64: base64.StdEncoding.EncodeToString(b)}
+	n := int64(len(img.Base64))
+	if c.keepPNG {
+		img.PNG = b
+		n += int64(len(b))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loads++
+	if e, ok := c.byHash[sha]; ok {
+		return e.Value.(*cacheEntry).img
+	}
+	if n <= c.limit {
+		c.byHash[sha] = c.ll.PushFront(&cacheEntry{sha: sha, img: img, n: n})
+		c.size += n
+		for c.size > c.limit {
+			back := c.ll.Back()
+			ce := back.Value.(*cacheEntry)
+			c.ll.Remove(back)
+			delete(c.byHash, ce.sha)
+			c.size -= ce.n
+		}
+		c.peakBytes = max(c.peakBytes, c.size)
+	}
+	return img
 }
 
 // recordImages is one in-flight record's images: each is fetched once

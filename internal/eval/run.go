@@ -226,6 +226,7 @@ func (r *runner) setup() error {
 		r.memo = openMemo(dir, o.Log)
 	}
 	r.verify = newVerifier(o.BenchDir, r.memo, runtime.GOMAXPROCS(0))
+	r.verify.keep = r.images.put
 	return nil
 }
 

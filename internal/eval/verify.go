@@ -51,6 +51,7 @@ func (s VerifyStats) String() string {
 type verifier struct {
 	benchDir string
 	memo     *memo
+	keep     func(sha string, b []byte) // if set, receives the bytes of each path verified
 	slots    chan struct{}
 	sf       singleflight.Group
 
@@ -133,6 +134,9 @@ func (v *verifier) check(rel string) (verified, content) {
 	c := v.content(sha, b)
 	if c.err != nil {
 		return verified{err: fmt.Errorf("image %s: %w", rel, c.err)}, c
+	}
+	if v.keep != nil {
+		v.keep(sha, b)
 	}
 	return verified{sha: sha}, c
 }
