@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
@@ -242,5 +243,26 @@ func TestSharedImageDecodedOnce(t *testing.T) {
 	s2 := run(t, o)
 	if s2.Images != (VerifyStats{Remembered: s1.Images.Verified}) {
 		t.Errorf("second run: %+v, want %d remembered and no decode", s2.Images, s1.Images.Verified)
+	}
+}
+
+// TestVerifiedBytesCached: the bytes a record's verification read are the
+// ones sent: its first use neither reads the file again nor sees a later
+// change.
+func TestVerifiedBytesCached(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.png"), benchtest.FlatPNG(false), 0o644)
+	c := newImageCache(dir, 1<<30, false)
+	v := newVerifier(dir, nil, 1)
+	v.keep = c.put
+	hashes, err := v.record(context.Background(), []string{"a.png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "a.png"), []byte("changed after verification"), 0o644)
+	rec := &recordImages{cache: c, hashes: hashes, got: map[string]*provider.Image{}}
+	im, err := rec.image("a.png")
+	if err != nil || im.SHA256 != hashes["a.png"].sha || c.loads != 1 {
+		t.Errorf("first use after verification: %v, loads %d", err, c.loads)
 	}
 }
