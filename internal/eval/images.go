@@ -98,6 +98,13 @@ func (c *imageCache) get(rel, sha string) (*provider.Image, error) {
 // cache has them: the record's first use then neither reads nor hashes
 // the file again, and what is sent is exactly what was verified.
 func (c *imageCache) put(sha string, b []byte) {
+	n := int64(base64.StdEncoding.EncodedLen(len(b)))
+	if c.keepPNG {
+		n += int64(len(b))
+	}
+	if n > c.limit {
+		return // it would not be kept: the record's first use encodes it
+	}
 	c.mu.Lock()
 	_, ok := c.byHash[sha]
 	c.mu.Unlock()
