@@ -106,7 +106,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.shard, "shard", "", "i/n or auto/n: run shard i of n (1-based)")
 	f.BoolVar(&o.RetryErrors, "retry-errors", false, "also re-ask records whose last result is an error")
 	f.BoolVar(&o.NoCache, "no-cache", false, "do not use the response cache")
-	f.StringVar(&o.CacheDir, "cache-dir", "", "response cache directory (default $XDG_CACHE_HOME/chexpercept or ~/.cache/chexpercept)")
+	f.StringVar(&o.CacheDir, "cache-dir", "", "directory of the response cache and the image verification memo (default $XDG_CACHE_HOME/chexpercept or ~/.cache/chexpercept)")
 	f.StringVar(&o.APIKeyFile, "api-key-file", "", "file whose first line is the API key (instead of the environment)")
 	f.BoolVar(&o.AllowInvalid, "allow-invalid", false, "evaluate a benchmark that fails validation")
 	f.BoolVar(&o.DryRun, "dry-run", false, "count calls, images, tokens and cost without sending anything")

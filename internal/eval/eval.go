@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
@@ -174,7 +175,8 @@ type Summary struct {
 	Results    *results.Summary // summary.json as written (nil for a dry run)
 	CallPhase  time.Duration    // from the first call to the last record written
 	DryRun     *DryRunReport
-	ImageLoads int64 // images read and encoded during the run (cache misses)
+	ImageLoads int64       // images read and encoded during the run (cache misses)
+	Images     VerifyStats // image files verified just in time by this invocation
 }
 
 // RunName is <provider>_<label>[_no_thinking][_strict].
@@ -235,6 +237,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if r.cache != nil {
 		defer r.cache.Close()
 	}
+	defer r.memo.close()
 
 	// A run directory that holds no run but other files is not ours.
 	if _, err := results.CheckRunDir(runDir); err != nil {
@@ -293,18 +296,25 @@ type prepared struct {
 // prepare loads (and unless allowed otherwise, validates) the benchmark,
 // selects the records and names the run directory.
 func prepare(o *Options) (*prepared, error) {
+	// Validation reads the file again on its own; the two overlap, and
+	// a load error is still the one reported first.
+	var verr error
+	var wg sync.WaitGroup
+	if !o.AllowInvalid {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, verr = validate.Check(o.BenchDir) }()
+	}
 	bench, err := benchmark.Load(o.BenchDir)
+	wg.Wait()
 	if err != nil {
 		return nil, err
+	}
+	if verr != nil {
+		return nil, verr
 	}
 	benchAbs, err := filepath.Abs(o.BenchDir)
 	if err != nil {
 		return nil, err
-	}
-	if !o.AllowInvalid {
-		if _, err := validate.Check(o.BenchDir); err != nil {
-			return nil, err
-		}
 	}
 	sel := o.Selection
 	for _, x := range []struct {
@@ -383,6 +393,7 @@ func (r *runner) execute(ctx context.Context, man *results.Manifest, todo []int,
 		c := rs.Counts
 		fmt.Fprintf(o.Log, "done: %d ok, %d error, %d parse failures (%d answered calls, %d from the cache, cost %s) of %d selected records\n",
 			c.RecordsOK, c.RecordsError, c.ParseFailures, c.Calls, c.CacheHits, costString(rs.Usage.CostUSD), c.RecordsSelected)
+		fmt.Fprintf(o.Log, "images: %s\n", sum.Images)
 	}
 	return runErr
 }
@@ -500,11 +511,12 @@ type runner struct {
 	store    *results.Store
 	sum      *Summary
 
-	pool     *pool
-	images   *imageCache
-	verified map[string]verified
-	cache    *respcache.Cache
-	limits   *limiters
-	retry    retryPolicy
-	prog     *progress
+	pool   *pool
+	images *imageCache
+	verify *verifier
+	memo   *memo
+	cache  *respcache.Cache
+	limits *limiters
+	retry  retryPolicy
+	prog   *progress
 }

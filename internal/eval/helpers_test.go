@@ -49,10 +49,18 @@ func TestMain(m *testing.M) {
 	if os.Getenv(serverEnv) != "" {
 		os.Exit(serverMain())
 	}
+	// The image verification memo goes to the default cache directory
+	// unless a test names one: keep it out of the user's home.
+	cache, err := os.MkdirTemp("", "chx-eval-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
 	code := m.Run()
 	if genDir != "" {
 		os.RemoveAll(genDir)
 	}
+	os.RemoveAll(cache)
 	os.Exit(code)
 }
 

@@ -10,79 +10,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
 )
 
-// Image handling (spec protocol.md §1): every image a selected record will
-// send is decoded once before the first call; a failure makes that record
-// an error naming the file. During the run an image is read and base64-
-// encoded at most once per in-flight record (the record keeps its own
-// references) and shared between records through an LRU cache bounded in
-// bytes and keyed by content hash.
-
-// verified is the outcome of verifying one image path.
-type verified struct {
-	sha string // content hash, "" when verification failed
-	err error
-}
-
-// verifyImages decodes every distinct image of paths (relative to
-// benchDir) once, in parallel, and returns per path its content hash or
-// its error. Files with identical bytes are decoded once. done, if not
-// nil, is called after each path (from several goroutines).
-func verifyImages(benchDir string, paths []string, done func()) map[string]verified {
-	out := make(map[string]verified, len(paths))
-	var mu sync.Mutex
-	var decoded sync.Map // content hash → error (nil when it decodes)
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for _, p := range paths {
-		g.Go(func() error {
-			v := verifyOne(benchDir, p, &decoded)
-			mu.Lock()
-			out[p] = v
-			mu.Unlock()
-			if done != nil {
-				done()
-			}
-			return nil
-		})
-	}
-	g.Wait()
-	return out
-}
-
-func verifyOne(benchDir, rel string, decoded *sync.Map) verified {
-	name := filepath.Join(benchDir, filepath.FromSlash(rel))
-	b, err := readRegular(name)
-	if err != nil {
-		return verified{err: fmt.Errorf("image %s: %w", rel, err)}
-	}
-	sum := sha256.Sum256(b)
-	sha := hex.EncodeToString(sum[:])
-	if e, ok := decoded.Load(sha); ok {
-		if e != nil {
-			return verified{err: fmt.Errorf("image %s: %v", rel, e)}
-		}
-		return verified{sha: sha}
-	}
-	// The header is checked against imagefile's size limit first, so a
-	// decompression bomb is refused before any pixel buffer exists.
-	_, derr := imagefile.DecodePNG(b)
-	if derr != nil {
-		decoded.Store(sha, derr)
-		return verified{err: fmt.Errorf("image %s: %w", rel, derr)}
-	}
-	decoded.Store(sha, nil)
-	return verified{sha: sha}
-}
+// Image handling (spec protocol.md §1): every image a record will send is
+// verified right before the record's first call (verify.go); a failure
+// makes that record an error naming the file. During the run an image is
+// read and base64-encoded at most once per in-flight record (the record
+// keeps its own references) and shared between records through an LRU
+// cache bounded in bytes and keyed by content hash.
 
 // readRegular reads a regular file of at most imagefile.MaxFileBytes,
 // refusing symbolic links (a benchmark is self-contained).
@@ -145,33 +86,61 @@ func (c *imageCache) get(rel, sha string) (*provider.Image, error) {
 		if hex.EncodeToString(sum[:]) != sha {
 			return nil, fmt.Errorf("image %s changed on disk after it was verified", rel)
 		}
-		img := &provider.Image{SHA256: sha, Base64: base64.StdEncoding.EncodeToString(b)}
-		n := int64(len(img.Base64))
-		if c.keepPNG {
-			img.PNG = b
-			n += int64(len(b))
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.loads++
-		if _, ok := c.byHash[sha]; !ok && n <= c.limit {
-			c.byHash[sha] = c.ll.PushFront(&cacheEntry{sha: sha, img: img, n: n})
-			c.size += n
-			for c.size > c.limit {
-				back := c.ll.Back()
-				ce := back.Value.(*cacheEntry)
-				c.ll.Remove(back)
-				delete(c.byHash, ce.sha)
-				c.size -= ce.n
-			}
-			c.peakBytes = max(c.peakBytes, c.size)
-		}
-		return img, nil
+		return c.add(sha, b), nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(*provider.Image), nil
+}
+
+// put adds the bytes b, just verified with content hash sha, unless the
+// cache has them: the record's first use then neither reads nor hashes
+// the file again, and what is sent is exactly what was verified.
+func (c *imageCache) put(sha string, b []byte) {
+	n := int64(base64.StdEncoding.EncodedLen(len(b)))
+	if c.keepPNG {
+		n += int64(len(b))
+	}
+	if n > c.limit {
+		return // it would not be kept: the record's first use encodes it
+	}
+	c.mu.Lock()
+	_, ok := c.byHash[sha]
+	c.mu.Unlock()
+	if !ok {
+		c.sf.Do(sha, func() (any, error) { return c.add(sha, b), nil })
+	}
+}
+
+// add encodes b and keeps it, evicting the least recently used entries
+// beyond the limit.
+func (c *imageCache) add(sha string, b []byte) *provider.Image {
+	img := &provider.Image{SHA256: sha, Base64: base64.StdEncoding.EncodeToString(b)}
+	n := int64(len(img.Base64))
+	if c.keepPNG {
+		img.PNG = b
+		n += int64(len(b))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loads++
+	if e, ok := c.byHash[sha]; ok {
+		return e.Value.(*cacheEntry).img
+	}
+	if n <= c.limit {
+		c.byHash[sha] = c.ll.PushFront(&cacheEntry{sha: sha, img: img, n: n})
+		c.size += n
+		for c.size > c.limit {
+			back := c.ll.Back()
+			ce := back.Value.(*cacheEntry)
+			c.ll.Remove(back)
+			delete(c.byHash, ce.sha)
+			c.size -= ce.n
+		}
+		c.peakBytes = max(c.peakBytes, c.size)
+	}
+	return img
 }
 
 // recordImages is one in-flight record's images: each is fetched once
@@ -188,7 +157,7 @@ func (r *recordImages) image(rel string) (*provider.Image, error) {
 	}
 	v, ok := r.hashes[rel]
 	if !ok || v.sha == "" {
-		return nil, fmt.Errorf("image %s was not verified before the run", rel)
+		return nil, fmt.Errorf("image %s was not verified before its record's first call", rel)
 	}
 	im, err := r.cache.get(rel, v.sha)
 	if err != nil {

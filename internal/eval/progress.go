@@ -15,9 +15,10 @@ import (
 // time left and the cost so far: as a bar on a terminal, as a log line
 // every LogInterval otherwise.
 type progress struct {
-	o     *Options
-	start time.Time
-	total int
+	o      *Options
+	start  time.Time
+	total  int
+	images func() VerifyStats // the just-in-time image check so far
 
 	mu        sync.Mutex
 	done      int
@@ -33,8 +34,8 @@ type progress struct {
 	wg   sync.WaitGroup
 }
 
-func newProgress(o *Options, total, already int) *progress {
-	p := &progress{o: o, start: time.Now(), total: total, quit: make(chan struct{})}
+func newProgress(o *Options, total, already int, images func() VerifyStats) *progress {
+	p := &progress{o: o, start: time.Now(), total: total, images: images, quit: make(chan struct{})}
 	if o.TTY {
 		p.bar = newBar(o, total, "records",
 			progressbar.OptionShowDescriptionAtLineEnd(),
@@ -86,9 +87,11 @@ func (p *progress) line() string {
 	if p.unpriced {
 		cost += "+unpriced"
 	}
-	s := fmt.Sprintf("%d/%d records, %d errors, %.1f calls/s (%d cached), ETA %s, cost %s", p.done, p.total, p.errs, rate, p.hits, eta, cost)
+	im := p.images()
+	s := fmt.Sprintf("%d/%d records, %d errors, %.1f calls/s (%d cached), ETA %s, cost %s; images %d verified, %d remembered, %d failed",
+		p.done, p.total, p.errs, rate, p.hits, eta, cost, im.Verified, im.Remembered, im.Failed)
 	if p.bar != nil {
-		s = fmt.Sprintf("%d err, %.1f calls/s, %s", p.errs, rate, cost)
+		s = fmt.Sprintf("%d err, %.1f calls/s, %s, img %d+%d ok %d bad", p.errs, rate, cost, im.Verified, im.Remembered, im.Failed)
 	}
 	return s
 }
@@ -142,52 +145,6 @@ func (p *progress) stop() {
 	p.mu.Lock()
 	fmt.Fprintf(p.o.Log, "progress: %s\n", p.line())
 	p.mu.Unlock()
-}
-
-// verifyProgress reports the image check before the first call, which on
-// a full-size benchmark (7,000 PNGs) takes a minute or more: a bar on a
-// terminal, a log line every LogInterval otherwise.
-type verifyProgress struct {
-	o     *Options
-	start time.Time
-	total int
-
-	mu   sync.Mutex
-	n    int
-	last time.Time
-	bar  *progressbar.ProgressBar
-}
-
-func newVerifyProgress(o *Options, images, records int) *verifyProgress {
-	fmt.Fprintf(o.Log, "verifying %d images of %d records…\n", images, records)
-	v := &verifyProgress{o: o, start: time.Now(), last: time.Now(), total: images}
-	if o.TTY && images > 0 {
-		v.bar = newBar(o, images, "images", progressbar.OptionClearOnFinish())
-	}
-	return v
-}
-
-func (v *verifyProgress) add() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.n++
-	if v.bar != nil {
-		v.bar.Add(1)
-		return
-	}
-	if every := v.o.LogInterval; every > 0 && time.Since(v.last) >= every {
-		v.last = time.Now()
-		fmt.Fprintf(v.o.Log, "verifying: %d/%d images, %s elapsed\n", v.n, v.total, time.Since(v.start).Round(time.Second))
-	}
-}
-
-func (v *verifyProgress) finish() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.bar != nil {
-		v.bar.Finish()
-	}
-	fmt.Fprintf(v.o.Log, "verified %d images in %s\n", v.n, time.Since(v.start).Round(time.Millisecond))
 }
 
 // newBar is the terminal bar of the evaluator's stages, with their own

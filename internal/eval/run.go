@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,8 +28,7 @@ var testHookCall func(key, endpoint string)
 type task struct {
 	index int
 	rec   *benchmark.Record
-	plan  []protocol.PlannedTurn
-	err   error // a failure before the first call (plan or image verification)
+	plan  []protocol.PlannedTurn // planned by runTask
 }
 
 // run asks the records of todo. Ending ctx stops starting records; ending
@@ -40,7 +40,7 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 		return nil
 	}
 	tasks := r.planTasks(todo)
-	r.prog = newProgress(o, len(tasks), r.sum.AlreadyDone)
+	r.prog = newProgress(o, len(tasks), r.sum.AlreadyDone, r.verify.stats)
 	defer r.prog.stop()
 
 	out := make(chan *results.Record, o.Concurrency)
@@ -54,6 +54,7 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	r.sum.Abandoned += abandoned
 	r.sum.Interrupted = ctx.Err() != nil || r.sum.Abandoned > 0
 	r.sum.ImageLoads = r.images.loads
+	r.sum.Images = r.verify.stats()
 	if w.err != nil {
 		return w.err
 	}
@@ -66,45 +67,20 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	return nil
 }
 
-// planTasks plans the records of todo and verifies their images, outside
-// all timing, and orders them longest first. A record whose plan or
-// images fail keeps the error; it is written as an error record.
+// planTasks orders the records of todo longest first. Each is planned
+// and its images verified by the worker that runs it (runTask), so the
+// first call does not wait for a pass over every record.
 func (r *runner) planTasks(todo []int) []*task {
-	o := r.o
 	tasks := make([]*task, len(todo))
-	var paths []string
-	seen := map[string]bool{}
 	for i, ix := range todo {
-		t := &task{index: ix, rec: r.bench.Records[ix]}
-		t.plan, t.err = protocol.Plan(t.rec, o.BenchDir)
-		if t.err == nil {
-			for _, p := range protocol.ImagesToSend(t.plan) {
-				if !seen[p] {
-					seen[p] = true
-					paths = append(paths, p)
-				}
-			}
-		}
-		tasks[i] = t
+		tasks[i] = &task{index: ix, rec: r.bench.Records[ix]}
 	}
 	// Longest records first (ties in file order): with many records in
 	// flight this keeps the tail short, where file order would leave a
-	// few nine-turn records running alone at the end.
-	slices.SortStableFunc(tasks, func(a, b *task) int { return askedTurns(b.plan) - askedTurns(a.plan) })
-	vp := newVerifyProgress(o, len(paths), len(tasks))
-	r.verified = verifyImages(o.BenchDir, paths, vp.add)
-	vp.finish()
-	for _, t := range tasks {
-		if t.err != nil {
-			continue
-		}
-		for _, p := range protocol.ImagesToSend(t.plan) {
-			if v := r.verified[p]; v.err != nil {
-				t.err = v.err
-				break
-			}
-		}
-	}
+	// few nine-turn records running alone at the end. The count of the
+	// record's path stands for its plan's (they differ only for records
+	// with skipped turns, under --allow-invalid).
+	slices.SortStableFunc(tasks, func(a, b *task) int { return b.rec.Questions() - a.rec.Questions() })
 	return tasks
 }
 
@@ -199,16 +175,6 @@ feed:
 	return attempted, abandonedN
 }
 
-func askedTurns(plan []protocol.PlannedTurn) int {
-	n := 0
-	for i := range plan {
-		if plan[i].Asked() {
-			n++
-		}
-	}
-	return n
-}
-
 // setup builds the endpoints, the caches and the limiters.
 func (r *runner) setup() error {
 	o := r.o
@@ -240,20 +206,27 @@ func (r *runner) setup() error {
 			r.pool.eps = append(r.pool.eps, newEndpoint(name, c, o.Concurrency))
 		}
 	}
-	if !o.NoCache && respcache.Cacheable(o.Model.Sampling) && o.Model.Backend != provider.BackendBaseline {
-		dir := o.CacheDir
-		if dir == "" {
-			var err error
-			if dir, err = respcache.DefaultDir(); err != nil {
-				return err
-			}
+	dir := o.CacheDir
+	if dir == "" {
+		var err error
+		if dir, err = respcache.DefaultDir(); err != nil && !o.NoCache {
+			return err
 		}
+	}
+	if !o.NoCache && respcache.Cacheable(o.Model.Sampling) && o.Model.Backend != provider.BackendBaseline {
 		c, err := respcache.Open(dir)
 		if err != nil {
 			return err
 		}
 		r.cache = c
 	}
+	// The memo is used with --no-cache too: it holds no model output and
+	// cannot change a result, only skip a decode of bytes that decoded.
+	if dir != "" {
+		r.memo = openMemo(dir, o.Log)
+	}
+	r.verify = newVerifier(o.BenchDir, r.memo, runtime.GOMAXPROCS(0))
+	r.verify.keep = r.images.put
 	return nil
 }
 
@@ -263,10 +236,20 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 	o := r.o
 	popts := protocol.Options{BenchDir: o.BenchDir, Index: t.index, Oracle: o.Oracle, Parse: o.Parse,
 		Profile: o.Profile, GLMBoxUnwrap: o.Model.GLMBoxUnwrap, Now: o.Now}
-	if t.err != nil {
-		return protocol.ErrorRecord(t.rec, popts, t.err)
+	var err error
+	if t.plan, err = protocol.Plan(t.rec, o.BenchDir); err != nil {
+		return protocol.ErrorRecord(t.rec, popts, err)
 	}
-	cs := &caseState{r: r, task: t, imgs: &recordImages{cache: r.images, hashes: r.verified, got: map[string]*provider.Image{}}}
+	// Verified just in time: no call of a record is made before all of
+	// its images decode (or are remembered as decoding).
+	hashes, err := r.verify.record(ctx, protocol.ImagesToSend(t.plan))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return protocol.ErrorRecord(t.rec, popts, err)
+	}
+	cs := &caseState{r: r, task: t, imgs: &recordImages{cache: r.images, hashes: hashes, got: map[string]*provider.Image{}}}
 	for _, p := range t.plan {
 		if p.Asked() {
 			cs.asked = append(cs.asked, p)

@@ -1,0 +1,172 @@
+package eval
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
+)
+
+// Just-in-time image verification (spec protocol.md §1): a record's
+// images are verified, by decoding, right before its first call, by the
+// worker that runs it, so the first call leaves at once and verification
+// overlaps other records' calls. At most `slots` records verify at a
+// time (GOMAXPROCS by default): decoding is CPU-bound, and a bounded pool
+// leaves the senders their share of the processors. An image whose
+// bytes were decoded earlier in this run (by content hash) or by an
+// earlier run (the memo) is not decoded again.
+
+// verified is the outcome of verifying one image path.
+type verified struct {
+	sha string // content hash, "" when verification failed
+	err error
+}
+
+// content is what is known about one content hash in this run.
+type content struct {
+	err        error // the decode error; nil when the bytes decode
+	remembered bool  // known from the memo, not decoded in this run
+}
+
+// VerifyStats counts the distinct image files checked by a run.
+type VerifyStats struct {
+	Verified   int64 // decoded in this run (or identical to a file that was)
+	Remembered int64 // content verified by an earlier run (memo hit): only hashed
+	Failed     int64 // unreadable or undecodable
+	Decodes    int64 // PNG decodes performed (distinct contents not remembered)
+}
+
+func (s VerifyStats) String() string {
+	return fmt.Sprintf("%d verified by decoding (%d decodes), %d remembered from earlier runs, %d failed",
+		s.Verified, s.Decodes, s.Remembered, s.Failed)
+}
+
+type verifier struct {
+	benchDir string
+	memo     *memo
+	keep     func(sha string, b []byte) // if set, receives the bytes of each path verified
+	slots    chan struct{}
+	sf       singleflight.Group
+
+	mu     sync.Mutex
+	byPath map[string]verified
+	byHash map[string]content
+
+	verified, remembered, failed, decodes atomic.Int64
+}
+
+func newVerifier(benchDir string, m *memo, slots int) *verifier {
+	return &verifier{benchDir: benchDir, memo: m, slots: make(chan struct{}, max(slots, 1)),
+		byPath: map[string]verified{}, byHash: map[string]content{}}
+}
+
+// stats is a snapshot of the counters.
+func (v *verifier) stats() VerifyStats {
+	return VerifyStats{Verified: v.verified.Load(), Remembered: v.remembered.Load(),
+		Failed: v.failed.Load(), Decodes: v.decodes.Load()}
+}
+
+// record verifies one record's images (paths relative to the benchmark
+// directory), in order, holding one slot. It returns every verified
+// path's hash, or the first failure (an error naming the file). Ending
+// ctx while the record waits for a slot returns ctx's error.
+func (v *verifier) record(ctx context.Context, paths []string) (map[string]verified, error) {
+	select {
+	case v.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-v.slots }()
+	out := make(map[string]verified, len(paths))
+	for _, p := range paths {
+		r := v.path(p)
+		if r.err != nil {
+			return nil, r.err
+		}
+		out[p] = r
+	}
+	return out, nil
+}
+
+// path verifies one image path once per run; records sharing it wait for
+// the first.
+func (v *verifier) path(rel string) verified {
+	v.mu.Lock()
+	r, ok := v.byPath[rel]
+	v.mu.Unlock()
+	if ok {
+		return r
+	}
+	res, _, _ := v.sf.Do("path:"+rel, func() (any, error) {
+		r, c := v.check(rel)
+		switch {
+		case r.err != nil:
+			v.failed.Add(1)
+		case c.remembered:
+			v.remembered.Add(1)
+		default:
+			v.verified.Add(1)
+		}
+		v.mu.Lock()
+		v.byPath[rel] = r
+		v.mu.Unlock()
+		return r, nil
+	})
+	return res.(verified)
+}
+
+// check reads and hashes one file, then decodes its content unless this
+// run or the memo already knows it.
+func (v *verifier) check(rel string) (verified, content) {
+	b, err := readRegular(filepath.Join(v.benchDir, filepath.FromSlash(rel)))
+	if err != nil {
+		return verified{err: fmt.Errorf("image %s: %w", rel, err)}, content{err: err}
+	}
+	sum := sha256.Sum256(b)
+	sha := hex.EncodeToString(sum[:])
+	c := v.content(sha, b)
+	if c.err != nil {
+		return verified{err: fmt.Errorf("image %s: %w", rel, c.err)}, c
+	}
+	if v.keep != nil {
+		v.keep(sha, b)
+	}
+	return verified{sha: sha}, c
+}
+
+// content is the outcome for the bytes b whose hash is sha: decoded at
+// most once per run, and not at all when the memo remembers them.
+func (v *verifier) content(sha string, b []byte) content {
+	v.mu.Lock()
+	c, ok := v.byHash[sha]
+	v.mu.Unlock()
+	if ok {
+		return c
+	}
+	res, _, _ := v.sf.Do("sha:"+sha, func() (any, error) {
+		var c content
+		if v.memo.known(sha) {
+			c.remembered = true
+		} else {
+			v.decodes.Add(1)
+			// The header is checked against imagefile's limits first, so
+			// a decompression bomb is refused before any pixel buffer.
+			_, c.err = imagefile.DecodePNG(b)
+			if c.err == nil {
+				v.memo.add(sha)
+			}
+		}
+		v.mu.Lock()
+		v.byHash[sha] = c
+		v.mu.Unlock()
+		return c, nil
+	})
+	return res.(content)
+}
