@@ -43,6 +43,23 @@ func runCommand(t *testing.T, c *cobra.Command, args ...string) (string, string,
 
 const argSep = "\x1f"
 
+// TestMain points the default cache directory (response cache, image
+// verification memo) at a temporary one, so that no command test writes
+// into the user's ~/.cache; child processes inherit it.
+func TestMain(m *testing.M) {
+	if os.Getenv("CHX_TEST_MAIN") == "1" {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "chexpercept-cmd-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 func TestRunToolsHelperProcess(t *testing.T) {
 	if os.Getenv("CHX_TEST_MAIN") != "1" {
 		t.Skip("helper process for the command tests")
