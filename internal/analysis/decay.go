@@ -197,7 +197,7 @@ func (ub *unitBoot) decayRows(unit, mode string, group bool, path benchmark.Path
 		if row.AccValid && ub.point[0] > 0 && len(ratios) > 0 {
 			row.RatioValid, row.Ratio = true, ub.point[k-1]/ub.point[0]
 			row.RLo, row.RHi = percentileCI(ratios)
-			row.Precipitous = k > 1 && row.RHi < PrecipitousBelow
+			row.Precipitous = k > 1 && row.RHi < PrecipitousBelow && nRecords >= MinDecayRecords
 		}
 		rows = append(rows, row)
 	}

@@ -34,6 +34,13 @@ const ComparisonDomain = "medical-general"
 // of the 95 % interval of e2e_k / e2e_1 lies below this.
 const PrecipitousBelow = 0.5
 
+// MinDecayRecords is the fewest records a model (or pooled group) needs at
+// a stage before its ratio may be called a precipitous drop or decide
+// claim 1: a percentile bootstrap of a handful of records that are all
+// wrong gives the zero-width interval [0, 0], a certainty the data do not
+// hold (0 of 6 is compatible with a true 40 %).
+const MinDecayRecords = 30
+
 // AdvantageMargin is the smallest medical advantage (in accuracy, 0–1)
 // the findings treat as an advantage: "no advantage" is supported only
 // when every interval of medical − general lies below it.

@@ -216,7 +216,7 @@ func TestDecayRule(t *testing.T) {
 	for _, d := range dr.Decay {
 		if d.Path == benchmark.RevisionRequired && d.Stage == 3 {
 			got[d.Unit] = d.Precipitous
-			if d.Precipitous != (d.RatioValid && d.RHi < PrecipitousBelow) {
+			if d.Precipitous != (d.RatioValid && d.RHi < PrecipitousBelow && d.N >= MinDecayRecords) {
 				t.Errorf("%s: flag %v with ratio %v [%v, %v]", d.Unit, d.Precipitous, d.Ratio, d.RLo, d.RHi)
 			}
 		}
@@ -324,5 +324,52 @@ func TestTwoLevelSeesModelSpread(t *testing.T) {
 		if g.Group == GroupMedical && g.Path == benchmark.RevisionRequired && g.Stage == 1 && (g.Lo > 0.15 || g.Hi < 0.85) {
 			t.Errorf("medical group interval [%v, %v], want about [0.05, 0.95]", g.Lo, g.Hi)
 		}
+	}
+}
+
+// TestDecayVerdict: claim 1 is decided by the pooled ratio at RR stage 4,
+// and only with enough records; a handful of all-wrong records gives a
+// zero-width bootstrap interval that must not decide anything.
+func TestDecayVerdict(t *testing.T) {
+	reg := map[string]DomainModel{"a": {Domain: GroupGeneral}, "b": {Domain: GroupGeneral}}
+	collapse := func(i, k int) bool { return k < 4 || i%10 == 0 } // stage 4: 10 %
+	steady := func(i, k int) bool { return i%10 < 8 }             // every stage 80 %
+	tests := []struct {
+		name    string
+		n       int
+		correct func(i, k int) bool
+		want    string
+		reason  string
+	}{
+		{"collapse", 200, collapse, Supported, ""},
+		{"steady", 200, steady, NotSupported, ""},
+		{"collapse, few records", 12, func(i, k int) bool { return k < 4 }, Undecided, "fewer than the 30 a verdict needs"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := []*RunResult{
+				synthRun("opensource_a", "a", "none", tc.n, tc.correct),
+				synthRun("opensource_b", "b", "none", tc.n, tc.correct),
+			}
+			dr := domainResult(t, runs, DomainOptions{Registry: reg})
+			found := false
+			for _, v := range dr.Verdict {
+				if v.Claim != 1 {
+					continue
+				}
+				found = true
+				if v.Status != tc.want || !strings.Contains(v.Reason, tc.reason) {
+					t.Errorf("claim 1: %s (%s), want %s with %q", v.Status, v.Reason, tc.want, tc.reason)
+				}
+			}
+			if !found {
+				t.Fatal("no claim 1 verdict")
+			}
+			for _, d := range dr.Decay {
+				if tc.n < MinDecayRecords && d.Precipitous {
+					t.Errorf("%s stage %d flagged precipitous with %d records", d.Unit, d.Stage, d.N)
+				}
+			}
+		})
 	}
 }
