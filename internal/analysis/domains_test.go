@@ -343,7 +343,7 @@ func TestDecayVerdict(t *testing.T) {
 	}{
 		{"collapse", 200, collapse, Supported, ""},
 		{"steady", 200, steady, NotSupported, ""},
-		{"collapse, few records", 12, func(i, k int) bool { return k < 4 }, Undecided, "fewer than the 30 a verdict needs"},
+		{"collapse, few records", 20, func(i, k int) bool { return k < 4 }, Undecided, "fewer than the 30 a verdict needs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -366,6 +366,9 @@ func TestDecayVerdict(t *testing.T) {
 				t.Fatal("no claim 1 verdict")
 			}
 			for _, d := range dr.Decay {
+				if d.N >= MinDecayRecords && tc.n < MinDecayRecords {
+					t.Errorf("%s: %d records, but each model has %d", d.Unit, d.N, tc.n)
+				}
 				if tc.n < MinDecayRecords && d.Precipitous {
 					t.Errorf("%s stage %d flagged precipitous with %d records", d.Unit, d.Stage, d.N)
 				}

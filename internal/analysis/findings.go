@@ -117,7 +117,9 @@ func runBoots(members []DomainMember, modes []string, o *Options) map[bootKey]*b
 			for _, rr := range runs {
 				if u := pathRecords(rr, k.pi); len(u) > 0 {
 					units = append(units, u)
-					j.n += len(u)
+					// A group's models answer the same records: its
+					// count is its largest model's, not their sum.
+					j.n = max(j.n, len(u))
 				}
 			}
 			if len(units) == 0 {
