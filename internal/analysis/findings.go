@@ -323,7 +323,7 @@ func decayVerdict(dr *DomainResult, mode string) Verdict {
 	case deepest.NModels < 2:
 		v.Reason += "; one model says nothing about models in general"
 	case deepest.N < MinDecayRecords:
-		v.Reason += fmt.Sprintf("; %d records at stage 4 are fewer than the %d a verdict needs", deepest.N, MinDecayRecords)
+		v.Reason += fmt.Sprintf("; %d revision-required records are fewer than the %d a verdict needs", deepest.N, MinDecayRecords)
 	case deepest.RHi < PrecipitousBelow:
 		v.Status = Supported
 	case deepest.RLo >= PrecipitousBelow:
