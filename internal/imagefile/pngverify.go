@@ -2,7 +2,6 @@ package imagefile
 
 import (
 	"bytes"
-	"compress/zlib"
 	"encoding/binary"
 	"fmt"
 	"hash"
@@ -262,8 +261,8 @@ func (v *pngVerifier) trns(length uint32) error {
 
 // Read presents the consecutive IDAT chunks as one stream and checks each
 // finished chunk's CRC, exactly as image/png's decoder.Read: zlib reads
-// through it (with the same bufio buffer), so both consume the same
-// chunk bytes, and what is left over is judged alike.
+// through it (with the same 4 KB bufio buffer; see zlibReader), so both
+// consume the same chunk bytes, and what is left over is judged alike.
 func (v *pngVerifier) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -297,11 +296,10 @@ var adam7 = [7][4]int{{8, 8, 0, 0}, {8, 8, 4, 0}, {4, 8, 0, 4}, {4, 4, 2, 0}, {2
 // imageData inflates the image data and checks its rows and its end, as
 // image/png's decode does.
 func (v *pngVerifier) imageData() error {
-	r, err := zlib.NewReader(v)
+	r, err := newZlibReader(v)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
 	v.buf = make([]byte, 32<<10)
 	if !v.interlaced {
 		err = v.pass(r, v.width, v.height)

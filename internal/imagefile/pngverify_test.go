@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	adler32pkg "hash/adler32"
 	"hash/crc32"
 	"image"
 	"image/color"
@@ -530,4 +531,50 @@ func BenchmarkPNGCheck(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestAdler32 compares the fast Adler-32 with hash/adler32 for every short
+// length, long inputs of bytes 0xff (the lanes' worst case), and updates
+// that start from another checksum.
+func TestAdler32(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	check := func(p []byte) {
+		t.Helper()
+		if got, want := adler32(1, p), adler32pkg.Checksum(p); got != want {
+			t.Fatalf("%d bytes: %08x, want %08x", len(p), got, want)
+		}
+	}
+	for n := range 300 {
+		check(randBytes(r, n))
+	}
+	for _, n := range []int{128, 8 * 4096, 8*4096 + 7, 8*4096*3 + 5, 1 << 20, 8<<20 + 13} {
+		check(randBytes(r, n))
+		check(bytes.Repeat([]byte{0xff}, n))
+	}
+	// Chained updates equal one update of the concatenation.
+	for range 200 {
+		p := randBytes(r, r.IntN(70000))
+		cut := r.IntN(len(p) + 1)
+		if got, want := adler32(adler32(1, p[:cut]), p[cut:]), adler32pkg.Checksum(p); got != want {
+			t.Fatalf("%d bytes cut at %d: %08x, want %08x", len(p), cut, got, want)
+		}
+	}
+}
+
+// BenchmarkAdler32 compares adler32 with hash/adler32 on the inflated size
+// of a 1024² RGB image.
+func BenchmarkAdler32(b *testing.B) {
+	p := randBytes(rand.New(rand.NewPCG(1, 1)), 3<<20)
+	b.Run("imagefile", func(b *testing.B) {
+		b.SetBytes(int64(len(p)))
+		for b.Loop() {
+			adler32(1, p)
+		}
+	})
+	b.Run("hash-adler32", func(b *testing.B) {
+		b.SetBytes(int64(len(p)))
+		for b.Loop() {
+			adler32pkg.Checksum(p)
+		}
+	})
 }
