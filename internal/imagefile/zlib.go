@@ -83,7 +83,7 @@ func (z *zlibReader) Read(p []byte) (int, error) {
 // c[0…n-1]: a += Σ c[i], b += n·a + Σ (n-i)·c[i], where for i = 8k+j,
 // n-i = 8·(groups after group k) + (8-j).
 func adler32(d uint32, p []byte) uint32 {
-	const mod, m16 = 65521, 0x00ff00ff00ff00ff
+	const mod = 65521
 	a, b := uint64(d&0xffff), uint64(d>>16)
 	for len(p) >= 8 {
 		n := min(len(p), 8<<20) &^ 7 // 2²⁰ groups keep the sums below in 64 bits
@@ -91,27 +91,13 @@ func adler32(d uint32, p []byte) uint32 {
 		// before each; w: Σ (8-j)·c[8k+j].
 		var tot, before, w uint64
 		for q := p[:n]; len(q) > 0; {
-			blk := q[:min(len(q), 128)] // 16 groups: lanes of t stay below 2¹⁶
-			var e, o, t uint64
-			for ; len(blk) >= 16; blk = blk[16:] {
-				x, y := binary.LittleEndian.Uint64(blk), binary.LittleEndian.Uint64(blk[8:])
-				xe, xo, ye, yo := x&m16, x>>8&m16, y&m16, y>>8&m16
-				t += 2*(e+o) + xe + xo
-				e += xe + ye
-				o += xo + yo
-			}
-			if len(blk) >= 8 {
-				x := binary.LittleEndian.Uint64(blk)
-				t += e + o
-				e += x & m16
-				o += x >> 8 & m16
-			}
-			groups := uint64(min(len(q), 128) / 8)
-			before += lanes16(t) + groups*tot
+			k := min(len(q), 128) // 16 groups: lanes of t stay below 2¹⁶
+			e, o, t := adlerBlock(q[:k])
+			before += lanes16(t) + uint64(k/8)*tot
 			tot += lanes16(e + o)
 			w += 8*(e&0xffff) + 6*(e>>16&0xffff) + 4*(e>>32&0xffff) + 2*(e>>48) +
 				7*(o&0xffff) + 5*(o>>16&0xffff) + 3*(o>>32&0xffff) + o>>48
-			q = q[min(len(q), 128):]
+			q = q[k:]
 		}
 		b = (b + uint64(n)*a + 8*before + w) % mod
 		a = (a + tot) % mod
@@ -122,6 +108,27 @@ func adler32(d uint32, p []byte) uint32 {
 		b += a
 	}
 	return uint32(b%mod<<16 | a%mod)
+}
+
+// adlerBlock adds up to 16 groups of eight bytes in 16-bit lanes: e and o
+// sum the bytes at even and odd offsets, t the sums before each group.
+// (A function of its own keeps the sums in registers.)
+func adlerBlock(blk []byte) (e, o, t uint64) {
+	const m16 = 0x00ff00ff00ff00ff
+	for ; len(blk) >= 16; blk = blk[16:] {
+		x, y := binary.LittleEndian.Uint64(blk), binary.LittleEndian.Uint64(blk[8:])
+		xe, xo, ye, yo := x&m16, x>>8&m16, y&m16, y>>8&m16
+		t += 2*(e+o) + xe + xo
+		e += xe + ye
+		o += xo + yo
+	}
+	if len(blk) >= 8 {
+		x := binary.LittleEndian.Uint64(blk)
+		t += e + o
+		e += x & m16
+		o += x >> 8 & m16
+	}
+	return e, o, t
 }
 
 // lanes16 adds the four 16-bit lanes of v.
