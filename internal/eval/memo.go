@@ -21,8 +21,9 @@ const MemoFile = "verified.sqlite"
 
 // checkerVersion names what "verified" means: bump it when the image
 // check changes (imagefile's decode path, or what verifyContent does), so
-// that every remembered image is checked again.
-const checkerVersion = 1
+// that every remembered image is checked again. 1: imagefile.DecodePNG;
+// 2: imagefile.VerifyPNG.
+const checkerVersion = 2
 
 // checker is the memo's validity key: the check's version, imagefile's
 // limits and the Go release (whose image/png decodes). A row written

@@ -15,9 +15,10 @@ import (
 )
 
 // Just-in-time image verification (spec protocol.md §1): a record's
-// images are verified, by decoding, right before its first call, by the
-// worker that runs it, so the first call leaves at once and verification
-// overlaps other records' calls. At most `slots` records verify at a
+// images are verified (imagefile.VerifyPNG: decoded in full without
+// building the image) right before its first call, by the worker that
+// runs it, so the first call leaves at once and verification overlaps
+// other records' calls. At most `slots` records verify at a
 // time (GOMAXPROCS by default): decoding is CPU-bound, and a bounded pool
 // leaves the senders their share of the processors. An image whose
 // bytes were decoded earlier in this run (by content hash) or by an
@@ -157,8 +158,10 @@ func (v *verifier) content(sha string, b []byte) content {
 		} else {
 			v.decodes.Add(1)
 			// The header is checked against imagefile's limits first, so
-			// a decompression bomb is refused before any pixel buffer.
-			_, c.err = imagefile.DecodePNG(b)
+			// a decompression bomb is refused before any work; then the
+			// image data is inflated and checked in full, accepting
+			// exactly what image/png decodes, without building pixels.
+			c.err = imagefile.VerifyPNG(b)
 			if c.err == nil {
 				v.memo.add(sha)
 			}

@@ -9,12 +9,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -264,5 +266,40 @@ func TestVerifiedBytesCached(t *testing.T) {
 	im, err := rec.image("a.png")
 	if err != nil || im.SHA256 != hashes["a.png"].sha || c.loads != 1 {
 		t.Errorf("first use after verification: %v, loads %d", err, c.loads)
+	}
+}
+
+// TestVerifyMemoOldChecker: images remembered by the checker that
+// decoded them with imagefile.DecodePNG (checker version 1) are verified
+// again by VerifyPNG, not taken on trust.
+func TestVerifyMemoOldChecker(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.png"), benchtest.FlatPNG(false), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v1 := fmt.Sprintf("v1 png maxfile=%d maxside=%d maxpixels=%d maxdecoded=%d %s",
+		imagefile.MaxFileBytes, imagefile.MaxSide, imagefile.MaxPixels, imagefile.MaxDecodedBytes, runtime.Version())
+	pass := func(checker string) VerifyStats {
+		t.Helper()
+		m := openMemo(cache, io.Discard)
+		if m == nil {
+			t.Fatal("memo did not open")
+		}
+		if checker != "" {
+			m.checker = checker
+		}
+		v := newVerifier(dir, m, 1)
+		if _, err := v.record(context.Background(), []string{"a.png"}); err != nil {
+			t.Fatal(err)
+		}
+		m.close()
+		return v.stats()
+	}
+	pass(v1) // the memo an earlier release wrote
+	if s := pass(v1); s != (VerifyStats{Remembered: 1}) {
+		t.Fatalf("the version 1 memo was not written: %+v", s)
+	}
+	if s := pass(""); s != (VerifyStats{Verified: 1, Decodes: 1}) {
+		t.Errorf("an image remembered by checker version 1 was not verified again: %+v", s)
 	}
 }
