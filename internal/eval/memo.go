@@ -14,6 +14,7 @@ import (
 	_ "modernc.org/sqlite" // pure-Go SQLite driver (also used by respcache)
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/respcache"
 )
 
 // MemoFile is the verification memo inside the cache directory.
@@ -81,20 +82,13 @@ func tryOpenMemo(dir string) (*memo, error) {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	db.SetMaxOpenConns(4)
-	_, err = db.Exec(`CREATE TABLE IF NOT EXISTS verified_images (
+	db, err := respcache.OpenDB(path, `CREATE TABLE IF NOT EXISTS verified_images (
 		sha256 TEXT NOT NULL,
 		checker TEXT NOT NULL,
 		verified_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
 		PRIMARY KEY (sha256, checker)
 	) WITHOUT ROWID`)
 	if err != nil {
-		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &memo{db: db, path: path, checker: checker()}, nil

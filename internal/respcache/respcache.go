@@ -21,8 +21,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/chexpercept/chexpercept/internal/provider"
 	_ "modernc.org/sqlite" // pure-Go SQLite driver
@@ -57,25 +59,57 @@ type Cache struct {
 	path string
 }
 
+// OpenDB opens (creating it if needed) the SQLite file at path, in a cache
+// directory that concurrent processes share (the shards of a Slurm array,
+// say), and runs schema, a CREATE ... IF NOT EXISTS. The busy timeout is
+// set before the switch to WAL; that switch can still fail at once with
+// SQLITE_BUSY when two processes make it at the same moment (SQLite does
+// not wait there), so the first connection's set-up is tried again a few
+// times. The path is escaped: '?' or '#' in a directory name cannot turn
+// into DSN parameters.
+func OpenDB(path, schema string) (*sql.DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	u := url.URL{Path: filepath.ToSlash(abs)}
+	dsn := "file:" + u.EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(4)
+	for try := 0; ; try++ {
+		_, err = db.Exec(schema)
+		var se interface{ Code() int }
+		if err == nil || try == 20 || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy {
+			break
+		}
+		time.Sleep(time.Duration(5+try*5) * time.Millisecond)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary result code of "database is
+// locked" (extended codes keep it in the low byte).
+const sqliteBusy = 5
+
 // Open opens or creates dir/responses.sqlite.
 func Open(dir string) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("response cache: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("response cache %s: %w", path, err)
-	}
-	db.SetMaxOpenConns(4)
-	_, err = db.Exec(`CREATE TABLE IF NOT EXISTS responses (
+	db, err := OpenDB(path, `CREATE TABLE IF NOT EXISTS responses (
 		key TEXT PRIMARY KEY,
 		entry TEXT NOT NULL,
 		created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
 	)`)
 	if err != nil {
-		db.Close()
 		return nil, fmt.Errorf("response cache %s: %w", path, err)
 	}
 	return &Cache{db: db, path: path}, nil

@@ -2,6 +2,8 @@ package respcache
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -124,6 +126,37 @@ func TestCacheable(t *testing.T) {
 	} {
 		if got := Cacheable(c.s); got != c.want {
 			t.Errorf("Cacheable(%+v) = %v", c.s, got)
+		}
+	}
+}
+
+// TestOpenConcurrently: processes sharing a cache directory (a Slurm
+// array's shards) open a new cache at the same moment; none may fail with
+// "database is locked" while the first switches it to WAL.
+func TestOpenConcurrently(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		dir := filepath.Join(t.TempDir(), "cache?x#y") // escaped, not DSN parameters
+		var wg sync.WaitGroup
+		errs := make([]error, 6)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := Open(dir)
+				if err == nil {
+					err = c.Close()
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, opener %d: %v", round, i, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, FileName)); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
