@@ -158,11 +158,16 @@ func (r *runner) dispatch(ctx, abandon context.Context, tasks []*task, out chan<
 			}
 		}()
 	}
+	fed := make(chan struct{}, len(tasks))
+	lookCtx, stopLook := context.WithCancel(ctx)
+	defer stopLook()
+	go r.verifyAhead(lookCtx, tasks, fed)
 feed:
 	for _, t := range tasks {
 		select {
 		case work <- t:
 			attempted++
+			fed <- struct{}{}
 		case <-ctx.Done():
 			break feed
 		case <-writeFailed:
@@ -173,6 +178,40 @@ feed:
 	wg.Wait()
 	abandoned.Range(func(_, _ any) bool { abandonedN++; return true })
 	return attempted, abandonedN
+}
+
+// verifyAhead verifies, in dispatch order, the images of the records
+// about to be handed out, at most Concurrency records beyond the last one
+// handed out (fed receives one value per record handed out). A worker then
+// finds its record's images verified and starts calling at once, so
+// verification leaves the records' critical path. It is one goroutine, so
+// it adds at most one processor's worth of decoding to the workers' own
+// bounded pool, and it stops with ctx. The bytes it keeps go to the image
+// cache, whose byte bound also bounds how far ahead it may usefully run.
+func (r *runner) verifyAhead(ctx context.Context, tasks []*task, fed <-chan struct{}) {
+	handed := 0
+	for i, t := range tasks {
+		for i >= handed+r.o.Concurrency {
+			select {
+			case <-fed:
+				handed++
+			case <-ctx.Done():
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		plan, err := protocol.Plan(t.rec, r.o.BenchDir)
+		if err != nil {
+			continue // the worker records the error
+		}
+		for _, p := range protocol.ImagesToSend(plan) {
+			if r.verify.path(p).err != nil {
+				break
+			}
+		}
+	}
 }
 
 // setup builds the endpoints, the caches and the limiters.

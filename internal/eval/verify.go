@@ -24,6 +24,9 @@ import (
 // bytes were decoded earlier in this run (by content hash) or by an
 // earlier run (the memo) is not decoded again.
 
+// testHookVerified, when set by a test, sees every path checked.
+var testHookVerified func(rel string)
+
 // verified is the outcome of verifying one image path.
 type verified struct {
 	sha string // content hash, "" when verification failed
@@ -106,7 +109,19 @@ func (v *verifier) path(rel string) verified {
 		return r
 	}
 	res, _, _ := v.sf.Do("path:"+rel, func() (any, error) {
+		// A caller that missed byPath may arrive here just after the
+		// first one left singleflight: look again, so a path is counted
+		// (and read) once.
+		v.mu.Lock()
+		r, ok := v.byPath[rel]
+		v.mu.Unlock()
+		if ok {
+			return r, nil
+		}
 		r, c := v.check(rel)
+		if testHookVerified != nil {
+			testHookVerified(rel)
+		}
 		switch {
 		case r.err != nil:
 			v.failed.Add(1)
@@ -152,7 +167,12 @@ func (v *verifier) content(sha string, b []byte) content {
 		return c
 	}
 	res, _, _ := v.sf.Do("sha:"+sha, func() (any, error) {
-		var c content
+		v.mu.Lock()
+		c, ok := v.byHash[sha]
+		v.mu.Unlock()
+		if ok { // decoded by a caller that just left singleflight
+			return c, nil
+		}
 		if v.memo.known(sha) {
 			c.remembered = true
 		} else {

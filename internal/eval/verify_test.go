@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -302,4 +303,55 @@ func TestVerifyMemoOldChecker(t *testing.T) {
 	if s := pass(""); s != (VerifyStats{Verified: 1, Decodes: 1}) {
 		t.Errorf("an image remembered by checker version 1 was not verified again: %+v", s)
 	}
+}
+
+// TestVerifyAhead: while a record's calls are in flight, the images of the
+// records about to be handed out are verified, so a worker that takes one
+// starts calling at once. With one worker whose first call waits, the only
+// way another record's image gets checked is the look-ahead.
+func TestVerifyAhead(t *testing.T) {
+	o := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "first"))
+	o.Concurrency, o.CacheDir = 1, t.TempDir()
+	var mu sync.Mutex
+	var checked []string
+	more := make(chan struct{}, 1)
+	testHookVerified = func(rel string) {
+		mu.Lock()
+		checked = append(checked, rel)
+		mu.Unlock()
+		select {
+		case more <- struct{}{}:
+		default:
+		}
+	}
+	otherThan := func(key string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rel := range checked {
+			if !strings.Contains(rel, "/"+key+"/") {
+				return rel
+			}
+		}
+		return ""
+	}
+	var once sync.Once
+	testHookCall = func(key, _ string) {
+		once.Do(func() {
+			deadline := time.After(20 * time.Second)
+			for {
+				if rel := otherThan(key); rel != "" {
+					t.Logf("while %s waits for its first reply, %s was verified", key, rel)
+					return
+				}
+				select {
+				case <-more:
+				case <-deadline:
+					t.Errorf("no image of another record was verified while %s's first call waited", key)
+					return
+				}
+			}
+		})
+	}
+	defer func() { testHookVerified, testHookCall = nil, nil }()
+	run(t, o)
 }
