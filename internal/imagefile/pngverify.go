@@ -1,3 +1,7 @@
+// Parts of this file follow Go's image/png reader closely. That code is
+// Copyright 2009 The Go Authors, under the BSD-style license at
+// https://go.dev/LICENSE.
+
 package imagefile
 
 import (
