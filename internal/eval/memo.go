@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver (also used by respcache)
 
@@ -51,12 +52,19 @@ type memo struct {
 	log     io.Writer
 
 	mu      sync.Mutex
-	pending []string // hashes verified but not yet written
+	pending []string  // hashes verified but not yet written
+	since   time.Time // when the oldest pending hash was added
 	broken  bool
+	now     func() time.Time
 }
 
-// memoBatch is how many new hashes are written per transaction.
-const memoBatch = 128
+// A batch of new hashes is written when it holds memoBatch hashes or its
+// oldest is memoFlushAge old, so a run killed with -9 loses at most about
+// a second of verification.
+const (
+	memoBatch    = 128
+	memoFlushAge = time.Second
+)
 
 // openMemo opens or creates dir/verified.sqlite; on failure it logs a
 // warning and returns nil (no memo: every image is decoded).
@@ -91,7 +99,7 @@ func tryOpenMemo(dir string) (*memo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &memo{db: db, path: path, checker: checker()}, nil
+	return &memo{db: db, path: path, checker: checker(), now: time.Now}, nil
 }
 
 // known reports whether sha was verified by an earlier run (or an
@@ -122,9 +130,13 @@ func (m *memo) add(sha string) {
 		m.mu.Unlock()
 		return
 	}
+	now := m.now()
+	if len(m.pending) == 0 {
+		m.since = now
+	}
 	m.pending = append(m.pending, sha)
 	var batch []string
-	if len(m.pending) >= memoBatch {
+	if len(m.pending) >= memoBatch || now.Sub(m.since) >= memoFlushAge {
 		batch, m.pending = m.pending, nil
 	}
 	m.mu.Unlock()

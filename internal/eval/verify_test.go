@@ -355,3 +355,30 @@ func TestVerifyAhead(t *testing.T) {
 	defer func() { testHookVerified, testHookCall = nil, nil }()
 	run(t, o)
 }
+
+// TestMemoFlushesByAge: verified hashes reach the memo file within about
+// a second even when fewer than a batch come, so a run killed with -9
+// keeps what it verified before that.
+func TestMemoFlushesByAge(t *testing.T) {
+	cache := t.TempDir()
+	m := openMemo(cache, io.Discard)
+	if m == nil {
+		t.Fatal("no memo")
+	}
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clock := t0
+	m.now = func() time.Time { return clock }
+	reader := openMemo(cache, io.Discard) // another process's view
+	defer reader.close()
+	h1, h2 := strings.Repeat("1", 64), strings.Repeat("2", 64)
+	m.add(h1)
+	if reader.known(h1) {
+		t.Fatal("a lone hash was written at once; want it batched")
+	}
+	clock = t0.Add(memoFlushAge)
+	m.add(h2)
+	if !reader.known(h1) || !reader.known(h2) {
+		t.Errorf("hashes older than %v not written before close", memoFlushAge)
+	}
+	m.close()
+}
