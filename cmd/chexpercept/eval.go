@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -337,20 +338,25 @@ func (fl *evalFlags) genOptions(f *pflag.FlagSet) error {
 var samplingFlags = map[string]string{"temperature": "--temperature", "top_p": "--top-p", "max_tokens": "--max-tokens",
 	"max_completion_tokens": "--max-tokens", "max_output_tokens": "--max-tokens", "seed": "--gen-seed"}
 
+// maxExtraBodyBytes bounds the --extra-body values together: they are
+// sent with every call and stored in the run manifest.
+const maxExtraBodyBytes = 1 << 20
+
 // parseExtraBody reads the --extra-body KEY=JSON arguments: each value
 // must be one JSON value and each key a member chexpercept does not write
-// itself, given once.
+// itself, given once. Errors quote at most the start of an argument.
 func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 	const want = "want KEY=JSON, e.g. top_k=20 or chat_template_kwargs='{\"enable_thinking\":false}'"
 	var m map[string]json.RawMessage
+	total := 0
 	for _, a := range args {
 		k, v, ok := strings.Cut(a, "=")
 		k = strings.TrimSpace(k)
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("--extra-body %q has no '=': %s", a, want)
+			return nil, fmt.Errorf("--extra-body %s has no '=': %s", clipQuote(a), want)
 		case k == "":
-			return nil, fmt.Errorf("--extra-body %q has no key before '=': %s", a, want)
+			return nil, fmt.Errorf("--extra-body %s has no key before '=': %s", clipQuote(a), want)
 		}
 		if err := provider.CheckExtraKey(k); err != nil {
 			if f, ok := samplingFlags[k]; ok {
@@ -358,10 +364,13 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 			}
 			return nil, fmt.Errorf("--extra-body: %w", err)
 		}
+		if total += len(v); total > maxExtraBodyBytes {
+			return nil, fmt.Errorf("--extra-body %s: the values are more than %d bytes together", k, maxExtraBodyBytes)
+		}
 		var val any
 		if err := json.Unmarshal([]byte(v), &val); err != nil {
-			return nil, fmt.Errorf("--extra-body %s: value %q is not valid JSON (%v); a string needs JSON quotes, e.g. %s='\"text\"'",
-				k, v, err, k)
+			return nil, fmt.Errorf("--extra-body %s: value %s is not valid JSON (%v); a string needs JSON quotes, e.g. %s='\"text\"'",
+				k, clipQuote(v), err, k)
 		}
 		if _, dup := m[k]; dup {
 			return nil, fmt.Errorf("--extra-body %s is given twice", k)
@@ -372,6 +381,20 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 		m[k] = json.RawMessage(v)
 	}
 	return m, nil
+}
+
+// clipQuote quotes s for an error message, cut to its first 60 bytes
+// (on a rune boundary) with its length when longer.
+func clipQuote(s string) string {
+	const keep = 60
+	if len(s) <= keep {
+		return strconv.Quote(s)
+	}
+	cut := keep
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
 // handleInterrupts returns a context that the first Ctrl-C (or SIGTERM)

@@ -327,3 +327,32 @@ func TestEvalSeedWithoutSampleWarns(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestParseExtraBodyBounded: a huge or deeply nested --extra-body value is
+// refused with a short one-line error that quotes only its start, and the
+// values together are bounded.
+func TestParseExtraBodyBounded(t *testing.T) {
+	nested := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	big := `"` + strings.Repeat("x", maxExtraBodyBytes/4) + `"`
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"deep nesting", []string{"a=" + nested}, "(40000 bytes)"},
+		{"no equals", []string{strings.Repeat("y", 5000)}, "(5000 bytes)"},
+		{"too large together", []string{"a=" + big, "b=" + big, "c=" + big, "d=" + big, "e=" + big}, "more than 1048576 bytes together"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseExtraBody(tc.args)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.want) || len(msg) > 400 || strings.Contains(msg, "\n") {
+				t.Errorf("want a short one-line error with %q, got %d bytes: %.300s", tc.want, len(msg), msg)
+			}
+		})
+	}
+}

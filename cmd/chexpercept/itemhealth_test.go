@@ -31,10 +31,14 @@ func TestReportFlagShare(t *testing.T) {
 	out := filepath.Join(tmp, "report")
 	cmd := findCommand(t, "report")
 	defer cmd.Flags().Set("flag-share", "0.8")
-	_, _, err = runCommand(t, cmd, results, "--out", out, "--bootstrap", "10", "--flag-share", "0.5")
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "--flag-share") {
-		t.Fatalf("--flag-share 0.5: %v", err)
+	// 0 (and 1e-400, which parses as 0) is no share either: it must not
+	// silently mean the default.
+	for _, bad := range []string{"0.5", "0", "1e-400", "NaN"} {
+		_, _, err = runCommand(t, cmd, results, "--out", out, "--bootstrap", "10", "--flag-share", bad)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "--flag-share") {
+			t.Fatalf("--flag-share %s: %v", bad, err)
+		}
 	}
 	if _, stderr, err := runCommand(t, cmd, results, "--out", out, "--bootstrap", "10", "--flag-share", "0.6"); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)

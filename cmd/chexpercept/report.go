@@ -67,6 +67,9 @@ deletes nothing.`,
 			if cfg.Analysis.Bootstrap < 1 {
 				return withExit(2, fmt.Errorf("--bootstrap %d: want at least 1", cfg.Analysis.Bootstrap))
 			}
+			if cfg.Analysis.FlagShare == 0 { // the library reads 0 as the default
+				return withExit(2, fmt.Errorf("--flag-share 0: want a share above 0.5 and at most 1"))
+			}
 			if err := analysis.CheckFlagShare(cfg.Analysis.FlagShare); err != nil {
 				return withExit(2, fmt.Errorf("--flag-share: %w", err))
 			}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -236,7 +237,8 @@ layouts, optimal? = 1 for accepted cases. In an item-health round (init
 every flagged question (docs/item-health.md).
 
 An existing --jsonl or --outcomes file is replaced only with --force (it may
-be a review log a round was meant to be appended to). --csv writes only into
+be a review log a round was meant to be appended to), and never when it is
+the review database, a directory or a FIFO. --csv writes only into
 a new or empty directory or an earlier export (marked by
 .chexpercept-review-sheets), or with --force. Refusals exit 2 before
 anything is written.`,
@@ -245,7 +247,7 @@ anything is written.`,
 			if db == "" || (jsonl != "" && csvDir != "") || (jsonl == "" && csvDir == "" && outcomes == "") {
 				return withExit(2, errors.New("give --review-db and exactly one of --jsonl OUT, --csv OUT_DIR (and/or --outcomes FILE)"))
 			}
-			if err := checkExportTargets(jsonl, csvDir, outcomes, force); err != nil {
+			if err := checkExportTargets(db, jsonl, csvDir, outcomes, force); err != nil {
 				return withExit(2, err)
 			}
 			st, err := review.OpenReadOnly(db)
@@ -292,13 +294,35 @@ anything is written.`,
 // --jsonl or --outcomes file without force (it may be the main review log
 // a round's export was meant to be appended to), and a --csv directory
 // that is neither new, empty nor an earlier export (its positive.csv may
-// be a filled sheet).
-func checkExportTargets(jsonl, csvDir, outcomes string, force bool) error {
+// be a filled sheet). Even --force never replaces the review database itself, the other
+// output, or what is not a regular file or a symbolic link (a directory,
+// a FIFO).
+func checkExportTargets(db, jsonl, csvDir, outcomes string, force bool) error {
+	if jsonl != "" && filepath.Clean(jsonl) == filepath.Clean(outcomes) {
+		return fmt.Errorf("--jsonl and --outcomes name the same file %s", jsonl)
+	}
+	dbInfo, dbErr := os.Stat(db)
 	for _, t := range []struct{ flag, path string }{{"--jsonl", jsonl}, {"--outcomes", outcomes}} {
-		if t.path == "" || force {
+		if t.path == "" {
 			continue
 		}
-		if _, err := os.Lstat(t.path); err == nil {
+		c, d := filepath.Clean(t.path), filepath.Clean(db)
+		fi, err := os.Stat(t.path)
+		if err == nil && dbErr == nil && os.SameFile(fi, dbInfo) || c == d+"-wal" || c == d+"-shm" || c == d+"-journal" {
+			return fmt.Errorf("%s %s is the review database or one of its files", t.flag, t.path)
+		}
+		li, err := os.Lstat(t.path)
+		if err != nil {
+			continue
+		}
+		if m := li.Mode(); !m.IsRegular() && m&os.ModeSymlink == 0 {
+			kind := "a directory"
+			if !m.IsDir() {
+				kind = "a special file (" + m.Type().String() + ")"
+			}
+			return fmt.Errorf("%s %s is %s, not a file", t.flag, t.path, kind)
+		}
+		if !force {
 			return fmt.Errorf("%s %s already exists; export never replaces a file unless told: pass --force, or write elsewhere (to add a round to a review log, export it to its own file and append that)", t.flag, t.path)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,6 +120,28 @@ func TestReviewCommands(t *testing.T) {
 	}
 	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl, "--force"); err != nil {
 		t.Errorf("export --force over an existing --jsonl: %v", err)
+	}
+	// Not even --force replaces the review database (by name, through a
+	// symbolic link, or its WAL), the other output, a directory or a FIFO.
+	dbBefore, _ := os.ReadFile(db)
+	dbLink, dir, fifo := filepath.Join(tmp, "db-link"), filepath.Join(tmp, "a-dir"), filepath.Join(tmp, "a-fifo")
+	os.Symlink(db, dbLink)
+	os.Mkdir(dir, 0o755)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--jsonl", db}, {"--jsonl", dbLink}, {"--outcomes", db + "-wal"}, {"--jsonl", dir},
+		{"--outcomes", fifo}, {"--jsonl", jl, "--outcomes", jl}} {
+		_, _, err := runCommand(t, reviewExportCmd(), append([]string{"--review-db", db, "--force"}, args...)...)
+		if reviewExitCode(err) != 2 || strings.Contains(err.Error(), "\n") {
+			t.Errorf("export --force %v: %v", args, err)
+		}
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(after, dbBefore) {
+		t.Error("the review database changed")
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v", err)
 	}
 	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--csv", csvDir); err != nil {
 		t.Errorf("export into its own earlier --csv directory: %v", err)

@@ -376,3 +376,31 @@ func TestDecayVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestDomainsFileWarnsWithoutGroups: a domains file whose key matches no
+// run (a typo) is warned about even when, as a result, no run has a group
+// and the findings are empty.
+func TestDomainsFileWarnsWithoutGroups(t *testing.T) {
+	res := &Result{Runs: []*RunResult{{Run: &Run{Name: "opensource_my-vlm", Provider: "opensource", Model: "my-vlm", OracleMode: "none"}, Scored: true}}}
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]string
+		want      []string
+	}{
+		{"typo", map[string]string{"opensource_my-vml": "medical"}, []string{"no domain known for", `d.yaml: "opensource_my-vml" names no run`}},
+		{"no domains file", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &Options{Domains: DomainOptions{Source: "d.yaml", Overrides: tc.overrides}}
+			dr, warns := analyzeDomains(res, o)
+			if len(dr.Groups) != 0 || len(warns) != len(tc.want) {
+				t.Fatalf("groups %d, warnings %q, want %q", len(dr.Groups), warns, tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(warns[i], w) {
+					t.Errorf("warning %d: %q, want %q", i, warns[i], w)
+				}
+			}
+		})
+	}
+}

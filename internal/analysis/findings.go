@@ -45,7 +45,12 @@ func analyzeDomains(res *Result, o *Options) (*DomainResult, []string) {
 	dr := &DomainResult{Members: members}
 	if !slices.ContainsFunc(members, func(m DomainMember) bool { return m.Group != "" }) {
 		// No run has a group: there is nothing to find, and a run without
-		// a domain is no news (the report says how to give groups).
+		// a domain is no news (the report says how to give groups),
+		// unless a domains file was given: then a key that names no run
+		// (a typo) is why, and must be said.
+		if len(o.Domains.Overrides) > 0 {
+			return dr, warns
+		}
 		return dr, nil
 	}
 	boots := runBoots(members, res.Modes(), o)

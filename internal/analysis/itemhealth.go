@@ -376,7 +376,10 @@ func (h *ItemHealth) flag(s *ItemStat) {
 	wrongModal := s.ModalN > 0 && s.Modal != s.GT
 	var p float64
 	if r >= MinItemRuns {
-		need := int(math.Ceil(h.FlagShare*float64(r) - 1e-9))
+		// The tolerance keeps 0.8·5 at 4, but must not let a share just
+		// above one half ask for only half of the runs: a tie is no
+		// majority, and the chance formula needs disjoint events.
+		need := max(int(math.Ceil(h.FlagShare*float64(r)-1e-9)), r/2+1)
 		pu, pm := ChanceUnanimousWrong(k, r), ChanceMajorityWrong(k, r, need)
 		switch {
 		case pm <= MaxChance:

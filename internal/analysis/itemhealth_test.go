@@ -291,3 +291,25 @@ func TestItemHealthNeedsRuns(t *testing.T) {
 }
 
 func closeTo(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+// TestMajorityWrongNeedsMajority: with a share just above one half, a tie
+// (5 of 10 runs on one wrong answer, 5 on the right one) is no majority.
+func TestMajorityWrongNeedsMajority(t *testing.T) {
+	for _, tc := range []struct {
+		share  float64
+		modalN int
+		want   bool
+	}{
+		{0.5 + 1e-12, 5, false},
+		{0.5 + 1e-12, 6, true},
+		{0.8, 8, true},
+		{0.8, 7, false},
+	} {
+		h := &ItemHealth{FlagShare: tc.share}
+		s := &ItemStat{Runs: 10, Correct: 10 - tc.modalN, Answers: 50, GT: "1", Modal: "2", ModalN: tc.modalN, Discrimination: math.NaN()}
+		h.flag(s)
+		if got := slices.Contains(s.Reasons, FlagMajorityWrong); got != tc.want {
+			t.Errorf("share %v, %d of 10 wrong alike: majority_wrong %v, want %v (reasons %v)", tc.share, tc.modalN, got, tc.want, s.Reasons)
+		}
+	}
+}

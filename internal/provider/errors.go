@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -120,6 +121,7 @@ func transportError(ctx context.Context, err error, s scrubber) *CallError {
 	if ctx.Err() != nil {
 		return contextError(ctx, err)
 	}
+	err = withoutURLSecrets(err)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return &CallError{Kind: KindTimeout, Msg: s.clean(err.Error())}
@@ -139,6 +141,33 @@ func transportError(ctx context.Context, err error, s scrubber) *CallError {
 	// treated as a network failure: a retry on a fresh connection may help.
 	return &CallError{Kind: KindNetwork, Msg: s.clean(err.Error())}
 }
+
+// withoutURLSecrets drops the user info, query and fragment of the URL an
+// http.Client error names (Go masks only the password, and an endpoint
+// from OPENAI_BASE_URL may carry a user name or a query token that is a
+// credential). The error may be wrapped (the Gemini SDK does), so the
+// URL is replaced in the message; errors.Is and As still see err.
+func withoutURLSecrets(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	clean := "[endpoint]"
+	if u, perr := url.Parse(ue.URL); perr == nil {
+		u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
+		clean = u.String()
+	}
+	msg := strings.ReplaceAll(err.Error(), ue.Error(), (&url.Error{Op: ue.Op, URL: clean, Err: ue.Err}).Error())
+	return &scrubbedError{msg: msg, err: err}
+}
+
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
 
 // statusError classifies a non-2xx HTTP status.
 func statusError(status int, header http.Header, msg string, s scrubber) *CallError {

@@ -368,3 +368,32 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointCredentialsNotInNetworkErrors: an endpoint URL with a user
+// name, password and query token (e.g. from OPENAI_BASE_URL) that cannot
+// be reached gives a network error naming none of them (Go's url.Error
+// masks only the password).
+func TestEndpointCredentialsNotInNetworkErrors(t *testing.T) {
+	hj := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	defer hj.Close()
+	for _, backend := range []string{BackendVLLM, BackendGemini} {
+		ep := strings.Replace(hj.URL, "http://", "http://tok-user-name:pass-word-9@", 1) + "/v1?auth=query-token-7#frag-ment"
+		c, err := New(Config{Backend: backend, Endpoint: ep, Getenv: env(map[string]string{"GEMINI_API_KEY": "gem-key-123456"})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Complete(context.Background(), conversation(Sampling{}))
+		if err == nil {
+			t.Fatalf("%s: want a network error", backend)
+		}
+		for _, secret := range []string{"tok-user-name", "pass-word-9", "query-token-7", "frag-ment"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("%s: error shows %q: %v", backend, secret, err)
+			}
+		}
+	}
+}

@@ -74,6 +74,7 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 		}
 	}
 	var out []ItemFlag
+	seen := map[ItemFlag]bool{}
 	for line := 2; ; line++ {
 		rec, err := r.Read()
 		if err == io.EOF {
@@ -88,11 +89,19 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 			}
 			return ""
 		}
-		f := ItemFlag{KeyID: get("key_id"), Mode: get("oracle_mode"), Question: get("question"), Turn: get("turn"), Reason: get("reason"),
-			Runs: get("runs"), AgreeShare: get("agree_share"), GT: get("gt"), Modal: get("modal_answer"), GTText: get("gt_text"), ModalText: get("modal_text")}
+		// The texts are shown to reviewers: control and format characters
+		// (a bidi override reorders the page) show as escapes, and bytes
+		// that are not UTF-8 as U+FFFD. key_id is matched, not shown.
+		text := func(name string) string { return benchmark.OneLine(strings.ToValidUTF8(get(name), "\uFFFD")) }
+		f := ItemFlag{KeyID: get("key_id"), Mode: text("oracle_mode"), Question: text("question"), Turn: text("turn"), Reason: text("reason"),
+			Runs: text("runs"), AgreeShare: text("agree_share"), GT: text("gt"), Modal: text("modal_answer"), GTText: text("gt_text"), ModalText: text("modal_text")}
 		if f.KeyID == "" || f.Reason == "" {
 			return nil, fmt.Errorf("flagged items %s:%d: empty key_id or reason", path, line)
 		}
+		if seen[f] { // a row given twice would be shown twice
+			continue
+		}
+		seen[f] = true
 		out = append(out, f)
 	}
 	if len(out) == 0 {

@@ -19,11 +19,14 @@ const flaggedCSV = "oracle_mode,key_id,question,turn,reason,runs,agree_share,gt,
 	"none,effusion_fx009_negative_0,detection,T1,unanimous_wrong,5,1.000000,2,1,0.000000,NA,effusion,lesion_free,0.03125,No,Yes\r\n"
 
 // itemRound opens an item-health round over the fixture's flagged cases.
-func itemRound(t *testing.T) *app {
+func itemRound(t *testing.T) *app { t.Helper(); return itemRoundCSV(t, flaggedCSV) }
+
+// itemRoundCSV opens an item-health round from the flagged_items.csv body.
+func itemRoundCSV(t *testing.T, body string) *app {
 	t.Helper()
 	fx := makeFixture(t, []string{"edema", "effusion"}, 3, 2)
 	path := filepath.Join(t.TempDir(), "flagged_items.csv")
-	if err := os.WriteFile(path, []byte(flaggedCSV), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	flags, err := ReadFlagged(path)
@@ -196,5 +199,29 @@ func TestNotItemHealthRound(t *testing.T) {
 	}
 	if _, err := a.store.ExportOutcomes(ctx, filepath.Join(t.TempDir(), "o.csv")); err == nil {
 		t.Error("outcomes exported from a plain review")
+	}
+}
+
+// TestHostileFlaggedItems: a crafted flagged_items.csv (BOM, CRLF, a row
+// given three times, HTML, a bidi override, an escape sequence and bytes
+// that are not UTF-8 in the texts) gives a case page that shows each flag
+// once, with the markup escaped and no control or format character.
+func TestHostileFlaggedItems(t *testing.T) {
+	row := "none,edema_fx001_positive_0,comparison,T9,unanimous_wrong<script>x()</script>,5,1.000000,1,4,0,NA,edema,revision_free,0.04," +
+		"\"<script>alert('gt')</script>\",\"<img src=x onerror=y()>\u202eevil\x1b[31m\xff\"\r\n"
+	a := itemRoundCSV(t, "\ufeff"+flaggedCSV[:strings.Index(flaggedCSV, "\r\n")+2]+row+row+row)
+	page := a.signIn("r1").get("/case/edema_fx001_positive_0").body
+	if n := strings.Count(page, "T9 comparison"); n != 1 {
+		t.Errorf("the flag shows %d times, want once", n)
+	}
+	for _, bad := range []string{"<script>alert", "<script>x", "<img src=x", "\u202e", "\x1b", "\xff"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page holds %q", bad)
+		}
+	}
+	for _, good := range []string{"&lt;script&gt;alert(&#39;gt&#39;)", "&lt;img src=x", `\u202eevil\x1b[31m`} {
+		if !strings.Contains(page, good) {
+			t.Errorf("page lacks %q", good)
+		}
 	}
 }

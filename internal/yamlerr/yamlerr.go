@@ -31,12 +31,22 @@ func Explain(data []byte, err error) string {
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(data, &root) // a TypeError means the syntax was fine
-	msgs := make([]string, 0, len(te.Errors))
-	for _, e := range te.Errors {
+	// Each explanation walks the document, so only the first few are
+	// explained: a file of many wrong entries stays a short line, found
+	// in linear time.
+	n := min(len(te.Errors), maxExplained)
+	msgs := make([]string, 0, n+1)
+	for _, e := range te.Errors[:n] {
 		msgs = append(msgs, explainOne(&root, e))
+	}
+	if more := len(te.Errors) - n; more > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(msgs, "; ")
 }
+
+// maxExplained bounds the errors Explain describes.
+const maxExplained = 5
 
 func explainOne(root *yaml.Node, e string) string {
 	if m := unknownField.FindStringSubmatch(e); m != nil {

@@ -41,6 +41,9 @@ func TestExplain(t *testing.T) {
 		{"same value twice", "n: 1\nf: x\nints: [x]\n", `line 2: key "f": want a number, got "x"; line 3: key "ints[0]": want an integer, got "x"`},
 		{"document is a list", "- 1\n", `line 1: want a mapping, got a list`},
 		{"syntax error", "a: [\n", `line 1: did not find expected node content`},
+		{"many errors: the first five", "ints:\n" + strings.Repeat("- x\n", 3000),
+			`line 2: key "ints[0]": want an integer, got "x"; line 3: key "ints[1]": want an integer, got "x"; line 4: key "ints[2]": want an integer, got "x"; ` +
+				`line 5: key "ints[3]": want an integer, got "x"; line 6: key "ints[4]": want an integer, got "x"; and 2995 more`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dec := yaml.NewDecoder(bytes.NewReader([]byte(tc.yaml)))
