@@ -28,7 +28,17 @@ var testHookCall func(key, endpoint string)
 type task struct {
 	index int
 	rec   *benchmark.Record
-	plan  []protocol.PlannedTurn // planned by runTask
+
+	planOnce sync.Once
+	plan     []protocol.PlannedTurn // set by planned
+	planErr  error
+}
+
+// planned plans the record once, for whichever comes first: the
+// look-ahead verifier or the worker that runs it.
+func (t *task) planned(benchDir string) ([]protocol.PlannedTurn, error) {
+	t.planOnce.Do(func() { t.plan, t.planErr = protocol.Plan(t.rec, benchDir) })
+	return t.plan, t.planErr
 }
 
 // run asks the records of todo. Ending ctx stops starting records; ending
@@ -202,7 +212,7 @@ func (r *runner) verifyAhead(ctx context.Context, tasks []*task, fed <-chan stru
 		if ctx.Err() != nil {
 			return
 		}
-		plan, err := protocol.Plan(t.rec, r.o.BenchDir)
+		plan, err := t.planned(r.o.BenchDir)
 		if err != nil {
 			continue // the worker records the error
 		}
@@ -276,7 +286,7 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 	popts := protocol.Options{BenchDir: o.BenchDir, Index: t.index, Oracle: o.Oracle, Parse: o.Parse,
 		Profile: o.Profile, GLMBoxUnwrap: o.Model.GLMBoxUnwrap, Now: o.Now}
 	var err error
-	if t.plan, err = protocol.Plan(t.rec, o.BenchDir); err != nil {
+	if _, err = t.planned(o.BenchDir); err != nil {
 		return protocol.ErrorRecord(t.rec, popts, err)
 	}
 	// Verified just in time: no call of a record is made before all of
