@@ -99,25 +99,6 @@ func normLines(t *testing.T, name string, recordDrop, turnDrop []string) []strin
 var timingRecord = []string{"started_at", "finished_at"}
 var timingTurn = []string{"latency_ms", "total_ms", "attempts"}
 
-// scenarioBench writes the protocol test records (LF, RF, RR,
-// cardiomegaly RR) with placeholder images.
-func scenarioBench(t *testing.T) *benchmark.Benchmark {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "bench")
-	recs := protocoltest.Records()
-	if err := protocoltest.WriteImages(dir, recs); err != nil {
-		t.Fatal(err)
-	}
-	if err := benchmark.WriteFile(dir, recs); err != nil {
-		t.Fatal(err)
-	}
-	b, err := benchmark.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // scriptedRun writes a finished run of the scripted fake model
 // (protocoltest.ScenarioReplies: replies in many formats, usage on the
 // RR records) as azure gpt-5.4, so that the export carries token_usage.
@@ -163,7 +144,7 @@ func readLines(t *testing.T, name string) []*results.Record {
 }
 
 func TestRescore(t *testing.T) {
-	bench := scenarioBench(t)
+	bench := protocoltest.Bench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit} {
 		t.Run(string(oracle), func(t *testing.T) {
 			out := t.TempDir()
@@ -290,7 +271,7 @@ func deref(p *string) string {
 }
 
 func TestRescoreRefusals(t *testing.T) {
-	bench := scenarioBench(t)
+	bench := protocoltest.Bench(t)
 	out := t.TempDir()
 	src := scriptedRun(t, bench, out, protocol.OracleNone, parse.ModeReference)
 	other := filepath.Join(t.TempDir(), "other")
@@ -320,7 +301,7 @@ func TestRescoreRefusals(t *testing.T) {
 }
 
 func TestImportReferenceRoundTrip(t *testing.T) {
-	bench := scenarioBench(t)
+	bench := protocoltest.Bench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
 		for _, mode := range []parse.Mode{parse.ModeReference, parse.ModeStrict} {
 			t.Run(string(oracle)+"/"+string(mode), func(t *testing.T) {
@@ -389,7 +370,7 @@ func jsonString(s string) string {
 }
 
 func TestImportReferenceErrors(t *testing.T) {
-	bench := scenarioBench(t)
+	bench := protocoltest.Bench(t)
 	src := scriptedRun(t, bench, t.TempDir(), protocol.OracleNone, parse.ModeReference)
 	orig := mustRead(t, filepath.Join(src, results.AllResultsFile))
 	top, err := ojson.Parse(orig)

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // The offline tools refuse a source that an eval is still writing and a
 // target that another process holds.
 func TestToolsRespectRunLocks(t *testing.T) {
-	b := scenarioBench(t)
+	b := protocoltest.Bench(t)
 	out := t.TempDir()
 	src := scriptedRun(t, b, out, glmModel())
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -87,7 +88,7 @@ func TestSettingsDiff(t *testing.T) {
 
 // A run split into two shards by hand merges back into the same run.
 func TestMerge(t *testing.T) {
-	bench := scenarioBench(t)
+	bench := protocoltest.Bench(t)
 	src := scriptedRun(t, bench, t.TempDir(), glmModel())
 	run := filepath.Join(t.TempDir(), "opensource_glm-4v", "oracle_none")
 	lines := strings.SplitAfter(strings.TrimSuffix(string(mustReadFile(t, filepath.Join(src, results.ResultsFile))), "\n"), "\n")

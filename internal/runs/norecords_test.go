@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -31,7 +32,7 @@ func copyAsShard(t *testing.T, src, dir string, i, n int) {
 // rescore and merge refuse a results.jsonl without one readable record
 // (naming the file and the line) instead of writing an empty run.
 func TestNoRecordsRefused(t *testing.T) {
-	bench := scenarioBench(t)
+	bench := protocoltest.Bench(t)
 	src := scriptedRun(t, bench, t.TempDir(), glmModel())
 	tests := []struct {
 		name    string

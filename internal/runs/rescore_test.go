@@ -27,25 +27,6 @@ const rfKey = "pneumonia_s57001234_positive_0"
 
 var testTime = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-// scenarioBench writes the protocol test records (LF, RF, RR,
-// cardiomegaly RR) with placeholder images.
-func scenarioBench(t *testing.T) *benchmark.Benchmark {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "bench")
-	recs := protocoltest.Records()
-	if err := protocoltest.WriteImages(dir, recs); err != nil {
-		t.Fatal(err)
-	}
-	if err := benchmark.WriteFile(dir, recs); err != nil {
-		t.Fatal(err)
-	}
-	b, err := benchmark.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // glmModel is an opensource model with the given registry quirks.
 func glmModel(quirks ...string) eval.Model {
 	return eval.Model{Name: "glm-4v", Provider: "opensource", Backend: "vllm", ModelID: "zai/glm-4v", Label: "glm-4v",
@@ -102,7 +83,7 @@ func ruleOf(t *testing.T, recs []*results.Record, key, step string) string {
 }
 
 func TestRescore(t *testing.T) {
-	bench := scenarioBench(t)
+	bench := protocoltest.Bench(t)
 	later := testTime.Add(time.Hour)
 	for _, c := range []struct {
 		name   string
@@ -154,7 +135,7 @@ func TestRescore(t *testing.T) {
 }
 
 func TestRescoreRefusals(t *testing.T) {
-	bench := scenarioBench(t)
+	bench := protocoltest.Bench(t)
 	out := t.TempDir()
 	src := scriptedRun(t, bench, out, glmModel())
 	// Shard folders and misnamed folders are not run directories.
@@ -210,7 +191,7 @@ func TestRescoreRefusals(t *testing.T) {
 // request members and seed eval records (a rewrite through a manifest
 // type without them would drop them silently).
 func TestRescoreKeepsGenerationSettings(t *testing.T) {
-	bench := scenarioBench(t)
+	bench := protocoltest.Bench(t)
 	out := t.TempDir()
 	src := scriptedRun(t, bench, out, glmModel())
 	name := filepath.Join(src, results.ManifestFile)

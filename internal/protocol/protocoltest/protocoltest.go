@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -293,4 +294,23 @@ func ScenarioReplies() map[string][]protocol.Reply {
 
 func tokenUse(in, out int64) *results.TokenUse {
 	return &results.TokenUse{InputTokens: in, CachedInputTokens: in / 2, OutputTokens: out, ThinkingTokens: out / 5, TotalTokens: in + out}
+}
+
+// Bench writes the records of Records with placeholder images into a new
+// directory under t's temporary directory and loads it.
+func Bench(t testing.TB) *benchmark.Benchmark {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bench")
+	recs := Records()
+	if err := WriteImages(dir, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := benchmark.WriteFile(dir, recs); err != nil {
+		t.Fatal(err)
+	}
+	b, err := benchmark.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
