@@ -277,7 +277,7 @@ func summaryJSON(res *analysis.Result, warnings []string) []byte {
 	inputs := ojson.Arr()
 	for _, rr := range res.Runs {
 		inputs.A = append(inputs.A, ojson.NewObject().
-			Set("path", ojson.Str(filepath.ToSlash(rr.Run.Dir))).
+			Set("dir", ojson.Str(filepath.ToSlash(rr.Run.Dir))).
 			Set("run", ojson.Str(rr.Run.Name)).
 			Set("oracle_mode", ojson.Str(rr.Run.OracleMode)).
 			Set("benchmark_sha256", strOrNull(rr.Run.BenchmarkSHA256)))
