@@ -30,7 +30,7 @@ const (
 // FlaggedHeader is the header of flagged_items.csv; `review init --only`
 // reads key_id, question, reason, gt, modal_answer, agree_share and
 // n_runs.
-var FlaggedHeader = []string{"oracle_mode", "key_id", "question", "turn", "reason", "n_runs", "agree_share", "gt", "modal_answer", "accuracy", "discrimination", "lesion", "path", "chance", "gt_text", "modal_text"}
+var FlaggedHeader = []string{"oracle_mode", "key_id", "question", "turn", "reason", "n_runs", "agree_share", "gt", "modal_answer", "accuracy", "discrimination", "lesion", "path", "p_chance", "gt_text", "modal_text"}
 
 // healthFiles returns the item-health CSVs.
 func healthFiles(res *analysis.Result) map[string][]byte {
@@ -50,7 +50,7 @@ func orNA(s string) string {
 
 func itemStatsCSV(res *analysis.Result) []byte {
 	header := []string{"oracle_mode", "key_id", "lesion", "path", "question", "turn", "gt", "n_answers", "n_runs", "n_correct", "accuracy", "difficulty",
-		"modal_answer", "agree_share", "n_unparsed", "discrimination", "chance", "reason"}
+		"modal_answer", "agree_share", "n_unparsed", "discrimination", "p_chance", "reason"}
 	var rows [][]string
 	for _, h := range res.Health {
 		for i := range h.Items {

@@ -129,7 +129,7 @@ func TestSamplesJoinExt(t *testing.T) {
 // answer sets use ";"; no column uses a retired name.
 func TestOneVocabulary(t *testing.T) {
 	out := vocabularyReport(t)
-	retired := []string{"acc", "view", "n", "n_items", "correct_count", "diff", "model_a", "model_b", "runs", "p_correct", "p_chance",
+	retired := []string{"acc", "view", "n", "n_items", "correct_count", "diff", "model_a", "model_b", "runs", "p_correct",
 		"chance_uniform", "majority_acc", "unparsed", "chosen", "dataset_sha256"}
 	files, _ := filepath.Glob(filepath.Join(out, "*.csv"))
 	if len(files) < 10 {

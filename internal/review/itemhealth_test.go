@@ -13,7 +13,7 @@ import (
 
 // flaggedCSV is a report's flagged_items.csv (report.FlaggedHeader) for
 // three cases of the fixture; the first case has two flagged questions.
-const flaggedCSV = "oracle_mode,key_id,question,turn,reason,n_runs,agree_share,gt,modal_answer,accuracy,discrimination,lesion,path,chance,gt_text,modal_text\r\n" +
+const flaggedCSV = "oracle_mode,key_id,question,turn,reason,n_runs,agree_share,gt,modal_answer,accuracy,discrimination,lesion,path,p_chance,gt_text,modal_text\r\n" +
 	"none,edema_fx001_positive_0,comparison,T9,unanimous_wrong,5,1.000000,1,4,0.000000,NA,edema,revision_free,0.046875,about the same in both lungs,present in one lung only\r\n" +
 	"none,edema_fx001_positive_0,location,T7,majority_wrong,5,0.800000,2,1,0.200000,NA,edema,revision_free,0.01,right mid zone,left costophrenic angle\r\n" +
 	"none,edema_fx002_positive_0,severity/measurement,T8,unanimous_wrong,5,1.000000,1,3,0.000000,NA,edema,revision_free,0.01,,\r\n" +
