@@ -115,6 +115,10 @@ type unitBoot struct {
 // (records and models in a canonical order), so that units with the same
 // answers get the same replicates whatever their runs are called.
 func bootUnit(units [][]decayRec, twoLevel bool, o *Options) *unitBoot {
+	// Drawing models from a group of one always draws that model: the
+	// resample is the one-level one, and so is its seed, so a group of
+	// one model shows that model's intervals.
+	twoLevel = twoLevel && len(units) > 1
 	ub := &unitBoot{models: make([][4]float64, len(units))}
 	for i, u := range units {
 		var c stageCounts

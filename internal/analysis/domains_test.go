@@ -444,6 +444,14 @@ func TestDecayHonestIntervals(t *testing.T) {
 			t.Errorf("%s stage 1: n = %d [%v, %v], want 7 records and a proper interval", unit, d1.N, d1.AccLo, d1.AccHi)
 		}
 	}
+	// A group of one model resamples like the model alone.
+	for _, k := range benchmark.Stages {
+		m, g := findDecay(t, dr, "opensource_a", k), findDecay(t, dr, GroupAll, k)
+		m.Unit, m.Group, g.Unit, g.Group = "", false, "", false
+		if m != g {
+			t.Errorf("stage %d: the group of one model %+v differs from the model %+v", k, g, m)
+		}
+	}
 	for _, g := range dr.Groups {
 		if g.Valid && !(g.Hi > g.Lo) {
 			t.Errorf("group %s %s stage %d: zero-width interval [%v, %v]", g.Group, g.Path, g.Stage, g.Lo, g.Hi)
