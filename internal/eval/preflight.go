@@ -88,12 +88,16 @@ func plural(n int) string {
 // sameServer refuses to resume a run against a server of another
 // identity than the one its manifest records: its answers would mix two
 // models. A manifest without an identity (written by an earlier version)
-// is refused too, since nothing tells whose answers it holds.
+// is refused too, since nothing tells whose answers it holds, unless the
+// run is an in-process baseline, whose policy and seed the manifest's
+// model already records.
 func sameServer(runDir string, old, cur *results.Manifest) error {
 	if cur.ServerIdentity == nil {
 		return nil
 	}
 	switch {
+	case old.ServerIdentity == nil && cur.ServerIdentity.Source == provider.IdentityInProcess:
+		return nil
 	case old.ServerIdentity == nil:
 		return fmt.Errorf("run directory %s was started without a recorded server identity (by an earlier chexpercept), so resuming it could mix answers of two servers; finish it with that version or use another results folder", runDir)
 	case !old.ServerIdentity.Same(*cur.ServerIdentity):

@@ -234,3 +234,43 @@ func TestManifestProvenance(t *testing.T) {
 		t.Errorf("server_identity %+v, want the in-process baseline with seed 4", id)
 	}
 }
+
+// A run directory whose manifest has no server identity (an earlier
+// version started it) is not resumed against a server, since nothing
+// tells whose answers it holds; an in-process baseline run is (its policy
+// and seed are in the manifest's model).
+func TestResumeManifestWithoutIdentity(t *testing.T) {
+	url, _ := startServer(t, baselineserver.Config{Policy: provider.PolicyRandom})
+	lim := 2
+	strip := func(dir string) {
+		t.Helper()
+		name := filepath.Join(dir, results.ManifestFile)
+		m, err := results.ParseManifest(readFile(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ServerIdentity = nil
+		b, _ := m.Marshal()
+		if err := os.WriteFile(name, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := baseOptions(sampleBench, t.TempDir(), model(t, "opensource", "qwen3.6-27b"))
+	o.Endpoints, o.Selection.Limit = []string{url}, &lim
+	s := run(t, o)
+	strip(s.RunDir)
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "without a recorded server identity") {
+		t.Errorf("HTTP run: error %v, want a refusal", err)
+	}
+
+	b := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "random"))
+	b.Selection.Limit = &lim
+	s = run(t, b)
+	strip(s.RunDir)
+	b.Selection.Limit = nil
+	if _, err := Run(context.Background(), b); err == nil || !strings.Contains(err.Error(), "different settings") {
+		t.Fatalf("baseline run with another selection: error %v, want the settings refused", err)
+	}
+	b.Selection.Limit = &lim
+	run(t, b)
+}
