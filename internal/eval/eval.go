@@ -67,13 +67,13 @@ type Options struct {
 	OutDir   string
 	Model    Model
 
-	Endpoints []string // base URLs; empty = the backend's default
+	Endpoints         []string // base URLs; empty = the backend's default
+	APIKeyFile        string
+	GeminiImageFormat string // png (default) | jpeg
 	// NoPreflight skips asking each endpoint who it is (for servers
 	// without a models endpoint): the run's server identity is then the
 	// sorted endpoint list, recorded as unverified.
-	NoPreflight       bool
-	APIKeyFile        string
-	GeminiImageFormat string // png (default) | jpeg
+	NoPreflight bool
 
 	Oracle     protocol.OracleMode // default implicit
 	Parse      parse.Mode          // default reference
@@ -532,8 +532,8 @@ type runner struct {
 	memo   *memo
 	cache  *respcache.Cache
 	limits *limiters
+	retry  retryPolicy
+	prog   *progress
 
 	identity provider.Identity // the server's, from the preflight
-	retry    retryPolicy
-	prog     *progress
 }

@@ -22,14 +22,14 @@ import (
 // is kept.
 type openaiClient struct {
 	svc     openai.ChatCompletionService
-	models  openai.ModelService
 	backend string
-
-	preflightHTTP *http.Client // the HTTP client with the preflight's smaller reply cap
-	scrub         scrubber
-	azure         bool
+	scrub   scrubber
+	azure   bool
 
 	azureEndpoint string // resource URL without trailing slash
+
+	models        openai.ModelService // the preflight's model list or lookup
+	preflightHTTP *http.Client        // the HTTP client with the preflight's smaller reply cap
 }
 
 func newOpenAI(cfg Config) (*openaiClient, error) {
