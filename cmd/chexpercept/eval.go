@@ -55,6 +55,13 @@ summary.json and the per-model reference CSVs. The last line printed is the
 run directory. A run directory that holds files but no run (no manifest.json
 or results.jsonl) is refused before anything in it is written.
 
+Before anything is written, a preflight asks each endpoint who serves the
+model (GET /models, or the SDK's model lookup); an unreachable server, a
+refused key or a model the server does not serve stops the run at once. The
+server's identity keys the response cache and is recorded in manifest.json;
+a run is never resumed against a server of another identity.
+--no-preflight skips the question for servers without a models endpoint.
+
 Providers: opensource (also spelt vllm; vLLM/SGLang, --endpoint), openai
 (OpenAI or any compatible server, --endpoint, else $OPENAI_BASE_URL), azure,
 gemini, baseline (--model random|first|oracle, in process).
@@ -89,6 +96,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.model, "model", "", "registry alias, raw model id, or baseline policy (random|first|oracle) (required)")
 	f.StringVar(&o.OutDir, "out", "", "results folder; the run directory is created inside it (required)")
 	f.StringArrayVar(&o.Endpoints, "endpoint", nil, "server base URL, e.g. http://127.0.0.1:8000/v1 (repeatable)")
+	f.BoolVar(&o.NoPreflight, "no-preflight", false, "do not ask the server who it is before the run (for servers without a models endpoint); the identity is then the endpoint list, unverified")
 	f.StringVar(&fl.oracle, "oracle", "implicit", "oracle mode: none | implicit | explicit")
 	f.StringVar(&fl.parseMode, "parse-mode", "reference", "answer parsing: reference | strict")
 	f.StringVar(&fl.profile_, "prompt-profile", "", "YAML prompt profile replacing the system prompt and oracle texts")
@@ -223,6 +231,9 @@ func (fl *evalFlags) limitOptions(f *pflag.FlagSet) error {
 	}
 	if o.MaxReplyBytes, err = parseSize(fl.maxReply); err != nil {
 		return fmt.Errorf("--max-reply-bytes: %w", err)
+	}
+	if o.Model.Backend == provider.BackendBaseline && o.NoPreflight {
+		return fmt.Errorf("--no-preflight is not used by the baseline provider (it runs in process and has no server to ask)")
 	}
 	if o.Model.Backend == provider.BackendBaseline && len(o.Endpoints) > 0 {
 		return fmt.Errorf("--endpoint is not used by the baseline provider (it runs in process); use --provider openai --endpoint URL to reach serve-baseline")

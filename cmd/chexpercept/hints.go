@@ -34,6 +34,8 @@ var evalHints = []flagHint{
 	{validate.ErrInvalid, " (run `chexpercept validate` for all; --allow-invalid evaluates it anyway)"},
 	{provider.ErrNoCredentials, "; or pass --api-key-file FILE"},
 	{provider.ErrNoEndpoint, "; pass --endpoint URL"},
+	{provider.ErrNoModelsEndpoint, " (check that --endpoint ends in /v1; for a server without a models endpoint pass --no-preflight)"},
+	{provider.ErrModelNotServed, " (check --model; if the server knows it under another name, e.g. an Azure deployment named unlike its model, pass --no-preflight)"},
 }
 
 // forceHint is the hint of the commands that write a run directory.

@@ -70,6 +70,10 @@ type Options struct {
 	Endpoints         []string // base URLs; empty = the backend's default
 	APIKeyFile        string
 	GeminiImageFormat string // png (default) | jpeg
+	// NoPreflight skips asking each endpoint who it is (for servers
+	// without a models endpoint): the run's server identity is then the
+	// sorted endpoint list, recorded as unverified.
+	NoPreflight bool
 
 	Oracle     protocol.OracleMode // default implicit
 	Parse      parse.Mode          // default reference
@@ -238,6 +242,14 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		defer r.cache.Close()
 	}
 	defer r.memo.close()
+	// Before anything is written: a server that cannot be reached, refuses
+	// the key or does not serve the model fails here, in one line.
+	id, err := r.preflight(ctx, p.man.Model.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	r.identity = id
+	p.man.ServerIdentity = &id
 
 	// A run directory that holds no run but other files is not ours.
 	if _, err := results.CheckRunDir(runDir); err != nil {
@@ -354,6 +366,9 @@ func openManifest(runDir string, man *results.Manifest) (*results.Manifest, erro
 		}
 		if diffs := Differences(old, man); len(diffs) > 0 {
 			return nil, fmt.Errorf("run directory %s was started with different settings; refusing to mix runs (use another results folder or the same settings):\n  %s", runDir, strings.Join(diffs, "\n  "))
+		}
+		if err := sameServer(runDir, old, man); err != nil {
+			return nil, err
 		}
 		return old, nil
 	}
@@ -519,4 +534,6 @@ type runner struct {
 	limits *limiters
 	retry  retryPolicy
 	prog   *progress
+
+	identity provider.Identity // the server's, from the preflight
 }

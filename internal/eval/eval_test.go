@@ -213,6 +213,10 @@ func TestClientErrorAndRetryErrors(t *testing.T) {
 	refuse.Store(true)
 	var requests atomic.Int64
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet { // the preflight: not a chat call
+			srv.ServeHTTP(w, r)
+			return
+		}
 		n := requests.Add(1)
 		if refuse.Load() && n%7 == 0 {
 			w.Header().Set("Content-Type", "application/json")

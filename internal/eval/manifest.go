@@ -31,10 +31,12 @@ func NewManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, keys [
 	if sel.Lesions == nil {
 		sel.Lesions = []string{}
 	}
+	b := version.Current()
 	m := &results.Manifest{
 		Schema: results.ManifestSchema, ToolVersion: version.String(), CreatedAt: now().UTC().Format(time.RFC3339),
-		Dataset:   results.Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
-		Selection: sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(keys), KeysSHA256: KeysHash(keys),
+		Provenance: &results.Provenance{Revision: b.Revision, Modified: b.Modified, GoVersion: b.GoVersion, OS: b.OS, Arch: b.Arch},
+		Dataset:    results.Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
+		Selection:  sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(keys), KeysSHA256: KeysHash(keys),
 		RunName:  RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse),
 		Sampling: results.Sampling(o.Model.Sampling), NoThinking: o.NoThinking,
 		OracleMode: string(o.Oracle), ParseMode: string(o.Parse),

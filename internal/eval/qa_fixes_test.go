@@ -73,6 +73,10 @@ func TestRunDirLock(t *testing.T) {
 			entered := make(chan struct{}, 64)
 			srv, _ := baselineserver.New(baselineserver.Config{Policy: "random"})
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet { // the preflight passes
+					srv.ServeHTTP(w, r)
+					return
+				}
 				entered <- struct{}{}
 				<-release
 				srv.ServeHTTP(w, r)
@@ -154,7 +158,7 @@ func TestAttemptsCounted(t *testing.T) {
 			}))
 			defer hs.Close()
 			o := baseOptions(bench, t.TempDir(), model(t, "opensource", "attempts-test"))
-			o.Endpoints = []string{hs.URL + "/v1"}
+			o.Endpoints, o.NoPreflight = []string{hs.URL + "/v1"}, true // the server answers chat calls only
 			o.MaxRetries, o.NoRetries = tc.retries, tc.retries == 0
 			o.Timeout = 200e6 // 200ms
 			o.Concurrency = 1

@@ -358,7 +358,11 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 	}
 	var key string
 	if r.cache != nil {
-		key = respcache.Key(o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash())
+		// "" when the server's identity is unknown: then nothing is
+		// replayed or stored.
+		key = respcache.Key(r.identity.SHA256, o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash())
+	}
+	if key != "" {
 		if reply, ok := r.cached(ctx, key); ok {
 			return reply, nil
 		}
@@ -494,7 +498,7 @@ func (cs *caseState) reply(ctx context.Context, resp *provider.Response, est *pr
 	if resp.Usage != nil {
 		r.limits.charge(int(resp.Usage.Total - est.Input))
 	}
-	if r.cache != nil && resp.Text != "" {
+	if r.cache != nil && key != "" && resp.Text != "" {
 		e := respcache.Entry{Text: resp.Text, Reasoning: resp.Reasoning, FinishReason: resp.FinishReason, Usage: resp.Usage}
 		if err := r.cache.Put(ctx, key, e); err != nil {
 			fmt.Fprintf(o.Log, "warning: %v\n", err)

@@ -57,7 +57,7 @@ func TestJustInTimeVerification(t *testing.T) {
 	defer func() { testHookCall = nil }()
 
 	o := baseOptions(bench, t.TempDir(), model(t, "opensource", "jit-test"))
-	o.Endpoints, o.Concurrency, o.AllowInvalid = []string{hs.URL + "/v1"}, 1, true
+	o.Endpoints, o.Concurrency, o.AllowInvalid, o.NoPreflight = []string{hs.URL + "/v1"}, 1, true, true // counts chat requests only
 	s := run(t, o)
 	recs, _ := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
 	if len(recs) != 7 {

@@ -27,12 +27,15 @@ type openaiClient struct {
 	azure   bool
 
 	azureEndpoint string // resource URL without trailing slash
+
+	models        openai.ModelService // the preflight's model list or lookup
+	preflightHTTP *http.Client        // the HTTP client with the preflight's smaller reply cap
 }
 
 func newOpenAI(cfg Config) (*openaiClient, error) {
 	hc := wrapClient(cfg.HTTPClient, cfg.MaxReplyBytes, cfg.budget)
 	opts := []option.RequestOption{option.WithHTTPClient(hc), option.WithMaxRetries(0)}
-	c := &openaiClient{backend: cfg.Backend}
+	c := &openaiClient{backend: cfg.Backend, preflightHTTP: wrapClient(cfg.HTTPClient, preflightCap(cfg.MaxReplyBytes), cfg.budget)}
 	switch cfg.Backend {
 	case BackendAzure:
 		key, err := cfg.apiKey("AZURE_OPENAI_API_KEY")
@@ -94,6 +97,7 @@ func newOpenAI(cfg Config) (*openaiClient, error) {
 		c.scrub = newScrubber(key)
 	}
 	c.svc = openai.NewChatCompletionService(opts...)
+	c.models = openai.NewModelService(opts...)
 	return c, nil
 }
 

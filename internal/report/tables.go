@@ -246,6 +246,11 @@ func num(x float64, valid bool) *ojson.Value {
 	return ojson.Float(x)
 }
 
+// SummarySchemaVersion is the schema_version of the report's
+// summary.json. A report summary.json without the member is version 1,
+// which differs only by lacking it.
+const SummarySchemaVersion = 2
+
 // summaryJSON is summary.json (spec §10.4), with the §6 writer.
 func summaryJSON(res *analysis.Result, warnings []string) []byte {
 	models := ojson.Arr()
@@ -286,7 +291,8 @@ func summaryJSON(res *analysis.Result, warnings []string) []byte {
 	for _, w := range warnings {
 		ws.A = append(ws.A, ojson.Str(w))
 	}
-	o := ojson.NewObject().Set("runs", models).Set("inputs", inputs).Set("warnings", ws)
+	o := ojson.NewObject().Set("schema_version", ojson.Int(SummarySchemaVersion)).
+		Set("runs", models).Set("inputs", inputs).Set("warnings", ws)
 	return ojson.Marshal(o)
 }
 

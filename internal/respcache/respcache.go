@@ -4,7 +4,9 @@
 // oracle mode whose early turns are identical) re-asks nothing known.
 //
 // The key is a SHA-256 over everything that determines a greedy reply:
-// the provider, the endpoint's model id, the full message list (roles,
+// the server's identity (what its preflight reported, or for a run
+// without preflight the sorted endpoint list), the provider, the
+// endpoint's model id, the full message list (roles,
 // texts and images by content hash), the sampling parameters and the
 // prompt-profile hash. Only temperature-0 calls are cached and never
 // errors or empty answers; the runner enforces both through Cacheable.
@@ -165,10 +167,16 @@ func (c *Cache) Len(ctx context.Context) (int, error) {
 // cached at all: only deterministic (temperature 0) calls.
 func Cacheable(s provider.Sampling) bool { return s.Deterministic() }
 
-// Key computes the cache key of a call. Every variable-length field is
+// Key computes the cache key of a call to the server of identity (the
+// hex SHA-256 of its provider.Identity). Every variable-length field is
 // length-prefixed so that different splits of the same bytes never
-// collide; images enter by their SHA-256.
-func Key(providerName, modelID string, msgs []provider.Message, s provider.Sampling, profileHash string) string {
+// collide; images enter by their SHA-256. A call whose server identity
+// is unknown ("") has no key: Key returns "" and nothing may be cached
+// or replayed for it.
+func Key(identity, providerName, modelID string, msgs []provider.Message, s provider.Sampling, profileHash string) string {
+	if identity == "" {
+		return ""
+	}
 	h := sha256.New()
 	put := func(b string) {
 		var n [8]byte
@@ -176,7 +184,10 @@ func Key(providerName, modelID string, msgs []provider.Message, s provider.Sampl
 		h.Write(n[:])
 		h.Write([]byte(b))
 	}
-	put("chexpercept/respcache/1")
+	// Version 2 added the server identity: entries of version 1 (keyed
+	// without it) are never found again, so none is replayed.
+	put("chexpercept/respcache/2")
+	put(identity)
 	put(providerName)
 	put(modelID)
 	samp, _ := json.Marshal(s) // struct of scalars: cannot fail

@@ -24,43 +24,47 @@ func TestKeyDistinguishesEveryInput(t *testing.T) {
 	a, b := provider.NewImage([]byte("png-a")), provider.NewImage([]byte("png-b"))
 	greedy := provider.Sampling{Temperature: f64(0)}
 	seed := int64(1)
-	base := Key("opensource", "m", msgs("q", a), greedy, "h")
+	base := Key("id1", "opensource", "m", msgs("q", a), greedy, "h")
 	cases := []struct {
 		name string
 		key  string
 	}{
-		{"provider", Key("openai", "m", msgs("q", a), greedy, "h")},
-		{"model", Key("opensource", "m2", msgs("q", a), greedy, "h")},
-		{"text", Key("opensource", "m", msgs("q2", a), greedy, "h")},
-		{"image", Key("opensource", "m", msgs("q", b), greedy, "h")},
-		{"no image", Key("opensource", "m", msgs("q", nil), greedy, "h")},
-		{"sampling", Key("opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), TopP: f64(1)}, "h")},
-		{"profile", Key("opensource", "m", msgs("q", a), greedy, "h2")},
-		{"temperature", Key("opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0.2)}, "h")},
-		{"seed", Key("opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), Seed: &seed}, "h")},
-		{"extra body", Key("opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":20}`}, "h")},
-		{"extra body value", Key("opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":21}`}, "h")},
-		{"split", Key("opensource", "m", []provider.Message{{Role: provider.RoleSystem, Text: "sy"}, {Role: provider.RoleUser, Text: "sq", Images: []*provider.Image{a}}}, greedy, "h")},
+		{"server identity", Key("id2", "opensource", "m", msgs("q", a), greedy, "h")},
+		{"provider", Key("id1", "openai", "m", msgs("q", a), greedy, "h")},
+		{"model", Key("id1", "opensource", "m2", msgs("q", a), greedy, "h")},
+		{"text", Key("id1", "opensource", "m", msgs("q2", a), greedy, "h")},
+		{"image", Key("id1", "opensource", "m", msgs("q", b), greedy, "h")},
+		{"no image", Key("id1", "opensource", "m", msgs("q", nil), greedy, "h")},
+		{"sampling", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), TopP: f64(1)}, "h")},
+		{"profile", Key("id1", "opensource", "m", msgs("q", a), greedy, "h2")},
+		{"temperature", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0.2)}, "h")},
+		{"seed", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), Seed: &seed}, "h")},
+		{"extra body", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":20}`}, "h")},
+		{"extra body value", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":21}`}, "h")},
+		{"split", Key("id1", "opensource", "m", []provider.Message{{Role: provider.RoleSystem, Text: "sy"}, {Role: provider.RoleUser, Text: "sq", Images: []*provider.Image{a}}}, greedy, "h")},
 	}
 	for _, c := range cases {
 		if c.key == base {
 			t.Errorf("%s: key did not change", c.name)
 		}
 	}
-	if again := Key("opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), greedy, "h"); again != base {
+	if k := Key("", "opensource", "m", msgs("q", a), greedy, "h"); k != "" {
+		t.Errorf("a call to a server of unknown identity got key %s, want none", k)
+	}
+	if again := Key("id1", "opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), greedy, "h"); again != base {
 		t.Errorf("same inputs gave a different key")
 	}
 }
 
-// The keys of settings without a seed or extra members are those the
-// cache used before these existed (values computed with the earlier
-// code), so existing caches keep hitting.
-func TestKeyStableForEarlierSettings(t *testing.T) {
+// Keys are stable across releases, so existing caches keep hitting. (The
+// values changed once, when the server identity entered the key: entries
+// keyed without it must never be replayed.)
+func TestKeyStable(t *testing.T) {
 	vllm, _ := provider.DefaultSampling(provider.BackendVLLM)
 	openai, _ := provider.DefaultSampling(provider.BackendOpenAI)
 	for _, c := range []struct{ got, want string }{
-		{Key("opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), vllm, "h"), "30c5233a7d70fe516d37126046e742eb75d60b059e1691d885c77e5584aae72f"},
-		{Key("openai", "m", msgs("q", nil), openai, "h"), "4ced936ae0c04389ad22639f2c316c066ef0bf10211bc7a3743a0acefc135c31"},
+		{Key("id1", "opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), vllm, "h"), "3b56e095d84481a05aa32d8046b6186fd62106ee5530a6972898634dfc78ddb1"},
+		{Key("id1", "openai", "m", msgs("q", nil), openai, "h"), "8c9d73089312ecf36928938ab977fb6ab9e7e832b7199328a7af4e8718f139eb"},
 	} {
 		if c.got != c.want {
 			t.Errorf("key %s, want %s", c.got, c.want)

@@ -34,26 +34,33 @@ const MaxManifestBytes = 16 << 20
 // never holds a credential: endpoints are stored without user info, query
 // or fragment. Field order is the file's member order.
 type Manifest struct {
-	Schema          string        `json:"schema"`
-	ToolVersion     string        `json:"tool_version"`
-	CreatedAt       string        `json:"created_at"`
-	Dataset         Dataset       `json:"dataset"`
-	Selection       Selection     `json:"selection"`
-	SelectionSHA256 string        `json:"selection_sha256"`
-	SelectedRecords int           `json:"selected_records"`
-	KeysSHA256      string        `json:"keys_sha256"`
-	RunName         string        `json:"run_name"`
-	Model           ModelInfo     `json:"model"`
-	Sampling        Sampling      `json:"sampling"`
-	NoThinking      bool          `json:"no_thinking"`
-	OracleMode      string        `json:"oracle_mode"`
-	ParseMode       string        `json:"parse_mode"`
-	PromptProfile   ProfileInfo   `json:"prompt_profile"`
-	ImageEncoding   ImageEncoding `json:"image_encoding"`
-	Concurrency     int           `json:"concurrency"`
-	Retry           RetryPolicy   `json:"retry"`
-	PriceFileSHA256 string        `json:"price_file_sha256"`
-	RescoredFrom    *string       `json:"rescored_from"`
+	Schema      string `json:"schema"`
+	ToolVersion string `json:"tool_version"`
+	// Provenance is the build of the binary that wrote the manifest
+	// (null in manifests written before it was recorded).
+	Provenance      *Provenance `json:"provenance"`
+	CreatedAt       string      `json:"created_at"`
+	Dataset         Dataset     `json:"dataset"`
+	Selection       Selection   `json:"selection"`
+	SelectionSHA256 string      `json:"selection_sha256"`
+	SelectedRecords int         `json:"selected_records"`
+	KeysSHA256      string      `json:"keys_sha256"`
+	RunName         string      `json:"run_name"`
+	Model           ModelInfo   `json:"model"`
+	// ServerIdentity is who the server said it was at the preflight of
+	// the run's first invocation (provider.Identity); null in manifests
+	// written before it was recorded and in imported runs.
+	ServerIdentity  *provider.Identity `json:"server_identity"`
+	Sampling        Sampling           `json:"sampling"`
+	NoThinking      bool               `json:"no_thinking"`
+	OracleMode      string             `json:"oracle_mode"`
+	ParseMode       string             `json:"parse_mode"`
+	PromptProfile   ProfileInfo        `json:"prompt_profile"`
+	ImageEncoding   ImageEncoding      `json:"image_encoding"`
+	Concurrency     int                `json:"concurrency"`
+	Retry           RetryPolicy        `json:"retry"`
+	PriceFileSHA256 string             `json:"price_file_sha256"`
+	RescoredFrom    *string            `json:"rescored_from"`
 	// Redactions counts the occurrences of the configured API key that
 	// were replaced by "[redacted]" in stored replies, errors and log
 	// lines, over every session of the run (merge sums the shards').
@@ -61,6 +68,18 @@ type Manifest struct {
 	// ImportedFrom is the all_results.json an imported run was made from
 	// (absent for runs of ours).
 	ImportedFrom string `json:"imported_from,omitempty"`
+}
+
+// Provenance is the build of a chexpercept binary: its source revision
+// and whether the tree was modified (null when the binary does not carry
+// them: a build outside a git checkout or with -buildvcs=false), the Go
+// version and the platform.
+type Provenance struct {
+	Revision  *string `json:"revision"`
+	Modified  *bool   `json:"modified"`
+	GoVersion string  `json:"go_version"`
+	OS        string  `json:"os"`
+	Arch      string  `json:"arch"`
 }
 
 // Dataset identifies the benchmark.

@@ -30,22 +30,31 @@ const (
 	TurnError   = "error"
 )
 
+// RecordSchemaVersion is the schema_version of the results.jsonl lines
+// this version writes. Lines without the member were written before it
+// existed and are version 1, which differs only by lacking it; a line of
+// a later version is refused (a newer chexpercept wrote it).
+const RecordSchemaVersion = 2
+
 // Record is one results.jsonl line.
 type Record struct {
-	KeyID        string         `json:"key_id"`
-	Lesion       string         `json:"lesion"`
-	QAPath       benchmark.Path `json:"qa_path"`
-	Index        int            `json:"index"`
-	Status       string         `json:"status"`
-	Error        *string        `json:"error"`
-	OracleMode   string         `json:"oracle_mode"`
-	ParseMode    string         `json:"parse_mode"`
-	StartedAt    string         `json:"started_at"`
-	FinishedAt   string         `json:"finished_at"`
-	Turns        []Turn         `json:"turns"`
-	OracleEvents []Event        `json:"oracle_events"`
-	Stages       Stages         `json:"stages"`
-	Usage        Usage          `json:"usage"`
+	// SchemaVersion is the line's format: RecordSchemaVersion when
+	// written (MarshalLine sets it), 1 when read from a line without it.
+	SchemaVersion int            `json:"schema_version"`
+	KeyID         string         `json:"key_id"`
+	Lesion        string         `json:"lesion"`
+	QAPath        benchmark.Path `json:"qa_path"`
+	Index         int            `json:"index"`
+	Status        string         `json:"status"`
+	Error         *string        `json:"error"`
+	OracleMode    string         `json:"oracle_mode"`
+	ParseMode     string         `json:"parse_mode"`
+	StartedAt     string         `json:"started_at"`
+	FinishedAt    string         `json:"finished_at"`
+	Turns         []Turn         `json:"turns"`
+	OracleEvents  []Event        `json:"oracle_events"`
+	Stages        Stages         `json:"stages"`
+	Usage         Usage          `json:"usage"`
 }
 
 // Turn is one question of the conversation (asked, skipped or failed).
@@ -156,7 +165,11 @@ type Usage struct {
 // MarshalLine writes r as one compact §6 JSON line ending in "\n", with
 // the struct codec (ojson.EncodeCompact).
 func (r *Record) MarshalLine() ([]byte, error) {
-	b, err := ojson.EncodeCompact(r)
+	// The line is in the current format whatever version r was read
+	// from, so it says so.
+	c := *r
+	c.SchemaVersion = RecordSchemaVersion
+	b, err := ojson.EncodeCompact(&c)
 	if err != nil {
 		return nil, fmt.Errorf("results: encoding record %s: %w", r.KeyID, err)
 	}
@@ -174,6 +187,12 @@ func UnmarshalLine(line []byte) (*Record, error) {
 	}
 	if r.KeyID == "" {
 		return nil, errors.New("decoding record: missing key_id")
+	}
+	switch {
+	case r.SchemaVersion == 0:
+		r.SchemaVersion = 1 // written before the member existed
+	case r.SchemaVersion < 0 || r.SchemaVersion > RecordSchemaVersion:
+		return nil, fmt.Errorf("decoding record %s: schema_version %d is not one this chexpercept reads (1 to %d); a newer version wrote it", r.KeyID, r.SchemaVersion, RecordSchemaVersion)
 	}
 	return &r, nil
 }

@@ -42,13 +42,19 @@ type StageAccuracy struct {
 	OraclePassed *float64        `json:"oracle_passed"`
 }
 
+// SummarySchemaVersion is the schema_version of the run summary.json
+// this version writes. A summary.json without the member is version 1,
+// which differs only by lacking it.
+const SummarySchemaVersion = 2
+
 // Summary is summary.json.
 type Summary struct {
-	Run       RunInfo         `json:"run"`
-	Counts    Counts          `json:"counts"`
-	Usage     Usage           `json:"usage"`
-	WallTimeS float64         `json:"wall_time_s"`
-	Accuracy  []StageAccuracy `json:"accuracy"`
+	SchemaVersion int             `json:"schema_version"`
+	Run           RunInfo         `json:"run"`
+	Counts        Counts          `json:"counts"`
+	Usage         Usage           `json:"usage"`
+	WallTimeS     float64         `json:"wall_time_s"`
+	Accuracy      []StageAccuracy `json:"accuracy"`
 }
 
 // stageCorrect returns, for stage k, whether it applies to r and whether
@@ -120,7 +126,7 @@ func StageAccuracies(latest []*Record) []StageAccuracy {
 // the run.
 func BuildSummary(info RunInfo, selected int, recs []*Record, wallTime float64) *Summary {
 	latest := Latest(recs)
-	s := &Summary{Run: info, WallTimeS: wallTime}
+	s := &Summary{SchemaVersion: SummarySchemaVersion, Run: info, WallTimeS: wallTime}
 	s.Counts.RecordsSelected = selected
 	cost, priced := 0.0, true
 	for _, r := range latest {

@@ -2,6 +2,8 @@ package results
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -88,5 +90,24 @@ func TestBuildSummaryCounts(t *testing.T) {
 	}
 	if strings.Index(string(b), `"run"`) > strings.Index(string(b), `"counts"`) {
 		t.Error("key order")
+	}
+}
+
+// A run's summary.json says its schema version, first.
+func TestSummarySchemaVersion(t *testing.T) {
+	dir := t.TempDir()
+	s := BuildSummary(RunInfo{Name: "baseline_random"}, 1, []*Record{rec("edema_a", 0, StatusOK)}, 1.5)
+	if s.SchemaVersion != SummarySchemaVersion {
+		t.Fatalf("schema version %d", s.SchemaVersion)
+	}
+	if _, err := Finalize(dir, &Manifest{RunName: "baseline_random"}, 1, 1.5); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "{\n  \"schema_version\": 2,\n") {
+		t.Errorf("summary.json starts %.60q, want the schema version first", b)
 	}
 }

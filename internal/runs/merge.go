@@ -265,11 +265,12 @@ func checkSettings(shards []*shardRun) error {
 // settingsDiff lists, as "member: a vs b", where two shard manifests
 // differ in anything but what may differ between the shards of one run:
 // the shard and what derives from it, the creation time, the dataset
-// path and the key-redaction count (summed).
+// path, the key-redaction count (summed) and the platform of the binary
+// (the tool version, with its revision, must agree).
 func settingsDiff(a, b *results.Manifest) ([]string, error) {
 	var trees [2]*ojson.Value
 	for i, m := range []results.Manifest{*a, *b} {
-		m.CreatedAt, m.Dataset.Path, m.Redactions = "", "", 0
+		m.CreatedAt, m.Dataset.Path, m.Redactions, m.Provenance = "", "", 0, nil
 		m.Selection.Shard = nil
 		m.SelectionSHA256, m.SelectedRecords, m.KeysSHA256 = "", 0, ""
 		data, err := m.Marshal()

@@ -126,11 +126,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, "use GET")
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
-			map[string]any{"id": "baseline-" + s.cfg.Policy, "object": "model", "created": 0, "owned_by": "chexpercept"}}})
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{s.modelEntry()}})
 	default:
 		writeError(w, http.StatusNotFound, "no route "+r.URL.Path)
 	}
+}
+
+// modelEntry is the server's one entry of GET /v1/models. It says that
+// this is a baseline (owned_by provider.BaselineOwner, which the
+// evaluator's preflight takes to answer any model id) and which: its
+// policy and seed enter the identity of every run against it, so runs
+// against baselines of different policies never share cached replies.
+func (s *Server) modelEntry() map[string]any {
+	return map[string]any{"id": "baseline-" + s.cfg.Policy, "object": "model", "created": 0,
+		"owned_by": provider.BaselineOwner, "policy": s.cfg.Policy, "policy_seed": s.cfg.PolicySeed}
 }
 
 // fault kinds drawn per request

@@ -2,6 +2,7 @@ package baselineserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -230,6 +231,34 @@ func TestHTTPErrors(t *testing.T) {
 		if resp.StatusCode != tc.status || !strings.Contains(string(b), tc.want) {
 			t.Errorf("%s %s: %d %s, want %d containing %q", tc.method, tc.path, resp.StatusCode, b, tc.status, tc.want)
 		}
+	}
+}
+
+// GET /v1/models says the server is a baseline, with its policy and seed.
+func TestModelsEntrySaysBaseline(t *testing.T) {
+	srv, err := New(Config{Policy: provider.PolicyFirst, PolicySeed: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	resp, err := http.Get(hs.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Data) != 1 {
+		t.Fatalf("%d entries, want 1", len(list.Data))
+	}
+	e := list.Data[0]
+	if e["owned_by"] != provider.BaselineOwner || e["policy"] != provider.PolicyFirst || e["policy_seed"] != 42.0 || e["id"] != "baseline-first" {
+		t.Errorf("entry %v, want owned_by %q, policy first, policy_seed 42", e, provider.BaselineOwner)
 	}
 }
 

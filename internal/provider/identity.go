@@ -1,0 +1,368 @@
+package provider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"google.golang.org/genai"
+)
+
+// Identity is who a server says it is, as learned by the preflight: the
+// stable facts of the model entry it lists for the model id of a run.
+// Two servers with equal identities are taken to give the same answers to
+// the same deterministic calls; the response cache keys every entry by
+// SHA256, so a reply is never replayed to a run of another identity.
+// Unknown facts are null. An unverified identity (no preflight) is only
+// the sorted list of endpoints the run was pointed at.
+type Identity struct {
+	// Verified is true when the server itself was asked.
+	Verified bool `json:"verified"`
+	// Source is how the identity was learned: IdentityModelsList,
+	// IdentityModelLookup, IdentityInProcess or IdentityUnverified.
+	Source string `json:"source"`
+	// ID is the model id (Gemini: resource name) the server reported.
+	ID *string `json:"id"`
+	// Root is the weights a vLLM entry serves (its root member).
+	Root *string `json:"root"`
+	// MaxModelLen is a vLLM entry's context length (max_model_len).
+	MaxModelLen *int64 `json:"max_model_len"`
+	// OwnedBy is the entry's owned_by ("vllm", "openai", "system",
+	// BaselineOwner, …).
+	OwnedBy *string `json:"owned_by"`
+	// Version, InputTokenLimit and OutputTokenLimit come from Gemini's
+	// model lookup.
+	Version          *string `json:"version"`
+	InputTokenLimit  *int64  `json:"input_token_limit"`
+	OutputTokenLimit *int64  `json:"output_token_limit"`
+	// Policy and PolicySeed describe a baseline (in process, or
+	// serve-baseline, whose model entry carries them).
+	Policy     *string `json:"policy"`
+	PolicySeed *int64  `json:"policy_seed"`
+	// Endpoints is the sorted endpoint list of an unverified identity
+	// (without credentials); null when verified.
+	Endpoints []string `json:"endpoints"`
+	// SHA256 is the hex SHA-256 of the members above in compact JSON: the
+	// identity as it enters the response-cache key.
+	SHA256 string `json:"sha256"`
+}
+
+// Identity sources.
+const (
+	IdentityModelsList  = "models_list"  // GET {endpoint}/models (OpenAI-compatible servers, OpenAI)
+	IdentityModelLookup = "model_lookup" // the SDK's model lookup (Azure OpenAI, Gemini)
+	IdentityInProcess   = "in_process"   // the in-process baseline
+	IdentityUnverified  = "unverified"   // --no-preflight: the endpoint list only
+)
+
+// BaselineOwner is the owned_by of serve-baseline's model entry. Such an
+// entry answers any model id, so the preflight accepts it for any.
+const BaselineOwner = "chexpercept-baseline"
+
+// maxPreflightBytes caps the preflight's reply: a model list of a few
+// hundred entries is well under a megabyte.
+const maxPreflightBytes = 4 << 20
+
+// preflightCap is the preflight's reply cap: maxPreflightBytes, or the
+// run's own cap when that is smaller.
+func preflightCap(maxReply int64) int64 {
+	if maxReply > 0 && maxReply < maxPreflightBytes {
+		return maxReply
+	}
+	return maxPreflightBytes
+}
+
+// maxIdentityText bounds each text the server reports; longer ones are
+// cut, so that a hostile server cannot bloat the manifest.
+const maxIdentityText = 512
+
+// Seal computes SHA256 over the other members and returns the identity.
+func (id Identity) Seal() Identity {
+	id.SHA256 = ""
+	b, err := json.Marshal(id)
+	if err != nil {
+		panic(err) // a struct of plain members always encodes
+	}
+	sum := sha256.Sum256(b)
+	id.SHA256 = hex.EncodeToString(sum[:])
+	return id
+}
+
+// Unverified is the identity of a run without preflight: the endpoints
+// (already without credentials), sorted and deduplicated.
+func Unverified(endpoints []string) Identity {
+	eps := slices.Clone(endpoints)
+	slices.Sort(eps)
+	eps = slices.Compact(eps)
+	if eps == nil {
+		eps = []string{}
+	}
+	return Identity{Source: IdentityUnverified, Endpoints: eps}.Seal()
+}
+
+// Same reports whether two identities are the same server.
+func (id Identity) Same(o Identity) bool { return id.SHA256 == o.SHA256 }
+
+// String is a short description for messages.
+func (id Identity) String() string {
+	var parts []string
+	s := func(name string, v *string) {
+		if v != nil {
+			parts = append(parts, name+"="+strconv.Quote(*v))
+		}
+	}
+	n := func(name string, v *int64) {
+		if v != nil {
+			parts = append(parts, name+"="+strconv.FormatInt(*v, 10))
+		}
+	}
+	s("id", id.ID)
+	s("root", id.Root)
+	n("max_model_len", id.MaxModelLen)
+	s("owned_by", id.OwnedBy)
+	s("version", id.Version)
+	n("input_token_limit", id.InputTokenLimit)
+	n("output_token_limit", id.OutputTokenLimit)
+	s("policy", id.Policy)
+	n("policy_seed", id.PolicySeed)
+	if !id.Verified {
+		parts = append(parts, "unverified endpoints="+strings.Join(id.Endpoints, ","))
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
+
+// Identifier is a client that can run the preflight: ask its server who
+// serves model, within ctx. Every client of this package is one.
+type Identifier interface {
+	Identify(ctx context.Context, model string) (Identity, error)
+}
+
+// PreflightError is a failed preflight. Reason is one line without
+// credentials; Unreachable, Refused and NotServed tell the common causes
+// apart (none is set for other failures).
+type PreflightError struct {
+	Reason      string
+	Unreachable bool // no HTTP reply at all
+	Refused     bool // HTTP 401 or 403: the key was refused
+	NotServed   bool // the server does not serve the model id
+	NoEndpoint  bool // the server has no models endpoint (HTTP 404/405 on the list)
+}
+
+func (e *PreflightError) Error() string { return e.Reason }
+
+// Sentinels a PreflightError matches with errors.Is, for the command's
+// hints.
+var (
+	ErrNoModelsEndpoint = errors.New("the server has no models endpoint")
+	ErrModelNotServed   = errors.New("the server does not serve the model")
+)
+
+func (e *PreflightError) Is(target error) bool {
+	return (target == ErrNoModelsEndpoint && e.NoEndpoint) || (target == ErrModelNotServed && e.NotServed)
+}
+
+// PreflightTimeout bounds one endpoint's preflight.
+const PreflightTimeout = 10 * time.Second
+
+// preflightFailure maps a failed lookup to a PreflightError.
+func preflightFailure(ctx context.Context, err error, status int, msg string, s scrubber, what string) *PreflightError {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return &PreflightError{Refused: true, Reason: fmt.Sprintf("the API key was refused (HTTP %d)", status)}
+	case status != 0:
+		m := s.clean(msg)
+		if m == "" {
+			m = http.StatusText(status)
+		}
+		return &PreflightError{Reason: fmt.Sprintf("%s failed (HTTP %d): %s", what, status, m)}
+	}
+	if ce := tooLarge(err); ce != nil {
+		return &PreflightError{Reason: fmt.Sprintf("%s: %s", what, ce.Msg)}
+	}
+	ce := transportError(ctx, err, s)
+	if ce.Kind == KindTimeout {
+		return &PreflightError{Unreachable: true, Reason: fmt.Sprintf("unreachable: no reply within %s", PreflightTimeout)}
+	}
+	return &PreflightError{Unreachable: true, Reason: "unreachable: " + ce.Msg}
+}
+
+// clipText bounds a reported text.
+func clipText(v string) *string {
+	if len(v) > maxIdentityText {
+		cut := maxIdentityText
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		v = v[:cut] + "…"
+	}
+	return &v
+}
+
+// modelEntry is the part of a model-list entry the identity uses:
+// OpenAI's members, vLLM's root and max_model_len, serve-baseline's
+// policy and policy_seed.
+type modelEntry struct {
+	ID          string  `json:"id"`
+	OwnedBy     *string `json:"owned_by"`
+	Root        *string `json:"root"`
+	MaxModelLen *int64  `json:"max_model_len"`
+	Policy      *string `json:"policy"`
+	PolicySeed  *int64  `json:"policy_seed"`
+}
+
+func (e modelEntry) identity() Identity {
+	id := Identity{Verified: true, Source: IdentityModelsList, ID: clipText(e.ID), MaxModelLen: e.MaxModelLen, PolicySeed: e.PolicySeed}
+	if e.OwnedBy != nil {
+		id.OwnedBy = clipText(*e.OwnedBy)
+	}
+	if e.Root != nil {
+		id.Root = clipText(*e.Root)
+	}
+	if e.Policy != nil {
+		id.Policy = clipText(*e.Policy)
+	}
+	return id.Seal()
+}
+
+// matchModel finds model in a models list reply. serve-baseline's single
+// entry (owned_by BaselineOwner) answers any model id.
+func matchModel(raw []byte, model string, s scrubber) (Identity, error) {
+	var list struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil || list.Data == nil {
+		return Identity{}, &PreflightError{Reason: "GET /models: the reply is not a model list"}
+	}
+	var ids []string
+	var baseline []modelEntry
+	for _, d := range list.Data {
+		var e modelEntry
+		if err := json.Unmarshal(d, &e); err != nil {
+			return Identity{}, &PreflightError{Reason: "GET /models: an entry is not a model: " + s.clean(err.Error())}
+		}
+		if e.ID == model {
+			return e.identity(), nil
+		}
+		ids = append(ids, e.ID)
+		if e.OwnedBy != nil && *e.OwnedBy == BaselineOwner {
+			baseline = append(baseline, e)
+		}
+	}
+	if len(baseline) == 1 && len(list.Data) == 1 {
+		return baseline[0].identity(), nil
+	}
+	return Identity{}, &PreflightError{NotServed: true, Reason: fmt.Sprintf("does not serve model %s (it serves %s)", strconv.Quote(model), servedList(ids, s))}
+}
+
+// servedList names at most five served ids for a message.
+func servedList(ids []string, s scrubber) string {
+	if len(ids) == 0 {
+		return "no model"
+	}
+	const show = 5
+	var q []string
+	for i, id := range ids {
+		if i == show {
+			q = append(q, fmt.Sprintf("and %d more", len(ids)-show))
+			break
+		}
+		q = append(q, strconv.Quote(s.clean(*clipText(id))))
+	}
+	return strings.Join(q, ", ")
+}
+
+// Identify implements Identifier. OpenAI-compatible servers and OpenAI
+// list their models (GET {endpoint}/models; vLLM and most compatible
+// servers have no lookup of one model); Azure OpenAI is asked for the
+// deployment through the SDK's model lookup.
+func (c *openaiClient) Identify(ctx context.Context, model string) (Identity, error) {
+	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
+	defer cancel()
+	var raw []byte
+	opts := []option.RequestOption{option.WithHTTPClient(c.preflightHTTP), option.WithResponseBodyInto(&raw)}
+	var err error
+	what := "GET /models"
+	if c.azure {
+		what = "model lookup"
+		_, err = c.models.Get(ctx, model, opts...)
+	} else {
+		_, err = c.models.List(ctx, opts...)
+	}
+	if err != nil {
+		var apiErr *openai.Error
+		if errors.As(err, &apiErr) {
+			msg := apiErr.Message
+			if msg == "" {
+				msg = apiErr.RawJSON()
+			}
+			pe := preflightFailure(ctx, err, apiErr.StatusCode, msg, c.scrub, what)
+			switch {
+			case c.azure && apiErr.StatusCode == http.StatusNotFound:
+				pe.NotServed, pe.Reason = true, fmt.Sprintf("does not serve deployment %s (HTTP 404)", strconv.Quote(model))
+			case apiErr.StatusCode == http.StatusNotFound || apiErr.StatusCode == http.StatusMethodNotAllowed:
+				pe.NoEndpoint = true
+			}
+			return Identity{}, pe
+		}
+		return Identity{}, preflightFailure(ctx, err, 0, "", c.scrub, what)
+	}
+	if c.azure {
+		var e modelEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return Identity{}, &PreflightError{Reason: "model lookup: the reply is not a model"}
+		}
+		id := e.identity()
+		id.Source = IdentityModelLookup
+		return id.Seal(), nil
+	}
+	return matchModel(raw, model, c.scrub)
+}
+
+// Identify implements Identifier through the Gemini SDK's model lookup.
+func (g *geminiClient) Identify(ctx context.Context, model string) (Identity, error) {
+	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
+	defer cancel()
+	m, err := g.c.Models.Get(ctx, model, nil)
+	if err != nil {
+		var apiErr genai.APIError
+		if errors.As(err, &apiErr) {
+			pe := preflightFailure(ctx, err, apiErr.Code, apiErr.Message, g.scrub, "model lookup")
+			if apiErr.Code == http.StatusNotFound {
+				pe.NotServed, pe.Reason = true, fmt.Sprintf("does not serve model %s (HTTP 404)", strconv.Quote(model))
+			}
+			return Identity{}, pe
+		}
+		return Identity{}, preflightFailure(ctx, err, 0, "", g.scrub, "model lookup")
+	}
+	id := Identity{Verified: true, Source: IdentityModelLookup, ID: clipText(m.Name)}
+	if m.Version != "" {
+		id.Version = clipText(m.Version)
+	}
+	if m.InputTokenLimit != 0 {
+		v := int64(m.InputTokenLimit)
+		id.InputTokenLimit = &v
+	}
+	if m.OutputTokenLimit != 0 {
+		v := int64(m.OutputTokenLimit)
+		id.OutputTokenLimit = &v
+	}
+	return id.Seal(), nil
+}
+
+// Identify implements Identifier: the in-process baseline is its policy
+// and seed.
+func (c *baselineClient) Identify(context.Context, string) (Identity, error) {
+	owner, policy, seed := BaselineOwner, c.policy, c.seed
+	return Identity{Verified: true, Source: IdentityInProcess, OwnedBy: &owner, Policy: &policy, PolicySeed: &seed}.Seal(), nil
+}
