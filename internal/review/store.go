@@ -9,7 +9,6 @@ package review
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
 	"database/sql"
 	"errors"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/webapp"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 )
 
@@ -99,7 +99,7 @@ type Store struct {
 
 	// readOnly: opened by OpenReadOnly; sessions then live in mem.
 	readOnly bool
-	mem      *memSessions
+	mem      *webapp.MemSessions
 }
 
 // ErrLocked is returned for reviewer decisions after the admin locked the
@@ -180,7 +180,7 @@ func openDSN(path, d string, readOnly bool) (*Store, error) {
 	}
 	s := &Store{db: db, Path: path, now: time.Now, readOnly: readOnly}
 	if readOnly {
-		s.mem = &memSessions{m: map[string]memSession{}}
+		s.mem = &webapp.MemSessions{}
 	}
 	var id string
 	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&id); err != nil || id != schemaID {
@@ -248,10 +248,7 @@ type Reviewer struct {
 	IsAdmin bool
 }
 
-func tokenHash(token string) []byte {
-	h := sha256.Sum256([]byte(token))
-	return h[:]
-}
+func tokenHash(token string) []byte { return webapp.TokenHash(token) }
 
 // Authenticate returns the account whose token is token. Every stored hash
 // is compared in constant time, and all of them are compared, so timing
