@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -34,8 +35,21 @@ type study struct {
 	store *Store
 	srv   *httptest.Server
 	creds map[string]string
-	// bodies collects every response body a client received.
+	// bodies collects every response body the server sent (with its
+	// path on the first line).
+	mu     sync.Mutex
 	bodies []string
+}
+
+// recorder copies a response body as it is written.
+type recorder struct {
+	http.ResponseWriter
+	body bytes.Buffer
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.body.Write(b)
+	return r.ResponseWriter.Write(b)
 }
 
 // testBench is the protocol test benchmark with real PNG files (eval
@@ -89,7 +103,14 @@ func (st *study) start() {
 	if err != nil {
 		st.t.Fatal(err)
 	}
-	st.srv = httptest.NewServer(srv.Handler())
+	h := srv.Handler()
+	st.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &recorder{ResponseWriter: w}
+		h.ServeHTTP(rec, r)
+		st.mu.Lock()
+		st.bodies = append(st.bodies, r.URL.Path+"\n"+rec.body.String())
+		st.mu.Unlock()
+	}))
 	st.t.Cleanup(func() { st.srv.Close(); s.Close() })
 }
 
@@ -127,7 +148,6 @@ func (c *client) do(method, path string, form url.Values) (int, http.Header, str
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	c.st.bodies = append(c.st.bodies, string(b))
 	return resp.StatusCode, resp.Header, string(b)
 }
 
@@ -327,41 +347,7 @@ func TestReadersScoreLikeModels(t *testing.T) {
 			st := newStudy(t, bench, oracle)
 			st.work(st.signIn("reader1"), false, -1)
 			st.work(st.signIn("reader2"), true, -1)
-			out := t.TempDir()
-			runs, err := Export(context.Background(), st.store, out, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(runs) != 2 || runs[0].Finished != len(bench.Records) || runs[1].Finished != len(bench.Records) {
-				t.Fatalf("export: %+v", runs)
-			}
-			first := baselineFirst(t, bench, oracle)
-			r1 := readRun(t, runs[0].Dir)
-			for _, rec := range bench.Records {
-				got, want := scoreView(r1[rec.KeyID]), scoreView(first[rec.KeyID])
-				if got != want {
-					t.Errorf("record %s: reader1 (option 1)\n%s\neval first\n%s", rec.KeyID, got, want)
-				}
-			}
-			for key, r := range readRun(t, runs[1].Dir) {
-				for _, tn := range r.Turns {
-					if tn.Status == results.TurnAsked && (tn.Correct == nil || !*tn.Correct) {
-						t.Errorf("ground-truth reader: %s %s not correct", key, tn.Turn)
-					}
-				}
-				for _, c := range []*bool{r.Stages.Detection.Correct, r.Stages.ContourEvaluation.Correct, r.Stages.ContourRevision.Correct, r.Stages.AttributeExtraction.Correct} {
-					if c != nil && !*c {
-						t.Errorf("ground-truth reader: %s has a wrong stage: %s", key, stagesString(r.Stages))
-					}
-				}
-			}
-			m, err := results.ReadManifest(runs[1].Dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Model.Provider != ProviderHuman || m.Model.Name != "reader2" || m.OracleMode != string(oracle) {
-				t.Errorf("manifest: provider %q model %q oracle %q", m.Model.Provider, m.Model.Name, m.OracleMode)
-			}
+			st.checkExport(t, oracle)
 		})
 	}
 }
@@ -382,18 +368,73 @@ func TestNoAnswerReachesTheBrowser(t *testing.T) {
 		// Refusals too: an answer to a finished turn, a future image.
 		c.answer(turnPage{pos: 0, seq: 0}, 2)
 		c.do("GET", "/image/0/5/0", nil)
-		forbidden := []string{"mask_answer", "mask_fake", "option_1_", "answer_index", `"gt"`, `"correct"`, "data-correct", "data-gt", "correct answer", "incorrect", "wrong answer"}
-		for _, rec := range bench.Records {
-			forbidden = append(forbidden, rec.KeyID, rec.PairID)
-		}
-		for i, b := range st.bodies {
-			for _, f := range forbidden {
-				if strings.Contains(strings.ToLower(b), strings.ToLower(f)) {
-					t.Errorf("%s: response %d contains %q:\n%.400s", oracle, i, f, b)
-				}
+		st.checkNoLeak(t)
+	}
+}
+
+// checkNoLeak finds no ground truth, option file name, record key or
+// verdict in any response body the server sent.
+func (st *study) checkNoLeak(t *testing.T) {
+	t.Helper()
+	forbidden := []string{"mask_answer", "mask_fake", "option_1_", "answer_index", `"gt"`, `"correct"`, "data-correct", "data-gt", "correct answer", "incorrect", "wrong answer", "ground truth"}
+	for _, rec := range st.bench.Records {
+		forbidden = append(forbidden, rec.KeyID, rec.PairID)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.bodies) < 20 {
+		t.Fatalf("only %d responses collected", len(st.bodies))
+	}
+	for i, b := range st.bodies {
+		for _, f := range forbidden {
+			if strings.Contains(strings.ToLower(b), strings.ToLower(f)) {
+				t.Errorf("response %d contains %q:\n%.400s", i, f, b)
 			}
 		}
 	}
+}
+
+// checkExport exports the study and checks reader1 (option 1) against
+// eval's first policy record by record and reader2 (ground truth) at
+// 100 %.
+func (st *study) checkExport(t *testing.T, oracle protocol.OracleMode) []ExportedRun {
+	t.Helper()
+	bench := st.bench
+	runs, err := Export(context.Background(), st.store, t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].Finished != len(bench.Records) || runs[1].Finished != len(bench.Records) {
+		t.Fatalf("export: %+v", runs)
+	}
+	first := baselineFirst(t, bench, oracle)
+	r1 := readRun(t, runs[0].Dir)
+	for _, rec := range bench.Records {
+		got, want := scoreView(r1[rec.KeyID]), scoreView(first[rec.KeyID])
+		if got != want {
+			t.Errorf("record %s: reader1 (option 1)\n%s\neval first\n%s", rec.KeyID, got, want)
+		}
+	}
+	for key, r := range readRun(t, runs[1].Dir) {
+		for _, tn := range r.Turns {
+			if tn.Status == results.TurnAsked && (tn.Correct == nil || !*tn.Correct) {
+				t.Errorf("ground-truth reader: %s %s not correct", key, tn.Turn)
+			}
+		}
+		for _, c := range []*bool{r.Stages.Detection.Correct, r.Stages.ContourEvaluation.Correct, r.Stages.ContourRevision.Correct, r.Stages.AttributeExtraction.Correct} {
+			if c != nil && !*c {
+				t.Errorf("ground-truth reader: %s has a wrong stage: %s", key, stagesString(r.Stages))
+			}
+		}
+	}
+	m, err := results.ReadManifest(runs[1].Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Model.Provider != ProviderHuman || m.Model.Name != "reader2" || m.OracleMode != string(oracle) {
+		t.Errorf("manifest: provider %q model %q oracle %q", m.Model.Provider, m.Model.Name, m.OracleMode)
+	}
+	return runs
 }
 
 // TestAnswersAreFinal: an answered turn cannot be answered again, only
