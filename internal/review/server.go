@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -43,6 +44,9 @@ const (
 	sessionTTL    = webapp.SessionTTL
 	imageCacheLen = 48
 )
+
+// queuePageSize is the number of cases on one page of a reviewer's queue.
+var queuePageSize = 500
 
 // Server is the review web app (issue 6): a reviewer's own queue and case
 // views, the admin's progress, agreement and resolution views. Sign-in,
@@ -73,6 +77,7 @@ func NewServer(s *Store) (*Server, error) {
 			return fmt.Sprintf("%.3f", k)
 		},
 		"inc":  func(i int) int { return i + 1 },
+		"add":  func(a, b int) int { return a + b },
 		"list": func(xs ...any) []any { return xs },
 		"pct": func(a, b int) int {
 			if b == 0 {
@@ -210,7 +215,21 @@ func (srv *Server) queue(w http.ResponseWriter, r *http.Request) {
 			next = it.Case.KeyID
 		}
 	}
-	srv.render(w, http.StatusOK, "queue.html", map[string]any{"Page": p, "Items": items, "Done": done, "Total": len(items), "Next": next})
+	// One page of the queue at a time, so a queue of a million flagged
+	// cases is not one page of tens of megabytes.
+	pg, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	pages := max(1, (len(items)+queuePageSize-1)/queuePageSize)
+	pg = min(max(pg, 1), pages)
+	from := (pg - 1) * queuePageSize
+	data := map[string]any{"Page": p, "Items": items[from:min(len(items), from+queuePageSize)], "Offset": from,
+		"Done": done, "Total": len(items), "Next": next, "PageNo": pg, "Pages": pages}
+	if pg > 1 {
+		data["PrevPage"] = pg - 1
+	}
+	if pg < pages {
+		data["NextPage"] = pg + 1
+	}
+	srv.render(w, http.StatusOK, "queue.html", data)
 }
 
 func (srv *Server) queueJSON(w http.ResponseWriter, r *http.Request) {
