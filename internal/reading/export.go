@@ -17,7 +17,7 @@ import (
 )
 
 // ProviderHuman is the provider (and backend) of a reader's run.
-const ProviderHuman = "human"
+const ProviderHuman = results.ProviderHuman
 
 // ErrRunExists matches an export refused because a reader's run
 // directory already holds a run (pass force to replace it).
