@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/eval"
@@ -347,6 +348,13 @@ func TestReadersScoreLikeModels(t *testing.T) {
 			st := newStudy(t, bench, oracle)
 			st.work(st.signIn("reader1"), false, -1)
 			st.work(st.signIn("reader2"), true, -1)
+			// The oracle texts are shown as the mode says: reader1 gets
+			// steps wrong, so implicit patches and explicit texts occur.
+			all := strings.Join(st.bodies, "\n")
+			implicit, explicit := strings.Contains(all, `class="oracle implicit"`), strings.Contains(all, `class="oracle explicit"`)
+			if implicit != (oracle == protocol.OracleImplicit) || explicit != (oracle == protocol.OracleExplicit) {
+				t.Errorf("oracle %s: implicit notice shown %v, explicit text shown %v", oracle, implicit, explicit)
+			}
 			st.checkExport(t, oracle)
 		})
 	}
@@ -521,6 +529,53 @@ func TestResumeAfterRestart(t *testing.T) {
 					t.Errorf("%s %s: resumed\n%s\nuninterrupted\n%s", oracle, k, scoreView(a[k]), scoreView(b[k]))
 				}
 			}
+		}
+	}
+}
+
+// TestTimePerTurn: a turn's time runs from its first display (a reload
+// does not restart it) to its stored answer, and the export carries it.
+func TestTimePerTurn(t *testing.T) {
+	bench := testBench(t)
+	st := newStudy(t, bench, protocol.OracleNone)
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	st.store.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
+	advance := func(d time.Duration) {
+		mu.Lock()
+		clock = clock.Add(d)
+		mu.Unlock()
+	}
+	c := st.signIn("reader1")
+	for {
+		tp := c.current()
+		if tp.done {
+			break
+		}
+		advance(2 * time.Second)
+		c.current() // a reload: the first display counts
+		advance(1500 * time.Millisecond)
+		if code := c.answer(tp, 1); code != http.StatusSeeOther {
+			t.Fatalf("answer: %d", code)
+		}
+	}
+	runs, err := Export(context.Background(), st.store, t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range readRun(t, runs[0].Dir) {
+		for _, tn := range r.Turns {
+			// shown at t, reloaded at t+2 s, answered at t+3.5 s.
+			if tn.Status == results.TurnAsked && (tn.TotalMS != 3500 || tn.LatencyMS != 3500) {
+				t.Errorf("%s %s: %d ms, want 3500", r.KeyID, tn.Turn, tn.TotalMS)
+			}
+		}
+		if r.StartedAt == "" || r.StartedAt >= r.FinishedAt {
+			t.Errorf("%s: started %s, finished %s", r.KeyID, r.StartedAt, r.FinishedAt)
 		}
 	}
 }
