@@ -172,6 +172,7 @@ type imageView struct {
 type exchangeView struct {
 	Turn, Text, Answer string
 	Patched            bool
+	Images             []imageView
 }
 
 var optionLine = regexp.MustCompile(`(?m)^\((\d+)\)\s*(.*)$`)
@@ -226,8 +227,11 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	var hist []exchangeView
 	var patched []exchangeView
-	for _, e := range pd.History {
+	for k, e := range pd.History {
 		ev := exchangeView{Turn: e.Turn, Text: e.Text, Answer: e.Answer, Patched: e.Patched}
+		for i := range e.Images {
+			ev.Images = append(ev.Images, imageView{URL: fmt.Sprintf("/image/%d/%d/%d", cur.pos, k, i), Alt: fmt.Sprintf("image %d", i+1)})
+		}
 		hist = append(hist, ev)
 		if e.Patched {
 			patched = append(patched, ev)
@@ -331,7 +335,7 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 		webapp.APIError(w, http.StatusNotFound, "no such image")
 		return
 	}
-	data, err := imagefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(imgs[i])), imagefile.MaxFileBytes, imagefile.Follow)
+	data, err := imagefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(imgs[i])), imagefile.MaxFileBytes, imagefile.NoFollow)
 	if err != nil {
 		srv.web.Fail(w, r, http.StatusInternalServerError, fmt.Errorf("image: %w", imagefile.Reason(err)))
 		return
