@@ -171,6 +171,10 @@ directory that already holds a run is replaced only with --force.`,
 				return withExit(2, err)
 			}
 			for _, r := range runs {
+				if r.Dir == "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: no record finished (of %d), nothing written\n", r.Reader, r.Selected)
+					continue
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d of %d records finished → %s\n", r.Reader, r.Finished, r.Selected, r.Dir)
 			}
 			return nil

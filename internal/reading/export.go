@@ -26,8 +26,8 @@ var ErrRunExists = runs.ErrRunExists
 // ExportedRun is one reader's written run.
 type ExportedRun struct {
 	Reader   string
-	Dir      string
-	Finished int // records with every asked turn answered
+	Dir      string // "" when the reader finished no record (nothing written)
+	Finished int    // records with every asked turn answered
 	Selected int
 }
 
@@ -48,8 +48,9 @@ func LoadBenchmark(st *Study) (*benchmark.Benchmark, error) {
 // Export writes one run directory per reader under out, in eval's layout
 // (out/human_<reader>/oracle_<mode>/): results.jsonl with the reader's
 // finished records in benchmark order, all_results.json, summary.json,
-// manifest.json. A directory that already holds a run is replaced only
-// with force; the check covers every reader before anything is written.
+// manifest.json. A reader without a finished record gets no directory. A
+// directory that already holds a run is replaced only with force; the
+// check covers every reader before anything is written.
 func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRun, error) {
 	st, err := s.Study(ctx)
 	if err != nil {
@@ -80,6 +81,10 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 		recs, keys, err := readerRecords(ctx, s, bench, st, r)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", r.Name, err)
+		}
+		if len(recs) == 0 { // a run without a record is no run: report would only warn about it
+			outRuns = append(outRuns, ExportedRun{Reader: r.Name, Selected: len(keys)})
+			continue
 		}
 		m := manifest(bench, st, r.Name, keys)
 		var wall float64
