@@ -280,3 +280,46 @@ func TestQueuePaginated(t *testing.T) {
 		t.Error("a page past the end is not the last page")
 	}
 }
+
+// TestNeighbours: a case page's position and neighbours, read by bounded
+// queries, are those of the reviewer's queue (or of every case for the
+// admin).
+func TestNeighbours(t *testing.T) {
+	a := newApp(t, 3, 2)
+	ctx := context.Background()
+	st, err := a.store.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, cs := range st {
+		all = append(all, cs.Case.KeyID)
+	}
+	revs, err := a.store.Reviewers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := map[int64][]string{0: all}
+	for _, r := range revs {
+		lists[r.ID] = a.queueOf(r.Name)
+	}
+	for who, keys := range lists {
+		for i, k := range keys {
+			c, err := a.store.CaseByKey(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pos, total, prev, next, err := a.store.Neighbours(ctx, c.ID, who)
+			wantPrev, wantNext := "", ""
+			if i > 0 {
+				wantPrev = keys[i-1]
+			}
+			if i+1 < len(keys) {
+				wantNext = keys[i+1]
+			}
+			if err != nil || pos != i+1 || total != len(keys) || prev != wantPrev || next != wantNext {
+				t.Errorf("reviewer %d, %s: %d of %d, %q, %q, %v; want %d of %d, %q, %q", who, k, pos, total, prev, next, err, i+1, len(keys), wantPrev, wantNext)
+			}
+		}
+	}
+}

@@ -307,58 +307,52 @@ func (srv *Server) casePage(w http.ResponseWriter, r *http.Request) {
 	if len(flags) > 0 {
 		data["Flags"] = flags
 	}
-	var keys []string
+	// Only this case's state and its neighbours are read: a case page
+	// stays small and cheap however long the review is.
+	cs, err := srv.store.CaseStateOf(r.Context(), c.ID)
+	if err != nil || cs == nil {
+		srv.fail(w, r, http.StatusInternalServerError, fmt.Errorf("state of %s: %v", c.KeyID, err))
+		return
+	}
 	if u.IsAdmin {
-		st, err := srv.store.Snapshot(r.Context())
-		if err != nil {
-			srv.fail(w, r, http.StatusInternalServerError, err)
-			return
+		var views []reviewerView
+		for i, n := range cs.Assigned {
+			v := reviewerView{Name: n}
+			if a := cs.Latest[i]; a != nil {
+				v.Decision, v.Note, v.Time = a.Decision, a.Note, a.Time
+			}
+			views = append(views, v)
 		}
-		for _, cs := range st {
-			keys = append(keys, cs.Case.KeyID)
-			if cs.Case.ID != c.ID {
-				continue
-			}
-			var views []reviewerView
-			for i, n := range cs.Assigned {
-				v := reviewerView{Name: n}
-				if a := cs.Latest[i]; a != nil {
-					v.Decision, v.Note, v.Time = a.Decision, a.Note, a.Time
-				}
-				views = append(views, v)
-			}
-			data["Reviews"] = views
-			data["Admin"] = cs.Admin
-			if ln := cs.Resolved(); ln != nil {
-				data["Resolved"] = ln.Decision
-			}
+		data["Reviews"] = views
+		data["Admin"] = cs.Admin
+		if ln := cs.Resolved(); ln != nil {
+			data["Resolved"] = ln.Decision
 		}
 	} else {
-		items, err := srv.store.Queue(r.Context(), u.ID)
-		if err != nil {
-			srv.fail(w, r, http.StatusInternalServerError, err)
-			return
-		}
-		for _, it := range items {
-			keys = append(keys, it.Case.KeyID)
-			if it.Case.ID == c.ID {
-				data["Decision"], data["Note"], data["Time"] = it.Decision, it.Note, it.Time
+		for i, n := range cs.Assigned {
+			if a := cs.Latest[i]; n == u.Name && a != nil {
+				data["Decision"], data["Note"], data["Time"] = a.Decision, a.Note, a.Time
 				if flags != nil { // an item-health round shows outcomes (itemhealth.go)
-					data["Decision"], data["Note"] = OutcomeOf(it.Decision, it.Note), strings.TrimPrefix(it.Note, FixPrefix)
+					data["Decision"], data["Note"] = OutcomeOf(a.Decision, a.Note), strings.TrimPrefix(a.Note, FixPrefix)
 				}
 			}
 		}
 	}
-	for i, k := range keys {
-		if k == c.KeyID {
-			data["Pos"], data["Total"] = i+1, len(keys)
-			if i > 0 {
-				data["Prev"] = keys[i-1]
-			}
-			if i+1 < len(keys) {
-				data["Next"] = keys[i+1]
-			}
-		}
+	var who int64
+	if !u.IsAdmin {
+		who = u.ID
+	}
+	pos, total, prev, next, err := srv.store.Neighbours(r.Context(), c.ID, who)
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	data["Pos"], data["Total"] = pos, total
+	if prev != "" {
+		data["Prev"] = prev
+	}
+	if next != "" {
+		data["Next"] = next
 	}
 	srv.render(w, http.StatusOK, "case.html", data)
 }

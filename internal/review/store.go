@@ -368,6 +368,32 @@ func (s *Store) IsAssigned(ctx context.Context, caseID, reviewerID int64) (bool,
 	return n > 0, err
 }
 
+// Neighbours places a case in a list of cases in source order — the
+// reviewer's queue, or every case when reviewerID is 0 (the admin) —
+// with bounded queries, so that a case page costs the same in a queue of
+// ten cases as in one of a million: its 1-based position, the list's
+// length and the keys before and after it ("" at the ends).
+func (s *Store) Neighbours(ctx context.Context, caseID, reviewerID int64) (pos, total int, prev, next string, err error) {
+	list := `SELECT c.id, c.key_id FROM cases c WHERE (? = 0 OR c.id IN (SELECT case_id FROM assignments WHERE reviewer_id = ?))`
+	if err = s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(id <= ?), 0) FROM (`+list+`)`, caseID, reviewerID, reviewerID).Scan(&total, &pos); err != nil {
+		return
+	}
+	one := func(q string) (string, error) {
+		var id int64
+		var k string
+		err := s.db.QueryRowContext(ctx, q, reviewerID, reviewerID, caseID).Scan(&id, &k)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", nil
+		}
+		return k, err
+	}
+	if prev, err = one(list + ` AND c.id < ? ORDER BY c.id DESC LIMIT 1`); err != nil {
+		return
+	}
+	next, err = one(list + ` AND c.id > ? ORDER BY c.id LIMIT 1`)
+	return
+}
+
 // QueueItem is one case of a reviewer's queue with the reviewer's own
 // latest decision.
 type QueueItem struct {
