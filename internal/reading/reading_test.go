@@ -453,6 +453,13 @@ func TestAnswersAreFinal(t *testing.T) {
 	st := newStudy(t, bench, protocol.OracleNone)
 	c := st.signIn("reader1")
 	tp := c.current()
+	if code, _, _ := c.do("POST", "/answer", url.Values{"pos": {"0"}, "seq": {"0"}, "option": {"1"}}); code != http.StatusForbidden {
+		t.Errorf("answer without the CSRF token: %d", code)
+	}
+	anon := &client{st: st, http: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	if code, _, body := anon.do("GET", "/image/0/0/0", nil); code != http.StatusUnauthorized || strings.Contains(body, "PNG") {
+		t.Errorf("image without a session: %d", code)
+	}
 	if code := c.answer(turnPage{pos: tp.pos, seq: tp.seq + 1}, 1); code != http.StatusConflict {
 		t.Errorf("answer to a turn not on screen: %d", code)
 	}
