@@ -152,13 +152,9 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 			if (certFile == "") != (keyFile == "") {
 				return withExit(2, errors.New("give both --tls-cert and --tls-key, or neither"))
 			}
-			host, _, err := net.SplitHostPort(listen)
-			if err != nil {
-				return withExit(2, fmt.Errorf("--listen %q: %w", listen, err))
-			}
 			useTLS := certFile != ""
-			if !isLoopbackHost(host) && !useTLS {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s, which is not a loopback address, without TLS: tokens and session cookies travel in clear text unless a TLS proxy sits in front\n", listen)
+			if err := checkListen(cmd, listen, useTLS); err != nil {
+				return err
 			}
 			open := review.Open
 			if readOnly {
@@ -180,36 +176,7 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 			if !quiet {
 				app.Log = log.New(cmd.ErrOrStderr(), "review: ", log.LstdFlags)
 			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return withExit(2, fmt.Errorf("--listen %s: %w", listen, err))
-			}
-			hs := &http.Server{Handler: app.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-				WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
-				TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
-			scheme := "http"
-			if useTLS {
-				scheme = "https"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s://%s/\n", scheme, ln.Addr())
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			errc := make(chan error, 1)
-			go func() {
-				if useTLS {
-					errc <- hs.ServeTLS(ln, certFile, keyFile)
-				} else {
-					errc <- hs.Serve(ln)
-				}
-			}()
-			select {
-			case err := <-errc:
-				return withExit(2, err)
-			case <-ctx.Done():
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return hs.Shutdown(sctx)
+			return serveApp(cmd, app.Handler(), listen, certFile, keyFile)
 		},
 	}
 	f := cmd.Flags()
@@ -455,4 +422,53 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 	f.StringVar(&reviewer, "reviewer", "", "reviewer name (default: the sheet's annotator_<X> folder, else import)")
 	f.BoolVar(&legacy, "legacy-nonempty-accept", false, "optimal? cells: any non-empty cell accepts (the reference's rule)")
 	return cmd
+}
+
+// checkListen checks --listen and warns when a non-loopback address is
+// served without TLS.
+func checkListen(cmd *cobra.Command, listen string, useTLS bool) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return withExit(2, fmt.Errorf("--listen %q: %w", listen, err))
+	}
+	if !isLoopbackHost(host) && !useTLS {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s, which is not a loopback address, without TLS: tokens and session cookies travel in clear text unless a TLS proxy sits in front\n", listen)
+	}
+	return nil
+}
+
+// serveApp serves a web app (review, reading) on listen, over TLS when a
+// certificate is given, printing its URL, until SIGINT or SIGTERM.
+func serveApp(cmd *cobra.Command, h http.Handler, listen, certFile, keyFile string) error {
+	useTLS := certFile != ""
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return withExit(2, fmt.Errorf("--listen %s: %w", listen, err))
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
+	scheme := "http"
+	if useTLS {
+		scheme = "https"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s://%s/\n", scheme, ln.Addr())
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() {
+		if useTLS {
+			errc <- hs.ServeTLS(ln, certFile, keyFile)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return withExit(2, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
 }

@@ -180,6 +180,10 @@ type Result struct {
 	// Health is the item analysis per oracle mode with a non-baseline
 	// run (itemhealth.go).
 	Health []*ItemHealth
+
+	// Readers is the readers-and-models part (readers.go); nil without
+	// runs of human readers.
+	Readers *ReadersResult
 }
 
 // Modes lists the oracle modes present, sorted.
@@ -260,6 +264,7 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 	res.Domains, warns = analyzeDomains(res, &opts)
 	res.Warnings = append(res.Warnings, warns...)
 	res.Health = ComputeItemHealth(res, opts.FlagShare)
+	res.Readers = analyzeReaders(res, &opts)
 	return res, nil
 }
 

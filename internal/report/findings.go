@@ -107,6 +107,7 @@ type findingsDoc struct {
 }
 
 type claimDoc struct {
+	N               int // the claim's number
 	Title, Sentence string
 	Verdicts        []analysis.Verdict
 }
@@ -128,12 +129,15 @@ func hasFindings(res *analysis.Result) bool {
 // buildFindings lays out the findings section; nil without any grouped run.
 func buildFindings(res *analysis.Result) *findingsDoc {
 	if !hasFindings(res) {
+		if rc := readersClaim(res); rc != nil { // claim 3 needs no domain groups
+			return &findingsDoc{Claims: []claimDoc{*rc}, Notes: []string{readersRule(res)}}
+		}
 		return nil
 	}
 	dr := res.Domains
 	f := &findingsDoc{}
 	for c := 1; c <= 2; c++ {
-		cd := claimDoc{Title: claimTitle[c], Sentence: claims[c]}
+		cd := claimDoc{N: c, Title: claimTitle[c], Sentence: claims[c]}
 		for _, v := range dr.Verdict {
 			if v.Claim == c {
 				cd.Verdicts = append(cd.Verdicts, v)
@@ -145,6 +149,10 @@ func buildFindings(res *analysis.Result) *findingsDoc {
 		fmt.Sprintf("Metric: end-to-end accuracy e2e_k (all of stages 1..k correct), the paper's. A group's accuracy is the mean of its models' accuracies, with a two-level bootstrap 95 %% interval (models resampled within the group, then each resampled model's records; B = %d).", res.Options.Bootstrap),
 		fmt.Sprintf("Claim 1 rule: a stage is a precipitous drop when the upper bound of the 95 %% interval of e2e_k / e2e_1 is below %.2f and the stage has at least %d records; the claim is supported when that holds at stage 4 of revision_required for all models pooled, not supported when the lower bound is at least %.2f, and undecided otherwise or with fewer than two models.", analysis.PrecipitousBelow, analysis.MinDecayRecords, analysis.PrecipitousBelow),
 		fmt.Sprintf("Claim 2 rule: not supported when some path and stage has medical − general with its interval above 0 and permutation p ≤ 0.05; supported when every interval lies below +%s points; undecided otherwise, with fewer than two models in either group, or when the permutation test cannot reach p ≤ 0.05. The permutation test relabels models (exact enumeration up to %d relabelings, else %d seeded draws). Matched medical/base pairs use McNemar's exact test on the records both runs answered.", pct(analysis.AdvantageMargin), analysis.ExactPermLimit, analysis.PermDraws),
+	}
+	if rc := readersClaim(res); rc != nil {
+		f.Claims = append(f.Claims, *rc)
+		f.Notes = append(f.Notes, readersRule(res))
 	}
 	var unknown []string
 	for _, m := range dr.Members {
@@ -336,8 +344,8 @@ func decayCell(d analysis.DecayRow) string {
 // markdown renders the findings section.
 func (f *findingsDoc) markdown(b *strings.Builder) {
 	b.WriteString("\n## Findings\n")
-	for i, c := range f.Claims {
-		fmt.Fprintf(b, "\n**Claim %d (%s).** %s\n\n", i+1, c.Title, c.Sentence)
+	for _, c := range f.Claims {
+		fmt.Fprintf(b, "\n**Claim %d (%s).** %s\n\n", c.N, c.Title, c.Sentence)
 		for _, v := range c.Verdicts {
 			fmt.Fprintf(b, "- Oracle %s: **%s**. %s.\n", v.OracleMode, v.Status, v.Reason)
 		}

@@ -43,6 +43,7 @@ type doc struct {
 	Intro    []string
 	Warnings []string
 	Findings *findingsDoc // nil when no run has a domain group
+	Readers  *readersDoc  // nil without runs of human readers (readers.go)
 	Sections []*section
 }
 
@@ -110,6 +111,9 @@ func markdown(d *doc) []byte {
 	if d.Findings != nil {
 		d.Findings.markdown(&b)
 	}
+	if d.Readers != nil {
+		d.Readers.markdown(&b)
+	}
 	for _, s := range d.Sections {
 		fmt.Fprintf(&b, "\n## Oracle mode: %s\n", s.Mode)
 		if s.Note != "" {
@@ -172,7 +176,7 @@ func chanceCell(res *analysis.Result, path benchmark.Path, lesion, target string
 
 // buildDoc lays out every table of the report.
 func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
-	d := &doc{Warnings: warnings, Findings: buildFindings(res)}
+	d := &doc{Warnings: warnings, Findings: buildFindings(res), Readers: buildReaders(res)}
 	d.Intro = append(d.Intro, fmt.Sprintf("Written by chexpercept %s from %d run(s). Accuracies are percentages with Wilson 95 %% intervals; depth is the mean number of stages answered correctly in a row, with a bootstrap 95 %% interval (B = %d). N/A marks a stage that does not apply to a path or a cell without records. Error policy: %s.\n",
 		ver, len(res.Runs), res.Options.Bootstrap, res.Options.ErrorPolicy))
 	if res.Domains != nil && len(res.Domains.Members) > 0 && d.Findings == nil {

@@ -23,6 +23,11 @@ const (
 	StatusError = "error"
 )
 
+// ProviderHuman is the provider of a human reader's run (`read export`):
+// the report compares such runs with the models instead of ranking them
+// as models.
+const ProviderHuman = "human"
+
 // Turn status values.
 const (
 	TurnAsked   = "asked"

@@ -3,9 +3,7 @@ package review
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +21,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/source"
+	"github.com/chexpercept/chexpercept/internal/webapp"
 )
 
 // InitOptions configures Init.
@@ -151,7 +150,7 @@ func insertReviewers(tx *sql.Tx, names []string) (ids []int64, creds []Credentia
 	ids = make([]int64, len(names))
 	creds = make([]Credential, 0, len(names)+1)
 	for i, n := range append(names, AdminName) {
-		tok, err := newToken()
+		tok, err := webapp.NewToken() // 256 bits: a plain SHA-256 of it is a safe verifier
 		if err != nil {
 			return nil, nil, err
 		}
@@ -215,16 +214,6 @@ func cleanHints(h []string) []string {
 		}
 	}
 	return out
-}
-
-// newToken returns 32 random bytes, base64url without padding (256 bits:
-// a plain SHA-256 of it is a safe verifier, no slow hash needed).
-func newToken() (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
 type caseDigest struct {

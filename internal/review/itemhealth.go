@@ -51,6 +51,12 @@ const (
 // maxFlaggedBytes bounds a flagged_items.csv (a few hundred bytes a row).
 const maxFlaggedBytes = 64 << 20
 
+// MaxFlagsPerCase bounds the flagged rows of one case: a report flags
+// each question of a case at most once per oracle mode (9 questions × 3
+// modes), so a file with more rows for one key is not a report's, and a
+// case page never lists more.
+const MaxFlagsPerCase = benchmark.NumQuestions * 3
+
 // ReadFlagged reads a report's flagged_items.csv: one row per flagged
 // question, columns found by name (key_id, question and reason required).
 func ReadFlagged(path string) ([]ItemFlag, error) {
@@ -77,7 +83,9 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 		}
 	}
 	var out []ItemFlag
-	seen := map[ItemFlag]bool{}
+	type flagID struct{ key, mode, question string }
+	seen := map[flagID]ItemFlag{}
+	perCase := map[string]int{}
 	for line := 2; ; line++ {
 		rec, err := r.Read()
 		if err == io.EOF {
@@ -101,10 +109,19 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 		if f.KeyID == "" || f.Reason == "" {
 			return nil, fmt.Errorf("flagged items %s:%d: empty key_id or reason", path, line)
 		}
-		if seen[f] { // a row given twice would be shown twice
-			continue
+		id := flagID{f.KeyID, f.Mode, f.Question}
+		if first, ok := seen[id]; ok {
+			if first == f { // a row given twice would be shown twice
+				continue
+			}
+			return nil, fmt.Errorf("flagged items %s:%d: a second, different row for question %s of %s in oracle mode %q (a report writes one)",
+				path, line, f.Question, benchmark.OneLine(f.KeyID), f.Mode)
 		}
-		seen[f] = true
+		if perCase[f.KeyID]++; perCase[f.KeyID] > MaxFlagsPerCase {
+			return nil, fmt.Errorf("flagged items %s:%d: more than %d flagged rows for %s (a report flags each of the %d questions at most once per oracle mode)",
+				path, line, MaxFlagsPerCase, benchmark.OneLine(f.KeyID), benchmark.NumQuestions)
+		}
+		seen[id] = f
 		out = append(out, f)
 	}
 	if len(out) == 0 {
@@ -190,7 +207,7 @@ func (s *Store) ItemFlags(ctx context.Context, key string) ([]ItemFlag, error) {
 		return nil, nil
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT key_id, oracle_mode, question, turn, reason, runs, agree_share, gt, modal, gt_text, modal_text
-		FROM item_flags WHERE key_id = ? ORDER BY rowid`, key)
+		FROM item_flags WHERE key_id = ? ORDER BY rowid LIMIT ?`, key, MaxFlagsPerCase)
 	if err != nil {
 		return nil, err
 	}

@@ -242,3 +242,100 @@ func TestHostileFlaggedItems(t *testing.T) {
 		}
 	}
 }
+
+// TestFlaggedRowsBounded: a flagged-items file with more rows for one
+// case than a report can write (or two different rows for one question)
+// is refused with its line, and memory stays proportional to the file:
+// 200,000 rows of one case stop at the first row past the bound.
+func TestFlaggedRowsBounded(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("oracle_mode,key_id,question,turn,reason\r\n")
+	for i := range 200000 {
+		fmt.Fprintf(&b, "none,edema_fx001_positive_0,q%d,T1,unanimous_wrong\r\n", i)
+	}
+	p := filepath.Join(dir, "many.csv")
+	os.WriteFile(p, []byte(b.String()), 0o644)
+	_, err := ReadFlagged(p)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s:%d: more than %d flagged rows", p, MaxFlagsPerCase+2, MaxFlagsPerCase)) {
+		t.Errorf("200,000 rows of one case: %v", err)
+	}
+	twice := filepath.Join(dir, "twice.csv")
+	os.WriteFile(twice, []byte("oracle_mode,key_id,question,turn,reason\r\nnone,k_1,detection,T1,unanimous_wrong\r\nnone,k_1,detection,T1,majority_wrong\r\n"), 0o644)
+	if _, err := ReadFlagged(twice); err == nil || !strings.Contains(err.Error(), twice+":3: a second, different row") {
+		t.Errorf("two rows for one question: %v", err)
+	}
+	ok := filepath.Join(dir, "ok.csv")
+	os.WriteFile(ok, []byte("oracle_mode,key_id,question,turn,reason\r\nnone,k_1,detection,T1,unanimous_wrong\r\nimplicit,k_1,detection,T1,majority_wrong\r\n"), 0o644)
+	if f, err := ReadFlagged(ok); err != nil || len(f) != 2 {
+		t.Errorf("one question in two modes: %d, %v", len(f), err)
+	}
+}
+
+// TestQueuePaginated: the queue page lists one page of cases, with links
+// to the others, so its size does not grow with the queue.
+func TestQueuePaginated(t *testing.T) {
+	old := queuePageSize
+	queuePageSize = 3
+	t.Cleanup(func() { queuePageSize = old })
+	a := newApp(t, 1, 1)
+	r1 := a.signIn("r1")
+	keys := a.queueOf("r1")
+	if len(keys) < 5 {
+		t.Fatalf("queue of %d", len(keys))
+	}
+	first := r1.get("/queue").body
+	if n := strings.Count(first, "<tr class=\"d-"); n != 3 || !strings.Contains(first, `href="/queue?page=2"`) {
+		t.Errorf("first page: %d rows\n%s", n, first)
+	}
+	second := r1.get("/queue?page=2").body
+	if !strings.Contains(second, keys[3]) || strings.Contains(second, `data-key="`+keys[0]+`"`) || !strings.Contains(second, "<td>4</td>") {
+		t.Errorf("second page does not hold cases 4–6")
+	}
+	if last := r1.get("/queue?page=999").body; !strings.Contains(last, `href="/queue?page=`) {
+		t.Error("a page past the end is not the last page")
+	}
+}
+
+// TestNeighbours: a case page's position and neighbours, read by bounded
+// queries, are those of the reviewer's queue (or of every case for the
+// admin).
+func TestNeighbours(t *testing.T) {
+	a := newApp(t, 3, 2)
+	ctx := context.Background()
+	st, err := a.store.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, cs := range st {
+		all = append(all, cs.Case.KeyID)
+	}
+	revs, err := a.store.Reviewers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := map[int64][]string{0: all}
+	for _, r := range revs {
+		lists[r.ID] = a.queueOf(r.Name)
+	}
+	for who, keys := range lists {
+		for i, k := range keys {
+			c, err := a.store.CaseByKey(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pos, total, prev, next, err := a.store.Neighbours(ctx, c.ID, who)
+			wantPrev, wantNext := "", ""
+			if i > 0 {
+				wantPrev = keys[i-1]
+			}
+			if i+1 < len(keys) {
+				wantNext = keys[i+1]
+			}
+			if err != nil || pos != i+1 || total != len(keys) || prev != wantPrev || next != wantNext {
+				t.Errorf("reviewer %d, %s: %d of %d, %q, %q, %v; want %d of %d, %q, %q", who, k, pos, total, prev, next, err, i+1, len(keys), wantPrev, wantNext)
+			}
+		}
+	}
+}

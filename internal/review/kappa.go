@@ -1,6 +1,8 @@
 package review
 
 import (
+	"github.com/chexpercept/chexpercept/internal/agreement"
+
 	"math"
 	"slices"
 	"sort"
@@ -47,41 +49,11 @@ func CohenKappa(a, b []string) float64 {
 // NaN when it is undefined (no items, fewer than two raters, or every
 // rating in one category).
 func FleissKappa(counts [][3]int) float64 {
-	N := len(counts)
-	if N == 0 {
-		return math.NaN()
+	rows := make([][]int, len(counts))
+	for i := range counts {
+		rows[i] = counts[i][:]
 	}
-	m := 0
-	for _, c := range counts[0] {
-		m += c
-	}
-	if m < 2 {
-		return math.NaN()
-	}
-	var colSum [3]float64
-	pBar := 0.0
-	for _, row := range counts {
-		s, sq := 0, 0
-		for j, c := range row {
-			s += c
-			sq += c * c
-			colSum[j] += float64(c)
-		}
-		if s != m {
-			return math.NaN()
-		}
-		pBar += float64(sq-m) / float64(m*(m-1))
-	}
-	pBar /= float64(N)
-	pe := 0.0
-	for _, c := range colSum {
-		p := c / float64(N*m)
-		pe += float64(p * p)
-	}
-	if pe >= 1 {
-		return math.NaN()
-	}
-	return (pBar - pe) / (1 - pe)
+	return agreement.Fleiss(rows)
 }
 
 // PairAgreement is Cohen's κ of one pair of reviewers over the cases both

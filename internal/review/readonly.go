@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -122,17 +121,4 @@ func OpenReadOnly(path string) (*Store, error) {
 		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
 	return openDSN(path, d, true)
-}
-
-// memSessions are the sign-in sessions of a read-only store, keyed by the
-// hash of the cookie value like the sessions table.
-type memSessions struct {
-	mu sync.Mutex
-	m  map[string]memSession
-}
-
-type memSession struct {
-	reviewerID int64
-	csrf       string
-	expires    int64
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"encoding/json"
@@ -23,12 +22,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/render"
+	"github.com/chexpercept/chexpercept/internal/webapp"
 )
 
 //go:embed web/templates/*.html web/static/*
@@ -38,23 +37,27 @@ var webFS embed.FS
 const (
 	// MaxBodyBytes bounds every request body; decisions and comments are
 	// small, so anything larger is refused with 413.
-	MaxBodyBytes = 64 << 10
+	MaxBodyBytes = webapp.MaxBodyBytes
 	// MaxNoteBytes bounds a comment.
 	MaxNoteBytes  = 4000
-	sessionCookie = "chexpercept_session"
-	sessionTTL    = 12 * time.Hour
+	sessionCookie = webapp.SessionCookie
+	sessionTTL    = webapp.SessionTTL
 	imageCacheLen = 48
 )
 
-// Server is the review web app (issue 6): sign-in by token, a reviewer's
-// own queue and case views, the admin's progress, agreement and
-// resolution views. Every route but the sign-in page and the static
-// assets needs a session; every state-changing request needs the
+// queuePageSize is the number of cases on one page of a reviewer's queue.
+var queuePageSize = 500
+
+// Server is the review web app (issue 6): a reviewer's own queue and case
+// views, the admin's progress, agreement and resolution views. Sign-in,
+// sessions, CSRF, throttling, headers and static serving are the shared
+// web layer's (package webapp): every route but the sign-in page and the
+// static assets needs a session, every state-changing request the
 // session's CSRF token.
 type Server struct {
-	store  *Store
-	tmpl   *template.Template
-	static http.Handler
+	store *Store
+	tmpl  *template.Template
+	web   *webapp.App
 	// Secure marks the session cookie Secure (set when serving TLS).
 	Secure bool
 	Log    *log.Logger
@@ -62,8 +65,6 @@ type Server struct {
 	mu    sync.Mutex
 	cache map[string][]byte // encoded PNGs by key, bounded FIFO
 	order []string
-
-	throttle *signInThrottle
 }
 
 // NewServer returns the web app over an open store.
@@ -76,6 +77,7 @@ func NewServer(s *Store) (*Server, error) {
 			return fmt.Sprintf("%.3f", k)
 		},
 		"inc":  func(i int) int { return i + 1 },
+		"add":  func(a, b int) int { return a + b },
 		"list": func(xs ...any) []any { return xs },
 		"pct": func(a, b int) int {
 			if b == 0 {
@@ -92,32 +94,31 @@ func NewServer(s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{store: s, tmpl: t, static: http.StripPrefix("/static/", http.FileServerFS(sub)),
-		Log: log.New(io.Discard, "", 0), cache: map[string][]byte{}}
-	srv.throttle = newSignInThrottle(func(format string, args ...any) { srv.Log.Printf(format, args...) })
+	srv := &Server{store: s, tmpl: t, Log: log.New(io.Discard, "", 0), cache: map[string][]byte{}}
+	srv.web = webapp.New(accounts{s}, sub, func(w http.ResponseWriter, status int, msg string) {
+		srv.render(w, status, "login.html", loginData(msg))
+	})
+	srv.web.Logf = func(format string, args ...any) { srv.Log.Printf(format, args...) }
+	srv.web.Admit = func(a *webapp.Account) string {
+		if s.ReadOnly() && !a.Admin {
+			return "This server shows the admin's progress view of a read-only review database; reviewers cannot sign in to it."
+		}
+		return ""
+	}
 	return srv, nil
 }
 
-type ctxKey int
-
-const (
-	keyUser ctxKey = iota
-	keyCSRF
-)
-
-func userOf(r *http.Request) *Reviewer { u, _ := r.Context().Value(keyUser).(*Reviewer); return u }
-func csrfOf(r *http.Request) string    { c, _ := r.Context().Value(keyCSRF).(string); return c }
+func userOf(r *http.Request) *Reviewer {
+	a := webapp.UserOf(r)
+	return &Reviewer{ID: a.ID, Name: a.Name, IsAdmin: a.Admin}
+}
+func csrfOf(r *http.Request) string { return webapp.CSRFOf(r) }
 
 // Handler returns the app's routes wrapped in the common protections.
 func (srv *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /login", srv.loginPage)
-	mux.HandleFunc("POST /login", srv.login)
-	mux.Handle("GET /static/", srv.static)
-
+	srv.web.Secure = srv.Secure
 	auth := http.NewServeMux()
 	auth.HandleFunc("GET /{$}", srv.home)
-	auth.HandleFunc("POST /logout", srv.logout)
 	auth.HandleFunc("GET /queue", srv.queue)
 	auth.HandleFunc("GET /case/{key}", srv.casePage)
 	auth.HandleFunc("GET /image/{key}/{kind}", srv.image)
@@ -126,31 +127,7 @@ func (srv *Server) Handler() http.Handler {
 	auth.HandleFunc("GET /admin", srv.admin)
 	auth.HandleFunc("POST /admin/resolve", srv.writable(srv.resolve))
 	auth.HandleFunc("POST /admin/lock", srv.writable(srv.lock))
-	mux.Handle("/", srv.requireSession(auth))
-	return srv.protect(mux)
-}
-
-// protect adds security headers, the body size limit and a same-origin
-// check on state-changing requests.
-func (srv *Server) protect(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "no-referrer")
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if o := r.Header.Get("Origin"); o != "" && o != "null" {
-				u, err := url.Parse(o)
-				if err != nil || u.Host != r.Host {
-					http.Error(w, "cross-origin request refused", http.StatusForbidden)
-					return
-				}
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
+	return srv.web.Handler(auth)
 }
 
 // writable refuses a change with 403 when the store is read-only, before
@@ -165,44 +142,6 @@ func (srv *Server) writable(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// requireSession answers 401 with the sign-in page unless the request
-// carries a live session; for POSTs it also checks the CSRF token.
-func (srv *Server) requireSession(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var u *Reviewer
-		var csrf string
-		if c, err := r.Cookie(sessionCookie); err == nil {
-			var serr error
-			u, csrf, serr = srv.store.Session(r.Context(), c.Value)
-			if serr != nil {
-				srv.fail(w, r, http.StatusInternalServerError, serr)
-				return
-			}
-		}
-		if u == nil {
-			w.Header().Set("Cache-Control", "no-store")
-			srv.render(w, http.StatusUnauthorized, "login.html", loginData(""))
-			return
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			got := r.Header.Get("X-CSRF-Token")
-			if got == "" {
-				if err := r.ParseForm(); err != nil {
-					srv.formError(w, r, err)
-					return
-				}
-				got = r.PostForm.Get("csrf")
-			}
-			if subtle.ConstantTimeCompare([]byte(got), []byte(csrf)) != 1 {
-				srv.apiError(w, http.StatusForbidden, "missing or wrong CSRF token")
-				return
-			}
-		}
-		ctx := context.WithValue(context.WithValue(r.Context(), keyUser, u), keyCSRF, csrf)
-		h.ServeHTTP(w, r.WithContext(ctx))
-	})
-}
-
 func (srv *Server) render(w http.ResponseWriter, status int, name string, data any) {
 	var buf bytes.Buffer
 	if err := srv.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
@@ -210,90 +149,23 @@ func (srv *Server) render(w http.ResponseWriter, status int, name string, data a
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if w.Header().Get("Cache-Control") == "" {
-		w.Header().Set("Cache-Control", "no-store")
-	}
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	webapp.WriteHTML(w, status, buf.Bytes())
 }
 
 func (srv *Server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
-	srv.Log.Printf("%s %s: %v", r.Method, r.URL.Path, err)
-	http.Error(w, http.StatusText(status), status)
+	srv.web.Fail(w, r, status, err)
 }
 
 func (srv *Server) apiError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	webapp.APIError(w, status, msg)
 }
 
-// formError answers a body that could not be parsed: 413 when it was too
-// large, else 400.
 func (srv *Server) formError(w http.ResponseWriter, r *http.Request, err error) {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		srv.apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit))
-		return
-	}
-	srv.apiError(w, http.StatusBadRequest, "malformed request body")
+	webapp.FormError(w, err)
 }
 
 func loginData(msg string) map[string]any {
 	return map[string]any{"Page": page{Title: "Sign in"}, "Error": msg}
-}
-
-func (srv *Server) loginPage(w http.ResponseWriter, r *http.Request) {
-	srv.render(w, http.StatusOK, "login.html", loginData(""))
-}
-
-func (srv *Server) login(w http.ResponseWriter, r *http.Request) {
-	client := clientKey(r)
-	if ok, wait := srv.throttle.allow(client); !ok {
-		secs := int(math.Ceil(wait.Seconds()))
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		srv.render(w, http.StatusTooManyRequests, "login.html",
-			loginData(fmt.Sprintf("Too many wrong tokens from your address: try again in %d seconds.", secs)))
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		srv.formError(w, r, err)
-		return
-	}
-	u, err := srv.store.Authenticate(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
-	if err != nil {
-		srv.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
-	if u == nil {
-		srv.throttle.fail(client)
-		srv.render(w, http.StatusUnauthorized, "login.html", loginData("This token is not valid."))
-		return
-	}
-	srv.throttle.succeed(client)
-	if srv.store.ReadOnly() && !u.IsAdmin {
-		srv.render(w, http.StatusForbidden, "login.html", loginData("This server shows the admin's progress view of a read-only review database; reviewers cannot sign in to it."))
-		return
-	}
-	cookie, _, err := srv.store.CreateSession(r.Context(), u.ID, sessionTTL)
-	if err != nil {
-		srv.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: cookie, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: srv.Secure || r.TLS != nil})
-	srv.Log.Printf("%s signed in", u.Name)
-	http.Redirect(w, r, "/", http.StatusSeeOther)
-}
-
-func (srv *Server) logout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(sessionCookie); err == nil {
-		srv.store.EndSession(r.Context(), c.Value)
-	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
 func (srv *Server) home(w http.ResponseWriter, r *http.Request) {
@@ -343,7 +215,21 @@ func (srv *Server) queue(w http.ResponseWriter, r *http.Request) {
 			next = it.Case.KeyID
 		}
 	}
-	srv.render(w, http.StatusOK, "queue.html", map[string]any{"Page": p, "Items": items, "Done": done, "Total": len(items), "Next": next})
+	// One page of the queue at a time, so a queue of a million flagged
+	// cases is not one page of tens of megabytes.
+	pg, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	pages := max(1, (len(items)+queuePageSize-1)/queuePageSize)
+	pg = min(max(pg, 1), pages)
+	from := (pg - 1) * queuePageSize
+	data := map[string]any{"Page": p, "Items": items[from:min(len(items), from+queuePageSize)], "Offset": from,
+		"Done": done, "Total": len(items), "Next": next, "PageNo": pg, "Pages": pages}
+	if pg > 1 {
+		data["PrevPage"] = pg - 1
+	}
+	if pg < pages {
+		data["NextPage"] = pg + 1
+	}
+	srv.render(w, http.StatusOK, "queue.html", data)
 }
 
 func (srv *Server) queueJSON(w http.ResponseWriter, r *http.Request) {
@@ -421,58 +307,52 @@ func (srv *Server) casePage(w http.ResponseWriter, r *http.Request) {
 	if len(flags) > 0 {
 		data["Flags"] = flags
 	}
-	var keys []string
+	// Only this case's state and its neighbours are read: a case page
+	// stays small and cheap however long the review is.
+	cs, err := srv.store.CaseStateOf(r.Context(), c.ID)
+	if err != nil || cs == nil {
+		srv.fail(w, r, http.StatusInternalServerError, fmt.Errorf("state of %s: %v", c.KeyID, err))
+		return
+	}
 	if u.IsAdmin {
-		st, err := srv.store.Snapshot(r.Context())
-		if err != nil {
-			srv.fail(w, r, http.StatusInternalServerError, err)
-			return
+		var views []reviewerView
+		for i, n := range cs.Assigned {
+			v := reviewerView{Name: n}
+			if a := cs.Latest[i]; a != nil {
+				v.Decision, v.Note, v.Time = a.Decision, a.Note, a.Time
+			}
+			views = append(views, v)
 		}
-		for _, cs := range st {
-			keys = append(keys, cs.Case.KeyID)
-			if cs.Case.ID != c.ID {
-				continue
-			}
-			var views []reviewerView
-			for i, n := range cs.Assigned {
-				v := reviewerView{Name: n}
-				if a := cs.Latest[i]; a != nil {
-					v.Decision, v.Note, v.Time = a.Decision, a.Note, a.Time
-				}
-				views = append(views, v)
-			}
-			data["Reviews"] = views
-			data["Admin"] = cs.Admin
-			if ln := cs.Resolved(); ln != nil {
-				data["Resolved"] = ln.Decision
-			}
+		data["Reviews"] = views
+		data["Admin"] = cs.Admin
+		if ln := cs.Resolved(); ln != nil {
+			data["Resolved"] = ln.Decision
 		}
 	} else {
-		items, err := srv.store.Queue(r.Context(), u.ID)
-		if err != nil {
-			srv.fail(w, r, http.StatusInternalServerError, err)
-			return
-		}
-		for _, it := range items {
-			keys = append(keys, it.Case.KeyID)
-			if it.Case.ID == c.ID {
-				data["Decision"], data["Note"], data["Time"] = it.Decision, it.Note, it.Time
+		for i, n := range cs.Assigned {
+			if a := cs.Latest[i]; n == u.Name && a != nil {
+				data["Decision"], data["Note"], data["Time"] = a.Decision, a.Note, a.Time
 				if flags != nil { // an item-health round shows outcomes (itemhealth.go)
-					data["Decision"], data["Note"] = OutcomeOf(it.Decision, it.Note), strings.TrimPrefix(it.Note, FixPrefix)
+					data["Decision"], data["Note"] = OutcomeOf(a.Decision, a.Note), strings.TrimPrefix(a.Note, FixPrefix)
 				}
 			}
 		}
 	}
-	for i, k := range keys {
-		if k == c.KeyID {
-			data["Pos"], data["Total"] = i+1, len(keys)
-			if i > 0 {
-				data["Prev"] = keys[i-1]
-			}
-			if i+1 < len(keys) {
-				data["Next"] = keys[i+1]
-			}
-		}
+	var who int64
+	if !u.IsAdmin {
+		who = u.ID
+	}
+	pos, total, prev, next, err := srv.store.Neighbours(r.Context(), c.ID, who)
+	if err != nil {
+		srv.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	data["Pos"], data["Total"] = pos, total
+	if prev != "" {
+		data["Prev"] = prev
+	}
+	if next != "" {
+		data["Next"] = next
 	}
 	srv.render(w, http.StatusOK, "case.html", data)
 }

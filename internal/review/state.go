@@ -33,12 +33,27 @@ type CaseState struct {
 // Snapshot reads the state of every case in source order, in one read
 // transaction so that it is consistent while reviewers keep deciding.
 func (s *Store) Snapshot(ctx context.Context) ([]*CaseState, error) {
+	return s.snapshot(ctx, 0)
+}
+
+// CaseStateOf is the state of one case (a case page needs no other).
+func (s *Store) CaseStateOf(ctx context.Context, caseID int64) (*CaseState, error) {
+	st, err := s.snapshot(ctx, caseID)
+	if err != nil || len(st) == 0 {
+		return nil, err
+	}
+	return st[0], nil
+}
+
+// snapshot reads the state of every case, or of case only when it is
+// not 0.
+func (s *Store) snapshot(ctx context.Context, only int64) ([]*CaseState, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT `+caseCols+` FROM cases c ORDER BY c.id`)
+	rows, err := tx.QueryContext(ctx, `SELECT `+caseCols+` FROM cases c WHERE ? = 0 OR c.id = ? ORDER BY c.id`, only, only)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +73,8 @@ func (s *Store) Snapshot(ctx context.Context) ([]*CaseState, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT a.case_id, r.name FROM assignments a JOIN reviewers r ON r.id = a.reviewer_id ORDER BY a.case_id, a.pos, r.id`)
+	rows, err = tx.QueryContext(ctx, `SELECT a.case_id, r.name FROM assignments a JOIN reviewers r ON r.id = a.reviewer_id
+		WHERE ? = 0 OR a.case_id = ? ORDER BY a.case_id, a.pos, r.id`, only, only)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +96,7 @@ func (s *Store) Snapshot(ctx context.Context) ([]*CaseState, error) {
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT d.id, d.case_id, r.name, d.decision, d.note, d.time, d.image_sha256, d.mask_sha256
 		FROM decisions d JOIN reviewers r ON r.id = d.reviewer_id
-		WHERE d.id IN (SELECT max(id) FROM decisions GROUP BY case_id, reviewer_id)`)
+		WHERE d.id IN (SELECT max(id) FROM decisions WHERE ? = 0 OR case_id = ? GROUP BY case_id, reviewer_id)`, only, only)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +120,7 @@ func (s *Store) Snapshot(ctx context.Context) ([]*CaseState, error) {
 		return nil, err
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT id, case_id, decision, note, time, image_sha256, mask_sha256
-		FROM resolutions WHERE id IN (SELECT max(id) FROM resolutions GROUP BY case_id)`)
+		FROM resolutions WHERE id IN (SELECT max(id) FROM resolutions WHERE ? = 0 OR case_id = ? GROUP BY case_id)`, only, only)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ package review
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
 	"database/sql"
 	"errors"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/webapp"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 )
 
@@ -99,7 +99,7 @@ type Store struct {
 
 	// readOnly: opened by OpenReadOnly; sessions then live in mem.
 	readOnly bool
-	mem      *memSessions
+	mem      *webapp.MemSessions
 }
 
 // ErrLocked is returned for reviewer decisions after the admin locked the
@@ -180,7 +180,7 @@ func openDSN(path, d string, readOnly bool) (*Store, error) {
 	}
 	s := &Store{db: db, Path: path, now: time.Now, readOnly: readOnly}
 	if readOnly {
-		s.mem = &memSessions{m: map[string]memSession{}}
+		s.mem = &webapp.MemSessions{}
 	}
 	var id string
 	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&id); err != nil || id != schemaID {
@@ -248,10 +248,7 @@ type Reviewer struct {
 	IsAdmin bool
 }
 
-func tokenHash(token string) []byte {
-	h := sha256.Sum256([]byte(token))
-	return h[:]
-}
+func tokenHash(token string) []byte { return webapp.TokenHash(token) }
 
 // Authenticate returns the account whose token is token. Every stored hash
 // is compared in constant time, and all of them are compared, so timing
@@ -369,6 +366,32 @@ func (s *Store) IsAssigned(ctx context.Context, caseID, reviewerID int64) (bool,
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM assignments WHERE case_id = ? AND reviewer_id = ?`, caseID, reviewerID).Scan(&n)
 	return n > 0, err
+}
+
+// Neighbours places a case in a list of cases in source order — the
+// reviewer's queue, or every case when reviewerID is 0 (the admin) —
+// with bounded queries, so that a case page costs the same in a queue of
+// ten cases as in one of a million: its 1-based position, the list's
+// length and the keys before and after it ("" at the ends).
+func (s *Store) Neighbours(ctx context.Context, caseID, reviewerID int64) (pos, total int, prev, next string, err error) {
+	list := `SELECT c.id, c.key_id FROM cases c WHERE (? = 0 OR c.id IN (SELECT case_id FROM assignments WHERE reviewer_id = ?))`
+	if err = s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(id <= ?), 0) FROM (`+list+`)`, caseID, reviewerID, reviewerID).Scan(&total, &pos); err != nil {
+		return
+	}
+	one := func(q string) (string, error) {
+		var id int64
+		var k string
+		err := s.db.QueryRowContext(ctx, q, reviewerID, reviewerID, caseID).Scan(&id, &k)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", nil
+		}
+		return k, err
+	}
+	if prev, err = one(list + ` AND c.id < ? ORDER BY c.id DESC LIMIT 1`); err != nil {
+		return
+	}
+	next, err = one(list + ` AND c.id > ? ORDER BY c.id LIMIT 1`)
+	return
 }
 
 // QueueItem is one case of a reviewer's queue with the reviewer's own

@@ -10,7 +10,6 @@
   var csrf = root.dataset.csrf;
   var admin = root.dataset.admin === "true";
   var viewport = document.getElementById("viewport");
-  var stage = document.getElementById("stage");
   var cxr = document.getElementById("cxr");
   var maskImg = document.getElementById("mask");
   var contourImg = document.getElementById("contour");
@@ -38,52 +37,13 @@
     applyOverlay();
   }
 
-  // ---- zoom and pan -------------------------------------------------
-  var scale = 1, tx = 0, ty = 0, fitScale = 1;
-  function draw() {
-    stage.style.transform = "translate(" + tx + "px," + ty + "px) scale(" + scale + ")";
-  }
-  function fit() {
-    var w = viewport.clientWidth, h = viewport.clientHeight;
-    fitScale = Math.min(w / 1024, h / 1024);
-    scale = fitScale;
-    tx = (w - 1024 * scale) / 2;
-    ty = (h - 1024 * scale) / 2;
-    draw();
-  }
-  function zoomAt(factor, cx, cy) {
-    var ns = Math.max(fitScale * 0.5, Math.min(fitScale * 16, scale * factor));
-    tx = cx - (cx - tx) * (ns / scale);
-    ty = cy - (cy - ty) * (ns / scale);
-    scale = ns;
-    draw();
-  }
-  function zoomCentre(factor) { zoomAt(factor, viewport.clientWidth / 2, viewport.clientHeight / 2); }
-  viewport.addEventListener("wheel", function (e) {
-    e.preventDefault();
-    var r = viewport.getBoundingClientRect();
-    zoomAt(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - r.left, e.clientY - r.top);
-  }, { passive: false });
-  var drag = null;
-  viewport.addEventListener("pointerdown", function (e) {
-    drag = { x: e.clientX, y: e.clientY, tx: tx, ty: ty };
-    viewport.setPointerCapture(e.pointerId);
-    viewport.classList.add("dragging");
-  });
-  viewport.addEventListener("pointermove", function (e) {
-    if (!drag) return;
-    tx = drag.tx + e.clientX - drag.x;
-    ty = drag.ty + e.clientY - drag.y;
-    draw();
-  });
-  function endDrag() { drag = null; viewport.classList.remove("dragging"); }
-  viewport.addEventListener("pointerup", endDrag);
-  viewport.addEventListener("pointercancel", endDrag);
+  // ---- zoom and pan (shared: /static/common/zoom.js) ----------------
+  var zoom = window.chexZoom(viewport);
+  function zoomCentre(f) { if (f > 1) zoom.zoomIn(); else zoom.zoomOut(); }
+  function fit() { zoom.fit(); }
   document.getElementById("zoom-in").addEventListener("click", function () { zoomCentre(1.25); });
   document.getElementById("zoom-out").addEventListener("click", function () { zoomCentre(0.8); });
   document.getElementById("zoom-reset").addEventListener("click", fit);
-  window.addEventListener("resize", fit);
-  fit();
 
   // ---- decisions ----------------------------------------------------
   var buttons = document.querySelectorAll("[data-decision]");

@@ -1,8 +1,9 @@
-package review
+package webapp
 
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
@@ -13,10 +14,10 @@ import (
 	"time"
 )
 
-// throttledApp is a server whose sign-in throttle runs on a hand-moved
+// throttledApp is an app whose sign-in throttle runs on a hand-moved
 // clock and flushes its log summary only when told; it logs to log.
 type throttledApp struct {
-	srv   *Server
+	srv   *App
 	h     http.Handler
 	tok   map[string]string
 	clock time.Time
@@ -25,17 +26,17 @@ type throttledApp struct {
 
 func newThrottledApp(t *testing.T) *throttledApp {
 	t.Helper()
-	fx := makeFixture(t, []string{"edema"}, 1, 1)
-	s, tok := initStore(t, fx, 2, 1)
-	srv, err := NewServer(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ta := &throttledApp{srv: srv, tok: tok, clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	srv.Log = log.New(&ta.log, "", 0)
+	b := newFakeBackend("r1", "r2")
+	srv := New(b, nil, func(w http.ResponseWriter, status int, msg string) {
+		w.WriteHeader(status)
+		io.WriteString(w, msg)
+	})
+	ta := &throttledApp{srv: srv, tok: b.tokens, clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	lg := log.New(&ta.log, "", 0)
+	srv.Logf = lg.Printf
 	srv.throttle.now = func() time.Time { return ta.clock }
 	srv.throttle.window = 0 // no timer: the test flushes
-	ta.h = srv.Handler()
+	ta.h = srv.Handler(http.NotFoundHandler())
 	return ta
 }
 

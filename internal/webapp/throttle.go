@@ -1,4 +1,4 @@
-package review
+package webapp
 
 import (
 	"fmt"

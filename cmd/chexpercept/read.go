@@ -1,0 +1,188 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/reading"
+)
+
+// read: the reading study, human readers under the models' protocol
+// (docs/reading.md).
+func init() {
+	cmd := &cobra.Command{
+		Use:   "read",
+		Short: "Reading study: human readers take the benchmark in the browser, exported as runs",
+		Long: `read measures human readers (radiologists) on the benchmark under the same
+protocol as the models (docs/reading.md). "init" creates the study with
+sign-in tokens, "serve" runs the reading web app, "export" writes one run
+directory per reader in eval's layout (provider human), which report reads
+like any model's run.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(readInitCmd(), readServeCmd(), readExportCmd())
+	addCommand(cmd)
+}
+
+func readInitCmd() *cobra.Command {
+	var benchDir, db, oracle string
+	var n, sample int
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit]",
+		Short: "Create a reading study: the records, each reader's order, sign-in tokens",
+		Long: `init selects the benchmark's records (all, or --sample K of them drawn as
+eval --sample K --seed S draws them, stratified by lesion and path), gives
+every reader the same records in an order shuffled per reader (seeded by
+--seed and the reader's name), and prints one "reader NAME TOKEN" line per
+reader and one "admin TOKEN" line. The tokens are shown only now; the
+database keeps only their hashes. --oracle is the oracle mode the readers
+get, as for models (default implicit).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if benchDir == "" || db == "" {
+				return withExit(2, errors.New("--benchmark and --db are required"))
+			}
+			if n < 1 || n > reading.MaxReaders {
+				return withExit(2, fmt.Errorf("--readers must be 1 to %d, got %d", reading.MaxReaders, n))
+			}
+			mode, err := protocol.ParseOracleMode(oracle)
+			if err != nil {
+				return withExit(2, fmt.Errorf("--oracle: %w", err))
+			}
+			var samp *int
+			if cmd.Flags().Changed("sample") {
+				if sample < 1 {
+					return withExit(2, fmt.Errorf("--sample must be at least 1, got %d", sample))
+				}
+				samp = &sample
+			}
+			bench, err := benchmark.Load(benchDir)
+			if err != nil {
+				return withExit(2, err)
+			}
+			creds, records, err := reading.Init(cmd.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode})
+			if err != nil {
+				return withExit(2, err)
+			}
+			out := cmd.OutOrStdout()
+			for _, c := range creds {
+				if c.Name == reading.AdminName {
+					fmt.Fprintf(out, "admin %s\n", c.Token)
+				} else {
+					fmt.Fprintf(out, "reader %s %s\n", c.Name, c.Token)
+				}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records for each of %d readers, oracle %s. Keep the tokens above; they are not stored.\n", db, records, n, mode)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&benchDir, "benchmark", "", "benchmark directory (holds chexpercept.json)")
+	f.StringVar(&db, "db", "", "reading database to create (must not exist)")
+	f.IntVar(&n, "readers", 0, "number of readers N")
+	f.IntVar(&sample, "sample", 0, "a stratified sample of K records (default: every record)")
+	seedFlag(f, &seed, "sample and reading-order seed")
+	f.StringVar(&oracle, "oracle", string(protocol.OracleImplicit), "oracle mode: none, implicit or explicit")
+	return cmd
+}
+
+func readServeCmd() *cobra.Command {
+	var db, listen, certFile, keyFile string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "serve --db READERS_DB [--listen 127.0.0.1:PORT] [--tls-cert FILE --tls-key FILE]",
+		Short: "Serve the reading web app",
+		Long: `serve runs the reading web app on --listen (loopback by default). Readers
+sign in with their token (GET /login, POST /login with the form field token)
+and answer their records turn by turn; every answer is stored before the
+next question is shown, and a reader who comes back continues at the first
+unanswered question. The admin sees each reader's progress. Sign-in,
+sessions, CSRF and throttling are the review app's (see review serve).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if db == "" {
+				return withExit(2, errors.New("--db is required"))
+			}
+			if (certFile == "") != (keyFile == "") {
+				return withExit(2, errors.New("give both --tls-cert and --tls-key, or neither"))
+			}
+			useTLS := certFile != ""
+			if err := checkListen(cmd, listen, useTLS); err != nil {
+				return err
+			}
+			st, err := reading.Open(db)
+			if err != nil {
+				return withExit(2, err)
+			}
+			defer st.Close()
+			app, err := reading.NewServer(cmd.Context(), st)
+			if err != nil {
+				return withExit(2, err)
+			}
+			app.Secure = useTLS
+			if !quiet {
+				app.Log = log.New(cmd.ErrOrStderr(), "read: ", log.LstdFlags)
+			}
+			return serveApp(cmd, app.Handler(), listen, certFile, keyFile)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&db, "db", "", "reading database (from read init)")
+	f.StringVar(&listen, "listen", "127.0.0.1:8081", "address to listen on (loopback by default)")
+	f.StringVar(&certFile, "tls-cert", "", "TLS certificate (PEM) to serve HTTPS")
+	f.StringVar(&keyFile, "tls-key", "", "TLS private key (PEM)")
+	f.BoolVar(&quiet, "quiet", false, "do not log sign-ins and answers")
+	return cmd
+}
+
+func readExportCmd() *cobra.Command {
+	var db, out string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "export --db READERS_DB --out DIR [--force]",
+		Short: "Write one run directory per reader, in eval's layout (provider human)",
+		Long: `export replays each reader's finished records through the protocol's scorer
+and writes DIR/human_<reader>/oracle_<mode>/ with results.jsonl,
+all_results.json, summary.json and manifest.json, as eval writes them
+(provider human, model = the reader's name). Records a reader has not
+finished are left out (the summary counts them as not done). A reader's run
+directory that already holds a run is replaced only with --force.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if db == "" || out == "" {
+				return withExit(2, errors.New("--db and --out are required"))
+			}
+			st, err := reading.Open(db)
+			if err != nil {
+				return withExit(2, err)
+			}
+			defer st.Close()
+			runs, err := reading.Export(cmd.Context(), st, out, force)
+			if errors.Is(err, reading.ErrRunExists) {
+				return withExit(2, fmt.Errorf("%w; pass --force to replace it", err))
+			}
+			if err != nil {
+				return withExit(2, err)
+			}
+			for _, r := range runs {
+				if r.Dir == "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: no record finished (of %d), nothing written\n", r.Reader, r.Selected)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d of %d records finished → %s\n", r.Reader, r.Finished, r.Selected, r.Dir)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&db, "db", "", "reading database")
+	f.StringVar(&out, "out", "", "results directory (one run directory per reader is written under it)")
+	f.BoolVar(&force, "force", false, "replace a reader's earlier export")
+	return cmd
+}

@@ -1,0 +1,167 @@
+package reading
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
+	"github.com/chexpercept/chexpercept/internal/protocol/profile"
+	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runs"
+)
+
+// ProviderHuman is the provider (and backend) of a reader's run.
+const ProviderHuman = results.ProviderHuman
+
+// ErrRunExists matches an export refused because a reader's run
+// directory already holds a run (pass force to replace it).
+var ErrRunExists = runs.ErrRunExists
+
+// ExportedRun is one reader's written run.
+type ExportedRun struct {
+	Reader   string
+	Dir      string // "" when the reader finished no record (nothing written)
+	Finished int    // records with every asked turn answered
+	Selected int
+}
+
+// LoadBenchmark loads the study's benchmark and checks it is the one the
+// study was made with.
+func LoadBenchmark(st *Study) (*benchmark.Benchmark, error) {
+	b, err := benchmark.Load(st.BenchDir)
+	if err != nil {
+		return nil, err
+	}
+	if b.SHA256 != st.BenchSHA256 {
+		return nil, fmt.Errorf("%s: chexpercept.json has SHA-256 %s but the study was made with %s; restore the benchmark the study was made with",
+			st.BenchDir, results.ShortHash(b.SHA256), results.ShortHash(st.BenchSHA256))
+	}
+	return b, nil
+}
+
+// Export writes one run directory per reader under out, in eval's layout
+// (out/human_<reader>/oracle_<mode>/): results.jsonl with the reader's
+// finished records in benchmark order, all_results.json, summary.json,
+// manifest.json. A reader without a finished record gets no directory. A
+// directory that already holds a run is replaced only with force; the
+// check covers every reader before anything is written.
+func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRun, error) {
+	st, err := s.Study(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bench, err := LoadBenchmark(st)
+	if err != nil {
+		return nil, err
+	}
+	readers, err := s.Readers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	oracle := protocol.OracleMode(st.Oracle)
+	dirs := make([]string, len(readers))
+	for i, r := range readers {
+		dirs[i] = eval.RunDir(out, runName(r.Name), oracle, nil)
+		hasRun, err := results.CheckRunDir(dirs[i])
+		if err != nil {
+			return nil, err
+		}
+		if hasRun && !force {
+			return nil, fmt.Errorf("%s %w (manifest.json or results.jsonl exists)", dirs[i], ErrRunExists)
+		}
+	}
+	var outRuns []ExportedRun
+	for i, r := range readers {
+		recs, keys, err := readerRecords(ctx, s, bench, st, r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Name, err)
+		}
+		if len(recs) == 0 { // a run without a record is no run: report would only warn about it
+			outRuns = append(outRuns, ExportedRun{Reader: r.Name, Selected: len(keys)})
+			continue
+		}
+		m := manifest(bench, st, r.Name, keys)
+		var wall float64
+		for _, rec := range recs {
+			for _, t := range rec.Turns {
+				wall += float64(t.TotalMS) / 1000
+			}
+		}
+		if err := runs.WriteRun(dirs[i], m, recs, len(keys), wall); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Name, err)
+		}
+		outRuns = append(outRuns, ExportedRun{Reader: r.Name, Dir: dirs[i], Finished: len(recs), Selected: len(keys)})
+	}
+	return outRuns, nil
+}
+
+func runName(reader string) string {
+	return eval.RunName(ProviderHuman, reader, false, parse.ModeReference)
+}
+
+// readerRecords replays every record of a reader and returns the finished
+// ones in benchmark order, with the keys of all the reader's records in
+// benchmark order.
+func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st *Study, r Reader) ([]*results.Record, []string, error) {
+	items, err := s.Items(ctx, r.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(items, func(a, b Item) int { return a.BenchIndex - b.BenchIndex })
+	var recs []*results.Record
+	var keys []string
+	for _, it := range items {
+		rec, err := itemRecord(bench, it)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, rec.KeyID)
+		ans, err := s.Answers(ctx, r.ID, it.Pos)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, _, err := Replay(rec, it.BenchIndex, bench.Dir, protocol.OracleMode(st.Oracle), ans)
+		if err != nil {
+			return nil, nil, fmt.Errorf("record %s: %w", rec.KeyID, err)
+		}
+		if res != nil {
+			recs = append(recs, res)
+		}
+	}
+	return recs, keys, nil
+}
+
+// itemRecord is the benchmark record of an item, checked against the key
+// stored at init.
+func itemRecord(bench *benchmark.Benchmark, it Item) (*benchmark.Record, error) {
+	if it.BenchIndex < 0 || it.BenchIndex >= len(bench.Records) || bench.Records[it.BenchIndex].KeyID != it.KeyID {
+		return nil, errors.New("the study's records do not match the benchmark (record " + benchmark.OneLine(it.KeyID) + ")")
+	}
+	return bench.Records[it.BenchIndex], nil
+}
+
+// manifest is a reader's run manifest: eval's, with the reader as the
+// model of provider human.
+func manifest(bench *benchmark.Benchmark, st *Study, reader string, keys []string) *results.Manifest {
+	created, err := time.Parse(time.RFC3339, st.CreatedAt)
+	if err != nil {
+		created = time.Unix(0, 0)
+	}
+	o := &eval.Options{
+		Model:  eval.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
+		Oracle: protocol.OracleMode(st.Oracle), Parse: parse.Mode(st.Parse),
+		Selection: eval.Selection{Sample: st.Sample, Seed: st.Seed},
+		Now:       func() time.Time { return created },
+	}
+	m := eval.NewManifest(o, bench, st.BenchDir, keys)
+	p := profile.Default()
+	m.PromptProfile = results.ProfileInfo{Name: p.Name, Texts: p.Texts(), SHA256: p.Hash()}
+	m.ImageEncoding = results.ImageEncoding{Format: "png", Transport: "reading app (browser)"}
+	return m
+}

@@ -1,0 +1,138 @@
+package reading
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
+	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/webapp"
+)
+
+// MaxReaders bounds --readers.
+const MaxReaders = 1000
+
+// InitOptions are `read init`'s settings.
+type InitOptions struct {
+	Bench   *benchmark.Benchmark
+	DB      string
+	Readers int
+	Sample  *int   // nil: every record
+	Seed    uint64 // sample and order seed
+	Oracle  protocol.OracleMode
+	Now     func() time.Time // nil: time.Now
+}
+
+// Credential is one account's sign-in token, shown once.
+type Credential struct {
+	Name, Token string
+}
+
+// ReaderName is the name of the i-th reader (1-based).
+func ReaderName(i int) string { return "reader" + strconv.Itoa(i) }
+
+// Init creates the reading database: the selected records (eval's
+// selection, so `eval --sample K --seed S` asks the same ones), each
+// reader's order (a shuffle seeded by the seed and the reader's name) and
+// the accounts. It returns the readers' credentials, then the admin's.
+func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, err error) {
+	if o.Readers < 1 || o.Readers > MaxReaders {
+		return nil, 0, fmt.Errorf("readers %d: want 1 to %d", o.Readers, MaxReaders)
+	}
+	if _, err := protocol.ParseOracleMode(string(o.Oracle)); err != nil {
+		return nil, 0, err
+	}
+	sel := eval.Selection{Sample: o.Sample, Seed: o.Seed}
+	idx, err := eval.Select(o.Bench.Records, sel)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(idx) == 0 {
+		return nil, 0, errors.New("no record selected")
+	}
+	// Every selected record must be plannable: a record the protocol
+	// cannot lay out would stop every reader at it.
+	for _, i := range idx {
+		if _, err := protocol.Plan(o.Bench.Records[i], o.Bench.Dir); err != nil {
+			return nil, 0, err
+		}
+	}
+	benchAbs, err := filepath.Abs(o.Bench.Dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	s, err := create(o.DB)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		s.Close()
+		if err != nil { // a refused init leaves nothing behind
+			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+				os.Remove(o.DB + suffix)
+			}
+		}
+	}()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer tx.Rollback()
+	meta := map[string]string{
+		"schema": schemaID, "benchmark": benchAbs, "benchmark_sha256": o.Bench.SHA256,
+		"oracle": string(o.Oracle), "parse": string(parse.ModeReference), "seed": strconv.FormatUint(o.Seed, 10),
+		"records": strconv.Itoa(len(idx)), "created_at": now().UTC().Format(time.RFC3339),
+	}
+	meta["sample"] = "" // every record
+	if o.Sample != nil {
+		meta["sample"] = strconv.Itoa(*o.Sample)
+	}
+	for k, v := range meta {
+		if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, k, v); err != nil {
+			return nil, 0, err
+		}
+	}
+	for i := 1; i <= o.Readers+1; i++ {
+		name, admin := ReaderName(i), false
+		if i > o.Readers {
+			name, admin = AdminName, true
+		}
+		tok, err := webapp.NewToken()
+		if err != nil {
+			return nil, 0, err
+		}
+		res, err := tx.Exec(`INSERT INTO readers(name, token_sha256, is_admin) VALUES(?, ?, ?)`, name, webapp.TokenHash(tok), admin)
+		if err != nil {
+			return nil, 0, err
+		}
+		creds = append(creds, Credential{Name: name, Token: tok})
+		if admin {
+			break
+		}
+		id, _ := res.LastInsertId()
+		order := append([]int(nil), idx...)
+		rng.Shuffle(rng.New(fmt.Sprintf("chexpercept/read-order/%d/%s", o.Seed, name)), order)
+		for pos, bi := range order {
+			if _, err := tx.Exec(`INSERT INTO records(reader_id, pos, bench_index, key_id) VALUES(?,?,?,?)`,
+				id, pos, bi, o.Bench.Records[bi].KeyID); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, 0, fmt.Errorf("reading db %s: %w", o.DB, err)
+	}
+	return creds, len(idx), nil
+}

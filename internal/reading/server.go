@@ -1,0 +1,375 @@
+package reading
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"log"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/profile"
+	"github.com/chexpercept/chexpercept/internal/webapp"
+)
+
+//go:embed web/templates/*.html web/static/*
+var webFS embed.FS
+
+// Server is the reading app. Routes (all behind the shared sign-in):
+//
+//	GET  /            → /read (a reader) or /admin
+//	GET  /read        the reader's next turn, or the end page (data-done)
+//	POST /answer      form: pos, seq, option (1-based; repeated for multi-select)
+//	GET  /image/{pos}/{seq}/{i}  the i-th image of a turn already shown
+//	GET  /admin       progress per reader
+//
+// Image URLs are positions, never file names: the bundle's option file
+// names (option_N_mask_answer.png) would give the answer away.
+type Server struct {
+	store  *Store
+	study  *Study
+	bench  *benchmark.Benchmark
+	oracle protocol.OracleMode
+	system string
+	tmpl   *template.Template
+	web    *webapp.App
+	// Secure marks the session cookie Secure (set when serving TLS).
+	Secure bool
+	Log    *log.Logger
+}
+
+// NewServer opens the study's benchmark (checked against its digest) and
+// returns the app.
+func NewServer(ctx context.Context, s *Store) (*Server, error) {
+	st, err := s.Study(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bench, err := LoadBenchmark(st)
+	if err != nil {
+		return nil, err
+	}
+	oracle, err := protocol.ParseOracleMode(st.Oracle)
+	if err != nil {
+		return nil, fmt.Errorf("reading db %s: %w", s.Path, err)
+	}
+	t, err := template.New("").Funcs(template.FuncMap{"inc": func(i int) int { return i + 1 }}).ParseFS(webFS, "web/templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	sub, err := fs.Sub(webFS, "web/static")
+	if err != nil {
+		return nil, err
+	}
+	srv := &Server{store: s, study: st, bench: bench, oracle: oracle, system: profile.Default().SystemText(), tmpl: t, Log: log.New(io.Discard, "", 0)}
+	srv.web = webapp.New(s, sub, func(w http.ResponseWriter, status int, msg string) {
+		srv.render(w, status, "login.html", map[string]any{"Page": page{Title: "Sign in"}, "Error": msg})
+	})
+	srv.web.Logf = func(format string, args ...any) { srv.Log.Printf(format, args...) }
+	return srv, nil
+}
+
+// Handler returns the app's routes behind the shared web layer.
+func (srv *Server) Handler() http.Handler {
+	srv.web.Secure = srv.Secure
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", srv.home)
+	mux.HandleFunc("GET /read", srv.read)
+	mux.HandleFunc("POST /answer", srv.answer)
+	mux.HandleFunc("GET /image/{pos}/{seq}/{i}", srv.image)
+	mux.HandleFunc("GET /admin", srv.admin)
+	return srv.web.Handler(mux)
+}
+
+type page struct {
+	User  *webapp.Account
+	CSRF  string
+	Title string
+}
+
+func (srv *Server) render(w http.ResponseWriter, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := srv.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+		srv.Log.Printf("template %s: %v", name, err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	webapp.WriteHTML(w, status, buf.Bytes())
+}
+
+func (srv *Server) home(w http.ResponseWriter, r *http.Request) {
+	if webapp.UserOf(r).Admin {
+		http.Redirect(w, r, "/admin", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/read", http.StatusSeeOther)
+}
+
+// current is a reader's place: the record at pos (of total) and its
+// pending turn; pending is nil when every record is done.
+type current struct {
+	pos, total int
+	item       Item
+	rec        *benchmark.Record
+	pending    *Pending
+}
+
+// locate finds the reader's current record. Records are read in order,
+// so every record before the last one with an answer is finished: only
+// that one (and, when it is finished, the next) is replayed.
+func (srv *Server) locate(ctx context.Context, readerID int64) (*current, error) {
+	items, err := srv.store.Items(ctx, readerID)
+	if err != nil {
+		return nil, err
+	}
+	var last int
+	err = srv.store.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(pos), 0) FROM turns WHERE reader_id = ?`, readerID).Scan(&last)
+	if err != nil {
+		return nil, err
+	}
+	for pos := last; pos < len(items); pos++ {
+		it := items[pos]
+		rec, err := itemRecord(srv.bench, it)
+		if err != nil {
+			return nil, err
+		}
+		ans, err := srv.store.Answers(ctx, readerID, it.Pos)
+		if err != nil {
+			return nil, err
+		}
+		_, pend, err := Replay(rec, it.BenchIndex, srv.bench.Dir, srv.oracle, ans)
+		if err != nil {
+			return nil, fmt.Errorf("record %s: %w", benchmark.OneLine(rec.KeyID), err)
+		}
+		if pend != nil {
+			return &current{pos: pos, total: len(items), item: it, rec: rec, pending: pend}, nil
+		}
+	}
+	return &current{pos: len(items), total: len(items)}, nil
+}
+
+// optionView is one answer control.
+type optionView struct {
+	N     int
+	Label string
+}
+
+type imageView struct {
+	URL, Alt string
+}
+
+type exchangeView struct {
+	Turn, Text, Answer string
+	Patched            bool
+	Images             []imageView
+}
+
+var optionLine = regexp.MustCompile(`(?m)^\((\d+)\)\s*(.*)$`)
+
+// options labels the controls with the "(N) text" lines of the question
+// text (what the model reads), else "Option N".
+func options(text string, n int) []optionView {
+	labels := map[int]string{}
+	for _, m := range optionLine.FindAllStringSubmatch(text, -1) {
+		if k, err := strconv.Atoi(m[1]); err == nil {
+			labels[k] = strings.TrimSpace(m[2])
+		}
+	}
+	out := make([]optionView, n)
+	for i := range out {
+		out[i] = optionView{N: i + 1, Label: labels[i+1]}
+		if out[i].Label == "" {
+			out[i].Label = "Option " + strconv.Itoa(i+1)
+		}
+	}
+	return out
+}
+
+func (srv *Server) read(w http.ResponseWriter, r *http.Request) {
+	srv.readPage(w, r, http.StatusOK, "")
+}
+
+func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	u := webapp.UserOf(r)
+	if u.Admin {
+		http.Redirect(w, r, "/admin", http.StatusSeeOther)
+		return
+	}
+	cur, err := srv.locate(r.Context(), u.ID)
+	if err != nil {
+		srv.web.Fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	p := page{User: u, CSRF: webapp.CSRFOf(r), Title: "Reading"}
+	if cur.pending == nil {
+		srv.render(w, http.StatusOK, "done.html", map[string]any{"Page": p, "Total": cur.total})
+		return
+	}
+	pd := cur.pending
+	if err := srv.store.markShown(r.Context(), u.ID, cur.pos, pd.Seq); err != nil {
+		srv.web.Fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	var imgs []imageView
+	for i := range pd.Images {
+		imgs = append(imgs, imageView{URL: fmt.Sprintf("/image/%d/%d/%d", cur.pos, pd.Seq, i), Alt: fmt.Sprintf("image %d of this question", i+1)})
+	}
+	var hist []exchangeView
+	var patched []exchangeView
+	for k, e := range pd.History {
+		ev := exchangeView{Turn: e.Turn, Text: e.Text, Answer: e.Answer, Patched: e.Patched}
+		for i := range e.Images {
+			ev.Images = append(ev.Images, imageView{URL: fmt.Sprintf("/image/%d/%d/%d", cur.pos, k, i), Alt: fmt.Sprintf("image %d", i+1)})
+		}
+		hist = append(hist, ev)
+		if e.Patched {
+			patched = append(patched, ev)
+		}
+	}
+	srv.render(w, status, "read.html", map[string]any{
+		"Page": p, "Pos": cur.pos, "Record": cur.pos + 1, "Total": cur.total, "Seq": pd.Seq, "Question": pd.Seq + 1,
+		"System": srv.system, "Prefix": pd.Prefix, "Text": strings.TrimPrefix(strings.TrimPrefix(pd.Text, pd.Prefix), "\n\n"),
+		"Images": imgs, "Options": options(pd.Text, pd.NOptions), "Multi": pd.Multi,
+		"History": hist, "Patched": patched, "Error": msg,
+	})
+}
+
+// answer stores the reader's choice for the turn on screen, then shows
+// the next one. Only the current turn can be answered, once.
+func (srv *Server) answer(w http.ResponseWriter, r *http.Request) {
+	u := webapp.UserOf(r)
+	if u.Admin {
+		webapp.APIError(w, http.StatusForbidden, "the admin does not read")
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		webapp.FormError(w, err)
+		return
+	}
+	pos, err1 := strconv.Atoi(r.PostForm.Get("pos"))
+	seq, err2 := strconv.Atoi(r.PostForm.Get("seq"))
+	if err1 != nil || err2 != nil {
+		webapp.APIError(w, http.StatusBadRequest, "pos and seq must be numbers")
+		return
+	}
+	cur, err := srv.locate(r.Context(), u.ID)
+	if err != nil {
+		srv.web.Fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if cur.pending == nil || cur.pos != pos || cur.pending.Seq != seq {
+		// An earlier turn (answered: answers never change) or a later one.
+		srv.readPage(w, r, http.StatusConflict, "That question was already answered (answers cannot be changed) or is not the one on screen; this is the current question.")
+		return
+	}
+	vals := r.PostForm["option"]
+	if len(vals) > cur.pending.NOptions {
+		webapp.APIError(w, http.StatusBadRequest, "too many options")
+		return
+	}
+	var chosen []int
+	for _, v := range vals {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 1 || k > cur.pending.NOptions {
+			webapp.APIError(w, http.StatusBadRequest, fmt.Sprintf("option must be 1 to %d", cur.pending.NOptions))
+			return
+		}
+		chosen = append(chosen, k)
+	}
+	switch {
+	case len(chosen) == 0:
+		srv.readPage(w, r, http.StatusUnprocessableEntity, "Choose an option before submitting.")
+		return
+	case !cur.pending.Multi && len(chosen) > 1:
+		webapp.APIError(w, http.StatusBadRequest, "this question takes one option")
+		return
+	}
+	err = srv.store.saveAnswer(r.Context(), u.ID, pos, seq, FormatAnswer(chosen))
+	if errors.Is(err, ErrAnswered) {
+		srv.readPage(w, r, http.StatusConflict, "That question was already answered (answers cannot be changed); this is the current question.")
+		return
+	}
+	if err != nil {
+		srv.web.Fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	srv.Log.Printf("%s answered record %d question %d", u.Name, pos+1, seq+1)
+	http.Redirect(w, r, "/read", http.StatusSeeOther)
+}
+
+// image serves an image of the current record's turns shown so far.
+func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
+	u := webapp.UserOf(r)
+	pos, err1 := strconv.Atoi(r.PathValue("pos"))
+	seq, err2 := strconv.Atoi(r.PathValue("seq"))
+	i, err3 := strconv.Atoi(r.PathValue("i"))
+	if u.Admin || err1 != nil || err2 != nil || err3 != nil {
+		webapp.APIError(w, http.StatusNotFound, "no such image")
+		return
+	}
+	cur, err := srv.locate(r.Context(), u.ID)
+	if err != nil {
+		srv.web.Fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	var imgs []string
+	switch {
+	case cur.pending == nil || pos != cur.pos || seq > cur.pending.Seq || seq < 0:
+	case seq == cur.pending.Seq:
+		imgs = cur.pending.Images
+	default:
+		imgs = cur.pending.History[seq].Images
+	}
+	if i < 0 || i >= len(imgs) {
+		webapp.APIError(w, http.StatusNotFound, "no such image")
+		return
+	}
+	data, err := imagefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(imgs[i])), imagefile.MaxFileBytes, imagefile.NoFollow)
+	if err != nil {
+		srv.web.Fail(w, r, http.StatusInternalServerError, fmt.Errorf("image: %w", imagefile.Reason(err)))
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Cache-Control", "private, no-store")
+	w.Write(data)
+}
+
+type progressRow struct {
+	Name        string
+	Done, Total int
+}
+
+func (srv *Server) admin(w http.ResponseWriter, r *http.Request) {
+	u := webapp.UserOf(r)
+	if !u.Admin {
+		http.Redirect(w, r, "/read", http.StatusSeeOther)
+		return
+	}
+	readers, err := srv.store.Readers(r.Context())
+	if err != nil {
+		srv.web.Fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	var rows []progressRow
+	for _, rd := range readers {
+		cur, err := srv.locate(r.Context(), rd.ID)
+		if err != nil {
+			srv.web.Fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		rows = append(rows, progressRow{Name: rd.Name, Done: cur.pos, Total: cur.total})
+	}
+	srv.render(w, http.StatusOK, "admin.html", map[string]any{"Page": page{User: u, CSRF: webapp.CSRFOf(r), Title: "Progress"},
+		"Rows": rows, "Oracle": srv.study.Oracle, "Records": srv.study.Records})
+}

@@ -1,0 +1,382 @@
+// Package reading is the reading study: human readers (radiologists) take
+// the benchmark in the browser under the same protocol as the models, and
+// their answers become run directories that the scorer, the report and
+// every other tool read like a model's.
+//
+// The model of the study: `read init` selects records of a benchmark
+// (every record, or a stratified sample as `eval --sample` draws it) and
+// gives every reader the same records, each in an order shuffled per
+// reader. A reader's conversation with one record is the protocol's
+// (package protocol), replayed from the reader's stored answers: the
+// answers so far are fed to protocol.Run as the "model's" replies, and the
+// first turn without an answer is the one the page shows, with exactly the
+// text and images a model would get there (oracle prefixes included).
+// Scoring therefore happens where it happens for models, on the server,
+// and the browser never receives a ground truth or a verdict: only the
+// protocol's own oracle texts, which the oracle mode shows to models too.
+//
+// Every answer is committed to the SQLite database (WAL, synchronous FULL)
+// before the server acknowledges it; an answered turn can never be
+// changed, because the protocol is sequential. `read export` replays each
+// reader's finished records into a run directory (provider "human", model
+// = the reader's name) through the same writer as merge and rescore.
+package reading
+
+import (
+	"context"
+	"crypto/subtle"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/webapp"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+)
+
+// schemaID marks a reading database; Open refuses other SQLite files.
+const schemaID = "chexpercept-reading/1"
+
+const schema = `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE readers (
+	id           INTEGER PRIMARY KEY,
+	name         TEXT NOT NULL UNIQUE,
+	token_sha256 BLOB NOT NULL,
+	is_admin     INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE records (
+	reader_id   INTEGER NOT NULL REFERENCES readers(id),
+	pos         INTEGER NOT NULL,
+	bench_index INTEGER NOT NULL,
+	key_id      TEXT NOT NULL,
+	PRIMARY KEY (reader_id, pos)
+);
+CREATE TABLE turns (
+	reader_id   INTEGER NOT NULL REFERENCES readers(id),
+	pos         INTEGER NOT NULL,
+	seq         INTEGER NOT NULL,
+	shown_ms    INTEGER NOT NULL,
+	answer      TEXT,
+	answered_ms INTEGER,
+	PRIMARY KEY (reader_id, pos, seq)
+);
+CREATE TABLE sessions (
+	id_sha256 BLOB PRIMARY KEY,
+	reader_id INTEGER NOT NULL REFERENCES readers(id),
+	csrf      TEXT NOT NULL,
+	expires   INTEGER NOT NULL
+);
+`
+
+// AdminName is the reserved name of the admin account (progress view).
+const AdminName = "admin"
+
+// Store is an open reading database.
+type Store struct {
+	db   *sql.DB
+	Path string
+	now  func() time.Time
+}
+
+func dsn(path, mode string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	u := url.URL{Path: filepath.ToSlash(abs)}
+	// synchronous(FULL): an acknowledged answer survives even a power
+	// loss, not only a killed server.
+	return "file:" + u.EscapedPath() + "?mode=" + mode +
+		"&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
+		"&_pragma=synchronous(FULL)&_txlock=immediate", nil
+}
+
+// create makes a new reading database; an existing file is never
+// overwritten.
+func create(path string) (*Store, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fmt.Errorf("reading db %s already exists (refusing to overwrite it)", path)
+	}
+	d, err := dsn(path, "rwc")
+	if err != nil {
+		return nil, fmt.Errorf("reading db %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", d)
+	if err != nil {
+		return nil, fmt.Errorf("reading db %s: %w", path, err)
+	}
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("reading db %s: create schema: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("reading db %s: %w", path, imagefile.Reason(err))
+	}
+	return &Store{db: db, Path: path, now: time.Now}, nil
+}
+
+// Open opens a reading database made by `read init`.
+func Open(path string) (*Store, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading db %s: %w", path, imagefile.Reason(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("reading db %s: not a regular file", path)
+	}
+	d, err := dsn(path, "rw")
+	if err != nil {
+		return nil, fmt.Errorf("reading db %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", d)
+	if err != nil {
+		return nil, fmt.Errorf("reading db %s: %w", path, err)
+	}
+	var id string
+	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&id); err != nil || id != schemaID {
+		db.Close()
+		if err == nil {
+			err = fmt.Errorf("schema %q", id)
+		}
+		return nil, fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
+	}
+	return &Store{db: db, Path: path, now: time.Now}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) meta(ctx context.Context, key string) (string, error) {
+	var v string
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("reading db %s: meta %q missing", s.Path, key)
+	}
+	return v, err
+}
+
+// Study is what init recorded: the benchmark and the protocol settings.
+type Study struct {
+	BenchDir    string // absolute
+	BenchSHA256 string
+	Oracle      string
+	Parse       string
+	Sample      *int
+	Seed        uint64
+	Records     int // records per reader
+	CreatedAt   string
+}
+
+// Study reads the study's settings.
+func (s *Store) Study(ctx context.Context) (*Study, error) {
+	st := &Study{}
+	var err error
+	get := func(k string) string {
+		if err != nil {
+			return ""
+		}
+		var v string
+		v, err = s.meta(ctx, k)
+		return v
+	}
+	st.BenchDir, st.BenchSHA256, st.Oracle, st.Parse, st.CreatedAt = get("benchmark"), get("benchmark_sha256"), get("oracle"), get("parse"), get("created_at")
+	seed, sample, n := get("seed"), get("sample"), get("records")
+	if err != nil {
+		return nil, err
+	}
+	if st.Seed, err = strconv.ParseUint(seed, 10, 64); err != nil {
+		return nil, fmt.Errorf("reading db %s: meta seed: %w", s.Path, err)
+	}
+	if st.Records, err = strconv.Atoi(n); err != nil {
+		return nil, fmt.Errorf("reading db %s: meta records: %w", s.Path, err)
+	}
+	if sample != "" {
+		k, err := strconv.Atoi(sample)
+		if err != nil {
+			return nil, fmt.Errorf("reading db %s: meta sample: %w", s.Path, err)
+		}
+		st.Sample = &k
+	}
+	return st, nil
+}
+
+// Reader is an account: a reader or the admin.
+type Reader struct {
+	ID    int64
+	Name  string
+	Admin bool
+}
+
+// Readers lists the readers (not the admin) by id.
+func (s *Store) Readers(ctx context.Context) ([]Reader, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, name FROM readers WHERE is_admin = 0 ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Reader
+	for rows.Next() {
+		var r Reader
+		if err := rows.Scan(&r.ID, &r.Name); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Item is one record of a reader's list.
+type Item struct {
+	Pos        int // 0-based position in the reader's order
+	BenchIndex int
+	KeyID      string
+}
+
+// Items lists a reader's records in the reader's order.
+func (s *Store) Items(ctx context.Context, readerID int64) ([]Item, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT pos, bench_index, key_id FROM records WHERE reader_id = ? ORDER BY pos`, readerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Item
+	for rows.Next() {
+		var it Item
+		if err := rows.Scan(&it.Pos, &it.BenchIndex, &it.KeyID); err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
+
+// Answer is one stored turn of a reader: when it was first shown and, once
+// answered, the answer text ("Answer: 1" or "Answer: 1,3") and its time.
+type Answer struct {
+	Seq        int
+	ShownMS    int64
+	Text       string // "" while unanswered
+	AnsweredMS int64
+}
+
+// Answers lists the stored turns of one record of a reader, by seq.
+func (s *Store) Answers(ctx context.Context, readerID int64, pos int) ([]Answer, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, shown_ms, answer, answered_ms FROM turns WHERE reader_id = ? AND pos = ? ORDER BY seq`, readerID, pos)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Answer
+	for rows.Next() {
+		var a Answer
+		var text sql.NullString
+		var at sql.NullInt64
+		if err := rows.Scan(&a.Seq, &a.ShownMS, &text, &at); err != nil {
+			return nil, err
+		}
+		a.Text, a.AnsweredMS = text.String, at.Int64
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// markShown records when a turn was first shown (later views keep the
+// first time, so a reload does not reset the clock).
+func (s *Store) markShown(ctx context.Context, readerID int64, pos, seq int) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO turns(reader_id, pos, seq, shown_ms) VALUES(?,?,?,?) ON CONFLICT DO NOTHING`,
+		readerID, pos, seq, s.now().UnixMilli())
+	return err
+}
+
+// ErrAnswered is returned for a second answer to a turn.
+var ErrAnswered = errors.New("this question was already answered; answers cannot be changed")
+
+// saveAnswer stores the answer of a shown, unanswered turn and commits it.
+func (s *Store) saveAnswer(ctx context.Context, readerID int64, pos, seq int, text string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE turns SET answer = ?, answered_ms = ? WHERE reader_id = ? AND pos = ? AND seq = ? AND answer IS NULL`,
+		text, s.now().UnixMilli(), readerID, pos, seq)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return ErrAnswered
+	}
+	return nil
+}
+
+// Authenticate returns the account whose token is token, comparing every
+// stored hash in constant time.
+func (s *Store) Authenticate(ctx context.Context, token string) (*webapp.Account, error) {
+	if token == "" {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, name, token_sha256, is_admin FROM readers`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	want := webapp.TokenHash(token)
+	var found *webapp.Account
+	for rows.Next() {
+		var a webapp.Account
+		var h []byte
+		if err := rows.Scan(&a.ID, &a.Name, &h, &a.Admin); err != nil {
+			return nil, err
+		}
+		if subtle.ConstantTimeCompare(h, want) == 1 && found == nil {
+			found = &a
+		}
+	}
+	return found, rows.Err()
+}
+
+// CreateSession starts a session (only its hash is stored).
+func (s *Store) CreateSession(ctx context.Context, id int64, ttl time.Duration) (cookie, csrf string, err error) {
+	if cookie, err = webapp.NewToken(); err != nil {
+		return "", "", err
+	}
+	if csrf, err = webapp.NewToken(); err != nil {
+		return "", "", err
+	}
+	now := s.now()
+	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions(id_sha256, reader_id, csrf, expires) VALUES(?,?,?,?)`,
+		webapp.SessionHash(cookie), id, csrf, now.Add(ttl).Unix())
+	if err == nil {
+		s.db.ExecContext(ctx, `DELETE FROM sessions WHERE expires < ?`, now.Unix())
+	}
+	return cookie, csrf, err
+}
+
+// Session returns the account and CSRF token of a live session, or nil.
+func (s *Store) Session(ctx context.Context, cookie string) (*webapp.Account, string, error) {
+	if !webapp.ValidCookie(cookie) {
+		return nil, "", nil
+	}
+	var a webapp.Account
+	var csrf string
+	var expires int64
+	err := s.db.QueryRowContext(ctx, `SELECT r.id, r.name, r.is_admin, s.csrf, s.expires FROM sessions s JOIN readers r ON r.id = s.reader_id
+		WHERE s.id_sha256 = ?`, webapp.SessionHash(cookie)).Scan(&a.ID, &a.Name, &a.Admin, &csrf, &expires)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && s.now().Unix() > expires {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return &a, csrf, nil
+}
+
+// EndSession deletes a session.
+func (s *Store) EndSession(ctx context.Context, cookie string) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id_sha256 = ?`, webapp.SessionHash(cookie))
+	return err
+}

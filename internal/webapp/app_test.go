@@ -1,0 +1,135 @@
+package webapp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeBackend is a Backend in memory: accounts by name with one token each.
+type fakeBackend struct {
+	tokens   map[string]string // name → token
+	names    []string
+	mu       sync.Mutex
+	sessions MemSessions
+}
+
+func newFakeBackend(names ...string) *fakeBackend {
+	b := &fakeBackend{tokens: map[string]string{}, names: names}
+	for i, n := range names {
+		b.tokens[n] = fmt.Sprintf("token-%d-%s", i, n)
+	}
+	return b
+}
+
+func (b *fakeBackend) Authenticate(_ context.Context, token string) (*Account, error) {
+	for i, n := range b.names {
+		if token != "" && b.tokens[n] == token {
+			return &Account{ID: int64(i + 1), Name: n}, nil
+		}
+	}
+	return nil, nil
+}
+
+func (b *fakeBackend) CreateSession(_ context.Context, id int64, ttl time.Duration) (string, string, error) {
+	c, _ := NewToken()
+	csrf, _ := NewToken()
+	b.sessions.Create(c, id, csrf, time.Now().Add(ttl).Unix(), time.Now().Unix())
+	return c, csrf, nil
+}
+
+func (b *fakeBackend) Session(_ context.Context, cookie string) (*Account, string, error) {
+	id, csrf, ok := b.sessions.Lookup(cookie, time.Now().Unix())
+	if !ok {
+		return nil, "", nil
+	}
+	return &Account{ID: id, Name: b.names[id-1]}, csrf, nil
+}
+
+func (b *fakeBackend) EndSession(_ context.Context, cookie string) error {
+	b.sessions.End(cookie)
+	return nil
+}
+
+// TestLayer: the login page, a session-only route, CSRF on POST, the
+// security headers and the common static files.
+func TestLayer(t *testing.T) {
+	b := newFakeBackend("r1")
+	app := New(b, nil, func(w http.ResponseWriter, status int, msg string) {
+		w.WriteHeader(status)
+		io.WriteString(w, "LOGIN "+msg)
+	})
+	routes := http.NewServeMux()
+	routes.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello "+UserOf(r).Name+" "+CSRFOf(r)) })
+	routes.HandleFunc("POST /do", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "done") })
+	h := app.Handler(routes)
+	do := func(method, path, cookie, body string, hdr map[string]string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: SessionCookie, Value: cookie})
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := do("GET", "/", "", "", nil); rec.Code != 401 || !strings.HasPrefix(rec.Body.String(), "LOGIN") {
+		t.Fatalf("anonymous /: %d %s", rec.Code, rec.Body)
+	}
+	rec := do("POST", "/login", "", url.Values{"token": {b.tokens["r1"]}}.Encode(), nil)
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", rec.Code)
+	}
+	var cookie string
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == SessionCookie {
+			cookie = c.Value
+			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+				t.Errorf("cookie flags: %+v", c)
+			}
+		}
+	}
+	home := do("GET", "/", cookie, "", nil)
+	if home.Code != 200 || !strings.HasPrefix(home.Body.String(), "hello r1 ") {
+		t.Fatalf("home: %d %s", home.Code, home.Body)
+	}
+	csrf := strings.TrimPrefix(home.Body.String(), "hello r1 ")
+	for _, hd := range []string{"Content-Security-Policy", "X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy"} {
+		if home.Header().Get(hd) == "" {
+			t.Errorf("missing header %s", hd)
+		}
+	}
+	if rec := do("POST", "/do", cookie, "x=1", nil); rec.Code != 403 {
+		t.Errorf("POST without CSRF: %d", rec.Code)
+	}
+	if rec := do("POST", "/do", cookie, "x=1", map[string]string{"X-CSRF-Token": csrf}); rec.Code != 200 {
+		t.Errorf("POST with CSRF: %d", rec.Code)
+	}
+	if rec := do("POST", "/do", cookie, "x=1", map[string]string{"X-CSRF-Token": csrf, "Origin": "http://evil.example"}); rec.Code != 403 {
+		t.Errorf("cross-origin POST: %d", rec.Code)
+	}
+	if rec := do("POST", "/do", cookie, strings.Repeat("x", MaxBodyBytes+1), nil); rec.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized body: %d", rec.Code)
+	}
+	if rec := do("GET", "/static/common/zoom.js", "", "", nil); rec.Code != 200 || !strings.Contains(rec.Body.String(), "chexZoom") {
+		t.Errorf("common static: %d", rec.Code)
+	}
+	if rec := do("POST", "/logout", cookie, url.Values{"csrf": {csrf}}.Encode(), nil); rec.Code != http.StatusSeeOther {
+		t.Errorf("logout: %d", rec.Code)
+	}
+	if rec := do("GET", "/", cookie, "", nil); rec.Code != 401 {
+		t.Errorf("after logout: %d", rec.Code)
+	}
+}
