@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
@@ -166,7 +167,7 @@ func (fl *evalFlags) protocolOptions() error {
 			return err
 		}
 		for _, w := range warns {
-			fmt.Fprintln(os.Stderr, "warning:", w)
+			fmt.Fprintln(os.Stderr, "warning:", benchmark.OneLine(w))
 		}
 		o.Profile = p
 	}
