@@ -246,8 +246,8 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	// A start refused before the manifest is written leaves nothing
 	// behind: the folders and the lock file it made are removed again.
-	created, err := mkdirNew(runDir)
-	if err != nil {
+	created := missingDirs(runDir)
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, err
 	}
 	_, lerr := os.Lstat(filepath.Join(runDir, results.LockFile))
@@ -278,9 +278,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	return sum, r.execute(ctx, man, todo, len(p.selected), start)
 }
 
-// mkdirNew is os.MkdirAll that returns the directories it created,
-// outermost first.
-func mkdirNew(dir string) ([]string, error) {
+// missingDirs lists the directories from dir upwards that do not exist
+// yet, outermost first: those that creating dir will make.
+func missingDirs(dir string) []string {
 	var missing []string
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil {
@@ -292,11 +292,11 @@ func mkdirNew(dir string) ([]string, error) {
 		}
 	}
 	slices.Reverse(missing)
-	return missing, os.MkdirAll(dir, 0o755)
+	return missing
 }
 
 // removeNew undoes a start that wrote nothing: the lock file when this
-// process made it, then the directories mkdirNew created, innermost first
+// process made it, then the directories it created, innermost first
 // (os.Remove leaves a directory that is not empty).
 func removeNew(runDir string, created []string, newLock bool) {
 	if newLock {

@@ -65,14 +65,14 @@ func TestStartFailureWritesNothing(t *testing.T) {
 	}
 }
 
-// mkdirNew and removeNew undo exactly what a refused start made: the
+// missingDirs and removeNew undo exactly what a refused start made: the
 // folders it created and its lock file, never a folder that was there.
 func TestRemoveNew(t *testing.T) {
 	root := t.TempDir()
 	os.Mkdir(filepath.Join(root, "res"), 0o755)
 	runDir := filepath.Join(root, "res", "run", "oracle_none")
-	created, err := mkdirNew(runDir)
-	if err != nil || len(created) != 2 || created[0] != filepath.Join(root, "res", "run") {
+	created := missingDirs(runDir)
+	if err := os.MkdirAll(runDir, 0o755); err != nil || len(created) != 2 || created[0] != filepath.Join(root, "res", "run") {
 		t.Fatalf("created %v, %v", created, err)
 	}
 	os.WriteFile(filepath.Join(runDir, results.LockFile), nil, 0o644)
@@ -84,7 +84,8 @@ func TestRemoveNew(t *testing.T) {
 		t.Errorf("a folder that was there is gone: %v", err)
 	}
 	// A folder that holds something else stays.
-	created, _ = mkdirNew(runDir)
+	created = missingDirs(runDir)
+	os.MkdirAll(runDir, 0o755)
 	os.WriteFile(filepath.Join(runDir, "notes.txt"), nil, 0o644)
 	removeNew(runDir, created, false)
 	if _, err := os.Stat(filepath.Join(runDir, "notes.txt")); err != nil {
