@@ -207,8 +207,8 @@ func CheckExtraKey(key string) error {
 	if strings.TrimSpace(key) == "" {
 		return fmt.Errorf("empty member name")
 	}
-	if strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
-		return fmt.Errorf("member name %q has spaces or control characters", key)
+	if strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+		return fmt.Errorf("member name %q has spaces, control or format characters", key)
 	}
 	if !utf8.ValidString(key) {
 		return fmt.Errorf("member name %q is not valid UTF-8", key)
