@@ -248,6 +248,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	// behind: the folders and the lock file it made are removed again.
 	created := missingDirs(runDir)
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		removeNew(runDir, created, false)
 		return nil, err
 	}
 	_, lerr := os.Lstat(filepath.Join(runDir, results.LockFile))
@@ -277,6 +278,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	r.store = store
 	return sum, r.execute(ctx, man, todo, len(p.selected), start)
 }
+
+// maxRunName is the longest run name: it names a folder, and file
+// systems allow 255 bytes.
+const maxRunName = 255
 
 // missingDirs lists the directories from dir upwards that do not exist
 // yet, outermost first: those that creating dir will make.
@@ -376,6 +381,10 @@ func prepare(o *Options) (*prepared, error) {
 		keys[i] = bench.Records[ix].KeyID
 	}
 	runName := RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
+	if len(runName) > maxRunName {
+		return nil, fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
+			runName[:40], len(runName), maxRunName)
+	}
 	man := buildManifest(o, bench, benchAbs, keys)
 	if _, err := man.Marshal(); err != nil { // refused before any folder is made
 		return nil, fmt.Errorf("run manifest: %w", err)

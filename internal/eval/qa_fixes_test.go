@@ -42,6 +42,7 @@ func TestStartFailureWritesNothing(t *testing.T) {
 		{"sample 0", "baseline", "random", func(o *Options) { o.Selection.Sample = &zero }, "selection sample 0 selects no record"},
 		// issue 21 item 15: a manifest that cannot be written (NaN) left
 		// an empty run directory holding .lock.
+		{"run name too long", "opensource", "org/" + strings.Repeat("m", 250), nil, "more than the 255 a folder name may hold"},
 		{"NaN temperature", "baseline", "random", func(o *Options) { nan := math.NaN(); o.Model.Sampling.Temperature = &nan }, "NaN"},
 	}
 	for _, tc := range tests {
