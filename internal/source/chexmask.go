@@ -60,8 +60,10 @@ func ReadChexmask(path string, need map[string]bool, idColumn string) (*ChexTabl
 		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", imagefile.Reason(err))}
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
+	packed := &countReader{r: f}
+	br := bufio.NewReaderSize(packed, 1<<20)
 	var r io.Reader = br
+	var packedBytes func() int64
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
@@ -69,8 +71,10 @@ func ReadChexmask(path string, need map[string]bool, idColumn string) (*ChexTabl
 		}
 		defer gz.Close()
 		r = bufio.NewReaderSize(gz, 1<<20)
+		packedBytes = func() int64 { return packed.n }
 	}
-	capped := &recordCapReader{r: r, maxRecord: MaxChexmaskRecordBytes, maxTotal: MaxChexmaskBytes, line: 1, start: 1}
+	capped := &recordCapReader{r: r, maxRecord: MaxChexmaskRecordBytes, maxTotal: MaxChexmaskBytes, line: 1, start: 1,
+		packed: packedBytes, ratioAfter: chexmaskRatioAfter, maxRatio: MaxChexmaskRatio}
 	cr := csv.NewReader(capped)
 	cr.ReuseRecord = true
 	header, err := cr.Read()
@@ -150,6 +154,27 @@ const MaxChexmaskRecordBytes = 4 << 20
 // file can expand without end.
 const MaxChexmaskBytes = 64 << 30
 
+// MaxChexmaskRatio bounds how many times larger a gzip-compressed
+// CheXmask CSV may grow, checked once chexmaskRatioAfter bytes are out:
+// numbers in text compress three- to fivefold, while a decompression bomb
+// of repeated rows expands hundreds of times and would only waste time.
+const (
+	MaxChexmaskRatio   = 100
+	chexmaskRatioAfter = 256 << 20
+)
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // capError is a record or a whole CSV over its cap; line is where the
 // record started.
 type capError struct {
@@ -169,6 +194,11 @@ type recordCapReader struct {
 	n, total            int64
 	inQuote             bool
 	line, start         int // current line; line where the current record began
+	// packed, when set, is the compressed bytes read so far; past
+	// ratioAfter bytes out, the stream may not be maxRatio times larger.
+	packed     func() int64
+	ratioAfter int64
+	maxRatio   int64
 }
 
 func (c *recordCapReader) Read(p []byte) (int, error) {
@@ -191,6 +221,9 @@ func (c *recordCapReader) Read(p []byte) (int, error) {
 	c.total += int64(n)
 	if c.total > c.maxTotal {
 		return 0, &capError{c.line, fmt.Sprintf("more than %d bytes (after decompression)", c.maxTotal)}
+	}
+	if c.packed != nil && c.total > c.ratioAfter && c.total > c.maxRatio*c.packed() {
+		return 0, &capError{c.line, fmt.Sprintf("expands more than %d-fold when decompressed (a decompression bomb, not a CheXmask release)", c.maxRatio)}
 	}
 	return n, err
 }

@@ -300,4 +300,17 @@ func TestRecordCapReaderTotal(t *testing.T) {
 	if _, err := io.ReadAll(r); err != nil {
 		t.Fatalf("at the cap: %v", err)
 	}
+	// A stream that expands more than maxRatio-fold is refused once
+	// ratioAfter bytes are out, not before.
+	for _, tc := range []struct {
+		packed int64
+		ok     bool
+	}{{10, false}, {400, true}} {
+		r = &recordCapReader{r: strings.NewReader(body), maxRecord: 100, maxTotal: 1 << 20, line: 1, start: 1,
+			packed: func() int64 { return tc.packed }, ratioAfter: 1000, maxRatio: 10}
+		_, err = io.ReadAll(r)
+		if tc.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), "expands more than 10-fold") {
+			t.Errorf("packed %d: %v", tc.packed, err)
+		}
+	}
 }
