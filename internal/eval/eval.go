@@ -283,6 +283,16 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 // systems allow 255 bytes.
 const maxRunName = 255
 
+// CheckRunName refuses a run name too long to name a folder, before
+// anything is written.
+func CheckRunName(name string) error {
+	if len(name) > maxRunName {
+		return fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
+			benchmark.OneLine(name[:40]), len(name), maxRunName)
+	}
+	return nil
+}
+
 // missingDirs lists the directories from dir upwards that do not exist
 // yet, outermost first: those that creating dir will make.
 func missingDirs(dir string) []string {
@@ -381,9 +391,8 @@ func prepare(o *Options) (*prepared, error) {
 		keys[i] = bench.Records[ix].KeyID
 	}
 	runName := RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
-	if len(runName) > maxRunName {
-		return nil, fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
-			runName[:40], len(runName), maxRunName)
+	if err := CheckRunName(runName); err != nil {
+		return nil, err
 	}
 	man := buildManifest(o, bench, benchAbs, keys)
 	if _, err := man.Marshal(); err != nil { // refused before any folder is made
