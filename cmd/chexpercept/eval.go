@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
@@ -174,7 +175,7 @@ func (fl *evalFlags) protocolOptions() error {
 			return err
 		}
 		for _, w := range warns {
-			fmt.Fprintln(os.Stderr, "warning:", w)
+			fmt.Fprintln(os.Stderr, "warning:", benchmark.OneLine(w))
 		}
 		o.Profile = p
 	}
@@ -349,10 +350,6 @@ func (fl *evalFlags) genOptions(f *pflag.FlagSet) error {
 var samplingFlags = map[string]string{"temperature": "--temperature", "top_p": "--top-p", "max_tokens": "--max-tokens",
 	"max_completion_tokens": "--max-tokens", "max_output_tokens": "--max-tokens", "seed": "--gen-seed"}
 
-// maxExtraBodyBytes bounds the --extra-body values together: they are
-// sent with every call and stored in the run manifest.
-const maxExtraBodyBytes = 1 << 20
-
 // parseExtraBody reads the --extra-body KEY=JSON arguments: each value
 // must be one JSON value and each key a member chexpercept does not write
 // itself, given once. Errors quote at most the start of an argument.
@@ -370,13 +367,16 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 			return nil, fmt.Errorf("--extra-body %s has no key before '=': %s", clipQuote(a), want)
 		}
 		if err := provider.CheckExtraKey(k); err != nil {
-			if f, ok := samplingFlags[k]; ok {
+			if f, ok := samplingFlags[strings.ToLower(k)]; ok {
 				return nil, fmt.Errorf("--extra-body %s: %w; use %s", k, err, f)
 			}
 			return nil, fmt.Errorf("--extra-body: %w", err)
 		}
-		if total += len(v); total > maxExtraBodyBytes {
-			return nil, fmt.Errorf("--extra-body %s: the values are more than %d bytes together", k, maxExtraBodyBytes)
+		if total += len(v); total > provider.MaxExtraBodyBytes {
+			return nil, fmt.Errorf("--extra-body %s: the values are more than %d bytes together", k, provider.MaxExtraBodyBytes)
+		}
+		if !utf8.ValidString(v) {
+			return nil, fmt.Errorf("--extra-body %s: value %s is not valid UTF-8", k, clipQuote(v))
 		}
 		var val any
 		if err := json.Unmarshal([]byte(v), &val); err != nil {

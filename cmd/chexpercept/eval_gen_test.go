@@ -264,8 +264,9 @@ func TestEvalGenerationFlagErrors(t *testing.T) {
 		{"model", []string{"--extra-body", `model="x"`}, "--extra-body: model is a core request member"},
 		{"temperature", []string{"--extra-body", `temperature=0.5`}, "--extra-body temperature: temperature is a core request member: it has its own setting; use --temperature"},
 		{"stream", []string{"--extra-body", `stream=true`}, "--extra-body: stream is a core request member"},
-		{"space in key", []string{"--extra-body", "top k=1"}, `--extra-body: member name "top k" has spaces or control characters`},
-		{"newline in key", []string{"--extra-body", "top\nk=1"}, `--extra-body: member name "top\nk" has spaces or control characters`},
+		{"space in key", []string{"--extra-body", "top k=1"}, `--extra-body: member name "top k" has spaces, control or format characters`},
+		{"newline in key", []string{"--extra-body", "top\nk=1"}, `--extra-body: member name "top\nk" has spaces, control or format characters`},
+		{"bidi in key", []string{"--extra-body", "top\u202ek=1"}, `--extra-body: member name "top\u202ek" has spaces, control or format characters`},
 		{"twice", []string{"--extra-body", "top_k=1", "--extra-body", "top_k=2"}, "--extra-body top_k is given twice"},
 		{"gemini", []string{"--provider", "gemini", "--model", "gemini-3.1-flash", "--extra-body", "top_k=1"},
 			"--extra-body: backend gemini: only OpenAI-compatible backends (vllm, openai_compat, openai, azure) take extra body members"},
@@ -275,6 +276,19 @@ func TestEvalGenerationFlagErrors(t *testing.T) {
 			"--extra-body chat_template_kwargs conflicts with --no-thinking"},
 		{"max_tokens", []string{"--extra-body", `max_tokens=5`}, "--extra-body max_tokens: max_tokens is a core request member: it has its own setting; use --max-tokens"},
 		{"seed", []string{"--extra-body", `seed=5`}, "use --gen-seed"},
+		// issue 21 items 10, 13, 14: depth and size caps, invalid UTF-8,
+		// reserved names in any case, names that differ only in case.
+		{"deep", []string{"--extra-body", "top_k=1", "--extra-body", "k=" + strings.Repeat("[", 65) + strings.Repeat("]", 65)},
+			"--extra-body: k: value is nested 65 levels deep, more than 64"},
+		{"very deep", []string{"--extra-body", "top_k=1", "--extra-body", "k=" + strings.Repeat("[", 10000) + strings.Repeat("]", 10000)},
+			"--extra-body: k: value is nested 10000 levels deep, more than 64"},
+		{"large", []string{"--extra-body", `k="` + strings.Repeat("x", 40000) + `"`, "--extra-body", `l="` + strings.Repeat("x", 40000) + `"`},
+			"--extra-body l: the values are more than 65536 bytes together"},
+		{"invalid UTF-8", []string{"--extra-body", "k=\"a\xff\""}, `--extra-body k: value "\"a\xff\"" is not valid UTF-8`},
+		{"invalid UTF-8 key", []string{"--extra-body", "k\xff=1"}, `--extra-body: member name "k\xff" is not valid UTF-8`},
+		{"Model", []string{"--extra-body", `Model="evil"`}, "--extra-body: Model is a core request member"},
+		{"TEMPERATURE", []string{"--extra-body", `TEMPERATURE=1`}, "--extra-body TEMPERATURE: TEMPERATURE is a core request member: it has its own setting; use --temperature"},
+		{"case twins", []string{"--extra-body", "top_k=1", "--extra-body", "Top_K=2"}, "--extra-body: Top_K and top_k name the same member for a server that ignores case"},
 		{"temperature range", []string{"--temperature", "2.5"}, "--temperature 2.5 is outside [0, 2]"},
 		{"top-p range", []string{"--top-p", "0"}, "--top-p 0 is outside (0, 1]"},
 		{"max-tokens", []string{"--max-tokens", "0"}, "--max-tokens 0 must be at least 1"},
@@ -337,7 +351,7 @@ func TestEvalSeedWithoutSampleWarns(t *testing.T) {
 // values together are bounded.
 func TestParseExtraBodyBounded(t *testing.T) {
 	nested := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
-	big := `"` + strings.Repeat("x", maxExtraBodyBytes/4) + `"`
+	big := `"` + strings.Repeat("x", 65536/4) + `"`
 	tests := []struct {
 		name string
 		args []string
@@ -345,7 +359,7 @@ func TestParseExtraBodyBounded(t *testing.T) {
 	}{
 		{"deep nesting", []string{"a=" + nested}, "(40000 bytes)"},
 		{"no equals", []string{strings.Repeat("y", 5000)}, "(5000 bytes)"},
-		{"too large together", []string{"a=" + big, "b=" + big, "c=" + big, "d=" + big, "e=" + big}, "more than 1048576 bytes together"},
+		{"too large together", []string{"a=" + big, "b=" + big, "c=" + big, "d=" + big, "e=" + big}, "more than 65536 bytes together"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -145,7 +145,7 @@ is replaced only with --force, and one holding anything else is refused
 				return withExit(2, err)
 			}
 			if notice != "" {
-				fmt.Fprintln(os.Stderr, "notice:", notice)
+				fmt.Fprintln(os.Stderr, "notice:", benchmark.OneLine(notice))
 			}
 			bench, err := benchmark.Load(benchDir)
 			if err != nil {
@@ -160,7 +160,7 @@ is replaced only with --force, and one holding anything else is refused
 				fmt.Fprintf(os.Stderr, "notice: the file's token_usage names model_id %q; recording it instead of %q\n", rep.FileModelID, m.ModelID)
 			}
 			for _, w := range rep.Warnings {
-				fmt.Fprintln(os.Stderr, "warning:", w)
+				fmt.Fprintln(os.Stderr, "warning:", benchmark.OneLine(w))
 			}
 			fmt.Fprintf(os.Stderr, "imported %d records of %d in the benchmark as %s, oracle %s, %s parse (%s); timing, finish reasons and dropped records are not recoverable from all_results.json\n",
 				rep.Records, len(bench.Records), rep.RunName, om, pmode, time.Since(start).Round(time.Millisecond))

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/registry"
 )
@@ -322,12 +322,7 @@ func orDash(s string) string {
 
 // cell quotes a value from a user's YAML that holds control characters,
 // so it cannot break the table or the terminal.
-func cell(s string) string {
-	if strings.ContainsFunc(s, unicode.IsControl) {
-		return strconv.Quote(s)
-	}
-	return s
-}
+func cell(s string) string { return benchmark.OneLine(s) }
 
 // didYouMean is the hint for a name that is no alias: ", did you mean
 // A or B? (see `chexpercept models`)", naming the provider of an alias

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -143,6 +144,23 @@ func TestModelsUserFiles(t *testing.T) {
 	}
 }
 
+// TestModelsEscapesNames (issue 21 item 17): a model id and a display
+// name with a bidi override and a newline are printed escaped
+// (benchmark.OneLine), in the table and in the detail view.
+func TestModelsEscapesNames(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "m.yaml")
+	os.WriteFile(f, []byte("- {alias: evil, provider: opensource, backend: vllm, model_id: \"a\\u202eb\\nc\", display_name: \"d\\u2066e\"}\n"), 0o644)
+	for _, args := range [][]string{{"--models", f}, {"--models", f, "evil"}} {
+		out, _, err := runModels(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(out, "\u202e\u2066") || !strings.Contains(out, `a\u202eb\nc`) {
+			t.Errorf("models %v: raw or missing name:\n%s", args, out)
+		}
+	}
+}
+
 func TestModelsErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -262,7 +280,7 @@ func TestModelsFormatting(t *testing.T) {
 			t.Errorf("num(%v) = %q, want %q", in, got, want)
 		}
 	}
-	if got := cell("a\nb\x1b[31m"); got != `"a\nb\x1b[31m"` {
+	if got := cell("a\nb\x1b[31m"); got != `a\nb\x1b[31m` {
 		t.Errorf("cell kept control characters: %q", got)
 	}
 	if got := samplingText(provider.Sampling{}); got != "model defaults" {

@@ -86,7 +86,7 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 					return withExit(2, fmt.Errorf("--only %s: %w", only, err))
 				}
 			}
-			creds, err := review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
+			creds, stored, err := review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
 				Source: src, Warn: cmd.ErrOrStderr(), Flags: flags})
 			if err != nil {
 				return withExit(2, err)
@@ -99,7 +99,7 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 					fmt.Fprintf(out, "reviewer %s %s\n", c.Name, c.Token)
 				}
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d cases, %d reviewers, overlap %d. Keep the tokens above; they are not stored.\n", db, len(cases), n, k)
+			fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d cases, %d reviewers, overlap %d. Keep the tokens above; they are not stored.\n", db, stored, n, k)
 			return nil
 		},
 	}

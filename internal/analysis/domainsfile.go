@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,7 @@ import (
 )
 
 // MaxDomainsFileBytes bounds a domains file.
-const MaxDomainsFileBytes = 1 << 20
+const MaxDomainsFileBytes = yamlerr.MaxFileBytes
 
 var groupName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
@@ -29,11 +28,11 @@ func ReadDomains(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("domains file: %w", err)
 	}
 	var root yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root); err != nil {
+	if err := yamlerr.Decode(data, &root, false); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("domains file %s: empty (want a mapping of run names or models to groups)", path)
 		}
-		return nil, fmt.Errorf("domains file %s: %s", path, yamlerr.Explain(data, err))
+		return nil, fmt.Errorf("domains file %s: %v", path, err)
 	}
 	m := &root
 	if m.Kind == yaml.DocumentNode && len(m.Content) == 1 {

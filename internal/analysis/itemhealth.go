@@ -35,10 +35,10 @@ import (
 
 // Flag reason codes (flagged_items.csv, the HTML browser, review rounds).
 const (
-	FlagUnanimousWrong = "unanimous_wrong"
-	FlagMajorityWrong  = "majority_wrong"
-	FlagNegativeDisc   = "negative_discrimination"
-	FlagParseFailures  = "parse_failures"
+	FlagUnanimousWrong = benchmark.FlagUnanimousWrong
+	FlagMajorityWrong  = benchmark.FlagMajorityWrong
+	FlagNegativeDisc   = benchmark.FlagNegativeDisc
+	FlagParseFailures  = benchmark.FlagParseFailures
 )
 
 // Item-health defaults.

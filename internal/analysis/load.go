@@ -254,7 +254,10 @@ func (s *Set) readRun(dir string) *Run {
 	}
 	parent := filepath.Base(filepath.Dir(abs))
 	base := filepath.Base(abs)
-	r.Name = parent
+	// Names from folders and manifests reach tables, plots and pages;
+	// control and format characters (a newline, a bidi override) are
+	// escaped once, here (benchmark.OneLine).
+	r.Name = benchmark.OneLine(parent)
 	if m, ok := strings.CutPrefix(base, "oracle_"); ok {
 		r.OracleMode = m
 	}
@@ -506,16 +509,16 @@ func (s *Set) readManifest(r *Run, dir, parent, base string) {
 	if m.RunName != "" && m.RunName != parent {
 		s.warnf("%s: run_name %q differs from the folder name %q; the folder name is used", mpath, m.RunName, parent)
 	}
-	r.Provider, r.Model = m.Model.Provider, m.Model.Name
+	r.Provider, r.Model = benchmark.OneLine(m.Model.Provider), benchmark.OneLine(m.Model.Name)
 	if m.OracleMode != "" {
 		if r.OracleMode != "" && r.OracleMode != m.OracleMode {
 			s.warnf("%s: oracle_mode %q differs from the folder name %q; the manifest is used", mpath, m.OracleMode, base)
 		}
-		r.OracleMode = m.OracleMode
+		r.OracleMode = benchmark.OneLine(m.OracleMode)
 	}
-	r.ParseMode = m.ParseMode
+	r.ParseMode = benchmark.OneLine(m.ParseMode)
 	r.BenchmarkSHA256, r.DatasetPath = m.Dataset.SHA256, m.Dataset.Path
-	r.ProfileName, r.ProfileSHA256 = m.PromptProfile.Name, m.PromptProfile.SHA256
+	r.ProfileName, r.ProfileSHA256 = benchmark.OneLine(m.PromptProfile.Name), m.PromptProfile.SHA256
 	r.Sampling = m.Sampling.Text()
 	r.Selected = s.selectedRecords(mpath, m.SelectedRecords)
 }

@@ -9,14 +9,13 @@
 package buildcfg
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"runtime"
 	"slices"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -190,7 +189,7 @@ func Default() Config {
 }
 
 // maxConfigBytes bounds a configuration file (a few kilobytes).
-const maxConfigBytes = 16 << 20
+const maxConfigBytes = yamlerr.MaxFileBytes
 
 // Load reads a YAML configuration file over the defaults. Unknown keys and
 // wrongly typed values are errors naming the file and the key.
@@ -200,13 +199,11 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
-		if err.Error() == "EOF" {
+	if err := yamlerr.Decode(data, &cfg, true); err != nil {
+		if errors.Is(err, io.EOF) {
 			return cfg, cfg.Validate()
 		}
-		return cfg, fmt.Errorf("config %s: %s", path, yamlerr.Explain(data, err))
+		return cfg, fmt.Errorf("config %s: %v", path, err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)

@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -255,11 +256,23 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if _, err := results.CheckRunDir(runDir); err != nil {
 		return nil, err
 	}
+	// A start refused before the manifest is written leaves nothing
+	// behind: the folders and the lock file it made are removed again.
+	created := missingDirs(runDir)
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		removeNew(runDir, created, false)
 		return nil, err
 	}
+	_, lerr := os.Lstat(filepath.Join(runDir, results.LockFile))
+	newLock, started := errors.Is(lerr, os.ErrNotExist), false
+	defer func() {
+		if !started {
+			removeNew(runDir, created, newLock)
+		}
+	}()
 	unlock, err := results.LockRun(runDir)
 	if err != nil {
+		newLock = false // held by another process
 		return nil, err
 	}
 	defer unlock()
@@ -267,6 +280,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	started = true
 	store, prev, err := results.OpenStore(filepath.Join(runDir, results.ResultsFile))
 	if err != nil {
 		return nil, err
@@ -275,6 +289,49 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	sum.AlreadyDone = done
 	r.store = store
 	return sum, r.execute(ctx, man, todo, len(p.selected), start)
+}
+
+// maxRunName is the longest run name: it names a folder, and file
+// systems allow 255 bytes.
+const maxRunName = 255
+
+// CheckRunName refuses a run name too long to name a folder, before
+// anything is written.
+func CheckRunName(name string) error {
+	if len(name) > maxRunName {
+		return fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
+			benchmark.OneLine(name[:40]), len(name), maxRunName)
+	}
+	return nil
+}
+
+// missingDirs lists the directories from dir upwards that do not exist
+// yet, outermost first: those that creating dir will make.
+func missingDirs(dir string) []string {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	slices.Reverse(missing)
+	return missing
+}
+
+// removeNew undoes a start that wrote nothing: the lock file when this
+// process made it, then the directories it created, innermost first
+// (os.Remove leaves a directory that is not empty).
+func removeNew(runDir string, created []string, newLock bool) {
+	if newLock {
+		_ = os.Remove(filepath.Join(runDir, results.LockFile))
+	}
+	for i := len(created) - 1; i >= 0; i-- {
+		_ = os.Remove(created[i])
+	}
 }
 
 // check refuses options that no run can use.
@@ -346,11 +403,18 @@ func prepare(o *Options) (*prepared, error) {
 		keys[i] = bench.Records[ix].KeyID
 	}
 	runName := RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
+	if err := CheckRunName(runName); err != nil {
+		return nil, err
+	}
+	man := buildManifest(o, bench, benchAbs, keys)
+	if _, err := man.Marshal(); err != nil { // refused before any folder is made
+		return nil, fmt.Errorf("run manifest: %w", err)
+	}
 	return &prepared{
 		bench:    bench,
 		benchAbs: benchAbs,
 		selected: selected,
-		man:      buildManifest(o, bench, benchAbs, keys),
+		man:      man,
 		sum:      &Summary{RunDir: RunDir(o.OutDir, runName, o.Oracle, sel.Shard), RunName: runName, Selected: len(selected)},
 	}, nil
 }

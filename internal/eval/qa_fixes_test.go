@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -39,6 +40,10 @@ func TestStartFailureWritesNothing(t *testing.T) {
 		{"missing key file", "openai", "gpt-5.4", func(o *Options) { o.APIKeyFile = "nonexist.txt" }, "nonexist.txt"},
 		{"limit 0", "baseline", "random", func(o *Options) { o.Selection.Limit = &zero }, "selection limit 0 selects no record"},
 		{"sample 0", "baseline", "random", func(o *Options) { o.Selection.Sample = &zero }, "selection sample 0 selects no record"},
+		// issue 21 item 15: a manifest that cannot be written (NaN) left
+		// an empty run directory holding .lock.
+		{"run name too long", "opensource", "org/" + strings.Repeat("m", 250), nil, "more than the 255 a folder name may hold"},
+		{"NaN temperature", "baseline", "random", func(o *Options) { nan := math.NaN(); o.Model.Sampling.Temperature = &nan }, "NaN"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,6 +63,34 @@ func TestStartFailureWritesNothing(t *testing.T) {
 				t.Errorf("%s was created (stat: %v)", out, err)
 			}
 		})
+	}
+}
+
+// missingDirs and removeNew undo exactly what a refused start made: the
+// folders it created and its lock file, never a folder that was there.
+func TestRemoveNew(t *testing.T) {
+	root := t.TempDir()
+	os.Mkdir(filepath.Join(root, "res"), 0o755)
+	runDir := filepath.Join(root, "res", "run", "oracle_none")
+	created := missingDirs(runDir)
+	if err := os.MkdirAll(runDir, 0o755); err != nil || len(created) != 2 || created[0] != filepath.Join(root, "res", "run") {
+		t.Fatalf("created %v, %v", created, err)
+	}
+	os.WriteFile(filepath.Join(runDir, results.LockFile), nil, 0o644)
+	removeNew(runDir, created, true)
+	if _, err := os.Stat(filepath.Join(root, "res", "run")); !os.IsNotExist(err) {
+		t.Errorf("run folder left: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "res")); err != nil {
+		t.Errorf("a folder that was there is gone: %v", err)
+	}
+	// A folder that holds something else stays.
+	created = missingDirs(runDir)
+	os.MkdirAll(runDir, 0o755)
+	os.WriteFile(filepath.Join(runDir, "notes.txt"), nil, 0o644)
+	removeNew(runDir, created, false)
+	if _, err := os.Stat(filepath.Join(runDir, "notes.txt")); err != nil {
+		t.Errorf("foreign file removed: %v", err)
 	}
 }
 

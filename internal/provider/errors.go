@@ -2,12 +2,15 @@ package provider
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -43,35 +46,152 @@ type Redactor interface {
 
 // scrubber removes known secrets and image payloads from messages.
 type scrubber struct {
-	secrets []string
-	count   *atomic.Int64 // secrets replaced by redact
+	secrets []*secretForms
+	count   *atomic.Int64 // redactions made by redact
+}
+
+// minKeyRun is the shortest run of a key's characters that counts as the
+// key: a server may echo a prefix, a suffix or a middle part of it.
+const minKeyRun = 16
+
+// secretForms are the spellings of one secret that redact looks for.
+type secretForms struct {
+	folded []string            // ASCII-lower-cased: the key, its URL-encoded and fully percent-encoded forms
+	exact  []string            // case-sensitive: the key's base64 forms (standard and URL alphabets, any alignment)
+	runs   map[string]struct{} // every ASCII-lower-cased run of minKeyRun bytes of the key
 }
 
 func newScrubber(secrets ...string) scrubber {
-	var s []string
+	var s []*secretForms
 	for _, v := range secrets {
 		// very short values would blank out ordinary words; placeholders
 		// for keyless local servers are not secret
 		if len(v) >= 6 && v != placeholderKey {
-			s = append(s, v)
+			s = append(s, formsOf(v))
 		}
 	}
 	return scrubber{secrets: s, count: new(atomic.Int64)}
 }
 
-// redact replaces every exact occurrence of a secret by RedactedMarker,
-// counting them. A server that echoes the key into a successful reply
-// must not get it into results.jsonl, the response cache or a log.
-func (s scrubber) redact(text string) string {
-	for _, v := range s.secrets {
-		if n := strings.Count(text, v); n > 0 {
-			text = strings.ReplaceAll(text, v, RedactedMarker)
-			if s.count != nil {
-				s.count.Add(int64(n))
+func formsOf(key string) *secretForms {
+	f := &secretForms{}
+	seen := map[string]bool{}
+	addFolded := func(v string) {
+		v = asciiLower(v)
+		if !seen[v] {
+			seen[v] = true
+			f.folded = append(f.folded, v)
+		}
+	}
+	addFolded(key)
+	addFolded(url.QueryEscape(key))
+	addFolded(url.PathEscape(key))
+	var pct strings.Builder
+	for i := 0; i < len(key); i++ {
+		fmt.Fprintf(&pct, "%%%02X", key[i])
+	}
+	addFolded(pct.String())
+	// A key inside a longer base64 text (say "Basic " + base64(user:key))
+	// is encoded at one of three alignments; the characters that depend on
+	// the key's bytes alone are the same whatever surrounds them.
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		f.exact = append(f.exact, enc.EncodeToString([]byte(key))) // the whole key, padding included
+	}
+	for pad := 0; pad < 3; pad++ {
+		b := append(make([]byte, pad), key...)
+		start, end := (pad*8+5)/6, len(b)*8/6
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			if core := enc.EncodeToString(b)[start:end]; len(core) >= 8 && !slices.Contains(f.exact, core) {
+				f.exact = append(f.exact, core)
 			}
 		}
 	}
-	return text
+	if lk := asciiLower(key); len(lk) >= minKeyRun {
+		f.runs = map[string]struct{}{}
+		for i := 0; i+minKeyRun <= len(lk); i++ {
+			f.runs[lk[i:i+minKeyRun]] = struct{}{}
+		}
+	}
+	return f
+}
+
+// asciiLower lower-cases ASCII letters only, so that byte offsets stay
+// those of s.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// redact replaces every spelling of a secret by RedactedMarker, counting
+// the replaced stretches: the key in any letter case, URL- or
+// percent-encoded, base64-encoded, and any run of minKeyRun or more of its
+// characters. A server that echoes the key into a successful reply must
+// not get it into results.jsonl, the response cache or a log.
+func (s scrubber) redact(text string) string {
+	if len(s.secrets) == 0 || text == "" {
+		return text
+	}
+	var hit []bool
+	mark := func(i, n int) {
+		if hit == nil {
+			hit = make([]bool, len(text))
+		}
+		for j := i; j < i+n; j++ {
+			hit[j] = true
+		}
+	}
+	lower := asciiLower(text)
+	find := func(hay, needle string) {
+		for off := 0; ; {
+			i := strings.Index(hay[off:], needle)
+			if i < 0 {
+				return
+			}
+			mark(off+i, len(needle))
+			off += i + 1
+		}
+	}
+	for _, f := range s.secrets {
+		for _, v := range f.folded {
+			find(lower, v)
+		}
+		for _, v := range f.exact {
+			find(text, v)
+		}
+		if f.runs != nil {
+			for i := 0; i+minKeyRun <= len(lower); i++ {
+				if _, ok := f.runs[lower[i:i+minKeyRun]]; ok {
+					mark(i, minKeyRun)
+				}
+			}
+		}
+	}
+	if hit == nil {
+		return text
+	}
+	var b strings.Builder
+	n := int64(0)
+	for i := 0; i < len(text); {
+		if !hit[i] {
+			b.WriteByte(text[i])
+			i++
+			continue
+		}
+		for i < len(text) && hit[i] {
+			i++
+		}
+		b.WriteString(RedactedMarker)
+		n++
+	}
+	if s.count != nil {
+		s.count.Add(n)
+	}
+	return b.String()
 }
 
 // redactions is the Redactor count of a client's scrubber.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Backend names (spec §11, §13).
@@ -128,10 +129,12 @@ func (s Sampling) Deterministic() bool { return s.Temperature != nil && *s.Tempe
 // Validate checks ranges, so that a typo in a registry override fails at
 // load time with the field's name instead of at the first call.
 func (s Sampling) Validate() error {
-	if s.Temperature != nil && (*s.Temperature < 0 || *s.Temperature > 2) {
+	// Written as !(inside) so that NaN, which compares false with
+	// everything, is outside every range.
+	if s.Temperature != nil && !(*s.Temperature >= 0 && *s.Temperature <= 2) {
 		return fmt.Errorf("sampling.temperature %v is outside [0, 2]", *s.Temperature)
 	}
-	if s.TopP != nil && (*s.TopP <= 0 || *s.TopP > 1) {
+	if s.TopP != nil && !(*s.TopP > 0 && *s.TopP <= 1) {
 		return fmt.Errorf("sampling.top_p %v is outside (0, 1]", *s.TopP)
 	}
 	for _, t := range []struct {
@@ -146,7 +149,7 @@ func (s Sampling) Validate() error {
 		name string
 		v    *float64
 	}{{"frequency_penalty", s.FrequencyPenalty}, {"presence_penalty", s.PresencePenalty}} {
-		if p.v != nil && (*p.v < -2 || *p.v > 2) {
+		if p.v != nil && !(*p.v >= -2 && *p.v <= 2) {
 			return fmt.Errorf("sampling.%s %v is outside [-2, 2]", p.name, *p.v)
 		}
 	}
@@ -165,10 +168,8 @@ func (s Sampling) Validate() error {
 		if m == nil {
 			return errors.New("sampling.extra_body is not a JSON object")
 		}
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if err := CheckExtraKey(k); err != nil {
-				return fmt.Errorf("sampling.extra_body: %w", err)
-			}
+		if _, err := MakeExtraBody(m); err != nil {
+			return fmt.Errorf("sampling.extra_body: %w", err)
 		}
 	}
 	return nil
@@ -206,13 +207,71 @@ func CheckExtraKey(key string) error {
 	if strings.TrimSpace(key) == "" {
 		return fmt.Errorf("empty member name")
 	}
-	if strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
-		return fmt.Errorf("member name %q has spaces or control characters", key)
+	if strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+		return fmt.Errorf("member name %q has spaces, control or format characters", key)
 	}
-	if why, ok := reservedMembers[key]; ok {
+	if !utf8.ValidString(key) {
+		return fmt.Errorf("member name %q is not valid UTF-8", key)
+	}
+	// Servers differ in how they match member names (Go's encoding/json,
+	// behind many proxies, ignores case), so "Model" counts as "model".
+	if why, ok := reservedMembers[strings.ToLower(key)]; ok {
 		return fmt.Errorf("%s is a core request member: it %s", key, why)
 	}
 	return nil
+}
+
+// Caps of the extra request members together: they are sent with every
+// call and stored in the run manifest, which is read back on every
+// restart.
+const (
+	MaxExtraBodyBytes = 64 << 10 // the compact object
+	MaxExtraBodyDepth = 64       // nested arrays and objects in one value
+)
+
+// checkExtraValue checks one member's value: valid UTF-8 (invalid bytes
+// would be sent as they are but recorded as U+FFFD, so the run's settings
+// would not match what was sent), one JSON value, nested at most
+// MaxExtraBodyDepth deep.
+func checkExtraValue(v []byte) error {
+	if !utf8.Valid(v) {
+		return errors.New("value is not valid UTF-8")
+	}
+	if d := jsonDepth(v); d > MaxExtraBodyDepth {
+		return fmt.Errorf("value is nested %d levels deep, more than %d", d, MaxExtraBodyDepth)
+	}
+	if !json.Valid(v) {
+		return errors.New("value is not valid JSON")
+	}
+	return nil
+}
+
+// jsonDepth is the deepest nesting of arrays and objects in a JSON text
+// (brackets inside strings do not count).
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escape := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escape:
+				escape = false
+			case c == '\\':
+				escape = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // Overrides are generation settings that replace a model's defaults
@@ -300,15 +359,24 @@ type ExtraBody string
 // MakeExtraBody checks the members (CheckExtraKey; each value one JSON
 // value) and returns them as an ExtraBody.
 func MakeExtraBody(m map[string]json.RawMessage) (ExtraBody, error) {
+	folded := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if err := CheckExtraKey(k); err != nil {
 			return "", err
 		}
-		if !json.Valid(m[k]) {
-			return "", fmt.Errorf("%s: value is not valid JSON", k)
+		if prev, dup := folded[strings.ToLower(k)]; dup {
+			return "", fmt.Errorf("%s and %s name the same member for a server that ignores case", prev, k)
+		}
+		folded[strings.ToLower(k)] = k
+		if err := checkExtraValue(m[k]); err != nil {
+			return "", fmt.Errorf("%s: %w", k, err)
 		}
 	}
-	return canonicalExtra(m), nil
+	e := canonicalExtra(m)
+	if len(e) > MaxExtraBodyBytes {
+		return "", fmt.Errorf("the extra members are %d bytes together, more than %d", len(e), MaxExtraBodyBytes)
+	}
+	return e, nil
 }
 
 // canonicalExtra writes valid members as a compact object sorted by name.

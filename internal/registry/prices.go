@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"strings"
 
 	_ "embed"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
@@ -69,10 +67,8 @@ func parsePrices(name string, data []byte) (*Prices, error) {
 	var doc struct {
 		Prices map[string]priceYAML `yaml:"prices"`
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %s", name, yamlerr.Explain(data, err))
+	if err := yamlerr.Decode(data, &doc, true); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	sum := sha256.Sum256(data)
 	p := &Prices{Source: name, SHA256: hex.EncodeToString(sum[:]), table: map[string]Price{}}

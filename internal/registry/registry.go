@@ -16,7 +16,6 @@
 package registry
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +24,6 @@ import (
 	"strings"
 
 	_ "embed"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
@@ -127,7 +125,7 @@ func Default() (*Registry, error) { return Load() }
 // Load returns the embedded registry extended by the given files: an
 // entry whose alias exists replaces it, a new alias is appended.
 // maxTableBytes bounds a user's model registry or price table file.
-const maxTableBytes = 16 << 20
+const maxTableBytes = yamlerr.MaxFileBytes
 
 func Load(files ...string) (*Registry, error) {
 	r := &Registry{byAlias: map[string]int{}}
@@ -159,10 +157,8 @@ func Load(files ...string) (*Registry, error) {
 
 func (r *Registry) add(name string, data []byte) error {
 	var list []Entry
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&list); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%s: %s", name, yamlerr.Explain(data, err))
+	if err := yamlerr.Decode(data, &list, true); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: %v", name, err)
 	}
 	if len(list) == 0 {
 		// Most likely the wrong file, or a list left commented out.

@@ -1,10 +1,12 @@
 package registry
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -176,6 +178,8 @@ func TestBadFiles(t *testing.T) {
 		{"bad_dup.yaml", "alias defined twice"},
 		{"bad_alias.yaml", "field alias"},
 		{"bad_temperature.yaml", "sampling.temperature -1"},
+		{"bad_nan.yaml", "sampling.temperature NaN is outside [0, 2]"},              // issue 21 item 15
+		{"bad_two_docs.yaml", `line 2: a second YAML document starts here ("---")`}, // issue 21 item 16
 		{"bad_not_list.yaml", "line 1: want a list, got a mapping"},
 		{"missing.yaml", "no such file"},
 		{"bad_empty.yaml", "no model entries"},
@@ -190,6 +194,25 @@ func TestBadFiles(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: multi-line error %q", tc.file, err)
 		}
+	}
+}
+
+// TestLargeFileBounded: a --models file of wrong-typed entries far above
+// any real registry is refused by its size before it is parsed (issue 21
+// item 12: 15 MiB of them took 1.2 to 2.5 GB); one just under the cap
+// is explained in one short line.
+func TestLargeFileBounded(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yaml")
+	os.WriteFile(big, bytes.Repeat([]byte("- 1\n"), 15<<20/4), 0o644)
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "more than the 262144-byte limit") {
+		t.Errorf("15 MiB file: %v", err)
+	}
+	under := filepath.Join(dir, "under.yaml")
+	os.WriteFile(under, bytes.Repeat([]byte("- 1\n"), (256<<10)/4-1), 0o644)
+	_, err := Load(under)
+	if err == nil || !strings.Contains(err.Error(), "and 65530 more") || len(err.Error()) > 600 {
+		t.Errorf("file under the cap: %.300v", err)
 	}
 }
 

@@ -62,7 +62,7 @@ type table struct {
 	ID     string // anchor in index.html
 }
 
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+func mdEscape(s string) string { return strings.ReplaceAll(benchmark.OneLine(s), "|", `\|`) }
 
 func newTable(sec *section, title string, header ...string) *table {
 	t := &table{Title: title, Header: header, ID: fmt.Sprintf("t-%s-%d", sec.Mode, len(sec.Tables)+1)}

@@ -2,6 +2,8 @@ package report
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"image/color"
 	"image/png"
@@ -250,13 +252,26 @@ func writeTo(name string, wt io.WriterTo) error {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
-// PlotName is a plot's file name (without extension).
+// maxPlotStem bounds a plot's file name without its extension: a file
+// name may have 255 bytes, and a run folder's name alone may have as many.
+const maxPlotStem = 160
+
+// PlotName is a plot's file name (without extension): kind, mode and run
+// as they are when they are safe ([A-Za-z0-9._-]) and short; otherwise the
+// safe characters, cut to fit, and the start of the SHA-256 of the whole,
+// so that two runs whose names differ only in unsafe characters, or after
+// the cut, never share a file.
 func PlotName(kind, mode, run string) string {
 	n := "plot_" + kind + "_oracle_" + mode
 	if run != "" {
-		n += "_" + unsafeName.ReplaceAllString(run, "_")
+		n += "_" + run
 	}
-	return n
+	safe := unsafeName.ReplaceAllString(n, "_")
+	if safe == n && len(safe) <= maxPlotStem {
+		return safe
+	}
+	sum := sha256.Sum256([]byte(n))
+	return safe[:min(len(safe), maxPlotStem-13)] + "_" + hex.EncodeToString(sum[:6])
 }
 
 // plotJob renders one plot (or, with panels, a multi-panel figure).

@@ -99,7 +99,7 @@ func fixedClock(s *Store) {
 func initStore(t testing.TB, fx *fixture, n, k int) (*Store, map[string]string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "review.db")
-	creds, err := Init(path, fx.Cases, InitOptions{Reviewers: n, Overlap: k, Seed: 7, Workers: 2})
+	creds, _, err := Init(path, fx.Cases, InitOptions{Reviewers: n, Overlap: k, Seed: 7, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

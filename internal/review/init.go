@@ -51,21 +51,22 @@ const maxReportBytes = 64 << 10
 // assigns every case to opt.Overlap of opt.Reviewers reviewers, and
 // creates one token per reviewer plus the admin token. Cases whose image
 // or mask cannot be read are skipped with a warning (they cannot be
-// reviewed; a build would fail them too). Tokens are stored only as
-// SHA-256 hashes; the returned credentials are the only copy.
-func Init(path string, cases []*source.Case, opt InitOptions) ([]Credential, error) {
+// reviewed; a build would fail them too); stored is the number of cases
+// the database holds. Tokens are stored only as SHA-256 hashes; the
+// returned credentials are the only copy.
+func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credential, stored int, err error) {
 	if opt.Reviewers < 1 {
-		return nil, fmt.Errorf("reviewers must be at least 1, got %d", opt.Reviewers)
+		return nil, 0, fmt.Errorf("reviewers must be at least 1, got %d", opt.Reviewers)
 	}
 	if opt.Overlap < 1 || opt.Overlap > opt.Reviewers {
-		return nil, fmt.Errorf("overlap must be between 1 and the number of reviewers (%d), got %d", opt.Reviewers, opt.Overlap)
+		return nil, 0, fmt.Errorf("overlap must be between 1 and the number of reviewers (%d), got %d", opt.Reviewers, opt.Overlap)
 	}
 	if len(cases) == 0 {
-		return nil, errors.New("the source has no cases to review")
+		return nil, 0, errors.New("the source has no cases to review")
 	}
 	kept, kd, err := readableCases(cases, opt)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	names := make([]string, opt.Reviewers)
 	for i := range names {
@@ -75,10 +76,9 @@ func Init(path string, cases []*source.Case, opt InitOptions) ([]Credential, err
 
 	s, err := create(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer s.Close()
-	var creds []Credential
 	err = s.tx(context.Background(), func(tx *sql.Tx) error {
 		if err := insertMeta(tx, opt, s.stamp()); err != nil {
 			return err
@@ -100,9 +100,9 @@ func Init(path string, cases []*source.Case, opt InitOptions) ([]Credential, err
 		os.Remove(path)
 		os.Remove(path + "-wal")
 		os.Remove(path + "-shm")
-		return nil, fmt.Errorf("review db %s: %w", path, err)
+		return nil, 0, fmt.Errorf("review db %s: %w", path, err)
 	}
-	return creds, nil
+	return creds, len(kept), nil
 }
 
 // readableCases computes the cases' digests and keeps the cases that
@@ -255,6 +255,11 @@ func caseDigests(cases []*source.Case, workers int) ([]caseDigest, error) {
 
 func digestCase(l *source.Loader, c *source.Case) caseDigest {
 	var d caseDigest
+	// The header check sample and build apply: a file that is no PNG or
+	// JPEG of an accepted size cannot be shown to a reviewer.
+	if d.err = source.CheckImage(c.Image); d.err != nil {
+		return d
+	}
 	if d.image, d.err = source.ImageSHA256(c); d.err != nil {
 		return d
 	}

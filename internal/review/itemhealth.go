@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,6 +110,9 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 		if f.KeyID == "" || f.Reason == "" {
 			return nil, fmt.Errorf("flagged items %s:%d: empty key_id or reason", path, line)
 		}
+		if err := f.check(); err != nil {
+			return nil, fmt.Errorf("flagged items %s:%d: %w", path, line, err)
+		}
 		id := flagID{f.KeyID, f.Mode, f.Question}
 		if first, ok := seen[id]; ok {
 			if first == f { // a row given twice would be shown twice
@@ -133,6 +137,37 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 func hasCol(col map[string]int, name string) bool {
 	_, ok := col[name]
 	return ok
+}
+
+// answerSet is a flagged_items.csv answer: option numbers joined by ";",
+// or NA (no modal answer).
+var answerSet = regexp.MustCompile(`^(NA|[0-9]{1,3}(;[0-9]{1,3})*)?$`)
+
+// check refuses a flag whose exported columns (oracle_mode, question,
+// reason, gt, modal_answer) are not values a report writes: they are
+// copied into the outcomes file, so a formula or any other text there
+// would be passed on. The reason is one or more codes of the closed set
+// benchmark.FlagReasons.
+func (f ItemFlag) check() error {
+	for _, r := range strings.Split(f.Reason, ";") {
+		if !slices.Contains(benchmark.FlagReasons, r) {
+			return fmt.Errorf("reason %q is not one of %s (joined with ';')", f.Reason, strings.Join(benchmark.FlagReasons, ", "))
+		}
+	}
+	switch f.Mode {
+	case "", "none", "implicit", "explicit":
+	default:
+		return fmt.Errorf("oracle_mode %q is not none, implicit or explicit", f.Mode)
+	}
+	if !slices.ContainsFunc(benchmark.Questions, func(q benchmark.Question) bool { return q.Name() == f.Question }) {
+		return fmt.Errorf("question %q is not a question name of the benchmark", f.Question)
+	}
+	for _, a := range []struct{ name, v string }{{"gt", f.GT}, {"modal_answer", f.Modal}} {
+		if !answerSet.MatchString(a.v) {
+			return fmt.Errorf("%s %q is not an answer (option numbers joined with ';', or NA)", a.name, a.v)
+		}
+	}
+	return nil
 }
 
 // OnlyFlagged keeps the cases of the source that are flagged, in source
@@ -303,6 +338,9 @@ func (s *Store) ExportOutcomes(ctx context.Context, path string) (int, error) {
 			dec, who, note = ln.Decision, strings.Join(ln.Reviewers, ";"), ln.Note
 		}
 		for _, f := range flags {
+			if err := f.check(); err != nil { // a database made before the check
+				return 0, fmt.Errorf("case %s: flagged item: %w", benchmark.OneLine(f.KeyID), err)
+			}
 			rows = append(rows, []string{f.KeyID, f.Mode, f.Question, f.Reason, f.GT, f.Modal, out, dec, who, note})
 		}
 	}

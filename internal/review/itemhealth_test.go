@@ -40,7 +40,7 @@ func itemRoundCSV(t *testing.T, body string) *app {
 	}
 	fx.Cases = cases
 	db := filepath.Join(t.TempDir(), "round.db")
-	creds, err := Init(db, cases, InitOptions{Reviewers: 1, Overlap: 1, Seed: 1, Workers: 2, Flags: flags})
+	creds, _, err := Init(db, cases, InitOptions{Reviewers: 1, Overlap: 1, Seed: 1, Workers: 2, Flags: flags})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestNotItemHealthRound(t *testing.T) {
 // that are not UTF-8 in the texts) gives a case page that shows each flag
 // once, with the markup escaped and no control or format character.
 func TestHostileFlaggedItems(t *testing.T) {
-	row := "none,edema_fx001_positive_0,comparison,T9,unanimous_wrong<script>x()</script>,5,1.000000,1,4,0,NA,edema,revision_free,0.04," +
+	row := "none,edema_fx001_positive_0,comparison,T9,unanimous_wrong,5,1.000000,1,4,0,NA,edema,revision_free,0.04," +
 		"\"<script>alert('gt')</script>\",\"<img src=x onerror=y()>\u202eevil\x1b[31m\xff\"\r\n"
 	a := itemRoundCSV(t, "\ufeff"+flaggedCSV[:strings.Index(flaggedCSV, "\r\n")+2]+row+row+row)
 	page := a.signIn("r1").get("/case/edema_fx001_positive_0").body
@@ -337,5 +337,45 @@ func TestNeighbours(t *testing.T) {
 				t.Errorf("reviewer %d, %s: %d of %d, %q, %q, %v; want %d of %d, %q, %q", who, k, pos, total, prev, next, err, i+1, len(keys), wantPrev, wantNext)
 			}
 		}
+	}
+}
+
+// TestFlaggedItemsClosedSets (issue 21 item 20): the columns an outcomes
+// export copies (reason, oracle_mode, question, gt, modal_answer) hold
+// only what a report writes; a reason outside the closed set of codes,
+// such as a spreadsheet formula, is refused with the file and line, and a
+// database that holds one (made before the check) exports nothing.
+func TestFlaggedItemsClosedSets(t *testing.T) {
+	head := flaggedCSV[:strings.Index(flaggedCSV, "\r\n")+2]
+	good := "none,edema_fx001_positive_0,comparison,T9,%s,5,1.000000,%s,%s,0,NA,edema,revision_free,0.04,a,b\r\n"
+	for _, tc := range []struct{ reason, gt, modal, want string }{
+		{`"=HYPERLINK(""http://x"",""y"")"`, "1", "4", `:2: reason "=HYPERLINK(\"http://x\",\"y\")" is not one of unanimous_wrong`},
+		{"Unanimous_Wrong", "1", "4", "is not one of"},
+		{"unanimous_wrong;evil", "1", "4", "is not one of"},
+		{"unanimous_wrong", "=1+1", "4", `:2: gt "=1+1" is not an answer`},
+		{"unanimous_wrong", "1", "@SUM(A1)", `modal_answer "@SUM(A1)" is not an answer`},
+	} {
+		path := filepath.Join(t.TempDir(), "flagged_items.csv")
+		os.WriteFile(path, []byte(head+fmt.Sprintf(good, tc.reason, tc.gt, tc.modal)), 0o644)
+		if _, err := ReadFlagged(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.reason, err, tc.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "flagged_items.csv")
+	os.WriteFile(path, []byte(head+fmt.Sprintf(good, "unanimous_wrong;parse_failures", "1;3", "NA")), 0o644)
+	if _, err := ReadFlagged(path); err != nil {
+		t.Errorf("two codes: %v", err)
+	}
+
+	a := itemRound(t)
+	if _, err := a.store.db.Exec(`UPDATE item_flags SET reason = '=HYPERLINK("x")' WHERE key_id = 'edema_fx002_positive_0'`); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "o.csv")
+	if _, err := a.store.ExportOutcomes(context.Background(), out); err == nil || !strings.Contains(err.Error(), "edema_fx002_positive_0") {
+		t.Errorf("export with a stored formula: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("outcomes written: %v", err)
 	}
 }

@@ -102,7 +102,7 @@ func TestOpenNotWritable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			db := filepath.Join(dir, "review.db")
-			if _, err := Init(db, fx.Cases, InitOptions{Reviewers: 2, Overlap: 1, Seed: 7, Workers: 1}); err != nil {
+			if _, _, err := Init(db, fx.Cases, InitOptions{Reviewers: 2, Overlap: 1, Seed: 7, Workers: 1}); err != nil {
 				t.Fatal(err)
 			}
 			if tc.withWAL {

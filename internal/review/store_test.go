@@ -109,7 +109,7 @@ func TestInitStoresDigestsAndHashesOnly(t *testing.T) {
 			t.Errorf("token of %s stored in clear", n)
 		}
 	}
-	if _, err := Init(s.Path, fx.Cases, InitOptions{Reviewers: 1, Overlap: 1}); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, _, err := Init(s.Path, fx.Cases, InitOptions{Reviewers: 1, Overlap: 1}); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("re-init over an existing db: %v", err)
 	}
 }
@@ -123,7 +123,7 @@ func TestInitErrors(t *testing.T) {
 	}{{0, 1, "reviewers must be at least 1, got 0"}, {2, 3, "overlap must be between 1 and the number of reviewers (2), got 3"},
 		{2, 0, "overlap must be between 1 and the number of reviewers (2), got 0"}} {
 		// The command adds its flag names; Init names the settings.
-		if _, err := Init(p, fx.Cases, InitOptions{Reviewers: tc.n, Overlap: tc.k}); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "--") {
+		if _, _, err := Init(p, fx.Cases, InitOptions{Reviewers: tc.n, Overlap: tc.k}); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "--") {
 			t.Errorf("n=%d k=%d: %v", tc.n, tc.k, err)
 		}
 	}
@@ -138,7 +138,7 @@ func TestInitErrors(t *testing.T) {
 	// A case whose image is missing is skipped with a warning.
 	os.Remove(fx.Cases[0].Image)
 	var warn strings.Builder
-	if _, err := Init(filepath.Join(t.TempDir(), "y.db"), fx.Cases, InitOptions{Reviewers: 1, Overlap: 1, Warn: &warn}); err == nil {
+	if _, _, err := Init(filepath.Join(t.TempDir(), "y.db"), fx.Cases, InitOptions{Reviewers: 1, Overlap: 1, Warn: &warn}); err == nil {
 		t.Error("init with no readable case succeeded")
 	}
 	if !strings.Contains(warn.String(), fx.Cases[0].KeyID()+" skipped") {
@@ -336,7 +336,7 @@ func TestInitFIFOInputs(t *testing.T) {
 	fx.Cases[1].LesionMasks = []string{fifo("mask.png")}
 	fx.Cases[2].Report, fx.Cases[2].ReportPath = "", fifo("report.txt")
 	var warn strings.Builder
-	if _, err := Init(filepath.Join(t.TempDir(), "y.db"), fx.Cases, InitOptions{Reviewers: 1, Overlap: 1, Warn: &warn}); err == nil {
+	if _, _, err := Init(filepath.Join(t.TempDir(), "y.db"), fx.Cases, InitOptions{Reviewers: 1, Overlap: 1, Warn: &warn}); err == nil {
 		t.Error("init with no readable case succeeded")
 	}
 	lines := strings.Split(strings.TrimSpace(warn.String()), "\n")
@@ -347,5 +347,38 @@ func TestInitFIFOInputs(t *testing.T) {
 		if !strings.Contains(lines[i], fx.Cases[i].KeyID()+" skipped") || !strings.Contains(lines[i], filepath.Join(dir, name)+": not a regular file (named pipe)") {
 			t.Errorf("warning %q should name %s as a named pipe", lines[i], name)
 		}
+	}
+}
+
+// TestInitCountsStoredAndChecksHeaders (issue 21 item 19): a case whose
+// image is no image (a text file such as /etc/hostname, named .png) is
+// skipped with a warning, as sample refuses it, instead of being stored
+// and failing when served; the count returned is what the database holds.
+func TestInitCountsStoredAndChecksHeaders(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 3, 0)
+	text := filepath.Join(t.TempDir(), "hostname.png")
+	os.WriteFile(text, []byte("myhost\n"), 0o644)
+	fx.Cases[0].Image = text
+	os.Remove(fx.Cases[1].Image)
+	var warn strings.Builder
+	db := filepath.Join(t.TempDir(), "y.db")
+	_, stored, err := Init(db, fx.Cases, InitOptions{Reviewers: 1, Overlap: 1, Warn: &warn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(warn.String(), fx.Cases[0].KeyID()+" skipped: image_unreadable: image "+text) {
+		t.Errorf("warnings %q", warn.String())
+	}
+	s, err := Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	snap, err := s.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored != 1 || len(snap) != 1 {
+		t.Errorf("stored %d, database holds %d, want 1 and 1", stored, len(snap))
 	}
 }

@@ -69,6 +69,9 @@ type ImportReport struct {
 // the file.
 func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 	runName := eval.RunName(opts.Model.Provider, opts.Model.Label, opts.NoThinking, opts.Parse)
+	if err := eval.CheckRunName(runName); err != nil {
+		return nil, err
+	}
 	dir := eval.RunDir(opts.Out, runName, opts.Oracle, nil)
 	if err := checkTarget(dir, opts.Force); err != nil {
 		return nil, err

@@ -142,7 +142,8 @@ func TestRescoreRefusals(t *testing.T) {
 	shard := filepath.Join(out, "s", "opensource_glm-4v", "oracle_none", "shard-1-of-2")
 	odd := filepath.Join(out, "s", "opensource_glm-4v", "results")
 	wrongMode := filepath.Join(out, "w", "opensource_glm-4v", "oracle_explicit")
-	for _, d := range []string{shard, odd, wrongMode} {
+	long := filepath.Join(out, "l", strings.Repeat("L", 250), "oracle_none") // + "_strict" is too long for a folder
+	for _, d := range []string{shard, odd, wrongMode, long} {
 		if err := os.CopyFS(d, os.DirFS(src)); err != nil {
 			t.Fatal(err)
 		}
@@ -168,6 +169,7 @@ func TestRescoreRefusals(t *testing.T) {
 		{"unknown parse mode", src, "lenient", bench, "unknown parse mode"},
 		{"other benchmark", src, parse.ModeStrict, otherBench, "dataset.sha256"},
 		{"not a run", out, parse.ModeStrict, bench, "oracle_<mode>"},
+		{"rescored name too long", long, parse.ModeStrict, bench, "run name LLLL"}, // issue 21 item 18, at rescore
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := Rescore(c.dir, RescoreOptions{Mode: c.mode, Bench: c.bench}); err == nil || !strings.Contains(err.Error(), c.want) {

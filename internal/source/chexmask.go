@@ -60,8 +60,10 @@ func ReadChexmask(path string, need map[string]bool, idColumn string) (*ChexTabl
 		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", imagefile.Reason(err))}
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
+	packed := &countReader{r: f}
+	br := bufio.NewReaderSize(packed, 1<<20)
 	var r io.Reader = br
+	var packedBytes func() int64
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
@@ -69,8 +71,11 @@ func ReadChexmask(path string, need map[string]bool, idColumn string) (*ChexTabl
 		}
 		defer gz.Close()
 		r = bufio.NewReaderSize(gz, 1<<20)
+		packedBytes = func() int64 { return packed.n }
 	}
-	cr := csv.NewReader(r)
+	capped := &recordCapReader{r: r, maxRecord: MaxChexmaskRecordBytes, maxTotal: MaxChexmaskBytes, line: 1, start: 1,
+		packed: packedBytes, ratioAfter: chexmaskRatioAfter, maxRatio: MaxChexmaskRatio}
+	cr := csv.NewReader(capped)
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err != nil {
@@ -138,7 +143,96 @@ func ReadChexmask(path string, need map[string]bool, idColumn string) (*ChexTabl
 	return t, nil
 }
 
+// MaxChexmaskRecordBytes bounds one record (row) of a CheXmask CSV. A real
+// row, RLE cells of a few thousand pixels a side plus 166 landmarks, is tens
+// of kilobytes; a longer one is damaged, and reading it whole could take
+// gigabytes.
+const MaxChexmaskRecordBytes = 4 << 20
+
+// MaxChexmaskBytes bounds the bytes read from one CheXmask CSV, after gzip
+// decompression: a released CSV is a few gigabytes, while a small gzip
+// file can expand without end.
+const MaxChexmaskBytes = 64 << 30
+
+// MaxChexmaskRatio bounds how many times larger a gzip-compressed
+// CheXmask CSV may grow, checked once chexmaskRatioAfter bytes are out:
+// numbers in text compress three- to fivefold, while a decompression bomb
+// of repeated rows expands hundreds of times and would only waste time.
+const (
+	MaxChexmaskRatio   = 100
+	chexmaskRatioAfter = 256 << 20
+)
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// capError is a record or a whole CSV over its cap; line is where the
+// record started.
+type capError struct {
+	line int
+	msg  string
+}
+
+func (e *capError) Error() string { return e.msg }
+
+// recordCapReader passes a CSV stream through and fails once one record
+// (counted from the last newline outside quotes, so a quoted cell may span
+// lines) or the whole stream exceeds its cap. encoding/csv buffers a whole
+// record and has no limit of its own.
+type recordCapReader struct {
+	r                   io.Reader
+	maxRecord, maxTotal int64
+	n, total            int64
+	inQuote             bool
+	line, start         int // current line; line where the current record began
+	// packed, when set, is the compressed bytes read so far; past
+	// ratioAfter bytes out, the stream may not be maxRatio times larger.
+	packed     func() int64
+	ratioAfter int64
+	maxRatio   int64
+}
+
+func (c *recordCapReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for _, b := range p[:n] {
+		c.n++
+		switch b {
+		case '"':
+			c.inQuote = !c.inQuote // "" inside a quoted cell toggles twice
+		case '\n':
+			c.line++
+			if !c.inQuote {
+				c.n, c.start = 0, c.line
+			}
+		}
+		if c.n > c.maxRecord {
+			return 0, &capError{c.start, fmt.Sprintf("record longer than %d bytes", c.maxRecord)}
+		}
+	}
+	c.total += int64(n)
+	if c.total > c.maxTotal {
+		return 0, &capError{c.line, fmt.Sprintf("more than %d bytes (after decompression)", c.maxTotal)}
+	}
+	if c.packed != nil && c.total > c.ratioAfter && c.total > c.maxRatio*c.packed() {
+		return 0, &capError{c.line, fmt.Sprintf("expands more than %d-fold when decompressed (a decompression bomb, not a CheXmask release)", c.maxRatio)}
+	}
+	return n, err
+}
+
 func csvError(path string, err error, what string) error {
+	var ce *capError
+	if errors.As(err, &ce) {
+		return &LineError{File: path, Line: ce.line, Msg: ce.msg}
+	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		return &LineError{File: path, Line: pe.StartLine, Msg: fmt.Sprintf("CSV: %v", pe.Err)}

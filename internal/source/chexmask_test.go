@@ -6,6 +6,7 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,5 +254,63 @@ func TestLoadLungsSources(t *testing.T) {
 	}
 	if MaskSHA256(mask.New(1024, 1024)) != "30e14955ebf1352266dc2ff8067e68104607e750abb9d3b36582b8af909fcb58" {
 		t.Errorf("MaskSHA256 of the empty canonical mask: %s", MaskSHA256(mask.New(1024, 1024)))
+	}
+}
+
+// TestReadChexmaskCaps: a record over MaxChexmaskRecordBytes, plain or
+// gzip-compressed (a small .csv.gz expanding to one huge line), is a
+// one-line error naming the file and the record's line, read no further
+// than the cap.
+func TestReadChexmaskCaps(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("9", MaxChexmaskRecordBytes+10)
+	cases := []struct{ name, body string }{
+		{"long line", chexHeader + "a,0.9,0.8,,,,,2,4\nb,0.9,0.8,," + long + ",,,2,4\n"},
+		{"long quoted record over lines", chexHeader + "a,0.9,0.8,,,,,2,4\nb,0.9,0.8,\"" + strings.Repeat("1,2\n", MaxChexmaskRecordBytes/4+10) + "\",,,,2,4\n"},
+	}
+	for _, c := range cases {
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write([]byte(c.body))
+		zw.Close()
+		for _, f := range []struct {
+			name string
+			data []byte
+		}{{"cm.csv", []byte(c.body)}, {"cm.csv.gz", gz.Bytes()}} {
+			p := filepath.Join(dir, f.name)
+			os.WriteFile(p, f.data, 0o644)
+			_, err := ReadChexmask(p, map[string]bool{"b": true}, "")
+			want := p + ":3: record longer than 4194304 bytes"
+			if err == nil || err.Error() != want {
+				t.Errorf("%s %s: err %v, want %q", c.name, f.name, err, want)
+			}
+		}
+	}
+}
+
+func TestRecordCapReaderTotal(t *testing.T) {
+	body := strings.Repeat("a,b\n", 1000)
+	r := &recordCapReader{r: strings.NewReader(body), maxRecord: 100, maxTotal: 2000, line: 1, start: 1}
+	_, err := io.ReadAll(r)
+	var ce *capError
+	if !errors.As(err, &ce) || !strings.Contains(ce.msg, "more than 2000 bytes") {
+		t.Fatalf("err %v", err)
+	}
+	r = &recordCapReader{r: strings.NewReader(body), maxRecord: 100, maxTotal: 4000, line: 1, start: 1}
+	if _, err := io.ReadAll(r); err != nil {
+		t.Fatalf("at the cap: %v", err)
+	}
+	// A stream that expands more than maxRatio-fold is refused once
+	// ratioAfter bytes are out, not before.
+	for _, tc := range []struct {
+		packed int64
+		ok     bool
+	}{{10, false}, {400, true}} {
+		r = &recordCapReader{r: strings.NewReader(body), maxRecord: 100, maxTotal: 1 << 20, line: 1, start: 1,
+			packed: func() int64 { return tc.packed }, ratioAfter: 1000, maxRatio: 10}
+		_, err = io.ReadAll(r)
+		if tc.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), "expands more than 10-fold") {
+			t.Errorf("packed %d: %v", tc.packed, err)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
@@ -132,6 +133,16 @@ func checkInput(r inputRef) string {
 		return fmt.Sprintf("a %s file, not a PNG", strings.ToUpper(format))
 	}
 	return ""
+}
+
+// CheckImage applies CheckInputs' rule to one image: a regular file (or
+// a link to one) whose PNG or JPEG header is readable and within the size
+// limits. Only the header is read.
+func CheckImage(path string) error {
+	if p := checkInput(inputRef{path: path, kind: kindImage}); p != "" {
+		return frame.Fail("image_unreadable", "image %s: %s", path, p)
+	}
+	return nil
 }
 
 // regularFile checks, never opening the file, that path is a regular file

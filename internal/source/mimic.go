@@ -71,7 +71,7 @@ func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string,
 
 	r := &ilsReader{
 		path:      ilsJSON,
-		dec:       json.NewDecoder(bufio.NewReaderSize(f, 1<<20)),
+		dec:       json.NewDecoder(newILSCapReader(bufio.NewReaderSize(f, 1<<20))),
 		in:        in,
 		cfg:       cfg,
 		wanted:    map[string]bool{},
@@ -154,6 +154,10 @@ func (r *ilsReader) fail(msg string, args ...any) error {
 
 // jsonFail reports a decoding error at its offset when it has one.
 func (r *ilsReader) jsonFail(err error) error {
+	var ce *capError
+	if errors.As(err, &ce) {
+		return &LineError{File: r.path, Line: ce.line, Msg: ce.msg}
+	}
 	var se *json.SyntaxError
 	off := r.dec.InputOffset()
 	if errors.As(err, &se) {
@@ -433,4 +437,80 @@ func lineAt(path string, off int64) int {
 		}
 	}
 	return line
+}
+
+// Caps of the MIMIC-ILS JSON stream. A token (a string, number or literal)
+// longer than MaxILSTokenBytes, or one study (a value three levels deep:
+// splits, studies, study) longer than MaxILSStudyBytes, stops the read:
+// encoding/json holds a whole token, or a whole decoded value, in memory,
+// even in a split that is skipped. A real report text is a few kilobytes, a
+// study a few tens.
+const (
+	MaxILSTokenBytes = 1 << 20
+	MaxILSStudyBytes = 16 << 20
+)
+
+// ilsCapReader passes the JSON stream through a small lexer that counts
+// the current token's and study's bytes and the lines.
+type ilsCapReader struct {
+	r                    io.Reader
+	maxToken, maxStudy   int64
+	tok, study           int64
+	depth                int
+	inString, escape     bool
+	line, tokLine, start int
+}
+
+func newILSCapReader(r io.Reader) *ilsCapReader {
+	return &ilsCapReader{r: r, maxToken: MaxILSTokenBytes, maxStudy: MaxILSStudyBytes, line: 1}
+}
+
+func (c *ilsCapReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for _, b := range p[:n] {
+		if b == '\n' {
+			c.line++
+		}
+		if c.depth >= 3 {
+			c.study++
+			if c.study > c.maxStudy {
+				return 0, &capError{c.start, fmt.Sprintf("study longer than %d bytes", c.maxStudy)}
+			}
+		}
+		switch {
+		case c.inString:
+			c.tok++
+			switch {
+			case c.escape:
+				c.escape = false
+			case b == '\\':
+				c.escape = true
+			case b == '"':
+				c.inString = false
+				c.tok = 0
+			}
+		case b == '"':
+			c.inString, c.tok, c.tokLine = true, 1, c.line
+		case b == '{' || b == '[':
+			c.tok = 0
+			c.depth++
+			if c.depth == 3 {
+				c.study, c.start = 1, c.line
+			}
+		case b == '}' || b == ']':
+			c.tok = 0
+			c.depth--
+		case b == ',' || b == ':' || b == ' ' || b == '\t' || b == '\n' || b == '\r':
+			c.tok = 0
+		default: // number or literal
+			if c.tok == 0 {
+				c.tokLine = c.line
+			}
+			c.tok++
+		}
+		if c.tok > c.maxToken {
+			return 0, &capError{c.tokLine, fmt.Sprintf("JSON token longer than %d bytes", c.maxToken)}
+		}
+	}
+	return n, err
 }

@@ -108,6 +108,11 @@ func TestFromMIMICErrors(t *testing.T) {
 		{"wrong type", `{"train": {"s1": {"dicom_id": 5}}}`, "study s1: field dicom_id has the wrong type"},
 		{"syntax", "{\"train\": {\n\"s1\": {,}}}", ":2: invalid JSON"},
 		{"no split", `{"val": {}}`, "no split \"train\""},
+		// Caps: a token or a study over its cap stops the read, even in a
+		// split that is skipped (encoding/json would hold it whole).
+		{"long string in skipped split", "{\"val\": {\"s0\":\n {\"section_content\": \"" + strings.Repeat("x", MaxILSTokenBytes) + "\"}},\n \"train\": {}}", ":2: JSON token longer than 1048576 bytes"},
+		{"long number", "{\"val\": [\n" + strings.Repeat("7", MaxILSTokenBytes+1) + "]}", ":2: JSON token longer than 1048576 bytes"},
+		{"long study", "{\"train\": {\n\"s1\": {\"x\": [" + strings.Repeat("\"abcdefg\",", MaxILSStudyBytes/10+1) + "]}}}", ":2: study longer than 16777216 bytes"},
 		{"escaping image", `{"train": {"s1": {"dicom_id": "d1", "image_path": "../../etc/x.jpg"}}}`, "must be a relative path inside files/"},
 	}
 	for _, c := range cases {

@@ -7,8 +7,10 @@
 package yamlerr
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,6 +22,39 @@ var (
 	unknownField = regexp.MustCompile("^line ([0-9]+): field (.*) not found in type .*$")
 	cannotDecode = regexp.MustCompile("^line ([0-9]+): cannot unmarshal (!!?[^ `]*)(?: `(.*)`)? into (.*)$")
 )
+
+// MaxFileBytes bounds every YAML file a command reads (a --models file,
+// a price table, a build configuration, a prompt profile, a domains file).
+// Each is a few kilobytes, while a YAML parser holds a node of a hundred
+// bytes or more for every value, which can be every second byte.
+const MaxFileBytes = 256 << 10
+
+// Decode decodes data, which must hold one YAML document, into v; with
+// known, a key v does not have is an error. An empty file gives io.EOF
+// itself; any other error is one line (Explain), and a second document
+// (after a "---" line) is an error rather than silently ignored.
+func Decode(data []byte, v any, known bool) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(known)
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return io.EOF
+		}
+		return errors.New(Explain(data, err))
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return errors.New(Explain(data, err))
+	}
+	line := next.Line
+	if line == 0 && len(next.Content) > 0 {
+		line = next.Content[0].Line
+	}
+	return fmt.Errorf("line %d: a second YAML document starts here (\"---\"); the file must hold one", line)
+}
 
 // Explain describes err, returned by decoding data, on one line, e.g.
 // `line 1: unknown key "seeds"` or `line 1: key "lf": want an integer,

@@ -2,6 +2,7 @@ package yamlerr
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -61,5 +62,28 @@ func TestExplain(t *testing.T) {
 				t.Errorf("message leaks YAML/Go internals or spans lines: %q", got)
 			}
 		})
+	}
+}
+
+// TestDecodeOneDocument: a second document is refused with its line, not
+// ignored (issue 21 item 16); one document with a leading "---" is fine.
+func TestDecodeOneDocument(t *testing.T) {
+	var v map[string]int
+	cases := []struct{ doc, want string }{
+		{"a: 1\n", ""},
+		{"---\na: 1\n", ""},
+		{"a: 1\n---\nb: 2\n", `line 2: a second YAML document starts here ("---"); the file must hold one`},
+		{"a: 1\n\n--- \n\n\nb: x\n", "line 3: a second YAML document"},
+		{"a: 1\n---\n", "line 2: a second YAML document"},
+		{"a: 1\n---\n[", "line 3: did not find expected node content"},
+	}
+	for _, c := range cases {
+		err := Decode([]byte(c.doc), &v, true)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%q: err %v, want %q", c.doc, err, c.want)
+		}
+	}
+	if err := Decode([]byte("# nothing\n"), &v, true); err != io.EOF {
+		t.Errorf("empty: %v", err)
 	}
 }

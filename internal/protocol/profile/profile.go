@@ -10,15 +10,12 @@
 package profile
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -112,7 +109,7 @@ type yamlFile struct {
 }
 
 // maxProfileBytes bounds a profile file (eight short texts).
-const maxProfileBytes = 16 << 20
+const maxProfileBytes = yamlerr.MaxFileBytes
 
 // Load reads a profile file. Warnings (texts ending in a newline) are
 // returned separately; they do not stop a run.
@@ -127,13 +124,11 @@ func Load(path string) (*Profile, []string, error) {
 // Parse reads a profile from YAML; source names it in messages.
 func Parse(data []byte, source string) (*Profile, []string, error) {
 	var f yamlFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
+	if err := yamlerr.Decode(data, &f, true); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, nil, fmt.Errorf("prompt profile %s: empty file", source)
 		}
-		return nil, nil, fmt.Errorf("prompt profile %s: %s", source, yamlerr.Explain(data, err))
+		return nil, nil, fmt.Errorf("prompt profile %s: %v", source, err)
 	}
 	if f.Profile == nil || *f.Profile == "" {
 		return nil, nil, fmt.Errorf("prompt profile %s: missing required key \"profile\" (the profile name)", source)
