@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/analysis"
 )
 
 // TestHTMLExplainsItself checks index.html's words: every table of the
@@ -77,10 +79,13 @@ func TestPlotCaption(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{PlotName("stage_accuracy", "none", ""), "End-to-end accuracy of each model, one bar per applicable stage"},
 		{PlotName("depth_heatmap", "implicit", ""), "(oracle mode implicit)."},
-		{PlotName("lesion_stage", "none", "a/b c"), ": a_b_c (oracle mode none)."},
+		{PlotName("lesion_stage", "none", "a/b c"), ": a/b c (oracle mode none)."},
+		{PlotName("lesion_stage", "none", "plain-run"), ": plain-run (oracle mode none)."},
 		{"plot_unknown_oracle_none", "plot_unknown_oracle_none"},
 	} {
-		if got := plotCaption(tc.name, nil); !strings.Contains(got, tc.want) {
+		// The caption names the run as it is, whatever its plot's file name.
+		runs := []*analysis.RunResult{{Run: &analysis.Run{Name: "a/b c"}}, {Run: &analysis.Run{Name: "plain-run"}}}
+		if got := plotCaption(tc.name, runs); !strings.Contains(got, tc.want) {
 			t.Errorf("plotCaption(%q) = %q, want it to contain %q", tc.name, got, tc.want)
 		}
 	}

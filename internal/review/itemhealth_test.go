@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 )
 
 // flaggedCSV is a report's flagged_items.csv (report.FlaggedHeader) for
@@ -251,8 +253,16 @@ func TestFlaggedRowsBounded(t *testing.T) {
 	dir := t.TempDir()
 	var b strings.Builder
 	b.WriteString("oracle_mode,key_id,question,turn,reason\r\n")
+	// Distinct valid rows: 9 questions in each of 4 oracle-mode spellings
+	// ("" is a report without modes), more than MaxFlagsPerCase.
+	var rows []string
+	for _, mode := range []string{"", "none", "implicit", "explicit"} {
+		for _, q := range benchmark.Questions {
+			rows = append(rows, fmt.Sprintf("%s,edema_fx001_positive_0,%s,T1,unanimous_wrong\r\n", mode, q.Name()))
+		}
+	}
 	for i := range 200000 {
-		fmt.Fprintf(&b, "none,edema_fx001_positive_0,q%d,T1,unanimous_wrong\r\n", i)
+		b.WriteString(rows[i%len(rows)])
 	}
 	p := filepath.Join(dir, "many.csv")
 	os.WriteFile(p, []byte(b.String()), 0o644)
