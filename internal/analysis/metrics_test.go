@@ -102,7 +102,9 @@ func runOf(name string, recs ...*results.Record) *RunResult {
 		s, _ := ScoreRecord(r, false)
 		rr.Scores = append(rr.Scores, s)
 	}
-	rr.cells(heartLesions(nil, []*Run{{Records: recs}}))
+	runs := []*Run{{Records: recs}}
+	lesions := lesionList(nil, runs)
+	rr.cells(heartLesions(nil, runs, lesions), lesions)
 	return rr
 }
 
@@ -202,7 +204,7 @@ func TestHeartTypeFromStoredStages(t *testing.T) {
 	if c := rr.Stage(RR, "effusion", 4); !c.Applicable {
 		t.Errorf("effusion without records: stage 4 cell %+v", c)
 	}
-	if h := heartLesions(nil, nil); !h["cardiomegaly"] || h["edema"] {
+	if h := heartLesions(nil, nil, lesionList(nil, nil)); !h["cardiomegaly"] || h["edema"] {
 		t.Errorf("default heart lesions %v", h)
 	}
 }
