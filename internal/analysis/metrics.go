@@ -11,25 +11,35 @@ import (
 // AllLesions is the lesion of the cells that pool every lesion.
 const AllLesions = "all"
 
-// lesionList is the lesions of the cells: "all", then the benchmark's
-// declared lesions (the built-in seven without a benchmark), then any
-// other lesion the runs hold, in byte order.
+// lesionList is the lesions of the cells: "all", then the lesions the
+// runs hold (without runs, the benchmark's records), in the benchmark's
+// declared order (the built-in seven without a benchmark); a lesion the
+// declaration lacks comes last, in byte order.
 func lesionList(b *benchmark.Benchmark, runs []*Run) []string {
-	set := benchmark.DefaultLesions()
-	if b != nil && b.Lesions != nil {
+	var set *benchmark.LesionSet // nil: the built-in seven
+	if b != nil {
 		set = b.Lesions
 	}
-	out := append([]string{AllLesions}, set.Names()...)
-	var extra []string
-	for _, run := range runs {
-		for _, r := range run.Records {
-			if r.Lesion != "" && r.Lesion != AllLesions && !set.Has(r.Lesion) && !slices.Contains(extra, r.Lesion) {
-				extra = append(extra, r.Lesion)
-			}
+	seen := map[string]bool{}
+	var out []string
+	note := func(l string) {
+		if l != "" && l != AllLesions && !seen[l] {
+			seen[l] = true
+			out = append(out, l)
 		}
 	}
-	slices.Sort(extra)
-	return append(out, extra...)
+	for _, run := range runs {
+		for _, r := range run.Records {
+			note(r.Lesion)
+		}
+	}
+	if len(out) == 0 && b != nil {
+		for _, r := range b.Records {
+			note(r.Lesion)
+		}
+	}
+	set.Sort(out)
+	return append([]string{AllLesions}, out...)
 }
 
 func pathIndex(p benchmark.Path) int { return slices.Index(benchmark.Paths, p) }

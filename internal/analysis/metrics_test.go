@@ -200,11 +200,11 @@ func TestHeartTypeFromStoredStages(t *testing.T) {
 	if c := rr.Stage(RR, "cardiomegaly", 4); !c.Applicable || c.E2E.N != 1 {
 		t.Errorf("cardiomegaly written as lung-type: stage 4 cell %+v", c)
 	}
-	// A lesion without records keeps the format's default.
-	if c := rr.Stage(RR, "effusion", 4); !c.Applicable {
+	// A lesion without records has no cells.
+	if c := rr.Stage(RR, "effusion", 4); c != nil {
 		t.Errorf("effusion without records: stage 4 cell %+v", c)
 	}
-	if h := heartLesions(nil, nil, lesionList(nil, nil)); !h["cardiomegaly"] || h["edema"] {
+	if h := heartLesions(nil, nil, append([]string{AllLesions}, benchmark.Lesions...)); !h["cardiomegaly"] || h["edema"] {
 		t.Errorf("default heart lesions %v", h)
 	}
 }

@@ -140,7 +140,7 @@ func Default() Config {
 		RR:                          100,
 		NoDeformationRatio:          map[string]float64{},
 		HeartLesions:                slices.Clone(benchmark.HeartLesions),
-		DirectPhrasingLesions:       []string{"opacity", "consolidation"},
+		DirectPhrasingLesions:       directPhrasing(benchmark.DefaultLesions()),
 		MinComponentPx:              1000,
 		CleanupRadius:               5,
 		LungTouchPx:                 2,
@@ -194,6 +194,19 @@ func Default() Config {
 		DefaultMorphSize:            5,
 		DefaultMorphIterations:      3,
 	}
+}
+
+// directPhrasing lists the lesions of set with the direct detection
+// wording, in the order the configuration has always written them.
+func directPhrasing(set *benchmark.LesionSet) []string {
+	var out []string
+	for _, d := range set.Defs() {
+		if d.Detection == benchmark.DirectWording {
+			out = append(out, d.Name)
+		}
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // maxConfigBytes bounds a configuration file (a few kilobytes).

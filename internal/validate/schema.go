@@ -433,6 +433,10 @@ func (c *checker) dicomID(o *obj, mimicPair string, first bool, dicoms map[strin
 	}
 }
 
+// heartAttributesCode is the finding code of a heart-type record with an
+// attribute object; the format names it after the built-in heart lesion.
+var heartAttributesCode = benchmark.DefaultLesions().HeartNames()[0] + "_attributes"
+
 // attributeField checks a positive record's attribute_extraction_qa: null
 // for heart-type lesions, else the attribute object.
 func (c *checker) attributeField(o *obj) {
@@ -440,14 +444,15 @@ func (c *checker) attributeField(o *obj) {
 	av := o.v.Get("attribute_extraction_qa")
 	switch {
 	case c.r.heart && av == nil:
-		c.add(Warning, "attribute_key_absent", o.loc("attribute_extraction_qa"), "cardiomegaly record omits attribute_extraction_qa instead of writing null")
+		c.add(Warning, "attribute_key_absent", o.loc("attribute_extraction_qa"), "%s record (heart-type) omits attribute_extraction_qa instead of writing null", c.r.lesion)
 	case c.r.heart && av.Kind != ojson.KindNull:
-		c.add(Error, "cardiomegaly_attributes", o.loc("attribute_extraction_qa"), "must be null for cardiomegaly, found %s", describe(av))
+		// The finding code keeps the name the format documents.
+		c.add(Error, heartAttributesCode, o.loc("attribute_extraction_qa"), "must be null for %s (heart-type), found %s", c.r.lesion, describe(av))
 	case c.r.heart:
 	case av == nil:
 		c.add(Error, "missing_field", o.loc("attribute_extraction_qa"), "required field \"attribute_extraction_qa\" is absent")
 	case av.Kind == ojson.KindNull:
-		c.add(Error, "type_mismatch", o.loc("attribute_extraction_qa"), "null is allowed only for cardiomegaly; expected an object")
+		c.add(Error, "type_mismatch", o.loc("attribute_extraction_qa"), "null is allowed only for heart-type lesions; expected an object")
 	default:
 		if ao := c.object(av, o.loc("attribute_extraction_qa"), "attribute_extraction_qa"); ao != nil {
 			c.attributes(ao)

@@ -303,7 +303,7 @@ func Check(dir string) (*Report, error) {
 var AllCodes = []string{
 	"missing_file", "invalid_json", "not_object", "duplicate_key", "empty_benchmark",
 	"unknown_lesion", "bad_key_id", "pair_id_mismatch", "polarity_mismatch", "bad_dicom_id", "duplicate_dicom",
-	"missing_field", "type_mismatch", "unknown_field", "unexpected_field", "cardiomegaly_attributes",
+	"missing_field", "type_mismatch", "unknown_field", "unexpected_field", heartAttributesCode,
 	"attribute_key_absent", "attribute_keys", "bad_options", "options_differ", "unknown_colour", "colour_order",
 	"point_out_of_bounds", "duplicate_point", "answer_index_out_of_range", "multiselect_invalid",
 	"answer_inconsistent", "revision_true_option", "rr_without_revision", "few_revision_options",
