@@ -156,8 +156,7 @@ func buildFindings(res *analysis.Result) *findingsDoc {
 		f.Notes = append(f.Notes, "Without a domain (left out of the groups, kept in \"all\"): "+strings.Join(unknown, ", ")+".")
 	}
 	for _, j := range findingsPlotJobs(res) {
-		f.Plots = append(f.Plots, plotLink{Name: j.name, PNG: j.name + ".png", SVG: j.name + ".svg",
-			W: int(j.w.Points() * 96 / 72), H: int(j.h.Points() * 96 / 72)})
+		f.Plots = append(f.Plots, newPlotLink(j, res.Runs))
 	}
 	for _, mode := range res.Modes() {
 		f.groupTable(dr, mode)

@@ -29,7 +29,8 @@ var (
 )
 
 var pageTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
-	"inc": func(i int) int { return i + 1 },
+	"inc":  func(i int) int { return i + 1 },
+	"note": tableNote,
 	// md renders the one markdown feature the tables use, *emphasis*.
 	"md": func(s string) template.HTML {
 		esc := template.HTMLEscapeString(s)
@@ -42,9 +43,15 @@ var pageTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
 
 // plotLink is a plot in index.html; W and H (CSS pixels) reserve its box
 // so that lazily loaded plots never shift the page under the pointer.
+// Caption is the sentence shown under it.
 type plotLink struct {
-	Name, PNG, SVG string
-	W, H           int
+	Name, PNG, SVG, Caption string
+	W, H                    int
+}
+
+func newPlotLink(j plotJob, runs []*analysis.RunResult) plotLink {
+	return plotLink{Name: j.name, PNG: j.name + ".png", SVG: j.name + ".svg", Caption: plotCaption(j.name, runs),
+		W: int(j.w.Points() * 96 / 72), H: int(j.h.Points() * 96 / 72)}
 }
 
 // ThumbSize is the longest side of an embedded thumbnail, in pixels.
@@ -97,16 +104,16 @@ func writeHTML(res *analysis.Result, d *doc, jobs []plotJob, dir string, opts Op
 	}
 	var plots []plotLink
 	for _, j := range jobs {
-		plots = append(plots, plotLink{Name: j.name, PNG: j.name + ".png", SVG: j.name + ".svg",
-			W: int(j.w.Points() * 96 / 72), H: int(j.h.Points() * 96 / 72)})
+		plots = append(plots, newPlotLink(j, res.Runs))
 	}
 	var buf bytes.Buffer
 	err = pageTmpl.Execute(&buf, map[string]any{
-		"CSS":   template.CSS(reportCSS),
-		"JS":    template.JS(reportJS),
-		"Index": template.JS(idx),
-		"Doc":   d,
-		"Plots": plots,
+		"CSS":    template.CSS(reportCSS),
+		"JS":     template.JS(reportJS),
+		"Index":  template.JS(idx),
+		"Doc":    d,
+		"Plots":  plots,
+		"Health": healthHTML(res),
 	})
 	if err != nil {
 		return fmt.Errorf("index.html: %w", err)

@@ -117,35 +117,104 @@ func healthMarkdown(res *analysis.Result) []byte {
 		analysis.MinItemRuns, analysis.MinDiscRuns, analysis.DiscAlpha, analysis.MaxChance, ItemStatsFile, FlaggedItemsFile, PositionBiasFile)
 	for _, h := range res.Health {
 		fmt.Fprintf(&b, "\n### Item health (oracle %s)\n\n", h.Mode)
+		b.WriteString(healthSummary(h) + "\n")
 		if h.Skipped != "" {
-			fmt.Fprintf(&b, "Not computed: %s (runs: %s).\n", h.Skipped, strings.Join(h.Runs, ", "))
 			continue
 		}
-		fmt.Fprintf(&b, "%d run(s): %s. %d of %d item questions flagged; under random answering %.1f (sd %.1f) would be flagged by chance. Flag share %g.\n",
-			len(h.Runs), strings.Join(h.Runs, ", "), h.Flagged, len(h.Items), h.Expected, h.SD, h.FlagShare)
 		healthTop(&b, h)
 		healthBias(&b, h)
 	}
 	return []byte(b.String())
 }
 
+// healthSummary is one oracle mode's item-health sentence.
+func healthSummary(h *analysis.ItemHealth) string {
+	if h.Skipped != "" {
+		return fmt.Sprintf("Not computed: %s (runs: %s).", h.Skipped, strings.Join(h.Runs, ", "))
+	}
+	return fmt.Sprintf("%d run(s): %s. %d of %d item questions flagged; under random answering %.1f (sd %.1f) would be flagged by chance. Flag share %g.",
+		len(h.Runs), strings.Join(h.Runs, ", "), h.Flagged, len(h.Items), h.Expected, h.SD, h.FlagShare)
+}
+
+// healthView is index.html's item-health section.
+type healthView struct {
+	Intro string
+	Modes []healthModeView
+}
+
+type healthModeView struct {
+	Mode, Summary string
+	Top, Bias     *table // nil when empty
+	More          string // "N more in flagged_items.csv." or ""
+	BiasNote      string
+}
+
+// healthHTML lays out index.html's item-health section from the numbers
+// report.md shows; nil when report.md has no such section.
+func healthHTML(res *analysis.Result) *healthView {
+	if len(res.Health) == 0 {
+		return nil
+	}
+	v := &healthView{Intro: fmt.Sprintf("A flag marks a question of an item whose answers, across the non-baseline runs of one oracle mode (at least %d runs; baselines never count), "+
+		"suggest that the item may be mislabeled rather than hard, so that a reviewer should look at it again. "+
+		"unanimous_wrong: every run gives the same wrong answer. majority_wrong: at least the flag share of the runs agree on one wrong answer. "+
+		"negative_discrimination (at least %d runs): the weaker runs are right where the stronger runs are wrong (one-sided p < %g). parse_failures: most runs' answers cannot be read. "+
+		"A rule is applied only where random answering would trigger it with probability at most %g; the number of flags random answering would give is shown beside the count. "+
+		"Agree: the share of runs giving the most common (modal) answer. Correct: the share of runs that are right. "+
+		"The item browser below shows each flagged item with every run's answer (Item health: flagged); review init --only %s sends them back to the reviewers.",
+		analysis.MinItemRuns, analysis.MinDiscRuns, analysis.DiscAlpha, analysis.MaxChance, FlaggedItemsFile)}
+	for _, h := range res.Health {
+		m := healthModeView{Mode: h.Mode, Summary: healthSummary(h)}
+		if h.Skipped == "" {
+			if rows, more := healthTopRows(h); len(rows) > 0 {
+				m.Top = &table{Title: "Flagged questions, strongest agreement first", Header: healthTopHeader, Rows: rows}
+				if more > 0 {
+					m.More = fmt.Sprintf("%d more in %s.", more, FlaggedItemsFile)
+				}
+			}
+			if rows := healthBiasRows(h); len(rows) > 0 {
+				m.Bias = &table{Title: "Position bias", Header: healthBiasHeader, Rows: rows}
+				m.BiasNote = healthBiasNote
+			}
+		}
+		v.Modes = append(v.Modes, m)
+	}
+	return v
+}
+
 // healthTop lists the first TopFlagged flagged items, strongest agreement
 // first (ties: benchmark order).
 func healthTop(b *strings.Builder, h *analysis.ItemHealth) {
-	flags := h.Flags()
-	if len(flags) == 0 {
+	rows, more := healthTopRows(h)
+	if len(rows) == 0 {
 		return
 	}
-	sortFlags(flags)
 	b.WriteString("\n| Key | Question | Reason | Runs | Agree | GT | Modal answer | Correct (%) |\n|---|---|---|--:|--:|--:|--:|--:|\n")
+	for _, r := range rows {
+		r[0] = mdEscape(r[0])
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	if more > 0 {
+		fmt.Fprintf(b, "\n%d more in %s.\n", more, FlaggedItemsFile)
+	}
+}
+
+// healthTopHeader heads the rows of healthTopRows.
+var healthTopHeader = []string{"Key", "Question", "Reason", "Runs", "Agree", "GT", "Modal answer", "Correct (%)"}
+
+// healthTopRows are the first TopFlagged flagged questions, strongest
+// agreement first (ties: benchmark order), and how many more there are.
+func healthTopRows(h *analysis.ItemHealth) (rows [][]string, more int) {
+	flags := h.Flags()
+	sortFlags(flags)
 	for i, s := range flags {
 		if i == TopFlagged {
-			fmt.Fprintf(b, "\n%d more in %s.\n", len(flags)-TopFlagged, FlaggedItemsFile)
-			break
+			return rows, len(flags) - TopFlagged
 		}
-		fmt.Fprintf(b, "| %s | %s %s | %s | %d | %s | %s | %s | %s |\n", mdEscape(s.Key), s.Q.Turn(), s.Q.Name(), strings.Join(s.Reasons, ", "),
-			s.Runs, pctOrNA(s.AgreeShare()), s.GT, orNA(s.Modal), pctOrNA(s.PCorrect))
+		rows = append(rows, []string{s.Key, s.Q.Turn() + " " + s.Q.Name(), strings.Join(s.Reasons, ", "),
+			strconv.Itoa(s.Runs), pctOrNA(s.AgreeShare()), s.GT, orNA(s.Modal), pctOrNA(s.PCorrect)})
 	}
+	return rows, 0
 }
 
 // sortFlags orders by agreement, highest first; flags come in benchmark
@@ -158,17 +227,31 @@ func healthBias(b *strings.Builder, h *analysis.ItemHealth) {
 	if len(h.Bias) == 0 {
 		return
 	}
-	b.WriteString("\nPosition bias (single-choice questions): chosen option index against the ground-truth index, chi-square test of homogeneity. " +
-		"Answers to one item are correlated across runs, so the p-values are optimistic; read them as a screen.\n\n")
+	b.WriteString("\n" + healthBiasNote + "\n\n")
 	b.WriteString("| Question | Options | Chosen (%) | Ground truth (%) | χ² | df | p |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range healthBiasRows(h) {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+}
+
+const healthBiasNote = "Position bias (single-choice questions): chosen option index against the ground-truth index, chi-square test of homogeneity. " +
+	"Answers to one item are correlated across runs, so the p-values are optimistic; read them as a screen."
+
+// healthBiasHeader heads the rows of healthBiasRows.
+var healthBiasHeader = []string{"Question", "Options", "Chosen (%)", "Ground truth (%)", "χ²", "df", "p"}
+
+// healthBiasRows are the position-bias rows, one per single-choice question.
+func healthBiasRows(h *analysis.ItemHealth) [][]string {
+	var rows [][]string
 	for _, p := range h.Bias {
 		ch, gt := make([]string, p.K), make([]string, p.K)
 		for o := range p.K {
 			ch[o], gt[o] = pctOf(p.Chosen[o], p.NAn), pctOf(p.GT[o], p.NItems)
 		}
-		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %d | %s |\n", p.Q.Name(), p.K, strings.Join(ch, " / "), strings.Join(gt, " / "),
-			fmtNum(p.Chi2, "%.2f"), p.DF, fmtNum(p.P, "%.3g"))
+		rows = append(rows, []string{p.Q.Name(), strconv.Itoa(p.K), strings.Join(ch, " / "), strings.Join(gt, " / "),
+			fmtNum(p.Chi2, "%.2f"), strconv.Itoa(p.DF), fmtNum(p.P, "%.3g")})
 	}
+	return rows
 }
 
 func pctOf(k, n int) string {

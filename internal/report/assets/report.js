@@ -72,6 +72,15 @@
 
   var fModel = $("f-model"), fB = $("f-model-b"), fLesion = $("f-lesion"), fPath = $("f-path"), fStage = $("f-stage"), fCorrect = $("f-correct");
   IX.runs.forEach(function (r, i) { opt(fModel, i, runLabel(r)); });
+  // Open on a model under test: the first run that is not a baseline
+  // policy, else the first that is not the oracle (it is right on every
+  // item by construction, so its view shows nothing to learn).
+  (function () {
+    var pick = -1;
+    IX.runs.forEach(function (r, i) { if (pick < 0 && r.name.indexOf("baseline_") !== 0) pick = i; });
+    IX.runs.forEach(function (r, i) { if (pick < 0 && r.name !== "baseline_oracle") pick = i; });
+    if (pick > 0) fModel.value = String(pick);
+  })();
   opt(fB, -1, "(none)");
   IX.runs.forEach(function (r, i) { opt(fB, i, runLabel(r)); });
   opt(fLesion, -1, "all");
@@ -147,6 +156,38 @@
     if (tr && tr.dataset.item != null) openItem(+tr.dataset.item);
   });
 
+  // What the parse rules and oracle decision points mean
+  // (docs/reference/protocol.md §4 and §7).
+  var RULES = {
+    A4: "an \u201cAnswer: N\u201d marker (the last one)", A5: "a \u201cfinal answer\u201d phrase", A6: "a reply made only of numbers",
+    A7: "no answer marker, so the whole prose went on", B0: "an empty reply (read as -1)", B1: "an \u201canswer is N\u201d phrase",
+    B2: "the last line made only of numbers", B3: "every number in the text (or -1 when there is none)",
+    answer_marker: "an \u201cAnswer: N\u201d marker", boxed: "a \\boxed{N}",
+    "fail:empty_response": "the reply was empty", "fail:no_marker": "no \u201cAnswer: N\u201d marker",
+    "fail:out_of_range": "a number that is no option", "fail:multiple_for_single": "several numbers for a single-choice question"
+  };
+  function ruleText(rule) {
+    if (rule.indexOf("/") > 0) {
+      var ab = rule.split("/");
+      return "reference parse: first layer " + ab[0] + " (" + (RULES[ab[0]] || "?") + "), second layer " + ab[1] + " (" + (RULES[ab[1]] || "?") + ")";
+    }
+    return "strict parse: " + (RULES[rule] || rule);
+  }
+  var POINTS = {
+    D2: "before T2: was detection (T1) right?", D3: "before T3: was contour evaluation (T2) right?",
+    D5: "before T5: were the expansion and contraction points (T3, T4) right?",
+    D6: "before T6: was the mask judged right (T2 on revision-free items, the revision result T5 on revision-required ones)?"
+  };
+  function legend(rules, points) {
+    var dl = el("dl", "legend");
+    dl.appendChild(el("span", null, "How to read this item: "));
+    var add = function (k, v) { dl.appendChild(el("dt", null, k)); dl.appendChild(el("dd", null, v)); };
+    rules.forEach(function (r) { add("rule " + r, ruleText(r) + "."); });
+    points.forEach(function (p) { add(p, "the oracle's check " + POINTS[p] + " When it fails, an explicit oracle tells the model the truth and an implicit one rewrites the earlier answer to the right one; inject or patch says which happened."); });
+    add("GT", "the ground truth, the right option number(s).");
+    return dl;
+  }
+
   function fmtList(v) { return v == null ? "–" : Array.isArray(v) ? "[" + v.join(", ") + "]" : String(v); }
 
   function answerCell(d, run, turnId) {
@@ -164,7 +205,13 @@
     var ok = t[F.correct];
     var meta = el("div", "meta");
     meta.appendChild(el("span", ok ? "ok" : "bad", ok ? "✓ correct" : "✗ wrong"));
-    meta.appendChild(document.createTextNode(" · parsed " + fmtList(t[F.parsed]) + " · GT " + fmtList(t[F.gt]) + (t[F.rule] ? " · rule " + t[F.rule] : "") + (t[F.jaccard] != null ? " · Jaccard " + t[F.jaccard].toFixed(2) : "")));
+    meta.appendChild(document.createTextNode(" · parsed " + fmtList(t[F.parsed]) + " · GT " + fmtList(t[F.gt])));
+    if (t[F.rule]) {
+      var rs = el("span", null, " · rule " + t[F.rule]);
+      rs.title = ruleText(t[F.rule]);
+      meta.appendChild(rs);
+    }
+    if (t[F.jaccard] != null) meta.appendChild(document.createTextNode(" · Jaccard " + t[F.jaccard].toFixed(2)));
     td.appendChild(meta);
     if (t[F.patched]) {
       var p = el("div", "patch", "Oracle " + t[F.patched] + " rewrote this answer in the history to: ");
@@ -192,6 +239,7 @@
   function flagBox(i, d) {
     var box = el("div");
     box.id = "item-flags";
+    box.appendChild(el("p", "note", "⚑ A flag means the runs' answers to this question suggest the item may be mislabeled rather than hard: unanimous_wrong, every run gives the same wrong answer; majority_wrong, most runs agree on one wrong answer; negative_discrimination, weaker runs are right where stronger ones are wrong; parse_failures, most answers cannot be read. A reviewer should look at it again."));
     flagsOf[i].forEach(function (f) {
       box.appendChild(el("p", null, "⚑ " + f.turn + " " + f.q + (multiMode ? " (oracle " + f.mode + ")" : "") + ": " + f.reasons.join(", ") +
         " — ground truth " + f.gt + ", models' modal answer " + (f.modal || "none parsed") + " (" + Math.round(100 * f.agree) + "% of " + f.runs + " runs)"));
@@ -208,7 +256,7 @@
         tb.appendChild(tr);
       });
       tbl.appendChild(tb);
-      box.appendChild(tbl);
+      box.appendChild(wrap(tbl));
     });
     return box;
   }
@@ -263,8 +311,18 @@
       tb.appendChild(tr);
     });
     tbl.appendChild(tb);
-    view.appendChild(tbl);
+    view.appendChild(wrap(tbl));
+    var rules = [], points = [];
+    runs.forEach(function (r) {
+      var rd = d.runs[r];
+      if (!rd) return;
+      rd.turns.forEach(function (t) { if (t[F.rule] && rules.indexOf(t[F.rule]) < 0) rules.push(t[F.rule]); });
+      rd.events.forEach(function (e) { var p = String(e).slice(0, 2); if (POINTS[p] && points.indexOf(p) < 0) points.push(p); });
+    });
+    view.appendChild(legend(rules.sort(), points.sort()));
   }
+  // wrap puts a table in its own horizontal scroll box.
+  function wrap(tbl) { var w = el("div", "table-wrap"); w.appendChild(tbl); return w; }
 
   function openItem(i) {
     current = i;
