@@ -184,7 +184,7 @@ func TestReviewCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ln := l.Latest("edema_a2_negative_0"); ln == nil || ln.Decision != "unsure" { // r1 accepted, r2 has not decided
+	if ln := l.Latest("edema_a2_negative_0"); ln == nil || ln.Decision != "pending" { // r1 accepted, r2 has not decided
 		t.Errorf("after db import: %+v", ln)
 	}
 }

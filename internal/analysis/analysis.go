@@ -11,8 +11,9 @@
 // The reference-compatible numbers (§10.1) are not recomputed here: each
 // Run carries the results package's RefMetrics.
 //
-// Every bootstrap cell owns an RNG seeded from its cell id, so results
-// are the same bytes at any parallelism.
+// Every bootstrap cell owns an RNG seeded from its kind and a digest of
+// its data (never a run name), so results are the same bytes at any
+// parallelism and identical answers give identical intervals.
 package analysis
 
 import (
@@ -385,11 +386,6 @@ func subCell(path benchmark.Path, lesion string, q benchmark.Question, applicabl
 	return sc
 }
 
-// DepthCellID is the bootstrap cell id of a depth cell.
-func DepthCellID(model string, path benchmark.Path, lesion string) string {
-	return "depth|" + model + "|" + string(path) + "|" + lesion
-}
-
 func (rr *RunResult) bootDepth(j int, o *Options) {
 	dc := &rr.Depth[j]
 	if !dc.Valid {
@@ -402,7 +398,7 @@ func (rr *RunResult) bootDepth(j int, o *Options) {
 			xs = append(xs, float64(rr.Scores[i].Depth))
 		}
 	}
-	dc.Lo, dc.Hi, _ = BootstrapMean(xs, o.Bootstrap, o.Seed, DepthCellID(rr.Run.Name, dc.Path, dc.Lesion))
+	dc.Lo, dc.Hi, _ = BootstrapMean(xs, o.Bootstrap, o.Seed, KindDepth)
 }
 
 func usageAndParse(run *Run) (UsageRow, []ParseRow) {

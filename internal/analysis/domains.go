@@ -106,7 +106,8 @@ type DecayRow struct {
 	Group             bool
 	Path              benchmark.Path
 	Stage             benchmark.Stage
-	NModels, N        int
+	NModels           int
+	N                 int // records for which the stage applies (a group: its largest model's)
 	AccValid          bool
 	Acc, AccLo, AccHi float64
 	RatioValid        bool
@@ -123,23 +124,10 @@ type DomainResult struct {
 	Verdict []Verdict
 }
 
-// DomainCellID is the bootstrap cell id of a group on a path: one
-// resample gives every stage (the accuracies of ext_domain.csv and the
-// group's decay ratios).
-func DomainCellID(group, mode string, path benchmark.Path) string {
-	return "domain|" + group + "|" + mode + "|" + string(path)
-}
-
 // domainPermCellID is the cell id of the Monte Carlo permutations of
 // medical − general.
 func domainPermCellID(mode string, path benchmark.Path, k benchmark.Stage) string {
 	return "domain-perm|" + GroupMedical + "|" + GroupGeneral + "|" + mode + "|" + string(path) + "|" + strconv.Itoa(int(k))
-}
-
-// DecayCellID is the cell id of one run's bootstrap on a path (all
-// stages from one resample).
-func DecayCellID(run, mode string, path benchmark.Path) string {
-	return "decay|" + run + "|" + mode + "|" + string(path)
 }
 
 // assignGroups gives each scored non-baseline run its group: the domains
@@ -325,7 +313,7 @@ func PermutationP(a, b []float64, seed uint64, cellID string) (p, minP float64, 
 		}
 		return float64(count) / c, min(1, minP), true
 	}
-	r := rng.New(bootLabel(seed, cellID))
+	r := rng.New("chexpercept/bootstrap/" + strconv.FormatUint(seed, 10) + "/" + cellID)
 	perm := make([]int, n)
 	count := 0
 	for d := 0; d < PermDraws; d++ {

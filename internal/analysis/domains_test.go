@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -402,5 +403,77 @@ func TestDomainsFileWarnsWithoutGroups(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// findDecay is the decay row of unit at stage k of revision_required.
+func findDecay(t *testing.T, dr *DomainResult, unit string, k benchmark.Stage) DecayRow {
+	t.Helper()
+	for _, d := range dr.Decay {
+		if d.Unit == unit && d.Path == benchmark.RevisionRequired && d.Stage == k {
+			return d
+		}
+	}
+	t.Fatalf("no decay row for %s stage %d", unit, k)
+	return DecayRow{}
+}
+
+// TestDecayHonestIntervals: 7 revision-required records, one of them
+// cardiomegaly (no stage 4), and none of the other 6 right at stage 4.
+// The bootstrap of 0 of 6 resamples to 0 every time; the row must show
+// n = 6 and the Wilson interval of 0 of 6 rather than [0, 0], and its
+// ratio a non-degenerate interval too.
+func TestDecayHonestIntervals(t *testing.T) {
+	reg := map[string]DomainModel{"a": {Domain: GroupGeneral}}
+	rr := synthRun("opensource_a", "a", "none", 7, func(i, k int) bool { return k < 4 && i%3 != 2 })
+	rr.Scores[6].App[3] = false // cardiomegaly: stage 4 does not apply
+	dr := domainResult(t, []*RunResult{rr}, DomainOptions{Registry: reg})
+	wlo, whi, _ := Wilson(0, 6)
+	for _, unit := range []string{"opensource_a", GroupAll} {
+		d := findDecay(t, dr, unit, 4)
+		if d.N != 6 {
+			t.Errorf("%s stage 4: n = %d, want 6 (the records stage 4 applies to)", unit, d.N)
+		}
+		if !d.AccValid || d.Acc != 0 || d.AccLo != wlo || d.AccHi != whi {
+			t.Errorf("%s stage 4: %v [%v, %v], want 0 [%v, %v] (Wilson, 0 of 6)", unit, d.Acc, d.AccLo, d.AccHi, wlo, whi)
+		}
+		if !d.RatioValid || d.Ratio != 0 || !(d.RHi > d.RLo) {
+			t.Errorf("%s stage 4 ratio: valid %v, %v [%v, %v], want 0 with a non-zero-width interval", unit, d.RatioValid, d.Ratio, d.RLo, d.RHi)
+		}
+		if d1 := findDecay(t, dr, unit, 1); d1.N != 7 || !(d1.AccHi > d1.AccLo) {
+			t.Errorf("%s stage 1: n = %d [%v, %v], want 7 records and a proper interval", unit, d1.N, d1.AccLo, d1.AccHi)
+		}
+	}
+	// A group of one model resamples like the model alone.
+	for _, k := range benchmark.Stages {
+		m, g := findDecay(t, dr, "opensource_a", k), findDecay(t, dr, GroupAll, k)
+		m.Unit, m.Group, g.Unit, g.Group = "", false, "", false
+		if m != g {
+			t.Errorf("stage %d: the group of one model %+v differs from the model %+v", k, g, m)
+		}
+	}
+	for _, g := range dr.Groups {
+		if g.Valid && !(g.Hi > g.Lo) {
+			t.Errorf("group %s %s stage %d: zero-width interval [%v, %v]", g.Group, g.Path, g.Stage, g.Lo, g.Hi)
+		}
+	}
+}
+
+// TestIdenticalAnswersIdenticalIntervals: two runs with the same answers
+// under different names get the same decay intervals, and so does a
+// run's records given in another order.
+func TestIdenticalAnswersIdenticalIntervals(t *testing.T) {
+	reg := map[string]DomainModel{"a": {Domain: GroupGeneral}, "b": {Domain: GroupGeneral}}
+	answers := func(i, k int) bool { return bernoulli("same", i*4+k, 0.6) }
+	a := synthRun("opensource_a", "a", "none", 7, answers)
+	b := synthRun("opensource_b", "b", "none", 7, answers)
+	slices.Reverse(b.Scores)
+	dr := domainResult(t, []*RunResult{a, b}, DomainOptions{Registry: reg})
+	for _, k := range benchmark.Stages {
+		da, db := findDecay(t, dr, "opensource_a", k), findDecay(t, dr, "opensource_b", k)
+		da.Unit, db.Unit = "", ""
+		if da != db {
+			t.Errorf("stage %d: %+v\nvs %+v", k, da, db)
+		}
 	}
 }

@@ -35,7 +35,6 @@ type bootKey struct {
 
 type bootJob struct {
 	runs []*RunResult
-	n    int // records on the path
 	ub   *unitBoot
 }
 
@@ -79,12 +78,12 @@ func analyzeDomains(res *Result, o *Options) (*DomainResult, []string) {
 			pi := pathIndex(path)
 			for _, m := range members {
 				if j := boots[bootKey{m.Run.Run.Name, mode, false, pi}]; j != nil && j.ub != nil {
-					dr.Decay = append(dr.Decay, j.ub.decayRows(m.Run.Run.Name, mode, false, path, j.n)...)
+					dr.Decay = append(dr.Decay, j.ub.decayRows(m.Run.Run.Name, mode, false, path)...)
 				}
 			}
 			for _, g := range groups {
 				if j := boots[bootKey{g, mode, true, pi}]; j.ub != nil {
-					dr.Decay = append(dr.Decay, j.ub.decayRows(g, mode, true, path, j.n)...)
+					dr.Decay = append(dr.Decay, j.ub.decayRows(g, mode, true, path)...)
 				}
 			}
 		}
@@ -122,20 +121,12 @@ func runBoots(members []DomainMember, modes []string, o *Options) map[bootKey]*b
 			for _, rr := range runs {
 				if u := pathRecords(rr, k.pi); len(u) > 0 {
 					units = append(units, u)
-					// A group's models answer the same records: its
-					// count is its largest model's, not their sum.
-					j.n = max(j.n, len(u))
 				}
 			}
 			if len(units) == 0 {
 				return
 			}
-			path := benchmark.Paths[k.pi]
-			cell := DecayCellID(k.unit, k.mode, path)
-			if k.group {
-				cell = DomainCellID(k.unit, k.mode, path)
-			}
-			j.ub = bootUnit(units, k.group, cell, o)
+			j.ub = bootUnit(units, k.group, o)
 		})
 	}
 	for _, mode := range modes {
@@ -286,7 +277,7 @@ func matchedRow(a, b *RunResult, pi int, k benchmark.Stage, o *Options) DiffRow 
 		return row
 	}
 	row.Valid, row.Diff = true, mean(va)-mean(vb)
-	row.Lo, row.Hi, _ = BootstrapPairedDiff(va, vb, o.Bootstrap, o.Seed, PairCellID(fmt.Sprintf("e2e_%d", k), a.Run.Name, b.Run.Name, path, "all"))
+	row.Lo, row.Hi, _ = BootstrapPairedDiff(va, vb, o.Bootstrap, o.Seed, fmt.Sprintf("e2e_%d", k))
 	row.PValid, row.P = true, McNemarP(row.B, row.C)
 	return row
 }
@@ -328,7 +319,7 @@ func decayVerdict(dr *DomainResult, mode string) Verdict {
 	case deepest.NModels < 2:
 		v.Reason += "; one model says nothing about models in general"
 	case deepest.N < MinDecayRecords:
-		v.Reason += fmt.Sprintf("; %d revision-required records are fewer than the %d a verdict needs", deepest.N, MinDecayRecords)
+		v.Reason += fmt.Sprintf("; %d revision-required records at stage 4 are fewer than the %d a verdict needs", deepest.N, MinDecayRecords)
 	case deepest.RHi < PrecipitousBelow:
 		v.Status = Supported
 	case deepest.RLo >= PrecipitousBelow:

@@ -194,11 +194,6 @@ func pairDiffers(a, b *Run) []string {
 	return w
 }
 
-// PairCellID is the bootstrap cell id of a paired comparison.
-func PairCellID(metric, a, b string, path benchmark.Path, lesion string) string {
-	return metric + "|" + a + "|" + b + "|" + string(path) + "|" + lesion
-}
-
 func pairRow(j pairJob, o *Options) PairRow {
 	path, lesion := benchmark.Paths[j.pi], j.lesion
 	row := PairRow{ModelA: j.a.Run.Name, ModelB: j.b.Run.Name, OracleMode: j.a.Run.OracleMode, Path: path, Lesion: lesion, Metric: j.metric}
@@ -234,7 +229,7 @@ func pairRow(j pairJob, o *Options) PairRow {
 	row.Valid = true
 	row.ValueA, row.ValueB = mean(xa), mean(xb)
 	row.Diff = row.ValueA - row.ValueB
-	row.Lo, row.Hi, _ = BootstrapPairedDiff(xa, xb, o.Bootstrap, o.Seed, PairCellID(j.metric, row.ModelA, row.ModelB, path, lesion))
+	row.Lo, row.Hi, _ = BootstrapPairedDiff(xa, xb, o.Bootstrap, o.Seed, j.metric)
 	return row
 }
 

@@ -1,6 +1,10 @@
 package analysis
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"slices"
 	"strconv"
@@ -48,20 +52,45 @@ func Quantile(sorted []float64, q float64) float64 {
 	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
 }
 
-// bootLabel is the RNG label of one bootstrap cell.
-func bootLabel(seed uint64, cellID string) string {
-	return "chexpercept/bootstrap/" + strconv.FormatUint(seed, 10) + "/" + cellID
+// Bootstrap cell kinds: the first part of a cell's RNG label, after
+// which comes the digest of the cell's data (cellLabel).
+const (
+	KindDepth  = "depth"  // a run's mean depth in one cell
+	KindDecay  = "decay"  // one run on a decay path, all stages at once
+	KindDomain = "domain" // a group on a path (two levels), all stages at once
+	// A paired comparison's kind is its metric: e2e_<k>, op_<k> or depth.
+)
+
+// cellLabel is the RNG label of one bootstrap cell: its kind and the
+// SHA-256 of its data, never a run name, so that identical answers give
+// identical intervals whatever the runs are called. The data are put in
+// a canonical order first (see sortedBits), as a resample's distribution
+// does not depend on the order of the records.
+func cellLabel(seed uint64, kind string, data []byte) string {
+	sum := sha256.Sum256(data)
+	return "chexpercept/bootstrap/" + strconv.FormatUint(seed, 10) + "/" + kind + "/" + hex.EncodeToString(sum[:])
+}
+
+// bitsOf appends the IEEE bits of each x to dst, big-endian.
+func bitsOf(dst []byte, xs ...float64) []byte {
+	for _, x := range xs {
+		dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(x))
+	}
+	return dst
 }
 
 // BootstrapMean returns the percentile 95 % interval of the mean of xs
 // over b replicates, each drawing len(xs) indices with UintN from the
-// cell's own RNG. ok is false when xs is empty or b < 1.
-func BootstrapMean(xs []float64, b int, seed uint64, cellID string) (lo, hi float64, ok bool) {
+// cell's own RNG (cellLabel of kind and the values, sorted). ok is false
+// when xs is empty or b < 1.
+func BootstrapMean(xs []float64, b int, seed uint64, kind string) (lo, hi float64, ok bool) {
 	n := len(xs)
 	if n == 0 || b < 1 {
 		return 0, 0, false
 	}
-	r := rng.New(bootLabel(seed, cellID))
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	r := rng.New(cellLabel(seed, kind, bitsOf(nil, xs...)))
 	reps := make([]float64, b)
 	un := uint64(n)
 	for i := range reps {
@@ -77,20 +106,35 @@ func BootstrapMean(xs []float64, b int, seed uint64, cellID string) (lo, hi floa
 
 // BootstrapPairedDiff returns the percentile 95 % interval of mean(a) −
 // mean(b) over paired resamples: each replicate draws len(a) indices and
-// uses the same index in both series.
-func BootstrapPairedDiff(a, bs []float64, b int, seed uint64, cellID string) (lo, hi float64, ok bool) {
+// uses the same index in both series. The pairs are sorted, and the RNG
+// seeded from kind and the sorted pairs.
+func BootstrapPairedDiff(a, bs []float64, b int, seed uint64, kind string) (lo, hi float64, ok bool) {
 	n := len(a)
 	if n == 0 || n != len(bs) || b < 1 {
 		return 0, 0, false
 	}
-	r := rng.New(bootLabel(seed, cellID))
+	pairs := make([][2]float64, n)
+	for i := range pairs {
+		pairs[i] = [2]float64{a[i], bs[i]}
+	}
+	slices.SortFunc(pairs, func(x, y [2]float64) int {
+		if c := cmp.Compare(x[0], y[0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(x[1], y[1])
+	})
+	data := make([]byte, 0, 16*n)
+	for _, p := range pairs {
+		data = bitsOf(data, p[0], p[1])
+	}
+	r := rng.New(cellLabel(seed, kind, data))
 	reps := make([]float64, b)
 	un := uint64(n)
 	for i := range reps {
 		s := 0.0
 		for j := 0; j < n; j++ {
-			k := r.UintN(un)
-			s += a[k] - bs[k]
+			p := pairs[r.UintN(un)]
+			s += p[0] - p[1]
 		}
 		reps[i] = s / float64(n)
 	}

@@ -1,8 +1,11 @@
 package analysis
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/rng"
@@ -58,31 +61,39 @@ func TestQuantile(t *testing.T) {
 
 func TestBootstrapSeeding(t *testing.T) {
 	xs := []float64{0, 1, 2, 3, 4, 4, 2, 1}
-	id := DepthCellID("baseline_random", "revision_required", "all")
-	if id != "depth|baseline_random|revision_required|all" {
-		t.Fatalf("cell id %q", id)
-	}
 	// With B = 1 both bounds are the single replicate, which we recompute
-	// from the spec's label and primitives.
-	r := rng.New(fmt.Sprintf("chexpercept/bootstrap/%d/%s", 20260619, id))
+	// from the label: the kind and the SHA-256 of the sorted values.
+	sorted := slices.Sorted(slices.Values(xs))
+	var data []byte
+	for _, x := range sorted {
+		data = binary.BigEndian.AppendUint64(data, math.Float64bits(x))
+	}
+	sum := sha256.Sum256(data)
+	r := rng.New(fmt.Sprintf("chexpercept/bootstrap/%d/depth/%x", 20260619, sum))
 	s := 0.0
 	for range xs {
-		s += xs[r.UintN(uint64(len(xs)))]
+		s += sorted[r.UintN(uint64(len(xs)))]
 	}
 	want := s / float64(len(xs))
-	lo, hi, ok := BootstrapMean(xs, 1, DefaultSeed, id)
+	lo, hi, ok := BootstrapMean(xs, 1, DefaultSeed, KindDepth)
 	if !ok || lo != want || hi != want {
 		t.Fatalf("B=1 replicate = [%v,%v], want %v", lo, hi, want)
 	}
-	// Deterministic, cell-specific, and sensible.
-	lo1, hi1, _ := BootstrapMean(xs, 2000, DefaultSeed, id)
-	lo2, hi2, _ := BootstrapMean(xs, 2000, DefaultSeed, id)
+	// Deterministic, the same for the same data in any order, and
+	// specific to the kind.
+	lo1, hi1, _ := BootstrapMean(xs, 2000, DefaultSeed, KindDepth)
+	lo2, hi2, _ := BootstrapMean(xs, 2000, DefaultSeed, KindDepth)
 	if lo1 != lo2 || hi1 != hi2 {
 		t.Fatal("bootstrap not deterministic")
 	}
-	lo3, hi3, _ := BootstrapMean(xs, 2000, DefaultSeed, id+"x")
+	rev := slices.Clone(xs)
+	slices.Reverse(rev)
+	if lo, hi, _ := BootstrapMean(rev, 2000, DefaultSeed, KindDepth); lo != lo1 || hi != hi1 {
+		t.Errorf("the same values in another order: [%v,%v], want [%v,%v]", lo, hi, lo1, hi1)
+	}
+	lo3, hi3, _ := BootstrapMean(xs, 2000, DefaultSeed, KindDepth+"x")
 	if lo3 == lo1 && hi3 == hi1 {
-		t.Error("different cells gave the same interval")
+		t.Error("different kinds gave the same interval")
 	}
 	m := 17.0 / 8
 	if !(lo1 < m && m < hi1) || lo1 < 0 || hi1 > 4 {

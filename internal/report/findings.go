@@ -44,7 +44,7 @@ func domainOptions(modelFiles []string, domainsFile string) (analysis.DomainOpti
 }
 
 func extDomain(res *analysis.Result) []byte {
-	header := []string{"group", "oracle_mode", "path", "stage", "n_models", "n_items", "accuracy", "ci_low", "ci_high"}
+	header := []string{"group", "oracle_mode", "path", "stage", "n_models", "n_records", "accuracy", "ci_low", "ci_high"}
 	var rows [][]string
 	if res.Domains != nil {
 		for _, g := range res.Domains.Groups {

@@ -120,7 +120,7 @@ func TestFindingsDomainDifference(t *testing.T) {
 		t.Fatalf("medical-general rows for revision_required stages 1 and 3 missing:\n%v", rows)
 	}
 	groups := readCSV(t, filepath.Join(out, "ext_domain.csv"))
-	if got := strings.Join(groups[0], ","); got != "group,oracle_mode,path,stage,n_models,n_items,accuracy,ci_low,ci_high" {
+	if got := strings.Join(groups[0], ","); got != "group,oracle_mode,path,stage,n_models,n_records,accuracy,ci_low,ci_high" {
 		t.Errorf("ext_domain.csv header %s", got)
 	}
 	names := map[string]bool{}

@@ -28,8 +28,9 @@ const (
 )
 
 // FlaggedHeader is the header of flagged_items.csv; `review init --only`
-// reads key_id, question, reason, gt, modal_answer, agree_share and runs.
-var FlaggedHeader = []string{"oracle_mode", "key_id", "question", "turn", "reason", "runs", "agree_share", "gt", "modal_answer", "p_correct", "discrimination", "lesion", "path", "p_chance", "gt_text", "modal_text"}
+// reads key_id, question, reason, gt, modal_answer, agree_share and
+// n_runs.
+var FlaggedHeader = []string{"oracle_mode", "key_id", "question", "turn", "reason", "n_runs", "agree_share", "gt", "modal_answer", "accuracy", "discrimination", "lesion", "path", "p_chance", "gt_text", "modal_text"}
 
 // healthFiles returns the item-health CSVs.
 func healthFiles(res *analysis.Result) map[string][]byte {
@@ -48,14 +49,14 @@ func orNA(s string) string {
 }
 
 func itemStatsCSV(res *analysis.Result) []byte {
-	header := []string{"oracle_mode", "key_id", "lesion", "path", "question", "turn", "gt", "n_answers", "runs", "correct", "p_correct", "difficulty",
-		"modal_answer", "agree_share", "unparsed", "discrimination", "p_chance", "reason"}
+	header := []string{"oracle_mode", "key_id", "lesion", "path", "question", "turn", "gt", "n_answers", "n_runs", "n_correct", "accuracy", "difficulty",
+		"modal_answer", "agree_share", "n_unparsed", "discrimination", "p_chance", "reason"}
 	var rows [][]string
 	for _, h := range res.Health {
 		for i := range h.Items {
 			s := &h.Items[i]
-			rows = append(rows, []string{h.Mode, s.Key, s.Lesion, string(s.Path), s.Q.Name(), s.Q.Turn(), s.GT, itoa(s.Answers), itoa(s.Runs), itoa(s.Correct),
-				f6(s.PCorrect), f6(s.Difficulty), orNA(s.Modal), f6(s.AgreeShare()), itoa(s.Unparsed), f6(s.Discrimination), f6(s.PChance), strings.Join(s.Reasons, ";")})
+			rows = append(rows, []string{h.Mode, s.Key, s.Lesion, string(s.Path), s.Q.Name(), s.Q.Turn(), answerText(s.GT), itoa(s.Answers), itoa(s.Runs), itoa(s.Correct),
+				f6(s.PCorrect), f6(s.Difficulty), answerText(orNA(s.Modal)), f6(s.AgreeShare()), itoa(s.Unparsed), f6(s.Discrimination), f6(s.PChance), strings.Join(s.Reasons, ";")})
 		}
 	}
 	return results.CSV(header, rows)
@@ -69,8 +70,8 @@ func flaggedCSV(res *analysis.Result) []byte {
 			if res.Set.Bench != nil {
 				rec = res.Set.Bench.Lookup(s.Key)
 			}
-			rows = append(rows, []string{h.Mode, s.Key, s.Q.Name(), s.Q.Turn(), strings.Join(s.Reasons, ";"), itoa(s.Runs), f6(s.AgreeShare()), s.GT,
-				orNA(s.Modal), f6(s.PCorrect), f6(s.Discrimination), s.Lesion, string(s.Path), f6(s.PChance),
+			rows = append(rows, []string{h.Mode, s.Key, s.Q.Name(), s.Q.Turn(), strings.Join(s.Reasons, ";"), itoa(s.Runs), f6(s.AgreeShare()), answerText(s.GT),
+				answerText(orNA(s.Modal)), f6(s.PCorrect), f6(s.Discrimination), s.Lesion, string(s.Path), f6(s.PChance),
 				optionText(rec, s.Q, s.GT), optionText(rec, s.Q, s.Modal)})
 		}
 	}
@@ -78,7 +79,7 @@ func flaggedCSV(res *analysis.Result) []byte {
 }
 
 func biasCSV(res *analysis.Result) []byte {
-	header := []string{"oracle_mode", "question", "n_options", "option", "chosen", "chosen_share", "gt", "gt_share", "chi2", "df", "p_value"}
+	header := []string{"oracle_mode", "question", "n_options", "option", "n_chosen", "chosen_share", "n_gt", "gt_share", "chi2", "df", "p_value"}
 	var rows [][]string
 	for _, h := range res.Health {
 		for _, b := range h.Bias {

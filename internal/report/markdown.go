@@ -133,8 +133,8 @@ func modeRuns(res *analysis.Result, mode string) []*analysis.RunResult {
 	return out
 }
 
-func stageView(c *analysis.StageCell, view string) analysis.Prop {
-	switch view {
+func stageView(c *analysis.StageCell, setting string) analysis.Prop {
+	switch setting {
 	case "oracle_passed":
 		return c.OP
 	case "conditional":
@@ -143,7 +143,7 @@ func stageView(c *analysis.StageCell, view string) analysis.Prop {
 	return c.E2E
 }
 
-var viewTitle = map[string]string{"e2e": "End-to-end accuracy (%)", "oracle_passed": "Oracle-passed accuracy (%)", "conditional": "Conditional accuracy (%)"}
+var settingTitle = map[string]string{"end_to_end": "End-to-end accuracy (%)", "oracle_passed": "Oracle-passed accuracy (%)", "conditional": "Conditional accuracy (%)"}
 
 // chancePct shows tiny chance levels as "<0.1" rather than a misleading 0.0.
 func chancePct(x float64) string {
@@ -189,9 +189,9 @@ func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 			continue
 		}
 		s.leaderboard()
-		for _, view := range views {
+		for _, setting := range settings {
 			for _, path := range benchmark.Paths {
-				s.stageTable(view, path)
+				s.stageTable(setting, path)
 			}
 		}
 		s.subTables()
@@ -232,29 +232,29 @@ func samplingCell(r *analysis.Run) string {
 	return r.Sampling
 }
 
-// stageTable is one view's stage accuracies on one path, with the chance
+// stageTable is one setting's stage accuracies on one path, with the chance
 // and majority rows.
-func (s *sectionDoc) stageTable(view string, path benchmark.Path) {
+func (s *sectionDoc) stageTable(setting string, path benchmark.Path) {
 	hdr := []string{"Model", "n"}
 	for _, k := range benchmark.Stages {
 		hdr = append(hdr, fmt.Sprintf("Stage %d", k))
 	}
-	if view == "e2e" {
+	if setting == "end_to_end" {
 		hdr = append(hdr, "Depth")
 	}
-	t := newTable(s.sec, fmt.Sprintf("%s, %s %s", viewTitle[view], path, s.on), hdr...)
+	t := newTable(s.sec, fmt.Sprintf("%s, %s %s", settingTitle[setting], path, s.on), hdr...)
 	for _, rr := range s.runs {
 		row := []string{rr.Run.Name, itoa(rr.DepthOf(path, "all").N)}
 		for _, k := range benchmark.Stages {
 			c := rr.Stage(path, "all", k)
-			row = append(row, pctCI(stageView(c, view), c.Applicable))
+			row = append(row, pctCI(stageView(c, setting), c.Applicable))
 		}
-		if view == "e2e" {
+		if setting == "end_to_end" {
 			row = append(row, depthCI(rr.DepthOf(path, "all")))
 		}
 		t.row(row...)
 	}
-	if s.res.Chance == nil || view == "conditional" {
+	if s.res.Chance == nil || setting == "conditional" {
 		return
 	}
 	for _, maj := range []bool{false, true} {
@@ -265,7 +265,7 @@ func (s *sectionDoc) stageTable(view string, path benchmark.Path) {
 		row := []string{"*" + name + "*", ""}
 		for _, k := range benchmark.Stages {
 			target := fmt.Sprintf("e2e_%d", k)
-			if view == "oracle_passed" {
+			if setting == "oracle_passed" {
 				target = fmt.Sprintf("stage_%d", k)
 			}
 			if benchmark.StageApplies(path, false, k) {
@@ -274,7 +274,7 @@ func (s *sectionDoc) stageTable(view string, path benchmark.Path) {
 				row = append(row, NAText)
 			}
 		}
-		if view == "e2e" {
+		if setting == "end_to_end" {
 			row = append(row, chanceCell(s.res, path, "all", "depth", maj))
 		}
 		t.row(row...)

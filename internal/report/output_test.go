@@ -93,17 +93,17 @@ func TestRefCSVsMatchAllResults(t *testing.T) {
 func TestExtTables(t *testing.T) {
 	_, out := sampleReport(t, Config{})
 	stage := string(read(t, filepath.Join(out, "ext_stage_accuracy.csv")))
-	if !strings.HasPrefix(stage, "model,provider,oracle_mode,parse_mode,path,lesion,stage,view,applicable,n,correct,acc,ci_low,ci_high\r\n") {
+	if !strings.HasPrefix(stage, "run,model,provider,oracle_mode,parse_mode,path,lesion,stage,setting,applicable,n_records,n_correct,accuracy,ci_low,ci_high\r\n") {
 		t.Errorf("header: %q", stage[:120])
 	}
 	for _, want := range []string{
-		// Not applicable: NA, never 0.0.
-		"baseline_oracle,baseline,none,reference,lesion_free,all,2,e2e,false,0,NA,NA,NA,NA\r\n",
-		"baseline_oracle,baseline,none,reference,revision_required,cardiomegaly,4,e2e,false,0,NA,NA,NA,NA\r\n",
+		// Not applicable: counts 0, rates NA, never 0.0.
+		"baseline_oracle,oracle,baseline,none,reference,lesion_free,all,2,end_to_end,false,0,0,NA,NA,NA\r\n",
+		"baseline_oracle,oracle,baseline,none,reference,revision_required,cardiomegaly,4,end_to_end,false,0,0,NA,NA,NA\r\n",
 		// Applicable without records: NA shares.
-		"baseline_oracle,baseline,none,reference,lesion_free,pneumonia,1,e2e,true,0,0,NA,NA,NA\r\n",
+		"baseline_oracle,oracle,baseline,none,reference,lesion_free,pneumonia,1,end_to_end,true,0,0,NA,NA,NA\r\n",
 		// Wilson for 3/3.
-		"baseline_oracle,baseline,none,reference,revision_required,all,1,e2e,true,3,3,1.000000,0.438503,1.000000\r\n",
+		"baseline_oracle,oracle,baseline,none,reference,revision_required,all,1,end_to_end,true,3,3,1.000000,0.438503,1.000000\r\n",
 	} {
 		if !strings.Contains(stage, want) {
 			t.Errorf("ext_stage_accuracy.csv lacks %q", want)
@@ -111,14 +111,14 @@ func TestExtTables(t *testing.T) {
 	}
 	depth := string(read(t, filepath.Join(out, "ext_depth.csv")))
 	for _, want := range []string{
-		"baseline_oracle,baseline,none,reference,revision_required,all,3,4.000000,4.000000,4.000000,4,1.000000\r\n",
-		"baseline_oracle,baseline,none,reference,lesion_free,pneumonia,0,NA,NA,NA,1,NA\r\n",
+		"baseline_oracle,oracle,baseline,none,reference,revision_required,all,3,4.000000,4.000000,4.000000,4,1.000000\r\n",
+		"baseline_oracle,oracle,baseline,none,reference,lesion_free,pneumonia,0,NA,NA,NA,1,NA\r\n",
 	} {
 		if !strings.Contains(depth, want) {
 			t.Errorf("ext_depth.csv lacks %q", want)
 		}
 	}
-	if p := string(read(t, filepath.Join(out, "ext_pairwise.csv"))); p != "model_a,model_b,path,lesion,metric,value_a,value_b,diff,ci_low,ci_high,n_paired\r\n" {
+	if p := string(read(t, filepath.Join(out, "ext_pairwise.csv"))); p != "run_a,run_b,oracle_mode,path,lesion,metric,value_a,value_b,difference,ci_low,ci_high,n_paired\r\n" {
 		t.Errorf("ext_pairwise.csv without comparisons: %q", p)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))
@@ -143,17 +143,17 @@ func TestExtTables(t *testing.T) {
 	for _, m := range v.O {
 		keys = append(keys, m.Key)
 	}
-	if !slices.Equal(keys, []string{"models", "inputs", "warnings"}) {
+	if !slices.Equal(keys, []string{"runs", "inputs", "warnings"}) {
 		t.Errorf("keys %v", keys)
 	}
 	var models []string
-	for _, m := range v.Get("models").A {
-		models = append(models, m.Get("model").S+"/"+m.Get("oracle_mode").S)
+	for _, m := range v.Get("runs").A {
+		models = append(models, m.Get("run").S+"/"+m.Get("model").S+"/"+m.Get("oracle_mode").S)
 	}
-	if !slices.Equal(models, []string{"baseline_first/implicit", "baseline_oracle/none", "baseline_random/none"}) {
+	if !slices.Equal(models, []string{"baseline_first/first/implicit", "baseline_oracle/oracle/none", "baseline_random/random/none"}) {
 		t.Errorf("models %v", models)
 	}
-	first := v.Get("models").A[1].Get("metrics").A[0]
+	first := v.Get("runs").A[1].Get("metrics").A[0]
 	if first.Get("path").S != "revision_required" || first.Get("metric").S != "e2e_1" || first.Get("value").N != "1.0" {
 		t.Errorf("first metric %s", ojson.MarshalCompact(first))
 	}

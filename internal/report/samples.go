@@ -28,7 +28,7 @@ const (
 	SamplesParquet = "samples.parquet"
 	// samplesSchema is the Parquet key-value metadata entry that names
 	// the column set, so that a later change of columns can be told.
-	samplesSchema = "chexpercept/samples/1"
+	samplesSchema = "chexpercept/samples/2"
 )
 
 // sample is one row. Pointer fields are null (Parquet optional, CSV NA)
@@ -61,7 +61,7 @@ type sample struct {
 	FinishReason *string  `parquet:"finish_reason,optional,dict"`
 	PatchedAt    *string  `parquet:"patched_at,optional,dict"`
 	Cached       *bool    `parquet:"cached,optional"`
-	Attempts     *int32   `parquet:"attempts,optional"`
+	Attempts     int32    `parquet:"attempts"`
 	LatencyMS    *int64   `parquet:"latency_ms,optional"`
 	TotalMS      *int64   `parquet:"total_ms,optional"`
 	InputTokens  *int64   `parquet:"input_tokens,optional"`
@@ -171,7 +171,7 @@ func sampleOf(run *analysis.Run, rec *results.Record, i int) sample {
 		Run: run.Name, Provider: run.Provider, OracleMode: run.OracleMode, ParseMode: run.ParseMode,
 		KeyID: rec.KeyID, RecordIndex: int64(rec.Index), RecordStatus: rec.Status, Lesion: rec.Lesion, Path: string(rec.QAPath),
 		Turn: t.Turn, TurnIndex: int32(i), Status: t.Status, SkipReason: t.SkipReason,
-		GT: answerSet(t.GT), Error: t.Error,
+		GT: answerSet(t.GT), Error: t.Error, Attempts: int32(t.Attempts),
 	}
 	if run.Model != "" { // "" without a manifest
 		s.Model = &run.Model
@@ -180,14 +180,19 @@ func sampleOf(run *analysis.Run, rec *results.Record, i int) sample {
 		stage, name, multi := int32(q.Stage()), q.Name(), q.Multi()
 		s.Stage, s.Question, s.MultiSelect = &stage, &name, &multi
 	}
+	if t.Status == results.TurnError {
+		// A failed call still took its attempts and its time.
+		total := t.TotalMS
+		s.TotalMS = &total
+	}
 	if t.Status != results.TurnAsked {
 		return s
 	}
 	s.Parsed, s.Correct, s.Jaccard = answerSet(t.Parsed), t.Correct, t.Jaccard
 	outcome := parseOutcome(t)
 	s.ParseOutcome, s.ParseRule, s.FinishReason, s.PatchedAt = &outcome, t.ParseRule, t.FinishReason, t.PatchedAt
-	cached, attempts, lat, total := t.Cached, int32(t.Attempts), t.LatencyMS, t.TotalMS
-	s.Cached, s.Attempts, s.LatencyMS, s.TotalMS = &cached, &attempts, &lat, &total
+	cached, lat, total := t.Cached, t.LatencyMS, t.TotalMS
+	s.Cached, s.LatencyMS, s.TotalMS = &cached, &lat, &total
 	if u := t.Usage; u != nil {
 		in, ci, out, th := u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.ThinkingTokens
 		s.InputTokens, s.CachedInput, s.OutputTokens, s.Thinking = &in, &ci, &out, &th
@@ -272,7 +277,7 @@ func (s *sample) csvFields(dst []string) []string {
 		i32(s.Stage), str(s.Question), b(s.MultiSelect), s.Turn, strconv.Itoa(int(s.TurnIndex)),
 		s.Status, str(s.SkipReason), str(s.GT), str(s.Parsed), b(s.Correct), f(s.Jaccard, 6),
 		str(s.ParseOutcome), str(s.ParseRule), str(s.FinishReason), str(s.PatchedAt),
-		b(s.Cached), i32(s.Attempts), i64(s.LatencyMS), i64(s.TotalMS),
+		b(s.Cached), strconv.Itoa(int(s.Attempts)), i64(s.LatencyMS), i64(s.TotalMS),
 		i64(s.InputTokens), i64(s.CachedInput), i64(s.OutputTokens), i64(s.Thinking),
 		f(s.CostUSD, -1), str(s.Error))
 }

@@ -45,6 +45,8 @@ type sampleReadRow struct {
 	OutputTokens *int64   `parquet:"output_tokens,optional"`
 	CostUSD      *float64 `parquet:"cost_usd,optional"`
 	LatencyMS    *int64   `parquet:"latency_ms,optional"`
+	Attempts     int32    `parquet:"attempts"`
+	TotalMS      *int64   `parquet:"total_ms,optional"`
 	Error        *string  `parquet:"error,optional"`
 }
 
@@ -184,6 +186,10 @@ func TestSamples(t *testing.T) {
 			in, outTok = &tu.Usage.InputTokens, &tu.Usage.OutputTokens
 		}
 		asked := tu.Status == results.TurnAsked
+		var totalMS any = NA
+		if tu.Status != results.TurnSkipped {
+			totalMS = tu.TotalMS
+		}
 		var parsed, correct string = NA, NA
 		if asked {
 			parsed = sampleInts(tu.Parsed)
@@ -203,6 +209,10 @@ func TestSamples(t *testing.T) {
 			{"error", sampleOptStr(r.Error), sampleOptStr(tu.Error)},
 			{"cost_usd set", fmt.Sprint(r.CostUSD != nil), fmt.Sprint(asked && tu.CostUSD != nil)},
 			{"latency_ms set", fmt.Sprint(r.LatencyMS != nil), fmt.Sprint(asked)},
+			// Counts are never null: a skipped turn made 0 attempts; an
+			// error turn keeps the attempts and time it cost.
+			{"attempts", fmt.Sprint(r.Attempts), fmt.Sprint(tu.Attempts)},
+			{"total_ms", fmt.Sprint(sampleDeref(r.TotalMS)), fmt.Sprint(totalMS)},
 		} {
 			if c.got != c.want {
 				t.Errorf("%s: %s = %q, results.jsonl %q", id, c.what, c.got, c.want)
@@ -226,7 +236,7 @@ func TestSamples(t *testing.T) {
 			t.Errorf("no row %q", want)
 		}
 	}
-	if tu := turns["openai_errors/opacity_ph0007_positive_0/T1"]; tu == nil || tu.Status != results.TurnError {
+	if tu := turns["openai_errors/opacity_ph0007_positive_0/T1"]; tu == nil || tu.Status != results.TurnError || tu.Attempts != 6 || tu.TotalMS != 1500 {
 		t.Errorf("the error run's record has no error turn: %+v", tu)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -12,7 +13,9 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// NA is written in our CSVs for a cell that does not apply or has n = 0.
+// NA is written in our CSVs for a value that is undefined: a rate over
+// no records, an interval without one, a name that is unknown. A count
+// is never NA: it is 0.
 const NA = "NA"
 
 func f6(x float64) string {
@@ -31,10 +34,11 @@ func boolStr(b bool) string {
 	return "false"
 }
 
-// propFields are n, correct, acc, ci_low, ci_high of a share.
+// propFields are n_records, n_correct, accuracy, ci_low, ci_high of a
+// share.
 func propFields(p analysis.Prop, applicable bool) []string {
 	if !applicable {
-		return []string{"0", NA, NA, NA, NA}
+		return []string{"0", "0", NA, NA, NA}
 	}
 	if !p.Valid {
 		return []string{itoa(p.N), itoa(p.K), NA, NA, NA}
@@ -67,28 +71,32 @@ func refCSVs(res *analysis.Result, mode string) map[string][]byte {
 // RefDir is the folder of one oracle mode's all-models CSVs.
 func RefDir(mode string) string { return "all_models_oracle_" + mode }
 
+// runHeader are the first columns of every per-run ext_*.csv: the run
+// and the model alias (as in samples.*; run and oracle_mode are the key
+// that joins them), then how the run was made.
+var runHeader = []string{"run", "model", "provider", "oracle_mode", "parse_mode"}
+
 func runCols(rr *analysis.RunResult) []string {
-	return []string{rr.Run.Name, rr.Run.Provider, rr.Run.OracleMode, rr.Run.ParseMode}
+	return []string{rr.Run.Name, orNA(rr.Run.Model), rr.Run.Provider, rr.Run.OracleMode, rr.Run.ParseMode}
 }
 
-var views = []string{"e2e", "oracle_passed", "conditional"}
+// withRun is runHeader followed by cols.
+func withRun(cols ...string) []string { return append(slices.Clone(runHeader), cols...) }
+
+// Settings of a stage accuracy (column setting), named as in the
+// reference's all_models_summary.csv, plus our conditional accuracy.
+var settings = []string{"end_to_end", "oracle_passed", "conditional"}
 
 func extStage(res *analysis.Result) []byte {
-	header := []string{"model", "provider", "oracle_mode", "parse_mode", "path", "lesion", "stage", "view", "applicable", "n", "correct", "acc", "ci_low", "ci_high"}
+	header := withRun("path", "lesion", "stage", "setting", "applicable", "n_records", "n_correct", "accuracy", "ci_low", "ci_high")
 	var rows [][]string
 	for _, rr := range res.Runs {
 		if !rr.Scored {
 			continue
 		}
 		for _, c := range rr.Stages {
-			for _, v := range views {
-				p := c.E2E
-				switch v {
-				case "oracle_passed":
-					p = c.OP
-				case "conditional":
-					p = c.Cond
-				}
+			for _, v := range settings {
+				p := stageView(&c, v)
 				row := append(runCols(rr), string(c.Path), c.Lesion, itoa(int(c.Stage)), v, boolStr(c.Applicable))
 				rows = append(rows, append(row, propFields(p, c.Applicable)...))
 			}
@@ -98,7 +106,7 @@ func extStage(res *analysis.Result) []byte {
 }
 
 func extDepth(res *analysis.Result) []byte {
-	header := []string{"model", "provider", "oracle_mode", "parse_mode", "path", "lesion", "n", "depth_mean", "ci_low", "ci_high", "depth_max", "depth_norm"}
+	header := withRun("path", "lesion", "n_records", "depth_mean", "ci_low", "ci_high", "depth_max", "depth_norm")
 	var rows [][]string
 	for _, rr := range res.Runs {
 		if !rr.Scored {
@@ -141,7 +149,7 @@ func subRows(rr *analysis.RunResult, lesions []string) []*analysis.SubCell {
 }
 
 func extSub(res *analysis.Result) []byte {
-	header := []string{"model", "provider", "oracle_mode", "parse_mode", "path", "lesion", "question", "n", "correct", "acc", "ci_low", "ci_high", "jaccard_mean", "chance"}
+	header := withRun("path", "lesion", "question", "n_records", "n_correct", "accuracy", "ci_low", "ci_high", "jaccard_mean", "chance")
 	var rows [][]string
 	for _, rr := range res.Runs {
 		if !rr.Scored {
@@ -164,7 +172,7 @@ func extSub(res *analysis.Result) []byte {
 }
 
 func extParse(res *analysis.Result) []byte {
-	header := []string{"model", "provider", "oracle_mode", "parse_mode", "question", "n_asked", "n_parse_fail", "parse_fail_rate", "n_out_of_range", "n_empty", "n_truncated"}
+	header := withRun("question", "n_asked", "n_parse_fail", "parse_fail_rate", "n_out_of_range", "n_empty", "n_truncated")
 	var rows [][]string
 	for _, rr := range res.Runs {
 		if !rr.Scored {
@@ -182,7 +190,7 @@ func extParse(res *analysis.Result) []byte {
 }
 
 func extUsage(res *analysis.Result) []byte {
-	header := []string{"model", "provider", "oracle_mode", "n_items", "n_ok", "n_error", "n_calls", "input_tokens", "cached_input_tokens", "output_tokens", "thinking_tokens", "cost_usd", "latency_ms_p50", "latency_ms_p95"}
+	header := withRun("n_records", "n_ok", "n_error", "n_calls", "input_tokens", "cached_input_tokens", "output_tokens", "thinking_tokens", "cost_usd", "latency_ms_p50", "latency_ms_p95")
 	var rows [][]string
 	i64 := func(x int64) string { return strconv.FormatInt(x, 10) }
 	for _, rr := range res.Runs {
@@ -196,14 +204,14 @@ func extUsage(res *analysis.Result) []byte {
 			}
 			return strconv.FormatFloat(x, 'f', 1, 64)
 		}
-		rows = append(rows, []string{rr.Run.Name, rr.Run.Provider, rr.Run.OracleMode, itoa(u.NItems), itoa(u.NOK), itoa(u.NError), itoa(u.NCalls),
-			i64(u.InputTokens), i64(u.CachedInputTokens), i64(u.OutputTokens), i64(u.Thinking), f6(u.Cost), lat(u.LatencyP50), lat(u.LatencyP95)})
+		rows = append(rows, append(runCols(rr), itoa(u.NItems), itoa(u.NOK), itoa(u.NError), itoa(u.NCalls),
+			i64(u.InputTokens), i64(u.CachedInputTokens), i64(u.OutputTokens), i64(u.Thinking), f6(u.Cost), lat(u.LatencyP50), lat(u.LatencyP95)))
 	}
 	return results.CSV(header, rows)
 }
 
 func extChance(res *analysis.Result) []byte {
-	header := []string{"path", "lesion", "target", "kind", "n", "chance_uniform", "majority_answer", "majority_acc"}
+	header := []string{"path", "lesion", "target", "kind", "n_records", "chance", "majority_answer", "majority_accuracy"}
 	var rows [][]string
 	if res.Chance != nil {
 		for _, c := range res.Chance.Rows {
@@ -211,21 +219,21 @@ func extChance(res *analysis.Result) []byte {
 			if maj == "" {
 				maj = NA
 			}
-			rows = append(rows, []string{string(c.Path), c.Lesion, c.Target, c.Kind, itoa(c.N), f6(c.Uniform), maj, f6(c.MajorityAcc)})
+			rows = append(rows, []string{string(c.Path), c.Lesion, c.Target, c.Kind, itoa(c.N), f6(c.Uniform), answerText(maj), f6(c.MajorityAcc)})
 		}
 	}
 	return results.CSV(header, rows)
 }
 
 func extPairwise(res *analysis.Result) []byte {
-	header := []string{"model_a", "model_b", "path", "lesion", "metric", "value_a", "value_b", "diff", "ci_low", "ci_high", "n_paired"}
+	header := []string{"run_a", "run_b", "oracle_mode", "path", "lesion", "metric", "value_a", "value_b", "difference", "ci_low", "ci_high", "n_paired"}
 	var rows [][]string
 	for _, p := range res.Pairs {
 		if !p.Valid {
-			rows = append(rows, []string{p.ModelA, p.ModelB, string(p.Path), p.Lesion, p.Metric, NA, NA, NA, NA, NA, "0"})
+			rows = append(rows, []string{p.ModelA, p.ModelB, p.OracleMode, string(p.Path), p.Lesion, p.Metric, NA, NA, NA, NA, NA, "0"})
 			continue
 		}
-		rows = append(rows, []string{p.ModelA, p.ModelB, string(p.Path), p.Lesion, p.Metric, f6(p.ValueA), f6(p.ValueB), f6(p.Diff), f6(p.Lo), f6(p.Hi), itoa(p.NPaired)})
+		rows = append(rows, []string{p.ModelA, p.ModelB, p.OracleMode, string(p.Path), p.Lesion, p.Metric, f6(p.ValueA), f6(p.ValueB), f6(p.Diff), f6(p.Lo), f6(p.Hi), itoa(p.NPaired)})
 	}
 	return results.CSV(header, rows)
 }
@@ -249,13 +257,14 @@ func summaryJSON(res *analysis.Result, warnings []string) []byte {
 			metrics.A = append(metrics.A, ojson.NewObject().
 				Set("path", ojson.Str(string(h.Path))).
 				Set("metric", ojson.Str(h.Metric)).
-				Set("n", ojson.Int(int64(h.N))).
+				Set("n_records", ojson.Int(int64(h.N))).
 				Set("value", num(h.Value, h.Valid)).
 				Set("ci_low", num(h.Lo, h.Valid)).
 				Set("ci_high", num(h.Hi, h.Valid)))
 		}
 		m := ojson.NewObject().
-			Set("model", ojson.Str(run.Name)).
+			Set("run", ojson.Str(run.Name)).
+			Set("model", strOrNull(run.Model)).
 			Set("provider", ojson.Str(run.Provider)).
 			Set("oracle_mode", ojson.Str(run.OracleMode)).
 			Set("parse_mode", ojson.Str(run.ParseMode)).
@@ -268,16 +277,16 @@ func summaryJSON(res *analysis.Result, warnings []string) []byte {
 	inputs := ojson.Arr()
 	for _, rr := range res.Runs {
 		inputs.A = append(inputs.A, ojson.NewObject().
-			Set("path", ojson.Str(filepath.ToSlash(rr.Run.Dir))).
+			Set("dir", ojson.Str(filepath.ToSlash(rr.Run.Dir))).
 			Set("run", ojson.Str(rr.Run.Name)).
 			Set("oracle_mode", ojson.Str(rr.Run.OracleMode)).
-			Set("dataset_sha256", strOrNull(rr.Run.BenchmarkSHA256)))
+			Set("benchmark_sha256", strOrNull(rr.Run.BenchmarkSHA256)))
 	}
 	ws := ojson.Arr()
 	for _, w := range warnings {
 		ws.A = append(ws.A, ojson.Str(w))
 	}
-	o := ojson.NewObject().Set("models", models).Set("inputs", inputs).Set("warnings", ws)
+	o := ojson.NewObject().Set("runs", models).Set("inputs", inputs).Set("warnings", ws)
 	return ojson.Marshal(o)
 }
 
@@ -287,3 +296,8 @@ func strOrNull(s string) *ojson.Value {
 	}
 	return ojson.Str(s)
 }
+
+// answerText writes a canonical answer set ("1,3", as the analysis keys
+// answers) in the one encoding of our files, "1;3" (see answerSet); NA
+// stays NA.
+func answerText(canon string) string { return strings.ReplaceAll(canon, ",", ";") }

@@ -37,7 +37,7 @@ type Counts struct {
 type StageAccuracy struct {
 	Path         benchmark.Path  `json:"path"`
 	Stage        benchmark.Stage `json:"stage"`
-	N            int             `json:"n"`
+	N            int             `json:"n_records"`
 	E2E          *float64        `json:"e2e"`
 	OraclePassed *float64        `json:"oracle_passed"`
 }

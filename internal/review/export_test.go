@@ -56,7 +56,7 @@ func TestExportFormats(t *testing.T) {
 	msk := func(i int) string { c, _ := s.CaseByKey(ctx, key(i)); return *c.MaskSHA256 }
 	want := `{"key_id":"` + key(0) + `","decision":"accept","reviewers":["r1","r2"],"time":"2026-01-02T03:04:11Z","image_sha256":"` + img(0) + `","mask_sha256":"` + msk(0) + `","note":"r1: clear, well drawn"}` + "\n" +
 		`{"key_id":"` + key(2) + `","decision":"reject","reviewers":["r1","r2","admin"],"time":"2026-01-02T03:04:09Z","image_sha256":"` + img(2) + `","mask_sha256":"` + msk(2) + `","note":"mask \"spills\""}` + "\n" +
-		`{"key_id":"` + key(3) + `","decision":"unsure","reviewers":["r2"],"time":"2026-01-02T03:04:10Z","image_sha256":"` + img(3) + `","mask_sha256":null}` + "\n"
+		`{"key_id":"` + key(3) + `","decision":"pending","reviewers":["r2"],"time":"2026-01-02T03:04:10Z","image_sha256":"` + img(3) + `","mask_sha256":null}` + "\n"
 	out := filepath.Join(t.TempDir(), "reviews.jsonl")
 	n, err := s.ExportJSONL(ctx, out)
 	if err != nil || n != 3 {

@@ -68,6 +68,9 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 	for i, h := range header {
 		col[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))] = i
 	}
+	if i, ok := col["runs"]; ok && !hasCol(col, "n_runs") {
+		col["n_runs"] = i // a report written before the column was renamed
+	}
 	for _, need := range []string{"key_id", "question", "reason"} {
 		if _, ok := col[need]; !ok {
 			return nil, fmt.Errorf("flagged items %s: no %s column (is it a report's flagged_items.csv?)", path, need)
@@ -94,7 +97,7 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 		// that are not UTF-8 as U+FFFD. key_id is matched, not shown.
 		text := func(name string) string { return benchmark.OneLine(strings.ToValidUTF8(get(name), "\uFFFD")) }
 		f := ItemFlag{KeyID: get("key_id"), Mode: text("oracle_mode"), Question: text("question"), Turn: text("turn"), Reason: text("reason"),
-			Runs: text("runs"), AgreeShare: text("agree_share"), GT: text("gt"), Modal: text("modal_answer"), GTText: text("gt_text"), ModalText: text("modal_text")}
+			Runs: text("n_runs"), AgreeShare: text("agree_share"), GT: text("gt"), Modal: text("modal_answer"), GTText: text("gt_text"), ModalText: text("modal_text")}
 		if f.KeyID == "" || f.Reason == "" {
 			return nil, fmt.Errorf("flagged items %s:%d: empty key_id or reason", path, line)
 		}
@@ -108,6 +111,11 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 		return nil, fmt.Errorf("flagged items %s: no flagged item", path)
 	}
 	return out, nil
+}
+
+func hasCol(col map[string]int, name string) bool {
+	_, ok := col[name]
+	return ok
 }
 
 // OnlyFlagged keeps the cases of the source that are flagged, in source

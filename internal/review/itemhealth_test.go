@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -12,7 +13,7 @@ import (
 
 // flaggedCSV is a report's flagged_items.csv (report.FlaggedHeader) for
 // three cases of the fixture; the first case has two flagged questions.
-const flaggedCSV = "oracle_mode,key_id,question,turn,reason,runs,agree_share,gt,modal_answer,p_correct,discrimination,lesion,path,p_chance,gt_text,modal_text\r\n" +
+const flaggedCSV = "oracle_mode,key_id,question,turn,reason,n_runs,agree_share,gt,modal_answer,accuracy,discrimination,lesion,path,p_chance,gt_text,modal_text\r\n" +
 	"none,edema_fx001_positive_0,comparison,T9,unanimous_wrong,5,1.000000,1,4,0.000000,NA,edema,revision_free,0.046875,about the same in both lungs,present in one lung only\r\n" +
 	"none,edema_fx001_positive_0,location,T7,majority_wrong,5,0.800000,2,1,0.200000,NA,edema,revision_free,0.01,right mid zone,left costophrenic angle\r\n" +
 	"none,edema_fx002_positive_0,severity/measurement,T8,unanimous_wrong,5,1.000000,1,3,0.000000,NA,edema,revision_free,0.01,,\r\n" +
@@ -154,6 +155,22 @@ func TestItemHealthRound(t *testing.T) {
 		d := digests[key]
 		if got := l.Resolve(key, d[0], d[1]).Status; got != status {
 			t.Errorf("build would resolve %s as %s, want %s", key, got, status)
+		}
+	}
+}
+
+// TestReadFlaggedColumnNames: the run count is read from n_runs, and from
+// runs in a flagged_items.csv written before the column was renamed.
+func TestReadFlaggedColumnNames(t *testing.T) {
+	dir := t.TempDir()
+	for i, header := range []string{"key_id,question,reason,n_runs,gt", "key_id,question,reason,runs,gt"} {
+		p := filepath.Join(dir, fmt.Sprintf("f%d.csv", i))
+		if err := os.WriteFile(p, []byte(header+"\nk1,detection,unanimous_wrong,5,2\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		flags, err := ReadFlagged(p)
+		if err != nil || len(flags) != 1 || flags[0].Runs != "5" || flags[0].GT != "2" {
+			t.Errorf("%s: %+v, %v; want runs 5, gt 2", header, flags, err)
 		}
 	}
 }

@@ -31,12 +31,17 @@ const (
 	Stale    = "stale"
 )
 
-// Decision values of a log line (resolved lines may also say "disputed").
+// Decision values of a log line (resolved lines may also say "disputed"
+// or "pending").
 const (
 	DecisionAccept   = "accept"
 	DecisionReject   = "reject"
 	DecisionUnsure   = "unsure"
 	DecisionDisputed = "disputed"
+	// DecisionPending is a resolved line of a case that fewer reviewers
+	// decided than were assigned to it, so that it cannot be mistaken
+	// for an explicit unsure.
+	DecisionPending = "pending"
 )
 
 // Resolution is what a store says about one candidate.
@@ -164,9 +169,9 @@ func parseLine(raw []byte) (*Line, error) {
 		return nil, err
 	}
 	switch ln.Decision {
-	case DecisionAccept, DecisionReject, DecisionUnsure, DecisionDisputed:
+	case DecisionAccept, DecisionReject, DecisionUnsure, DecisionDisputed, DecisionPending:
 	default:
-		return nil, fmt.Errorf("key_id %s: decision %q is not accept, reject, unsure or disputed", ln.KeyID, ln.Decision)
+		return nil, fmt.Errorf("key_id %s: decision %q is not accept, reject, unsure, disputed or pending", ln.KeyID, ln.Decision)
 	}
 	if ln.Reviewer, err = str("reviewer", false); err != nil {
 		return nil, err
@@ -210,7 +215,7 @@ func (l *Log) Latest(keyID string) *Line { return l.latest[keyID] }
 
 // Resolve applies the log rule of §4: accept → accepted (stale when a
 // digest differs from the current inputs), reject → rejected, disputed →
-// disputed, unsure or no line → missing.
+// disputed, unsure, pending or no line → missing.
 func (l *Log) Resolve(keyID, imageSHA, maskSHA string) Resolution {
 	ln := l.latest[keyID]
 	if ln == nil {
@@ -251,15 +256,15 @@ type ReviewerDecision struct {
 // ResolveDecisions is the resolution rule of §4 for a case assigned to
 // reviewers, in assignment order, with an optional admin resolution
 // (admin "" = none). It returns the resolved decision: accept, reject,
-// disputed or unsure (the log vocabulary; unsure also covers a missing
-// decision).
+// disputed, pending (an assigned reviewer has not decided yet, and those
+// who did agree) or unsure (every assigned reviewer said unsure).
 func ResolveDecisions(assigned []ReviewerDecision, admin string) string {
 	switch admin {
 	case DecisionAccept, DecisionReject:
 		return admin
 	}
 	if len(assigned) == 0 {
-		return DecisionUnsure
+		return DecisionPending
 	}
 	all := func(d string) bool {
 		for _, a := range assigned {
@@ -276,13 +281,19 @@ func ResolveDecisions(assigned []ReviewerDecision, admin string) string {
 		return DecisionReject
 	}
 	given := map[string]bool{}
+	missing := false
 	for _, a := range assigned {
 		if a.Decision != "" {
 			given[a.Decision] = true
+		} else {
+			missing = true
 		}
 	}
 	if len(given) > 1 {
 		return DecisionDisputed
+	}
+	if missing {
+		return DecisionPending
 	}
 	return DecisionUnsure
 }

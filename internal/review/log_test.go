@@ -22,6 +22,7 @@ func TestLogResolve(t *testing.T) {
 		`{"key_id":"edema_c_positive_0","decision":"reject"}`,
 		`{"key_id":"edema_d_positive_0","decision":"disputed","reviewers":["a","b"]}`,
 		`{"key_id":"edema_e_positive_0","decision":"unsure"}`,
+		`{"key_id":"edema_g_positive_0","decision":"pending","reviewers":["a"]}`,
 		`{"key_id":"edema_f_positive_0","decision":"accept","image_sha256":"` + img1 + `","mask_sha256":"` + mask1 + `"}`,
 	}, "\n")
 	l, err := parseLog("reviews.jsonl", strings.NewReader(data))
@@ -39,6 +40,7 @@ func TestLogResolve(t *testing.T) {
 		{"edema_c_positive_0", img1, mask1, Rejected, "reject"},
 		{"edema_d_positive_0", img1, mask1, Disputed, "disputed"},
 		{"edema_e_positive_0", img1, mask1, Missing, "unsure"},
+		{"edema_g_positive_0", img1, mask1, Missing, "pending"},
 		{"edema_zz_positive_0", img1, mask1, Missing, ""},
 		{"edema_f_positive_0", img1, "", Stale, "accept"},
 	}
@@ -48,8 +50,8 @@ func TestLogResolve(t *testing.T) {
 			t.Errorf("%s (%s,%s): got %s/%s, want %s/%s", tc.key, tc.img[:2], tc.mask, got.Status, got.Decision, tc.want, tc.decision)
 		}
 	}
-	if l.Len() != 6 {
-		t.Errorf("Len = %d, want 6", l.Len())
+	if l.Len() != 7 {
+		t.Errorf("Len = %d, want 7", l.Len())
 	}
 }
 
@@ -102,9 +104,12 @@ func TestResolveDecisions(t *testing.T) {
 		{"unanimous reject", d("reject"), "", "reject"},
 		{"accept and reject", d("accept", "reject"), "", "disputed"},
 		{"accept and unsure", d("accept", "unsure"), "", "disputed"},
-		{"accept and missing", d("accept", ""), "", "unsure"},
+		{"accept and missing", d("accept", ""), "", "pending"},
+		{"unsure and missing", d("unsure", ""), "", "pending"},
+		{"none decided", d("", ""), "", "pending"},
+		{"accept, reject and missing", d("accept", "reject", ""), "", "disputed"},
 		{"all unsure", d("unsure", "unsure"), "", "unsure"},
-		{"nobody assigned", nil, "", "unsure"},
+		{"nobody assigned", nil, "", "pending"},
 	}
 	for _, tc := range tests {
 		if got := ResolveDecisions(tc.assigned, tc.admin); got != tc.want {

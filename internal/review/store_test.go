@@ -185,7 +185,7 @@ func TestResolutionRules(t *testing.T) {
 		{map[string]string{"r1": "reject", "r2": "reject", "r3": "reject"}, "", "reject", Rejected},
 		{map[string]string{"r1": "accept", "r2": "reject", "r3": "accept"}, "", "disputed", Disputed},
 		{map[string]string{"r1": "accept", "r2": "unsure", "r3": "accept"}, "", "disputed", Disputed},
-		{map[string]string{"r1": "accept", "r2": "accept"}, "", "unsure", Missing},
+		{map[string]string{"r1": "accept", "r2": "accept"}, "", "pending", Missing}, // r3 has not decided
 		{map[string]string{"r1": "unsure", "r2": "unsure", "r3": "unsure"}, "", "unsure", Missing},
 		{map[string]string{"r1": "accept", "r2": "reject"}, "accept", "accept", Accepted},
 		{map[string]string{"r1": "accept", "r2": "accept", "r3": "accept"}, "reject", "reject", Rejected},

@@ -154,6 +154,13 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 			BenchDir: b.Dir, Index: i, Oracle: protocol.OracleMode(r.Oracle), Parse: parse.Mode(r.Parse),
 			Now: func() time.Time { return t0 },
 		}, call)
+		for j := range res.Turns {
+			// The runner records what a failed call cost (the protocol
+			// engine sees no reply): 6 attempts over 1.5 s.
+			if tn := &res.Turns[j]; tn.Status == results.TurnError {
+				tn.Attempts, tn.TotalMS = 6, 1500
+			}
+		}
 		line, err := res.MarshalLine()
 		if err != nil {
 			return "", err
