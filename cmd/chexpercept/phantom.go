@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/phantom"
 )
 
@@ -16,6 +17,7 @@ func init() {
 		n       int
 		seed    uint64
 		workers int
+		config  string
 	)
 	cmd := &cobra.Command{
 		Use:   "phantom --out DIR --cases-per-lesion N --seed S",
@@ -24,7 +26,11 @@ func init() {
 right-lung, left-lung, heart and lesion masks, N positive and N negative cases
 for each of the seven lesions, a source manifest (DIR/manifest.jsonl, the
 generic JSONL format) and a contact sheet (DIR/contact_sheet.png).
-The same seed gives byte-identical output whatever the number of workers.`,
+The same seed gives byte-identical output whatever the number of workers.
+
+With --config, the lesions are those the build configuration selects
+(its lesions key, and any lesion_definitions), each drawn with its
+definition's phantom shape family (docs/adding-a-lesion.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -34,9 +40,19 @@ The same seed gives byte-identical output whatever the number of workers.`,
 				return errors.New("phantom: --cases-per-lesion N is required")
 			}
 			w := cmd.OutOrStdout()
-			sum, err := phantom.Generate(cmd.Context(), phantom.Options{
-				OutDir: out, CasesPerLesion: n, Seed: seed, Workers: workers, Progress: w,
-			})
+			opt := phantom.Options{OutDir: out, CasesPerLesion: n, Seed: seed, Workers: workers, Progress: w}
+			if config != "" {
+				cfg, err := buildcfg.Load(config)
+				if err != nil {
+					return fmt.Errorf("phantom: %w", err)
+				}
+				set := cfg.LesionSet()
+				for _, l := range cfg.Lesions {
+					d, _ := set.Def(l)
+					opt.Lesions = append(opt.Lesions, d)
+				}
+			}
+			sum, err := phantom.Generate(cmd.Context(), opt)
 			if err != nil {
 				return err
 			}
@@ -52,5 +68,6 @@ The same seed gives byte-identical output whatever the number of workers.`,
 	f.IntVar(&n, "cases-per-lesion", 0, "positive and negative cases per lesion (each)")
 	seedFlag(f, &seed, "random seed")
 	f.IntVar(&workers, "workers", runtime.NumCPU(), "worker goroutines")
+	f.StringVar(&config, "config", "", "build configuration (YAML) whose lesions to generate")
 	addCommand(cmd)
 }

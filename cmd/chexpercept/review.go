@@ -34,15 +34,28 @@ reference sheets, "pack" writes offline review packs (images and sheets),
 "import" reads filled sheets into reviews.jsonl or the database.`,
 		Args: cobra.NoArgs,
 	}
+	cmd.PersistentFlags().StringVar(&reviewConfig, "config", "", "build configuration whose lesion_definitions the source uses (docs/adding-a-lesion.md)")
 	cmd.AddCommand(reviewInitCmd(), reviewServeCmd(), reviewExportCmd(), reviewPackCmd(), reviewImportCmd())
 	addCommand(cmd)
 }
+
+// reviewConfig is review's --config: lesions outside the seven are read
+// under its definitions.
+var reviewConfig string
 
 // readReviewSource reads a manifest or candidates file with every lesion
 // and its lines in file order (reviews cover every line; a build samples
 // from them later).
 func readReviewSource(path string) ([]*source.Case, error) {
-	cases, _, err := source.ReadSource(path, buildcfg.Default())
+	cfg := buildcfg.Default()
+	if reviewConfig != "" {
+		var err error
+		if cfg, err = buildcfg.Load(reviewConfig); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Lesions = cfg.LesionSet().Names()
+	cases, _, err := source.ReadSource(path, cfg)
 	return cases, err
 }
 

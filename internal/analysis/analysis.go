@@ -176,6 +176,9 @@ type Result struct {
 	Pairs    []PairRow
 	Domains  *DomainResult
 	Warnings []string // the Set's warnings, then the analysis's
+	// Lesions are the lesions of the cells: "all", the benchmark's
+	// declared lesions in order, then others the runs hold.
+	Lesions []string
 
 	// Health is the item analysis per oracle mode with a non-baseline
 	// run (itemhealth.go).
@@ -226,11 +229,11 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 	if err := opts.normalise(); err != nil {
 		return nil, err
 	}
-	res := &Result{Options: opts, Set: set, Warnings: slices.Clone(set.Warnings)}
+	res := &Result{Options: opts, Set: set, Warnings: slices.Clone(set.Warnings), Lesions: lesionList(set.Bench, set.Runs)}
 	if set.Bench != nil {
 		res.Chance = ComputeChance(set.Bench)
 	}
-	heart := heartLesions(set.Bench, set.Runs)
+	heart := heartLesions(set.Bench, set.Runs, res.Lesions)
 	res.Runs = make([]*RunResult, len(set.Runs))
 	score := make([]func(), len(set.Runs))
 	for i, run := range set.Runs {
@@ -246,7 +249,7 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 					rr.Scores = append(rr.Scores, s)
 				}
 			}
-			rr.cells(heart)
+			rr.cells(heart, res.Lesions)
 		}
 	}
 	runJobs(score, opts.Workers)
@@ -294,14 +297,16 @@ func runJobs(jobs []func(), workers int) {
 }
 
 // inCell reports whether a score belongs to the (path, lesion) cell.
-func inCell(s *Score, pi, li int) bool { return s.Path == pi && (li == 0 || s.Lesion == li) }
+func inCell(s *Score, pi int, lesion string) bool {
+	return s.Path == pi && (lesion == AllLesions || s.Lesion == lesion)
+}
 
-func (rr *RunResult) cells(heart heartSet) {
+func (rr *RunResult) cells(heart heartSet, lesions []string) {
 	for pi, path := range benchmark.Paths {
-		for li, lesion := range Lesions {
+		for _, lesion := range lesions {
 			var cell []*Score
 			for i := range rr.Scores {
-				if inCell(&rr.Scores[i], pi, li) {
+				if inCell(&rr.Scores[i], pi, lesion) {
 					cell = append(cell, &rr.Scores[i])
 				}
 			}
@@ -323,11 +328,11 @@ func (rr *RunResult) cells(heart heartSet) {
 		}
 	}
 	// Pooled RR+RF, attributes only (as in the reference detail table).
-	for li, lesion := range Lesions {
+	for _, lesion := range lesions {
 		var cell []*Score
 		for i := range rr.Scores {
 			s := &rr.Scores[i]
-			if benchmark.Paths[s.Path].Positive() && (li == 0 || s.Lesion == li) {
+			if benchmark.Paths[s.Path].Positive() && (lesion == AllLesions || s.Lesion == lesion) {
 				cell = append(cell, s)
 			}
 		}
@@ -391,10 +396,10 @@ func (rr *RunResult) bootDepth(j int, o *Options) {
 	if !dc.Valid {
 		return
 	}
-	pi, li := pathIndex(dc.Path), slices.Index(Lesions, dc.Lesion)
+	pi := pathIndex(dc.Path)
 	xs := make([]float64, 0, dc.N)
 	for i := range rr.Scores {
-		if inCell(&rr.Scores[i], pi, li) {
+		if inCell(&rr.Scores[i], pi, dc.Lesion) {
 			xs = append(xs, float64(rr.Scores[i].Depth))
 		}
 	}

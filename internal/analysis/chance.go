@@ -13,11 +13,12 @@ import (
 // question (indexed by benchmark.Question) the uniform chance of a correct
 // guess and the ground truth as a canonical string ("1", "1,3").
 type itemGT struct {
-	path, lesion int
-	heart        bool // a heart-type positive (its depth gains one)
-	app          [benchmark.NumQuestions]bool
-	chance       [benchmark.NumQuestions]float64
-	gt           [benchmark.NumQuestions]string
+	path   int
+	lesion string
+	heart  bool // a heart-type positive (its depth gains one)
+	app    [benchmark.NumQuestions]bool
+	chance [benchmark.NumQuestions]float64
+	gt     [benchmark.NumQuestions]string
 }
 
 func canonGT(idx []int) string {
@@ -48,7 +49,7 @@ func single(n int) float64 {
 
 func gtOf(rec *benchmark.Record) itemGT {
 	path := rec.Path()
-	g := itemGT{path: pathIndex(path), lesion: lesionIndex(rec.Lesion), heart: rec.IsHeartType()}
+	g := itemGT{path: pathIndex(path), lesion: rec.Lesion, heart: rec.IsHeartType()}
 	set := func(q benchmark.Question, chance float64, gt string) {
 		if benchmark.Applies(path, g.heart, q) {
 			g.app[q], g.chance[q], g.gt[q] = true, chance, gt
@@ -122,7 +123,7 @@ func ComputeChance(b *benchmark.Benchmark) *Chance {
 	items := make([]itemGT, 0, len(b.Records))
 	for _, r := range b.Records {
 		g := gtOf(r)
-		if g.path >= 0 && g.lesion >= 0 {
+		if g.path >= 0 && g.lesion != "" {
 			items = append(items, g)
 		}
 	}
@@ -142,12 +143,13 @@ func ComputeChance(b *benchmark.Benchmark) *Chance {
 		}
 		c.Majority[q] = best
 	}
-	heart := heartLesions(b, nil)
+	lesions := lesionList(b, nil)
+	heart := heartLesions(b, nil, lesions)
 	for pi, path := range benchmark.Paths {
-		for li, lesion := range Lesions {
+		for _, lesion := range lesions {
 			var cell []itemGT
 			for _, it := range items {
-				if it.path == pi && (li == 0 || it.lesion == li) {
+				if it.path == pi && (lesion == AllLesions || it.lesion == lesion) {
 					cell = append(cell, it)
 				}
 			}
@@ -156,13 +158,13 @@ func ComputeChance(b *benchmark.Benchmark) *Chance {
 	}
 	// Pooled RR+RF rows for the attribute questions (the reference's
 	// attribute detail table pools the two paths).
-	for li, lesion := range Lesions {
+	for _, lesion := range lesions {
 		if heart[lesion] {
 			continue
 		}
 		var cell []itemGT
 		for _, it := range items {
-			if benchmark.Paths[it.path].Positive() && (li == 0 || it.lesion == li) {
+			if benchmark.Paths[it.path].Positive() && (lesion == AllLesions || it.lesion == lesion) {
 				cell = append(cell, it)
 			}
 		}

@@ -8,29 +8,52 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// Lesions are the lesions of a cell: "all" then the seven.
-var Lesions = append([]string{"all"}, benchmark.Lesions...)
+// AllLesions is the lesion of the cells that pool every lesion.
+const AllLesions = "all"
+
+// lesionList is the lesions of the cells: "all", then the lesions the
+// runs hold (without runs, the benchmark's records), in the benchmark's
+// declared order (the built-in seven without a benchmark); a lesion the
+// declaration lacks comes last, in byte order.
+func lesionList(b *benchmark.Benchmark, runs []*Run) []string {
+	var set *benchmark.LesionSet // nil: the built-in seven
+	if b != nil {
+		set = b.Lesions
+	}
+	seen := map[string]bool{}
+	var out []string
+	note := func(l string) {
+		if l != "" && l != AllLesions && !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	for _, run := range runs {
+		for _, r := range run.Records {
+			note(r.Lesion)
+		}
+	}
+	if len(out) == 0 && b != nil {
+		for _, r := range b.Records {
+			note(r.Lesion)
+		}
+	}
+	set.Sort(out)
+	return append([]string{AllLesions}, out...)
+}
 
 func pathIndex(p benchmark.Path) int { return slices.Index(benchmark.Paths, p) }
 
-// lesionIndex is the index of a lesion in Lesions (1..7), or −1.
-func lesionIndex(l string) int {
-	if i := slices.Index(benchmark.Lesions, l); i >= 0 {
-		return i + 1
-	}
-	return -1
-}
-
 // heartSet says which lesions are heart-type (no attribute stage), for
-// the per-lesion cells: the data says it where it can, the format's
-// default (benchmark.HeartLesions) for lesions without a positive record.
+// the per-lesion cells: the data says it where it can, the benchmark's
+// declared set (or the built-in one) for lesions without a positive record.
 type heartSet map[string]bool
 
 // heartLesions reads the heart-type lesions from the benchmark's positive
 // records (a null attribute object) and from the runs' positive records
 // (stage 4 stored as not applicable). A lesion is heart-type when every
 // positive record seen of it is.
-func heartLesions(b *benchmark.Benchmark, runs []*Run) heartSet {
+func heartLesions(b *benchmark.Benchmark, runs []*Run, lesions []string) heartSet {
 	seen := map[string][2]int{} // lesion → [heart-type, lung-type] counts
 	note := func(lesion string, heart bool) {
 		c := seen[lesion]
@@ -55,10 +78,14 @@ func heartLesions(b *benchmark.Benchmark, runs []*Run) heartSet {
 			}
 		}
 	}
+	var declared *benchmark.LesionSet // nil: the built-in seven
+	if b != nil {
+		declared = b.Lesions
+	}
 	h := heartSet{}
-	for _, l := range benchmark.Lesions {
+	for _, l := range lesions[1:] {
 		c, ok := seen[l]
-		h[l] = (!ok && slices.Contains(benchmark.HeartLesions, l)) || (ok && c[1] == 0)
+		h[l] = (!ok && declared.IsHeart(l)) || (ok && c[1] == 0)
 	}
 	return h
 }
@@ -72,12 +99,12 @@ func isHeartRecord(r *results.Record) bool {
 // stageApplies reports whether stage s applies to the records of a
 // (path, lesion) cell: for "all", to some record of the path.
 func (h heartSet) stageApplies(path benchmark.Path, lesion string, s benchmark.Stage) bool {
-	return benchmark.StageApplies(path, lesion != "all" && h[lesion], s)
+	return benchmark.StageApplies(path, lesion != AllLesions && h[lesion], s)
 }
 
 // applies is stageApplies for question q.
 func (h heartSet) applies(path benchmark.Path, lesion string, q benchmark.Question) bool {
-	return benchmark.Applies(path, lesion != "all" && h[lesion], q)
+	return benchmark.Applies(path, lesion != AllLesions && h[lesion], q)
 }
 
 // Score is one record's outcome under our semantics (§10.3).
@@ -85,7 +112,7 @@ type Score struct {
 	Index  int // position in the benchmark (records are kept in this order)
 	Key    string
 	Path   int // index into benchmark.Paths
-	Lesion int // index into Lesions (1..7)
+	Lesion string
 	OK     bool
 	// Stage applicability and correctness, stages 1..4 at 0..3.
 	App, Cor [4]bool
@@ -112,8 +139,8 @@ func (s *Score) Chain(k benchmark.Stage) bool {
 // scored as all-incorrect (--error-policy wrong); without, ok is false
 // for error records and the caller leaves them out.
 func ScoreRecord(r *results.Record, countErrors bool) (Score, bool) {
-	s := Score{Index: r.Index, Key: r.KeyID, Path: pathIndex(r.QAPath), Lesion: lesionIndex(r.Lesion), OK: r.Status == results.StatusOK}
-	if s.Path < 0 || s.Lesion < 0 {
+	s := Score{Index: r.Index, Key: r.KeyID, Path: pathIndex(r.QAPath), Lesion: r.Lesion, OK: r.Status == results.StatusOK}
+	if s.Path < 0 || s.Lesion == "" || s.Lesion == AllLesions {
 		return s, false
 	}
 	if !s.OK && !countErrors {

@@ -102,7 +102,9 @@ func runOf(name string, recs ...*results.Record) *RunResult {
 		s, _ := ScoreRecord(r, false)
 		rr.Scores = append(rr.Scores, s)
 	}
-	rr.cells(heartLesions(nil, []*Run{{Records: recs}}))
+	runs := []*Run{{Records: recs}}
+	lesions := lesionList(nil, runs)
+	rr.cells(heartLesions(nil, runs, lesions), lesions)
 	return rr
 }
 
@@ -198,11 +200,11 @@ func TestHeartTypeFromStoredStages(t *testing.T) {
 	if c := rr.Stage(RR, "cardiomegaly", 4); !c.Applicable || c.E2E.N != 1 {
 		t.Errorf("cardiomegaly written as lung-type: stage 4 cell %+v", c)
 	}
-	// A lesion without records keeps the format's default.
-	if c := rr.Stage(RR, "effusion", 4); !c.Applicable {
+	// A lesion without records has no cells.
+	if c := rr.Stage(RR, "effusion", 4); c != nil {
 		t.Errorf("effusion without records: stage 4 cell %+v", c)
 	}
-	if h := heartLesions(nil, nil); !h["cardiomegaly"] || h["edema"] {
+	if h := heartLesions(nil, nil, append([]string{AllLesions}, benchmark.Lesions...)); !h["cardiomegaly"] || h["edema"] {
 		t.Errorf("default heart lesions %v", h)
 	}
 }

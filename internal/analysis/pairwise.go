@@ -56,11 +56,11 @@ func metricValue(s *Score, metric string) (float64, bool) {
 }
 
 // cellValue is the run's value of a metric in a cell (all its records).
-func cellValue(rr *RunResult, metric string, pi, li int) (float64, int) {
+func cellValue(rr *RunResult, metric string, pi int, lesion string) (float64, int) {
 	t, n := 0.0, 0
 	for i := range rr.Scores {
 		s := &rr.Scores[i]
-		if !inCell(s, pi, li) {
+		if !inCell(s, pi, lesion) {
 			continue
 		}
 		if v, ok := metricValue(s, metric); ok {
@@ -76,7 +76,8 @@ func cellValue(rr *RunResult, metric string, pi, li int) (float64, int) {
 
 type pairJob struct {
 	a, b   *RunResult
-	pi, li int
+	pi     int
+	lesion string
 	metric string
 }
 
@@ -91,7 +92,7 @@ func comparePairs(res *Result, o *Options) ([]PairRow, []string) {
 	var jobs []pairJob
 	seen := map[string]bool{}
 	addJob := func(j pairJob) {
-		id := fmt.Sprintf("%s|%s|%s|%d|%d|%s", j.a.Run.Name, j.b.Run.Name, j.a.Run.OracleMode, j.pi, j.li, j.metric)
+		id := fmt.Sprintf("%s|%s|%s|%d|%s|%s", j.a.Run.Name, j.b.Run.Name, j.a.Run.OracleMode, j.pi, j.lesion, j.metric)
 		if !seen[id] {
 			seen[id] = true
 			jobs = append(jobs, j)
@@ -119,9 +120,9 @@ func comparePairs(res *Result, o *Options) ([]PairRow, []string) {
 				common = true
 				warns = append(warns, pairDiffers(a.Run, b.Run)...)
 				for pi, path := range benchmark.Paths {
-					for li := range Lesions {
+					for _, lesion := range res.Lesions {
 						for _, m := range pairMetrics(path) {
-							addJob(pairJob{a: a, b: b, pi: pi, li: li, metric: m})
+							addJob(pairJob{a: a, b: b, pi: pi, lesion: lesion, metric: m})
 						}
 					}
 				}
@@ -143,13 +144,13 @@ func comparePairs(res *Result, o *Options) ([]PairRow, []string) {
 				continue
 			}
 			for pi, path := range benchmark.Paths {
-				for li := range Lesions {
+				for _, lesion := range res.Lesions {
 					for _, m := range pairMetrics(path) {
 						// Best: highest value; ties by run name (runs are in name order).
 						var best *RunResult
 						bv := nan
 						for _, rr := range runs {
-							v, n := cellValue(rr, m, pi, li)
+							v, n := cellValue(rr, m, pi, lesion)
 							if n > 0 && (best == nil || v > bv) {
 								best, bv = rr, v
 							}
@@ -159,7 +160,7 @@ func comparePairs(res *Result, o *Options) ([]PairRow, []string) {
 						}
 						for _, rr := range runs {
 							if rr != best {
-								addJob(pairJob{a: best, b: rr, pi: pi, li: li, metric: m})
+								addJob(pairJob{a: best, b: rr, pi: pi, lesion: lesion, metric: m})
 							}
 						}
 					}
@@ -194,20 +195,20 @@ func pairDiffers(a, b *Run) []string {
 }
 
 func pairRow(j pairJob, o *Options) PairRow {
-	path, lesion := benchmark.Paths[j.pi], Lesions[j.li]
+	path, lesion := benchmark.Paths[j.pi], j.lesion
 	row := PairRow{ModelA: j.a.Run.Name, ModelB: j.b.Run.Name, OracleMode: j.a.Run.OracleMode, Path: path, Lesion: lesion, Metric: j.metric}
 	// Only ok records in both runs are paired, whatever the error policy.
 	bIdx := make(map[string]*Score, len(j.b.Scores))
 	for i := range j.b.Scores {
 		s := &j.b.Scores[i]
-		if s.OK && inCell(s, j.pi, j.li) {
+		if s.OK && inCell(s, j.pi, j.lesion) {
 			bIdx[s.Key] = s
 		}
 	}
 	var xa, xb []float64
 	for i := range j.a.Scores {
 		sa := &j.a.Scores[i]
-		if !sa.OK || !inCell(sa, j.pi, j.li) {
+		if !sa.OK || !inCell(sa, j.pi, j.lesion) {
 			continue
 		}
 		sb := bIdx[sa.Key]

@@ -45,7 +45,7 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs, err := benchmark.Decode(name, data)
+			recs, err := benchmark.Decode(name, data, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -240,7 +240,7 @@ func TestDecodeErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			data := []byte(tc.edit(string(good)))
-			_, err := benchmark.Decode("dir/chexpercept.json", data)
+			_, err := benchmark.Decode("dir/chexpercept.json", data, nil)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -291,7 +291,7 @@ func TestRevisionSequentialKept(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(sampleDir, benchmark.JSONName))
 	s := strings.Replace(string(data), "\n    \"pair_id\": \"s57001234_positive_0\"",
 		"\n    \"revision_sequential_qa\": {\"z\": [1, 2.50, {\"a\": null}], \"a\": \"<&>\"},\n    \"pair_id\": \"s57001234_positive_0\"", 1)
-	recs, err := benchmark.Decode("x", []byte(s))
+	recs, err := benchmark.Decode("x", []byte(s), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

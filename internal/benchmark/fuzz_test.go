@@ -28,7 +28,7 @@ func FuzzLoad(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, err := benchmark.Decode("fuzz.json", data)
+		recs, err := benchmark.Decode("fuzz.json", data, nil)
 		if err != nil {
 			if bytes.ContainsRune([]byte(err.Error()), '\n') {
 				t.Fatalf("multi-line error: %q", err)
@@ -36,7 +36,7 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		out := benchmark.Marshal(recs)
-		recs2, err := benchmark.Decode("fuzz.json", out)
+		recs2, err := benchmark.Decode("fuzz.json", out, nil)
 		if err != nil {
 			t.Fatalf("re-reading written output: %v", err)
 		}

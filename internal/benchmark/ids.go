@@ -1,7 +1,6 @@
 package benchmark
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -12,11 +11,10 @@ import (
 var (
 	// PairIDPattern matches a pair_id: <stem>_(positive|negative)_<n>.
 	PairIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+$`)
-	// KeyIDPattern matches a key_id; group 1 is the lesion (one of
-	// Lesions, in byte order as format.md §2 writes them), group 2 the
-	// pair_id.
-	KeyIDPattern = regexp.MustCompile(`^(` + strings.Join(slices.Sorted(slices.Values(Lesions)), "|") +
-		`)_([A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+)$`)
+	// KeyIDPattern matches the form of a key_id; group 1 is the lesion
+	// name (whether it is a lesion of the benchmark's set is checked
+	// apart, LesionSet.ParseKeyID), group 2 the pair_id.
+	KeyIDPattern = regexp.MustCompile(`^([a-z][a-z0-9]{0,31})_([A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+)$`)
 	// DicomIDPattern is the MIMIC-CXR DICOM id form.
 	DicomIDPattern = regexp.MustCompile(`^[0-9a-f]{8}(-[0-9a-f]{8}){4}$`)
 	// mimicPairPattern tells MIMIC records (pair_id s<digits>_...) apart.
@@ -25,8 +23,8 @@ var (
 	OptionFilePattern = regexp.MustCompile(`^option_([1-9][0-9]*)_mask_(answer|fake)\.png$`)
 )
 
-// IsLesion reports whether s is one of the seven lesion names.
-func IsLesion(s string) bool { return slices.Contains(Lesions, s) }
+// IsLesion reports whether s is one of the built-in seven lesion names.
+func IsLesion(s string) bool { return DefaultLesions().Has(s) }
 
 // LesionOf returns the part of a key before its first underscore (the
 // whole key when it has none). It does not check the name.
@@ -37,17 +35,10 @@ func LesionOf(key string) string {
 	return key
 }
 
-// ParseKeyID splits a key_id into its lesion and pair_id, checking it
-// against the full key pattern of format.md §2.
+// ParseKeyID splits a key_id of the built-in lesions into its lesion and
+// pair_id (LesionSet.ParseKeyID for a declared set).
 func ParseKeyID(key string) (lesion, pairID string, err error) {
-	m := KeyIDPattern.FindStringSubmatch(key)
-	if m == nil {
-		if !IsLesion(LesionOf(key)) {
-			return "", "", fmt.Errorf("key_id %q: unknown lesion %q", key, LesionOf(key))
-		}
-		return "", "", fmt.Errorf("key_id %q does not match <lesion>_<stem>_(positive|negative)_<n>", key)
-	}
-	return m[1], m[2], nil
+	return DefaultLesions().ParseKeyID(key)
 }
 
 // IsMIMICPairID reports whether a pair_id has the MIMIC form s<digits>_…,

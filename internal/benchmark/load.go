@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -27,6 +26,9 @@ type Benchmark struct {
 	Dir     string    // the benchmark directory as given to Load
 	Records []*Record // in file order
 	SHA256  string    // lowercase hex SHA-256 of the chexpercept.json bytes
+	// Lesions is the benchmark's lesion set: the declaration beside
+	// chexpercept.json (LesionsFileName), or the built-in seven.
+	Lesions *LesionSet
 
 	byKey map[string]*Record
 }
@@ -136,15 +138,19 @@ func ReadJSONFile(dir string) ([]byte, error) {
 // Pointer and the reason. Unknown fields are ignored (the validator warns
 // about them). It does not look at images; run the validator for that.
 func Load(dir string) (*Benchmark, error) {
+	lesions, err := ReadLesions(dir)
+	if err != nil {
+		return nil, err
+	}
 	data, err := ReadJSONFile(dir)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := Decode(filepath.Join(dir, JSONName), data)
+	recs, err := Decode(filepath.Join(dir, JSONName), data, lesions)
 	if err != nil {
 		return nil, err
 	}
-	b := &Benchmark{Dir: dir, Records: recs, SHA256: SHA256Hex(data), byKey: make(map[string]*Record, len(recs))}
+	b := &Benchmark{Dir: dir, Records: recs, SHA256: SHA256Hex(data), Lesions: lesions, byKey: make(map[string]*Record, len(recs))}
 	for _, r := range recs {
 		b.byKey[r.KeyID] = r
 	}
@@ -174,8 +180,11 @@ func SHA256File(name string) (string, error) {
 }
 
 // Decode parses chexpercept.json bytes into records; file names the
-// source in errors.
-func Decode(file string, data []byte) ([]*Record, error) {
+// source in errors; lesions is the benchmark's set (nil = the built-in seven).
+func Decode(file string, data []byte, lesions *LesionSet) ([]*Record, error) {
+	if lesions == nil {
+		lesions = DefaultLesions()
+	}
 	root, err := ojson.Parse(data)
 	if err != nil {
 		return nil, &LoadError{File: file, Reason: "invalid JSON: " + err.Error()}
@@ -195,7 +204,7 @@ func Decode(file string, data []byte) ([]*Record, error) {
 	}
 	recs := make([]*Record, 0, len(root.O))
 	for _, m := range root.O {
-		d := &decoder{file: file, key: m.Key}
+		d := &decoder{file: file, key: m.Key, lesions: lesions}
 		r := d.record(m.Key, m.Value)
 		if d.err != nil {
 			return nil, d.err
@@ -209,9 +218,10 @@ func Decode(file string, data []byte) ([]*Record, error) {
 // error and turns later calls into no-ops so the decoding code reads
 // straight through.
 type decoder struct {
-	file string
-	key  string
-	err  error
+	file    string
+	key     string
+	lesions *LesionSet
+	err     error
 }
 
 func (d *decoder) fail(ptr, format string, args ...any) {
@@ -386,7 +396,7 @@ func (o *obj) namedMasks(key string) NamedMasks {
 
 func (d *decoder) record(key string, v *ojson.Value) *Record {
 	ptr := "/" + ojson.EscapePointer(key)
-	lesion, pairID, err := ParseKeyID(key)
+	lesion, pairID, err := d.lesions.ParseKeyID(key)
 	if err != nil {
 		d.fail(ptr, "%v", err)
 		return nil
@@ -421,7 +431,7 @@ func (d *decoder) record(key string, v *ojson.Value) *Record {
 	if d.err != nil {
 		return nil
 	}
-	if slices.Contains(HeartLesions, r.Lesion) {
+	if d.lesions.IsHeart(r.Lesion) {
 		// The key should be present and null; an omitted key is written
 		// back as null, which is the spec's form.
 		if av := o.v.Get("attribute_extraction_qa"); av != nil && av.Kind != ojson.KindNull {

@@ -10,17 +10,17 @@ import (
 // protocol.md §2). Everything downstream (build, protocol, results,
 // analysis) asks Applies or StageApplies instead of coding it again.
 
-// Lesions are the seven lesion names, in the reference's sampling order
-// (build.md §3): cardiomegaly, consolidation, edema, atelectasis,
-// pneumonia, opacity, effusion. It is the one declaration of the list.
-var Lesions = []string{"cardiomegaly", "consolidation", "edema", "atelectasis", "pneumonia", "opacity", "effusion"}
+// Lesions are the names of the built-in seven lesions, in the reference's
+// sampling order (build.md §3); DefaultLesionDefs declares them. A
+// benchmark may declare another set (ReadLesions).
+var Lesions = DefaultLesions().Names()
 
 // HeartLesions are the lesions format.md §3.5 gives no attribute stage
 // (their attribute_extraction_qa is null). It is the default of the
 // build's heart_lesions and what the loader and validator hold a file to;
 // everywhere else a record says itself whether it is heart-type
 // (Record.IsHeartType, a results record's stored stages).
-var HeartLesions = []string{"cardiomegaly"}
+var HeartLesions = DefaultLesions().HeartNames()
 
 // Path is a record's evaluation path, decided from ground truth only.
 type Path string

@@ -67,11 +67,31 @@ func TestApplies(t *testing.T) {
 	}
 }
 
-// TestKeyIDPattern: the pattern built from Lesions is format.md §2's.
+// TestKeyIDPattern: the key form of the format; the lesion part is any
+// lesion name, and ParseKeyID holds it to the lesion set.
 func TestKeyIDPattern(t *testing.T) {
-	const spec = `^(atelectasis|cardiomegaly|consolidation|edema|effusion|opacity|pneumonia)_([A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+)$`
-	if got := benchmark.KeyIDPattern.String(); got != spec {
-		t.Errorf("KeyIDPattern = %s\nwant %s", got, spec)
+	for _, tc := range []struct {
+		key, lesion, pair string
+		ok                bool
+	}{
+		{"effusion_s1_positive_0", "effusion", "s1_positive_0", true},
+		{"cardiomegaly_ph0002_negative_12", "cardiomegaly", "ph0002_negative_12", true},
+		{"pneumothorax_ph0002_negative_1", "", "", false}, // not a built-in lesion
+		{"Effusion_s1_positive_0", "", "", false},
+		{"effusion_s1_maybe_0", "", "", false},
+		{"effusion_s1_positive_", "", "", false},
+	} {
+		l, p, err := benchmark.ParseKeyID(tc.key)
+		if (err == nil) != tc.ok || l != tc.lesion || p != tc.pair {
+			t.Errorf("ParseKeyID(%q) = %q, %q, %v", tc.key, l, p, err)
+		}
+	}
+	set, err := benchmark.WithDefaults([]benchmark.LesionDef{{Name: "pneumothorax", Kind: benchmark.LungKind, Detection: benchmark.DirectWording}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, p, err := set.ParseKeyID("pneumothorax_ph0002_negative_1"); err != nil || l != "pneumothorax" || p != "ph0002_negative_1" {
+		t.Errorf("declared lesion: %q %q %v", l, p, err)
 	}
 }
 

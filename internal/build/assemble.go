@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"image"
 	"io"
@@ -45,6 +46,7 @@ const (
 	timingJSON     = "build_timing.json"
 	sumsFile       = "SHA256SUMS"
 	benchmarkJSON  = benchmark.JSONName
+	lesionsJSON    = benchmark.LesionsFileName
 	notAcceptedPfx = "not_accepted:"
 )
 
@@ -196,6 +198,18 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 		{reportJSON, a.buildReport},
 		{skippedCSV, a.skippedCSV},
 		{benchmarkJSON, func() ([]byte, error) { return benchmark.Marshal(recs), nil }},
+	}
+	// A benchmark declares its lesion set unless it is the built-in one
+	// (whose benchmarks, like the released one, carry no declaration).
+	if set := a.cfg.LesionSet(); !set.IsDefault() {
+		files = slices.Insert(files, len(files)-1, struct {
+			name string
+			data func() ([]byte, error)
+		}{lesionsJSON, func() ([]byte, error) { return benchmark.MarshalLesions(set) }})
+	} else if err := os.Remove(filepath.Join(a.opt.Out, lesionsJSON)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// The output directory was verified as this command's own, so
+		// a declaration there was written by an earlier build.
+		return nil, global("removing the stale %s: %w", lesionsJSON, err)
 	}
 	for _, f := range files {
 		data, err := f.data()
@@ -424,7 +438,7 @@ func (a *assembly) deformationJSON() ([]byte, error) {
 		}
 		d := o.Deformation
 		if d == nil {
-			w := readWork(a.workDir, o.KeyID, "")
+			w := readWork(a.workDir, o.KeyID, "", a.cfg.LesionSet())
 			if w == nil || w.Deformation == nil {
 				return nil, fmt.Errorf("%s: work state has no deformation results", o.KeyID)
 			}

@@ -189,7 +189,7 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 			return nil
 		}
 		fp := fingerprint(fpcfg, e.seed, c, in)
-		if o := readWork(workDir, c.KeyID(), fp); o != nil {
+		if o := readWork(workDir, c.KeyID(), fp, e.cfg.LesionSet()); o != nil {
 			o.Deformation = nil // reloaded from work/ at assembly (memory)
 			it.outcome = o
 			return nil
@@ -288,7 +288,7 @@ func makeLists(cases []*source.Case, cfg buildcfg.Config) []*list {
 	}
 	var lists []*list
 	byKey := map[string]*list{}
-	for _, les := range benchmark.Lesions {
+	for _, les := range cfg.LesionSet().Names() {
 		if !wanted[les] {
 			continue
 		}

@@ -208,10 +208,10 @@ func TestWorkRoundTripFailure(t *testing.T) {
 	if err := writeWork(dir, "fp1", o); err != nil {
 		t.Fatal(err)
 	}
-	if readWork(dir, o.KeyID, "fp2") != nil {
+	if readWork(dir, o.KeyID, "fp2", nil) != nil {
 		t.Error("another fingerprint was accepted")
 	}
-	got := readWork(dir, o.KeyID, "fp1")
+	got := readWork(dir, o.KeyID, "fp1", nil)
 	if got == nil || got.OK || got.Reason != o.Reason || got.Detail != o.Detail || got.CaseSeed != "ab" {
 		t.Fatalf("round trip: %+v", got)
 	}
@@ -220,7 +220,7 @@ func TestWorkRoundTripFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 || readWork(dir, o.KeyID, "fp3") == nil {
+	if len(ents) != 1 || readWork(dir, o.KeyID, "fp3", nil) == nil {
 		t.Errorf("work dir after rewrite: %v", ents)
 	}
 }

@@ -88,8 +88,10 @@ const maxMetaBytes = 256 << 20
 // configuration of its build_info.json and writes inspect/<key_id>/.
 func Inspect(opt InspectOptions) (string, error) {
 	// The key names folders under work/ and inspect/: it must be a key_id.
-	if _, _, err := benchmark.ParseKeyID(opt.Key); err != nil {
-		return "", err
+	// Its form is checked here; whether the lesion is one of the build's
+	// is checked once the build's configuration is read.
+	if !benchmark.KeyIDPattern.MatchString(opt.Key) {
+		return "", fmt.Errorf("key_id %q does not match <lesion>_<stem>_(positive|negative)_<n>", benchmark.OneLine(opt.Key))
 	}
 	// inspect writes only into a build's directory, and replaces only an
 	// inspect folder that holds nothing but inspect's files.
@@ -115,6 +117,9 @@ func Inspect(opt InspectOptions) (string, error) {
 	cfg := buildcfg.Default()
 	if err := decodeConfig(ojson.MarshalCompact(cv), &cfg); err != nil {
 		return "", fmt.Errorf("%s: config: %w", infoJSON, err)
+	}
+	if _, _, err := cfg.LesionSet().ParseKeyID(opt.Key); err != nil {
+		return "", err
 	}
 	c, err := findCase(opt, cfg)
 	if err != nil {
@@ -165,7 +170,7 @@ func findCase(opt InspectOptions, cfg buildcfg.Config) (*source.Case, error) {
 		return nil, fmt.Errorf("%s %w in %s", opt.Key, ErrNoWorkState, filepath.Join(opt.Dir, workDirName))
 	}
 	all := cfg
-	all.Lesions = slices.Clone(benchmark.Lesions)
+	all.Lesions = cfg.LesionSet().Names()
 	cases, _, err := source.ReadSource(src, all)
 	if err != nil {
 		return nil, err

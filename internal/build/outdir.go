@@ -42,7 +42,7 @@ const (
 // the output directory (§11).
 var (
 	rootFiles = map[string]bool{benchmarkJSON: true, deformJSON: true, casesJSONL: true, reportJSON: true,
-		skippedCSV: true, infoJSON: true, timingJSON: true, sumsFile: true}
+		skippedCSV: true, infoJSON: true, timingJSON: true, sumsFile: true, lesionsJSON: true}
 	rootDirs = map[string]bool{imagesDir: true, masksDir: true, inspectDir: true, workDirName: true}
 )
 

@@ -191,8 +191,9 @@ func nonNil(xs []string) []string {
 
 // readWork loads work/<key_id>/case.json. It returns (nil, nil) when there
 // is no usable state: missing, unreadable, malformed or with another
-// fingerprint (want == "" accepts any fingerprint).
-func readWork(workDir, keyID, want string) *Outcome {
+// fingerprint (want == "" accepts any fingerprint). lesions is the build's
+// lesion set (nil = the built-in seven).
+func readWork(workDir, keyID, want string, lesions *benchmark.LesionSet) *Outcome {
 	data, err := imagefile.ReadFile(filepath.Join(workDir, keyID, caseJSON), maxMetaBytes, imagefile.NoFollow)
 	if err != nil {
 		return nil
@@ -238,7 +239,7 @@ func readWork(workDir, keyID, want string) *Outcome {
 		if rv == nil || rv.Kind != ojson.KindObject {
 			return nil
 		}
-		recs, err := benchmark.Decode(caseJSON, ojson.Marshal(rv))
+		recs, err := benchmark.Decode(caseJSON, ojson.Marshal(rv), lesions)
 		if err != nil || len(recs) != 1 {
 			return nil
 		}

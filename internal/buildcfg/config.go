@@ -46,6 +46,13 @@ type Config struct {
 
 	HeartLesions          []string `yaml:"heart_lesions" json:"heart_lesions"`
 	DirectPhrasingLesions []string `yaml:"direct_phrasing_lesions" json:"direct_phrasing_lesions"`
+	// LesionDefinitions add lesions to the built-in seven or redefine
+	// them (docs/adding-a-lesion.md). Empty in the default configuration,
+	// so it changes no default output.
+	LesionDefinitions []benchmark.LesionDef `yaml:"lesion_definitions" json:"lesion_definitions,omitempty"`
+
+	// lesions is the resolved lesion set (Validate).
+	lesions *benchmark.LesionSet
 
 	MinComponentPx int `yaml:"min_component_px" json:"min_component_px"`
 	CleanupRadius  int `yaml:"cleanup_radius" json:"cleanup_radius"`
@@ -132,7 +139,7 @@ func Default() Config {
 		RR:                          100,
 		NoDeformationRatio:          map[string]float64{},
 		HeartLesions:                slices.Clone(benchmark.HeartLesions),
-		DirectPhrasingLesions:       []string{"opacity", "consolidation"},
+		DirectPhrasingLesions:       directPhrasing(benchmark.DefaultLesions()),
 		MinComponentPx:              1000,
 		CleanupRadius:               5,
 		LungTouchPx:                 2,
@@ -188,6 +195,19 @@ func Default() Config {
 	}
 }
 
+// directPhrasing lists the lesions of set with the direct detection
+// wording, in the order the configuration has always written them.
+func directPhrasing(set *benchmark.LesionSet) []string {
+	var out []string
+	for _, d := range set.Defs() {
+		if d.Detection == benchmark.DirectWording {
+			out = append(out, d.Name)
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
+
 // maxConfigBytes bounds a configuration file (a few kilobytes).
 const maxConfigBytes = yamlerr.MaxFileBytes
 
@@ -205,22 +225,56 @@ func Load(path string) (Config, error) {
 		}
 		return cfg, fmt.Errorf("config %s: %v", path, err)
 	}
+	if len(cfg.LesionDefinitions) > 0 && !topLevelKey(data, "lesions") {
+		// A file that defines lesions builds all of them unless it
+		// says which.
+		if set, err := benchmark.WithDefaults(cfg.LesionDefinitions); err == nil {
+			cfg.Lesions = set.Names()
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// Validate checks values that YAML typing cannot.
+// topLevelKey reports whether the YAML document data has key at its top
+// level.
+func topLevelKey(data []byte, key string) bool {
+	var m map[string]any
+	if yamlerr.Decode(data, &m, false) != nil {
+		return false
+	}
+	_, ok := m[key]
+	return ok
+}
+
+// Validate checks values that YAML typing cannot, and resolves the lesion
+// set.
 func (c *Config) Validate() error {
+	set, err := c.resolveLesions()
+	if err != nil {
+		return err
+	}
+	c.lesions = set
+	if len(c.LesionDefinitions) > 0 {
+		// The recorded configuration says what the definitions decided.
+		c.HeartLesions = set.HeartNames()
+		c.DirectPhrasingLesions = nil
+		for _, d := range set.Defs() {
+			if d.Detection == benchmark.DirectWording {
+				c.DirectPhrasingLesions = append(c.DirectPhrasingLesions, d.Name)
+			}
+		}
+	}
 	for _, l := range c.Lesions {
-		if !benchmark.IsLesion(l) {
-			return fmt.Errorf("lesions: %q is not one of the seven lesions", l)
+		if !set.Has(l) {
+			return fmt.Errorf("lesions: %q is not a defined lesion (%s)", benchmark.OneLine(l), set.Describe())
 		}
 	}
 	for l, r := range c.NoDeformationRatio {
-		if !benchmark.IsLesion(l) {
-			return fmt.Errorf("no_deformation_ratio: %q is not one of the seven lesions", l)
+		if !set.Has(l) {
+			return fmt.Errorf("no_deformation_ratio: %q is not a defined lesion (%s)", benchmark.OneLine(l), set.Describe())
 		}
 		if r < 0 || r > 1 {
 			return fmt.Errorf("no_deformation_ratio.%s: %v is outside [0, 1]", l, r)
@@ -336,7 +390,85 @@ func (c *Config) RFRatio(lesion string) float64 {
 
 // IsHeartLesion reports whether lesion is heart-type (no lung regions, no
 // attribute stage).
-func (c *Config) IsHeartLesion(lesion string) bool { return slices.Contains(c.HeartLesions, lesion) }
+func (c *Config) IsHeartLesion(lesion string) bool { return c.LesionSet().IsHeart(lesion) }
+
+// LesionSet is the resolved lesion set: the built-in seven with
+// lesion_definitions applied (and, without definitions, the older keys
+// heart_lesions and direct_phrasing_lesions).
+func (c *Config) LesionSet() *benchmark.LesionSet {
+	if c.lesions != nil {
+		return c.lesions
+	}
+	set, err := c.resolveLesions()
+	if err != nil {
+		// Validate reports the error; a configuration that was never
+		// validated falls back to the built-in set.
+		return benchmark.DefaultLesions()
+	}
+	return set
+}
+
+// resolveLesions builds the lesion set. With lesion_definitions, the
+// definitions decide each lesion's kind and wording, and heart_lesions
+// and direct_phrasing_lesions must be left at their defaults or agree.
+// Without, those two keys adjust the built-in definitions as they always
+// did.
+func (c *Config) resolveLesions() (*benchmark.LesionSet, error) {
+	defaults := Default()
+	if len(c.LesionDefinitions) == 0 {
+		defs := benchmark.DefaultLesionDefs()
+		for i := range defs {
+			heart := slices.Contains(c.HeartLesions, defs[i].Name)
+			defs[i].Kind, defs[i].HeartNote = benchmark.LungKind, !heart
+			if heart {
+				defs[i].Kind = benchmark.HeartKind
+			}
+			defs[i].Detection = benchmark.SuggestiveWording
+			if slices.Contains(c.DirectPhrasingLesions, defs[i].Name) {
+				defs[i].Detection = benchmark.DirectWording
+			}
+		}
+		set, err := benchmark.NewLesionSet(defs)
+		if err != nil {
+			return nil, fmt.Errorf("lesions: %w", err)
+		}
+		for _, k := range []struct {
+			key   string
+			names []string
+		}{{"heart_lesions", c.HeartLesions}, {"direct_phrasing_lesions", c.DirectPhrasingLesions}} {
+			for _, l := range k.names {
+				if !set.Has(l) {
+					return nil, fmt.Errorf("%s: %q is not a defined lesion (%s)", k.key, benchmark.OneLine(l), set.Describe())
+				}
+			}
+		}
+		return set, nil
+	}
+	set, err := benchmark.WithDefaults(c.LesionDefinitions)
+	if err != nil {
+		return nil, fmt.Errorf("lesion_definitions: %w", err)
+	}
+	var direct []string
+	for _, d := range set.Defs() {
+		if d.Detection == benchmark.DirectWording {
+			direct = append(direct, d.Name)
+		}
+	}
+	for _, k := range []struct {
+		key          string
+		given, def   []string
+		fromDefs     []string
+		explainField string
+	}{
+		{"heart_lesions", c.HeartLesions, defaults.HeartLesions, set.HeartNames(), "kind"},
+		{"direct_phrasing_lesions", c.DirectPhrasingLesions, defaults.DirectPhrasingLesions, direct, "detection"},
+	} {
+		if !slices.Equal(k.given, k.def) && !slices.Equal(slices.Sorted(slices.Values(k.given)), slices.Sorted(slices.Values(k.fromDefs))) {
+			return nil, fmt.Errorf("%s: disagrees with lesion_definitions; set each lesion's %s there instead", k.key, k.explainField)
+		}
+	}
+	return set, nil
+}
 
 // NonFingerprintKeys are the keys that only decide which cases are sampled
 // or how the build runs; every other key enters the case fingerprint.

@@ -394,6 +394,9 @@ func prepare(o *Options) (*prepared, error) {
 			return nil, fmt.Errorf("selection %s %d selects no record; it must be at least 1", x.field, *x.v)
 		}
 	}
+	if err := CheckLesions(sel, bench.Lesions); err != nil {
+		return nil, err
+	}
 	selected, err := Select(bench.Records, sel)
 	if err != nil {
 		return nil, err

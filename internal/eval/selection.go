@@ -63,8 +63,9 @@ func ParseShard(s string, getenv func(string) string) (*Shard, error) {
 	return &Shard{I: i, N: n}, nil
 }
 
-// ParseLesions splits a comma-separated lesion list, checks every name
-// and returns them sorted and deduplicated.
+// ParseLesions splits a comma-separated lesion list, checks the form of
+// every name and returns them sorted and deduplicated. Whether each is a
+// lesion of the benchmark is checked once it is loaded (CheckLesions).
 func ParseLesions(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
@@ -72,8 +73,8 @@ func ParseLesions(s string) ([]string, error) {
 	var out []string
 	for _, l := range strings.Split(s, ",") {
 		l = strings.TrimSpace(l)
-		if !slices.Contains(benchmark.Lesions, l) {
-			return nil, fmt.Errorf("unknown lesion %q (want some of %s)", l, strings.Join(benchmark.Lesions, ", "))
+		if !benchmark.KeyIDPattern.MatchString(l + "_x_positive_0") {
+			return nil, fmt.Errorf("%q is not a lesion name (lowercase letters and digits)", benchmark.OneLine(l))
 		}
 		out = append(out, l)
 	}
@@ -90,6 +91,17 @@ func KeysHash(keys []string) string {
 		h.Write([]byte{'\n'})
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// CheckLesions checks that every lesion of the selection is one of the
+// benchmark's.
+func CheckLesions(sel Selection, set *benchmark.LesionSet) error {
+	for _, l := range sel.Lesions {
+		if !set.Has(l) {
+			return fmt.Errorf("unknown lesion %q (this benchmark has %s)", benchmark.OneLine(l), set.Describe())
+		}
+	}
+	return nil
 }
 
 // Select applies the selection to recs (in file order) and returns the

@@ -168,7 +168,12 @@ func TestSelectionHashes(t *testing.T) {
 	if KeysHash([]string{"a", "b"}) == KeysHash([]string{"ab"}) {
 		t.Error("key list hash is ambiguous")
 	}
-	if _, err := ParseLesions("edema,nope"); err == nil || !strings.HasPrefix(err.Error(), `unknown lesion "nope" (want some of `) {
+	if _, err := ParseLesions("edema,No_pe"); err == nil || !strings.Contains(err.Error(), `"No_pe" is not a lesion name`) {
+		t.Errorf("malformed lesion: %v", err)
+	}
+	if sel, err := ParseLesions("edema,nope"); err != nil {
+		t.Errorf("well-formed lesions: %v", err)
+	} else if err := CheckLesions(Selection{Lesions: sel}, nil); err == nil || !strings.HasPrefix(err.Error(), `unknown lesion "nope" (this benchmark has `) {
 		t.Errorf("unknown lesion: %v", err)
 	}
 	neg := -1

@@ -3,9 +3,12 @@ package phantom
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
 
@@ -106,7 +109,7 @@ type lesionOut struct {
 	texCell float64 // texture noise cell size in px
 	texAmp  float64 // texture contrast (0 = homogeneous)
 	bronch  bool    // draw air bronchograms
-	phrase  string  // report phrase, e.g. "moderate right basal effusion"
+	phrase  string  // report phrase, e.g. "moderate right basal <name> with meniscus"
 }
 
 // caseCtx bundles what the lesion generators need.
@@ -120,35 +123,57 @@ type caseCtx struct {
 	tmp, tmp2    []float32
 	labels       []int32
 	stack        []int32
-	atelectSide  float64 // side chosen for atelectasis (volume loss is applied to the anatomy first)
+	atelectSide  float64 // side chosen for a volume-loss lesion (volume loss is applied to the anatomy first)
 	atelectWedge bool
 }
 
 var errRetry = errors.New("lesion rejected")
 
-// makeLesion draws one lesion of the given kind into c.field and a fresh
-// mask. Cardiomegaly is not handled here (its mask is the heart).
-func (c *caseCtx) makeLesion(kind string) (*lesionOut, error) {
+// Shape families: how the phantom draws a lesion. A lesion definition
+// names its family (benchmark.LesionDef.Phantom); the heart family enlarges
+// the cardiac silhouette, every other one draws inside the lungs.
+const (
+	ShapeEnlargedHeart = "enlarged-heart"
+	shapeVolumeLoss    = "volume-loss"
+	shapeLobar         = "lobar"
+	shapePerihilar     = "perihilar"
+	shapePleuralFluid  = "pleural-fluid"
+	shapePatchy        = "patchy"
+	shapeMultifocal    = "multifocal"
+	shapePleuralAir    = "pleural-air"
+	shapeNodule        = "nodule"
+)
+
+// lungShapes are the families drawn inside the lungs. A generator gets the
+// lesion's name for its report phrase.
+var lungShapes = map[string]func(c *caseCtx, mask []uint8, name string) (*lesionOut, error){
+	shapeVolumeLoss:   (*caseCtx).volumeLossLesion,
+	shapeLobar:        (*caseCtx).lobar,
+	shapePerihilar:    (*caseCtx).perihilar,
+	shapePleuralFluid: (*caseCtx).pleuralFluid,
+	shapePatchy:       (*caseCtx).patchy,
+	shapeMultifocal:   (*caseCtx).multifocal,
+	shapePleuralAir:   (*caseCtx).pleuralAir,
+	shapeNodule:       (*caseCtx).nodule,
+}
+
+// Shapes lists every shape family, heart first, then the lung families in
+// byte order.
+func Shapes() []string {
+	return append([]string{ShapeEnlargedHeart}, slices.Sorted(maps.Keys(lungShapes))...)
+}
+
+// makeLesion draws one lesion of the given shape family into c.field and
+// a fresh mask; name is the lesion's name for the report phrase. The heart
+// family is not handled here (its mask is the heart).
+func (c *caseCtx) makeLesion(shape, name string) (*lesionOut, error) {
 	clear(c.field)
 	mask := make([]uint8, npx)
-	var out *lesionOut
-	var err error
-	switch kind {
-	case "atelectasis":
-		out, err = c.atelectasis(mask)
-	case "consolidation":
-		out, err = c.consolidation(mask)
-	case "edema":
-		out, err = c.edema(mask)
-	case "effusion":
-		out, err = c.effusion(mask)
-	case "opacity":
-		out, err = c.opacity(mask)
-	case "pneumonia":
-		out, err = c.pneumonia(mask)
-	default:
-		return nil, fmt.Errorf("unknown lesion %q", kind)
+	draw, ok := lungShapes[shape]
+	if !ok {
+		return nil, fmt.Errorf("unknown phantom shape %q", shape)
 	}
+	out, err := draw(c, mask, name)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +233,7 @@ func (c *caseCtx) pickLung() lung {
 
 func sideWord(l lung) string { return l.name }
 
-func (c *caseCtx) atelectasis(mask []uint8) (*lesionOut, error) {
+func (c *caseCtx) volumeLossLesion(mask []uint8, name string) (*lesionOut, error) {
 	l := c.right
 	if c.atelectSide > 0 {
 		l = c.left
@@ -245,7 +270,7 @@ func (c *caseCtx) atelectasis(mask []uint8) (*lesionOut, error) {
 				c.field[i] = max(c.field[i], float32(smoothstep(-0.7, 0.6, f)))
 			}
 		}
-		out.phrase = fmt.Sprintf("plate-like atelectasis in the %s %s with volume loss", l.name, zoneNames[z])
+		out.phrase = fmt.Sprintf("plate-like %s in the %s %s with volume loss", name, l.name, zoneNames[z])
 		return out, nil
 	}
 	// Wedge: a sector opening from the hilum towards the lateral base.
@@ -277,11 +302,11 @@ func (c *caseCtx) atelectasis(mask []uint8) (*lesionOut, error) {
 			c.field[i] = max(c.field[i], float32(smoothstep(-0.05, 0.08, f)))
 		}
 	}
-	out.phrase = fmt.Sprintf("wedge-shaped atelectasis in the %s lower zone with volume loss", l.name)
+	out.phrase = fmt.Sprintf("wedge-shaped %s in the %s lower zone with volume loss", name, l.name)
 	return out, nil
 }
 
-func (c *caseCtx) consolidation(mask []uint8) (*lesionOut, error) {
+func (c *caseCtx) lobar(mask []uint8, name string) (*lesionOut, error) {
 	type lobe struct {
 		name string
 		l    lung
@@ -341,10 +366,10 @@ func (c *caseCtx) consolidation(mask []uint8) (*lesionOut, error) {
 		}
 	}
 	return &lesionOut{fill: c.r.Uniform(0.8, 0.92), texCell: 40, texAmp: 0.06, bronch: true,
-		phrase: "dense homogeneous " + lb.name + " consolidation"}, nil
+		phrase: "dense homogeneous " + lb.name + " " + name}, nil
 }
 
-func (c *caseCtx) edema(mask []uint8) (*lesionOut, error) {
+func (c *caseCtx) perihilar(mask []uint8, name string) (*lesionOut, error) {
 	n := newNoise(c.r, 40)
 	sev := c.r.Uniform(0, 1)
 	for _, l := range []lung{c.right, c.left} {
@@ -366,7 +391,7 @@ func (c *caseCtx) edema(mask []uint8) (*lesionOut, error) {
 		word = "moderate"
 	}
 	return &lesionOut{fill: 0.32 + 0.15*sev, texCell: 26, texAmp: 0.4,
-		phrase: word + " bilateral perihilar haze in keeping with pulmonary edema"}, nil
+		phrase: word + " bilateral perihilar haze in keeping with pulmonary " + name}, nil
 }
 
 // touchesOnly reports whether m and l share a pixel.
@@ -379,7 +404,7 @@ func touchesOnly(m, l []uint8) bool {
 	return false
 }
 
-func (c *caseCtx) effusion(mask []uint8) (*lesionOut, error) {
+func (c *caseCtx) pleuralFluid(mask []uint8, name string) (*lesionOut, error) {
 	l := c.pickLung()
 	h := float64(l.y1 - l.y0)
 	dm := c.a.domeR
@@ -418,10 +443,10 @@ func (c *caseCtx) effusion(mask []uint8) (*lesionOut, error) {
 		word = "moderate"
 	}
 	return &lesionOut{fill: c.r.Uniform(0.93, 1.0), texAmp: 0, texCell: 50,
-		phrase: fmt.Sprintf("%s %s basal effusion with meniscus", word, l.name)}, nil
+		phrase: fmt.Sprintf("%s %s basal %s with meniscus", word, l.name, name)}, nil
 }
 
-func (c *caseCtx) opacity(mask []uint8) (*lesionOut, error) {
+func (c *caseCtx) patchy(mask []uint8, name string) (*lesionOut, error) {
 	k := 1
 	if c.r.Float64() < 0.3 {
 		k = 2
@@ -440,7 +465,7 @@ func (c *caseCtx) opacity(mask []uint8) (*lesionOut, error) {
 		where = append(where, l.name+" "+zoneNames[zoneOf(l, int(py))])
 	}
 	return &lesionOut{fill: c.r.Uniform(0.4, 0.55), texCell: 20, texAmp: 0.35,
-		phrase: "patchy ill-defined opacity in the " + strings.Join(where, " and ")}, nil
+		phrase: "patchy ill-defined " + name + " in the " + strings.Join(where, " and ")}, nil
 }
 
 func zoneOf(l lung, y int) int {
@@ -453,7 +478,7 @@ func zoneOf(l lung, y int) int {
 	return 2
 }
 
-func (c *caseCtx) pneumonia(mask []uint8) (*lesionOut, error) {
+func (c *caseCtx) multifocal(mask []uint8, name string) (*lesionOut, error) {
 	k := 1
 	if c.r.Float64() < 0.35 {
 		k = 2
@@ -484,5 +509,68 @@ func (c *caseCtx) pneumonia(mask []uint8) (*lesionOut, error) {
 		where = append(where, name)
 	}
 	return &lesionOut{fill: c.r.Uniform(0.62, 0.78), texCell: 14, texAmp: 0.45, bronch: c.r.Coin(),
-		phrase: "patchy consolidation in the " + strings.Join(where, " and ") + " suggesting pneumonia"}, nil
+		phrase: "patchy " + shapeWord(shapeLobar) + " in the " + strings.Join(where, " and ") + " suggesting " + name}, nil
+}
+
+// shapeWord is the name of the built-in lesion drawn with a shape family,
+// for report phrases that describe one finding in terms of another.
+func shapeWord(shape string) string {
+	for _, d := range benchmark.DefaultLesionDefs() {
+		if d.Phantom == shape {
+			return d.Name
+		}
+	}
+	return shape
+}
+
+// pleuralAir draws a pleural-edge crescent along the lateral wall and apex
+// of one lung (a pneumothorax-like finding): air without lung markings,
+// so it renders darker than the lung, widest at the apex and tapering
+// towards the base.
+func (c *caseCtx) pleuralAir(mask []uint8, name string) (*lesionOut, error) {
+	l := c.pickLung()
+	h := float64(l.y1 - l.y0)
+	depth := c.r.Uniform(0.45, 0.75) // how far down the lateral wall it reaches
+	width := c.r.Uniform(28, 60)     // rim width at the apex, px
+	yEnd := float64(l.y0) + depth*h
+	for y := l.y0; y <= int(yEnd) && y < size; y++ {
+		lo, hi, ok := l.rowExtent(y)
+		if !ok {
+			continue
+		}
+		t := (float64(y) - float64(l.y0)) / (yEnd - float64(l.y0) + 1)
+		w := int(width * (1 - t*t))
+		if w < 2 {
+			continue
+		}
+		x0, x1 := lo, min(hi, lo+w)
+		if l.side > 0 {
+			x0, x1 = max(lo, hi-w), hi
+		}
+		for x := x0; x <= x1; x++ {
+			mask[y*size+x] = 1
+			c.field[y*size+x] = 1
+		}
+	}
+	word := "small"
+	if depth > 0.62 || width > 48 {
+		word = "moderate"
+	}
+	// A negative fill takes attenuation away: more air than lung.
+	return &lesionOut{fill: -c.r.Uniform(0.22, 0.35), texCell: 40,
+		phrase: fmt.Sprintf("%s %s apical and lateral %s", word, l.name, name)}, nil
+}
+
+// nodule draws one small, well-defined round opacity inside a lung.
+func (c *caseCtx) nodule(mask []uint8, name string) (*lesionOut, error) {
+	l := c.pickLung()
+	px, py, ok := l.pointIn(c.r, l.y0+60, l.y1-60, 60)
+	if !ok {
+		return nil, errRetry
+	}
+	rx := c.r.Uniform(38, 52)
+	ry := rx * c.r.Uniform(0.9, 1.1)
+	c.blob(mask, px, py, rx, ry, 0.15, newNoise(c.r, 25), -0.2, 0.2, 0.5)
+	return &lesionOut{fill: c.r.Uniform(0.55, 0.7), texCell: 12, texAmp: 0.1,
+		phrase: fmt.Sprintf("well-defined round %s in the %s %s", name, l.name, zoneNames[zoneOf(l, int(py))])}, nil
 }

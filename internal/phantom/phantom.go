@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
@@ -43,6 +44,10 @@ type Options struct {
 	Seed           uint64
 	Workers        int       // ≤ 0 means runtime.NumCPU()
 	Progress       io.Writer // optional: one line per progress step
+	// Lesions are the lesions to generate, in manifest order, each with
+	// its shape family (LesionDef.Phantom; Shapes lists them). Nil means
+	// the built-in seven.
+	Lesions []benchmark.LesionDef
 }
 
 // Summary reports what Generate wrote.
@@ -56,13 +61,16 @@ type Summary struct {
 	SheetPer  int // cases shown per lesion and label on the contact sheet
 }
 
-// Manifest case order: lesions in benchmark.Lesions order; within a
-// lesion all positives, then all negatives. Image ids count up from 1 in
-// that order.
-func plan(n int) []caseSpec {
+// Manifest case order: lesions in the given order (nil: the built-in
+// seven); within a lesion all positives, then all negatives. Image ids
+// count up from 1 in that order.
+func plan(lesions []benchmark.LesionDef, n int) []caseSpec {
+	if lesions == nil {
+		lesions = benchmark.DefaultLesionDefs()
+	}
 	var specs []caseSpec
 	k := 0
-	for _, les := range benchmark.Lesions {
+	for _, les := range lesions {
 		for _, pos := range []bool{true, false} {
 			for i := 0; i < n; i++ {
 				k++
@@ -71,7 +79,7 @@ func plan(n int) []caseSpec {
 				if pos {
 					label = "positive"
 				}
-				specs = append(specs, caseSpec{imageID: id, caseID: id + "_" + label + "_0", lesion: les, positive: pos})
+				specs = append(specs, caseSpec{imageID: id, caseID: id + "_" + label + "_0", lesion: les.Name, shape: les.Phantom, positive: pos})
 			}
 		}
 	}
@@ -134,7 +142,7 @@ func Generate(ctx context.Context, opt Options) (Summary, error) {
 	if err := prepareOutDir(opt.OutDir); err != nil {
 		return sum, err
 	}
-	specs := plan(opt.CasesPerLesion)
+	specs := plan(opt.Lesions, opt.CasesPerLesion)
 	per := min(opt.CasesPerLesion, sheetPerCell)
 	done, err := runCases(ctx, opt, workers, specs, per)
 	if err != nil {
@@ -153,6 +161,28 @@ func checkOptions(opt Options) error {
 	}
 	if opt.CasesPerLesion > 99999 {
 		return fmt.Errorf("phantom: cases per lesion %d is too large (max 99999)", opt.CasesPerLesion)
+	}
+	if opt.Lesions != nil && len(opt.Lesions) == 0 {
+		return errors.New("phantom: no lesions to generate")
+	}
+	seen := map[string]bool{}
+	for _, d := range opt.Lesions {
+		if seen[d.Name] {
+			return fmt.Errorf("phantom: lesion %q is listed twice", benchmark.OneLine(d.Name))
+		}
+		seen[d.Name] = true
+		if !benchmark.KeyIDPattern.MatchString(d.Name + "_x_positive_0") {
+			return fmt.Errorf("phantom: %q is not a lesion name (lowercase letters and digits)", benchmark.OneLine(d.Name))
+		}
+		_, lung := lungShapes[d.Phantom]
+		switch {
+		case d.Phantom == "":
+			return fmt.Errorf("phantom: lesion %q has no phantom shape (one of %s)", d.Name, strings.Join(Shapes(), ", "))
+		case d.Heart() && d.Phantom != ShapeEnlargedHeart:
+			return fmt.Errorf("phantom: lesion %q is heart-type; its phantom shape must be %s, not %q", d.Name, ShapeEnlargedHeart, benchmark.OneLine(d.Phantom))
+		case !d.Heart() && !lung:
+			return fmt.Errorf("phantom: lesion %q: phantom shape %q is not one of the lung shapes (%s)", d.Name, benchmark.OneLine(d.Phantom), strings.Join(Shapes()[1:], ", "))
+		}
 	}
 	return nil
 }

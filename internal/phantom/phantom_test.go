@@ -36,7 +36,7 @@ func sampleCases(t *testing.T) []testCase {
 	casesOnce.Do(func() {
 		s := newScratch()
 		for _, seed := range []uint64{1, 2} {
-			for _, cs := range plan(1) {
+			for _, cs := range plan(nil, 1) {
 				cd, err := makeCase(seed, cs, s)
 				if err != nil {
 					casesErr = err
@@ -510,8 +510,8 @@ func TestSameSeedSameBytesAnyWorkers(t *testing.T) {
 	checkManifest(t, d1, a)
 	// A different seed must change the image.
 	s := newScratch()
-	x, err1 := makeCase(5, plan(1)[0], s)
-	y, err2 := makeCase(6, plan(1)[0], s)
+	x, err1 := makeCase(5, plan(nil, 1)[0], s)
+	y, err2 := makeCase(6, plan(nil, 1)[0], s)
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}

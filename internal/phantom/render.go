@@ -3,9 +3,7 @@ package phantom
 import (
 	"fmt"
 	"math"
-	"slices"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
 
@@ -33,13 +31,13 @@ type caseSpec struct {
 	imageID  string // e.g. ph0007
 	caseID   string // e.g. ph0007_positive_0
 	lesion   string
+	shape    string // the lesion's phantom shape family
 	positive bool
 }
 
 // heartFinding reports whether the case's lesion is a finding of the
-// heart (drawn as an enlarged cardiac silhouette, not in the lungs): the
-// format's heart-type lesions, which the build's heart_lesions defaults to.
-func (cs caseSpec) heartFinding() bool { return slices.Contains(benchmark.HeartLesions, cs.lesion) }
+// heart (drawn as an enlarged cardiac silhouette, not in the lungs).
+func (cs caseSpec) heartFinding() bool { return cs.shape == ShapeEnlargedHeart }
 
 // caseData is a generated case: the radiograph and its 0/1 masks.
 type caseData struct {
@@ -86,7 +84,7 @@ func tryCase(r *rng.RNG, cs caseSpec, s *scratch) (*caseData, error) {
 	// Plan the findings before rasterising: some change the anatomy.
 	f := planFindings(r, cs, &a)
 	cc := &caseCtx{r: r, a: &a, field: s.field, tmp: s.tmp, tmp2: s.tmp2, labels: s.labels, stack: s.stack}
-	if f.lungKind == "atelectasis" {
+	if f.lungShape == shapeVolumeLoss {
 		cc.volumeLoss()
 	}
 
@@ -105,8 +103,8 @@ func tryCase(r *rng.RNG, cs caseSpec, s *scratch) (*caseData, error) {
 	}
 
 	var les *lesionOut
-	if f.lungKind != "" {
-		if les, err = cc.drawLesion(f.lungKind); err != nil {
+	if f.lungShape != "" {
+		if les, err = cc.drawLesion(f.lungShape, f.lungName); err != nil {
 			return nil, err
 		}
 	} else {
@@ -122,7 +120,8 @@ func tryCase(r *rng.RNG, cs caseSpec, s *scratch) (*caseData, error) {
 
 // findings is the plan of one case's findings.
 type findings struct {
-	lungKind     string  // lung-type finding to draw (target or incidental), or ""
+	lungShape    string  // shape family of the lung finding to draw (target or incidental), or ""
+	lungName     string  // its lesion name, for the report
 	ctrLo, ctrHi float64 // band of the cardiothoracic ratio
 	incidental   string  // incidental heart finding named in a negative's report, or ""
 }
@@ -137,10 +136,11 @@ func planFindings(r *rng.RNG, cs caseSpec, a *anatomy) findings {
 		a.hx += a.W * r.Uniform(0.02, 0.05) // big hearts extend to the left
 	case cs.heartFinding():
 		if r.Float64() < incidentalLungFindingP {
-			f.lungKind = rng.Choice(r, []string{"effusion", "opacity", "atelectasis", "consolidation"})
+			f.lungShape = rng.Choice(r, []string{shapePleuralFluid, shapePatchy, shapeVolumeLoss, shapeLobar})
+			f.lungName = shapeWord(f.lungShape)
 		}
 	case cs.positive:
-		f.lungKind = cs.lesion
+		f.lungShape, f.lungName = cs.shape, cs.lesion
 	default:
 		if r.Float64() < incidentalCardiomegalyP {
 			f.ctrLo, f.ctrHi = ctrMildLo, ctrMildHi
@@ -150,7 +150,7 @@ func planFindings(r *rng.RNG, cs caseSpec, a *anatomy) findings {
 	return f
 }
 
-// volumeLoss draws the side of an atelectasis and applies its volume loss
+// volumeLoss draws the side of a volume-loss lesion and applies its volume loss
 // to the anatomy: the hemidiaphragm rises and the mediastinum shifts
 // towards the collapsed side.
 func (c *caseCtx) volumeLoss() {
@@ -191,9 +191,9 @@ func fitHeart(r *rng.RNG, a *anatomy, aspect, lo, hi float64, s *scratch, right,
 
 // drawLesion draws a lesion of the given kind, redrawing rejected ones;
 // errRetry means none was accepted.
-func (c *caseCtx) drawLesion(kind string) (*lesionOut, error) {
+func (c *caseCtx) drawLesion(shape, name string) (*lesionOut, error) {
 	for i := 0; i < maxLesionTries; i++ {
-		l, err := c.makeLesion(kind)
+		l, err := c.makeLesion(shape, name)
 		if err == errRetry {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 )
 
@@ -117,17 +118,19 @@ type Wording struct {
 	repl      *strings.Replacer
 }
 
-// NewWording prepares the wording of one lesion: heart-type lesions (per
-// cfg.heart_lesions) get no heart note; direct_phrasing_lesions get the
-// direct detection phrasing; thresholds come from cfg.
+// NewWording prepares the wording of one lesion from its definition in
+// the configuration's lesion set: the heart note where the definition
+// asks for it, the direct or suggestive detection phrasing; thresholds
+// come from cfg.
 func NewWording(lesion string, cfg buildcfg.Config) *Wording {
+	def, _ := cfg.LesionSet().Def(lesion)
 	w := &Wording{
 		lesion:    lesion,
-		heartType: cfg.IsHeartLesion(lesion),
-		direct:    slices.Contains(cfg.DirectPhrasingLesions, lesion),
+		heartType: def.Heart(),
+		direct:    def.Detection == benchmark.DirectWording,
 	}
 	note := ""
-	if !w.heartType {
+	if def.HeartNote {
 		note = " " + strings.ReplaceAll(tmpl.HeartNote, "{lesion}", lesion)
 	}
 	w.repl = strings.NewReplacer(

@@ -85,7 +85,7 @@ func writeHTML(res *analysis.Result, d *doc, jobs []plotJob, dir string, opts Op
 			}
 		}
 	}
-	ix := buildIndex(items, runs, res.Modes(), prefix)
+	ix := buildIndex(items, runs, res.Lesions[1:], res.Modes(), prefix)
 	ix.Flags = indexFlags(res, items)
 	idx, err := json.Marshal(ix)
 	if err != nil {

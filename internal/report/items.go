@@ -65,7 +65,7 @@ func collectItems(res *analysis.Result, runs []*analysis.RunResult) []*item {
 	add := func(key, lesion string, p benchmark.Path, idx int) *item {
 		it := byKey[key]
 		if it == nil {
-			it = &item{key: key, lesion: slices.Index(analysis.Lesions, lesion) - 1, path: slices.Index(benchmark.Paths, p), recs: make([]*results.Record, len(runs))}
+			it = &item{key: key, lesion: slices.Index(res.Lesions, lesion) - 1, path: slices.Index(benchmark.Paths, p), recs: make([]*results.Record, len(runs))}
 			byKey[key] = it
 			order = append(order, it)
 		}
@@ -116,8 +116,8 @@ func statusChar(r *results.Record) byte {
 	return byte(63 + bits)
 }
 
-func buildIndex(items []*item, runs []*analysis.RunResult, modes []string, imgPrefix string) *itemIndex {
-	ix := &itemIndex{Lesions: benchmark.Lesions, Paths: benchmark.Paths, Modes: modes, Images: imgPrefix, Chunk: ChunkSize}
+func buildIndex(items []*item, runs []*analysis.RunResult, lesions, modes []string, imgPrefix string) *itemIndex {
+	ix := &itemIndex{Lesions: lesions, Paths: benchmark.Paths, Modes: modes, Images: imgPrefix, Chunk: ChunkSize}
 	for _, it := range items {
 		ix.Keys = append(ix.Keys, it.key)
 		ix.Lesion = append(ix.Lesion, it.lesion)

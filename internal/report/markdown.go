@@ -354,18 +354,18 @@ func (s *sectionDoc) subTable(title string, path benchmark.Path, qs []benchmark.
 func (s *sectionDoc) lesionTables() {
 	for _, path := range benchmark.Paths {
 		hdr := []string{"Model"}
-		hdr = append(hdr, analysis.Lesions[1:]...)
+		hdr = append(hdr, s.res.Lesions[1:]...)
 		t := newTable(s.sec, fmt.Sprintf("Depth by lesion, %s %s", path, s.on), hdr...)
 		for _, rr := range s.runs {
 			row := []string{rr.Run.Name}
-			for _, l := range analysis.Lesions[1:] {
+			for _, l := range s.res.Lesions[1:] {
 				row = append(row, depthCI(rr.DepthOf(path, l)))
 			}
 			t.row(row...)
 		}
 		if s.res.Chance != nil {
 			row := []string{"*chance*"}
-			for _, l := range analysis.Lesions[1:] {
+			for _, l := range s.res.Lesions[1:] {
 				row = append(row, chanceCell(s.res, path, l, "depth", false))
 			}
 			t.row(row...)
@@ -381,7 +381,7 @@ func (s *sectionDoc) lesionTables() {
 			}
 		}
 		t := newTable(s.sec, fmt.Sprintf("End-to-end accuracy (%%) by lesion and path, %s %s", rr.Run.Name, s.on), hdr...)
-		for _, l := range analysis.Lesions {
+		for _, l := range s.res.Lesions {
 			row := []string{l}
 			for _, path := range benchmark.Paths {
 				for _, k := range benchmark.Stages {

@@ -366,9 +366,9 @@ func plotJobs(res *analysis.Result) []plotJob {
 						}
 					}
 				}
-				z := make([][]float64, len(analysis.Lesions))
-				text := make([][]string, len(analysis.Lesions))
-				for i, l := range analysis.Lesions {
+				z := make([][]float64, len(res.Lesions))
+				text := make([][]string, len(res.Lesions))
+				for i, l := range res.Lesions {
 					for _, c := range pks {
 						s := rr.Stage(c.path, l, c.k)
 						if s.Applicable && s.E2E.Valid {
@@ -380,7 +380,7 @@ func plotJobs(res *analysis.Result) []plotJob {
 						}
 					}
 				}
-				return heatmap("End-to-end accuracy (%) by lesion and stage, "+rr.Run.Name+on, "", "lesion", cols, analysis.Lesions, z, text)
+				return heatmap("End-to-end accuracy (%) by lesion and stage, "+rr.Run.Name+on, "", "lesion", cols, res.Lesions, z, text)
 			}})
 		}
 	}

@@ -127,10 +127,10 @@ func extDepth(res *analysis.Result) []byte {
 
 // subRows lists a run's sub-question cells in table order: per path
 // (RR, RF, LF, then pooled RR+RF) and lesion, the questions of the path.
-func subRows(rr *analysis.RunResult) []*analysis.SubCell {
+func subRows(rr *analysis.RunResult, lesions []string) []*analysis.SubCell {
 	var out []*analysis.SubCell
 	for _, path := range append(slices.Clone(benchmark.Paths), analysis.PooledPath) {
-		for _, lesion := range analysis.Lesions {
+		for _, lesion := range lesions {
 			for _, q := range benchmark.Questions {
 				if path == analysis.PooledPath {
 					if q.Stage() != benchmark.StageAttributeExtraction {
@@ -155,7 +155,7 @@ func extSub(res *analysis.Result) []byte {
 		if !rr.Scored {
 			continue
 		}
-		for _, c := range subRows(rr) {
+		for _, c := range subRows(rr, res.Lesions) {
 			row := append(runCols(rr), string(c.Path), c.Lesion, c.Q.Name())
 			row = append(row, propFields(c.Acc, c.Applicable)...)
 			jac, chance := NA, NA

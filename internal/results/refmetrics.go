@@ -2,7 +2,6 @@ package results
 
 import (
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -155,10 +154,11 @@ var refPathStages = func() map[benchmark.Path][]int {
 
 // refHeartKey is the reference analysis's heart-type test: the key's
 // lesion (its part before the first underscore) is a heart lesion. The
-// reference reads it from the key, not from the data.
+// reference reads it from the key, not from the data, and knows only the
+// built-in lesions.
 func refHeartKey(key string) bool {
 	l, _, ok := strings.Cut(key, "_")
-	return ok && slices.Contains(benchmark.HeartLesions, l)
+	return ok && benchmark.DefaultLesions().IsHeart(l)
 }
 
 // add counts one entry as the reference analysis does.

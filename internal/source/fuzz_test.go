@@ -12,7 +12,7 @@ func FuzzParseLine(f *testing.F) {
 	f.Add([]byte(okNeg))
 	f.Add([]byte(`{"case_id":"a_positive_0","lesion":"edema","label":"positive","image":"a","lesion_masks":[],"chexmask":{"csv":"c","id":""},"rank":1e99,"sample_seed":-1}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		c, _, err := parseLine(line, "/m")
+		c, _, err := parseLine(line, "/m", nil)
 		if err == nil && (c.CaseID == "" || c.Image == "") {
 			t.Fatalf("accepted a line without case_id or image: %q", line)
 		}

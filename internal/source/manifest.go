@@ -55,6 +55,7 @@ func ReadSource(path string, cfg buildcfg.Config) (cases []*Case, isCandidates b
 		return nil, false, &LineError{File: path, Msg: err.Error()}
 	}
 	dir := filepath.Dir(abs)
+	lesions := cfg.LesionSet()
 	wanted := map[string]bool{}
 	for _, l := range cfg.Lesions {
 		wanted[l] = true
@@ -72,7 +73,7 @@ func ReadSource(path string, cfg buildcfg.Config) (cases []*Case, isCandidates b
 		}
 		raw = bytes.TrimRight(raw, "\r\n")
 		if len(bytes.TrimSpace(raw)) > 0 {
-			c, hasRank, perr := parseLine(raw, dir)
+			c, hasRank, perr := parseLine(raw, dir, lesions)
 			if perr != nil {
 				return nil, false, &LineError{File: path, Line: n, Msg: perr.Error()}
 			}
@@ -114,7 +115,7 @@ var manifestFields = map[string]bool{
 
 // parseLine checks one non-empty line and returns its case and whether it
 // has a rank (a candidates line).
-func parseLine(raw []byte, dir string) (*Case, bool, error) {
+func parseLine(raw []byte, dir string, lesions *benchmark.LesionSet) (*Case, bool, error) {
 	fields, err := lineFields(raw)
 	if err != nil {
 		return nil, false, err
@@ -122,7 +123,7 @@ func parseLine(raw []byte, dir string) (*Case, bool, error) {
 	// The parts keep the checks' historical order, so a line with several
 	// problems still reports the same one first.
 	c := &Case{}
-	if err := parseRequired(c, fields, dir); err != nil {
+	if err := parseRequired(c, fields, dir, lesions); err != nil {
 		return nil, false, err
 	}
 	if err := parseMaskFields(c, fields, dir); err != nil {
@@ -176,7 +177,7 @@ func given(fields map[string]*ojson.Value, name string) *ojson.Value {
 }
 
 // parseRequired reads case_id, lesion, label and image.
-func parseRequired(c *Case, fields map[string]*ojson.Value, dir string) error {
+func parseRequired(c *Case, fields map[string]*ojson.Value, dir string, lesions *benchmark.LesionSet) error {
 	for _, name := range []string{"case_id", "lesion", "label", "image"} {
 		if given(fields, name) == nil {
 			return fmt.Errorf("missing required field %q", name)
@@ -189,9 +190,12 @@ func parseRequired(c *Case, fields map[string]*ojson.Value, dir string) error {
 	if c.Lesion, err = strField(fields, "lesion"); err != nil {
 		return err
 	}
-	if !benchmark.IsLesion(c.Lesion) {
-		return fmt.Errorf("lesion %q is not one of the seven lesions (%s)", c.Lesion, strings.Join(benchmark.Lesions, ", "))
+	// A manifest may name a lesion by any of its source names.
+	name, ok := lesions.FromSource(c.Lesion)
+	if !ok {
+		return fmt.Errorf("lesion %q is not a defined lesion (%s)", benchmark.OneLine(c.Lesion), lesions.Describe())
 	}
+	c.Lesion = name
 	if c.Label, err = strField(fields, "label"); err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func TestLineChecks(t *testing.T) {
 	}{
 		{"bad json", []string{okNeg, `{"case_id": `}, 2, "not valid JSON"},
 		{"not object", []string{`[1, 2]`}, 1, "not a JSON object"},
-		{"unknown lesion", []string{strings.Replace(okNeg, `"edema"`, `"mass"`, 1)}, 1, `lesion "mass" is not one of the seven lesions`},
+		{"unknown lesion", []string{strings.Replace(okNeg, `"edema"`, `"mass"`, 1)}, 1, `lesion "mass" is not a defined lesion`},
 		{"bad case_id", []string{okNeg, strings.Replace(okNeg, "ph2_negative_0", "ph_2_negative_0", 1)}, 2, `case_id "ph_2_negative_0" does not match`},
 		{"case_id too long", []string{strings.Replace(okNeg, "ph2", strings.Repeat("a", 65), 1)}, 1, "does not match"},
 		{"polarity", []string{strings.Replace(okNeg, `"label": "negative"`, `"label": "positive"`, 1)}, 1, `is a negative id but label is "positive"`},

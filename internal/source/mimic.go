@@ -261,6 +261,15 @@ func studyCases(studyID string, s *ilsStudy, imgRoot, masksDir, csvPath, pattern
 		}
 		image = p
 	}
+	// MIMIC-ILS targets are read under the lesions' source names.
+	lesions := cfg.LesionSet()
+	for _, pairs := range [][]ilsPair{s.Pairs.Positive, s.Pairs.Negative} {
+		for i := range pairs {
+			if name, ok := lesions.FromSource(pairs[i].Target); ok {
+				pairs[i].Target = name
+			}
+		}
+	}
 	hasGlobal := map[string]bool{}
 	for _, p := range s.Pairs.Positive {
 		if p.Type == "global" {
@@ -322,8 +331,8 @@ func studyCases(studyID string, s *ilsStudy, imgRoot, masksDir, csvPath, pattern
 }
 
 func pairCase(studyID string, s *ilsStudy, p ilsPair, label, kind, image, csvPath, pattern string, cfg buildcfg.Config) (*Case, error) {
-	if !benchmark.IsLesion(p.Target) {
-		return nil, fmt.Errorf("study %s, pair %s: target %q is not one of the seven lesions", studyID, p.PairID, p.Target)
+	if !cfg.LesionSet().Has(p.Target) {
+		return nil, fmt.Errorf("study %s, pair %s: target %q is not a defined lesion", studyID, p.PairID, benchmark.OneLine(p.Target))
 	}
 	if err := checkCaseID(p.PairID, label); err != nil {
 		return nil, fmt.Errorf("study %s (%s_pairs): %w", studyID, label, err)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"sort"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
@@ -115,7 +114,7 @@ func Sample(cases []*Case, cfg buildcfg.Config, seed uint64) ([]*Case, SampleRep
 		return xs
 	}
 	var lesions []string
-	for _, l := range benchmark.Lesions {
+	for _, l := range cfg.LesionSet().Names() {
 		if wanted[l] {
 			lesions = append(lesions, l)
 		}

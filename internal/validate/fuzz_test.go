@@ -45,7 +45,7 @@ func FuzzValidateJSON(f *testing.F) {
 	f.Add([]byte(`{"edema_s1_positive_0": {"detection_qa": {"question": "", "answer_options": ["Yes", "No"], "answer": "Yes", "answer_index": 1}, "contour_qa": {"contour_revision_qa_expansion": {"answer_options": [{"point": [1], "color": "red"}]}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var top sink
-		recs := checkData(data, &top)
+		recs := checkData(data, &top, nil)
 		codes := map[string]bool{}
 		all := top.f
 		for _, r := range recs {
@@ -61,7 +61,7 @@ func FuzzValidateJSON(f *testing.F) {
 		for c := range codes {
 			hard = hard || structural[c]
 		}
-		_, derr := benchmark.Decode("f", data)
+		_, derr := benchmark.Decode("f", data, nil)
 		if derr == nil && hard {
 			t.Fatalf("Decode accepts what the validator rejects: %v", codes)
 		}

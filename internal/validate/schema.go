@@ -73,11 +73,12 @@ func checkJSON(root string, top *sink, rep *Report) []*recInfo {
 		return nil
 	}
 	rep.SHA256 = benchmark.SHA256Hex(data)
-	return checkData(data, top)
+	return checkData(data, top, rep.Lesions)
 }
 
-// checkData checks the bytes of chexpercept.json.
-func checkData(data []byte, top *sink) []*recInfo {
+// checkData checks the bytes of chexpercept.json against the benchmark's
+// lesion set (nil = the built-in seven).
+func checkData(data []byte, top *sink, lesions *benchmark.LesionSet) []*recInfo {
 	v, err := ojson.Parse(data)
 	if err != nil {
 		var se *ojson.SyntaxError
@@ -117,7 +118,7 @@ func checkData(data []byte, top *sink) []*recInfo {
 				r.json.add(Error, "duplicate_key", m.Key, d.Pointer+"/"+ojson.EscapePointer(d.Key), "member %q occurs more than once in the same object", d.Key)
 			}
 		}
-		c := &checker{s: &r.json, key: m.Key, r: r}
+		c := &checker{s: &r.json, key: m.Key, r: r, lesions: lesions}
 		c.record(ptr, m.Value, !seen[m.Key], dicoms)
 		seen[m.Key] = true
 		recs = append(recs, r)
@@ -131,9 +132,10 @@ func unescapeToken(t string) string {
 
 // checker checks one record's JSON.
 type checker struct {
-	s   *sink
-	key string
-	r   *recInfo
+	s       *sink
+	key     string
+	r       *recInfo
+	lesions *benchmark.LesionSet
 }
 
 func (c *checker) add(sev Severity, code, loc, format string, args ...any) {
@@ -339,7 +341,7 @@ func (c *checker) record(ptr string, v *ojson.Value, first bool, dicoms map[stri
 	c.dicomID(o, mimicPair, first, dicoms)
 
 	r.path = benchmark.LesionFree
-	r.heart = positive && slices.Contains(benchmark.HeartLesions, lesion)
+	r.heart = positive && c.lesions.IsHeart(lesion)
 	if !positive {
 		for _, k := range []string{"contour_qa", "attribute_extraction_qa"} {
 			if o.v.Get(k) != nil {
@@ -364,11 +366,15 @@ func (c *checker) record(ptr string, v *ojson.Value, first bool, dicoms map[stri
 // recordKey checks the record's key_id and returns its pair id; ok is
 // false when the key is unusable.
 func (c *checker) recordKey(ptr, lesion string) (pair string, ok bool) {
-	if !benchmark.IsLesion(lesion) {
-		c.add(Error, "unknown_lesion", ptr, "key prefix %q is not one of the 7 lesions", lesion)
+	if !c.lesions.Has(lesion) {
+		why := "is not one of the 7 lesions, and the benchmark declares no others (" + benchmark.LesionsFileName + ")"
+		if c.lesions != nil && !c.lesions.IsDefault() {
+			why = "is not a lesion the benchmark declares in " + benchmark.LesionsFileName
+		}
+		c.add(Error, "unknown_lesion", ptr, "key prefix %q %s", benchmark.OneLine(lesion), why)
 		return "", false
 	}
-	_, p, err := benchmark.ParseKeyID(c.key)
+	_, p, err := c.lesions.ParseKeyID(c.key)
 	if err != nil {
 		c.add(Error, "bad_key_id", ptr, "key does not match <lesion>_<stem>_(positive|negative)_<n>")
 		return "", false
@@ -427,6 +433,10 @@ func (c *checker) dicomID(o *obj, mimicPair string, first bool, dicoms map[strin
 	}
 }
 
+// heartAttributesCode is the finding code of a heart-type record with an
+// attribute object; the format names it after the built-in heart lesion.
+var heartAttributesCode = benchmark.DefaultLesions().HeartNames()[0] + "_attributes"
+
 // attributeField checks a positive record's attribute_extraction_qa: null
 // for heart-type lesions, else the attribute object.
 func (c *checker) attributeField(o *obj) {
@@ -434,14 +444,15 @@ func (c *checker) attributeField(o *obj) {
 	av := o.v.Get("attribute_extraction_qa")
 	switch {
 	case c.r.heart && av == nil:
-		c.add(Warning, "attribute_key_absent", o.loc("attribute_extraction_qa"), "cardiomegaly record omits attribute_extraction_qa instead of writing null")
+		c.add(Warning, "attribute_key_absent", o.loc("attribute_extraction_qa"), "%s record (heart-type) omits attribute_extraction_qa instead of writing null", c.r.lesion)
 	case c.r.heart && av.Kind != ojson.KindNull:
-		c.add(Error, "cardiomegaly_attributes", o.loc("attribute_extraction_qa"), "must be null for cardiomegaly, found %s", describe(av))
+		// The finding code keeps the name the format documents.
+		c.add(Error, heartAttributesCode, o.loc("attribute_extraction_qa"), "must be null for %s (heart-type), found %s", c.r.lesion, describe(av))
 	case c.r.heart:
 	case av == nil:
 		c.add(Error, "missing_field", o.loc("attribute_extraction_qa"), "required field \"attribute_extraction_qa\" is absent")
 	case av.Kind == ojson.KindNull:
-		c.add(Error, "type_mismatch", o.loc("attribute_extraction_qa"), "null is allowed only for cardiomegaly; expected an object")
+		c.add(Error, "type_mismatch", o.loc("attribute_extraction_qa"), "null is allowed only for heart-type lesions; expected an object")
 	default:
 		if ao := c.object(av, o.loc("attribute_extraction_qa"), "attribute_extraction_qa"); ao != nil {
 			c.attributes(ao)

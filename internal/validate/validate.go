@@ -75,6 +75,9 @@ type Report struct {
 	Findings []Finding
 	SHA256   string // of chexpercept.json; "" when it could not be read
 
+	// Lesions is the benchmark's lesion set: its declaration
+	// (lesions.json), or the built-in seven.
+	Lesions *benchmark.LesionSet
 	// Counts[lesion][path] counts records with a usable key, by path.
 	Counts    map[string]map[benchmark.Path]int
 	Records   int
@@ -124,10 +127,16 @@ func Run(dir string, opt Options) (*Report, error) {
 		return nil, fmt.Errorf("benchmark directory %s: %w", dir, err)
 	}
 	rep := &Report{Dir: dir, Counts: map[string]map[benchmark.Path]int{}}
-	for _, l := range benchmark.Lesions {
+	var top sink
+	lesions, err := benchmark.ReadLesions(root)
+	if err != nil {
+		top.add(Error, "invalid_lesions", "", benchmark.LesionsFileName, "%v", err)
+		lesions = benchmark.DefaultLesions()
+	}
+	rep.Lesions = lesions
+	for _, l := range lesions.Names() {
 		rep.Counts[l] = map[benchmark.Path]int{}
 	}
-	var top sink
 	recs := checkJSON(root, &top, rep)
 	rep.Findings = append(rep.Findings, top.f...)
 	for _, r := range recs {
@@ -177,7 +186,7 @@ func summarise(rep *Report, recs []*recInfo, opt Options) {
 		return
 	}
 	var off []string
-	for _, l := range benchmark.Lesions {
+	for _, l := range rep.Lesions.Names() {
 		c := rep.Counts[l]
 		if c[benchmark.LesionFree] != 100 || c[benchmark.RevisionFree] != 100 || c[benchmark.RevisionRequired] != 100 {
 			off = append(off, fmt.Sprintf("%s %d/%d/%d", l, c[benchmark.LesionFree], c[benchmark.RevisionFree], c[benchmark.RevisionRequired]))
@@ -217,7 +226,7 @@ func (r *Report) writeSummary(b *strings.Builder) {
 	fmt.Fprintf(b, "\nbenchmark: %s\n", r.Dir)
 	fmt.Fprintf(b, "%-14s %6s %6s %6s %6s\n", "lesion", "LF", "RF", "RR", "total")
 	var tot [3]int
-	for _, l := range slices.Sorted(slices.Values(benchmark.Lesions)) {
+	for _, l := range slices.Sorted(slices.Values(r.Lesions.Names())) {
 		c := r.Counts[l]
 		lf, rf, rr := c[benchmark.LesionFree], c[benchmark.RevisionFree], c[benchmark.RevisionRequired]
 		tot[0] += lf
@@ -226,7 +235,7 @@ func (r *Report) writeSummary(b *strings.Builder) {
 		fmt.Fprintf(b, "%-14s %6d %6d %6d %6d\n", l, lf, rf, rr, lf+rf+rr)
 	}
 	fmt.Fprintf(b, "%-14s %6d %6d %6d %6d\n", "total", tot[0], tot[1], tot[2], r.Records)
-	fmt.Fprintf(b, "questions: %d (LF 1, RF 6, RR 9; cardiomegaly RF 2, RR 5)\n", r.Questions)
+	fmt.Fprintf(b, "questions: %d (LF 1, RF 6, RR 9; heart-type RF 2, RR 5)\n", r.Questions)
 	fmt.Fprintf(b, "expected model calls: %d\n", r.Questions)
 	fmt.Fprintf(b, "images required: %d\n", r.Images)
 	sum := r.SHA256
@@ -294,7 +303,7 @@ func Check(dir string) (*Report, error) {
 var AllCodes = []string{
 	"missing_file", "invalid_json", "not_object", "duplicate_key", "empty_benchmark",
 	"unknown_lesion", "bad_key_id", "pair_id_mismatch", "polarity_mismatch", "bad_dicom_id", "duplicate_dicom",
-	"missing_field", "type_mismatch", "unknown_field", "unexpected_field", "cardiomegaly_attributes",
+	"missing_field", "type_mismatch", "unknown_field", "unexpected_field", heartAttributesCode,
 	"attribute_key_absent", "attribute_keys", "bad_options", "options_differ", "unknown_colour", "colour_order",
 	"point_out_of_bounds", "duplicate_point", "answer_index_out_of_range", "multiselect_invalid",
 	"answer_inconsistent", "revision_true_option", "rr_without_revision", "few_revision_options",
