@@ -12,7 +12,8 @@
 # run such as CASES_PER_LESION=25 PER_LESION=10,10,10 gives the same
 # build/floor ratio in a tenth of the time), WORKERS (nproc), BENCH_DIR
 # (/tmp/chexpercept-bench), SEED (1), KEEP_PHANTOM=1 to reuse an existing
-# phantom set.
+# phantom set, PROFILE=FILE to write a CPU profile of the build to FILE
+# (go tool pprof -top "$BENCH_DIR/chexpercept" FILE).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -37,7 +38,7 @@ fi
 
 rm -rf "$DIR/bench"
 echo "build: targets $PER_LESION per lesion, $WORKERS workers…"
-/usr/bin/time -v -o "$DIR/time.txt" \
+CHEXPERCEPT_CPUPROFILE="${PROFILE:-}" /usr/bin/time -v -o "$DIR/time.txt" \
 	"$DIR/chexpercept" build --source "$DIR/phantom/manifest.jsonl" --out "$DIR/bench" \
 	--per-lesion "$PER_LESION" --workers "$WORKERS" --accept-all --measure-png-floor >"$DIR/build.log" 2>&1 || {
 	echo "build failed; see $DIR/build.log" >&2

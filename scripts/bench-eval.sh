@@ -8,7 +8,10 @@
 #               memo, no response cache); the call phase and the whole run
 #               (eval.Run from entry to return: load, validate, plan,
 #               verify, ask, derived files) as shares of the ideal
-#               calls × 50 ms ÷ 32; target >= 0.90 for both. Then the
+#               calls × 50 ms ÷ 32; target >= 0.90 for the call phase,
+#               >= 0.93 for the whole run (median of COUNT runs), beside
+#               the schedule's own bound (list scheduling of the records'
+#               turns in dispatch order, equal call times). Then the
 #               same with every image file distinct (2,100 decodes in the
 #               first run), run twice: first run and memo run
 #   bytes:      105 records, 350 distinct ~0.8 MB phantom-like PNGs, zero
@@ -53,17 +56,28 @@ metric() { # metric NAME LINE: the value printed before the unit NAME
 	awk -v u="$1" '{ for (i = 2; i <= NF; i++) if ($i == u) print $(i-1) }' <<<"$2"
 }
 
+median() { # median of the numbers on stdin
+	sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 echo
+wholes=()
 while read -r line; do
 	echo "scheduling (630 records, shared small images, 50 ms latency, concurrency 32, first run, no response cache):"
 	echo "  calls:                    $(metric calls "$line"), ideal $(metric ideal-s "$line") s"
+	echo "  schedule bound:           $(metric schedule-bound "$line") of ideal in eval's dispatch order (longest first), $(metric schedule-bound-file-order "$line") in benchmark order (list scheduling of the records' turns on 32 workers, equal call times)"
 	echo "  call phase:               $(metric calls/s "$line") calls/s (ideal $(metric ideal-calls/s "$line")): $(metric ideal-frac "$line") of ideal (target >= 0.90)"
-	echo "  whole run:                $(metric whole-s "$line") s: $(metric whole-ideal-frac "$line") of ideal (target >= 0.90)"
+	echo "  whole run:                $(metric whole-s "$line") s: $(metric whole-ideal-frac "$line") of ideal (target >= 0.93)"
 	echo "  first call left after:    $(metric first-call-s "$line") s"
 	echo "  observed call latency:    $(metric call-latency-ms "$line") ms (server adds 50 ms)"
 	echo "  share at observed latency: $(metric ideal-frac-at-observed-latency "$line")"
+	wholes+=("$(metric whole-ideal-frac "$line")")
 done < <(run BenchmarkEvalScheduling)
+if [ "${#wholes[@]}" -gt 1 ]; then
+	echo "  whole run, median of ${#wholes[@]}: $(printf '%s\n' "${wholes[@]}" | median) of ideal (target >= 0.93)"
+fi
+echo "  load average now:         $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 while read -r line; do
 	echo "scheduling, distinct images (the same 630 records, every one of the 2,100 image files distinct):"
