@@ -25,8 +25,11 @@ type renderAhead struct {
 	jobs chan *included
 	wg   sync.WaitGroup
 
+	queued map[string]bool // key_ids handed to the workers (scheduler's goroutine, then read by assembly)
+
 	mu     sync.Mutex
 	done   map[string]bool // key_ids rendered
+	prog   *stageProgress  // assembly's progress, once assembly has started
 	err    error           // the first failure
 	dirs   bool            // chexpercept/ and masks/ exist
 	closed bool
@@ -36,7 +39,8 @@ type renderAhead struct {
 // that can be queued (every candidate at most), so queueing never blocks
 // the scheduler.
 func newRenderAhead(ctx context.Context, a *assembly, workers, capacity int) *renderAhead {
-	r := &renderAhead{a: a, ctx: ctx, jobs: make(chan *included, max(1, capacity)), done: map[string]bool{}}
+	r := &renderAhead{a: a, ctx: ctx, jobs: make(chan *included, max(1, capacity)),
+		queued: map[string]bool{}, done: map[string]bool{}}
 	for range max(1, workers) {
 		r.wg.Add(1)
 		go func() {
@@ -51,7 +55,11 @@ func newRenderAhead(ctx context.Context, a *assembly, workers, capacity int) *re
 				}
 				r.mu.Lock()
 				r.done[inc.it.c.KeyID()] = true
+				prog := r.prog
 				r.mu.Unlock()
+				if prog != nil {
+					prog.add(1)
+				}
 			}
 		}()
 	}
@@ -88,8 +96,18 @@ func (r *renderAhead) listDecided(l *list) {
 		return
 	}
 	for _, inc := range incs {
+		r.queued[inc.it.c.KeyID()] = true
 		r.jobs <- inc
 	}
+}
+
+// attach makes the cases rendered from now on count in assembly's
+// progress and returns how many were rendered before.
+func (r *renderAhead) attach(prog *stageProgress) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prog = prog
+	return len(r.done)
 }
 
 func (r *renderAhead) fail(err error) {
@@ -128,16 +146,6 @@ func (r *renderAhead) abandon() {
 
 var errAbandoned = errors.New("rendering ahead abandoned")
 
-// rendered reports whether the case's folders were rendered ahead.
-func (r *renderAhead) rendered(key string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.done[key]
-}
-
-// count is the number of cases rendered ahead.
-func (r *renderAhead) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.done)
-}
+// has reports whether the case was handed to the renderer ahead, which
+// renders it unless the build fails or stops (finish then says so).
+func (r *renderAhead) has(key string) bool { return r.queued[key] }

@@ -201,9 +201,6 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 	if err := a.own.save(a.opt.Out); err != nil {
 		return nil, global("writing the build marker: %w", err)
 	}
-	if err := a.ahead.finish(); err != nil {
-		return nil, err
-	}
 	if err := a.renderAll(ctx); err != nil {
 		return nil, err
 	}
@@ -268,8 +265,9 @@ func (a *assembly) renderAll(ctx context.Context) error {
 	errs := make(chan error, len(a.records)+1)
 	prog := newStageProgress(a.opt, "assembling", "cases rendered", len(a.records))
 	var wg sync.WaitGroup
-	// Cases rendered ahead, while processing went on, are done already.
-	if n := a.ahead.count(); n > 0 {
+	// The cases of lists decided while processing went on are rendered
+	// (or being rendered) ahead; they count here as they finish.
+	if n := a.ahead.attach(prog); n > 0 {
 		prog.add(n)
 	}
 	for w := 0; w < a.opt.Workers; w++ {
@@ -288,17 +286,21 @@ func (a *assembly) renderAll(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if a.ahead.rendered(inc.it.c.KeyID()) {
+		if a.ahead.has(inc.it.c.KeyID()) {
 			continue
 		}
 		jobs <- inc
 	}
 	close(jobs)
 	wg.Wait()
+	aheadErr := a.ahead.finish()
 	prog.finish()
 	close(errs)
 	if err := <-errs; err != nil {
 		return err
+	}
+	if aheadErr != nil && ctx.Err() == nil {
+		return aheadErr
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("build interrupted: %w", err)
