@@ -5,14 +5,19 @@
 # benchmark with --accept-all, and prints the build time beside the
 # PNG-encoding floor measured in the same run (every PNG of chexpercept/
 # and masks/ re-encoded with the same encoder and worker count; see
-# build_timing.json) and the peak RSS. Target: build ≤ 2× floor, peak RSS
-# < 2 GiB.
+# build_timing.json) and the peak RSS. Targets: build ≤ 1.3 × floor (the
+# floor is every output PNG encoded once by the standard library's
+# encoder at its default level; the build itself writes the bundle's
+# images at image/png's fastest level, and renders them while processing
+# goes on), peak RSS < 1 GiB. The load average is printed before and
+# after: figures from a shared machine are not comparable.
 #
 # Environment: CASES_PER_LESION (250), PER_LESION (100,100,100; a scaled
 # run such as CASES_PER_LESION=25 PER_LESION=10,10,10 gives the same
 # build/floor ratio in a tenth of the time), WORKERS (nproc), BENCH_DIR
 # (/tmp/chexpercept-bench), SEED (1), KEEP_PHANTOM=1 to reuse an existing
-# phantom set.
+# phantom set, PROFILE=FILE to write a CPU profile of the build to FILE
+# (go tool pprof -top "$BENCH_DIR/chexpercept" FILE).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -36,14 +41,16 @@ if [ "${KEEP_PHANTOM:-0}" != 1 ] || [ ! -f "$DIR/phantom/manifest.jsonl" ]; then
 fi
 
 rm -rf "$DIR/bench"
+echo "load average before the build: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 echo "build: targets $PER_LESION per lesion, $WORKERS workers…"
-/usr/bin/time -v -o "$DIR/time.txt" \
+CHEXPERCEPT_CPUPROFILE="${PROFILE:-}" /usr/bin/time -v -o "$DIR/time.txt" \
 	"$DIR/chexpercept" build --source "$DIR/phantom/manifest.jsonl" --out "$DIR/bench" \
 	--per-lesion "$PER_LESION" --workers "$WORKERS" --accept-all --measure-png-floor >"$DIR/build.log" 2>&1 || {
 	echo "build failed; see $DIR/build.log" >&2
 	exit 1
 }
 tail -n 14 "$DIR/build.log"
+echo "load average after the build: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 python3 - "$DIR" <<'PY'
 import json, re, sys
@@ -57,6 +64,6 @@ print(f"processing         {du['processing']:.1f} s")
 print(f"assembly           {du['assembly']:.1f} s")
 print(f"build (total)      {du['build']:.1f} s")
 print(f"PNG floor          {fl['seconds']:.1f} s over {fl['files']} files")
-print(f"build / floor      {fl['build_over_floor']:.2f}  (target ≤ 2)")
-print(f"peak RSS           {rss/1024/1024:.2f} GiB  (target < 2 GiB)")
+print(f"build / floor      {fl['build_over_floor']:.2f}  (target ≤ 1.3)")
+print(f"peak RSS           {rss/1024:.0f} MiB  (target < 1024 MiB)")
 PY

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -60,7 +61,9 @@ func addCommand(c *cobra.Command) { pendingCommands = append(pendingCommands, c)
 
 func main() {
 	rootCmd.AddCommand(pendingCommands...)
+	stopProfile := startProfile(os.Getenv(cpuProfileEnv))
 	err := rootCmd.Execute()
+	stopProfile()
 	if err == nil {
 		return
 	}
@@ -75,6 +78,33 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chexpercept:", benchmark.Printable(err.Error()))
 	}
 	os.Exit(code)
+}
+
+// cpuProfileEnv names a file to write a CPU profile of the whole command
+// to (go tool pprof reads it); scripts/bench-build.sh sets it with
+// PROFILE=FILE. Not a flag: it is for measuring the tool, not for users.
+const cpuProfileEnv = "CHEXPERCEPT_CPUPROFILE"
+
+// startProfile starts a CPU profile into path (none when path is empty)
+// and returns the function that ends it.
+func startProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chexpercept: %s: %v (no profile written)\n", cpuProfileEnv, err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "chexpercept: %s: %v\n", cpuProfileEnv, err)
+		}
+	}
 }
 
 // needArgs is cobra.ExactArgs with errors that name the argument:

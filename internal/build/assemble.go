@@ -79,6 +79,7 @@ type assembly struct {
 	sourcePath string
 	cases      []*source.Case
 	own        *ownership // what the build may overwrite or remove in opt.Out
+	ahead      *renderAhead
 
 	records  []*included
 	stats    []*lesionStats
@@ -110,7 +111,6 @@ func (a *assembly) walk() {
 		} else {
 			st.seenNeg = len(walked)
 		}
-		var succ []*item
 		for _, it := range walked {
 			switch {
 			case it.outcome == nil:
@@ -120,29 +120,56 @@ func (a *assembly) walk() {
 				st.failed[it.outcome.Reason]++
 				a.skipped[it.outcome.Reason]++
 				a.failures = append(a.failures, it)
-			default:
-				succ = append(succ, it)
 			}
 		}
+		incs := a.listRecords(l)
 		if !l.positive {
-			for _, it := range succ {
-				lf = append(lf, &included{l: l, it: it, path: benchmark.LesionFree, rec: it.outcome.Record})
-			}
-			st.lf = len(succ)
+			lf = append(lf, incs...)
+			st.lf = len(incs)
 			continue
 		}
-		nRF := rfCount(len(succ), a.cfg.RFRatio(l.lesion))
-		for i, it := range succ {
-			inc := &included{l: l, it: it, path: benchmark.RevisionRequired, rec: it.outcome.Record}
+		pos = append(pos, incs...)
+		for _, inc := range incs {
+			if inc.path == benchmark.RevisionFree {
+				st.rf++
+			} else {
+				st.rr++
+			}
+		}
+	}
+	a.records = append(lf, pos...)
+}
+
+// listRecords is the benchmark's cases from a decided list: its walk's
+// successes in candidate order; of a positive list the first
+// rfCount(successes) are revision-free (their records turned to that
+// form here, once), the others revision-required. Computed once per list,
+// for the renderer ahead or for the walk, whichever asks first.
+func (a *assembly) listRecords(l *list) []*included {
+	if l.records != nil {
+		return *l.records
+	}
+	var succ []*item
+	for _, it := range l.items[:l.walkLen()] {
+		if it.success() {
+			succ = append(succ, it)
+		}
+	}
+	incs := make([]*included, 0, len(succ))
+	nRF := rfCount(len(succ), a.cfg.RFRatio(l.lesion))
+	for i, it := range succ {
+		inc := &included{l: l, it: it, path: benchmark.LesionFree, rec: it.outcome.Record}
+		if l.positive {
+			inc.path = benchmark.RevisionRequired
 			if i < nRF {
 				inc.path = benchmark.RevisionFree
 				makeRF(inc.rec)
 			}
-			pos = append(pos, inc)
 		}
-		st.rf, st.rr = nRF, len(succ)-nRF
+		incs = append(incs, inc)
 	}
-	a.records = append(lf, pos...)
+	l.records = &incs
+	return incs
 }
 
 // makeRF turns a stored (RR-form) positive record into its RF form: the
@@ -158,7 +185,6 @@ func makeRF(rec *benchmark.Record) {
 }
 
 func (a *assembly) run(ctx context.Context) (*Summary, error) {
-	a.hashes = map[string]string{}
 	a.walk()
 	if len(a.records) == 0 {
 		// An empty benchmark is invalid (format.md §8.1): write nothing.
@@ -253,6 +279,11 @@ func (a *assembly) renderAll(ctx context.Context) error {
 	errs := make(chan error, len(a.records)+1)
 	prog := newStageProgress(a.opt, "assembling", "cases rendered", len(a.records))
 	var wg sync.WaitGroup
+	// The cases of lists decided while processing went on are rendered
+	// (or being rendered) ahead; they count here as they finish.
+	if n := a.ahead.attach(prog); n > 0 {
+		prog.add(n)
+	}
 	for w := 0; w < a.opt.Workers; w++ {
 		wg.Add(1)
 		go func() {
@@ -269,14 +300,21 @@ func (a *assembly) renderAll(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
+		if a.ahead.has(inc.it.c.KeyID()) {
+			continue
+		}
 		jobs <- inc
 	}
 	close(jobs)
 	wg.Wait()
+	aheadErr := a.ahead.finish()
 	prog.finish()
 	close(errs)
 	if err := <-errs; err != nil {
 		return err
+	}
+	if aheadErr != nil && ctx.Err() == nil {
+		return aheadErr
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("build interrupted: %w", err)
@@ -310,7 +348,7 @@ func (a *assembly) renderCase(inc *included) error {
 	var buf bytes.Buffer
 	for _, rel := range slices.Sorted(maps.Keys(imgs)) {
 		buf.Reset()
-		if err := render.EncodePNG(&buf, imgs[rel]); err != nil {
+		if err := render.EncodeBundlePNG(&buf, imgs[rel]); err != nil {
 			return global("%s: encoding %s: %w", key, rel, err)
 		}
 		p := filepath.Join(stage, filepath.FromSlash(rel))

@@ -111,12 +111,14 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	}
 	e := &env{cfg: cfg, seed: cfg.Seed, loader: loader, stderr: opt.Stderr, hook: opt.testHook}
 	lists := makeLists(cases, cfg)
-	if err := processLists(ctx, opt, e, lists, fpcfg, workDir); err != nil {
+	a := &assembly{opt: opt, cfg: cfg, lists: lists, workDir: workDir, loader: loader, e: e,
+		sampleSeed: sampleSeed, sourcePath: opt.Source, cases: cases, own: own, hashes: map[string]string{}}
+	a.ahead = newRenderAhead(ctx, a, opt.Workers, len(cases))
+	if err := processLists(ctx, opt, e, lists, fpcfg, workDir, a.ahead.listDecided); err != nil {
+		a.ahead.abandon()
 		return nil, err
 	}
 	processed := time.Now()
-	a := &assembly{opt: opt, cfg: cfg, lists: lists, workDir: workDir, loader: loader, e: e,
-		sampleSeed: sampleSeed, sourcePath: opt.Source, cases: cases, own: own}
 	return a.finish(ctx, start, processed)
 }
 
@@ -174,8 +176,9 @@ func sampleCases(cases []*source.Case, isCand bool, cfg buildcfg.Config) ([]*sou
 // processLists walks the candidate lists over opt.Workers workers. For
 // each scheduled candidate the review decides; an accepted one reuses the
 // work state of an earlier run with the same fingerprint, or is processed
-// and its work state written.
-func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg *ojson.Value, workDir string) error {
+// and its work state written. decided sees each list once it is decided
+// (and again after later items of it finish; it acts once).
+func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg *ojson.Value, workDir string, decided func(*list)) error {
 	prog := newProgress(opt, lists)
 	work := func(it *item) error {
 		c := it.c
@@ -206,7 +209,12 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 		return nil
 	}
 	window := opt.Workers
-	err := schedule(ctx, lists, opt.Workers, window, work, prog.done)
+	err := schedule(ctx, lists, opt.Workers, window, work, func(l *list, it *item) {
+		prog.done(l, it)
+		if l.decided {
+			decided(l)
+		}
+	})
 	prog.finish()
 	if err != nil {
 		var ge *GlobalError

@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,9 +237,13 @@ func TestBuildEndToEnd(t *testing.T) {
 	if readSums(t, out4) != readSums(t, ref) {
 		t.Fatal("SHA256SUMS changed on a rerun")
 	}
+	// Cases rendered while processing went on count as done when
+	// assembly starts, so the first count varies.
+	if !regexp.MustCompile(`build: assembling: \d+/21 cases rendered, `).MatchString(log.String()) {
+		t.Errorf("build log lacks assembling counts:\n%s", log.String())
+	}
 	for _, want := range []string{
 		"build: assembling (21 to do)…\n",
-		"build: assembling: 1/21 cases rendered, ",
 		"build: assembling done: 21/21 cases rendered in ",
 		"build: measuring the PNG floor (",
 		"build: measuring the PNG floor: 1/",
@@ -453,4 +459,39 @@ func TestMIMICLayoutBuild(t *testing.T) {
 		t.Errorf("sample_seed: %s", info)
 	}
 	t.Logf("MIMIC fixture: %d cases, %d questions, %d failed", sum.Included, sum.Questions, sum.Failed)
+}
+
+// TestAssemblyOverlapsProcessing: the bundle folders of the lists decided
+// first are rendered while the last lesion's cases are still being
+// processed (the first of them waits, up to two minutes, for one to
+// appear).
+func TestAssemblyOverlapsProcessing(t *testing.T) {
+	src := phantomManifest(t)
+	out := filepath.Join(t.TempDir(), "bo")
+	opt := smallOptions(src, out, 2)
+	last := benchmark.Lesions[len(benchmark.Lesions)-1]
+	var seen, waited atomic.Bool
+	opt.testHook = func(c *source.Case) {
+		if c.Lesion != last || !waited.CompareAndSwap(false, true) {
+			return
+		}
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			ents, _ := os.ReadDir(filepath.Join(out, imagesDir))
+			for _, e := range ents {
+				if e.IsDir() && !isLeftover(e.Name()) {
+					seen.Store(true)
+					return
+				}
+			}
+		}
+	}
+	if _, err := Run(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	if !seen.Load() {
+		t.Fatalf("no bundle folder was rendered while the %s cases were processed", last)
+	}
+	if readSums(t, out) != readSums(t, referenceBuild(t)) {
+		t.Fatal("SHA256SUMS differ from the reference build")
+	}
 }

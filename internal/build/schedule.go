@@ -38,6 +38,9 @@ type list struct {
 	doneSucc int
 	decided  bool
 	decideAt int // index of the deciding position (last walked item), -1 for none
+
+	records *[]*included // its cases in the benchmark, once decided (assembly.listRecords)
+	ahead   bool         // handed to the renderer ahead
 }
 
 // walkLen is the number of items of the 1-worker walk (§14).

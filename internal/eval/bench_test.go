@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -103,6 +104,52 @@ func planStats(b *testing.B, dir string) (calls, longest int) {
 	return calls, longest
 }
 
+// scheduleBounds is the best share of the ideal makespan that the
+// dispatch order allows at concurrency conc, when every call takes the
+// same time: list scheduling of the records' turn counts (each record
+// goes, in order, to the worker that frees first), its makespan compared
+// with the ideal max(calls ÷ conc, longest record). It gives the bound of
+// eval's own order (planTasks) and, for comparison, of benchmark order.
+func scheduleBounds(b *testing.B, dir string, conc int) (dispatch, fileOrder float64) {
+	bench, err := benchmark.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	all := make([]int, len(bench.Records))
+	for i := range all {
+		all[i] = i
+	}
+	var ordered, inFile []int
+	for _, t := range (&runner{bench: bench}).planTasks(all) {
+		ordered = append(ordered, t.rec.Questions())
+	}
+	for _, r := range bench.Records {
+		inFile = append(inFile, r.Questions())
+	}
+	return listScheduleShare(ordered, conc), listScheduleShare(inFile, conc)
+}
+
+// listScheduleShare simulates list scheduling of jobs (durations, in
+// order) on n machines and returns ideal ÷ makespan.
+func listScheduleShare(jobs []int, n int) float64 {
+	free := make([]int, n) // when each machine frees
+	total, longest := 0, 0
+	for _, d := range jobs {
+		m := 0
+		for i := range free {
+			if free[i] < free[m] {
+				m = i
+			}
+		}
+		free[m] += d
+		total += d
+		longest = max(longest, d)
+	}
+	makespan := slices.Max(free)
+	ideal := max(float64(total)/float64(n), float64(longest))
+	return ideal / float64(makespan)
+}
+
 func BenchmarkEvalScheduling(b *testing.B) { schedulingBench(b, false) }
 
 // BenchmarkEvalSchedulingDistinct is BenchmarkEvalScheduling with every
@@ -132,6 +179,7 @@ func schedulingBench(b *testing.B, distinct bool) {
 		}
 	}
 	calls, longest := planStats(b, dir)
+	bound, fileBound := scheduleBounds(b, dir, conc)
 	url := childServer(b, latency)
 	ideal := max(time.Duration(calls)*latency/conc, time.Duration(longest)*latency)
 	b.ResetTimer()
@@ -169,6 +217,8 @@ func schedulingBench(b *testing.B, distinct bool) {
 	b.ReportMetric(whole/n, "whole-s")
 	b.ReportMetric(ideal.Seconds()/(whole/n), "whole-ideal-frac")
 	b.ReportMetric(first/n, "first-call-s")
+	b.ReportMetric(bound, "schedule-bound")
+	b.ReportMetric(fileBound, "schedule-bound-file-order")
 	if distinct {
 		b.ReportMetric(second/n, "whole-s@second")
 		b.ReportMetric(ideal.Seconds()/(second/n), "whole-ideal-frac@second")

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
@@ -531,5 +533,65 @@ func TestShards(t *testing.T) {
 	}
 	if len(seen) != 7 {
 		t.Errorf("shards cover %d records, want 7", len(seen))
+	}
+}
+
+// Records are handed out longest first, ties in benchmark order (at
+// concurrency 1 the calls show the order), and the order changes no
+// result: a run in benchmark order gives the same results.jsonl (timing
+// aside) and all_results.json.
+func TestDispatchLongestFirst(t *testing.T) {
+	bench := generatedBench(t)
+	b, err := benchmark.Load(bench)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, inFile []string
+	for q := benchmark.NumQuestions; q > 0; q-- {
+		for _, r := range b.Records {
+			if r.Questions() == q {
+				want = append(want, r.KeyID)
+			}
+		}
+	}
+	for _, r := range b.Records {
+		inFile = append(inFile, r.KeyID)
+	}
+	if slices.Equal(want, inFile) {
+		t.Fatal("the fixture is already longest first: the test would not see the order")
+	}
+	defer func() { dispatchOrder, testHookCall = longestFirst, nil }()
+	var started [][]string
+	var runs [][]string
+	var exports [][]byte
+	for _, order := range []func(a, b *benchmark.Record) int{
+		longestFirst,
+		func(a, b *benchmark.Record) int { return 0 }, // benchmark order
+	} {
+		dispatchOrder = order
+		var keys []string
+		testHookCall = func(key, _ string) {
+			if len(keys) == 0 || keys[len(keys)-1] != key {
+				keys = append(keys, key)
+			}
+		}
+		o := baseOptions(bench, t.TempDir(), model(t, "baseline", "random"))
+		o.Concurrency, o.PolicySeed = 1, 7
+		s := run(t, o)
+		started = append(started, keys)
+		runs = append(runs, stripTiming(t, filepath.Join(s.RunDir, results.ResultsFile)))
+		exports = append(exports, readFile(t, filepath.Join(s.RunDir, results.AllResultsFile)))
+	}
+	if !slices.Equal(started[0], want) {
+		t.Errorf("records started in the order\n%v\nwant longest first, ties in benchmark order:\n%v", started[0], want)
+	}
+	if !slices.Equal(started[1], inFile) {
+		t.Errorf("the comparison run did not go in benchmark order: %v", started[1])
+	}
+	if !slices.Equal(runs[0], runs[1]) {
+		t.Error("results.jsonl depends on the dispatch order")
+	}
+	if len(exports[0]) == 0 || !bytes.Equal(exports[0], exports[1]) {
+		t.Error("all_results.json depends on the dispatch order")
 	}
 }

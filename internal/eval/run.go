@@ -77,22 +77,31 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	return nil
 }
 
-// planTasks orders the records of todo longest first. Each is planned
-// and its images verified by the worker that runs it (runTask), so the
-// first call does not wait for a pass over every record.
+// planTasks puts the records of todo in dispatch order, longest first
+// (see longestFirst). Each is planned and its images verified by the
+// look-ahead verifier or the worker that runs it (runTask), so the first
+// call does not wait for a pass over every record.
 func (r *runner) planTasks(todo []int) []*task {
 	tasks := make([]*task, len(todo))
 	for i, ix := range todo {
 		tasks[i] = &task{index: ix, rec: r.bench.Records[ix]}
 	}
-	// Longest records first (ties in file order): with many records in
-	// flight this keeps the tail short, where file order would leave a
-	// few nine-turn records running alone at the end. The count of the
-	// record's path stands for its plan's (they differ only for records
-	// with skipped turns, under --allow-invalid).
-	slices.SortStableFunc(tasks, func(a, b *task) int { return b.rec.Questions() - a.rec.Questions() })
+	slices.SortStableFunc(tasks, func(a, b *task) int { return dispatchOrder(a.rec, b.rec) })
 	return tasks
 }
+
+// dispatchOrder is longestFirst; a test sets it to compare with
+// benchmark order.
+var dispatchOrder = longestFirst
+
+// longestFirst orders records by decreasing number of planned turns, the
+// turns on the record's path (a stable sort keeps ties in benchmark
+// order). With many records in flight this keeps the tail short: in
+// benchmark order a few nine-turn records started late run alone at the
+// end while the other workers idle. A plan's turns are known from the
+// record alone, before any image is read; the turns actually asked can be
+// fewer only for records with skipped turns, under --allow-invalid.
+func longestFirst(a, b *benchmark.Record) int { return b.Questions() - a.Questions() }
 
 // recordWriter is the single writer of results.jsonl.
 type recordWriter struct {

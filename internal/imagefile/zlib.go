@@ -1,111 +1,141 @@
-// Parts of this file follow Go's compress/zlib reader closely. That code is
-// Copyright 2009 The Go Authors, under the BSD-style license at
-// https://go.dev/LICENSE.
-
 package imagefile
 
 import (
-	"bufio"
 	"compress/flate"
-	"compress/zlib"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 )
 
-// zlibReader is compress/zlib's reader, statement for statement (the same
-// bufio.Reader over the source, the same header checks, the checksum read
-// at the stream's end), with a faster Adler-32: hash/adler32 adds one byte
-// at a time and took two thirds of VerifyPNG's time on a flat image.
-type zlibReader struct {
-	r       *bufio.Reader
-	inflate io.ReadCloser
-	adler   uint32
-	err     error
-	scratch [4]byte
-}
+// A zlib stream (RFC 1950) is a two-byte header (CMF: compression method
+// and window size; FLG: check bits, preset-dictionary flag, level), an
+// optional four-byte dictionary identifier, deflate data (RFC 1951) and
+// the Adler-32 of the inflated bytes, most significant byte first.
 
-// newZlibReader is zlib.NewReader(r) for an r that is not a
-// flate.Reader, without a preset dictionary.
-func newZlibReader(r io.Reader) (*zlibReader, error) {
-	z := &zlibReader{r: bufio.NewReader(r), adler: 1}
-	if _, err := io.ReadFull(z.r, z.scratch[:2]); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+// inflateZlib reads one zlib stream from src and passes its inflated
+// bytes to use, in order, in pieces. The stream must inflate to exactly
+// want bytes; inflation stops at the first byte beyond. Bytes in src
+// after the checksum are not read.
+func inflateZlib(src flate.Reader, want int64, use func([]byte) error) error {
+	var head [2]byte
+	if err := readBytes(src, head[:]); err != nil {
+		return fmt.Errorf("zlib header: %w", err)
+	}
+	cmf, flg := head[0], head[1]
+	switch {
+	case cmf&0x0f != 8:
+		return fmt.Errorf("zlib header: compression method %d, not deflate (8)", cmf&0x0f)
+	case cmf>>4 > 7:
+		return fmt.Errorf("zlib header: window size 2^%d, more than 32 KiB", 8+cmf>>4)
+	case (uint(cmf)<<8|uint(flg))%31 != 0:
+		return errors.New("zlib header: check bits (FCHECK) do not match")
+	}
+	if flg&0x20 != 0 {
+		// A preset dictionary. PNG never uses one, and image/png offers
+		// its zlib reader none; that reader accepts the identifier of the
+		// empty dictionary, whose Adler-32 is 1, and nothing else.
+		var id [4]byte
+		if err := readBytes(src, id[:]); err != nil {
+			return fmt.Errorf("zlib dictionary identifier: %w", err)
 		}
-		return nil, err
+		if binary.BigEndian.Uint32(id[:]) != 1 {
+			return errors.New("zlib stream needs a preset dictionary")
+		}
 	}
-	h := binary.BigEndian.Uint16(z.scratch[:2])
-	if z.scratch[0]&0x0f != 8 || z.scratch[0]>>4 > 7 || h%31 != 0 {
-		return nil, zlib.ErrHeader
-	}
-	if z.scratch[1]&0x20 != 0 {
-		if _, err := io.ReadFull(z.r, z.scratch[:4]); err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
+
+	inflater := flate.NewReader(src)
+	out := make([]byte, 32<<10)
+	sum := uint32(1)
+	var got int64
+	for {
+		n, err := inflater.Read(out)
+		if n > 0 {
+			if got+int64(n) > want {
+				return fmt.Errorf("more than the %d bytes the rows take", want)
 			}
-			return nil, err
+			got += int64(n)
+			sum = adler32(sum, out[:n])
+			if uerr := use(out[:n]); uerr != nil {
+				return uerr
+			}
 		}
-		// zlib accepts the identifier of the empty dictionary, which is
-		// then no dictionary.
-		if binary.BigEndian.Uint32(z.scratch[:4]) != 1 {
-			return nil, zlib.ErrDictionary
-		}
-	}
-	z.inflate = flate.NewReader(z.r)
-	return z, nil
-}
-
-func (z *zlibReader) Read(p []byte) (int, error) {
-	if z.err != nil {
-		return 0, z.err
-	}
-	var n int
-	n, z.err = z.inflate.Read(p)
-	z.adler = adler32(z.adler, p[:n])
-	if z.err != io.EOF {
-		return n, z.err
-	}
-	if _, err := io.ReadFull(z.r, z.scratch[:4]); err != nil {
 		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+			break
 		}
-		z.err = err
-		return n, z.err
+		if err != nil {
+			if err == io.ErrUnexpectedEOF {
+				return fmt.Errorf("deflate data cut short after %d of %d bytes", got, want)
+			}
+			return fmt.Errorf("deflate data: %w", err)
+		}
 	}
-	if binary.BigEndian.Uint32(z.scratch[:4]) != z.adler {
-		z.err = zlib.ErrChecksum
-		return n, z.err
+	var trailer [4]byte
+	if err := readBytes(src, trailer[:]); err != nil {
+		return fmt.Errorf("zlib checksum: %w", err)
 	}
-	return n, io.EOF
+	if binary.BigEndian.Uint32(trailer[:]) != sum {
+		return errors.New("zlib checksum (Adler-32) mismatch")
+	}
+	if got < want {
+		return fmt.Errorf("%d bytes, but the rows take %d", got, want)
+	}
+	return nil
 }
 
-// adler32 updates the Adler-32 checksum d with p. hash/adler32 adds one
-// byte at a time to two sums, each addition waiting on the one before;
-// this adds a group of eight bytes at a time as 16-bit lanes of two
-// registers (the bytes at even and at odd offsets) and weights them by
-// their positions once per 128 bytes, from these identities for n bytes
-// c[0…n-1]: a += Σ c[i], b += n·a + Σ (n-i)·c[i], where for i = 8k+j,
-// n-i = 8·(groups after group k) + (8-j).
-func adler32(d uint32, p []byte) uint32 {
-	const mod = 65521
-	a, b := uint64(d&0xffff), uint64(d>>16)
-	for len(p) >= 8 {
-		n := min(len(p), 8<<20) &^ 7 // 2²⁰ groups keep the sums below in 64 bits
-		// tot: bytes so far; before: the sum over groups of the bytes
-		// before each; w: Σ (8-j)·c[8k+j].
-		var tot, before, w uint64
-		for q := p[:n]; len(q) > 0; {
-			k := min(len(q), 128) // 16 groups: lanes of t stay below 2¹⁶
-			e, o, t := adlerBlock(q[:k])
-			before += lanes16(t) + uint64(k/8)*tot
-			tot += lanes16(e + o)
-			w += 8*(e&0xffff) + 6*(e>>16&0xffff) + 4*(e>>32&0xffff) + 2*(e>>48) +
-				7*(o&0xffff) + 5*(o>>16&0xffff) + 3*(o>>32&0xffff) + o>>48
-			q = q[k:]
+// readBytes fills p from r one byte at a time; the end of r is
+// io.ErrUnexpectedEOF.
+func readBytes(r io.ByteReader, p []byte) error {
+	for i := range p {
+		c, err := r.ReadByte()
+		if err == io.EOF {
+			return io.ErrUnexpectedEOF
 		}
-		b = (b + uint64(n)*a + 8*before + w) % mod
+		if err != nil {
+			return err
+		}
+		p[i] = c
+	}
+	return nil
+}
+
+// adler32 continues the Adler-32 checksum sum over p (start from 1).
+// RFC 1950 defines it as two sums modulo 65521 over the bytes c₁…cₙ:
+// A = 1 + c₁ + … + cₙ and B = A₁ + … + Aₙ, the sum of A after each byte.
+// Adding one byte at a time makes every addition wait on the one before;
+// this instead reads eight bytes at a time and keeps per-position sums in
+// the four 16-bit lanes of two words (bytes at even positions in one,
+// odd in the other), turning them into A and B once per block.
+//
+// For a block of n = 8·g bytes after sums (A, B), with G_k the total of
+// group k and C_j the total of the bytes at position j of their group:
+//
+//	A' = A + Σ G_k
+//	B' = B + n·A + Σᵢ (n-i)·cᵢ
+//	   = B + n·A + 8·Σ_k (g-1-k)·G_k + Σ_j (8-j)·C_j
+//
+// and Σ_k (g-1-k)·G_k is the sum, over the groups, of the totals of the
+// groups before each.
+func adler32(sum uint32, p []byte) uint32 {
+	const mod = 65521
+	a, b := uint64(sum&0xffff), uint64(sum>>16)
+	for len(p) >= adlerBlock {
+		var tot, weighted, before uint64
+		// Up to 2¹⁹ blocks at a time: the sums stay far below 2⁶⁴.
+		run := p[:min(len(p), adlerBlock<<19)&^(adlerBlock-1)]
+		for q := run; len(q) > 0; q = q[adlerBlock:] {
+			even, odd, prefix := adlerLanes(q[:adlerBlock])
+			gsum := laneSum(even) + laneSum(odd)
+			// Each earlier block counts once for each of this block's
+			// groups.
+			before += laneSum(prefix) + adlerBlock/8*tot
+			tot += gsum
+			weighted += 8*(even&0xffff) + 6*(even>>16&0xffff) + 4*(even>>32&0xffff) + 2*(even>>48) +
+				7*(odd&0xffff) + 5*(odd>>16&0xffff) + 3*(odd>>32&0xffff) + odd>>48
+		}
+		b = (b + uint64(len(run))%mod*a + 8*before + weighted) % mod
 		a = (a + tot) % mod
-		p = p[n:]
+		p = p[len(run):]
 	}
 	for _, c := range p {
 		a += uint64(c)
@@ -114,29 +144,31 @@ func adler32(d uint32, p []byte) uint32 {
 	return uint32(b%mod<<16 | a%mod)
 }
 
-// adlerBlock adds up to 16 groups of eight bytes in 16-bit lanes: e and o
-// sum the bytes at even and odd offsets, t the sums before each group.
-// (A function of its own keeps the sums in registers.)
-func adlerBlock(blk []byte) (e, o, t uint64) {
-	const m16 = 0x00ff00ff00ff00ff
-	for ; len(blk) >= 16; blk = blk[16:] {
-		x, y := binary.LittleEndian.Uint64(blk), binary.LittleEndian.Uint64(blk[8:])
-		xe, xo, ye, yo := x&m16, x>>8&m16, y&m16, y>>8&m16
-		t += 2*(e+o) + xe + xo
-		e += xe + ye
-		o += xo + yo
+// adlerBlock is the bytes one call of adlerLanes takes: 16 groups of
+// eight, the most for which no 16-bit lane of its prefix sum can overflow
+// (each lane adds at most 2·255 per group: 510·(0+1+…+15) < 2¹⁶).
+const adlerBlock = 128
+
+// adlerLanes sums one block in 16-bit lanes: even and odd hold the totals
+// of the bytes at even and odd positions of the groups, lane by lane;
+// prefix holds, lane by lane, the totals of the groups before each group.
+func adlerLanes(blk []byte) (even, odd, prefix uint64) {
+	const bytes02 = 0x00ff00ff00ff00ff
+	blk = blk[:adlerBlock]
+	for i := 0; i < adlerBlock; i += 16 {
+		x := binary.LittleEndian.Uint64(blk[i:])
+		y := binary.LittleEndian.Uint64(blk[i+8:])
+		xe, xo := x&bytes02, x>>8&bytes02
+		// The first group sees the block so far; the second also sees
+		// the first.
+		prefix += 2*(even+odd) + xe + xo
+		even += xe + y&bytes02
+		odd += xo + y>>8&bytes02
 	}
-	if len(blk) >= 8 {
-		x := binary.LittleEndian.Uint64(blk)
-		t += e + o
-		e += x & m16
-		o += x >> 8 & m16
-	}
-	return e, o, t
+	return even, odd, prefix
 }
 
-// lanes16 adds the four 16-bit lanes of v.
-func lanes16(v uint64) uint64 {
-	v = v&0x0000ffff0000ffff + v>>16&0x0000ffff0000ffff
-	return v&0xffffffff + v>>32
+// laneSum adds the four 16-bit lanes of v.
+func laneSum(v uint64) uint64 {
+	return v&0xffff + v>>16&0xffff + v>>32&0xffff + v>>48
 }

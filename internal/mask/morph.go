@@ -6,7 +6,8 @@ import (
 	"unsafe"
 )
 
-// Morphology follows OpenCV (build.md §5, §8.1):
+// Morphology gives the results of OpenCV's dilate and erode (build.md §5,
+// §8.1), computed by the run-based kernel below:
 //
 //	dilate(M)(p) = OR  over o ∈ SE of M(p+o), outside pixels are background;
 //	erode(M)(p)  = AND over o ∈ SE of M(p+o), outside pixels are foreground.
