@@ -346,9 +346,13 @@ func (a *assembly) renderCase(inc *included) error {
 	hashes := map[string]string{}
 	stage := filepath.Join(a.opt.Out, imagesDir, ".staging-"+key+"-"+randSuffix())
 	var buf bytes.Buffer
+	encode := render.EncodePNG
+	if a.cfg.BundlePNGCompression == buildcfg.FastPNG {
+		encode = render.EncodeFastPNG
+	}
 	for _, rel := range slices.Sorted(maps.Keys(imgs)) {
 		buf.Reset()
-		if err := render.EncodeBundlePNG(&buf, imgs[rel]); err != nil {
+		if err := encode(&buf, imgs[rel]); err != nil {
 			return global("%s: encoding %s: %w", key, rel, err)
 		}
 		p := filepath.Join(stage, filepath.FromSlash(rel))

@@ -86,3 +86,42 @@ func TestLoadErrorsAreOneCleanLine(t *testing.T) {
 		}
 	}
 }
+
+// TestBundlePNGCompression: the key takes default or fast; the default
+// writes nothing into the resolved configuration (so a default build's
+// build_info.json keeps its bytes), and the key never enters the case
+// fingerprint (assembly renders every bundle folder anew).
+func TestBundlePNGCompression(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ value, want, err string }{
+		{"default", "", ""},
+		{"fast", FastPNG, ""},
+		{"turbo", "", `bundle_png_compression: "turbo" is not default or fast`},
+	} {
+		p := filepath.Join(dir, tc.value+".yaml")
+		if err := os.WriteFile(p, []byte("bundle_png_compression: "+tc.value+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(p)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want %q", tc.value, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || cfg.BundlePNGCompression != tc.want {
+			t.Errorf("%s: %q, %v", tc.value, cfg.BundlePNGCompression, err)
+		}
+	}
+	def := Default()
+	b, err := ojson.EncodeCompact(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "bundle_png_compression") || strings.Contains(string(b), "lesion_definitions") {
+		t.Errorf("the default configuration writes new keys: %s", b)
+	}
+	if !NonFingerprintKeys["bundle_png_compression"] {
+		t.Error("bundle_png_compression enters the case fingerprint")
+	}
+}

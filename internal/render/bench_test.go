@@ -68,7 +68,7 @@ func BenchmarkEncodeReviewImage(b *testing.B) {
 	for _, enc := range []struct {
 		name   string
 		encode func(io.Writer, image.Image) error
-	}{{"default", EncodePNG}, {"preview", EncodePreviewPNG}} {
+	}{{"default", EncodePNG}, {"preview", EncodeFastPNG}} {
 		b.Run(enc.name, func(b *testing.B) {
 			for b.Loop() {
 				if err := enc.encode(io.Discard, img); err != nil {

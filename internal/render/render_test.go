@@ -146,7 +146,7 @@ func TestEncodePNGIsRGB(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		encode func(io.Writer, image.Image) error
-	}{{"EncodePNG", EncodePNG}, {"EncodePreviewPNG", EncodePreviewPNG}} {
+	}{{"EncodePNG", EncodePNG}, {"EncodeFastPNG", EncodeFastPNG}} {
 		var buf bytes.Buffer
 		if err := tc.encode(&buf, img); err != nil {
 			t.Fatal(err)

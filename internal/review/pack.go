@@ -177,7 +177,7 @@ func packCase(l *source.Loader, c *source.Case, dir string, mkdir func(string) e
 		img = render.ReviewImage(gray, m)
 	}
 	var buf bytes.Buffer
-	if err := render.EncodePreviewPNG(&buf, img); err != nil {
+	if err := render.EncodeFastPNG(&buf, img); err != nil {
 		return nil, err
 	}
 	if err := mkdir(dir); err != nil {

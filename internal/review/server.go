@@ -646,7 +646,7 @@ func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]b
 		if err != nil {
 			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %w", c.KeyID, err)
 		}
-		err = render.EncodePreviewPNG(&buf, g)
+		err = render.EncodeFastPNG(&buf, g)
 		return buf.Bytes(), 200, err
 	}
 	data, err := srv.store.MaskPNG(ctx, c.ID)
@@ -670,6 +670,6 @@ func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]b
 			img.Pix[4*i], img.Pix[4*i+1], img.Pix[4*i+2], img.Pix[4*i+3] = on.R, on.G, on.B, on.A
 		}
 	}
-	err = render.EncodePreviewPNG(&buf, img)
+	err = render.EncodeFastPNG(&buf, img)
 	return buf.Bytes(), 200, err
 }
