@@ -39,7 +39,7 @@ func TestEvalStartFailuresWriteNothing(t *testing.T) {
 		{"invalid benchmark hint", []string{"--benchmark", invalid, "--provider", "baseline", "--model", "random"},
 			" (run `chexpercept validate` for all; --allow-invalid evaluates it anyway)", 2},
 		{"bad shard", []string{"--provider", "baseline", "--model", "random", "--shard", "1/0"}, `--shard "1/0": n must be a positive integer`, 2},
-		{"bad lesions", []string{"--provider", "baseline", "--model", "random", "--lesions", "edema,nope"}, `--lesions: unknown lesion "nope"`, 2},
+		{"bad lesions", []string{"--provider", "baseline", "--model", "random", "--lesions", "edema,nope"}, `unknown lesion "nope" (this benchmark has cardiomegaly, consolidation, edema, atelectasis, pneumonia, opacity, effusion); check --lesions`, 2},
 		{"missing key file", []string{"--provider", "openai", "--model", "gpt-5.4", "--api-key-file", "nonexist.txt"}, "nonexist.txt", 2},
 		{"limit 0", []string{"--provider", "baseline", "--model", "random", "--limit", "0"}, "--limit 0 selects no record", 2},
 		{"per-path-limit 0", []string{"--provider", "baseline", "--model", "random", "--per-path-limit", "0"}, "--per-path-limit 0", 2},

@@ -93,12 +93,15 @@ func KeysHash(keys []string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// ErrUnknownLesion is a selected lesion that the benchmark does not have.
+var ErrUnknownLesion = errors.New("unknown lesion")
+
 // CheckLesions checks that every lesion of the selection is one of the
 // benchmark's.
 func CheckLesions(sel Selection, set *benchmark.LesionSet) error {
 	for _, l := range sel.Lesions {
 		if !set.Has(l) {
-			return fmt.Errorf("unknown lesion %q (this benchmark has %s)", benchmark.OneLine(l), set.Describe())
+			return fmt.Errorf("%w %q (this benchmark has %s)", ErrUnknownLesion, benchmark.OneLine(l), set.Describe())
 		}
 	}
 	return nil
