@@ -29,6 +29,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
@@ -243,7 +244,8 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if _, err := results.CheckRunDir(runDir); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
+	// The folders below --out are ours: none may be a link planted there.
+	if err := mkRunDir(o.OutDir, runDir); err != nil {
 		return nil, err
 	}
 	unlock, err := results.LockRun(runDir)
@@ -259,10 +261,25 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	if store.Repair != "" {
+		fmt.Fprintf(o.Log, "warning: %s\n", store.Repair)
+	}
 	todo, done := pending(p.bench, p.selected, prev, o.RetryErrors)
 	sum.AlreadyDone = done
 	r.store = store
 	return sum, r.execute(ctx, man, todo, len(p.selected), start)
+}
+
+// mkRunDir creates the run directory runDir below out, refusing a
+// symbolic link or file met on the way below out (outdir.MkdirAll).
+func mkRunDir(out, runDir string) error {
+	rel, err := filepath.Rel(out, runDir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		_, err := outdir.MkdirAll(runDir, "")
+		return err
+	}
+	_, err = outdir.MkdirAll(out, rel)
+	return err
 }
 
 // check refuses options that no run can use.
