@@ -536,4 +536,8 @@ type runner struct {
 	limits *limiters
 	retry  retryPolicy
 	prog   *progress
+	// stopped is closed when the run context ends (the first
+	// interrupt): records in flight finish the calls they are in, but
+	// wait for nothing more (see waitCtx).
+	stopped <-chan struct{}
 }

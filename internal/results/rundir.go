@@ -1,8 +1,8 @@
 package results
 
 import (
-	"os"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
