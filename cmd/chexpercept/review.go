@@ -338,6 +338,11 @@ func checkExportTargets(db, jsonl, csvDir, outcomes string, force bool) error {
 	if st == outdir.Other && !force {
 		return outdir.Foreign(csvDir, names, "review export --csv", review.SheetsMarker)
 	}
+	if st != outdir.Absent && st != outdir.Empty {
+		if err := outdir.CheckTree(csvDir); err != nil {
+			return fmt.Errorf("--csv: %w", err)
+		}
+	}
 	return nil
 }
 
