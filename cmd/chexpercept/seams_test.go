@@ -79,7 +79,9 @@ func TestFIFOsNeverHang(t *testing.T) {
 		name, fifo string // fifo: the run file replaced by a FIFO
 		args       func(results, runDir string) []string
 	}{
-		{"report/results.jsonl", results.ResultsFile, func(r, _ string) []string { return []string{"report", r, "--out", filepath.Join(filepath.Dir(r), "rep")} }},
+		{"report/results.jsonl", results.ResultsFile, func(r, _ string) []string {
+			return []string{"report", r, "--out", filepath.Join(filepath.Dir(r), "rep")}
+		}},
 		{"report/all_results.json", results.AllResultsFile, func(r, d string) []string {
 			os.Remove(filepath.Join(d, results.ResultsFile))
 			return []string{"report", r, "--out", filepath.Join(filepath.Dir(r), "rep")}
@@ -91,7 +93,9 @@ func TestFIFOsNeverHang(t *testing.T) {
 		{"merge/.lock", results.LockFile, func(r, d string) []string {
 			return []string{"merge", d, "--benchmark", genBench, "--out", filepath.Join(filepath.Dir(r), "merged")}
 		}},
-		{"report/manifest.json", results.ManifestFile, func(r, _ string) []string { return []string{"report", r, "--out", filepath.Join(filepath.Dir(r), "rep")} }},
+		{"report/manifest.json", results.ManifestFile, func(r, _ string) []string {
+			return []string{"report", r, "--out", filepath.Join(filepath.Dir(r), "rep")}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
