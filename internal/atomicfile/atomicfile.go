@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 // WriteFile writes data to name atomically with mode 0644 and syncs the
@@ -127,18 +129,7 @@ func replaceable(name string) error {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return fmt.Errorf("write %s: is a symbolic link; refusing to replace it", name)
 	case !fi.Mode().IsRegular():
-		kind := "irregular file"
-		switch m := fi.Mode(); {
-		case m.IsDir():
-			kind = "directory"
-		case m&fs.ModeNamedPipe != 0:
-			kind = "named pipe"
-		case m&fs.ModeSocket != 0:
-			kind = "socket"
-		case m&fs.ModeDevice != 0:
-			kind = "device"
-		}
-		return fmt.Errorf("write %s: not a regular file (%s); refusing to replace it", name, kind)
+		return fmt.Errorf("write %s: not a regular file (%s); refusing to replace it", name, imagefile.KindOf(fi.Mode()))
 	}
 	return nil
 }

@@ -75,6 +75,10 @@ func (e fileTooLarge) Error() string {
 }
 func (e fileTooLarge) Is(t error) bool { return t == ErrTooLarge }
 
+// KindOf names a file type that is not a regular file, for error
+// messages: "named pipe", "symbolic link", "directory" and so on.
+func KindOf(m fs.FileMode) string { return kindOf(m) }
+
 // kindOf names a non-regular file type for error messages.
 func kindOf(m fs.FileMode) string {
 	switch {

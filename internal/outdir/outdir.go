@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 // State is what an output directory holds.
@@ -196,7 +197,7 @@ func Path(dir, rel string) (string, error) {
 		case !last && !fi.IsDir():
 			return "", Refuse(dir, entry, "output directory %s: %s is not a directory; remove it or choose another directory", dir, entry)
 		case last && !fi.Mode().IsRegular() && !fi.IsDir():
-			return "", Refuse(dir, entry, "output directory %s: %s is not a regular file (%s); remove it or choose another directory", dir, entry, kindName(fi.Mode()))
+			return "", Refuse(dir, entry, "output directory %s: %s is not a regular file (%s); remove it or choose another directory", dir, entry, imagefile.KindOf(fi.Mode()))
 		}
 	}
 	return filepath.Join(dir, rel), nil
@@ -259,20 +260,6 @@ func Create(dir, rel string) (*atomicfile.File, error) {
 		return nil, err
 	}
 	return atomicfile.Create(p)
-}
-
-// kindName names a file type that is neither a regular file nor a
-// directory, for error messages.
-func kindName(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "irregular file"
 }
 
 // SQLiteSuffixes are the files SQLite keeps beside a database: writing
@@ -344,6 +331,6 @@ func CheckTree(dir string, skip ...string) error {
 		case m.IsDir() || m.IsRegular():
 			return nil
 		}
-		return Refuse(dir, rel, "output directory %s: %s is not a regular file (%s); remove it or choose another directory", dir, rel, kindName(m))
+		return Refuse(dir, rel, "output directory %s: %s is not a regular file (%s); remove it or choose another directory", dir, rel, imagefile.KindOf(m))
 	})
 }

@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	_ "modernc.org/sqlite" // pure-Go SQLite driver
 )
@@ -120,7 +121,7 @@ func checkDBFiles(path string) error {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return fmt.Errorf("%s (a symbolic link); refusing to open a database through it (remove the link; the cache is rebuilt)", what)
 		case !fi.Mode().IsRegular():
-			return fmt.Errorf("%s (%v); refusing to open it as a database", what, fi.Mode().Type())
+			return fmt.Errorf("%s (%s); refusing to open it as a database", what, imagefile.KindOf(fi.Mode()))
 		}
 	}
 	return nil
