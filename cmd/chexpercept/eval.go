@@ -408,9 +408,17 @@ func clipQuote(s string) string {
 	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
+// interruptGrace is how long the calls in flight may still take after
+// the first Ctrl-C or SIGTERM: then their records are abandoned (asked
+// again on restart), so that a stopped run ends within about two seconds
+// however slow or silent the server. Waits (backoff, Retry-After, rate
+// limits) end at once.
+const interruptGrace = 1500 * time.Millisecond
+
 // handleInterrupts returns a context that the first Ctrl-C (or SIGTERM)
-// ends, so that no new record starts, and a channel that the second one
-// closes, abandoning the records in flight. stop releases the signals.
+// ends, so that no new record starts and no record waits any more, and a
+// channel that is closed interruptGrace later, or at the second signal,
+// abandoning the records still in flight. stop releases the signals.
 func handleInterrupts(parent context.Context) (ctx context.Context, abandon <-chan struct{}, stop func()) {
 	ctx, stopRun := context.WithCancel(parent)
 	ab := make(chan struct{})
@@ -422,11 +430,18 @@ func handleInterrupts(parent context.Context) (ctx context.Context, abandon <-ch
 		for range sigs {
 			n++
 			if n == 1 {
-				fmt.Fprintln(os.Stderr, "\ninterrupt: finishing the records in flight (interrupt again to abandon them)")
+				fmt.Fprintf(os.Stderr, "\ninterrupt: stopping; the calls in flight have %v to finish (interrupt again to abandon them now); the run resumes where it stopped\n", interruptGrace)
 				stopRun()
-			} else {
-				fmt.Fprintln(os.Stderr, "\ninterrupt: abandoning the records in flight")
+				time.AfterFunc(interruptGrace, abandonNow)
+			} else if n == 2 {
+				fmt.Fprintln(os.Stderr, "\ninterrupt: abandoning the records in flight (interrupt again to quit at once)")
 				abandonNow()
+			} else {
+				// Every line of results.jsonl is synced when written and
+				// the other files are written atomically: quitting here
+				// loses nothing a restart needs.
+				fmt.Fprintln(os.Stderr, "\ninterrupt: quitting now; the run resumes where it stopped")
+				os.Exit(130)
 			}
 		}
 	}()

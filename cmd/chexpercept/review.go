@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -274,30 +273,33 @@ anything is written.`,
 // --jsonl or --outcomes file without force (it may be the main review log
 // a round's export was meant to be appended to), and a --csv directory
 // that is neither new, empty nor an earlier export (its positive.csv may
-// be a filled sheet). Even --force never replaces the review database itself, the other
-// output, or what is not a regular file or a symbolic link (a directory,
-// a FIFO).
+// be a filled sheet). Even --force never replaces the review database
+// itself or one of its -wal, -shm, -journal files (compared by identity:
+// outdir.SameFile), the other output, or what is not a regular file (a
+// symbolic link, a directory, a FIFO).
 func checkExportTargets(db, jsonl, csvDir, outcomes string, force bool) error {
-	if jsonl != "" && filepath.Clean(jsonl) == filepath.Clean(outcomes) {
-		return fmt.Errorf("--jsonl and --outcomes name the same file %s", jsonl)
+	if jsonl != "" && outcomes != "" {
+		if _, same := outdir.SameFile(jsonl, outcomes); same {
+			return fmt.Errorf("--jsonl %s and --outcomes %s name the same file", jsonl, outcomes)
+		}
 	}
-	dbInfo, dbErr := os.Stat(db)
 	for _, t := range []struct{ flag, path string }{{"--jsonl", jsonl}, {"--outcomes", outcomes}} {
 		if t.path == "" {
 			continue
 		}
-		c, d := filepath.Clean(t.path), filepath.Clean(db)
-		fi, err := os.Stat(t.path)
-		if err == nil && dbErr == nil && os.SameFile(fi, dbInfo) || c == d+"-wal" || c == d+"-shm" || c == d+"-journal" {
-			return fmt.Errorf("%s %s is the review database or one of its files", t.flag, t.path)
+		if f, same := outdir.SameFile(t.path, db); same {
+			return fmt.Errorf("%s %s is the review database or one of its files (%s)", t.flag, t.path, f)
 		}
 		li, err := os.Lstat(t.path)
 		if err != nil {
 			continue
 		}
-		if m := li.Mode(); !m.IsRegular() && m&os.ModeSymlink == 0 {
+		if m := li.Mode(); !m.IsRegular() {
 			kind := "a directory"
-			if !m.IsDir() {
+			switch {
+			case m&os.ModeSymlink != 0:
+				kind = "a symbolic link (export writes a new file in its place only where there is none or a regular file)"
+			case !m.IsDir():
 				kind = "a special file (" + m.Type().String() + ")"
 			}
 			return fmt.Errorf("%s %s is %s, not a file", t.flag, t.path, kind)
@@ -315,6 +317,11 @@ func checkExportTargets(db, jsonl, csvDir, outcomes string, force bool) error {
 	}
 	if st == outdir.Other && !force {
 		return outdir.Foreign(csvDir, names, "review export --csv", review.SheetsMarker)
+	}
+	if st != outdir.Absent && st != outdir.Empty {
+		if err := outdir.CheckTree(csvDir); err != nil {
+			return fmt.Errorf("--csv: %w", err)
+		}
 	}
 	return nil
 }

@@ -137,6 +137,22 @@ func TestReviewCommands(t *testing.T) {
 			t.Errorf("export --force %v: %v", args, err)
 		}
 	}
+	// Issue 21 item 4: the same files spelled differently (a relative
+	// output beside an absolute database, a "./" or a linked folder) are
+	// the same files, with or without --force, and whether or not the
+	// -wal file exists yet.
+	t.Chdir(tmp)
+	os.Symlink(".", filepath.Join(tmp, "here"))
+	for _, args := range [][]string{{"--jsonl", "review.db-wal"}, {"--jsonl", "./review.db-shm"}, {"--outcomes", "here/review.db-journal"},
+		{"--jsonl", "here/review.db", "--force"}, {"--jsonl", "x.jsonl", "--outcomes", "here/x.jsonl"}} {
+		_, _, err := runCommand(t, reviewExportCmd(), append([]string{"--review-db", db}, args...)...)
+		if reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "same file") && !strings.Contains(err.Error(), "is the review database or one of its files") {
+			t.Errorf("export %v: %v", args, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "x.jsonl")); err == nil {
+		t.Error("x.jsonl was written although --outcomes names the same file")
+	}
 	if after, _ := os.ReadFile(db); !bytes.Equal(after, dbBefore) {
 		t.Error("the review database changed")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -44,6 +45,9 @@ exits with status 2.`,
 				return withExit(2, errors.New("--chexmask-csv and --lung-png-pattern apply to MIMIC input only"))
 			case out == "":
 				return withExit(2, errors.New("--out is required"))
+			}
+			if in, same := outdir.SameFile(out, manifest, mimicILS, chexCSV, configPath); same {
+				return withExit(2, fmt.Errorf("--out %s is an input of this command (%s); write the candidates to another file", out, in))
 			}
 			cfg := buildcfg.Default()
 			if configPath != "" {

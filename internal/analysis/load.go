@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
@@ -316,12 +317,12 @@ func (s *Set) readRun(dir string) *Run {
 // skipped so that the rest of the run is still reported. It returns nil
 // records when the file is missing or holds no complete line.
 func (s *Set) readResults(path string) ([]*results.Record, int) {
-	data, err := os.ReadFile(path)
+	data, err := imagefile.ReadFile(path, results.MaxRunFileBytes, imagefile.Follow)
 	if err != nil {
 		if os.IsNotExist(err) {
 			s.warnf("%s: missing", path)
 		} else {
-			s.warnf("%s: %v", path, err)
+			s.warnf("%s: %v", path, imagefile.Reason(err))
 		}
 		return nil, 0
 	}
@@ -358,9 +359,9 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 
 // readAllResults parses an all_results.json into its entries, in file order.
 func readAllResults(path string) ([]*ojson.Value, error) {
-	data, err := os.ReadFile(path)
+	data, err := imagefile.ReadFile(path, results.MaxRunFileBytes, imagefile.Follow)
 	if err != nil {
-		return nil, err
+		return nil, imagefile.Reason(err)
 	}
 	v, err := ojson.Parse(data)
 	if err != nil {

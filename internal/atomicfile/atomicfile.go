@@ -6,9 +6,13 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 // WriteFile writes data to name atomically with mode 0644 and syncs the
@@ -21,6 +25,9 @@ func WriteFile(name string, data []byte) error { return write(name, data, true) 
 func WriteFileNoSync(name string, data []byte) error { return write(name, data, false) }
 
 func write(name string, data []byte, durable bool) error {
+	if err := replaceable(name); err != nil {
+		return err
+	}
 	dir := filepath.Dir(name)
 	f, err := os.CreateTemp(dir, filepath.Base(name)+".tmp-*")
 	if err != nil {
@@ -72,6 +79,9 @@ type File struct {
 
 // Create starts writing name.
 func Create(name string) (*File, error) {
+	if err := replaceable(name); err != nil {
+		return nil, err
+	}
 	f, err := os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", name, err)
@@ -103,4 +113,23 @@ func (f *File) Abort() {
 	if f.Close() == nil {
 		os.Remove(f.File.Name())
 	}
+}
+
+// replaceable refuses a target that exists and is not a regular file: a
+// symbolic link, FIFO or directory in its place was not written by us,
+// and renaming over it would replace it (a link's target is left alone,
+// but the link is lost).
+func replaceable(name string) error {
+	fi, err := os.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("write %s: %w", name, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("write %s: is a symbolic link; refusing to replace it", name)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("write %s: not a regular file (%s); refusing to replace it", name, imagefile.KindOf(fi.Mode()))
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -80,19 +81,44 @@ func TestCreate(t *testing.T) {
 		t.Errorf("leftover files: %v", entries)
 	}
 
-	// A directory in the way: Commit fails naming the file and leaves no debris.
+	// A directory in the way: Create fails naming the file and leaves no debris.
 	sub := filepath.Join(dir, "sub")
 	os.Mkdir(sub, 0o755)
 	os.Mkdir(filepath.Join(sub, "x"), 0o755)
 	os.WriteFile(filepath.Join(sub, "x", "y"), nil, 0o644)
-	f, err = Create(filepath.Join(sub, "x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Commit(); err == nil || !strings.Contains(err.Error(), filepath.Join(sub, "x")) {
-		t.Errorf("Commit over a non-empty directory: %v", err)
+	if _, err = Create(filepath.Join(sub, "x")); err == nil || !strings.Contains(err.Error(), filepath.Join(sub, "x")+": not a regular file (directory)") {
+		t.Errorf("Create over a non-empty directory: %v", err)
 	}
 	if entries, _ := os.ReadDir(sub); len(entries) != 1 {
 		t.Errorf("leftover files: %v", entries)
+	}
+}
+
+// TestRefusesLinksAndFIFOs (issue 21 item 2): a symbolic link or a FIFO
+// in the target's place is not replaced, and the link's target is left
+// alone.
+func TestRefusesLinksAndFIFOs(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside.txt")
+	os.WriteFile(outside, []byte("precious"), 0o644)
+	link := filepath.Join(dir, "report.md")
+	os.Symlink(outside, link)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	for name, want := range map[string]string{link: "is a symbolic link", fifo: "not a regular file (named pipe)"} {
+		if err := WriteFile(name, []byte("report")); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("WriteFile(%s) = %v, want %q", name, err, want)
+		}
+		if _, err := Create(name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Create(%s) = %v, want %q", name, err, want)
+		}
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced")
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "precious" {
+		t.Errorf("the link's target reads %q", b)
 	}
 }

@@ -374,7 +374,7 @@ func (a *assembly) renderCase(inc *included) error {
 			return global("%w", err)
 		}
 		for _, n := range o.MaskNames {
-			data, err := os.ReadFile(filepath.Join(a.workDir, key, workMasks, n+".png"))
+			data, err := imagefile.ReadFile(filepath.Join(a.workDir, key, workMasks, n+".png"), imagefile.MaxFileBytes, imagefile.NoFollow)
 			if err != nil {
 				return global("%s: work mask %s: %w", key, n, imagefile.Reason(err))
 			}
@@ -757,7 +757,7 @@ func (a *assembly) writeSums() error {
 }
 
 func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
+	f, err := imagefile.Open(p, imagefile.NoFollow)
 	if err != nil {
 		return "", err
 	}

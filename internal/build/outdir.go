@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -101,6 +100,10 @@ func readOwnership(out string) (*ownership, error) {
 	if err := o.verify(out, names); err != nil {
 		return nil, err
 	}
+	// Nothing below may lead a write outside or be replaced unseen.
+	if err := outdir.CheckTree(out); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -126,18 +129,12 @@ func claimStarted(out string, names []string) bool {
 	return true
 }
 
+// readLimited reads a file of the build directory: a regular file, not
+// a link, never blocking on a FIFO, of at most limit bytes.
 func readLimited(p string, limit int64) ([]byte, error) {
-	f, err := os.Open(p)
+	data, err := imagefile.ReadFile(p, limit, imagefile.NoFollow)
 	if err != nil {
 		return nil, imagefile.Reason(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, imagefile.Reason(err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
 	}
 	return data, nil
 }
@@ -299,7 +296,11 @@ func (o *ownership) verifyBundle(out, d string) error {
 // checkInspectFolder accepts an inspect/<key_id>/ folder (rel to out) that
 // is absent or holds nothing but what inspect writes.
 func checkInspectFolder(out, rel string) error {
-	root := filepath.Join(out, filepath.FromSlash(rel))
+	// inspect/ itself must not be a link leading the folder elsewhere.
+	root, err := outdir.Path(out, rel)
+	if err != nil {
+		return err
+	}
 	fi, err := os.Lstat(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

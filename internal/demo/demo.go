@@ -126,7 +126,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(filepath.Join(abs, logFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := imagefile.OpenWritable(filepath.Join(abs, logFile), os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("demo: opening the log: %w", err)
 	}
@@ -482,6 +482,9 @@ func claimDir(dir string) (*state, error) {
 	}
 	marker := filepath.Join(dir, markerFile)
 	if st == outdir.Marked {
+		if err := outdir.CheckTree(dir); err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
 		return readState(marker)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

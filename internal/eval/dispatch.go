@@ -160,15 +160,33 @@ type retryPolicy struct {
 	cap        time.Duration // longest backoff (Retry-After may exceed it)
 }
 
+// MaxRetryAfter caps the Retry-After a server may ask for: a longer one
+// is honoured only up to MaxRetryAfter or the attempt timeout, whichever
+// is smaller, and the retry after it counts against --max-retries like
+// any other. A server asking for days (Retry-After: 999999999) therefore
+// costs at most max-retries × that cap before the call fails.
+const MaxRetryAfter = 60 * time.Second
+
 // backoff is the wait before retry number n (1-based): exponential with
-// full jitter in [d/2, d], at least the server's Retry-After.
+// full jitter in [d/2, d], at least the server's Retry-After as capped by
+// honoured.
 func (rp retryPolicy) backoff(n int, retryAfter time.Duration) time.Duration {
 	d := rp.base << min(n-1, 20)
 	if d > rp.cap || d <= 0 {
 		d = rp.cap
 	}
 	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-	return max(d, retryAfter)
+	return max(d, rp.honoured(retryAfter))
+}
+
+// honoured is the part of a server's Retry-After that is waited:
+// at most MaxRetryAfter and at most the attempt timeout.
+func (rp retryPolicy) honoured(retryAfter time.Duration) time.Duration {
+	limit := MaxRetryAfter
+	if rp.timeout > 0 {
+		limit = min(limit, rp.timeout)
+	}
+	return min(max(retryAfter, 0), limit)
 }
 
 // limiters caps request and token rates across the run.
@@ -190,18 +208,29 @@ func newLimiters(rpm, tpm int) *limiters {
 	return l
 }
 
+// A ctx that has ended does not stop a call that needs no wait: a record
+// in flight when the run is stopped may still make a call the limits
+// allow now, and is dropped only when it would have to wait.
 func (l *limiters) wait(ctx context.Context, tokens int) error {
 	if l.rpm != nil {
-		if err := l.rpm.Wait(ctx); err != nil {
+		if err := waitN(ctx, l.rpm, 1); err != nil {
 			return err
 		}
 	}
 	if l.tpm != nil {
-		if err := l.tpm.WaitN(ctx, min(max(tokens, 1), l.tpm.Burst())); err != nil {
+		if err := waitN(ctx, l.tpm, min(max(tokens, 1), l.tpm.Burst())); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func waitN(ctx context.Context, lim *rate.Limiter, n int) error {
+	err := lim.WaitN(ctx, n)
+	if err != nil && ctx.Err() != nil && lim.AllowN(time.Now(), n) {
+		return nil
+	}
+	return err
 }
 
 // charge books tokens that were used beyond the estimate (the reply).

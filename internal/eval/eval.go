@@ -30,6 +30,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
@@ -258,8 +259,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	// A start refused before the manifest is written leaves nothing
 	// behind: the folders and the lock file it made are removed again.
+	// The folders below --out are ours: none may be a link planted there.
 	created := missingDirs(runDir)
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
+	if err := mkRunDir(o.OutDir, runDir); err != nil {
 		removeNew(runDir, created, false)
 		return nil, err
 	}
@@ -284,6 +286,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	store, prev, err := results.OpenStore(filepath.Join(runDir, results.ResultsFile))
 	if err != nil {
 		return nil, err
+	}
+	if store.Repair != "" {
+		fmt.Fprintf(o.Log, "warning: %s\n", store.Repair)
 	}
 	todo, done := pending(p.bench, p.selected, prev, o.RetryErrors)
 	sum.AlreadyDone = done
@@ -332,6 +337,18 @@ func removeNew(runDir string, created []string, newLock bool) {
 	for i := len(created) - 1; i >= 0; i-- {
 		_ = os.Remove(created[i])
 	}
+}
+
+// mkRunDir creates the run directory runDir below out, refusing a
+// symbolic link or file met on the way below out (outdir.MkdirAll).
+func mkRunDir(out, runDir string) error {
+	rel, err := filepath.Rel(out, runDir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		_, err := outdir.MkdirAll(runDir, "")
+		return err
+	}
+	_, err = outdir.MkdirAll(out, rel)
+	return err
 }
 
 // check refuses options that no run can use.
@@ -601,6 +618,10 @@ type runner struct {
 	limits *limiters
 	retry  retryPolicy
 	prog   *progress
+	// stopped is closed when the run context ends (the first
+	// interrupt): records in flight finish the calls they are in, but
+	// wait for nothing more (see waitCtx).
+	stopped <-chan struct{}
 
 	identity provider.Identity // the server's, from the preflight
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -83,13 +82,8 @@ func tryOpenMemo(dir string) (*memo, error) {
 		return nil, err
 	}
 	path := filepath.Join(dir, MemoFile)
-	// SQLite would follow a link or block on a FIFO; only a regular file
-	// (or none yet) is used.
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
+	// SQLite would follow a link or block on a FIFO; OpenDB uses only
+	// regular files (or none yet).
 	db, err := respcache.OpenDB(path, `CREATE TABLE IF NOT EXISTS verified_images (
 		sha256 TEXT NOT NULL,
 		checker TEXT NOT NULL,

@@ -231,3 +231,97 @@ func TestAttemptsCounted(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryAfterCapped (issue 21 item 7): a 429 asking for
+// Retry-After: 999999999 is honoured only up to the attempt timeout (and
+// MaxRetryAfter), and the retry counts against max retries, so the call
+// fails after about one timeout instead of waiting for 31 years.
+func TestRetryAfterCapped(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Retry-After", "999999999")
+		http.Error(w, `{"error":{"message":"slow down"}}`, http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	o := childOptions(t, sampleBench, t.TempDir(), srv.URL+"/v1")
+	limit := 1
+	o.Selection.Limit, o.Oracle = &limit, protocol.OracleNone
+	o.Timeout, o.MaxRetries, o.RetryCap = time.Second, 1, 10*time.Millisecond
+	abandon := make(chan struct{})
+	o.Abandon = abandon
+	type result struct {
+		s   *Summary
+		err error
+	}
+	done := make(chan result, 1)
+	t0 := time.Now()
+	go func() { s, err := Run(context.Background(), o); done <- result{s, err} }()
+	var got result
+	select {
+	case got = <-done:
+	case <-time.After(30 * time.Second):
+		close(abandon)
+		got = <-done
+		t.Fatalf("still waiting after 30 s (%d requests)", hits.Load())
+	}
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if took := time.Since(t0); took > 15*time.Second {
+		t.Errorf("took %v", took)
+	}
+	if c := got.s.Results.Counts; c.RecordsError != 1 || hits.Load() != 2 {
+		t.Errorf("counts %+v after %d requests; want 1 error record after 2 requests", c, hits.Load())
+	}
+}
+
+// TestStopEndsRetryWait (issue 21 item 7): ending the run context (the
+// first interrupt) ends a Retry-After wait at once; the record is not
+// written and is asked again on restart.
+func TestStopEndsRetryWait(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Retry-After", "50")
+		http.Error(w, `{"error":{"message":"slow down"}}`, http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	o := childOptions(t, sampleBench, t.TempDir(), srv.URL+"/v1")
+	limit := 1
+	o.Selection.Limit, o.Oracle = &limit, protocol.OracleNone
+	o.Timeout, o.MaxRetries = time.Minute, 3
+	abandon := make(chan struct{})
+	o.Abandon = abandon
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for hits.Load() == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+	}()
+	t0 := time.Now()
+	done := make(chan *Summary, 1)
+	go func() {
+		s, err := Run(ctx, o)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- s
+	}()
+	var s *Summary
+	select {
+	case s = <-done:
+	case <-time.After(20 * time.Second):
+		close(abandon)
+		<-done
+		t.Fatal("the retry wait did not end with the run context")
+	}
+	if took := time.Since(t0); took > 5*time.Second {
+		t.Errorf("took %v", took)
+	}
+	if s == nil || !s.Interrupted || s.Abandoned != 1 || s.Results.Counts.RecordsError != 0 {
+		t.Errorf("summary %+v, want one abandoned record and no error record", s)
+	}
+}

@@ -49,6 +49,7 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 		fmt.Fprintf(o.Log, "%s: nothing to ask (%d of %d selected records already done)\n", r.sum.RunDir, r.sum.AlreadyDone, r.sum.Selected)
 		return nil
 	}
+	r.stopped = ctx.Done()
 	tasks := r.planTasks(todo)
 	r.prog = newProgress(o, len(tasks), r.sum.AlreadyDone, r.verify.stats)
 	defer r.prog.stop()
@@ -437,8 +438,10 @@ func (cs *caseState) send(ctx context.Context, turn string, req *provider.Reques
 	r := cs.r
 	t0 := time.Now()
 	attempts := 0
+	wctx, endWaits := r.waitCtx(ctx)
+	defer endWaits()
 	for {
-		if err := r.limits.wait(ctx, int(est.Input)); err != nil {
+		if err := r.limits.wait(wctx, int(est.Input)); err != nil {
 			return protocol.Reply{}, cs.cancel(err)
 		}
 		ep := cs.endpoint()
@@ -468,10 +471,30 @@ func (cs *caseState) send(ctx context.Context, turn string, req *provider.Reques
 			r.prog.failure()
 			return protocol.Reply{}, cs.fail(err, turn, attempts, ep)
 		}
-		if err := sleep(ctx, r.retry.backoff(attempts, ce.RetryAfter)); err != nil {
+		if err := sleep(wctx, r.retry.backoff(attempts, ce.RetryAfter)); err != nil {
 			return protocol.Reply{}, cs.cancel(err)
 		}
 	}
+}
+
+// waitCtx is ctx that also ends when the run is stopped (the first
+// interrupt). Every wait of a call that is not the call itself — the
+// backoff before a retry, however long a server's Retry-After, and the
+// rate limits — uses it, so stopping never waits on them: the record is
+// dropped unwritten and asked again on restart.
+func (r *runner) waitCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(ctx)
+	if r.stopped == nil {
+		return wctx, cancel
+	}
+	go func() {
+		select {
+		case <-r.stopped:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	return wctx, cancel
 }
 
 // endpoint is the case's endpoint for the next attempt: assigned at the

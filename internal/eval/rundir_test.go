@@ -1,10 +1,12 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +63,85 @@ func TestRunDirRule(t *testing.T) {
 				t.Fatalf("Run = %v, want a refusal naming %s and %q", err, dir, tc.refused)
 			}
 			outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, o.OutDir))
+		})
+	}
+}
+
+// TestForeignResultsNotTruncated (issue 21 item 1): a results.jsonl in a
+// run directory without a manifest was not written by this run, so eval
+// refuses it and changes no byte; a run that has its manifest repairs an
+// unfinished last line only as far as a cut-short write of its own
+// explains it, and never drops a complete record.
+func TestForeignResultsNotTruncated(t *testing.T) {
+	newOpts := func(t *testing.T) (Options, string) {
+		o := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "first"))
+		limit := 2
+		o.Selection.Limit, o.Oracle = &limit, protocol.OracleNone
+		return o, RunDir(o.OutDir, "baseline_first", o.Oracle, nil)
+	}
+	oneLine := `{"key_id":"x","note":"` + strings.Repeat("a", 26850) + `"}`
+	for _, content := range []string{oneLine, "{\"a\":1}\n" + oneLine} {
+		t.Run("no manifest", func(t *testing.T) {
+			o, dir := newOpts(t)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, results.ResultsFile), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := outdirtest.Snapshot(t, o.OutDir)
+			_, err := Run(context.Background(), o)
+			var ref *outdir.Refused
+			if !errors.As(err, &ref) || ref.Entry != results.ResultsFile || !strings.Contains(err.Error(), results.ManifestFile) {
+				t.Fatalf("Run = %v, want a refusal naming %s", err, results.ResultsFile)
+			}
+			outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, o.OutDir))
+		})
+	}
+
+	// A run of two records, then its last line is damaged in three ways.
+	for _, tc := range []struct {
+		name    string
+		damage  func(data []byte) []byte
+		refused bool
+		lines   int // complete lines after the resumed run
+	}{
+		{"newline missing", func(d []byte) []byte { return d[:len(d)-1] }, false, 2},
+		{"cut short", func(d []byte) []byte { return d[:len(d)-40] }, false, 2},
+		{"foreign tail", func(d []byte) []byte { return append(d, "garbage, not ours"...) }, true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, dir := newOpts(t)
+			run(t, o)
+			path := filepath.Join(dir, results.ResultsFile)
+			orig := readFile(t, path)
+			if err := os.WriteFile(path, tc.damage(slices.Clone(orig)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := outdirtest.Snapshot(t, o.OutDir)
+			var log strings.Builder
+			o.Log = &log
+			sum, err := Run(context.Background(), o)
+			if tc.refused {
+				if err == nil || !strings.Contains(err.Error(), "refusing to change the file") {
+					t.Fatalf("Run = %v, want a refusal", err)
+				}
+				outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, o.OutDir))
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := readFile(t, path)
+			if countLines(t, path) != tc.lines || !bytes.HasSuffix(got, []byte("\n")) {
+				t.Fatalf("%d lines after the resumed run, want %d:\n%s", countLines(t, path), tc.lines, got)
+			}
+			if tc.name == "newline missing" && (!bytes.Equal(got, orig) || sum.AlreadyDone != 2) {
+				t.Errorf("the complete record was not kept as it was (%d records already done)", sum.AlreadyDone)
+			}
+			if !strings.Contains(log.String(), "warning: "+path+": line 2") {
+				t.Errorf("no warning about the repair in the log:\n%s", log.String())
+			}
 		})
 	}
 }

@@ -75,6 +75,10 @@ func (e fileTooLarge) Error() string {
 }
 func (e fileTooLarge) Is(t error) bool { return t == ErrTooLarge }
 
+// KindOf names a file type that is not a regular file, for error
+// messages: "named pipe", "symbolic link", "directory" and so on.
+func KindOf(m fs.FileMode) string { return kindOf(m) }
+
 // kindOf names a non-regular file type for error messages.
 func kindOf(m fs.FileMode) string {
 	switch {
@@ -221,4 +225,37 @@ func ReadLine(br *bufio.Reader, max int) ([]byte, error) {
 			return line, err
 		}
 	}
+}
+
+// OpenWritable opens path for reading and writing with the extra flags
+// (os.O_CREATE, os.O_APPEND), for a file a command keeps in its own
+// directory (a run's results.jsonl and lock, a log): a regular file only,
+// never through a symbolic link (O_NOFOLLOW, also at open time) and never
+// blocking on a FIFO. A new file gets mode perm. Errors are *fs.PathError
+// naming path, ErrSymlink or ErrNotRegular for a path that is not a
+// regular file.
+func OpenWritable(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, pathErr(path, ErrSymlink)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, pathErr(path, notRegular{kindOf(fi.Mode())})
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|flag|nonBlock|noFollow, perm)
+	if err != nil {
+		if isLoopErr(err) {
+			return nil, pathErr(path, ErrSymlink)
+		}
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, pathErr(path, err)
+		}
+		return nil, pathErr(path, notRegular{kindOf(fi.Mode())})
+	}
+	return f, nil
 }

@@ -13,8 +13,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
 // State is what an output directory holds.
@@ -159,4 +163,174 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// Path returns dir/rel, the name of a file a command is about to write
+// below its output directory dir, after checking what already exists on
+// the way: every directory between dir and the file must be a real
+// directory, not a symbolic link (a link planted there would lead the
+// write outside dir), and the file itself, when it exists, a regular file
+// (a link, FIFO or directory in its place is not ours to replace). dir
+// itself may be a link: the user named it. A missing part is fine; the
+// caller creates it. The error is a *Refused naming the entry.
+func Path(dir, rel string) (string, error) {
+	rel = filepath.Clean(filepath.FromSlash(rel))
+	if rel == "." || filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("output directory %s: %q is not a path inside it", dir, rel)
+	}
+	parts := strings.Split(rel, string(filepath.Separator))
+	cur := dir
+	for i, p := range parts {
+		cur = filepath.Join(cur, p)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("output directory %s: %w", dir, err)
+		}
+		entry := filepath.Join(parts[:i+1]...)
+		last := i == len(parts)-1
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return "", Refuse(dir, entry, "output directory %s: %s is a symbolic link, which chexpercept does not write through or replace; remove it or choose another directory", dir, entry)
+		case !last && !fi.IsDir():
+			return "", Refuse(dir, entry, "output directory %s: %s is not a directory; remove it or choose another directory", dir, entry)
+		case last && !fi.Mode().IsRegular() && !fi.IsDir():
+			return "", Refuse(dir, entry, "output directory %s: %s is not a regular file (%s); remove it or choose another directory", dir, entry, imagefile.KindOf(fi.Mode()))
+		}
+	}
+	return filepath.Join(dir, rel), nil
+}
+
+// FilePath is Path for a file: an existing directory in the file's place
+// is refused too.
+func FilePath(dir, rel string) (string, error) {
+	p, err := Path(dir, rel)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+		return "", Refuse(dir, rel, "output directory %s: %s is a directory where chexpercept writes a file; remove it or choose another directory", dir, rel)
+	}
+	return p, nil
+}
+
+// MkdirAll creates dir/rel and the directories on the way (dir included),
+// refusing a symbolic link or a file met below dir (see Path).
+func MkdirAll(dir, rel string) (string, error) {
+	p := dir
+	if rel != "" && rel != "." {
+		var err error
+		if p, err = Path(dir, rel); err != nil {
+			return "", err
+		}
+		if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+			return "", Refuse(dir, rel, "output directory %s: %s is not a directory; remove it or choose another directory", dir, rel)
+		}
+	}
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		return "", fmt.Errorf("output directory %s: %w", dir, err)
+	}
+	return p, nil
+}
+
+// WriteFile writes data to dir/rel atomically (atomic against readers and
+// kills, not synced), creating the directories on the way; what Path
+// refuses is refused before anything is written.
+func WriteFile(dir, rel string, data []byte) error {
+	if _, err := MkdirAll(dir, filepath.Dir(filepath.FromSlash(rel))); err != nil {
+		return err
+	}
+	p, err := FilePath(dir, rel)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFileNoSync(p, data)
+}
+
+// Create starts the atomic write of dir/rel (see WriteFile), for an
+// output written as a stream: Commit renames it into place.
+func Create(dir, rel string) (*atomicfile.File, error) {
+	if _, err := MkdirAll(dir, filepath.Dir(filepath.FromSlash(rel))); err != nil {
+		return nil, err
+	}
+	p, err := FilePath(dir, rel)
+	if err != nil {
+		return nil, err
+	}
+	return atomicfile.Create(p)
+}
+
+// SQLiteSuffixes are the files SQLite keeps beside a database: writing
+// an output over one of them is writing over the database.
+var SQLiteSuffixes = []string{"-wal", "-shm", "-journal"}
+
+// SameFile reports whether the output path out names one of the inputs
+// (or, for an input that is a SQLite database, one of its -wal, -shm or
+// -journal files) and returns that input's file. Paths are compared by
+// identity, not spelling: the cleaned absolute path with the links of its
+// existing part resolved (RealPath), and the device and inode when both
+// exist (a hard link). Commands refuse such an output before writing.
+func SameFile(out string, inputs ...string) (string, bool) {
+	realOut, err := RealPath(out)
+	if err != nil {
+		realOut = filepath.Clean(out)
+	}
+	outFi, outErr := os.Stat(out)
+	for _, in := range inputs {
+		if in == "" {
+			continue
+		}
+		for _, sfx := range append([]string{""}, SQLiteSuffixes...) {
+			cand := in + sfx
+			if realIn, err := RealPath(cand); err == nil && realIn == realOut {
+				return cand, true
+			}
+			if outErr == nil {
+				if fi, err := os.Stat(cand); err == nil && os.SameFile(fi, outFi) {
+					return cand, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// CheckTree refuses an output directory that a command is about to write
+// again (one carrying its marker) when anything below it is a symbolic
+// link or neither a regular file nor a directory: a link planted in an
+// earlier output would lead a later write outside it, and a FIFO or
+// device is not a file the command wrote. It looks before anything is
+// written, so a refused directory is left exactly as it was; links are
+// not followed. skip names top-level entries not to walk (another
+// command's part of the directory, such as the shard folders of a run).
+func CheckTree(dir string, skip ...string) error {
+	root := dir
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// The user named a link to the directory: walk what it leads to.
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			root = real
+		}
+	}
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("output directory %s: %w", dir, err)
+		}
+		if p == root {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() && slices.Contains(skip, rel) {
+			return filepath.SkipDir
+		}
+		m := d.Type()
+		switch {
+		case m&fs.ModeSymlink != 0:
+			return Refuse(dir, rel, "output directory %s: %s is a symbolic link, which chexpercept does not write through or replace; remove it or choose another directory", dir, rel)
+		case m.IsDir() || m.IsRegular():
+			return nil
+		}
+		return Refuse(dir, rel, "output directory %s: %s is not a regular file (%s); remove it or choose another directory", dir, rel, imagefile.KindOf(m))
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
@@ -138,5 +139,82 @@ func write(t *testing.T, root, rel, content string) {
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWriteNeverThroughLinks (issue 21 item 2): writes below an output
+// directory refuse a symbolic link, a FIFO or a file met on the way, and
+// CheckTree finds them before anything is written; the outside is left
+// as it was.
+func TestWriteNeverThroughLinks(t *testing.T) {
+	root := t.TempDir()
+	out, outside := filepath.Join(root, "out"), filepath.Join(root, "outside")
+	write(t, outside, "precious.txt", "precious")
+	write(t, out, "ok/kept.txt", "kept")
+	os.Symlink(filepath.Join(outside, "precious.txt"), filepath.Join(out, "report.md"))
+	os.Symlink(outside, filepath.Join(out, "data"))
+	if err := syscall.Mkfifo(filepath.Join(out, "fifo.csv"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	write(t, out, "file", "x")
+	before := outdirtest.Snapshot(t, root)
+	for rel, entry := range map[string]string{
+		"report.md":     "report.md",
+		"data/c0.js":    "data",
+		"fifo.csv":      "fifo.csv",
+		"file/x.txt":    "file",
+		"data/sub/x.js": "data",
+	} {
+		err := WriteFile(out, rel, []byte("new"))
+		var r *Refused
+		if !errors.As(err, &r) || r.Entry != entry {
+			t.Errorf("WriteFile(%s) = %v, want a refusal naming %s", rel, err, entry)
+		}
+		if _, err := Create(out, rel); !errors.As(err, &r) {
+			t.Errorf("Create(%s) = %v, want a refusal", rel, err)
+		}
+	}
+	if _, err := MkdirAll(out, "data/sub"); err == nil {
+		t.Error("MkdirAll through a link")
+	}
+	if err := CheckTree(out); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("CheckTree = %v", err)
+	}
+	if err := CheckTree(filepath.Join(out, "ok")); err != nil {
+		t.Errorf("CheckTree of a clean tree: %v", err)
+	}
+	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, root))
+	if err := WriteFile(out, "ok/new/deep.txt", []byte("new")); err != nil {
+		t.Errorf("a clean write: %v", err)
+	}
+	if err := WriteFile(out, "../escape", nil); err == nil {
+		t.Error("a path outside the directory was written")
+	}
+}
+
+// TestSameFile (issue 21 item 4): an output that names an input, or one
+// of a SQLite database's -wal, -shm or -journal files, is found whatever
+// its spelling: relative or absolute, through a link, or a hard link.
+func TestSameFile(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "ex/rv.sqlite", "db")
+	write(t, root, "ex/rv.sqlite-wal", "wal")
+	write(t, root, "other.jsonl", "x")
+	os.Link(filepath.Join(root, "ex/rv.sqlite"), filepath.Join(root, "hard"))
+	os.Symlink("ex", filepath.Join(root, "lnk"))
+	t.Chdir(root)
+	db := filepath.Join(root, "ex", "rv.sqlite")
+	for out, want := range map[string]bool{
+		"ex/rv.sqlite-wal":       true,
+		"ex/rv.sqlite-shm":       true, // absent: by path
+		"ex/./rv.sqlite-journal": true,
+		"lnk/rv.sqlite":          true,
+		"hard":                   true,
+		"other.jsonl":            false,
+		"ex/rv.sqlite-wal2":      false,
+	} {
+		if _, got := SameFile(out, db); got != want {
+			t.Errorf("SameFile(%s, %s) = %v, want %v", out, db, got, want)
+		}
 	}
 }

@@ -32,6 +32,11 @@ func checkOutDir(dir string) error {
 	if st == outdir.Other && !phantomManifest(filepath.Join(dir, "manifest.jsonl")) {
 		return fmt.Errorf("phantom: %w", outdir.Foreign(dir, names, "phantom", MarkerName))
 	}
+	if st == outdir.Marked || st == outdir.Other {
+		if err := outdir.CheckTree(dir); err != nil {
+			return fmt.Errorf("phantom: %w", err)
+		}
+	}
 	return nil
 }
 

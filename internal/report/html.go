@@ -8,7 +8,7 @@ import (
 	"image"
 	"image/png"
 	"net/url"
-	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -17,6 +17,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
 var (
@@ -118,7 +119,7 @@ func writeHTML(res *analysis.Result, d *doc, jobs []plotJob, dir string, opts Op
 	if err != nil {
 		return fmt.Errorf("index.html: %w", err)
 	}
-	return os.WriteFile(filepath.Join(dir, "index.html"), buf.Bytes(), 0o644)
+	return outdir.WriteFile(dir, "index.html", buf.Bytes())
 }
 
 // relURL turns a relative file path into a relative URL prefix ending in "/".
@@ -155,7 +156,7 @@ func embedImages(benchDir, dir string, items []*item, workers int) error {
 	}
 	errs := make([]error, len(paths))
 	parallel(len(paths), workers, func(i int) {
-		errs[i] = thumbnail(filepath.Join(benchDir, filepath.FromSlash(paths[i])), filepath.Join(dir, "img", filepath.FromSlash(paths[i])))
+		errs[i] = thumbnail(filepath.Join(benchDir, filepath.FromSlash(paths[i])), dir, path.Join("img", paths[i]))
 	})
 	for _, err := range errs {
 		if err != nil {
@@ -165,7 +166,7 @@ func embedImages(benchDir, dir string, items []*item, workers int) error {
 	return nil
 }
 
-func thumbnail(src, dst string) error {
+func thumbnail(src, dir, rel string) error {
 	// A benchmark file: no symbolic links, bounded size, and the header
 	// checked against imagefile's limit before any pixel is decoded.
 	data, err := imagefile.ReadFile(src, imagefile.MaxFileBytes, imagefile.NoFollow)
@@ -183,12 +184,9 @@ func thumbnail(src, dst string) error {
 	}
 	out := image.NewRGBA(image.Rect(0, 0, w, h))
 	xdraw.ApproxBiLinear.Scale(out, out.Bounds(), img, b, xdraw.Src, nil)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, out); err != nil {
 		return err
 	}
-	return os.WriteFile(dst, buf.Bytes(), 0o644)
+	return outdir.WriteFile(dir, rel, buf.Bytes())
 }

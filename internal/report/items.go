@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -267,7 +266,7 @@ func DataFile(i int) string { return fmt.Sprintf("data/c%d.js", i/ChunkSize) }
 
 // detailJobs returns one job per sidecar chunk file.
 func detailJobs(dir string, items []*item) ([]func() error, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+	if _, err := outdir.MkdirAll(dir, "data"); err != nil {
 		return nil, err
 	}
 	n := (len(items) + ChunkSize - 1) / ChunkSize
@@ -283,7 +282,7 @@ func detailJobs(dir string, items []*item) ([]func() error, error) {
 			if err != nil {
 				return err
 			}
-			return os.WriteFile(filepath.Join(dir, filepath.FromSlash(DataFile(lo))), data, 0o644)
+			return outdir.WriteFile(dir, DataFile(lo), data)
 		}
 	}
 	return jobs, nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
@@ -48,7 +49,9 @@ func TestReportRefusesForeignDirectory(t *testing.T) {
 }
 
 // TestReportRewritesOwnDirectory: a report reruns into its own earlier
-// output, marked or (written before the marker existed) not.
+// output; without the marker the same files are a foreign folder
+// (issue 21 item 5: index.html, report.md and summary.json alone do not
+// make a folder a report's).
 func TestReportRewritesOwnDirectory(t *testing.T) {
 	tmp, out := sampleReport(t, Config{})
 	if _, err := os.Stat(filepath.Join(out, MarkerName)); err != nil {
@@ -62,10 +65,84 @@ func TestReportRewritesOwnDirectory(t *testing.T) {
 	if err := os.Remove(filepath.Join(out, MarkerName)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Generate(cfg); err != nil {
-		t.Fatalf("rerun into a report without the marker: %v", err)
-	}
 	if string(read(t, filepath.Join(out, "report.md"))) != string(first) {
 		t.Error("report.md differs between runs")
 	}
+	before := outdirtest.Snapshot(t, out)
+	var r *outdir.Refused
+	if _, err := Generate(cfg); !errors.As(err, &r) {
+		t.Fatalf("rerun into a report without the marker: %v, want a refusal", err)
+	}
+	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, out))
+}
+
+// TestReportRefusesLinksInside (issue 21 item 2): an earlier report in
+// which report.md is a link to an outside file and data/ a link to an
+// outside directory is refused before anything is written; neither the
+// report nor the outside changes.
+func TestReportRefusesLinksInside(t *testing.T) {
+	for _, tc := range []struct{ name, entry string }{
+		{"report.md", "report.md"},
+		{"data", "data"},
+		{"fifo", "ext_depth.csv"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp, out := sampleReport(t, Config{})
+			outside := filepath.Join(tmp, "outside")
+			if err := os.MkdirAll(outside, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(outside, "precious.txt"), []byte("precious"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			victim := filepath.Join(out, tc.entry)
+			if err := os.RemoveAll(victim); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			switch tc.name {
+			case "report.md":
+				err = os.Symlink(filepath.Join(outside, "precious.txt"), victim)
+			case "data":
+				err = os.Symlink(outside, victim)
+			case "fifo":
+				err = syscall.Mkfifo(victim, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := outdirtest.Snapshot(t, tmp)
+			cfg := Config{Inputs: []string{filepath.Join(tmp, "results")}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}
+			_, err = Generate(cfg)
+			var r *outdir.Refused
+			if !errors.As(err, &r) || r.Entry != tc.entry || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("err = %v, want a one-line refusal naming %s", err, tc.entry)
+			}
+			outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, tmp))
+		})
+	}
+}
+
+// TestReportRefusesUnmarkedLookalike (issue 21 item 5): a folder holding
+// only index.html, report.md and summary.json, with no marker, is not a
+// report's; all three stay as they were.
+func TestReportRefusesUnmarkedLookalike(t *testing.T) {
+	tmp := t.TempDir()
+	results := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
+	mine := filepath.Join(tmp, "mine")
+	for _, n := range []string{"index.html", "report.md", "summary.json"} {
+		if err := os.MkdirAll(mine, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mine, n), []byte("mine: "+n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := outdirtest.Snapshot(t, mine)
+	_, err := Generate(Config{Inputs: []string{results}, Out: mine, Analysis: analysis.Options{Bootstrap: 20}})
+	var r *outdir.Refused
+	if !errors.As(err, &r) || !strings.Contains(err.Error(), MarkerName) {
+		t.Fatalf("err = %v, want a refusal naming the marker", err)
+	}
+	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, mine))
 }

@@ -346,7 +346,7 @@ func TestThumbnailBounded(t *testing.T) {
 		fifo: fifo + ": not a regular file (named pipe)",
 		link: link + ": is a symbolic link",
 	} {
-		err := thumbnail(src, filepath.Join(dir, "out", filepath.Base(src)))
+		err := thumbnail(src, filepath.Join(dir, "out"), filepath.Base(src))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("thumbnail(%s) = %v, want %q", filepath.Base(src), err, want)
 		}

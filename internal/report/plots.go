@@ -9,7 +9,6 @@ import (
 	"image/png"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
 // Okabe–Ito colours: distinguishable with the common colour-vision
@@ -203,12 +203,12 @@ func heatmap(title, xlabel, ylabel string, cols, rows []string, z [][]float64, t
 func savePlot(dir, name string, p *plot.Plot, w, h vg.Length) error {
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(96), vgimg.UseBackgroundColor(color.White))
 	p.Draw(draw.New(img))
-	if err := writeTo(filepath.Join(dir, name+".png"), fastPNG{img}); err != nil {
+	if err := writeTo(dir, name+".png", fastPNG{img}); err != nil {
 		return err
 	}
 	svg := vgsvg.New(w, h)
 	p.Draw(draw.New(svg))
-	return writeTo(filepath.Join(dir, name+".svg"), svg)
+	return writeTo(dir, name+".svg", svg)
 }
 
 // fastPNG encodes a canvas with the fastest deflate level: plots are
@@ -233,21 +233,23 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func writeTo(name string, wt io.WriterTo) error {
-	f, err := os.Create(name)
+// writeTo writes dir/rel from wt (outdir.Create: no write through a link).
+func writeTo(dir, rel string, wt io.WriterTo) error {
+	f, err := outdir.Create(dir, rel)
 	if err != nil {
 		return err
 	}
+	name := filepath.Join(dir, rel)
 	bw := bufio.NewWriterSize(f, 64<<10)
 	if _, err := wt.WriteTo(bw); err != nil {
-		f.Close()
+		f.Abort()
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if err := bw.Flush(); err != nil {
-		f.Close()
+		f.Abort()
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	return f.Close()
+	return f.Commit()
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
@@ -436,7 +438,7 @@ func saveStage(dir, name string, panels [][]*plot.Plot, w, h vg.Length) error {
 	for i, c := range plot.Align(panels, tiles, dc) {
 		panels[i][0].Draw(c[0])
 	}
-	if err := writeTo(filepath.Join(dir, name+".png"), fastPNG{img}); err != nil {
+	if err := writeTo(dir, name+".png", fastPNG{img}); err != nil {
 		return err
 	}
 	svg := vgsvg.New(w, h)
@@ -444,5 +446,5 @@ func saveStage(dir, name string, panels [][]*plot.Plot, w, h vg.Length) error {
 	for i, c := range plot.Align(panels, tiles, dc) {
 		panels[i][0].Draw(c[0])
 	}
-	return writeTo(filepath.Join(dir, name+".svg"), svg)
+	return writeTo(dir, name+".svg", svg)
 }

@@ -61,11 +61,7 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 	d := buildDoc(res, warnings, opts.Version)
 	files["report.md"] = append(markdown(d), healthMarkdown(res)...)
 	for name, data := range files {
-		name = filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-		if err := os.WriteFile(name, data, 0o644); err != nil {
+		if err := outdir.WriteFile(dir, name, data); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 	}
@@ -86,10 +82,12 @@ const MarkerName = ".chexpercept-report"
 
 const markerText = "chexpercept report: `chexpercept report` may rewrite the files it wrote here\n"
 
-// claimDir accepts dir when it is new, empty, or an earlier report (the
-// marker, or index.html, report.md and summary.json of a report written
-// before the marker existed), and writes the marker. A report overwrites
-// only the names it writes and deletes nothing.
+// claimDir accepts dir when it is new, empty, or an earlier report (one
+// carrying the marker), and writes the marker. A folder of files that
+// merely share a report's names (index.html, report.md, summary.json) is
+// not one: only the marker says that a report wrote them. A report
+// overwrites only the names it writes, never through a symbolic link
+// (outdir.WriteFile), and deletes nothing.
 func claimDir(dir string) error {
 	st, err := checkDir(dir)
 	if err != nil {
@@ -112,11 +110,12 @@ func checkDir(dir string) (outdir.State, error) {
 	if err != nil {
 		return st, fmt.Errorf("report: %w", err)
 	}
-	if st == outdir.Other {
-		for _, n := range []string{"index.html", "report.md", "summary.json"} {
-			if !outdir.IsRegular(filepath.Join(dir, n)) {
-				return st, outdir.Foreign(dir, names, "report", MarkerName)
-			}
+	switch st {
+	case outdir.Other:
+		return st, outdir.Foreign(dir, names, "report", MarkerName)
+	case outdir.Marked:
+		if err := outdir.CheckTree(dir); err != nil {
+			return st, fmt.Errorf("report: %w", err)
 		}
 	}
 	return st, nil

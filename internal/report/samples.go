@@ -13,8 +13,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
-	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/pycsv"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
@@ -98,12 +98,12 @@ const samplesPerGroup = 1 << 16
 // row: runs in the analysis's order (run name, then oracle mode), records
 // by key_id (byte order), turns in conversation order.
 func writeSamples(res *analysis.Result, dir, version string) error {
-	csvFile, err := atomicfile.Create(filepath.Join(dir, SamplesCSV))
+	csvFile, err := outdir.Create(dir, SamplesCSV)
 	if err != nil {
 		return err
 	}
 	defer csvFile.Abort()
-	pqFile, err := atomicfile.Create(filepath.Join(dir, SamplesParquet))
+	pqFile, err := outdir.Create(dir, SamplesParquet)
 	if err != nil {
 		return err
 	}

@@ -321,9 +321,10 @@ func TestSamplesDeterministic(t *testing.T) {
 	}
 }
 
-// A FIFO named samples.csv in an earlier report is replaced, not written
-// into (which would block); a directory named samples.parquet is a
-// clear error naming it, and leaves no temporary files.
+// A FIFO named samples.csv in an earlier report is neither written into
+// (which would block) nor replaced (issue 21: not ours): the report stops
+// naming it; a directory named samples.parquet is a clear error naming
+// it, and leaves no temporary files.
 func TestSamplesHostileNames(t *testing.T) {
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
@@ -336,17 +337,18 @@ func TestSamplesHostileNames(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(out, SamplesCSV), 0o644); err != nil {
 		t.Skip("no FIFOs here:", err)
 	}
-	if _, err := Generate(cfg); err != nil {
-		t.Fatal(err)
+	if _, err := Generate(cfg); err == nil || !strings.Contains(err.Error(), SamplesCSV+" is not a regular file (named pipe)") {
+		t.Fatalf("error %v, want a refusal naming %s", err, SamplesCSV)
 	}
-	if st, err := os.Lstat(filepath.Join(out, SamplesCSV)); err != nil || !st.Mode().IsRegular() {
-		t.Fatalf("samples.csv after the FIFO: %v %v", st, err)
+	if st, err := os.Lstat(filepath.Join(out, SamplesCSV)); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was replaced: %v %v", st, err)
 	}
+	os.Remove(filepath.Join(out, SamplesCSV))
 	pq := filepath.Join(out, SamplesParquet)
 	os.Remove(pq)
 	os.MkdirAll(filepath.Join(pq, "keep"), 0o755)
 	_, err := Generate(cfg)
-	if err == nil || !strings.Contains(err.Error(), pq) {
+	if err == nil || !strings.Contains(err.Error(), out) || !strings.Contains(err.Error(), SamplesParquet+" is a directory") {
 		t.Fatalf("error %v, want one naming %s", err, pq)
 	}
 	entries, _ := os.ReadDir(out)

@@ -23,11 +23,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	_ "modernc.org/sqlite" // pure-Go SQLite driver
 )
@@ -69,7 +71,15 @@ type Cache struct {
 // not wait there), so the first connection's set-up is tried again a few
 // times. The path is escaped: '?' or '#' in a directory name cannot turn
 // into DSN parameters.
+//
+// The database and its -wal, -shm and -journal files must be regular files
+// or absent: SQLite would write through a symbolic link (into a review
+// database, say, or create a dangling link's target) and block on a FIFO,
+// so anything else is refused before SQLite opens it.
 func OpenDB(path, schema string) (*sql.DB, error) {
+	if err := checkDBFiles(path); err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -96,6 +106,29 @@ func OpenDB(path, schema string) (*sql.DB, error) {
 	return db, nil
 }
 
+// checkDBFiles refuses a database path, or one of the files SQLite keeps
+// beside it, that exists and is not a regular file (a link is not
+// followed).
+func checkDBFiles(path string) error {
+	for _, sfx := range []string{"", "-wal", "-shm", "-journal"} {
+		fi, err := os.Lstat(path + sfx)
+		what := "not a regular file"
+		if sfx != "" {
+			what = "its " + sfx + " file is not a regular file"
+		}
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s (a symbolic link); refusing to open a database through it (remove the link; the cache is rebuilt)", what)
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("%s (%s); refusing to open it as a database", what, imagefile.KindOf(fi.Mode()))
+		}
+	}
+	return nil
+}
+
 // sqliteBusy is SQLITE_BUSY, the primary result code of "database is
 // locked" (extended codes keep it in the low byte).
 const sqliteBusy = 5
@@ -106,6 +139,9 @@ func Open(dir string) (*Cache, error) {
 		return nil, fmt.Errorf("response cache: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
+	if err := checkDBFiles(path); err != nil {
+		return nil, fmt.Errorf("response cache %s: %w", path, err)
+	}
 	db, err := OpenDB(path, `CREATE TABLE IF NOT EXISTS responses (
 		key TEXT PRIMARY KEY,
 		entry TEXT NOT NULL,

@@ -4,9 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/provider"
 )
 
@@ -162,5 +166,73 @@ func TestOpenConcurrently(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, FileName)); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestOpenRefusesLinksAndFIFOs (issue 21 item 3): responses.sqlite (or a
+// file SQLite keeps beside it) that is a symbolic link or a FIFO is
+// refused before SQLite opens it: another database it leads to gains no
+// table, an empty outside file stays empty, a dangling link's target is
+// not created, and a FIFO does not block.
+func TestOpenRefusesLinksAndFIFOs(t *testing.T) {
+	for _, tc := range []string{"link to a database", "link to an empty file", "dangling link", "fifo", "wal link"} {
+		t.Run(tc, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "cache")
+			outside := filepath.Join(root, "outside")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(outside, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(outside, "review.sqlite")
+			path := filepath.Join(dir, FileName)
+			var err error
+			switch tc {
+			case "link to a database":
+				db, err := OpenDB(target, `CREATE TABLE IF NOT EXISTS decisions (k TEXT)`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db.Close()
+				err = os.Symlink(target, path)
+			case "link to an empty file":
+				if err := os.WriteFile(target, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				err = os.Symlink(target, path)
+			case "dangling link":
+				err = os.Symlink(target, path)
+			case "fifo":
+				err = syscall.Mkfifo(path, 0o644)
+			case "wal link":
+				if err := os.WriteFile(target, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				err = os.Symlink(target, path+"-wal")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := outdirtest.Snapshot(t, root)
+			done := make(chan error, 1)
+			go func() {
+				c, err := Open(dir)
+				if err == nil {
+					c.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Open blocked")
+			}
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") || !strings.Contains(err.Error(), path) {
+				t.Fatalf("Open = %v, want a refusal naming %s", err, path)
+			}
+			outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, root))
+		})
 	}
 }

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -95,7 +96,10 @@ var shardDirRE = regexp.MustCompile(`^shard-([0-9]+)-of-([0-9]+)$`)
 // is new, empty, or holds nothing but debris of an interrupted write (the
 // lock, *.tmp-* files) and shard folders; anything else is refused
 // (outdir.Refused), because writing a run there would overwrite files
-// chexpercept did not write.
+// chexpercept did not write. A directory with a run must hold its
+// manifest (results.jsonl alone was not written by chexpercept, or lost
+// what proves it), and nothing in it may be a symbolic link, FIFO or
+// device (outdir.CheckTree; shard folders are left to their own check).
 func CheckRunDir(dir string) (hasRun bool, err error) {
 	st, names, err := outdir.Look(dir, ManifestFile, ResultsFile)
 	if err != nil {
@@ -103,6 +107,21 @@ func CheckRunDir(dir string) (hasRun bool, err error) {
 	}
 	switch st {
 	case outdir.Marked:
+		if !outdir.IsRegular(filepath.Join(dir, ManifestFile)) {
+			if _, err := os.Lstat(filepath.Join(dir, ManifestFile)); err == nil {
+				return false, outdir.Refuse(dir, ManifestFile, "run directory %s: %s is not a regular file; chexpercept does not write through or replace it", dir, ManifestFile)
+			}
+			return false, outdir.Refuse(dir, ResultsFile, "run directory %s holds %s but no %s, so chexpercept did not write it (or its manifest is lost); refusing to change it: choose another results folder or move it away", dir, ResultsFile, ManifestFile)
+		}
+		var shards []string
+		for _, n := range names {
+			if IsShardDir(n) {
+				shards = append(shards, n)
+			}
+		}
+		if err := outdir.CheckTree(dir, shards...); err != nil {
+			return false, err
+		}
 		return true, nil
 	case outdir.Other:
 		for _, n := range names {

@@ -2,12 +2,14 @@ package results
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // File names of a run directory (spec protocol.md §9.1).
@@ -82,48 +84,113 @@ func Latest(recs []*Record) []*Record {
 
 // Store appends records to a results.jsonl file, one complete line per
 // record, synced before Append returns, so a kill at any moment loses at
-// most the line being written (which the next Open cuts away). A Store is
-// not safe for concurrent use: the runner gives it to one writer
+// most the line being written (which the next OpenStore cuts away). A
+// Store is not safe for concurrent use: the runner gives it to one writer
 // goroutine.
 type Store struct {
 	f    *os.File
 	path string
+	// Repair says what OpenStore did to an unfinished last line ("" when
+	// the file ended with a complete line); the runner logs it.
+	Repair string
 }
 
+// recordStart is how every line MarshalLine writes begins: the first
+// member of Record. A cut-short write of ours is a prefix of such a line.
+const recordStart = `{"key_id":"`
+
 // OpenStore opens (creating if needed) the results.jsonl at path for
-// appending. A partial last line is truncated away; the complete lines
-// already present are returned in file order.
+// appending, and returns the complete lines already present, in file
+// order. The caller must own the file: the run directory holds the
+// manifest of the run that wrote it (a results.jsonl without one is
+// refused by the runner before this is called).
+//
+// The file must be a regular file, not a link (opened without following
+// one, and without blocking on a FIFO), of at most MaxRunFileBytes. Every
+// complete line must decode before anything changes. A last line without
+// its newline is repaired only as far as a write of ours explains it: a
+// whole record that lacks only its newline gets it (no record is lost);
+// the beginning of a record line cut short by a kill is truncated away
+// (Store.Repair says so); anything else is refused, leaving the file as
+// it was.
 func OpenStore(path string) (*Store, []*Record, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := imagefile.OpenWritable(path, os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, nil, err
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	keep := int64(bytes.LastIndexByte(data, '\n') + 1)
-	if keep != int64(len(data)) {
-		if err := f.Truncate(keep); err != nil {
-			f.Close()
-			return nil, nil, fmt.Errorf("truncate the partial last line of %s: %w", path, err)
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, nil, fmt.Errorf("sync %s: %w", path, err)
-		}
-	}
-	recs, err := parseLines(path, data[:keep])
-	if err != nil {
+	fail := func(err error) (*Store, []*Record, error) {
 		f.Close()
 		return nil, nil, err
 	}
-	if _, err := f.Seek(keep, io.SeekStart); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("seek %s: %w", path, err)
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(fmt.Errorf("read %s: %w", path, err))
 	}
-	return &Store{f: f, path: path}, recs, nil
+	if fi.Size() > MaxRunFileBytes {
+		return fail(fmt.Errorf("read %s: file is %d bytes, more than the %d-byte limit", path, fi.Size(), int64(MaxRunFileBytes)))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxRunFileBytes+1))
+	if err != nil {
+		return fail(fmt.Errorf("read %s: %w", path, err))
+	}
+	keep := int64(bytes.LastIndexByte(data, '\n') + 1)
+	recs, err := parseLines(path, data[:keep])
+	if err != nil {
+		return fail(err)
+	}
+	st := &Store{f: f, path: path}
+	if tail := data[keep:]; len(tail) > 0 {
+		line := bytes.Count(data[:keep], []byte("\n")) + 1
+		switch {
+		case bytes.HasPrefix(tail, []byte(recordStart)) && validRecord(tail):
+			// Only the newline is missing: complete the line.
+			r, _ := UnmarshalLine(tail)
+			if _, err := f.WriteAt([]byte("\n"), int64(len(data))); err != nil {
+				return fail(fmt.Errorf("complete the last line of %s: %w", path, err))
+			}
+			recs = append(recs, r)
+			keep = int64(len(data)) + 1
+			st.Repair = fmt.Sprintf("%s: line %d: a complete record without its final newline; the newline was added", path, line)
+		case cutShort(tail):
+			if err := f.Truncate(keep); err != nil {
+				return fail(fmt.Errorf("truncate the partial last line of %s: %w", path, err))
+			}
+			st.Repair = fmt.Sprintf("%s: line %d: the first %d bytes of a record whose write was cut short were removed (that record is asked again)", path, line, len(tail))
+		default:
+			return fail(fmt.Errorf("%s: line %d: an unfinished last line that is not the beginning of a record this tool writes; refusing to change the file (move it away or repair it)", path, line))
+		}
+		if err := f.Sync(); err != nil {
+			return fail(fmt.Errorf("sync %s: %w", path, err))
+		}
+	}
+	if _, err := f.Seek(keep, io.SeekStart); err != nil {
+		return fail(fmt.Errorf("seek %s: %w", path, err))
+	}
+	return st, recs, nil
+}
+
+// validRecord reports whether line decodes as a whole record.
+func validRecord(line []byte) bool {
+	_, err := UnmarshalLine(line)
+	return err == nil
+}
+
+// cutShort reports whether tail is the beginning of a line MarshalLine
+// writes, cut off: it starts as a record line does (or is a prefix of
+// that start), and what follows is valid JSON up to where it stops.
+func cutShort(tail []byte) bool {
+	if len(tail) <= len(recordStart) {
+		return bytes.HasPrefix([]byte(recordStart), tail)
+	}
+	if !bytes.HasPrefix(tail, []byte(recordStart)) {
+		return false
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(tail))
+	for {
+		if _, err := dec.ReadToken(); err != nil {
+			return errors.Is(err, io.ErrUnexpectedEOF)
+		}
+	}
 }
 
 // Append writes r as one line and syncs the file.

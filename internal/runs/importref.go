@@ -13,6 +13,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -75,6 +76,13 @@ func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 	dir := eval.RunDir(opts.Out, runName, opts.Oracle, nil)
 	if err := checkTarget(dir, opts.Force); err != nil {
 		return nil, err
+	}
+	// With Force the target's files are replaced: the reference file
+	// must not be one of them.
+	for _, name := range []string{results.AllResultsFile, results.ResultsFile, results.ManifestFile, results.SummaryFile} {
+		if _, same := outdir.SameFile(filepath.Join(dir, name), file); same {
+			return nil, fmt.Errorf("%s is the %s of the run directory %s that the import would write; copy it elsewhere first", file, name, dir)
+		}
 	}
 	data, err := imagefile.ReadFile(file, MaxReferenceBytes, imagefile.Follow)
 	if err != nil {

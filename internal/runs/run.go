@@ -15,6 +15,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -68,7 +69,8 @@ func ReadRun(dir string) (*Run, error) {
 // is removed first so that its wall time is not added to the new run's.
 // The directory is locked (results.LockRun) while it is written.
 func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected int, wallTime float64) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	root, rel := targetParts(dir)
+	if _, err := outdir.MkdirAll(root, rel); err != nil {
 		return err
 	}
 	unlock, err := results.LockRun(dir)
@@ -108,11 +110,23 @@ func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected 
 // only with force. Anything else is refused: those files are not a run's,
 // and writing the run would overwrite or delete them.
 func checkTarget(dir string, force bool) error {
+	root, rel := targetParts(dir)
+	if _, err := outdir.Path(root, rel); err != nil {
+		return err
+	}
 	hasRun, err := results.CheckRunDir(dir)
 	if err == nil && hasRun && !force {
 		err = fmt.Errorf("%s %w (manifest.json or results.jsonl exists)", dir, ErrRunExists)
 	}
 	return err
+}
+
+// targetParts splits a target run directory RESULTS/<run>/oracle_<mode>
+// into the results folder the user named and the part below it that the
+// command makes (and in which no link may lead elsewhere).
+func targetParts(dir string) (root, rel string) {
+	parent := filepath.Dir(dir)
+	return filepath.Dir(parent), filepath.Join(filepath.Base(parent), filepath.Base(dir))
 }
 
 // checkBenchmark checks that bench is the benchmark the manifest names

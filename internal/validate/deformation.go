@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -109,9 +110,9 @@ func readDeformation(root string, s *sink) (*ojson.Value, bool) {
 		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "%d bytes exceeds the %d-byte limit", fi.Size(), benchmark.MaxJSONSize)
 		return nil, false
 	}
-	f, err := os.Open(name)
+	f, err := imagefile.Open(name, imagefile.NoFollow)
 	if err != nil {
-		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "%v", err)
+		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "%v", imagefile.Reason(err))
 		return nil, false
 	}
 	defer f.Close()

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
+	"github.com/chexpercept/chexpercept/internal/results"
+)
+
+// runCLITimeout is runCLI that kills the child after d and reports it.
+func runCLITimeout(t *testing.T, d time.Duration, args ...string) (stderr string, code int, hung bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestRunToolsHelperProcess$")
+	cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", "CHX_TEST_ARGS="+strings.Join(args, argSep))
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return errb.String(), -1, true
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running %v: %v", args, err)
+	}
+	return errb.String(), code, false
+}
+
+// copyTree copies the regular files and folders of src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFIFOsNeverHang (issue 21 item 6): a FIFO in place of a file of a
+// run directory makes eval (resuming), rescore and merge fail at once and
+// report leave it out with a warning, each naming the file, instead of
+// waiting for a writer for ever; nothing in the results folder changes.
+func TestFIFOsNeverHang(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	base := t.TempDir()
+	evalArgs := func(out string) []string {
+		return []string{"eval", "--benchmark", genBench, "--out", out, "--oracle", "none", "--limit", "2", "--no-cache",
+			"--provider", "baseline", "--model", "first"}
+	}
+	if _, stderr, code := runCLI(t, evalArgs(filepath.Join(base, "results"))...); code != 0 {
+		t.Fatalf("eval: exit %d\n%s", code, stderr)
+	}
+	for _, tc := range []struct {
+		name, fifo string // fifo: the run file replaced by a FIFO
+		args       func(results, runDir string) []string
+	}{
+		{"report/results.jsonl", results.ResultsFile, func(r, _ string) []string {
+			return []string{"report", r, "--out", filepath.Join(filepath.Dir(r), "rep")}
+		}},
+		{"report/all_results.json", results.AllResultsFile, func(r, d string) []string {
+			os.Remove(filepath.Join(d, results.ResultsFile))
+			return []string{"report", r, "--out", filepath.Join(filepath.Dir(r), "rep")}
+		}},
+		{"eval/results.jsonl", results.ResultsFile, func(r, _ string) []string { return evalArgs(r) }},
+		{"eval/.lock", results.LockFile, func(r, _ string) []string { return evalArgs(r) }},
+		{"rescore/results.jsonl", results.ResultsFile, func(_, d string) []string { return []string{"rescore", d, "--parse-mode", "strict"} }},
+		{"rescore/.lock", results.LockFile, func(_, d string) []string { return []string{"rescore", d, "--parse-mode", "strict"} }},
+		{"merge/.lock", results.LockFile, func(r, d string) []string {
+			return []string{"merge", d, "--benchmark", genBench, "--out", filepath.Join(filepath.Dir(r), "merged")}
+		}},
+		{"report/manifest.json", results.ManifestFile, func(r, _ string) []string {
+			return []string{"report", r, "--out", filepath.Join(filepath.Dir(r), "rep")}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			res := filepath.Join(root, "results")
+			copyTree(t, filepath.Join(base, "results"), res)
+			runDir := filepath.Join(res, "baseline_first", "oracle_none")
+			args := tc.args(res, runDir)
+			fifo := filepath.Join(runDir, tc.fifo)
+			os.Remove(fifo)
+			if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+				t.Skip(err)
+			}
+			before := outdirtest.Snapshot(t, res)
+			stderr, code, hung := runCLITimeout(t, 20*time.Second, args...)
+			if hung {
+				t.Fatalf("%v hung on a FIFO %s", args, tc.fifo)
+			}
+			// report leaves the file out with a warning naming it; the
+			// others refuse the run.
+			if code == 0 && args[0] != "report" || !strings.Contains(stderr, tc.fifo) {
+				t.Errorf("%v: exit %d, want a failure (report: a warning) naming %s:\n%s", args, code, tc.fifo, stderr)
+			}
+			outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, res))
+		})
+	}
+}
