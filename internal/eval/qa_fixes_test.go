@@ -248,6 +248,7 @@ func TestRetryAfterCapped(t *testing.T) {
 	limit := 1
 	o.Selection.Limit, o.Oracle = &limit, protocol.OracleNone
 	o.Timeout, o.MaxRetries, o.RetryCap = time.Second, 1, 10*time.Millisecond
+	o.NoPreflight = true // the server answers 429 to everything, its model list too
 	abandon := make(chan struct{})
 	o.Abandon = abandon
 	type result struct {
@@ -291,6 +292,7 @@ func TestStopEndsRetryWait(t *testing.T) {
 	limit := 1
 	o.Selection.Limit, o.Oracle = &limit, protocol.OracleNone
 	o.Timeout, o.MaxRetries = time.Minute, 3
+	o.NoPreflight = true // the server answers 429 to everything, its model list too
 	abandon := make(chan struct{})
 	o.Abandon = abandon
 	ctx, cancel := context.WithCancel(context.Background())

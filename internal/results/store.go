@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/go-json-experiment/json/jsontext"
@@ -95,9 +96,24 @@ type Store struct {
 	Repair string
 }
 
-// recordStart is how every line MarshalLine writes begins: the first
-// member of Record. A cut-short write of ours is a prefix of such a line.
-const recordStart = `{"key_id":"`
+// recordStarts are how the lines MarshalLine writes begin: today with the
+// schema version, before it existed with the key. A cut-short write of
+// ours is a prefix of such a line.
+var recordStarts = [][]byte{
+	[]byte(`{"schema_version":` + strconv.Itoa(RecordSchemaVersion) + `,"key_id":"`),
+	[]byte(`{"key_id":"`),
+}
+
+// startsLikeRecord reports whether tail begins the way a record line of
+// ours begins (or is a beginning of that beginning, when short is set).
+func startsLikeRecord(tail []byte, short bool) bool {
+	for _, s := range recordStarts {
+		if bytes.HasPrefix(tail, s) || (short && bytes.HasPrefix(s, tail)) {
+			return true
+		}
+	}
+	return false
+}
 
 // OpenStore opens (creating if needed) the results.jsonl at path for
 // appending, and returns the complete lines already present, in file
@@ -142,7 +158,7 @@ func OpenStore(path string) (*Store, []*Record, error) {
 	if tail := data[keep:]; len(tail) > 0 {
 		line := bytes.Count(data[:keep], []byte("\n")) + 1
 		switch {
-		case bytes.HasPrefix(tail, []byte(recordStart)) && validRecord(tail):
+		case startsLikeRecord(tail, false) && validRecord(tail):
 			// Only the newline is missing: complete the line.
 			r, _ := UnmarshalLine(tail)
 			if _, err := f.WriteAt([]byte("\n"), int64(len(data))); err != nil {
@@ -179,11 +195,8 @@ func validRecord(line []byte) bool {
 // writes, cut off: it starts as a record line does (or is a prefix of
 // that start), and what follows is valid JSON up to where it stops.
 func cutShort(tail []byte) bool {
-	if len(tail) <= len(recordStart) {
-		return bytes.HasPrefix([]byte(recordStart), tail)
-	}
-	if !bytes.HasPrefix(tail, []byte(recordStart)) {
-		return false
+	if !startsLikeRecord(tail, false) {
+		return startsLikeRecord(tail, true)
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(tail))
 	for {
