@@ -340,7 +340,7 @@ func (c *openaiClient) Identify(ctx context.Context, model string) (Identity, er
 func (g *geminiClient) Identify(ctx context.Context, model string) (Identity, error) {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
-	m, err := g.c.Models.Get(ctx, model, nil)
+	m, err := g.pre.Models.Get(ctx, model, nil)
 	if err != nil {
 		var apiErr genai.APIError
 		if errors.As(err, &apiErr) {

@@ -214,3 +214,15 @@ func TestIdentityHoldsNoKey(t *testing.T) {
 		t.Errorf("id %q, want qwen", *id.ID)
 	}
 }
+
+// TestGeminiPreflightCap: Gemini's model lookup reads at most the
+// preflight's 4 MiB, as the models list of the other backends does, not
+// the run's larger reply cap.
+func TestGeminiPreflightCap(t *testing.T) {
+	url := (&recorder{}).serve(t, 200, `{"name":"models/gemini-3-pro","displayName":"`+strings.Repeat("x", maxPreflightBytes)+`"}`)
+	c := geminiClientFor(t, url, Config{MaxReplyBytes: 32 << 20})
+	_, err := c.(Identifier).Identify(context.Background(), "gemini-3-pro")
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("larger than %d bytes", maxPreflightBytes)) {
+		t.Errorf("error %v, want the reply refused past %d bytes", err, maxPreflightBytes)
+	}
+}
