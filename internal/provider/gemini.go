@@ -22,6 +22,7 @@ import (
 // text + inline image bytes (no thought signatures carried over).
 type geminiClient struct {
 	c     *genai.Client
+	pre   *genai.Client // the model lookup of the preflight, with its smaller reply cap
 	jpeg  bool
 	scrub scrubber
 }
@@ -76,7 +77,13 @@ func newGemini(cfg Config) (*geminiClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemini: %s", s.clean(err.Error()))
 	}
-	return &geminiClient{c: client, jpeg: cfg.GeminiImageFormat == "jpeg", scrub: s}, nil
+	pc := *cc
+	pc.HTTPClient = wrapClient(cfg.HTTPClient, preflightCap(cfg.MaxReplyBytes), cfg.budget)
+	pre, err := genai.NewClient(context.Background(), &pc)
+	if err != nil {
+		return nil, fmt.Errorf("gemini: %s", s.clean(err.Error()))
+	}
+	return &geminiClient{c: client, pre: pre, jpeg: cfg.GeminiImageFormat == "jpeg", scrub: s}, nil
 }
 
 func (g *geminiClient) build(req *Request) ([]*genai.Content, *genai.GenerateContentConfig, error) {

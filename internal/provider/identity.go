@@ -221,18 +221,25 @@ type modelEntry struct {
 	PolicySeed  *int64  `json:"policy_seed"`
 }
 
-func (e modelEntry) identity() Identity {
-	id := Identity{Verified: true, Source: IdentityModelsList, ID: clipText(e.ID), MaxModelLen: e.MaxModelLen, PolicySeed: e.PolicySeed}
+func (e modelEntry) identity(s scrubber) Identity {
+	id := Identity{Verified: true, Source: IdentityModelsList, ID: identityText(e.ID, s), MaxModelLen: e.MaxModelLen, PolicySeed: e.PolicySeed}
 	if e.OwnedBy != nil {
-		id.OwnedBy = clipText(*e.OwnedBy)
+		id.OwnedBy = identityText(*e.OwnedBy, s)
 	}
 	if e.Root != nil {
-		id.Root = clipText(*e.Root)
+		id.Root = identityText(*e.Root, s)
 	}
 	if e.Policy != nil {
-		id.Policy = clipText(*e.Policy)
+		id.Policy = identityText(*e.Policy, s)
 	}
 	return id.Seal()
+}
+
+// identityText is a text of the server's reply as the identity keeps it:
+// without the API key in any of its forms (a server may echo it, and the
+// identity is printed and written to the manifest), and clipped.
+func identityText(v string, s scrubber) *string {
+	return clipText(s.redact(v))
 }
 
 // matchModel finds model in a models list reply. serve-baseline's single
@@ -252,7 +259,7 @@ func matchModel(raw []byte, model string, s scrubber) (Identity, error) {
 			return Identity{}, &PreflightError{Reason: "GET /models: an entry is not a model: " + s.clean(err.Error())}
 		}
 		if e.ID == model {
-			return e.identity(), nil
+			return e.identity(s), nil
 		}
 		ids = append(ids, e.ID)
 		if e.OwnedBy != nil && *e.OwnedBy == BaselineOwner {
@@ -260,7 +267,7 @@ func matchModel(raw []byte, model string, s scrubber) (Identity, error) {
 		}
 	}
 	if len(baseline) == 1 && len(list.Data) == 1 {
-		return baseline[0].identity(), nil
+		return baseline[0].identity(s), nil
 	}
 	return Identity{}, &PreflightError{NotServed: true, Reason: fmt.Sprintf("does not serve model %s (it serves %s)", strconv.Quote(model), servedList(ids, s))}
 }
@@ -322,7 +329,7 @@ func (c *openaiClient) Identify(ctx context.Context, model string) (Identity, er
 		if err := json.Unmarshal(raw, &e); err != nil {
 			return Identity{}, &PreflightError{Reason: "model lookup: the reply is not a model"}
 		}
-		id := e.identity()
+		id := e.identity(c.scrub)
 		id.Source = IdentityModelLookup
 		return id.Seal(), nil
 	}
@@ -333,7 +340,7 @@ func (c *openaiClient) Identify(ctx context.Context, model string) (Identity, er
 func (g *geminiClient) Identify(ctx context.Context, model string) (Identity, error) {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
-	m, err := g.c.Models.Get(ctx, model, nil)
+	m, err := g.pre.Models.Get(ctx, model, nil)
 	if err != nil {
 		var apiErr genai.APIError
 		if errors.As(err, &apiErr) {
@@ -345,9 +352,9 @@ func (g *geminiClient) Identify(ctx context.Context, model string) (Identity, er
 		}
 		return Identity{}, preflightFailure(ctx, err, 0, "", g.scrub, "model lookup")
 	}
-	id := Identity{Verified: true, Source: IdentityModelLookup, ID: clipText(m.Name)}
+	id := Identity{Verified: true, Source: IdentityModelLookup, ID: identityText(m.Name, g.scrub)}
 	if m.Version != "" {
-		id.Version = clipText(m.Version)
+		id.Version = identityText(m.Version, g.scrub)
 	}
 	if m.InputTokenLimit != 0 {
 		v := int64(m.InputTokenLimit)

@@ -190,3 +190,39 @@ func TestUnverified(t *testing.T) {
 		t.Error("another endpoint list has the same identity")
 	}
 }
+
+// TestIdentityHoldsNoKey: a server that echoes the API key in the texts of
+// its model entry (the Authorization header as owned_by, the key
+// upper-cased as root, a long part of it as the policy) does not get it
+// into the identity, which is printed and written to the manifest.
+func TestIdentityHoldsNoKey(t *testing.T) {
+	const key = "sk-identity-SECRET-0123456789abcdef"
+	body := `{"data":[{"id":"qwen","object":"model","owned_by":"Bearer ` + key + `","root":"` + strings.ToUpper(key) +
+		`","policy":"` + key[3:25] + `"}]}`
+	url := (&recorder{}).serve(t, 200, body)
+	id, err := identify(t, Config{Backend: BackendVLLM, Endpoint: url + "/v1", Getenv: env(map[string]string{"VLLM_API_KEY": key})}, "qwen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ToLower(id.String())
+	for _, part := range []string{strings.ToLower(key), strings.ToLower(key[3:25]), "secret-0123456789"} {
+		if strings.Contains(text, part) {
+			t.Errorf("the identity holds the key: %s", id)
+		}
+	}
+	if *id.ID != "qwen" {
+		t.Errorf("id %q, want qwen", *id.ID)
+	}
+}
+
+// TestGeminiPreflightCap: Gemini's model lookup reads at most the
+// preflight's 4 MiB, as the models list of the other backends does, not
+// the run's larger reply cap.
+func TestGeminiPreflightCap(t *testing.T) {
+	url := (&recorder{}).serve(t, 200, `{"name":"models/gemini-3-pro","displayName":"`+strings.Repeat("x", maxPreflightBytes)+`"}`)
+	c := geminiClientFor(t, url, Config{MaxReplyBytes: 32 << 20})
+	_, err := c.(Identifier).Identify(context.Background(), "gemini-3-pro")
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("larger than %d bytes", maxPreflightBytes)) {
+		t.Errorf("error %v, want the reply refused past %d bytes", err, maxPreflightBytes)
+	}
+}

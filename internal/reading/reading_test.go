@@ -3,6 +3,7 @@ package reading
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"image"
 	"image/png"
@@ -584,5 +585,66 @@ func TestTimePerTurn(t *testing.T) {
 		if r.StartedAt == "" || r.StartedAt >= r.FinishedAt {
 			t.Errorf("%s: started %s, finished %s", r.KeyID, r.StartedAt, r.FinishedAt)
 		}
+	}
+}
+
+// TestOpenLeavesAForeignDatabaseAlone: naming another SQLite database
+// (rollback-journal mode) as the reading database is refused, and the
+// file keeps every byte: the WAL switch of the read-write connection must
+// not run before the file is known to be a reading database.
+func TestOpenLeavesAForeignDatabaseAlone(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "other.sqlite")
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path)+"?_pragma=journal_mode(DELETE)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE t(x); INSERT INTO t VALUES(1)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "not a chexpercept reading database") {
+		t.Fatalf("Open(foreign db) = %v, want refused as not a reading database", err)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("the foreign database changed (header bytes 18-19 %x → %x)", before[18:20], after[18:20])
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if _, err := os.Lstat(path + suffix); err == nil {
+			t.Errorf("%s%s was left beside the foreign database", filepath.Base(path), suffix)
+		}
+	}
+}
+
+// TestInitKeepsForeignSideFiles: a -wal, -shm or -journal file that sits
+// where the new database's would go is someone else's; init refuses and
+// the file keeps its bytes (SQLite would replay or delete it).
+func TestInitKeepsForeignSideFiles(t *testing.T) {
+	bench := testBench(t)
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		t.Run(suffix, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "study.sqlite")
+			if err := os.WriteFile(db+suffix, []byte("not ours\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 1, Oracle: protocol.OracleImplicit})
+			if err == nil || !strings.Contains(err.Error(), "already exists beside it") {
+				t.Errorf("Init = %v, want refused", err)
+			}
+			if got, err := os.ReadFile(db + suffix); err != nil || string(got) != "not ours\n" {
+				t.Errorf("%s after init: %q, %v", suffix, got, err)
+			}
+			if _, err := os.Lstat(db); err == nil {
+				t.Errorf("the refused init left %s", db)
+			}
+		})
 	}
 }

@@ -103,6 +103,14 @@ func create(path string) (*Store, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("reading db %s already exists (refusing to overwrite it)", path)
 	}
+	// SQLite would take a -wal, -shm or -journal file beside the new
+	// database for its own, replay or delete it: a file of that name that
+	// we did not write is refused.
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if _, err := os.Lstat(path + suffix); err == nil {
+			return nil, fmt.Errorf("reading db %s: %s already exists beside it (refusing to create the database over it)", path, filepath.Base(path+suffix))
+		}
+	}
 	d, err := dsn(path, "rwc")
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
@@ -131,6 +139,12 @@ func Open(path string) (*Store, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("reading db %s: not a regular file", path)
 	}
+	// The read-write connection switches the file to WAL mode as it
+	// opens, so another SQLite file (a review or cache database named by
+	// mistake) is recognised read-only first and left as it was.
+	if err := checkSchema(path); err != nil {
+		return nil, err
+	}
 	d, err := dsn(path, "rw")
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
@@ -148,6 +162,29 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
 	}
 	return &Store{db: db, Path: path, now: time.Now}, nil
+}
+
+// checkSchema reads the schema id through a read-only connection that
+// sets no pragma, and refuses a file that is not a reading database.
+func checkSchema(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("reading db %s: %w", path, err)
+	}
+	u := url.URL{Path: filepath.ToSlash(abs)}
+	db, err := sql.Open("sqlite", "file:"+u.EscapedPath()+"?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)")
+	if err != nil {
+		return fmt.Errorf("reading db %s: %w", path, err)
+	}
+	defer db.Close()
+	var id string
+	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&id); err != nil || id != schemaID {
+		if err == nil {
+			err = fmt.Errorf("schema %q", id)
+		}
+		return fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
+	}
+	return nil
 }
 
 // Close closes the database.

@@ -125,7 +125,7 @@ func healthMarkdown(res *analysis.Result) []byte {
 		healthTop(&b, h)
 		healthBias(&b, h)
 	}
-	return []byte(b.String())
+	return []byte(mdInert(b.String()))
 }
 
 // healthSummary is one oracle mode's item-health sentence.

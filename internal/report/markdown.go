@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
@@ -64,6 +65,19 @@ type table struct {
 
 func mdEscape(s string) string { return strings.ReplaceAll(benchmark.OneLine(s), "|", `\|`) }
 
+// markupStart is what a Markdown renderer takes for the start of an HTML
+// tag, comment or character reference.
+var markupStart = regexp.MustCompile(`[<&][A-Za-z/!?#]`)
+
+// mdInert backslash-escapes every markupStart of report.md's text: run
+// and model names are printed there, and a name such as
+// "<img src=x onerror=…>" or "&#x202E;" must show as typed, not become
+// markup (or a bidi override) in a Markdown viewer. The report's own
+// text holds no HTML.
+func mdInert(s string) string {
+	return markupStart.ReplaceAllStringFunc(s, func(m string) string { return `\` + m })
+}
+
 func newTable(sec *section, title string, header ...string) *table {
 	t := &table{Title: title, Header: header, ID: fmt.Sprintf("t-%s-%d", sec.Mode, len(sec.Tables)+1)}
 	sec.Tables = append(sec.Tables, t)
@@ -123,7 +137,7 @@ func markdown(d *doc) []byte {
 			t.markdown(&b)
 		}
 	}
-	return []byte(b.String())
+	return []byte(mdInert(b.String()))
 }
 
 // modeRuns are the scored runs of one oracle mode, in run-name order.

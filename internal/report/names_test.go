@@ -62,3 +62,30 @@ func TestHostileRunNames(t *testing.T) {
 		t.Errorf("plot names collide or are too long: %s %s", a, b)
 	}
 }
+
+// TestRunNamesAreNotMarkup: a run whose name is an HTML tag or a character
+// reference shows as typed in report.md; a Markdown viewer would
+// otherwise render the tag (an <img onerror=…>) or turn "&#x202E;" into a
+// bidi override.
+func TestRunNamesAreNotMarkup(t *testing.T) {
+	tmp := t.TempDir()
+	dir := fixture(t, tmp, benchtest.Sample(),
+		&analysistest.Run{Provider: "baseline", Label: "<img src=x onerror=alert(1)>", Oracle: "none", Policy: analysistest.Oracle},
+		&analysistest.Run{Provider: "baseline", Label: "a&#x202E;b", Oracle: "none", Policy: analysistest.Random(0)})
+	out := filepath.Join(tmp, "report")
+	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	md := string(read(t, filepath.Join(out, "report.md")))
+	for _, raw := range []string{"<img", "&#x202E;"} {
+		for _, line := range strings.Split(md, "\n") {
+			if i := strings.Index(line, raw); i >= 0 && (i == 0 || line[i-1] != '\\') {
+				t.Errorf("report.md holds markup %q unescaped: %q", raw, line)
+				break
+			}
+		}
+	}
+	if !strings.Contains(md, `baseline_\<img src=x onerror=alert(1)>`) {
+		t.Errorf("report.md does not show the name as typed (escaped)")
+	}
+}

@@ -106,6 +106,10 @@ type Store struct {
 // review.
 var ErrLocked = errors.New("the review is locked by the admin")
 
+// errNotReviewDB matches the refusal of an SQLite file that is not a
+// review database.
+var errNotReviewDB = errors.New("not a chexpercept review database")
+
 // ErrReadOnly is returned by every change to a store opened read-only.
 var ErrReadOnly = errors.New("the review database is open read-only")
 
@@ -125,6 +129,14 @@ func dsn(path, mode string) (string, error) {
 func create(path string) (*Store, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("review db %s already exists (refusing to overwrite it)", path)
+	}
+	// SQLite would take a -wal, -shm or -journal file beside the new
+	// database for its own, replay or delete it: a file of that name that
+	// we did not write is refused.
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if _, err := os.Lstat(path + suffix); err == nil {
+			return nil, fmt.Errorf("review db %s: %s already exists beside it (refusing to create the database over it)", path, filepath.Base(path+suffix))
+		}
 	}
 	d, err := dsn(path, "rwc")
 	if err != nil {
@@ -165,6 +177,14 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("review db %s: %w", path, imagefile.Reason(err))
 	}
 	f.Close()
+	// The read-write connection switches the file to WAL mode as it
+	// opens, so another SQLite file named by mistake is first recognised
+	// through a connection that writes nothing, and left as it was.
+	if ro, err := OpenReadOnly(path); errors.Is(err, errNotReviewDB) {
+		return nil, err
+	} else if err == nil {
+		ro.Close()
+	}
 	d, err := dsn(path, "rw")
 	if err != nil {
 		return nil, fmt.Errorf("review db %s: %w", path, err)
@@ -191,7 +211,7 @@ func openDSN(path, d string, readOnly bool) (*Store, error) {
 		if werr := notWritable(path, err); werr != nil {
 			return nil, werr
 		}
-		return nil, fmt.Errorf("review db %s: not a chexpercept review database (%w)", path, err)
+		return nil, fmt.Errorf("review db %s: %w (%w)", path, errNotReviewDB, err)
 	}
 	return s, nil
 }

@@ -1,7 +1,9 @@
 package review
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -380,5 +382,56 @@ func TestInitCountsStoredAndChecksHeaders(t *testing.T) {
 	}
 	if stored != 1 || len(snap) != 1 {
 		t.Errorf("stored %d, database holds %d, want 1 and 1", stored, len(snap))
+	}
+}
+
+// TestOpenLeavesAForeignDatabaseAlone: another SQLite database (in
+// rollback-journal mode) named as the review database is refused and
+// keeps every byte; the read-write connection's WAL switch must not touch
+// it first.
+func TestOpenLeavesAForeignDatabaseAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "other.sqlite")
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path)+"?_pragma=journal_mode(DELETE)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE t(x); INSERT INTO t VALUES(1)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "not a chexpercept review database") {
+		t.Fatalf("Open(foreign db) = %v, want refused as not a review database", err)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("the foreign database changed (header bytes 18-19 %x → %x)", before[18:20], after[18:20])
+	}
+}
+
+// TestInitKeepsForeignSideFiles: a -wal, -shm or -journal file where the
+// new database's would go is not ours; init refuses and leaves it as it
+// was (SQLite would replay or delete it).
+func TestInitKeepsForeignSideFiles(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 1, 0)
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		t.Run(suffix, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "review.sqlite")
+			if err := os.WriteFile(db+suffix, []byte("not ours\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := Init(db, fx.Cases, InitOptions{Reviewers: 1, Overlap: 1}); err == nil || !strings.Contains(err.Error(), "already exists beside it") {
+				t.Errorf("Init = %v, want refused", err)
+			}
+			if got, err := os.ReadFile(db + suffix); err != nil || string(got) != "not ours\n" {
+				t.Errorf("%s after init: %q, %v", suffix, got, err)
+			}
+		})
 	}
 }
