@@ -296,7 +296,11 @@ func (a *assembly) renderCase(inc *included) error {
 	var buf bytes.Buffer
 	for _, rel := range slices.Sorted(maps.Keys(imgs)) {
 		buf.Reset()
-		if err := render.EncodePNG(&buf, imgs[rel]); err != nil {
+		encode := render.EncodePNG
+		if a.opt.FastPNG {
+			encode = render.EncodePreviewPNG
+		}
+		if err := encode(&buf, imgs[rel]); err != nil {
 			return global("%s: encoding %s: %w", key, rel, err)
 		}
 		p := filepath.Join(stage, filepath.FromSlash(rel))

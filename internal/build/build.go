@@ -41,6 +41,10 @@ type Options struct {
 
 	// Inspect is "", "all", "failed" or a comma-separated key_id list.
 	Inspect string
+	// FastPNG encodes the bundle's PNGs at the fastest compression level
+	// (the demo): the same pixels in larger files, several times faster.
+	// The bytes, and so SHA256SUMS, differ from a default build's.
+	FastPNG bool
 	// MeasureFloor re-encodes every PNG of the final tree after assembly
 	// to measure the PNG-encoding floor (build_timing.json).
 	MeasureFloor bool

@@ -43,6 +43,9 @@ type Options struct {
 	Seed           uint64
 	Workers        int       // ≤ 0 means runtime.NumCPU()
 	Progress       io.Writer // optional: one line per progress step
+	// FastPNG encodes at the fastest compression level (the demo): the
+	// same pixels in larger files.
+	FastPNG bool
 }
 
 // Summary reports what Generate wrote.
@@ -211,12 +214,12 @@ func runCases(ctx context.Context, opt Options, workers int, specs []caseSpec, p
 		go func() {
 			defer wg.Done()
 			s := newScratch()
-			var enc encoder
+			enc := newEncoder(opt.FastPNG)
 			for i := range jobs {
 				if ctx.Err() != nil {
 					continue
 				}
-				if err := g.generateCase(opt, specs, i, per, s, &enc); err != nil {
+				if err := g.generateCase(opt, specs, i, per, s, enc); err != nil {
 					fail(err)
 					continue
 				}
@@ -289,7 +292,7 @@ func (g *generated) writeIndex(opt Options, specs []caseSpec, per int, sum *Summ
 	sum.Manifest = filepath.Join(opt.OutDir, "manifest.jsonl")
 	sum.Sheet = filepath.Join(opt.OutDir, "contact_sheet.png")
 	sum.SheetPer = per
-	var enc encoder
+	enc := newEncoder(opt.FastPNG)
 	sheet := contactSheet(specs, g.thumbs, per, opt.CasesPerLesion, opt.Seed)
 	var buf bytes.Buffer
 	if err := enc.Encode(&buf, sheet); err != nil {
@@ -302,11 +305,19 @@ func (g *generated) writeIndex(opt Options, specs []caseSpec, per int, sum *Summ
 	return atomicfile.WriteFileNoSync(sum.Manifest, man.Bytes())
 }
 
-// encoder is png.Encoder with default compression and a reused buffer
-// pool (one per worker).
+// encoder is png.Encoder with default compression (or the fastest, for
+// FastPNG) and a reused buffer pool (one per worker).
 type encoder struct {
 	png.Encoder
 	pool bufPool
+}
+
+func newEncoder(fast bool) *encoder {
+	e := &encoder{}
+	if fast {
+		e.CompressionLevel = png.BestSpeed
+	}
+	return e
 }
 
 type bufPool struct{ b *png.EncoderBuffer }
