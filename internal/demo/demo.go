@@ -509,7 +509,7 @@ func (d *runner) report() error {
 		Out:         d.res.Report,
 		Benchmark:   d.res.Benchmark,
 		DomainsFile: d.res.Domains,
-		Report:    report.Options{Version: version.String(), Workers: d.opt.Workers},
+		Report:      report.Options{Version: version.String(), Workers: d.opt.Workers},
 	})
 	if res != nil {
 		for _, w := range res.Warnings {
