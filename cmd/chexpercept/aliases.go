@@ -12,8 +12,9 @@ import (
 // the same way, and the older spellings keep working as hidden aliases so
 // that no script breaks. The seeds, each named for what it seeds:
 //
-//	--build-seed    build, sample   candidate sampling and every case's draws (config key seed)
-//	--sample-seed   eval            record selection of --sample
+//	--build-seed    build           every case's draws (config key seed)
+//	--sample-seed   sample, eval    the random sample the command draws: candidates (sample,
+//	                                config key seed), records of --sample (eval)
 //	--assign-seed   review init     assignment of cases to reviewers
 //	--phantom-seed  phantom         the synthetic radiographs
 //	--policy-seed   eval, serve-baseline  the random and simulated policies' answers

@@ -18,7 +18,7 @@ func TestOneNamePerConcept(t *testing.T) {
 		seedType bool
 	}{
 		{"build", findCommand(t, "build"), "build-seed", "seed", true},
-		{"sample", findCommand(t, "sample"), "build-seed", "seed", true},
+		{"sample", findCommand(t, "sample"), "sample-seed", "seed", true},
 		{"eval", findCommand(t, "eval"), "sample-seed", "seed", true},
 		{"phantom", findCommand(t, "phantom"), "phantom-seed", "seed", true},
 		{"review init", reviewInitCmd(), "assign-seed", "seed", true},
