@@ -76,11 +76,14 @@ const (
 	markerHeader = "chexpercept demo directory (synthetic, unreviewed data; safe to delete)"
 )
 
-// The demo's fixed parameters. Three positive and three negative phantom
-// cases per lesion leave slack for a case the builder rejects; the
-// builder stops a lesion's list once its targets are filled.
+// The demo's fixed parameters. Three positive phantom cases per lesion
+// leave slack for a positive the builder rejects (one is, for want of
+// revision options); one negative per lesion fills the lesion-free path,
+// which needs no revision options. The builder stops a lesion's list once
+// its targets are filled.
 const (
-	casesPerLesion = 3
+	casesPerLesion = 3 // positives per lesion
+	negPerLesion   = 1
 	phantomSeed    = 1
 	buildSeed      = 0
 	perPath        = 1 // LF, RF and RR cases per lesion
@@ -188,9 +191,6 @@ func (d *runner) run() error {
 	if err := d.build(manifest); err != nil {
 		return err
 	}
-	if err := d.validate(); err != nil {
-		return err
-	}
 	if err := d.evaluate(); err != nil {
 		return err
 	}
@@ -208,10 +208,10 @@ func (d *runner) run() error {
 func (d *runner) phantom() (string, error) {
 	dir := filepath.Join(d.res.Dir, phantomDir)
 	manifest := filepath.Join(dir, "manifest.jsonl")
-	fp := fmt.Sprintf("version=%s cases_per_lesion=%d seed=%d png=fast", version.String(), casesPerLesion, phantomSeed)
+	fp := fmt.Sprintf("version=%s cases_per_lesion=%d negatives=%d seed=%d png=fast", version.String(), casesPerLesion, negPerLesion, phantomSeed)
 	if d.st.get("phantom") == fp && exists(manifest) {
 		d.res.Reused = append(d.res.Reused, "phantom")
-		d.say("phantom: reusing %d synthetic cases in %s/", casesPerLesion*2*7, phantomDir)
+		d.say("phantom: reusing %d synthetic cases in %s/", (casesPerLesion+negPerLesion)*7, phantomDir)
 		return manifest, nil
 	}
 	// Regenerating the source invalidates everything built from it.
@@ -224,7 +224,7 @@ func (d *runner) phantom() (string, error) {
 		}
 	}
 	t := time.Now()
-	sum, err := phantom.Generate(d.ctx, phantom.Options{OutDir: dir, CasesPerLesion: casesPerLesion,
+	sum, err := phantom.Generate(d.ctx, phantom.Options{OutDir: dir, CasesPerLesion: casesPerLesion, Negatives: negPerLesion,
 		Seed: phantomSeed, Workers: d.opt.Workers, Progress: d.log, FastPNG: true})
 	if err != nil {
 		return "", fmt.Errorf("demo: phantom: %w", err)
@@ -232,8 +232,8 @@ func (d *runner) phantom() (string, error) {
 	if err := d.st.set("phantom", fp); err != nil {
 		return "", err
 	}
-	d.say("phantom: %d synthetic radiographs with lung, heart and lesion masks (%d per lesion and label, seed %d) in %s/ … %s",
-		sum.Cases, casesPerLesion, phantomSeed, phantomDir, time.Since(t).Round(time.Millisecond))
+	d.say("phantom: %d synthetic radiographs with lung, heart and lesion masks (%d positive and %d negative per lesion, seed %d) in %s/ … %s",
+		sum.Cases, casesPerLesion, negPerLesion, phantomSeed, phantomDir, time.Since(t).Round(time.Millisecond))
 	return sum.Manifest, nil
 }
 
@@ -290,14 +290,15 @@ func (d *runner) build(manifest string) error {
 	return nil
 }
 
-func (d *runner) validate() error {
+// validate checks the benchmark with --deep and returns its step line.
+func (d *runner) validate() (string, error) {
 	t := time.Now()
 	rep, err := validate.Run(d.res.Benchmark, validate.Options{Deep: true, Workers: d.opt.Workers})
 	if err != nil {
-		return fmt.Errorf("demo: validate: %w", err)
+		return "", fmt.Errorf("demo: validate: %w", err)
 	}
 	if werr := rep.WriteText(d.log); werr != nil {
-		return fmt.Errorf("demo: writing the validation report to the log: %w", werr)
+		return "", fmt.Errorf("demo: writing the validation report to the log: %w", werr)
 	}
 	if !rep.OK() {
 		msg := ""
@@ -307,11 +308,10 @@ func (d *runner) validate() error {
 				break
 			}
 		}
-		return fmt.Errorf("demo: the benchmark in %s fails validation (%d errors; first: %s; all in %s)", d.res.Benchmark, rep.Errors, msg, logFile)
+		return "", fmt.Errorf("demo: the benchmark in %s fails validation (%d errors; first: %s; all in %s)", d.res.Benchmark, rep.Errors, msg, logFile)
 	}
-	d.say("validate --deep: PASS, %d records, %d questions, %d images, %d errors, %d warnings … %s",
-		rep.Records, rep.Questions, rep.Images, rep.Errors, rep.Warnings, time.Since(t).Round(time.Millisecond))
-	return nil
+	return fmt.Sprintf("validate --deep: PASS, %d records, %d questions, %d images, %d errors, %d warnings … %s",
+		rep.Records, rep.Questions, rep.Images, rep.Errors, rep.Warnings, time.Since(t).Round(time.Millisecond)), nil
 }
 
 // simModel is one simulated model of the demo: its name (the model of
@@ -382,8 +382,23 @@ func (d *runner) evaluate() error {
 		return fmt.Errorf("demo: writing %s: %w", kf, err)
 	}
 
+	// The deep validation and the oracle baseline read the benchmark at
+	// the same time; both finish before any other evaluation starts, and
+	// a benchmark that fails validation stops the demo there.
 	t := time.Now()
+	var vline string
+	var verr error
+	vdone := make(chan struct{})
+	go func() {
+		defer close(vdone)
+		vline, verr = d.validate()
+	}()
 	s, err := d.eval(reg, prices, "baseline", "oracle", nil, "")
+	<-vdone
+	if verr != nil {
+		return verr
+	}
+	d.say("%s", vline)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ import (
 type Options struct {
 	OutDir         string
 	CasesPerLesion int // positives and, separately, negatives per lesion
+	// Negatives, when positive, is the number of negatives per lesion
+	// instead (the demo: a build needs fewer lesion-free cases).
+	Negatives int
 	Seed           uint64
 	Workers        int       // ≤ 0 means runtime.NumCPU()
 	Progress       io.Writer // optional: one line per progress step
@@ -62,11 +65,15 @@ type Summary struct {
 // Manifest case order: lesions in benchmark.Lesions order; within a
 // lesion all positives, then all negatives. Image ids count up from 1 in
 // that order.
-func plan(n int) []caseSpec {
+func plan(nPos, nNeg int) []caseSpec {
 	var specs []caseSpec
 	k := 0
 	for _, les := range benchmark.Lesions {
 		for _, pos := range []bool{true, false} {
+			n := nNeg
+			if pos {
+				n = nPos
+			}
 			for i := 0; i < n; i++ {
 				k++
 				id := fmt.Sprintf("ph%04d", k)
@@ -137,7 +144,7 @@ func Generate(ctx context.Context, opt Options) (Summary, error) {
 	if err := prepareOutDir(opt.OutDir); err != nil {
 		return sum, err
 	}
-	specs := plan(opt.CasesPerLesion)
+	specs := plan(opt.CasesPerLesion, negatives(opt))
 	per := min(opt.CasesPerLesion, sheetPerCell)
 	done, err := runCases(ctx, opt, workers, specs, per)
 	if err != nil {
@@ -145,6 +152,14 @@ func Generate(ctx context.Context, opt Options) (Summary, error) {
 	}
 	err = done.writeIndex(opt, specs, per, &sum)
 	return sum, err
+}
+
+// negatives is the number of negatives per lesion.
+func negatives(opt Options) int {
+	if opt.Negatives > 0 {
+		return opt.Negatives
+	}
+	return opt.CasesPerLesion
 }
 
 func checkOptions(opt Options) error {
@@ -156,6 +171,9 @@ func checkOptions(opt Options) error {
 	}
 	if opt.CasesPerLesion > 99999 {
 		return fmt.Errorf("phantom: cases per lesion %d is too large (max 99999)", opt.CasesPerLesion)
+	}
+	if opt.Negatives < 0 || opt.Negatives > opt.CasesPerLesion {
+		return fmt.Errorf("phantom: negatives per lesion %d must lie in 1..%d (the cases per lesion), or 0 for as many", opt.Negatives, opt.CasesPerLesion)
 	}
 	return nil
 }
@@ -293,7 +311,7 @@ func (g *generated) writeIndex(opt Options, specs []caseSpec, per int, sum *Summ
 	sum.Sheet = filepath.Join(opt.OutDir, "contact_sheet.png")
 	sum.SheetPer = per
 	enc := newEncoder(opt.FastPNG)
-	sheet := contactSheet(specs, g.thumbs, per, opt.CasesPerLesion, opt.Seed)
+	sheet := contactSheet(specs, g.thumbs, per, opt.CasesPerLesion, negatives(opt), opt.Seed)
 	var buf bytes.Buffer
 	if err := enc.Encode(&buf, sheet); err != nil {
 		return fmt.Errorf("phantom: encode contact sheet: %w", err)
