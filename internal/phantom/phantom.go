@@ -43,9 +43,9 @@ type Options struct {
 	// Negatives, when positive, is the number of negatives per lesion
 	// instead (the demo: a build needs fewer lesion-free cases).
 	Negatives int
-	Seed           uint64
-	Workers        int       // ≤ 0 means runtime.NumCPU()
-	Progress       io.Writer // optional: one line per progress step
+	Seed      uint64
+	Workers   int       // ≤ 0 means runtime.NumCPU()
+	Progress  io.Writer // optional: one line per progress step
 	// FastPNG encodes at the fastest compression level (the demo): the
 	// same pixels in larger files.
 	FastPNG bool
