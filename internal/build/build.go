@@ -41,9 +41,10 @@ type Options struct {
 
 	// Inspect is "", "all", "failed" or a comma-separated key_id list.
 	Inspect string
-	// FastPNG encodes the bundle's PNGs at the fastest compression level
-	// (the demo): the same pixels in larger files, several times faster.
-	// The bytes, and so SHA256SUMS, differ from a default build's.
+	// FastPNG encodes the bundle's PNGs and the work state's masks at the
+	// fastest compression level (the demo): the same pixels in larger
+	// files, several times faster. The bytes, and so SHA256SUMS, differ
+	// from a default build's.
 	FastPNG bool
 	// MeasureFloor re-encodes every PNG of the final tree after assembly
 	// to measure the PNG-encoding floor (build_timing.json).
@@ -193,6 +194,11 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 			return nil
 		}
 		fp := fingerprint(fpcfg, e.seed, c, in)
+		if opt.FastPNG {
+			// The work masks are copied into the bundle: a work state
+			// encoded at another level must not be reused.
+			fp += "+fastpng"
+		}
 		if o := readWork(workDir, c.KeyID(), fp); o != nil {
 			o.Deformation = nil // reloaded from work/ at assembly (memory)
 			it.outcome = o
@@ -202,7 +208,7 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err := writeWork(workDir, fp, o); err != nil {
+		if err := writeWork(workDir, fp, o, opt.FastPNG); err != nil {
 			return global("writing work state of %s: %w", c.KeyID(), err)
 		}
 		o.masks, o.Deformation, o.caseLine = nil, nil, nil
