@@ -292,7 +292,7 @@ anything is written.`,
 }
 
 // checkExportTargets refuses, before anything is written, an existing
-// --jsonl or --outcomes file without force (it may be the main review log
+// --reviews or --outcomes file without force (it may be the main review log
 // a round's export was meant to be appended to), and a --csv directory
 // that is neither new, empty nor an earlier export (its positive.csv may
 // be a filled sheet). Even --force never replaces the review database itself, the other
@@ -300,10 +300,10 @@ anything is written.`,
 // a FIFO).
 func checkExportTargets(db, jsonl, csvDir, outcomes string, force bool) error {
 	if jsonl != "" && filepath.Clean(jsonl) == filepath.Clean(outcomes) {
-		return fmt.Errorf("--jsonl and --outcomes name the same file %s", jsonl)
+		return fmt.Errorf("--reviews and --outcomes name the same file %s", jsonl)
 	}
 	dbInfo, dbErr := os.Stat(db)
-	for _, t := range []struct{ flag, path string }{{"--jsonl", jsonl}, {"--outcomes", outcomes}} {
+	for _, t := range []struct{ flag, path string }{{"--reviews", jsonl}, {"--outcomes", outcomes}} {
 		if t.path == "" {
 			continue
 		}
