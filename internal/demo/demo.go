@@ -335,6 +335,13 @@ var simModels = []simModel{
 	{"sim-medical-small", "medical", [4]float64{0.6, 0.3, 0.1, 0.05}, 5},
 }
 
+// demoConcurrency is the records in flight per evaluation, and
+// demoImageCache the bytes of images each evaluation keeps.
+const (
+	demoConcurrency = 4
+	demoImageCache  = 48 << 20
+)
+
 const (
 	mislabelRate = 0.1
 	mislabelSeed = 12
@@ -485,9 +492,16 @@ func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, mod
 		PriceFileSHA256: prices.SHA256,
 		// Loopback calls answer at once; a short deadline turns a hang
 		// into a retry instead of a stuck demo.
-		Timeout:  30 * time.Second,
-		CacheDir: filepath.Join(d.res.Dir, cacheDir),
-		Log:      d.log,
+		Timeout: 30 * time.Second,
+		// Six runs share the machine at once: a few records each keep
+		// both cores busy, and far fewer request bodies (megabytes of
+		// base64 each) are in memory at a time than at the default 16.
+		Concurrency: demoConcurrency,
+		// Each run caches the images it sends (PNG and base64); six
+		// runs with the default cache would hold the bundle six times.
+		ImageCacheBytes: demoImageCache,
+		CacheDir:        filepath.Join(d.res.Dir, cacheDir),
+		Log:             d.log,
 	}
 	sum, err := eval.Run(d.ctx, o)
 	if err != nil {
