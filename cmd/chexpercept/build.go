@@ -64,7 +64,7 @@ written; a build removes only bundle folders a build recorded as its own.`,
 				}
 			}
 			fl := cmd.Flags()
-			if fl.Changed("seed") {
+			if changed(fl, "build-seed", "seed") {
 				cfg.Seed = seed
 			}
 			if fl.Changed("workers") {
@@ -125,7 +125,7 @@ written; a build removes only bundle folders a build recorded as its own.`,
 	f := cmd.Flags()
 	f.StringVar(&src, "source", "", "generic manifest or candidates.jsonl (build.md §2.4)")
 	f.StringVar(&out, "out", "", "benchmark directory to write (new, empty, or an earlier build of this source)")
-	seedFlag(f, &seed, "build seed (default: config key seed, else 0)")
+	namedSeedFlag(f, &seed, "build-seed", "build seed: every case's draws (default: config key seed, else 0)")
 	f.StringVar(&perLesion, "per-lesion", "", "targets per lesion LF,RF,RR (default 100,100,100)")
 	f.IntVar(&workers, "workers", 0, "case workers (default: number of CPUs)")
 	f.BoolVar(&acceptAll, "accept-all", false, "accept every candidate without review (recorded; the benchmark is unreviewed)")

@@ -14,16 +14,26 @@ func init() {
 	var opt demo.Options
 	cmd := &cobra.Command{
 		Use:   "demo [--out DIR]",
-		Short: "Run the whole pipeline on synthetic data: phantom, build, validate, eval, report",
-		Long: `demo shows every part of chexpercept working together in about a minute,
-with nothing to set up and no network: it generates synthetic phantom
-radiographs, builds a small benchmark from them with --accept-all (all seven
-lesions, one lesion-free, one revision-free and one revision-required case
-each; marked UNREVIEWED), validates it with --deep, starts serve-baseline
-(random policy) on a loopback port and evaluates it through the real HTTP
-client (provider openai), evaluates the in-process oracle and random
-baselines, and writes the report. It prints each step, the headline table
-and, as its last line, the path of index.html.
+		Short: "Run the whole pipeline on synthetic data: phantom, build, validate, eval, report, item health",
+		Long: `demo shows every part of chexpercept working together, with nothing to
+set up and no network: it generates synthetic phantom radiographs, builds a
+small benchmark from them with --accept-all (all seven lesions, one
+lesion-free, one revision-free and one revision-required case each; marked
+UNREVIEWED), validates it with --deep, evaluates the in-process oracle
+baseline, then at once the random baseline and five simulated models of
+distinct skill, each a serve-baseline --policy simulated on a loopback
+port asked through the real HTTP client (provider openai), and writes the
+report with domain groups (medical vs general, from DIR/domains.yaml).
+It prints each step, the findings' verdicts, the items that item health
+flagged with the reason and the review init --only command that sends
+them back to review, the headline table and, as its last line, the path
+of index.html.
+
+The simulated models answer the benchmark's ground truth at set stage
+accuracies, and share a wrong answer on a tenth of the questions, as if the
+ground truth were wrong there: that is what item health flags. The demo
+writes its PNGs at the fastest compression level (larger files, the same
+pixels).
 
 DIR (default ./` + demo.DefaultDir + `) is created if needed. A non-empty
 directory not made by demo is refused. Running demo again into the same

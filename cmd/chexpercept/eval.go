@@ -69,7 +69,7 @@ gemini, baseline (--model random|first|oracle, in process).
 
 --temperature, --top-p, --max-tokens, --gen-seed and --extra-body KEY=JSON
 replace the registry's sampling for this run (docs/evaluation.md); the
-manifest records what is sent. --seed is the seed of --sample, not of the
+manifest records what is sent. --sample-seed is the seed of --sample, not of the
 model. Keys come from OPENAI_API_KEY, AZURE_OPENAI_API_KEY with
 AZURE_OPENAI_ENDPOINT, GEMINI_API_KEY, Vertex AI application-default
 credentials, or --api-key-file.
@@ -111,7 +111,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&fl.perPathLimit, "per-path-limit", 0, "only the first N records of each path (overrides --limit)")
 	f.StringVar(&fl.lesions, "lesions", "", "only these lesions, comma-separated")
 	f.IntVar(&fl.sampleN, "sample", 0, "stratified sample of N records (lesion × path)")
-	seedFlag(f, &o.Selection.Seed, "seed of --sample")
+	namedSeedFlag(f, &o.Selection.Seed, "sample-seed", "seed of --sample (record selection)")
 	f.Int64Var(&o.PolicySeed, "policy-seed", 0, "seed of the random baseline policy")
 	f.StringVar(&fl.shard, "shard", "", "i/n or auto/n: run shard i of n (1-based)")
 	f.BoolVar(&o.RetryErrors, "retry-errors", false, "also re-ask records whose last result is an error")
@@ -128,7 +128,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.Float64Var(&fl.temperature, "temperature", 0, "sampling temperature in [0, 2], replacing the model's (only 0 is cached)")
 	f.Float64Var(&fl.topP, "top-p", 0, "nucleus sampling top_p in (0, 1], replacing the model's")
 	f.Int64Var(&fl.maxTokens, "max-tokens", 0, "output token limit per call, sent as the backend's own member (max_tokens, max_completion_tokens or max_output_tokens)")
-	f.Int64Var(&fl.genSeed, "gen-seed", 0, "generation seed sent to the model (not sent unless given; --seed is the seed of --sample)")
+	f.Int64Var(&fl.genSeed, "gen-seed", 0, "generation seed sent to the model (not sent unless given; --sample-seed is the seed of --sample)")
 	f.StringArrayVar(&fl.extraBody, "extra-body", nil, "KEY=JSON: an extra top-level request member for OpenAI-compatible servers, e.g. top_k=20 (repeatable)")
 }
 
@@ -296,8 +296,8 @@ func (fl *evalFlags) selection(f *pflag.FlagSet) error {
 // so that what is sent, recorded, cached and reported is one value.
 func (fl *evalFlags) genOptions(f *pflag.FlagSet) error {
 	o := &fl.o
-	if f.Changed("seed") && !f.Changed("sample") {
-		fmt.Fprintln(os.Stderr, "warning: --seed only seeds --sample (record selection) and is not sent to the model; the generation seed is --gen-seed")
+	if changed(f, "sample-seed", "seed") && !f.Changed("sample") {
+		fmt.Fprintln(os.Stderr, "warning: --sample-seed only seeds --sample (record selection) and is not sent to the model; the generation seed is --gen-seed")
 	}
 	var ov provider.Overrides
 	var given []string

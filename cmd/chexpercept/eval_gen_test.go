@@ -87,7 +87,7 @@ func TestEvalGenerationSettingsReachServer(t *testing.T) {
 		t.Fatalf("run directory %q, want %q", lastLine(stdout), runDir)
 	}
 	want := map[string]string{
-		"model": `"Qwen/Qwen3-VL-8B"`, "temperature": `0.2`, "top_p": `0.9`, "max_tokens": `512`, "seed": `7`,
+		"model": `"Qwen/Qwen3-VL-8B"`, "temperature": `0.2`, "top_p": `0.9`, "max_completion_tokens": `512`, "seed": `7`,
 		"top_k": `20`, "chat_template_kwargs": `{"enable_thinking":false}`, "repetition_penalty": `1.05`,
 		"guided_choice": `["1","2"]`,
 	}
@@ -112,7 +112,7 @@ func TestEvalGenerationSettingsReachServer(t *testing.T) {
 	if man.Model.Provider != "opensource" || man.RunName != "opensource_Qwen--Qwen3-VL-8B" {
 		t.Errorf("manifest provider %q run name %q, want opensource", man.Model.Provider, man.RunName)
 	}
-	if got, want := man.Sampling.Text(), `temperature=0.2 top_p=0.9 max_tokens=512 seed=7 chat_template_kwargs={"enable_thinking":false} guided_choice=["1","2"] repetition_penalty=1.05 top_k=20`; got != want {
+	if got, want := man.Sampling.Text(), `temperature=0.2 top_p=0.9 max_completion_tokens=512 seed=7 chat_template_kwargs={"enable_thinking":false} guided_choice=["1","2"] repetition_penalty=1.05 top_k=20`; got != want {
 		t.Errorf("manifest sampling %s\nwant %s", got, want)
 	}
 	raw, _ := os.ReadFile(filepath.Join(runDir, results.ManifestFile))
@@ -336,12 +336,13 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// --seed stays the seed of --sample (spec protocol.md §2.3): given
-// without --sample it warns that it does not reach the model.
+// --sample-seed (and its older spelling --seed) is the seed of --sample
+// (spec protocol.md §2.3): given without --sample it warns that it does
+// not reach the model.
 func TestEvalSeedWithoutSampleWarns(t *testing.T) {
 	_, stderr, code := runCLIEnv(t, nil, "eval", "--benchmark", genBench, "--out", t.TempDir(), "--oracle", "none", "--limit", "1", "--no-cache",
 		"--provider", "baseline", "--model", "first", "--seed", "3")
-	if code != 0 || !strings.Contains(stderr, "warning: --seed only seeds --sample") || !strings.Contains(stderr, "--gen-seed") {
+	if code != 0 || !strings.Contains(stderr, "warning: --sample-seed only seeds --sample") || !strings.Contains(stderr, "--gen-seed") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }

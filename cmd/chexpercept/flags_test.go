@@ -18,7 +18,7 @@ func TestSeedFlagIsUint64Everywhere(t *testing.T) {
 		"build": findCommand(t, "build"), "sample": findCommand(t, "sample"), "eval": findCommand(t, "eval"),
 		"phantom": findCommand(t, "phantom"), "review init": reviewInitCmd(),
 	} {
-		f := c.Flags().Lookup("seed")
+		f := c.Flags().Lookup("seed") // the hidden alias of each command's named seed
 		if f == nil || f.Value.Type() != "uint64" {
 			t.Errorf("%s --seed: %v", name, f)
 		}

@@ -10,9 +10,9 @@ import (
 )
 
 func init() {
-	var key, src string
+	var key, src, bench string
 	cmd := &cobra.Command{
-		Use:   "inspect BENCH_DIR --key KEY_ID",
+		Use:   "inspect --benchmark BENCH_DIR --key KEY_ID",
 		Short: "Re-run one case of a built benchmark and explain every choice (build.md §12)",
 		Long: `inspect re-runs one case from scratch with the configuration and seed of
 BENCH_DIR/build_info.json and writes BENCH_DIR/inspect/<key_id>/: summary.txt
@@ -24,12 +24,12 @@ BENCH_DIR must be a build's directory (BENCH_DIR/work/.chexpercept-build, or
 build_info.json and SHA256SUMS), and an existing inspect/<key_id>/ is
 replaced only when it holds nothing but files inspect writes; otherwise
 inspect stops with exit status 2 before writing anything.`,
-		Args: needArgs("BENCH_DIR"),
+		Args: benchmarkArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if key == "" {
 				return withExit(2, errors.New("--key is required"))
 			}
-			dir, err := build.Inspect(build.InspectOptions{Dir: args[0], Key: key, Source: src})
+			dir, err := build.Inspect(build.InspectOptions{Dir: benchmarkDir(bench, args), Key: key, Source: src})
 			if err != nil {
 				return withExit(2, withHints(err, flagHint{build.ErrNoWorkState, "; pass --source with the build's manifest or candidates"}))
 			}
@@ -37,6 +37,7 @@ inspect stops with exit status 2 before writing anything.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&bench, "benchmark", "", "the build's benchmark directory")
 	cmd.Flags().StringVar(&key, "key", "", "key_id of the case")
 	cmd.Flags().StringVar(&src, "source", "", "manifest or candidates file (only when work/ lacks the case)")
 	addCommand(cmd)

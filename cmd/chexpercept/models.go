@@ -38,7 +38,10 @@ files as eval's, so a user's own aliases and prices show too.
 
 --json prints a JSON array, one object per alias in registry order, with the
 keys alias, display_name, provider, backend, model_id, domain, quirks,
-sampling, price, vllm, base (see docs/evaluation.md).`,
+sampling, price, vllm, base (see docs/evaluation.md). vllm holds the serve
+hints, the command (argv, serve), min_version (the first vLLM release that
+serves the architecture) and unsupported (why standard vLLM cannot serve the
+model; then argv is empty and no serve line is printed).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return fmt.Errorf("unexpected argument %q: models shows one alias or all (usage: %s)", args[1], cmd.UseLine())
@@ -114,8 +117,10 @@ type vllmInfo struct {
 	ImageLimit      *int     `json:"image_limit"`
 	TrustRemoteCode bool     `json:"trust_remote_code"`
 	TPDivisorHint   *int     `json:"tp_divisor_hint"`
-	Argv            []string `json:"argv"`  // vllm serve MODEL_ID flags…, one word each
-	Serve           string   `json:"serve"` // Argv as a shell command line
+	Argv            []string `json:"argv"`        // vllm serve MODEL_ID flags…, one word each; [] when unsupported
+	Serve           string   `json:"serve"`       // Argv as a shell command line; "" when unsupported
+	MinVersion      string   `json:"min_version"` // first vLLM release for the architecture; "" when not recorded
+	Unsupported     string   `json:"unsupported"` // why standard vLLM cannot serve it; "" when it can
 }
 
 // describeModel gathers what models prints about e: the sampling sent
@@ -134,13 +139,18 @@ func describeModel(e registry.Entry, prices *registry.Prices) (modelInfo, error)
 		}
 	}
 	if e.Provider == "opensource" {
-		argv := vllmServeArgv(e)
-		quoted := make([]string, len(argv))
-		for i, a := range argv {
-			quoted[i] = shellQuote(a)
-		}
 		m.VLLM = &vllmInfo{MaxModelLen: e.MaxModelLen, ImageLimit: e.ImageLimit, TrustRemoteCode: e.TrustRemoteCode,
-			TPDivisorHint: e.TPDivisorHint, Argv: argv, Serve: strings.Join(quoted, " ")}
+			TPDivisorHint: e.TPDivisorHint, Argv: []string{}, MinVersion: e.VLLMMinVersion, Unsupported: e.VLLMUnsupported}
+		// A model standard vLLM cannot load gets no command that would
+		// not start.
+		if e.VLLMUnsupported == "" {
+			argv := vllmServeArgv(e)
+			quoted := make([]string, len(argv))
+			for i, a := range argv {
+				quoted[i] = shellQuote(a)
+			}
+			m.VLLM.Argv, m.VLLM.Serve = argv, strings.Join(quoted, " ")
+		}
 	}
 	return m, nil
 }
@@ -166,11 +176,19 @@ func vllmServeArgv(e registry.Entry) []string {
 }
 
 // serveLine is the copy-paste line: the command, then a comment naming
-// the alias and the tensor-parallel hint.
+// the alias, the vLLM release it needs and the tensor-parallel hint; for
+// a model standard vLLM cannot serve, a comment saying why instead.
 func serveLine(m modelInfo) string {
-	line := m.VLLM.Serve + "  # " + m.Alias
-	if m.VLLM.TPDivisorHint != nil {
-		line += fmt.Sprintf("; --tensor-parallel-size must divide %d", *m.VLLM.TPDivisorHint)
+	v := m.VLLM
+	if v.Unsupported != "" {
+		return "# " + m.Alias + " (" + m.ModelID + "): not servable by standard vLLM: " + v.Unsupported
+	}
+	line := v.Serve + "  # " + m.Alias
+	if v.MinVersion != "" {
+		line += "; vLLM >= " + v.MinVersion
+	}
+	if v.TPDivisorHint != nil {
+		line += fmt.Sprintf("; --tensor-parallel-size must divide %d", *v.TPDivisorHint)
 	}
 	return line
 }
@@ -228,7 +246,7 @@ func writeModelsTable(w io.Writer, infos []modelInfo, priceSource string) error 
 		}
 	}
 	if len(open) > 0 {
-		fmt.Fprintln(w, "\nServe open models with vLLM (no reasoning parser; eval sends the model id as the model name):")
+		fmt.Fprintln(w, "\nServe open models with vLLM (no reasoning parser; eval sends the model id as the model name; each line names the first vLLM release that serves the architecture):")
 		for _, m := range open {
 			fmt.Fprintln(w, cell(serveLine(m)))
 		}
@@ -257,6 +275,9 @@ func writeModelDetail(w io.Writer, m modelInfo, priceSource string) error {
 	}
 	if m.VLLM != nil {
 		row("vllm serve", serveLine(m))
+		if m.VLLM.MinVersion != "" {
+			row("vllm version", ">= "+m.VLLM.MinVersion)
+		}
 	}
 	row("eval", fmt.Sprintf("chexpercept eval --provider %s --model %s ...", m.Provider, shellQuote(m.Alias)))
 	return tw.Flush()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -74,7 +75,7 @@ func TestModelsJSON(t *testing.T) {
 			_ = dec.Decode(&skip)
 		}
 	}
-	if want := []string{"max_model_len", "image_limit", "trust_remote_code", "tp_divisor_hint", "argv", "serve"}; !slices.Equal(keys, want) {
+	if want := []string{"max_model_len", "image_limit", "trust_remote_code", "tp_divisor_hint", "argv", "serve", "min_version", "unsupported"}; !slices.Equal(keys, want) {
 		t.Errorf("vllm keys %q, want %q", keys, want)
 	}
 	for i, e := range es {
@@ -289,5 +290,40 @@ func TestModelsFormatting(t *testing.T) {
 	t7, on := 0.7, true
 	if got := samplingText(provider.Sampling{Temperature: &t7, ReasoningEffort: "low", EnableThinking: &on}); got != "temperature=0.7 reasoning_effort=low enable_thinking=true" {
 		t.Errorf("sampling text %q", got)
+	}
+}
+
+// TestModelsServeLinesStart: `chexpercept models` prints no serve line
+// known not to start. Hulu-Med's architecture is not in standard vLLM, so
+// it gets a note instead of a command; every printed command names the
+// first vLLM release for its architecture; --trust-remote-code appears
+// only for a model whose checkpoint needs its own code.
+func TestModelsServeLinesStart(t *testing.T) {
+	stdout, _, err := runModels(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve, notes := 0, 0
+	for _, line := range strings.Split(stdout, "\n") {
+		if strings.Contains(line, "Hulu-Med") && (strings.HasPrefix(line, "vllm serve") || strings.HasPrefix(line, "#")) {
+			if strings.HasPrefix(line, "vllm serve") || !strings.Contains(line, "not servable by standard vLLM") ||
+				!strings.Contains(line, "HulumedQwen2ForCausalLM") {
+				t.Errorf("hulu-med line %q: want a note saying why standard vLLM cannot serve it, not a command", line)
+			}
+			notes++
+		}
+		if !strings.HasPrefix(line, "vllm serve ") {
+			continue
+		}
+		serve++
+		if !regexp.MustCompile(`; vLLM >= \d+\.\d+(\.\d+)?`).MatchString(line) {
+			t.Errorf("serve line without a minimum vLLM version: %q", line)
+		}
+		if strings.Contains(line, "--trust-remote-code") != strings.Contains(line, "InternVL3_5") {
+			t.Errorf("serve line %q: --trust-remote-code only where the checkpoint needs its own code (InternVL3.5)", line)
+		}
+	}
+	if serve != 12 || notes != 1 {
+		t.Errorf("%d serve lines and %d Hulu-Med notes, want 12 (the open models but Hulu-Med) and 1", serve, notes)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +19,7 @@ func init() {
 		config  string
 	)
 	cmd := &cobra.Command{
-		Use:   "phantom --out DIR --cases-per-lesion N --seed S",
+		Use:   "phantom --out DIR --cases-per-lesion N --phantom-seed S",
 		Short: "Generate synthetic chest radiographs with lung, heart and lesion masks",
 		Long: `Generate synthetic frontal chest radiographs (1024×1024 grey PNGs) with exact
 right-lung, left-lung, heart and lesion masks, N positive and N negative cases
@@ -66,8 +65,8 @@ definition's phantom shape family (docs/adding-a-lesion.md).`,
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "output directory")
 	f.IntVar(&n, "cases-per-lesion", 0, "positive and negative cases per lesion (each)")
-	seedFlag(f, &seed, "random seed")
-	f.IntVar(&workers, "workers", runtime.NumCPU(), "worker goroutines")
+	namedSeedFlag(f, &seed, "phantom-seed", "seed of the synthetic radiographs")
+	f.IntVar(&workers, "workers", 0, "worker goroutines (default: number of CPUs)")
 	f.StringVar(&config, "config", "", "build configuration (YAML) whose lesions to generate")
 	addCommand(cmd)
 }

@@ -64,7 +64,7 @@ func reviewInitCmd() *cobra.Command {
 	var n, k, workers int
 	var seed uint64
 	cmd := &cobra.Command{
-		Use:   "init --source FILE --review-db REVIEW_DB --reviewers N [--overlap K] [--seed S]",
+		Use:   "init --source FILE --review-db REVIEW_DB --reviewers N [--overlap K] [--assign-seed S]",
 		Short: "Create a review database: cases with digests, K-of-N assignments, sign-in tokens",
 		Long: `init reads a generic manifest or candidates.jsonl (every line, in file
 order), records each case's image and candidate-mask digests, assigns each
@@ -122,7 +122,7 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 	f.StringVar(&only, "only", "", "a report's flagged_items.csv: an item-health re-review round of the flagged cases only")
 	f.IntVar(&n, "reviewers", 6, "number of reviewers N")
 	f.IntVar(&k, "overlap", 1, "reviewers per case K (1 ≤ K ≤ N)")
-	seedFlag(f, &seed, "assignment seed")
+	namedSeedFlag(f, &seed, "assign-seed", "seed of the assignment of cases to reviewers")
 	f.IntVar(&workers, "workers", 0, "digest workers (default: number of CPUs)")
 	return cmd
 }
@@ -206,9 +206,9 @@ func reviewExportCmd() *cobra.Command {
 	var db, jsonl, csvDir, outcomes string
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "export --review-db REVIEW_DB (--jsonl OUT | --csv OUT_DIR) [--outcomes FILE]",
+		Use:   "export --review-db REVIEW_DB (--reviews OUT | --csv OUT_DIR) [--outcomes FILE]",
 		Short: "Export the decisions as reviews.jsonl or as the reference's sheets",
-		Long: `export --jsonl writes one resolved line per case with any decision
+		Long: `export --reviews writes one resolved line per case with any decision
 (build.md §4): accept, reject, disputed or unsure, with the reviewers, the
 time of the deciding action and the image and mask digests. export --csv
 writes OUT_DIR/positive.csv and OUT_DIR/negative.csv in the reference's
@@ -216,7 +216,7 @@ layouts, optimal? = 1 for accepted cases. In an item-health round (init
 --only), --outcomes FILE also writes the keep / fix / drop outcome of
 every flagged question (docs/item-health.md).
 
-An existing --jsonl or --outcomes file is replaced only with --force (it may
+An existing --reviews or --outcomes file is replaced only with --force (it may
 be a review log a round was meant to be appended to), and never when it is
 the review database, a directory or a FIFO. --csv writes only into
 a new or empty directory or an earlier export (marked by
@@ -225,7 +225,7 @@ anything is written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if db == "" || (jsonl != "" && csvDir != "") || (jsonl == "" && csvDir == "" && outcomes == "") {
-				return withExit(2, errors.New("give --review-db and exactly one of --jsonl OUT, --csv OUT_DIR (and/or --outcomes FILE)"))
+				return withExit(2, errors.New("give --review-db and exactly one of --reviews OUT, --csv OUT_DIR (and/or --outcomes FILE)"))
 			}
 			if err := checkExportTargets(db, jsonl, csvDir, outcomes, force); err != nil {
 				return withExit(2, err)
@@ -263,7 +263,8 @@ anything is written.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&db, "review-db", "", "review database")
-	f.StringVar(&jsonl, "jsonl", "", "reviews.jsonl to write")
+	f.StringVar(&jsonl, "reviews", "", "reviews.jsonl to write")
+	hiddenAlias(f, "reviews", "jsonl")
 	f.StringVar(&csvDir, "csv", "", "directory for positive.csv and negative.csv")
 	f.StringVar(&outcomes, "outcomes", "", "item-health round: CSV of each flagged question's keep / fix / drop outcome")
 	f.BoolVar(&force, "force", false, "replace existing output files")
@@ -271,7 +272,7 @@ anything is written.`,
 }
 
 // checkExportTargets refuses, before anything is written, an existing
-// --jsonl or --outcomes file without force (it may be the main review log
+// --reviews or --outcomes file without force (it may be the main review log
 // a round's export was meant to be appended to), and a --csv directory
 // that is neither new, empty nor an earlier export (its positive.csv may
 // be a filled sheet). Even --force never replaces the review database
@@ -281,10 +282,10 @@ anything is written.`,
 func checkExportTargets(db, jsonl, csvDir, outcomes string, force bool) error {
 	if jsonl != "" && outcomes != "" {
 		if _, same := outdir.SameFile(jsonl, outcomes); same {
-			return fmt.Errorf("--jsonl %s and --outcomes %s name the same file", jsonl, outcomes)
+			return fmt.Errorf("--reviews %s and --outcomes %s name the same file", jsonl, outcomes)
 		}
 	}
-	for _, t := range []struct{ flag, path string }{{"--jsonl", jsonl}, {"--outcomes", outcomes}} {
+	for _, t := range []struct{ flag, path string }{{"--reviews", jsonl}, {"--outcomes", outcomes}} {
 		if t.path == "" {
 			continue
 		}

@@ -56,7 +56,7 @@ exits with status 2.`,
 					return withExit(2, err)
 				}
 			}
-			if cmd.Flags().Changed("seed") {
+			if changed(cmd.Flags(), "sample-seed", "seed") {
 				cfg.Seed = seed
 			}
 			var cases []*source.Case
@@ -102,7 +102,7 @@ exits with status 2.`,
 	f.StringVar(&chexCSV, "chexmask-csv", "", "CheXmask database CSV (.csv or .csv.gz, original resolution)")
 	f.StringVar(&lungPattern, "lung-png-pattern", "", "lung PNG path pattern with {image_id} and {side}")
 	f.StringVar(&out, "out", "", "candidates.jsonl to write")
-	seedFlag(f, &seed, "sampling seed (default: config key seed, else 0)")
+	namedSeedFlag(f, &seed, "sample-seed", "sampling seed: which candidates are drawn (default: config key seed, else 0)")
 	f.StringVar(&configPath, "config", "", "YAML configuration (build.md §2.5)")
 	addCommand(cmd)
 }

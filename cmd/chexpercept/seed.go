@@ -4,12 +4,10 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-
-	"github.com/spf13/pflag"
 )
 
-// seedValue is the --seed flag of every command (build, sample, review
-// init, eval, phantom): a uint64, so that one seed names one RNG label
+// seedValue is the value of every command's seed flag (--build-seed,
+// --sample-seed, --assign-seed, --phantom-seed; see aliases.go): a uint64, so that one seed names one RNG label
 // (…/<seed>/…) everywhere. A negative value is refused with a sentence
 // rather than strconv's "invalid syntax".
 type seedValue uint64
@@ -29,9 +27,4 @@ func (s *seedValue) Set(v string) error {
 		return errors.New("a seed must be at most 18446744073709551615")
 	}
 	return errors.New("a seed is a whole number from 0 to 18446744073709551615")
-}
-
-// seedFlag defines --seed on f, stored in p.
-func seedFlag(f *pflag.FlagSet, p *uint64, usage string) {
-	f.Var((*seedValue)(p), "seed", usage)
 }

@@ -11,18 +11,29 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/simmodel"
 )
 
 func init() {
 	var cfg baselineserver.Config
+	var sim simmodel.Config
 	var listen string
+	var accuracy []float64
 	cmd := &cobra.Command{
-		Use:   "serve-baseline --policy random|first [--listen ADDR]",
+		Use:   "serve-baseline --policy random|first|simulated [--listen ADDR]",
 		Short: "Serve a baseline policy behind an OpenAI-compatible Chat Completions API",
 		Long: "serve-baseline answers POST /v1/chat/completions with a built-in policy " +
-			"(random: a pure function of --policy-seed and the request's texts; first: always option 1) " +
+			"(random: a pure function of --policy-seed and the request's texts; first: always option 1; " +
+			"simulated: a simulated model of the benchmark given with --benchmark, see below) " +
 			"and lists one model at GET /v1/models. Any model name is accepted. Latency, jitter and " +
-			"injected faults let you smoke-test an evaluation setup and its retries without a GPU.",
+			"injected faults let you smoke-test an evaluation setup and its retries without a GPU.\n\n" +
+			"The simulated policy stands in for a model of known skill, for demos and tests. It answers " +
+			"the benchmark's ground truth with the stage accuracies of --accuracy (the probability that a " +
+			"record's stage is right as a whole) and otherwise another valid option, seeded by " +
+			"--policy-seed. It finds the record and question only from what a real model is sent: the " +
+			"radiograph's bytes and the question text. --mislabel-rate makes it give a shared wrong " +
+			"answer (seeded by --mislabel-seed, the same for every model with that seed) on a share of " +
+			"the questions, as if their ground truth were wrong, so item health has something to flag.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, _, err := net.SplitHostPort(listen)
@@ -31,6 +42,9 @@ func init() {
 			}
 			if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s, which is not a loopback address; anyone who can reach it can use this server\n", listen)
+			}
+			if err := setupSimulated(cmd, &cfg, &sim, accuracy); err != nil {
+				return withExit(2, err)
 			}
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()
@@ -46,9 +60,14 @@ func init() {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Policy, "policy", "random", "baseline policy: random or first")
+	f.StringVar(&cfg.Policy, "policy", "random", "policy: random, first or simulated")
+	f.StringVar(&sim.Benchmark, "benchmark", "", "simulated: the benchmark directory whose questions it answers")
+	f.Float64SliceVar(&accuracy, "accuracy", []float64{0.9, 0.7, 0.5, 0.4},
+		"simulated: accuracy of stages 1-4 (detection, contour evaluation, contour revision, attribute extraction), each in [0, 1]")
+	f.Float64Var(&sim.MislabelRate, "mislabel-rate", 0, "simulated: share of questions answered with the shared wrong answer of --mislabel-seed")
+	f.Int64Var(&sim.MislabelSeed, "mislabel-seed", 0, "simulated: seed of the shared wrong answers (the same for every model with this seed)")
 	f.StringVar(&listen, "listen", "127.0.0.1:8011", "address to listen on (loopback by default)")
-	f.Int64Var(&cfg.PolicySeed, "policy-seed", 0, "seed of the random policy")
+	f.Int64Var(&cfg.PolicySeed, "policy-seed", 0, "seed of the random and simulated policies")
 	f.DurationVar(&cfg.Latency, "latency", 0, "delay added to every reply, e.g. 50ms")
 	f.DurationVar(&cfg.Jitter, "jitter", 0, "extra uniform random delay in [0, D) per reply")
 	f.Float64Var(&cfg.Fail429, "fail-429", 0, "rate of injected 429 replies (with Retry-After)")
@@ -59,4 +78,32 @@ func init() {
 	f.Int64Var(&cfg.FaultSeed, "fault-seed", 0, "seed of the per-request fault and jitter draws")
 	f.DurationVar(&cfg.RetryAfter, "retry-after", time.Second, "Retry-After sent with injected 429s (negative: none)")
 	addCommand(cmd)
+}
+
+// setupSimulated loads the simulated model when the policy asks for one,
+// and refuses its flags with any other policy.
+func setupSimulated(cmd *cobra.Command, cfg *baselineserver.Config, sim *simmodel.Config, accuracy []float64) error {
+	f := cmd.Flags()
+	if cfg.Policy != baselineserver.PolicySimulated {
+		for _, name := range []string{"benchmark", "accuracy", "mislabel-rate", "mislabel-seed"} {
+			if f.Changed(name) {
+				return fmt.Errorf("--%s applies only to --policy simulated", name)
+			}
+		}
+		return nil
+	}
+	if sim.Benchmark == "" {
+		return fmt.Errorf("--policy simulated needs --benchmark DIR (the benchmark whose questions it answers)")
+	}
+	if len(accuracy) != len(sim.Accuracy) {
+		return fmt.Errorf("--accuracy: %d values, want %d (stages 1-4)", len(accuracy), len(sim.Accuracy))
+	}
+	copy(sim.Accuracy[:], accuracy)
+	sim.Seed = cfg.PolicySeed
+	m, err := simmodel.Load(*sim)
+	if err != nil {
+		return err
+	}
+	cfg.Simulated = m
+	return nil
 }

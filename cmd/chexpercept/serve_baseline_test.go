@@ -87,3 +87,26 @@ func TestServeBaselineBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestServeBaselineSimulatedFlags: the simulated policy's flags are
+// checked before anything listens, each refusal naming its flag.
+func TestServeBaselineSimulatedFlags(t *testing.T) {
+	const sample = "../../internal/benchmark/testdata/sample"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", "random", "--accuracy", "0.5,0.5,0.5,0.5"}, "--accuracy applies only to --policy simulated"},
+		{[]string{"--policy", "first", "--benchmark", sample}, "--benchmark applies only to --policy simulated"},
+		{[]string{"--policy", "simulated"}, "--policy simulated needs --benchmark DIR"},
+		{[]string{"--policy", "simulated", "--benchmark", sample, "--accuracy", "0.5,0.5,0.5"}, "--accuracy: 3 values, want 4"},
+		{[]string{"--policy", "simulated", "--benchmark", sample, "--accuracy", "0.5,0.5,0.5,2"}, "stage 4 accuracy 2 is not in [0, 1]"},
+		{[]string{"--policy", "simulated", "--benchmark", sample, "--mislabel-rate", "1.5"}, "mislabel rate 1.5"},
+	} {
+		args := append([]string{"serve-baseline", "--listen", "127.0.0.1:0"}, tc.args...)
+		_, stderr, code := runCLI(t, args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

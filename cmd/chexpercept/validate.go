@@ -12,8 +12,9 @@ import (
 func init() {
 	var opt validate.Options
 	var asJSON bool
+	var bench string
 	cmd := &cobra.Command{
-		Use:   "validate [--deep] [--strict] [--skip-images] [--expect-full] [--json] BENCH_DIR",
+		Use:   "validate --benchmark BENCH_DIR [--deep] [--strict] [--skip-images] [--expect-full] [--json]",
 		Short: "Check a benchmark directory against the format specification",
 		Long: `Check chexpercept.json and the chexpercept/ image bundle against every rule
 of the benchmark format. Each finding is one line:
@@ -23,9 +24,9 @@ model calls, SHA-256 of chexpercept.json). With --json the findings are
 JSON Lines on stdout and the summary goes to stderr.
 
 Exit status: 0 no errors, 1 at least one error, 2 the validator could not run.`,
-		Args: needArgs("BENCH_DIR"),
+		Args: benchmarkArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := validate.Run(args[0], opt)
+			rep, err := validate.Run(benchmarkDir(bench, args), opt)
 			if err != nil {
 				return withExit(2, err)
 			}
@@ -51,6 +52,7 @@ Exit status: 0 no errors, 1 at least one error, 2 the validator could not run.`,
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&bench, "benchmark", "", "benchmark directory (holds chexpercept.json)")
 	f.BoolVar(&opt.Deep, "deep", false, "decode every image fully instead of reading PNG headers only")
 	f.BoolVar(&opt.Strict, "strict", false, "treat warnings as errors")
 	f.BoolVar(&opt.SkipImages, "skip-images", false, "skip the file and image checks (path-safety checks of the JSON still run)")

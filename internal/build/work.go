@@ -80,7 +80,7 @@ func randSuffix() string {
 }
 
 // writeWork stores an outcome as work/<key_id>/ through a staging folder.
-func writeWork(workDir string, fp string, o *Outcome) error {
+func writeWork(workDir string, fp string, o *Outcome, fastPNG bool) error {
 	stage := filepath.Join(workDir, ".staging-"+o.KeyID+"-"+randSuffix())
 	if err := os.MkdirAll(stage, 0o755); err != nil {
 		return err
@@ -104,7 +104,11 @@ func writeWork(workDir string, fp string, o *Outcome) error {
 		}
 		for _, n := range sub.names {
 			var buf bytes.Buffer
-			if err := mask.EncodePNG(&buf, o.masks[n]); err != nil {
+			encode := mask.EncodePNG
+			if fastPNG {
+				encode = mask.EncodeFastPNG
+			}
+			if err := encode(&buf, o.masks[n]); err != nil {
 				return fmt.Errorf("encode %s: %w", n, err)
 			}
 			if err := os.WriteFile(filepath.Join(d, n+".png"), buf.Bytes(), 0o644); err != nil {

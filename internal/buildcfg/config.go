@@ -495,7 +495,4 @@ var NonFingerprintKeys = map[string]bool{
 	"sampling_order": true, "max_positive_candidates": true, "max_negative_candidates": true,
 	"exclude_positive_images_from_negatives": true, "lf": true, "rf": true, "rr": true,
 	"no_deformation_ratio": true,
-	// Assembly renders every bundle folder anew, so the level changes the
-	// PNG bytes of a resumed build without redoing any case.
-	"bundle_png_compression": true,
 }

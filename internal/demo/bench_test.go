@@ -76,7 +76,7 @@ func BenchmarkEvalRate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, _, err := eval.ResolveModel(reg, prices, "openai", httpModel, false)
+	m, _, err := eval.ResolveModel(reg, prices, "openai", "baseline-random-over-http", false)
 	if err != nil {
 		b.Fatal(err)
 	}

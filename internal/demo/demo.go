@@ -1,7 +1,9 @@
 // Package demo runs the whole chexpercept pipeline on synthetic data in one
 // call, for `chexpercept demo`: a small phantom source set, an accept-all
-// build of all seven lesions and all three paths, a deep validation, three
-// evaluations and the report.
+// build of all seven lesions and all three paths, a deep validation, seven
+// evaluations (the oracle and random baselines and five simulated models of
+// distinct skill in two domain groups), the report with its findings, and
+// the item-health flags with the command that sends them back to review.
 //
 // The model: a demo directory holds one subdirectory per step (phantom/,
 // benchmark/, results/, report/, plus cache/ for the response cache), a
@@ -15,11 +17,12 @@
 // An interrupted build resumes from its own work/ folder, the evaluations
 // resume from results.jsonl, and the report is always rewritten.
 //
-// The first evaluation goes through the real network path: serve-baseline
-// (random policy) runs in process on a loopback port and is asked by the
-// openai provider over HTTP. The in-process oracle and random baselines
-// follow. Nothing reaches the network beyond loopback, and nothing is
-// written outside the demo directory.
+// The simulated models go through the real network path: each is a
+// serve-baseline (simulated policy, package simmodel) in process on a
+// loopback port, asked by the openai provider over HTTP. The oracle
+// baseline runs first, alone, so that the images are verified once; the
+// other six evaluations then run at once. Nothing reaches the network
+// beyond loopback, and nothing is written outside the demo directory.
 package demo
 
 import (
@@ -31,6 +34,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
@@ -47,6 +51,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/simmodel"
 	"github.com/chexpercept/chexpercept/internal/validate"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
@@ -67,18 +72,21 @@ const (
 	reportDir    = "report"
 	cacheDir     = "cache"
 	keyFile      = ".placeholder-api-key"
+	domainsFile  = "domains.yaml"
 	markerHeader = "chexpercept demo directory (synthetic, unreviewed data; safe to delete)"
 )
 
-// The demo's fixed parameters. Three positive and three negative phantom
-// cases per lesion leave slack for a case the builder rejects; the
-// builder stops a lesion's list once its targets are filled.
+// The demo's fixed parameters. Three positive phantom cases per lesion
+// leave slack for a positive the builder rejects (one is, for want of
+// revision options); one negative per lesion fills the lesion-free path,
+// which needs no revision options. The builder stops a lesion's list once
+// its targets are filled.
 const (
-	casesPerLesion = 3
+	casesPerLesion = 3 // positives per lesion
+	negPerLesion   = 1
 	phantomSeed    = 1
 	buildSeed      = 0
 	perPath        = 1 // LF, RF and RR cases per lesion
-	httpModel      = "baseline-random-over-http"
 )
 
 // Options configure Run.
@@ -96,7 +104,10 @@ type Result struct {
 	Report    string
 	IndexHTML string
 	Log       string
-	// RunDirs are the evaluation run directories: HTTP, oracle, random.
+	Domains   string // the domains file given to the report
+	// RunDirs are the evaluation run directories: the oracle baseline,
+	// the simulated models (over HTTP) in simModels order, the random
+	// baseline.
 	RunDirs []string
 	// Reused lists the steps taken over from an earlier invocation.
 	Reused []string
@@ -140,6 +151,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		Report:    filepath.Join(abs, reportDir),
 		IndexHTML: filepath.Join(abs, reportDir, "index.html"),
 		Log:       filepath.Join(abs, logFile),
+		Domains:   filepath.Join(abs, domainsFile),
 	}}
 	if err := d.run(); err != nil {
 		fmt.Fprintf(logf, "demo failed: %v\n", err)
@@ -158,7 +170,7 @@ type runner struct {
 	step int
 }
 
-const steps = 7
+const steps = 8
 
 // say prints one numbered step line.
 func (d *runner) say(format string, args ...any) {
@@ -179,13 +191,13 @@ func (d *runner) run() error {
 	if err := d.build(manifest); err != nil {
 		return err
 	}
-	if err := d.validate(); err != nil {
-		return err
-	}
 	if err := d.evaluate(); err != nil {
 		return err
 	}
 	if err := d.report(); err != nil {
+		return err
+	}
+	if err := d.itemHealth(); err != nil {
 		return err
 	}
 	writeHeadline(d.w, r.Analysis)
@@ -196,10 +208,10 @@ func (d *runner) run() error {
 func (d *runner) phantom() (string, error) {
 	dir := filepath.Join(d.res.Dir, phantomDir)
 	manifest := filepath.Join(dir, "manifest.jsonl")
-	fp := fmt.Sprintf("version=%s cases_per_lesion=%d seed=%d", version.String(), casesPerLesion, phantomSeed)
+	fp := fmt.Sprintf("version=%s cases_per_lesion=%d negatives=%d seed=%d png=fast", version.String(), casesPerLesion, negPerLesion, phantomSeed)
 	if d.st.get("phantom") == fp && exists(manifest) {
 		d.res.Reused = append(d.res.Reused, "phantom")
-		d.say("phantom: reusing %d synthetic cases in %s/", casesPerLesion*2*7, phantomDir)
+		d.say("phantom: reusing %d synthetic cases in %s/", (casesPerLesion+negPerLesion)*7, phantomDir)
 		return manifest, nil
 	}
 	// Regenerating the source invalidates everything built from it.
@@ -212,22 +224,22 @@ func (d *runner) phantom() (string, error) {
 		}
 	}
 	t := time.Now()
-	sum, err := phantom.Generate(d.ctx, phantom.Options{OutDir: dir, CasesPerLesion: casesPerLesion,
-		Seed: phantomSeed, Workers: d.opt.Workers, Progress: d.log})
+	sum, err := phantom.Generate(d.ctx, phantom.Options{OutDir: dir, CasesPerLesion: casesPerLesion, Negatives: negPerLesion,
+		Seed: phantomSeed, Workers: d.opt.Workers, Progress: d.log, FastPNG: true})
 	if err != nil {
 		return "", fmt.Errorf("demo: phantom: %w", err)
 	}
 	if err := d.st.set("phantom", fp); err != nil {
 		return "", err
 	}
-	d.say("phantom: %d synthetic radiographs with lung, heart and lesion masks (%d per lesion and label, seed %d) in %s/ … %s",
-		sum.Cases, casesPerLesion, phantomSeed, phantomDir, time.Since(t).Round(time.Millisecond))
+	d.say("phantom: %d synthetic radiographs with lung, heart and lesion masks (%d positive and %d negative per lesion, seed %d) in %s/ … %s",
+		sum.Cases, casesPerLesion, negPerLesion, phantomSeed, phantomDir, time.Since(t).Round(time.Millisecond))
 	return sum.Manifest, nil
 }
 
 func (d *runner) build(manifest string) error {
 	dir := d.res.Benchmark
-	fp := fmt.Sprintf("version=%s per_path=%d seed=%d review=%s phantom={%s}", version.String(), perPath, buildSeed,
+	fp := fmt.Sprintf("version=%s per_path=%d seed=%d review=%s png=fast phantom={%s}", version.String(), perPath, buildSeed,
 		build.ModeAcceptAll, d.st.get("phantom"))
 	composition := fmt.Sprintf("%d LF, %d RF, %d RR per lesion", perPath, perPath, perPath)
 	if d.st.get("build") == fp && exists(filepath.Join(dir, "chexpercept.json")) && exists(filepath.Join(dir, "SHA256SUMS")) {
@@ -257,6 +269,9 @@ func (d *runner) build(manifest string) error {
 	cfg.Seed = buildSeed
 	cfg.LF, cfg.RF, cfg.RR = perPath, perPath, perPath
 	cfg.Workers = d.opt.Workers
+	// The demo's PNGs are written once and read a few times: the
+	// fastest compression level saves most of the build's time.
+	cfg.BundlePNGCompression = buildcfg.FastPNG
 	t := time.Now()
 	sum, err := build.Run(d.ctx, build.Options{Source: manifest, Out: dir, Config: cfg, Workers: d.opt.Workers,
 		Decisions: review.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: d.log, Stderr: d.log})
@@ -275,14 +290,15 @@ func (d *runner) build(manifest string) error {
 	return nil
 }
 
-func (d *runner) validate() error {
+// validate checks the benchmark with --deep and returns its step line.
+func (d *runner) validate() (string, error) {
 	t := time.Now()
 	rep, err := validate.Run(d.res.Benchmark, validate.Options{Deep: true, Workers: d.opt.Workers})
 	if err != nil {
-		return fmt.Errorf("demo: validate: %w", err)
+		return "", fmt.Errorf("demo: validate: %w", err)
 	}
 	if werr := rep.WriteText(d.log); werr != nil {
-		return fmt.Errorf("demo: writing the validation report to the log: %w", werr)
+		return "", fmt.Errorf("demo: writing the validation report to the log: %w", werr)
 	}
 	if !rep.OK() {
 		msg := ""
@@ -292,15 +308,60 @@ func (d *runner) validate() error {
 				break
 			}
 		}
-		return fmt.Errorf("demo: the benchmark in %s fails validation (%d errors; first: %s; all in %s)", d.res.Benchmark, rep.Errors, msg, logFile)
+		return "", fmt.Errorf("demo: the benchmark in %s fails validation (%d errors; first: %s; all in %s)", d.res.Benchmark, rep.Errors, msg, logFile)
 	}
-	d.say("validate --deep: PASS, %d records, %d questions, %d images, %d errors, %d warnings … %s",
-		rep.Records, rep.Questions, rep.Images, rep.Errors, rep.Warnings, time.Since(t).Round(time.Millisecond))
-	return nil
+	return fmt.Sprintf("validate --deep: PASS, %d records, %d questions, %d images, %d errors, %d warnings … %s",
+		rep.Records, rep.Questions, rep.Images, rep.Errors, rep.Warnings, time.Since(t).Round(time.Millisecond)), nil
 }
 
-// evaluate runs the three evaluations: the random policy over HTTP, then the
-// in-process oracle and random baselines.
+// simModel is one simulated model of the demo: its name (the model of
+// its run, openai_<name>), domain group, stage accuracies and seed.
+type simModel struct {
+	name     string
+	domain   string
+	accuracy [4]float64
+	seed     int64
+}
+
+// simModels are the demo's simulated models: five skills in two domain
+// groups, so that the report's findings compare medical with general
+// models. They share mislabelSeed, so on mislabelRate of the questions
+// they all give the same wrong answer, which item health flags.
+var simModels = []simModel{
+	{"sim-general-large", "general", [4]float64{0.98, 0.9, 0.8, 0.7}, 1},
+	{"sim-general-base", "general", [4]float64{0.85, 0.6, 0.4, 0.3}, 2},
+	{"sim-general-small", "general", [4]float64{0.7, 0.4, 0.2, 0.15}, 3},
+	{"sim-medical-tuned", "medical", [4]float64{0.9, 0.75, 0.55, 0.45}, 4},
+	{"sim-medical-small", "medical", [4]float64{0.6, 0.3, 0.1, 0.05}, 5},
+}
+
+// demoConcurrency is the records in flight per evaluation, and
+// demoImageCache the bytes of images each evaluation keeps.
+const (
+	demoConcurrency = 4
+	demoImageCache  = 48 << 20
+)
+
+const (
+	mislabelRate = 0.1
+	mislabelSeed = 12
+)
+
+// evalFingerprint names the evaluations' parameters: a change reruns them.
+func evalFingerprint(build string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "version=%s policies=oracle,random mislabel=%g/%d", version.String(), mislabelRate, mislabelSeed)
+	for _, m := range simModels {
+		fmt.Fprintf(&b, " %s=%s/%v/%d", m.name, m.domain, m.accuracy, m.seed)
+	}
+	fmt.Fprintf(&b, " build={%s}", build)
+	return b.String()
+}
+
+// evaluate runs the evaluations: the oracle baseline first (it verifies
+// the images once; the others find them in the verification memo), then
+// the simulated models, each behind its own serve-baseline on a loopback
+// port and asked over HTTP, and the random baseline, all at once.
 func (d *runner) evaluate() error {
 	reg, err := registry.Default()
 	if err != nil {
@@ -312,7 +373,7 @@ func (d *runner) evaluate() error {
 	}
 	// Runs of another program version may differ in settings that eval
 	// refuses to mix (prompts, sampling): start them over.
-	fp := fmt.Sprintf("version=%s http_model=%s policies=oracle,random build={%s}", version.String(), httpModel, d.st.get("build"))
+	fp := evalFingerprint(d.st.get("build"))
 	if old := d.st.get("eval"); old != "" && old != fp {
 		if err := d.st.reset("eval"); err != nil {
 			return err
@@ -322,34 +383,86 @@ func (d *runner) evaluate() error {
 		}
 	}
 	// A placeholder key file keeps a user's OPENAI_API_KEY from being sent,
-	// even to our own loopback server.
+	// even to our own loopback servers.
 	kf := filepath.Join(d.res.Dir, keyFile)
 	if err := os.WriteFile(kf, []byte("chexpercept-demo-placeholder\n"), 0o600); err != nil {
 		return fmt.Errorf("demo: writing %s: %w", kf, err)
 	}
 
+	// The deep validation and the oracle baseline read the benchmark at
+	// the same time; both finish before any other evaluation starts, and
+	// a benchmark that fails validation stops the demo there.
 	t := time.Now()
-	url, _, stop, err := baselineserver.Start(d.ctx, baselineserver.Config{Policy: "random"})
-	if err != nil {
-		return fmt.Errorf("demo: starting serve-baseline: %w", err)
+	var vline string
+	var verr error
+	vdone := make(chan struct{})
+	go func() {
+		defer close(vdone)
+		vline, verr = d.validate()
+	}()
+	s, err := d.eval(reg, prices, "baseline", "oracle", nil, "")
+	<-vdone
+	if verr != nil {
+		return verr
 	}
-	fmt.Fprintf(d.log, "serve-baseline (policy random) listening at %s\n", url)
-	sum, err := d.eval(reg, prices, "openai", httpModel, []string{url}, kf)
-	stop()
+	d.say("%s", vline)
 	if err != nil {
 		return err
 	}
-	d.say("eval over HTTP: serve-baseline (random policy) at %s, provider openai, model %s: %s … %s",
-		url, httpModel, counts(sum), time.Since(t).Round(time.Millisecond))
+	d.say("eval in process: baseline oracle: %s … %s", counts(s), time.Since(t).Round(time.Millisecond))
+	d.res.RunDirs = append(d.res.RunDirs, s.RunDir)
 
-	for _, policy := range []string{"oracle", "random"} {
-		t = time.Now()
-		s, err := d.eval(reg, prices, "baseline", policy, nil, "")
+	t = time.Now()
+	var urls []string
+	for _, m := range simModels {
+		sim, err := simmodel.Load(simmodel.Config{Benchmark: d.res.Benchmark, Accuracy: m.accuracy, Seed: m.seed,
+			MislabelRate: mislabelRate, MislabelSeed: mislabelSeed})
 		if err != nil {
-			return err
+			return fmt.Errorf("demo: simulated model %s: %w", m.name, err)
 		}
-		d.say("eval in process: baseline %s: %s … %s", policy, counts(s), time.Since(t).Round(time.Millisecond))
+		url, _, stop, err := baselineserver.Start(d.ctx, baselineserver.Config{Policy: baselineserver.PolicySimulated,
+			PolicySeed: m.seed, Simulated: sim})
+		if err != nil {
+			return fmt.Errorf("demo: starting serve-baseline: %w", err)
+		}
+		defer stop()
+		fmt.Fprintf(d.log, "serve-baseline (policy simulated, %s) listening at %s\n", m.name, url)
+		urls = append(urls, url)
 	}
+	type outcome struct {
+		sum  *eval.Summary
+		err  error
+		took time.Duration
+	}
+	outs := make([]outcome, len(simModels)+1)
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			if i < len(simModels) {
+				outs[i].sum, outs[i].err = d.eval(reg, prices, "openai", simModels[i].name, []string{urls[i]}, kf)
+			} else {
+				outs[i].sum, outs[i].err = d.eval(reg, prices, "baseline", "random", nil, "")
+			}
+			outs[i].took = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	for _, o := range outs {
+		if o.err != nil {
+			return o.err
+		}
+		d.res.RunDirs = append(d.res.RunDirs, o.sum.RunDir)
+	}
+	d.say("eval over HTTP: %d simulated models (serve-baseline --policy simulated on loopback ports, provider openai), concurrently … %s",
+		len(simModels), time.Since(t).Round(time.Millisecond))
+	for i, m := range simModels {
+		fmt.Fprintf(d.w, "      %-18s %-8s stage accuracy %v: %s\n", m.name, m.domain, m.accuracy, counts(outs[i].sum))
+	}
+	last := outs[len(simModels)]
+	d.say("eval in process: baseline random (alongside): %s … %s", counts(last.sum), last.took.Round(time.Millisecond))
 	return d.st.set("eval", fp)
 }
 
@@ -379,15 +492,21 @@ func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, mod
 		PriceFileSHA256: prices.SHA256,
 		// Loopback calls answer at once; a short deadline turns a hang
 		// into a retry instead of a stuck demo.
-		Timeout:  30 * time.Second,
-		CacheDir: filepath.Join(d.res.Dir, cacheDir),
-		Log:      d.log,
+		Timeout: 30 * time.Second,
+		// Six runs share the machine at once: a few records each keep
+		// both cores busy, and far fewer request bodies (megabytes of
+		// base64 each) are in memory at a time than at the default 16.
+		Concurrency: demoConcurrency,
+		// Each run caches the images it sends (PNG and base64); six
+		// runs with the default cache would hold the bundle six times.
+		ImageCacheBytes: demoImageCache,
+		CacheDir:        filepath.Join(d.res.Dir, cacheDir),
+		Log:             d.log,
 	}
 	sum, err := eval.Run(d.ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("demo: eval %s/%s: %w", prov, model, err)
 	}
-	d.res.RunDirs = append(d.res.RunDirs, sum.RunDir)
 	switch {
 	case sum.Interrupted:
 		return nil, fmt.Errorf("demo: eval %s/%s interrupted; run the demo again to continue", prov, model)
@@ -406,11 +525,20 @@ func (d *runner) report() error {
 	if err := os.RemoveAll(d.res.Report); err != nil {
 		return fmt.Errorf("demo: removing the old report: %w", err)
 	}
+	var doms strings.Builder
+	doms.WriteString("# run model → domain group, for the report's findings (chexpercept report --domains)\n")
+	for _, m := range simModels {
+		fmt.Fprintf(&doms, "%s: %s\n", m.name, m.domain)
+	}
+	if err := atomicfile.WriteFile(d.res.Domains, []byte(doms.String())); err != nil {
+		return fmt.Errorf("demo: writing %s: %w", domainsFile, err)
+	}
 	res, err := report.Generate(report.Config{
-		Inputs:    []string{d.res.Results},
-		Out:       d.res.Report,
-		Benchmark: d.res.Benchmark,
-		Report:    report.Options{Version: version.String(), Workers: d.opt.Workers},
+		Inputs:      []string{d.res.Results},
+		Out:         d.res.Report,
+		Benchmark:   d.res.Benchmark,
+		DomainsFile: d.res.Domains,
+		Report:      report.Options{Version: version.String(), Workers: d.opt.Workers},
 	})
 	if res != nil {
 		for _, w := range res.Warnings {
@@ -425,9 +553,68 @@ func (d *runner) report() error {
 	if n := len(res.Warnings); n > 0 {
 		warn = fmt.Sprintf(", %d warning(s) in %s", n, logFile)
 	}
-	d.say("report: %d runs → %s/ (reference CSVs, ext_*.csv, report.md, plots, index.html%s) … %s",
-		len(res.Runs), reportDir, warn, time.Since(t).Round(time.Millisecond))
+	d.say("report: %d runs, domain groups from %s → %s/ (reference CSVs, ext_*.csv, report.md, plots, index.html%s) … %s",
+		len(res.Runs), domainsFile, reportDir, warn, time.Since(t).Round(time.Millisecond))
+	if res.Domains != nil {
+		for _, v := range res.Domains.Verdict {
+			fmt.Fprintf(d.w, "      finding, claim %d (%s), oracle %s: %s. %s.\n", v.Claim, claimNames[v.Claim], v.OracleMode, v.Status, v.Reason)
+		}
+	}
 	return nil
+}
+
+// shownFlags is the number of flagged items the demo prints per mode.
+const shownFlags = 4
+
+var claimNames = map[int]string{1: "depth decay", 2: "medical vs general"}
+
+// itemHealth prints what item health flagged and why, and the command
+// that sends the flagged cases back to review.
+func (d *runner) itemHealth() error {
+	res := d.res.Analysis
+	flagged := 0
+	for _, h := range res.Health {
+		if h.Skipped != "" {
+			return fmt.Errorf("demo: item health (oracle %s) was not computed: %s", h.Mode, h.Skipped)
+		}
+		flags := h.Flags()
+		flagged += len(flags)
+		d.say("item health (oracle %s): %d of %d item questions flagged as probably mislabeled; %.1f (sd %.1f) expected by chance under random answering",
+			h.Mode, len(flags), len(h.Items), h.Expected, h.SD)
+		for i, f := range flags {
+			if i == shownFlags {
+				fmt.Fprintf(d.w, "      … and %d more in %s/%s\n", len(flags)-shownFlags, reportDir, report.FlaggedItemsFile)
+				break
+			}
+			fmt.Fprintf(d.w, "      flag %s %s %s: %s — %d of %d models answered %s, the ground truth is %s\n",
+				benchmark.OneLine(f.Key), f.Q.Turn(), f.Q.Name(), strings.Join(f.Reasons, ", "), f.ModalN, f.Runs, f.Modal, f.GT)
+		}
+	}
+	if len(res.Health) == 0 {
+		return fmt.Errorf("demo: the report has no item health (no non-baseline runs)")
+	}
+	if flagged == 0 {
+		fmt.Fprintln(d.w, "      nothing flagged: no item drew the same wrong answer from enough models")
+		return nil
+	}
+	fmt.Fprintln(d.w, "      (the simulated models share a wrong answer on some questions, as if the ground truth were wrong there;")
+	fmt.Fprintln(d.w, "      with real models a flag is a reason to look again.) To send the flagged cases back to review:")
+	fmt.Fprintf(d.w, "      chexpercept review init --source %s --only %s --review-db %s\n",
+		shellQuote(filepath.Join(d.res.Dir, phantomDir, "manifest.jsonl")),
+		shellQuote(filepath.Join(d.res.Report, report.FlaggedItemsFile)),
+		shellQuote(filepath.Join(d.res.Dir, "rereview.sqlite")))
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// plain path characters.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // writeHeadline prints, per run, the end-to-end accuracy of each stage and
@@ -568,14 +755,21 @@ Everything here was generated by "chexpercept demo". The radiographs are
 synthetic phantoms, not patient images, and the benchmark was built with
 --accept-all: no radiologist reviewed a single case (build_info.json records
 review_mode "accept_all"). Use it to see how the tools fit together, never to
-judge a model.
+judge a model. The simulated models are not models either: they answer the
+benchmark's ground truth at set accuracies, and share a wrong answer on a
+tenth of the questions so that item health has something to flag. The PNGs
+are written at the fastest compression level (larger files, same pixels).
 
   phantom/     synthetic source set (manifest.jsonl, images, masks, contact sheet)
   benchmark/   the benchmark built from it (chexpercept.json, image bundle, SHA256SUMS)
-  results/     evaluation runs: openai_` + httpModel + ` (serve-baseline over HTTP),
+  results/     evaluation runs: openai_sim-* (five simulated models, each a
+               serve-baseline --policy simulated asked over HTTP),
                baseline_oracle and baseline_random (in process)
-  report/      tables, plots and index.html (open it in a browser)
+  domains.yaml the simulated models' domain groups, for the report's findings
+  report/      tables, plots and index.html (open it in a browser);
+               flagged_items.csv lists the items item health flagged
   cache/       response cache (used only by deterministic runs; never in your home)
+               and the image verification memo
   demo.log     detailed output of every step
 
 Run "chexpercept demo --out <this directory>" again to reuse the finished

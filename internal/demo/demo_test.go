@@ -43,7 +43,9 @@ func TestDemoEndToEnd(t *testing.T) {
 	if last := lines[len(lines)-1]; last != res.IndexHTML || !filepath.IsAbs(last) {
 		t.Errorf("last line %q, want the absolute index.html path %q", last, res.IndexHTML)
 	}
-	for _, want := range []string{"[1/7] phantom", "[2/7] build", "[3/7] validate", "[4/7] eval over HTTP", "[7/7] report", "baseline_oracle", "stage1"} {
+	for _, want := range []string{"[1/8] phantom", "[2/8] build", "[3/8] validate", "[4/8] eval in process: baseline oracle",
+		"[5/8] eval over HTTP: 5 simulated models", "[6/8] eval in process: baseline random", "[7/8] report", "[8/8] item health",
+		"baseline_oracle", "stage1"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -80,14 +82,16 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Errorf("README.txt missing or without the unreviewed notice (%v)", err)
 	}
 
-	// Three runs: HTTP, oracle, random.
-	if len(res.RunDirs) != 3 {
-		t.Fatalf("run dirs %q, want 3", res.RunDirs)
+	// Seven runs: oracle, the five simulated models over HTTP, random.
+	if len(res.RunDirs) != 2+len(simModels) {
+		t.Fatalf("run dirs %q, want %d", res.RunDirs, 2+len(simModels))
 	}
-	httpRun, oracleRun := res.RunDirs[0], res.RunDirs[1]
-	if !strings.Contains(httpRun, "openai_"+httpModel) || !strings.Contains(oracleRun, "baseline_oracle") {
+	oracleRun, httpRun := res.RunDirs[0], res.RunDirs[1]
+	if !strings.Contains(httpRun, "openai_"+simModels[0].name) || !strings.Contains(oracleRun, "baseline_oracle") ||
+		!strings.Contains(res.RunDirs[len(res.RunDirs)-1], "baseline_random") {
 		t.Fatalf("unexpected run dirs %q", res.RunDirs)
 	}
+	checkFindingsAndFlags(t, out.String(), res)
 
 	// The oracle scores 100 % in every applicable cell of its summary.json.
 	var sum results.Summary
@@ -185,6 +189,47 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	if m := string(readFile(t, marker)); !strings.Contains(m, "step:eval version=") || strings.Contains(m, "version=older") {
 		t.Errorf("eval stamp not renewed:\n%s", readFile(t, marker))
+	}
+}
+
+// checkFindingsAndFlags: the demo's output and report.md carry the
+// findings' verdict lines with their reasons, and at least one item-health
+// flag with its reason; the output names the review command for it, and
+// the simulated models differ in skill.
+func checkFindingsAndFlags(t *testing.T, out string, res *Result) {
+	t.Helper()
+	md := string(readFile(t, filepath.Join(res.Report, "report.md")))
+	verdict := regexp.MustCompile(`finding, claim [12] \([a-z ]+\), oracle implicit: (supported|not supported|undecided at this sample size)\. \S`)
+	if n := len(verdict.FindAllString(out, -1)); n != 2 {
+		t.Errorf("output has %d findings verdict lines, want 2 (one per claim):\n%s", n, out)
+	}
+	mdVerdict := regexp.MustCompile(`- Oracle implicit: \*\*(supported|not supported|undecided at this sample size)\*\*\. \S`)
+	if n := len(mdVerdict.FindAllString(md, -1)); n != 2 {
+		t.Errorf("report.md has %d findings verdict lines, want 2", n)
+	}
+	if !strings.Contains(md, "## Findings") || strings.Contains(md, "No findings section") {
+		t.Error("report.md has no findings section")
+	}
+	flag := regexp.MustCompile(`flag \S+ T\d \S+: (unanimous_wrong|majority_wrong)[^\n]* — \d of \d models answered \S+, the ground truth is \S+`)
+	if !flag.MatchString(out) {
+		t.Errorf("output shows no item-health flag with its reason:\n%s", out)
+	}
+	mdFlag := regexp.MustCompile(`\| \S+ \| T\d \S+ \| (unanimous_wrong|majority_wrong)[^|]* \| 5 \|`)
+	if !mdFlag.MatchString(md) || strings.Contains(md, "Not computed") {
+		t.Error("report.md lists no flagged item with its reason")
+	}
+	review := regexp.MustCompile(`chexpercept review init --source \S+manifest\.jsonl --only (\S+) --review-db \S+`)
+	if m := review.FindStringSubmatch(out); m == nil {
+		t.Errorf("output lacks the review init --only command:\n%s", out)
+	} else if m[1] != filepath.Join(res.Report, report.FlaggedItemsFile) || !exists(m[1]) {
+		t.Errorf("review init --only %s: want the report's %s", m[1], report.FlaggedItemsFile)
+	}
+	// The domains file the report took gives every simulated model its group.
+	doms := string(readFile(t, res.Domains))
+	for _, m := range simModels {
+		if !strings.Contains(doms, m.name+": "+m.domain+"\n") {
+			t.Errorf("%s does not give %s the group %s", res.Domains, m.name, m.domain)
+		}
 	}
 }
 

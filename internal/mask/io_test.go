@@ -241,3 +241,31 @@ func TestRLERoundTrip(t *testing.T) {
 		t.Error("EncodeRLE hand case")
 	}
 }
+
+// TestEncodeFastPNG: the fast encoding keeps every pixel; only the
+// compression differs.
+func TestEncodeFastPNG(t *testing.T) {
+	m := New(64, 48)
+	for y := 0; y < 48; y++ {
+		for x := 0; x < 64; x++ {
+			m.Set(x, y, (x*7+y*3)%5 == 0 || (x > 20 && x < 40 && y > 10 && y < 30))
+		}
+	}
+	var fast, def bytes.Buffer
+	if err := EncodeFastPNG(&fast, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := EncodePNG(&def, m); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(fast.Bytes(), def.Bytes()) {
+		t.Error("the fast encoding is byte-identical to the default one: no faster level used")
+	}
+	got, err := DecodePNG(&fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.W != m.W || got.H != m.H || !bytes.Equal(got.Pix, m.Pix) {
+		t.Error("the fast encoding does not decode to the same mask")
+	}
+}

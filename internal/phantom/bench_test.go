@@ -11,7 +11,7 @@ import (
 func BenchmarkCase(b *testing.B) {
 	s := newScratch()
 	var enc encoder
-	specs := plan(nil, 1)
+	specs := plan(nil, 1, 1)
 	var buf bytes.Buffer
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -32,7 +32,7 @@ func BenchmarkCase(b *testing.B) {
 // BenchmarkMakeCase measures drawing and rendering only.
 func BenchmarkMakeCase(b *testing.B) {
 	s := newScratch()
-	specs := plan(nil, 1)
+	specs := plan(nil, 1, 1)
 	for i := 0; b.Loop(); i++ {
 		if _, err := makeCase(1, specs[i%len(specs)], s); err != nil {
 			b.Fatal(err)

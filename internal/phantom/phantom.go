@@ -41,9 +41,15 @@ import (
 type Options struct {
 	OutDir         string
 	CasesPerLesion int // positives and, separately, negatives per lesion
-	Seed           uint64
-	Workers        int       // ≤ 0 means runtime.NumCPU()
-	Progress       io.Writer // optional: one line per progress step
+	// Negatives, when positive, is the number of negatives per lesion
+	// instead (the demo: a build needs fewer lesion-free cases).
+	Negatives int
+	Seed      uint64
+	Workers   int       // ≤ 0 means runtime.NumCPU()
+	Progress  io.Writer // optional: one line per progress step
+	// FastPNG encodes at the fastest compression level (the demo): the
+	// same pixels in larger files.
+	FastPNG bool
 	// Lesions are the lesions to generate, in manifest order, each with
 	// its shape family (LesionDef.Phantom; Shapes lists them). Nil means
 	// the built-in seven.
@@ -64,7 +70,7 @@ type Summary struct {
 // Manifest case order: lesions in the given order (nil: the built-in
 // seven); within a lesion all positives, then all negatives. Image ids
 // count up from 1 in that order.
-func plan(lesions []benchmark.LesionDef, n int) []caseSpec {
+func plan(lesions []benchmark.LesionDef, nPos, nNeg int) []caseSpec {
 	if lesions == nil {
 		lesions = benchmark.DefaultLesionDefs()
 	}
@@ -72,6 +78,10 @@ func plan(lesions []benchmark.LesionDef, n int) []caseSpec {
 	k := 0
 	for _, les := range lesions {
 		for _, pos := range []bool{true, false} {
+			n := nNeg
+			if pos {
+				n = nPos
+			}
 			for i := 0; i < n; i++ {
 				k++
 				id := fmt.Sprintf("ph%04d", k)
@@ -142,7 +152,7 @@ func Generate(ctx context.Context, opt Options) (Summary, error) {
 	if err := prepareOutDir(opt.OutDir); err != nil {
 		return sum, err
 	}
-	specs := plan(opt.Lesions, opt.CasesPerLesion)
+	specs := plan(opt.Lesions, opt.CasesPerLesion, negatives(opt))
 	per := min(opt.CasesPerLesion, sheetPerCell)
 	done, err := runCases(ctx, opt, workers, specs, per)
 	if err != nil {
@@ -150,6 +160,14 @@ func Generate(ctx context.Context, opt Options) (Summary, error) {
 	}
 	err = done.writeIndex(opt, specs, per, &sum)
 	return sum, err
+}
+
+// negatives is the number of negatives per lesion.
+func negatives(opt Options) int {
+	if opt.Negatives > 0 {
+		return opt.Negatives
+	}
+	return opt.CasesPerLesion
 }
 
 func checkOptions(opt Options) error {
@@ -161,6 +179,9 @@ func checkOptions(opt Options) error {
 	}
 	if opt.CasesPerLesion > 99999 {
 		return fmt.Errorf("phantom: cases per lesion %d is too large (max 99999)", opt.CasesPerLesion)
+	}
+	if opt.Negatives < 0 || opt.Negatives > opt.CasesPerLesion {
+		return fmt.Errorf("phantom: negatives per lesion %d must lie in 1..%d (the cases per lesion), or 0 for as many", opt.Negatives, opt.CasesPerLesion)
 	}
 	if opt.Lesions != nil && len(opt.Lesions) == 0 {
 		return errors.New("phantom: no lesions to generate")
@@ -241,12 +262,12 @@ func runCases(ctx context.Context, opt Options, workers int, specs []caseSpec, p
 		go func() {
 			defer wg.Done()
 			s := newScratch()
-			var enc encoder
+			enc := newEncoder(opt.FastPNG)
 			for i := range jobs {
 				if ctx.Err() != nil {
 					continue
 				}
-				if err := g.generateCase(opt, specs, i, per, s, &enc); err != nil {
+				if err := g.generateCase(opt, specs, i, per, s, enc); err != nil {
 					fail(err)
 					continue
 				}
@@ -319,8 +340,8 @@ func (g *generated) writeIndex(opt Options, specs []caseSpec, per int, sum *Summ
 	sum.Manifest = filepath.Join(opt.OutDir, "manifest.jsonl")
 	sum.Sheet = filepath.Join(opt.OutDir, "contact_sheet.png")
 	sum.SheetPer = per
-	var enc encoder
-	sheet := contactSheet(specs, g.thumbs, per, opt.CasesPerLesion, opt.Seed)
+	enc := newEncoder(opt.FastPNG)
+	sheet := contactSheet(specs, g.thumbs, per, opt.CasesPerLesion, negatives(opt), opt.Seed)
 	var buf bytes.Buffer
 	if err := enc.Encode(&buf, sheet); err != nil {
 		return fmt.Errorf("phantom: encode contact sheet: %w", err)
@@ -332,11 +353,19 @@ func (g *generated) writeIndex(opt Options, specs []caseSpec, per int, sum *Summ
 	return atomicfile.WriteFileNoSync(sum.Manifest, man.Bytes())
 }
 
-// encoder is png.Encoder with default compression and a reused buffer
-// pool (one per worker).
+// encoder is png.Encoder with default compression (or the fastest, for
+// FastPNG) and a reused buffer pool (one per worker).
 type encoder struct {
 	png.Encoder
 	pool bufPool
+}
+
+func newEncoder(fast bool) *encoder {
+	e := &encoder{}
+	if fast {
+		e.CompressionLevel = png.BestSpeed
+	}
+	return e
 }
 
 type bufPool struct{ b *png.EncoderBuffer }

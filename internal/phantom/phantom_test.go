@@ -36,7 +36,7 @@ func sampleCases(t *testing.T) []testCase {
 	casesOnce.Do(func() {
 		s := newScratch()
 		for _, seed := range []uint64{1, 2} {
-			for _, cs := range plan(nil, 1) {
+			for _, cs := range plan(nil, 1, 1) {
 				cd, err := makeCase(seed, cs, s)
 				if err != nil {
 					casesErr = err
@@ -510,8 +510,8 @@ func TestSameSeedSameBytesAnyWorkers(t *testing.T) {
 	checkManifest(t, d1, a)
 	// A different seed must change the image.
 	s := newScratch()
-	x, err1 := makeCase(5, plan(nil, 1)[0], s)
-	y, err2 := makeCase(6, plan(nil, 1)[0], s)
+	x, err1 := makeCase(5, plan(nil, 1, 1)[0], s)
+	y, err2 := makeCase(6, plan(nil, 1, 1)[0], s)
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
@@ -637,5 +637,31 @@ func TestGenerateCancelled(t *testing.T) {
 	_, err := Generate(ctx, Options{OutDir: t.TempDir(), CasesPerLesion: 2, Workers: 2})
 	if err == nil || !strings.Contains(err.Error(), "canceled") {
 		t.Errorf("err = %v, want a cancellation error", err)
+	}
+}
+
+// TestNegativesPerLesion: Negatives sets the negatives per lesion apart
+// from the positives (the demo needs one lesion-free case per lesion),
+// and a count outside 0..CasesPerLesion is refused.
+func TestNegativesPerLesion(t *testing.T) {
+	specs := plan(nil, 3, 1)
+	pos, neg := map[string]int{}, map[string]int{}
+	for _, cs := range specs {
+		if cs.positive {
+			pos[cs.lesion]++
+		} else {
+			neg[cs.lesion]++
+		}
+	}
+	for _, l := range benchmark.Lesions {
+		if pos[l] != 3 || neg[l] != 1 {
+			t.Errorf("%s: %d positives, %d negatives; want 3 and 1", l, pos[l], neg[l])
+		}
+	}
+	for _, n := range []int{-1, 4} {
+		err := checkOptions(Options{OutDir: "x", CasesPerLesion: 3, Negatives: n})
+		if err == nil || !strings.Contains(err.Error(), "negatives per lesion") {
+			t.Errorf("Negatives %d: %v", n, err)
+		}
 	}
 }

@@ -99,14 +99,22 @@ func label(dst draw.Image, x, y int, s string, c color.Color) {
 
 // contactSheet lays out one row per lesion: its first per positives, then
 // its first per negatives.
-func contactSheet(specs []caseSpec, thumbs []*image.RGBA, per, n int, seed uint64) *image.RGBA {
+func contactSheet(specs []caseSpec, thumbs []*image.RGBA, per, n, neg int, seed uint64) *image.RGBA {
 	cols := 2 * per
 	w := max(cols*thumb, minSheet)
-	rows := len(specs) / (2 * n)
+	rows := 0
+	for i, cs := range specs {
+		if i == 0 || cs.lesion != specs[i-1].lesion {
+			rows++
+		}
+	}
 	h := headerH + rows*(thumb+caption)
 	sheet := image.NewRGBA(image.Rect(0, 0, w, h))
 	draw.Draw(sheet, sheet.Bounds(), image.NewUniform(color.RGBA{20, 20, 20, 255}), image.Point{}, draw.Src)
 	head := fmt.Sprintf("phantom seed %d: first %d of %d per lesion and label (+ pos, - neg)", seed, per, n)
+	if neg != n {
+		head = fmt.Sprintf("phantom seed %d: first %d of %d positives and %d negatives per lesion (+ pos, - neg)", seed, per, n, neg)
+	}
 	label(sheet, 4, 14, head, colText)
 	x := 4
 	for _, it := range []struct {

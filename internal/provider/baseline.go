@@ -109,7 +109,7 @@ func RandomAnswer(seed int64, texts []string, firstImage string) (string, error)
 	}
 	r := rng.New(RandomLabel(seed, texts, firstImage))
 	if !multi {
-		return formatAnswer([]int{1 + r.IntN(n)}), nil
+		return FormatAnswer([]int{1 + r.IntN(n)}), nil
 	}
 	m := n - 1
 	if m > maxMultiSelectOthers {
@@ -117,7 +117,7 @@ func RandomAnswer(seed int64, texts []string, firstImage string) (string, error)
 	}
 	u := r.UintN(uint64(1) << uint(m))
 	if u == 0 {
-		return formatAnswer([]int{n}), nil
+		return FormatAnswer([]int{n}), nil
 	}
 	var pick []int
 	for i := 0; i < m; i++ {
@@ -125,13 +125,15 @@ func RandomAnswer(seed int64, texts []string, firstImage string) (string, error)
 			pick = append(pick, i+1)
 		}
 	}
-	return formatAnswer(pick), nil
+	return FormatAnswer(pick), nil
 }
 
 // FirstAnswer is the first policy: always option 1.
 func FirstAnswer() string { return "Answer: 1" }
 
-func formatAnswer(nums []int) string {
+// FormatAnswer writes an answer as the baselines reply it: "Answer: " and
+// the option numbers, ascending, comma-joined.
+func FormatAnswer(nums []int) string {
 	s := slices.Clone(nums)
 	slices.Sort(s)
 	parts := make([]string, len(s))
@@ -207,7 +209,7 @@ func (c *baselineClient) Complete(ctx context.Context, req *Request) (*Response,
 		if req.Meta == nil || len(req.Meta.GT) == 0 {
 			return nil, &CallError{Kind: KindClient, Msg: "oracle policy needs the ground truth in Request.Meta.GT, which is missing"}
 		}
-		reply = formatAnswer(req.Meta.GT)
+		reply = FormatAnswer(req.Meta.GT)
 	default:
 		var err error
 		if reply, err = PolicyAnswer(c.policy, c.seed, texts, firstImage); err != nil {

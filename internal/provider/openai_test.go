@@ -113,9 +113,9 @@ func TestOpenAIRequestBodies(t *testing.T) {
 		want     map[string]any // besides model and messages
 	}{
 		{"vllm", BackendVLLM, mustSampling(t, BackendVLLM),
-			map[string]any{"temperature": 0.0, "top_p": 1.0, "max_tokens": 8192.0}},
+			map[string]any{"temperature": 0.0, "top_p": 1.0, "max_completion_tokens": 8192.0}},
 		{"vllm no thinking", BackendVLLM, vllmNoThink,
-			map[string]any{"temperature": 0.0, "top_p": 1.0, "max_tokens": 8192.0,
+			map[string]any{"temperature": 0.0, "top_p": 1.0, "max_completion_tokens": 8192.0,
 				"chat_template_kwargs": map[string]any{"enable_thinking": false}}},
 		{"openai_compat", BackendOpenAICompat, mustSampling(t, BackendOpenAICompat),
 			map[string]any{"max_tokens": 8192.0}},

@@ -65,6 +65,12 @@ func PayloadKey(b64 string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// PayloadKeyBytes is PayloadKey of base64 text held in bytes.
+func PayloadKeyBytes(b64 []byte) string {
+	sum := sha256.Sum256(b64)
+	return hex.EncodeToString(sum[:])
+}
+
 // NewImage wraps PNG file bytes, computing the hash and base64 once.
 func NewImage(png []byte) *Image {
 	sum := sha256.Sum256(png)

@@ -62,7 +62,9 @@ func i64(v int64) *int64     { return &v }
 func DefaultSampling(backend string) (Sampling, error) {
 	switch backend {
 	case BackendVLLM:
-		return Sampling{Temperature: f64(0), TopP: f64(1), MaxTokens: i64(8192)}, nil
+		// vLLM's OpenAI-compatible server takes max_completion_tokens and
+		// deprecates max_tokens, as OpenAI's API does.
+		return Sampling{Temperature: f64(0), TopP: f64(1), MaxCompletionTokens: i64(8192)}, nil
 	case BackendOpenAICompat:
 		return Sampling{MaxTokens: i64(8192)}, nil
 	case BackendOpenAI, BackendAzure:
@@ -294,8 +296,9 @@ var ErrNoExtraBody = errors.New("only OpenAI-compatible backends (vllm, openai_c
 
 // Apply returns s with o's settings replacing its own for backend.
 // MaxTokens replaces every max-tokens member s sends, or with none goes
-// to the backend's (max_completion_tokens for openai/azure,
-// max_output_tokens for gemini, else max_tokens). Extra
+// to the backend's (max_completion_tokens for openai/azure/vllm,
+// max_output_tokens for gemini, else max_tokens: openai_compat servers
+// may predate max_completion_tokens). Extra
 // members are stored compact; they are refused for gemini, when reserved
 // (CheckExtraKey), and when chat_template_kwargs collides with the one
 // the thinking_toggle quirk writes (EnableThinking). The baseline takes
@@ -332,7 +335,7 @@ func (s Sampling) Apply(backend string, o Overrides) (Sampling, error) {
 		}
 		if s.MaxTokens == nil && s.MaxCompletionTokens == nil && s.MaxOutputTokens == nil {
 			switch backend {
-			case BackendOpenAI, BackendAzure:
+			case BackendOpenAI, BackendAzure, BackendVLLM:
 				add.MaxCompletionTokens = o.MaxTokens
 			case BackendGemini:
 				add.MaxOutputTokens = o.MaxTokens

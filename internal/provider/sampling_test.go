@@ -26,9 +26,9 @@ func TestSamplingApply(t *testing.T) {
 		want    string // json of the result
 		err     string
 	}{
-		{"nothing", BackendVLLM, mustSampling(t, BackendVLLM), Overrides{}, `{"temperature":0,"top_p":1,"max_tokens":8192}`, ""},
+		{"nothing", BackendVLLM, mustSampling(t, BackendVLLM), Overrides{}, `{"temperature":0,"top_p":1,"max_completion_tokens":8192}`, ""},
 		{"vllm", BackendVLLM, mustSampling(t, BackendVLLM), Overrides{Temperature: ptrF(0.2), TopP: ptrF(0.9), MaxTokens: ptrI(64), Seed: ptrI(-3)},
-			`{"temperature":0.2,"top_p":0.9,"max_tokens":64,"seed":-3}`, ""},
+			`{"temperature":0.2,"top_p":0.9,"max_completion_tokens":64,"seed":-3}`, ""},
 		{"openai_compat gets a temperature", BackendOpenAICompat, mustSampling(t, BackendOpenAICompat), Overrides{Temperature: ptrF(0)},
 			`{"temperature":0,"max_tokens":8192}`, ""},
 		{"openai max tokens", BackendOpenAI, mustSampling(t, BackendOpenAI), Overrides{MaxTokens: ptrI(100)},
@@ -41,10 +41,11 @@ func TestSamplingApply(t *testing.T) {
 			`{"max_tokens":10,"max_completion_tokens":10}`, ""},
 		{"no max member", BackendOpenAI, Sampling{}, Overrides{MaxTokens: ptrI(10)}, `{"max_completion_tokens":10}`, ""},
 		{"no max member gemini", BackendGemini, Sampling{}, Overrides{MaxTokens: ptrI(10)}, `{"max_output_tokens":10}`, ""},
-		{"no max member vllm", BackendVLLM, Sampling{}, Overrides{MaxTokens: ptrI(10)}, `{"max_tokens":10}`, ""},
+		{"no max member vllm", BackendVLLM, Sampling{}, Overrides{MaxTokens: ptrI(10)}, `{"max_completion_tokens":10}`, ""},
+		{"no max member openai_compat", BackendOpenAICompat, Sampling{}, Overrides{MaxTokens: ptrI(10)}, `{"max_tokens":10}`, ""},
 		{"extra members canonical", BackendVLLM, mustSampling(t, BackendVLLM),
 			Overrides{ExtraBody: map[string]json.RawMessage{"top_k": json.RawMessage(" 20 "), "chat_template_kwargs": json.RawMessage(`{ "enable_thinking" : false }`)}},
-			`{"temperature":0,"top_p":1,"max_tokens":8192,"extra_body":{"chat_template_kwargs":{"enable_thinking":false},"top_k":20}}`, ""},
+			`{"temperature":0,"top_p":1,"max_completion_tokens":8192,"extra_body":{"chat_template_kwargs":{"enable_thinking":false},"top_k":20}}`, ""},
 		{"extra on openai", BackendOpenAI, Sampling{}, Overrides{ExtraBody: map[string]json.RawMessage{"user": json.RawMessage(`"me"`)}},
 			`{"extra_body":{"user":"me"}}`, ""},
 		{"extra on gemini", BackendGemini, mustSampling(t, BackendGemini), Overrides{ExtraBody: map[string]json.RawMessage{"top_k": json.RawMessage(`1`)}},
@@ -112,7 +113,7 @@ func TestOpenAIBodyExtraMembers(t *testing.T) {
 	b := chatBody(conversation(s))
 	body := string(b.bytes())
 	tail := body[strings.Index(body, `],"temperature"`):]
-	want := `],"temperature":0.2,"top_p":1,"max_tokens":8192,"seed":7,"chat_template_kwargs":{"enable_thinking":false},"guided_choice":["1","2"],"top_k":20}`
+	want := `],"temperature":0.2,"top_p":1,"max_completion_tokens":8192,"seed":7,"chat_template_kwargs":{"enable_thinking":false},"guided_choice":["1","2"],"top_k":20}`
 	if tail != want {
 		t.Errorf("body tail\n got %s\nwant %s", tail, want)
 	}
@@ -143,5 +144,31 @@ func TestGeminiSeedAndExtraBody(t *testing.T) {
 	var ce *CallError
 	if !errors.As(err, &ce) || ce.Kind != KindClient || !strings.Contains(err.Error(), "extra body") {
 		t.Errorf("extra body on gemini: %v", err)
+	}
+}
+
+// TestVLLMSendsMaxCompletionTokens: vLLM's OpenAI-compatible server takes
+// max_completion_tokens and deprecates max_tokens, so the vllm backend
+// sends the former by default and for --max-tokens; openai_compat keeps
+// max_tokens (servers that predate the newer member).
+func TestVLLMSendsMaxCompletionTokens(t *testing.T) {
+	for _, tc := range []struct {
+		backend string
+		o       Overrides
+		want    string
+		notWant string
+	}{
+		{BackendVLLM, Overrides{}, `"max_completion_tokens":8192`, `"max_tokens"`},
+		{BackendVLLM, Overrides{MaxTokens: ptrI(77)}, `"max_completion_tokens":77`, `"max_tokens"`},
+		{BackendOpenAICompat, Overrides{}, `"max_tokens":8192`, `"max_completion_tokens"`},
+	} {
+		s, err := mustSampling(t, tc.backend).Apply(tc.backend, tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := string(chatBody(conversation(s)).bytes())
+		if !strings.Contains(body, tc.want) || strings.Contains(body, tc.notWant) {
+			t.Errorf("%s %+v: body sampling %s, want %s and no %s", tc.backend, tc.o, body[strings.Index(body, `],"`)+2:], tc.want, tc.notWant)
+		}
 	}
 }

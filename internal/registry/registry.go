@@ -64,16 +64,22 @@ var (
 // Entry is one model. Raw is true for a synthetic entry made from a raw
 // model id (no alias in the registry).
 type Entry struct {
-	Alias           string            `yaml:"alias"`
-	DisplayName     string            `yaml:"display_name"`
-	Domain          string            `yaml:"domain"`
-	Provider        string            `yaml:"provider"`
-	Backend         string            `yaml:"backend"`
-	ModelID         string            `yaml:"model_id"`
-	MaxModelLen     *int              `yaml:"max_model_len"`
-	ImageLimit      *int              `yaml:"image_limit"`
-	TrustRemoteCode bool              `yaml:"trust_remote_code"`
-	TPDivisorHint   *int              `yaml:"tp_divisor_hint"`
+	Alias           string `yaml:"alias"`
+	DisplayName     string `yaml:"display_name"`
+	Domain          string `yaml:"domain"`
+	Provider        string `yaml:"provider"`
+	Backend         string `yaml:"backend"`
+	ModelID         string `yaml:"model_id"`
+	MaxModelLen     *int   `yaml:"max_model_len"`
+	ImageLimit      *int   `yaml:"image_limit"`
+	TrustRemoteCode bool   `yaml:"trust_remote_code"`
+	TPDivisorHint   *int   `yaml:"tp_divisor_hint"`
+	// VLLMMinVersion is the first vLLM release that serves the model's
+	// architecture ("0.17.0"); empty when not recorded.
+	VLLMMinVersion string `yaml:"vllm_min_version"`
+	// VLLMUnsupported says why standard vLLM cannot serve the model
+	// (empty: it can); such a model gets no vllm serve line.
+	VLLMUnsupported string            `yaml:"vllm_unsupported"`
 	Quirks          []string          `yaml:"quirks"`
 	Sampling        provider.Sampling `yaml:"sampling"`
 	// Base is the alias of a medical model's general-domain base model
@@ -202,6 +208,9 @@ func (e *Entry) validate() error {
 	case e.Domain != "" && !slices.Contains(domains, e.Domain):
 		return fmt.Errorf("field domain %q is not one of %s", e.Domain, strings.Join(domains, ", "))
 	}
+	if v := e.VLLMMinVersion; v != "" && !versionPattern.MatchString(v) {
+		return fmt.Errorf("field vllm_min_version %q is not a release number like 0.17.0", v)
+	}
 	for _, q := range e.Quirks {
 		if !slices.Contains(quirks, q) {
 			return fmt.Errorf("field quirks: unknown quirk %q (want %s)", q, strings.Join(quirks, " or "))
@@ -217,6 +226,9 @@ func (e *Entry) validate() error {
 	}
 	return e.Sampling.Validate()
 }
+
+// versionPattern is a vLLM release number: 0.17.0, 0.10.1.
+var versionPattern = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?$`)
 
 // Entries returns all entries in order.
 func (r *Registry) Entries() []Entry { return slices.Clone(r.entries) }

@@ -29,13 +29,13 @@ func TestDefaultRegistry(t *testing.T) {
 	want := []row{
 		{"qwen3.6-27b", "Qwen3.6-27B", "general", "opensource", "vllm", "Qwen/Qwen3.6-27B", 65536, 7, false, 0, "thinking_toggle"},
 		{"qwen3.5-moe", "Qwen3.5-122B (MoE)", "general", "opensource", "vllm", "Qwen/Qwen3.5-122B-A10B", 65536, 7, false, 0, "thinking_toggle"},
-		{"glm-4v", "GLM-4.6V", "general", "opensource", "vllm", "zai-org/GLM-4.6V", 65536, 7, true, 4, "glm_box_unwrap"},
+		{"glm-4v", "GLM-4.6V", "general", "opensource", "vllm", "zai-org/GLM-4.6V", 65536, 7, false, 4, "glm_box_unwrap"},
 		{"internvl3.5", "InternVL3.5-38B", "general", "opensource", "vllm", "OpenGVLab/InternVL3_5-38B", 40960, 7, true, 0, ""},
-		{"gemma4", "Gemma4-31B", "general", "opensource", "vllm", "google/gemma-4-31B-it", 65536, 7, true, 0, ""},
+		{"gemma4", "Gemma4-31B", "general", "opensource", "vllm", "google/gemma-4-31B-it", 65536, 7, false, 0, ""},
 		{"medgemma", "MedGemma-27B", "medical", "opensource", "vllm", "google/medgemma-27b-it", 65536, 7, false, 0, ""},
-		{"medgemma1.5", "MedGemma1.5-4B", "medical", "opensource", "vllm", "google/medgemma-1.5-4b-it", 65536, 7, true, 0, ""},
+		{"medgemma1.5", "MedGemma1.5-4B", "medical", "opensource", "vllm", "google/medgemma-1.5-4b-it", 65536, 7, false, 0, ""},
 		{"huatuo", "HuatuoGPT-Vision-7B", "medical", "opensource", "vllm", "FreedomIntelligence/HuatuoGPT-Vision-7B-Qwen2.5VL", 65536, 7, false, 4, ""},
-		{"lingshu", "Lingshu-32B", "medical", "opensource", "vllm", "lingshu-medical-mllm/Lingshu-32B", 65536, 7, true, 0, ""},
+		{"lingshu", "Lingshu-32B", "medical", "opensource", "vllm", "lingshu-medical-mllm/Lingshu-32B", 65536, 7, false, 0, ""},
 		{"hulu-med", "Hulu-Med-32B", "medical", "opensource", "openai_compat", "ZJU-AI4H/Hulu-Med-32B", 32768, 7, true, 0, ""},
 		{"gemini-3.1-pro", "Gemini-3.1-Pro", "proprietary", "gemini", "gemini", "gemini-3.1-pro-preview", 0, 0, false, 0, ""},
 		{"gemini-3.1-flash", "Gemini-3.1-Flash", "proprietary", "gemini", "gemini", "gemini-3.1-flash-lite-preview", 0, 0, false, 0, ""},
@@ -43,7 +43,7 @@ func TestDefaultRegistry(t *testing.T) {
 		{"gpt-5.4-nano", "GPT-5.4-nano", "proprietary", "azure", "azure", "gpt-5.4-nano", 0, 0, false, 0, ""},
 		{"qwen3.6", "Qwen3.6-35B-A3B", "general", "opensource", "vllm", "Qwen/Qwen3.6-35B-A3B", 65536, 7, false, 0, "thinking_toggle"},
 		{"qwen3.5", "Qwen3.5-27B", "general", "opensource", "vllm", "Qwen/Qwen3.5-27B", 65536, 7, false, 0, "thinking_toggle"},
-		{"gemma3", "Gemma3-27B", "general", "opensource", "vllm", "google/gemma-3-27b-it", 65536, 7, true, 0, ""},
+		{"gemma3", "Gemma3-27B", "general", "opensource", "vllm", "google/gemma-3-27b-it", 65536, 7, false, 0, ""},
 	}
 	es := r.Entries()
 	if len(es) != len(want) {
@@ -130,9 +130,9 @@ func TestSamplingParams(t *testing.T) {
 		noThinking bool
 		want       string
 	}{
-		{"qwen3.6-27b", false, "temperature=0 top_p=1 max_tokens=8192"},
-		{"qwen3.6-27b", true, "temperature=0 top_p=1 max_tokens=8192 enable_thinking=false"},
-		{"glm-4v", true, "temperature=0 top_p=1 max_tokens=8192"}, // no thinking_toggle: flag has no effect
+		{"qwen3.6-27b", false, "temperature=0 top_p=1 max_completion_tokens=8192"},
+		{"qwen3.6-27b", true, "temperature=0 top_p=1 max_completion_tokens=8192 enable_thinking=false"},
+		{"glm-4v", true, "temperature=0 top_p=1 max_completion_tokens=8192"}, // no thinking_toggle: flag has no effect
 		{"hulu-med", false, "max_tokens=8192"},
 		{"hulu-med", true, "max_tokens=8192"},
 		{"gpt-5.4", false, "temperature=1 max_completion_tokens=8192 reasoning_effort=medium frequency_penalty=0 presence_penalty=0"},
@@ -164,7 +164,7 @@ func TestUserFileOverridesAndExtends(t *testing.T) {
 	}
 	g, _ := r.Lookup("glm-4v")
 	s, _ := g.SamplingParams(false)
-	if g.DisplayName != "GLM-4.6V (warm)" || *g.MaxModelLen != 32768 || *s.Temperature != 0.6 || *s.TopP != 0.95 || *s.MaxTokens != 8192 {
+	if g.DisplayName != "GLM-4.6V (warm)" || *g.MaxModelLen != 32768 || *s.Temperature != 0.6 || *s.TopP != 0.95 || *s.MaxCompletionTokens != 8192 {
 		t.Errorf("override not applied: %+v %+v", g, s)
 	}
 }
@@ -185,6 +185,7 @@ func TestBadFiles(t *testing.T) {
 		{"bad_empty.yaml", "no model entries"},
 		{"bad_base.yaml", `entry "my-med": field base "qwen2.5-vl" is not a registry alias`},
 		{"bad_base_self.yaml", `entry "my-med": field base names the entry itself`},
+		{"bad_vllm_version.yaml", `entry "x": field vllm_min_version "latest" is not a release number like 0.17.0`},
 	}
 	for _, tc := range cases {
 		_, err := Load("testdata/" + tc.file)
@@ -258,7 +259,7 @@ func TestResolve(t *testing.T) {
 	// a raw opensource id gets the vllm defaults, even with --no-thinking
 	e, _, _ := r.Resolve("opensource", "Qwen/Qwen3-VL-8B")
 	s, _ := e.SamplingParams(true)
-	if *s.Temperature != 0 || *s.TopP != 1 || *s.MaxTokens != 8192 || s.EnableThinking != nil {
+	if *s.Temperature != 0 || *s.TopP != 1 || *s.MaxCompletionTokens != 8192 || s.MaxTokens != nil || s.EnableThinking != nil {
 		t.Errorf("raw sampling %+v", s)
 	}
 }
@@ -339,6 +340,38 @@ func TestPrices(t *testing.T) {
 	} {
 		if _, err := LoadPrices(file); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", file, err, want)
+		}
+	}
+}
+
+// TestVLLMFacts: the registry says which vLLM release each open model
+// needs, that standard vLLM cannot serve Hulu-Med, and asks for remote
+// code only where the checkpoint brings its own (InternVL3.5's
+// configuration; Hulu-Med's whole model).
+func TestVLLMFacts(t *testing.T) {
+	r, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range r.Entries() {
+		if e.Provider != "opensource" {
+			continue
+		}
+		hulu := e.Alias == "hulu-med"
+		if hulu != (e.VLLMUnsupported != "") {
+			t.Errorf("%s: vllm_unsupported %q", e.Alias, e.VLLMUnsupported)
+		}
+		if !hulu && e.VLLMMinVersion == "" {
+			t.Errorf("%s: no vllm_min_version", e.Alias)
+		}
+		if e.TrustRemoteCode != (hulu || e.Alias == "internvl3.5") {
+			t.Errorf("%s: trust_remote_code %v", e.Alias, e.TrustRemoteCode)
+		}
+	}
+	for alias, v := range map[string]string{"gemma4": "0.19.0", "qwen3.5": "0.17.0", "qwen3.5-moe": "0.17.0", "qwen3.6": "0.18.0",
+		"qwen3.6-27b": "0.18.0", "glm-4v": "0.12.0"} {
+		if e, _ := r.Lookup(alias); e.VLLMMinVersion != v {
+			t.Errorf("%s: vllm_min_version %q, want %s", alias, e.VLLMMinVersion, v)
 		}
 	}
 }

@@ -1,10 +1,10 @@
 package baselineserver
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/provider"
 
@@ -207,15 +207,23 @@ func readFirstImage(d *jsontext.Decoder, p *parsedRequest) error {
 			}
 			continue
 		}
-		url, err := readString(d)
+		// The URL is megabytes of base64: hash it in place rather than
+		// copy it into a string (a URL without escapes, as every client
+		// sends, is its raw bytes between the quotes).
+		v, err := d.ReadValue()
 		if err != nil {
 			return err
 		}
-		if i := strings.Index(url, "base64,"); i >= 0 {
-			p.firstImage = provider.PayloadKey(url[i+len("base64,"):])
-		} else {
-			p.firstImage = provider.PayloadKey(url)
+		url := []byte(v[1 : len(v)-1])
+		if bytes.IndexByte(url, '\\') >= 0 {
+			if url, err = jsontext.AppendUnquote(nil, v); err != nil {
+				return err
+			}
 		}
+		if i := bytes.Index(url, []byte("base64,")); i >= 0 {
+			url = url[i+len("base64,"):]
+		}
+		p.firstImage = provider.PayloadKeyBytes(url)
 	}
 	_, err := d.ReadToken()
 	return err

@@ -18,6 +18,8 @@ func TestParseChat(t *testing.T) {
 			&parsedRequest{model: "m", texts: []string{"S", "Q é\n\"x\""}}, ""},
 		{"parts and extras", `{"stream":false,"messages":[{"role":"user","name":"u","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,QUJD","detail":"high"}},{"type":"text","text":"b"},{"image_url":{"url":"x"}}]},{"role":"assistant","content":null,"tool_calls":[{"id":1}]}],"model":"late","temperature":0,"chat_template_kwargs":{"enable_thinking":false}}`,
 			&parsedRequest{model: "late", texts: []string{"ab", ""}, images: 2, firstImage: provider.PayloadKey("QUJD")}, ""},
+		{"escaped url", `{"messages":[{"content":[{"type":"image_url","image_url":{"url":"data:image\/png;base64,QU\/D+w=="}}]}]}`,
+			&parsedRequest{texts: []string{""}, images: 1, firstImage: provider.PayloadKey("QU/D+w==")}, ""},
 		{"model not a string", `{"model":5,"messages":[{"role":"user","content":"x"}]}`, &parsedRequest{texts: []string{"x"}}, ""},
 		{"no messages", `{"model":"m"}`, nil, "messages is missing"},
 		{"content number", `{"messages":[{"content":5}]}`, nil, "must be a string or a list"},

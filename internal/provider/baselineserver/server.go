@@ -1,5 +1,6 @@
 // Package baselineserver is an OpenAI-compatible Chat Completions server
-// that answers with a baseline policy (spec §11, issue 4 item 9).
+// that answers with a baseline policy (spec §11, issue 4 item 9) or a
+// simulated model (package simmodel).
 //
 // It exists to smoke-test a setup without a GPU and to give tests and
 // throughput benchmarks a real HTTP peer: answers come from the same
@@ -27,7 +28,13 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/simmodel"
 )
+
+// PolicySimulated serves a simulated model (package simmodel): the
+// benchmark's ground truth at a set accuracy per stage, found from the
+// request's radiograph and question text alone.
+const PolicySimulated = "simulated"
 
 // DefaultMaxBody caps a request body: 7 images of ~1 MB as base64 take
 // about 10 MB, so 64 MiB leaves ample room and still bounds memory.
@@ -36,8 +43,10 @@ const DefaultMaxBody = 64 << 20
 // Config configures a server. Rates are probabilities in [0, 1] whose sum
 // must not exceed 1; one uniform draw per request picks at most one fault.
 type Config struct {
-	Policy     string // random | first
+	Policy     string // random | first | simulated
 	PolicySeed int64
+	// Simulated answers for the simulated policy (required by it).
+	Simulated *simmodel.Model
 
 	Latency time.Duration // added before every reply
 	Jitter  time.Duration // plus a uniform extra delay in [0, Jitter)
@@ -71,8 +80,11 @@ type Server struct {
 
 // New validates cfg and returns a server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Policy != provider.PolicyRandom && cfg.Policy != provider.PolicyFirst {
-		return nil, fmt.Errorf("serve-baseline: policy %q is not servable (want random or first; oracle needs ground truth)", cfg.Policy)
+	switch {
+	case cfg.Policy == PolicySimulated && cfg.Simulated == nil:
+		return nil, fmt.Errorf("serve-baseline: the simulated policy needs a simulated model (a benchmark to answer)")
+	case cfg.Policy != provider.PolicyRandom && cfg.Policy != provider.PolicyFirst && cfg.Policy != PolicySimulated:
+		return nil, fmt.Errorf("serve-baseline: policy %q is not servable (want random, first or simulated; oracle needs ground truth)", cfg.Policy)
 	}
 	rates := []struct {
 		name string
@@ -197,7 +209,12 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	}
 	texts, images := req.texts, req.images
 	// Decide the answer before any fault so a bad request is a 400 at once.
-	answer, err := provider.PolicyAnswer(s.cfg.Policy, s.cfg.PolicySeed, texts, req.firstImage)
+	var answer string
+	if s.cfg.Policy == PolicySimulated {
+		answer, err = s.cfg.Simulated.Answer(req.firstImage, texts)
+	} else {
+		answer, err = provider.PolicyAnswer(s.cfg.Policy, s.cfg.PolicySeed, texts, req.firstImage)
+	}
 	if err != nil {
 		s.stats.bad.Add(1)
 		writeError(w, http.StatusBadRequest, err.Error())
