@@ -68,12 +68,10 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 	dirs := make([]string, len(readers))
 	for i, r := range readers {
 		dirs[i] = eval.RunDir(out, runName(r.Name), oracle, nil)
-		hasRun, err := results.CheckRunDir(dirs[i])
-		if err != nil {
+		// Every reader's target is checked before any is written: no
+		// link planted on the way, no foreign files, a run only with force.
+		if err := runs.CheckTarget(dirs[i], force); err != nil {
 			return nil, err
-		}
-		if hasRun && !force {
-			return nil, fmt.Errorf("%s %w (manifest.json or results.jsonl exists)", dirs[i], ErrRunExists)
 		}
 	}
 	var outRuns []ExportedRun

@@ -648,3 +648,57 @@ func TestInitKeepsForeignSideFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestExportChecksEveryTargetFirst: a reader's run folder planted as a
+// link to an outside folder, or holding a foreign results.jsonl (no
+// manifest), stops the export before any reader's run is written, even
+// with force; the outside folder and the foreign file keep their bytes.
+func TestExportChecksEveryTargetFirst(t *testing.T) {
+	bench := testBench(t)
+	st := newStudy(t, bench, protocol.OracleNone)
+	for _, name := range []string{"reader1", "reader2"} {
+		st.work(st.signIn(name), false, -1) // every record
+	}
+	probe := t.TempDir()
+	runs, err := Export(context.Background(), st.store, probe, false)
+	if err != nil || len(runs) != 2 || runs[1].Dir == "" {
+		t.Fatalf("export: %+v, %v", runs, err)
+	}
+	rel, _ := filepath.Rel(probe, runs[1].Dir) // <run>/oracle_none of reader2
+
+	t.Run("link", func(t *testing.T) {
+		out, outside := t.TempDir(), t.TempDir()
+		if err := os.MkdirAll(filepath.Join(out, filepath.Dir(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(out, rel)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Export(context.Background(), st.store, out, true); err == nil {
+			t.Fatal("a linked run folder was accepted")
+		}
+		if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+			t.Errorf("written through the link: %d entries", len(ents))
+		}
+		if _, err := os.Stat(filepath.Join(out, runs[0].Dir[len(probe):])); err == nil {
+			t.Error("the first reader's run was written before the refusal")
+		}
+	})
+	t.Run("foreign results", func(t *testing.T) {
+		out := t.TempDir()
+		target := filepath.Join(out, rel)
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		foreign := []byte(`{"not":"ours"}` + "\n")
+		if err := os.WriteFile(filepath.Join(target, results.ResultsFile), foreign, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Export(context.Background(), st.store, out, true); err == nil {
+			t.Fatal("a foreign results.jsonl was replaced")
+		}
+		if got, _ := os.ReadFile(filepath.Join(target, results.ResultsFile)); string(got) != string(foreign) {
+			t.Errorf("foreign file changed: %q", got)
+		}
+	})
+}

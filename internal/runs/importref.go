@@ -74,7 +74,7 @@ func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 		return nil, err
 	}
 	dir := eval.RunDir(opts.Out, runName, opts.Oracle, nil)
-	if err := checkTarget(dir, opts.Force); err != nil {
+	if err := CheckTarget(dir, opts.Force); err != nil {
 		return nil, err
 	}
 	// With Force the target's files are replaced: the reference file

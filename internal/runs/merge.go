@@ -123,7 +123,7 @@ func Merge(inputs []string, opts MergeOptions) (*MergeReport, error) {
 		return nil, fmt.Errorf("%s: run_name %q / oracle_mode %q cannot name a run directory", filepath.Join(first.Dir, results.ManifestFile), runName, oracle)
 	}
 	dst := filepath.Join(opts.Out, runName, "oracle_"+oracle)
-	if err := checkTarget(dst, opts.Force); err != nil {
+	if err := CheckTarget(dst, opts.Force); err != nil {
 		return nil, err
 	}
 	wall := 0.0

@@ -239,7 +239,7 @@ func TestCheckTarget(t *testing.T) {
 					os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
 				}
 			}
-			err := checkTarget(dir, tc.force)
+			err := CheckTarget(dir, tc.force)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -259,7 +259,7 @@ func TestCheckTarget(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(file, nil, 0o644)
-	if err := checkTarget(file, true); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	if err := CheckTarget(file, true); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("a file: %v", err)
 	}
 }

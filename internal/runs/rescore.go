@@ -61,7 +61,7 @@ func Rescore(srcDir string, opts RescoreOptions) (*RescoreReport, error) {
 		return nil, fmt.Errorf("%w (rename the source run's folder)", err)
 	}
 	dst := filepath.Join(filepath.Dir(filepath.Dir(abs)), newName, oracleDir)
-	if err := checkTarget(dst, opts.Force); err != nil {
+	if err := CheckTarget(dst, opts.Force); err != nil {
 		return nil, err
 	}
 	rep := &RescoreReport{Dir: dst, RunName: newName, Oracle: run.Manifest.OracleMode != string(protocol.OracleNone)}

@@ -103,13 +103,13 @@ func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected 
 	return err
 }
 
-// checkTarget accepts the run directory a merge, rescore or reference
+// CheckTarget accepts the run directory a merge, rescore or reference
 // import writes when it is new, empty or holds only debris of an
 // interrupted write (the lock, *.tmp-* files) and shard folders (which it
 // leaves alone), and one that holds a run (manifest.json or results.jsonl)
 // only with force. Anything else is refused: those files are not a run's,
 // and writing the run would overwrite or delete them.
-func checkTarget(dir string, force bool) error {
+func CheckTarget(dir string, force bool) error {
 	root, rel := targetParts(dir)
 	if _, err := outdir.Path(root, rel); err != nil {
 		return err
