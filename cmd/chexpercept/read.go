@@ -37,7 +37,7 @@ func readInitCmd() *cobra.Command {
 		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit]",
 		Short: "Create a reading study: the records, each reader's order, sign-in tokens",
 		Long: `init selects the benchmark's records (all, or --sample K of them drawn as
-eval --sample K --seed S draws them, stratified by lesion and path), gives
+eval --sample K --sample-seed S draws them, stratified by lesion and path), gives
 every reader the same records in an order shuffled per reader (seeded by
 --seed and the reader's name), and prints one "reader NAME TOKEN" line per
 reader and one "admin TOKEN" line. The tokens are shown only now; the

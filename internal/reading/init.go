@@ -40,7 +40,7 @@ type Credential struct {
 func ReaderName(i int) string { return "reader" + strconv.Itoa(i) }
 
 // Init creates the reading database: the selected records (eval's
-// selection, so `eval --sample K --seed S` asks the same ones), each
+// selection, so `eval --sample K --sample-seed S` asks the same ones), each
 // reader's order (a shuffle seeded by the seed and the reader's name) and
 // the accounts. It returns the readers' credentials, then the admin's.
 func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, err error) {
