@@ -28,12 +28,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
@@ -84,48 +83,13 @@ type Store struct {
 	now  func() time.Time
 }
 
-func dsn(path, mode string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	u := url.URL{Path: filepath.ToSlash(abs)}
-	// synchronous(FULL): an acknowledged answer survives even a power
-	// loss, not only a killed server.
-	return "file:" + u.EscapedPath() + "?mode=" + mode +
-		"&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
-		"&_pragma=synchronous(FULL)&_txlock=immediate", nil
-}
-
 // create makes a new reading database; an existing file is never
-// overwritten.
+// overwritten. synchronous(FULL): an acknowledged answer survives even a
+// power loss, not only a killed server.
 func create(path string) (*Store, error) {
-	if _, err := os.Lstat(path); err == nil {
-		return nil, fmt.Errorf("reading db %s already exists (refusing to overwrite it)", path)
-	}
-	// SQLite would take a -wal, -shm or -journal file beside the new
-	// database for its own, replay or delete it: a file of that name that
-	// we did not write is refused.
-	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
-		if _, err := os.Lstat(path + suffix); err == nil {
-			return nil, fmt.Errorf("reading db %s: %s already exists beside it (refusing to create the database over it)", path, filepath.Base(path+suffix))
-		}
-	}
-	d, err := dsn(path, "rwc")
+	db, err := appdb.Create(path, "reading db", schema, "FULL")
 	if err != nil {
-		return nil, fmt.Errorf("reading db %s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", d)
-	if err != nil {
-		return nil, fmt.Errorf("reading db %s: %w", path, err)
-	}
-	if _, err := db.Exec(schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("reading db %s: create schema: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("reading db %s: %w", path, imagefile.Reason(err))
+		return nil, err
 	}
 	return &Store{db: db, Path: path, now: time.Now}, nil
 }
@@ -145,7 +109,7 @@ func Open(path string) (*Store, error) {
 	if err := checkSchema(path); err != nil {
 		return nil, err
 	}
-	d, err := dsn(path, "rw")
+	d, err := appdb.DSN(path, "rw", "FULL")
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
@@ -153,12 +117,8 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
-	var id string
-	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&id); err != nil || id != schemaID {
+	if err := appdb.CheckSchema(db, schemaID); err != nil {
 		db.Close()
-		if err == nil {
-			err = fmt.Errorf("schema %q", id)
-		}
 		return nil, fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
 	}
 	return &Store{db: db, Path: path, now: time.Now}, nil
@@ -167,21 +127,16 @@ func Open(path string) (*Store, error) {
 // checkSchema reads the schema id through a read-only connection that
 // sets no pragma, and refuses a file that is not a reading database.
 func checkSchema(path string) error {
-	abs, err := filepath.Abs(path)
+	d, err := appdb.ReadOnlyDSN(path, false)
 	if err != nil {
 		return fmt.Errorf("reading db %s: %w", path, err)
 	}
-	u := url.URL{Path: filepath.ToSlash(abs)}
-	db, err := sql.Open("sqlite", "file:"+u.EscapedPath()+"?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)")
+	db, err := sql.Open("sqlite", d)
 	if err != nil {
 		return fmt.Errorf("reading db %s: %w", path, err)
 	}
 	defer db.Close()
-	var id string
-	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&id); err != nil || id != schemaID {
-		if err == nil {
-			err = fmt.Errorf("schema %q", id)
-		}
+	if err := appdb.CheckSchema(db, schemaID); err != nil {
 		return fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
 	}
 	return nil

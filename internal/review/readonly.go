@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"syscall"
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"modernc.org/sqlite"
 )
@@ -82,16 +82,7 @@ func statDB(path string) error {
 }
 
 func dsnReadOnly(path string, immutable bool) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	u := url.URL{Path: filepath.ToSlash(abs)}
-	d := "file:" + u.EscapedPath() + "?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
-	if immutable {
-		d += "&immutable=1"
-	}
-	return d, nil
+	return appdb.ReadOnlyDSN(path, immutable)
 }
 
 // OpenReadOnly opens an existing review database without ever writing to

@@ -13,13 +13,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
@@ -113,51 +112,16 @@ var errNotReviewDB = errors.New("not a chexpercept review database")
 // ErrReadOnly is returned by every change to a store opened read-only.
 var ErrReadOnly = errors.New("the review database is open read-only")
 
-func dsn(path, mode string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	u := url.URL{Path: filepath.ToSlash(abs)}
-	return "file:" + u.EscapedPath() + "?mode=" + mode +
-		"&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
-		"&_pragma=synchronous(NORMAL)&_txlock=immediate", nil
-}
+func dsn(path, mode string) (string, error) { return appdb.DSN(path, mode, "NORMAL") }
 
 // create makes a new, empty review database at path; an existing file is
 // never overwritten.
 func create(path string) (*Store, error) {
-	if _, err := os.Lstat(path); err == nil {
-		return nil, fmt.Errorf("review db %s already exists (refusing to overwrite it)", path)
-	}
-	// SQLite would take a -wal, -shm or -journal file beside the new
-	// database for its own, replay or delete it: a file of that name that
-	// we did not write is refused.
-	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
-		if _, err := os.Lstat(path + suffix); err == nil {
-			return nil, fmt.Errorf("review db %s: %s already exists beside it (refusing to create the database over it)", path, filepath.Base(path+suffix))
-		}
-	}
-	d, err := dsn(path, "rwc")
+	db, err := appdb.Create(path, "review db", schema, "NORMAL")
 	if err != nil {
-		return nil, fmt.Errorf("review db %s: %w", path, err)
+		return nil, err
 	}
-	db, err := sql.Open("sqlite", d)
-	if err != nil {
-		return nil, fmt.Errorf("review db %s: %w", path, err)
-	}
-	s := &Store{db: db, Path: path, now: time.Now}
-	if _, err := db.Exec(schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("review db %s: create schema: %w", path, err)
-	}
-	// Token and session hashes are nobody else's business; SQLite gives
-	// the -wal and -shm files the database file's permissions.
-	if err := os.Chmod(path, 0o600); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("review db %s: %w", path, imagefile.Reason(err))
-	}
-	return s, nil
+	return &Store{db: db, Path: path, now: time.Now}, nil
 }
 
 // Open opens an existing review database (created by `review init`) for
@@ -202,12 +166,8 @@ func openDSN(path, d string, readOnly bool) (*Store, error) {
 	if readOnly {
 		s.mem = &webapp.MemSessions{}
 	}
-	var id string
-	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&id); err != nil || id != schemaID {
+	if err := appdb.CheckSchema(db, schemaID); err != nil {
 		db.Close()
-		if err == nil {
-			err = fmt.Errorf("schema %q", id)
-		}
 		if werr := notWritable(path, err); werr != nil {
 			return nil, werr
 		}

@@ -1,0 +1,109 @@
+// Package appdb opens the SQLite database of a browser app (the review
+// app, the reading app): created once and never over another file, kept
+// private to its owner, and recognised by its schema id before anything
+// writes to it.
+//
+// SQLite treats a -wal, -shm or -journal file beside a database as its
+// own: it replays or deletes it. So Create refuses to start a database
+// beside such a file, and a database named by mistake (another app's, a
+// cache) is recognised through a connection that writes nothing (the
+// read-write connection switches the file to WAL mode as it opens).
+package appdb
+
+import (
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
+)
+
+// SideFiles are the suffixes of the files SQLite keeps beside a database.
+var SideFiles = []string{"-wal", "-shm", "-journal"}
+
+// uri is path as an SQLite file: URI (absolute, escaped).
+func uri(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath(), nil
+}
+
+// DSN is the data-source name of a read-write connection: mode "rwc"
+// (create) or "rw", WAL, foreign keys, the given synchronous level
+// ("FULL": an acknowledged write survives a power loss; "NORMAL": a
+// killed process), and transactions that take the write lock at once.
+func DSN(path, mode, synchronous string) (string, error) {
+	u, err := uri(path)
+	if err != nil {
+		return "", err
+	}
+	return u + "?mode=" + mode +
+		"&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
+		"&_pragma=synchronous(" + synchronous + ")&_txlock=immediate", nil
+}
+
+// ReadOnlyDSN is the data-source name of a connection that sets no
+// pragma that writes and changes nothing; immutable also tells SQLite that
+// no other process changes the file (for a file in a directory it may not
+// write, where it cannot take its locks).
+func ReadOnlyDSN(path string, immutable bool) (string, error) {
+	u, err := uri(path)
+	if err != nil {
+		return "", err
+	}
+	d := u + "?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+	if immutable {
+		d += "&immutable=1"
+	}
+	return d, nil
+}
+
+// Create makes a new database at path with schema, readable by its owner
+// only (it holds token and session hashes; SQLite gives its side files
+// the same permissions). kind names the database in errors ("review db").
+// An existing file, or a side file of that name, is refused: Create never
+// writes over what it did not make.
+func Create(path, kind, schema, synchronous string) (*sql.DB, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fmt.Errorf("%s %s already exists (refusing to overwrite it)", kind, path)
+	}
+	for _, suffix := range SideFiles {
+		if _, err := os.Lstat(path + suffix); err == nil {
+			return nil, fmt.Errorf("%s %s: %s already exists beside it (refusing to create the database over it)", kind, path, filepath.Base(path+suffix))
+		}
+	}
+	d, err := DSN(path, "rwc", synchronous)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, path, err)
+	}
+	db, err := sql.Open("sqlite", d)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, path, err)
+	}
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s %s: create schema: %w", kind, path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s %s: %w", kind, path, imagefile.Reason(err))
+	}
+	return db, nil
+}
+
+// CheckSchema reports whether db's meta table names schemaID; the error
+// says what was found instead.
+func CheckSchema(db *sql.DB, schemaID string) error {
+	var id string
+	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&id); err != nil {
+		return err
+	}
+	if id != schemaID {
+		return fmt.Errorf("schema %q", id)
+	}
+	return nil
+}
