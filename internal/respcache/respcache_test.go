@@ -67,7 +67,7 @@ func TestKeyStable(t *testing.T) {
 	vllm, _ := provider.DefaultSampling(provider.BackendVLLM)
 	openai, _ := provider.DefaultSampling(provider.BackendOpenAI)
 	for _, c := range []struct{ got, want string }{
-		{Key("id1", "opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), vllm, "h"), "3b56e095d84481a05aa32d8046b6186fd62106ee5530a6972898634dfc78ddb1"},
+		{Key("id1", "opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), vllm, "h"), "b5fc1d7dae07e68b9f244e0c2aa433600bd7d0e092e2f4ce776c0f47c58f332c"}, // vLLM sampling sends max_completion_tokens
 		{Key("id1", "openai", "m", msgs("q", nil), openai, "h"), "8c9d73089312ecf36928938ab977fb6ab9e7e832b7199328a7af4e8718f139eb"},
 	} {
 		if c.got != c.want {
