@@ -604,7 +604,7 @@ func TestMergeShardsEqualsUnsharded(t *testing.T) {
 	// On another machine: the benchmark elsewhere. Image paths follow it
 	// and the manifest records it; a benchmark with other bytes is refused.
 	moved := filepath.Join(t.TempDir(), "moved-bench")
-	copyDir(t, bench, moved)
+	outdirtest.CopyTree(t, bench, moved)
 	out2 := t.TempDir()
 	stdout, stderr, code = runCLI(t, "merge", runDir, "--out", out2, "--benchmark", moved)
 	if code != 0 {
@@ -632,22 +632,14 @@ func TestMergeShardsEqualsUnsharded(t *testing.T) {
 	})
 }
 
-// copyDir copies a shard folder.
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func mergeRefusals(t *testing.T, bench, runDir string, shardDirs []string) {
 	tmp := t.TempDir()
 	// the same shard twice, from two folders
 	dup := filepath.Join(tmp, "dup", "shard-2-of-3")
-	copyDir(t, shardDirs[1], dup)
+	outdirtest.CopyTree(t, shardDirs[1], dup)
 	// shard 3 with another policy seed
 	seed := filepath.Join(tmp, "seed", "shard-3-of-3")
-	copyDir(t, shardDirs[2], seed)
+	outdirtest.CopyTree(t, shardDirs[2], seed)
 	man := filepath.Join(seed, results.ManifestFile)
 	mb := mustRead(t, man)
 	mb2 := bytes.Replace(mb, []byte(`"policy_seed": 7`), []byte(`"policy_seed": 8`), 1)
@@ -657,7 +649,7 @@ func mergeRefusals(t *testing.T, bench, runDir string, shardDirs []string) {
 	os.WriteFile(man, mb2, 0o644)
 	// shard 2 also holding a record of shard 1
 	over := filepath.Join(tmp, "over", "shard-2-of-3")
-	copyDir(t, shardDirs[1], over)
+	outdirtest.CopyTree(t, shardDirs[1], over)
 	first := strings.SplitAfter(string(mustRead(t, filepath.Join(shardDirs[0], results.ResultsFile))), "\n")[0]
 	f, _ := os.OpenFile(filepath.Join(over, results.ResultsFile), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(first)
@@ -666,7 +658,7 @@ func mergeRefusals(t *testing.T, bench, runDir string, shardDirs []string) {
 	two := baselineRun(t, bench, filepath.Join(tmp, "two"), &eval.Shard{I: 2, N: 2}, 7)
 	// a folder whose name and manifest disagree
 	renamed := filepath.Join(tmp, "renamed", "shard-1-of-3")
-	copyDir(t, shardDirs[2], renamed)
+	outdirtest.CopyTree(t, shardDirs[2], renamed)
 	// an unsharded run directory
 	plain := filepath.Join(tmp, "plainrun")
 	os.MkdirAll(plain, 0o755)

@@ -36,29 +36,6 @@ func runCLITimeout(t *testing.T, d time.Duration, args ...string) (stderr string
 	return errb.String(), code, false
 }
 
-// copyTree copies the regular files and folders of src to dst.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestFIFOsNeverHang (issue 21 item 6): a FIFO in place of a file of a
 // run directory makes eval (resuming), rescore and merge fail at once and
 // report leave it out with a warning, each naming the file, instead of
@@ -100,7 +77,7 @@ func TestFIFOsNeverHang(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			res := filepath.Join(root, "results")
-			copyTree(t, filepath.Join(base, "results"), res)
+			outdirtest.CopyTree(t, filepath.Join(base, "results"), res)
 			runDir := filepath.Join(res, "baseline_first", "oracle_none")
 			args := tc.args(res, runDir)
 			fifo := filepath.Join(runDir, tc.fifo)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
@@ -314,7 +315,7 @@ func TestResumeRefusesDifferentSettings(t *testing.T) {
 // file, before any call; the other records run.
 func TestImageVerificationFailure(t *testing.T) {
 	bench := t.TempDir()
-	copyDir(t, sampleBench, bench)
+	outdirtest.CopyTree(t, sampleBench, bench)
 	bad := filepath.Join(bench, "chexpercept", "pneumonia_s57001234_positive_0", "detection_qa", "xray.png")
 	if err := os.WriteFile(bad, []byte("\x89PNG\r\n\x1a\nnot really"), 0o644); err != nil {
 		t.Fatal(err)
@@ -342,28 +343,6 @@ func TestImageVerificationFailure(t *testing.T) {
 	o.OutDir = t.TempDir()
 	if _, err := Run(context.Background(), o); !errors.Is(err, validate.ErrInvalid) || !strings.Contains(err.Error(), "fails validation with") {
 		t.Errorf("invalid benchmark accepted or unclear error: %v", err)
-	}
-}
-
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -31,7 +32,7 @@ import (
 // when it is sent), so its record too makes no call.
 func TestJustInTimeVerification(t *testing.T) {
 	bench := t.TempDir()
-	copyDir(t, sampleBench, bench)
+	outdirtest.CopyTree(t, sampleBench, bench)
 	const bad = "pneumonia_s57001234_positive_0" // corrupt from the start
 	const late = "edema_s50414267_negative_3"    // LF: one turn, so asked last
 	garbage := []byte("\x89PNG\r\n\x1a\nnot really")

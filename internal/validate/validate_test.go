@@ -7,7 +7,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,6 +18,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 )
 
 // sampleDir is the committed hand-made benchmark shared with package
@@ -37,28 +37,6 @@ const (
 	rrDir  = "chexpercept/" + kRR
 	hrrRev = "chexpercept/" + kHRR + "/contour_qa/contour_revision_qa"
 )
-
-func copyTree(t testing.TB, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(out, data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // tree edits chexpercept.json through its ojson tree.
 type tree struct{ root *ojson.Value }
@@ -690,7 +668,7 @@ func TestFindings(t *testing.T) {
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
 			b := bench{t, t.TempDir()}
-			copyTree(t, sampleDir, b.dir)
+			outdirtest.CopyTree(t, sampleDir, b.dir)
 			tc.edit(b)
 			rep, err := Run(b.dir, tc.opt)
 			if err != nil {
@@ -761,7 +739,7 @@ func TestRunCannotRun(t *testing.T) {
 
 func TestRootSymlinkResolved(t *testing.T) {
 	dir := t.TempDir()
-	copyTree(t, sampleDir, filepath.Join(dir, "real"))
+	outdirtest.CopyTree(t, sampleDir, filepath.Join(dir, "real"))
 	os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link"))
 	rep, err := Run(filepath.Join(dir, "link"), Options{})
 	if err != nil || !rep.OK() {
@@ -772,7 +750,7 @@ func TestRootSymlinkResolved(t *testing.T) {
 // TestOutput pins the line formats and the summary figures.
 func TestOutput(t *testing.T) {
 	b := bench{t, t.TempDir()}
-	copyTree(t, sampleDir, b.dir)
+	outdirtest.CopyTree(t, sampleDir, b.dir)
 	b.editJSON(func(tr tree) {
 		tr.rename(t, "/"+kRR+"/attribute_extraction_qa/severity~1measurement", "severity/measurement ")
 	})
@@ -808,7 +786,7 @@ func TestOutput(t *testing.T) {
 // of workers.
 func TestDeterministic(t *testing.T) {
 	b := bench{t, t.TempDir()}
-	copyTree(t, sampleDir, b.dir)
+	outdirtest.CopyTree(t, sampleDir, b.dir)
 	b.rm(rrDir + "/detection_qa/xray.png")
 	b.rm("chexpercept/" + kLF)
 	b.write(hrrRev+"/option_9_mask_fake.png", nil)
@@ -834,7 +812,7 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Check(sample): %v", err)
 	}
 	b := bench{t, t.TempDir()}
-	copyTree(t, sampleDir, b.dir)
+	outdirtest.CopyTree(t, sampleDir, b.dir)
 	b.rm(rrDir + "/detection_qa/xray.png")
 	if _, err := Check(b.dir); err == nil || !strings.Contains(err.Error(), "missing_image") {
 		t.Errorf("Check(broken) = %v", err)
