@@ -260,3 +260,20 @@ func (ub *unitBoot) decayRows(unit, mode string, group bool, path benchmark.Path
 	}
 	return rows
 }
+
+// diffCI is the percentile interval of a − b at stage k, replicate by
+// replicate of the two bootstraps (independent resamples); ok is false
+// when no replicate has both values.
+func diffCI(a, b *unitBoot, k benchmark.Stage) (lo, hi float64, ok bool) {
+	var reps []float64
+	for i, x := range a.reps[k-1] {
+		if y := b.reps[k-1][i]; !math.IsNaN(x) && !math.IsNaN(y) {
+			reps = append(reps, x-y)
+		}
+	}
+	if len(reps) == 0 {
+		return 0, 0, false
+	}
+	lo, hi = percentileCI(reps)
+	return lo, hi, true
+}

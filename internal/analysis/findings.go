@@ -182,17 +182,9 @@ func domainDiff(med, gen *unitBoot, mode string, pi int, k benchmark.Stage, o *O
 		return row
 	}
 	row.Diff = med.point[k-1] - gen.point[k-1]
-	var reps []float64
-	for b, x := range med.reps[k-1] {
-		if y := gen.reps[k-1][b]; !math.IsNaN(x) && !math.IsNaN(y) {
-			reps = append(reps, x-y)
-		}
-	}
-	if len(reps) == 0 {
+	if row.Lo, row.Hi, row.Valid = diffCI(med, gen, k); !row.Valid {
 		return row
 	}
-	row.Valid = true
-	row.Lo, row.Hi = percentileCI(reps)
 	row.P, row.MinP, row.Exact = PermutationP(stageOf(med.models, k), stageOf(gen.models, k), o.Seed, domainPermCellID(mode, path, k))
 	row.PValid = true
 	return row

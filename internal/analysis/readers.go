@@ -153,17 +153,7 @@ func modelDiff(model, readers *unitBoot, run, mode string, path benchmark.Path, 
 		return row
 	}
 	row.Diff = model.point[k-1] - readers.point[k-1]
-	var reps []float64
-	for b, x := range model.reps[k-1] {
-		if y := readers.reps[k-1][b]; !math.IsNaN(x) && !math.IsNaN(y) {
-			reps = append(reps, x-y)
-		}
-	}
-	if len(reps) == 0 {
-		return row
-	}
-	row.Valid = true
-	row.Lo, row.Hi = percentileCI(reps)
+	row.Lo, row.Hi, row.Valid = diffCI(model, readers, k)
 	return row
 }
 
