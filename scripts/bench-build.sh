@@ -8,17 +8,18 @@
 # build_timing.json) and the peak RSS. Targets: build ≤ 1.3 × floor (the
 # floor is every output PNG encoded once by the standard library's
 # encoder at its default level; the build renders the bundle while
-# processing goes on, at the default level unless PNG=fast asks for
-# bundle_png_compression: fast), peak RSS < 1 GiB. The load average is printed before and
-# after: figures from a shared machine are not comparable.
+# processing goes on, with chexpercept's own PNG writer unless PNG=standard
+# or PNG=fast sets bundle_png_compression), peak RSS < 1 GiB. The load
+# average is printed before and after: figures from a shared machine are
+# not comparable.
 #
 # Environment: CASES_PER_LESION (250), PER_LESION (100,100,100; a scaled
 # run such as CASES_PER_LESION=25 PER_LESION=10,10,10 gives the same
 # build/floor ratio in a tenth of the time), WORKERS (nproc), BENCH_DIR
 # (/tmp/chexpercept-bench), SEED (1), KEEP_PHANTOM=1 to reuse an existing
 # phantom set, PROFILE=FILE to write a CPU profile of the build to FILE
-# (go tool pprof -top "$BENCH_DIR/chexpercept" FILE), PNG=fast to build
-# with bundle_png_compression: fast (default: the default level).
+# (go tool pprof -top "$BENCH_DIR/chexpercept" FILE), PNG=standard or
+# PNG=fast to build with that bundle_png_compression (default: default).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -43,12 +44,19 @@ fi
 
 rm -rf "$DIR/bench"
 config=()
-if [ "${PNG:-default}" = fast ]; then
-	printf 'bundle_png_compression: fast\n' >"$DIR/fast.yaml"
-	config=(--config "$DIR/fast.yaml")
-fi
+case "${PNG:-default}" in
+default) ;;
+standard | fast)
+	printf 'bundle_png_compression: %s\n' "$PNG" >"$DIR/png.yaml"
+	config=(--config "$DIR/png.yaml")
+	;;
+*)
+	echo "bench-build: PNG=$PNG is not default, standard or fast" >&2
+	exit 2
+	;;
+esac
 echo "load average before the build: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
-echo "build: targets $PER_LESION per lesion, $WORKERS workers, bundle PNGs at the ${PNG:-default} level…"
+echo "build: targets $PER_LESION per lesion, $WORKERS workers, bundle_png_compression ${PNG:-default}…"
 CHEXPERCEPT_CPUPROFILE="${PROFILE:-}" /usr/bin/time -v -o "$DIR/time.txt" \
 	"$DIR/chexpercept" build --source "$DIR/phantom/manifest.jsonl" --out "$DIR/bench" \
 	--per-lesion "$PER_LESION" --workers "$WORKERS" --accept-all --measure-png-floor "${config[@]}" >"$DIR/build.log" 2>&1 || {

@@ -346,8 +346,11 @@ func (a *assembly) renderCase(inc *included) error {
 	hashes := map[string]string{}
 	stage := filepath.Join(a.opt.Out, imagesDir, ".staging-"+key+"-"+randSuffix())
 	var buf bytes.Buffer
-	encode := render.EncodePNG
-	if a.cfg.BundlePNGCompression == buildcfg.FastPNG {
+	encode := render.EncodeBundlePNG
+	switch a.cfg.BundlePNGCompression {
+	case buildcfg.StandardPNG:
+		encode = render.EncodePNG
+	case buildcfg.FastPNG:
 		encode = render.EncodeFastPNG
 	}
 	for _, rel := range slices.Sorted(maps.Keys(imgs)) {

@@ -87,17 +87,18 @@ func TestLoadErrorsAreOneCleanLine(t *testing.T) {
 	}
 }
 
-// TestBundlePNGCompression: the key takes default or fast; the default
-// writes nothing into the resolved configuration (so a default build's
-// build_info.json and fingerprints keep their bytes), and fast enters the
-// case fingerprint (the work state's masks, copied into the bundle, are
-// encoded at that level: a work state of the other level is not reused).
+// TestBundlePNGCompression: the key takes default, standard or fast; the
+// default writes nothing into the resolved configuration (so a default
+// build's case fingerprints keep their bytes), and the others enter the
+// case fingerprint (fast's work-state masks, copied into the bundle, are
+// encoded at that level: a work state of another level is not reused).
 func TestBundlePNGCompression(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ value, want, err string }{
 		{"default", "", ""},
+		{"standard", StandardPNG, ""},
 		{"fast", FastPNG, ""},
-		{"turbo", "", `bundle_png_compression: "turbo" is not default or fast`},
+		{"turbo", "", `bundle_png_compression: "turbo" is not default, standard or fast`},
 	} {
 		p := filepath.Join(dir, tc.value+".yaml")
 		if err := os.WriteFile(p, []byte("bundle_png_compression: "+tc.value+"\n"), 0o644); err != nil {

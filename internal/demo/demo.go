@@ -269,9 +269,6 @@ func (d *runner) build(manifest string) error {
 	cfg.Seed = buildSeed
 	cfg.LF, cfg.RF, cfg.RR = perPath, perPath, perPath
 	cfg.Workers = d.opt.Workers
-	// The demo's PNGs are written once and read a few times: the
-	// fastest compression level saves most of the build's time.
-	cfg.BundlePNGCompression = buildcfg.FastPNG
 	t := time.Now()
 	sum, err := build.Run(d.ctx, build.Options{Source: manifest, Out: dir, Config: cfg, Workers: d.opt.Workers,
 		Decisions: review.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: d.log, Stderr: d.log})

@@ -14,6 +14,7 @@ package render
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -22,6 +23,7 @@ import (
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/mask"
+	"github.com/chexpercept/chexpercept/internal/pngenc"
 )
 
 // Colour is an 8-bit RGB colour.
@@ -215,6 +217,23 @@ func EncodePNG(w io.Writer, img image.Image) error { return encode(pngEncoder, w
 // compression: for images shown to people (review packs, the review app)
 // and for bundles built with bundle_png_compression: fast.
 func EncodeFastPNG(w io.Writer, img image.Image) error { return encode(fastEncoder, w, img) }
+
+// bundleEncoder is chexpercept's own PNG writer (package pngenc: every
+// row filtered with Up, deflate level 4).
+var bundleEncoder = &pngenc.Encoder{}
+
+// EncodeBundlePNG writes img as the build writes a bundle's images by
+// default: an opaque *image.RGBA through package pngenc (about a quarter
+// of EncodePNG's CPU time, files about 7 % larger, the same pixels),
+// anything else like EncodePNG.
+func EncodeBundlePNG(w io.Writer, img image.Image) error {
+	if rgba, ok := img.(*image.RGBA); ok {
+		if err := bundleEncoder.EncodeRGBA(w, rgba); !errors.Is(err, pngenc.ErrNotOpaque) {
+			return err
+		}
+	}
+	return EncodePNG(w, img)
+}
 
 func encode(enc *png.Encoder, w io.Writer, img image.Image) error {
 	bw := bufio.NewWriterSize(w, 64<<10)

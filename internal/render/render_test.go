@@ -146,7 +146,7 @@ func TestEncodePNGIsRGB(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		encode func(io.Writer, image.Image) error
-	}{{"EncodePNG", EncodePNG}, {"EncodeFastPNG", EncodeFastPNG}} {
+	}{{"EncodePNG", EncodePNG}, {"EncodeFastPNG", EncodeFastPNG}, {"EncodeBundlePNG", EncodeBundlePNG}} {
 		var buf bytes.Buffer
 		if err := tc.encode(&buf, img); err != nil {
 			t.Fatal(err)
@@ -166,6 +166,37 @@ func TestEncodePNGIsRGB(t *testing.T) {
 			if r != v || g != v || bb != v || a != 0xffff {
 				t.Fatalf("%s: pixel %d decoded as %d %d %d %d", tc.name, i, r, g, bb, a)
 			}
+		}
+	}
+}
+
+// TestEncodeBundlePNGFallsBack: what package pngenc cannot write as RGB
+// (a translucent pixel, another image type) goes to image/png instead of
+// losing its alpha or failing the build.
+func TestEncodeBundlePNGFallsBack(t *testing.T) {
+	translucent := Gray2RGB(gradient(16, 16))
+	translucent.Pix[3] = 128
+	for _, tc := range []struct {
+		name       string
+		img        image.Image
+		colourType byte
+	}{
+		{"translucent RGBA", translucent, 6},
+		{"gray", gradient(16, 16), 0},
+	} {
+		var buf bytes.Buffer
+		if err := EncodeBundlePNG(&buf, tc.img); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if ct := buf.Bytes()[25]; ct != tc.colourType {
+			t.Errorf("%s: colour type %d, want %d", tc.name, ct, tc.colourType)
+		}
+		dec, err := png.Decode(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if r, _, _, a := dec.At(0, 0).RGBA(); r>>8 != 0 || (tc.colourType == 6 && a>>8 != 128) {
+			t.Errorf("%s: pixel (0,0) decoded as r=%d a=%d", tc.name, r>>8, a>>8)
 		}
 	}
 }
