@@ -702,3 +702,39 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 		}
 	})
 }
+
+// TestAnswersRefusesOversizedAnswer: the server only stores "Answer: …";
+// a database edited to hold a huge answer is refused with the record named,
+// before the answer is read whole or scored.
+func TestAnswersRefusesOversizedAnswer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reading.db")
+	s, err := create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.db.Close()
+	ctx := context.Background()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO readers(id, name, token_sha256) VALUES(1, 'r1', x'00')`, nil},
+		{`INSERT INTO turns(reader_id, pos, seq, shown_ms, answer, answered_ms) VALUES(1, 3, 1, 0, ?, 1)`, []any{"Answer: 2"}},
+		{`INSERT INTO turns(reader_id, pos, seq, shown_ms, answer, answered_ms) VALUES(1, 4, 1, 0, ?, 1)`, []any{strings.Repeat("1,", 1<<20)}},
+		{`INSERT INTO turns(reader_id, pos, seq, shown_ms, answer, answered_ms) VALUES(1, 5, 1, 0, ?, 1)`, []any{strings.Repeat("1", maxAnswerBytes)}},
+	} {
+		if _, err := s.db.ExecContext(ctx, q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ans, err := s.Answers(ctx, 1, 3); err != nil || len(ans) != 1 || ans[0].Text != "Answer: 2" {
+		t.Errorf("a normal answer: %+v, %v", ans, err)
+	}
+	if ans, err := s.Answers(ctx, 1, 5); err != nil || len(ans) != 1 || len(ans[0].Text) != maxAnswerBytes {
+		t.Errorf("an answer at the bound: %d answers, %v", len(ans), err)
+	}
+	_, err = s.Answers(ctx, 1, 4)
+	if want := "reader 1, record 4, turn 1: the stored answer is 2097152 bytes"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
+		t.Errorf("an oversized answer: %v, want an error naming the file and %q", err, want)
+	}
+}

@@ -258,9 +258,15 @@ type Answer struct {
 	AnsweredMS int64
 }
 
+// maxAnswerBytes bounds a stored answer. The server only writes
+// FormatAnswer's "Answer: 1,3"; anything longer was written by something
+// else, and is refused rather than read and scored.
+const maxAnswerBytes = 4096
+
 // Answers lists the stored turns of one record of a reader, by seq.
 func (s *Store) Answers(ctx context.Context, readerID int64, pos int) ([]Answer, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, shown_ms, answer, answered_ms FROM turns WHERE reader_id = ? AND pos = ? ORDER BY seq`, readerID, pos)
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, shown_ms, substr(answer, 1, ?), length(CAST(answer AS BLOB)), answered_ms
+		FROM turns WHERE reader_id = ? AND pos = ? ORDER BY seq`, maxAnswerBytes+1, readerID, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -269,9 +275,13 @@ func (s *Store) Answers(ctx context.Context, readerID int64, pos int) ([]Answer,
 	for rows.Next() {
 		var a Answer
 		var text sql.NullString
-		var at sql.NullInt64
-		if err := rows.Scan(&a.Seq, &a.ShownMS, &text, &at); err != nil {
+		var size, at sql.NullInt64
+		if err := rows.Scan(&a.Seq, &a.ShownMS, &text, &size, &at); err != nil {
 			return nil, err
+		}
+		if size.Int64 > maxAnswerBytes {
+			return nil, fmt.Errorf("reading db %s: reader %d, record %d, turn %d: the stored answer is %d bytes (at most %d); the database was changed outside chexpercept",
+				s.Path, readerID, pos, a.Seq, size.Int64, maxAnswerBytes)
 		}
 		a.Text, a.AnsweredMS = text.String, at.Int64
 		out = append(out, a)

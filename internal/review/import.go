@@ -327,13 +327,12 @@ func mapDecision(cell string) (string, error) {
 }
 
 // AppendLog appends lines to a reviews.jsonl file (created when absent) in
-// one write, so a concurrent reader never sees a partial line of ours.
+// one write, so a concurrent reader never sees a partial line of ours. The
+// log is opened as imagefile.OpenWritable opens a command's own files: a
+// symbolic link or anything but a regular file is refused (a FIFO would
+// wait for a reader for ever, a link would send the decisions elsewhere).
 func AppendLog(path string, lines []*Line) error {
-	// Opening a FIFO for writing would wait for a reader for ever.
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return fmt.Errorf("reviews %s: not a regular file", path)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := imagefile.OpenWritable(path, os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("reviews %s: %w", path, imagefile.Reason(err))
 	}
@@ -342,11 +341,8 @@ func AppendLog(path string, lines []*Line) error {
 	// onto it.
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {
 		var last [1]byte
-		if rf, err := imagefile.Open(path, imagefile.Follow); err == nil {
-			if _, err := rf.ReadAt(last[:], st.Size()-1); err == nil && last[0] != '\n' {
-				data = append([]byte{'\n'}, data...)
-			}
-			rf.Close()
+		if _, err := f.ReadAt(last[:], st.Size()-1); err == nil && last[0] != '\n' {
+			data = append([]byte{'\n'}, data...)
 		}
 	}
 	if _, err := f.Write(data); err != nil {

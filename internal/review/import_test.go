@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,6 +95,36 @@ func TestImportPackRoundTrip(t *testing.T) {
 	}
 	if l.Latest("other") == nil {
 		t.Error("the existing line was damaged by the append")
+	}
+}
+
+// TestAppendLogRefusesLinks: the log is appended to only as a regular
+// file of its own; a link (even to a regular file) or a FIFO is refused
+// and the file behind it is left as it was.
+func TestAppendLogRefusesLinks(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere.jsonl")
+	writeFile(t, target, "{}\n")
+	link := filepath.Join(dir, "reviews.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line := []*Line{{KeyID: "k", Decision: DecisionAccept}}
+	for _, tc := range []struct{ path, want string }{
+		{link, "symbolic link"},
+		{fifo, "not a regular file"},
+	} {
+		err := AppendLog(tc.path, line)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
+			t.Errorf("AppendLog(%s): %v, want an error naming the file and %q", tc.path, err, tc.want)
+		}
+	}
+	if b, _ := os.ReadFile(target); string(b) != "{}\n" {
+		t.Errorf("the linked file became %q", b)
 	}
 }
 
