@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +22,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/phantom"
+	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/validate"
@@ -494,4 +497,127 @@ func TestAssemblyOverlapsProcessing(t *testing.T) {
 	if readSums(t, out) != readSums(t, referenceBuild(t)) {
 		t.Fatal("SHA256SUMS differ from the reference build")
 	}
+}
+
+// TestBundlePNGCompression: every value of bundle_png_compression writes
+// the same pixels as the default build; standard writes image/png's
+// default-level bytes (those of builds before package pngenc), so its
+// images differ from the default's in bytes only, and its masks are the
+// default's own bytes; fast changes the masks' bytes too.
+func TestBundlePNGCompression(t *testing.T) {
+	ref := referenceBuild(t)
+	refFiles := pngFiles(t, ref)
+	if len(refFiles) == 0 {
+		t.Fatal("the reference build has no PNG")
+	}
+	for _, tc := range []struct {
+		value                 string
+		sameImages, sameMasks bool
+	}{
+		{buildcfg.StandardPNG, false, true},
+		{buildcfg.FastPNG, false, false},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), tc.value)
+			opt := smallOptions(phantomManifest(t), out, 2)
+			opt.Config.BundlePNGCompression = tc.value
+			if _, err := Run(context.Background(), opt); err != nil {
+				t.Fatal(err)
+			}
+			checkSums(t, out)
+			got := pngFiles(t, out)
+			if len(got) != len(refFiles) {
+				t.Fatalf("%d PNGs, the default build has %d", len(got), len(refFiles))
+			}
+			var sameImages, sameMasks = true, true
+			for rel, want := range refFiles {
+				data, ok := got[rel]
+				if !ok {
+					t.Fatalf("%s is missing", rel)
+				}
+				if !samePixels(t, rel, want, data) {
+					t.Fatalf("%s: the pixels differ from the default build's", rel)
+				}
+				same := bytes.Equal(want, data)
+				if strings.HasPrefix(rel, masksDir+"/") {
+					sameMasks = sameMasks && same
+				} else {
+					sameImages = sameImages && same
+				}
+			}
+			if tc.value == buildcfg.StandardPNG {
+				// One image re-encoded by image/png at its default level
+				// gives the file's bytes.
+				rel := imagesDir + "/" + firstKey(got, imagesDir+"/")
+				img, err := png.Decode(bytes.NewReader(got[rel]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var buf bytes.Buffer
+				if err := render.EncodePNG(&buf, img); err != nil || !bytes.Equal(buf.Bytes(), got[rel]) {
+					t.Errorf("%s is not image/png's default-level encoding (%v)", rel, err)
+				}
+			}
+			if sameImages != tc.sameImages || sameMasks != tc.sameMasks {
+				t.Errorf("bytes equal to the default build's: images %v, masks %v; want %v, %v", sameImages, sameMasks, tc.sameImages, tc.sameMasks)
+			}
+		})
+	}
+}
+
+// firstKey is the first key with the prefix, in sorted order, without it.
+func firstKey(m map[string][]byte, prefix string) string {
+	keys := slices.Sorted(maps.Keys(m))
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefix) {
+			return strings.TrimPrefix(k, prefix)
+		}
+	}
+	return ""
+}
+
+// pngFiles reads every PNG under a built benchmark's chexpercept/ and
+// masks/ folders, by slash path relative to the benchmark.
+func pngFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	for _, sub := range []string{imagesDir, masksDir} {
+		err := filepath.WalkDir(filepath.Join(dir, sub), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || filepath.Ext(p) != ".png" {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			rel, _ := filepath.Rel(dir, p)
+			files[filepath.ToSlash(rel)] = data
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
+
+// samePixels decodes two PNGs with image/png and compares their pixels.
+func samePixels(t *testing.T, name string, a, b []byte) bool {
+	t.Helper()
+	ia, err := png.Decode(bytes.NewReader(a))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	ib, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if ia.Bounds() != ib.Bounds() || fmt.Sprintf("%T", ia) != fmt.Sprintf("%T", ib) {
+		return false
+	}
+	switch x := ia.(type) {
+	case *image.RGBA:
+		return bytes.Equal(x.Pix, ib.(*image.RGBA).Pix)
+	case *image.Gray:
+		return bytes.Equal(x.Pix, ib.(*image.Gray).Pix)
+	}
+	t.Fatalf("%s: decoded as %T", name, ia)
+	return false
 }
