@@ -35,7 +35,10 @@ The findings section tests the paper's two claims (depth decay; medical vs
 general models) on the runs given, grouping each run by its model's registry
 domain (--models adds registry files) or by --domains FILE, a YAML mapping
 of run names or models to groups; baselines are never grouped. Its numbers
-are in ext_domain.csv, ext_domain_diff.csv and ext_domain_decay.csv.
+are in ext_domain.csv, ext_domain_diff.csv and ext_domain_decay.csv. With
+runs of human readers (read export) the readers-and-models part's numbers
+are in ext_readers.csv, ext_readers_diff.csv, ext_reader_agreement.csv and
+ext_reader_time.csv (docs/reading.md).
 
 Problems with single inputs are warnings: the report of everything valid
 is still written and lists what was left out.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -203,6 +204,15 @@ func TestDataDictionary(t *testing.T) {
 	if len(cols) < 18 {
 		t.Fatalf("the report has %d data files: %v", len(cols), cols)
 	}
+	// The readers' files exist only in a report with readers: a second
+	// report adds them, and each must be there to be checked.
+	readers := reportColumns(t, readersReport(t))
+	for _, f := range readersCSVs {
+		if _, ok := readers[f]; !ok {
+			t.Errorf("the readers report has no %s", f)
+		}
+	}
+	maps.Copy(cols, readers)
 	for file, names := range cols {
 		heading, ok := d.files[file]
 		if !ok {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // The "Readers and models" part: when runs of human readers (`read
@@ -57,7 +58,8 @@ func buildReaders(res *analysis.Result) *readersDoc {
 	for _, set := range rr.Readers {
 		rd.Notes = append(rd.Notes, fmt.Sprintf("Oracle %s: %d reader(s): %s.", set.OracleMode, len(set.Runs), strings.Join(set.Runs, ", ")))
 	}
-	rd.Notes = append(rd.Notes, "Accuracy is end-to-end (all of stages 1..k correct), in percent; a model's row is its difference from the readers' mean in points, with a 95 % bootstrap interval. A negative difference means the model falls short of the readers.")
+	rd.Notes = append(rd.Notes, "Accuracy is end-to-end (all of stages 1..k correct), in percent; a model's row is its difference from the readers' mean in points, with a 95 % bootstrap interval. A negative difference means the model falls short of the readers.",
+		"The tables' numbers, unrounded (accuracies and differences as fractions), are in "+strings.Join(readersCSVs, ", ")+".")
 	for _, mode := range rr.Modes {
 		hdr := []string{"Unit"}
 		for _, c := range stageCells() {
@@ -139,4 +141,82 @@ func (rd *readersDoc) markdown(b *strings.Builder) {
 	for _, t := range rd.Tables {
 		t.markdown(b)
 	}
+}
+
+// readersCSVs are the readers part's data files, in readersFiles order.
+var readersCSVs = []string{"ext_readers.csv", "ext_readers_diff.csv", "ext_reader_agreement.csv", "ext_reader_time.csv"}
+
+// readersFiles are the data of the readers-and-models tables, the same
+// numbers from the same rows; none without readers, as the part itself
+// is absent then (a models-only report keeps its set of files).
+func readersFiles(res *analysis.Result) map[string][]byte {
+	rr := res.Readers
+	if rr == nil {
+		return nil
+	}
+	return map[string][]byte{
+		readersCSVs[0]: extReaders(rr),
+		readersCSVs[1]: extReadersDiff(res),
+		readersCSVs[2]: extReaderAgreement(rr),
+		readersCSVs[3]: extReaderTime(rr),
+	}
+}
+
+// extReaders is the readers' mean per oracle mode, path and stage, as
+// ext_domain.csv has a group's.
+func extReaders(rr *analysis.ReadersResult) []byte {
+	header := []string{"oracle_mode", "path", "stage", "n_readers", "n_records", "accuracy", "ci_low", "ci_high"}
+	var rows [][]string
+	for _, g := range rr.Groups {
+		row := []string{g.OracleMode, string(g.Path), itoa(int(g.Stage)), itoa(g.NModels), itoa(g.NItems), NA, NA, NA}
+		if g.Valid {
+			row[5], row[6], row[7] = f6(g.Value), f6(g.Lo), f6(g.Hi)
+		}
+		rows = append(rows, row)
+	}
+	return results.CSV(header, rows)
+}
+
+// extReadersDiff is each model's difference from the readers' mean; its
+// rows lead with the run columns so that they join samples.*.
+func extReadersDiff(res *analysis.Result) []byte {
+	header := withRun("path", "stage", "n_readers", "difference", "ci_low", "ci_high")
+	var rows [][]string
+	for _, d := range res.Readers.Diffs {
+		var run *analysis.RunResult
+		for _, r := range res.Runs {
+			if r.Run.Name == d.ModelA && r.Run.OracleMode == d.OracleMode {
+				run = r
+			}
+		}
+		if run == nil {
+			continue // a diff row is always of a run of the result
+		}
+		row := append(runCols(run), string(d.Path), itoa(int(d.Stage)), itoa(d.NB), NA, NA, NA)
+		if d.Valid {
+			row[len(row)-3], row[len(row)-2], row[len(row)-1] = f6(d.Diff), f6(d.Lo), f6(d.Hi)
+		}
+		rows = append(rows, row)
+	}
+	return results.CSV(header, rows)
+}
+
+// extReaderAgreement is Fleiss' κ per oracle mode and question type.
+func extReaderAgreement(rr *analysis.ReadersResult) []byte {
+	header := []string{"oracle_mode", "question", "turn", "n_readers", "n_records", "kappa"}
+	var rows [][]string
+	for _, k := range rr.Kappa {
+		rows = append(rows, []string{k.OracleMode, k.Question.Name(), k.Question.Turn(), itoa(k.NReaders), itoa(k.NItems), f6(k.Kappa)})
+	}
+	return results.CSV(header, rows)
+}
+
+// extReaderTime is the reading time per oracle mode and stage.
+func extReaderTime(rr *analysis.ReadersResult) []byte {
+	header := []string{"oracle_mode", "stage", "n_records", "time_s_mean", "time_s_median"}
+	var rows [][]string
+	for _, tr := range rr.Time {
+		rows = append(rows, []string{tr.OracleMode, itoa(int(tr.Stage)), itoa(tr.NRecords), f6(tr.MeanS), f6(tr.MedianS)})
+	}
+	return results.CSV(header, rows)
 }

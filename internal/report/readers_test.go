@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +24,13 @@ import (
 // and reports them.
 func readersReport(t *testing.T) string {
 	t.Helper()
+	return readersFixtureReport(t, true)
+}
+
+// readersFixtureReport is readersReport, or with withReaders false the
+// same report of the three models alone.
+func readersFixtureReport(t *testing.T, withReaders bool) string {
+	t.Helper()
 	tmp := t.TempDir()
 	recs := benchtest.Full(4)
 	index := map[string]int{}
@@ -37,6 +45,9 @@ func readersReport(t *testing.T) string {
 		{Provider: "opensource", Label: "weak3", Oracle: "none", Policy: func(rec *benchmark.Record, p protocol.PlannedTurn) string {
 			return domainPolicy(index, 1, true)(rec, p)
 		}},
+	}
+	if !withReaders {
+		runs = runs[2:]
 	}
 	dir := fixture(t, tmp, recs, runs...)
 	out := filepath.Join(tmp, "report")
@@ -119,6 +130,150 @@ func TestReadersAndModels(t *testing.T) {
 	if dir := os.Getenv("CHEXPERCEPT_SCREENSHOTS"); dir != "" {
 		if b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
 			os.WriteFile(filepath.Join(dir, "report-readers.png"), b, 0o644)
+		}
+	}
+}
+
+// readersSection is report.md's readers-and-models part: its table rows
+// by their first cell (each label occurs once there with one oracle mode).
+func readersSection(t *testing.T, md string) map[string][]string {
+	t.Helper()
+	_, part, ok := strings.Cut(md, "\n## Readers and models\n")
+	if !ok {
+		t.Fatal("report.md has no readers part")
+	}
+	part, _, _ = strings.Cut(part, "\n## ")
+	rows := map[string][]string{}
+	for _, line := range strings.Split(part, "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		rows[cells[0]] = cells
+	}
+	return rows
+}
+
+// csvFloat reads a float cell written with f6.
+func csvFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("float %q: %v", s, err)
+	}
+	return x
+}
+
+// TestReadersCSV: with readers, the report writes the readers' data
+// files with their headers, and every row gives the number its table
+// cell in report.md prints; without readers it writes none of them.
+func TestReadersCSV(t *testing.T) {
+	out := readersReport(t)
+	rows := readersSection(t, string(read(t, filepath.Join(out, "report.md"))))
+	stageCol := func(ct *csvTable, row []string) int {
+		for i, c := range stageCells() {
+			if string(c.path) == ct.get(row, "path") && itoa(int(c.k)) == ct.get(row, "stage") {
+				return 1 + i
+			}
+		}
+		t.Fatalf("no table column for path %s stage %s", ct.get(row, "path"), ct.get(row, "stage"))
+		return 0
+	}
+	// interval is the table's text of a value and its interval, or N/A.
+	interval := func(ct *csvTable, row []string, value string, format func(bool, float64, float64, float64) string) string {
+		v := ct.get(row, value)
+		if v == NA {
+			return format(false, 0, 0, 0)
+		}
+		return format(true, csvFloat(t, v), csvFloat(t, ct.get(row, "ci_low")), csvFloat(t, ct.get(row, "ci_high")))
+	}
+	cases := []struct {
+		file   string
+		header string
+		// cell gives a row's table row label, column and expected text.
+		cell func(ct *csvTable, row []string) (string, int, string)
+	}{
+		{"ext_readers.csv", "oracle_mode,path,stage,n_readers,n_records,accuracy,ci_low,ci_high",
+			func(ct *csvTable, row []string) (string, int, string) {
+				return "readers (mean)", stageCol(ct, row), interval(ct, row, "accuracy", ciText)
+			}},
+		{"ext_readers_diff.csv", "run,model,provider,oracle_mode,parse_mode,path,stage,n_readers,difference,ci_low,ci_high",
+			func(ct *csvTable, row []string) (string, int, string) {
+				return ct.get(row, "run") + " − readers", stageCol(ct, row), interval(ct, row, "difference", signedCI)
+			}},
+		{"ext_reader_agreement.csv", "oracle_mode,question,turn,n_readers,n_records,kappa",
+			func(ct *csvTable, row []string) (string, int, string) {
+				want := NAText
+				if k := ct.get(row, "kappa"); k != NA {
+					want = fmt.Sprintf("%.3f (%s records)", csvFloat(t, k), ct.get(row, "n_records"))
+				}
+				return ct.get(row, "turn") + " " + ct.get(row, "question"), 1, want
+			}},
+		{"ext_reader_time.csv", "oracle_mode,stage,n_records,time_s_mean,time_s_median",
+			func(ct *csvTable, row []string) (string, int, string) {
+				k, _ := strconv.Atoi(ct.get(row, "stage"))
+				want := NAText
+				if n := ct.get(row, "n_records"); n != "0" {
+					want = fmt.Sprintf("mean %.1f, median %.1f (%s records)", csvFloat(t, ct.get(row, "time_s_mean")), csvFloat(t, ct.get(row, "time_s_median")), n)
+				}
+				return fmt.Sprintf("%d %s", k, benchmark.Stage(k).Name()), 1, want
+			}},
+	}
+	if len(cases) != len(readersCSVs) {
+		t.Errorf("%d cases for %d files %v", len(cases), len(readersCSVs), readersCSVs)
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			ct := readCSVTable(t, filepath.Join(out, c.file))
+			if got := strings.Join(ct.header, ","); got != c.header {
+				t.Errorf("header %s, want %s", got, c.header)
+			}
+			if len(ct.rows) == 0 {
+				t.Fatal("no rows")
+			}
+			valid := 0
+			for i, row := range ct.rows {
+				if ct.get(row, "oracle_mode") != "none" {
+					t.Errorf("row %d: oracle_mode %q", i+2, ct.get(row, "oracle_mode"))
+				}
+				label, col, want := c.cell(ct, row)
+				cells, ok := rows[label]
+				if !ok || col >= len(cells) {
+					t.Errorf("row %d: no table row %q with column %d", i+2, label, col)
+					continue
+				}
+				if cells[col] != want {
+					t.Errorf("row %d: the table prints %q, the file gives %q", i+2, cells[col], want)
+				}
+				if want != NAText {
+					valid++
+				}
+			}
+			if valid == 0 {
+				t.Error("no row with a value")
+			}
+		})
+	}
+
+	// The models' rows join samples.csv on run and oracle_mode, with the
+	// model alias samples.csv gives.
+	samples := readCSVTable(t, filepath.Join(out, SamplesCSV))
+	alias := map[[2]string]string{}
+	for _, r := range samples.rows {
+		alias[[2]string{samples.get(r, "run"), samples.get(r, "oracle_mode")}] = samples.get(r, "model")
+	}
+	diffs := readCSVTable(t, filepath.Join(out, "ext_readers_diff.csv"))
+	for i, row := range diffs.rows {
+		m, ok := alias[[2]string{diffs.get(row, "run"), diffs.get(row, "oracle_mode")}]
+		if !ok || m != diffs.get(row, "model") {
+			t.Errorf("ext_readers_diff.csv row %d: run %s model %s; samples.csv: %q (%v)", i+2, diffs.get(row, "run"), diffs.get(row, "model"), m, ok)
+		}
+	}
+
+	none := readersFixtureReport(t, false)
+	for _, f := range readersCSVs {
+		if _, err := os.Stat(filepath.Join(none, f)); !os.IsNotExist(err) {
+			t.Errorf("without readers, %s: %v (want no file)", f, err)
 		}
 	}
 }

@@ -53,6 +53,7 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 		"summary.json":           summaryJSON(res, warnings),
 	}
 	maps.Copy(files, healthFiles(res))
+	maps.Copy(files, readersFiles(res))
 	for _, mode := range res.Modes() {
 		for name, data := range refCSVs(res, mode) {
 			files[filepath.Join(RefDir(mode), name)] = data

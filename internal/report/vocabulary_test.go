@@ -135,6 +135,11 @@ func TestOneVocabulary(t *testing.T) {
 	if len(files) < 10 {
 		t.Fatalf("%d CSV files", len(files))
 	}
+	// The readers' files are written only with readers.
+	readers := readersReport(t)
+	for _, f := range readersCSVs {
+		files = append(files, filepath.Join(readers, f))
+	}
 	for _, f := range files {
 		ct := readCSVTable(t, f)
 		name := filepath.Base(f)
