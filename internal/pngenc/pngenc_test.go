@@ -193,3 +193,26 @@ func BenchmarkEncode(b *testing.B) {
 		})
 	}
 }
+
+// TestReuseAfterFailure: an encode that failed half way leaves no state
+// behind in the pool; the next encode writes the bytes a new Encoder does.
+func TestReuseAfterFailure(t *testing.T) {
+	img := testImage(image.Rect(0, 0, 512, 512), 8, true)
+	var want bytes.Buffer
+	if err := (&Encoder{}).EncodeRGBA(&want, img); err != nil {
+		t.Fatal(err)
+	}
+	enc := &Encoder{}
+	for range 3 {
+		if err := enc.EncodeRGBA(&failWriter{after: 100 << 10}, img); err == nil {
+			t.Fatal("no error from a failing writer")
+		}
+		var got bytes.Buffer
+		if err := enc.EncodeRGBA(&got, img); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatal("the encode after a failure differs from a fresh encoder's")
+		}
+	}
+}
