@@ -754,8 +754,9 @@ synthetic phantoms, not patient images, and the benchmark was built with
 review_mode "accept_all"). Use it to see how the tools fit together, never to
 judge a model. The simulated models are not models either: they answer the
 benchmark's ground truth at set accuracies, and share a wrong answer on a
-tenth of the questions so that item health has something to flag. The PNGs
-are written at the fastest compression level (larger files, same pixels).
+tenth of the questions so that item health has something to flag. The
+phantom's PNGs are written at the fastest compression level (larger files,
+same pixels); the benchmark is built with the default configuration.
 
   phantom/     synthetic source set (manifest.jsonl, images, masks, contact sheet)
   benchmark/   the benchmark built from it (chexpercept.json, image bundle, SHA256SUMS)
