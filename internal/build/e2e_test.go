@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/phantom"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/review"
@@ -580,19 +582,11 @@ func firstKey(m map[string][]byte, prefix string) string {
 // masks/ folders, by slash path relative to the benchmark.
 func pngFiles(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	files := map[string][]byte{}
-	for _, sub := range []string{imagesDir, masksDir} {
-		err := filepath.WalkDir(filepath.Join(dir, sub), func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || filepath.Ext(p) != ".png" {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			rel, _ := filepath.Rel(dir, p)
-			files[filepath.ToSlash(rel)] = data
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
+	files := outdirtest.ReadFiles(t, dir)
+	for rel := range files {
+		top, _, _ := strings.Cut(rel, "/")
+		if (top != imagesDir && top != masksDir) || path.Ext(rel) != ".png" {
+			delete(files, rel)
 		}
 	}
 	return files

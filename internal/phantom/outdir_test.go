@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 )
 
 const legacyLine = `{"case_id":"ph0001_positive_0","lesion":"atelectasis","label":"positive","image":"images/ph0001.png","image_id":"ph0001"}` + "\n"
@@ -84,11 +86,11 @@ func TestGenerateRerunsIntoPhantomSet(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, MarkerName)); err != nil {
 		t.Fatalf("no marker: %v", err)
 	}
-	before := readTree(t, dir)
+	before := outdirtest.ReadFiles(t, dir)
 	if _, err := Generate(context.Background(), Options{OutDir: dir, CasesPerLesion: 1, Seed: 9, Workers: 2}); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
-	after := readTree(t, dir)
+	after := outdirtest.ReadFiles(t, dir)
 	if len(after) != len(before) {
 		t.Fatalf("rerun changed the file count: %d → %d", len(before), len(after))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 )
 
 // testCase is one generated case with its spec.
@@ -473,32 +474,13 @@ func generate(t *testing.T, n int, seed uint64, workers int) (string, Summary) {
 	return dir, sum
 }
 
-// readTree maps every file's relative path to its bytes.
-func readTree(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestSameSeedSameBytesAnyWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates 28 cases")
 	}
 	d1, s1 := generate(t, 1, 5, 1)
 	d4, _ := generate(t, 1, 5, 4)
-	a, b := readTree(t, d1), readTree(t, d4)
+	a, b := outdirtest.ReadFiles(t, d1), outdirtest.ReadFiles(t, d4)
 	if len(a) != len(b) || len(a) != s1.Files+2 {
 		t.Fatalf("file counts differ: %d vs %d (summary %d PNGs + manifest + marker)", len(a), len(b), s1.Files)
 	}

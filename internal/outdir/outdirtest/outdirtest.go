@@ -116,3 +116,24 @@ func CopyTree(t testing.TB, src, dst string) {
 		t.Fatalf("copying %s to %s: %v", src, dst, err)
 	}
 }
+
+// ReadFiles maps the slash path, relative to root, of every regular file
+// under root to its bytes (links and other entries are left out), for
+// tests that compare whole outputs.
+func ReadFiles(t testing.TB, root string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil {
+		t.Fatalf("reading %s: %v", root, err)
+	}
+	return files
+}
