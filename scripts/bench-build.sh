@@ -39,7 +39,7 @@ go build -o "$DIR/chexpercept" ./cmd/chexpercept
 if [ "${KEEP_PHANTOM:-0}" != 1 ] || [ ! -f "$DIR/phantom/manifest.jsonl" ]; then
 	rm -rf "$DIR/phantom"
 	echo "phantom: $N cases per lesion and label…"
-	"$DIR/chexpercept" phantom --out "$DIR/phantom" --cases-per-lesion "$N" --seed "$SEED" --workers "$WORKERS" >/dev/null
+	"$DIR/chexpercept" phantom --out "$DIR/phantom" --cases-per-lesion "$N" --phantom-seed "$SEED" --workers "$WORKERS" >/dev/null
 fi
 
 rm -rf "$DIR/bench"

@@ -234,7 +234,7 @@ export PATH="$tmp/bin:$PATH" # the jobs inherit it (sbatch --export=ALL)
 say "built chexpercept in $((SECONDS - t)) s"
 t=$SECONDS
 bench=$tmp/bench
-chexpercept phantom --out "$tmp/phantom" --cases-per-lesion 3 --seed 1 >"$tmp/logs/phantom.log" 2>&1
+chexpercept phantom --out "$tmp/phantom" --cases-per-lesion 3 --phantom-seed 1 >"$tmp/logs/phantom.log" 2>&1
 chexpercept build --source "$tmp/phantom/manifest.jsonl" --out "$bench" --accept-all \
 	--per-lesion 1,1,1 >"$tmp/logs/build.log" 2>&1
 nrec=$(jq length "$bench/chexpercept.json")
