@@ -24,7 +24,6 @@ package reading
 
 import (
 	"context"
-	"crypto/subtle"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -208,20 +207,8 @@ type Reader struct {
 
 // Readers lists the readers (not the admin) by id.
 func (s *Store) Readers(ctx context.Context) ([]Reader, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, name FROM readers WHERE is_admin = 0 ORDER BY id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Reader
-	for rows.Next() {
-		var r Reader
-		if err := rows.Scan(&r.ID, &r.Name); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return appdb.Rows(ctx, s.db, func(r *Reader) []any { return []any{&r.ID, &r.Name} },
+		`SELECT id, name FROM readers WHERE is_admin = 0 ORDER BY id`)
 }
 
 // Item is one record of a reader's list.
@@ -233,20 +220,8 @@ type Item struct {
 
 // Items lists a reader's records in the reader's order.
 func (s *Store) Items(ctx context.Context, readerID int64) ([]Item, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT pos, bench_index, key_id FROM records WHERE reader_id = ? ORDER BY pos`, readerID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Item
-	for rows.Next() {
-		var it Item
-		if err := rows.Scan(&it.Pos, &it.BenchIndex, &it.KeyID); err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	return out, rows.Err()
+	return appdb.Rows(ctx, s.db, func(it *Item) []any { return []any{&it.Pos, &it.BenchIndex, &it.KeyID} },
+		`SELECT pos, bench_index, key_id FROM records WHERE reader_id = ? ORDER BY pos`, readerID)
 }
 
 // Answer is one stored turn of a reader: when it was first shown and, once
@@ -321,24 +296,19 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*webapp.Account
 	if token == "" {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, name, token_sha256, is_admin FROM readers`)
+	type account struct {
+		a    webapp.Account
+		hash []byte
+	}
+	all, err := appdb.Rows(ctx, s.db, func(r *account) []any { return []any{&r.a.ID, &r.a.Name, &r.hash, &r.a.Admin} },
+		`SELECT id, name, token_sha256, is_admin FROM readers`)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	want := webapp.TokenHash(token)
-	var found *webapp.Account
-	for rows.Next() {
-		var a webapp.Account
-		var h []byte
-		if err := rows.Scan(&a.ID, &a.Name, &h, &a.Admin); err != nil {
-			return nil, err
-		}
-		if subtle.ConstantTimeCompare(h, want) == 1 && found == nil {
-			found = &a
-		}
+	if r, ok := webapp.MatchToken(token, all, func(r account) []byte { return r.hash }); ok {
+		return &r.a, nil
 	}
-	return found, rows.Err()
+	return nil, nil
 }
 
 // CreateSession starts a session (only its hash is stored).

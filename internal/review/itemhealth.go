@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -241,21 +242,10 @@ func (s *Store) ItemFlags(ctx context.Context, key string) ([]ItemFlag, error) {
 	if !s.ItemHealthRound(ctx) {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT key_id, oracle_mode, question, turn, reason, runs, agree_share, gt, modal, gt_text, modal_text
+	return appdb.Rows(ctx, s.db, func(f *ItemFlag) []any {
+		return []any{&f.KeyID, &f.Mode, &f.Question, &f.Turn, &f.Reason, &f.Runs, &f.AgreeShare, &f.GT, &f.Modal, &f.GTText, &f.ModalText}
+	}, `SELECT key_id, oracle_mode, question, turn, reason, runs, agree_share, gt, modal, gt_text, modal_text
 		FROM item_flags WHERE key_id = ? ORDER BY rowid LIMIT ?`, key, MaxFlagsPerCase)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ItemFlag
-	for rows.Next() {
-		var f ItemFlag
-		if err := rows.Scan(&f.KeyID, &f.Mode, &f.Question, &f.Turn, &f.Reason, &f.Runs, &f.AgreeShare, &f.GT, &f.Modal, &f.GTText, &f.ModalText); err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
 }
 
 // OutcomeDecision maps a reviewer's item-health outcome to the stored

@@ -9,7 +9,6 @@ package review
 
 import (
 	"context"
-	"crypto/subtle"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -237,42 +236,25 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*Reviewer, erro
 	if token == "" {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, name, token_sha256, is_admin FROM reviewers WHERE token_sha256 IS NOT NULL`)
+	type account struct {
+		r    Reviewer
+		hash []byte
+	}
+	all, err := appdb.Rows(ctx, s.db, func(a *account) []any { return []any{&a.r.ID, &a.r.Name, &a.hash, &a.r.IsAdmin} },
+		`SELECT id, name, token_sha256, is_admin FROM reviewers WHERE token_sha256 IS NOT NULL`)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	want := tokenHash(token)
-	var found *Reviewer
-	for rows.Next() {
-		var r Reviewer
-		var h []byte
-		if err := rows.Scan(&r.ID, &r.Name, &h, &r.IsAdmin); err != nil {
-			return nil, err
-		}
-		if subtle.ConstantTimeCompare(h, want) == 1 && found == nil {
-			found = &r
-		}
+	if a, ok := webapp.MatchToken(token, all, func(a account) []byte { return a.hash }); ok {
+		return &a.r, nil
 	}
-	return found, rows.Err()
+	return nil, nil
 }
 
 // Reviewers lists the accounts that are not the admin, by id.
 func (s *Store) Reviewers(ctx context.Context) ([]Reviewer, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, name, is_admin FROM reviewers WHERE is_admin = 0 ORDER BY id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Reviewer
-	for rows.Next() {
-		var r Reviewer
-		if err := rows.Scan(&r.ID, &r.Name, &r.IsAdmin); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return appdb.Rows(ctx, s.db, func(r *Reviewer) []any { return []any{&r.ID, &r.Name, &r.IsAdmin} },
+		`SELECT id, name, is_admin FROM reviewers WHERE is_admin = 0 ORDER BY id`)
 }
 
 // CaseInfo is one case under review.

@@ -304,6 +304,19 @@ func TokenHash(token string) []byte {
 	return h[:]
 }
 
+// MatchToken returns the first of accounts whose stored hash is token's
+// TokenHash. Every hash is compared, each in constant time, so the time
+// taken reveals neither the token nor which account matched.
+func MatchToken[T any](token string, accounts []T, hash func(T) []byte) (match T, ok bool) {
+	want := TokenHash(token)
+	for _, a := range accounts {
+		if subtle.ConstantTimeCompare(hash(a), want) == 1 && !ok {
+			match, ok = a, true
+		}
+	}
+	return match, ok
+}
+
 // SessionHash is what a store keeps of a session cookie: a stolen
 // database file then holds no usable cookie, and a lookup by hash reveals
 // nothing about the cookie through timing.

@@ -133,3 +133,29 @@ func TestLayer(t *testing.T) {
 		t.Errorf("after logout: %d", rec.Code)
 	}
 }
+
+func TestMatchToken(t *testing.T) {
+	type account struct {
+		name string
+		hash []byte
+	}
+	accounts := []account{{"a", TokenHash("tok-a")}, {"b", TokenHash("tok-b")}, {"b-again", TokenHash("tok-b")}, {"no hash", nil}}
+	hash := func(a account) []byte { return a.hash }
+	for _, tc := range []struct {
+		token, want string
+		ok          bool
+	}{
+		{"tok-a", "a", true},
+		{"tok-b", "b", true}, // the first of two with the same hash
+		{"tok-c", "", false},
+		{"", "", false},
+	} {
+		got, ok := MatchToken(tc.token, accounts, hash)
+		if ok != tc.ok || got.name != tc.want {
+			t.Errorf("MatchToken(%q) = %q, %v; want %q, %v", tc.token, got.name, ok, tc.want, tc.ok)
+		}
+	}
+	if _, ok := MatchToken("tok-a", []account(nil), hash); ok {
+		t.Error("a match among no accounts")
+	}
+}
