@@ -3,7 +3,6 @@ package reading
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"image"
 	"image/png"
@@ -21,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/appdb/appdbtest"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -593,35 +593,7 @@ func TestTimePerTurn(t *testing.T) {
 // file keeps every byte: the WAL switch of the read-write connection must
 // not run before the file is known to be a reading database.
 func TestOpenLeavesAForeignDatabaseAlone(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "other.sqlite")
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path)+"?_pragma=journal_mode(DELETE)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE t(x); INSERT INTO t VALUES(1)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "not a chexpercept reading database") {
-		t.Fatalf("Open(foreign db) = %v, want refused as not a reading database", err)
-	}
-	after, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(before, after) {
-		t.Errorf("the foreign database changed (header bytes 18-19 %x → %x)", before[18:20], after[18:20])
-	}
-	for _, suffix := range []string{"-wal", "-shm"} {
-		if _, err := os.Lstat(path + suffix); err == nil {
-			t.Errorf("%s%s was left beside the foreign database", filepath.Base(path), suffix)
-		}
-	}
+	appdbtest.ForeignRefused(t, func(path string) error { _, err := Open(path); return err }, "not a chexpercept reading database")
 }
 
 // TestInitKeepsForeignSideFiles: a -wal, -shm or -journal file that sits

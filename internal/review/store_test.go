@@ -1,9 +1,7 @@
 package review
 
 import (
-	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/appdb/appdbtest"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -390,29 +389,7 @@ func TestInitCountsStoredAndChecksHeaders(t *testing.T) {
 // keeps every byte; the read-write connection's WAL switch must not touch
 // it first.
 func TestOpenLeavesAForeignDatabaseAlone(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "other.sqlite")
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path)+"?_pragma=journal_mode(DELETE)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE t(x); INSERT INTO t VALUES(1)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "not a chexpercept review database") {
-		t.Fatalf("Open(foreign db) = %v, want refused as not a review database", err)
-	}
-	after, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(before, after) {
-		t.Errorf("the foreign database changed (header bytes 18-19 %x → %x)", before[18:20], after[18:20])
-	}
+	appdbtest.ForeignRefused(t, func(path string) error { _, err := Open(path); return err }, "not a chexpercept review database")
 }
 
 // TestInitKeepsForeignSideFiles: a -wal, -shm or -journal file where the
