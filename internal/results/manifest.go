@@ -68,7 +68,29 @@ type Manifest struct {
 	// ImportedFrom is the all_results.json an imported run was made from
 	// (absent for runs of ours).
 	ImportedFrom string `json:"imported_from,omitempty"`
+	// Reading says which arm of a reader study a run of human answers
+	// holds (absent for model runs and imported runs).
+	Reading *ReadingArm `json:"reading,omitempty"`
 }
+
+// ReadingArm places a run of human answers (written by read export) in
+// its reader study. An unaided study has one arm, "unaided", and no
+// aid_run. A sequential aided study has two runs per reader: "unaided"
+// (the answer given before the model's answer was shown) and "aided"
+// (the final answer), both naming the model run that was shown in
+// aid_run. The report pairs a reader's two arms by study and reader.
+type ReadingArm struct {
+	Study  string `json:"study"`
+	Reader string `json:"reader"`
+	Arm    string `json:"arm"`
+	AidRun string `json:"aid_run,omitempty"`
+}
+
+// Reading arms.
+const (
+	ArmUnaided = "unaided"
+	ArmAided   = "aided"
+)
 
 // Provenance is the build of a chexpercept binary: its source revision
 // and whether the tree was modified (null when the binary does not carry
