@@ -18,7 +18,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// TestEvalEndsSoonAfterSignal (issue 21 item 7): the first SIGTERM or
+// TestEvalEndsSoonAfterSignal: the first SIGTERM or
 // SIGINT ends eval promptly whatever the server does — a 429 asking for
 // Retry-After: 999999999, or no answer at all — in a real process, with
 // exit status 130, no record written for the calls cut short, and a

@@ -22,7 +22,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
-// review: the expert review of candidate cases (build.md §4, issue 6).
+// review: the expert review of candidate cases (build.md §4).
 func init() {
 	cmd := &cobra.Command{
 		Use:   "review",

@@ -132,7 +132,7 @@ func checkSums(t *testing.T, dir string) {
 
 // checkOptionsDistinct decodes every revision option image of a built
 // benchmark and fails when a distractor shows the answer's picture (the
-// question would have two right answers; issue 11). It counts on its own,
+// question would have two right answers). It counts on its own,
 // apart from validate's identical_option_images check.
 func checkOptionsDistinct(t *testing.T, dir string) {
 	t.Helper()
@@ -417,7 +417,7 @@ func TestReviewsAndFailures(t *testing.T) {
 	}
 }
 
-// TestMIMICLayoutBuild samples the source engineer's MIMIC-layout fixture
+// TestMIMICLayoutBuild samples the source package's MIMIC-layout fixture
 // (MIMIC-CXR-JPG tree, MIMIC-ILS JSON with 512×512 masks, CheXmask CSV)
 // and builds it.
 func TestMIMICLayoutBuild(t *testing.T) {
