@@ -191,9 +191,9 @@ func TestOpenRefusesLinksAndFIFOs(t *testing.T) {
 			var err error
 			switch tc {
 			case "link to a database":
-				db, err := OpenDB(target, `CREATE TABLE IF NOT EXISTS decisions (k TEXT)`)
-				if err != nil {
-					t.Fatal(err)
+				db, openErr := OpenDB(target, `CREATE TABLE IF NOT EXISTS decisions (k TEXT)`)
+				if openErr != nil {
+					t.Fatal(openErr)
 				}
 				db.Close()
 				err = os.Symlink(target, path)
