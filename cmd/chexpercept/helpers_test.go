@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Helpers shared by the command tests. A subcommand runs either in-process
+// Functions shared by the command tests. A subcommand runs either in-process
 // (runCommand on a command findCommand built) or as a user
 // runs it (runCLI: the test binary re-executes itself as the chexpercept
 // command, so exit codes and flag parsing are the real ones).

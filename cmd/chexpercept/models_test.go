@@ -142,7 +142,7 @@ func TestModelsUserFiles(t *testing.T) {
 	}
 }
 
-// TestModelsEscapesNames (issue 21 item 17): a model id and a display
+// TestModelsEscapesNames: a model id and a display
 // name with a bidi override and a newline are printed escaped
 // (benchmark.OneLine), in the table and in the detail view.
 func TestModelsEscapesNames(t *testing.T) {

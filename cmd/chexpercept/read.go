@@ -87,8 +87,8 @@ get, as for models (default implicit).`,
 	f.StringVar(&db, "db", "", "reading database to create (must not exist)")
 	f.IntVar(&n, "readers", 0, "number of readers N")
 	f.IntVar(&sample, "sample", 0, "a stratified sample of K records (default: every record)")
-	// The issue fixed the name --seed; --sample-seed, eval's name for
-	// the sample's seed, works too.
+	// --seed is the name; --sample-seed, eval's name for the sample's
+	// seed, works too.
 	f.Var((*seedValue)(&seed), "seed", "seed of the sample and of each reader's order")
 	hiddenAlias(f, "seed", "sample-seed")
 	f.StringVar(&oracle, "oracle", string(protocol.OracleImplicit), "oracle mode: none, implicit or explicit")
