@@ -31,7 +31,7 @@ type Run struct {
 	ProfileName     string
 	ProfileSHA256   string
 	// Sampling is what the manifest records as sent per call
-	// (results.Sampling.Text); "" when there is no manifest.
+	// (runmodel.Sampling.Text); "" when there is no manifest.
 	Sampling string
 
 	// Records are the last line per key_id, in index order, restricted

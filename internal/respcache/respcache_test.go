@@ -12,6 +12,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -26,7 +27,7 @@ func msgs(text string, img *provider.Image) []provider.Message {
 
 func TestKeyDistinguishesEveryInput(t *testing.T) {
 	a, b := provider.NewImage([]byte("png-a")), provider.NewImage([]byte("png-b"))
-	greedy := provider.Sampling{Temperature: f64(0)}
+	greedy := runmodel.Sampling{Temperature: f64(0)}
 	seed := int64(1)
 	base := Key("id1", "opensource", "m", msgs("q", a), greedy, "h")
 	cases := []struct {
@@ -39,12 +40,12 @@ func TestKeyDistinguishesEveryInput(t *testing.T) {
 		{"text", Key("id1", "opensource", "m", msgs("q2", a), greedy, "h")},
 		{"image", Key("id1", "opensource", "m", msgs("q", b), greedy, "h")},
 		{"no image", Key("id1", "opensource", "m", msgs("q", nil), greedy, "h")},
-		{"sampling", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), TopP: f64(1)}, "h")},
+		{"sampling", Key("id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), TopP: f64(1)}, "h")},
 		{"profile", Key("id1", "opensource", "m", msgs("q", a), greedy, "h2")},
-		{"temperature", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0.2)}, "h")},
-		{"seed", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), Seed: &seed}, "h")},
-		{"extra body", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":20}`}, "h")},
-		{"extra body value", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":21}`}, "h")},
+		{"temperature", Key("id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0.2)}, "h")},
+		{"seed", Key("id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), Seed: &seed}, "h")},
+		{"extra body", Key("id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":20}`}, "h")},
+		{"extra body value", Key("id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":21}`}, "h")},
 		{"split", Key("id1", "opensource", "m", []provider.Message{{Role: provider.RoleSystem, Text: "sy"}, {Role: provider.RoleUser, Text: "sq", Images: []*provider.Image{a}}}, greedy, "h")},
 	}
 	for _, c := range cases {
@@ -64,8 +65,8 @@ func TestKeyDistinguishesEveryInput(t *testing.T) {
 // values changed once, when the server identity entered the key: entries
 // keyed without it must never be replayed.)
 func TestKeyStable(t *testing.T) {
-	vllm, _ := provider.DefaultSampling(provider.BackendVLLM)
-	openai, _ := provider.DefaultSampling(provider.BackendOpenAI)
+	vllm, _ := runmodel.DefaultSampling(runmodel.BackendVLLM)
+	openai, _ := runmodel.DefaultSampling(runmodel.BackendOpenAI)
 	for _, c := range []struct{ got, want string }{
 		{Key("id1", "opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), vllm, "h"), "b5fc1d7dae07e68b9f244e0c2aa433600bd7d0e092e2f4ce776c0f47c58f332c"}, // vLLM sampling sends max_completion_tokens
 		{Key("id1", "openai", "m", msgs("q", nil), openai, "h"), "8c9d73089312ecf36928938ab977fb6ab9e7e832b7199328a7af4e8718f139eb"},
@@ -89,7 +90,7 @@ func TestCacheRoundTripAndConcurrency(t *testing.T) {
 	if err := c.Put(ctx, "k", Entry{Text: ""}); err == nil {
 		t.Fatal("an empty answer was stored")
 	}
-	want := Entry{Text: "Answer: 2", FinishReason: "stop", Usage: &provider.Usage{Input: 10, Output: 2, Total: 12}}
+	want := Entry{Text: "Answer: 2", FinishReason: "stop", Usage: &runmodel.Usage{Input: 10, Output: 2, Total: 12}}
 	if err := c.Put(ctx, "k", want); err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +126,12 @@ func TestCacheRoundTripAndConcurrency(t *testing.T) {
 
 func TestCacheable(t *testing.T) {
 	for _, c := range []struct {
-		s    provider.Sampling
+		s    runmodel.Sampling
 		want bool
 	}{
-		{provider.Sampling{Temperature: f64(0)}, true},
-		{provider.Sampling{Temperature: f64(1)}, false},
-		{provider.Sampling{}, false},
+		{runmodel.Sampling{Temperature: f64(0)}, true},
+		{runmodel.Sampling{Temperature: f64(1)}, false},
+		{runmodel.Sampling{}, false},
 	} {
 		if got := Cacheable(c.s); got != c.want {
 			t.Errorf("Cacheable(%+v) = %v", c.s, got)
