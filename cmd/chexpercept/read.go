@@ -12,9 +12,9 @@ import (
 	"github.com/chexpercept/chexpercept/internal/reading"
 )
 
-// read: the reading study, human readers under the models' protocol
-// (docs/reading.md).
-func init() {
+// newReadCmd returns the command read: the reading study, human readers
+// under the models' protocol (docs/reading.md).
+func newReadCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "read",
 		Short: "Reading study: human readers take the benchmark in the browser, exported as runs",
@@ -26,7 +26,7 @@ like any model's run.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(readInitCmd(), readServeCmd(), readExportCmd())
-	addCommand(cmd)
+	return cmd
 }
 
 func readInitCmd() *cobra.Command {
