@@ -363,7 +363,9 @@ func probeWritable(dir string) error {
 }
 
 // cleanLeftovers deletes *.tmp-* files and .staging-* entries that an
-// interrupted build may have left in the output tree (§14). work/ entries
+// interrupted build may have left in the output tree (§14); an old folder
+// renamed aside whose replacement never arrived is moved back instead
+// (restoreAside). work/ entries
 // and the bundle folders are scanned one level deep, which is where the
 // build creates them.
 func cleanLeftovers(out string) error {
@@ -378,6 +380,11 @@ func cleanLeftovers(out string) error {
 		}
 		for _, en := range ents {
 			n := en.Name()
+			if restored, err := restoreAside(d, n); err != nil {
+				return err
+			} else if restored {
+				continue
+			}
 			if strings.HasPrefix(n, ".staging-") || strings.Contains(n, ".tmp-") {
 				if err := os.RemoveAll(filepath.Join(d, n)); err != nil {
 					return err
