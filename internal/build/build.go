@@ -14,6 +14,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
@@ -183,6 +184,9 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 	work := func(it *item) error {
 		c := it.c
 		in := e.digests(c)
+		if frame.IsTransient(in.err) {
+			return global("%s: %w", c.KeyID(), in.err)
+		}
 		mSHA := ""
 		if c.Positive() {
 			mSHA = in.maskSHA
@@ -200,6 +204,9 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 		o, _ := e.processCase(ctx, c, in)
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if o.transient != nil {
+			return global("%s: %w", c.KeyID(), o.transient)
 		}
 		if err := writeWork(workDir, fp, o, e.cfg.BundlePNGCompression == buildcfg.FastPNG); err != nil {
 			return global("writing work state of %s: %w", c.KeyID(), err)
