@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/respcache"
@@ -50,6 +51,7 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 		return nil
 	}
 	r.stopped = ctx.Done()
+	r.halted = make(chan struct{})
 	tasks := r.planTasks(todo)
 	r.prog = newProgress(o, len(tasks), r.sum.AlreadyDone, r.verify.stats)
 	defer r.prog.stop()
@@ -68,6 +70,9 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	r.sum.Images = r.verify.stats()
 	if w.err != nil {
 		return w.err
+	}
+	if r.haltErr != nil {
+		return r.haltErr
 	}
 	switch {
 	case r.sum.Interrupted && r.sum.Abandoned > 0:
@@ -192,6 +197,8 @@ feed:
 			break feed
 		case <-writeFailed:
 			break feed
+		case <-r.halted:
+			break feed
 		}
 	}
 	close(work)
@@ -306,6 +313,13 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if imagefile.Transient(err) {
+			// Out of descriptors, an I/O error …: says nothing about the
+			// image, so the record is not written as an error; the run
+			// stops and a rerun asks it.
+			r.halt(err)
+			return nil
+		}
 		return protocol.ErrorRecord(t.rec, popts, err)
 	}
 	cs := &caseState{r: r, task: t, imgs: &recordImages{cache: r.images, hashes: hashes, got: map[string]*provider.Image{}}}
@@ -364,6 +378,10 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 	r, o := cs.r, cs.r.o
 	turn, req, est, err := cs.request(msgs)
 	if err != nil {
+		if imagefile.Transient(err) {
+			r.halt(err)
+			return protocol.Reply{}, cs.cancel(err)
+		}
 		return protocol.Reply{}, err
 	}
 	var key string
