@@ -253,7 +253,7 @@ func (r *runner) setup() error {
 		if err != nil {
 			return err
 		}
-		r.pool.eps = []*endpoint{newEndpoint("in-process", c, o.Concurrency)}
+		r.pool.eps = []*endpoint{newEndpoint("in-process", "in-process", c, o.Concurrency)}
 	} else {
 		eps := o.Endpoints
 		if len(eps) == 0 {
@@ -265,11 +265,11 @@ func (r *runner) setup() error {
 			if err != nil {
 				return err
 			}
-			name := "default endpoint"
+			name, cacheID := "default endpoint", "default:"+string(o.Model.Backend)
 			if ep != "" {
-				name = ScrubEndpoint(ep)
+				name, cacheID = ScrubEndpoint(ep), respcache.Endpoint(ep)
 			}
-			r.pool.eps = append(r.pool.eps, newEndpoint(name, c, o.Concurrency))
+			r.pool.eps = append(r.pool.eps, newEndpoint(name, cacheID, c, o.Concurrency))
 		}
 	}
 	dir := o.CacheDir
@@ -384,18 +384,24 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 		}
 		return protocol.Reply{}, err
 	}
-	var key string
-	if r.cache != nil {
-		// "" when the server's identity is unknown: then nothing is
-		// replayed or stored.
-		key = respcache.Key(r.identity.SHA256, o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash())
+	// The key of a call to one endpoint; "" when there is no cache or
+	// the server's identity is unknown: then nothing is replayed or
+	// stored. A reply is stored under the endpoint that gave it, and
+	// replayed from the entry of any endpoint of this run.
+	keyFor := func(ep *endpoint) string {
+		if r.cache == nil {
+			return ""
+		}
+		return respcache.Key(ep.cacheID, r.identity.SHA256, o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash())
 	}
-	if key != "" {
-		if reply, ok := r.cached(ctx, key); ok {
-			return reply, nil
+	for _, ep := range r.pool.eps {
+		if key := keyFor(ep); key != "" {
+			if reply, ok := r.cached(ctx, key); ok {
+				return reply, nil
+			}
 		}
 	}
-	return cs.send(ctx, turn, req, est, key)
+	return cs.send(ctx, turn, req, est, keyFor)
 }
 
 // request is the provider request of the case's next asked turn (whose
@@ -452,7 +458,7 @@ func (r *runner) cached(ctx context.Context, key string) (protocol.Reply, bool) 
 // send asks the model for turn's reply: within the rate limits, through
 // the case's endpoint, retrying what may pass with backoff. A canceled
 // call marks the case canceled; a failed one records its attempts.
-func (cs *caseState) send(ctx context.Context, turn string, req *provider.Request, est *provider.Usage, key string) (protocol.Reply, error) {
+func (cs *caseState) send(ctx context.Context, turn string, req *provider.Request, est *provider.Usage, keyFor func(*endpoint) string) (protocol.Reply, error) {
 	r := cs.r
 	t0 := time.Now()
 	attempts := 0
@@ -477,7 +483,7 @@ func (cs *caseState) send(ctx context.Context, turn string, req *provider.Reques
 		ep.release(err)
 		r.prog.call(false)
 		if err == nil {
-			return cs.reply(ctx, resp, est, key, time.Since(a0), t0, attempts), nil
+			return cs.reply(ctx, resp, est, keyFor(ep), time.Since(a0), t0, attempts), nil
 		}
 		var ce *provider.CallError
 		switch {
