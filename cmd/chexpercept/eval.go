@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -156,6 +157,12 @@ func (fl *evalFlags) run(cmd *cobra.Command) error {
 	defer stop()
 	o.Abandon = abandon
 	sum, err := eval.Run(ctx, *o)
+	if err != nil && ctx.Err() != nil && cmd.Context().Err() == nil && errors.Is(err, context.Canceled) {
+		// Interrupted before the run began (in the preflight, while
+		// loading): nothing was asked or written.
+		fmt.Fprintln(os.Stderr, "chexpercept eval: interrupted before any record was asked; run the same command again")
+		return silentExit(130)
+	}
 	return evalOutcome(cmd.OutOrStdout(), sum, err)
 }
 

@@ -248,6 +248,10 @@ func firstDataset(dirs []string) string {
 
 // readRun reads one run directory; nil when nothing of it is usable.
 func (s *Set) readRun(dir string) *Run {
+	if results.IsUnfinished(dir) {
+		s.warnf("%s %v; left out", dir, results.ErrUnfinished)
+		return nil
+	}
 	r := &Run{Dir: dir}
 	abs, err := filepath.Abs(dir)
 	if err != nil {

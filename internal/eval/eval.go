@@ -602,4 +602,20 @@ type runner struct {
 	stopped <-chan struct{}
 
 	identity runmodel.Identity // the server's, from the preflight
+
+	// halted is closed by halt, on the first transient failure to read a
+	// benchmark image (imagefile.Transient): no record starts after it,
+	// and the run fails with haltErr instead of recording the records
+	// it met as errors.
+	halted   chan struct{}
+	haltOnce sync.Once
+	haltErr  error
+}
+
+// halt stops the run on a transient failure (see halted).
+func (r *runner) halt(err error) {
+	r.haltOnce.Do(func() {
+		r.haltErr = err
+		close(r.halted)
+	})
 }

@@ -275,3 +275,30 @@ func TestResumeManifestWithoutIdentity(t *testing.T) {
 	b.Selection.Limit = &lim
 	run(t, b)
 }
+
+// TestCacheKeyedByEndpoint: a server that reports the identity of
+// another (two serve-baseline processes with one policy and seed report
+// the same) never fills entries replayed for the other's endpoint; a run
+// over both endpoints replays the entries either one filled.
+func TestCacheKeyedByEndpoint(t *testing.T) {
+	url1, srv1 := startServer(t, baselineserver.Config{Policy: provider.PolicyFirst})
+	url2, srv2 := startServer(t, baselineserver.Config{Policy: provider.PolicyFirst})
+	cache := t.TempDir()
+	o := baseOptions(sampleBench, t.TempDir(), model(t, "opensource", "qwen3.6-27b"))
+	o.Endpoints, o.NoCache, o.CacheDir = []string{url1}, false, cache
+	s1 := run(t, o)
+	if s1.Results.Counts.Calls == 0 || srv1.Stats().Requests != int64(s1.Results.Counts.Calls) {
+		t.Fatalf("first run: %d calls, %d requests", s1.Results.Counts.Calls, srv1.Stats().Requests)
+	}
+	o.Endpoints, o.OutDir = []string{url2}, t.TempDir()
+	s2 := run(t, o)
+	if n := s2.Results.Counts; n.CacheHits != 0 || srv2.Stats().Requests != int64(n.Calls) {
+		t.Errorf("other endpoint, same reported identity: %d of %d calls from the cache, %d requests; want none cached", n.CacheHits, n.Calls, srv2.Stats().Requests)
+	}
+	before := srv1.Stats().Requests + srv2.Stats().Requests
+	o.Endpoints, o.OutDir = []string{url2 + "/", url1}, t.TempDir()
+	s3 := run(t, o)
+	if n := s3.Results.Counts; n.CacheHits != n.Calls || srv1.Stats().Requests+srv2.Stats().Requests != before {
+		t.Errorf("both endpoints: %d of %d calls from the cache; want all", n.CacheHits, n.Calls)
+	}
+}

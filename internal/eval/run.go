@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/respcache"
@@ -55,6 +56,7 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 		return nil
 	}
 	r.stopped = ctx.Done()
+	r.halted = make(chan struct{})
 	tasks := r.planTasks(todo)
 	r.prog = newProgress(o, len(tasks), r.sum.AlreadyDone, r.verify.stats)
 	defer r.prog.stop()
@@ -73,6 +75,9 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	r.sum.Images = r.verify.stats()
 	if w.err != nil {
 		return w.err
+	}
+	if r.haltErr != nil {
+		return r.haltErr
 	}
 	switch {
 	case r.sum.Interrupted && r.sum.Abandoned > 0:
@@ -197,6 +202,8 @@ feed:
 			break feed
 		case <-writeFailed:
 			break feed
+		case <-r.halted:
+			break feed
 		}
 	}
 	close(work)
@@ -251,7 +258,7 @@ func (r *runner) setup() error {
 		if err != nil {
 			return err
 		}
-		r.pool.eps = []*endpoint{newEndpoint("in-process", c, o.Concurrency)}
+		r.pool.eps = []*endpoint{newEndpoint("in-process", "in-process", c, o.Concurrency)}
 	} else {
 		eps := o.Endpoints
 		if len(eps) == 0 {
@@ -263,11 +270,11 @@ func (r *runner) setup() error {
 			if err != nil {
 				return err
 			}
-			name := "default endpoint"
+			name, cacheID := "default endpoint", "default:"+string(o.Model.Backend)
 			if ep != "" {
-				name = ScrubEndpoint(ep)
+				name, cacheID = ScrubEndpoint(ep), respcache.Endpoint(ep)
 			}
-			r.pool.eps = append(r.pool.eps, newEndpoint(name, c, o.Concurrency))
+			r.pool.eps = append(r.pool.eps, newEndpoint(name, cacheID, c, o.Concurrency))
 		}
 	}
 	dir := o.CacheDir
@@ -309,6 +316,13 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 	hashes, err := r.verify.record(ctx, protocol.ImagesToSend(t.plan))
 	if err != nil {
 		if ctx.Err() != nil {
+			return nil
+		}
+		if imagefile.Transient(err) {
+			// Out of descriptors, an I/O error …: says nothing about the
+			// image, so the record is not written as an error; the run
+			// stops and a rerun asks it.
+			r.halt(err)
 			return nil
 		}
 		return protocol.ErrorRecord(t.rec, popts, err)
@@ -369,20 +383,30 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 	r, o := cs.r, cs.r.o
 	turn, req, est, err := cs.request(msgs)
 	if err != nil {
+		if imagefile.Transient(err) {
+			r.halt(err)
+			return protocol.Reply{}, cs.cancel(err)
+		}
 		return protocol.Reply{}, err
 	}
-	var key string
-	if r.cache != nil {
-		// "" when the server's identity is unknown: then nothing is
-		// replayed or stored.
-		key = respcache.Key(r.identity.SHA256, o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash())
+	// The key of a call to one endpoint; "" when there is no cache or
+	// the server's identity is unknown: then nothing is replayed or
+	// stored. A reply is stored under the endpoint that gave it, and
+	// replayed from the entry of any endpoint of this run.
+	keyFor := func(ep *endpoint) string {
+		if r.cache == nil {
+			return ""
+		}
+		return respcache.Key(ep.cacheID, r.identity.SHA256, o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash())
 	}
-	if key != "" {
-		if reply, ok := r.cached(ctx, key); ok {
-			return reply, nil
+	for _, ep := range r.pool.eps {
+		if key := keyFor(ep); key != "" {
+			if reply, ok := r.cached(ctx, key); ok {
+				return reply, nil
+			}
 		}
 	}
-	return cs.send(ctx, turn, req, est, key)
+	return cs.send(ctx, turn, req, est, keyFor)
 }
 
 // request is the provider request of the case's next asked turn (whose
@@ -439,7 +463,7 @@ func (r *runner) cached(ctx context.Context, key string) (protocol.Reply, bool) 
 // send asks the model for turn's reply: within the rate limits, through
 // the case's endpoint, retrying what may pass with backoff. A canceled
 // call marks the case canceled; a failed one records its attempts.
-func (cs *caseState) send(ctx context.Context, turn string, req *provider.Request, est *runmodel.Usage, key string) (protocol.Reply, error) {
+func (cs *caseState) send(ctx context.Context, turn string, req *provider.Request, est *runmodel.Usage, keyFor func(*endpoint) string) (protocol.Reply, error) {
 	r := cs.r
 	t0 := time.Now()
 	attempts := 0
@@ -464,7 +488,7 @@ func (cs *caseState) send(ctx context.Context, turn string, req *provider.Reques
 		ep.release(err)
 		r.prog.call(false)
 		if err == nil {
-			return cs.reply(ctx, resp, est, key, time.Since(a0), t0, attempts), nil
+			return cs.reply(ctx, resp, est, keyFor(ep), time.Since(a0), t0, attempts), nil
 		}
 		var ce *provider.CallError
 		switch {
