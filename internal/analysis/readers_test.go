@@ -53,3 +53,21 @@ func TestNewcombe(t *testing.T) {
 		t.Error("a group without records gave an interval")
 	}
 }
+
+// TestDiffCIDegenerate: two groups both 0 of 14 at a stage resample to a
+// difference of 0 every time; the interval falls back to Newcombe's and
+// keeps the width of the groups' own Wilson intervals.
+func TestDiffCIDegenerate(t *testing.T) {
+	o := &Options{Bootstrap: 200, Seed: DefaultSeed}
+	wrong := make([]decayRec, 14)
+	for i := range wrong {
+		wrong[i] = decayRec(1) // stage 1 applies, not right
+	}
+	a := bootUnit([][]decayRec{wrong, wrong}, true, o)
+	b := bootUnit([][]decayRec{wrong}, false, o)
+	lo, hi, ok := diffCI(a, b, 1)
+	wlo, whi, _ := Wilson(0, 28)
+	if !ok || !(lo < 0 && hi > 0) || hi < whi-wlo-1e-12 {
+		t.Errorf("0/28 − 0/14: [%v, %v] (ok %v), want an interval around 0 at least %v wide on each side", lo, hi, ok, whi)
+	}
+}
