@@ -42,7 +42,8 @@ type evalFlags struct {
 	maxTokens, genSeed                       int64
 }
 
-func init() {
+// newEvalCmd returns the command eval: a model through a benchmark; its flags are held in an evalFlags of its own.
+func newEvalCmd() *cobra.Command {
 	fl := &evalFlags{}
 	cmd := &cobra.Command{
 		Use:   "eval --benchmark BENCH_DIR --provider P --model M --out RESULTS_DIR [flags]",
@@ -86,7 +87,7 @@ Exit status: 0 every selected record ok, 1 some records ended in error,
 	for _, req := range []string{"benchmark", "provider", "model", "out"} {
 		_ = cmd.MarkFlagRequired(req)
 	}
-	addCommand(cmd)
+	return cmd
 }
 
 // register declares eval's flags on f.

@@ -14,13 +14,10 @@ import (
 	"github.com/chexpercept/chexpercept/internal/registry"
 )
 
-// runModels runs the models command in-process with its flags back at
-// their defaults first (flag values persist on the command object).
+// runModels runs a new models command in-process.
 func runModels(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	c := findCommand(t, "models")
-	resetFlags(c.Flags())
-	t.Cleanup(func() { resetFlags(c.Flags()) })
 	if args == nil {
 		args = []string{} // nil would make cobra parse the test binary's os.Args
 	}
@@ -114,11 +111,11 @@ func TestModelsUserFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []modelInfo
+	var got []registry.ModelInfo
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	byAlias := map[string]modelInfo{}
+	byAlias := map[string]registry.ModelInfo{}
 	for _, m := range got {
 		byAlias[m.Alias] = m
 	}
@@ -145,7 +142,7 @@ func TestModelsUserFiles(t *testing.T) {
 	}
 }
 
-// TestModelsEscapesNames (issue 21 item 17): a model id and a display
+// TestModelsEscapesNames: a model id and a display
 // name with a bidi override and a newline are printed escaped
 // (benchmark.OneLine), in the table and in the detail view.
 func TestModelsEscapesNames(t *testing.T) {
@@ -186,7 +183,6 @@ func TestModelsErrors(t *testing.T) {
 // flag models prints for the alias the Kubernetes eval Job uses is in
 // vllm.yaml with the same value, and the docs show the line verbatim.
 func TestModelsServeLineMatchesDeploy(t *testing.T) {
-	withCommandTree(t)
 	s, err := loadK8sSet()
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +210,7 @@ func TestModelsServeLineMatchesDeploy(t *testing.T) {
 		t.Fatal("vllm.yaml has no Deployment")
 	}
 	deployed, _ := vllmFlags(vc.Args)
-	argv := vllmServeArgv(e)
+	argv := registry.VLLMServeArgv(e)
 	printed, pos := vllmFlags(argv[2:])
 	if len(pos) != 1 || deployed["model"] != pos[0] {
 		t.Errorf("models serves %q, vllm.yaml --model=%q", pos, deployed["model"])
@@ -225,7 +221,7 @@ func TestModelsServeLineMatchesDeploy(t *testing.T) {
 		}
 	}
 	prices, _ := registry.LoadPrices("")
-	m, err := describeModel(e, prices)
+	m, err := registry.Describe(e, prices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,24 +249,6 @@ func TestEvalSuggestsAliases(t *testing.T) {
 			"--model", tc.model, "--out", out, "--dry-run", "--limit", "1")
 		if code != 0 || !strings.Contains(stderr, "notice: ") || !strings.Contains(stderr, tc.want) {
 			t.Errorf("eval --provider %s --model %s: exit %d\nstdout %s\nstderr %s\nwant %q", tc.prov, tc.model, code, stdout, stderr, tc.want)
-		}
-	}
-}
-
-func TestShellQuote(t *testing.T) {
-	for in, want := range map[string]string{
-		"Qwen/Qwen3.6-27B":  "Qwen/Qwen3.6-27B",
-		"--max-model-len":   "--max-model-len",
-		`{"image": 7}`:      `'{"image": 7}'`,
-		"it's":              `'it'\''s'`,
-		"":                  "''",
-		"a b":               "'a b'",
-		"$(rm -rf /)":       "'$(rm -rf /)'",
-		"org/model;reboot":  "'org/model;reboot'",
-		"model@rev:tag+x=y": "model@rev:tag+x=y",
-	} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
 	}
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/chexpercept/chexpercept/internal/reading"
 )
 
-// read: the reading study, human readers under the models' protocol
-// (docs/reading.md).
-func init() {
+// newReadCmd returns the command read: the reading study, human readers
+// under the models' protocol (docs/reading.md).
+func newReadCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "read",
 		Short: "Reading study: human readers take the benchmark in the browser, exported as runs",
@@ -26,7 +26,7 @@ like any model's run.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(readInitCmd(), readServeCmd(), readExportCmd())
-	addCommand(cmd)
+	return cmd
 }
 
 func readInitCmd() *cobra.Command {
@@ -87,8 +87,8 @@ get, as for models (default implicit).`,
 	f.StringVar(&db, "db", "", "reading database to create (must not exist)")
 	f.IntVar(&n, "readers", 0, "number of readers N")
 	f.IntVar(&sample, "sample", 0, "a stratified sample of K records (default: every record)")
-	// The issue fixed the name --seed; --sample-seed, eval's name for
-	// the sample's seed, works too.
+	// --seed is the name; --sample-seed, eval's name for the sample's
+	// seed, works too.
 	f.Var((*seedValue)(&seed), "seed", "seed of the sample and of each reader's order")
 	hiddenAlias(f, "seed", "sample-seed")
 	f.StringVar(&oracle, "oracle", string(protocol.OracleImplicit), "oracle mode: none, implicit or explicit")

@@ -13,7 +13,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/version"
 )
 
-func init() {
+// newReportCmd returns the command report: tables, statistics and the HTML report of runs.
+func newReportCmd() *cobra.Command {
 	var (
 		cfg         report.Config
 		compare     []string
@@ -109,5 +110,5 @@ deletes nothing.`,
 	f.StringVar(&cfg.Benchmark, "benchmark", "", "benchmark directory (default: the dataset path in the first run's manifest)")
 	f.StringArrayVar(&cfg.ModelFiles, "models", nil, "extra models.yaml extending the registry, as for eval: domains and bases of the findings (repeatable)")
 	f.StringVar(&cfg.DomainsFile, "domains", "", "YAML mapping run names or models to domain groups (general, medical, …), overriding the registry's domains")
-	addCommand(cmd)
+	return cmd
 }

@@ -201,7 +201,7 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err := writeWork(workDir, fp, o, e.cfg.BundlePNGCompression == buildcfg.FastPNG); err != nil {
+		if err := writeWork(workDir, fp, o, e.cfg.BundlePNGCompression); err != nil {
 			return global("writing work state of %s: %w", c.KeyID(), err)
 		}
 		o.masks, o.Deformation, o.caseLine = nil, nil, nil

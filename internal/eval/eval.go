@@ -1,5 +1,5 @@
-// Package eval runs a model through a benchmark (spec protocol.md §1–§11,
-// issue 4): it selects records, verifies their images, runs each record's
+// Package eval runs a model through a benchmark (protocol.md §1–§11): it
+// selects records, verifies their images, runs each record's
 // conversation through the protocol engine with many records in flight
 // and the turns of one record in order, and appends every finished record
 // to results.jsonl at once, so that nothing is lost and a killed run

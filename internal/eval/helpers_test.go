@@ -17,7 +17,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// sampleBench is the foundation engineer's hand-made sample benchmark.
+// sampleBench is the hand-made sample benchmark of package benchmark's
+// tests.
 const sampleBench = "../benchmark/testdata/sample"
 
 var (

@@ -19,7 +19,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/version"
 )
 
-// The rehearsal of issue 22: the same command, with the same response
+// A rehearsal of two servers in turn: the same command, with the same response
 // cache, first against a random baseline and then against a first-option
 // baseline on another port. The second run must ask the second server
 // every question and record its answers, none replayed from the first.

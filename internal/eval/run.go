@@ -24,6 +24,10 @@ var testHTTPClient *http.Client
 // testHookCall, when set by a test, sees every attempt's case and endpoint.
 var testHookCall func(key, endpoint string)
 
+// testHookRetryWait, when set by a test, is called as a call starts its
+// wait before a retry, with the wait's length.
+var testHookRetryWait func(time.Duration)
+
 // task is one record to run with its plan.
 type task struct {
 	index int
@@ -471,7 +475,11 @@ func (cs *caseState) send(ctx context.Context, turn string, req *provider.Reques
 			r.prog.failure()
 			return protocol.Reply{}, cs.fail(err, turn, attempts, ep)
 		}
-		if err := sleep(wctx, r.retry.backoff(attempts, ce.RetryAfter)); err != nil {
+		wait := r.retry.backoff(attempts, ce.RetryAfter)
+		if testHookRetryWait != nil {
+			testHookRetryWait(wait)
+		}
+		if err := sleep(wctx, wait); err != nil {
 			return protocol.Reply{}, cs.cancel(err)
 		}
 	}

@@ -178,8 +178,8 @@ func TestBadFiles(t *testing.T) {
 		{"bad_dup.yaml", "alias defined twice"},
 		{"bad_alias.yaml", "field alias"},
 		{"bad_temperature.yaml", "sampling.temperature -1"},
-		{"bad_nan.yaml", "sampling.temperature NaN is outside [0, 2]"},              // issue 21 item 15
-		{"bad_two_docs.yaml", `line 2: a second YAML document starts here ("---")`}, // issue 21 item 16
+		{"bad_nan.yaml", "sampling.temperature NaN is outside [0, 2]"},
+		{"bad_two_docs.yaml", `line 2: a second YAML document starts here ("---")`},
 		{"bad_not_list.yaml", "line 1: want a list, got a mapping"},
 		{"missing.yaml", "no such file"},
 		{"bad_empty.yaml", "no model entries"},
@@ -199,8 +199,8 @@ func TestBadFiles(t *testing.T) {
 }
 
 // TestLargeFileBounded: a --models file of wrong-typed entries far above
-// any real registry is refused by its size before it is parsed (issue 21
-// item 12: 15 MiB of them took 1.2 to 2.5 GB); one just under the cap
+// any real registry is refused by its size before it is parsed
+// (unbounded, 15 MiB of them would take 1.2 to 2.5 GB); one just under the cap
 // is explained in one short line.
 func TestLargeFileBounded(t *testing.T) {
 	dir := t.TempDir()
@@ -234,7 +234,7 @@ func TestResolve(t *testing.T) {
 		{"gemini", "gemini-2.5-flash", "gemini", "gemini-2.5-flash", "gemini-2.5-flash", true, true, false},
 		{"baseline", "oracle", "baseline", "oracle", "oracle", false, false, false},
 		{"baseline", "dummy", "", "", "", false, false, true},
-		// vllm is another spelling of opensource (issue 15)
+		// vllm is another spelling of opensource
 		{"vllm", "x", "vllm", "x", "x", true, true, false},
 		{"vllm", "glm-4v", "vllm", "glm-4v", "zai-org/GLM-4.6V", false, false, false},
 		{"vLLM", "x", "", "", "", false, false, true},

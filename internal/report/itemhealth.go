@@ -1,6 +1,6 @@
 package report
 
-// Item health outputs (issue 16; docs/item-health.md): item_stats.csv,
+// Item health outputs (docs/item-health.md): item_stats.csv,
 // flagged_items.csv, item_position_bias.csv, a report.md section and the
 // flags of the HTML item browser. The numbers come from
 // analysis.ComputeItemHealth.

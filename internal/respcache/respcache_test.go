@@ -169,7 +169,7 @@ func TestOpenConcurrently(t *testing.T) {
 	}
 }
 
-// TestOpenRefusesLinksAndFIFOs (issue 21 item 3): responses.sqlite (or a
+// TestOpenRefusesLinksAndFIFOs: responses.sqlite (or a
 // file SQLite keeps beside it) that is a symbolic link or a FIFO is
 // refused before SQLite opens it: another database it leads to gains no
 // table, an empty outside file stays empty, a dangling link's target is
@@ -191,9 +191,9 @@ func TestOpenRefusesLinksAndFIFOs(t *testing.T) {
 			var err error
 			switch tc {
 			case "link to a database":
-				db, err := OpenDB(target, `CREATE TABLE IF NOT EXISTS decisions (k TEXT)`)
-				if err != nil {
-					t.Fatal(err)
+				db, openErr := OpenDB(target, `CREATE TABLE IF NOT EXISTS decisions (k TEXT)`)
+				if openErr != nil {
+					t.Fatal(openErr)
 				}
 				db.Close()
 				err = os.Symlink(target, path)

@@ -169,7 +169,7 @@ func TestRescoreRefusals(t *testing.T) {
 		{"unknown parse mode", src, "lenient", bench, "unknown parse mode"},
 		{"other benchmark", src, parse.ModeStrict, otherBench, "dataset.sha256"},
 		{"not a run", out, parse.ModeStrict, bench, "oracle_<mode>"},
-		{"rescored name too long", long, parse.ModeStrict, bench, "run name LLLL"}, // issue 21 item 18, at rescore
+		{"rescored name too long", long, parse.ModeStrict, bench, "run name LLLL"}, // the rescored name is checked too
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := Rescore(c.dir, RescoreOptions{Mode: c.mode, Bench: c.bench}); err == nil || !strings.Contains(err.Error(), c.want) {
