@@ -20,8 +20,6 @@ const mrmcMaxScores = 256 << 20
 // mrmcMarker marks a directory chexpercept mrmc wrote.
 const mrmcMarker = ".chexpercept-mrmc"
 
-func init() { addCommand(newMrmcCmd()) }
-
 func newMrmcCmd() *cobra.Command {
 	var scores, fom, out string
 	cmd := &cobra.Command{
