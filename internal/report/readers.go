@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
@@ -106,7 +107,7 @@ func buildReaders(res *analysis.Result) *readersDoc {
 		rd.Notes = append(rd.Notes, fmt.Sprintf("Oracle %s: %d reader(s): %s.", set.OracleMode, len(set.Runs), strings.Join(set.Runs, ", ")))
 	}
 	rd.Notes = append(rd.Notes, "Accuracy is end-to-end (all of stages 1..k correct). Each row compares only the records every compared party answered (Records): the readers' mean on the records every reader answered, in percent, with the one-modality MRMC interval (random readers and records, Hillis 2007); a model's row is the model minus the readers' mean in points on the records the model and every reader answered, by the standalone-versus-panel MRMC analysis (the model a reader without reader variance), with its standard error (points), Hillis' degrees of freedom and p. A negative difference means the model falls short of the readers. N/A: no interval (fewer than 2 readers or records, or no variance at all). See docs/mrmc.md.",
-		"The tables' numbers, unrounded (as fractions), are in "+strings.Join(readersCSVs, ", ")+" (ext_reader_switches.csv with an aided study).")
+		"The tables' numbers, unrounded (as fractions), are in "+strings.Join(readersCSVs, ", ")+" (ext_reader_switches.csv when an aided study's model run is among the inputs).")
 	for _, mode := range rr.Modes {
 		t := rd.newTable("Readers and models, oracle "+mode+": the readers' end-to-end accuracy (%) and each model − readers (points), MRMC on paired records", mrmcHeader...)
 		for i := range rr.MRMC {
@@ -221,7 +222,7 @@ func readersFiles(res *analysis.Result) map[string][]byte {
 		readersCSVs[1]: extReaderAgreement(rr),
 		readersCSVs[2]: extReaderTime(rr),
 	}
-	if len(rr.Studies) > 0 {
+	if slices.ContainsFunc(rr.Studies, func(st analysis.AidedStudy) bool { return st.Found }) {
 		files["ext_reader_switches.csv"] = extReaderSwitches(rr)
 	}
 	return files

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -465,6 +466,24 @@ func TestAidedStudy(t *testing.T) {
 	}
 	if switched == 0 {
 		t.Error("no reader switched at detection, though the aided answers follow the model")
+	}
+
+	// Without the shown model's run among the inputs: aided − unaided
+	// still, no switches, and the report says why.
+	var inputs []string
+	for _, name := range readers {
+		inputs = append(inputs, filepath.Join(dir, "human_"+name+"_unaided"), filepath.Join(dir, "human_"+name+"_aided"))
+	}
+	out2 := filepath.Join(tmp, "report-no-model")
+	if _, err := Generate(Config{Inputs: inputs, Out: out2, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
+		t.Fatal(err)
+	}
+	md2 := string(read(t, filepath.Join(out2, "report.md")))
+	if !strings.Contains(md2, "| aided − unaided (s1) | revision_required | 1 | 3 |") || !strings.Contains(md2, "is not among the report's inputs") || strings.Contains(md2, "Switches after") {
+		t.Error("without the model run: want aided − unaided, the note, and no switch table")
+	}
+	if _, err := os.Stat(filepath.Join(out2, "ext_reader_switches.csv")); !os.IsNotExist(err) {
+		t.Errorf("ext_reader_switches.csv without the model run: %v", err)
 	}
 }
 
