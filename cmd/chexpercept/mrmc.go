@@ -21,9 +21,10 @@ const mrmcMaxScores = 256 << 20
 const mrmcMarker = ".chexpercept-mrmc"
 
 func newMrmcCmd() *cobra.Command {
-	var scores, fom, out string
+	var scores, fom, out, algorithm string
+	var margin float64
 	cmd := &cobra.Command{
-		Use:   "mrmc --scores FILE.csv [--fom accuracy|auc] [--out DIR]",
+		Use:   "mrmc --scores FILE.csv [--fom accuracy|auc] [--algorithm NAME [--margin M]] [--out DIR]",
 		Short: "Multi-reader multi-case (Obuchowski–Rockette) analysis of a reader study's scores",
 		Long: `Analyse a fully crossed reader study by the Obuchowski–Rockette method with
 jackknife covariances over cases: random readers and random cases (Hillis'
@@ -32,7 +33,12 @@ degrees of freedom), fixed readers, fixed cases, and each modality's mean.
 FILE.csv has the columns modality,reader,case,truth,score. With --fom accuracy a
 score is 1 (right) or 0 (wrong); with --fom auc it is a rating and truth is 1
 (diseased) or 0. --out DIR also writes mrmc.json and mrmc_*.csv into a new or
-empty directory (or one an earlier mrmc wrote). See docs/mrmc.md.`,
+empty directory (or one an earlier mrmc wrote).
+
+--algorithm NAME takes the reader NAME out of the readers: it is an
+algorithm, compared in each modality with the other readers' mean (the
+algorithm a reader without reader variance; --margin adds a non-inferiority
+test) while the analyses above cover the other readers. See docs/mrmc.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if scores == "" {
@@ -50,10 +56,23 @@ empty directory (or one an earlier mrmc wrote). See docs/mrmc.md.`,
 			if err != nil {
 				return err
 			}
+			if margin < 0 || margin >= 1 || margin != margin {
+				return fmt.Errorf("--margin %v: want a non-inferiority margin from 0 to below 1", margin)
+			}
+			if margin > 0 && algorithm == "" {
+				return fmt.Errorf("--margin: needs --algorithm")
+			}
+			var standalone []mrmc.StandaloneRow
+			if algorithm != "" {
+				if d, standalone, err = mrmc.SplitAlgorithm(d, algorithm, margin, 0); err != nil {
+					return fmt.Errorf("--algorithm: %s: %w", scores, err)
+				}
+			}
 			a, err := mrmc.Analyze(d, 0)
 			if err != nil {
 				return fmt.Errorf("%s: %w", scores, err)
 			}
+			a.Standalone = standalone
 			if out != "" {
 				if err := writeMrmc(out, scores, a); err != nil {
 					return err
@@ -65,6 +84,8 @@ empty directory (or one an earlier mrmc wrote). See docs/mrmc.md.`,
 	cmd.Flags().StringVar(&scores, "scores", "", "the scores table (CSV: modality,reader,case,truth,score)")
 	cmd.Flags().StringVar(&fom, "fom", string(mrmc.Accuracy), "figure of merit: accuracy (0/1 scores) or auc (ratings, truth 0/1)")
 	cmd.Flags().StringVar(&out, "out", "", "also write mrmc.json and mrmc_*.csv into this directory")
+	cmd.Flags().StringVar(&algorithm, "algorithm", "", "the reader that is an algorithm: compared with the other readers, who alone form the panel")
+	cmd.Flags().Float64Var(&margin, "margin", 0, "with --algorithm: a non-inferiority margin on the figure of merit (0: none)")
 	return cmd
 }
 

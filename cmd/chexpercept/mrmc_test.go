@@ -74,6 +74,9 @@ func TestMrmcRefuses(t *testing.T) {
 		{"missing file", []string{"--scores", filepath.Join(dir, "none.csv")}, "--scores " + filepath.Join(dir, "none.csv")},
 		{"bad field", []string{"--scores", bad, "--fom", "auc"}, bad + ` line 3: field score: "maybe" is not a finite number`},
 		{"foreign out", []string{"--scores", vanDykeScores, "--fom", "auc", "--out", foreign}, "not made by chexpercept mrmc"},
+		{"unknown algorithm", []string{"--scores", vanDykeScores, "--fom", "auc", "--algorithm", "9"}, `--algorithm: ` + vanDykeScores + `: algorithm "9" is not a reader`},
+		{"margin alone", []string{"--scores", vanDykeScores, "--fom", "auc", "--margin", "0.05"}, "--margin: needs --algorithm"},
+		{"negative margin", []string{"--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--margin", "-1"}, "--margin -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,5 +88,29 @@ func TestMrmcRefuses(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(foreign, "notes.txt")); err != nil || string(b) != "mine" {
 		t.Errorf("a refused directory changed: %q, %v", b, err)
+	}
+}
+
+// TestMrmcAlgorithm: --algorithm takes a reader out of the panel and
+// compares it with the others in each modality, in the output and in
+// mrmc_standalone.csv.
+func TestMrmcAlgorithm(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "mrmc")
+	stdout, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--margin", "0.05", "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 modalities, 4 readers, 114 cases", "Algorithm 4 against the 4 readers",
+		"1: algorithm 0.97311 − readers 0.87802 = 0.09509", "non-inferiority by 0.0500: p"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "mrmc_standalone.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[1], "1,4,4,0.97310789") {
+		t.Errorf("mrmc_standalone.csv:\n%s", b)
 	}
 }

@@ -104,6 +104,9 @@ type Analysis struct {
 	ModalityMeans []float64
 	Components
 	Designs []Design // RRRC, FRRC, RRFC
+	// Standalone is, when the study held an algorithm (SplitAlgorithm),
+	// its difference from the readers per modality.
+	Standalone []StandaloneRow
 }
 
 // estimates are the figures of merit and their jackknife values.

@@ -87,6 +87,17 @@ func (a *Analysis) Text(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s alone: %s, SE %s, df %s, %d %% CI (%s, %s)\n", m.Modality, num(m.Estimate, 8), num(m.SE, 8), num(m.DF, 2), pct, num(m.Lo, 5), num(m.Hi, 5))
 		}
 	}
+	for _, sr := range a.Standalone {
+		if sr.Modality == a.Modalities[0] {
+			fmt.Fprintf(&b, "\nAlgorithm %s against the %d readers (random readers, random cases; the algorithm without reader variance)\n", sr.Algorithm, sr.NReaders)
+		}
+		fmt.Fprintf(&b, "  %s: algorithm %s − readers %s = %s, SE %s, df %s, %d %% CI (%s, %s), p %s", sr.Modality, num(sr.Model, 5), num(sr.Readers, 5),
+			num(sr.Estimate, 5), num(sr.SE, 5), num(sr.DF, 2), pct, num(sr.Lo, 5), num(sr.Hi, 5), num(sr.P, 4))
+		if sr.Margin > 0 {
+			fmt.Fprintf(&b, "; non-inferiority by %s: p %s", num(sr.Margin, 4), num(sr.PNonInferior, 4))
+		}
+		b.WriteString("\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -169,6 +180,16 @@ func (a *Analysis) Files() map[string][]byte {
 		Diffs     []jDiff `json:"differences"`
 		Means     []jMean `json:"means"`
 	}
+	type jStandalone struct {
+		Modality  string `json:"modality"`
+		Algorithm string `json:"algorithm"`
+		NReaders  int    `json:"n_readers"`
+		Model     jnum   `json:"algorithm_fom"`
+		Readers   jnum   `json:"readers_mean"`
+		jInterval
+		Margin       jnum `json:"margin"`
+		PNonInferior jnum `json:"p_noninferiority"`
+	}
 	type jFOM struct {
 		Modality string `json:"modality"`
 		Reader   string `json:"reader"`
@@ -184,6 +205,7 @@ func (a *Analysis) Files() map[string][]byte {
 		Components map[string]jnum `json:"components"`
 		Designs    []jDesign       `json:"analyses"`
 		Means      map[string]jnum `json:"modality_means"`
+		Standalone []jStandalone   `json:"standalone,omitempty"`
 	}{FOM: string(a.FOM), Alpha: a.Alpha, Modalities: a.Modalities, Readers: a.Readers, NCases: a.NCases,
 		Components: map[string]jnum{"ms_t": jnum(a.MST), "ms_r": jnum(a.MSR), "ms_tr": jnum(a.MSTR), "var": jnum(a.Var), "cov1": jnum(a.Cov1), "cov2": jnum(a.Cov2), "cov3": jnum(a.Cov3)},
 		Means:      map[string]jnum{}}
@@ -207,16 +229,28 @@ func (a *Analysis) Files() map[string][]byte {
 		}
 		doc.Designs = append(doc.Designs, jd)
 	}
+	var standalone [][]string
+	var jst []jStandalone
+	for _, sr := range a.Standalone {
+		standalone = append(standalone, append([]string{sr.Modality, sr.Algorithm, strconv.Itoa(sr.NReaders), csvNum(sr.Model), csvNum(sr.Readers)},
+			append(ivCells(sr.Interval), csvNum(sr.Margin), csvNum(sr.PNonInferior))...))
+		jst = append(jst, jStandalone{sr.Modality, sr.Algorithm, sr.NReaders, jnum(sr.Model), jnum(sr.Readers), jiv(sr.Interval), jnum(sr.Margin), jnum(sr.PNonInferior)})
+	}
+	doc.Standalone = jst
 	js, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		panic(err) // the document holds only strings and jnum
 	}
-	return map[string][]byte{
+	files := map[string][]byte{
 		"mrmc.json":          append(js, '\n'),
 		"mrmc_fom.csv":       writeCSV([]string{"modality", "reader", "fom"}, fom),
 		"mrmc_tests.csv":     writeCSV([]string{"analysis", "statistic", "value", "df1", "df2", "p_value"}, tests),
 		"mrmc_intervals.csv": writeCSV([]string{"analysis", "kind", "modality_a", "modality_b", "estimate", "se", "df", "ci_low", "ci_high", "p_value"}, ivs),
 	}
+	if len(a.Standalone) > 0 {
+		files["mrmc_standalone.csv"] = writeCSV([]string{"modality", "algorithm", "n_readers", "algorithm_fom", "readers_mean", "estimate", "se", "df", "ci_low", "ci_high", "p_value", "margin", "p_noninferiority"}, standalone)
+	}
+	return files
 }
 
 func ivCells(iv Interval) []string {

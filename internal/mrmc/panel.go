@@ -101,3 +101,46 @@ func panelFigures(fom FOM, scores [][]float64, truth []int) ([]float64, [][]floa
 	}
 	return theta, jack, nil
 }
+
+// StandaloneRow is one modality's algorithm − readers in a study where
+// one "reader" is an algorithm.
+type StandaloneRow struct {
+	Modality, Algorithm string
+	NReaders            int
+	Standalone
+}
+
+// SplitAlgorithm takes the reader named algorithm out of a study: it
+// returns the study of the other readers and, per modality, the
+// algorithm against them (ModelVersusPanel with the margin).
+func SplitAlgorithm(d *Data, algorithm string, margin, alpha float64) (*Data, []StandaloneRow, error) {
+	idx := -1
+	for j, r := range d.Readers {
+		if r == algorithm {
+			idx = j
+		}
+	}
+	if idx < 0 {
+		return nil, nil, fmt.Errorf("algorithm %q is not a reader of the study", algorithm)
+	}
+	rest := &Data{FOM: d.FOM, Modalities: d.Modalities, Cases: d.Cases, Truth: d.Truth, Scores: make([][][]float64, len(d.Scores))}
+	for j, r := range d.Readers {
+		if j != idx {
+			rest.Readers = append(rest.Readers, r)
+		}
+	}
+	var rows []StandaloneRow
+	for i, m := range d.Modalities {
+		for j, s := range d.Scores[i] {
+			if j != idx {
+				rest.Scores[i] = append(rest.Scores[i], s)
+			}
+		}
+		s, err := ModelVersusPanel(d.FOM, d.Scores[i][idx], rest.Scores[i], d.Truth, margin, alpha)
+		if err != nil {
+			return nil, nil, fmt.Errorf("modality %s: %w", m, err)
+		}
+		rows = append(rows, StandaloneRow{Modality: m, Algorithm: algorithm, NReaders: len(rest.Readers), Standalone: s})
+	}
+	return rest, rows, nil
+}
