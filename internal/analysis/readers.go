@@ -143,7 +143,7 @@ func isAidedArm(rr *RunResult) bool {
 
 // analyzeReaders computes the readers-and-models part; nil without
 // reader runs.
-func analyzeReaders(res *Result, _ *Options) *ReadersResult {
+func analyzeReaders(res *Result) *ReadersResult {
 	var out *ReadersResult
 	for _, mode := range res.Modes() {
 		var readers, arms, models []*RunResult
