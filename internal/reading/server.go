@@ -213,7 +213,8 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	p := page{User: u, CSRF: webapp.CSRFOf(r), Title: "Reading"}
 	if cur.pending == nil {
-		srv.render(w, http.StatusOK, "done.html", map[string]any{"Page": p, "Total": cur.total})
+		// A refused answer (409) after the last turn keeps its status.
+		srv.render(w, status, "done.html", map[string]any{"Page": p, "Total": cur.total})
 		return
 	}
 	pd := cur.pending

@@ -275,10 +275,14 @@ func (s *Store) markShown(ctx context.Context, readerID int64, pos, seq int) err
 // ErrAnswered is returned for a second answer to a turn.
 var ErrAnswered = errors.New("this question was already answered; answers cannot be changed")
 
-// saveAnswer stores the answer of a shown, unanswered turn and commits it.
+// saveAnswer stores the answer of an unanswered turn and commits it. A
+// turn answered without its page having been loaded first (a scripted
+// client) is stored with its display time equal to its answer time.
 func (s *Store) saveAnswer(ctx context.Context, readerID int64, pos, seq int, text string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE turns SET answer = ?, answered_ms = ? WHERE reader_id = ? AND pos = ? AND seq = ? AND answer IS NULL`,
-		text, s.now().UnixMilli(), readerID, pos, seq)
+	now := s.now().UnixMilli()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO turns(reader_id, pos, seq, shown_ms, answer, answered_ms) VALUES(?,?,?,?,?,?)
+		ON CONFLICT(reader_id, pos, seq) DO UPDATE SET answer = excluded.answer, answered_ms = excluded.answered_ms WHERE turns.answer IS NULL`,
+		readerID, pos, seq, now, text, now)
 	if err != nil {
 		return err
 	}
