@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -44,6 +45,7 @@ type Server struct {
 	system string
 	tmpl   *template.Template
 	web    *webapp.App
+	sizes  sync.Map // benchmark-relative image path → file length
 	// Secure marks the session cookie Secure (set when serving TLS).
 	Secure bool
 	Log    *log.Logger
@@ -336,14 +338,51 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 		webapp.APIError(w, http.StatusNotFound, "no such image")
 		return
 	}
-	data, err := imagefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(imgs[i])), imagefile.MaxFileBytes, imagefile.NoFollow)
+	data, err := srv.turnImage(imgs, i)
 	if err != nil {
-		srv.web.Fail(w, r, http.StatusInternalServerError, fmt.Errorf("image: %w", imagefile.Reason(err)))
+		srv.web.Fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
 	w.Header().Set("Content-Type", "image/png")
 	w.Header().Set("Cache-Control", "private, no-store")
 	w.Write(data)
+}
+
+// turnImage is the i-th of a turn's images as served: every image of the
+// turn padded (padPNG) to one common length, 12 bytes over the largest,
+// so that no byte count tells the candidates of a question apart. The
+// lengths of the files are remembered: the study's benchmark does not
+// change while it is served.
+func (srv *Server) turnImage(imgs []string, i int) ([]byte, error) {
+	read := func(rel string) ([]byte, error) {
+		data, err := imagefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(rel)), imagefile.MaxFileBytes, imagefile.NoFollow)
+		if err != nil {
+			return nil, fmt.Errorf("image: %w", imagefile.Reason(err))
+		}
+		srv.sizes.Store(rel, len(data))
+		return data, nil
+	}
+	data, err := read(imgs[i])
+	if err != nil {
+		return nil, err
+	}
+	target := len(data)
+	for _, rel := range imgs {
+		n, ok := srv.sizes.Load(rel)
+		if !ok {
+			d, err := read(rel)
+			if err != nil {
+				return nil, err
+			}
+			n = len(d)
+		}
+		target = max(target, n.(int))
+	}
+	out, err := padPNG(data, target+chunkOverhead)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", imgs[i], err)
+	}
+	return out, nil
 }
 
 type progressRow struct {
