@@ -163,18 +163,28 @@ func (srv *Server) locate(ctx context.Context, readerID int64) (*current, error)
 
 // optionView is one answer control.
 type optionView struct {
-	N     int
-	Label string
+	N       int
+	Label   string
+	Checked bool
 }
 
-type imageView struct {
-	URL, Alt string
+// figureView is one viewer: an image with its zoom buttons. The
+// reference viewer (ID "ref") shows an earlier question's image, chosen
+// by the thumbnails.
+type figureView struct {
+	ID, Label, URL, Alt string
+	Small, Hidden       bool
+}
+
+// thumbView is a thumbnail of an earlier question's image.
+type thumbView struct {
+	URL, Label, Alt string
+	Open            bool // shown in the reference viewer on load
 }
 
 type exchangeView struct {
 	Turn, Text, Answer string
 	Patched            bool
-	Images             []imageView
 }
 
 var optionLine = regexp.MustCompile(`(?m)^\((\d+)\)\s*(.*)$`)
@@ -224,17 +234,11 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 		srv.web.Fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	var imgs []imageView
-	for i := range pd.Images {
-		imgs = append(imgs, imageView{URL: fmt.Sprintf("/image/%d/%d/%d", cur.pos, pd.Seq, i), Alt: fmt.Sprintf("image %d of this question", i+1)})
-	}
+	imgs, ref, earlier := figures(cur.pos, pd)
 	var hist []exchangeView
 	var patched []exchangeView
-	for k, e := range pd.History {
+	for _, e := range pd.History {
 		ev := exchangeView{Turn: e.Turn, Text: e.Text, Answer: e.Answer, Patched: e.Patched}
-		for i := range e.Images {
-			ev.Images = append(ev.Images, imageView{URL: fmt.Sprintf("/image/%d/%d/%d", cur.pos, k, i), Alt: fmt.Sprintf("image %d", i+1)})
-		}
 		hist = append(hist, ev)
 		if e.Patched {
 			patched = append(patched, ev)
@@ -243,9 +247,44 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 	srv.render(w, status, "read.html", map[string]any{
 		"Page": p, "Pos": cur.pos, "Record": cur.pos + 1, "Total": cur.total, "Seq": pd.Seq, "Question": pd.Seq + 1,
 		"System": srv.system, "Prefix": pd.Prefix, "Text": strings.TrimPrefix(strings.TrimPrefix(pd.Text, pd.Prefix), "\n\n"),
-		"Images": imgs, "Options": options(pd.Text, pd.NOptions), "Multi": pd.Multi,
+		"Images": imgs, "Ref": ref, "Earlier": earlier, "Options": options(pd.Text, pd.NOptions), "Multi": pd.Multi,
 		"History": hist, "Patched": patched, "Error": msg,
 	})
+}
+
+// figures lays out the viewer of a turn: one figure per image of the
+// question; the reference viewer for the images of the record's earlier
+// questions, open on the first of them (the detection radiograph) when the
+// question has no image of its own and hidden until a thumbnail is chosen
+// otherwise; and a thumbnail per earlier image. Labels and URLs name
+// questions by their number on the page, never by turn or file.
+func figures(pos int, pd *Pending) (imgs []figureView, ref *figureView, earlier []thumbView) {
+	for i := range pd.Images {
+		label := "Image " + strconv.Itoa(i+1)
+		imgs = append(imgs, figureView{Label: label, URL: fmt.Sprintf("/image/%d/%d/%d", pos, pd.Seq, i),
+			Alt: fmt.Sprintf("image %d of this question", i+1), Small: len(pd.Images) > 1})
+	}
+	for k, e := range pd.History {
+		for i := range e.Images {
+			label := fmt.Sprintf("Question %d", k+1)
+			if len(e.Images) > 1 {
+				label += fmt.Sprintf(", image %d", i+1)
+			}
+			earlier = append(earlier, thumbView{URL: fmt.Sprintf("/image/%d/%d/%d", pos, k, i), Label: label,
+				Alt: fmt.Sprintf("image %d of question %d", i+1, k+1)})
+		}
+	}
+	if len(earlier) == 0 {
+		return imgs, nil, nil
+	}
+	ref = &figureView{ID: "ref", Label: earlier[0].Label, Alt: earlier[0].Alt}
+	if len(imgs) == 0 {
+		ref.URL = earlier[0].URL
+		earlier[0].Open = true
+	} else {
+		ref.Hidden = true
+	}
+	return imgs, ref, earlier
 }
 
 // answer stores the reader's choice for the turn on screen, then shows
