@@ -234,6 +234,14 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 		srv.web.Fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
+	opts := options(pd.Text, pd.NOptions)
+	var aid *aidView
+	if srv.study.Aid != nil {
+		if aid, err = srv.aidStep(r.Context(), u.ID, cur, opts); err != nil {
+			srv.web.Fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+	}
 	imgs, ref, earlier := figures(cur.pos, pd)
 	var hist []exchangeView
 	var patched []exchangeView
@@ -247,9 +255,98 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 	srv.render(w, status, "read.html", map[string]any{
 		"Page": p, "Pos": cur.pos, "Record": cur.pos + 1, "Total": cur.total, "Seq": pd.Seq, "Question": pd.Seq + 1,
 		"System": srv.system, "Prefix": pd.Prefix, "Text": strings.TrimPrefix(strings.TrimPrefix(pd.Text, pd.Prefix), "\n\n"),
-		"Images": imgs, "Ref": ref, "Earlier": earlier, "Options": options(pd.Text, pd.NOptions), "Multi": pd.Multi,
+		"Images": imgs, "Ref": ref, "Earlier": earlier, "Options": opts, "Multi": pd.Multi, "Aid": aid,
 		"History": hist, "Patched": patched, "Error": msg,
 	})
+}
+
+// aidView is the aided part of a turn's page: the step the form posts
+// ("unaided", then "final") and, once the unaided answer is stored, that
+// answer and the model's.
+type aidView struct {
+	Stage                       string
+	Shown                       bool
+	Unaided, Model, ModelAnswer string
+}
+
+// aidStep is the aided state of the reader's current turn. Once the
+// unaided answer is stored, the page shows the model's answer (the time
+// it is first shown is stored) and the options start ticked as the
+// reader answered.
+func (srv *Server) aidStep(ctx context.Context, readerID int64, cur *current, opts []optionView) (*aidView, error) {
+	ans, err := srv.store.Answers(ctx, readerID, cur.pos)
+	if err != nil {
+		return nil, err
+	}
+	var unaided string
+	for _, a := range ans {
+		if a.Seq == cur.pending.Seq {
+			unaided = a.Unaided
+		}
+	}
+	if unaided == "" {
+		return &aidView{Stage: "unaided"}, nil
+	}
+	if err := srv.store.markAidShown(ctx, readerID, cur.pos, cur.pending.Seq); err != nil {
+		return nil, err
+	}
+	m, err := srv.store.modelAnswerFor(ctx, cur.rec.KeyID, cur.pending.Turn)
+	if err != nil {
+		return nil, err
+	}
+	v := &aidView{Stage: "final", Shown: true, Unaided: optionText(unaided, opts), Model: srv.study.Aid.Model, ModelAnswer: "no answer: " + m.Note}
+	if m.Text != "" {
+		v.ModelAnswer = optionText(m.Text, opts)
+	}
+	for i := range opts {
+		for _, f := range strings.Split(strings.TrimPrefix(unaided, "Answer: "), ",") {
+			if f == strconv.Itoa(opts[i].N) {
+				opts[i].Checked = true
+			}
+		}
+	}
+	return v, nil
+}
+
+// aidedAnswer stores an answer of an aided study: the form's stage says
+// which. An unaided answer is taken once; a final answer only after the
+// page showed the model's answer.
+func (srv *Server) aidedAnswer(w http.ResponseWriter, r *http.Request, cur *current, text string) {
+	u := webapp.UserOf(r)
+	pos, seq := cur.pos, cur.pending.Seq
+	var err error
+	switch r.PostForm.Get("stage") {
+	case "unaided":
+		err = srv.store.saveUnaided(r.Context(), u.ID, pos, seq, text)
+	case "final":
+		ans, aerr := srv.store.Answers(r.Context(), u.ID, pos)
+		if aerr != nil {
+			srv.web.Fail(w, r, http.StatusInternalServerError, aerr)
+			return
+		}
+		shown := false
+		for _, a := range ans {
+			shown = shown || a.Seq == seq && a.Unaided != "" && a.AidShownMS != 0
+		}
+		if !shown {
+			srv.readPage(w, r, http.StatusConflict, "Your own answer and then the model's answer come first; this is the current step.")
+			return
+		}
+		err = srv.store.saveFinal(r.Context(), u.ID, pos, seq, text)
+	default:
+		webapp.APIError(w, http.StatusBadRequest, "stage must be unaided or final in an aided study")
+		return
+	}
+	if errors.Is(err, ErrAnswered) {
+		srv.readPage(w, r, http.StatusConflict, "That answer was already given (answers cannot be changed); this is the current step.")
+		return
+	}
+	if err != nil {
+		srv.web.Fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	srv.Log.Printf("%s answered record %d question %d (%s)", u.Name, pos+1, seq+1, r.PostForm.Get("stage"))
+	http.Redirect(w, r, "/read", http.StatusSeeOther)
 }
 
 // figures lays out the viewer of a turn: one figure per image of the
@@ -335,6 +432,10 @@ func (srv *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	case !cur.pending.Multi && len(chosen) > 1:
 		webapp.APIError(w, http.StatusBadRequest, "this question takes one option")
+		return
+	}
+	if srv.study.Aid != nil {
+		srv.aidedAnswer(w, r, cur, FormatAnswer(chosen))
 		return
 	}
 	err = srv.store.saveAnswer(r.Context(), u.ID, pos, seq, FormatAnswer(chosen))
