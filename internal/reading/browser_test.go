@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/browsertest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // browser starts headless Chromium and returns a function that opens a
@@ -407,4 +409,98 @@ func checkEmptySubmit(t *testing.T, ctx context.Context, state string) {
 	if msg == "" || now != state {
 		t.Errorf("empty multi-select submit: message %q, page %s (was %s)", msg, now, state)
 	}
+}
+
+// aidState is pageState with the aided step: "pos/seq/unaided" or
+// "pos/seq/final" (the page showing the model's answer).
+const aidState = `(() => { const s = (` + pageState + `); if (s === "" || s === "done") return s;
+	const st = document.querySelector("input[name=stage]"); return s + "/" + (st ? st.value : "");
+})()`
+
+// TestBrowserAidedStudy: an aided study end to end in Chromium. On every
+// question the reader answers unaided (the ground truth), the page then
+// shows the model's answer beside a visible radiograph with the reader's
+// answer ticked, and the reader confirms it; the export writes the
+// unaided and the aided run, both at 100 %, with their reading arms. The
+// page with the model's answer has no serious or critical axe-core
+// violation.
+func TestBrowserAidedStudy(t *testing.T) {
+	newCtx := browser(t)
+	axe := browsertest.AxeScript(t)
+	bench := testBench(t)
+	oracle := protocol.OracleExplicit
+	aidDir := modelRun(t, bench, oracle)
+	st := newAidedStudy(t, bench, oracle, aidDir)
+	ctx := newCtx(1400, 1000)
+	signInBrowser(t, ctx, st.srv.URL, st.creds["reader1"])
+	prev, unaided, final, axeDone := "", 0, 0, false
+	for {
+		js := fmt.Sprintf(`(() => { const s = (%s); return s !== "" && s !== %q ? s : ""; })()`, aidState, prev)
+		var state string
+		var err error
+		for try := 0; try < 5 && state == ""; try++ {
+			state, err = chromedp.Run(ctx, chromedp.Poll[string](js, chromedp.WithPollingTimeout(20*time.Second)))
+		}
+		if state == "" {
+			t.Fatalf("no new page after %s: %v", prev, err)
+		}
+		prev = state
+		if state == "done" {
+			break
+		}
+		var tp turnPage
+		var stage string
+		fmt.Sscanf(strings.ReplaceAll(state, "/", " "), "%d %d %s", &tp.pos, &tp.seq, &stage)
+		var act string
+		switch stage {
+		case "unaided":
+			if shown, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector("[data-aid]")`)); shown {
+				t.Fatalf("%s: the model's answer is on the page before the unaided answer", state)
+			}
+			act = fmt.Sprintf(`for (const o of %s) document.querySelector('[data-option="' + o + '"]').click();`, jsList(st.gtAnswer("reader1", tp)))
+			unaided++
+		case "final":
+			checkViewer(t, ctx, tp)
+			aid, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const m = document.getElementById("aid-model"), u = document.getElementById("aid-unaided");
+				return m && u && m.offsetParent !== null ? u.textContent + " | " + m.textContent : "" })()`))
+			if err != nil || aid == "" || !strings.Contains(aid, "| (1) ") {
+				t.Fatalf("%s: the model's answer is not shown (%q, %v)", state, aid, err)
+			}
+			if !axeDone {
+				browsertest.CheckAxe(t, ctx, axe, "page with the model's answer")
+				axeDone = true
+			}
+			final++ // confirm: the unaided answer is ticked
+		default:
+			t.Fatalf("%s: not an aided page", state)
+		}
+		submit := fmt.Sprintf(`(() => { if ((%s) !== %q) return false; %s document.querySelector("[data-submit]").click(); return true; })()`, aidState, state, act)
+		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](submit)); err != nil || !ok {
+			t.Fatalf("answering at %s: %v %v", state, ok, err)
+		}
+	}
+	if unaided != final || unaided < 2*len(bench.Records) {
+		t.Fatalf("%d unaided and %d final answers", unaided, final)
+	}
+	runs, err := Export(context.Background(), st.store, t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs[:2] {
+		m, err := results.ReadManifest(r.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Reading == nil || m.Reading.Arm != r.Arm || m.Reading.Reader != "reader1" || m.Reading.AidRun == "" || r.Finished != len(bench.Records) {
+			t.Errorf("run %s: %+v, reading %+v", r.Dir, r, m.Reading)
+		}
+		for key, rec := range readRun(t, r.Dir) {
+			for _, tn := range rec.Turns {
+				if tn.Status == results.TurnAsked && (tn.Correct == nil || !*tn.Correct) {
+					t.Errorf("%s arm: %s %s not correct", r.Arm, key, tn.Turn)
+				}
+			}
+		}
+	}
+	st.checkNoLeak(t)
 }
