@@ -551,5 +551,5 @@ func (srv *Server) admin(w http.ResponseWriter, r *http.Request) {
 		rows = append(rows, progressRow{Name: rd.Name, Done: cur.pos, Total: cur.total})
 	}
 	srv.render(w, http.StatusOK, "admin.html", map[string]any{"Page": page{User: u, CSRF: webapp.CSRFOf(r), Title: "Progress"},
-		"Rows": rows, "Oracle": srv.study.Oracle, "Records": srv.study.Records})
+		"Rows": rows, "Oracle": srv.study.Oracle, "Records": srv.study.Records, "Aid": srv.study.Aid})
 }
