@@ -199,27 +199,34 @@ func (a *App) requireSession(h http.Handler) http.Handler {
 
 func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	client := clientKey(r)
-	if ok, wait := a.throttle.allow(client); !ok {
+	if err := r.ParseForm(); err != nil {
+		FormError(w, err)
+		return
+	}
+	at, wait := a.throttle.allow(client)
+	if at == nil {
 		secs := int(math.Ceil(wait.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		a.LoginPage(w, http.StatusTooManyRequests, fmt.Sprintf("Too many wrong tokens from your address: try again in %d seconds.", secs))
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		FormError(w, err)
-		return
-	}
 	u, err := a.Backend.Authenticate(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
+	switch {
+	case err != nil:
+		a.throttle.done(client, at, tokenUnknown)
+	case u == nil:
+		a.throttle.done(client, at, tokenWrong)
+	default:
+		a.throttle.done(client, at, tokenRight)
+	}
 	if err != nil {
 		a.Fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
 	if u == nil {
-		a.throttle.fail(client)
 		a.LoginPage(w, http.StatusUnauthorized, "This token is not valid.")
 		return
 	}
-	a.throttle.succeed(client)
 	if a.Admit != nil {
 		if why := a.Admit(u); why != "" {
 			a.LoginPage(w, http.StatusForbidden, why)
