@@ -56,7 +56,6 @@ var queuePageSize = 500
 // session's CSRF token.
 type Server struct {
 	store *Store
-	tmpl  *template.Template
 	web   *webapp.App
 	// Secure marks the session cookie Secure (set when serving TLS).
 	Secure bool
@@ -86,7 +85,7 @@ func NewServer(s *Store) (*Server, error) {
 			return a * 100 / b
 		},
 	}
-	t, err := template.New("").Funcs(funcs).ParseFS(webFS, "web/templates/*.html")
+	t, err := webapp.ParseTemplates(funcs, webFS, "web/templates/*.html")
 	if err != nil {
 		return nil, err
 	}
@@ -94,10 +93,8 @@ func NewServer(s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{store: s, tmpl: t, Log: log.New(io.Discard, "", 0), cache: map[string][]byte{}}
-	srv.web = webapp.New(accounts{s}, sub, func(w http.ResponseWriter, status int, msg string) {
-		srv.render(w, status, "login.html", loginData(msg))
-	})
+	srv := &Server{store: s, Log: log.New(io.Discard, "", 0), cache: map[string][]byte{}}
+	srv.web = webapp.New(s.accounts(), sub, t)
 	srv.web.Logf = func(format string, args ...any) { srv.Log.Printf(format, args...) }
 	srv.web.Admit = func(a *webapp.Account) string {
 		if s.ReadOnly() && !a.Admin {
@@ -143,13 +140,7 @@ func (srv *Server) writable(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (srv *Server) render(w http.ResponseWriter, status int, name string, data any) {
-	var buf bytes.Buffer
-	if err := srv.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
-		srv.Log.Printf("template %s: %v", name, err)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	webapp.WriteHTML(w, status, buf.Bytes())
+	srv.web.Render(w, status, name, data)
 }
 
 func (srv *Server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
@@ -162,10 +153,6 @@ func (srv *Server) apiError(w http.ResponseWriter, status int, msg string) {
 
 func (srv *Server) formError(w http.ResponseWriter, r *http.Request, err error) {
 	webapp.FormError(w, err)
-}
-
-func loginData(msg string) map[string]any {
-	return map[string]any{"Page": page{Title: "Sign in"}, "Error": msg}
 }
 
 func (srv *Server) home(w http.ResponseWriter, r *http.Request) {

@@ -156,7 +156,10 @@ func TestUnauthenticatedGets401AndSignIn(t *testing.T) {
 	a := newApp(t, 2, 1)
 	c := a.anon()
 	key := a.fx.Cases[0].KeyID()
-	for _, p := range []string{"/", "/queue", "/admin", "/case/" + key, "/image/" + key + "/cxr.png", "/image/" + key + "/mask.png", "/api/queue", "/nonexistent"} {
+	if r := c.get("/"); r.code != http.StatusSeeOther || r.header.Get("Location") != "/login" {
+		t.Errorf("GET /: %d to %q, want 303 to /login", r.code, r.header.Get("Location"))
+	}
+	for _, p := range []string{"/queue", "/admin", "/case/" + key, "/image/" + key + "/cxr.png", "/image/" + key + "/mask.png", "/api/queue", "/nonexistent"} {
 		r := c.get(p)
 		if r.code != http.StatusUnauthorized || !strings.Contains(r.body, `action="/login"`) {
 			t.Errorf("GET %s: %d, sign-in form shown: %v", p, r.code, strings.Contains(r.body, `action="/login"`))

@@ -91,7 +91,7 @@ const AdminName = "admin"
 
 // Store is an open review database.
 type Store struct {
-	db   *sql.DB
+	db   *appdb.DB
 	Path string
 	now  func() time.Time // replaced in tests
 
@@ -157,7 +157,7 @@ func Open(path string) (*Store, error) {
 
 // openDSN opens the database and checks that it is a review database.
 func openDSN(path, d string, readOnly bool) (*Store, error) {
-	db, err := sql.Open("sqlite", d)
+	db, err := appdb.OpenDSN(d, readOnly)
 	if err != nil {
 		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
@@ -165,7 +165,7 @@ func openDSN(path, d string, readOnly bool) (*Store, error) {
 	if readOnly {
 		s.mem = &webapp.MemSessions{}
 	}
-	if err := appdb.CheckSchema(db, schemaID); err != nil {
+	if err := appdb.CheckSchema(db.R, schemaID); err != nil {
 		db.Close()
 		if werr := notWritable(path, err); werr != nil {
 			return nil, werr
@@ -228,28 +228,6 @@ type Reviewer struct {
 }
 
 func tokenHash(token string) []byte { return webapp.TokenHash(token) }
-
-// Authenticate returns the account whose token is token. Every stored hash
-// is compared in constant time, and all of them are compared, so timing
-// reveals neither the token nor which account matched.
-func (s *Store) Authenticate(ctx context.Context, token string) (*Reviewer, error) {
-	if token == "" {
-		return nil, nil
-	}
-	type account struct {
-		r    Reviewer
-		hash []byte
-	}
-	all, err := appdb.Rows(ctx, s.db, func(a *account) []any { return []any{&a.r.ID, &a.r.Name, &a.hash, &a.r.IsAdmin} },
-		`SELECT id, name, token_sha256, is_admin FROM reviewers WHERE token_sha256 IS NOT NULL`)
-	if err != nil {
-		return nil, err
-	}
-	if a, ok := webapp.MatchToken(token, all, func(a account) []byte { return a.hash }); ok {
-		return &a.r, nil
-	}
-	return nil, nil
-}
 
 // Reviewers lists the accounts that are not the admin, by id.
 func (s *Store) Reviewers(ctx context.Context) ([]Reviewer, error) {
@@ -460,16 +438,8 @@ func nullable(p *string) any {
 	return *p
 }
 
-// tx runs f in an immediate transaction (the DSN's _txlock), committing
-// when f returns nil.
+// tx runs f in an immediate transaction on the writer, committing when f
+// returns nil.
 func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := f(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return s.db.Tx(ctx, f)
 }

@@ -28,7 +28,7 @@ type throttledApp struct {
 func newThrottledApp(t *testing.T) *throttledApp {
 	t.Helper()
 	b := newFakeBackend("r1", "r2")
-	srv := New(b, nil, func(w http.ResponseWriter, status int, msg string) {
+	srv := newTestApp(b, func(w http.ResponseWriter, status int, msg string) {
 		w.WriteHeader(status)
 		io.WriteString(w, msg)
 	})
@@ -254,7 +254,7 @@ func TestSignInManyFromOneAddress(t *testing.T) {
 			n := tc.right + tc.wrong
 			events := make(chan struct{}, 4*n)
 			gb := gatedBackend{fakeBackend: fb, arrived: events, gate: make(chan struct{})}
-			app := New(gb, nil, func(w http.ResponseWriter, status int, msg string) { w.WriteHeader(status) })
+			app := newTestApp(gb, func(w http.ResponseWriter, status int, msg string) { w.WriteHeader(status) })
 			app.throttle.onWait = func() {
 				select { // never blocks: it runs under the throttle's lock
 				case events <- struct{}{}:
