@@ -20,6 +20,11 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
+// MetaSchema creates the meta table (key, value), which holds the schema
+// id CheckSchema reads and an app's settings.
+const MetaSchema = `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`
+
 // SideFiles are the suffixes of the files SQLite keeps beside a database.
 var SideFiles = []string{"-wal", "-shm", "-journal"}
 

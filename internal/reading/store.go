@@ -40,14 +40,9 @@ import (
 // schemaID marks a reading database; Open refuses other SQLite files.
 const schemaID = "chexpercept-reading/1"
 
-const schema = `
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE readers (
-	id           INTEGER PRIMARY KEY,
-	name         TEXT NOT NULL UNIQUE,
-	token_sha256 BLOB NOT NULL,
-	is_admin     INTEGER NOT NULL DEFAULT 0
-);
+// schema: the meta table, the accounts ("readers") and sessions of the
+// web layer, and the study's own tables.
+var schema = appdb.MetaSchema + (&Store{}).accounts().Schema() + `
 CREATE TABLE records (
 	reader_id   INTEGER NOT NULL REFERENCES readers(id),
 	pos         INTEGER NOT NULL,
@@ -63,12 +58,6 @@ CREATE TABLE turns (
 	answer      TEXT,
 	answered_ms INTEGER,
 	PRIMARY KEY (reader_id, pos, seq)
-);
-CREATE TABLE sessions (
-	id_sha256 BLOB PRIMARY KEY,
-	reader_id INTEGER NOT NULL REFERENCES readers(id),
-	csrf      TEXT NOT NULL,
-	expires   INTEGER NOT NULL
 );
 `
 

@@ -26,8 +26,9 @@ import (
 // schemaID marks a review database; Open refuses other SQLite files.
 const schemaID = "chexpercept-review/1"
 
-const schema = `
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+// schema: the meta table, the accounts ("reviewers") and sessions of the
+// web layer, and the review's own tables.
+var schema = appdb.MetaSchema + (&Store{}).accounts().Schema() + `
 CREATE TABLE cases (
 	id            INTEGER PRIMARY KEY,
 	key_id        TEXT NOT NULL UNIQUE,
@@ -42,12 +43,6 @@ CREATE TABLE cases (
 	report        TEXT NOT NULL DEFAULT '',
 	location_hints TEXT NOT NULL DEFAULT '',
 	source_type   TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE reviewers (
-	id           INTEGER PRIMARY KEY,
-	name         TEXT NOT NULL UNIQUE,
-	token_sha256 BLOB,
-	is_admin     INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE assignments (
 	case_id     INTEGER NOT NULL REFERENCES cases(id),
@@ -77,12 +72,6 @@ CREATE TABLE resolutions (
 	mask_sha256  TEXT
 );
 CREATE INDEX resolutions_case ON resolutions(case_id, id);
-CREATE TABLE sessions (
-	id_sha256   BLOB PRIMARY KEY,
-	reviewer_id INTEGER NOT NULL REFERENCES reviewers(id),
-	csrf        TEXT NOT NULL,
-	expires     INTEGER NOT NULL
-);
 `
 
 // AdminName is the reserved name of the admin account; resolved log lines

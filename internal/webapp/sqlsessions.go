@@ -26,6 +26,25 @@ type SQLBackend struct {
 	Mem                     *MemSessions
 }
 
+// Schema is the SQL that creates the accounts and sessions tables (for an
+// app's schema; an app adds its own tables that reference the accounts).
+func (b *SQLBackend) Schema() string {
+	return `
+CREATE TABLE ` + b.Accounts + ` (
+	id           INTEGER PRIMARY KEY,
+	name         TEXT NOT NULL UNIQUE,
+	token_sha256 BLOB,
+	is_admin     INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE sessions (
+	id_sha256 BLOB PRIMARY KEY,
+	` + b.AccountColumn + ` INTEGER NOT NULL REFERENCES ` + b.Accounts + `(id),
+	csrf      TEXT NOT NULL,
+	expires   INTEGER NOT NULL
+);
+`
+}
+
 func (b *SQLBackend) now() time.Time {
 	if b.Now != nil {
 		return b.Now()
