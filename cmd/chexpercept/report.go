@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/report"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
 
@@ -82,7 +82,7 @@ deletes nothing.`,
 			res, err := report.Generate(cfg)
 			if res != nil {
 				for _, w := range res.Warnings {
-					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", benchmark.OneLine(w))
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", textsafe.OneLine(w))
 				}
 			}
 			if err != nil {

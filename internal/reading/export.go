@@ -14,6 +14,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runs"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // ProviderHuman is the provider (and backend) of a reader's run.
@@ -139,7 +140,7 @@ func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st
 // stored at init.
 func itemRecord(bench *benchmark.Benchmark, it Item) (*benchmark.Record, error) {
 	if it.BenchIndex < 0 || it.BenchIndex >= len(bench.Records) || bench.Records[it.BenchIndex].KeyID != it.KeyID {
-		return nil, errors.New("the study's records do not match the benchmark (record " + benchmark.OneLine(it.KeyID) + ")")
+		return nil, errors.New("the study's records do not match the benchmark (record " + textsafe.OneLine(it.KeyID) + ")")
 	}
 	return bench.Records[it.BenchIndex], nil
 }
