@@ -245,8 +245,6 @@ func (o *obj) get(key string) *ojson.Value {
 	return m
 }
 
-func (o *obj) has(key string) bool { return o.v != nil && o.v.Get(key) != nil }
-
 func (o *obj) str(key string) string {
 	v := o.get(key)
 	if v == nil {

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -17,7 +16,6 @@ import (
 type fakeBackend struct {
 	tokens   map[string]string // name → token
 	names    []string
-	mu       sync.Mutex
 	sessions MemSessions
 }
 
