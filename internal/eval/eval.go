@@ -38,6 +38,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
@@ -283,7 +284,7 @@ const maxRunName = 255
 func CheckRunName(name string) error {
 	if len(name) > maxRunName {
 		return fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
-			benchmark.OneLine(name[:40]), len(name), maxRunName)
+			textsafe.OneLine(name[:40]), len(name), maxRunName)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 )
 
@@ -142,7 +143,7 @@ func (srv *Server) locate(ctx context.Context, readerID int64) (*current, error)
 		}
 		_, pend, err := Replay(rec, it.BenchIndex, srv.bench.Dir, srv.oracle, ans)
 		if err != nil {
-			return nil, fmt.Errorf("record %s: %w", benchmark.OneLine(rec.KeyID), err)
+			return nil, fmt.Errorf("record %s: %w", textsafe.OneLine(rec.KeyID), err)
 		}
 		if pend != nil {
 			return &current{pos: pos, total: len(items), item: it, rec: rec, pending: pend}, nil

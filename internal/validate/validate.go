@@ -26,6 +26,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Severity of a finding.
@@ -57,7 +58,7 @@ func (f Finding) String() string {
 	if loc == "" {
 		loc = "-"
 	}
-	return benchmark.OneLine(fmt.Sprintf("%s %s %s %s %s", f.Severity, f.Code, k, loc, f.Message))
+	return textsafe.OneLine(fmt.Sprintf("%s %s %s %s %s", f.Severity, f.Code, k, loc, f.Message))
 }
 
 // Options select what Run checks.
