@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/outdir"
@@ -401,6 +402,11 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 			}
 			if (reviews == "") == (db == "") {
 				return withExit(2, errors.New("give exactly one of --reviews FILE, --review-db FILE"))
+			}
+			if reviewer != "" {
+				if err := benchmark.CheckName("--reviewer", reviewer); err != nil {
+					return withExit(2, err)
+				}
 			}
 			opt := review.ImportOptions{Reviewer: reviewer, Legacy: legacy, Now: time.Now()}
 			if src != "" {

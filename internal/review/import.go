@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/source"
@@ -44,6 +45,11 @@ const maxSheetBytes = 64 << 20
 func ReadSheets(paths []string, opt ImportOptions) ([]*Line, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no sheet given")
+	}
+	if opt.Reviewer != "" {
+		if err := benchmark.CheckName("reviewer name", opt.Reviewer); err != nil {
+			return nil, err
+		}
 	}
 	stamp := opt.Now.UTC().Format(time.RFC3339)
 	var problems []string
@@ -111,9 +117,9 @@ func sheetReviewer(path string) string {
 func readSheet(path string, opt ImportOptions, stamp string, loader *source.Loader, bound map[string][2]*string) ([]*Line, []string) {
 	fail := func(line int, format string, args ...any) string {
 		if line == 0 {
-			return path + ": " + fmt.Sprintf(format, args...)
+			return benchmark.OneLine(path) + ": " + fmt.Sprintf(format, args...)
 		}
-		return fmt.Sprintf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
+		return fmt.Sprintf("%s:%d: %s", benchmark.OneLine(path), line, fmt.Sprintf(format, args...))
 	}
 	data, err := readSheetFile(path)
 	if err != nil {
@@ -131,6 +137,9 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 	rows := &sheetRows{cols: cols, opt: opt, stamp: stamp, loader: loader, bound: bound, reviewer: opt.Reviewer}
 	if rows.reviewer == "" {
 		rows.reviewer = sheetReviewer(path)
+		if err := benchmark.CheckName("reviewer name", rows.reviewer); err != nil {
+			return nil, []string{fail(0, "%v (taken from its annotator_<X> folder); give the reviewer's name instead", err)}
+		}
 	}
 	var lines []*Line
 	var problems []string
