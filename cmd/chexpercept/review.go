@@ -434,9 +434,14 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			defer st.Close()
 			if err := st.ImportLines(cmd.Context(), lines); err != nil {
+				_ = st.Close() // the import failed; that error is the one reported
 				return withExit(2, err)
+			}
+			// Closing checkpoints the log into the database: a failure
+			// there is a failed import.
+			if err := st.Close(); err != nil {
+				return withExit(2, fmt.Errorf("review db %s: %w", db, err))
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "imported %d decision(s) into %s\n", len(lines), db)
 			return nil

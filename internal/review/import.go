@@ -355,10 +355,17 @@ func AppendLog(path string, lines []*Line) error {
 		}
 	}
 	if _, err := f.Write(data); err != nil {
-		f.Close()
+		_ = f.Close() // the write failed; its error is the one reported
 		return fmt.Errorf("reviews %s: %w", path, err)
 	}
-	return f.Close()
+	if err := f.Sync(); err != nil {
+		_ = f.Close() // as above
+		return fmt.Errorf("reviews %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("reviews %s: %w", path, err)
+	}
+	return nil
 }
 
 // ImportLines stores imported decisions in the database, in one
