@@ -210,8 +210,7 @@ func summarise(rep *Report, recs []*recInfo, opt Options) {
 		if opt.ExpectFull {
 			sev = Warning
 		}
-		rep.Findings = append(rep.Findings, Finding{Severity: sev, Code: "composition", Location: benchmark.JSONName, Message:
-			"records per lesion LF/RF/RR differ from the released 100/100/100: " + strings.Join(off, ", ")})
+		rep.Findings = append(rep.Findings, Finding{Severity: sev, Code: "composition", Location: benchmark.JSONName, Message: "records per lesion LF/RF/RR differ from the released 100/100/100: " + strings.Join(off, ", ")})
 	}
 }
 
