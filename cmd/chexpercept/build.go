@@ -17,7 +17,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/review"
 )
 
-func init() {
+// newBuildCmd returns the command build: a benchmark from source data.
+func newBuildCmd() *cobra.Command {
 	var (
 		src, out, perLesion, reviewsPath, reviewDB, inspect, configPath string
 		seed                                                            uint64
@@ -142,5 +143,5 @@ written; a build removes only bundle folders a build recorded as its own.`,
 	f.StringVar(&configPath, "config", "", "YAML configuration (build.md §2.5)")
 	f.BoolVar(&measureFloor, "measure-png-floor", false, "after assembly, time the re-encoding of every bundle and mask PNG by image/png at its default level, the floor the build is compared with (build_timing.json)")
 	f.MarkHidden("measure-png-floor")
-	addCommand(cmd)
+	return cmd
 }

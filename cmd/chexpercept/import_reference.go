@@ -84,7 +84,8 @@ func refPathDefaults(f *pflag.FlagSet, file string, prov, model, oracle, parseMo
 	}
 }
 
-func init() {
+// newImportReferenceCmd returns the command import-reference: a reference evaluator's results as a run directory.
+func newImportReferenceCmd() *cobra.Command {
 	var benchDir, out, prov, model, oracle, parseMode string
 	var modelFiles []string
 	var noThinking, force bool
@@ -188,5 +189,5 @@ is replaced only with --force, and one holding anything else is refused
 	f.BoolVar(&noThinking, "no-thinking", false, "the run used --no-thinking (default: from a _no_thinking run name)")
 	f.StringArrayVar(&modelFiles, "models", nil, "extra models.yaml extending the registry (repeatable)")
 	f.BoolVar(&force, "force", false, "replace the run directory if it already holds a run")
-	addCommand(cmd)
+	return cmd
 }

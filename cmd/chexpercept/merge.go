@@ -12,7 +12,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
-func init() {
+// newMergeCmd returns the command merge: the shards of a run into one run.
+func newMergeCmd() *cobra.Command {
 	var out, benchDir string
 	var force bool
 	cmd := &cobra.Command{
@@ -70,5 +71,5 @@ anything else is refused (exit status 2, before anything is written).`,
 	f.StringVar(&benchDir, "benchmark", "", "benchmark directory on this machine (default: the first shard manifest's dataset path)")
 	f.BoolVar(&force, "force", false, "replace the merged run directory if it already holds a run")
 	_ = cmd.MarkFlagRequired("out")
-	addCommand(cmd)
+	return cmd
 }

@@ -16,7 +16,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
-func init() {
+// newRescoreCmd returns the command rescore: a finished run re-parsed into a new run directory.
+func newRescoreCmd() *cobra.Command {
 	var parseMode, benchDir string
 	var force bool
 	cmd := &cobra.Command{
@@ -86,5 +87,5 @@ holding anything else is refused (exit status 2, before anything is written).`,
 	f.StringVar(&benchDir, "benchmark", "", "benchmark directory (default: the dataset path in the run's manifest)")
 	f.BoolVar(&force, "force", false, "replace the target run directory if it already holds a run")
 	_ = cmd.MarkFlagRequired("parse-mode")
-	addCommand(cmd)
+	return cmd
 }

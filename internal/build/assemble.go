@@ -346,13 +346,7 @@ func (a *assembly) renderCase(inc *included) error {
 	hashes := map[string]string{}
 	fw := newFolderWriter(filepath.Join(a.opt.Out, imagesDir, key))
 	var buf bytes.Buffer
-	encode := render.EncodeBundlePNG
-	switch a.cfg.BundlePNGCompression {
-	case buildcfg.StandardPNG:
-		encode = render.EncodePNG
-	case buildcfg.FastPNG:
-		encode = render.EncodeFastPNG
-	}
+	encode := bundleEncoder(a.cfg.BundlePNGCompression)
 	for _, rel := range slices.Sorted(maps.Keys(imgs)) {
 		buf.Reset()
 		if err := encode(&buf, imgs[rel]); err != nil {
@@ -821,4 +815,26 @@ func (a *assembly) printSummary(w io.Writer) {
 	for _, s := range a.shortfalls() {
 		fmt.Fprintln(w, "warning: target shortfall:", s)
 	}
+}
+
+// bundleEncoder is the encoder of the bundle's images for the build
+// configuration's bundle_png_compression value.
+func bundleEncoder(compression string) func(io.Writer, image.Image) error {
+	switch compression {
+	case buildcfg.StandardPNG:
+		return render.EncodePNG
+	case buildcfg.FastPNG:
+		return render.EncodeFastPNG
+	}
+	return render.EncodeBundlePNG
+}
+
+// maskEncoder is the encoder of the work state's masks (copied to the
+// bundle's masks/ folder) for the bundle_png_compression value: only the
+// fast setting changes it.
+func maskEncoder(compression string) func(io.Writer, mask.Mask) error {
+	if compression == buildcfg.FastPNG {
+		return mask.EncodeFastPNG
+	}
+	return mask.EncodePNG
 }

@@ -208,7 +208,7 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 		if o.transient != nil {
 			return global("%s: %w", c.KeyID(), o.transient)
 		}
-		if err := writeWork(workDir, fp, o, e.cfg.BundlePNGCompression == buildcfg.FastPNG); err != nil {
+		if err := writeWork(workDir, fp, o, e.cfg.BundlePNGCompression); err != nil {
 			return global("writing work state of %s: %w", c.KeyID(), err)
 		}
 		o.masks, o.Deformation, o.caseLine = nil, nil, nil

@@ -458,7 +458,7 @@ func flag(b bool, s string) string {
 	return ""
 }
 
-// Drawing helpers for the inspect images (colours are not benchmark data).
+// Drawing functions for the inspect images (colours are not benchmark data).
 type rgb struct{ r, g, b uint8 }
 
 var (

@@ -82,8 +82,10 @@ func randSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
-// writeWork stores an outcome as work/<key_id>/ through a staging folder.
-func writeWork(workDir string, fp string, o *Outcome, fastPNG bool) error {
+// writeWork stores an outcome as work/<key_id>/ through a staging folder,
+// its masks encoded as the bundle_png_compression value asks (maskEncoder).
+func writeWork(workDir string, fp string, o *Outcome, compression string) error {
+	encode := maskEncoder(compression)
 	stage := filepath.Join(workDir, ".staging-"+o.KeyID+"-"+randSuffix())
 	if err := os.MkdirAll(stage, 0o755); err != nil {
 		return err
@@ -107,10 +109,6 @@ func writeWork(workDir string, fp string, o *Outcome, fastPNG bool) error {
 		}
 		for _, n := range sub.names {
 			var buf bytes.Buffer
-			encode := mask.EncodePNG
-			if fastPNG {
-				encode = mask.EncodeFastPNG
-			}
 			if err := encode(&buf, o.masks[n]); err != nil {
 				return fmt.Errorf("encode %s: %w", n, err)
 			}

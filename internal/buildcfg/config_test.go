@@ -75,7 +75,7 @@ func TestLoadErrorsAreOneCleanLine(t *testing.T) {
 		{"ratio", "no_deformation_ratio:\n  edema: half\n", `line 2: key "no_deformation_ratio.edema": want a number, got "half"`},
 		{"widths", "point_widths: [3, wide]\n", `line 1: key "point_widths[1]": want an integer, got "wide"`},
 		{"seed", "seed: -4\n", `line 1: key "seed": want a non-negative integer, got -4`},
-		{"two", "seed: 4\n---\nseed: 5\n", `line 2: a second YAML document starts here ("---"); the file must hold one`}, // issue 21 item 16
+		{"two", "seed: 4\n---\nseed: 5\n", `line 2: a second YAML document starts here ("---"); the file must hold one`},
 	} {
 		p := filepath.Join(dir, tc.name+".yaml")
 		if err := os.WriteFile(p, []byte(tc.yaml), 0o644); err != nil {

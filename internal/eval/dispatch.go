@@ -34,6 +34,10 @@ type endpoint struct {
 	downUntil time.Time // out of rotation until then
 	lastCut   time.Time // last multiplicative decrease
 	cuts      int       // 429-driven decreases (stats)
+
+	// waiting, when set (tests), is called each time acquire finds no
+	// free slot and is about to wait for a release.
+	waiting func()
 }
 
 func newEndpoint(name, cacheID string, c provider.Client, max int) *endpoint {
@@ -52,6 +56,9 @@ func (e *endpoint) acquire(ctx context.Context) error {
 		ch := make(chan struct{})
 		e.waiters = append(e.waiters, ch)
 		e.mu.Unlock()
+		if e.waiting != nil {
+			e.waiting()
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():

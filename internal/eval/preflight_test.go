@@ -16,10 +16,11 @@ import (
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
 
-// The rehearsal of issue 22: the same command, with the same response
+// A rehearsal of two servers in turn: the same command, with the same response
 // cache, first against a random baseline and then against a first-option
 // baseline on another port. The second run must ask the second server
 // every question and record its answers, none replayed from the first.
@@ -146,7 +147,7 @@ func TestNoPreflightKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := man.ServerIdentity
-	if id == nil || id.Verified || id.Source != provider.IdentityUnverified || len(id.Endpoints) != 2 || id.Endpoints[0] > id.Endpoints[1] {
+	if id == nil || id.Verified || id.Source != runmodel.IdentityUnverified || len(id.Endpoints) != 2 || id.Endpoints[0] > id.Endpoints[1] {
 		t.Fatalf("manifest server_identity %+v, want unverified with the sorted endpoints", id)
 	}
 
@@ -230,7 +231,7 @@ func TestManifestProvenance(t *testing.T) {
 		}
 	}
 	id := man.ServerIdentity
-	if id == nil || id.Source != provider.IdentityInProcess || id.PolicySeed == nil || *id.PolicySeed != 4 || id.SHA256 == "" {
+	if id == nil || id.Source != runmodel.IdentityInProcess || id.PolicySeed == nil || *id.PolicySeed != 4 || id.SHA256 == "" {
 		t.Errorf("server_identity %+v, want the in-process baseline with seed 4", id)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // testHTTPClient, when set by a test, replaces the clients' HTTP client.
@@ -24,6 +25,10 @@ var testHTTPClient *http.Client
 
 // testHookCall, when set by a test, sees every attempt's case and endpoint.
 var testHookCall func(key, endpoint string)
+
+// testHookRetryWait, when set by a test, is called as a call starts its
+// wait before a retry, with the wait's length.
+var testHookRetryWait func(time.Duration)
 
 // task is one record to run with its plan.
 type task struct {
@@ -246,9 +251,9 @@ func (r *runner) setup() error {
 	o := r.o
 	r.retry = retryPolicy{maxRetries: o.MaxRetries, timeout: o.Timeout, base: o.RetryBase, cap: o.RetryCap}
 	r.limits = newLimiters(o.RPM, o.TPM)
-	r.images = newImageCache(o.BenchDir, o.ImageCacheBytes, o.Model.Backend == provider.BackendGemini)
+	r.images = newImageCache(o.BenchDir, o.ImageCacheBytes, o.Model.Backend == runmodel.BackendGemini)
 	r.pool = &pool{}
-	if o.Model.Backend == provider.BackendBaseline {
+	if o.Model.Backend == runmodel.BackendBaseline {
 		c, err := provider.NewBaseline(o.Model.ModelID, o.PolicySeed)
 		if err != nil {
 			return err
@@ -279,7 +284,7 @@ func (r *runner) setup() error {
 			return err
 		}
 	}
-	if !o.NoCache && respcache.Cacheable(o.Model.Sampling) && o.Model.Backend != provider.BackendBaseline {
+	if !o.NoCache && respcache.Cacheable(o.Model.Sampling) && o.Model.Backend != runmodel.BackendBaseline {
 		c, err := respcache.Open(dir)
 		if err != nil {
 			return err
@@ -407,7 +412,7 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 // request is the provider request of the case's next asked turn (whose
 // ID it returns) with the estimate of its input tokens; msgs must end
 // with that turn's text.
-func (cs *caseState) request(msgs []protocol.Message) (turn string, req *provider.Request, est *provider.Usage, err error) {
+func (cs *caseState) request(msgs []protocol.Message) (turn string, req *provider.Request, est *runmodel.Usage, err error) {
 	o := cs.r.o
 	if cs.n >= len(cs.asked) {
 		return "", nil, nil, fmt.Errorf("internal: more calls than asked turns")
@@ -458,7 +463,7 @@ func (r *runner) cached(ctx context.Context, key string) (protocol.Reply, bool) 
 // send asks the model for turn's reply: within the rate limits, through
 // the case's endpoint, retrying what may pass with backoff. A canceled
 // call marks the case canceled; a failed one records its attempts.
-func (cs *caseState) send(ctx context.Context, turn string, req *provider.Request, est *provider.Usage, keyFor func(*endpoint) string) (protocol.Reply, error) {
+func (cs *caseState) send(ctx context.Context, turn string, req *provider.Request, est *runmodel.Usage, keyFor func(*endpoint) string) (protocol.Reply, error) {
 	r := cs.r
 	t0 := time.Now()
 	attempts := 0
@@ -495,7 +500,11 @@ func (cs *caseState) send(ctx context.Context, turn string, req *provider.Reques
 			r.prog.failure()
 			return protocol.Reply{}, cs.fail(err, turn, attempts, ep)
 		}
-		if err := sleep(wctx, r.retry.backoff(attempts, ce.RetryAfter)); err != nil {
+		wait := r.retry.backoff(attempts, ce.RetryAfter)
+		if testHookRetryWait != nil {
+			testHookRetryWait(wait)
+		}
+		if err := sleep(wctx, wait); err != nil {
 			return protocol.Reply{}, cs.cancel(err)
 		}
 	}
@@ -538,16 +547,16 @@ func (cs *caseState) endpoint() *endpoint {
 // reply is a successful call's reply with its timing and cost; the
 // usage is charged to the token limit and the reply stored in the
 // response cache (when key is set and the reply is not empty).
-func (cs *caseState) reply(ctx context.Context, resp *provider.Response, est *provider.Usage, key string, lat time.Duration, t0 time.Time, attempts int) protocol.Reply {
+func (cs *caseState) reply(ctx context.Context, resp *provider.Response, est *runmodel.Usage, key string, lat time.Duration, t0 time.Time, attempts int) protocol.Reply {
 	r, o := cs.r, cs.r.o
 	reply := protocol.Reply{Text: resp.Text, Reasoning: strPtr(resp.Reasoning), FinishReason: strPtr(resp.FinishReason),
 		Usage: tokenUse(resp.Usage), LatencyMS: lat.Milliseconds(), TotalMS: time.Since(t0).Milliseconds(), Attempts: attempts}
 	switch {
-	case o.Model.Backend == provider.BackendBaseline:
+	case o.Model.Backend == runmodel.BackendBaseline:
 		zero := 0.0
 		reply.CostUSD = &zero
 	case o.Model.Price != nil && resp.Usage != nil:
-		c := o.Model.Price.Cost(resp.Usage)
+		c := o.Model.Price.Cost(*resp.Usage)
 		reply.CostUSD = &c
 	}
 	r.prog.cost(reply.CostUSD)
@@ -590,7 +599,7 @@ func strPtr(s string) *string {
 	return &s
 }
 
-func tokenUse(u *provider.Usage) *results.TokenUse {
+func tokenUse(u *runmodel.Usage) *results.TokenUse {
 	if u == nil {
 		return nil
 	}

@@ -50,8 +50,8 @@ func TestReportRefusesForeignDirectory(t *testing.T) {
 
 // TestReportRewritesOwnDirectory: a report reruns into its own earlier
 // output; without the marker the same files are a foreign folder
-// (issue 21 item 5: index.html, report.md and summary.json alone do not
-// make a folder a report's).
+// (index.html, report.md and summary.json alone do not make a folder a
+// report's).
 func TestReportRewritesOwnDirectory(t *testing.T) {
 	tmp, out := sampleReport(t, Config{})
 	if _, err := os.Stat(filepath.Join(out, MarkerName)); err != nil {
@@ -76,7 +76,7 @@ func TestReportRewritesOwnDirectory(t *testing.T) {
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, out))
 }
 
-// TestReportRefusesLinksInside (issue 21 item 2): an earlier report in
+// TestReportRefusesLinksInside: an earlier report in
 // which report.md is a link to an outside file and data/ a link to an
 // outside directory is refused before anything is written; neither the
 // report nor the outside changes.
@@ -123,7 +123,7 @@ func TestReportRefusesLinksInside(t *testing.T) {
 	}
 }
 
-// TestReportRefusesUnmarkedLookalike (issue 21 item 5): a folder holding
+// TestReportRefusesUnmarkedLookalike: a folder holding
 // only index.html, report.md and summary.json, with no marker, is not a
 // report's; all three stay as they were.
 func TestReportRefusesUnmarkedLookalike(t *testing.T) {

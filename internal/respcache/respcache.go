@@ -35,6 +35,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	_ "modernc.org/sqlite" // pure-Go SQLite driver
 )
 
@@ -58,7 +59,7 @@ type Entry struct {
 	Text         string          `json:"text"`
 	Reasoning    string          `json:"reasoning,omitempty"`
 	FinishReason string          `json:"finish_reason,omitempty"`
-	Usage        *provider.Usage `json:"usage,omitempty"`
+	Usage        *runmodel.Usage `json:"usage,omitempty"`
 }
 
 // Cache is an open response cache, safe for concurrent use.
@@ -205,18 +206,18 @@ func (c *Cache) Len(ctx context.Context) (int, error) {
 
 // Cacheable reports whether a call with these sampling parameters may be
 // cached at all: only deterministic (temperature 0) calls.
-func Cacheable(s provider.Sampling) bool { return s.Deterministic() }
+func Cacheable(s runmodel.Sampling) bool { return s.Deterministic() }
 
 // Key computes the cache key of a call made to endpoint (normalised by
 // Endpoint: what the client knows) and answered by the server of
-// identity (the hex SHA-256 of its provider.Identity: what the server
+// identity (the hex SHA-256 of its runmodel.Identity: what the server
 // says). Both enter, so a server that claims another's identity never
 // fills entries replayed for that other server's endpoint. Every
 // variable-length field is length-prefixed so that different splits of
 // the same bytes never collide; images enter by their SHA-256. A call
 // whose server identity is unknown ("") has no key: Key returns "" and
 // nothing may be cached or replayed for it.
-func Key(endpoint, identity, providerName, modelID string, msgs []provider.Message, s provider.Sampling, profileHash string) string {
+func Key(endpoint, identity, providerName, modelID string, msgs []provider.Message, s runmodel.Sampling, profileHash string) string {
 	if identity == "" {
 		return ""
 	}

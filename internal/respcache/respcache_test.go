@@ -12,6 +12,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -26,7 +27,7 @@ func msgs(text string, img *provider.Image) []provider.Message {
 
 func TestKeyDistinguishesEveryInput(t *testing.T) {
 	a, b := provider.NewImage([]byte("png-a")), provider.NewImage([]byte("png-b"))
-	greedy := provider.Sampling{Temperature: f64(0)}
+	greedy := runmodel.Sampling{Temperature: f64(0)}
 	seed := int64(1)
 	const ep = "http://127.0.0.1:8000/v1"
 	base := Key(ep, "id1", "opensource", "m", msgs("q", a), greedy, "h")
@@ -41,12 +42,12 @@ func TestKeyDistinguishesEveryInput(t *testing.T) {
 		{"text", Key(ep, "id1", "opensource", "m", msgs("q2", a), greedy, "h")},
 		{"image", Key(ep, "id1", "opensource", "m", msgs("q", b), greedy, "h")},
 		{"no image", Key(ep, "id1", "opensource", "m", msgs("q", nil), greedy, "h")},
-		{"sampling", Key(ep, "id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), TopP: f64(1)}, "h")},
+		{"sampling", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), TopP: f64(1)}, "h")},
 		{"profile", Key(ep, "id1", "opensource", "m", msgs("q", a), greedy, "h2")},
-		{"temperature", Key(ep, "id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0.2)}, "h")},
-		{"seed", Key(ep, "id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), Seed: &seed}, "h")},
-		{"extra body", Key(ep, "id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":20}`}, "h")},
-		{"extra body value", Key(ep, "id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":21}`}, "h")},
+		{"temperature", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0.2)}, "h")},
+		{"seed", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), Seed: &seed}, "h")},
+		{"extra body", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":20}`}, "h")},
+		{"extra body value", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":21}`}, "h")},
 		{"split", Key(ep, "id1", "opensource", "m", []provider.Message{{Role: provider.RoleSystem, Text: "sy"}, {Role: provider.RoleUser, Text: "sq", Images: []*provider.Image{a}}}, greedy, "h")},
 	}
 	for _, c := range cases {
@@ -67,8 +68,8 @@ func TestKeyDistinguishesEveryInput(t *testing.T) {
 // entered the key: entries keyed without them must never be replayed.)
 func TestKeyStable(t *testing.T) {
 	const ep = "http://127.0.0.1:8000/v1"
-	vllm, _ := provider.DefaultSampling(provider.BackendVLLM)
-	openai, _ := provider.DefaultSampling(provider.BackendOpenAI)
+	vllm, _ := runmodel.DefaultSampling(runmodel.BackendVLLM)
+	openai, _ := runmodel.DefaultSampling(runmodel.BackendOpenAI)
 	for _, c := range []struct{ got, want string }{
 		{Key(ep, "id1", "opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), vllm, "h"), "c743f6891e9650826aa9234217ebf58775fafa15b5f6fb9218090cf9af80edd2"}, // vLLM sampling sends max_completion_tokens
 		{Key(ep, "id1", "openai", "m", msgs("q", nil), openai, "h"), "200e801d981d80d9dafa454d25875fd66bafde50c86464f9307f5cbede824fcb"},
@@ -92,7 +93,7 @@ func TestCacheRoundTripAndConcurrency(t *testing.T) {
 	if err := c.Put(ctx, "k", Entry{Text: ""}); err == nil {
 		t.Fatal("an empty answer was stored")
 	}
-	want := Entry{Text: "Answer: 2", FinishReason: "stop", Usage: &provider.Usage{Input: 10, Output: 2, Total: 12}}
+	want := Entry{Text: "Answer: 2", FinishReason: "stop", Usage: &runmodel.Usage{Input: 10, Output: 2, Total: 12}}
 	if err := c.Put(ctx, "k", want); err != nil {
 		t.Fatal(err)
 	}
@@ -128,12 +129,12 @@ func TestCacheRoundTripAndConcurrency(t *testing.T) {
 
 func TestCacheable(t *testing.T) {
 	for _, c := range []struct {
-		s    provider.Sampling
+		s    runmodel.Sampling
 		want bool
 	}{
-		{provider.Sampling{Temperature: f64(0)}, true},
-		{provider.Sampling{Temperature: f64(1)}, false},
-		{provider.Sampling{}, false},
+		{runmodel.Sampling{Temperature: f64(0)}, true},
+		{runmodel.Sampling{Temperature: f64(1)}, false},
+		{runmodel.Sampling{}, false},
 	} {
 		if got := Cacheable(c.s); got != c.want {
 			t.Errorf("Cacheable(%+v) = %v", c.s, got)
@@ -172,7 +173,7 @@ func TestOpenConcurrently(t *testing.T) {
 	}
 }
 
-// TestOpenRefusesLinksAndFIFOs (issue 21 item 3): responses.sqlite (or a
+// TestOpenRefusesLinksAndFIFOs: responses.sqlite (or a
 // file SQLite keeps beside it) that is a symbolic link or a FIFO is
 // refused before SQLite opens it: another database it leads to gains no
 // table, an empty outside file stays empty, a dangling link's target is
@@ -194,9 +195,9 @@ func TestOpenRefusesLinksAndFIFOs(t *testing.T) {
 			var err error
 			switch tc {
 			case "link to a database":
-				db, err := OpenDB(target, `CREATE TABLE IF NOT EXISTS decisions (k TEXT)`)
-				if err != nil {
-					t.Fatal(err)
+				db, openErr := OpenDB(target, `CREATE TABLE IF NOT EXISTS decisions (k TEXT)`)
+				if openErr != nil {
+					t.Fatal(openErr)
 				}
 				db.Close()
 				err = os.Symlink(target, path)

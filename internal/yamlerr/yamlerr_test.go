@@ -67,7 +67,7 @@ func TestExplain(t *testing.T) {
 }
 
 // TestDecodeOneDocument: a second document is refused with its line, not
-// ignored (issue 21 item 16); one document with a leading "---" is fine.
+// ignored; one document with a leading "---" is fine.
 func TestDecodeOneDocument(t *testing.T) {
 	var v map[string]int
 	cases := []struct{ doc, want string }{
