@@ -366,7 +366,9 @@ func probeWritable(dir string) error {
 		return imagefile.Reason(err)
 	}
 	name := f.Name()
-	f.Close()
+	if err := f.Close(); err != nil {
+		return imagefile.Reason(err)
+	}
 	return os.Remove(name)
 }
 

@@ -220,7 +220,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	if r.cache != nil {
-		defer r.cache.Close()
+		// Each reply is committed when stored; closing only checkpoints
+		// the cache's log, whose entries stay valid either way, and a
+		// cache that fails costs calls, never results.
+		defer func() { _ = r.cache.Close() }()
 	}
 	defer r.memo.close()
 	// Before anything is written: a server that cannot be reached, refuses

@@ -81,6 +81,9 @@ func preflightFailure(ctx context.Context, err error, status int, msg string, s 
 	if ce := tooLarge(err); ce != nil {
 		return &PreflightError{Reason: fmt.Sprintf("%s: %s", what, ce.Msg)}
 	}
+	if ce := redirected(err); ce != nil {
+		return &PreflightError{Reason: fmt.Sprintf("%s: %s", what, s.clean(ce.Msg))}
+	}
 	ce := transportError(ctx, err, s)
 	if ce.Kind == KindTimeout {
 		return &PreflightError{Unreachable: true, Reason: fmt.Sprintf("unreachable: no reply within %s", PreflightTimeout)}
