@@ -236,10 +236,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	// files, endpoints, the response cache) fails here, before the run
 	// directory is created or touched: a failed start leaves no manifest
 	// that would block the corrected command.
-	r := &runner{o: &o, bench: p.bench, benchAbs: p.benchAbs, sum: sum}
+	r := &runner{o: &o, bench: p.bench, benchAbs: p.benchAbs, sum: sum, halted: make(chan struct{})}
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
+	r.verify.sums = p.sums
 	if r.cache != nil {
 		defer r.cache.Close()
 	}
@@ -377,6 +378,7 @@ type prepared struct {
 	selected []int
 	man      *results.Manifest
 	sum      *Summary
+	sums     *benchmark.Sums // the build's SHA256SUMS; nil when the benchmark has none
 }
 
 // prepare loads (and unless allowed otherwise, validates) the benchmark,
@@ -397,6 +399,10 @@ func prepare(o *Options) (*prepared, error) {
 	}
 	if verr != nil {
 		return nil, verr
+	}
+	sums, err := openSums(bench, o.Log)
+	if err != nil {
+		return nil, err
 	}
 	benchAbs, err := filepath.Abs(o.BenchDir)
 	if err != nil {
@@ -435,8 +441,28 @@ func prepare(o *Options) (*prepared, error) {
 		benchAbs: benchAbs,
 		selected: selected,
 		man:      man,
+		sums:     sums,
 		sum:      &Summary{RunDir: RunDir(o.OutDir, runName, o.Oracle, sel.Shard), RunName: runName, Selected: len(selected)},
 	}, nil
+}
+
+// openSums reads the benchmark's SHA256SUMS and checks its JSON files
+// against it now; the images are checked just in time, as each record's
+// are verified. A benchmark without SHA256SUMS is evaluated with a
+// warning (nil Sums).
+func openSums(bench *benchmark.Benchmark, log io.Writer) (*benchmark.Sums, error) {
+	sums, err := benchmark.ReadSums(bench.Dir)
+	if errors.Is(err, benchmark.ErrNoSums) {
+		fmt.Fprintf(log, "warning: benchmark %v\n", err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := sums.CheckJSON(bench); err != nil {
+		return nil, err
+	}
+	return sums, nil
 }
 
 // openManifest is the run directory's manifest: on resume the one
@@ -624,4 +650,19 @@ type runner struct {
 	stopped <-chan struct{}
 
 	identity provider.Identity // the server's, from the preflight
+
+	// halted is closed by halt when the run must stop at once (a
+	// benchmark file changed since the build): no record is started
+	// after it, and the run returns haltErr.
+	halted   chan struct{}
+	haltOnce sync.Once
+	haltErr  error
+}
+
+// halt stops the run with err (the first one wins).
+func (r *runner) halt(err error) {
+	r.haltOnce.Do(func() {
+		r.haltErr = err
+		close(r.halted)
+	})
 }

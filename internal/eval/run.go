@@ -69,6 +69,11 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	if w.err != nil {
 		return w.err
 	}
+	select {
+	case <-r.halted:
+		return r.haltErr
+	default:
+	}
 	switch {
 	case r.sum.Interrupted && r.sum.Abandoned > 0:
 		fmt.Fprintf(o.Log, "interrupted: %d records started, %d abandoned (they will be asked again on restart)\n", attempted, r.sum.Abandoned)
@@ -192,6 +197,8 @@ feed:
 			break feed
 		case <-writeFailed:
 			break feed
+		case <-r.halted:
+			break feed
 		}
 	}
 	close(work)
@@ -304,6 +311,12 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 	hashes, err := r.verify.record(ctx, protocol.ImagesToSend(t.plan))
 	if err != nil {
 		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, benchmark.ErrChanged) {
+			// Not a record's error but the benchmark's: nothing more
+			// is asked of a benchmark that is not the one built.
+			r.halt(err)
 			return nil
 		}
 		return protocol.ErrorRecord(t.rec, popts, err)

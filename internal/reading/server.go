@@ -44,6 +44,13 @@ type Server struct {
 	system string
 	tmpl   *template.Template
 	web    *webapp.App
+	// sums is the build's SHA256SUMS: every image is checked against it
+	// as it is read, and a changed one is not served. Nil when the
+	// benchmark has none; Warning then says so.
+	sums *benchmark.Sums
+	// Warning is "" or one line for the operator (a benchmark without
+	// SHA256SUMS, whose images cannot be checked).
+	Warning string
 	// Secure marks the session cookie Secure (set when serving TLS).
 	Secure bool
 	Log    *log.Logger
@@ -60,6 +67,10 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	sums, warning, err := openSums(bench)
+	if err != nil {
+		return nil, err
+	}
 	oracle, err := protocol.ParseOracleMode(st.Oracle)
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", s.Path, err)
@@ -72,7 +83,7 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{store: s, study: st, bench: bench, oracle: oracle, system: profile.Default().SystemText(), tmpl: t, Log: log.New(io.Discard, "", 0)}
+	srv := &Server{store: s, study: st, bench: bench, sums: sums, Warning: warning, oracle: oracle, system: profile.Default().SystemText(), tmpl: t, Log: log.New(io.Discard, "", 0)}
 	srv.web = webapp.New(s, sub, func(w http.ResponseWriter, status int, msg string) {
 		srv.render(w, status, "login.html", map[string]any{"Page": page{Title: "Sign in"}, "Error": msg})
 	})
@@ -339,6 +350,14 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		srv.web.Fail(w, r, http.StatusInternalServerError, fmt.Errorf("image: %w", imagefile.Reason(err)))
 		return
+	}
+	if srv.sums != nil {
+		// Checked on every read from disk: hashing costs little next to
+		// the read, and a file changed while the study runs is caught.
+		if err := srv.sums.Check(imgs[i], benchmark.SHA256Hex(data)); err != nil {
+			srv.web.Fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "image/png")
 	w.Header().Set("Cache-Control", "private, no-store")
