@@ -96,6 +96,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.prov, "provider", "", "opensource (or vllm) | openai | azure | gemini | baseline (required)")
 	f.StringVar(&fl.model, "model", "", "registry alias, raw model id, or baseline policy (random|first|oracle) (required)")
 	f.StringVar(&o.OutDir, "out", "", "results folder; the run directory is created inside it (required)")
+	f.StringVar(&o.RunName, "run-name", "", "name of the run directory instead of <provider>_<model>[_no_thinking][_strict] (letters, digits, '.', '_', '-'), e.g. to report two sampling settings side by side")
 	f.StringArrayVar(&o.Endpoints, "endpoint", nil, "server base URL, e.g. http://127.0.0.1:8000/v1 (repeatable)")
 	f.BoolVar(&o.NoPreflight, "no-preflight", false, "do not ask the server who it is before the run (for servers without a models endpoint); the identity is then the endpoint list, unverified")
 	f.StringVar(&fl.oracle, "oracle", "implicit", "oracle mode: none | implicit | explicit")
@@ -147,6 +148,11 @@ func (fl *evalFlags) run(cmd *cobra.Command) error {
 	}
 	if err := fl.genOptions(cmd.Flags()); err != nil {
 		return withExit(2, err)
+	}
+	if cmd.Flags().Changed("run-name") {
+		if err := eval.CheckRunName(fl.o.RunName); err != nil {
+			return withExit(2, fmt.Errorf("--run-name: %w", err))
+		}
 	}
 	o := &fl.o
 	o.Log = os.Stderr

@@ -199,7 +199,7 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	var uniq []*Run
 	for _, r := range s.Runs {
 		if n := len(uniq); n > 0 && uniq[n-1].Name == r.Name && uniq[n-1].OracleMode == r.OracleMode {
-			s.warnf("%s: run %s with oracle mode %s was already read from %s; left out", r.Dir, r.Name, r.OracleMode, uniq[n-1].Dir)
+			s.warnf("%s: run %s with oracle mode %s was already read from %s; left out (give runs that differ in a setting their own eval --run-name)", r.Dir, r.Name, r.OracleMode, uniq[n-1].Dir)
 			continue
 		}
 		uniq = append(uniq, r)

@@ -35,6 +35,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/validate"
@@ -68,6 +69,9 @@ type Options struct {
 	BenchDir string
 	OutDir   string
 	Model    Model
+	// RunName names the run directory instead of the name derived from
+	// the model (RunName(provider, label, …)); checked by CheckRunName.
+	RunName string
 
 	Endpoints         []string // base URLs; empty = the backend's default
 	APIKeyFile        string
@@ -297,13 +301,30 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	return sum, r.execute(ctx, man, todo, len(p.selected), start)
 }
 
+// runName is o.RunName, or the name derived from the model and settings.
+func (o *Options) runName() string {
+	if o.RunName != "" {
+		return o.RunName
+	}
+	return RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
+}
+
 // maxRunName is the longest run name: it names a folder, and file
 // systems allow 255 bytes.
 const maxRunName = 255
 
-// CheckRunName refuses a run name too long to name a folder, before
-// anything is written.
+// CheckRunName refuses, before anything is written, a run name that
+// cannot name a folder: empty, a character outside letters, digits, '.',
+// '_' and '-' (the rule of registry aliases), a leading '.', or too long.
 func CheckRunName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("run name is empty")
+	case registry.RunLabel(name) != name:
+		return fmt.Errorf("run name %q must use only letters, digits, '.', '_' and '-' (it names a folder)", benchmark.OneLine(name))
+	case strings.HasPrefix(name, "."):
+		return fmt.Errorf("run name %q must not start with '.' (it names a folder)", benchmark.OneLine(name))
+	}
 	if len(name) > maxRunName {
 		return fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
 			benchmark.OneLine(name[:40]), len(name), maxRunName)
@@ -428,7 +449,7 @@ func prepare(o *Options) (*prepared, error) {
 	for i, ix := range selected {
 		keys[i] = bench.Records[ix].KeyID
 	}
-	runName := RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
+	runName := o.runName()
 	if err := CheckRunName(runName); err != nil {
 		return nil, err
 	}
