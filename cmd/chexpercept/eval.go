@@ -209,8 +209,10 @@ func (fl *evalFlags) modelOptions() error {
 	if notice != "" {
 		fmt.Fprintln(os.Stderr, "notice:", notice+rawModelHint(reg, fl.prov, fl.model))
 	}
-	if m.Price == nil && m.Backend != provider.BackendBaseline {
-		fmt.Fprintf(os.Stderr, "warning: no price entry matches model id %q; cost will be null\n", m.ModelID)
+	// Open models are unpriced on purpose (the registry lists them so);
+	// an API model, billed per token, should have a price.
+	if m.Price == nil && m.Provider != "opensource" && m.Backend != provider.BackendBaseline {
+		fmt.Fprintf(os.Stderr, "warning: no price entry matches model id %q; cost will be null (add it with --prices)\n", m.ModelID)
 	}
 	o.Model = m
 	return nil

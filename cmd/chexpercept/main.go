@@ -61,6 +61,9 @@ func addCommand(c *cobra.Command) { pendingCommands = append(pendingCommands, c)
 
 func main() {
 	rootCmd.AddCommand(pendingCommands...)
+	// A mistaken path flag is refused, with the fix, before any command
+	// reads it (paths.go).
+	rootCmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return withExit(2, checkPathFlags(cmd)) }
 	stopProfile := startProfile(os.Getenv(cpuProfileEnv))
 	err := rootCmd.Execute()
 	stopProfile()
