@@ -15,7 +15,7 @@ import (
 // command line (in a shell block or an inline code span) is one that
 // command's --help lists: not unknown, not a hidden older spelling.
 func TestDocumentedFlagsInHelp(t *testing.T) {
-	withCommandTree(t)
+	root := newRootCmd()
 	files, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	more, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "reference", "*.md"))
 	files = append(append(files, more...), filepath.Join(repoRoot, "README.md"))
@@ -23,7 +23,7 @@ func TestDocumentedFlagsInHelp(t *testing.T) {
 	for _, file := range files {
 		rel, _ := filepath.Rel(repoRoot, file)
 		for _, l := range commandLines(t, file) {
-			cmd, words := findSub(l.text)
+			cmd, words := findSub(root, l.text)
 			if cmd == nil {
 				continue
 			}
@@ -121,9 +121,9 @@ func commandLines(t *testing.T, file string) []docLine {
 // findSub resolves the leading words of text to a subcommand (nil when
 // text does not start with one) and returns the words after the
 // command's name, up to the end of the command (a pipe, ;, &&, # or >).
-func findSub(text string) (*cobra.Command, []string) {
+func findSub(root *cobra.Command, text string) (*cobra.Command, []string) {
 	words := strings.Fields(text)
-	cmd := rootCmd
+	cmd := root
 	i := 0
 	for ; i < len(words); i++ {
 		var next *cobra.Command
@@ -137,7 +137,7 @@ func findSub(text string) (*cobra.Command, []string) {
 		}
 		cmd = next
 	}
-	if cmd == rootCmd {
+	if cmd == root {
 		return nil, nil
 	}
 	var rest []string

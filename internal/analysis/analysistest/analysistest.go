@@ -101,6 +101,11 @@ type Run struct {
 	// eval's preflight records it, whose model entry is owned_by it
 	// (provider.BaselineOwner: chexpercept's stand-in server).
 	ServerOwner string
+	// Only, when not nil, writes only these records (a reader who read
+	// a sample of the benchmark); the manifest selects as many.
+	Only map[string]bool
+	// Reading, when not nil, is the manifest's reading arm.
+	Reading *results.ReadingArm
 }
 
 // Name is the run name.
@@ -127,6 +132,9 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 	for i, rec := range b.Records {
 		if r.Finished > 0 && i >= r.Finished {
 			break
+		}
+		if r.Only != nil && !r.Only[rec.KeyID] {
+			continue
 		}
 		plan, err := protocol.Plan(rec, b.Dir)
 		if err != nil {
@@ -192,6 +200,13 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 	if r.ServerOwner != "" {
 		m.Set("server_identity", ojson.NewObject().Set("verified", ojson.Bool(true)).Set("source", ojson.Str("models_list")).
 			Set("id", ojson.Str(r.Label)).Set("owned_by", ojson.Str(r.ServerOwner)).Set("sha256", ojson.Str(strings.Repeat("cd", 32))))
+	}
+	if r.Reading != nil {
+		arm := ojson.NewObject().Set("study", ojson.Str(r.Reading.Study)).Set("reader", ojson.Str(r.Reading.Reader)).Set("arm", ojson.Str(r.Reading.Arm))
+		if r.Reading.AidRun != "" {
+			arm.Set("aid_run", ojson.Str(r.Reading.AidRun))
+		}
+		m.Set("reading", arm)
 	}
 	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), append(ojson.Marshal(m), '\n'), 0o644); err != nil {
 		return "", err
