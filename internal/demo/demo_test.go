@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/validate"
@@ -134,6 +136,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 
 	checkIndex(t, res)
+	checkProvenance(t, res)
 
 	// No secret and nothing in the user's home.
 	if entries, _ := os.ReadDir(home); len(entries) != 0 {
@@ -235,6 +238,27 @@ func checkFindingsAndFlags(t *testing.T, out string, res *Result) {
 
 // checkIndex checks that index.html exists and that every file it refers
 // to (plots, item sidecars, images in the benchmark) exists.
+// checkProvenance: the demo's report says, where a person reads it,
+// that the benchmark is synthetic and unreviewed and that the simulated
+// models' runs, answered by serve-baseline, are rehearsals.
+func checkProvenance(t *testing.T, res *Result) {
+	t.Helper()
+	for _, name := range []string{"index.html", "report.md", "summary.json"} {
+		page := string(readFile(t, filepath.Join(res.Report, name)))
+		if !strings.Contains(page, "Synthetic / unreviewed benchmark") {
+			t.Errorf("%s has no synthetic/unreviewed banner", name)
+		}
+		for _, m := range simModels {
+			if !strings.Contains(page, "openai_"+m.name+" ("+analysis.RehearsalNote+")") && name != "summary.json" {
+				t.Errorf("%s does not mark the simulated model %s as a rehearsal", name, m.name)
+			}
+		}
+		if !strings.Contains(page, provider.BaselineOwner) {
+			t.Errorf("%s does not name the stand-in server", name)
+		}
+	}
+}
+
 func checkIndex(t *testing.T, res *Result) {
 	t.Helper()
 	html := string(readFile(t, res.IndexHTML))

@@ -25,7 +25,7 @@ func banners(res *analysis.Result) []string {
 	}
 	if len(what) > 0 {
 		out = append(out, "Synthetic / unreviewed benchmark: "+strings.Join(what, "; ")+
-			" (its build_info.json). These numbers test the tooling; they are not a study.")
+			" (from the benchmark's build_info.json). These numbers test the tooling; they are not a study.")
 	}
 	var rehearsals []string
 	seen := map[string]bool{}
