@@ -4,6 +4,10 @@
 // A test calls Chromium to find the browser: without one the test is
 // skipped with a visible message, unless CHEXPERCEPT_BROWSER_TESTS=1 (set
 // by CI, which installs Debian's chromium), in which case it fails.
+//
+// CheckAxe runs axe-core, injected from the npm package's axe.min.js
+// (AxeScript finds it), on a page and fails on every serious or critical
+// violation: the accessibility check of the report and the apps' pages.
 package browsertest
 
 import (
