@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,6 +37,7 @@ type InitOptions struct {
 	// model's answer after each unaided answer ("": an unaided study).
 	Aid string
 	Now func() time.Time // nil: time.Now
+	Log io.Writer        // warnings (nil: discarded)
 }
 
 // Credential is one account's sign-in token, shown once.
@@ -45,6 +47,22 @@ type Credential struct {
 
 // ReaderName is the name of the i-th reader (1-based).
 func ReaderName(i int) string { return "reader" + strconv.Itoa(i) }
+
+// openSums reads the benchmark's SHA256SUMS and checks its JSON files. A
+// benchmark without one gives a nil Sums and a warning line.
+func openSums(b *benchmark.Benchmark) (*benchmark.Sums, string, error) {
+	sums, err := benchmark.ReadSums(b.Dir)
+	if errors.Is(err, benchmark.ErrNoSums) {
+		return nil, "benchmark " + err.Error(), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if err := sums.CheckJSON(b); err != nil {
+		return nil, "", err
+	}
+	return sums, "", nil
+}
 
 // Init creates the reading database: the selected records (eval's
 // selection, so `eval --sample K --sample-seed S` asks the same ones), each
@@ -65,11 +83,30 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	if len(idx) == 0 {
 		return nil, 0, errors.New("no record selected")
 	}
+	sums, warning, err := openSums(o.Bench)
+	if err != nil {
+		return nil, 0, err
+	}
+	if warning != "" && o.Log != nil {
+		fmt.Fprintf(o.Log, "warning: %s\n", warning)
+	}
 	// Every selected record must be plannable: a record the protocol
-	// cannot lay out would stop every reader at it.
+	// cannot lay out would stop every reader at it. Its images must be
+	// the build's: a study never starts on a changed benchmark.
+	checked := map[string]bool{}
 	for _, i := range idx {
-		if _, err := protocol.Plan(o.Bench.Records[i], o.Bench.Dir); err != nil {
+		plan, err := protocol.Plan(o.Bench.Records[i], o.Bench.Dir)
+		if err != nil {
 			return nil, 0, err
+		}
+		for _, rel := range protocol.ImagesToSend(plan) {
+			if sums == nil || checked[rel] {
+				continue
+			}
+			checked[rel] = true
+			if err := sums.CheckFile(rel); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	var aid *Aid
