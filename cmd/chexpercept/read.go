@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -12,9 +13,9 @@ import (
 	"github.com/chexpercept/chexpercept/internal/reading"
 )
 
-// read: the reading study, human readers under the models' protocol
-// (docs/reading.md).
-func init() {
+// newReadCmd returns the command read: the reading study, human readers
+// under the models' protocol (docs/reading.md).
+func newReadCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "read",
 		Short: "Reading study: human readers take the benchmark in the browser, exported as runs",
@@ -26,7 +27,7 @@ like any model's run.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(readInitCmd(), readServeCmd(), readExportCmd())
-	addCommand(cmd)
+	return cmd
 }
 
 func readInitCmd() *cobra.Command {
@@ -99,8 +100,8 @@ the database file's name without its extension).`,
 	f.StringVar(&db, "db", "", "reading database to create (must not exist)")
 	f.IntVar(&n, "readers", 0, "number of readers N")
 	f.IntVar(&sample, "sample", 0, "a stratified sample of K records (default: every record)")
-	// The issue fixed the name --seed; --sample-seed, eval's name for
-	// the sample's seed, works too.
+	// --seed is the name; --sample-seed, eval's name for the sample's
+	// seed, works too.
 	f.Var((*seedValue)(&seed), "seed", "seed of the sample and of each reader's order")
 	hiddenAlias(f, "seed", "sample-seed")
 	f.StringVar(&oracle, "oracle", string(protocol.OracleImplicit), "oracle mode: none, implicit or explicit")
@@ -184,7 +185,16 @@ only with --force.`,
 				return withExit(2, err)
 			}
 			defer st.Close()
-			runs, err := reading.Export(cmd.Context(), st, out, force)
+			var runs []reading.ExportedRun
+			err = untilInterrupted(cmd.Context(), "read export", func(ctx context.Context) error {
+				var err error
+				runs, err = reading.Export(ctx, st, out, force)
+				return err
+			})
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if errors.Is(err, reading.ErrRunExists) {
 				return withExit(2, fmt.Errorf("%w; pass --force to replace it", err))
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // modelRun runs eval's in-process "first" policy over the benchmark and
@@ -24,7 +25,7 @@ import (
 func modelRun(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMode) string {
 	t.Helper()
 	out := t.TempDir()
-	m := eval.Model{Name: "first", Provider: "baseline", Backend: "baseline", ModelID: "first", Label: "first"}
+	m := runmodel.Model{Name: "first", Provider: "baseline", Backend: "baseline", ModelID: "first", Label: "first"}
 	if _, err := eval.Run(context.Background(), eval.Options{BenchDir: bench.Dir, OutDir: out, Model: m, Oracle: oracle, NoCache: true, Concurrency: 1, AllowInvalid: true}); err != nil {
 		t.Fatal(err)
 	}

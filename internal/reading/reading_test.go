@@ -22,7 +22,6 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/appdb/appdbtest"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -269,12 +268,7 @@ func (st *study) work(c *client, gt bool, stopAfter int) (answered int) {
 // serve-baseline --policy first) over the benchmark.
 func baselineFirst(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMode) map[string]*results.Record {
 	t.Helper()
-	out := t.TempDir()
-	m := eval.Model{Name: "first", Provider: "baseline", Backend: "baseline", ModelID: "first", Label: "first"}
-	if _, err := eval.Run(context.Background(), eval.Options{BenchDir: bench.Dir, OutDir: out, Model: m, Oracle: oracle, NoCache: true, Concurrency: 1, AllowInvalid: true}); err != nil {
-		t.Fatal(err)
-	}
-	return readRun(t, eval.RunDir(out, eval.RunName("baseline", "first", false, "reference"), oracle, nil))
+	return readRun(t, modelRun(t, bench, oracle))
 }
 
 func readRun(t *testing.T, dir string) map[string]*results.Record {
