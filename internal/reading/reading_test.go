@@ -437,6 +437,10 @@ func (st *study) checkExport(t *testing.T, oracle protocol.OracleMode) []Exporte
 	if m.Model.Provider != ProviderHuman || m.Model.Name != "reader2" || m.OracleMode != string(oracle) {
 		t.Errorf("manifest: provider %q model %q oracle %q", m.Model.Provider, m.Model.Name, m.OracleMode)
 	}
+	// An unaided study: one arm, named by the database's file.
+	if want := (results.ReadingArm{Study: "reading", Reader: "reader2", Arm: results.ArmUnaided}); m.Reading == nil || *m.Reading != want {
+		t.Errorf("manifest reading %+v, want %+v", m.Reading, want)
+	}
 	return runs
 }
 
