@@ -52,6 +52,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/simmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
@@ -584,7 +585,7 @@ func (d *runner) itemHealth() error {
 				break
 			}
 			fmt.Fprintf(d.w, "      flag %s %s %s: %s — %d of %d models answered %s, the ground truth is %s\n",
-				benchmark.OneLine(f.Key), f.Q.Turn(), f.Q.Name(), strings.Join(f.Reasons, ", "), f.ModalN, f.Runs, f.Modal, f.GT)
+				textsafe.OneLine(f.Key), f.Q.Turn(), f.Q.Name(), strings.Join(f.Reasons, ", "), f.ModalN, f.Runs, f.Modal, f.GT)
 		}
 	}
 	if len(res.Health) == 0 {
@@ -597,21 +598,10 @@ func (d *runner) itemHealth() error {
 	fmt.Fprintln(d.w, "      (the simulated models share a wrong answer on some questions, as if the ground truth were wrong there;")
 	fmt.Fprintln(d.w, "      with real models a flag is a reason to look again.) To send the flagged cases back to review:")
 	fmt.Fprintf(d.w, "      chexpercept review init --source %s --only %s --review-db %s\n",
-		shellQuote(filepath.Join(d.res.Dir, phantomDir, "manifest.jsonl")),
-		shellQuote(filepath.Join(d.res.Report, report.FlaggedItemsFile)),
-		shellQuote(filepath.Join(d.res.Dir, "rereview.sqlite")))
+		textsafe.ShellQuote(filepath.Join(d.res.Dir, phantomDir, "manifest.jsonl")),
+		textsafe.ShellQuote(filepath.Join(d.res.Report, report.FlaggedItemsFile)),
+		textsafe.ShellQuote(filepath.Join(d.res.Dir, "rereview.sqlite")))
 	return nil
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but
-// plain path characters.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // writeHeadline prints, per run, the end-to-end accuracy of each stage and

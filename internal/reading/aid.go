@@ -10,6 +10,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // The sequential aided design. On every turn the reader answers first on
@@ -135,7 +136,7 @@ func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int) (
 	}
 	if len(missing) > 0 {
 		return nil, nil, fmt.Errorf("--aid %s: the run lacks %d of the study's %d records (first: %s); finish or resume it first",
-			dir, len(missing), len(idx), benchmark.OneLine(missing[0]))
+			dir, len(missing), len(idx), textsafe.OneLine(missing[0]))
 	}
 	return &Aid{Run: m.RunName, Model: m.Model.Name, Dir: abs}, out, nil
 }

@@ -3,8 +3,6 @@ package reading
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,42 +20,14 @@ import (
 // browser starts headless Chromium and returns a function that opens a
 // cookie-isolated context of the given window size.
 func browser(t *testing.T) func(w, h int64) context.Context {
-	exe := browsertest.Chromium(t)
-	root, stop := browsertest.Start(exe, filepath.Join(t.TempDir(), "chrome-profile"), 1400, 1000, 300*time.Second)
-	t.Cleanup(stop)
-	if err := chromedp.Do(root); err != nil {
-		t.Fatal(err)
-	}
-	return func(w, h int64) context.Context {
-		ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
-		t.Cleanup(cancel)
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, h)); err != nil {
-			t.Fatal(err)
-		}
-		return ctx
-	}
+	return browsertest.Browser(t, 300*time.Second)
 }
 
-func screenshot(ctx context.Context, name string) {
-	dir := os.Getenv("CHEXPERCEPT_SCREENSHOTS")
-	if dir == "" {
-		return
-	}
-	if b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
-		os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644)
-	}
-}
+func screenshot(ctx context.Context, name string) { browsertest.Screenshot(ctx, name) }
 
 func signInBrowser(t *testing.T, ctx context.Context, base, token string) {
 	t.Helper()
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(base+"/login"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token),
-		chromedp.Click(chromedp.ID("login-button")),
-	); err != nil {
-		t.Fatalf("sign-in: %v", err)
-	}
+	browsertest.SignIn(t, ctx, base, token)
 }
 
 // shownRadiograph matches the radiographs of the viewers on screen (the
@@ -358,7 +328,10 @@ func checkViewer(t *testing.T, ctx context.Context, tp turnPage) (ownImages int)
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](js)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const i = document.getElementById("ref-img"); return i.complete && i.naturalWidth > 0 })()`,
+		// Wait for the clicked image itself: the one shown before is
+		// already complete, so completeness alone would not wait.
+		loaded := fmt.Sprintf(`(() => { const i = document.getElementById("ref-img"); return new URL(i.src).pathname === %q && i.complete && i.naturalWidth > 0 })()`, u)
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](loaded,
 			chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 			st, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`fetch(%q).then(r => r.status + " " + r.headers.get("content-type"))`, u), chromedp.EvalAwaitPromise))
 			src, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const i = document.getElementById("ref-img"); return i.src + " complete=" + i.complete + " w=" + i.naturalWidth })()`))

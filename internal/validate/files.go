@@ -356,11 +356,14 @@ func readPNGHeader(r io.Reader) (pngHeader, error) {
 
 var colourTypeNames = map[byte]string{0: "greyscale", 2: "RGB", 3: "palette", 4: "greyscale+alpha", 6: "RGBA"}
 
+// openImage is imagefile.Open; tests replace it to inject a failure.
+var openImage = imagefile.Open
+
 // checkImage checks one image file's header, and decodes it fully when
 // deep is set and the header is sane. It returns the decoded image's
 // digest (deep mode, decodable images within imagefile's limits), else nil.
 func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) *imageDigest {
-	f, err := imagefile.Open(name, imagefile.NoFollow)
+	f, err := openImage(name, imagefile.NoFollow)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "cannot open: %v", err)
 		return nil
