@@ -196,8 +196,15 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 		return nil, err
 	}
 	// Studies made before studies had names are named by their file.
-	if st.Name, err = s.meta(ctx, "study"); err != nil {
-		st.Name = strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path))
+	var named int
+	if err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'study'`).Scan(&named); err != nil {
+		return nil, err
+	}
+	st.Name = strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path))
+	if named == 1 {
+		if st.Name, err = s.meta(ctx, "study"); err != nil {
+			return nil, err
+		}
 	}
 	if st.Aid, err = s.aidOf(ctx); err != nil {
 		return nil, err
