@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-build.sh — the builder's performance benchmark (issue 3).
+# bench-build.sh — the builder's performance benchmark.
 #
 # Generates `phantom --cases-per-lesion 250`, builds the full 2,100-case
 # benchmark with --accept-all, and prints the build time beside the

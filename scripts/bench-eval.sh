@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-eval.sh — the evaluator's performance figures (issues 4 and 14).
+# bench-eval.sh — the evaluator's performance figures.
 #
 # Runs the Go benchmarks of internal/eval, each in its own process so that
 # the peak-memory figure (getrusage maxrss) belongs to one benchmark:
@@ -105,7 +105,7 @@ while read -r line; do
 	echo "  concurrency 32:           $(metric MB/s@c32 "$line") MB/s of requests, $(metric calls/s@c32 "$line") calls/s"
 	echo "  concurrency 64:           $(metric MB/s@c64 "$line") MB/s of requests, $(metric calls/s@c64 "$line") calls/s"
 	echo "  peak heap in use:         $(metric peak-heap-MiB@c32 "$line") MiB at 32, $(metric peak-heap-MiB@c64 "$line") MiB at 64"
-	echo "  peak RSS (whole process): $(metric maxrss-MiB "$line") MiB (target < 700; 687 before issue 14)"
+	echo "  peak RSS (whole process): $(metric maxrss-MiB "$line") MiB (target < 700)"
 done < <(run BenchmarkEvalBytes "$bin_dir/bytes.time")
 echo "  peak RSS, /usr/bin/time -v: $(time_rss "$bin_dir/bytes.time") MiB (the benchmark process over all its runs, concurrency 32 then 64; target < 700)"
 echo "  load average now:         $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# bench.sh — every performance figure of issue 7 (item 3) in one run, for
+# bench.sh — every performance figure in one run, for
 # docs/performance.md:
 #
 #   1. evaluator call rate against serve-baseline (50 ms latency, small
 #      images) at concurrency 1, 8, 32 and 64, with the ideal rate beside
 #      each (Go benchmark BenchmarkEvalRate in internal/demo; the server is
 #      a separate `chexpercept serve-baseline` process);
-#   2. evaluator figures of issue 4 (scripts/bench-eval.sh): scheduling at
+#   2. evaluator figures (scripts/bench-eval.sh): scheduling at
 #      concurrency 32 and request throughput (MB/s, calls/s) with
 #      full-size phantom-like images at zero latency, peak memory;
 #   3. builder: the 2,100-case phantom benchmark beside its PNG-encoding
@@ -149,7 +149,7 @@ else
 	wait "$srv" 2>/dev/null
 fi
 
-# 2. Evaluator figures of issue 4.
+# 2. Evaluator figures.
 section "evaluator: scheduling at concurrency 32 and request throughput with full-size images (scripts/bench-eval.sh)"
 if [ ! -f scripts/bench-eval.sh ]; then
 	na "scripts/bench-eval.sh is not in this tree"

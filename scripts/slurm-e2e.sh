@@ -251,7 +251,7 @@ say "serve-baseline (random, $SLURM_E2E_LATENCY per reply) at $endpoint"
 
 run=opensource_qwen3.6-27b/oracle_none # the run directory eval-array.sh writes
 
-# ---- helpers for jobs -----------------------------------------------------------
+# ---- functions for jobs ---------------------------------------------------------
 # submit_array RESULTS CACHE: eval-array.sh as a 4-task array; prints the job id.
 # Only the scheduler options are changed on the command line: 4 tasks instead
 # of 8, and 1 CPU and 1 GB each so that two tasks run at once on this node.

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// One name per concept (issue 23 item 6): every command spells a concept
+// One name per concept: every command spells a concept
 // the same way, and the older spellings keep working as hidden aliases so
 // that no script breaks. The seeds, each named for what it seeds:
 //

@@ -11,12 +11,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/review"
 )
 
-func init() {
+// newBuildCmd returns the command build: a benchmark from source data.
+func newBuildCmd() *cobra.Command {
 	var (
 		src, out, perLesion, reviewsPath, reviewDB, inspect, configPath string
 		seed                                                            uint64
@@ -111,6 +113,11 @@ written; a build removes only bundle folders a build recorded as its own.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			sum, err := build.Run(ctx, opt)
+			if err != nil && ctx.Err() != nil && cmd.Context().Err() == nil {
+				atomicfile.RemoveTemps()
+				fmt.Fprintf(cmd.ErrOrStderr(), "chexpercept build: interrupted; the same command run again resumes (%v)\n", err)
+				return silentExit(130)
+			}
 			if err != nil {
 				return withExit(2, err)
 			}
@@ -136,5 +143,5 @@ written; a build removes only bundle folders a build recorded as its own.`,
 	f.StringVar(&configPath, "config", "", "YAML configuration (build.md §2.5)")
 	f.BoolVar(&measureFloor, "measure-png-floor", false, "after assembly, time the re-encoding of every bundle and mask PNG by image/png at its default level, the floor the build is compared with (build_timing.json)")
 	f.MarkHidden("measure-png-floor")
-	addCommand(cmd)
+	return cmd
 }

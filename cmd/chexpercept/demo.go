@@ -10,7 +10,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/demo"
 )
 
-func init() {
+// newDemoCmd returns the command demo: the whole pipeline on synthetic data.
+func newDemoCmd() *cobra.Command {
 	var opt demo.Options
 	cmd := &cobra.Command{
 		Use:   "demo [--out DIR]",
@@ -56,5 +57,5 @@ delete DIR to start from scratch. Nothing is written outside DIR.`,
 	f := cmd.Flags()
 	f.StringVar(&opt.Out, "out", demo.DefaultDir, "demo directory (created; reused when it holds an earlier demo)")
 	f.IntVar(&opt.Workers, "workers", 0, "worker goroutines (default: number of CPUs)")
-	addCommand(cmd)
+	return cmd
 }

@@ -42,19 +42,6 @@ const repoRoot = "../.."
 
 // ---- the command tree ------------------------------------------------
 
-// withCommandTree attaches the subcommands to rootCmd as main() does and
-// detaches them when the test ends. Detaching matters: once a subcommand
-// has a parent, its Execute runs the root with os.Args, which would break
-// the other tests of this package that execute subcommands directly.
-func withCommandTree(t *testing.T) {
-	t.Helper()
-	if len(rootCmd.Commands()) > 0 {
-		return // already attached by an enclosing test
-	}
-	rootCmd.AddCommand(pendingCommands...)
-	t.Cleanup(func() { rootCmd.RemoveCommand(pendingCommands...) })
-}
-
 // invocation is a parsed chexpercept command line.
 type invocation struct {
 	name  string              // subcommand
@@ -71,25 +58,22 @@ func (v invocation) get(name string) string {
 	return vs[len(vs)-1]
 }
 
-// parseInvocation checks args (without the program name) against the real
-// command tree: subcommand lookup, flag parsing, positional-argument rules
-// and required flags. The subcommand's flag values are restored
-// afterwards, so other tests see the flags as they were.
+// parseInvocation checks args (without the program name) against a new
+// command tree, as main builds it: subcommand lookup, flag parsing,
+// positional-argument rules and required flags.
 func parseInvocation(args []string) (invocation, error) {
 	if len(args) == 0 {
 		return invocation{}, errors.New("no arguments")
 	}
-	cmd, rest, err := rootCmd.Find(args)
+	root := newRootCmd()
+	cmd, rest, err := root.Find(args)
 	if err != nil {
 		return invocation{}, err
 	}
-	if cmd == rootCmd {
+	if cmd == root {
 		return invocation{}, fmt.Errorf("%q is not a chexpercept subcommand", args[0])
 	}
 	fs := cmd.Flags()
-	saved := snapshotFlags(fs)
-	defer restoreFlags(fs, saved)
-	resetFlags(fs)
 	if err := cmd.ParseFlags(rest); err != nil {
 		return invocation{}, fmt.Errorf("%s: %v", cmd.Name(), err)
 	}
@@ -111,54 +95,6 @@ func parseInvocation(args []string) (invocation, error) {
 		}
 	})
 	return inv, nil
-}
-
-type savedFlag struct {
-	changed bool
-	value   string
-	slice   []string
-}
-
-func snapshotFlags(fs *pflag.FlagSet) map[string]savedFlag {
-	m := map[string]savedFlag{}
-	fs.VisitAll(func(f *pflag.Flag) {
-		s := savedFlag{changed: f.Changed}
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			s.slice = sv.GetSlice()
-		} else {
-			s.value = f.Value.String()
-		}
-		m[f.Name] = s
-	})
-	return m
-}
-
-func restoreFlags(fs *pflag.FlagSet, m map[string]savedFlag) {
-	fs.VisitAll(func(f *pflag.Flag) {
-		s, ok := m[f.Name]
-		if !ok {
-			return
-		}
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			_ = sv.Replace(s.slice)
-		} else {
-			_ = f.Value.Set(s.value)
-		}
-		f.Changed = s.changed
-	})
-}
-
-// resetFlags puts every flag back to its default so that values left by
-// other tests cannot make a deploy file look complete.
-func resetFlags(fs *pflag.FlagSet) {
-	fs.VisitAll(func(f *pflag.Flag) {
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			_ = sv.Replace(nil)
-		} else {
-			_ = f.Value.Set(f.DefValue)
-		}
-		f.Changed = false
-	})
 }
 
 // ---- what eval would do with a command line ---------------------------
@@ -1092,7 +1028,6 @@ func readRepoFile(t *testing.T, rel string) string {
 }
 
 func TestDeployFiles(t *testing.T) {
-	withCommandTree(t)
 	for _, tc := range []struct {
 		name  string
 		check func(t *testing.T) []string
@@ -1129,7 +1064,6 @@ func TestDeployFiles(t *testing.T) {
 // TestDeployChecksCatchDrift mutates copies of the deploy files and wants
 // each mutation reported, so the checks above cannot pass vacuously.
 func TestDeployChecksCatchDrift(t *testing.T) {
-	withCommandTree(t)
 	setArg := func(c *k8sContainer, prefix, repl string) {
 		for i, a := range c.Args {
 			if strings.HasPrefix(a, prefix) {

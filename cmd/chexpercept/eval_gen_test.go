@@ -276,8 +276,8 @@ func TestEvalGenerationFlagErrors(t *testing.T) {
 			"--extra-body chat_template_kwargs conflicts with --no-thinking"},
 		{"max_tokens", []string{"--extra-body", `max_tokens=5`}, "--extra-body max_tokens: max_tokens is a core request member: it has its own setting; use --max-tokens"},
 		{"seed", []string{"--extra-body", `seed=5`}, "use --gen-seed"},
-		// issue 21 items 10, 13, 14: depth and size caps, invalid UTF-8,
-		// reserved names in any case, names that differ only in case.
+		// Depth and size caps, invalid UTF-8, reserved names in any
+		// case, names that differ only in case.
 		{"deep", []string{"--extra-body", "top_k=1", "--extra-body", "k=" + strings.Repeat("[", 65) + strings.Repeat("]", 65)},
 			"--extra-body: k: value is nested 65 levels deep, more than 64"},
 		{"very deep", []string{"--extra-body", "top_k=1", "--extra-body", "k=" + strings.Repeat("[", 10000) + strings.Repeat("]", 10000)},

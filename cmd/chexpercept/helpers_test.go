@@ -11,15 +11,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Helpers shared by the command tests. A subcommand runs either in-process
-// (runCommand: fast, but flags persist on the command object) or as a user
+// Functions shared by the command tests. A subcommand runs either in-process
+// (runCommand on a command findCommand built) or as a user
 // runs it (runCLI: the test binary re-executes itself as the chexpercept
 // command, so exit codes and flag parsing are the real ones).
 
-// findCommand returns the registered subcommand name.
+// findCommand returns a new instance of the subcommand name, with its
+// flags at their defaults and no parent (so that Execute runs it, not the
+// root with the test binary's arguments).
 func findCommand(t *testing.T, name string) *cobra.Command {
 	t.Helper()
-	for _, c := range pendingCommands {
+	for _, c := range subcommands() {
 		if c.Name() == name {
 			return c
 		}
@@ -30,7 +32,7 @@ func findCommand(t *testing.T, name string) *cobra.Command {
 
 // runCommand executes c in-process with args and returns what it printed
 // on stdout and stderr and its error. Flags set by an earlier Execute of
-// the same command object persist; build a fresh command to avoid that.
+// the same command object persist; findCommand builds a fresh one.
 func runCommand(t *testing.T, c *cobra.Command, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer

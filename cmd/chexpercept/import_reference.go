@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -83,7 +84,8 @@ func refPathDefaults(f *pflag.FlagSet, file string, prov, model, oracle, parseMo
 	}
 }
 
-func init() {
+// newImportReferenceCmd returns the command import-reference: a reference evaluator's results as a run directory.
+func newImportReferenceCmd() *cobra.Command {
 	var benchDir, out, prov, model, oracle, parseMode string
 	var modelFiles []string
 	var noThinking, force bool
@@ -151,8 +153,17 @@ is replaced only with --force, and one holding anything else is refused
 			if err != nil {
 				return withExit(2, err)
 			}
-			rep, err := runs.ImportReference(file, runs.ImportOptions{Bench: bench, Model: m, Out: out,
-				NoThinking: noThinking, Oracle: om, Parse: pmode, Force: force})
+			var rep *runs.ImportReport
+			err = untilInterrupted(cmd.Context(), "import-reference", func(context.Context) error {
+				var err error
+				rep, err = runs.ImportReference(file, runs.ImportOptions{Bench: bench, Model: m, Out: out,
+					NoThinking: noThinking, Oracle: om, Parse: pmode, Force: force})
+				return err
+			})
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if err != nil {
 				return withExit(2, withHints(err, forceHint))
 			}
@@ -178,5 +189,5 @@ is replaced only with --force, and one holding anything else is refused
 	f.BoolVar(&noThinking, "no-thinking", false, "the run used --no-thinking (default: from a _no_thinking run name)")
 	f.StringArrayVar(&modelFiles, "models", nil, "extra models.yaml extending the registry (repeatable)")
 	f.BoolVar(&force, "force", false, "replace the run directory if it already holds a run")
-	addCommand(cmd)
+	return cmd
 }

@@ -9,7 +9,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/build"
 )
 
-func init() {
+// newInspectCmd returns the command inspect: one case of a built benchmark re-run and explained.
+func newInspectCmd() *cobra.Command {
 	var key, src, bench string
 	cmd := &cobra.Command{
 		Use:   "inspect --benchmark BENCH_DIR --key KEY_ID",
@@ -40,5 +41,5 @@ inspect stops with exit status 2 before writing anything.`,
 	cmd.Flags().StringVar(&bench, "benchmark", "", "the build's benchmark directory")
 	cmd.Flags().StringVar(&key, "key", "", "key_id of the case")
 	cmd.Flags().StringVar(&src, "source", "", "manifest or candidates file (only when work/ lacks the case)")
-	addCommand(cmd)
+	return cmd
 }

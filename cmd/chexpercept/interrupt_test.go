@@ -18,7 +18,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// TestEvalEndsSoonAfterSignal (issue 21 item 7): the first SIGTERM or
+// TestEvalEndsSoonAfterSignal: the first SIGTERM or
 // SIGINT ends eval promptly whatever the server does — a 429 asking for
 // Retry-After: 999999999, or no answer at all — in a real process, with
 // exit status 130, no record written for the calls cut short, and a
@@ -30,7 +30,9 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 	for _, server := range []string{"429", "hang"} {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 			t.Run(server+"/"+sig.String(), func(t *testing.T) {
-				var hits atomic.Int64
+				// answered receives one value per chat call the server has
+				// answered with a 429, or holds without an answer.
+				answered := make(chan struct{}, 64)
 				var mended atomic.Bool // the server answers, for the restart
 				base, berr := baselineserver.New(baselineserver.Config{Policy: "first"})
 				if berr != nil {
@@ -48,12 +50,13 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 						base.ServeHTTP(w, r)
 						return
 					}
-					hits.Add(1)
 					if server == "429" {
 						w.Header().Set("Retry-After", "999999999")
 						http.Error(w, `{"error":{"message":"slow down"}}`, http.StatusTooManyRequests)
+						answered <- struct{}{}
 						return
 					}
+					answered <- struct{}{}
 					select {
 					case <-r.Context().Done():
 					case <-done:
@@ -72,13 +75,21 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 				}
 				exited := make(chan error, 1)
 				go func() { exited <- cmd.Wait() }()
-				for deadline := time.Now().Add(60 * time.Second); hits.Load() < 2; time.Sleep(20 * time.Millisecond) {
-					if time.Now().After(deadline) {
+				// Both records' calls answered with a 429 (their Retry-After
+				// waits begin as the replies arrive) or held unanswered. A
+				// signal that comes before a 429 reply is read ends the call
+				// the same way: the run context ends and the call with it.
+				giveUp := time.After(60 * time.Second)
+				for n := 0; n < 2; n++ {
+					select {
+					case <-answered:
+					case err := <-exited:
+						t.Fatalf("eval ended (%v) before the server saw 2 calls\n%s", err, stderr.String())
+					case <-giveUp:
 						cmd.Process.Kill()
-						t.Fatalf("the server saw %d requests in 60 s\n%s", hits.Load(), stderr.String())
+						t.Fatalf("the server saw %d calls in 60 s\n%s", n, stderr.String())
 					}
 				}
-				time.Sleep(300 * time.Millisecond) // inside the wait
 				t0 := time.Now()
 				cmd.Process.Signal(sig)
 				var err error
@@ -120,5 +131,52 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEvalSignalDuringPreflight: SIGTERM or SIGINT while the preflight
+// waits on a server that never answers ends eval with status 130 and a
+// line saying it was interrupted, not status 2 and "context canceled".
+func TestEvalSignalDuringPreflight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			asked := make(chan struct{}, 1)
+			done := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case asked <- struct{}{}:
+				default:
+				}
+				select {
+				case <-r.Context().Done():
+				case <-done:
+				}
+			}))
+			t.Cleanup(func() { close(done); srv.Close() })
+			args := []string{"eval", "--benchmark", genBench, "--out", t.TempDir(), "--oracle", "none", "--limit", "1", "--no-cache",
+				"--provider", "vllm", "--model", "m", "--endpoint", srv.URL + "/v1", "--timeout", "1000s"}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestRunToolsHelperProcess$")
+			cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", "CHX_TEST_ARGS="+strings.Join(args, argSep))
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			<-asked
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+				t.Errorf("exit %v, want 130\n%s", err, stderr.String())
+			}
+			if msg := stderr.String(); !strings.Contains(msg, "interrupted") || strings.Contains(msg, "context canceled") {
+				t.Errorf("stderr %q, want the interruption said once", msg)
+			}
+		})
 	}
 }

@@ -2,9 +2,11 @@
 // benchmarks of lesion perception in chest radiographs.
 //
 // The command layer is thin: each subcommand lives in its own file, parses
-// flags and calls into the domain packages under internal/. Subcommands
-// register themselves with addCommand from an init function so that files
-// can be added without editing a central list.
+// flags and calls into the domain packages under internal/. Each file
+// provides a constructor, newXxxCmd, that returns the command with its
+// flag values held in variables of its own; subcommands lists them, and
+// newRootCmd builds the tree from that list. Nothing is kept at package
+// level, so every tree built is fresh.
 package main
 
 import (
@@ -47,22 +49,45 @@ func silentExit(code int) error { return &exitError{code: code, err: errSilent} 
 
 var errSilent = errors.New("")
 
-var rootCmd = &cobra.Command{
-	Use:           "chexpercept",
-	Short:         "Build, evaluate and report CheXpercept-style chest X-ray lesion-perception benchmarks",
-	SilenceUsage:  true,
-	SilenceErrors: true,
+// subcommands returns a new instance of every subcommand. Help lists
+// them sorted by name, whatever the order here.
+func subcommands() []*cobra.Command {
+	return []*cobra.Command{
+		newBuildCmd(),
+		newDemoCmd(),
+		newEvalCmd(),
+		newImportReferenceCmd(),
+		newInspectCmd(),
+		newMergeCmd(),
+		newModelsCmd(),
+		newMrmcCmd(),
+		newPhantomCmd(),
+		newReadCmd(),
+		newReportCmd(),
+		newRescoreCmd(),
+		newReviewCmd(),
+		newSampleCmd(),
+		newServeBaselineCmd(),
+		newValidateCmd(),
+		newVersionCmd(),
+	}
 }
 
-var pendingCommands []*cobra.Command
-
-// addCommand registers a subcommand; called from init functions.
-func addCommand(c *cobra.Command) { pendingCommands = append(pendingCommands, c) }
+// newRootCmd returns a new command tree: the root and every subcommand.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "chexpercept",
+		Short:         "Build, evaluate and report CheXpercept-style chest X-ray lesion-perception benchmarks",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(subcommands()...)
+	return root
+}
 
 func main() {
-	rootCmd.AddCommand(pendingCommands...)
 	stopProfile := startProfile(os.Getenv(cpuProfileEnv))
-	err := rootCmd.Execute()
+	err := newRootCmd().Execute()
 	stopProfile()
 	if err == nil {
 		return

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -10,7 +12,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
-func init() {
+// newMergeCmd returns the command merge: the shards of a run into one run.
+func newMergeCmd() *cobra.Command {
 	var out, benchDir string
 	var force bool
 	cmd := &cobra.Command{
@@ -35,9 +38,18 @@ or hold only shard folders (left as they are); one holding a run
 (manifest.json or results.jsonl) is replaced only with --force; one holding
 anything else is refused (exit status 2, before anything is written).`,
 		Args: needSomeArgs("DIR"),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			start := time.Now()
-			rep, err := runs.Merge(args, runs.MergeOptions{Out: out, BenchDir: benchDir, Force: force})
+			var rep *runs.MergeReport
+			err := untilInterrupted(cmd.Context(), "merge", func(context.Context) error {
+				var err error
+				rep, err = runs.Merge(args, runs.MergeOptions{Out: out, BenchDir: benchDir, Force: force})
+				return err
+			})
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if err != nil {
 				return withExit(2, withHints(err, forceHint, flagHint{runs.ErrNoDatasetPath, "; pass --benchmark"}))
 			}
@@ -59,5 +71,5 @@ anything else is refused (exit status 2, before anything is written).`,
 	f.StringVar(&benchDir, "benchmark", "", "benchmark directory on this machine (default: the first shard manifest's dataset path)")
 	f.BoolVar(&force, "force", false, "replace the merged run directory if it already holds a run")
 	_ = cmd.MarkFlagRequired("out")
-	addCommand(cmd)
+	return cmd
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,11 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/registry"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
-func init() {
+// newModelsCmd returns the command models: the model registry.
+func newModelsCmd() *cobra.Command {
 	var (
 		asJSON     bool
 		modelFiles []string
@@ -65,16 +65,16 @@ model; then argv is empty and no serve line is printed).`,
 				}
 				entries = []registry.Entry{e}
 			}
-			infos := make([]modelInfo, len(entries))
+			infos := make([]registry.ModelInfo, len(entries))
 			for i := range entries {
-				if infos[i], err = describeModel(entries[i], prices); err != nil {
+				if infos[i], err = registry.Describe(entries[i], prices); err != nil {
 					return withExit(2, err)
 				}
 			}
 			out := cmd.OutOrStdout()
 			switch {
 			case asJSON:
-				return writeModelsJSON(out, infos)
+				return registry.WriteModelsJSON(out, infos)
 			case len(args) == 1:
 				return writeModelDetail(out, infos[0], prices.Source)
 			}
@@ -85,134 +85,10 @@ model; then argv is empty and no serve line is printed).`,
 	f.BoolVar(&asJSON, "json", false, "print a JSON array, one object per alias")
 	f.StringArrayVar(&modelFiles, "models", nil, "extra models.yaml extending the registry, as for eval (repeatable)")
 	f.StringVar(&pricesFile, "prices", "", "price table replacing the built-in prices.yaml, as for eval")
-	addCommand(cmd)
+	return cmd
 }
 
-// modelInfo is one alias as `models --json` prints it. The key order is
-// the field order and is documented in docs/evaluation.md: add keys at
-// the end only.
-type modelInfo struct {
-	Alias       string            `json:"alias"`
-	DisplayName string            `json:"display_name"`
-	Provider    string            `json:"provider"`
-	Backend     string            `json:"backend"`
-	ModelID     string            `json:"model_id"`
-	Domain      string            `json:"domain"` // "" when the entry has none
-	Quirks      []string          `json:"quirks"` // [] when none
-	Sampling    provider.Sampling `json:"sampling"`
-	Price       *priceInfo        `json:"price"` // null: unpriced
-	VLLM        *vllmInfo         `json:"vllm"`  // null: not an open model
-	Base        string            `json:"base"`  // a medical model's general-domain base alias; "" when none
-}
-
-type priceInfo struct {
-	Key         string  `json:"key"` // the price-table key that matched the model id
-	Input       float64 `json:"input"`
-	CachedInput float64 `json:"cached_input"`
-	Output      float64 `json:"output"`
-}
-
-type vllmInfo struct {
-	MaxModelLen     *int     `json:"max_model_len"`
-	ImageLimit      *int     `json:"image_limit"`
-	TrustRemoteCode bool     `json:"trust_remote_code"`
-	TPDivisorHint   *int     `json:"tp_divisor_hint"`
-	Argv            []string `json:"argv"`        // vllm serve MODEL_ID flags…, one word each; [] when unsupported
-	Serve           string   `json:"serve"`       // Argv as a shell command line; "" when unsupported
-	MinVersion      string   `json:"min_version"` // first vLLM release for the architecture; "" when not recorded
-	Unsupported     string   `json:"unsupported"` // why standard vLLM cannot serve it; "" when it can
-}
-
-// describeModel gathers what models prints about e: the sampling sent
-// per call (as manifest.json records it, thinking left on), the price
-// entry eval would use, and for an open model the vLLM serve command.
-func describeModel(e registry.Entry, prices *registry.Prices) (modelInfo, error) {
-	s, err := e.SamplingParams(false)
-	if err != nil {
-		return modelInfo{}, fmt.Errorf("alias %s: %w", e.Alias, err)
-	}
-	m := modelInfo{Alias: e.Alias, DisplayName: e.DisplayName, Provider: e.Provider, Backend: e.Backend,
-		ModelID: e.ModelID, Domain: e.Domain, Quirks: append([]string{}, e.Quirks...), Sampling: s, Base: e.Base}
-	if e.Backend != provider.BackendBaseline {
-		if key, p, ok := prices.Lookup(e.ModelID); ok {
-			m.Price = &priceInfo{Key: key, Input: p.Input, CachedInput: p.CachedInput, Output: p.Output}
-		}
-	}
-	if e.Provider == "opensource" {
-		m.VLLM = &vllmInfo{MaxModelLen: e.MaxModelLen, ImageLimit: e.ImageLimit, TrustRemoteCode: e.TrustRemoteCode,
-			TPDivisorHint: e.TPDivisorHint, Argv: []string{}, MinVersion: e.VLLMMinVersion, Unsupported: e.VLLMUnsupported}
-		// A model standard vLLM cannot load gets no command that would
-		// not start.
-		if e.VLLMUnsupported == "" {
-			argv := vllmServeArgv(e)
-			quoted := make([]string, len(argv))
-			for i, a := range argv {
-				quoted[i] = shellQuote(a)
-			}
-			m.VLLM.Argv, m.VLLM.Serve = argv, strings.Join(quoted, " ")
-		}
-	}
-	return m, nil
-}
-
-// vllmServeArgv is the vllm serve command for an open model, spelled as
-// docs/evaluation.md and deploy/kubernetes/vllm.yaml spell it. The model
-// id is served under its own name, which is what eval sends as "model".
-// No reasoning parser: the reply content must hold the raw text (spec
-// protocol.md §11). The tensor-parallel hint is no flag (the size depends
-// on the GPUs); the command lines print it as a comment.
-func vllmServeArgv(e registry.Entry) []string {
-	argv := []string{"vllm", "serve", e.ModelID}
-	if e.MaxModelLen != nil {
-		argv = append(argv, "--max-model-len", strconv.Itoa(*e.MaxModelLen))
-	}
-	if e.ImageLimit != nil {
-		argv = append(argv, "--limit-mm-per-prompt", fmt.Sprintf(`{"image": %d}`, *e.ImageLimit))
-	}
-	if e.TrustRemoteCode {
-		argv = append(argv, "--trust-remote-code")
-	}
-	return argv
-}
-
-// serveLine is the copy-paste line: the command, then a comment naming
-// the alias, the vLLM release it needs and the tensor-parallel hint; for
-// a model standard vLLM cannot serve, a comment saying why instead.
-func serveLine(m modelInfo) string {
-	v := m.VLLM
-	if v.Unsupported != "" {
-		return "# " + m.Alias + " (" + m.ModelID + "): not servable by standard vLLM: " + v.Unsupported
-	}
-	line := v.Serve + "  # " + m.Alias
-	if v.MinVersion != "" {
-		line += "; vLLM >= " + v.MinVersion
-	}
-	if v.TPDivisorHint != nil {
-		line += fmt.Sprintf("; --tensor-parallel-size must divide %d", *v.TPDivisorHint)
-	}
-	return line
-}
-
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9@%+=:,./_-]+$`)
-
-// shellQuote quotes s for a POSIX shell when it needs quoting.
-func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func writeModelsJSON(w io.Writer, infos []modelInfo) error {
-	b, err := json.MarshalIndent(infos, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
-
-func writeModelsTable(w io.Writer, infos []modelInfo, priceSource string) error {
+func writeModelsTable(w io.Writer, infos []registry.ModelInfo, priceSource string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ALIAS\tPROVIDER\tBACKEND\tDOMAIN\tBASE\tMODEL ID\tQUIRKS\tPRICE")
 	for _, m := range infos {
@@ -239,7 +115,7 @@ func writeModelsTable(w io.Writer, infos []modelInfo, priceSource string) error 
 		fmt.Fprintf(w, "  %s: %s\n", s, cell(strings.Join(users[s], ", ")))
 	}
 
-	var open []modelInfo
+	var open []registry.ModelInfo
 	for _, m := range infos {
 		if m.VLLM != nil {
 			open = append(open, m)
@@ -248,14 +124,14 @@ func writeModelsTable(w io.Writer, infos []modelInfo, priceSource string) error 
 	if len(open) > 0 {
 		fmt.Fprintln(w, "\nServe open models with vLLM (no reasoning parser; eval sends the model id as the model name; each line names the first vLLM release that serves the architecture):")
 		for _, m := range open {
-			fmt.Fprintln(w, cell(serveLine(m)))
+			fmt.Fprintln(w, cell(m.ServeLine()))
 		}
 	}
 	_, err := fmt.Fprintln(w, "\nUse an alias as: chexpercept eval --provider PROVIDER --model ALIAS ...; `chexpercept models ALIAS` shows one in full.")
 	return err
 }
 
-func writeModelDetail(w io.Writer, m modelInfo, priceSource string) error {
+func writeModelDetail(w io.Writer, m registry.ModelInfo, priceSource string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, cell(v)) }
 	row("alias", m.Alias)
@@ -274,18 +150,18 @@ func writeModelDetail(w io.Writer, m modelInfo, priceSource string) error {
 		row("price", "unpriced in "+priceSource+" (cost recorded as null)")
 	}
 	if m.VLLM != nil {
-		row("vllm serve", serveLine(m))
+		row("vllm serve", m.ServeLine())
 		if m.VLLM.MinVersion != "" {
 			row("vllm version", ">= "+m.VLLM.MinVersion)
 		}
 	}
-	row("eval", fmt.Sprintf("chexpercept eval --provider %s --model %s ...", m.Provider, shellQuote(m.Alias)))
+	row("eval", fmt.Sprintf("chexpercept eval --provider %s --model %s ...", m.Provider, registry.ShellQuote(m.Alias)))
 	return tw.Flush()
 }
 
 // samplingText renders sampling parameters as key=value in their wire
 // names and order; "model defaults" when nothing is sent.
-func samplingText(s provider.Sampling) string {
+func samplingText(s runmodel.Sampling) string {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return "?"
@@ -316,7 +192,7 @@ func samplingText(s provider.Sampling) string {
 	return strings.Join(parts, " ")
 }
 
-func priceText(p *priceInfo) string {
+func priceText(p *registry.PriceInfo) string {
 	if p == nil {
 		return "unpriced"
 	}

@@ -10,17 +10,14 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/goldentest"
-	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/registry"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
-// runModels runs the models command in-process with its flags back at
-// their defaults first (flag values persist on the command object).
+// runModels runs a new models command in-process.
 func runModels(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	c := findCommand(t, "models")
-	resetFlags(c.Flags())
-	t.Cleanup(func() { resetFlags(c.Flags()) })
 	if args == nil {
 		args = []string{} // nil would make cobra parse the test binary's os.Args
 	}
@@ -92,7 +89,7 @@ func TestModelsJSON(t *testing.T) {
 		if (string(o["price"]) != "null") != priced {
 			t.Errorf("%s: price %s, price table match %v", e.Alias, o["price"], priced)
 		}
-		var s provider.Sampling
+		var s runmodel.Sampling
 		want, _ := e.SamplingParams(false)
 		if err := json.Unmarshal(o["sampling"], &s); err != nil || !samplingEqual(s, want) {
 			t.Errorf("%s: sampling %s, want what eval sends (%+v)", e.Alias, o["sampling"], want)
@@ -100,7 +97,7 @@ func TestModelsJSON(t *testing.T) {
 	}
 }
 
-func samplingEqual(a, b provider.Sampling) bool {
+func samplingEqual(a, b runmodel.Sampling) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
@@ -114,11 +111,11 @@ func TestModelsUserFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []modelInfo
+	var got []registry.ModelInfo
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	byAlias := map[string]modelInfo{}
+	byAlias := map[string]registry.ModelInfo{}
 	for _, m := range got {
 		byAlias[m.Alias] = m
 	}
@@ -145,7 +142,7 @@ func TestModelsUserFiles(t *testing.T) {
 	}
 }
 
-// TestModelsEscapesNames (issue 21 item 17): a model id and a display
+// TestModelsEscapesNames: a model id and a display
 // name with a bidi override and a newline are printed escaped
 // (benchmark.OneLine), in the table and in the detail view.
 func TestModelsEscapesNames(t *testing.T) {
@@ -186,7 +183,6 @@ func TestModelsErrors(t *testing.T) {
 // flag models prints for the alias the Kubernetes eval Job uses is in
 // vllm.yaml with the same value, and the docs show the line verbatim.
 func TestModelsServeLineMatchesDeploy(t *testing.T) {
-	withCommandTree(t)
 	s, err := loadK8sSet()
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +210,7 @@ func TestModelsServeLineMatchesDeploy(t *testing.T) {
 		t.Fatal("vllm.yaml has no Deployment")
 	}
 	deployed, _ := vllmFlags(vc.Args)
-	argv := vllmServeArgv(e)
+	argv := registry.VLLMServeArgv(e)
 	printed, pos := vllmFlags(argv[2:])
 	if len(pos) != 1 || deployed["model"] != pos[0] {
 		t.Errorf("models serves %q, vllm.yaml --model=%q", pos, deployed["model"])
@@ -225,7 +221,7 @@ func TestModelsServeLineMatchesDeploy(t *testing.T) {
 		}
 	}
 	prices, _ := registry.LoadPrices("")
-	m, err := describeModel(e, prices)
+	m, err := registry.Describe(e, prices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,24 +253,6 @@ func TestEvalSuggestsAliases(t *testing.T) {
 	}
 }
 
-func TestShellQuote(t *testing.T) {
-	for in, want := range map[string]string{
-		"Qwen/Qwen3.6-27B":  "Qwen/Qwen3.6-27B",
-		"--max-model-len":   "--max-model-len",
-		`{"image": 7}`:      `'{"image": 7}'`,
-		"it's":              `'it'\''s'`,
-		"":                  "''",
-		"a b":               "'a b'",
-		"$(rm -rf /)":       "'$(rm -rf /)'",
-		"org/model;reboot":  "'org/model;reboot'",
-		"model@rev:tag+x=y": "model@rev:tag+x=y",
-	} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 func TestModelsFormatting(t *testing.T) {
 	for in, want := range map[float64]string{2: "2.00", 2.5: "2.50", 0.025: "0.025", 15: "15.00", 0: "0.00", 1.25: "1.25"} {
 		if got := num(in); got != want {
@@ -284,11 +262,11 @@ func TestModelsFormatting(t *testing.T) {
 	if got := cell("a\nb\x1b[31m"); got != `a\nb\x1b[31m` {
 		t.Errorf("cell kept control characters: %q", got)
 	}
-	if got := samplingText(provider.Sampling{}); got != "model defaults" {
+	if got := samplingText(runmodel.Sampling{}); got != "model defaults" {
 		t.Errorf("empty sampling: %q", got)
 	}
 	t7, on := 0.7, true
-	if got := samplingText(provider.Sampling{Temperature: &t7, ReasoningEffort: "low", EnableThinking: &on}); got != "temperature=0.7 reasoning_effort=low enable_thinking=true" {
+	if got := samplingText(runmodel.Sampling{Temperature: &t7, ReasoningEffort: "low", EnableThinking: &on}); got != "temperature=0.7 reasoning_effort=low enable_thinking=true" {
 		t.Errorf("sampling text %q", got)
 	}
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/phantom"
 )
 
-func init() {
+// newPhantomCmd returns the command phantom: synthetic radiographs with exact masks.
+func newPhantomCmd() *cobra.Command {
 	var (
 		out     string
 		n       int
@@ -68,5 +69,5 @@ definition's phantom shape family (docs/adding-a-lesion.md).`,
 	namedSeedFlag(f, &seed, "phantom-seed", "seed of the synthetic radiographs")
 	f.IntVar(&workers, "workers", 0, "worker goroutines (default: number of CPUs)")
 	f.StringVar(&config, "config", "", "build configuration (YAML) whose lesions to generate")
-	addCommand(cmd)
+	return cmd
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
-
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 )
@@ -57,16 +55,11 @@ func TestReportCommand(t *testing.T) {
 		{[]string{results, "--out", out, "--bootstrap", "10", "--domains", filepath.Join(tmp, "nope.yaml")}, "domains file"},
 		{[]string{results, "--out", out, "--bootstrap", "10", "--models", filepath.Join(tmp, "nope-models.yaml")}, "nope-models.yaml"},
 	} {
-		// Flags persist on the command object between Execute calls.
-		cmd.Flags().Lookup("compare").Value.(pflag.SliceValue).Replace(nil)
-		cmd.Flags().Set("error-policy", "exclude")
-		_, _, err := runCommand(t, cmd, tc.args...)
+		_, _, err := runCommand(t, findCommand(t, "report"), tc.args...)
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want exit 2 with %q", tc.args, err, tc.want)
 		}
-		cmd.Flags().Set("domains", "")
-		cmd.Flags().Lookup("models").Value.(pflag.SliceValue).Replace(nil)
 	}
 }
 
@@ -95,7 +88,6 @@ func TestReportCommandIncompleteRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := findCommand(t, "report")
-			cmd.Flags().Lookup("compare").Value.(pflag.SliceValue).Replace(nil)
 			stdout, stderr, err := runCommand(t, cmd, results, "--out", filepath.Join(tmp, tc.name+"-report"), "--bootstrap", "20", "--error-policy", "exclude")
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)

@@ -20,8 +20,10 @@ import (
 	"github.com/chexpercept/chexpercept/internal/webapp"
 )
 
-// review: the expert review of candidate cases (build.md §4, issue 6).
-func init() {
+// newReviewCmd returns the command review: the expert review of candidate
+// cases (build.md §4). Its --config is a persistent flag, which the
+// subcommands that read a source look up (reviewConfig).
+func newReviewCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "review",
 		Short: "Expert review of candidate cases: web app, review packs, import and export",
@@ -32,23 +34,29 @@ reference sheets, "pack" writes offline review packs (images and sheets),
 "import" reads filled sheets into reviews.jsonl or the database.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringVar(&reviewConfig, "config", "", "build configuration whose lesion_definitions the source uses (docs/adding-a-lesion.md)")
+	cmd.PersistentFlags().String("config", "", "build configuration whose lesion_definitions the source uses (docs/adding-a-lesion.md)")
 	cmd.AddCommand(reviewInitCmd(), reviewServeCmd(), reviewExportCmd(), reviewPackCmd(), reviewImportCmd())
-	addCommand(cmd)
+	return cmd
 }
 
-// reviewConfig is review's --config: lesions outside the seven are read
-// under its definitions.
-var reviewConfig string
+// reviewConfig is review's --config as cmd sees it (the parent's
+// persistent flag; "" for a subcommand run on its own): lesions outside
+// the seven are read under its definitions.
+func reviewConfig(cmd *cobra.Command) string {
+	if f := cmd.Flag("config"); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
 
 // readReviewSource reads a manifest or candidates file with every lesion
 // and its lines in file order (reviews cover every line; a build samples
-// from them later).
-func readReviewSource(path string) ([]*source.Case, error) {
+// from them later). configPath is review's --config.
+func readReviewSource(path, configPath string) ([]*source.Case, error) {
 	cfg := buildcfg.Default()
-	if reviewConfig != "" {
+	if configPath != "" {
 		var err error
-		if cfg, err = buildcfg.Load(reviewConfig); err != nil {
+		if cfg, err = buildcfg.Load(configPath); err != nil {
 			return nil, err
 		}
 	}
@@ -84,7 +92,7 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 			if k < 1 || k > n {
 				return withExit(2, fmt.Errorf("--overlap must be between 1 and --reviewers (%d), got %d", n, k))
 			}
-			cases, err := readReviewSource(src)
+			cases, err := readReviewSource(src, reviewConfig(cmd))
 			if err != nil {
 				return withExit(2, err)
 			}
@@ -352,7 +360,7 @@ the packs again.`,
 			if n < 1 {
 				return withExit(2, fmt.Errorf("--reviewers must be at least 1, got %d", n))
 			}
-			cases, err := readReviewSource(src)
+			cases, err := readReviewSource(src, reviewConfig(cmd))
 			if err != nil {
 				return withExit(2, err)
 			}
@@ -402,7 +410,7 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 			}
 			opt := review.ImportOptions{Reviewer: reviewer, Legacy: legacy, Now: time.Now()}
 			if src != "" {
-				cases, err := readReviewSource(src)
+				cases, err := readReviewSource(src, reviewConfig(cmd))
 				if err != nil {
 					return withExit(2, err)
 				}

@@ -137,7 +137,7 @@ func TestReviewCommands(t *testing.T) {
 			t.Errorf("export --force %v: %v", args, err)
 		}
 	}
-	// Issue 21 item 4: the same files spelled differently (a relative
+	// The same files spelled differently (a relative
 	// output beside an absolute database, a "./" or a linked folder) are
 	// the same files, with or without --force, and whether or not the
 	// -wal file exists yet.

@@ -685,3 +685,31 @@ func mergeRefusals(t *testing.T, bench, runDir string, shardDirs []string) {
 		})
 	}
 }
+
+// rescore and import-reference name the real problem with exit 2.
+func TestRunToolsNamedErrors(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "opensource_x", "oracle_none")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := `{"dataset":{"path":"../../internal/benchmark/testdata/sample","sha256":"x"},"selection":{"shard":null},"run_name":"opensource_x","model":{"quirks":[]},"oracle_mode":"none","parse_mode":"reference","rescored_from":null}`
+	os.WriteFile(filepath.Join(run, "manifest.json"), []byte(m), 0o644)
+	os.WriteFile(filepath.Join(run, "results.jsonl"), []byte("not json"), 0o644)
+	missing := filepath.Join(t.TempDir(), "nonexist", "all_results.json")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"rescore without a record", []string{"rescore", run, "--parse-mode", "strict", "--benchmark", "../../internal/benchmark/testdata/sample"}, "results.jsonl: line 1"},
+		{"import-reference missing file", []string{"import-reference", missing, "--benchmark", "x", "--out", t.TempDir()}, missing + ": no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := runCLIEnv(t, nil, tc.args...)
+			if code != 2 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+}

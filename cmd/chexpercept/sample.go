@@ -12,7 +12,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
-func init() {
+// newSampleCmd returns the command sample: the candidate cases of a source ordered and capped.
+func newSampleCmd() *cobra.Command {
 	var (
 		manifest, mimicCXR, mimicILS, ilsMasks, chexCSV, lungPattern string
 		out, configPath                                              string
@@ -104,5 +105,5 @@ exits with status 2.`,
 	f.StringVar(&out, "out", "", "candidates.jsonl to write")
 	namedSeedFlag(f, &seed, "sample-seed", "sampling seed: which candidates are drawn (default: config key seed, else 0)")
 	f.StringVar(&configPath, "config", "", "YAML configuration (build.md §2.5)")
-	addCommand(cmd)
+	return cmd
 }

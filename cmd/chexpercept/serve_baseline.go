@@ -14,7 +14,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/simmodel"
 )
 
-func init() {
+// newServeBaselineCmd returns the command serve-baseline: a stand-in model server.
+func newServeBaselineCmd() *cobra.Command {
 	var cfg baselineserver.Config
 	var sim simmodel.Config
 	var listen string
@@ -77,7 +78,7 @@ func init() {
 	f.Float64Var(&cfg.FailEmpty, "fail-empty", 0, "rate of 200 replies with empty content")
 	f.Int64Var(&cfg.FaultSeed, "fault-seed", 0, "seed of the per-request fault and jitter draws")
 	f.DurationVar(&cfg.RetryAfter, "retry-after", time.Second, "Retry-After sent with injected 429s (negative: none)")
-	addCommand(cmd)
+	return cmd
 }
 
 // setupSimulated loads the simulated model when the policy asks for one,

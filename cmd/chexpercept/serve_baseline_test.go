@@ -9,23 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/spf13/cobra"
 )
 
-func serveBaselineCmd(t *testing.T) *cobra.Command {
-	t.Helper()
-	for _, c := range pendingCommands {
-		if c.Name() == "serve-baseline" {
-			return c
-		}
-	}
-	t.Fatal("serve-baseline not registered")
-	return nil
-}
-
 func TestServeBaselineCommand(t *testing.T) {
-	cmd := serveBaselineCmd(t)
+	cmd := findCommand(t, "serve-baseline")
 	pr, pw := io.Pipe()
 	var stderr bytes.Buffer
 	cmd.SetOut(pw)
@@ -72,7 +59,7 @@ func TestServeBaselineBadFlags(t *testing.T) {
 		{"--fail-429", "1.5", "--listen", "127.0.0.1:0"},
 		{"--listen", "nonsense"},
 	} {
-		cmd := serveBaselineCmd(t)
+		cmd := findCommand(t, "serve-baseline")
 		cmd.SetOut(io.Discard)
 		cmd.SetErr(io.Discard)
 		cmd.SetArgs(args)

@@ -9,7 +9,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
-func init() {
+// newValidateCmd returns the command validate: the checks of a benchmark.
+func newValidateCmd() *cobra.Command {
 	var opt validate.Options
 	var asJSON bool
 	var bench string
@@ -58,5 +59,5 @@ Exit status: 0 no errors, 1 at least one error, 2 the validator could not run.`,
 	f.BoolVar(&opt.SkipImages, "skip-images", false, "skip the file and image checks (path-safety checks of the JSON still run)")
 	f.BoolVar(&opt.ExpectFull, "expect-full", false, "warn when the composition is not 100 LF / 100 RF / 100 RR per lesion")
 	f.BoolVar(&asJSON, "json", false, "print findings as JSON Lines (severity, code, key_id, location, message)")
-	addCommand(cmd)
+	return cmd
 }

@@ -8,13 +8,14 @@ import (
 	"github.com/chexpercept/chexpercept/internal/version"
 )
 
-func init() {
-	addCommand(&cobra.Command{
+// newVersionCmd returns the command version: the program version.
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the program version",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintln(cmd.OutOrStdout(), "chexpercept", version.String())
 		},
-	})
+	}
 }

@@ -291,7 +291,7 @@ func TestReadDomains(t *testing.T) {
 		{write("dup.yaml", "a: medical\na: general\n"), `line 2: key "a" given twice`},
 		{write("syntax.yaml", "a: [medical\n"), "syntax.yaml"},
 		{write("empty.yaml", ""), "empty"},
-		{write("two.yaml", "a: medical\n---\nb: general\n"), `line 2: a second YAML document starts here ("---")`}, // issue 21 item 16
+		{write("two.yaml", "a: medical\n---\nb: general\n"), `line 2: a second YAML document starts here ("---")`},
 		{write("big.yaml", strings.Repeat("#", MaxDomainsFileBytes+1)), "big.yaml"},
 		{filepath.Join(dir, "missing.yaml"), "missing.yaml"},
 		{dir, "not a regular file"},

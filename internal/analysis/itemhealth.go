@@ -1,6 +1,6 @@
 package analysis
 
-// Item health (issue 16; protocol.md §10 is silent, so the rules below are
+// Item health (protocol.md §10 is silent, so the rules below are
 // ours and docs/item-health.md states them): the answers of several
 // evaluated models are evidence about the items themselves. Per question
 // of each record we count how the counted runs answered, and flag the

@@ -94,7 +94,7 @@ func TestCreate(t *testing.T) {
 	}
 }
 
-// TestRefusesLinksAndFIFOs (issue 21 item 2): a symbolic link or a FIFO
+// TestRefusesLinksAndFIFOs: a symbolic link or a FIFO
 // in the target's place is not replaced, and the link's target is left
 // alone.
 func TestRefusesLinksAndFIFOs(t *testing.T) {

@@ -205,7 +205,7 @@ func TestCleanLeftovers(t *testing.T) {
 func TestWorkRoundTripFailure(t *testing.T) {
 	dir := t.TempDir()
 	o := &Outcome{KeyID: "edema_ph0001_positive_0", Positive: true, Reason: "deformation_failed", Detail: "sequential", CaseSeed: "ab", ImageSHA: "i", MaskSHA: "m"}
-	if err := writeWork(dir, "fp1", o, false); err != nil {
+	if err := writeWork(dir, "fp1", o, ""); err != nil {
 		t.Fatal(err)
 	}
 	if readWork(dir, o.KeyID, "fp2", nil) != nil {
@@ -216,7 +216,7 @@ func TestWorkRoundTripFailure(t *testing.T) {
 		t.Fatalf("round trip: %+v", got)
 	}
 	// Rewriting replaces the entry and leaves no staging folder behind.
-	if err := writeWork(dir, "fp3", o, true); err != nil {
+	if err := writeWork(dir, "fp3", o, buildcfg.FastPNG); err != nil {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(dir)

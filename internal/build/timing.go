@@ -18,7 +18,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/render"
 )
 
-// floorResult is the PNG-encoding floor of issue 3: the wall time to
+// floorResult is the PNG-encoding floor the build is measured against
+// (docs/performance.md): the wall time to
 // encode every PNG of chexpercept/ and masks/ with the build's encoder and
 // worker count.
 type floorResult struct {

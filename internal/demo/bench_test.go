@@ -18,7 +18,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/registry"
 )
 
-// BenchmarkEvalRate is the concurrency sweep of issue 7 (scripts/bench.sh):
+// BenchmarkEvalRate is the concurrency sweep of scripts/bench.sh:
 // the evaluator's call rate against serve-baseline with 50 ms latency at
 // concurrency 1, 8, 32 and 64, beside the ideal rate calls ÷ makespan,
 // where the ideal makespan is max(calls × latency ÷ concurrency, longest

@@ -29,7 +29,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// Performance benchmarks (issue 4). Both run the real client against
+// Performance benchmarks (docs/performance.md). Both run the real client against
 // serve-baseline in a separate process (the re-executed test binary), so
 // that the client's memory is measured alone:
 //
@@ -243,7 +243,7 @@ func timedRun(b *testing.B, o Options) (*Summary, runTiming) {
 	return s, runTiming{whole: time.Since(start), firstCall: time.Duration(firstNS.Load())}
 }
 
-// BenchmarkEvalStartup is the full-size start-up figure (issue 14): the
+// BenchmarkEvalStartup is the full-size start-up figure: the
 // 2,100-record benchmark with 7,000 distinct full-size images, evaluated
 // in process (baseline oracle, concurrency 16), twice with one cache
 // directory: the first run decodes every image, the second only hashes

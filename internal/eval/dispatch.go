@@ -20,8 +20,9 @@ import (
 // successes), and repeated server/network failures take it out of
 // rotation for a cool-down so that its cases move to the others.
 type endpoint struct {
-	name   string // scrubbed URL, for messages
-	client provider.Client
+	name    string // scrubbed URL, for messages
+	cacheID string // the endpoint as the response-cache key has it (respcache.Endpoint)
+	client  provider.Client
 
 	mu        sync.Mutex
 	limit     float64 // current call-concurrency limit (AIMD)
@@ -33,10 +34,14 @@ type endpoint struct {
 	downUntil time.Time // out of rotation until then
 	lastCut   time.Time // last multiplicative decrease
 	cuts      int       // 429-driven decreases (stats)
+
+	// waiting, when set (tests), is called each time acquire finds no
+	// free slot and is about to wait for a release.
+	waiting func()
 }
 
-func newEndpoint(name string, c provider.Client, max int) *endpoint {
-	return &endpoint{name: name, client: c, limit: float64(max), maxLimit: float64(max)}
+func newEndpoint(name, cacheID string, c provider.Client, max int) *endpoint {
+	return &endpoint{name: name, cacheID: cacheID, client: c, limit: float64(max), maxLimit: float64(max)}
 }
 
 // acquire waits for a call slot.
@@ -51,6 +56,9 @@ func (e *endpoint) acquire(ctx context.Context) error {
 		ch := make(chan struct{})
 		e.waiters = append(e.waiters, ch)
 		e.mu.Unlock()
+		if e.waiting != nil {
+			e.waiting()
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():

@@ -29,7 +29,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestAdaptiveConcurrency(t *testing.T) {
-	e := newEndpoint("x", nil, 16)
+	e := newEndpoint("x", "x", nil, 16)
 	ctx := context.Background()
 	rl := &provider.CallError{Kind: provider.KindRateLimited, Status: 429}
 	if err := e.acquire(ctx); err != nil {
@@ -51,27 +51,46 @@ func TestAdaptiveConcurrency(t *testing.T) {
 	if e.limit != 16 {
 		t.Errorf("limit did not grow back to 16: %v", e.limit)
 	}
-	// slots: with limit 2, a third acquire waits until a release
+	// slots: with limit 2, a third acquire waits until a release (or
+	// until its context ends). The waiting hook tells when it waits.
 	e.limit = 2
 	e.acquire(ctx)
 	e.acquire(ctx)
-	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
-	defer cancel()
-	if err := e.acquire(short); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("third acquire at limit 2: %v", err)
+	waiting := make(chan struct{}, 1)
+	e.waiting = func() { waiting <- struct{}{} }
+	cancelled, cancel := context.WithCancel(ctx)
+	got := make(chan error, 1)
+	go func() { got <- e.acquire(cancelled) }()
+	select {
+	case <-waiting:
+	case err := <-got:
+		t.Fatalf("third acquire at limit 2 returned %v without waiting", err)
 	}
-	got := make(chan error)
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("third acquire at limit 2, context cancelled: %v", err)
+	}
+	if len(e.waiters) != 0 {
+		t.Errorf("a cancelled acquire left %d waiters", len(e.waiters))
+	}
 	go func() { got <- e.acquire(ctx) }()
-	time.Sleep(10 * time.Millisecond)
+	select {
+	case <-waiting:
+	case err := <-got:
+		t.Fatalf("third acquire at limit 2 returned %v before a release", err)
+	}
 	e.release(nil)
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
+	if e.inflight != 2 {
+		t.Errorf("in flight after the release and the acquire: %d, want 2", e.inflight)
+	}
 }
 
 func TestEndpointGoesDownAfterFailures(t *testing.T) {
-	e := newEndpoint("x", nil, 4)
-	p := &pool{eps: []*endpoint{e, newEndpoint("y", nil, 4)}}
+	e := newEndpoint("x", "x", nil, 4)
+	p := &pool{eps: []*endpoint{e, newEndpoint("y", "y", nil, 4)}}
 	for i := 0; i < 3; i++ {
 		e.acquire(context.Background())
 		e.release(&provider.CallError{Kind: provider.KindServer, Status: 500})

@@ -36,7 +36,7 @@ func childMain() int {
 	return 0
 }
 
-// fakeTB lets the test helpers run outside a test (in the child).
+// fakeTB lets the test fixtures run outside a test (in the child).
 type fakeTB struct{ testing.TB }
 
 func (fakeTB) Helper()               {}

@@ -67,7 +67,7 @@ func TestRunDirRule(t *testing.T) {
 	}
 }
 
-// TestForeignResultsNotTruncated (issue 21 item 1): a results.jsonl in a
+// TestForeignResultsNotTruncated: a results.jsonl in a
 // run directory without a manifest was not written by this run, so eval
 // refuses it and changes no byte; a run that has its manifest repairs an
 // unfinished last line only as far as a cut-short write of its own

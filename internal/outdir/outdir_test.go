@@ -142,7 +142,7 @@ func write(t *testing.T, root, rel, content string) {
 	}
 }
 
-// TestWriteNeverThroughLinks (issue 21 item 2): writes below an output
+// TestWriteNeverThroughLinks: writes below an output
 // directory refuse a symbolic link, a FIFO or a file met on the way, and
 // CheckTree finds them before anything is written; the outside is left
 // as it was.
@@ -192,7 +192,7 @@ func TestWriteNeverThroughLinks(t *testing.T) {
 	}
 }
 
-// TestSameFile (issue 21 item 4): an output that names an input, or one
+// TestSameFile: an output that names an input, or one
 // of a SQLite database's -wal, -shm or -journal files, is found whatever
 // its spelling: relative or absolute, through a link, or a hard link.
 func TestSameFile(t *testing.T) {

@@ -49,7 +49,7 @@ type caseData struct {
 }
 
 // CTR bands. Positives of cardiomegaly must exceed 0.55 and its negatives
-// stay below 0.5 (the task's contract); the bands leave a margin.
+// stay below 0.5 (the phantom's promise to its users); the bands leave a margin.
 const (
 	ctrBigLo, ctrBigHi      = 0.58, 0.70
 	ctrNormLo, ctrNormHi    = 0.39, 0.47

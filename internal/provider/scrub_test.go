@@ -35,7 +35,7 @@ func TestScrub(t *testing.T) {
 	}
 }
 
-// TestRedactForms (issue 21 item 21): the key is redacted in any letter
+// TestRedactForms: the key is redacted in any letter
 // case, URL- or percent-encoded, base64-encoded at any alignment (also
 // inside a longer base64 text), and as any run of 16 or more of its
 // characters; each stretch counts once, and text without the key is left

@@ -101,7 +101,8 @@ func checkChoice(t *testing.T, rc *RevisionChoice, wantOptions int) {
 			t.Errorf("distractor %v equals the before-set", f)
 		}
 	}
-	// No two option images are the same picture (issue 11): render them
+	// No two option images are the same picture (else the question has
+	// two right answers): render them
 	// as the builder does and compare the pixels.
 	u := optionUnions(t, rc)
 	g := image.NewGray(image.Rect(0, 0, u[0].W, u[0].H))
@@ -195,7 +196,7 @@ func TestRevisionOptionsPixelIdentical(t *testing.T) {
 
 // A fake whose mask covers exactly the optimal mask's pixels, but stores
 // them as 255 instead of 1, would render the answer's image: it is
-// rejected like a pixel-identical one (issue 11).
+// rejected like a pixel-identical one.
 func TestRevisionOptionsSameCoverage(t *testing.T) {
 	cfg := buildcfg.Default()
 	b := newAttempt()

@@ -28,7 +28,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/appdb"
@@ -79,6 +81,10 @@ func create(path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := addAidSchema(db.W); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("reading db %s: %w", path, err)
+	}
 	return &Store{db: db, Path: path, now: time.Now}, nil
 }
 
@@ -108,6 +114,10 @@ func Open(path string) (*Store, error) {
 	if err := appdb.CheckSchema(db.R, schemaID); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
+	}
+	if err := addAidSchema(db.W); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
 	return &Store{db: db, Path: path, now: time.Now}, nil
 }
@@ -152,6 +162,8 @@ type Study struct {
 	Seed        uint64
 	Records     int // records per reader
 	CreatedAt   string
+	Name        string // the study's name in the runs' manifests
+	Aid         *Aid   // the model run shown (nil: an unaided study)
 }
 
 // Study reads the study's settings.
@@ -169,6 +181,13 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 	st.BenchDir, st.BenchSHA256, st.Oracle, st.Parse, st.CreatedAt = get("benchmark"), get("benchmark_sha256"), get("oracle"), get("parse"), get("created_at")
 	seed, sample, n := get("seed"), get("sample"), get("records")
 	if err != nil {
+		return nil, err
+	}
+	// Studies made before studies had names are named by their file.
+	if st.Name, err = s.meta(ctx, "study"); err != nil {
+		st.Name = strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path))
+	}
+	if st.Aid, err = s.aidOf(ctx); err != nil {
 		return nil, err
 	}
 	if st.Seed, err = strconv.ParseUint(seed, 10, 64); err != nil {
@@ -220,6 +239,12 @@ type Answer struct {
 	ShownMS    int64
 	Text       string // "" while unanswered
 	AnsweredMS int64
+	// In an aided study: the answer given before the model's answer was
+	// shown, its time, and when the model's answer was first shown (0:
+	// not yet). Text is then the final answer.
+	Unaided    string
+	UnaidedMS  int64
+	AidShownMS int64
 }
 
 // maxAnswerBytes bounds a stored answer. The server only writes
@@ -229,8 +254,9 @@ const maxAnswerBytes = 4096
 
 // Answers lists the stored turns of one record of a reader, by seq.
 func (s *Store) Answers(ctx context.Context, readerID int64, pos int) ([]Answer, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, shown_ms, substr(answer, 1, ?), length(CAST(answer AS BLOB)), answered_ms
-		FROM turns WHERE reader_id = ? AND pos = ? ORDER BY seq`, maxAnswerBytes+1, readerID, pos)
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, shown_ms, substr(answer, 1, ?), max(COALESCE(length(CAST(answer AS BLOB)), 0), COALESCE(length(CAST(unaided AS BLOB)), 0)), answered_ms,
+		substr(unaided, 1, ?), unaided_ms, aid_shown_ms
+		FROM turns WHERE reader_id = ? AND pos = ? ORDER BY seq`, maxAnswerBytes+1, maxAnswerBytes+1, readerID, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -238,11 +264,12 @@ func (s *Store) Answers(ctx context.Context, readerID int64, pos int) ([]Answer,
 	var out []Answer
 	for rows.Next() {
 		var a Answer
-		var text sql.NullString
-		var size, at sql.NullInt64
-		if err := rows.Scan(&a.Seq, &a.ShownMS, &text, &size, &at); err != nil {
+		var text, unaided sql.NullString
+		var size, at, unaidedAt, aidAt sql.NullInt64
+		if err := rows.Scan(&a.Seq, &a.ShownMS, &text, &size, &at, &unaided, &unaidedAt, &aidAt); err != nil {
 			return nil, err
 		}
+		a.Unaided, a.UnaidedMS, a.AidShownMS = unaided.String, unaidedAt.Int64, aidAt.Int64
 		if size.Int64 > maxAnswerBytes {
 			return nil, fmt.Errorf("reading db %s: reader %d, record %d, turn %d: the stored answer is %d bytes (at most %d); the database was changed outside chexpercept",
 				s.Path, readerID, pos, a.Seq, size.Int64, maxAnswerBytes)
@@ -264,10 +291,14 @@ func (s *Store) markShown(ctx context.Context, readerID int64, pos, seq int) err
 // ErrAnswered is returned for a second answer to a turn.
 var ErrAnswered = errors.New("this question was already answered; answers cannot be changed")
 
-// saveAnswer stores the answer of a shown, unanswered turn and commits it.
+// saveAnswer stores the answer of an unanswered turn and commits it. A
+// turn answered without its page having been loaded first (a scripted
+// client) is stored with its display time equal to its answer time.
 func (s *Store) saveAnswer(ctx context.Context, readerID int64, pos, seq int, text string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE turns SET answer = ?, answered_ms = ? WHERE reader_id = ? AND pos = ? AND seq = ? AND answer IS NULL`,
-		text, s.now().UnixMilli(), readerID, pos, seq)
+	now := s.now().UnixMilli()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO turns(reader_id, pos, seq, shown_ms, answer, answered_ms) VALUES(?,?,?,?,?,?)
+		ON CONFLICT(reader_id, pos, seq) DO UPDATE SET answer = excluded.answer, answered_ms = excluded.answered_ms WHERE turns.answer IS NULL`,
+		readerID, pos, seq, now, text, now)
 	if err != nil {
 		return err
 	}

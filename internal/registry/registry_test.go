@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // TestDefaultRegistry checks every entry against the table of spec §13.
@@ -62,7 +63,7 @@ func TestDefaultRegistry(t *testing.T) {
 		if got != w {
 			t.Errorf("entry %d:\n got %+v\nwant %+v", i, got, w)
 		}
-		if e.Sampling != (provider.Sampling{}) {
+		if e.Sampling != (runmodel.Sampling{}) {
 			t.Errorf("%s: unexpected sampling overrides %+v", e.Alias, e.Sampling)
 		}
 	}
@@ -95,7 +96,7 @@ func TestBaseAcrossFiles(t *testing.T) {
 
 func TestSamplingParams(t *testing.T) {
 	r, _ := Default()
-	js := func(s provider.Sampling) string {
+	js := func(s runmodel.Sampling) string {
 		var b strings.Builder
 		f := func(n string, v *float64) {
 			if v != nil {
@@ -178,8 +179,8 @@ func TestBadFiles(t *testing.T) {
 		{"bad_dup.yaml", "alias defined twice"},
 		{"bad_alias.yaml", "field alias"},
 		{"bad_temperature.yaml", "sampling.temperature -1"},
-		{"bad_nan.yaml", "sampling.temperature NaN is outside [0, 2]"},              // issue 21 item 15
-		{"bad_two_docs.yaml", `line 2: a second YAML document starts here ("---")`}, // issue 21 item 16
+		{"bad_nan.yaml", "sampling.temperature NaN is outside [0, 2]"},
+		{"bad_two_docs.yaml", `line 2: a second YAML document starts here ("---")`},
 		{"bad_not_list.yaml", "line 1: want a list, got a mapping"},
 		{"missing.yaml", "no such file"},
 		{"bad_empty.yaml", "no model entries"},
@@ -199,8 +200,8 @@ func TestBadFiles(t *testing.T) {
 }
 
 // TestLargeFileBounded: a --models file of wrong-typed entries far above
-// any real registry is refused by its size before it is parsed (issue 21
-// item 12: 15 MiB of them took 1.2 to 2.5 GB); one just under the cap
+// any real registry is refused by its size before it is parsed
+// (unbounded, 15 MiB of them would take 1.2 to 2.5 GB); one just under the cap
 // is explained in one short line.
 func TestLargeFileBounded(t *testing.T) {
 	dir := t.TempDir()
@@ -234,7 +235,7 @@ func TestResolve(t *testing.T) {
 		{"gemini", "gemini-2.5-flash", "gemini", "gemini-2.5-flash", "gemini-2.5-flash", true, true, false},
 		{"baseline", "oracle", "baseline", "oracle", "oracle", false, false, false},
 		{"baseline", "dummy", "", "", "", false, false, true},
-		// vllm is another spelling of opensource (issue 15)
+		// vllm is another spelling of opensource
 		{"vllm", "x", "vllm", "x", "x", true, true, false},
 		{"vllm", "glm-4v", "vllm", "glm-4v", "zai-org/GLM-4.6V", false, false, false},
 		{"vLLM", "x", "", "", "", false, false, true},
@@ -306,7 +307,7 @@ func TestPrices(t *testing.T) {
 			t.Errorf("Lookup(%q) = %q %v, want %q", l.id, k, ok, l.key)
 		}
 	}
-	u := &provider.Usage{Input: 1_000_000, CachedInput: 400_000, Output: 200_000, Thinking: 150_000, Total: 1_200_000}
+	u := &runmodel.Usage{Input: 1_000_000, CachedInput: 400_000, Output: 200_000, Thinking: 150_000, Total: 1_200_000}
 	// (600k·2.50 + 400k·0.25 + 200k·15.00) / 1e6 = 1.5 + 0.1 + 3.0
 	if c := p.Cost("gpt-5.4", u); c == nil || math.Abs(*c-4.6) > 1e-12 {
 		t.Errorf("cost = %v, want 4.6", c)

@@ -11,7 +11,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 )
 
-// TestHostileRunNames (issue 21 items 17, 18): a run folder whose name
+// TestHostileRunNames: a run folder whose name
 // holds a bidi override, a newline and a '|', and one of 250 characters,
 // are reported like any other: names are escaped (benchmark.OneLine) in
 // report.md, its table rows stay one line each, index.html and the CSVs

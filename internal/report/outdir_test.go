@@ -50,8 +50,8 @@ func TestReportRefusesForeignDirectory(t *testing.T) {
 
 // TestReportRewritesOwnDirectory: a report reruns into its own earlier
 // output; without the marker the same files are a foreign folder
-// (issue 21 item 5: index.html, report.md and summary.json alone do not
-// make a folder a report's).
+// (index.html, report.md and summary.json alone do not make a folder a
+// report's).
 func TestReportRewritesOwnDirectory(t *testing.T) {
 	tmp, out := sampleReport(t, Config{})
 	if _, err := os.Stat(filepath.Join(out, MarkerName)); err != nil {
@@ -76,7 +76,7 @@ func TestReportRewritesOwnDirectory(t *testing.T) {
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, out))
 }
 
-// TestReportRefusesLinksInside (issue 21 item 2): an earlier report in
+// TestReportRefusesLinksInside: an earlier report in
 // which report.md is a link to an outside file and data/ a link to an
 // outside directory is refused before anything is written; neither the
 // report nor the outside changes.
@@ -123,7 +123,7 @@ func TestReportRefusesLinksInside(t *testing.T) {
 	}
 }
 
-// TestReportRefusesUnmarkedLookalike (issue 21 item 5): a folder holding
+// TestReportRefusesUnmarkedLookalike: a folder holding
 // only index.html, report.md and summary.json, with no marker, is not a
 // report's; all three stay as they were.
 func TestReportRefusesUnmarkedLookalike(t *testing.T) {
@@ -145,4 +145,52 @@ func TestReportRefusesUnmarkedLookalike(t *testing.T) {
 		t.Fatalf("err = %v, want a refusal naming the marker", err)
 	}
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, mine))
+}
+
+// TestReportAfterInterruptedReport: what a report killed part-way leaves
+// — the marker alone, cut short (written first, in place), and the
+// temporary files of the writes then in flight — is recognised by the
+// rerun as its own: the rerun completes, removes those temporary files
+// and writes what an uninterrupted report writes.
+func TestReportAfterInterruptedReport(t *testing.T) {
+	tmp, ref := sampleReport(t, Config{})
+	cfg := Config{Inputs: []string{filepath.Join(tmp, "results")}, Analysis: analysis.Options{Bootstrap: 200}, Report: Options{Version: "test"}}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"marker cut short", map[string]string{MarkerName: ""}},
+		{"plots in flight", map[string]string{MarkerName: markerText, "plot_depth.png.tmp-123": "half", "data/x.json.tmp-9": "half", "summary.json": "{"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "report")
+			for rel, s := range tc.files {
+				p := filepath.Join(out, filepath.FromSlash(rel))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg.Out = out
+			if _, err := Generate(cfg); err != nil {
+				t.Fatalf("rerun after an interrupted report: %v", err)
+			}
+			err := filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+				if err == nil && strings.Contains(d.Name(), ".tmp-") {
+					t.Errorf("left behind: %s", p)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"report.md", "summary.json"} {
+				if string(read(t, filepath.Join(out, f))) != string(read(t, filepath.Join(ref, f))) {
+					t.Errorf("%s differs from an uninterrupted report's", f)
+				}
+			}
+		})
+	}
 }

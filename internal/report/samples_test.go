@@ -322,7 +322,7 @@ func TestSamplesDeterministic(t *testing.T) {
 }
 
 // A FIFO named samples.csv in an earlier report is neither written into
-// (which would block) nor replaced (issue 21: not ours): the report stops
+// (which would block) nor replaced (it is not the report's): the report stops
 // naming it; a directory named samples.parquet is a clear error naming
 // it, and leaves no temporary files.
 func TestSamplesHostileNames(t *testing.T) {

@@ -70,8 +70,8 @@ func TestParseManifest(t *testing.T) {
 		{"wrong type", `{"dataset":{"path":7}}`, nil, "dataset.path: a number, want a string"},
 		{"string for a number", `{"selected_records":"7"}`, nil, "selected_records: a string, want a whole number"},
 		{"fraction for a whole number", `{"selected_records":2.5}`, nil, "selected_records: 2.5, want a whole number"},
-		// selection.seed is unsigned (eval --seed is a uint64 since
-		// issue 13; a negative seed was accepted before).
+		// selection.seed is unsigned (eval's sample seed is a
+		// uint64): a negative seed is refused.
 		{"negative seed", `{"selection":{"seed":-5}}`, nil, "selection.seed: -5, want a whole number, not negative"},
 		{"largest seed", `{"selection":{"seed":18446744073709551615}}`, &results.Manifest{Selection: results.Selection{Seed: 18446744073709551615}}, ""},
 		{"in an array", `{"selection":{"lesions":["edema",3]}}`, nil, "selection.lesions.1: a number, want a string"},
@@ -187,7 +187,7 @@ func ptr(s string) *string { return &s }
 
 // selection_sha256 hashes the selection's compact JSON: a seed is written
 // as the same decimal number whether the field is signed or not (it
-// became uint64 in issue 13), so hashes of earlier runs still match.
+// was once signed), so hashes of earlier runs still match.
 func TestSelectionHashSeed(t *testing.T) {
 	sample := 3
 	for _, c := range []struct {

@@ -1,6 +1,6 @@
 package review
 
-// Item-health re-review rounds (issue 16; docs/item-health.md). A report's
+// Item-health re-review rounds (docs/item-health.md). A report's
 // flagged_items.csv names benchmark items whose models' answers point at a
 // wrong ground truth. `review init --only flagged_items.csv` opens a round
 // for exactly those cases, storing each case's flags (question, reason,

@@ -350,7 +350,7 @@ func TestNeighbours(t *testing.T) {
 	}
 }
 
-// TestFlaggedItemsClosedSets (issue 21 item 20): the columns an outcomes
+// TestFlaggedItemsClosedSets: the columns an outcomes
 // export copies (reason, oracle_mode, question, gt, modal_answer) hold
 // only what a report writes; a reason outside the closed set of codes,
 // such as a spreadsheet formula, is refused with the file and line, and a

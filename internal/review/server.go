@@ -52,7 +52,7 @@ const (
 // queuePageSize is the number of cases on one page of a reviewer's queue.
 var queuePageSize = 500
 
-// Server is the review web app (issue 6): a reviewer's own queue and case
+// Server is the review web app: a reviewer's own queue and case
 // views, the admin's progress, agreement and resolution views. Sign-in,
 // sessions, CSRF, throttling, headers and static serving are the shared
 // web layer's (package webapp): every route but the sign-in page and the

@@ -351,7 +351,7 @@ func TestInitFIFOInputs(t *testing.T) {
 	}
 }
 
-// TestInitCountsStoredAndChecksHeaders (issue 21 item 19): a case whose
+// TestInitCountsStoredAndChecksHeaders: a case whose
 // image is no image (a text file such as /etc/hostname, named .png) is
 // skipped with a warning, as sample refuses it, instead of being stored
 // and failing when served; the count returned is what the database holds.

@@ -59,7 +59,7 @@ func TestToolsRespectRunLocks(t *testing.T) {
 	}
 }
 
-// TestTargetsNeverWrittenThroughLinks (issue 21 items 1, 2, 6): rescore,
+// TestTargetsNeverWrittenThroughLinks: rescore,
 // merge and import write no file through a link planted in their target,
 // never replace a results.jsonl without a manifest (even with Force), and
 // a FIFO as a source's lock does not block them.

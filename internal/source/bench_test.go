@@ -15,7 +15,7 @@ import (
 // (5,000 positives with a lesion mask and a lung PNG pair, 5,000
 // negatives; every file distinct, 25,000 files): read the manifest, sample,
 // check every referenced file's header, write candidates.jsonl. Target
-// (issue 12): under 10 s on 2 cores.
+// (docs/performance.md): under 10 s on 2 cores.
 func BenchmarkSampleManifest10000(b *testing.B) {
 	dir := b.TempDir()
 	jpg, pngb := testJPEG(b), testPNG(b)

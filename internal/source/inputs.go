@@ -35,7 +35,7 @@ const (
 )
 
 // CheckInputs checks every file the cases reference before candidates are
-// written (build.md §2.4 line checks; issue 12): each image and mask must be
+// written (build.md §2.4 line checks): each image and mask must be
 // a regular file (a link only to one; a FIFO never blocks) with a readable
 // header of a size the build accepts — PNG or JPEG for images, PNG for
 // masks, 1…mask.MaxSide per side and at most mask.MaxPixels — and each
@@ -139,8 +139,8 @@ func checkInput(r inputRef) string {
 // a link to one) whose PNG or JPEG header is readable and within the size
 // limits. Only the header is read.
 func CheckImage(path string) error {
-	if p := checkInput(inputRef{path: path, kind: kindImage}); p != "" {
-		return frame.Fail("image_unreadable", "image %s: %s", path, p)
+	if _, _, _, err := checkImageHeader(path); err != nil {
+		return frame.Fail("image_unreadable", "image %s: %v", path, err)
 	}
 	return nil
 }

@@ -604,7 +604,7 @@ func TestFindings(t *testing.T) {
 			b.write(rrDir+"/detection_qa/xray.png", encodePNG(t, img))
 		}, []string{"image_mode"}, 0},
 
-		// A distractor that shows the answer's picture (issue 11).
+		// A distractor that shows the answer's picture.
 		{"distractor is a copy of the answer, --deep", Options{Deep: true}, func(b bench) {
 			rev := rrDir + "/contour_qa/contour_revision_qa/"
 			b.write(rev+"option_2_mask_fake.png", mustRead(t, b.path(rev+"option_4_mask_answer.png")))

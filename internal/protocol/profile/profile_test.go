@@ -110,7 +110,7 @@ func TestParseErrors(t *testing.T) {
 		{"not a mapping", "profile: a\noracle: [1, 2]\n", `prompt profile t.yaml: line 2: key "oracle": want a mapping, got a list`},
 		{"not a string", "profile: a\nsystem_prompt: [x]\n", `prompt profile t.yaml: line 2: key "system_prompt": want a string, got a list`},
 		{"empty file", "", "empty file"},
-		{"two documents", "profile: a\n---\nprofile: b\n", `prompt profile t.yaml: line 2: a second YAML document starts here ("---")`}, // issue 21 item 16
+		{"two documents", "profile: a\n---\nprofile: b\n", `prompt profile t.yaml: line 2: a second YAML document starts here ("---")`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := Parse([]byte(tc.yaml), "t.yaml")

@@ -1,5 +1,5 @@
 // Package baselineserver is an OpenAI-compatible Chat Completions server
-// that answers with a baseline policy (spec §11, issue 4 item 9) or a
+// that answers with a baseline policy (protocol.md §11) or a
 // simulated model (package simmodel).
 //
 // It exists to smoke-test a setup without a GPU and to give tests and

@@ -36,7 +36,7 @@ func runCLITimeout(t *testing.T, d time.Duration, args ...string) (stderr string
 	return errb.String(), code, false
 }
 
-// TestFIFOsNeverHang (issue 21 item 6): a FIFO in place of a file of a
+// TestFIFOsNeverHang: a FIFO in place of a file of a
 // run directory makes eval (resuming), rescore and merge fail at once and
 // report leave it out with a warning, each naming the file, instead of
 // waiting for a writer for ever; nothing in the results folder changes.
