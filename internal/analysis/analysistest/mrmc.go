@@ -277,7 +277,7 @@ func RecheckReaderMRMC(reportDir, mode string, recs []*benchmark.Record, readers
 			p = math.NaN()
 		}
 		lo, hi = math.Max(lo, floor), math.Min(hi, 1)
-		if !(se > 0) {
+		if !(se >= 1e-12) {
 			se, df, lo, hi, p = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		}
 		for _, c := range []struct {
