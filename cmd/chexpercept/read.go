@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -166,7 +167,16 @@ directory that already holds a run is replaced only with --force.`,
 				return withExit(2, err)
 			}
 			defer st.Close()
-			runs, err := reading.Export(cmd.Context(), st, out, force)
+			var runs []reading.ExportedRun
+			err = untilInterrupted(cmd.Context(), "read export", func(ctx context.Context) error {
+				var err error
+				runs, err = reading.Export(ctx, st, out, force)
+				return err
+			})
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if errors.Is(err, reading.ErrRunExists) {
 				return withExit(2, fmt.Errorf("%w; pass --force to replace it", err))
 			}

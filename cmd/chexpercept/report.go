@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -80,7 +82,16 @@ deletes nothing.`,
 				return withExit(2, fmt.Errorf("--flag-share: %w", err))
 			}
 			cfg.Report.Version = version.String()
-			res, err := report.Generate(cfg)
+			var res *analysis.Result
+			err := untilInterrupted(cmd.Context(), "report", func(context.Context) error {
+				var err error
+				res, err = report.Generate(cfg)
+				return err
+			})
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if res != nil {
 				for _, w := range res.Warnings {
 					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", benchmark.OneLine(w))

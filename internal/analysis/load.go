@@ -31,7 +31,7 @@ type Run struct {
 	ProfileName     string
 	ProfileSHA256   string
 	// Sampling is what the manifest records as sent per call
-	// (results.Sampling.Text); "" when there is no manifest.
+	// (runmodel.Sampling.Text); "" when there is no manifest.
 	Sampling string
 
 	// Records are the last line per key_id, in index order, restricted
@@ -252,6 +252,10 @@ func firstDataset(dirs []string) string {
 
 // readRun reads one run directory; nil when nothing of it is usable.
 func (s *Set) readRun(dir string) *Run {
+	if results.IsUnfinished(dir) {
+		s.warnf("%s %v; left out", dir, results.ErrUnfinished)
+		return nil
+	}
 	r := &Run{Dir: dir}
 	abs, err := filepath.Abs(dir)
 	if err != nil {

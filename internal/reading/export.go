@@ -13,6 +13,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
@@ -152,7 +153,7 @@ func manifest(bench *benchmark.Benchmark, st *Study, reader string, keys []strin
 		created = time.Unix(0, 0)
 	}
 	o := &eval.Options{
-		Model:  eval.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
+		Model:  runmodel.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
 		Oracle: protocol.OracleMode(st.Oracle), Parse: parse.Mode(st.Parse),
 		Selection: eval.Selection{Sample: st.Sample, Seed: st.Seed},
 		Now:       func() time.Time { return created },

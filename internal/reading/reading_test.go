@@ -26,6 +26,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // study is a reading study over the protocol test benchmark (records of
@@ -270,7 +271,7 @@ func (st *study) work(c *client, gt bool, stopAfter int) (answered int) {
 func baselineFirst(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMode) map[string]*results.Record {
 	t.Helper()
 	out := t.TempDir()
-	m := eval.Model{Name: "first", Provider: "baseline", Backend: "baseline", ModelID: "first", Label: "first"}
+	m := runmodel.Model{Name: "first", Provider: "baseline", Backend: "baseline", ModelID: "first", Label: "first"}
 	if _, err := eval.Run(context.Background(), eval.Options{BenchDir: bench.Dir, OutDir: out, Model: m, Oracle: oracle, NoCache: true, Concurrency: 1, AllowInvalid: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,19 @@ func orNA(s string) string {
 	return s
 }
 
+// NoFlag is item_stats.csv's reason for an item no rule flags: a value
+// of its own, so that no reader of the file takes the row's reason for
+// missing (an empty cell reads as null in pandas, Polars and DuckDB).
+const NoFlag = "none"
+
+// reasonText is the reason cell: the flag codes ;-joined, or NoFlag.
+func reasonText(reasons []string) string {
+	if len(reasons) == 0 {
+		return NoFlag
+	}
+	return strings.Join(reasons, ";")
+}
+
 func itemStatsCSV(res *analysis.Result) []byte {
 	header := []string{"oracle_mode", "key_id", "lesion", "path", "question", "turn", "gt", "n_answers", "n_runs", "n_correct", "accuracy", "difficulty",
 		"modal_answer", "agree_share", "n_unparsed", "discrimination", "p_chance", "reason"}
@@ -56,7 +69,7 @@ func itemStatsCSV(res *analysis.Result) []byte {
 		for i := range h.Items {
 			s := &h.Items[i]
 			rows = append(rows, []string{h.Mode, s.Key, s.Lesion, string(s.Path), s.Q.Name(), s.Q.Turn(), answerText(s.GT), itoa(s.Answers), itoa(s.Runs), itoa(s.Correct),
-				f6(s.PCorrect), f6(s.Difficulty), answerText(orNA(s.Modal)), f6(s.AgreeShare()), itoa(s.Unparsed), f6(s.Discrimination), f6(s.PChance), strings.Join(s.Reasons, ";")})
+				f6(s.PCorrect), f6(s.Difficulty), answerText(orNA(s.Modal)), f6(s.AgreeShare()), itoa(s.Unparsed), f6(s.Discrimination), f6(s.PChance), reasonText(s.Reasons)})
 		}
 	}
 	return results.CSV(header, rows)

@@ -48,6 +48,11 @@ func TestItemHealthOutputs(t *testing.T) {
 	if n := strings.Count(stats, "\r\n"); n < 100 || !strings.Contains(stats, "none,"+key+",") {
 		t.Errorf("item_stats.csv: %d lines", n)
 	}
+	// An unflagged item's reason is the value none, never an empty cell;
+	// the flagged one names its flag.
+	if !strings.HasSuffix(stats, ","+NoFlag+"\r\n") || strings.Contains(stats, ",\r\n") || !strings.Contains(stats, ",unanimous_wrong\r\n") {
+		t.Errorf("item_stats.csv: reasons not explicit:\n%.600s", stats)
+	}
 	if strings.Contains(stats, "baseline_oracle") {
 		t.Error("a baseline run is named in item_stats.csv")
 	}

@@ -89,8 +89,11 @@ func ImageSHA256(c *Case) (string, error) {
 	return fileSHA256(c.Image, "image_unreadable", "image")
 }
 
+// openInput is imagefile.Open; tests replace it to inject a failure.
+var openInput = imagefile.Open
+
 func fileSHA256(path, reason, what string) (string, error) {
-	f, err := imagefile.Open(path, imagefile.Follow)
+	f, err := openInput(path, imagefile.Follow)
 	if err != nil {
 		return "", frame.Fail(reason, "%s %s: %v", what, path, imagefile.Reason(err))
 	}
