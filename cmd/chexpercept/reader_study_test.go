@@ -281,10 +281,9 @@ func TestScriptedAidedStudy(t *testing.T) {
 				}
 			}
 		}
-		if want := strings.Join([]string{itoaT(n), itoaT(mw), itoaT(rw), itoaT(mr), itoaT(wr)}, ","); strings.Join(f[6:], ",") != want {
+		if want := strings.Join([]string{strconv.Itoa(n), strconv.Itoa(mw), strconv.Itoa(rw), strconv.Itoa(mr), strconv.Itoa(wr)}, ","); strings.Join(f[6:], ",") != want {
 			t.Errorf("switches %s %s %d: %s, samples.csv gives %s", reader, path, k, strings.Join(f[6:], ","), want)
 		}
 	}
 }
 
-func itoaT(n int) string { return strconv.Itoa(n) }
