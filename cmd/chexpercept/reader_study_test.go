@@ -286,4 +286,3 @@ func TestScriptedAidedStudy(t *testing.T) {
 		}
 	}
 }
-
