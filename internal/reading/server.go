@@ -20,6 +20,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 )
 
@@ -44,6 +45,13 @@ type Server struct {
 	system string
 	web    *webapp.App
 	sizes  sync.Map // benchmark-relative image path → file length
+	// sums is the build's SHA256SUMS: every image is checked against it
+	// as it is read, and a changed one is not served. Nil when the
+	// benchmark has none; Warning then says so.
+	sums *benchmark.Sums
+	// Warning is "" or one line for the operator (a benchmark without
+	// SHA256SUMS, whose images cannot be checked).
+	Warning string
 	// Secure marks the session cookie Secure (set when serving TLS).
 	Secure bool
 	Log    *log.Logger
@@ -60,6 +68,10 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	sums, warning, err := openSums(bench)
+	if err != nil {
+		return nil, err
+	}
 	oracle, err := protocol.ParseOracleMode(st.Oracle)
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", s.Path, err)
@@ -72,7 +84,7 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{store: s, study: st, bench: bench, oracle: oracle, system: profile.Default().SystemText(), Log: log.New(io.Discard, "", 0)}
+	srv := &Server{store: s, study: st, bench: bench, sums: sums, Warning: warning, oracle: oracle, system: profile.Default().SystemText(), Log: log.New(io.Discard, "", 0)}
 	srv.web = webapp.New(s.accounts(), sub, t)
 	srv.web.Logf = func(format string, args ...any) { srv.Log.Printf(format, args...) }
 	return srv, nil
@@ -142,7 +154,7 @@ func (srv *Server) locate(ctx context.Context, readerID int64) (*current, error)
 		}
 		_, pend, err := Replay(rec, it.BenchIndex, srv.bench.Dir, srv.oracle, ans)
 		if err != nil {
-			return nil, fmt.Errorf("record %s: %w", benchmark.OneLine(rec.KeyID), err)
+			return nil, fmt.Errorf("record %s: %w", textsafe.OneLine(rec.KeyID), err)
 		}
 		if pend != nil {
 			return &current{pos: pos, total: len(items), item: it, rec: rec, pending: pend}, nil
@@ -488,6 +500,14 @@ func (srv *Server) turnImage(imgs []string, i int) ([]byte, error) {
 		data, err := imagefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(rel)), imagefile.MaxFileBytes, imagefile.NoFollow)
 		if err != nil {
 			return nil, fmt.Errorf("image: %w", imagefile.Reason(err))
+		}
+		if srv.sums != nil {
+			// Checked on every read from disk, before padding: hashing
+			// costs little next to the read, and a file changed while
+			// the study runs is caught.
+			if err := srv.sums.Check(rel, benchmark.SHA256Hex(data)); err != nil {
+				return nil, err
+			}
 		}
 		srv.sizes.Store(rel, len(data))
 		return data, nil

@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -141,7 +140,7 @@ func TestBrowser(t *testing.T) {
 	if err := os.WriteFile(name, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Log(fmt.Sprintf("screenshot: %s (%d bytes)", name, len(shot)))
+	t.Logf("screenshot: %s (%d bytes)", name, len(shot))
 	view, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID("item-view")))
 	if err != nil {
 		t.Fatal(err)

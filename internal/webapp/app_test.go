@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -18,7 +17,6 @@ import (
 type fakeBackend struct {
 	tokens   map[string]string // name → token
 	names    []string
-	mu       sync.Mutex
 	sessions MemSessions
 }
 
