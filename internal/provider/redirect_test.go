@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // TestRedirectNotFollowed: a 3xx reply is never followed (the request and
@@ -21,11 +23,11 @@ func TestRedirectNotFollowed(t *testing.T) {
 				reply(200, okReply)(w, r)
 			})
 			srv, _ := fakeServer(t, reply(status, "", "Location", other.URL+"/v1/chat/completions?key=secret-token"))
-			c, err := New(Config{Backend: BackendVLLM, Endpoint: srv.URL + "/v1", Getenv: env(nil)})
+			c, err := New(Config{Backend: runmodel.BackendVLLM, Endpoint: srv.URL + "/v1", Getenv: env(nil)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = c.Complete(context.Background(), conversation(Sampling{}))
+			_, err = c.Complete(context.Background(), conversation(runmodel.Sampling{}))
 			var ce *CallError
 			if !errors.As(err, &ce) || ce.Status != status || ce.Kind != KindClient || ce.Retryable() {
 				t.Fatalf("call: %#v, want a non-retryable client error with status %d", err, status)
@@ -33,7 +35,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 			if msg := err.Error(); !strings.Contains(msg, "redirects") || strings.Contains(msg, "malformed") || strings.Contains(msg, "secret-token") {
 				t.Errorf("call error %q", msg)
 			}
-			_, err = c.(Identifier).Identify(context.Background(), "m")
+			_, err = c.(runmodel.Identifier).Identify(context.Background(), "m")
 			var pe *PreflightError
 			if !errors.As(err, &pe) || pe.Unreachable || !strings.Contains(err.Error(), "redirects") || strings.Contains(err.Error(), "secret-token") {
 				t.Errorf("preflight: %v, want the redirect named", err)
