@@ -20,13 +20,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // evalFlags holds eval's flag values. Flags that map one to one onto
@@ -189,7 +189,7 @@ func (fl *evalFlags) protocolOptions() error {
 			return err
 		}
 		for _, w := range warns {
-			fmt.Fprintln(os.Stderr, "warning:", benchmark.OneLine(w))
+			fmt.Fprintln(os.Stderr, "warning:", textsafe.OneLine(w))
 		}
 		o.Profile = p
 	}
@@ -378,9 +378,9 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 		k = strings.TrimSpace(k)
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("--extra-body %s has no '=': %s", clipQuote(a), want)
+			return nil, fmt.Errorf("--extra-body %s has no '=': %s", textsafe.QuoteClipped(a, 60), want)
 		case k == "":
-			return nil, fmt.Errorf("--extra-body %s has no key before '=': %s", clipQuote(a), want)
+			return nil, fmt.Errorf("--extra-body %s has no key before '=': %s", textsafe.QuoteClipped(a, 60), want)
 		}
 		if err := runmodel.CheckExtraKey(k); err != nil {
 			if f, ok := samplingFlags[strings.ToLower(k)]; ok {
@@ -392,12 +392,12 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 			return nil, fmt.Errorf("--extra-body %s: the values are more than %d bytes together", k, runmodel.MaxExtraBodyBytes)
 		}
 		if !utf8.ValidString(v) {
-			return nil, fmt.Errorf("--extra-body %s: value %s is not valid UTF-8", k, clipQuote(v))
+			return nil, fmt.Errorf("--extra-body %s: value %s is not valid UTF-8", k, textsafe.QuoteClipped(v, 60))
 		}
 		var val any
 		if err := json.Unmarshal([]byte(v), &val); err != nil {
 			return nil, fmt.Errorf("--extra-body %s: value %s is not valid JSON (%v); a string needs JSON quotes, e.g. %s='\"text\"'",
-				k, clipQuote(v), err, k)
+				k, textsafe.QuoteClipped(v, 60), err, k)
 		}
 		if _, dup := m[k]; dup {
 			return nil, fmt.Errorf("--extra-body %s is given twice", k)
@@ -408,20 +408,6 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 		m[k] = json.RawMessage(v)
 	}
 	return m, nil
-}
-
-// clipQuote quotes s for an error message, cut to its first 60 bytes
-// (on a rune boundary) with its length when longer.
-func clipQuote(s string) string {
-	const keep = 60
-	if len(s) <= keep {
-		return strconv.Quote(s)
-	}
-	cut := keep
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
 // interruptGrace is how long the calls in flight may still take after

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // exitError carries a process exit status through cobra's error return.
@@ -103,7 +103,7 @@ func main() {
 	if !errors.Is(err, errSilent) {
 		// Keys and paths in errors come from files: escape what a
 		// terminal would act on (ESC, bidi overrides) rather than show.
-		fmt.Fprintln(os.Stderr, "chexpercept:", benchmark.Printable(err.Error()))
+		fmt.Fprintln(os.Stderr, "chexpercept:", textsafe.Printable(err.Error()))
 	}
 	os.Exit(code)
 }

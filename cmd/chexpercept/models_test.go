@@ -144,7 +144,7 @@ func TestModelsUserFiles(t *testing.T) {
 
 // TestModelsEscapesNames: a model id and a display
 // name with a bidi override and a newline are printed escaped
-// (benchmark.OneLine), in the table and in the detail view.
+// (textsafe.OneLine), in the table and in the detail view.
 func TestModelsEscapesNames(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "m.yaml")
 	os.WriteFile(f, []byte("- {alias: evil, provider: opensource, backend: vllm, model_id: \"a\\u202eb\\nc\", display_name: \"d\\u2066e\"}\n"), 0o644)

@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Run is one run directory: <results>/<run name>/oracle_<mode>/.
@@ -111,7 +112,7 @@ func readBuildInfo(dir string) BuildInfo {
 	}
 	b := BuildInfo{Known: true}
 	if m := v.Get("review_mode"); m != nil && m.Kind == ojson.KindString {
-		b.ReviewMode = benchmark.OneLine(m.S)
+		b.ReviewMode = textsafe.OneLine(m.S)
 	}
 	if p := v.Get("phantom_source"); p != nil && p.Kind == ojson.KindBool {
 		b.Phantom = p.B
@@ -120,7 +121,7 @@ func readBuildInfo(dir string) BuildInfo {
 }
 
 func (s *Set) warnf(format string, args ...any) {
-	s.Warnings = append(s.Warnings, benchmark.OneLine(fmt.Sprintf(format, args...)))
+	s.Warnings = append(s.Warnings, textsafe.OneLine(fmt.Sprintf(format, args...)))
 }
 
 // isRunDir reports whether dir holds any file of a run directory.
@@ -312,8 +313,8 @@ func (s *Set) readRun(dir string) *Run {
 	base := filepath.Base(abs)
 	// Names from folders and manifests reach tables, plots and pages;
 	// control and format characters (a newline, a bidi override) are
-	// escaped once, here (benchmark.OneLine).
-	r.Name = benchmark.OneLine(parent)
+	// escaped once, here (textsafe.OneLine).
+	r.Name = textsafe.OneLine(parent)
 	if m, ok := strings.CutPrefix(base, "oracle_"); ok {
 		r.OracleMode = m
 	}
@@ -565,25 +566,25 @@ func (s *Set) readManifest(r *Run, dir, parent, base string) {
 	if m.RunName != "" && m.RunName != parent {
 		s.warnf("%s: run_name %q differs from the folder name %q; the folder name is used", mpath, m.RunName, parent)
 	}
-	r.Provider, r.Model = benchmark.OneLine(m.Model.Provider), benchmark.OneLine(m.Model.Name)
+	r.Provider, r.Model = textsafe.OneLine(m.Model.Provider), textsafe.OneLine(m.Model.Name)
 	if m.OracleMode != "" {
 		if r.OracleMode != "" && r.OracleMode != m.OracleMode {
 			s.warnf("%s: oracle_mode %q differs from the folder name %q; the manifest is used", mpath, m.OracleMode, base)
 		}
-		r.OracleMode = benchmark.OneLine(m.OracleMode)
+		r.OracleMode = textsafe.OneLine(m.OracleMode)
 	}
-	r.ParseMode = benchmark.OneLine(m.ParseMode)
+	r.ParseMode = textsafe.OneLine(m.ParseMode)
 	r.BenchmarkSHA256, r.DatasetPath = m.Dataset.SHA256, m.Dataset.Path
-	r.ProfileName, r.ProfileSHA256 = benchmark.OneLine(m.PromptProfile.Name), m.PromptProfile.SHA256
+	r.ProfileName, r.ProfileSHA256 = textsafe.OneLine(m.PromptProfile.Name), m.PromptProfile.SHA256
 	r.Sampling = m.Sampling.Text()
 	if m.Reading != nil {
 		arm := *m.Reading
-		arm.Study, arm.Reader, arm.Arm, arm.AidRun = benchmark.OneLine(arm.Study), benchmark.OneLine(arm.Reader), benchmark.OneLine(arm.Arm), benchmark.OneLine(arm.AidRun)
+		arm.Study, arm.Reader, arm.Arm, arm.AidRun = textsafe.OneLine(arm.Study), textsafe.OneLine(arm.Reader), textsafe.OneLine(arm.Arm), textsafe.OneLine(arm.AidRun)
 		r.Reading = &arm
 	}
 	r.Selected = s.selectedRecords(mpath, m.SelectedRecords)
 	if id := m.ServerIdentity; id != nil {
-		r.Server = benchmark.OneLine(id.String())
+		r.Server = textsafe.OneLine(id.String())
 		r.Rehearsal = id.StandIn() && m.Model.Provider != "baseline"
 	}
 }

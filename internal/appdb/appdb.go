@@ -12,13 +12,21 @@ package appdb
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"modernc.org/sqlite"
 )
+
+// MetaSchema creates the meta table (key, value), which holds the schema
+// id CheckSchema reads and an app's settings.
+const MetaSchema = `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`
 
 // SideFiles are the suffixes of the files SQLite keeps beside a database.
 var SideFiles = []string{"-wal", "-shm", "-journal"}
@@ -67,7 +75,7 @@ func ReadOnlyDSN(path string, immutable bool) (string, error) {
 // the same permissions). kind names the database in errors ("review db").
 // An existing file, or a side file of that name, is refused: Create never
 // writes over what it did not make.
-func Create(path, kind, schema, synchronous string) (*sql.DB, error) {
+func Create(path, kind, schema, synchronous string) (*DB, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("%s %s already exists (refusing to overwrite it)", kind, path)
 	}
@@ -80,7 +88,7 @@ func Create(path, kind, schema, synchronous string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", kind, path, err)
 	}
-	db, err := sql.Open("sqlite", d)
+	db, err := OpenDSN(d, false)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", kind, path, err)
 	}
@@ -103,7 +111,71 @@ func CheckSchema(db *sql.DB, schemaID string) error {
 		return err
 	}
 	if id != schemaID {
-		return fmt.Errorf("schema %q", id)
+		return wrongSchema(id)
 	}
 	return nil
+}
+
+// SQLite's primary result codes that say the file is not this app's
+// database; any other failure (an I/O error, a full disk, no memory, a
+// busy lock) says nothing about what the file is.
+const (
+	sqliteError   = 1  // SQLITE_ERROR: e.g. no meta table
+	sqliteCorrupt = 11 // SQLITE_CORRUPT
+	sqliteNotADB  = 26 // SQLITE_NOTADB
+)
+
+// wrongSchema is CheckSchema's error for a meta table naming another
+// schema.
+type wrongSchema string
+
+func (w wrongSchema) Error() string { return fmt.Sprintf("schema %q", string(w)) }
+
+// IsForeign reports whether err, from CheckSchema, means that the file is
+// not a database of this app (another SQLite file, no meta table, another
+// schema id, not SQLite at all) rather than that it could not be read: a
+// caller says "not a … database" only then, and reports the error as it
+// is otherwise (a disk I/O error is no verdict on the file).
+func IsForeign(err error) bool {
+	var ws wrongSchema
+	if errors.Is(err, sql.ErrNoRows) || errors.As(err, &ws) {
+		return true
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqliteError, sqliteCorrupt, sqliteNotADB:
+			return true
+		}
+	}
+	return false
+}
+
+// SideFilesAbsent reports which of path's side files (SideFiles) do not
+// exist now; RemoveNewSideFiles takes the answer after a failed open.
+func SideFilesAbsent(path string) map[string]bool {
+	absent := map[string]bool{}
+	for _, s := range SideFiles {
+		if _, err := os.Lstat(path + s); errors.Is(err, fs.ErrNotExist) {
+			absent[s] = true
+		}
+	}
+	return absent
+}
+
+// RemoveNewSideFiles removes, after an open of path that failed and whose
+// connection is closed, the -wal and -shm files that the open created
+// (absent before it, per SideFilesAbsent) when the -wal holds nothing: an
+// empty log and its index carry no data, and left on a full disk they
+// would outlive the failure. A -wal with content is never removed.
+func RemoveNewSideFiles(path string, absentBefore map[string]bool) {
+	if !absentBefore["-wal"] || !absentBefore["-shm"] {
+		return
+	}
+	fi, err := os.Lstat(path + "-wal")
+	if err == nil && (!fi.Mode().IsRegular() || fi.Size() != 0) {
+		return
+	}
+	_ = os.Remove(path + "-wal") // best effort: what is left is an empty log SQLite ignores
+	_ = os.Remove(path + "-shm")
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // SumsFileName is the builder's list of the SHA-256 of every file it
@@ -69,7 +70,7 @@ func ParseSums(data []byte) (*Sums, error) {
 			return nil, fmt.Errorf("line %d: want `<64 lowercase hex digits>  <path>`", i+1)
 		}
 		if _, dup := s.want[rel]; dup {
-			return nil, fmt.Errorf("line %d: %s is listed twice", i+1, OneLine(rel))
+			return nil, fmt.Errorf("line %d: %s is listed twice", i+1, textsafe.OneLine(rel))
 		}
 		s.want[rel] = h
 	}
@@ -148,7 +149,7 @@ type ChangedError struct {
 }
 
 func (e *ChangedError) Error() string {
-	name := OneLine(filepath.Join(e.Dir, filepath.FromSlash(e.Rel)))
+	name := textsafe.OneLine(filepath.Join(e.Dir, filepath.FromSlash(e.Rel)))
 	if e.Unlisted {
 		return fmt.Sprintf("%s: not listed in %s: the benchmark %s; restore it from its build (or rebuild it)", name, SumsFileName, ErrChanged)
 	}

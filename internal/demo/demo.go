@@ -58,6 +58,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/simmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
@@ -665,7 +666,7 @@ func (d *runner) itemHealth() error {
 			}
 			rec := res.Set.Bench.Lookup(f.Key)
 			d.note("flag: %s, question %q: %d of %d models answered %s; the ground truth is %s",
-				benchmark.OneLine(f.Key), f.Q.Name(), f.ModalN, f.Runs, answerWords(rec, f.Q, f.Modal), answerWords(rec, f.Q, f.GT))
+				textsafe.OneLine(f.Key), f.Q.Name(), f.ModalN, f.Runs, answerWords(rec, f.Q, f.Modal), answerWords(rec, f.Q, f.GT))
 		}
 	}
 	if len(res.Health) == 0 {
@@ -678,9 +679,9 @@ func (d *runner) itemHealth() error {
 	d.note("(the simulated models share a wrong answer on some questions, as if the ground truth were wrong there;" +
 		" with real models a flag is a reason to look again.) To send the flagged cases back to review:")
 	fmt.Fprintf(d.w, "%schexpercept review init \\\n%s  --source %s \\\n%s  --only %s \\\n%s  --review-db %s\n",
-		detail, detail, shellQuote(filepath.Join(d.res.Dir, phantomDir, "manifest.jsonl")),
-		detail, shellQuote(filepath.Join(d.res.Report, report.FlaggedItemsFile)),
-		detail, shellQuote(filepath.Join(d.res.Dir, "rereview.sqlite")))
+		detail, detail, textsafe.ShellQuote(filepath.Join(d.res.Dir, phantomDir, "manifest.jsonl")),
+		detail, textsafe.ShellQuote(filepath.Join(d.res.Report, report.FlaggedItemsFile)),
+		detail, textsafe.ShellQuote(filepath.Join(d.res.Dir, "rereview.sqlite")))
 	return nil
 }
 
@@ -689,21 +690,10 @@ func (d *runner) itemHealth() error {
 func answerWords(rec *benchmark.Record, q benchmark.Question, ans string) string {
 	if rec != nil {
 		if t := report.OptionText(rec, q, ans); t != "" {
-			return strconv.Quote(benchmark.OneLine(t))
+			return strconv.Quote(textsafe.OneLine(t))
 		}
 	}
 	return "option " + ans
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but
-// plain path characters.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // writeHeadline prints, per run, the end-to-end accuracy of each stage and

@@ -39,6 +39,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
@@ -224,7 +225,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	r.verify.sums = p.sums
 	if r.cache != nil {
-		defer r.cache.Close()
+		// Each reply is committed when stored; closing only checkpoints
+		// the cache's log, whose entries stay valid either way, and a
+		// cache that fails costs calls, never results.
+		defer func() { _ = r.cache.Close() }()
 	}
 	defer r.memo.close()
 	// Before anything is written: a server that cannot be reached, refuses
@@ -299,13 +303,13 @@ func CheckRunName(name string) error {
 	case name == "":
 		return errors.New("run name is empty")
 	case registry.RunLabel(name) != name:
-		return fmt.Errorf("run name %q must use only letters, digits, '.', '_' and '-' (it names a folder)", benchmark.OneLine(name))
+		return fmt.Errorf("run name %q must use only letters, digits, '.', '_' and '-' (it names a folder)", textsafe.OneLine(name))
 	case strings.HasPrefix(name, "."):
-		return fmt.Errorf("run name %q must not start with '.' (it names a folder)", benchmark.OneLine(name))
+		return fmt.Errorf("run name %q must not start with '.' (it names a folder)", textsafe.OneLine(name))
 	}
 	if len(name) > maxRunName {
 		return fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
-			benchmark.OneLine(name[:40]), len(name), maxRunName)
+			textsafe.OneLine(name[:40]), len(name), maxRunName)
 	}
 	return nil
 }

@@ -9,12 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"google.golang.org/genai"
+
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // BaselineOwner is the owned_by of serve-baseline's model entry. Such an
@@ -80,23 +81,14 @@ func preflightFailure(ctx context.Context, err error, status int, msg string, s 
 	if ce := tooLarge(err); ce != nil {
 		return &PreflightError{Reason: fmt.Sprintf("%s: %s", what, ce.Msg)}
 	}
+	if ce := redirected(err); ce != nil {
+		return &PreflightError{Reason: fmt.Sprintf("%s: %s", what, s.clean(ce.Msg))}
+	}
 	ce := transportError(ctx, err, s)
 	if ce.Kind == KindTimeout {
 		return &PreflightError{Unreachable: true, Reason: fmt.Sprintf("unreachable: no reply within %s", PreflightTimeout)}
 	}
 	return &PreflightError{Unreachable: true, Reason: "unreachable: " + ce.Msg}
-}
-
-// clipText bounds a reported text.
-func clipText(v string) *string {
-	if len(v) > maxIdentityText {
-		cut := maxIdentityText
-		for cut > 0 && !utf8.RuneStart(v[cut]) {
-			cut--
-		}
-		v = v[:cut] + "…"
-	}
-	return &v
 }
 
 // modelEntry is the part of a model-list entry the identity uses:
@@ -129,7 +121,8 @@ func (e modelEntry) identity(s scrubber) runmodel.Identity {
 // without the API key in any of its forms (a server may echo it, and the
 // identity is printed and written to the manifest), and clipped.
 func identityText(v string, s scrubber) *string {
-	return clipText(s.redact(v))
+	t := textsafe.Clip(s.redact(v), maxIdentityText)
+	return &t
 }
 
 // matchModel finds model in a models list reply. serve-baseline's single
@@ -174,7 +167,7 @@ func servedList(ids []string, s scrubber) string {
 			q = append(q, fmt.Sprintf("and %d more", len(ids)-show))
 			break
 		}
-		q = append(q, strconv.Quote(s.clean(*clipText(id))))
+		q = append(q, strconv.Quote(s.clean(textsafe.Clip(id, maxIdentityText))))
 	}
 	return strings.Join(q, ", ")
 }

@@ -2,6 +2,7 @@ package reading
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -169,6 +170,20 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 			return nil, 0, err
 		}
 	}
+	if creds, err = addAccounts(tx, o, idx); err != nil {
+		return nil, 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, 0, fmt.Errorf("reading db %s: %w", o.DB, err)
+	}
+	return creds, len(idx), nil
+}
+
+// addAccounts adds the readers, each with the selected records in an
+// order of their own (a shuffle seeded by the seed and the reader's
+// name), then the admin, and returns their credentials in that order.
+func addAccounts(tx *sql.Tx, o InitOptions, idx []int) ([]Credential, error) {
+	var creds []Credential
 	for i := 1; i <= o.Readers+1; i++ {
 		name, admin := ReaderName(i), false
 		if i > o.Readers {
@@ -176,11 +191,11 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 		}
 		tok, err := webapp.NewToken()
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		res, err := tx.Exec(`INSERT INTO readers(name, token_sha256, is_admin) VALUES(?, ?, ?)`, name, webapp.TokenHash(tok), admin)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		creds = append(creds, Credential{Name: name, Token: tok})
 		if admin {
@@ -192,12 +207,9 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 		for pos, bi := range order {
 			if _, err := tx.Exec(`INSERT INTO records(reader_id, pos, bench_index, key_id) VALUES(?,?,?,?)`,
 				id, pos, bi, o.Bench.Records[bi].KeyID); err != nil {
-				return nil, 0, err
+				return nil, err
 			}
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, 0, fmt.Errorf("reading db %s: %w", o.DB, err)
-	}
-	return creds, len(idx), nil
+	return creds, nil
 }

@@ -25,11 +25,9 @@ import (
 	"github.com/chexpercept/chexpercept/internal/appdb/appdbtest"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
-	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
-	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // study is a reading study over the protocol test benchmark (records of
@@ -273,12 +271,7 @@ func (st *study) work(c *client, gt bool, stopAfter int) (answered int) {
 // serve-baseline --policy first) over the benchmark.
 func baselineFirst(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMode) map[string]*results.Record {
 	t.Helper()
-	out := t.TempDir()
-	m := runmodel.Model{Name: "first", Provider: "baseline", Backend: "baseline", ModelID: "first", Label: "first"}
-	if _, err := eval.Run(context.Background(), eval.Options{BenchDir: bench.Dir, OutDir: out, Model: m, Oracle: oracle, NoCache: true, Concurrency: 1, AllowInvalid: true}); err != nil {
-		t.Fatal(err)
-	}
-	return readRun(t, eval.RunDir(out, eval.RunName("baseline", "first", false, "reference"), oracle, nil))
+	return readRun(t, modelRun(t, bench, oracle))
 }
 
 func readRun(t *testing.T, dir string) map[string]*results.Record {
@@ -446,6 +439,10 @@ func (st *study) checkExport(t *testing.T, oracle protocol.OracleMode) []Exporte
 	}
 	if m.Model.Provider != ProviderHuman || m.Model.Name != "reader2" || m.OracleMode != string(oracle) {
 		t.Errorf("manifest: provider %q model %q oracle %q", m.Model.Provider, m.Model.Name, m.OracleMode)
+	}
+	// An unaided study: one arm, named by the database's file.
+	if want := (results.ReadingArm{Study: "reading", Reader: "reader2", Arm: results.ArmUnaided}); m.Reading == nil || *m.Reading != want {
+		t.Errorf("manifest reading %+v, want %+v", m.Reading, want)
 	}
 	return runs
 }

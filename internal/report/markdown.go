@@ -8,6 +8,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // NAText is shown in report.md and index.html for a cell that does not
@@ -66,7 +67,7 @@ type table struct {
 	ID     string // anchor in index.html
 }
 
-func mdEscape(s string) string { return strings.ReplaceAll(benchmark.OneLine(s), "|", `\|`) }
+func mdEscape(s string) string { return strings.ReplaceAll(textsafe.OneLine(s), "|", `\|`) }
 
 // markupStart is what a Markdown renderer takes for the start of an HTML
 // tag, comment or character reference.

@@ -27,6 +27,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Severity of a finding.
@@ -45,6 +46,11 @@ type Finding struct {
 	KeyID    string // "" when the finding concerns no single record
 	Location string // JSON Pointer, or a path relative to the benchmark dir
 	Message  string
+
+	// transient is the cause of a finding that only says a file could
+	// not be read for a passing reason (imagefile.Transient): Run fails
+	// with it instead of reporting the benchmark as invalid.
+	transient error
 }
 
 // String formats the finding as
@@ -58,7 +64,7 @@ func (f Finding) String() string {
 	if loc == "" {
 		loc = "-"
 	}
-	return benchmark.OneLine(fmt.Sprintf("%s %s %s %s %s", f.Severity, f.Code, k, loc, f.Message))
+	return textsafe.OneLine(fmt.Sprintf("%s %s %s %s %s", f.Severity, f.Code, k, loc, f.Message))
 }
 
 // Options select what Run checks.
@@ -112,8 +118,9 @@ func (r *Report) Has(code string) bool {
 }
 
 // Run validates the benchmark in dir. The error is non-nil only when the
-// validation could not run at all (dir missing or unreadable); problems in
-// the benchmark are findings.
+// validation could not run at all (dir missing or unreadable, or a file
+// that could not be read for a passing reason: too many open files, an
+// I/O error, no memory); problems in the benchmark are findings.
 func Run(dir string, opt Options) (*Report, error) {
 	root, err := filepath.EvalSymlinks(dir) // the root itself may be a link
 	if err != nil {
@@ -152,6 +159,13 @@ func Run(dir string, opt Options) (*Report, error) {
 		rep.Findings = append(rep.Findings, checkFiles(root, recs, opt)...)
 	}
 	rep.Findings = append(rep.Findings, checkDeformation(root, opt)...)
+	for _, f := range rep.Findings {
+		if f.transient != nil {
+			// Too many open files, an I/O error …: no verdict on the
+			// benchmark, which a rerun may well find valid.
+			return nil, fmt.Errorf("benchmark %s: cannot read %s: %w", dir, f.Location, f.transient)
+		}
+	}
 	summarise(rep, recs, opt)
 	for i := range rep.Findings {
 		f := &rep.Findings[i]
@@ -240,8 +254,7 @@ func summarise(rep *Report, recs []*recInfo, opt Options) {
 		if opt.ExpectFull {
 			sev = Warning
 		}
-		rep.Findings = append(rep.Findings, Finding{sev, "composition", "", benchmark.JSONName,
-			"records per lesion LF/RF/RR differ from the released 100/100/100: " + strings.Join(off, ", ")})
+		rep.Findings = append(rep.Findings, Finding{Severity: sev, Code: "composition", Location: benchmark.JSONName, Message: "records per lesion LF/RF/RR differ from the released 100/100/100: " + strings.Join(off, ", ")})
 	}
 }
 

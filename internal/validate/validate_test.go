@@ -3,21 +3,25 @@ package validate
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 )
@@ -902,5 +906,42 @@ func TestIdenticalOptionImages(t *testing.T) {
 	}
 	if rep.ExitCode() != 1 {
 		t.Errorf("exit %d, want 1", rep.ExitCode())
+	}
+}
+
+// TestTransientReadIsNoFinding: an image that cannot be opened for a
+// passing reason (too many open files, an I/O error) makes Run fail
+// with that error, naming the file, instead of reporting the benchmark as
+// invalid; an image that is missing or refused is a finding as before.
+func TestTransientReadIsNoFinding(t *testing.T) {
+	for _, tc := range []struct {
+		errno     syscall.Errno
+		transient bool
+	}{
+		{syscall.EMFILE, true},
+		{syscall.ENFILE, true},
+		{syscall.EIO, true},
+		{syscall.EACCES, false},
+	} {
+		t.Run(tc.errno.Error(), func(t *testing.T) {
+			var n atomic.Int64
+			openImage = func(name string, l imagefile.Links) (*os.File, error) {
+				if n.Add(1) == 2 {
+					return nil, &fs.PathError{Op: "open", Path: name, Err: tc.errno}
+				}
+				return imagefile.Open(name, l)
+			}
+			t.Cleanup(func() { openImage = imagefile.Open })
+			rep, err := Check(sampleDir)
+			if tc.transient {
+				if err == nil || !errors.Is(err, tc.errno) || errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "cannot read chexpercept/") {
+					t.Fatalf("Check: %v, want the %v naming the file, not ErrInvalid", err, tc.errno)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) || rep == nil || !rep.Has("image_decode") {
+				t.Fatalf("Check: %v, want an image_decode finding", err)
+			}
+		})
 	}
 }
