@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -475,13 +475,13 @@ const maxPEMBytes = 1 << 20
 // file is read (regular files only, never blocking, bounded) and checks
 // that they make a pair.
 func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
-	certPEM, err := imagefile.ReadFile(certFile, maxPEMBytes, imagefile.Follow)
+	certPEM, err := safefile.ReadFile(certFile, maxPEMBytes, safefile.Follow)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-cert %s: %w", certFile, imagefile.Reason(err))
+		return tls.Certificate{}, fmt.Errorf("--tls-cert %s: %w", certFile, safefile.Reason(err))
 	}
-	keyPEM, err := imagefile.ReadFile(keyFile, maxPEMBytes, imagefile.Follow)
+	keyPEM, err := safefile.ReadFile(keyFile, maxPEMBytes, safefile.Follow)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-key %s: %w", keyFile, imagefile.Reason(err))
+		return tls.Certificate{}, fmt.Errorf("--tls-key %s: %w", keyFile, safefile.Reason(err))
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {

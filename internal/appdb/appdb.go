@@ -17,7 +17,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // SideFiles are the suffixes of the files SQLite keeps beside a database.
@@ -90,7 +90,7 @@ func Create(path, kind, schema, synchronous string) (*sql.DB, error) {
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%s %s: %w", kind, path, imagefile.Reason(err))
+		return nil, fmt.Errorf("%s %s: %w", kind, path, safefile.Reason(err))
 	}
 	return db, nil
 }

@@ -43,7 +43,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/eval"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/phantom"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
@@ -51,6 +50,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/simmodel"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
@@ -138,7 +138,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	logf, err := imagefile.OpenWritable(filepath.Join(abs, logFile), os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := safefile.OpenWritable(filepath.Join(abs, logFile), os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("demo: opening the log: %w", err)
 	}
@@ -677,7 +677,7 @@ type state struct {
 }
 
 func readState(path string) (*state, error) {
-	f, err := imagefile.Open(path, imagefile.NoFollow)
+	f, err := safefile.Open(path, safefile.NoFollow)
 	if err != nil {
 		return nil, fmt.Errorf("demo: reading %s: %w", path, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 )
@@ -336,9 +337,9 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 		webapp.APIError(w, http.StatusNotFound, "no such image")
 		return
 	}
-	data, err := imagefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(imgs[i])), imagefile.MaxFileBytes, imagefile.NoFollow)
+	data, err := safefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(imgs[i])), imagefile.MaxFileBytes, safefile.NoFollow)
 	if err != nil {
-		srv.web.Fail(w, r, http.StatusInternalServerError, fmt.Errorf("image: %w", imagefile.Reason(err)))
+		srv.web.Fail(w, r, http.StatusInternalServerError, fmt.Errorf("image: %w", safefile.Reason(err)))
 		return
 	}
 	w.Header().Set("Content-Type", "image/png")

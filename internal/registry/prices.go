@@ -12,8 +12,8 @@ import (
 
 	_ "embed"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
@@ -54,7 +54,7 @@ type priceYAML struct {
 func LoadPrices(file string) (*Prices, error) {
 	name, data := "prices.yaml (embedded)", defaultPrices
 	if file != "" {
-		b, err := imagefile.ReadFile(file, maxTableBytes, imagefile.Follow)
+		b, err := safefile.ReadFile(file, maxTableBytes, safefile.Follow)
 		if err != nil {
 			return nil, fmt.Errorf("price table: %w", err)
 		}

@@ -25,8 +25,8 @@ import (
 
 	_ "embed"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
@@ -139,7 +139,7 @@ func Load(files ...string) (*Registry, error) {
 		return nil, err
 	}
 	for _, f := range files {
-		b, err := imagefile.ReadFile(f, maxTableBytes, imagefile.Follow)
+		b, err := safefile.ReadFile(f, maxTableBytes, safefile.Follow)
 		if err != nil {
 			return nil, fmt.Errorf("model registry: %w", err)
 		}

@@ -24,8 +24,8 @@ import (
 	"regexp"
 
 	"github.com/chexpercept/chexpercept/internal/frame"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // Case is one manifest or candidates line (§2.4). Paths are absolute, after
@@ -90,9 +90,9 @@ func ImageSHA256(c *Case) (string, error) {
 }
 
 func fileSHA256(path, reason, what string) (string, error) {
-	f, err := imagefile.Open(path, imagefile.Follow)
+	f, err := safefile.Open(path, safefile.Follow)
 	if err != nil {
-		return "", frame.Fail(reason, "%s %s: %v", what, path, imagefile.Reason(err))
+		return "", frame.Fail(reason, "%s %s: %v", what, path, safefile.Reason(err))
 	}
 	defer f.Close()
 	h := sha256.New()

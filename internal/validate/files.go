@@ -18,6 +18,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // leftover reports names left by an interrupted write.
@@ -360,7 +361,7 @@ var colourTypeNames = map[byte]string{0: "greyscale", 2: "RGB", 3: "palette", 4:
 // deep is set and the header is sane. It returns the decoded image's
 // digest (deep mode, decodable images within imagefile's limits), else nil.
 func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) *imageDigest {
-	f, err := imagefile.Open(name, imagefile.NoFollow)
+	f, err := safefile.Open(name, safefile.NoFollow)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "cannot open: %v", err)
 		return nil
