@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/review"
@@ -112,6 +113,11 @@ written; a build removes only bundle folders a build recorded as its own.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			sum, err := build.Run(ctx, opt)
+			if err != nil && ctx.Err() != nil && cmd.Context().Err() == nil {
+				atomicfile.RemoveTemps()
+				fmt.Fprintf(cmd.ErrOrStderr(), "chexpercept build: interrupted; the same command run again resumes (%v)\n", err)
+				return silentExit(130)
+			}
 			if err != nil {
 				return withExit(2, err)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -23,8 +24,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
-	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/registry"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -156,6 +157,12 @@ func (fl *evalFlags) run(cmd *cobra.Command) error {
 	defer stop()
 	o.Abandon = abandon
 	sum, err := eval.Run(ctx, *o)
+	if err != nil && ctx.Err() != nil && cmd.Context().Err() == nil && errors.Is(err, context.Canceled) {
+		// Interrupted before the run began (in the preflight, while
+		// loading): nothing was asked or written.
+		fmt.Fprintln(os.Stderr, "chexpercept eval: interrupted before any record was asked; run the same command again")
+		return silentExit(130)
+	}
 	return evalOutcome(cmd.OutOrStdout(), sum, err)
 }
 
@@ -204,7 +211,7 @@ func (fl *evalFlags) modelOptions() error {
 	if notice != "" {
 		fmt.Fprintln(os.Stderr, "notice:", notice+rawModelHint(reg, fl.prov, fl.model))
 	}
-	if m.Price == nil && m.Backend != provider.BackendBaseline {
+	if m.Price == nil && m.Backend != runmodel.BackendBaseline {
 		fmt.Fprintf(os.Stderr, "warning: no price entry matches model id %q; cost will be null\n", m.ModelID)
 	}
 	o.Model = m
@@ -234,10 +241,10 @@ func (fl *evalFlags) limitOptions(f *pflag.FlagSet) error {
 	if o.MaxReplyBytes, err = parseSize(fl.maxReply); err != nil {
 		return fmt.Errorf("--max-reply-bytes: %w", err)
 	}
-	if o.Model.Backend == provider.BackendBaseline && o.NoPreflight {
+	if o.Model.Backend == runmodel.BackendBaseline && o.NoPreflight {
 		return fmt.Errorf("--no-preflight is not used by the baseline provider (it runs in process and has no server to ask)")
 	}
-	if o.Model.Backend == provider.BackendBaseline && len(o.Endpoints) > 0 {
+	if o.Model.Backend == runmodel.BackendBaseline && len(o.Endpoints) > 0 {
 		return fmt.Errorf("--endpoint is not used by the baseline provider (it runs in process); use --provider openai --endpoint URL to reach serve-baseline")
 	}
 	return fl.endpointFromEnv()
@@ -300,7 +307,7 @@ func (fl *evalFlags) genOptions(f *pflag.FlagSet) error {
 	if changed(f, "sample-seed", "seed") && !f.Changed("sample") {
 		fmt.Fprintln(os.Stderr, "warning: --sample-seed only seeds --sample (record selection) and is not sent to the model; the generation seed is --gen-seed")
 	}
-	var ov provider.Overrides
+	var ov runmodel.Overrides
 	var given []string
 	if f.Changed("temperature") {
 		if math.IsNaN(fl.temperature) || fl.temperature < 0 || fl.temperature > 2 {
@@ -326,7 +333,7 @@ func (fl *evalFlags) genOptions(f *pflag.FlagSet) error {
 	if len(fl.extraBody) > 0 {
 		given = append(given, "--extra-body")
 	}
-	if len(given) > 0 && o.Model.Backend == provider.BackendBaseline {
+	if len(given) > 0 && o.Model.Backend == runmodel.BackendBaseline {
 		return fmt.Errorf("%s: the baseline provider samples nothing, so generation settings do not apply (use --provider openai --endpoint URL to send them to serve-baseline)", strings.Join(given, ", "))
 	}
 	s, err := o.Model.Sampling.Apply(o.Model.Backend, ov)
@@ -340,7 +347,7 @@ func (fl *evalFlags) genOptions(f *pflag.FlagSet) error {
 	if _, ok := extra["chat_template_kwargs"]; ok && s.EnableThinking != nil {
 		return fmt.Errorf("--extra-body chat_template_kwargs conflicts with --no-thinking, which sends chat_template_kwargs {\"enable_thinking\": false} for this model (quirk thinking_toggle); drop --no-thinking and give enable_thinking in --extra-body")
 	}
-	if o.Model.Sampling, err = s.Apply(o.Model.Backend, provider.Overrides{ExtraBody: extra}); err != nil {
+	if o.Model.Sampling, err = s.Apply(o.Model.Backend, runmodel.Overrides{ExtraBody: extra}); err != nil {
 		return fmt.Errorf("--extra-body: %w", err)
 	}
 	return nil
@@ -367,14 +374,14 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 		case k == "":
 			return nil, fmt.Errorf("--extra-body %s has no key before '=': %s", textsafe.QuoteClipped(a, 60), want)
 		}
-		if err := provider.CheckExtraKey(k); err != nil {
+		if err := runmodel.CheckExtraKey(k); err != nil {
 			if f, ok := samplingFlags[strings.ToLower(k)]; ok {
 				return nil, fmt.Errorf("--extra-body %s: %w; use %s", k, err, f)
 			}
 			return nil, fmt.Errorf("--extra-body: %w", err)
 		}
-		if total += len(v); total > provider.MaxExtraBodyBytes {
-			return nil, fmt.Errorf("--extra-body %s: the values are more than %d bytes together", k, provider.MaxExtraBodyBytes)
+		if total += len(v); total > runmodel.MaxExtraBodyBytes {
+			return nil, fmt.Errorf("--extra-body %s: the values are more than %d bytes together", k, runmodel.MaxExtraBodyBytes)
 		}
 		if !utf8.ValidString(v) {
 			return nil, fmt.Errorf("--extra-body %s: value %s is not valid UTF-8", k, textsafe.QuoteClipped(v, 60))

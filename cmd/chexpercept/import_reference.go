@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -153,8 +154,17 @@ is replaced only with --force, and one holding anything else is refused
 			if err != nil {
 				return withExit(2, err)
 			}
-			rep, err := runs.ImportReference(file, runs.ImportOptions{Bench: bench, Model: m, Out: out,
-				NoThinking: noThinking, Oracle: om, Parse: pmode, Force: force})
+			var rep *runs.ImportReport
+			err = untilInterrupted(cmd.Context(), "import-reference", func(context.Context) error {
+				var err error
+				rep, err = runs.ImportReference(file, runs.ImportOptions{Bench: bench, Model: m, Out: out,
+					NoThinking: noThinking, Oracle: om, Parse: pmode, Force: force})
+				return err
+			})
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if err != nil {
 				return withExit(2, withHints(err, forceHint))
 			}

@@ -133,3 +133,50 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalSignalDuringPreflight: SIGTERM or SIGINT while the preflight
+// waits on a server that never answers ends eval with status 130 and a
+// line saying it was interrupted, not status 2 and "context canceled".
+func TestEvalSignalDuringPreflight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			asked := make(chan struct{}, 1)
+			done := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case asked <- struct{}{}:
+				default:
+				}
+				select {
+				case <-r.Context().Done():
+				case <-done:
+				}
+			}))
+			t.Cleanup(func() { close(done); srv.Close() })
+			args := []string{"eval", "--benchmark", genBench, "--out", t.TempDir(), "--oracle", "none", "--limit", "1", "--no-cache",
+				"--provider", "vllm", "--model", "m", "--endpoint", srv.URL + "/v1", "--timeout", "1000s"}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestRunToolsHelperProcess$")
+			cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", "CHX_TEST_ARGS="+strings.Join(args, argSep))
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			<-asked
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+				t.Errorf("exit %v, want 130\n%s", err, stderr.String())
+			}
+			if msg := stderr.String(); !strings.Contains(msg, "interrupted") || strings.Contains(msg, "context canceled") {
+				t.Errorf("stderr %q, want the interruption said once", msg)
+			}
+		})
+	}
+}

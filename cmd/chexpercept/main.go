@@ -60,6 +60,7 @@ func subcommands() []*cobra.Command {
 		newInspectCmd(),
 		newMergeCmd(),
 		newModelsCmd(),
+		newMrmcCmd(),
 		newPhantomCmd(),
 		newReadCmd(),
 		newReportCmd(),

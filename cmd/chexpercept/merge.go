@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -36,9 +38,18 @@ or hold only shard folders (left as they are); one holding a run
 (manifest.json or results.jsonl) is replaced only with --force; one holding
 anything else is refused (exit status 2, before anything is written).`,
 		Args: needSomeArgs("DIR"),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			start := time.Now()
-			rep, err := runs.Merge(args, runs.MergeOptions{Out: out, BenchDir: benchDir, Force: force})
+			var rep *runs.MergeReport
+			err := untilInterrupted(cmd.Context(), "merge", func(context.Context) error {
+				var err error
+				rep, err = runs.Merge(args, runs.MergeOptions{Out: out, BenchDir: benchDir, Force: force})
+				return err
+			})
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if err != nil {
 				return withExit(2, withHints(err, forceHint, flagHint{runs.ErrNoDatasetPath, "; pass --benchmark"}))
 			}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/registry"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -161,7 +161,7 @@ func writeModelDetail(w io.Writer, m registry.ModelInfo, priceSource string) err
 
 // samplingText renders sampling parameters as key=value in their wire
 // names and order; "model defaults" when nothing is sent.
-func samplingText(s provider.Sampling) string {
+func samplingText(s runmodel.Sampling) string {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return "?"

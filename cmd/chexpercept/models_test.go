@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/goldentest"
-	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/registry"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // runModels runs a new models command in-process.
@@ -89,7 +89,7 @@ func TestModelsJSON(t *testing.T) {
 		if (string(o["price"]) != "null") != priced {
 			t.Errorf("%s: price %s, price table match %v", e.Alias, o["price"], priced)
 		}
-		var s provider.Sampling
+		var s runmodel.Sampling
 		want, _ := e.SamplingParams(false)
 		if err := json.Unmarshal(o["sampling"], &s); err != nil || !samplingEqual(s, want) {
 			t.Errorf("%s: sampling %s, want what eval sends (%+v)", e.Alias, o["sampling"], want)
@@ -97,7 +97,7 @@ func TestModelsJSON(t *testing.T) {
 	}
 }
 
-func samplingEqual(a, b provider.Sampling) bool {
+func samplingEqual(a, b runmodel.Sampling) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
@@ -262,11 +262,11 @@ func TestModelsFormatting(t *testing.T) {
 	if got := cell("a\nb\x1b[31m"); got != `a\nb\x1b[31m` {
 		t.Errorf("cell kept control characters: %q", got)
 	}
-	if got := samplingText(provider.Sampling{}); got != "model defaults" {
+	if got := samplingText(runmodel.Sampling{}); got != "model defaults" {
 		t.Errorf("empty sampling: %q", got)
 	}
 	t7, on := 0.7, true
-	if got := samplingText(provider.Sampling{Temperature: &t7, ReasoningEffort: "low", EnableThinking: &on}); got != "temperature=0.7 reasoning_effort=low enable_thinking=true" {
+	if got := samplingText(runmodel.Sampling{Temperature: &t7, ReasoningEffort: "low", EnableThinking: &on}); got != "temperature=0.7 reasoning_effort=low enable_thinking=true" {
 		t.Errorf("sampling text %q", got)
 	}
 }

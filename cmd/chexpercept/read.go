@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -30,11 +31,11 @@ like any model's run.`,
 }
 
 func readInitCmd() *cobra.Command {
-	var benchDir, db, oracle string
+	var benchDir, db, oracle, study, aid string
 	var n, sample int
 	var seed uint64
 	cmd := &cobra.Command{
-		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit]",
+		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit] [--aid RUN_DIR] [--study NAME]",
 		Short: "Create a reading study: the records, each reader's order, sign-in tokens",
 		Long: `init selects the benchmark's records (all, or --sample K of them drawn as
 eval --sample K --sample-seed S draws them, stratified by lesion and path), gives
@@ -42,7 +43,14 @@ every reader the same records in an order shuffled per reader (seeded by
 --seed and the reader's name), and prints one "reader NAME TOKEN" line per
 reader and one "admin TOKEN" line. The tokens are shown only now; the
 database keeps only their hashes. --oracle is the oracle mode the readers
-get, as for models (default implicit).`,
+get, as for models (default implicit).
+
+--aid RUN_DIR makes a sequential aided study: on every question the reader
+answers on their own, then sees the answer the model of that run gave to
+the same question of the same record, and confirms or changes theirs. The
+run must be of this benchmark and oracle mode and hold every selected
+record. --study names the study in the exported runs' manifests (default:
+the database file's name without its extension).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if benchDir == "" || db == "" {
@@ -66,7 +74,8 @@ get, as for models (default implicit).`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			creds, records, err := reading.Init(cmd.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode})
+			creds, records, err := reading.Init(cmd.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
+				Study: study, Aid: aid})
 			if err != nil {
 				return withExit(2, err)
 			}
@@ -78,7 +87,11 @@ get, as for models (default implicit).`,
 					fmt.Fprintf(out, "reader %s %s\n", c.Name, c.Token)
 				}
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records for each of %d readers, oracle %s. Keep the tokens above; they are not stored.\n", db, records, n, mode)
+			design := "unaided"
+			if aid != "" {
+				design = "sequential aided by " + aid
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records for each of %d readers, oracle %s, %s. Keep the tokens above; they are not stored.\n", db, records, n, mode, design)
 			return nil
 		},
 	}
@@ -92,6 +105,8 @@ get, as for models (default implicit).`,
 	f.Var((*seedValue)(&seed), "seed", "seed of the sample and of each reader's order")
 	hiddenAlias(f, "seed", "sample-seed")
 	f.StringVar(&oracle, "oracle", string(protocol.OracleImplicit), "oracle mode: none, implicit or explicit")
+	f.StringVar(&aid, "aid", "", "a model run directory: a sequential aided study shows its answers")
+	f.StringVar(&study, "study", "", "the study's name in the runs' manifests (default: the database's file name)")
 	return cmd
 }
 
@@ -149,13 +164,17 @@ func readExportCmd() *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "export --db READERS_DB --out DIR [--force]",
-		Short: "Write one run directory per reader, in eval's layout (provider human)",
+		Short: "Write the readers' run directories, in eval's layout (provider human)",
 		Long: `export replays each reader's finished records through the protocol's scorer
 and writes DIR/human_<reader>/oracle_<mode>/ with results.jsonl,
 all_results.json, summary.json and manifest.json, as eval writes them
-(provider human, model = the reader's name). Records a reader has not
-finished are left out (the summary counts them as not done). A reader's run
-directory that already holds a run is replaced only with --force.`,
+(provider human, model = the reader's name). An aided study writes two runs
+per reader, DIR/human_<reader>_unaided/ and DIR/human_<reader>_aided/ (the
+answers before and after the model's), over the same records. Each
+manifest's "reading" member names the study, the reader, the arm and the
+aid run. Records a reader has not finished are left out (the summary counts
+them as not done). A run directory that already holds a run is replaced
+only with --force.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if db == "" || out == "" {
@@ -166,7 +185,16 @@ directory that already holds a run is replaced only with --force.`,
 				return withExit(2, err)
 			}
 			defer st.Close()
-			runs, err := reading.Export(cmd.Context(), st, out, force)
+			var runs []reading.ExportedRun
+			err = untilInterrupted(cmd.Context(), "read export", func(ctx context.Context) error {
+				var err error
+				runs, err = reading.Export(ctx, st, out, force)
+				return err
+			})
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if errors.Is(err, reading.ErrRunExists) {
 				return withExit(2, fmt.Errorf("%w; pass --force to replace it", err))
 			}
@@ -175,10 +203,10 @@ directory that already holds a run is replaced only with --force.`,
 			}
 			for _, r := range runs {
 				if r.Dir == "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: no record finished (of %d), nothing written\n", r.Reader, r.Selected)
+					fmt.Fprintf(cmd.OutOrStdout(), "%s (%s): no record finished (of %d), nothing written\n", r.Reader, r.Arm, r.Selected)
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d of %d records finished → %s\n", r.Reader, r.Finished, r.Selected, r.Dir)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s (%s): %d of %d records finished → %s\n", r.Reader, r.Arm, r.Finished, r.Selected, r.Dir)
 			}
 			return nil
 		},

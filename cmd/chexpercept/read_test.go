@@ -215,3 +215,17 @@ func TestReadKillResume(t *testing.T) {
 		t.Errorf("second export: exit %d, %s", code, stderr)
 	}
 }
+
+// TestReadInitAidRefused: read init --aid with a directory that holds no
+// run is refused in one line (exit 2) and creates no database.
+func TestReadInitAidRefused(t *testing.T) {
+	bench := protocoltest.Bench(t).Dir
+	db := filepath.Join(t.TempDir(), "aided.sqlite")
+	_, stderr, code := runCLI(t, "read", "init", "--benchmark", bench, "--db", db, "--readers", "2", "--aid", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, "--aid") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("a refused init left its database")
+	}
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -37,9 +39,10 @@ general models) on the runs given, grouping each run by its model's registry
 domain (--models adds registry files) or by --domains FILE, a YAML mapping
 of run names or models to groups; baselines are never grouped. Its numbers
 are in ext_domain.csv, ext_domain_diff.csv and ext_domain_decay.csv. With
-runs of human readers (read export) the readers-and-models part's numbers
-are in ext_readers.csv, ext_readers_diff.csv, ext_reader_agreement.csv and
-ext_reader_time.csv (docs/reading.md).
+runs of human readers (read export) the readers-and-models part compares
+readers and models by MRMC analysis on the records all answered; its numbers
+are in ext_reader_mrmc.csv, ext_reader_agreement.csv, ext_reader_time.csv
+and, with an aided study, ext_reader_switches.csv (docs/reading.md).
 
 Problems with single inputs are warnings: the report of everything valid
 is still written and lists what was left out.
@@ -79,7 +82,16 @@ deletes nothing.`,
 				return withExit(2, fmt.Errorf("--flag-share: %w", err))
 			}
 			cfg.Report.Version = version.String()
-			res, err := report.Generate(cfg)
+			var res *analysis.Result
+			err := untilInterrupted(cmd.Context(), "report", func(context.Context) error {
+				var err error
+				res, err = report.Generate(cfg)
+				return err
+			})
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if res != nil {
 				for _, w := range res.Warnings {
 					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", textsafe.OneLine(w))

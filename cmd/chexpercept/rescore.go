@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,7 +39,7 @@ printed is the new run directory. That directory must be new, empty or hold
 only shard folders; one holding a run is replaced only with --force, and one
 holding anything else is refused (exit status 2, before anything is written).`,
 		Args: needArgs("RUN_DIR"),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			start := time.Now()
 			if parseMode != "reference" && parseMode != "strict" {
 				return withExit(2, fmt.Errorf("--parse-mode %q: want reference or strict", parseMode))
@@ -57,7 +59,16 @@ holding anything else is refused (exit status 2, before anything is written).`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			rep, err := runs.Rescore(src, runs.RescoreOptions{Mode: parse.Mode(parseMode), Bench: bench, Force: force})
+			var rep *runs.RescoreReport
+			err = untilInterrupted(cmd.Context(), "rescore", func(context.Context) error {
+				var err error
+				rep, err = runs.Rescore(src, runs.RescoreOptions{Mode: parse.Mode(parseMode), Bench: bench, Force: force})
+				return err
+			})
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if err != nil {
 				return withExit(2, withHints(err, forceHint))
 			}

@@ -267,7 +267,7 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 	res.Domains, warns = analyzeDomains(res, &opts)
 	res.Warnings = append(res.Warnings, warns...)
 	res.Health = ComputeItemHealth(res, opts.FlagShare)
-	res.Readers = analyzeReaders(res, &opts)
+	res.Readers = analyzeReaders(res)
 	return res, nil
 }
 

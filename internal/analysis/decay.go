@@ -275,5 +275,10 @@ func diffCI(a, b *unitBoot, k benchmark.Stage) (lo, hi float64, ok bool) {
 		return 0, 0, false
 	}
 	lo, hi = percentileCI(reps)
+	if lo == hi {
+		// Every replicate the same difference (both groups 0 of n, say):
+		// the interval from the two groups' Wilson intervals instead.
+		return Newcombe(a.point[k-1], a.pooled.ok[k-1], a.pooled.app[k-1], b.point[k-1], b.pooled.ok[k-1], b.pooled.app[k-1])
+	}
 	return lo, hi, true
 }

@@ -270,6 +270,12 @@ func matchedRow(a, b *RunResult, pi int, k benchmark.Stage, o *Options) DiffRow 
 	}
 	row.Valid, row.Diff = true, mean(va)-mean(vb)
 	row.Lo, row.Hi, _ = BootstrapPairedDiff(va, vb, o.Bootstrap, o.Seed, fmt.Sprintf("e2e_%d", k))
+	if row.Lo == row.Hi {
+		// Every replicate the same difference (no discordant pair): the
+		// interval from the two runs' Wilson intervals instead.
+		ka, kb := int(math.Round(mean(va)*float64(len(va)))), int(math.Round(mean(vb)*float64(len(vb))))
+		row.Lo, row.Hi, _ = Newcombe(mean(va), ka, len(va), mean(vb), kb, len(vb))
+	}
 	row.PValid, row.P = true, McNemarP(row.B, row.C)
 	return row
 }

@@ -32,7 +32,7 @@ type Run struct {
 	ProfileName     string
 	ProfileSHA256   string
 	// Sampling is what the manifest records as sent per call
-	// (results.Sampling.Text); "" when there is no manifest.
+	// (runmodel.Sampling.Text); "" when there is no manifest.
 	Sampling string
 
 	// Records are the last line per key_id, in index order, restricted
@@ -42,6 +42,10 @@ type Run struct {
 	// Ref is the reference (§10.1) metrics over every ok record, or over
 	// all_results.json when results.jsonl is unusable; nil if neither.
 	Ref *results.RefMetrics
+
+	// Reading is the manifest's reading arm (a reader study's run of
+	// human answers); nil otherwise.
+	Reading *results.ReadingArm
 
 	// Selected is the manifest's selected_records; 0 when unknown.
 	Selected int
@@ -249,6 +253,10 @@ func firstDataset(dirs []string) string {
 
 // readRun reads one run directory; nil when nothing of it is usable.
 func (s *Set) readRun(dir string) *Run {
+	if results.IsUnfinished(dir) {
+		s.warnf("%s %v; left out", dir, results.ErrUnfinished)
+		return nil
+	}
 	r := &Run{Dir: dir}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -522,6 +530,11 @@ func (s *Set) readManifest(r *Run, dir, parent, base string) {
 	r.BenchmarkSHA256, r.DatasetPath = m.Dataset.SHA256, m.Dataset.Path
 	r.ProfileName, r.ProfileSHA256 = textsafe.OneLine(m.PromptProfile.Name), m.PromptProfile.SHA256
 	r.Sampling = m.Sampling.Text()
+	if m.Reading != nil {
+		arm := *m.Reading
+		arm.Study, arm.Reader, arm.Arm, arm.AidRun = textsafe.OneLine(arm.Study), textsafe.OneLine(arm.Reader), textsafe.OneLine(arm.Arm), textsafe.OneLine(arm.AidRun)
+		r.Reading = &arm
+	}
 	r.Selected = s.selectedRecords(mpath, m.SelectedRecords)
 }
 

@@ -342,3 +342,28 @@ func TestIncompleteRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestUnfinishedRunLeftOut: a run directory that a merge, rescore,
+// import or export began and did not finish (results.UnfinishedFile) is
+// never read as a run: it is left out with a warning, whatever files it
+// already holds.
+func TestUnfinishedRunLeftOut(t *testing.T) {
+	dir, _ := writeRuns(t,
+		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
+		&analysistest.Run{Provider: "baseline", Label: "first", Oracle: "none", Policy: analysistest.First},
+	)
+	unfinished := filepath.Join(dir, "baseline_first", "oracle_none")
+	if err := results.MarkUnfinished(unfinished); err != nil {
+		t.Fatal(err)
+	}
+	set, err := Load([]string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Runs) != 1 || set.Runs[0].Name != "baseline_oracle" {
+		t.Errorf("runs read: %+v", set.Runs)
+	}
+	if !hasWarning(set.Warnings, unfinished, "unfinished run", "left out") {
+		t.Errorf("warnings %q do not name the unfinished run", set.Warnings)
+	}
+}

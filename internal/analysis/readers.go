@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -9,37 +10,105 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/agreement"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // Readers and models: when runs of human readers (provider human, from
 // `read export`) are among the runs, the readers of an oracle mode are
-// one group — their mean end-to-end accuracy per path and stage with a
-// two-level bootstrap interval (readers resampled, then each resampled
-// reader's records: the same resampling as a domain group's) — and every
-// model run of the mode is compared with it. Claim 3 of the findings
-// ("models fall short of expert readers at each perception level") is
-// decided from those differences.
+// one panel, analysed as a multi-reader multi-case (MRMC) study
+// (internal/mrmc, docs/mrmc.md): a case is a record, the figure of merit
+// a stage's end-to-end accuracy. Every comparison uses only the records
+// every compared party answered: the readers' mean (with the
+// one-modality Obuchowski–Rockette interval, Hillis 2007) on the records
+// every reader answered; each model − readers (the model a reader
+// without reader variance) on the records the model and every reader
+// answered. Claim 3 of the findings ("models fall short of expert
+// readers at each perception level") is decided from those differences.
+//
+// A sequential aided study (runs whose manifest names the arm, unaided
+// or aided, and the model run shown) adds aided − unaided per path and
+// stage by the two-modality random-readers random-cases analysis, and
+// how often readers switched after seeing the model's answer.
 
 // MinReaders is the number of readers claim 3 needs: one reader says
 // nothing about readers in general.
 const MinReaders = 2
 
+// MinReaderRecords is the number of paired records a model − readers
+// cell needs to count toward claim 3: the minimum claim 1 asks of its
+// records (MinDecayRecords).
+const MinReaderRecords = MinDecayRecords
+
 // ReadersResult is the readers-and-models part of a report.
 type ReadersResult struct {
 	Modes   []string    // oracle modes with readers, sorted
-	Readers []ReaderSet // per mode
-	Groups  []GroupRow  // the readers' mean per mode, path and stage (Group "readers")
-	Diffs   []DiffRow   // model − readers (Comparison "model:<run>"), per mode, model, path, stage
-	Kappa   []KappaRow
-	Time    []TimeRow
-	Verdict []Verdict // claim 3 per mode
+	Readers []ReaderSet // per mode: the panel (unaided readers)
+	// MRMC are the rows of ext_reader_mrmc.csv: per mode, path and stage
+	// the readers' mean, then each model − readers; then the aided
+	// studies' aided − unaided rows.
+	MRMC     []MRMCRow
+	Studies  []AidedStudy
+	Switches []SwitchRow
+	Kappa    []KappaRow
+	Time     []TimeRow
+	Verdict  []Verdict // claim 3 per mode
 }
 
-// ReaderSet names the reader runs of a mode.
+// ReaderSet names the reader runs of a mode's panel.
 type ReaderSet struct {
 	OracleMode string
 	Runs       []string
+}
+
+// Comparisons of an MRMCRow.
+const (
+	ComparisonReaders = "readers"
+	ComparisonModel   = "model:" // + run name
+	ComparisonAided   = "aided-unaided"
+)
+
+// MRMCRow is one MRMC analysis of one path and stage: the readers' mean,
+// a model − readers, or aided − unaided. Numbers are fractions; NaN when
+// undefined (SE, df, interval and p are NaN when the standard error is 0
+// or undefined, or with fewer than 2 readers or 2 records).
+type MRMCRow struct {
+	Comparison, OracleMode string
+	Model                  string // model rows: the run
+	Study, AidRun          string // aided rows
+	Path                   benchmark.Path
+	Stage                  benchmark.Stage
+	NReaders, NRecords     int
+	Estimate, SE, DF       float64
+	Lo, Hi, P              float64
+}
+
+// Valid reports whether the row has an interval.
+func (r *MRMCRow) Valid() bool { return !math.IsNaN(r.Lo) && !math.IsNaN(r.Hi) }
+
+// AidedStudy is one sequential aided study of a mode: its readers with
+// both arms and the model run shown to them (Found: among the runs).
+type AidedStudy struct {
+	OracleMode, Study, AidRun string
+	Readers                   []string // reader names, sorted
+	Found                     bool
+}
+
+// SwitchRow counts how one reader of an aided study changed a stage's
+// answer after seeing the model's, on the records where the stage
+// applies and the reader (both arms) and the model answered: a stage's
+// answer is right when all its questions are.
+type SwitchRow struct {
+	OracleMode, Study, AidRun, Reader string
+	Path                              benchmark.Path
+	Stage                             benchmark.Stage
+	NRecords                          int
+	// ModelWrong counts records the reader had right unaided and the
+	// model wrong; RightToWrong those of them the reader then had wrong.
+	ModelWrong, RightToWrong int
+	// ModelRight counts records the reader had wrong unaided and the
+	// model right; WrongToRight those of them the reader then had right.
+	ModelRight, WrongToRight int
 }
 
 // KappaRow is the readers' agreement on one question type in a mode:
@@ -62,33 +131,42 @@ type TimeRow struct {
 	MeanS, MedianS float64
 }
 
-// GroupReaders is the Group of the readers' rows.
-const GroupReaders = "readers"
-
-// ComparisonModel prefixes a DiffRow's Comparison for a model − readers row.
-const ComparisonModel = "model:"
-
 // IsReader reports whether a run is a human reader's.
 func IsReader(rr *RunResult) bool { return rr.Run.Provider == results.ProviderHuman }
 
+// isAidedArm reports whether a reader run is an arm of a sequential
+// aided study (it names the model run shown).
+func isAidedArm(rr *RunResult) bool {
+	return rr.Run.Reading != nil && rr.Run.Reading.AidRun != "" &&
+		(rr.Run.Reading.Arm == results.ArmUnaided || rr.Run.Reading.Arm == results.ArmAided)
+}
+
 // analyzeReaders computes the readers-and-models part; nil without
 // reader runs.
-func analyzeReaders(res *Result, o *Options) *ReadersResult {
+func analyzeReaders(res *Result) *ReadersResult {
 	var out *ReadersResult
 	for _, mode := range res.Modes() {
-		var readers, models []*RunResult
+		var readers, arms, models []*RunResult
 		for _, rr := range res.Runs {
 			if !rr.Scored || rr.Run.OracleMode != mode {
 				continue
 			}
 			switch {
+			case IsReader(rr) && isAidedArm(rr):
+				arms = append(arms, rr)
+				// The unaided arm is also a reader's own reading.
+				if rr.Run.Reading.Arm == results.ArmUnaided {
+					readers = append(readers, rr)
+				}
 			case IsReader(rr):
-				readers = append(readers, rr)
+				if rr.Run.Reading == nil || rr.Run.Reading.Arm != results.ArmAided {
+					readers = append(readers, rr)
+				}
 			case rr.Run.Provider != BaselineProvider && !strings.HasPrefix(rr.Run.Name, "baseline_"):
 				models = append(models, rr)
 			}
 		}
-		if len(readers) == 0 {
+		if len(readers) == 0 && len(arms) == 0 {
 			continue
 		}
 		if out == nil {
@@ -100,60 +178,246 @@ func analyzeReaders(res *Result, o *Options) *ReadersResult {
 			set.Runs = append(set.Runs, rr.Run.Name)
 		}
 		out.Readers = append(out.Readers, set)
-		out.addMode(mode, readers, models, o)
+		out.addMode(mode, readers, models)
+		out.addAided(mode, arms, models)
 	}
 	return out
 }
 
-func (rs *ReadersResult) addMode(mode string, readers, models []*RunResult, o *Options) {
-	for pi, path := range benchmark.Paths {
-		var units [][]decayRec
-		for _, rr := range readers {
-			if u := pathRecords(rr, pi); len(u) > 0 {
-				units = append(units, u)
+// stageMap is a run's end-to-end outcome (1 right through the stage, 0
+// not) per record key where stage k applies on path pi.
+func stageMap(rr *RunResult, pi int, k benchmark.Stage) map[string]float64 {
+	xs, keys := stageVector(rr, pi, k)
+	m := make(map[string]float64, len(keys))
+	for i, key := range keys {
+		m[key] = xs[i]
+	}
+	return m
+}
+
+// commonKeys are the keys present in every map, sorted.
+func commonKeys(ms ...map[string]float64) []string {
+	if len(ms) == 0 {
+		return nil
+	}
+	var keys []string
+	for key := range ms[0] {
+		all := true
+		for _, m := range ms[1:] {
+			if _, ok := m[key]; !ok {
+				all = false
+				break
 			}
 		}
-		var rb *unitBoot
-		if len(units) > 0 {
-			rb = bootUnit(units, true, o)
+		if all {
+			keys = append(keys, key)
 		}
-		job := &bootJob{runs: readers, ub: rb}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// scoresOn are the maps' values on keys, one slice per map.
+func scoresOn(ms []map[string]float64, keys []string) [][]float64 {
+	out := make([][]float64, len(ms))
+	for j, m := range ms {
+		out[j] = make([]float64, len(keys))
+		for c, key := range keys {
+			out[j][c] = m[key]
+		}
+	}
+	return out
+}
+
+func undefinedRow(comparison, mode string, path benchmark.Path, k benchmark.Stage, nReaders, nRecords int) MRMCRow {
+	return MRMCRow{Comparison: comparison, OracleMode: mode, Path: path, Stage: k, NReaders: nReaders, NRecords: nRecords,
+		Estimate: math.NaN(), SE: math.NaN(), DF: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), P: math.NaN()}
+}
+
+// set takes an MRMC interval, its bounds clipped to the values the
+// figure can take: [0, 1] for the readers' mean, [−1, 1] for a
+// difference (a t interval knows no bounds; NaN stays NaN).
+func (r *MRMCRow) set(iv mrmc.Interval) {
+	r.Estimate, r.SE, r.DF, r.Lo, r.Hi, r.P = iv.Estimate, iv.SE, iv.DF, iv.Lo, iv.Hi, iv.P
+	floor := -1.0
+	if r.Comparison == ComparisonReaders {
+		floor = 0
+	}
+	if r.Lo < floor {
+		r.Lo = floor
+	}
+	if r.Hi > 1 {
+		r.Hi = 1
+	}
+}
+
+// meanOfMeans is the mean over the scores' rows of each row's mean (NaN
+// without rows or columns): an estimate without an interval.
+func meanOfMeans(scores [][]float64) float64 {
+	if len(scores) == 0 || len(scores[0]) == 0 {
+		return math.NaN()
+	}
+	var t float64
+	for _, s := range scores {
+		t += mean(s)
+	}
+	return t / float64(len(scores))
+}
+
+func (rs *ReadersResult) addMode(mode string, readers, models []*RunResult) {
+	for pi, path := range benchmark.Paths {
 		for _, k := range benchmark.Stages {
 			if !benchmark.StageApplies(path, false, k) {
 				continue
 			}
-			rs.Groups = append(rs.Groups, groupRow(job, GroupReaders, mode, pi, k))
-		}
-		for _, m := range models {
-			var mb *unitBoot
-			if u := pathRecords(m, pi); len(u) > 0 && rb != nil {
-				mb = bootUnit([][]decayRec{u}, false, o)
+			vecs := make([]map[string]float64, len(readers))
+			for j, rr := range readers {
+				vecs[j] = stageMap(rr, pi, k)
 			}
-			for _, k := range benchmark.Stages {
-				if benchmark.StageApplies(path, false, k) {
-					rs.Diffs = append(rs.Diffs, modelDiff(mb, rb, m.Run.Name, mode, path, k))
+			keys := commonKeys(vecs...)
+			scores := scoresOn(vecs, keys)
+			row := undefinedRow(ComparisonReaders, mode, path, k, len(readers), len(keys))
+			row.Estimate = meanOfMeans(scores)
+			if iv, err := mrmc.PanelMean(mrmc.Accuracy, scores, nil, 0); err == nil {
+				row.set(iv)
+			}
+			rs.MRMC = append(rs.MRMC, row)
+			for _, m := range models {
+				mv := stageMap(m, pi, k)
+				keys := commonKeys(append(slices.Clone(vecs), mv)...)
+				scores := scoresOn(append(slices.Clone(vecs), mv), keys)
+				row := undefinedRow(ComparisonModel+m.Run.Name, mode, path, k, len(readers), len(keys))
+				row.Model = m.Run.Name
+				if len(keys) > 0 && len(readers) > 0 {
+					row.Estimate = mean(scores[len(readers)]) - meanOfMeans(scores[:len(readers)])
 				}
+				if s, err := mrmc.ModelVersusPanel(mrmc.Accuracy, scores[len(readers)], scores[:len(readers)], nil, 0, 0); err == nil {
+					row.set(s.Interval)
+				}
+				rs.MRMC = append(rs.MRMC, row)
 			}
 		}
 	}
 	rs.Kappa = append(rs.Kappa, readerKappa(mode, readers)...)
 	rs.Time = append(rs.Time, readerTime(mode, readers)...)
-	rs.Verdict = append(rs.Verdict, readersVerdict(rs, mode, len(readers), len(models)))
+	rs.Verdict = append(rs.Verdict, readersVerdict(rs.MRMC, mode, len(readers), len(models)))
 }
 
-// modelDiff is model − readers in one cell, its interval from the two
-// bootstraps' replicates (independent resamples), replicate by replicate.
-func modelDiff(model, readers *unitBoot, run, mode string, path benchmark.Path, k benchmark.Stage) DiffRow {
-	row := DiffRow{Comparison: ComparisonModel + run, OracleMode: mode, Path: path, Stage: k, NA: 1, ModelA: run}
-	if model == nil || readers == nil {
-		return row
+// addAided adds the aided studies of a mode: aided − unaided per path
+// and stage over the readers with both arms, and their switches.
+func (rs *ReadersResult) addAided(mode string, arms, models []*RunResult) {
+	type pair struct{ unaided, aided *RunResult }
+	studies := map[string]map[string]*pair{}
+	aidRun := map[string]string{}
+	for _, rr := range arms {
+		a := rr.Run.Reading
+		if studies[a.Study] == nil {
+			studies[a.Study] = map[string]*pair{}
+			aidRun[a.Study] = a.AidRun
+		}
+		p := studies[a.Study][a.Reader]
+		if p == nil {
+			p = &pair{}
+			studies[a.Study][a.Reader] = p
+		}
+		if a.Arm == results.ArmAided {
+			p.aided = rr
+		} else {
+			p.unaided = rr
+		}
 	}
-	row.NB = readers.nModels[k-1]
-	if math.IsNaN(model.point[k-1]) || math.IsNaN(readers.point[k-1]) {
-		return row
+	for _, study := range slices.Sorted(maps.Keys(studies)) {
+		st := AidedStudy{OracleMode: mode, Study: study, AidRun: aidRun[study]}
+		var pairs []*pair
+		for _, reader := range slices.Sorted(maps.Keys(studies[study])) {
+			if p := studies[study][reader]; p.unaided != nil && p.aided != nil {
+				st.Readers = append(st.Readers, reader)
+				pairs = append(pairs, p)
+			}
+		}
+		if len(pairs) == 0 {
+			continue
+		}
+		var model *RunResult
+		for _, m := range models {
+			if m.Run.Name == st.AidRun {
+				model, st.Found = m, true
+			}
+		}
+		rs.Studies = append(rs.Studies, st)
+		for pi, path := range benchmark.Paths {
+			for _, k := range benchmark.Stages {
+				if !benchmark.StageApplies(path, false, k) {
+					continue
+				}
+				var vecs []map[string]float64 // aided arms, then unaided
+				for _, p := range pairs {
+					vecs = append(vecs, stageMap(p.aided, pi, k))
+				}
+				for _, p := range pairs {
+					vecs = append(vecs, stageMap(p.unaided, pi, k))
+				}
+				keys := commonKeys(vecs...)
+				scores := scoresOn(vecs, keys)
+				r := len(pairs)
+				row := undefinedRow(ComparisonAided, mode, path, k, r, len(keys))
+				row.Study, row.AidRun = study, st.AidRun
+				if len(keys) > 0 {
+					row.Estimate = meanOfMeans(scores[:r]) - meanOfMeans(scores[r:])
+				}
+				d := &mrmc.Data{FOM: mrmc.Accuracy, Modalities: []string{results.ArmAided, results.ArmUnaided}, Readers: st.Readers, Cases: keys,
+					Scores: [][][]float64{scores[:r], scores[r:]}}
+				if a, err := mrmc.Analyze(d, 0); err == nil {
+					row.set(a.Designs[0].Diffs[0].Interval)
+				}
+				rs.MRMC = append(rs.MRMC, row)
+				if model == nil {
+					continue
+				}
+				for i, p := range pairs {
+					rs.Switches = append(rs.Switches, switchRow(st, st.Readers[i], p.unaided, p.aided, model, pi, k))
+				}
+			}
+		}
 	}
-	row.Diff = model.point[k-1] - readers.point[k-1]
-	row.Lo, row.Hi, row.Valid = diffCI(model, readers, k)
+}
+
+// stageRight is a run's own answer to stage k (all its questions right)
+// per record key where the stage applies on path pi.
+func stageRight(rr *RunResult, pi int, k benchmark.Stage) map[string]bool {
+	m := map[string]bool{}
+	for i := range rr.Scores {
+		s := &rr.Scores[i]
+		if s.Path == pi && s.App[k-1] {
+			m[s.Key] = s.Cor[k-1]
+		}
+	}
+	return m
+}
+
+func switchRow(st AidedStudy, reader string, unaided, aided, model *RunResult, pi int, k benchmark.Stage) SwitchRow {
+	row := SwitchRow{OracleMode: st.OracleMode, Study: st.Study, AidRun: st.AidRun, Reader: reader, Path: benchmark.Paths[pi], Stage: k}
+	u, a, m := stageRight(unaided, pi, k), stageRight(aided, pi, k), stageRight(model, pi, k)
+	for key, ur := range u {
+		ar, ok1 := a[key]
+		mr, ok2 := m[key]
+		if !ok1 || !ok2 {
+			continue
+		}
+		row.NRecords++
+		switch {
+		case ur && !mr:
+			row.ModelWrong++
+			if !ar {
+				row.RightToWrong++
+			}
+		case !ur && mr:
+			row.ModelRight++
+			if ar {
+				row.WrongToRight++
+			}
+		}
+	}
 	return row
 }
 
@@ -264,12 +528,15 @@ func readerTime(mode string, readers []*RunResult) []TimeRow {
 	return rows
 }
 
-// readersVerdict decides claim 3 in a mode from the model − readers rows:
-// supported when at every path and stage every model's interval lies
-// below 0, not supported when some model's interval lies above 0 at some
-// path and stage, undecided otherwise or with fewer than MinReaders
-// readers or no model.
-func readersVerdict(rs *ReadersResult, mode string, nReaders, nModels int) Verdict {
+// readersVerdict decides claim 3 in a mode from the model − readers
+// rows. A cell counts when the model and every reader share at least
+// MinReaderRecords records and the difference has an interval. Not
+// supported when some counted cell's interval lies above 0; supported
+// when every cell of every model counts and lies below 0; undecided
+// otherwise — "too few records" when no cell, or not every cell, has
+// the records a verdict needs — and with fewer than MinReaders readers
+// or no model.
+func readersVerdict(rows []MRMCRow, mode string, nReaders, nModels int) Verdict {
 	v := Verdict{Claim: 3, OracleMode: mode, Status: Undecided}
 	if nModels == 0 {
 		v.Reason = "no model run to compare with the readers"
@@ -279,18 +546,23 @@ func readersVerdict(rs *ReadersResult, mode string, nReaders, nModels int) Verdi
 		v.Reason = fmt.Sprintf("%d reader(s): at least %d are needed to speak of readers in general", nReaders, MinReaders)
 		return v
 	}
-	var closest *DiffRow
-	valid := 0
-	for i := range rs.Diffs {
-		d := &rs.Diffs[i]
-		if d.OracleMode != mode || !d.Valid {
+	var closest *MRMCRow
+	counted, short, most := 0, 0, 0
+	for i := range rows {
+		d := &rows[i]
+		if d.OracleMode != mode || !strings.HasPrefix(d.Comparison, ComparisonModel) {
 			continue
 		}
-		valid++
+		most = max(most, d.NRecords)
+		if d.NRecords < MinReaderRecords || !d.Valid() {
+			short++
+			continue
+		}
+		counted++
 		if d.Lo > 0 {
 			v.Status = NotSupported
-			v.Reason = fmt.Sprintf("%d readers, %d model(s): %s is ahead of the readers on %s stage %d by %s points [%s, %s]",
-				nReaders, nModels, d.ModelA, d.Path, d.Stage, spts(d.Diff), spts(d.Lo), spts(d.Hi))
+			v.Reason = fmt.Sprintf("%d readers, %d model(s): %s is ahead of the readers on %s stage %d by %s points [%s, %s] (MRMC, %d paired records, p = %.3f)",
+				nReaders, nModels, d.Model, d.Path, d.Stage, spts(d.Estimate), spts(d.Lo), spts(d.Hi), d.NRecords, d.P)
 			return v
 		}
 		if closest == nil || d.Hi > closest.Hi {
@@ -298,15 +570,18 @@ func readersVerdict(rs *ReadersResult, mode string, nReaders, nModels int) Verdi
 		}
 	}
 	if closest == nil {
-		v.Reason = "no path and stage with both reader and model records"
+		v.Reason = fmt.Sprintf("too few records: the readers and a model share at most %d record(s) in a path and stage, fewer than the %d a verdict needs", most, MinReaderRecords)
 		return v
 	}
-	cell := fmt.Sprintf("%d readers, %d model(s), %d cell(s): the closest model is %s on %s stage %d, %s points [%s, %s] from the readers' mean",
-		nReaders, nModels, valid, closest.ModelA, closest.Path, closest.Stage, spts(closest.Diff), spts(closest.Lo), spts(closest.Hi))
-	if closest.Hi < 0 {
+	cell := fmt.Sprintf("%d readers, %d model(s), %d cell(s): the closest model is %s on %s stage %d, %s points [%s, %s] from the readers' mean (MRMC, %d paired records)",
+		nReaders, nModels, counted, closest.Model, closest.Path, closest.Stage, spts(closest.Estimate), spts(closest.Lo), spts(closest.Hi), closest.NRecords)
+	switch {
+	case closest.Hi >= 0:
+		v.Reason = cell + "; its interval reaches 0"
+	case short > 0:
+		v.Reason = cell + fmt.Sprintf("; too few records: %d cell(s) have fewer than %d paired records or no interval", short, MinReaderRecords)
+	default:
 		v.Status, v.Reason = Supported, cell
-		return v
 	}
-	v.Reason = cell + "; its interval reaches 0"
 	return v
 }

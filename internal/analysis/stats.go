@@ -149,3 +149,25 @@ func Percentile(xs []float64, q float64) float64 {
 	slices.Sort(s)
 	return Quantile(s, q)
 }
+
+// Newcombe is the interval of the difference pa − pb of two independent
+// shares by Newcombe's hybrid score method (the MOVER of two Wilson
+// intervals): with (la, ua) the Wilson interval of ka of na and (lb, ub)
+// that of kb of nb, the bounds are d − √((pa − la)² + (ub − pb)²) and
+// d + √((ua − pa)² + (pb − lb)²). pa and pb are the point estimates (a
+// group's mean of its models' shares, which may differ from its pooled
+// share); each Wilson interval is widened to hold its point. ok is false
+// when a group has no record.
+func Newcombe(pa float64, ka, na int, pb float64, kb, nb int) (lo, hi float64, ok bool) {
+	la, ua, okA := Wilson(ka, na)
+	lb, ub, okB := Wilson(kb, nb)
+	if !okA || !okB || math.IsNaN(pa) || math.IsNaN(pb) {
+		return 0, 0, false
+	}
+	la, ua = min(la, pa), max(ua, pa)
+	lb, ub = min(lb, pb), max(ub, pb)
+	d := pa - pb
+	lo = d - math.Sqrt((pa-la)*(pa-la)+(ub-pb)*(ub-pb))
+	hi = d + math.Sqrt((ua-pa)*(ua-pa)+(pb-lb)*(pb-lb))
+	return max(lo, -1), min(hi, 1), true
+}

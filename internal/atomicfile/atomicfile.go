@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
@@ -29,14 +30,15 @@ func write(name string, data []byte, durable bool) error {
 		return err
 	}
 	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, filepath.Base(name)+".tmp-*")
+	f, err := createTemp(name)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	tmp := f.Name()
+	defer forget(tmp)
 	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
+		_ = f.Close() // the write already failed; that error is the one reported
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if _, err := f.Write(data); err != nil {
@@ -51,21 +53,35 @@ func write(name string, data []byte, durable bool) error {
 		}
 	}
 	if err := f.Close(); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if err := os.Rename(tmp, name); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if durable {
 		// Sync the directory so the rename itself is durable.
-		if d, err := os.Open(dir); err == nil {
-			d.Sync()
-			d.Close()
+		if err := SyncDir(dir); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// SyncDir syncs the directory dir, so that the entries created, renamed
+// or removed in it survive a crash. Its error is the caller's to report:
+// a write that could not be made durable did not succeed.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // File is an output too large to build in memory, written atomically:
@@ -82,7 +98,7 @@ func Create(name string) (*File, error) {
 	if err := replaceable(name); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".tmp-*")
+	f, err := createTemp(name)
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
@@ -93,6 +109,7 @@ func Create(name string) (*File, error) {
 // on failure the temporary file is removed.
 func (f *File) Commit() error {
 	tmp := f.File.Name()
+	defer forget(tmp)
 	err := f.Chmod(0o644)
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -101,17 +118,70 @@ func (f *File) Commit() error {
 		err = os.Rename(tmp, f.name)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", f.name, err)
 	}
 	return nil
 }
 
 // Abort closes and removes the temporary file, leaving the target as it
-// was. It may be called after Commit, which it then does not undo.
+// was. It may be called after Commit, which it then does not undo (the
+// Close then fails, and nothing is removed). Abort is the path of a
+// write that already failed or is given up, so its own errors report
+// nothing new.
 func (f *File) Abort() {
 	if f.Close() == nil {
-		os.Remove(f.File.Name())
+		_ = os.Remove(f.File.Name())
+		forget(f.File.Name())
+	}
+}
+
+// The temporary files being written, so that an interrupted command can
+// remove them (RemoveTemps) before it exits.
+var temps struct {
+	sync.Mutex
+	names   map[string]bool
+	stopped bool
+}
+
+// ErrStopped is the error of a write started after RemoveTemps.
+var ErrStopped = errors.New("the command is stopping (interrupted)")
+
+func createTemp(name string) (*os.File, error) {
+	temps.Lock()
+	defer temps.Unlock()
+	if temps.stopped {
+		return nil, ErrStopped
+	}
+	f, err := os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	if temps.names == nil {
+		temps.names = map[string]bool{}
+	}
+	temps.names[f.Name()] = true
+	return f, nil
+}
+
+func forget(tmp string) {
+	temps.Lock()
+	delete(temps.names, tmp)
+	temps.Unlock()
+}
+
+// RemoveTemps removes every temporary file of a write still in progress
+// in this process and makes later writes fail with ErrStopped. A command
+// that catches SIGINT or SIGTERM calls it before it exits, so no
+// "*.tmp-*" file of its outputs is left behind; a write being renamed
+// into place at that moment either lands whole or not at all.
+func RemoveTemps() {
+	temps.Lock()
+	defer temps.Unlock()
+	temps.stopped = true
+	for n := range temps.names {
+		_ = os.Remove(n) // best effort on the way out; a leftover is debris the next run removes or ignores
+		delete(temps.names, n)
 	}
 }
 

@@ -174,8 +174,19 @@ func DefaultLesions() *LesionSet { return defaultLesionSet }
 
 // WithDefaults returns the built-in definitions with defs applied: a
 // definition with a built-in name replaces it in place, a new name is
-// appended, in the order given.
+// appended, in the order given. A definition without a name, or a name
+// given twice in defs, is an error naming the definition's place in defs.
 func WithDefaults(defs []LesionDef) (*LesionSet, error) {
+	seen := map[string]int{}
+	for i, d := range defs {
+		if d.Name == "" {
+			return nil, fmt.Errorf("definition %d: no name", i+1)
+		}
+		if j, dup := seen[d.Name]; dup {
+			return nil, fmt.Errorf("lesion %q: defined twice (definitions %d and %d)", textsafe.OneLine(d.Name), j+1, i+1)
+		}
+		seen[d.Name] = i
+	}
 	all := DefaultLesionDefs()
 	for _, d := range defs {
 		if i := slices.IndexFunc(all, func(b LesionDef) bool { return b.Name == d.Name }); i >= 0 {
@@ -335,13 +346,19 @@ type lesionsFile struct {
 	Lesions []LesionDef `json:"lesions"`
 }
 
-// MarshalLesions encodes a lesion declaration.
+// MarshalLesions encodes a lesion declaration. A declaration over the
+// size ReadLesions accepts is an error: a benchmark whose readers
+// (validate, eval) would refuse it is never written.
 func MarshalLesions(s *LesionSet) ([]byte, error) {
 	b, err := ojson.EncodeIndent(lesionsFile{Format: LesionsFormat, Lesions: s.Defs()})
 	if err != nil {
 		return nil, err
 	}
-	return append(b, '\n'), nil
+	b = append(b, '\n')
+	if len(b) > maxLesionsFileSize {
+		return nil, fmt.Errorf("%d lesions declare %d bytes, over the %d-byte limit of %s", len(s.Defs()), len(b), maxLesionsFileSize, LesionsFileName)
+	}
+	return b, nil
 }
 
 // ParseLesions decodes a lesion declaration; name is the file, for errors.

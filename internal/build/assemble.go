@@ -345,44 +345,41 @@ func (a *assembly) renderCase(inc *included) error {
 		}
 	}
 	hashes := map[string]string{}
-	stage := filepath.Join(a.opt.Out, imagesDir, ".staging-"+key+"-"+randSuffix())
+	fw := newFolderWriter(filepath.Join(a.opt.Out, imagesDir, key))
 	var buf bytes.Buffer
 	encode := bundleEncoder(a.cfg.BundlePNGCompression)
 	for _, rel := range slices.Sorted(maps.Keys(imgs)) {
 		buf.Reset()
 		if err := encode(&buf, imgs[rel]); err != nil {
+			fw.abort()
 			return global("%s: encoding %s: %w", key, rel, err)
 		}
-		p := filepath.Join(stage, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return global("%w", err)
-		}
-		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		if err := fw.add(rel, buf.Bytes()); err != nil {
+			fw.abort()
 			return global("%w", err)
 		}
 		hashes[path.Join(imagesDir, key, rel)] = benchmark.SHA256Hex(buf.Bytes())
 	}
-	if err := replaceDir(stage, filepath.Join(a.opt.Out, imagesDir, key)); err != nil {
-		os.RemoveAll(stage)
+	if err := fw.commit(); err != nil {
+		fw.abort()
 		return global("%s: %w", key, err)
 	}
 	if len(o.MaskNames) > 0 {
-		mstage := filepath.Join(a.opt.Out, masksDir, ".staging-"+key+"-"+randSuffix())
-		if err := os.MkdirAll(mstage, 0o755); err != nil {
-			return global("%w", err)
-		}
+		mw := newFolderWriter(filepath.Join(a.opt.Out, masksDir, key))
 		for _, n := range o.MaskNames {
 			data, err := safefile.ReadFile(filepath.Join(a.workDir, key, workMasks, n+".png"), imagefile.MaxFileBytes, safefile.NoFollow)
 			if err != nil {
+				mw.abort()
 				return global("%s: work mask %s: %w", key, n, safefile.Reason(err))
 			}
-			if err := os.WriteFile(filepath.Join(mstage, n+".png"), data, 0o644); err != nil {
+			if err := mw.add(n+".png", data); err != nil {
+				mw.abort()
 				return global("%w", err)
 			}
 			hashes[path.Join(masksDir, key, n+".png")] = benchmark.SHA256Hex(data)
 		}
-		if err := replaceDir(mstage, filepath.Join(a.opt.Out, masksDir, key)); err != nil {
-			os.RemoveAll(mstage)
+		if err := mw.commit(); err != nil {
+			mw.abort()
 			return global("%s: %w", key, err)
 		}
 	} else if err := os.RemoveAll(filepath.Join(a.opt.Out, masksDir, key)); err != nil {

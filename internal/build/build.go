@@ -14,6 +14,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
@@ -184,6 +185,9 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 	work := func(it *item) error {
 		c := it.c
 		in := e.digests(c)
+		if frame.IsTransient(in.err) {
+			return global("%s: %w", c.KeyID(), in.err)
+		}
 		mSHA := ""
 		if c.Positive() {
 			mSHA = in.maskSHA
@@ -201,6 +205,9 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 		o, _ := e.processCase(ctx, c, in)
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if o.transient != nil {
+			return global("%s: %w", c.KeyID(), o.transient)
 		}
 		if err := writeWork(workDir, fp, o, e.cfg.BundlePNGCompression); err != nil {
 			return global("writing work state of %s: %w", c.KeyID(), err)
@@ -364,7 +371,9 @@ func probeWritable(dir string) error {
 }
 
 // cleanLeftovers deletes *.tmp-* files and .staging-* entries that an
-// interrupted build may have left in the output tree (§14). work/ entries
+// interrupted build may have left in the output tree (§14); an old folder
+// renamed aside whose replacement never arrived is moved back instead
+// (restoreAside). work/ entries
 // and the bundle folders are scanned one level deep, which is where the
 // build creates them.
 func cleanLeftovers(out string) error {
@@ -379,6 +388,11 @@ func cleanLeftovers(out string) error {
 		}
 		for _, en := range ents {
 			n := en.Name()
+			if restored, err := restoreAside(d, n); err != nil {
+				return err
+			} else if restored {
+				continue
+			}
 			if strings.HasPrefix(n, ".staging-") || strings.Contains(n, ".tmp-") {
 				if err := os.RemoveAll(filepath.Join(d, n)); err != nil {
 					return err

@@ -15,6 +15,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/deform"
+	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
@@ -195,7 +196,13 @@ func inspectCase(e *env, c *source.Case, out, pathName string) error {
 		return err
 	}
 	in := e.digests(c)
+	if frame.IsTransient(in.err) {
+		return in.err
+	}
 	o, st := e.processCase(context.Background(), c, in)
+	if o.transient != nil {
+		return o.transient
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

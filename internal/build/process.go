@@ -112,6 +112,10 @@ type Outcome struct {
 	// case.json so that inspect can re-run the case.
 	caseLine *ojson.Value
 
+	// transient is set when the case failed for a reason outside its
+	// inputs (frame.IsTransient): the build stops instead of recording it.
+	transient error
+
 	// masks holds MaskNames and TokenNames in memory until the work state
 	// is written; nil afterwards and for loaded outcomes.
 	masks map[string]mask.Mask
@@ -200,9 +204,13 @@ func (e *env) recoverCase(out *Outcome) {
 }
 
 // fail records err as the outcome's §14 reason: a *frame.CaseError keeps
-// its reason, anything else is an internal error.
+// its reason, anything else is an internal error; a transient error is
+// also kept apart, for the build to stop on.
 func (out *Outcome) fail(err error) *Outcome {
 	var ce *frame.CaseError
+	if frame.IsTransient(err) {
+		out.transient = err
+	}
 	if errors.As(err, &ce) {
 		out.Reason, out.Detail = ce.Reason, textsafe.Squash(ce.Detail)
 	} else {

@@ -71,10 +71,13 @@ func fingerprint(fpcfg *ojson.Value, seed uint64, c *source.Case, in *inputs) st
 	return benchmark.SHA256Hex(ojson.MarshalCompact(o))
 }
 
+// suffixBytes is the number of random bytes in randSuffix (hex-encoded).
+const suffixBytes = 6
+
 // randSuffix is a short random name part for temporaries and staging
 // folders (never part of an output).
 func randSuffix() string {
-	var b [6]byte
+	var b [suffixBytes]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
@@ -124,19 +127,6 @@ func writeWork(workDir string, fp string, o *Outcome, compression string) error 
 	}
 	ok = true
 	return nil
-}
-
-// replaceDir renames stage to final; an existing final is first renamed
-// aside (".old-…", removed at start if we die here) and then deleted.
-func replaceDir(stage, final string) error {
-	if _, err := os.Lstat(final); err == nil {
-		aside := filepath.Join(filepath.Dir(final), ".staging-old-"+filepath.Base(final)+"-"+randSuffix())
-		if err := os.Rename(final, aside); err != nil {
-			return err
-		}
-		defer os.RemoveAll(aside)
-	}
-	return os.Rename(stage, final)
 }
 
 func writeSynced(name string, data []byte) error {

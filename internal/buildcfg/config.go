@@ -466,6 +466,11 @@ func (c *Config) resolveLesions() (*benchmark.LesionSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lesion_definitions: %w", err)
 	}
+	// The build writes the set as the benchmark's lesions.json: refuse
+	// now what validate and eval would refuse to read.
+	if _, err := benchmark.MarshalLesions(set); err != nil {
+		return nil, fmt.Errorf("lesion_definitions: %w", err)
+	}
 	var direct []string
 	for _, d := range set.Defs() {
 		if d.Detection == benchmark.DirectWording {

@@ -1,6 +1,7 @@
 package buildcfg
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,5 +126,53 @@ func TestBundlePNGCompression(t *testing.T) {
 	}
 	if NonFingerprintKeys["bundle_png_compression"] {
 		t.Error("bundle_png_compression is left out of the case fingerprint")
+	}
+}
+
+// manyDefinitions is a configuration of n new lesion definitions that
+// share one anchored body (YAML merge keys), a few bytes each.
+func manyDefinitions(n int) string {
+	var b strings.Builder
+	b.WriteString("lesion_definitions:\n  - &d {name: aaaaa, kind: lung, detection: direct, display: \"" + strings.Repeat("x", 80) + "\"}\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "  - {<<: *d, name: a%d}\n", i)
+	}
+	return b.String()
+}
+
+// TestLesionDefinitionsRefused: definitions that the build would take
+// silently in part, or that would give a lesions.json its readers refuse,
+// are errors of one line naming the key.
+func TestLesionDefinitionsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"duplicate", "lesion_definitions:\n  - {name: nodule, kind: lung, detection: direct}\n  - {name: nodule, kind: heart, detection: direct}\n",
+			`lesion_definitions: lesion "nodule": defined twice (definitions 1 and 2)`},
+		{"duplicate built-in", "lesion_definitions:\n  - {name: edema, kind: lung, detection: direct}\n  - {name: edema, kind: lung, detection: suggestive}\n",
+			`lesion_definitions: lesion "edema": defined twice (definitions 1 and 2)`},
+		{"null", "lesion_definitions: [null]\n", `line 1: key "lesion_definitions[0]": an empty list entry (null)`},
+		{"null among", "lesion_definitions:\n  - {name: nodule, kind: lung, detection: direct}\n  -\n", `line 3: key "lesion_definitions[1]": an empty list entry (null)`},
+		{"empty name", "lesion_definitions:\n  - {name: \"\", kind: lung, detection: direct}\n", `lesion_definitions: definition 1: no name`},
+		{"over the lesions.json cap", manyDefinitions(4243), `lesion_definitions: 4250 lesions declare`},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".yaml")
+		if err := os.WriteFile(p, []byte(tc.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if len(tc.yaml) > maxConfigBytes {
+			t.Fatalf("%s: the configuration is %d bytes, over the file cap", tc.name, len(tc.yaml))
+		}
+		_, err := Load(p)
+		if want := "config " + p + ": " + tc.want; err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got  %v\nwant %s", tc.name, err, want)
+		}
+	}
+	// A few hundred definitions stay well within the cap.
+	p := filepath.Join(dir, "fine.yaml")
+	if err := os.WriteFile(p, []byte(manyDefinitions(300)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err != nil {
+		t.Errorf("300 definitions: %v", err)
 	}
 }

@@ -20,8 +20,9 @@ import (
 // successes), and repeated server/network failures take it out of
 // rotation for a cool-down so that its cases move to the others.
 type endpoint struct {
-	name   string // scrubbed URL, for messages
-	client provider.Client
+	name    string // scrubbed URL, for messages
+	cacheID string // the endpoint as the response-cache key has it (respcache.Endpoint)
+	client  provider.Client
 
 	mu        sync.Mutex
 	limit     float64 // current call-concurrency limit (AIMD)
@@ -39,8 +40,8 @@ type endpoint struct {
 	waiting func()
 }
 
-func newEndpoint(name string, c provider.Client, max int) *endpoint {
-	return &endpoint{name: name, client: c, limit: float64(max), maxLimit: float64(max)}
+func newEndpoint(name, cacheID string, c provider.Client, max int) *endpoint {
+	return &endpoint{name: name, cacheID: cacheID, client: c, limit: float64(max), maxLimit: float64(max)}
 }
 
 // acquire waits for a call slot.

@@ -29,7 +29,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestAdaptiveConcurrency(t *testing.T) {
-	e := newEndpoint("x", nil, 16)
+	e := newEndpoint("x", "x", nil, 16)
 	ctx := context.Background()
 	rl := &provider.CallError{Kind: provider.KindRateLimited, Status: 429}
 	if err := e.acquire(ctx); err != nil {
@@ -89,8 +89,8 @@ func TestAdaptiveConcurrency(t *testing.T) {
 }
 
 func TestEndpointGoesDownAfterFailures(t *testing.T) {
-	e := newEndpoint("x", nil, 4)
-	p := &pool{eps: []*endpoint{e, newEndpoint("y", nil, 4)}}
+	e := newEndpoint("x", "x", nil, 4)
+	p := &pool{eps: []*endpoint{e, newEndpoint("y", "y", nil, 4)}}
 	for i := 0; i < 3; i++ {
 		e.acquire(context.Background())
 		e.release(&provider.CallError{Kind: provider.KindServer, Status: 500})

@@ -10,6 +10,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // DryRunReport counts what a run would send, without sending anything.
@@ -84,17 +85,17 @@ func dryRun(o *Options, bench *benchmark.Benchmark, todo []int) *DryRunReport {
 	}
 	rep.OutputMax = int64(rep.Calls) * rep.MaxTokensPerCall
 	if pr := o.Model.Price; pr != nil {
-		lo := pr.Cost(&provider.Usage{Input: rep.InputTokens, Output: rep.OutputShort})
-		hi := pr.Cost(&provider.Usage{Input: rep.InputTokens, Output: rep.OutputMax})
+		lo := pr.Cost(runmodel.Usage{Input: rep.InputTokens, Output: rep.OutputShort})
+		hi := pr.Cost(runmodel.Usage{Input: rep.InputTokens, Output: rep.OutputMax})
 		rep.CostLow, rep.CostHigh = &lo, &hi
-	} else if o.Model.Backend == provider.BackendBaseline {
+	} else if o.Model.Backend == runmodel.BackendBaseline {
 		zero := 0.0
 		rep.CostLow, rep.CostHigh = &zero, &zero
 	}
 	return rep
 }
 
-func maxTokens(s provider.Sampling) int64 {
+func maxTokens(s runmodel.Sampling) int64 {
 	for _, p := range []*int64{s.MaxTokens, s.MaxCompletionTokens, s.MaxOutputTokens} {
 		if p != nil {
 			return *p

@@ -37,38 +37,16 @@ import (
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
-
-// Model is the resolved model of a run (registry entry or raw id).
-type Model struct {
-	Name         string   // alias, raw id, or baseline policy (summary run.model)
-	Alias        string   // registry alias; "" for a raw id or a baseline
-	Provider     string   // opensource | openai | azure | gemini | baseline
-	Backend      string   // vllm | openai_compat | openai | azure | gemini | baseline
-	ModelID      string   // id sent to the backend (policy name for baselines)
-	Revision     string   // model revision if known
-	Label        string   // directory-safe label of the run name
-	Quirks       []string // registry quirk flags
-	GLMBoxUnwrap bool     // parse rule A0
-	Sampling     provider.Sampling
-	Price        *Price // nil: unpriced (cost null)
-}
-
-// Price is USD per million tokens (spec §12).
-type Price struct{ Input, CachedInput, Output float64 }
-
-// Cost applies the §12 formula.
-func (p *Price) Cost(u *provider.Usage) float64 {
-	return (float64(u.Input-u.CachedInput)*p.Input + float64(u.CachedInput)*p.CachedInput + float64(u.Output)*p.Output) / 1e6
-}
 
 // Options configure a run. Zero values take the documented defaults.
 type Options struct {
 	BenchDir string
 	OutDir   string
-	Model    Model
+	Model    runmodel.Model
 
 	Endpoints         []string // base URLs; empty = the backend's default
 	APIKeyFile        string
@@ -581,22 +559,22 @@ func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, keys
 	if len(o.Endpoints) == 0 {
 		// the endpoint the backend uses by default, still without credentials
 		switch o.Model.Backend {
-		case provider.BackendOpenAI:
+		case runmodel.BackendOpenAI:
 			mi.Endpoints = []string{provider.DefaultOpenAIEndpoint}
-		case provider.BackendAzure:
+		case runmodel.BackendAzure:
 			if e := os.Getenv("AZURE_OPENAI_ENDPOINT"); e != "" {
 				mi.Endpoints = []string{ScrubEndpoint(e)}
 			}
-		case provider.BackendGemini:
+		case runmodel.BackendGemini:
 			mi.Endpoints = []string{"gemini default (Gemini API, or Vertex AI with application-default credentials)"}
 		}
 	}
-	if o.Model.Backend == provider.BackendBaseline {
+	if o.Model.Backend == runmodel.BackendBaseline {
 		s := o.PolicySeed
 		mi.PolicySeed = &s
 		m.ImageEncoding.Transport = "in process (no network)"
 	}
-	if o.Model.Backend == provider.BackendGemini {
+	if o.Model.Backend == runmodel.BackendGemini {
 		m.ImageEncoding.Transport = "inline bytes"
 		m.ImageEncoding.GeminiImageFormat = o.GeminiImageFormat
 	}
@@ -624,5 +602,21 @@ type runner struct {
 	// wait for nothing more (see waitCtx).
 	stopped <-chan struct{}
 
-	identity provider.Identity // the server's, from the preflight
+	identity runmodel.Identity // the server's, from the preflight
+
+	// halted is closed by halt, on the first transient failure to read a
+	// benchmark image (imagefile.Transient): no record starts after it,
+	// and the run fails with haltErr instead of recording the records
+	// it met as errors.
+	halted   chan struct{}
+	haltOnce sync.Once
+	haltErr  error
+}
+
+// halt stops the run on a transient failure (see halted).
+func (r *runner) halt(err error) {
+	r.haltOnce.Do(func() {
+		r.haltErr = err
+		close(r.halted)
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // sampleBench is the hand-made sample benchmark of package benchmark's
@@ -66,7 +67,7 @@ func TestMain(m *testing.M) {
 }
 
 // model resolves a model the way the CLI does.
-func model(t testing.TB, prov, name string) Model {
+func model(t testing.TB, prov, name string) runmodel.Model {
 	t.Helper()
 	reg, err := registry.Default()
 	if err != nil {
@@ -84,7 +85,7 @@ func model(t testing.TB, prov, name string) Model {
 }
 
 // baseOptions are quick settings for tests: short backoff, no cache.
-func baseOptions(bench, out string, m Model) Options {
+func baseOptions(bench, out string, m runmodel.Model) Options {
 	return Options{BenchDir: bench, OutDir: out, Model: m, Concurrency: 8, NoCache: true,
 		RetryBase: 5 * time.Millisecond, RetryCap: 50 * time.Millisecond, Timeout: 5 * time.Second}
 }

@@ -26,6 +26,9 @@ import (
 // keeps its own references) and shared between records through an LRU
 // cache bounded in bytes and keyed by content hash.
 
+// readBenchFile is readRegular; tests replace it to inject a failure.
+var readBenchFile = readRegular
+
 // readRegular reads a regular file of at most imagefile.MaxFileBytes,
 // refusing symbolic links (a benchmark is self-contained).
 func readRegular(name string) ([]byte, error) {
@@ -79,7 +82,7 @@ func (c *imageCache) get(rel, sha string) (*provider.Image, error) {
 	}
 	c.mu.Unlock()
 	v, err, _ := c.sf.Do(sha, func() (any, error) {
-		b, err := readRegular(filepath.Join(c.benchDir, filepath.FromSlash(rel)))
+		b, err := readBenchFile(filepath.Join(c.benchDir, filepath.FromSlash(rel)))
 		if err != nil {
 			return nil, fmt.Errorf("image %s: %w", rel, err)
 		}

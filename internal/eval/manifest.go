@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
 
@@ -38,7 +38,7 @@ func NewManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, keys [
 		Dataset:    results.Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
 		Selection:  sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(keys), KeysSHA256: KeysHash(keys),
 		RunName:  RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse),
-		Sampling: results.Sampling(o.Model.Sampling), NoThinking: o.NoThinking,
+		Sampling: o.Model.Sampling, NoThinking: o.NoThinking,
 		OracleMode: string(o.Oracle), ParseMode: string(o.Parse),
 	}
 	mi := &m.Model
@@ -53,7 +53,7 @@ func NewManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, keys [
 		r := o.Model.Revision
 		mi.Revision = &r
 	}
-	if o.Model.Backend == provider.BackendBaseline {
+	if o.Model.Backend == runmodel.BackendBaseline {
 		p := o.Model.ModelID
 		mi.Policy = &p
 	}

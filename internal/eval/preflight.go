@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // preflight asks every endpoint who serves the run's model, at once, and
@@ -16,20 +16,20 @@ import (
 // must reach one model). With NoPreflight nothing is asked: the identity
 // is the sorted list of the run's endpoints (names, as the manifest
 // records them), marked unverified.
-func (r *runner) preflight(ctx context.Context, endpoints []string) (provider.Identity, error) {
+func (r *runner) preflight(ctx context.Context, endpoints []string) (runmodel.Identity, error) {
 	o := r.o
-	if o.NoPreflight && o.Model.Backend != provider.BackendBaseline {
+	if o.NoPreflight && o.Model.Backend != runmodel.BackendBaseline {
 		fmt.Fprintln(o.Log, "notice: no preflight (--no-preflight): the server's identity is not verified; cached replies are keyed by the endpoint list")
-		return provider.Unverified(endpoints), nil
+		return runmodel.Unverified(endpoints), nil
 	}
 	eps := r.pool.eps
-	ids := make([]provider.Identity, len(eps))
+	ids := make([]runmodel.Identity, len(eps))
 	errs := make([]error, len(eps))
 	var wg sync.WaitGroup
 	for i, ep := range eps {
-		idf, ok := ep.client.(provider.Identifier)
+		idf, ok := ep.client.(runmodel.Identifier)
 		if !ok {
-			return provider.Identity{}, fmt.Errorf("internal: the client of %s cannot run the preflight", ep.name)
+			return runmodel.Identity{}, fmt.Errorf("internal: the client of %s cannot run the preflight", ep.name)
 		}
 		wg.Add(1)
 		go func() {
@@ -41,18 +41,18 @@ func (r *runner) preflight(ctx context.Context, endpoints []string) (provider.Id
 	for i, err := range errs {
 		if err != nil {
 			if ctx.Err() != nil {
-				return provider.Identity{}, ctx.Err()
+				return runmodel.Identity{}, ctx.Err()
 			}
-			return provider.Identity{}, &PreflightError{Endpoint: eps[i].name, Err: err}
+			return runmodel.Identity{}, &PreflightError{Endpoint: eps[i].name, Err: err}
 		}
 	}
 	for i := 1; i < len(ids); i++ {
 		if !ids[i].Same(ids[0]) {
-			return provider.Identity{}, fmt.Errorf("preflight: %s and %s are different servers (%s vs %s); a run must reach one model, so give only endpoints of one server",
+			return runmodel.Identity{}, fmt.Errorf("preflight: %s and %s are different servers (%s vs %s); a run must reach one model, so give only endpoints of one server",
 				eps[0].name, eps[i].name, ids[0], ids[i])
 		}
 	}
-	if o.Model.Backend != provider.BackendBaseline {
+	if o.Model.Backend != runmodel.BackendBaseline {
 		fmt.Fprintf(o.Log, "preflight: %s serve%s %s\n", endpointNames(eps), plural(len(eps)), ids[0])
 	}
 	return ids[0], nil
@@ -96,7 +96,7 @@ func sameServer(runDir string, old, cur *results.Manifest) error {
 		return nil
 	}
 	switch {
-	case old.ServerIdentity == nil && cur.ServerIdentity.Source == provider.IdentityInProcess:
+	case old.ServerIdentity == nil && cur.ServerIdentity.Source == runmodel.IdentityInProcess:
 		return nil
 	case old.ServerIdentity == nil:
 		return fmt.Errorf("run directory %s was started without a recorded server identity (by an earlier chexpercept), so resuming it could mix answers of two servers; finish it with that version or use another results folder", runDir)

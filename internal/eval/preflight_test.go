@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
 
@@ -146,7 +147,7 @@ func TestNoPreflightKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := man.ServerIdentity
-	if id == nil || id.Verified || id.Source != provider.IdentityUnverified || len(id.Endpoints) != 2 || id.Endpoints[0] > id.Endpoints[1] {
+	if id == nil || id.Verified || id.Source != runmodel.IdentityUnverified || len(id.Endpoints) != 2 || id.Endpoints[0] > id.Endpoints[1] {
 		t.Fatalf("manifest server_identity %+v, want unverified with the sorted endpoints", id)
 	}
 
@@ -230,7 +231,7 @@ func TestManifestProvenance(t *testing.T) {
 		}
 	}
 	id := man.ServerIdentity
-	if id == nil || id.Source != provider.IdentityInProcess || id.PolicySeed == nil || *id.PolicySeed != 4 || id.SHA256 == "" {
+	if id == nil || id.Source != runmodel.IdentityInProcess || id.PolicySeed == nil || *id.PolicySeed != 4 || id.SHA256 == "" {
 		t.Errorf("server_identity %+v, want the in-process baseline with seed 4", id)
 	}
 }
@@ -273,4 +274,31 @@ func TestResumeManifestWithoutIdentity(t *testing.T) {
 	}
 	b.Selection.Limit = &lim
 	run(t, b)
+}
+
+// TestCacheKeyedByEndpoint: a server that reports the identity of
+// another (two serve-baseline processes with one policy and seed report
+// the same) never fills entries replayed for the other's endpoint; a run
+// over both endpoints replays the entries either one filled.
+func TestCacheKeyedByEndpoint(t *testing.T) {
+	url1, srv1 := startServer(t, baselineserver.Config{Policy: provider.PolicyFirst})
+	url2, srv2 := startServer(t, baselineserver.Config{Policy: provider.PolicyFirst})
+	cache := t.TempDir()
+	o := baseOptions(sampleBench, t.TempDir(), model(t, "opensource", "qwen3.6-27b"))
+	o.Endpoints, o.NoCache, o.CacheDir = []string{url1}, false, cache
+	s1 := run(t, o)
+	if s1.Results.Counts.Calls == 0 || srv1.Stats().Requests != int64(s1.Results.Counts.Calls) {
+		t.Fatalf("first run: %d calls, %d requests", s1.Results.Counts.Calls, srv1.Stats().Requests)
+	}
+	o.Endpoints, o.OutDir = []string{url2}, t.TempDir()
+	s2 := run(t, o)
+	if n := s2.Results.Counts; n.CacheHits != 0 || srv2.Stats().Requests != int64(n.Calls) {
+		t.Errorf("other endpoint, same reported identity: %d of %d calls from the cache, %d requests; want none cached", n.CacheHits, n.Calls, srv2.Stats().Requests)
+	}
+	before := srv1.Stats().Requests + srv2.Stats().Requests
+	o.Endpoints, o.OutDir = []string{url2 + "/", url1}, t.TempDir()
+	s3 := run(t, o)
+	if n := s3.Results.Counts; n.CacheHits != n.Calls || srv1.Stats().Requests+srv2.Stats().Requests != before {
+		t.Errorf("both endpoints: %d of %d calls from the cache; want all", n.CacheHits, n.Calls)
+	}
 }

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // testHTTPClient, when set by a test, replaces the clients' HTTP client.
@@ -54,6 +56,7 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 		return nil
 	}
 	r.stopped = ctx.Done()
+	r.halted = make(chan struct{})
 	tasks := r.planTasks(todo)
 	r.prog = newProgress(o, len(tasks), r.sum.AlreadyDone, r.verify.stats)
 	defer r.prog.stop()
@@ -72,6 +75,9 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	r.sum.Images = r.verify.stats()
 	if w.err != nil {
 		return w.err
+	}
+	if r.haltErr != nil {
+		return r.haltErr
 	}
 	switch {
 	case r.sum.Interrupted && r.sum.Abandoned > 0:
@@ -196,6 +202,8 @@ feed:
 			break feed
 		case <-writeFailed:
 			break feed
+		case <-r.halted:
+			break feed
 		}
 	}
 	close(work)
@@ -243,14 +251,14 @@ func (r *runner) setup() error {
 	o := r.o
 	r.retry = retryPolicy{maxRetries: o.MaxRetries, timeout: o.Timeout, base: o.RetryBase, cap: o.RetryCap}
 	r.limits = newLimiters(o.RPM, o.TPM)
-	r.images = newImageCache(o.BenchDir, o.ImageCacheBytes, o.Model.Backend == provider.BackendGemini)
+	r.images = newImageCache(o.BenchDir, o.ImageCacheBytes, o.Model.Backend == runmodel.BackendGemini)
 	r.pool = &pool{}
-	if o.Model.Backend == provider.BackendBaseline {
+	if o.Model.Backend == runmodel.BackendBaseline {
 		c, err := provider.NewBaseline(o.Model.ModelID, o.PolicySeed)
 		if err != nil {
 			return err
 		}
-		r.pool.eps = []*endpoint{newEndpoint("in-process", c, o.Concurrency)}
+		r.pool.eps = []*endpoint{newEndpoint("in-process", "in-process", c, o.Concurrency)}
 	} else {
 		eps := o.Endpoints
 		if len(eps) == 0 {
@@ -262,11 +270,11 @@ func (r *runner) setup() error {
 			if err != nil {
 				return err
 			}
-			name := "default endpoint"
+			name, cacheID := "default endpoint", "default:"+string(o.Model.Backend)
 			if ep != "" {
-				name = ScrubEndpoint(ep)
+				name, cacheID = ScrubEndpoint(ep), respcache.Endpoint(ep)
 			}
-			r.pool.eps = append(r.pool.eps, newEndpoint(name, c, o.Concurrency))
+			r.pool.eps = append(r.pool.eps, newEndpoint(name, cacheID, c, o.Concurrency))
 		}
 	}
 	dir := o.CacheDir
@@ -276,7 +284,7 @@ func (r *runner) setup() error {
 			return err
 		}
 	}
-	if !o.NoCache && respcache.Cacheable(o.Model.Sampling) && o.Model.Backend != provider.BackendBaseline {
+	if !o.NoCache && respcache.Cacheable(o.Model.Sampling) && o.Model.Backend != runmodel.BackendBaseline {
 		c, err := respcache.Open(dir)
 		if err != nil {
 			return err
@@ -308,6 +316,13 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 	hashes, err := r.verify.record(ctx, protocol.ImagesToSend(t.plan))
 	if err != nil {
 		if ctx.Err() != nil {
+			return nil
+		}
+		if imagefile.Transient(err) {
+			// Out of descriptors, an I/O error …: says nothing about the
+			// image, so the record is not written as an error; the run
+			// stops and a rerun asks it.
+			r.halt(err)
 			return nil
 		}
 		return protocol.ErrorRecord(t.rec, popts, err)
@@ -368,26 +383,36 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 	r, o := cs.r, cs.r.o
 	turn, req, est, err := cs.request(msgs)
 	if err != nil {
+		if imagefile.Transient(err) {
+			r.halt(err)
+			return protocol.Reply{}, cs.cancel(err)
+		}
 		return protocol.Reply{}, err
 	}
-	var key string
-	if r.cache != nil {
-		// "" when the server's identity is unknown: then nothing is
-		// replayed or stored.
-		key = respcache.Key(r.identity.SHA256, o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash())
+	// The key of a call to one endpoint; "" when there is no cache or
+	// the server's identity is unknown: then nothing is replayed or
+	// stored. A reply is stored under the endpoint that gave it, and
+	// replayed from the entry of any endpoint of this run.
+	keyFor := func(ep *endpoint) string {
+		if r.cache == nil {
+			return ""
+		}
+		return respcache.Key(ep.cacheID, r.identity.SHA256, o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash())
 	}
-	if key != "" {
-		if reply, ok := r.cached(ctx, key); ok {
-			return reply, nil
+	for _, ep := range r.pool.eps {
+		if key := keyFor(ep); key != "" {
+			if reply, ok := r.cached(ctx, key); ok {
+				return reply, nil
+			}
 		}
 	}
-	return cs.send(ctx, turn, req, est, key)
+	return cs.send(ctx, turn, req, est, keyFor)
 }
 
 // request is the provider request of the case's next asked turn (whose
 // ID it returns) with the estimate of its input tokens; msgs must end
 // with that turn's text.
-func (cs *caseState) request(msgs []protocol.Message) (turn string, req *provider.Request, est *provider.Usage, err error) {
+func (cs *caseState) request(msgs []protocol.Message) (turn string, req *provider.Request, est *runmodel.Usage, err error) {
 	o := cs.r.o
 	if cs.n >= len(cs.asked) {
 		return "", nil, nil, fmt.Errorf("internal: more calls than asked turns")
@@ -438,7 +463,7 @@ func (r *runner) cached(ctx context.Context, key string) (protocol.Reply, bool) 
 // send asks the model for turn's reply: within the rate limits, through
 // the case's endpoint, retrying what may pass with backoff. A canceled
 // call marks the case canceled; a failed one records its attempts.
-func (cs *caseState) send(ctx context.Context, turn string, req *provider.Request, est *provider.Usage, key string) (protocol.Reply, error) {
+func (cs *caseState) send(ctx context.Context, turn string, req *provider.Request, est *runmodel.Usage, keyFor func(*endpoint) string) (protocol.Reply, error) {
 	r := cs.r
 	t0 := time.Now()
 	attempts := 0
@@ -463,7 +488,7 @@ func (cs *caseState) send(ctx context.Context, turn string, req *provider.Reques
 		ep.release(err)
 		r.prog.call(false)
 		if err == nil {
-			return cs.reply(ctx, resp, est, key, time.Since(a0), t0, attempts), nil
+			return cs.reply(ctx, resp, est, keyFor(ep), time.Since(a0), t0, attempts), nil
 		}
 		var ce *provider.CallError
 		switch {
@@ -522,16 +547,16 @@ func (cs *caseState) endpoint() *endpoint {
 // reply is a successful call's reply with its timing and cost; the
 // usage is charged to the token limit and the reply stored in the
 // response cache (when key is set and the reply is not empty).
-func (cs *caseState) reply(ctx context.Context, resp *provider.Response, est *provider.Usage, key string, lat time.Duration, t0 time.Time, attempts int) protocol.Reply {
+func (cs *caseState) reply(ctx context.Context, resp *provider.Response, est *runmodel.Usage, key string, lat time.Duration, t0 time.Time, attempts int) protocol.Reply {
 	r, o := cs.r, cs.r.o
 	reply := protocol.Reply{Text: resp.Text, Reasoning: strPtr(resp.Reasoning), FinishReason: strPtr(resp.FinishReason),
 		Usage: tokenUse(resp.Usage), LatencyMS: lat.Milliseconds(), TotalMS: time.Since(t0).Milliseconds(), Attempts: attempts}
 	switch {
-	case o.Model.Backend == provider.BackendBaseline:
+	case o.Model.Backend == runmodel.BackendBaseline:
 		zero := 0.0
 		reply.CostUSD = &zero
 	case o.Model.Price != nil && resp.Usage != nil:
-		c := o.Model.Price.Cost(resp.Usage)
+		c := o.Model.Price.Cost(*resp.Usage)
 		reply.CostUSD = &c
 	}
 	r.prog.cost(reply.CostUSD)
@@ -574,7 +599,7 @@ func strPtr(s string) *string {
 	return &s
 }
 
-func tokenUse(u *provider.Usage) *results.TokenUse {
+func tokenUse(u *runmodel.Usage) *results.TokenUse {
 	if u == nil {
 		return nil
 	}

@@ -141,7 +141,7 @@ func (v *verifier) path(rel string) verified {
 // check reads and hashes one file, then decodes its content unless this
 // run or the memo already knows it.
 func (v *verifier) check(rel string) (verified, content) {
-	b, err := readRegular(filepath.Join(v.benchDir, filepath.FromSlash(rel)))
+	b, err := readBenchFile(filepath.Join(v.benchDir, filepath.FromSlash(rel)))
 	if err != nil {
 		return verified{err: fmt.Errorf("image %s: %w", rel, err)}, content{err: err}
 	}

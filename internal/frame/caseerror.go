@@ -5,7 +5,12 @@
 // recorded with its reason code and never stops a build.
 package frame
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/chexpercept/chexpercept/internal/imagefile"
+)
 
 // Size is the side of the canonical frame.
 const Size = 1024
@@ -25,7 +30,35 @@ func (e *CaseError) Error() string {
 	return e.Reason + ": " + e.Detail
 }
 
-// Fail returns a *CaseError with the given reason and formatted detail.
+// Fail returns a *CaseError with the given reason and formatted detail,
+// unless one of args is an error that imagefile.Transient recognises (too
+// many open files, an I/O error, an interrupted call …): that says nothing
+// about the case, so Fail returns a *TransientError, which fails the
+// command instead of skipping the case.
 func Fail(reason, format string, args ...any) error {
-	return &CaseError{Reason: reason, Detail: fmt.Sprintf(format, args...)}
+	detail := fmt.Sprintf(format, args...)
+	for _, a := range args {
+		if err, ok := a.(error); ok && imagefile.Transient(err) {
+			return &TransientError{Detail: detail, Err: err}
+		}
+	}
+	return &CaseError{Reason: reason, Detail: detail}
+}
+
+// TransientError is a failure to read a case's input for a reason that
+// lies outside the file (imagefile.Transient). It is not a *CaseError:
+// the command stops with it, and a rerun reads the file again.
+type TransientError struct {
+	Detail string // names the file
+	Err    error
+}
+
+func (e *TransientError) Error() string { return e.Detail }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// IsTransient reports whether err is or wraps a *TransientError, or is
+// itself a transient failure (imagefile.Transient).
+func IsTransient(err error) bool {
+	var te *TransientError
+	return errors.As(err, &te) || imagefile.Transient(err)
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -375,5 +377,35 @@ func BenchmarkResize3000(b *testing.B) {
 	}
 	for b.Loop() {
 		Resize(pix, 3000, 2500, 1024, 1024)
+	}
+}
+
+// TestFailTransient: Fail gives a *CaseError, except when one of its
+// arguments is a transient error, which must stop the command.
+func TestFailTransient(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		arg       any
+		transient bool
+	}{
+		{"text", "no such file", false},
+		{"missing", fs.ErrNotExist, false},
+		{"emfile", syscall.EMFILE, true},
+		{"wrapped eio", fmt.Errorf("read x: %w", &fs.PathError{Op: "read", Path: "x", Err: syscall.EIO}), true},
+		{"enomem", syscall.ENOMEM, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Fail("image_unreadable", "image a.png: %v", tc.arg)
+			var ce *CaseError
+			if errors.As(err, &ce) == tc.transient {
+				t.Errorf("%v: a *CaseError is %v, want %v", err, !tc.transient, !tc.transient)
+			}
+			if IsTransient(err) != tc.transient {
+				t.Errorf("IsTransient(%v) = %v", err, !tc.transient)
+			}
+			if !strings.Contains(err.Error(), "image a.png: ") {
+				t.Errorf("%q lost the detail", err)
+			}
+		})
 	}
 }

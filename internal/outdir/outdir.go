@@ -334,3 +334,30 @@ func CheckTree(dir string, skip ...string) error {
 		return Refuse(dir, rel, "output directory %s: %s is not a regular file (%s); remove it or choose another directory", dir, rel, safefile.KindOf(m))
 	})
 }
+
+// WriteMarker writes a command's marker file, whose presence (not its
+// content) makes a directory the command's own. It is written in place,
+// not through a temporary file, and first, before any output: a process
+// stopped while writing it leaves the marker's name, so the rerun
+// recognises its own unfinished directory, where a leftover temporary
+// file would make the directory look foreign. Never through a link.
+func WriteMarker(name string, data []byte) error {
+	f, err := safefile.OpenWritable(name, os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = atomicfile.SyncDir(filepath.Dir(name))
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // Baseline policy names (spec §11).
@@ -165,14 +166,14 @@ const (
 
 // EstimateUsage estimates the usage of a call with the given message
 // texts, image count and reply, as the baselines report it.
-func EstimateUsage(texts []string, images int, reply string) *Usage {
+func EstimateUsage(texts []string, images int, reply string) *runmodel.Usage {
 	in := int64(0)
 	for _, t := range texts {
 		in += int64((len(t) + estBytesPerToken - 1) / estBytesPerToken)
 	}
 	in += int64(images) * EstTokensPerImage
 	out := int64((len(reply) + estBytesPerToken - 1) / estBytesPerToken)
-	return &Usage{Input: in, Output: out, Total: in + out}
+	return &runmodel.Usage{Input: in, Output: out, Total: in + out}
 }
 
 // baselineClient runs a policy in process, without network.

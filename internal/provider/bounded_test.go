@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // endless streams a body far over the test's cap (64 MiB of one JSON
@@ -56,7 +58,7 @@ func newTestClient(t *testing.T, backend, url string, max int64) Client {
 	t.Helper()
 	cfg := Config{Backend: backend, Endpoint: url + "/v1", MaxReplyBytes: max,
 		Getenv: env(map[string]string{"GEMINI_API_KEY": "AIza-gemini-secret-0123456789"})}
-	if backend == BackendGemini {
+	if backend == runmodel.BackendGemini {
 		cfg.Endpoint = url
 	}
 	c, err := New(cfg)
@@ -72,7 +74,7 @@ func newTestClient(t *testing.T, backend, url string, max int64) Client {
 // trickles is cut off by the attempt's deadline.
 func TestReplyTooLarge(t *testing.T) {
 	const max = 1 << 20
-	for _, backend := range []string{BackendVLLM, BackendGemini} {
+	for _, backend := range []string{runmodel.BackendVLLM, runmodel.BackendGemini} {
 		for _, tc := range []struct {
 			name    string
 			handler func(http.ResponseWriter, *http.Request)
@@ -86,7 +88,7 @@ func TestReplyTooLarge(t *testing.T) {
 				c := newTestClient(t, backend, srv.URL, max)
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
-				_, err := c.Complete(ctx, conversation(Sampling{}))
+				_, err := c.Complete(ctx, conversation(runmodel.Sampling{}))
 				var ce *CallError
 				if !errors.As(err, &ce) || ce.Kind != KindTooLarge || ce.Retryable() {
 					t.Fatalf("want a non-retryable too_large error, got %v", err)
@@ -101,7 +103,7 @@ func TestReplyTooLarge(t *testing.T) {
 			c := newTestClient(t, backend, srv.URL, max)
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
-			_, err := c.Complete(ctx, conversation(Sampling{}))
+			_, err := c.Complete(ctx, conversation(runmodel.Sampling{}))
 			var ce *CallError
 			if !errors.As(err, &ce) || ce.Kind != KindTimeout {
 				t.Fatalf("want a timeout, got %v", err)
@@ -111,8 +113,8 @@ func TestReplyTooLarge(t *testing.T) {
 	// Exactly the cap is still accepted.
 	body := `{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}]}`
 	srv, _ := fakeServer(t, reply(200, body))
-	c := newTestClient(t, BackendVLLM, srv.URL, int64(len(body)))
-	if r, err := c.Complete(context.Background(), conversation(Sampling{})); err != nil || r.Text != "ok" {
+	c := newTestClient(t, runmodel.BackendVLLM, srv.URL, int64(len(body)))
+	if r, err := c.Complete(context.Background(), conversation(runmodel.Sampling{})); err != nil || r.Text != "ok" {
 		t.Errorf("a reply of exactly the cap: %v, %v", r, err)
 	}
 }
@@ -128,35 +130,35 @@ func TestKeyRedactedFromReplies(t *testing.T) {
 		backend, body string
 		text, reason  string
 	}{
-		{BackendVLLM, openaiBody, "my key is [redacted], again [redacted]", "saw [redacted]"},
-		{BackendGemini, geminiBody, "Answer: [redacted]", "thinking of [redacted]"},
+		{runmodel.BackendVLLM, openaiBody, "my key is [redacted], again [redacted]", "saw [redacted]"},
+		{runmodel.BackendGemini, geminiBody, "Answer: [redacted]", "thinking of [redacted]"},
 	} {
 		t.Run(tc.backend, func(t *testing.T) {
 			srv, _ := fakeServer(t, reply(200, tc.body))
 			cfg := Config{Backend: tc.backend, Endpoint: srv.URL + "/v1",
 				Getenv: env(map[string]string{"VLLM_API_KEY": key, "GEMINI_API_KEY": key})}
-			if tc.backend == BackendGemini {
+			if tc.backend == runmodel.BackendGemini {
 				cfg.Endpoint = srv.URL
 			}
 			c, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := c.Complete(context.Background(), conversation(Sampling{}))
+			r, err := c.Complete(context.Background(), conversation(runmodel.Sampling{}))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if r.Text != tc.text || r.Reasoning != tc.reason {
 				t.Errorf("text %q reasoning %q, want %q %q", r.Text, r.Reasoning, tc.text, tc.reason)
 			}
-			if n := c.(Redactor).Redactions(); n != 3 && tc.backend == BackendVLLM || n != 2 && tc.backend == BackendGemini {
+			if n := c.(Redactor).Redactions(); n != 3 && tc.backend == runmodel.BackendVLLM || n != 2 && tc.backend == runmodel.BackendGemini {
 				t.Errorf("Redactions() = %d", n)
 			}
 			// An error reply echoing the key counts too.
 			srv2, _ := fakeServer(t, reply(400, `{"error":{"message":"bad key `+key+`","code":400,"status":"INVALID_ARGUMENT"}}`))
 			cfg.Endpoint = strings.Replace(cfg.Endpoint, srv.URL, srv2.URL, 1)
 			c2, _ := New(cfg)
-			_, err = c2.Complete(context.Background(), conversation(Sampling{}))
+			_, err = c2.Complete(context.Background(), conversation(runmodel.Sampling{}))
 			if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "[redacted]") || c2.(Redactor).Redactions() != 1 {
 				t.Errorf("error %v, %d redactions", err, c2.(Redactor).Redactions())
 			}
@@ -211,7 +213,7 @@ func budgetClient(t *testing.T, backend, url string, max int64, budget *replyBud
 	cfg := Config{Backend: backend, Endpoint: url + "/v1", MaxReplyBytes: max, budget: budget,
 		HTTPClient: &http.Client{Transport: nc},
 		Getenv:     env(map[string]string{"GEMINI_API_KEY": "AIza-gemini-secret-0123456789"})}
-	if backend == BackendGemini {
+	if backend == runmodel.BackendGemini {
 		cfg.Endpoint = url
 	}
 	c, err := New(cfg)
@@ -232,7 +234,7 @@ func TestReplyBudget(t *testing.T) {
 		free  = 64 << 10
 		size  = 3 << 20
 	)
-	for _, backend := range []string{BackendVLLM, BackendGemini} {
+	for _, backend := range []string{runmodel.BackendVLLM, runmodel.BackendGemini} {
 		for _, tc := range []struct {
 			name     string
 			max      int64
@@ -254,7 +256,7 @@ func TestReplyBudget(t *testing.T) {
 					wg.Go(func() {
 						ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 						defer cancel()
-						_, errs[i] = c.Complete(ctx, conversation(Sampling{}))
+						_, errs[i] = c.Complete(ctx, conversation(runmodel.Sampling{}))
 					})
 				}
 				wg.Wait()
@@ -327,11 +329,11 @@ func TestReplyBudgetWait(t *testing.T) {
 	t.Cleanup(open) // before the server's Close, which waits for the handler
 	small, _ := fakeServer(t, reply(200, okReply))
 	flood, _ := fakeServer(t, endless(200, 0))
-	client := func(url string) Client { return budgetClient(t, BackendVLLM, url, max, b, &netCounter{}) }
+	client := func(url string) Client { return budgetClient(t, runmodel.BackendVLLM, url, max, b, &netCounter{}) }
 
 	holder := make(chan error, 1)
 	go func() {
-		r, err := client(stall.URL).Complete(context.Background(), conversation(Sampling{}))
+		r, err := client(stall.URL).Complete(context.Background(), conversation(runmodel.Sampling{}))
 		if err == nil && r.Text != long {
 			err = fmt.Errorf("reply of %d bytes, want %d", len(r.Text), len(long))
 		}
@@ -339,13 +341,13 @@ func TestReplyBudgetWait(t *testing.T) {
 	}()
 	waitFor(t, "the first reply holds the budget", func() bool { return b.held.Load() == max })
 
-	if r, err := client(small.URL).Complete(context.Background(), conversation(Sampling{})); err != nil || r.Text == "" {
+	if r, err := client(small.URL).Complete(context.Background(), conversation(runmodel.Sampling{})); err != nil || r.Text == "" {
 		t.Fatalf("an ordinary reply while the budget is held: %v, %v", r, err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	waiter := make(chan error, 1)
-	go func() { _, err := client(flood.URL).Complete(ctx, conversation(Sampling{})); waiter <- err }()
+	go func() { _, err := client(flood.URL).Complete(ctx, conversation(runmodel.Sampling{})); waiter <- err }()
 	waitFor(t, "the second reply waits", func() bool { return b.waiting.Load() == 1 })
 	cancel()
 	if err := <-waiter; !isKind(err, KindCanceled) {
@@ -353,7 +355,7 @@ func TestReplyBudgetWait(t *testing.T) {
 	}
 	dctx, dcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer dcancel()
-	if _, err := client(flood.URL).Complete(dctx, conversation(Sampling{})); !isKind(err, KindTimeout) {
+	if _, err := client(flood.URL).Complete(dctx, conversation(runmodel.Sampling{})); !isKind(err, KindTimeout) {
 		t.Errorf("a waiter past its deadline: %v", err)
 	}
 
@@ -361,7 +363,7 @@ func TestReplyBudgetWait(t *testing.T) {
 	if err := <-holder; err != nil {
 		t.Fatalf("the holder: %v", err)
 	}
-	if _, err := client(flood.URL).Complete(context.Background(), conversation(Sampling{})); !isKind(err, KindTooLarge) {
+	if _, err := client(flood.URL).Complete(context.Background(), conversation(runmodel.Sampling{})); !isKind(err, KindTooLarge) {
 		t.Errorf("after the budget is back: %v", err)
 	}
 	if h, w := b.held.Load(), b.waiting.Load(); h != 0 || w != 0 {
@@ -405,7 +407,7 @@ func TestReplyBodiesIntact(t *testing.T) {
 					}
 				})
 				b := newReplyBudget(max, free)
-				r, err := budgetClient(t, BackendVLLM, srv.URL, max, b, &netCounter{}).Complete(context.Background(), conversation(Sampling{}))
+				r, err := budgetClient(t, runmodel.BackendVLLM, srv.URL, max, b, &netCounter{}).Complete(context.Background(), conversation(runmodel.Sampling{}))
 				if err != nil || r.Text != text {
 					t.Fatalf("err %v, or the text is not the %d bytes sent", err, len(text))
 				}

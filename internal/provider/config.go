@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
@@ -97,11 +98,11 @@ func (c *Config) apiKey(envs ...string) (string, error) {
 // NewBaseline.
 func New(cfg Config) (Client, error) {
 	switch cfg.Backend {
-	case BackendVLLM, BackendOpenAICompat, BackendOpenAI, BackendAzure:
+	case runmodel.BackendVLLM, runmodel.BackendOpenAICompat, runmodel.BackendOpenAI, runmodel.BackendAzure:
 		return newOpenAI(cfg)
-	case BackendGemini:
+	case runmodel.BackendGemini:
 		return newGemini(cfg)
-	case BackendBaseline:
+	case runmodel.BackendBaseline:
 		return nil, fmt.Errorf("backend baseline has no network client; use NewBaseline")
 	}
 	return nil, fmt.Errorf("unknown backend %q (want vllm, openai_compat, openai, azure or gemini)", cfg.Backend)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // geminiClient speaks the Gemini API or Vertex AI through the official
@@ -141,7 +142,7 @@ func (g *geminiClient) build(req *Request) ([]*genai.Content, *genai.GenerateCon
 	}
 	if s.ExtraBody != "" {
 		// Never drop a setting silently: the run records what it sends.
-		return nil, nil, fmt.Errorf("gemini: %w", ErrNoExtraBody)
+		return nil, nil, fmt.Errorf("gemini: %w", runmodel.ErrNoExtraBody)
 	}
 	return contents, conf, nil
 }
@@ -209,7 +210,7 @@ func mapGemini(resp *genai.GenerateContentResponse) *Response {
 		r.FinishReason = mapGeminiFinish(c.FinishReason)
 	}
 	if u := resp.UsageMetadata; u != nil {
-		r.Usage = &Usage{
+		r.Usage = &runmodel.Usage{
 			Input:       int64(u.PromptTokenCount),
 			CachedInput: int64(u.CachedContentTokenCount),
 			Output:      int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount),

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 const geminiOK = `{"candidates":[{"content":{"role":"model","parts":[{"text":"weighing options","thought":true},{"text":"<b>Answer: 2</b>"}]},"finishReason":"STOP"}],
@@ -20,7 +22,7 @@ const geminiOK = `{"candidates":[{"content":{"role":"model","parts":[{"text":"we
 
 func geminiClientFor(t *testing.T, url string, cfg Config) Client {
 	t.Helper()
-	cfg.Backend = BackendGemini
+	cfg.Backend = runmodel.BackendGemini
 	cfg.Endpoint = url
 	if cfg.Getenv == nil {
 		cfg.Getenv = env(map[string]string{"GEMINI_API_KEY": "AIza-gemini-secret-0123456789"})
@@ -35,7 +37,7 @@ func geminiClientFor(t *testing.T, url string, cfg Config) Client {
 func TestGeminiRequestAndReply(t *testing.T) {
 	srv, cap := fakeServer(t, reply(200, geminiOK))
 	c := geminiClientFor(t, srv.URL, Config{})
-	req := conversation(mustSampling(t, BackendGemini))
+	req := conversation(mustSampling(t, runmodel.BackendGemini))
 	req.Model = "gemini-3.1-pro-preview"
 	resp, err := c.Complete(context.Background(), req)
 	if err != nil {
@@ -73,7 +75,7 @@ func TestGeminiRequestAndReply(t *testing.T) {
 		t.Errorf("request body:\n%s", gb)
 	}
 	wantResp := &Response{Text: "<b>Answer: 2</b>", Reasoning: "weighing options", FinishReason: "stop",
-		Usage: &Usage{Input: 900, CachedInput: 512, Output: 100, Thinking: 88, Total: 1000}}
+		Usage: &runmodel.Usage{Input: 900, CachedInput: 512, Output: 100, Thinking: 88, Total: 1000}}
 	if !reflect.DeepEqual(resp, wantResp) {
 		t.Errorf("response %+v usage %+v", resp, resp.Usage)
 	}
@@ -121,7 +123,7 @@ func TestGeminiReplies(t *testing.T) {
 		after  time.Duration
 	}{
 		{"max tokens, all thinking", 200, `{"candidates":[{"content":{"role":"model","parts":[]},"finishReason":"MAX_TOKENS"}],"usageMetadata":{"promptTokenCount":10,"thoughtsTokenCount":8192,"totalTokenCount":8202}}`, nil,
-			&Response{FinishReason: "length", Usage: &Usage{Input: 10, Output: 8192, Thinking: 8192, Total: 8202}}, 0, 0},
+			&Response{FinishReason: "length", Usage: &runmodel.Usage{Input: 10, Output: 8192, Thinking: 8192, Total: 8202}}, 0, 0},
 		{"safety", 200, `{"candidates":[{"finishReason":"SAFETY"}]}`, nil, &Response{FinishReason: "content_filter"}, 0, 0},
 		{"blocked prompt", 200, `{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"}}`, nil, &Response{FinishReason: "content_filter"}, 0, 0},
 		{"429", 429, `{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}`, []string{"Retry-After", "12"}, nil, KindRateLimited, 12 * time.Second},
@@ -133,7 +135,7 @@ func TestGeminiReplies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, _ := fakeServer(t, reply(tc.status, tc.body, tc.hdr...))
 			c := geminiClientFor(t, srv.URL, Config{})
-			resp, err := c.Complete(context.Background(), conversation(mustSampling(t, BackendGemini)))
+			resp, err := c.Complete(context.Background(), conversation(mustSampling(t, runmodel.BackendGemini)))
 			if tc.want != nil {
 				if err != nil {
 					t.Fatal(err)
@@ -164,7 +166,7 @@ func TestGeminiTimeoutAndSecrets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	var ce *CallError
-	if _, err := c.Complete(ctx, conversation(Sampling{})); !errors.As(err, &ce) || ce.Kind != KindTimeout {
+	if _, err := c.Complete(ctx, conversation(runmodel.Sampling{})); !errors.As(err, &ce) || ce.Kind != KindTimeout {
 		t.Errorf("want timeout, got %v", err)
 	}
 
@@ -176,7 +178,7 @@ func TestGeminiTimeoutAndSecrets(t *testing.T) {
 		w.Write(b)
 	})
 	c2 := geminiClientFor(t, echo.URL, Config{Getenv: env(map[string]string{"GOOGLE_API_KEY": key})})
-	_, err := c2.Complete(context.Background(), conversation(Sampling{}))
+	_, err := c2.Complete(context.Background(), conversation(runmodel.Sampling{}))
 	if err == nil || strings.Contains(err.Error(), key) || strings.Contains(err.Error(), "SECRET") {
 		t.Errorf("error leaks the key or is nil: %v", err)
 	}

@@ -2,69 +2,20 @@ package provider
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"google.golang.org/genai"
 
 	"github.com/chexpercept/chexpercept/internal/textsafe"
-)
-
-// Identity is who a server says it is, as learned by the preflight: the
-// stable facts of the model entry it lists for the model id of a run.
-// Two servers with equal identities are taken to give the same answers to
-// the same deterministic calls; the response cache keys every entry by
-// SHA256, so a reply is never replayed to a run of another identity.
-// Unknown facts are null. An unverified identity (no preflight) is only
-// the sorted list of endpoints the run was pointed at.
-type Identity struct {
-	// Verified is true when the server itself was asked.
-	Verified bool `json:"verified"`
-	// Source is how the identity was learned: IdentityModelsList,
-	// IdentityModelLookup, IdentityInProcess or IdentityUnverified.
-	Source string `json:"source"`
-	// ID is the model id (Gemini: resource name) the server reported.
-	ID *string `json:"id"`
-	// Root is the weights a vLLM entry serves (its root member).
-	Root *string `json:"root"`
-	// MaxModelLen is a vLLM entry's context length (max_model_len).
-	MaxModelLen *int64 `json:"max_model_len"`
-	// OwnedBy is the entry's owned_by ("vllm", "openai", "system",
-	// BaselineOwner, …).
-	OwnedBy *string `json:"owned_by"`
-	// Version, InputTokenLimit and OutputTokenLimit come from Gemini's
-	// model lookup.
-	Version          *string `json:"version"`
-	InputTokenLimit  *int64  `json:"input_token_limit"`
-	OutputTokenLimit *int64  `json:"output_token_limit"`
-	// Policy and PolicySeed describe a baseline (in process, or
-	// serve-baseline, whose model entry carries them).
-	Policy     *string `json:"policy"`
-	PolicySeed *int64  `json:"policy_seed"`
-	// Endpoints is the sorted endpoint list of an unverified identity
-	// (without credentials); null when verified.
-	Endpoints []string `json:"endpoints"`
-	// SHA256 is the hex SHA-256 of the members above in compact JSON: the
-	// identity as it enters the response-cache key.
-	SHA256 string `json:"sha256"`
-}
-
-// Identity sources.
-const (
-	IdentityModelsList  = "models_list"  // GET {endpoint}/models (OpenAI-compatible servers, OpenAI)
-	IdentityModelLookup = "model_lookup" // the SDK's model lookup (Azure OpenAI, Gemini)
-	IdentityInProcess   = "in_process"   // the in-process baseline
-	IdentityUnverified  = "unverified"   // --no-preflight: the endpoint list only
 )
 
 // BaselineOwner is the owned_by of serve-baseline's model entry. Such an
@@ -87,67 +38,6 @@ func preflightCap(maxReply int64) int64 {
 // maxIdentityText bounds each text the server reports; longer ones are
 // cut, so that a hostile server cannot bloat the manifest.
 const maxIdentityText = 512
-
-// Seal computes SHA256 over the other members and returns the identity.
-func (id Identity) Seal() Identity {
-	id.SHA256 = ""
-	b, err := json.Marshal(id)
-	if err != nil {
-		panic(err) // a struct of plain members always encodes
-	}
-	sum := sha256.Sum256(b)
-	id.SHA256 = hex.EncodeToString(sum[:])
-	return id
-}
-
-// Unverified is the identity of a run without preflight: the endpoints
-// (already without credentials), sorted and deduplicated.
-func Unverified(endpoints []string) Identity {
-	eps := slices.Clone(endpoints)
-	slices.Sort(eps)
-	eps = slices.Compact(eps)
-	if eps == nil {
-		eps = []string{}
-	}
-	return Identity{Source: IdentityUnverified, Endpoints: eps}.Seal()
-}
-
-// Same reports whether two identities are the same server.
-func (id Identity) Same(o Identity) bool { return id.SHA256 == o.SHA256 }
-
-// String is a short description for messages.
-func (id Identity) String() string {
-	var parts []string
-	s := func(name string, v *string) {
-		if v != nil {
-			parts = append(parts, name+"="+strconv.Quote(*v))
-		}
-	}
-	n := func(name string, v *int64) {
-		if v != nil {
-			parts = append(parts, name+"="+strconv.FormatInt(*v, 10))
-		}
-	}
-	s("id", id.ID)
-	s("root", id.Root)
-	n("max_model_len", id.MaxModelLen)
-	s("owned_by", id.OwnedBy)
-	s("version", id.Version)
-	n("input_token_limit", id.InputTokenLimit)
-	n("output_token_limit", id.OutputTokenLimit)
-	s("policy", id.Policy)
-	n("policy_seed", id.PolicySeed)
-	if !id.Verified {
-		parts = append(parts, "unverified endpoints="+strings.Join(id.Endpoints, ","))
-	}
-	return "{" + strings.Join(parts, " ") + "}"
-}
-
-// Identifier is a client that can run the preflight: ask its server who
-// serves model, within ctx. Every client of this package is one.
-type Identifier interface {
-	Identify(ctx context.Context, model string) (Identity, error)
-}
 
 // PreflightError is a failed preflight. Reason is one line without
 // credentials; Unreachable, Refused and NotServed tell the common causes
@@ -210,8 +100,8 @@ type modelEntry struct {
 	PolicySeed  *int64  `json:"policy_seed"`
 }
 
-func (e modelEntry) identity(s scrubber) Identity {
-	id := Identity{Verified: true, Source: IdentityModelsList, ID: identityText(e.ID, s), MaxModelLen: e.MaxModelLen, PolicySeed: e.PolicySeed}
+func (e modelEntry) identity(s scrubber) runmodel.Identity {
+	id := runmodel.Identity{Verified: true, Source: runmodel.IdentityModelsList, ID: identityText(e.ID, s), MaxModelLen: e.MaxModelLen, PolicySeed: e.PolicySeed}
 	if e.OwnedBy != nil {
 		id.OwnedBy = identityText(*e.OwnedBy, s)
 	}
@@ -234,19 +124,19 @@ func identityText(v string, s scrubber) *string {
 
 // matchModel finds model in a models list reply. serve-baseline's single
 // entry (owned_by BaselineOwner) answers any model id.
-func matchModel(raw []byte, model string, s scrubber) (Identity, error) {
+func matchModel(raw []byte, model string, s scrubber) (runmodel.Identity, error) {
 	var list struct {
 		Data []json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil || list.Data == nil {
-		return Identity{}, &PreflightError{Reason: "GET /models: the reply is not a model list"}
+		return runmodel.Identity{}, &PreflightError{Reason: "GET /models: the reply is not a model list"}
 	}
 	var ids []string
 	var baseline []modelEntry
 	for _, d := range list.Data {
 		var e modelEntry
 		if err := json.Unmarshal(d, &e); err != nil {
-			return Identity{}, &PreflightError{Reason: "GET /models: an entry is not a model: " + s.clean(err.Error())}
+			return runmodel.Identity{}, &PreflightError{Reason: "GET /models: an entry is not a model: " + s.clean(err.Error())}
 		}
 		if e.ID == model {
 			return e.identity(s), nil
@@ -259,7 +149,7 @@ func matchModel(raw []byte, model string, s scrubber) (Identity, error) {
 	if len(baseline) == 1 && len(list.Data) == 1 {
 		return baseline[0].identity(s), nil
 	}
-	return Identity{}, &PreflightError{NotServed: true, Reason: fmt.Sprintf("does not serve model %s (it serves %s)", strconv.Quote(model), servedList(ids, s))}
+	return runmodel.Identity{}, &PreflightError{NotServed: true, Reason: fmt.Sprintf("does not serve model %s (it serves %s)", strconv.Quote(model), servedList(ids, s))}
 }
 
 // servedList names at most five served ids for a message.
@@ -283,7 +173,7 @@ func servedList(ids []string, s scrubber) string {
 // list their models (GET {endpoint}/models; vLLM and most compatible
 // servers have no lookup of one model); Azure OpenAI is asked for the
 // deployment through the SDK's model lookup.
-func (c *openaiClient) Identify(ctx context.Context, model string) (Identity, error) {
+func (c *openaiClient) Identify(ctx context.Context, model string) (runmodel.Identity, error) {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
 	var raw []byte
@@ -310,24 +200,24 @@ func (c *openaiClient) Identify(ctx context.Context, model string) (Identity, er
 			case apiErr.StatusCode == http.StatusNotFound || apiErr.StatusCode == http.StatusMethodNotAllowed:
 				pe.NoEndpoint = true
 			}
-			return Identity{}, pe
+			return runmodel.Identity{}, pe
 		}
-		return Identity{}, preflightFailure(ctx, err, 0, "", c.scrub, what)
+		return runmodel.Identity{}, preflightFailure(ctx, err, 0, "", c.scrub, what)
 	}
 	if c.azure {
 		var e modelEntry
 		if err := json.Unmarshal(raw, &e); err != nil {
-			return Identity{}, &PreflightError{Reason: "model lookup: the reply is not a model"}
+			return runmodel.Identity{}, &PreflightError{Reason: "model lookup: the reply is not a model"}
 		}
 		id := e.identity(c.scrub)
-		id.Source = IdentityModelLookup
+		id.Source = runmodel.IdentityModelLookup
 		return id.Seal(), nil
 	}
 	return matchModel(raw, model, c.scrub)
 }
 
 // Identify implements Identifier through the Gemini SDK's model lookup.
-func (g *geminiClient) Identify(ctx context.Context, model string) (Identity, error) {
+func (g *geminiClient) Identify(ctx context.Context, model string) (runmodel.Identity, error) {
 	ctx, cancel := context.WithTimeout(ctx, PreflightTimeout)
 	defer cancel()
 	m, err := g.pre.Models.Get(ctx, model, nil)
@@ -338,11 +228,11 @@ func (g *geminiClient) Identify(ctx context.Context, model string) (Identity, er
 			if apiErr.Code == http.StatusNotFound {
 				pe.NotServed, pe.Reason = true, fmt.Sprintf("does not serve model %s (HTTP 404)", strconv.Quote(model))
 			}
-			return Identity{}, pe
+			return runmodel.Identity{}, pe
 		}
-		return Identity{}, preflightFailure(ctx, err, 0, "", g.scrub, "model lookup")
+		return runmodel.Identity{}, preflightFailure(ctx, err, 0, "", g.scrub, "model lookup")
 	}
-	id := Identity{Verified: true, Source: IdentityModelLookup, ID: identityText(m.Name, g.scrub)}
+	id := runmodel.Identity{Verified: true, Source: runmodel.IdentityModelLookup, ID: identityText(m.Name, g.scrub)}
 	if m.Version != "" {
 		id.Version = identityText(m.Version, g.scrub)
 	}
@@ -359,7 +249,7 @@ func (g *geminiClient) Identify(ctx context.Context, model string) (Identity, er
 
 // Identify implements Identifier: the in-process baseline is its policy
 // and seed.
-func (c *baselineClient) Identify(context.Context, string) (Identity, error) {
+func (c *baselineClient) Identify(context.Context, string) (runmodel.Identity, error) {
 	owner, policy, seed := BaselineOwner, c.policy, c.seed
-	return Identity{Verified: true, Source: IdentityInProcess, OwnedBy: &owner, Policy: &policy, PolicySeed: &seed}.Seal(), nil
+	return runmodel.Identity{Verified: true, Source: runmodel.IdentityInProcess, OwnedBy: &owner, Policy: &policy, PolicySeed: &seed}.Seal(), nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // recorder is a server answering every request with status and body,
@@ -32,13 +34,13 @@ func (rc *recorder) serve(t *testing.T, status int, body string) string {
 	return hs.URL
 }
 
-func identify(t *testing.T, cfg Config, model string) (Identity, error) {
+func identify(t *testing.T, cfg Config, model string) (runmodel.Identity, error) {
 	t.Helper()
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.(Identifier).Identify(context.Background(), model)
+	return c.(runmodel.Identifier).Identify(context.Background(), model)
 }
 
 const vllmModels = `{"object":"list","data":[
@@ -50,11 +52,11 @@ const vllmModels = `{"object":"list","data":[
 func TestIdentifyVLLM(t *testing.T) {
 	var rc recorder
 	url := rc.serve(t, 200, vllmModels)
-	id, err := identify(t, Config{Backend: BackendVLLM, Endpoint: url + "/v1", Getenv: env(nil)}, "qwen3.6-27b")
+	id, err := identify(t, Config{Backend: runmodel.BackendVLLM, Endpoint: url + "/v1", Getenv: env(nil)}, "qwen3.6-27b")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !id.Verified || id.Source != IdentityModelsList || *id.ID != "qwen3.6-27b" || *id.Root != "Qwen/Qwen3.6-27B" ||
+	if !id.Verified || id.Source != runmodel.IdentityModelsList || *id.ID != "qwen3.6-27b" || *id.Root != "Qwen/Qwen3.6-27B" ||
 		*id.MaxModelLen != 32768 || *id.OwnedBy != "vllm" || id.Policy != nil || id.SHA256 == "" {
 		t.Errorf("identity %+v", id)
 	}
@@ -64,13 +66,13 @@ func TestIdentifyVLLM(t *testing.T) {
 	// The same entry with another created time is the same server; another
 	// root or context length is not.
 	url2 := (&recorder{}).serve(t, 200, strings.ReplaceAll(vllmModels, "1764590000", "1764599999"))
-	again, _ := identify(t, Config{Backend: BackendVLLM, Endpoint: url2 + "/v1", Getenv: env(nil)}, "qwen3.6-27b")
+	again, _ := identify(t, Config{Backend: runmodel.BackendVLLM, Endpoint: url2 + "/v1", Getenv: env(nil)}, "qwen3.6-27b")
 	if !again.Same(id) {
 		t.Errorf("created changed the identity")
 	}
 	for _, other := range []string{strings.Replace(vllmModels, "32768", "8192", 1), strings.Replace(vllmModels, "Qwen/Qwen3.6-27B", "Qwen/Qwen3.6-27B-FP8", 1)} {
 		u := (&recorder{}).serve(t, 200, other)
-		o, err := identify(t, Config{Backend: BackendVLLM, Endpoint: u + "/v1", Getenv: env(nil)}, "qwen3.6-27b")
+		o, err := identify(t, Config{Backend: runmodel.BackendVLLM, Endpoint: u + "/v1", Getenv: env(nil)}, "qwen3.6-27b")
 		if err != nil || o.Same(id) {
 			t.Errorf("another deployment has the same identity (err %v)", err)
 		}
@@ -100,7 +102,7 @@ func TestIdentifyFailures(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			url := (&recorder{}).serve(t, c.status, c.body)
-			_, err := identify(t, Config{Backend: BackendOpenAI, Endpoint: url + "/v1", Getenv: env(map[string]string{"OPENAI_API_KEY": key})}, "gpt-x")
+			_, err := identify(t, Config{Backend: runmodel.BackendOpenAI, Endpoint: url + "/v1", Getenv: env(map[string]string{"OPENAI_API_KEY": key})}, "gpt-x")
 			var pe *PreflightError
 			if !errors.As(err, &pe) || !c.check(pe) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %#v (%v), want %q", err, err, c.want)
@@ -117,17 +119,17 @@ func TestIdentifyFailures(t *testing.T) {
 func TestIdentifyBaselineEntry(t *testing.T) {
 	entry := `{"id":"baseline-random","object":"model","created":0,"owned_by":"` + BaselineOwner + `","policy":"random","policy_seed":5}`
 	url := (&recorder{}).serve(t, 200, `{"object":"list","data":[`+entry+`]}`)
-	id, err := identify(t, Config{Backend: BackendVLLM, Endpoint: url + "/v1", Getenv: env(nil)}, "qwen3.6-27b")
+	id, err := identify(t, Config{Backend: runmodel.BackendVLLM, Endpoint: url + "/v1", Getenv: env(nil)}, "qwen3.6-27b")
 	if err != nil || *id.Policy != "random" || *id.PolicySeed != 5 || *id.OwnedBy != BaselineOwner {
 		t.Fatalf("identity %+v, error %v", id, err)
 	}
 	url = (&recorder{}).serve(t, 200, `{"object":"list","data":[`+entry+`,{"id":"m2","owned_by":"vllm"}]}`)
-	if _, err := identify(t, Config{Backend: BackendVLLM, Endpoint: url + "/v1", Getenv: env(nil)}, "qwen3.6-27b"); !errors.Is(err, ErrModelNotServed) {
+	if _, err := identify(t, Config{Backend: runmodel.BackendVLLM, Endpoint: url + "/v1", Getenv: env(nil)}, "qwen3.6-27b"); !errors.Is(err, ErrModelNotServed) {
 		t.Errorf("error %v, want not served", err)
 	}
 	in, _ := NewBaseline(PolicyRandom, 5)
-	local, err := in.(Identifier).Identify(context.Background(), "random")
-	if err != nil || local.Source != IdentityInProcess || *local.PolicySeed != 5 || local.Same(id) {
+	local, err := in.(runmodel.Identifier).Identify(context.Background(), "random")
+	if err != nil || local.Source != runmodel.IdentityInProcess || *local.PolicySeed != 5 || local.Same(id) {
 		t.Errorf("in-process identity %+v, error %v", local, err)
 	}
 }
@@ -137,15 +139,15 @@ func TestIdentifyBaselineEntry(t *testing.T) {
 func TestIdentifyAzure(t *testing.T) {
 	var rc recorder
 	url := rc.serve(t, 200, `{"id":"gpt-4o-2024-08-06","object":"model","created":1722902400,"owned_by":"system"}`)
-	id, err := identify(t, Config{Backend: BackendAzure, Endpoint: url, Getenv: env(map[string]string{"AZURE_OPENAI_API_KEY": "azure-key-0123456789"})}, "gpt-4o-2024-08-06")
-	if err != nil || id.Source != IdentityModelLookup || *id.ID != "gpt-4o-2024-08-06" || *id.OwnedBy != "system" {
+	id, err := identify(t, Config{Backend: runmodel.BackendAzure, Endpoint: url, Getenv: env(map[string]string{"AZURE_OPENAI_API_KEY": "azure-key-0123456789"})}, "gpt-4o-2024-08-06")
+	if err != nil || id.Source != runmodel.IdentityModelLookup || *id.ID != "gpt-4o-2024-08-06" || *id.OwnedBy != "system" {
 		t.Fatalf("identity %+v, error %v", id, err)
 	}
 	if want := "GET /openai/models/gpt-4o-2024-08-06?api-version=" + DefaultAzureAPIVersion; rc.paths[0] != want {
 		t.Errorf("asked %q, want %q", rc.paths[0], want)
 	}
 	url = (&recorder{}).serve(t, 404, `{"error":{"code":"DeploymentNotFound","message":"no"}}`)
-	_, err = identify(t, Config{Backend: BackendAzure, Endpoint: url, Getenv: env(map[string]string{"AZURE_OPENAI_API_KEY": "azure-key-0123456789"})}, "mine")
+	_, err = identify(t, Config{Backend: runmodel.BackendAzure, Endpoint: url, Getenv: env(map[string]string{"AZURE_OPENAI_API_KEY": "azure-key-0123456789"})}, "mine")
 	if !errors.Is(err, ErrModelNotServed) || !strings.Contains(err.Error(), `deployment "mine"`) {
 		t.Errorf("error %v, want deployment not served", err)
 	}
@@ -157,8 +159,8 @@ func TestIdentifyGemini(t *testing.T) {
 	var rc recorder
 	url := rc.serve(t, 200, `{"name":"models/gemini-3-pro","version":"3.0","displayName":"Gemini 3 Pro","inputTokenLimit":1048576,"outputTokenLimit":65536}`)
 	c := geminiClientFor(t, url, Config{})
-	id, err := c.(Identifier).Identify(context.Background(), "gemini-3-pro")
-	if err != nil || id.Source != IdentityModelLookup || *id.ID != "models/gemini-3-pro" || *id.Version != "3.0" ||
+	id, err := c.(runmodel.Identifier).Identify(context.Background(), "gemini-3-pro")
+	if err != nil || id.Source != runmodel.IdentityModelLookup || *id.ID != "models/gemini-3-pro" || *id.Version != "3.0" ||
 		*id.InputTokenLimit != 1048576 || *id.OutputTokenLimit != 65536 {
 		t.Fatalf("identity %+v, error %v", id, err)
 	}
@@ -167,27 +169,15 @@ func TestIdentifyGemini(t *testing.T) {
 	}
 	url = (&recorder{}).serve(t, 404, `{"error":{"code":404,"message":"not found","status":"NOT_FOUND"}}`)
 	c = geminiClientFor(t, url, Config{})
-	if _, err := c.(Identifier).Identify(context.Background(), "gemini-9"); !errors.Is(err, ErrModelNotServed) {
+	if _, err := c.(runmodel.Identifier).Identify(context.Background(), "gemini-9"); !errors.Is(err, ErrModelNotServed) {
 		t.Errorf("error %v, want not served", err)
 	}
 	url = (&recorder{}).serve(t, 403, `{"error":{"code":403,"message":"API key AIza-gemini-secret-0123456789 not valid","status":"PERMISSION_DENIED"}}`)
 	c = geminiClientFor(t, url, Config{})
-	_, err = c.(Identifier).Identify(context.Background(), "gemini-3-pro")
+	_, err = c.(runmodel.Identifier).Identify(context.Background(), "gemini-3-pro")
 	var pe *PreflightError
 	if !errors.As(err, &pe) || !pe.Refused || strings.Contains(err.Error(), "gemini-secret") {
 		t.Errorf("error %v, want the key refused and not printed", err)
-	}
-}
-
-// An unverified identity is the sorted, deduplicated endpoint list.
-func TestUnverified(t *testing.T) {
-	a := Unverified([]string{"http://b/v1", "http://a/v1", "http://b/v1"})
-	b := Unverified([]string{"http://a/v1", "http://b/v1"})
-	if !a.Same(b) || a.Verified || strings.Join(a.Endpoints, ",") != "http://a/v1,http://b/v1" {
-		t.Errorf("%+v vs %+v", a, b)
-	}
-	if c := Unverified([]string{"http://a/v1"}); c.Same(a) {
-		t.Error("another endpoint list has the same identity")
 	}
 }
 
@@ -200,7 +190,7 @@ func TestIdentityHoldsNoKey(t *testing.T) {
 	body := `{"data":[{"id":"qwen","object":"model","owned_by":"Bearer ` + key + `","root":"` + strings.ToUpper(key) +
 		`","policy":"` + key[3:25] + `"}]}`
 	url := (&recorder{}).serve(t, 200, body)
-	id, err := identify(t, Config{Backend: BackendVLLM, Endpoint: url + "/v1", Getenv: env(map[string]string{"VLLM_API_KEY": key})}, "qwen")
+	id, err := identify(t, Config{Backend: runmodel.BackendVLLM, Endpoint: url + "/v1", Getenv: env(map[string]string{"VLLM_API_KEY": key})}, "qwen")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +211,7 @@ func TestIdentityHoldsNoKey(t *testing.T) {
 func TestGeminiPreflightCap(t *testing.T) {
 	url := (&recorder{}).serve(t, 200, `{"name":"models/gemini-3-pro","displayName":"`+strings.Repeat("x", maxPreflightBytes)+`"}`)
 	c := geminiClientFor(t, url, Config{MaxReplyBytes: 32 << 20})
-	_, err := c.(Identifier).Identify(context.Background(), "gemini-3-pro")
+	_, err := c.(runmodel.Identifier).Identify(context.Background(), "gemini-3-pro")
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("larger than %d bytes", maxPreflightBytes)) {
 		t.Errorf("error %v, want the reply refused past %d bytes", err, maxPreflightBytes)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -37,7 +38,7 @@ func newOpenAI(cfg Config) (*openaiClient, error) {
 	opts := []option.RequestOption{option.WithHTTPClient(hc), option.WithMaxRetries(0)}
 	c := &openaiClient{backend: cfg.Backend, preflightHTTP: wrapClient(cfg.HTTPClient, preflightCap(cfg.MaxReplyBytes), cfg.budget)}
 	switch cfg.Backend {
-	case BackendAzure:
+	case runmodel.BackendAzure:
 		key, err := cfg.apiKey("AZURE_OPENAI_API_KEY")
 		if err != nil {
 			return nil, err
@@ -69,7 +70,7 @@ func newOpenAI(cfg Config) (*openaiClient, error) {
 		c.scrub = newScrubber(key)
 	default:
 		envs := []string{"OPENAI_API_KEY"}
-		if cfg.Backend != BackendOpenAI {
+		if cfg.Backend != runmodel.BackendOpenAI {
 			// local servers: never send an OpenAI key to them by accident
 			envs = []string{"VLLM_API_KEY"}
 		}
@@ -79,7 +80,7 @@ func newOpenAI(cfg Config) (*openaiClient, error) {
 		}
 		ep := cfg.Endpoint
 		if ep == "" {
-			if cfg.Backend != BackendOpenAI {
+			if cfg.Backend != runmodel.BackendOpenAI {
 				return nil, &missingError{string(cfg.Backend) + ": no endpoint (the server's base URL, e.g. http://127.0.0.1:8000/v1)", ErrNoEndpoint}
 			}
 			ep = DefaultOpenAIEndpoint
@@ -200,7 +201,7 @@ func decodeChatCompletion(raw []byte, s scrubber) (*Response, error) {
 		r.FinishReason = mapOpenAIFinish(*ch.FinishReason)
 	}
 	if u := cc.Usage; u != nil {
-		r.Usage = &Usage{Input: u.PromptTokens, Output: u.CompletionTokens, Total: u.TotalTokens}
+		r.Usage = &runmodel.Usage{Input: u.PromptTokens, Output: u.CompletionTokens, Total: u.TotalTokens}
 		if u.PromptTokensDetails != nil {
 			r.Usage.CachedInput = u.PromptTokensDetails.CachedTokens
 		}

@@ -56,6 +56,10 @@ func (b *bodyWriter) raw(p string) {
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
+// FormatNumber writes a parameter value the way it goes on the wire:
+// shortest decimal, no exponent for ordinary values ("0", "0.95", "8192").
+func FormatNumber(v float64) string { return num(v) }
+
 // chatBody builds the request body as segments plus its exact length.
 func chatBody(req *Request) *bodyWriter {
 	b := &bodyWriter{}
@@ -116,7 +120,7 @@ func chatBody(req *Request) *bodyWriter {
 	}
 	// Extra members were checked when set (Sampling.Apply, Validate):
 	// valid JSON, no name the body already holds.
-	if in := s.ExtraBody.inner(); in != "" {
+	if in := s.ExtraBody.Inner(); in != "" {
 		b.lit("," + in)
 	}
 	b.lit("}")

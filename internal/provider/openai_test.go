@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // capture records the last request a fake server received.
@@ -63,7 +65,7 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 // conversation is a two-turn request: system, user(text+2 images),
 // assistant, user(text+1 image).
-func conversation(s Sampling) *Request {
+func conversation(s runmodel.Sampling) *Request {
 	a, b, c := NewImage([]byte("PNG-A")), NewImage([]byte("PNG-B")), NewImage([]byte("PNG-C"))
 	return &Request{
 		Model: "Qwen/Qwen3.6-27B",
@@ -94,8 +96,8 @@ func expectedMessages() []any {
 	}
 }
 
-func mustSampling(t *testing.T, backend string) Sampling {
-	s, err := DefaultSampling(backend)
+func mustSampling(t *testing.T, backend string) runmodel.Sampling {
+	s, err := runmodel.DefaultSampling(backend)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,25 +106,25 @@ func mustSampling(t *testing.T, backend string) Sampling {
 
 func TestOpenAIRequestBodies(t *testing.T) {
 	no := false
-	vllmNoThink := mustSampling(t, BackendVLLM)
+	vllmNoThink := mustSampling(t, runmodel.BackendVLLM)
 	vllmNoThink.EnableThinking = &no
 	cases := []struct {
 		name     string
 		backend  string
-		sampling Sampling
+		sampling runmodel.Sampling
 		want     map[string]any // besides model and messages
 	}{
-		{"vllm", BackendVLLM, mustSampling(t, BackendVLLM),
+		{"vllm", runmodel.BackendVLLM, mustSampling(t, runmodel.BackendVLLM),
 			map[string]any{"temperature": 0.0, "top_p": 1.0, "max_completion_tokens": 8192.0}},
-		{"vllm no thinking", BackendVLLM, vllmNoThink,
+		{"vllm no thinking", runmodel.BackendVLLM, vllmNoThink,
 			map[string]any{"temperature": 0.0, "top_p": 1.0, "max_completion_tokens": 8192.0,
 				"chat_template_kwargs": map[string]any{"enable_thinking": false}}},
-		{"openai_compat", BackendOpenAICompat, mustSampling(t, BackendOpenAICompat),
+		{"openai_compat", runmodel.BackendOpenAICompat, mustSampling(t, runmodel.BackendOpenAICompat),
 			map[string]any{"max_tokens": 8192.0}},
-		{"openai", BackendOpenAI, mustSampling(t, BackendOpenAI),
+		{"openai", runmodel.BackendOpenAI, mustSampling(t, runmodel.BackendOpenAI),
 			map[string]any{"temperature": 1.0, "reasoning_effort": "medium", "max_completion_tokens": 8192.0,
 				"frequency_penalty": 0.0, "presence_penalty": 0.0}},
-		{"azure", BackendAzure, mustSampling(t, BackendAzure),
+		{"azure", runmodel.BackendAzure, mustSampling(t, runmodel.BackendAzure),
 			map[string]any{"temperature": 1.0, "reasoning_effort": "medium", "max_completion_tokens": 8192.0,
 				"frequency_penalty": 0.0, "presence_penalty": 0.0}},
 	}
@@ -131,7 +133,7 @@ func TestOpenAIRequestBodies(t *testing.T) {
 			srv, cap := fakeServer(t, reply(200, okReply))
 			cfg := Config{Backend: tc.backend, Endpoint: srv.URL + "/v1",
 				Getenv: env(map[string]string{"OPENAI_API_KEY": "sk-test-openai-123456", "AZURE_OPENAI_API_KEY": "az-secret-key-987654"})}
-			if tc.backend == BackendAzure {
+			if tc.backend == runmodel.BackendAzure {
 				cfg.Endpoint = srv.URL
 			}
 			c, err := New(cfg)
@@ -159,7 +161,7 @@ func TestOpenAIRequestBodies(t *testing.T) {
 				t.Error("image_url carries a detail field")
 			}
 			switch tc.backend {
-			case BackendAzure:
+			case runmodel.BackendAzure:
 				if path != "/openai/deployments/Qwen%2FQwen3.6-27B/chat/completions" && path != "/openai/deployments/Qwen/Qwen3.6-27B/chat/completions" {
 					t.Errorf("azure path = %q", path)
 				}
@@ -169,7 +171,7 @@ func TestOpenAIRequestBodies(t *testing.T) {
 				if hdr.Get("api-key") != "az-secret-key-987654" || hdr.Get("Authorization") != "" {
 					t.Errorf("azure auth headers: api-key=%q authorization=%q", hdr.Get("api-key"), hdr.Get("Authorization"))
 				}
-			case BackendOpenAI:
+			case runmodel.BackendOpenAI:
 				if path != "/v1/chat/completions" || hdr.Get("Authorization") != "Bearer sk-test-openai-123456" {
 					t.Errorf("path %q, authorization %q", path, hdr.Get("Authorization"))
 				}
@@ -180,7 +182,7 @@ func TestOpenAIRequestBodies(t *testing.T) {
 				}
 			}
 			wantResp := &Response{Text: "<think>hm</think>Answer: 2", Reasoning: "I looked closely.", FinishReason: "stop",
-				Usage: &Usage{Input: 1200, CachedInput: 1024, Output: 40, Thinking: 30, Total: 1240}}
+				Usage: &runmodel.Usage{Input: 1200, CachedInput: 1024, Output: 40, Thinking: 30, Total: 1240}}
 			if !reflect.DeepEqual(resp, wantResp) {
 				t.Errorf("response = %+v, usage %+v", resp, resp.Usage)
 			}
@@ -204,7 +206,7 @@ func TestOpenAIReplies(t *testing.T) {
 		{"null content and reasoning field", 200, `{"choices":[{"message":{"content":null,"reasoning":"all thought"},"finish_reason":"content_filter"}]}`, nil,
 			&Response{Reasoning: "all thought", FinishReason: "content_filter"}, 0, false, 0},
 		{"tool_calls finish is other", 200, `{"choices":[{"message":{"content":"x"},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`, nil,
-			&Response{Text: "x", FinishReason: "other", Usage: &Usage{Input: 5, Output: 1, Total: 6}}, 0, false, 0},
+			&Response{Text: "x", FinishReason: "other", Usage: &runmodel.Usage{Input: 5, Output: 1, Total: 6}}, 0, false, 0},
 		{"missing finish reason", 200, `{"choices":[{"message":{"content":[{"type":"text","text":"Answer: "},{"type":"text","text":"3"}]}}]}`, nil,
 			&Response{Text: "Answer: 3"}, 0, false, 0},
 		{"429 with seconds", 429, `{"error":{"message":"slow down","type":"rate_limit"}}`, []string{"Retry-After", "7"},
@@ -221,11 +223,11 @@ func TestOpenAIReplies(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, _ := fakeServer(t, reply(tc.status, tc.body, tc.hdr...))
-			c, err := New(Config{Backend: BackendVLLM, Endpoint: srv.URL + "/v1", Getenv: env(nil)})
+			c, err := New(Config{Backend: runmodel.BackendVLLM, Endpoint: srv.URL + "/v1", Getenv: env(nil)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := c.Complete(context.Background(), conversation(mustSampling(t, BackendVLLM)))
+			resp, err := c.Complete(context.Background(), conversation(mustSampling(t, runmodel.BackendVLLM)))
 			if tc.want != nil {
 				if err != nil {
 					t.Fatal(err)
@@ -258,10 +260,10 @@ func TestOpenAITimeoutAndNetwork(t *testing.T) {
 		}
 	})
 	defer close(block)
-	c, _ := New(Config{Backend: BackendVLLM, Endpoint: srv.URL + "/v1", Getenv: env(nil)})
+	c, _ := New(Config{Backend: runmodel.BackendVLLM, Endpoint: srv.URL + "/v1", Getenv: env(nil)})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := c.Complete(ctx, conversation(Sampling{}))
+	_, err := c.Complete(ctx, conversation(runmodel.Sampling{}))
 	var ce *CallError
 	if !errors.As(err, &ce) || ce.Kind != KindTimeout || !ce.Retryable() {
 		t.Fatalf("want retryable timeout, got %v", err)
@@ -269,7 +271,7 @@ func TestOpenAITimeoutAndNetwork(t *testing.T) {
 
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
-	if _, err := c.Complete(ctx2, conversation(Sampling{})); !errors.As(err, &ce) || ce.Kind != KindCanceled || ce.Retryable() {
+	if _, err := c.Complete(ctx2, conversation(runmodel.Sampling{})); !errors.As(err, &ce) || ce.Kind != KindCanceled || ce.Retryable() {
 		t.Fatalf("want non-retryable cancel, got %v", err)
 	}
 
@@ -281,8 +283,8 @@ func TestOpenAITimeoutAndNetwork(t *testing.T) {
 		}
 	}))
 	defer hj.Close()
-	c2, _ := New(Config{Backend: BackendVLLM, Endpoint: hj.URL + "/v1", Getenv: env(nil)})
-	if _, err := c2.Complete(context.Background(), conversation(Sampling{})); !errors.As(err, &ce) || ce.Kind != KindNetwork || !ce.Retryable() {
+	c2, _ := New(Config{Backend: runmodel.BackendVLLM, Endpoint: hj.URL + "/v1", Getenv: env(nil)})
+	if _, err := c2.Complete(context.Background(), conversation(runmodel.Sampling{})); !errors.As(err, &ce) || ce.Kind != KindNetwork || !ce.Retryable() {
 		t.Fatalf("want retryable network error, got %v", err)
 	}
 }
@@ -305,13 +307,13 @@ func TestSecretsNeverInErrors(t *testing.T) {
 			w.Write(out)
 		}
 	}
-	for _, backend := range []string{BackendOpenAI, BackendAzure} {
+	for _, backend := range []string{runmodel.BackendOpenAI, runmodel.BackendAzure} {
 		for _, status := range []int{400, 429, 500} {
 			for _, useFile := range []bool{false, true} {
 				srv, _ := fakeServer(t, echo(status))
 				cfg := Config{Backend: backend, Endpoint: srv.URL + "/v1",
 					Getenv: env(map[string]string{"OPENAI_API_KEY": envKey, "AZURE_OPENAI_API_KEY": envKey})}
-				if backend == BackendAzure {
+				if backend == runmodel.BackendAzure {
 					cfg.Endpoint = srv.URL
 				}
 				if useFile {
@@ -346,16 +348,16 @@ func TestConfigErrors(t *testing.T) {
 		want string
 		is   error // matched by errors.Is when not nil
 	}{
-		{Config{Backend: BackendOpenAI, Getenv: env(nil)}, "openai: no API key (set OPENAI_API_KEY)", ErrNoCredentials},
-		{Config{Backend: BackendAzure, Getenv: env(map[string]string{"AZURE_OPENAI_API_KEY": "k"})}, "azure: no endpoint (set AZURE_OPENAI_ENDPOINT)", ErrNoEndpoint},
-		{Config{Backend: BackendAzure, Getenv: env(map[string]string{"AZURE_OPENAI_ENDPOINT": "https://x"})}, "azure: no API key (set AZURE_OPENAI_API_KEY)", ErrNoCredentials},
-		{Config{Backend: BackendVLLM, Getenv: env(nil)}, "no endpoint (the server's base URL, e.g. http://127.0.0.1:8000/v1)", ErrNoEndpoint},
-		{Config{Backend: BackendVLLM, Endpoint: "http://x/v1", APIKeyFile: "/nonexistent/key"}, "api key file", nil},
-		{Config{Backend: BackendGemini, Getenv: env(nil)}, "gemini: no credentials (set GEMINI_API_KEY or GOOGLE_API_KEY, or GOOGLE_CLOUD_PROJECT for Vertex AI)", ErrNoCredentials},
-		{Config{Backend: BackendGemini, GeminiVertex: true, Getenv: env(map[string]string{"GEMINI_API_KEY": "k"})}, "needs GOOGLE_CLOUD_PROJECT", nil},
-		{Config{Backend: BackendGemini, GeminiImageFormat: "webp", Getenv: env(map[string]string{"GEMINI_API_KEY": "k"})}, "image format", nil},
-		{Config{Backend: BackendOpenAI, Endpoint: "not a url", Getenv: env(map[string]string{"OPENAI_API_KEY": "k"})}, "not a URL", nil},
-		{Config{Backend: BackendBaseline}, "NewBaseline", nil},
+		{Config{Backend: runmodel.BackendOpenAI, Getenv: env(nil)}, "openai: no API key (set OPENAI_API_KEY)", ErrNoCredentials},
+		{Config{Backend: runmodel.BackendAzure, Getenv: env(map[string]string{"AZURE_OPENAI_API_KEY": "k"})}, "azure: no endpoint (set AZURE_OPENAI_ENDPOINT)", ErrNoEndpoint},
+		{Config{Backend: runmodel.BackendAzure, Getenv: env(map[string]string{"AZURE_OPENAI_ENDPOINT": "https://x"})}, "azure: no API key (set AZURE_OPENAI_API_KEY)", ErrNoCredentials},
+		{Config{Backend: runmodel.BackendVLLM, Getenv: env(nil)}, "no endpoint (the server's base URL, e.g. http://127.0.0.1:8000/v1)", ErrNoEndpoint},
+		{Config{Backend: runmodel.BackendVLLM, Endpoint: "http://x/v1", APIKeyFile: "/nonexistent/key"}, "api key file", nil},
+		{Config{Backend: runmodel.BackendGemini, Getenv: env(nil)}, "gemini: no credentials (set GEMINI_API_KEY or GOOGLE_API_KEY, or GOOGLE_CLOUD_PROJECT for Vertex AI)", ErrNoCredentials},
+		{Config{Backend: runmodel.BackendGemini, GeminiVertex: true, Getenv: env(map[string]string{"GEMINI_API_KEY": "k"})}, "needs GOOGLE_CLOUD_PROJECT", nil},
+		{Config{Backend: runmodel.BackendGemini, GeminiImageFormat: "webp", Getenv: env(map[string]string{"GEMINI_API_KEY": "k"})}, "image format", nil},
+		{Config{Backend: runmodel.BackendOpenAI, Endpoint: "not a url", Getenv: env(map[string]string{"OPENAI_API_KEY": "k"})}, "not a URL", nil},
+		{Config{Backend: runmodel.BackendBaseline}, "NewBaseline", nil},
 		{Config{Backend: "bogus"}, "unknown backend", nil},
 	}
 	for _, tc := range cases {
@@ -380,13 +382,13 @@ func TestEndpointCredentialsNotInNetworkErrors(t *testing.T) {
 		}
 	}))
 	defer hj.Close()
-	for _, backend := range []string{BackendVLLM, BackendGemini} {
+	for _, backend := range []string{runmodel.BackendVLLM, runmodel.BackendGemini} {
 		ep := strings.Replace(hj.URL, "http://", "http://tok-user-name:pass-word-9@", 1) + "/v1?auth=query-token-7#frag-ment"
 		c, err := New(Config{Backend: backend, Endpoint: ep, Getenv: env(map[string]string{"GEMINI_API_KEY": "gem-key-123456"})})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.Complete(context.Background(), conversation(Sampling{}))
+		_, err = c.Complete(context.Background(), conversation(runmodel.Sampling{}))
 		if err == nil {
 			t.Fatalf("%s: want a network error", backend)
 		}

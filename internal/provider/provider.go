@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // Role is the author of a message.
@@ -100,7 +102,7 @@ type Meta struct {
 type Request struct {
 	Model    string // model id / deployment / HF id as the backend knows it
 	Messages []Message
-	Sampling Sampling
+	Sampling runmodel.Sampling
 	Meta     *Meta
 }
 
@@ -112,22 +114,13 @@ const (
 	FinishOther         = "other"
 )
 
-// Usage is the token accounting of one call, mapped per spec §11.
-type Usage struct {
-	Input       int64 `json:"input_tokens"`
-	CachedInput int64 `json:"cached_input_tokens"`
-	Output      int64 `json:"output_tokens"` // includes thinking
-	Thinking    int64 `json:"thinking_tokens"`
-	Total       int64 `json:"total_tokens"`
-}
-
 // Response is a successful call. Text may be empty (a safety block, or all
 // tokens spent thinking); that is an answer to record, not an error.
 type Response struct {
-	Text         string // the content, raw; fed back verbatim
-	Reasoning    string // reasoning the backend returned in a separate field; never fed back
-	FinishReason string // stop | length | content_filter | other | "" (unknown)
-	Usage        *Usage // nil when the backend reported none
+	Text         string          // the content, raw; fed back verbatim
+	Reasoning    string          // reasoning the backend returned in a separate field; never fed back
+	FinishReason string          // stop | length | content_filter | other | "" (unknown)
+	Usage        *runmodel.Usage // nil when the backend reported none
 }
 
 // Client performs one call. Implementations are safe for concurrent use.

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 )
@@ -78,13 +79,13 @@ func sdkParams(req *Request) openai.ChatCompletionNewParams {
 // sampling and with and without chat_template_kwargs.
 func TestBodyMatchesSDK(t *testing.T) {
 	off := false
-	extra := Overrides{Seed: ptrI(11), ExtraBody: map[string]json.RawMessage{"top_k": json.RawMessage(`20`),
+	extra := runmodel.Overrides{Seed: ptrI(11), ExtraBody: map[string]json.RawMessage{"top_k": json.RawMessage(`20`),
 		"repetition_penalty": json.RawMessage(`1.05`), "stop": json.RawMessage(`["</s>"]`)}}
-	for _, backend := range []string{BackendVLLM, BackendOpenAICompat, BackendOpenAI, BackendAzure} {
+	for _, backend := range []string{runmodel.BackendVLLM, runmodel.BackendOpenAICompat, runmodel.BackendOpenAI, runmodel.BackendAzure} {
 		for _, v := range []struct {
 			think *bool
-			o     Overrides
-		}{{nil, Overrides{}}, {&off, Overrides{}}, {nil, extra}} {
+			o     runmodel.Overrides
+		}{{nil, runmodel.Overrides{}}, {&off, runmodel.Overrides{}}, {nil, extra}} {
 			think := v.think
 			s, err := mustSampling(t, backend).Apply(backend, v.o)
 			if err != nil {

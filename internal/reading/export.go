@@ -13,6 +13,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/runs"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -27,6 +28,7 @@ var ErrRunExists = runs.ErrRunExists
 // ExportedRun is one reader's written run.
 type ExportedRun struct {
 	Reader   string
+	Arm      string // results.ArmUnaided or results.ArmAided
 	Dir      string // "" when the reader finished no record (nothing written)
 	Finished int    // records with every asked turn answered
 	Selected int
@@ -46,12 +48,35 @@ func LoadBenchmark(st *Study) (*benchmark.Benchmark, error) {
 	return b, nil
 }
 
-// Export writes one run directory per reader under out, in eval's layout
-// (out/human_<reader>/oracle_<mode>/): results.jsonl with the reader's
+// arm is one run written per reader: the reader's name in the run (the
+// run's model), and which answers it holds.
+type arm struct {
+	name    string // results.ArmUnaided or results.ArmAided
+	model   string
+	unaided bool // the answers given before the model's (aided study)
+}
+
+// arms are the runs of a reader: one (unaided) in an unaided study, named
+// by the reader; two in an aided study, human_<reader>_unaided and
+// human_<reader>_aided.
+func arms(st *Study, reader string) []arm {
+	if st.Aid == nil {
+		return []arm{{name: results.ArmUnaided, model: reader}}
+	}
+	return []arm{{name: results.ArmUnaided, model: reader + "_" + results.ArmUnaided, unaided: true},
+		{name: results.ArmAided, model: reader + "_" + results.ArmAided}}
+}
+
+// Export writes the readers' runs under out, in eval's layout
+// (out/human_<name>/oracle_<mode>/): results.jsonl with the reader's
 // finished records in benchmark order, all_results.json, summary.json,
-// manifest.json. A reader without a finished record gets no directory. A
-// directory that already holds a run is replaced only with force; the
-// check covers every reader before anything is written.
+// manifest.json (its "reading" member names the study, the reader and the
+// arm). An unaided study writes one run per reader; an aided study two,
+// the unaided and the aided (final) answers, over the same records: those
+// whose every turn has its final answer. A reader without a finished
+// record gets no directory. A directory that already holds a run is
+// replaced only with force; the check covers every run before anything
+// is written.
 func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRun, error) {
 	st, err := s.Study(ctx)
 	if err != nil {
@@ -66,48 +91,57 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 		return nil, err
 	}
 	oracle := protocol.OracleMode(st.Oracle)
-	dirs := make([]string, len(readers))
-	for i, r := range readers {
-		dirs[i] = eval.RunDir(out, runName(r.Name), oracle, nil)
-		// Every reader's target is checked before any is written: no
-		// link planted on the way, no foreign files, a run only with force.
-		if err := runs.CheckTarget(dirs[i], force); err != nil {
-			return nil, err
+	// Every target is checked before any is written: no link planted on
+	// the way, no foreign files, a run only with force.
+	for _, r := range readers {
+		for _, a := range arms(st, r.Name) {
+			if err := runs.CheckTarget(eval.RunDir(out, runName(a.model), oracle, nil), force); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var outRuns []ExportedRun
-	for i, r := range readers {
-		recs, keys, err := readerRecords(ctx, s, bench, st, r)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", r.Name, err)
-		}
-		if len(recs) == 0 { // a run without a record is no run: report would only warn about it
-			outRuns = append(outRuns, ExportedRun{Reader: r.Name, Selected: len(keys)})
-			continue
-		}
-		m := manifest(bench, st, r.Name, keys)
-		var wall float64
-		for _, rec := range recs {
-			for _, t := range rec.Turns {
-				wall += float64(t.TotalMS) / 1000
+	for _, r := range readers {
+		for _, a := range arms(st, r.Name) {
+			dir := eval.RunDir(out, runName(a.model), oracle, nil)
+			recs, keys, err := readerRecords(ctx, s, bench, st, r, a.unaided)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", r.Name, err)
 			}
+			if len(recs) == 0 { // a run without a record is no run: report would only warn about it
+				outRuns = append(outRuns, ExportedRun{Reader: r.Name, Arm: a.name, Selected: len(keys)})
+				continue
+			}
+			m := manifest(bench, st, a.model, keys)
+			m.Reading = &results.ReadingArm{Study: st.Name, Reader: r.Name, Arm: a.name}
+			if st.Aid != nil {
+				m.Reading.AidRun = st.Aid.Run
+			}
+			var wall float64
+			for _, rec := range recs {
+				for _, t := range rec.Turns {
+					wall += float64(t.TotalMS) / 1000
+				}
+			}
+			if err := runs.WriteRun(dir, m, recs, len(keys), wall); err != nil {
+				return nil, fmt.Errorf("%s: %w", r.Name, err)
+			}
+			outRuns = append(outRuns, ExportedRun{Reader: r.Name, Arm: a.name, Dir: dir, Finished: len(recs), Selected: len(keys)})
 		}
-		if err := runs.WriteRun(dirs[i], m, recs, len(keys), wall); err != nil {
-			return nil, fmt.Errorf("%s: %w", r.Name, err)
-		}
-		outRuns = append(outRuns, ExportedRun{Reader: r.Name, Dir: dirs[i], Finished: len(recs), Selected: len(keys)})
 	}
 	return outRuns, nil
 }
 
-func runName(reader string) string {
-	return eval.RunName(ProviderHuman, reader, false, parse.ModeReference)
+func runName(model string) string {
+	return eval.RunName(ProviderHuman, model, false, parse.ModeReference)
 }
 
 // readerRecords replays every record of a reader and returns the finished
 // ones in benchmark order, with the keys of all the reader's records in
-// benchmark order.
-func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st *Study, r Reader) ([]*results.Record, []string, error) {
+// benchmark order. With unaided, a finished record (every turn has its
+// final answer) is replayed again with the answers given before the
+// model's: the unaided arm of an aided study.
+func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st *Study, r Reader, unaided bool) ([]*results.Record, []string, error) {
 	items, err := s.Items(ctx, r.ID)
 	if err != nil {
 		return nil, nil, err
@@ -115,6 +149,7 @@ func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st
 	slices.SortFunc(items, func(a, b Item) int { return a.BenchIndex - b.BenchIndex })
 	var recs []*results.Record
 	var keys []string
+	oracle := protocol.OracleMode(st.Oracle)
 	for _, it := range items {
 		rec, err := itemRecord(bench, it)
 		if err != nil {
@@ -125,9 +160,22 @@ func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st
 		if err != nil {
 			return nil, nil, err
 		}
-		res, _, err := Replay(rec, it.BenchIndex, bench.Dir, protocol.OracleMode(st.Oracle), ans)
+		res, _, err := Replay(rec, it.BenchIndex, bench.Dir, oracle, ans)
 		if err != nil {
 			return nil, nil, fmt.Errorf("record %s: %w", rec.KeyID, err)
+		}
+		if res != nil && unaided {
+			first := make([]Answer, len(ans))
+			for i, a := range ans {
+				first[i] = Answer{Seq: a.Seq, ShownMS: a.ShownMS, Text: a.Unaided, AnsweredMS: a.UnaidedMS}
+			}
+			var pend *Pending
+			if res, pend, err = Replay(rec, it.BenchIndex, bench.Dir, oracle, first); err != nil {
+				return nil, nil, fmt.Errorf("record %s, unaided answers: %w", rec.KeyID, err)
+			}
+			if pend != nil {
+				return nil, nil, fmt.Errorf("record %s: turn %s has a final answer but no unaided one; the database was changed outside chexpercept", textsafe.OneLine(rec.KeyID), pend.Turn)
+			}
 		}
 		if res != nil {
 			recs = append(recs, res)
@@ -153,7 +201,7 @@ func manifest(bench *benchmark.Benchmark, st *Study, reader string, keys []strin
 		created = time.Unix(0, 0)
 	}
 	o := &eval.Options{
-		Model:  eval.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
+		Model:  runmodel.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
 		Oracle: protocol.OracleMode(st.Oracle), Parse: parse.Mode(st.Parse),
 		Selection: eval.Selection{Sample: st.Sample, Seed: st.Seed},
 		Now:       func() time.Time { return created },

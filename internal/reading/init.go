@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -28,7 +29,13 @@ type InitOptions struct {
 	Sample  *int   // nil: every record
 	Seed    uint64 // sample and order seed
 	Oracle  protocol.OracleMode
-	Now     func() time.Time // nil: time.Now
+	// Study names the study in the runs' manifests ("" : the database
+	// file's name without its extension).
+	Study string
+	// Aid is a model run directory: a sequential aided study shows that
+	// model's answer after each unaided answer ("": an unaided study).
+	Aid string
+	Now func() time.Time // nil: time.Now
 }
 
 // Credential is one account's sign-in token, shown once.
@@ -65,6 +72,17 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 			return nil, 0, err
 		}
 	}
+	var aid *Aid
+	var aidAnswers map[[2]string]aidAnswer
+	if o.Aid != "" {
+		if aid, aidAnswers, err = loadAid(o.Aid, o.Bench, string(o.Oracle), idx); err != nil {
+			return nil, 0, err
+		}
+	}
+	study := o.Study
+	if study == "" {
+		study = strings.TrimSuffix(filepath.Base(o.DB), filepath.Ext(o.DB))
+	}
 	benchAbs, err := filepath.Abs(o.Bench.Dir)
 	if err != nil {
 		return nil, 0, err
@@ -93,7 +111,7 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	meta := map[string]string{
 		"schema": schemaID, "benchmark": benchAbs, "benchmark_sha256": o.Bench.SHA256,
 		"oracle": string(o.Oracle), "parse": string(parse.ModeReference), "seed": strconv.FormatUint(o.Seed, 10),
-		"records": strconv.Itoa(len(idx)), "created_at": now().UTC().Format(time.RFC3339),
+		"records": strconv.Itoa(len(idx)), "created_at": now().UTC().Format(time.RFC3339), "study": study,
 	}
 	meta["sample"] = "" // every record
 	if o.Sample != nil {
@@ -101,6 +119,11 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	}
 	for k, v := range meta {
 		if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, k, v); err != nil {
+			return nil, 0, err
+		}
+	}
+	if aid != nil {
+		if err := storeAid(ctx, tx, aid, aidAnswers); err != nil {
 			return nil, 0, err
 		}
 	}

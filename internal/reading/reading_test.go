@@ -26,6 +26,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // study is a reading study over the protocol test benchmark (records of
@@ -270,7 +271,7 @@ func (st *study) work(c *client, gt bool, stopAfter int) (answered int) {
 func baselineFirst(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMode) map[string]*results.Record {
 	t.Helper()
 	out := t.TempDir()
-	m := eval.Model{Name: "first", Provider: "baseline", Backend: "baseline", ModelID: "first", Label: "first"}
+	m := runmodel.Model{Name: "first", Provider: "baseline", Backend: "baseline", ModelID: "first", Label: "first"}
 	if _, err := eval.Run(context.Background(), eval.Options{BenchDir: bench.Dir, OutDir: out, Model: m, Oracle: oracle, NoCache: true, Concurrency: 1, AllowInvalid: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -708,5 +709,59 @@ func TestAnswersRefusesOversizedAnswer(t *testing.T) {
 	_, err = s.Answers(ctx, 1, 4)
 	if want := "reader 1, record 4, turn 1: the stored answer is 2097152 bytes"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
 		t.Errorf("an oversized answer: %v, want an error naming the file and %q", err, want)
+	}
+}
+
+// TestOneAnswerRule: a turn takes exactly one answer. A POST for the
+// current, unanswered turn is accepted whether or not its page was loaded
+// first, and a repeated POST is 409 on every turn, the last included (the
+// end page then keeps the status).
+func TestOneAnswerRule(t *testing.T) {
+	bench := testBench(t)
+	st := newStudy(t, bench, protocol.OracleNone)
+	c := st.signIn("reader1")
+	// The CSRF token from the store: no page is loaded before answering.
+	if err := st.store.db.QueryRow(`SELECT csrf FROM sessions WHERE reader_id = 1`).Scan(&c.csrf); err != nil {
+		t.Fatal(err)
+	}
+	// The current turn as the server derives it, without a page load.
+	view := &Server{store: st.store, bench: st.bench, oracle: protocol.OracleNone}
+	var answered []turnPage
+	for {
+		cur, err := view.locate(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.pending == nil {
+			break
+		}
+		tp := turnPage{pos: cur.pos, seq: cur.pending.Seq}
+		if code := c.answer(tp, 1); code != http.StatusSeeOther {
+			t.Fatalf("turn %d/%d answered without loading its page: %d", tp.pos, tp.seq, code)
+		}
+		answered = append(answered, tp)
+	}
+	if len(answered) < 2*len(bench.Records) {
+		t.Fatalf("answered %d turns", len(answered))
+	}
+	for pos := range bench.Records {
+		ans, err := st.store.Answers(context.Background(), 1, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range ans {
+			if a.Text != "Answer: 1" || a.ShownMS != a.AnsweredMS {
+				t.Errorf("record %d turn %d answered without a page: %+v", pos, a.Seq, a)
+			}
+		}
+	}
+	for i, tp := range answered {
+		code, _, body := c.do("POST", "/answer", url.Values{"csrf": {c.csrf}, "pos": {strconv.Itoa(tp.pos)}, "seq": {strconv.Itoa(tp.seq)}, "option": {"2"}})
+		if code != http.StatusConflict {
+			t.Errorf("second answer to turn %d/%d: %d", tp.pos, tp.seq, code)
+		}
+		if last := i == len(answered)-1; last && !strings.Contains(body, "data-done") {
+			t.Errorf("second answer to the last turn: not the end page")
+		}
 	}
 }

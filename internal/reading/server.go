@@ -1,7 +1,6 @@
 package reading
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -44,8 +44,8 @@ type Server struct {
 	bench  *benchmark.Benchmark
 	oracle protocol.OracleMode
 	system string
-	tmpl   *template.Template
 	web    *webapp.App
+	sizes  sync.Map // benchmark-relative image path → file length
 	// Secure marks the session cookie Secure (set when serving TLS).
 	Secure bool
 	Log    *log.Logger
@@ -66,7 +66,7 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", s.Path, err)
 	}
-	t, err := template.New("").Funcs(template.FuncMap{"inc": func(i int) int { return i + 1 }}).ParseFS(webFS, "web/templates/*.html")
+	t, err := webapp.ParseTemplates(template.FuncMap{"inc": func(i int) int { return i + 1 }}, webFS, "web/templates/*.html")
 	if err != nil {
 		return nil, err
 	}
@@ -74,10 +74,8 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{store: s, study: st, bench: bench, oracle: oracle, system: profile.Default().SystemText(), tmpl: t, Log: log.New(io.Discard, "", 0)}
-	srv.web = webapp.New(s, sub, func(w http.ResponseWriter, status int, msg string) {
-		srv.render(w, status, "login.html", map[string]any{"Page": page{Title: "Sign in"}, "Error": msg})
-	})
+	srv := &Server{store: s, study: st, bench: bench, oracle: oracle, system: profile.Default().SystemText(), Log: log.New(io.Discard, "", 0)}
+	srv.web = webapp.New(s.accounts(), sub, t)
 	srv.web.Logf = func(format string, args ...any) { srv.Log.Printf(format, args...) }
 	return srv, nil
 }
@@ -101,13 +99,7 @@ type page struct {
 }
 
 func (srv *Server) render(w http.ResponseWriter, status int, name string, data any) {
-	var buf bytes.Buffer
-	if err := srv.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
-		srv.Log.Printf("template %s: %v", name, err)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	webapp.WriteHTML(w, status, buf.Bytes())
+	srv.web.Render(w, status, name, data)
 }
 
 func (srv *Server) home(w http.ResponseWriter, r *http.Request) {
@@ -163,18 +155,28 @@ func (srv *Server) locate(ctx context.Context, readerID int64) (*current, error)
 
 // optionView is one answer control.
 type optionView struct {
-	N     int
-	Label string
+	N       int
+	Label   string
+	Checked bool
 }
 
-type imageView struct {
-	URL, Alt string
+// figureView is one viewer: an image with its zoom buttons. The
+// reference viewer (ID "ref") shows an earlier question's image, chosen
+// by the thumbnails.
+type figureView struct {
+	ID, Label, URL, Alt string
+	Small, Hidden       bool
+}
+
+// thumbView is a thumbnail of an earlier question's image.
+type thumbView struct {
+	URL, Label, Alt string
+	Open            bool // shown in the reference viewer on load
 }
 
 type exchangeView struct {
 	Turn, Text, Answer string
 	Patched            bool
-	Images             []imageView
 }
 
 var optionLine = regexp.MustCompile(`(?m)^\((\d+)\)\s*(.*)$`)
@@ -215,7 +217,8 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	p := page{User: u, CSRF: webapp.CSRFOf(r), Title: "Reading"}
 	if cur.pending == nil {
-		srv.render(w, http.StatusOK, "done.html", map[string]any{"Page": p, "Total": cur.total})
+		// A refused answer (409) after the last turn keeps its status.
+		srv.render(w, status, "done.html", map[string]any{"Page": p, "Total": cur.total})
 		return
 	}
 	pd := cur.pending
@@ -223,17 +226,19 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 		srv.web.Fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	var imgs []imageView
-	for i := range pd.Images {
-		imgs = append(imgs, imageView{URL: fmt.Sprintf("/image/%d/%d/%d", cur.pos, pd.Seq, i), Alt: fmt.Sprintf("image %d of this question", i+1)})
+	opts := options(pd.Text, pd.NOptions)
+	var aid *aidView
+	if srv.study.Aid != nil {
+		if aid, err = srv.aidStep(r.Context(), u.ID, cur, opts); err != nil {
+			srv.web.Fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
 	}
+	imgs, ref, earlier := figures(cur.pos, pd)
 	var hist []exchangeView
 	var patched []exchangeView
-	for k, e := range pd.History {
+	for _, e := range pd.History {
 		ev := exchangeView{Turn: e.Turn, Text: e.Text, Answer: e.Answer, Patched: e.Patched}
-		for i := range e.Images {
-			ev.Images = append(ev.Images, imageView{URL: fmt.Sprintf("/image/%d/%d/%d", cur.pos, k, i), Alt: fmt.Sprintf("image %d", i+1)})
-		}
 		hist = append(hist, ev)
 		if e.Patched {
 			patched = append(patched, ev)
@@ -242,9 +247,133 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 	srv.render(w, status, "read.html", map[string]any{
 		"Page": p, "Pos": cur.pos, "Record": cur.pos + 1, "Total": cur.total, "Seq": pd.Seq, "Question": pd.Seq + 1,
 		"System": srv.system, "Prefix": pd.Prefix, "Text": strings.TrimPrefix(strings.TrimPrefix(pd.Text, pd.Prefix), "\n\n"),
-		"Images": imgs, "Options": options(pd.Text, pd.NOptions), "Multi": pd.Multi,
+		"Images": imgs, "Ref": ref, "Earlier": earlier, "Options": opts, "Multi": pd.Multi, "Aid": aid,
 		"History": hist, "Patched": patched, "Error": msg,
 	})
+}
+
+// aidView is the aided part of a turn's page: the step the form posts
+// ("unaided", then "final") and, once the unaided answer is stored, that
+// answer and the model's.
+type aidView struct {
+	Stage                       string
+	Shown                       bool
+	Unaided, Model, ModelAnswer string
+}
+
+// aidStep is the aided state of the reader's current turn. Once the
+// unaided answer is stored, the page shows the model's answer (the time
+// it is first shown is stored) and the options start ticked as the
+// reader answered.
+func (srv *Server) aidStep(ctx context.Context, readerID int64, cur *current, opts []optionView) (*aidView, error) {
+	ans, err := srv.store.Answers(ctx, readerID, cur.pos)
+	if err != nil {
+		return nil, err
+	}
+	var unaided string
+	for _, a := range ans {
+		if a.Seq == cur.pending.Seq {
+			unaided = a.Unaided
+		}
+	}
+	if unaided == "" {
+		return &aidView{Stage: "unaided"}, nil
+	}
+	if err := srv.store.markAidShown(ctx, readerID, cur.pos, cur.pending.Seq); err != nil {
+		return nil, err
+	}
+	m, err := srv.store.modelAnswerFor(ctx, cur.rec.KeyID, cur.pending.Turn)
+	if err != nil {
+		return nil, err
+	}
+	v := &aidView{Stage: "final", Shown: true, Unaided: optionText(unaided, opts), Model: srv.study.Aid.Model, ModelAnswer: "no answer: " + m.Note}
+	if m.Text != "" {
+		v.ModelAnswer = optionText(m.Text, opts)
+	}
+	for i := range opts {
+		for _, f := range strings.Split(strings.TrimPrefix(unaided, "Answer: "), ",") {
+			if f == strconv.Itoa(opts[i].N) {
+				opts[i].Checked = true
+			}
+		}
+	}
+	return v, nil
+}
+
+// aidedAnswer stores an answer of an aided study: the form's stage says
+// which. An unaided answer is taken once; a final answer only after the
+// page showed the model's answer.
+func (srv *Server) aidedAnswer(w http.ResponseWriter, r *http.Request, cur *current, text string) {
+	u := webapp.UserOf(r)
+	pos, seq := cur.pos, cur.pending.Seq
+	var err error
+	switch r.PostForm.Get("stage") {
+	case "unaided":
+		err = srv.store.saveUnaided(r.Context(), u.ID, pos, seq, text)
+	case "final":
+		ans, aerr := srv.store.Answers(r.Context(), u.ID, pos)
+		if aerr != nil {
+			srv.web.Fail(w, r, http.StatusInternalServerError, aerr)
+			return
+		}
+		shown := false
+		for _, a := range ans {
+			shown = shown || a.Seq == seq && a.Unaided != "" && a.AidShownMS != 0
+		}
+		if !shown {
+			srv.readPage(w, r, http.StatusConflict, "Your own answer and then the model's answer come first; this is the current step.")
+			return
+		}
+		err = srv.store.saveFinal(r.Context(), u.ID, pos, seq, text)
+	default:
+		webapp.APIError(w, http.StatusBadRequest, "stage must be unaided or final in an aided study")
+		return
+	}
+	if errors.Is(err, ErrAnswered) {
+		srv.readPage(w, r, http.StatusConflict, "That answer was already given (answers cannot be changed); this is the current step.")
+		return
+	}
+	if err != nil {
+		srv.web.Fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	srv.Log.Printf("%s answered record %d question %d (%s)", u.Name, pos+1, seq+1, r.PostForm.Get("stage"))
+	http.Redirect(w, r, "/read", http.StatusSeeOther)
+}
+
+// figures lays out the viewer of a turn: one figure per image of the
+// question; the reference viewer for the images of the record's earlier
+// questions, open on the first of them (the detection radiograph) when the
+// question has no image of its own and hidden until a thumbnail is chosen
+// otherwise; and a thumbnail per earlier image. Labels and URLs name
+// questions by their number on the page, never by turn or file.
+func figures(pos int, pd *Pending) (imgs []figureView, ref *figureView, earlier []thumbView) {
+	for i := range pd.Images {
+		label := "Image " + strconv.Itoa(i+1)
+		imgs = append(imgs, figureView{Label: label, URL: fmt.Sprintf("/image/%d/%d/%d", pos, pd.Seq, i),
+			Alt: fmt.Sprintf("image %d of this question", i+1), Small: len(pd.Images) > 1})
+	}
+	for k, e := range pd.History {
+		for i := range e.Images {
+			label := fmt.Sprintf("Question %d", k+1)
+			if len(e.Images) > 1 {
+				label += fmt.Sprintf(", image %d", i+1)
+			}
+			earlier = append(earlier, thumbView{URL: fmt.Sprintf("/image/%d/%d/%d", pos, k, i), Label: label,
+				Alt: fmt.Sprintf("image %d of question %d", i+1, k+1)})
+		}
+	}
+	if len(earlier) == 0 {
+		return imgs, nil, nil
+	}
+	ref = &figureView{ID: "ref", Label: earlier[0].Label, Alt: earlier[0].Alt}
+	if len(imgs) == 0 {
+		ref.URL = earlier[0].URL
+		earlier[0].Open = true
+	} else {
+		ref.Hidden = true
+	}
+	return imgs, ref, earlier
 }
 
 // answer stores the reader's choice for the turn on screen, then shows
@@ -297,6 +426,10 @@ func (srv *Server) answer(w http.ResponseWriter, r *http.Request) {
 		webapp.APIError(w, http.StatusBadRequest, "this question takes one option")
 		return
 	}
+	if srv.study.Aid != nil {
+		srv.aidedAnswer(w, r, cur, FormatAnswer(chosen))
+		return
+	}
 	err = srv.store.saveAnswer(r.Context(), u.ID, pos, seq, FormatAnswer(chosen))
 	if errors.Is(err, ErrAnswered) {
 		srv.readPage(w, r, http.StatusConflict, "That question was already answered (answers cannot be changed); this is the current question.")
@@ -337,14 +470,51 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 		webapp.APIError(w, http.StatusNotFound, "no such image")
 		return
 	}
-	data, err := safefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(imgs[i])), imagefile.MaxFileBytes, safefile.NoFollow)
+	data, err := srv.turnImage(imgs, i)
 	if err != nil {
-		srv.web.Fail(w, r, http.StatusInternalServerError, fmt.Errorf("image: %w", safefile.Reason(err)))
+		srv.web.Fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
 	w.Header().Set("Content-Type", "image/png")
 	w.Header().Set("Cache-Control", "private, no-store")
 	w.Write(data)
+}
+
+// turnImage is the i-th of a turn's images as served: every image of the
+// turn padded (padPNG) to one common length, 12 bytes over the largest,
+// so that no byte count tells the candidates of a question apart. The
+// lengths of the files are remembered: the study's benchmark does not
+// change while it is served.
+func (srv *Server) turnImage(imgs []string, i int) ([]byte, error) {
+	read := func(rel string) ([]byte, error) {
+		data, err := safefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(rel)), imagefile.MaxFileBytes, safefile.NoFollow)
+		if err != nil {
+			return nil, fmt.Errorf("image: %w", safefile.Reason(err))
+		}
+		srv.sizes.Store(rel, len(data))
+		return data, nil
+	}
+	data, err := read(imgs[i])
+	if err != nil {
+		return nil, err
+	}
+	target := len(data)
+	for _, rel := range imgs {
+		n, ok := srv.sizes.Load(rel)
+		if !ok {
+			d, err := read(rel)
+			if err != nil {
+				return nil, err
+			}
+			n = len(d)
+		}
+		target = max(target, n.(int))
+	}
+	out, err := padPNG(data, target+chunkOverhead)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", imgs[i], err)
+	}
+	return out, nil
 }
 
 type progressRow struct {
@@ -373,5 +543,5 @@ func (srv *Server) admin(w http.ResponseWriter, r *http.Request) {
 		rows = append(rows, progressRow{Name: rd.Name, Done: cur.pos, Total: cur.total})
 	}
 	srv.render(w, http.StatusOK, "admin.html", map[string]any{"Page": page{User: u, CSRF: webapp.CSRFOf(r), Title: "Progress"},
-		"Rows": rows, "Oracle": srv.study.Oracle, "Records": srv.study.Records})
+		"Rows": rows, "Oracle": srv.study.Oracle, "Records": srv.study.Records, "Aid": srv.study.Aid})
 }

@@ -28,7 +28,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/appdb"
@@ -40,14 +42,9 @@ import (
 // schemaID marks a reading database; Open refuses other SQLite files.
 const schemaID = "chexpercept-reading/1"
 
-const schema = `
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE readers (
-	id           INTEGER PRIMARY KEY,
-	name         TEXT NOT NULL UNIQUE,
-	token_sha256 BLOB NOT NULL,
-	is_admin     INTEGER NOT NULL DEFAULT 0
-);
+// schema: the meta table, the accounts ("readers") and sessions of the
+// web layer, and the study's own tables.
+var schema = appdb.MetaSchema + (&Store{}).accounts().Schema() + `
 CREATE TABLE records (
 	reader_id   INTEGER NOT NULL REFERENCES readers(id),
 	pos         INTEGER NOT NULL,
@@ -64,12 +61,6 @@ CREATE TABLE turns (
 	answered_ms INTEGER,
 	PRIMARY KEY (reader_id, pos, seq)
 );
-CREATE TABLE sessions (
-	id_sha256 BLOB PRIMARY KEY,
-	reader_id INTEGER NOT NULL REFERENCES readers(id),
-	csrf      TEXT NOT NULL,
-	expires   INTEGER NOT NULL
-);
 `
 
 // AdminName is the reserved name of the admin account (progress view).
@@ -77,7 +68,7 @@ const AdminName = "admin"
 
 // Store is an open reading database.
 type Store struct {
-	db   *sql.DB
+	db   *appdb.DB
 	Path string
 	now  func() time.Time
 }
@@ -89,6 +80,10 @@ func create(path string) (*Store, error) {
 	db, err := appdb.Create(path, "reading db", schema, "FULL")
 	if err != nil {
 		return nil, err
+	}
+	if err := addAidSchema(db.W); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
 	return &Store{db: db, Path: path, now: time.Now}, nil
 }
@@ -112,13 +107,17 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", d)
+	db, err := appdb.OpenDSN(d, false)
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
-	if err := appdb.CheckSchema(db, schemaID); err != nil {
+	if err := appdb.CheckSchema(db.R, schemaID); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
+	}
+	if err := addAidSchema(db.W); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
 	return &Store{db: db, Path: path, now: time.Now}, nil
 }
@@ -163,6 +162,8 @@ type Study struct {
 	Seed        uint64
 	Records     int // records per reader
 	CreatedAt   string
+	Name        string // the study's name in the runs' manifests
+	Aid         *Aid   // the model run shown (nil: an unaided study)
 }
 
 // Study reads the study's settings.
@@ -180,6 +181,13 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 	st.BenchDir, st.BenchSHA256, st.Oracle, st.Parse, st.CreatedAt = get("benchmark"), get("benchmark_sha256"), get("oracle"), get("parse"), get("created_at")
 	seed, sample, n := get("seed"), get("sample"), get("records")
 	if err != nil {
+		return nil, err
+	}
+	// Studies made before studies had names are named by their file.
+	if st.Name, err = s.meta(ctx, "study"); err != nil {
+		st.Name = strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path))
+	}
+	if st.Aid, err = s.aidOf(ctx); err != nil {
 		return nil, err
 	}
 	if st.Seed, err = strconv.ParseUint(seed, 10, 64); err != nil {
@@ -231,6 +239,12 @@ type Answer struct {
 	ShownMS    int64
 	Text       string // "" while unanswered
 	AnsweredMS int64
+	// In an aided study: the answer given before the model's answer was
+	// shown, its time, and when the model's answer was first shown (0:
+	// not yet). Text is then the final answer.
+	Unaided    string
+	UnaidedMS  int64
+	AidShownMS int64
 }
 
 // maxAnswerBytes bounds a stored answer. The server only writes
@@ -240,8 +254,9 @@ const maxAnswerBytes = 4096
 
 // Answers lists the stored turns of one record of a reader, by seq.
 func (s *Store) Answers(ctx context.Context, readerID int64, pos int) ([]Answer, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, shown_ms, substr(answer, 1, ?), length(CAST(answer AS BLOB)), answered_ms
-		FROM turns WHERE reader_id = ? AND pos = ? ORDER BY seq`, maxAnswerBytes+1, readerID, pos)
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, shown_ms, substr(answer, 1, ?), max(COALESCE(length(CAST(answer AS BLOB)), 0), COALESCE(length(CAST(unaided AS BLOB)), 0)), answered_ms,
+		substr(unaided, 1, ?), unaided_ms, aid_shown_ms
+		FROM turns WHERE reader_id = ? AND pos = ? ORDER BY seq`, maxAnswerBytes+1, maxAnswerBytes+1, readerID, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -249,11 +264,12 @@ func (s *Store) Answers(ctx context.Context, readerID int64, pos int) ([]Answer,
 	var out []Answer
 	for rows.Next() {
 		var a Answer
-		var text sql.NullString
-		var size, at sql.NullInt64
-		if err := rows.Scan(&a.Seq, &a.ShownMS, &text, &size, &at); err != nil {
+		var text, unaided sql.NullString
+		var size, at, unaidedAt, aidAt sql.NullInt64
+		if err := rows.Scan(&a.Seq, &a.ShownMS, &text, &size, &at, &unaided, &unaidedAt, &aidAt); err != nil {
 			return nil, err
 		}
+		a.Unaided, a.UnaidedMS, a.AidShownMS = unaided.String, unaidedAt.Int64, aidAt.Int64
 		if size.Int64 > maxAnswerBytes {
 			return nil, fmt.Errorf("reading db %s: reader %d, record %d, turn %d: the stored answer is %d bytes (at most %d); the database was changed outside chexpercept",
 				s.Path, readerID, pos, a.Seq, size.Int64, maxAnswerBytes)
@@ -275,10 +291,14 @@ func (s *Store) markShown(ctx context.Context, readerID int64, pos, seq int) err
 // ErrAnswered is returned for a second answer to a turn.
 var ErrAnswered = errors.New("this question was already answered; answers cannot be changed")
 
-// saveAnswer stores the answer of a shown, unanswered turn and commits it.
+// saveAnswer stores the answer of an unanswered turn and commits it. A
+// turn answered without its page having been loaded first (a scripted
+// client) is stored with its display time equal to its answer time.
 func (s *Store) saveAnswer(ctx context.Context, readerID int64, pos, seq int, text string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE turns SET answer = ?, answered_ms = ? WHERE reader_id = ? AND pos = ? AND seq = ? AND answer IS NULL`,
-		text, s.now().UnixMilli(), readerID, pos, seq)
+	now := s.now().UnixMilli()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO turns(reader_id, pos, seq, shown_ms, answer, answered_ms) VALUES(?,?,?,?,?,?)
+		ON CONFLICT(reader_id, pos, seq) DO UPDATE SET answer = excluded.answer, answered_ms = excluded.answered_ms WHERE turns.answer IS NULL`,
+		readerID, pos, seq, now, text, now)
 	if err != nil {
 		return err
 	}
@@ -290,65 +310,7 @@ func (s *Store) saveAnswer(ctx context.Context, readerID int64, pos, seq int, te
 	return nil
 }
 
-// Authenticate returns the account whose token is token, comparing every
-// stored hash in constant time.
-func (s *Store) Authenticate(ctx context.Context, token string) (*webapp.Account, error) {
-	if token == "" {
-		return nil, nil
-	}
-	type account struct {
-		a    webapp.Account
-		hash []byte
-	}
-	all, err := appdb.Rows(ctx, s.db, func(r *account) []any { return []any{&r.a.ID, &r.a.Name, &r.hash, &r.a.Admin} },
-		`SELECT id, name, token_sha256, is_admin FROM readers`)
-	if err != nil {
-		return nil, err
-	}
-	if r, ok := webapp.MatchToken(token, all, func(r account) []byte { return r.hash }); ok {
-		return &r.a, nil
-	}
-	return nil, nil
-}
-
-// CreateSession starts a session (only its hash is stored).
-func (s *Store) CreateSession(ctx context.Context, id int64, ttl time.Duration) (cookie, csrf string, err error) {
-	if cookie, err = webapp.NewToken(); err != nil {
-		return "", "", err
-	}
-	if csrf, err = webapp.NewToken(); err != nil {
-		return "", "", err
-	}
-	now := s.now()
-	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions(id_sha256, reader_id, csrf, expires) VALUES(?,?,?,?)`,
-		webapp.SessionHash(cookie), id, csrf, now.Add(ttl).Unix())
-	if err == nil {
-		s.db.ExecContext(ctx, `DELETE FROM sessions WHERE expires < ?`, now.Unix())
-	}
-	return cookie, csrf, err
-}
-
-// Session returns the account and CSRF token of a live session, or nil.
-func (s *Store) Session(ctx context.Context, cookie string) (*webapp.Account, string, error) {
-	if !webapp.ValidCookie(cookie) {
-		return nil, "", nil
-	}
-	var a webapp.Account
-	var csrf string
-	var expires int64
-	err := s.db.QueryRowContext(ctx, `SELECT r.id, r.name, r.is_admin, s.csrf, s.expires FROM sessions s JOIN readers r ON r.id = s.reader_id
-		WHERE s.id_sha256 = ?`, webapp.SessionHash(cookie)).Scan(&a.ID, &a.Name, &a.Admin, &csrf, &expires)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && s.now().Unix() > expires {
-		return nil, "", nil
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	return &a, csrf, nil
-}
-
-// EndSession deletes a session.
-func (s *Store) EndSession(ctx context.Context, cookie string) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id_sha256 = ?`, webapp.SessionHash(cookie))
-	return err
+// accounts is the store's accounts and sessions for the web layer.
+func (s *Store) accounts() *webapp.SQLBackend {
+	return &webapp.SQLBackend{DB: s.db, Accounts: "readers", AccountColumn: "reader_id", Now: func() time.Time { return s.now() }}
 }

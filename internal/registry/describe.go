@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -22,7 +22,7 @@ type ModelInfo struct {
 	ModelID     string            `json:"model_id"`
 	Domain      string            `json:"domain"` // "" when the entry has none
 	Quirks      []string          `json:"quirks"` // [] when none
-	Sampling    provider.Sampling `json:"sampling"`
+	Sampling    runmodel.Sampling `json:"sampling"`
 	Price       *PriceInfo        `json:"price"` // null: unpriced
 	VLLM        *VLLMInfo         `json:"vllm"`  // null: not an open model
 	Base        string            `json:"base"`  // a medical model's general-domain base alias; "" when none
@@ -59,7 +59,7 @@ func Describe(e Entry, prices *Prices) (ModelInfo, error) {
 	}
 	m := ModelInfo{Alias: e.Alias, DisplayName: e.DisplayName, Provider: e.Provider, Backend: e.Backend,
 		ModelID: e.ModelID, Domain: e.Domain, Quirks: append([]string{}, e.Quirks...), Sampling: s, Base: e.Base}
-	if e.Backend != provider.BackendBaseline {
+	if e.Backend != runmodel.BackendBaseline {
 		if key, p, ok := prices.Lookup(e.ModelID); ok {
 			m.Price = &PriceInfo{Key: key, Input: p.Input, CachedInput: p.CachedInput, Output: p.Output}
 		}

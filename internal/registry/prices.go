@@ -12,7 +12,7 @@ import (
 
 	_ "embed"
 
-	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
@@ -20,25 +20,11 @@ import (
 //go:embed prices.yaml
 var defaultPrices []byte
 
-// Price is USD per million tokens.
-type Price struct {
-	Input       float64
-	CachedInput float64
-	Output      float64
-}
-
-// Cost of one call's usage (§12): uncached input at the input price,
-// cached input at the cached price, output (thinking included) at the
-// output price.
-func (p Price) Cost(u provider.Usage) float64 {
-	return (float64(u.Input-u.CachedInput)*p.Input + float64(u.CachedInput)*p.CachedInput + float64(u.Output)*p.Output) / 1e6
-}
-
 // Prices is a price table.
 type Prices struct {
 	Source string // file name, or "prices.yaml (embedded)"
 	SHA256 string // hex SHA-256 of the file's bytes, for the manifest
-	table  map[string]Price
+	table  map[string]runmodel.Price
 	keys   []string // longest first, then lexicographic: the lookup order
 }
 
@@ -71,7 +57,7 @@ func parsePrices(name string, data []byte) (*Prices, error) {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	sum := sha256.Sum256(data)
-	p := &Prices{Source: name, SHA256: hex.EncodeToString(sum[:]), table: map[string]Price{}}
+	p := &Prices{Source: name, SHA256: hex.EncodeToString(sum[:]), table: map[string]runmodel.Price{}}
 	for k, v := range doc.Prices {
 		key := strings.ToLower(strings.TrimSpace(k))
 		if key == "" {
@@ -80,7 +66,7 @@ func parsePrices(name string, data []byte) (*Prices, error) {
 		if _, dup := p.table[key]; dup {
 			return nil, fmt.Errorf("%s: prices.%s: key given twice (keys are compared lower-cased)", name, k)
 		}
-		var pr Price
+		var pr runmodel.Price
 		for _, f := range []struct {
 			field string
 			v     *float64
@@ -108,19 +94,19 @@ func parsePrices(name string, data []byte) (*Prices, error) {
 
 // Lookup prices a model id by the longest key that is a substring of the
 // lower-cased id (ties: the lexicographically first key).
-func (p *Prices) Lookup(modelID string) (key string, price Price, ok bool) {
+func (p *Prices) Lookup(modelID string) (key string, price runmodel.Price, ok bool) {
 	id := strings.ToLower(modelID)
 	for _, k := range p.keys {
 		if strings.Contains(id, k) {
 			return k, p.table[k], true
 		}
 	}
-	return "", Price{}, false
+	return "", runmodel.Price{}, false
 }
 
 // Cost returns the USD cost of a call, or nil when the model is unpriced
 // or the usage unknown (spec: cost_usd null).
-func (p *Prices) Cost(modelID string, u *provider.Usage) *float64 {
+func (p *Prices) Cost(modelID string, u *runmodel.Usage) *float64 {
 	if u == nil {
 		return nil
 	}

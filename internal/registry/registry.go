@@ -26,6 +26,7 @@ import (
 	_ "embed"
 
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
@@ -81,7 +82,7 @@ type Entry struct {
 	// (empty: it can); such a model gets no vllm serve line.
 	VLLMUnsupported string            `yaml:"vllm_unsupported"`
 	Quirks          []string          `yaml:"quirks"`
-	Sampling        provider.Sampling `yaml:"sampling"`
+	Sampling        runmodel.Sampling `yaml:"sampling"`
 	// Base is the alias of a medical model's general-domain base model
 	// (empty: none documented, or none in the registry).
 	Base string `yaml:"base"`
@@ -104,8 +105,8 @@ func (e *Entry) Label() string {
 // SamplingParams returns what is sent per call: the backend's defaults of
 // §11, then the entry's overrides, then enable_thinking false when
 // noThinking is set and the entry has the thinking_toggle quirk.
-func (e *Entry) SamplingParams(noThinking bool) (provider.Sampling, error) {
-	s, err := provider.DefaultSampling(e.Backend)
+func (e *Entry) SamplingParams(noThinking bool) (runmodel.Sampling, error) {
+	s, err := runmodel.DefaultSampling(e.Backend)
 	if err != nil {
 		return s, err
 	}
@@ -203,8 +204,8 @@ func (e *Entry) validate() error {
 		return errors.New("field model_id is missing")
 	case !slices.Contains(Providers, e.Provider):
 		return fmt.Errorf("field provider %q is not one of %s", e.Provider, strings.Join(Providers, ", "))
-	case !slices.Contains(provider.Backends, e.Backend):
-		return fmt.Errorf("field backend %q is not one of %s", e.Backend, strings.Join(provider.Backends, ", "))
+	case !slices.Contains(runmodel.Backends, e.Backend):
+		return fmt.Errorf("field backend %q is not one of %s", e.Backend, strings.Join(runmodel.Backends, ", "))
 	case e.Domain != "" && !slices.Contains(domains, e.Domain):
 		return fmt.Errorf("field domain %q is not one of %s", e.Domain, strings.Join(domains, ", "))
 	}
@@ -244,11 +245,11 @@ func (r *Registry) Lookup(alias string) (Entry, bool) {
 
 // rawBackend is the backend a raw model id runs on, per provider.
 var rawBackend = map[string]string{
-	"opensource": provider.BackendVLLM,
-	"openai":     provider.BackendOpenAI,
-	"azure":      provider.BackendAzure,
-	"gemini":     provider.BackendGemini,
-	"baseline":   provider.BackendBaseline,
+	"opensource": runmodel.BackendVLLM,
+	"openai":     runmodel.BackendOpenAI,
+	"azure":      runmodel.BackendAzure,
+	"gemini":     runmodel.BackendGemini,
+	"baseline":   runmodel.BackendBaseline,
 }
 
 // Resolve turns --provider and --model into an entry; prov may be an

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // TestDefaultRegistry checks every entry against the table of spec §13.
@@ -62,7 +63,7 @@ func TestDefaultRegistry(t *testing.T) {
 		if got != w {
 			t.Errorf("entry %d:\n got %+v\nwant %+v", i, got, w)
 		}
-		if e.Sampling != (provider.Sampling{}) {
+		if e.Sampling != (runmodel.Sampling{}) {
 			t.Errorf("%s: unexpected sampling overrides %+v", e.Alias, e.Sampling)
 		}
 	}
@@ -95,7 +96,7 @@ func TestBaseAcrossFiles(t *testing.T) {
 
 func TestSamplingParams(t *testing.T) {
 	r, _ := Default()
-	js := func(s provider.Sampling) string {
+	js := func(s runmodel.Sampling) string {
 		var b strings.Builder
 		f := func(n string, v *float64) {
 			if v != nil {
@@ -306,7 +307,7 @@ func TestPrices(t *testing.T) {
 			t.Errorf("Lookup(%q) = %q %v, want %q", l.id, k, ok, l.key)
 		}
 	}
-	u := &provider.Usage{Input: 1_000_000, CachedInput: 400_000, Output: 200_000, Thinking: 150_000, Total: 1_200_000}
+	u := &runmodel.Usage{Input: 1_000_000, CachedInput: 400_000, Output: 200_000, Thinking: 150_000, Total: 1_200_000}
 	// (600k·2.50 + 400k·0.25 + 200k·15.00) / 1e6 = 1.5 + 0.1 + 3.0
 	if c := p.Cost("gpt-5.4", u); c == nil || math.Abs(*c-4.6) > 1e-12 {
 		t.Errorf("cost = %v, want 4.6", c)

@@ -146,3 +146,51 @@ func TestReportRefusesUnmarkedLookalike(t *testing.T) {
 	}
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, mine))
 }
+
+// TestReportAfterInterruptedReport: what a report killed part-way leaves
+// — the marker alone, cut short (written first, in place), and the
+// temporary files of the writes then in flight — is recognised by the
+// rerun as its own: the rerun completes, removes those temporary files
+// and writes what an uninterrupted report writes.
+func TestReportAfterInterruptedReport(t *testing.T) {
+	tmp, ref := sampleReport(t, Config{})
+	cfg := Config{Inputs: []string{filepath.Join(tmp, "results")}, Analysis: analysis.Options{Bootstrap: 200}, Report: Options{Version: "test"}}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"marker cut short", map[string]string{MarkerName: ""}},
+		{"plots in flight", map[string]string{MarkerName: markerText, "plot_depth.png.tmp-123": "half", "data/x.json.tmp-9": "half", "summary.json": "{"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "report")
+			for rel, s := range tc.files {
+				p := filepath.Join(out, filepath.FromSlash(rel))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg.Out = out
+			if _, err := Generate(cfg); err != nil {
+				t.Fatalf("rerun after an interrupted report: %v", err)
+			}
+			err := filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+				if err == nil && strings.Contains(d.Name(), ".tmp-") {
+					t.Errorf("left behind: %s", p)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"report.md", "summary.json"} {
+				if string(read(t, filepath.Join(out, f))) != string(read(t, filepath.Join(ref, f))) {
+					t.Errorf("%s differs from an uninterrupted report's", f)
+				}
+			}
+		})
+	}
+}

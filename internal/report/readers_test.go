@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -65,7 +66,9 @@ func TestReadersAndModels(t *testing.T) {
 	out := readersReport(t)
 	md := string(read(t, filepath.Join(out, "report.md")))
 	for _, want := range []string{"## Readers and models", "Oracle none: 2 reader(s): human_reader1, human_reader2.",
-		"| readers (mean) |", "| opensource_first − readers |", "| opensource_weak3 − readers |", "Fleiss' κ", "| T1 detection |", "Reading time per stage", "| 1 detection |",
+		"| Comparison | Path | Stage | Readers | Records | Estimate | 95 % CI | SE | df | p |",
+		"| readers (mean) | revision_required | 1 | 2 |", "| opensource_first − readers | revision_required | 1 | 2 |", "| opensource_weak3 − readers | lesion_free | 1 | 2 |",
+		"Fleiss' κ", "| T1 detection |", "Reading time per stage", "| 1 detection |",
 		"**Claim 3 (models fall short of expert readers).**", "Claim 3 rule:", "- Oracle none: **"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
@@ -75,24 +78,21 @@ func TestReadersAndModels(t *testing.T) {
 	if strings.Contains(md, "**Claim 1") {
 		t.Error("claims 1 and 2 appeared without domain groups")
 	}
+	if strings.Contains(md, "Does the model help the readers?") {
+		t.Error("an aided part without an aided study")
+	}
 	if os.Getenv("CHX_DUMP") != "" {
 		t.Log(md)
 	}
 	// The first policy answers "yes": far below the readers on the
-	// lesion-free path (the last column), ahead of them at detection on
-	// revision_required (the first), where reader2 misses some records.
-	n := 0
-	for _, line := range strings.Split(md, "\n") {
-		if strings.HasPrefix(line, "| opensource_first − readers |") {
-			n++
-			cells := strings.Split(strings.Trim(line, "| "), "|")
-			if first, last := strings.TrimSpace(cells[1]), strings.TrimSpace(cells[len(cells)-1]); !strings.HasPrefix(first, "+") || !strings.HasPrefix(last, "-") {
-				t.Errorf("first − readers: RR s1 %q, LF s1 %q", first, last)
-			}
-		}
+	// lesion-free path, ahead of them at detection on revision_required,
+	// where reader2 misses some records.
+	rows := readersSection(t, md)
+	if c := rows["opensource_first − readers|revision_required|1"]; len(c) < 6 || !strings.HasPrefix(c[5], "+") {
+		t.Errorf("first − readers, revision_required stage 1: %q", c)
 	}
-	if n != 1 {
-		t.Errorf("%d rows for the first policy", n)
+	if c := rows["opensource_first − readers|lesion_free|1"]; len(c) < 6 || !strings.HasPrefix(c[5], "-") {
+		t.Errorf("first − readers, lesion_free stage 1: %q", c)
 	}
 
 	exe := browsertest.Chromium(t)
@@ -135,7 +135,8 @@ func TestReadersAndModels(t *testing.T) {
 }
 
 // readersSection is report.md's readers-and-models part: its table rows
-// by their first cell (each label occurs once there with one oracle mode).
+// by their first cell, or for an MRMC row by "label|path|stage" (each
+// occurs once there with one oracle mode and one aided study).
 func readersSection(t *testing.T, md string) map[string][]string {
 	t.Helper()
 	_, part, ok := strings.Cut(md, "\n## Readers and models\n")
@@ -149,7 +150,11 @@ func readersSection(t *testing.T, md string) map[string][]string {
 			continue
 		}
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		rows[cells[0]] = cells
+		key := cells[0]
+		if len(cells) == len(mrmcHeader) {
+			key += "|" + cells[1] + "|" + cells[2]
+		}
+		rows[key] = cells
 	}
 	return rows
 }
@@ -170,36 +175,16 @@ func csvFloat(t *testing.T, s string) float64 {
 func TestReadersCSV(t *testing.T) {
 	out := readersReport(t)
 	rows := readersSection(t, string(read(t, filepath.Join(out, "report.md"))))
-	stageCol := func(ct *csvTable, row []string) int {
-		for i, c := range stageCells() {
-			if string(c.path) == ct.get(row, "path") && itoa(int(c.k)) == ct.get(row, "stage") {
-				return 1 + i
-			}
-		}
-		t.Fatalf("no table column for path %s stage %s", ct.get(row, "path"), ct.get(row, "stage"))
-		return 0
-	}
-	// interval is the table's text of a value and its interval, or N/A.
-	interval := func(ct *csvTable, row []string, value string, format func(bool, float64, float64, float64) string) string {
-		v := ct.get(row, value)
-		if v == NA {
-			return format(false, 0, 0, 0)
-		}
-		return format(true, csvFloat(t, v), csvFloat(t, ct.get(row, "ci_low")), csvFloat(t, ct.get(row, "ci_high")))
-	}
 	cases := []struct {
 		file   string
 		header string
 		// cell gives a row's table row label, column and expected text.
 		cell func(ct *csvTable, row []string) (string, int, string)
 	}{
-		{"ext_readers.csv", "oracle_mode,path,stage,n_readers,n_records,accuracy,ci_low,ci_high",
+		{"ext_reader_mrmc.csv", "comparison,oracle_mode,path,stage,n_readers,n_records,estimate,se,df,ci_low,ci_high,p_value",
 			func(ct *csvTable, row []string) (string, int, string) {
-				return "readers (mean)", stageCol(ct, row), interval(ct, row, "accuracy", ciText)
-			}},
-		{"ext_readers_diff.csv", "run,model,provider,oracle_mode,parse_mode,path,stage,n_readers,difference,ci_low,ci_high",
-			func(ct *csvTable, row []string) (string, int, string) {
-				return ct.get(row, "run") + " − readers", stageCol(ct, row), interval(ct, row, "difference", signedCI)
+				r := mrmcRowOf(t, ct, row)
+				return mrmcLabel(&r) + "|" + string(r.Path) + "|" + itoa(int(r.Stage)), 5, strings.Join(mrmcCells(&r)[4:], " | ")
 			}},
 		{"ext_reader_agreement.csv", "oracle_mode,question,turn,n_readers,n_records,kappa",
 			func(ct *csvTable, row []string) (string, int, string) {
@@ -242,6 +227,10 @@ func TestReadersCSV(t *testing.T) {
 					t.Errorf("row %d: no table row %q with column %d", i+2, label, col)
 					continue
 				}
+				if c.file == "ext_reader_mrmc.csv" {
+					cells = []string{strings.Join(cells[col:], " | ")}
+					col = 0
+				}
 				if cells[col] != want {
 					t.Errorf("row %d: the table prints %q, the file gives %q", i+2, cells[col], want)
 				}
@@ -255,18 +244,16 @@ func TestReadersCSV(t *testing.T) {
 		})
 	}
 
-	// The models' rows join samples.csv on run and oracle_mode, with the
-	// model alias samples.csv gives.
+	// The models' rows name runs that samples.csv has in the mode.
 	samples := readCSVTable(t, filepath.Join(out, SamplesCSV))
-	alias := map[[2]string]string{}
+	runs := map[[2]string]bool{}
 	for _, r := range samples.rows {
-		alias[[2]string{samples.get(r, "run"), samples.get(r, "oracle_mode")}] = samples.get(r, "model")
+		runs[[2]string{samples.get(r, "run"), samples.get(r, "oracle_mode")}] = true
 	}
-	diffs := readCSVTable(t, filepath.Join(out, "ext_readers_diff.csv"))
-	for i, row := range diffs.rows {
-		m, ok := alias[[2]string{diffs.get(row, "run"), diffs.get(row, "oracle_mode")}]
-		if !ok || m != diffs.get(row, "model") {
-			t.Errorf("ext_readers_diff.csv row %d: run %s model %s; samples.csv: %q (%v)", i+2, diffs.get(row, "run"), diffs.get(row, "model"), m, ok)
+	mr := readCSVTable(t, filepath.Join(out, "ext_reader_mrmc.csv"))
+	for i, row := range mr.rows {
+		if run, ok := strings.CutPrefix(mr.get(row, "comparison"), analysis.ComparisonModel); ok && !runs[[2]string{run, mr.get(row, "oracle_mode")}] {
+			t.Errorf("ext_reader_mrmc.csv row %d: run %s is not in samples.csv", i+2, run)
 		}
 	}
 
@@ -276,4 +263,31 @@ func TestReadersCSV(t *testing.T) {
 			t.Errorf("without readers, %s: %v (want no file)", f, err)
 		}
 	}
+}
+
+// mrmcRowOf reads a row of ext_reader_mrmc.csv back.
+func mrmcRowOf(t *testing.T, ct *csvTable, row []string) analysis.MRMCRow {
+	t.Helper()
+	num := func(col string) float64 {
+		switch v := ct.get(row, col); v {
+		case NA:
+			return math.NaN()
+		case "inf":
+			return math.Inf(1)
+		default:
+			return csvFloat(t, v)
+		}
+	}
+	count := func(col string) int {
+		n, err := strconv.Atoi(ct.get(row, col))
+		if err != nil {
+			t.Fatalf("%s %q: %v", col, ct.get(row, col), err)
+		}
+		return n
+	}
+	r := analysis.MRMCRow{Comparison: ct.get(row, "comparison"), OracleMode: ct.get(row, "oracle_mode"), Path: benchmark.Path(ct.get(row, "path")),
+		Stage: benchmark.Stage(count("stage")), NReaders: count("n_readers"), NRecords: count("n_records"),
+		Estimate: num("estimate"), SE: num("se"), DF: num("df"), Lo: num("ci_low"), Hi: num("ci_high"), P: num("p_value")}
+	r.Model, _ = strings.CutPrefix(r.Comparison, analysis.ComparisonModel)
+	return r
 }

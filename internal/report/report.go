@@ -11,15 +11,17 @@
 package report
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
-	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
@@ -84,7 +86,10 @@ const MarkerName = ".chexpercept-report"
 const markerText = "chexpercept report: `chexpercept report` may rewrite the files it wrote here\n"
 
 // claimDir accepts dir when it is new, empty, or an earlier report (one
-// carrying the marker), and writes the marker. A folder of files that
+// carrying the marker), and writes the marker first, in place
+// (outdir.WriteMarker), so a report stopped at any point is recognised
+// by its rerun; in an earlier report it removes the temporary files an
+// interrupted one left. A folder of files that
 // merely share a report's names (index.html, report.md, summary.json) is
 // not one: only the marker says that a report wrote them. A report
 // overwrites only the names it writes, never through a symbolic link
@@ -98,11 +103,30 @@ func claimDir(dir string) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	if st != outdir.Marked {
-		if err := atomicfile.WriteFile(filepath.Join(dir, MarkerName), []byte(markerText)); err != nil {
+		if err := outdir.WriteMarker(filepath.Join(dir, MarkerName), []byte(markerText)); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
+		return nil
 	}
-	return nil
+	return removeTemps(dir)
+}
+
+// removeTemps deletes the temporary files ("<name>.tmp-<random>") that a
+// report killed while writing left in dir, an earlier report: they are
+// the debris of its own atomic writes (checkDir has refused anything in
+// it that is not a plain file or folder).
+func removeTemps(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		if d.Type().IsRegular() && strings.Contains(d.Name(), ".tmp-") {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("report: %w", err)
+			}
+		}
+		return nil
+	})
 }
 
 // checkDir is claimDir without writing anything.

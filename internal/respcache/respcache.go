@@ -4,8 +4,9 @@
 // oracle mode whose early turns are identical) re-asks nothing known.
 //
 // The key is a SHA-256 over everything that determines a greedy reply:
-// the server's identity (what its preflight reported, or for a run
-// without preflight the sorted endpoint list), the provider, the
+// the endpoint called (normalised, without credentials), the server's
+// identity (what its preflight reported, or for a run without preflight
+// the sorted endpoint list), the provider, the
 // endpoint's model id, the full message list (roles,
 // texts and images by content hash), the sampling parameters and the
 // prompt-profile hash. Only temperature-0 calls are cached and never
@@ -24,12 +25,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	_ "modernc.org/sqlite" // pure-Go SQLite driver
 )
@@ -54,7 +59,7 @@ type Entry struct {
 	Text         string          `json:"text"`
 	Reasoning    string          `json:"reasoning,omitempty"`
 	FinishReason string          `json:"finish_reason,omitempty"`
-	Usage        *provider.Usage `json:"usage,omitempty"`
+	Usage        *runmodel.Usage `json:"usage,omitempty"`
 }
 
 // Cache is an open response cache, safe for concurrent use.
@@ -201,15 +206,18 @@ func (c *Cache) Len(ctx context.Context) (int, error) {
 
 // Cacheable reports whether a call with these sampling parameters may be
 // cached at all: only deterministic (temperature 0) calls.
-func Cacheable(s provider.Sampling) bool { return s.Deterministic() }
+func Cacheable(s runmodel.Sampling) bool { return s.Deterministic() }
 
-// Key computes the cache key of a call to the server of identity (the
-// hex SHA-256 of its provider.Identity). Every variable-length field is
-// length-prefixed so that different splits of the same bytes never
-// collide; images enter by their SHA-256. A call whose server identity
-// is unknown ("") has no key: Key returns "" and nothing may be cached
-// or replayed for it.
-func Key(identity, providerName, modelID string, msgs []provider.Message, s provider.Sampling, profileHash string) string {
+// Key computes the cache key of a call made to endpoint (normalised by
+// Endpoint: what the client knows) and answered by the server of
+// identity (the hex SHA-256 of its runmodel.Identity: what the server
+// says). Both enter, so a server that claims another's identity never
+// fills entries replayed for that other server's endpoint. Every
+// variable-length field is length-prefixed so that different splits of
+// the same bytes never collide; images enter by their SHA-256. A call
+// whose server identity is unknown ("") has no key: Key returns "" and
+// nothing may be cached or replayed for it.
+func Key(endpoint, identity, providerName, modelID string, msgs []provider.Message, s runmodel.Sampling, profileHash string) string {
 	if identity == "" {
 		return ""
 	}
@@ -220,9 +228,11 @@ func Key(identity, providerName, modelID string, msgs []provider.Message, s prov
 		h.Write(n[:])
 		h.Write([]byte(b))
 	}
-	// Version 2 added the server identity: entries of version 1 (keyed
-	// without it) are never found again, so none is replayed.
-	put("chexpercept/respcache/2")
+	// Version 2 added the server identity, version 3 the endpoint:
+	// entries of earlier versions are never found again, so none is
+	// replayed (they stay in the file until the cache is deleted).
+	put("chexpercept/respcache/3")
+	put(endpoint)
 	put(identity)
 	put(providerName)
 	put(modelID)
@@ -239,4 +249,31 @@ func Key(identity, providerName, modelID string, msgs []provider.Message, s prov
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Endpoint is the form of an endpoint URL that enters the key: scheme
+// and host in lower case, the scheme's default port dropped, the path
+// cleaned of a trailing slash, and no user info, query or fragment (no
+// credential reaches the key). "" (the backend's default endpoint) and
+// the in-process baseline are given by the caller as names that are no
+// URL ("default:openai", "in-process"). An unparsable URL (which no
+// client reaches) enters as it is; only its hash is ever stored.
+func Endpoint(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "raw:" + raw
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
+		port = ""
+	}
+	if port != "" {
+		host = net.JoinHostPort(host, port)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	p := strings.TrimRight(path.Clean("/"+u.Path), "/")
+	return scheme + "://" + host + p
 }

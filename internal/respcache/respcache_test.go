@@ -12,6 +12,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -26,49 +27,52 @@ func msgs(text string, img *provider.Image) []provider.Message {
 
 func TestKeyDistinguishesEveryInput(t *testing.T) {
 	a, b := provider.NewImage([]byte("png-a")), provider.NewImage([]byte("png-b"))
-	greedy := provider.Sampling{Temperature: f64(0)}
+	greedy := runmodel.Sampling{Temperature: f64(0)}
 	seed := int64(1)
-	base := Key("id1", "opensource", "m", msgs("q", a), greedy, "h")
+	const ep = "http://127.0.0.1:8000/v1"
+	base := Key(ep, "id1", "opensource", "m", msgs("q", a), greedy, "h")
 	cases := []struct {
 		name string
 		key  string
 	}{
-		{"server identity", Key("id2", "opensource", "m", msgs("q", a), greedy, "h")},
-		{"provider", Key("id1", "openai", "m", msgs("q", a), greedy, "h")},
-		{"model", Key("id1", "opensource", "m2", msgs("q", a), greedy, "h")},
-		{"text", Key("id1", "opensource", "m", msgs("q2", a), greedy, "h")},
-		{"image", Key("id1", "opensource", "m", msgs("q", b), greedy, "h")},
-		{"no image", Key("id1", "opensource", "m", msgs("q", nil), greedy, "h")},
-		{"sampling", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), TopP: f64(1)}, "h")},
-		{"profile", Key("id1", "opensource", "m", msgs("q", a), greedy, "h2")},
-		{"temperature", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0.2)}, "h")},
-		{"seed", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), Seed: &seed}, "h")},
-		{"extra body", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":20}`}, "h")},
-		{"extra body value", Key("id1", "opensource", "m", msgs("q", a), provider.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":21}`}, "h")},
-		{"split", Key("id1", "opensource", "m", []provider.Message{{Role: provider.RoleSystem, Text: "sy"}, {Role: provider.RoleUser, Text: "sq", Images: []*provider.Image{a}}}, greedy, "h")},
+		{"endpoint", Key("http://127.0.0.1:8001/v1", "id1", "opensource", "m", msgs("q", a), greedy, "h")},
+		{"server identity", Key(ep, "id2", "opensource", "m", msgs("q", a), greedy, "h")},
+		{"provider", Key(ep, "id1", "openai", "m", msgs("q", a), greedy, "h")},
+		{"model", Key(ep, "id1", "opensource", "m2", msgs("q", a), greedy, "h")},
+		{"text", Key(ep, "id1", "opensource", "m", msgs("q2", a), greedy, "h")},
+		{"image", Key(ep, "id1", "opensource", "m", msgs("q", b), greedy, "h")},
+		{"no image", Key(ep, "id1", "opensource", "m", msgs("q", nil), greedy, "h")},
+		{"sampling", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), TopP: f64(1)}, "h")},
+		{"profile", Key(ep, "id1", "opensource", "m", msgs("q", a), greedy, "h2")},
+		{"temperature", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0.2)}, "h")},
+		{"seed", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), Seed: &seed}, "h")},
+		{"extra body", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":20}`}, "h")},
+		{"extra body value", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":21}`}, "h")},
+		{"split", Key(ep, "id1", "opensource", "m", []provider.Message{{Role: provider.RoleSystem, Text: "sy"}, {Role: provider.RoleUser, Text: "sq", Images: []*provider.Image{a}}}, greedy, "h")},
 	}
 	for _, c := range cases {
 		if c.key == base {
 			t.Errorf("%s: key did not change", c.name)
 		}
 	}
-	if k := Key("", "opensource", "m", msgs("q", a), greedy, "h"); k != "" {
+	if k := Key(ep, "", "opensource", "m", msgs("q", a), greedy, "h"); k != "" {
 		t.Errorf("a call to a server of unknown identity got key %s, want none", k)
 	}
-	if again := Key("id1", "opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), greedy, "h"); again != base {
+	if again := Key(ep, "id1", "opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), greedy, "h"); again != base {
 		t.Errorf("same inputs gave a different key")
 	}
 }
 
 // Keys are stable across releases, so existing caches keep hitting. (The
-// values changed once, when the server identity entered the key: entries
-// keyed without it must never be replayed.)
+// values changed twice, when the server identity and then the endpoint
+// entered the key: entries keyed without them must never be replayed.)
 func TestKeyStable(t *testing.T) {
-	vllm, _ := provider.DefaultSampling(provider.BackendVLLM)
-	openai, _ := provider.DefaultSampling(provider.BackendOpenAI)
+	const ep = "http://127.0.0.1:8000/v1"
+	vllm, _ := runmodel.DefaultSampling(runmodel.BackendVLLM)
+	openai, _ := runmodel.DefaultSampling(runmodel.BackendOpenAI)
 	for _, c := range []struct{ got, want string }{
-		{Key("id1", "opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), vllm, "h"), "b5fc1d7dae07e68b9f244e0c2aa433600bd7d0e092e2f4ce776c0f47c58f332c"}, // vLLM sampling sends max_completion_tokens
-		{Key("id1", "openai", "m", msgs("q", nil), openai, "h"), "8c9d73089312ecf36928938ab977fb6ab9e7e832b7199328a7af4e8718f139eb"},
+		{Key(ep, "id1", "opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), vllm, "h"), "c743f6891e9650826aa9234217ebf58775fafa15b5f6fb9218090cf9af80edd2"}, // vLLM sampling sends max_completion_tokens
+		{Key(ep, "id1", "openai", "m", msgs("q", nil), openai, "h"), "200e801d981d80d9dafa454d25875fd66bafde50c86464f9307f5cbede824fcb"},
 	} {
 		if c.got != c.want {
 			t.Errorf("key %s, want %s", c.got, c.want)
@@ -89,7 +93,7 @@ func TestCacheRoundTripAndConcurrency(t *testing.T) {
 	if err := c.Put(ctx, "k", Entry{Text: ""}); err == nil {
 		t.Fatal("an empty answer was stored")
 	}
-	want := Entry{Text: "Answer: 2", FinishReason: "stop", Usage: &provider.Usage{Input: 10, Output: 2, Total: 12}}
+	want := Entry{Text: "Answer: 2", FinishReason: "stop", Usage: &runmodel.Usage{Input: 10, Output: 2, Total: 12}}
 	if err := c.Put(ctx, "k", want); err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +129,12 @@ func TestCacheRoundTripAndConcurrency(t *testing.T) {
 
 func TestCacheable(t *testing.T) {
 	for _, c := range []struct {
-		s    provider.Sampling
+		s    runmodel.Sampling
 		want bool
 	}{
-		{provider.Sampling{Temperature: f64(0)}, true},
-		{provider.Sampling{Temperature: f64(1)}, false},
-		{provider.Sampling{}, false},
+		{runmodel.Sampling{Temperature: f64(0)}, true},
+		{runmodel.Sampling{Temperature: f64(1)}, false},
+		{runmodel.Sampling{}, false},
 	} {
 		if got := Cacheable(c.s); got != c.want {
 			t.Errorf("Cacheable(%+v) = %v", c.s, got)
@@ -234,5 +238,30 @@ func TestOpenRefusesLinksAndFIFOs(t *testing.T) {
 			}
 			outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, root))
 		})
+	}
+}
+
+// TestEndpoint: spellings of one endpoint give one key part; other hosts,
+// ports, schemes or paths give others; credentials never enter.
+func TestEndpoint(t *testing.T) {
+	const want = "http://127.0.0.1:8000/v1"
+	for _, raw := range []string{"http://127.0.0.1:8000/v1", "HTTP://127.0.0.1:8000/v1/", "http://user:secret@127.0.0.1:8000/v1?key=abc#f", "http://127.0.0.1:8000//v1"} {
+		if got := Endpoint(raw); got != want {
+			t.Errorf("Endpoint(%q) = %q, want %q", raw, got, want)
+		}
+	}
+	if got := Endpoint("https://API.example.com:443/v1"); got != "https://api.example.com/v1" {
+		t.Errorf("default port kept: %q", got)
+	}
+	seen := map[string]string{}
+	for _, raw := range []string{want, "http://127.0.0.1:8001/v1", "https://127.0.0.1:8000/v1", "http://127.0.0.2:8000/v1", "http://127.0.0.1:8000/v2", "http://[::1]:8000/v1"} {
+		got := Endpoint(raw)
+		if prev, ok := seen[got]; ok {
+			t.Errorf("%q and %q both give %q", prev, raw, got)
+		}
+		seen[got] = raw
+		if strings.Contains(got, "secret") {
+			t.Errorf("%q keeps a credential", got)
+		}
 	}
 }

@@ -6,18 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path/filepath"
 	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/chexpercept/chexpercept/internal/ojson"
-	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
@@ -48,10 +45,10 @@ type Manifest struct {
 	RunName         string      `json:"run_name"`
 	Model           ModelInfo   `json:"model"`
 	// ServerIdentity is who the server said it was at the preflight of
-	// the run's first invocation (provider.Identity); null in manifests
+	// the run's first invocation (runmodel.Identity); null in manifests
 	// written before it was recorded and in imported runs.
-	ServerIdentity  *provider.Identity `json:"server_identity"`
-	Sampling        Sampling           `json:"sampling"`
+	ServerIdentity  *runmodel.Identity `json:"server_identity"`
+	Sampling        runmodel.Sampling  `json:"sampling"`
 	NoThinking      bool               `json:"no_thinking"`
 	OracleMode      string             `json:"oracle_mode"`
 	ParseMode       string             `json:"parse_mode"`
@@ -169,76 +166,6 @@ type ModelInfo struct {
 	Quirks     []string `json:"quirks"`
 	Policy     *string  `json:"policy"`      // baseline only
 	PolicySeed *int64   `json:"policy_seed"` // baseline only
-}
-
-// Sampling is every sampling parameter sent, by its wire name (unsent
-// parameters are absent). Its fields are provider.Sampling's, so that eval
-// converts one into the other (a field added there and not here stops
-// that conversion from compiling).
-type Sampling struct {
-	Temperature         *float64 `json:"temperature,omitempty"`
-	TopP                *float64 `json:"top_p,omitempty"`
-	MaxTokens           *int64   `json:"max_tokens,omitempty"`
-	MaxCompletionTokens *int64   `json:"max_completion_tokens,omitempty"`
-	MaxOutputTokens     *int64   `json:"max_output_tokens,omitempty"`
-	ReasoningEffort     string   `json:"reasoning_effort,omitempty"`
-	ThinkingLevel       string   `json:"thinking_level,omitempty"`
-	FrequencyPenalty    *float64 `json:"frequency_penalty,omitempty"`
-	PresencePenalty     *float64 `json:"presence_penalty,omitempty"`
-	Seed                *int64   `json:"seed,omitempty"`
-	EnableThinking      *bool    `json:"enable_thinking,omitempty"`
-	// ExtraBody is the extra top-level request members sent (eval
-	// --extra-body), each value compact JSON; absent when none (and in
-	// manifests written before it existed).
-	ExtraBody provider.ExtraBody `json:"extra_body,omitempty"`
-}
-
-// Text renders the parameters as "name=value" in wire order, then the
-// extra members sorted by name (values as compact JSON, strings
-// unquoted), space-separated; "none" when nothing is sent. Reports show
-// it per run.
-func (s Sampling) Text() string {
-	var parts []string
-	f := func(name string, v *float64) {
-		if v != nil {
-			parts = append(parts, name+"="+strconv.FormatFloat(*v, 'g', -1, 64))
-		}
-	}
-	i := func(name string, v *int64) {
-		if v != nil {
-			parts = append(parts, name+"="+strconv.FormatInt(*v, 10))
-		}
-	}
-	str := func(name, v string) {
-		if v != "" {
-			parts = append(parts, name+"="+v)
-		}
-	}
-	f("temperature", s.Temperature)
-	f("top_p", s.TopP)
-	i("max_tokens", s.MaxTokens)
-	i("max_completion_tokens", s.MaxCompletionTokens)
-	i("max_output_tokens", s.MaxOutputTokens)
-	str("reasoning_effort", s.ReasoningEffort)
-	str("thinking_level", s.ThinkingLevel)
-	f("frequency_penalty", s.FrequencyPenalty)
-	f("presence_penalty", s.PresencePenalty)
-	i("seed", s.Seed)
-	if s.EnableThinking != nil {
-		parts = append(parts, "enable_thinking="+strconv.FormatBool(*s.EnableThinking))
-	}
-	extra := s.ExtraBody.Members()
-	for _, k := range slices.Sorted(maps.Keys(extra)) {
-		v := string(extra[k])
-		if u, err := strconv.Unquote(v); err == nil {
-			v = u
-		}
-		parts = append(parts, k+"="+v)
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, " ")
 }
 
 // ProfileInfo is the prompt profile: name, the eight effective texts in

@@ -125,7 +125,7 @@ func CheckRunDir(dir string) (hasRun bool, err error) {
 		return true, nil
 	case outdir.Other:
 		for _, n := range names {
-			if n != LockFile && !strings.Contains(n, ".tmp-") && !IsShardDir(n) {
+			if n != LockFile && n != UnfinishedFile && !strings.Contains(n, ".tmp-") && !IsShardDir(n) {
 				return false, outdir.Refuse(dir, n, "run directory %s is not empty and holds no run (no %s or %s): it holds %q; choose another results folder or move that away",
 					dir, ManifestFile, ResultsFile, n)
 			}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -114,6 +115,11 @@ func readableCases(cases []*source.Case, opt InitOptions) ([]*source.Case, []cas
 	var kept []*source.Case
 	var kd []caseDigest
 	for i, d := range digests {
+		if frame.IsTransient(d.err) {
+			// Out of descriptors, an I/O error …: the file may be fine, and
+			// skipping its case would change the review set.
+			return nil, nil, fmt.Errorf("%s: %w", textsafe.OneLine(cases[i].KeyID()), d.err)
+		}
 		if d.err != nil {
 			if opt.Warn != nil {
 				fmt.Fprintf(opt.Warn, "warning: %s skipped: %s\n", textsafe.OneLine(cases[i].KeyID()), textsafe.OneLine(d.err.Error()))

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/pycsv"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
@@ -86,7 +87,7 @@ func (s *Store) ExportCSV(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("export %s: %w", dir, safefile.Reason(err))
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, SheetsMarker), []byte("written by chexpercept review export --csv\n")); err != nil {
+	if err := outdir.WriteMarker(filepath.Join(dir, SheetsMarker), []byte("written by chexpercept review export --csv\n")); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, "positive.csv"), csvRows(pos)); err != nil {

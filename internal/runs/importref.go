@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -43,7 +44,7 @@ const MaxReferenceBytes = 1 << 30
 // ImportOptions configure ImportReference.
 type ImportOptions struct {
 	Bench      *benchmark.Benchmark // the benchmark the reference run used
-	Model      eval.Model           // the run's model, resolved through the registry
+	Model      runmodel.Model       // the run's model, resolved through the registry
 	Out        string               // results folder; the run goes to Out/<run name>/oracle_<mode>/
 	NoThinking bool
 	Oracle     protocol.OracleMode

@@ -209,6 +209,71 @@ func TestMergeRefusesNonShard(t *testing.T) {
 // TestCheckRunTarget: the run directory of a merge or rescore is written when
 // new, empty or holding only the debris of an interrupted write; a run is
 // replaced only with force; anything else is refused, untouched.
+// TestMergeAfterUnfinishedMerge: a merge cut short leaves a run marked
+// unfinished, with its manifest and a temporary file; no reader takes it
+// for a run, and the same merge run again, without force, replaces it
+// with the run an uninterrupted merge writes.
+func TestMergeAfterUnfinishedMerge(t *testing.T) {
+	bench := protocoltest.Bench(t)
+	src := scriptedRun(t, bench, t.TempDir(), glmModel())
+	run := filepath.Join(t.TempDir(), "opensource_glm-4v", "oracle_none")
+	lines := strings.SplitAfter(strings.TrimSuffix(string(mustReadFile(t, filepath.Join(src, results.ResultsFile))), "\n"), "\n")
+	for i := 1; i <= 2; i++ {
+		d := filepath.Join(run, "shard-"+strconv.Itoa(i)+"-of-2")
+		copyAsShard(t, src, d, i, 2)
+		var own string
+		for j, l := range lines {
+			if j%2 == i-1 {
+				own += strings.TrimSuffix(l, "\n") + "\n"
+			}
+		}
+		if err := os.WriteFile(filepath.Join(d, results.ResultsFile), []byte(own), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := MergeOptions{Out: t.TempDir(), Now: func() time.Time { return testTime }}
+	rep, err := Merge([]string{run}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for _, f := range []string{results.ManifestFile, results.ResultsFile, results.AllResultsFile, results.SummaryFile} {
+		want[f] = mustReadFile(t, filepath.Join(rep.Dir, f))
+	}
+	if results.IsUnfinished(rep.Dir) {
+		t.Fatal("a finished merge is marked unfinished")
+	}
+	// What an interrupted merge leaves: the marker, the manifest, a
+	// temporary results file, no summary.
+	if err := results.MarkUnfinished(rep.Dir); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(rep.Dir, results.SummaryFile))
+	os.Remove(filepath.Join(rep.Dir, results.AllResultsFile))
+	os.Rename(filepath.Join(rep.Dir, results.ResultsFile), filepath.Join(rep.Dir, results.ResultsFile+".tmp-42"))
+	if _, err := ReadRun(rep.Dir); !errors.Is(err, results.ErrUnfinished) {
+		t.Errorf("reading the unfinished run: %v, want ErrUnfinished", err)
+	}
+	if _, err := Merge([]string{run}, opts); err != nil {
+		t.Fatalf("merge again after an unfinished merge: %v", err)
+	}
+	for f, b := range want {
+		if !bytes.Equal(mustReadFile(t, filepath.Join(rep.Dir, f)), b) {
+			t.Errorf("%s differs from the uninterrupted merge's", f)
+		}
+	}
+	ents, _ := os.ReadDir(rep.Dir)
+	for _, e := range ents {
+		if e.Name() == results.UnfinishedFile || strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+	// A finished run is still replaced only with force.
+	if _, err := Merge([]string{run}, opts); !errors.Is(err, ErrRunExists) {
+		t.Errorf("merge over a finished run: %v, want ErrRunExists", err)
+	}
+}
+
 func TestCheckTarget(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -226,6 +291,8 @@ func TestCheckTarget(t *testing.T) {
 		{"someone's summary", []string{results.SummaryFile}, true, `holds no run (no manifest.json or results.jsonl): it holds "summary.json"`, nil},
 		{"shard folders", []string{"shard-1-of-2/", "shard-2-of-2/", results.LockFile}, false, "", nil},
 		{"shard folders and more", []string{"shard-1-of-2/", results.LockFile, "notes/"}, false, `it holds "notes"`, nil},
+		{"an unfinished run", []string{results.UnfinishedFile, results.LockFile, results.ManifestFile, results.ResultsFile + ".tmp-1"}, false, "", nil},
+		{"only the unfinished marker", []string{results.UnfinishedFile}, false, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run", "oracle_none")

@@ -19,6 +19,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // rfKey is the RF record of protocoltest.Records(); its detection reply is
@@ -28,15 +29,15 @@ const rfKey = "pneumonia_s57001234_positive_0"
 var testTime = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 // glmModel is an opensource model with the given registry quirks.
-func glmModel(quirks ...string) eval.Model {
-	return eval.Model{Name: "glm-4v", Provider: "opensource", Backend: "vllm", ModelID: "zai/glm-4v", Label: "glm-4v",
+func glmModel(quirks ...string) runmodel.Model {
+	return runmodel.Model{Name: "glm-4v", Provider: "opensource", Backend: "vllm", ModelID: "zai/glm-4v", Label: "glm-4v",
 		Quirks: quirks, GLMBoxUnwrap: slices.Contains(quirks, registry.QuirkGLMBoxUnwrap)}
 }
 
 // scriptedRun writes a finished oracle-none run of the scripted fake
 // model (protocoltest.ScenarioReplies, with the RF detection reply given
 // as a GLM answer box) into out/<run name>/oracle_none and returns it.
-func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, model eval.Model) string {
+func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, model runmodel.Model) string {
 	t.Helper()
 	o := &eval.Options{BenchDir: bench.Dir, Model: model, Oracle: protocol.OracleNone, Parse: parse.ModeReference,
 		Now: func() time.Time { return testTime }}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -45,6 +46,9 @@ func ReadRun(dir string) (*Run, error) {
 		return nil, err
 	}
 	defer unlock()
+	if results.IsUnfinished(dir) {
+		return nil, fmt.Errorf("%s %w", dir, results.ErrUnfinished)
+	}
 	m, err := results.ReadManifest(dir)
 	if err != nil {
 		return nil, err
@@ -82,6 +86,15 @@ func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected 
 	if err != nil {
 		return err
 	}
+	// Marked unfinished first and finished last: a run cut short is
+	// recognised as this command's own (CheckTarget replaces it without
+	// force) and never read as a finished run.
+	if err := results.MarkUnfinished(dir); err != nil {
+		return err
+	}
+	if err := removeTemps(dir); err != nil {
+		return err
+	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, results.ManifestFile), b); err != nil {
 		return err
 	}
@@ -99,15 +112,18 @@ func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected 
 	if err := os.Remove(filepath.Join(dir, results.SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	_, err = results.Finalize(dir, m, selected, wallTime)
-	return err
+	if _, err := results.Finalize(dir, m, selected, wallTime); err != nil {
+		return err
+	}
+	return results.MarkFinished(dir)
 }
 
 // CheckTarget accepts the run directory a merge, rescore or reference
 // import writes when it is new, empty or holds only debris of an
 // interrupted write (the lock, *.tmp-* files) and shard folders (which it
-// leaves alone), and one that holds a run (manifest.json or results.jsonl)
-// only with force. Anything else is refused: those files are not a run's,
+// leaves alone), or an unfinished run (results.UnfinishedFile) that such
+// a command left, and one that holds a finished run (manifest.json or
+// results.jsonl) only with force. Anything else is refused: those files are not a run's,
 // and writing the run would overwrite or delete them.
 func CheckTarget(dir string, force bool) error {
 	root, rel := targetParts(dir)
@@ -115,7 +131,9 @@ func CheckTarget(dir string, force bool) error {
 		return err
 	}
 	hasRun, err := results.CheckRunDir(dir)
-	if err == nil && hasRun && !force {
+	// An unfinished run is the debris of this kind of command: its
+	// rerun replaces it.
+	if err == nil && hasRun && !force && !results.IsUnfinished(dir) {
 		err = fmt.Errorf("%s %w (manifest.json or results.jsonl exists)", dir, ErrRunExists)
 	}
 	return err
@@ -135,6 +153,24 @@ func checkBenchmark(m *results.Manifest, manifestFile string, bench *benchmark.B
 	if want := m.Dataset.SHA256; want != bench.SHA256 {
 		return fmt.Errorf("%s: dataset.sha256 is %s but %s/%s has SHA-256 %s; pass the benchmark the run was made with",
 			manifestFile, results.ShortHash(want), bench.Dir, benchmark.JSONName, results.ShortHash(bench.SHA256))
+	}
+	return nil
+}
+
+// removeTemps deletes the *.tmp-* files an interrupted write left in dir
+// (CheckRunDir accepts them as such debris); the caller holds the run's
+// lock, so no other writer owns them.
+func removeTemps(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp-") && e.Type().IsRegular() {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
 	}
 	return nil
 }

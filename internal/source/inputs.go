@@ -140,8 +140,8 @@ func checkInput(r inputRef) string {
 // a link to one) whose PNG or JPEG header is readable and within the size
 // limits. Only the header is read.
 func CheckImage(path string) error {
-	if p := checkInput(inputRef{path: path, kind: kindImage}); p != "" {
-		return frame.Fail("image_unreadable", "image %s: %s", path, p)
+	if _, _, _, err := checkImageHeader(path); err != nil {
+		return frame.Fail("image_unreadable", "image %s: %v", path, err)
 	}
 	return nil
 }

@@ -89,8 +89,11 @@ func ImageSHA256(c *Case) (string, error) {
 	return fileSHA256(c.Image, "image_unreadable", "image")
 }
 
+// openInput is safefile.Open; tests replace it to inject a failure.
+var openInput = safefile.Open
+
 func fileSHA256(path, reason, what string) (string, error) {
-	f, err := safefile.Open(path, safefile.Follow)
+	f, err := openInput(path, safefile.Follow)
 	if err != nil {
 		return "", frame.Fail(reason, "%s %s: %v", what, path, safefile.Reason(err))
 	}

@@ -35,7 +35,19 @@ const MaxFileBytes = 256 << 10
 // known, a key v does not have is an error. An empty file gives io.EOF
 // itself; any other error is one line (Explain), and a second document
 // (after a "---" line) is an error rather than silently ignored.
+//
+// Before decoding, the document's nodes are counted with every alias
+// expanded where it is used: more than MaxNodes is an error, so a few
+// kilobytes of anchors and aliases never decode into millions of values.
+// A list entry that is empty (null, "~" or nothing after "- ") is an
+// error too: the decoder would drop it silently from a list of mappings.
 func Decode(data []byte, v any, known bool) error {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err == nil {
+		if err := checkNodes(&root); err != nil {
+			return err
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(known)
 	if err := dec.Decode(v); err != nil {
@@ -56,6 +68,51 @@ func Decode(data []byte, v any, known bool) error {
 		line = next.Content[0].Line
 	}
 	return fmt.Errorf("line %d: a second YAML document starts here (\"---\"); the file must hold one", line)
+}
+
+// MaxNodes bounds the values of a YAML document with its aliases
+// expanded: twice what MaxFileBytes can hold written out (a value every
+// second byte), so no file without aliases comes near it.
+const MaxNodes = MaxFileBytes
+
+// checkNodes refuses a document whose alias expansion exceeds MaxNodes,
+// or which has an empty list entry.
+func checkNodes(root *yaml.Node) error {
+	memo := map[*yaml.Node]int{}
+	var count func(n *yaml.Node, depth int) int
+	count = func(n *yaml.Node, depth int) int {
+		if c, ok := memo[n]; ok {
+			return c
+		}
+		if depth > 1000 {
+			return MaxNodes + 1
+		}
+		memo[n] = MaxNodes + 1 // a node inside itself counts as too many
+		c := 1
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			c = count(n.Alias, depth+1)
+		}
+		for _, k := range n.Content {
+			c += count(k, depth+1)
+			if c > MaxNodes {
+				break
+			}
+		}
+		memo[n] = min(c, MaxNodes+1)
+		return memo[n]
+	}
+	if n := count(root, 0); n > MaxNodes {
+		return fmt.Errorf("the document expands to more than %d values (through aliases); refusing it", MaxNodes)
+	}
+	var err error
+	walk(root, "", func(key, v *yaml.Node, p string) bool {
+		if key == nil && strings.HasSuffix(p, "]") && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
+			err = fmt.Errorf("line %d: key %q: an empty list entry (null)", v.Line, p)
+			return true
+		}
+		return false
+	})
+	return err
 }
 
 // Explain describes err, returned by decoding data, on one line, e.g.

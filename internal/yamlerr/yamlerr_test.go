@@ -2,6 +2,7 @@ package yamlerr
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -85,5 +86,52 @@ func TestDecodeOneDocument(t *testing.T) {
 	}
 	if err := Decode([]byte("# nothing\n"), &v, true); err != io.EOF {
 		t.Errorf("empty: %v", err)
+	}
+}
+
+// TestDecodeBoundsAliases: a document whose aliases expand past MaxNodes
+// is refused before decoding; the same values written out, or a few
+// aliases, are decoded.
+func TestDecodeBoundsAliases(t *testing.T) {
+	laughs := func(levels int) string {
+		var b strings.Builder
+		b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+		for i := 1; i < levels; i++ {
+			fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name, yaml string
+		refused    bool
+	}{
+		{"ten to the sixth", laughs(6), true},
+		{"ten to the third", laughs(3), false},
+		{"written out", "ints: [" + strings.Repeat("1, ", 60000) + "1]\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var v map[string]any
+			err := Decode([]byte(tc.yaml), &v, false)
+			if refused := err != nil && strings.Contains(err.Error(), "expands to more than"); refused != tc.refused {
+				t.Errorf("error %v, want refused %v", err, tc.refused)
+			}
+		})
+	}
+}
+
+// TestDecodeRefusesEmptyListEntries: a null entry in a list is an error
+// naming its line and key, not dropped.
+func TestDecodeRefusesEmptyListEntries(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"inner_list: [null]\n", `line 1: key "inner_list[0]": an empty list entry (null)`},
+		{"inner_list:\n  - {name: a}\n  - ~\n", `line 3: key "inner_list[1]": an empty list entry (null)`},
+		{"inner_list:\n  - {name: a}\n  -\n", `line 3: key "inner_list[1]": an empty list entry (null)`},
+	} {
+		var v struct {
+			List []inner `yaml:"inner_list"`
+		}
+		if err := Decode([]byte(tc.yaml), &v, true); err == nil || err.Error() != tc.want {
+			t.Errorf("%q: got %v, want %s", tc.yaml, err, tc.want)
+		}
 	}
 }

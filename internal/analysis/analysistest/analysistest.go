@@ -97,6 +97,11 @@ type Run struct {
 	// Finished, when > 0, writes only the first Finished records, as an
 	// interrupted run leaves its files.
 	Finished int
+	// Only, when not nil, writes only these records (a reader who read
+	// a sample of the benchmark); the manifest selects as many.
+	Only map[string]bool
+	// Reading, when not nil, is the manifest's reading arm.
+	Reading *results.ReadingArm
 }
 
 // Name is the run name.
@@ -123,6 +128,9 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 	for i, rec := range b.Records {
 		if r.Finished > 0 && i >= r.Finished {
 			break
+		}
+		if r.Only != nil && !r.Only[rec.KeyID] {
+			continue
 		}
 		plan, err := protocol.Plan(rec, b.Dir)
 		if err != nil {
@@ -184,6 +192,13 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 		Set("prompt_profile", ojson.NewObject().Set("name", ojson.Str("default")).Set("sha256", ojson.Str(strings.Repeat("ab", 32))))
 	if r.Selected > 0 {
 		m.Set("selected_records", ojson.Int(int64(r.Selected)))
+	}
+	if r.Reading != nil {
+		arm := ojson.NewObject().Set("study", ojson.Str(r.Reading.Study)).Set("reader", ojson.Str(r.Reading.Reader)).Set("arm", ojson.Str(r.Reading.Arm))
+		if r.Reading.AidRun != "" {
+			arm.Set("aid_run", ojson.Str(r.Reading.AidRun))
+		}
+		m.Set("reading", arm)
 	}
 	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), append(ojson.Marshal(m), '\n'), 0o644); err != nil {
 		return "", err

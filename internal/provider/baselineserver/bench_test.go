@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // BenchmarkRoundTrip: one call through the OpenAI-compatible client to
@@ -23,7 +24,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer stop()
-			c, _ := provider.New(provider.Config{Backend: provider.BackendVLLM, Endpoint: url, Getenv: func(string) string { return "" }})
+			c, _ := provider.New(provider.Config{Backend: runmodel.BackendVLLM, Endpoint: url, Getenv: func(string) string { return "" }})
 			req := request(0)
 			var imgs []*provider.Image
 			for i := 0; i < tc.images; i++ {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 func question(i int, opts ...string) string {
@@ -42,7 +43,7 @@ func request(i int) *provider.Request {
 
 func client(t *testing.T, url string) provider.Client {
 	t.Helper()
-	c, err := provider.New(provider.Config{Backend: provider.BackendVLLM, Endpoint: url, Getenv: func(string) string { return "" }})
+	c, err := provider.New(provider.Config{Backend: runmodel.BackendVLLM, Endpoint: url, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

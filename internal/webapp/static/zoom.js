@@ -52,7 +52,8 @@
     viewport.addEventListener("pointercancel", endDrag);
     window.addEventListener("resize", fit);
     fit();
-    return { zoomIn: function () { zoomCentre(1.25); }, zoomOut: function () { zoomCentre(0.8); }, fit: fit };
+    function pan(dx, dy) { tx += dx; ty += dy; draw(); }
+    return { zoomIn: function () { zoomCentre(1.25); }, zoomOut: function () { zoomCentre(0.8); }, fit: fit, pan: pan };
   }
   window.chexZoom = setup;
 })();

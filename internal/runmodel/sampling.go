@@ -1,4 +1,4 @@
-package provider
+package runmodel
 
 import (
 	"bytes"
@@ -8,23 +8,11 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
-
-// Backend names (spec §11, §13).
-const (
-	BackendVLLM         = "vllm"
-	BackendOpenAICompat = "openai_compat"
-	BackendOpenAI       = "openai"
-	BackendAzure        = "azure"
-	BackendGemini       = "gemini"
-	BackendBaseline     = "baseline"
-)
-
-// Backends lists every backend name.
-var Backends = []string{BackendVLLM, BackendOpenAICompat, BackendOpenAI, BackendAzure, BackendGemini, BackendBaseline}
 
 // Sampling is every generation parameter a backend may send. A nil field
 // is not sent at all, so "unset" and "zero" stay distinct (openai_compat
@@ -124,6 +112,54 @@ func (s Sampling) Merge(o Sampling) Sampling {
 	return s
 }
 
+// Text renders the parameters as "name=value" in wire order, then the
+// extra members sorted by name (values as compact JSON, strings
+// unquoted), space-separated; "none" when nothing is sent. Reports show
+// it per run.
+func (s Sampling) Text() string {
+	var parts []string
+	f := func(name string, v *float64) {
+		if v != nil {
+			parts = append(parts, name+"="+strconv.FormatFloat(*v, 'g', -1, 64))
+		}
+	}
+	i := func(name string, v *int64) {
+		if v != nil {
+			parts = append(parts, name+"="+strconv.FormatInt(*v, 10))
+		}
+	}
+	str := func(name, v string) {
+		if v != "" {
+			parts = append(parts, name+"="+v)
+		}
+	}
+	f("temperature", s.Temperature)
+	f("top_p", s.TopP)
+	i("max_tokens", s.MaxTokens)
+	i("max_completion_tokens", s.MaxCompletionTokens)
+	i("max_output_tokens", s.MaxOutputTokens)
+	str("reasoning_effort", s.ReasoningEffort)
+	str("thinking_level", s.ThinkingLevel)
+	f("frequency_penalty", s.FrequencyPenalty)
+	f("presence_penalty", s.PresencePenalty)
+	i("seed", s.Seed)
+	if s.EnableThinking != nil {
+		parts = append(parts, "enable_thinking="+strconv.FormatBool(*s.EnableThinking))
+	}
+	extra := s.ExtraBody.Members()
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		v := string(extra[k])
+		if u, err := strconv.Unquote(v); err == nil {
+			v = u
+		}
+		parts = append(parts, k+"="+v)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
 // Deterministic reports whether the call is greedy (temperature 0), the
 // only kind the response cache may store (spec §11).
 func (s Sampling) Deterministic() bool { return s.Temperature != nil && *s.Temperature == 0 }
@@ -176,10 +212,6 @@ func (s Sampling) Validate() error {
 	}
 	return nil
 }
-
-// FormatNumber writes a parameter value the way it goes on the wire:
-// shortest decimal, no exponent for ordinary values ("0", "0.95", "8192").
-func FormatNumber(v float64) string { return num(v) }
 
 // reservedMembers are the request-body members an extra member may not
 // name, with the reason: chexpercept writes them itself (an extra one
@@ -416,9 +448,9 @@ func (e ExtraBody) Members() map[string]json.RawMessage {
 	return m
 }
 
-// inner is the object's members without the braces, for splicing into a
+// Inner is the object's members without the braces, for splicing into a
 // request body ("" when none).
-func (e ExtraBody) inner() string {
+func (e ExtraBody) Inner() string {
 	if len(e) < 2 {
 		return ""
 	}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
+)
+
+// untilInterrupted runs work and returns its error, unless SIGINT or
+// SIGTERM comes first: then the temporary files of the writes in flight
+// are removed (atomicfile.RemoveTemps, which also fails any later write),
+// one line says that the same command resumes or redoes the work, and the
+// exit status is 130. work gets a context that the signal ends, for the
+// commands that can stop early; the process exits without waiting for it.
+// Outputs are written atomically and runs carry their unfinished marker
+// until their last file, so nothing half-written is left under a final
+// name.
+func untilInterrupted(parent context.Context, name string, work func(ctx context.Context) error) error {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- work(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		if parent.Err() != nil {
+			return <-done
+		}
+		atomicfile.RemoveTemps()
+		fmt.Fprintf(os.Stderr, "chexpercept %s: interrupted; its temporary files are removed, and the same command run again redoes what it had not finished\n", name)
+		return silentExit(130)
+	}
+}

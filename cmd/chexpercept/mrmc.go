@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/mrmc"
+	"github.com/chexpercept/chexpercept/internal/outdir"
+	"github.com/chexpercept/chexpercept/internal/safefile"
+)
+
+// mrmcMaxScores bounds the scores table read by chexpercept mrmc.
+const mrmcMaxScores = 256 << 20
+
+// mrmcMarker marks a directory chexpercept mrmc wrote.
+const mrmcMarker = ".chexpercept-mrmc"
+
+func newMrmcCmd() *cobra.Command {
+	var scores, fom, out, algorithm string
+	var margin float64
+	cmd := &cobra.Command{
+		Use:   "mrmc --scores FILE.csv [--fom accuracy|auc] [--algorithm NAME [--margin M]] [--out DIR]",
+		Short: "Multi-reader multi-case (Obuchowski–Rockette) analysis of a reader study's scores",
+		Long: `Analyse a fully crossed reader study by the Obuchowski–Rockette method with
+jackknife covariances over cases: random readers and random cases (Hillis'
+degrees of freedom), fixed readers, fixed cases, and each modality's mean.
+
+FILE.csv has the columns modality,reader,case,truth,score. With --fom accuracy a
+score is 1 (right) or 0 (wrong); with --fom auc it is a rating and truth is 1
+(diseased) or 0. --out DIR also writes mrmc.json and mrmc_*.csv into a new or
+empty directory (or one an earlier mrmc wrote).
+
+--algorithm NAME takes the reader NAME out of the readers: it is an
+algorithm, compared in each modality with the other readers' mean (the
+algorithm a reader without reader variance; --margin adds a non-inferiority
+test) while the analyses above cover the other readers. See docs/mrmc.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if scores == "" {
+				return fmt.Errorf("--scores: a scores table is required")
+			}
+			f, err := mrmc.ParseFOM(fom)
+			if err != nil {
+				return fmt.Errorf("--fom: %w", err)
+			}
+			data, err := safefile.ReadFile(scores, mrmcMaxScores, safefile.Follow)
+			if err != nil {
+				return fmt.Errorf("--scores %s: %w", scores, safefile.Reason(err))
+			}
+			d, err := mrmc.ParseScores(bytes.NewReader(data), scores, f)
+			if err != nil {
+				return err
+			}
+			if margin < 0 || margin >= 1 || margin != margin {
+				return fmt.Errorf("--margin %v: want a non-inferiority margin from 0 to below 1", margin)
+			}
+			if margin > 0 && algorithm == "" {
+				return fmt.Errorf("--margin: needs --algorithm")
+			}
+			var standalone []mrmc.StandaloneRow
+			if algorithm != "" {
+				if d, standalone, err = mrmc.SplitAlgorithm(d, algorithm, margin, 0); err != nil {
+					return fmt.Errorf("--algorithm: %s: %w", scores, err)
+				}
+			}
+			a, err := mrmc.Analyze(d, 0)
+			if err != nil {
+				return fmt.Errorf("%s: %w", scores, err)
+			}
+			a.Standalone = standalone
+			if out != "" {
+				if err := writeMrmc(out, scores, a); err != nil {
+					return err
+				}
+			}
+			return a.Text(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&scores, "scores", "", "the scores table (CSV: modality,reader,case,truth,score)")
+	cmd.Flags().StringVar(&fom, "fom", string(mrmc.Accuracy), "figure of merit: accuracy (0/1 scores) or auc (ratings, truth 0/1)")
+	cmd.Flags().StringVar(&out, "out", "", "also write mrmc.json and mrmc_*.csv into this directory")
+	cmd.Flags().StringVar(&algorithm, "algorithm", "", "the reader that is an algorithm: compared with the other readers, who alone form the panel")
+	cmd.Flags().Float64Var(&margin, "margin", 0, "with --algorithm: a non-inferiority margin on the figure of merit (0: none)")
+	return cmd
+}
+
+// writeMrmc writes the analysis' files into dir under the output-directory
+// rule, never over the scores table.
+func writeMrmc(dir, scores string, a *mrmc.Analysis) error {
+	st, err := outdir.Require(dir, "mrmc", mrmcMarker)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	files := a.Files()
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if in, same := outdir.SameFile(filepath.Join(dir, name), scores); same {
+			return fmt.Errorf("--out: %s would overwrite the input %s", filepath.Join(dir, name), in)
+		}
+	}
+	if _, err := outdir.MkdirAll(dir, ""); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if st != outdir.Marked {
+		if err := atomicfile.WriteFile(filepath.Join(dir, mrmcMarker), []byte("chexpercept mrmc: `chexpercept mrmc --out` may rewrite the files it wrote here\n")); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	for _, name := range names {
+		if err := outdir.WriteFile(dir, name, files[name]); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,285 @@
+package mrmc
+
+import (
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func loadVanDyke(t *testing.T) *Data {
+	t.Helper()
+	f, err := os.Open("testdata/vandyke.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := ParseScores(f, "vandyke.csv", AUC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// near reports whether got rounds to want at want's printed precision.
+func near(got float64, want string) bool {
+	w, err := strconv.ParseFloat(want, 64)
+	if err != nil {
+		panic(err)
+	}
+	dec := 0
+	if i := strings.IndexByte(want, '.'); i >= 0 {
+		dec = len(want) - i - 1
+	}
+	return math.Abs(got-w) <= 0.5*math.Pow(10, -float64(dec))+1e-12
+}
+
+// TestVanDyke reproduces the published OR analysis (OR-DBM MRMC 2.51,
+// AUC) of the Van Dyke et al. (1993) study: 2 modalities, 5 readers, 114
+// cases.
+func TestVanDyke(t *testing.T) {
+	d := loadVanDyke(t)
+	if len(d.Modalities) != 2 || len(d.Readers) != 5 || len(d.Cases) != 114 {
+		t.Fatalf("study %d×%d×%d, want 2×5×114", len(d.Modalities), len(d.Readers), len(d.Cases))
+	}
+	a, err := Analyze(d, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rrrc, frrc, rrfc := a.Designs[0], a.Designs[1], a.Designs[2]
+	tests := []struct {
+		name string
+		got  float64
+		want string
+	}{
+		{"MS(T)", a.MST, "0.00479617"},
+		{"MS(R)", a.MSR, "0.00383620"},
+		{"MS(T×R)", a.MSTR, "0.00055103"},
+		{"Var", a.Var, "0.00080229"},
+		{"Cov1", a.Cov1, "0.00034661"},
+		{"Cov2", a.Cov2, "0.00034407"},
+		{"Cov3", a.Cov3, "0.00023903"},
+		{"RRRC F", rrrc.Test.Stat, "4.46"},
+		{"RRRC ddf", rrrc.Test.DF2, "15.26"},
+		{"RRRC p", rrrc.Test.P, "0.0517"},
+		{"RRRC difference", rrrc.Diffs[0].Estimate, "-0.04380"},
+		{"RRRC SE", rrrc.Diffs[0].SE, "0.02075"},
+		{"RRRC CI low", rrrc.Diffs[0].Lo, "-0.08796"},
+		{"RRRC CI high", rrrc.Diffs[0].Hi, "0.00036"},
+		{"RRRC p of the difference", rrrc.Diffs[0].P, "0.0517"},
+		{"modality 1 mean", rrrc.Means[0].Estimate, "0.89703704"},
+		{"modality 1 SE", rrrc.Means[0].SE, "0.03317360"},
+		{"modality 1 df", rrrc.Means[0].DF, "12.74"},
+		{"FRRC chi-square", frrc.Test.Stat, "5.47595"},
+		{"FRRC p", frrc.Test.P, "0.0193"},
+		{"RRFC F", rrfc.Test.Stat, "8.70"},
+		{"RRFC p", rrfc.Test.P, "0.0420"},
+	}
+	for _, tt := range tests {
+		if !near(tt.got, tt.want) {
+			t.Errorf("%s = %.8f, want %s", tt.name, tt.got, tt.want)
+		}
+	}
+	if !frrc.Test.Chi2 || frrc.Test.DF1 != 1 || rrfc.Test.DF2 != 4 {
+		t.Errorf("FRRC %+v, RRFC %+v: want chi-square on 1 df and F on (1, 4)", frrc.Test, rrfc.Test)
+	}
+}
+
+// TestJackknifeLeavesOutACase checks the fast jackknife values of both
+// figures against recomputing each figure without the case.
+func TestJackknifeLeavesOutACase(t *testing.T) {
+	d := loadVanDyke(t)
+	acc := make([]float64, len(d.Cases))
+	for c := range acc {
+		if d.Scores[0][0][c] >= 3 == (d.Truth[c] == 1) {
+			acc[c] = 1
+		}
+	}
+	for _, tt := range []struct {
+		fom   FOM
+		score []float64
+	}{{AUC, d.Scores[0][0]}, {AUC, d.Scores[1][4]}, {Accuracy, acc}} {
+		jack := make([]float64, len(tt.score))
+		tt.fom.value(tt.score, d.Truth, jack)
+		for k := range tt.score {
+			var s []float64
+			var tr []int
+			for c := range tt.score {
+				if c != k {
+					s = append(s, tt.score[c])
+					tr = append(tr, d.Truth[c])
+				}
+			}
+			want := brute(tt.fom, s, tr)
+			if math.Abs(jack[k]-want) > 1e-12 {
+				t.Fatalf("%s without case %d: %v, want %v", tt.fom, k, jack[k], want)
+			}
+		}
+	}
+}
+
+// brute is a figure of merit by its definition.
+func brute(fom FOM, s []float64, truth []int) float64 {
+	if fom == Accuracy {
+		return meanOf(s)
+	}
+	var sum, n float64
+	for i := range s {
+		for j := range s {
+			if truth[i] == 1 && truth[j] == 0 {
+				n++
+				switch {
+				case s[i] > s[j]:
+					sum++
+				case s[i] == s[j]:
+					sum += 0.5
+				}
+			}
+		}
+	}
+	return sum / n
+}
+
+// TestModelVersusPanelIsTwoModalities checks the standalone analysis
+// against the two-modality RRRC analysis in which every reader of the
+// second modality gives the algorithm's scores: the two are the same
+// model, so estimate, SE and df agree.
+func TestModelVersusPanelIsTwoModalities(t *testing.T) {
+	d := loadVanDyke(t)
+	for _, modelReader := range []int{0, 3} {
+		model := d.Scores[1][modelReader]
+		readers := d.Scores[0]
+		got, err := ModelVersusPanel(AUC, model, readers, d.Truth, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		two := &Data{FOM: AUC, Modalities: []string{"model", "readers"}, Readers: d.Readers, Cases: d.Cases, Truth: d.Truth,
+			Scores: [][][]float64{{model, model, model, model, model}, readers}}
+		a, err := Analyze(two, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := a.Designs[0].Diffs[0]
+		for _, c := range []struct {
+			name      string
+			got, want float64
+		}{{"estimate", got.Estimate, want.Estimate}, {"SE", got.SE, want.SE}, {"df", got.DF, want.DF},
+			{"low", got.Lo, want.Lo}, {"high", got.Hi, want.Hi}, {"p", got.P, want.P}} {
+			if math.Abs(c.got-c.want) > 1e-9 {
+				t.Errorf("model = reader %d: %s %v, two-modality RRRC %v", modelReader+1, c.name, c.got, c.want)
+			}
+		}
+		if !math.IsNaN(got.PNonInferior) {
+			t.Errorf("p of non-inferiority %v without a margin, want NaN", got.PNonInferior)
+		}
+		// A wider margin makes non-inferiority more certain.
+		narrow, err := ModelVersusPanel(AUC, model, readers, d.Truth, 0.01, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wide, err := ModelVersusPanel(AUC, model, readers, d.Truth, 0.05, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(wide.PNonInferior < narrow.PNonInferior) || wide.Estimate != got.Estimate {
+			t.Errorf("p of non-inferiority %v at margin 0.05, %v at 0.01: want the first smaller", wide.PNonInferior, narrow.PNonInferior)
+		}
+	}
+}
+
+// TestPanelMeanIsOneModality checks PanelMean against the RRRC mean of a
+// modality in the full analysis.
+func TestPanelMeanIsOneModality(t *testing.T) {
+	d := loadVanDyke(t)
+	a, err := Analyze(d, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range d.Modalities {
+		got, err := PanelMean(AUC, d.Scores[i], d.Truth, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := a.Designs[0].Means[i].Interval; got != want && !(math.IsNaN(got.P) && got.Estimate == want.Estimate && got.SE == want.SE && got.DF == want.DF) {
+			t.Errorf("modality %s: %+v, want %+v", d.Modalities[i], got, want)
+		}
+	}
+}
+
+// TestDegenerate: readers right on every case give no variance,
+// and no interval rather than one of zero width.
+func TestDegenerate(t *testing.T) {
+	scores := [][]float64{{1, 1, 1}, {1, 1, 1}, {1, 1, 1}}
+	iv, err := PanelMean(Accuracy, scores, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iv.Estimate != 1 {
+		t.Errorf("estimate %v, want 1", iv.Estimate)
+	}
+	if iv.SE > 0 || !math.IsNaN(iv.Lo) || !math.IsNaN(iv.Hi) {
+		t.Errorf("identical readers: %+v, want SE 0 and no interval", iv)
+	}
+	// Readers who differ only by chance of cases: the case variance
+	// carries the interval even with MS(R) = 0 (df infinite).
+	scores = [][]float64{{1, 0, 1, 0}, {1, 0, 1, 0}}
+	iv, err = PanelMean(Accuracy, scores, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(iv.SE > 0) || !math.IsInf(iv.DF, 1) || !(iv.Lo < 0.5 && iv.Hi > 0.5) {
+		t.Errorf("readers agreeing on a varied set: %+v, want a normal interval around 0.5", iv)
+	}
+}
+
+func TestAnalyzeRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		d    Data
+		want string
+	}{
+		{"one reader", Data{FOM: Accuracy, Modalities: []string{"a"}, Readers: []string{"r"}, Cases: []string{"1", "2"}, Scores: [][][]float64{{{1, 0}}}}, "at least 2"},
+		{"accuracy score", Data{FOM: Accuracy, Modalities: []string{"a"}, Readers: []string{"r", "s"}, Cases: []string{"1", "2"}, Scores: [][][]float64{{{1, 0}, {0.5, 1}}}}, "want 0 or 1"},
+		{"auc one class", Data{FOM: AUC, Modalities: []string{"a"}, Readers: []string{"r", "s"}, Cases: []string{"1", "2", "3"}, Truth: []int{1, 1, 1}, Scores: [][][]float64{{{1, 2, 3}, {1, 2, 3}}}}, "at least 2 diseased and 2 healthy"},
+		{"ragged", Data{FOM: Accuracy, Modalities: []string{"a"}, Readers: []string{"r", "s"}, Cases: []string{"1", "2"}, Scores: [][][]float64{{{1, 0}, {1}}}}, "1 scores, want 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Analyze(&tt.d, 0)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseScoresErrors(t *testing.T) {
+	const head = "modality,reader,case,truth,score\n"
+	tests := []struct {
+		name, csv, fom, want string
+	}{
+		{"empty", "", "auc", "s.csv: empty"},
+		{"missing column", "modality,reader,case,score\n", "auc", `s.csv line 1: no column "truth"`},
+		{"bad score", head + "a,r,1,0,x\n", "auc", `s.csv line 2: field score: "x" is not a finite number`},
+		{"bad truth", head + "a,r,1,2,1\n", "auc", `s.csv line 2: field truth: "2": want 0 or 1`},
+		{"accuracy score", head + "a,r,1,,3\n", "accuracy", `s.csv line 2: field score: "3": accuracy wants 0 or 1`},
+		{"duplicate", head + "a,r,1,0,1\na,r,1,0,2\n", "auc", "s.csv line 3: modality a, reader r, case 1 already scored on line 2"},
+		{"truth changes", head + "a,r,1,0,1\na,s,1,1,2\n", "auc", "s.csv line 3: field truth: case 1 is 1 here and 0 on line 2"},
+		{"empty reader", head + "a,,1,0,1\n", "auc", "s.csv line 2: field reader: empty"},
+		{"not crossed", head + "a,r,1,,1\na,r,2,,0\na,s,1,,1\n", "accuracy", "s.csv: modality a, reader s has no score for case 2"},
+		{"no rows", head, "auc", "s.csv: no rows"},
+		{"short row", head + "a,r\n", "auc", "s.csv"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseScores(strings.NewReader(tt.csv), "s.csv", FOM(tt.fom))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,265 @@
+package reading
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
+)
+
+// The sequential aided design. On every turn the reader answers first on
+// their own (the unaided answer); the page then shows the answer a model
+// gave to the same question of the same record (from a finished run,
+// copied into the database at init), and the reader confirms or changes
+// theirs (the final answer, which the conversation goes on with). Both
+// answers are final once given: the database refuses to change either
+// (the triggers below), and the model's answer is shown only after the
+// unaided answer is stored.
+//
+// aidSchema is added to every reading database (studies made before the
+// aided design get it when opened): the unaided answer's columns, the
+// model's answers, and the triggers that keep given answers unchanged.
+var aidSchema = []string{
+	`ALTER TABLE turns ADD COLUMN unaided TEXT`,
+	`ALTER TABLE turns ADD COLUMN unaided_ms INTEGER`,
+	`ALTER TABLE turns ADD COLUMN aid_shown_ms INTEGER`,
+	`CREATE TABLE IF NOT EXISTS aid (
+		key_id TEXT NOT NULL,
+		turn   TEXT NOT NULL,
+		answer TEXT,          -- "Answer: 1,3", or NULL when the model gave none
+		note   TEXT NOT NULL, -- why there is no answer ("" when there is one)
+		PRIMARY KEY (key_id, turn)
+	)`,
+	// A given answer (unaided or final) and the time the model's answer
+	// was shown never change, and the model's answer is never shown
+	// before the unaided answer is stored.
+	`CREATE TRIGGER IF NOT EXISTS turns_final BEFORE UPDATE ON turns
+	WHEN (OLD.answer IS NOT NULL AND (NEW.answer IS NOT OLD.answer OR NEW.answered_ms IS NOT OLD.answered_ms))
+	  OR (OLD.unaided IS NOT NULL AND (NEW.unaided IS NOT OLD.unaided OR NEW.unaided_ms IS NOT OLD.unaided_ms))
+	  OR (OLD.aid_shown_ms IS NOT NULL AND NEW.aid_shown_ms IS NOT OLD.aid_shown_ms)
+	  OR (NEW.aid_shown_ms IS NOT NULL AND NEW.unaided IS NULL)
+	BEGIN SELECT RAISE(ABORT, 'a given answer cannot be changed'); END`,
+	`CREATE TRIGGER IF NOT EXISTS turns_kept BEFORE DELETE ON turns
+	WHEN OLD.answer IS NOT NULL OR OLD.unaided IS NOT NULL
+	BEGIN SELECT RAISE(ABORT, 'a given answer cannot be deleted'); END`,
+}
+
+// addAidSchema adds aidSchema where it is missing, in one transaction.
+func addAidSchema(db *sql.DB) error {
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('turns') WHERE name = 'aid_shown_ms'`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 1 {
+		return nil
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, q := range aidSchema {
+		if _, err := tx.Exec(q); err != nil {
+			return fmt.Errorf("adding the aided-study columns: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// Aid is the model run an aided study shows.
+type Aid struct {
+	Run   string // the run's name (its directory under the results)
+	Model string // the model's label, as the page names it
+	Dir   string // the run directory given to init (absolute)
+}
+
+// aidAnswer is a model's answer to one turn, or why it has none.
+type aidAnswer struct {
+	Text string // "Answer: 1,3"; "" when the model gave none
+	Note string
+}
+
+// loadAid reads the run at dir and returns its answers to every asked
+// turn of the selected records, keyed by record and turn. The run must
+// be of the study's benchmark (its dataset hash) and oracle mode, and
+// hold every selected record.
+func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int) (*Aid, map[[2]string]aidAnswer, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := results.ReadManifest(abs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--aid %s: %w", dir, err)
+	}
+	if m.Dataset.SHA256 != bench.SHA256 {
+		return nil, nil, fmt.Errorf("--aid %s: the run is of benchmark %s, the study's is %s", dir, results.ShortHash(m.Dataset.SHA256), results.ShortHash(bench.SHA256))
+	}
+	if m.OracleMode != oracle {
+		return nil, nil, fmt.Errorf("--aid %s: the run's oracle mode is %s, the study's %s (the model must have been asked the same questions)", dir, m.OracleMode, oracle)
+	}
+	if m.Model.Provider == ProviderHuman {
+		return nil, nil, fmt.Errorf("--aid %s: a run of human answers, not of a model", dir)
+	}
+	recs, err := results.ReadResults(filepath.Join(abs, results.ResultsFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--aid %s: %w", dir, err)
+	}
+	byKey := make(map[string]*results.Record, len(recs))
+	for _, r := range recs {
+		byKey[r.KeyID] = r
+	}
+	var missing []string
+	out := map[[2]string]aidAnswer{}
+	for _, i := range idx {
+		rec := bench.Records[i]
+		r, ok := byKey[rec.KeyID]
+		if !ok {
+			missing = append(missing, rec.KeyID)
+			continue
+		}
+		for _, t := range r.Turns {
+			out[[2]string{rec.KeyID, t.Turn}] = modelAnswer(&t)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, nil, fmt.Errorf("--aid %s: the run lacks %d of the study's %d records (first: %s); finish or resume it first",
+			dir, len(missing), len(idx), textsafe.OneLine(missing[0]))
+	}
+	return &Aid{Run: m.RunName, Model: m.Model.Name, Dir: abs}, out, nil
+}
+
+// modelAnswer is what the page shows of a model's turn: its parsed
+// options, or a plain reason when it gave none.
+func modelAnswer(t *results.Turn) aidAnswer {
+	switch {
+	case t.Status == results.TurnSkipped:
+		return aidAnswer{Note: "the model was not asked this question"}
+	case t.Status != results.TurnAsked:
+		return aidAnswer{Note: "the model's call failed; it gave no answer"}
+	case t.Parsed == nil || t.ParseOK == nil || !*t.ParseOK || len(*t.Parsed) == 0:
+		return aidAnswer{Note: "the model's reply named no option"}
+	case t.InRange != nil && !*t.InRange:
+		return aidAnswer{Note: "the model's reply named an option the question does not have"}
+	}
+	return aidAnswer{Text: FormatAnswer(*t.Parsed)}
+}
+
+// storeAid writes the aid run's answers at init.
+func storeAid(ctx context.Context, tx *sql.Tx, aid *Aid, answers map[[2]string]aidAnswer) error {
+	for _, kv := range [][2]string{{"aid_run", aid.Run}, {"aid_model", aid.Model}, {"aid_dir", aid.Dir}} {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES(?, ?)`, kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	for k, a := range answers {
+		var text any
+		if a.Text != "" {
+			text = a.Text
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO aid(key_id, turn, answer, note) VALUES(?,?,?,?)`, k[0], k[1], text, a.Note); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// aidOf reads the study's aid run from the meta table (nil: unaided).
+func (s *Store) aidOf(ctx context.Context) (*Aid, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'aid_run'`).Scan(&n); err != nil || n == 0 {
+		return nil, err
+	}
+	a := &Aid{}
+	var err error
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"aid_run", &a.Run}, {"aid_model", &a.Model}, {"aid_dir", &a.Dir}} {
+		if *f.dst, err = s.meta(ctx, f.key); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// modelAnswerFor returns the aid run's answer to a turn of a record; a
+// turn the run has no row for is reported as not asked.
+func (s *Store) modelAnswerFor(ctx context.Context, key, turn string) (aidAnswer, error) {
+	var text sql.NullString
+	var note string
+	err := s.db.QueryRowContext(ctx, `SELECT substr(answer, 1, ?), substr(note, 1, 200) FROM aid WHERE key_id = ? AND turn = ?`, maxAnswerBytes, key, turn).Scan(&text, &note)
+	if errors.Is(err, sql.ErrNoRows) {
+		return aidAnswer{Note: "the model was not asked this question"}, nil
+	}
+	if err != nil {
+		return aidAnswer{}, err
+	}
+	return aidAnswer{Text: text.String, Note: note}, nil
+}
+
+// saveUnaided stores the unaided answer of a turn of an aided study.
+func (s *Store) saveUnaided(ctx context.Context, readerID int64, pos, seq int, text string) error {
+	now := s.now().UnixMilli()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO turns(reader_id, pos, seq, shown_ms, unaided, unaided_ms) VALUES(?,?,?,?,?,?)
+		ON CONFLICT(reader_id, pos, seq) DO UPDATE SET unaided = excluded.unaided, unaided_ms = excluded.unaided_ms WHERE turns.unaided IS NULL`,
+		readerID, pos, seq, now, text, now)
+	return oneRow(res, err)
+}
+
+// markAidShown records when the model's answer was first shown; the
+// unaided answer is then fixed for good (it already was).
+func (s *Store) markAidShown(ctx context.Context, readerID int64, pos, seq int) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE turns SET aid_shown_ms = ? WHERE reader_id = ? AND pos = ? AND seq = ? AND unaided IS NOT NULL AND aid_shown_ms IS NULL`,
+		s.now().UnixMilli(), readerID, pos, seq)
+	return err
+}
+
+// ErrAidNotShown is returned for a final answer to a turn whose model
+// answer has not been shown.
+var ErrAidNotShown = errors.New("the model's answer to this question has not been shown yet")
+
+// saveFinal stores the final answer of a turn whose model answer was shown.
+func (s *Store) saveFinal(ctx context.Context, readerID int64, pos, seq int, text string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE turns SET answer = ?, answered_ms = ? WHERE reader_id = ? AND pos = ? AND seq = ?
+		AND answer IS NULL AND unaided IS NOT NULL AND aid_shown_ms IS NOT NULL`, text, s.now().UnixMilli(), readerID, pos, seq)
+	if err := oneRow(res, err); err != nil {
+		return err
+	}
+	return nil
+}
+
+func oneRow(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return ErrAnswered
+	}
+	return nil
+}
+
+// optionText is an answer as the page shows it: each option with its
+// label, "(2) Yes".
+func optionText(answer string, opts []optionView) string {
+	var parts []string
+	for _, f := range strings.Split(strings.TrimPrefix(answer, "Answer: "), ",") {
+		for _, o := range opts {
+			if f == fmt.Sprint(o.N) {
+				parts = append(parts, fmt.Sprintf("(%d) %s", o.N, o.Label))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return answer
+	}
+	return strings.Join(parts, "; ")
+}
