@@ -476,7 +476,7 @@ func (r *runner) execute(ctx context.Context, man *results.Manifest, todo []int,
 	return runErr
 }
 
-// recordRedactions adds this session's key redactions (provider.Redactor)
+// recordRedactions adds this invocation's key redactions (provider.Redactor)
 // to the manifest's count and rewrites it; nothing is written when there
 // were none, so a clean run's manifest keeps its first bytes.
 func (r *runner) recordRedactions(runDir string, man *results.Manifest) error {
