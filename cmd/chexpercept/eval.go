@@ -98,6 +98,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.prov, "provider", "", "opensource (or vllm) | openai | azure | gemini | baseline (required)")
 	f.StringVar(&fl.model, "model", "", "registry alias, raw model id, or baseline policy (random|first|oracle) (required)")
 	f.StringVar(&o.OutDir, "out", "", "results folder; the run directory is created inside it (required)")
+	f.StringVar(&o.RunName, "run-name", "", "name of the run directory instead of <provider>_<model>[_no_thinking][_strict] (letters, digits, '.', '_', '-'), e.g. to report two sampling settings side by side")
 	f.StringArrayVar(&o.Endpoints, "endpoint", nil, "server base URL, e.g. http://127.0.0.1:8000/v1 (repeatable)")
 	f.BoolVar(&o.NoPreflight, "no-preflight", false, "do not ask the server who it is before the run (for servers without a models endpoint); the identity is then the endpoint list, unverified")
 	f.StringVar(&fl.oracle, "oracle", "implicit", "oracle mode: none | implicit | explicit")
@@ -149,6 +150,11 @@ func (fl *evalFlags) run(cmd *cobra.Command) error {
 	}
 	if err := fl.genOptions(cmd.Flags()); err != nil {
 		return withExit(2, err)
+	}
+	if cmd.Flags().Changed("run-name") {
+		if err := eval.CheckRunName(fl.o.RunName); err != nil {
+			return withExit(2, fmt.Errorf("--run-name: %w", err))
+		}
 	}
 	o := &fl.o
 	o.Log = os.Stderr
@@ -211,8 +217,10 @@ func (fl *evalFlags) modelOptions() error {
 	if notice != "" {
 		fmt.Fprintln(os.Stderr, "notice:", notice+rawModelHint(reg, fl.prov, fl.model))
 	}
-	if m.Price == nil && m.Backend != runmodel.BackendBaseline {
-		fmt.Fprintf(os.Stderr, "warning: no price entry matches model id %q; cost will be null\n", m.ModelID)
+	// Open models are unpriced on purpose (the registry lists them so);
+	// an API model, billed per token, should have a price.
+	if m.Price == nil && m.Provider != "opensource" && m.Backend != runmodel.BackendBaseline {
+		fmt.Fprintf(os.Stderr, "warning: no price entry matches model id %q; cost will be null (add it with --prices)\n", m.ModelID)
 	}
 	o.Model = m
 	return nil

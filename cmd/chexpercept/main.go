@@ -80,6 +80,9 @@ func newRootCmd() *cobra.Command {
 		Short:         "Build, evaluate and report CheXpercept-style chest X-ray lesion-perception benchmarks",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A mistaken path flag is refused, with the fix, before any
+		// command reads it (paths.go).
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return withExit(2, checkPathFlags(cmd)) },
 	}
 	root.AddCommand(subcommands()...)
 	return root

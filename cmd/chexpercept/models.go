@@ -60,6 +60,9 @@ model; then argv is empty and no serve line is printed).`,
 			entries := reg.Entries()
 			if len(args) == 1 {
 				e, ok := reg.Lookup(args[0])
+				if byID := reg.ByModelID("", args[0]); !ok && len(byID) == 1 {
+					e, ok = byID[0], true // an entry named by its model id
+				}
 				if !ok {
 					return withExit(2, fmt.Errorf("%q is not a registry alias%s", args[0], rawModelHint(reg, "", args[0])))
 				}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
@@ -408,6 +409,11 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 			if (reviews == "") == (db == "") {
 				return withExit(2, errors.New("give exactly one of --reviews FILE, --review-db FILE"))
 			}
+			if reviewer != "" {
+				if err := benchmark.CheckName("--reviewer", reviewer); err != nil {
+					return withExit(2, err)
+				}
+			}
 			opt := review.ImportOptions{Reviewer: reviewer, Legacy: legacy, Now: time.Now()}
 			if src != "" {
 				cases, err := readReviewSource(src, reviewConfig(cmd))
@@ -434,9 +440,14 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			defer st.Close()
 			if err := st.ImportLines(cmd.Context(), lines); err != nil {
+				_ = st.Close() // the import failed; that error is the one reported
 				return withExit(2, err)
+			}
+			// Closing checkpoints the log into the database: a failure
+			// there is a failed import.
+			if err := st.Close(); err != nil {
+				return withExit(2, fmt.Errorf("review db %s: %w", db, err))
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "imported %d decision(s) into %s\n", len(lines), db)
 			return nil

@@ -56,7 +56,17 @@ type Run struct {
 	// Live is set when an incomplete run's lock was held by a writer
 	// while the report read it.
 	Live bool
+
+	// Server is who answered, as the manifest's server identity
+	// describes it (provider.Identity.String); "" when unknown.
+	Server string
+	// Rehearsal is set for a run of a model (not a baseline run) that
+	// chexpercept's stand-in server answered: not a model result.
+	Rehearsal bool
 }
+
+// RehearsalNote marks a rehearsal run wherever the report shows it.
+const RehearsalNote = "rehearsal — not a model result"
 
 // Partial reports whether fewer records have results than the run
 // selected: the run was interrupted or is still running.
@@ -71,7 +81,43 @@ func (r *Run) ID() string { return r.Name + " (oracle " + r.OracleMode + ")" }
 type Set struct {
 	Runs     []*Run // sorted by run name (byte order), then oracle mode
 	Bench    *benchmark.Benchmark
+	Build    BuildInfo // the benchmark's build_info.json, when its builder wrote one
 	Warnings []string
+}
+
+// BuildInfo is what a report says about how its benchmark was built,
+// from the builder's build_info.json (build.md §11).
+type BuildInfo struct {
+	Known      bool   // build_info.json was read
+	ReviewMode string // accept_all, reviews_jsonl or review_db
+	Phantom    bool   // built from the phantom generator's synthetic cases
+}
+
+// Unreviewed reports a benchmark whose cases no expert reviewed.
+func (b BuildInfo) Unreviewed() bool { return b.Known && b.ReviewMode == "accept_all" }
+
+// maxBuildInfo bounds the read of build_info.json.
+const maxBuildInfo = 4 << 20
+
+// readBuildInfo reads dir/build_info.json; a benchmark without one (not
+// from our builder) or with an unreadable one gives the zero BuildInfo.
+func readBuildInfo(dir string) BuildInfo {
+	data, err := safefile.ReadFile(filepath.Join(dir, "build_info.json"), maxBuildInfo, safefile.NoFollow)
+	if err != nil {
+		return BuildInfo{}
+	}
+	v, err := ojson.Parse(data)
+	if err != nil || v.Kind != ojson.KindObject {
+		return BuildInfo{}
+	}
+	b := BuildInfo{Known: true}
+	if m := v.Get("review_mode"); m != nil && m.Kind == ojson.KindString {
+		b.ReviewMode = textsafe.OneLine(m.S)
+	}
+	if p := v.Get("phantom_source"); p != nil && p.Kind == ojson.KindBool {
+		b.Phantom = p.B
+	}
+	return b
 }
 
 func (s *Set) warnf(format string, args ...any) {
@@ -204,7 +250,7 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	var uniq []*Run
 	for _, r := range s.Runs {
 		if n := len(uniq); n > 0 && uniq[n-1].Name == r.Name && uniq[n-1].OracleMode == r.OracleMode {
-			s.warnf("%s: run %s with oracle mode %s was already read from %s; left out", r.Dir, r.Name, r.OracleMode, uniq[n-1].Dir)
+			s.warnf("%s: run %s with oracle mode %s was already read from %s; left out (give runs that differ in a setting their own eval --run-name)", r.Dir, r.Name, r.OracleMode, uniq[n-1].Dir)
 			continue
 		}
 		uniq = append(uniq, r)
@@ -223,6 +269,7 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 			s.warnf("benchmark %s (from the first run's manifest) could not be loaded: %v; chance baselines, key checks and images are left out", benchDir, err)
 		default:
 			s.Bench = b
+			s.Build = readBuildInfo(b.Dir)
 		}
 	} else {
 		s.warnf("no benchmark directory known (no manifest names one; pass --benchmark); chance baselines, key checks and images are left out")
@@ -536,6 +583,10 @@ func (s *Set) readManifest(r *Run, dir, parent, base string) {
 		r.Reading = &arm
 	}
 	r.Selected = s.selectedRecords(mpath, m.SelectedRecords)
+	if id := m.ServerIdentity; id != nil {
+		r.Server = textsafe.OneLine(id.String())
+		r.Rehearsal = id.StandIn() && m.Model.Provider != "baseline"
+	}
 }
 
 // selectedRecords is the manifest's selected_records; 0 means unknown:

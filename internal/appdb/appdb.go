@@ -12,12 +12,15 @@ package appdb
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 
 	"github.com/chexpercept/chexpercept/internal/safefile"
+	"modernc.org/sqlite"
 )
 
 // MetaSchema creates the meta table (key, value), which holds the schema
@@ -108,7 +111,71 @@ func CheckSchema(db *sql.DB, schemaID string) error {
 		return err
 	}
 	if id != schemaID {
-		return fmt.Errorf("schema %q", id)
+		return wrongSchema(id)
 	}
 	return nil
+}
+
+// SQLite's primary result codes that say the file is not this app's
+// database; any other failure (an I/O error, a full disk, no memory, a
+// busy lock) says nothing about what the file is.
+const (
+	sqliteError   = 1  // SQLITE_ERROR: e.g. no meta table
+	sqliteCorrupt = 11 // SQLITE_CORRUPT
+	sqliteNotADB  = 26 // SQLITE_NOTADB
+)
+
+// wrongSchema is CheckSchema's error for a meta table naming another
+// schema.
+type wrongSchema string
+
+func (w wrongSchema) Error() string { return fmt.Sprintf("schema %q", string(w)) }
+
+// IsForeign reports whether err, from CheckSchema, means that the file is
+// not a database of this app (another SQLite file, no meta table, another
+// schema id, not SQLite at all) rather than that it could not be read: a
+// caller says "not a … database" only then, and reports the error as it
+// is otherwise (a disk I/O error is no verdict on the file).
+func IsForeign(err error) bool {
+	var ws wrongSchema
+	if errors.Is(err, sql.ErrNoRows) || errors.As(err, &ws) {
+		return true
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqliteError, sqliteCorrupt, sqliteNotADB:
+			return true
+		}
+	}
+	return false
+}
+
+// SideFilesAbsent reports which of path's side files (SideFiles) do not
+// exist now; RemoveNewSideFiles takes the answer after a failed open.
+func SideFilesAbsent(path string) map[string]bool {
+	absent := map[string]bool{}
+	for _, s := range SideFiles {
+		if _, err := os.Lstat(path + s); errors.Is(err, fs.ErrNotExist) {
+			absent[s] = true
+		}
+	}
+	return absent
+}
+
+// RemoveNewSideFiles removes, after an open of path that failed and whose
+// connection is closed, the -wal and -shm files that the open created
+// (absent before it, per SideFilesAbsent) when the -wal holds nothing: an
+// empty log and its index carry no data, and left on a full disk they
+// would outlive the failure. A -wal with content is never removed.
+func RemoveNewSideFiles(path string, absentBefore map[string]bool) {
+	if !absentBefore["-wal"] || !absentBefore["-shm"] {
+		return
+	}
+	fi, err := os.Lstat(path + "-wal")
+	if err == nil && (!fi.Mode().IsRegular() || fi.Size() != 0) {
+		return
+	}
+	_ = os.Remove(path + "-wal") // best effort: what is left is an empty log SQLite ignores
+	_ = os.Remove(path + "-shm")
 }

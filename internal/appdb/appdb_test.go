@@ -1,9 +1,12 @@
 package appdb
 
 import (
+	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -58,5 +61,101 @@ func TestDSN(t *testing.T) {
 	ro, _ := ReadOnlyDSN("x.sqlite", true)
 	if !strings.Contains(ro, "mode=ro&") || !strings.HasSuffix(ro, "&immutable=1") || strings.Contains(ro, "journal_mode") {
 		t.Errorf("read-only DSN: %q", ro)
+	}
+}
+
+// TestIsForeign: a schema check says "another file" for a file that is
+// not this app's database, and never for a failure to read it, which
+// says nothing about the file.
+func TestIsForeign(t *testing.T) {
+	dir := t.TempDir()
+	open := func(name string, setup func(p string)) error {
+		p := filepath.Join(dir, name)
+		setup(p)
+		d, err := ReadOnlyDSN(p, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open("sqlite", d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		return CheckSchema(db, "test/1")
+	}
+	write := func(content string) func(string) {
+		return func(p string) {
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sqliteWith := func(schema string) func(string) {
+		return func(p string) {
+			db, err := Create(p, "test db", schema, "FULL")
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		foreign bool
+	}{
+		{"ours", open("ours.sqlite", sqliteWith(testSchema)), false},
+		{"not SQLite", open("text.sqlite", write(strings.Repeat("not a database\n", 100))), true},
+		{"no meta table", open("other.sqlite", sqliteWith(`CREATE TABLE t (x);`)), true},
+		{"no schema row", open("norow.sqlite", sqliteWith(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`)), true},
+		{"another schema", open("review.sqlite", sqliteWith(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('schema', 'other/1');`)), true},
+		{"disk I/O error", fmt.Errorf("read: %w", syscall.EIO), false},
+		{"too many open files", &os.PathError{Op: "open", Path: "x", Err: syscall.EMFILE}, false},
+	} {
+		if tc.name == "ours" {
+			if tc.err != nil {
+				t.Fatalf("own database: %v", tc.err)
+			}
+			continue
+		}
+		if tc.err == nil {
+			t.Fatalf("%s: no error", tc.name)
+		}
+		if got := IsForeign(tc.err); got != tc.foreign {
+			t.Errorf("%s: IsForeign(%v) = %v, want %v", tc.name, tc.err, got, tc.foreign)
+		}
+	}
+}
+
+// TestRemoveNewSideFiles: after a failed open, the -wal and -shm the open
+// made are removed when the log is empty; side files that were there
+// before, or a log with content, are left alone.
+func TestRemoveNewSideFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		before      bool // the side files existed before the open
+		walContent  string
+		wantRemoved bool
+	}{
+		{"made by the open, empty", false, "", true},
+		{"made by the open, with frames", false, "frames", false},
+		{"there before", true, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "app.sqlite")
+			if tc.before {
+				os.WriteFile(p+"-wal", nil, 0o600)
+				os.WriteFile(p+"-shm", nil, 0o600)
+			}
+			absent := SideFilesAbsent(p)
+			os.WriteFile(p+"-wal", []byte(tc.walContent), 0o600)
+			os.WriteFile(p+"-shm", []byte("index"), 0o600)
+			RemoveNewSideFiles(p, absent)
+			_, werr := os.Lstat(p + "-wal")
+			_, serr := os.Lstat(p + "-shm")
+			if removed := werr != nil && serr != nil; removed != tc.wantRemoved {
+				t.Errorf("removed %v (wal %v, shm %v), want %v", removed, werr, serr, tc.wantRemoved)
+			}
+		})
 	}
 }

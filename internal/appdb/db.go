@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -27,9 +28,29 @@ const busyRetry = 30 * time.Second
 // IMMEDIATE). Reads go through R, a small pool that in WAL mode never
 // waits for a write. A write that still finds the file locked by another
 // process is retried, never answered as an error.
+//
+// Writes are committed in groups: the transactions waiting when the
+// writer is free run together, each in its own savepoint (one that fails
+// is rolled back alone), under one commit, so that many writers at once
+// cost one disk sync, not one each.
 type DB struct {
 	W *sql.DB // one connection: every write
 	R *sql.DB // reads (query_only)
+
+	start, stop sync.Once
+	reqs        chan *writeReq
+	quit        chan struct{}
+	wg          sync.WaitGroup
+}
+
+// maxGroup bounds the transactions committed together.
+const maxGroup = 64
+
+// writeReq is one transaction waiting for the writer.
+type writeReq struct {
+	ctx  context.Context
+	f    func(*sql.Tx) error
+	done chan error
 }
 
 // OpenDSN opens the writer and the readers on dsn (DSN's form); with
@@ -41,7 +62,7 @@ func OpenDSN(dsn string, readOnly bool) (*DB, error) {
 	}
 	if readOnly {
 		w.SetMaxOpenConns(readConns)
-		return &DB{W: w, R: w}, nil
+		return &DB{W: w, R: w, reqs: make(chan *writeReq), quit: make(chan struct{})}, nil
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
@@ -56,11 +77,13 @@ func OpenDSN(dsn string, readOnly bool) (*DB, error) {
 	}
 	r.SetMaxOpenConns(readConns)
 	r.SetMaxIdleConns(readConns)
-	return &DB{W: w, R: r}, nil
+	return &DB{W: w, R: r, reqs: make(chan *writeReq), quit: make(chan struct{})}, nil
 }
 
-// Close closes both pools.
+// Close stops the writer and closes both pools.
 func (d *DB) Close() error {
+	d.stop.Do(func() { close(d.quit) })
+	d.wg.Wait()
 	err := d.W.Close()
 	if d.R != d.W {
 		err = errors.Join(err, d.R.Close())
@@ -100,12 +123,12 @@ func retry(ctx context.Context, f func() error) error {
 	}
 }
 
-// ExecContext runs one writing statement on the writer.
+// ExecContext runs one writing statement on the writer (as Tx).
 func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := retry(ctx, func() error {
+	err := d.Tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		res, err = d.W.ExecContext(ctx, query, args...)
+		res, err = tx.ExecContext(ctx, query, args...)
 		return err
 	})
 	return res, err
@@ -116,21 +139,89 @@ func (d *DB) Exec(query string, args ...any) (sql.Result, error) {
 	return d.ExecContext(context.Background(), query, args...)
 }
 
-// Tx runs f in one immediate transaction on the writer and commits it;
-// an error from f rolls it back. f may run again when the database was
-// locked by another process, so it must only use tx.
+// Tx runs f in a transaction on the writer and returns once it is
+// committed (with others waiting at the same time: see DB); an error from
+// f rolls back only what f did. f must only use tx, and must not call Tx.
 func (d *DB) Tx(ctx context.Context, f func(*sql.Tx) error) error {
-	return retry(ctx, func() error {
-		tx, err := d.W.BeginTx(ctx, nil)
+	d.start.Do(func() {
+		d.wg.Add(1)
+		go d.writer()
+	})
+	req := &writeReq{ctx: ctx, f: f, done: make(chan error, 1)}
+	select {
+	case d.reqs <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.quit:
+		return errors.New("the database is closed")
+	}
+	return <-req.done
+}
+
+// writer runs the waiting transactions in groups until Close.
+func (d *DB) writer() {
+	defer d.wg.Done()
+	for {
+		var group []*writeReq
+		select {
+		case r := <-d.reqs:
+			group = append(group, r)
+		case <-d.quit:
+			return
+		}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case r := <-d.reqs:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		d.commit(group)
+	}
+}
+
+// commit runs a group in one immediate transaction, each member in a
+// savepoint, and tells each member its outcome.
+func (d *DB) commit(group []*writeReq) {
+	errs := make([]error, len(group))
+	err := retry(context.Background(), func() error {
+		tx, err := d.W.BeginTx(context.Background(), nil)
 		if err != nil {
 			return err
 		}
-		if err := f(tx); err != nil {
-			tx.Rollback()
-			return err
+		for i, r := range group {
+			errs[i] = runSaved(tx, r)
 		}
 		return tx.Commit()
 	})
+	for i, r := range group {
+		if errs[i] == nil {
+			errs[i] = err
+		}
+		r.done <- errs[i]
+	}
+}
+
+// runSaved runs one member of a group inside a savepoint, rolled back
+// when it fails.
+func runSaved(tx *sql.Tx, r *writeReq) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`SAVEPOINT member`); err != nil {
+		return err
+	}
+	if err := r.f(tx); err != nil {
+		if _, rerr := tx.Exec(`ROLLBACK TO member`); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		tx.Exec(`RELEASE member`)
+		return err
+	}
+	_, err := tx.Exec(`RELEASE member`)
+	return err
 }
 
 // BeginTx starts an immediate transaction on the writer (DSN sets

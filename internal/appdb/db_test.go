@@ -33,6 +33,7 @@ func TestConcurrentWriters(t *testing.T) {
 					defer wg.Done()
 					for i := range each {
 						var n int
+						var err error
 						if err := db.QueryRowContext(ctx, `SELECT count(*) FROM t WHERE w = ?`, w).Scan(&n); err != nil {
 							errs <- fmt.Errorf("read: %w", err)
 						} else if n != i {
@@ -103,5 +104,48 @@ func TestBusyIsRetried(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Errorf("write while another connection held the lock: %v", err)
+	}
+}
+
+// TestFailedWriteRollsBackAlone: writers committed together where some
+// fail: what a failed one wrote is gone, the others' writes stay.
+func TestFailedWriteRollsBackAlone(t *testing.T) {
+	db, err := Create(filepath.Join(t.TempDir(), "g.sqlite"), "test db", testSchema+`CREATE TABLE t (i INTEGER PRIMARY KEY);`, "NORMAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = db.Tx(ctx, func(tx *sql.Tx) error {
+				if _, err := tx.Exec(`INSERT INTO t VALUES(?)`, i); err != nil {
+					return err
+				}
+				if i%2 == 1 {
+					return fmt.Errorf("member %d fails", i)
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (err != nil) != (i%2 == 1) {
+			t.Errorf("member %d: %v", i, err)
+		}
+	}
+	var n, odd int
+	if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE i % 2 = 1) FROM t`).Scan(&n, &odd); err != nil || n != 20 || odd != 0 {
+		t.Errorf("%d rows, %d of failed members (%v); want 20 and 0", n, odd, err)
+	}
+	// A write after Close is refused, not left waiting.
+	db.Close()
+	if _, err := db.Exec(`INSERT INTO t VALUES(100)`); err == nil {
+		t.Error("write after Close succeeded")
 	}
 }

@@ -62,12 +62,15 @@ func write(name string, data []byte, durable bool) error {
 	}
 	if durable {
 		// Sync the directory so the rename itself is durable.
-		if err := SyncDir(dir); err != nil {
+		if err := syncDir(dir); err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
 	return nil
 }
+
+// syncDir is SyncDir; tests replace it to inject a failure.
+var syncDir = SyncDir
 
 // SyncDir syncs the directory dir, so that the entries created, renamed
 // or removed in it survive a crash. Its error is the caller's to report:

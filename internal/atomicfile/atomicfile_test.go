@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,5 +121,64 @@ func TestRefusesLinksAndFIFOs(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(outside); string(b) != "precious" {
 		t.Errorf("the link's target reads %q", b)
+	}
+}
+
+// TestWriteFileReportsDirectorySync: a durable write whose directory sync
+// fails reports it, naming the file; WriteFileNoSync does not sync.
+func TestWriteFileReportsDirectorySync(t *testing.T) {
+	for _, durable := range []bool{true, false} {
+		dir := t.TempDir()
+		name := filepath.Join(dir, "out.json")
+		synced := 0
+		syncDir = func(string) error { synced++; return syscall.EIO }
+		t.Cleanup(func() { syncDir = SyncDir })
+		write := WriteFileNoSync
+		if durable {
+			write = WriteFile
+		}
+		err := write(name, []byte("data"))
+		if durable && (!errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), name)) {
+			t.Errorf("durable write with a failed directory sync: %v, want EIO naming %s", err, name)
+		}
+		if !durable && (err != nil || synced != 0) {
+			t.Errorf("WriteFileNoSync: %v, %d directory syncs", err, synced)
+		}
+	}
+	if err := SyncDir(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("SyncDir of a missing directory succeeded")
+	}
+}
+
+// TestRemoveTemps: the temporary files of writes in flight are removed,
+// and a write started afterwards fails instead of leaving one.
+func TestRemoveTemps(t *testing.T) {
+	t.Cleanup(func() {
+		temps.Lock()
+		temps.stopped = false
+		temps.Unlock()
+	})
+	dir := t.TempDir()
+	f, err := Create(filepath.Join(dir, "plot.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("half"); err != nil {
+		t.Fatal(err)
+	}
+	done := filepath.Join(dir, "done.csv")
+	if err := WriteFileNoSync(done, []byte("whole")); err != nil {
+		t.Fatal(err)
+	}
+	RemoveTemps()
+	if err := WriteFileNoSync(filepath.Join(dir, "late.csv"), []byte("x")); !errors.Is(err, ErrStopped) {
+		t.Errorf("write after RemoveTemps: %v, want ErrStopped", err)
+	}
+	if f.Commit() == nil {
+		t.Error("the write whose temporary file was removed committed")
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != "done.csv" {
+		t.Errorf("entries: %v, want only the finished file", ents)
 	}
 }

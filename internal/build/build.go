@@ -366,7 +366,9 @@ func probeWritable(dir string) error {
 		return safefile.Reason(err)
 	}
 	name := f.Name()
-	f.Close()
+	if err := f.Close(); err != nil {
+		return safefile.Reason(err)
+	}
 	return os.Remove(name)
 }
 

@@ -215,6 +215,9 @@ func TestBuildEndToEnd(t *testing.T) {
 	if iv.Get("review_mode").S != ModeAcceptAll || iv.Get("reviews_sha256").Kind != ojson.KindNull {
 		t.Errorf("build_info review fields: %s", info)
 	}
+	if ps := iv.Get("phantom_source"); ps == nil || ps.Kind != ojson.KindBool || !ps.B {
+		t.Errorf("build_info phantom_source of a phantom build: %v", ps)
+	}
 	if iv.Get("config").Get("workers") != nil {
 		t.Error("build_info.json records workers")
 	}

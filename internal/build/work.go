@@ -135,11 +135,11 @@ func writeSynced(name string, data []byte) error {
 		return err
 	}
 	if _, err := f.Write(data); err != nil {
-		f.Close()
+		_ = f.Close() // the write failed; its error is the one reported
 		return err
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
+		_ = f.Close() // as above
 		return err
 	}
 	return f.Close()

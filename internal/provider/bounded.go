@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 
@@ -101,8 +102,20 @@ type boundedTransport struct {
 
 func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
-	if err != nil || resp == nil || resp.Body == nil {
+	if err != nil || resp == nil {
 		return resp, err
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Never followed: the request (and the API key with it) would go
+		// where the user did not name, and a followed POST may arrive as
+		// a GET whose reply is no chat completion.
+		if resp.Body != nil {
+			resp.Body.Close()
+		}
+		return nil, &RedirectError{Status: resp.StatusCode, Location: scrubURL(resp.Header.Get("Location"))}
+	}
+	if resp.Body == nil {
+		return resp, nil
 	}
 	body, err := t.read(r.Context(), resp.Body, resp.ContentLength)
 	resp.Body.Close() // before the reservation goes back
@@ -250,6 +263,41 @@ func wrapClient(hc *http.Client, max int64, budget *replyBudget) *http.Client {
 	wrapped := *hc
 	wrapped.Transport = boundedTransport{next: rt, max: max, budget: budget}
 	return &wrapped
+}
+
+// RedirectError is a reply with a 3xx status, which no client follows.
+type RedirectError struct {
+	Status   int
+	Location string // without user info, query or fragment; "" when none
+}
+
+func (e *RedirectError) Error() string {
+	to := ""
+	if e.Location != "" {
+		to = " to " + e.Location
+	}
+	return fmt.Sprintf("the server redirects (HTTP %d)%s; redirects are not followed, so give the endpoint that answers", e.Status, to)
+}
+
+// redirected maps a RedirectError anywhere in err's chain to the
+// non-retryable call error naming the status, nil otherwise.
+func redirected(err error) *CallError {
+	var re *RedirectError
+	if errors.As(err, &re) {
+		return &CallError{Kind: KindClient, Status: re.Status, Msg: re.Error()}
+	}
+	return nil
+}
+
+// scrubURL drops the user info, query and fragment of a URL (they may
+// carry a credential); a relative or unparsable one is kept to its path.
+func scrubURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
+	return u.String()
 }
 
 // tooLarge maps a ReplyTooLargeError anywhere in err's chain to the

@@ -233,6 +233,10 @@ func transportError(ctx context.Context, err error, s scrubber) *CallError {
 	if ctx.Err() != nil {
 		return contextError(ctx, err)
 	}
+	if ce := redirected(err); ce != nil {
+		ce.Msg = s.clean(ce.Msg)
+		return ce
+	}
 	err = withoutURLSecrets(err)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {

@@ -20,7 +20,7 @@ import (
 
 // BaselineOwner is the owned_by of serve-baseline's model entry. Such an
 // entry answers any model id, so the preflight accepts it for any.
-const BaselineOwner = "chexpercept-baseline"
+const BaselineOwner = runmodel.BaselineOwner
 
 // maxPreflightBytes caps the preflight's reply: a model list of a few
 // hundred entries is well under a megabyte.
@@ -80,6 +80,9 @@ func preflightFailure(ctx context.Context, err error, status int, msg string, s 
 	}
 	if ce := tooLarge(err); ce != nil {
 		return &PreflightError{Reason: fmt.Sprintf("%s: %s", what, ce.Msg)}
+	}
+	if ce := redirected(err); ce != nil {
+		return &PreflightError{Reason: fmt.Sprintf("%s: %s", what, s.clean(ce.Msg))}
 	}
 	ce := transportError(ctx, err, s)
 	if ce.Kind == KindTimeout {

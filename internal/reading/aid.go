@@ -50,8 +50,14 @@ var aidSchema = []string{
 	BEGIN SELECT RAISE(ABORT, 'a given answer cannot be deleted'); END`,
 }
 
+// schemaDB is what addAidSchema needs of a database handle.
+type schemaDB interface {
+	QueryRow(query string, args ...any) *sql.Row
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
 // addAidSchema adds aidSchema where it is missing, in one transaction.
-func addAidSchema(db *sql.DB) error {
+func addAidSchema(db schemaDB) error {
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('turns') WHERE name = 'aid_shown_ms'`).Scan(&n); err != nil {
 		return err
@@ -59,7 +65,7 @@ func addAidSchema(db *sql.DB) error {
 	if n == 1 {
 		return nil
 	}
-	tx, err := db.Begin()
+	tx, err := db.BeginTx(context.Background(), nil)
 	if err != nil {
 		return err
 	}

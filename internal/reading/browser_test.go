@@ -36,7 +36,7 @@ func signInBrowser(t *testing.T, ctx context.Context, base, token string) {
 const shownRadiograph = ".figure:not([hidden]) img.radiograph"
 
 // pageState is "done", or "pos/seq" of the question on screen.
-const pageState = `document.querySelector("[data-done]") ? "done" :
+const pageState = `!document.querySelector("html[data-ready]") ? "" : document.querySelector("[data-done]") ? "done" :
 	(document.querySelector("[data-submit]") && document.querySelector("input[name=pos]") ?
 	 document.querySelector("input[name=pos]").value + "/" + document.querySelector("input[name=seq]").value : "")`
 
@@ -311,7 +311,11 @@ func checkViewer(t *testing.T, ctx context.Context, tp turnPage) (ownImages int)
 		t.Fatal(err)
 	}
 	if v.Shown == 0 {
-		t.Fatalf("record %d question %d: no visible radiograph", tp.pos, tp.seq+1)
+		diag, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll("img.radiograph")).map(i => {
+			const r = i.closest(".viewport").getBoundingClientRect();
+			return (i.closest(".figure").hidden ? "hidden " : "") + i.getAttribute("src") + " complete=" + i.complete + " w=" + i.naturalWidth + " viewport " + [r.left, r.top, r.width, r.height].join(",");
+		}).join("; ") + " window " + window.innerWidth`))
+		t.Fatalf("record %d question %d: no visible radiograph (%s)", tp.pos, tp.seq+1, diag)
 	}
 	if v.Own == 0 && v.Ref != fmt.Sprintf("/image/%d/0/0", tp.pos) {
 		t.Errorf("record %d question %d, without an image of its own: the viewer shows %q, not the detection radiograph", tp.pos, tp.seq+1, v.Ref)

@@ -46,6 +46,13 @@ type Server struct {
 	system string
 	web    *webapp.App
 	sizes  sync.Map // benchmark-relative image path → file length
+	// sums is the build's SHA256SUMS: every image is checked against it
+	// as it is read, and a changed one is not served. Nil when the
+	// benchmark has none; Warning then says so.
+	sums *benchmark.Sums
+	// Warning is "" or one line for the operator (a benchmark without
+	// SHA256SUMS, whose images cannot be checked).
+	Warning string
 	// Secure marks the session cookie Secure (set when serving TLS).
 	Secure bool
 	Log    *log.Logger
@@ -62,6 +69,10 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	sums, warning, err := openSums(bench)
+	if err != nil {
+		return nil, err
+	}
 	oracle, err := protocol.ParseOracleMode(st.Oracle)
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", s.Path, err)
@@ -74,7 +85,7 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{store: s, study: st, bench: bench, oracle: oracle, system: profile.Default().SystemText(), Log: log.New(io.Discard, "", 0)}
+	srv := &Server{store: s, study: st, bench: bench, sums: sums, Warning: warning, oracle: oracle, system: profile.Default().SystemText(), Log: log.New(io.Discard, "", 0)}
 	srv.web = webapp.New(s.accounts(), sub, t)
 	srv.web.Logf = func(format string, args ...any) { srv.Log.Printf(format, args...) }
 	return srv, nil
@@ -490,6 +501,14 @@ func (srv *Server) turnImage(imgs []string, i int) ([]byte, error) {
 		data, err := safefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(rel)), imagefile.MaxFileBytes, safefile.NoFollow)
 		if err != nil {
 			return nil, fmt.Errorf("image: %w", safefile.Reason(err))
+		}
+		if srv.sums != nil {
+			// Checked on every read from disk, before padding: hashing
+			// costs little next to the read, and a file changed while
+			// the study runs is caught.
+			if err := srv.sums.Check(rel, benchmark.SHA256Hex(data)); err != nil {
+				return nil, err
+			}
 		}
 		srv.sizes.Store(rel, len(data))
 		return data, nil

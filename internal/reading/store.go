@@ -107,13 +107,15 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
+	absent := appdb.SideFilesAbsent(path)
 	db, err := appdb.OpenDSN(d, false)
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
 	if err := appdb.CheckSchema(db.R, schemaID); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
+		_ = db.Close() // the open failed; its error is the one to report
+		appdb.RemoveNewSideFiles(path, absent)
+		return nil, schemaError(path, err)
 	}
 	if err := addAidSchema(db.W); err != nil {
 		db.Close()
@@ -135,9 +137,19 @@ func checkSchema(path string) error {
 	}
 	defer db.Close()
 	if err := appdb.CheckSchema(db, schemaID); err != nil {
-		return fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
+		return schemaError(path, err)
 	}
 	return nil
+}
+
+// schemaError is the error of a failed schema check: "not a chexpercept
+// reading database" only when the file is another one (appdb.IsForeign),
+// else the failure as it is (a disk I/O error says nothing of the file).
+func schemaError(path string, err error) error {
+	if appdb.IsForeign(err) {
+		return fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
+	}
+	return fmt.Errorf("reading db %s: cannot read it: %w", path, err)
 }
 
 // Close closes the database.
@@ -184,8 +196,15 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 		return nil, err
 	}
 	// Studies made before studies had names are named by their file.
-	if st.Name, err = s.meta(ctx, "study"); err != nil {
-		st.Name = strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path))
+	var named int
+	if err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'study'`).Scan(&named); err != nil {
+		return nil, err
+	}
+	st.Name = strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path))
+	if named == 1 {
+		if st.Name, err = s.meta(ctx, "study"); err != nil {
+			return nil, err
+		}
 	}
 	if st.Aid, err = s.aidOf(ctx); err != nil {
 		return nil, err

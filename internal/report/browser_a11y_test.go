@@ -1,14 +1,11 @@
 package report
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/chexpercept/chexpercept/internal/analysis"
-	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/browsertest"
 )
 
@@ -17,22 +14,8 @@ import (
 // item of the item browser opens from the keyboard (Tab to its row,
 // Enter).
 func TestBrowserAccessibility(t *testing.T) {
-	exe := browsertest.Chromium(t)
 	axe := browsertest.AxeScript(t)
-	tmp := t.TempDir()
-	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
-	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 100}}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := newBrowser(t, exe, filepath.Join(tmp, "chrome-profile"))
-	defer cancel()
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate("file://"+filepath.ToSlash(filepath.Join(out, "index.html"))),
-		chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)),
-	); err != nil {
-		t.Fatal(err)
-	}
+	ctx := openSmallReport(t)
 	if n := evalInt(t, ctx, `document.querySelectorAll("td.na").length`); n == 0 {
 		t.Log("the report has no N/A cell")
 	}

@@ -67,14 +67,17 @@ func ReadLockRun(dir string) (unlock func(), err error) {
 // lock. It closes f on failure.
 func flock(f *os.File, how int, busy string) (unlock func(), err error) {
 	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
-		f.Close()
+		_ = f.Close() // nothing was written; the lock error is the one reported
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, &busyError{busy}
 		}
 		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
 	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+		// The lock file holds no data, and closing its only descriptor
+		// releases the lock whether or not LOCK_UN or Close report an
+		// error: neither decides anything a later process sees.
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
 	}, nil
 }

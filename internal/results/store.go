@@ -135,7 +135,7 @@ func OpenStore(path string) (*Store, []*Record, error) {
 		return nil, nil, err
 	}
 	fail := func(err error) (*Store, []*Record, error) {
-		f.Close()
+		_ = f.Close() // nothing was written; err is the one reported
 		return nil, nil, err
 	}
 	fi, err := f.Stat()

@@ -14,9 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // ImportOptions configures ReadSheets.
@@ -44,6 +46,11 @@ const maxSheetBytes = 64 << 20
 func ReadSheets(paths []string, opt ImportOptions) ([]*Line, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no sheet given")
+	}
+	if opt.Reviewer != "" {
+		if err := benchmark.CheckName("reviewer name", opt.Reviewer); err != nil {
+			return nil, err
+		}
 	}
 	stamp := opt.Now.UTC().Format(time.RFC3339)
 	var problems []string
@@ -111,9 +118,9 @@ func sheetReviewer(path string) string {
 func readSheet(path string, opt ImportOptions, stamp string, loader *source.Loader, bound map[string][2]*string) ([]*Line, []string) {
 	fail := func(line int, format string, args ...any) string {
 		if line == 0 {
-			return path + ": " + fmt.Sprintf(format, args...)
+			return textsafe.OneLine(path) + ": " + fmt.Sprintf(format, args...)
 		}
-		return fmt.Sprintf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
+		return fmt.Sprintf("%s:%d: %s", textsafe.OneLine(path), line, fmt.Sprintf(format, args...))
 	}
 	data, err := readSheetFile(path)
 	if err != nil {
@@ -131,6 +138,9 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 	rows := &sheetRows{cols: cols, opt: opt, stamp: stamp, loader: loader, bound: bound, reviewer: opt.Reviewer}
 	if rows.reviewer == "" {
 		rows.reviewer = sheetReviewer(path)
+		if err := benchmark.CheckName("reviewer name", rows.reviewer); err != nil {
+			return nil, []string{fail(0, "%v (taken from its annotator_<X> folder); give the reviewer's name instead", err)}
+		}
 	}
 	var lines []*Line
 	var problems []string
@@ -346,10 +356,17 @@ func AppendLog(path string, lines []*Line) error {
 		}
 	}
 	if _, err := f.Write(data); err != nil {
-		f.Close()
+		_ = f.Close() // the write failed; its error is the one reported
 		return fmt.Errorf("reviews %s: %w", path, err)
 	}
-	return f.Close()
+	if err := f.Sync(); err != nil {
+		_ = f.Close() // as above
+		return fmt.Errorf("reviews %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("reviews %s: %w", path, err)
+	}
+	return nil
 }
 
 // ImportLines stores imported decisions in the database, in one

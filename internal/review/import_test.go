@@ -240,3 +240,43 @@ func TestImportIntoDB(t *testing.T) {
 		t.Errorf("unknown key: %v", err)
 	}
 }
+
+// TestImportReviewerNames: a reviewer name, given or taken from an
+// annotator_<X> folder, follows the one name rule (benchmark.NamePattern):
+// a bidirectional override, a line break or a space is refused with a
+// line that shows it escaped, never stored.
+func TestImportReviewerNames(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 1, 0)
+	k := fx.Cases[0].KeyID()
+	sheet := strings.Join(ReviewSheetHeader, ",") + "\r\n" + k + ",edema,positive,,,,,y\r\n"
+	for _, tc := range []struct {
+		name, reviewer, folder, want string
+	}{
+		{"plain", "dr.smith-2", "", ""},
+		{"bidi override", "r1\u202egnp.exe", "", `reviewer name "r1\u202egnp.exe"`},
+		{"newline", "r1\nadmin", "", `reviewer name "r1\nadmin"`},
+		{"space", "Dr Smith", "", `reviewer name "Dr Smith"`},
+		{"too long", strings.Repeat("a", 65), "", "reviewer name"},
+		{"folder", "", "annotator_b", ""},
+		{"folder with a bidi override", "", "annotator_\u202eb", `(taken from its annotator_<X> folder)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.folder != "" {
+				dir = filepath.Join(dir, tc.folder)
+			}
+			p := writeFile(t, filepath.Join(dir, "review_sheet.csv"), sheet)
+			lines, err := ReadSheets([]string{p}, ImportOptions{Now: importTime, Source: sourceMap(fx.Cases), Reviewer: tc.reviewer})
+			if tc.want == "" {
+				if err != nil || len(lines) != 1 {
+					t.Fatalf("%d lines, %v", len(lines), err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.ContainsAny(err.Error(), "\u202e") ||
+				(tc.folder == "" && strings.Contains(err.Error(), "\n")) {
+				t.Errorf("got %v, want a refusal containing %q, the name escaped", err, tc.want)
+			}
+		})
+	}
+}

@@ -141,7 +141,12 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
-	return openDSN(path, d, false)
+	absent := appdb.SideFilesAbsent(path)
+	s, err := openDSN(path, d, false)
+	if err != nil {
+		appdb.RemoveNewSideFiles(path, absent)
+	}
+	return s, err
 }
 
 // openDSN opens the database and checks that it is a review database.
@@ -155,9 +160,13 @@ func openDSN(path, d string, readOnly bool) (*Store, error) {
 		s.mem = &webapp.MemSessions{}
 	}
 	if err := appdb.CheckSchema(db.R, schemaID); err != nil {
-		db.Close()
+		_ = db.Close() // the open failed; its error is the one to report
 		if werr := notWritable(path, err); werr != nil {
 			return nil, werr
+		}
+		if !appdb.IsForeign(err) {
+			// A disk I/O error, a full disk …: no verdict on the file.
+			return nil, fmt.Errorf("review db %s: cannot read it: %w", path, err)
 		}
 		return nil, fmt.Errorf("review db %s: %w (%w)", path, errNotReviewDB, err)
 	}

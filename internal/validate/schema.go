@@ -13,6 +13,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -20,7 +21,13 @@ import (
 type sink struct{ f []Finding }
 
 func (s *sink) add(sev Severity, code, key, loc, format string, args ...any) {
-	s.f = append(s.f, Finding{sev, code, key, loc, textsafe.OneLine(fmt.Sprintf(format, args...))})
+	f := Finding{Severity: sev, Code: code, KeyID: key, Location: loc, Message: textsafe.OneLine(fmt.Sprintf(format, args...))}
+	for _, a := range args {
+		if err, ok := a.(error); ok && safefile.Transient(err) {
+			f.transient = err
+		}
+	}
+	s.f = append(s.f, f)
 }
 
 // optInfo is what the file checks need of one revision option.

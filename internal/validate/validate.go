@@ -26,6 +26,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -45,6 +46,11 @@ type Finding struct {
 	KeyID    string // "" when the finding concerns no single record
 	Location string // JSON Pointer, or a path relative to the benchmark dir
 	Message  string
+
+	// transient is the cause of a finding that only says a file could
+	// not be read for a passing reason (safefile.Transient): Run fails
+	// with it instead of reporting the benchmark as invalid.
+	transient error
 }
 
 // String formats the finding as
@@ -68,6 +74,8 @@ type Options struct {
 	SkipImages bool // skip the file-system checks of §8.4 and all of §8.5
 	ExpectFull bool // a composition other than 100/100/100 per lesion is a warning
 	Workers    int  // parallel file checks; 0 means GOMAXPROCS
+
+	sums *benchmark.Sums // deep: the build's SHA256SUMS, when the root holds one
 }
 
 // Report is the outcome of a validation run.
@@ -110,8 +118,9 @@ func (r *Report) Has(code string) bool {
 }
 
 // Run validates the benchmark in dir. The error is non-nil only when the
-// validation could not run at all (dir missing or unreadable); problems in
-// the benchmark are findings.
+// validation could not run at all (dir missing or unreadable, or a file
+// that could not be read for a passing reason: too many open files, an
+// I/O error, no memory); problems in the benchmark are findings.
 func Run(dir string, opt Options) (*Report, error) {
 	root, err := filepath.EvalSymlinks(dir) // the root itself may be a link
 	if err != nil {
@@ -139,6 +148,9 @@ func Run(dir string, opt Options) (*Report, error) {
 		rep.Counts[l] = map[benchmark.Path]int{}
 	}
 	recs := checkJSON(root, &top, rep)
+	if opt.Deep {
+		opt.sums = checkSums(root, rep, &top)
+	}
 	rep.Findings = append(rep.Findings, top.f...)
 	for _, r := range recs {
 		rep.Findings = append(rep.Findings, r.json.f...)
@@ -147,6 +159,13 @@ func Run(dir string, opt Options) (*Report, error) {
 		rep.Findings = append(rep.Findings, checkFiles(root, recs, opt)...)
 	}
 	rep.Findings = append(rep.Findings, checkDeformation(root, opt)...)
+	for _, f := range rep.Findings {
+		if f.transient != nil {
+			// Too many open files, an I/O error …: no verdict on the
+			// benchmark, which a rerun may well find valid.
+			return nil, fmt.Errorf("benchmark %s: cannot read %s: %w", dir, f.Location, f.transient)
+		}
+	}
 	summarise(rep, recs, opt)
 	for i := range rep.Findings {
 		f := &rep.Findings[i]
@@ -163,6 +182,43 @@ func Run(dir string, opt Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// checkSums reads the builder's SHA256SUMS (deep mode) and checks the
+// JSON files against it; the images are checked as they are decoded. A
+// benchmark without one is noted (no_checksums); nil is returned then.
+func checkSums(root string, rep *Report, s *sink) *benchmark.Sums {
+	sums, err := benchmark.ReadSums(root)
+	switch {
+	case errors.Is(err, benchmark.ErrNoSums):
+		s.add(Info, "no_checksums", "", benchmark.SumsFileName, "absent: the files cannot be checked against the build that wrote them")
+		return nil
+	case err != nil:
+		s.add(Error, "file_changed", "", benchmark.SumsFileName, "unreadable, so no file can be checked against the build: %v", safefile.Reason(err))
+		return nil
+	}
+	if rep.SHA256 != "" {
+		sumsFinding(sums.Check(benchmark.JSONName, rep.SHA256), "", benchmark.JSONName, s)
+	}
+	name := filepath.Join(root, benchmark.LesionsFileName)
+	if safefile.CheckRegular(name) == nil {
+		sumsFinding(sums.CheckFile(benchmark.LesionsFileName), "", benchmark.LesionsFileName, s)
+	}
+	return sums
+}
+
+// sumsFinding reports err, the outcome of a check against SHA256SUMS.
+func sumsFinding(err error, key, loc string, s *sink) {
+	var ce *benchmark.ChangedError
+	switch {
+	case err == nil:
+	case errors.As(err, &ce) && ce.Unlisted:
+		s.add(Error, "file_changed", key, loc, "not listed in %s: the benchmark changed since it was built", benchmark.SumsFileName)
+	case errors.As(err, &ce):
+		s.add(Error, "file_changed", key, loc, "SHA-256 differs from the one in %s: the file changed since the benchmark was built", benchmark.SumsFileName)
+	default:
+		s.add(Error, "file_changed", key, loc, "cannot be checked against %s: %v", benchmark.SumsFileName, safefile.Reason(err))
+	}
 }
 
 func workers(opt Options) int {
@@ -198,8 +254,7 @@ func summarise(rep *Report, recs []*recInfo, opt Options) {
 		if opt.ExpectFull {
 			sev = Warning
 		}
-		rep.Findings = append(rep.Findings, Finding{sev, "composition", "", benchmark.JSONName,
-			"records per lesion LF/RF/RR differ from the released 100/100/100: " + strings.Join(off, ", ")})
+		rep.Findings = append(rep.Findings, Finding{Severity: sev, Code: "composition", Location: benchmark.JSONName, Message: "records per lesion LF/RF/RR differ from the released 100/100/100: " + strings.Join(off, ", ")})
 	}
 }
 
@@ -313,6 +368,8 @@ var AllCodes = []string{
 	"option_image_mismatch", "unexpected_file", "orphan_folder",
 	"image_decode", "image_size", "image_mode", "identical_option_images",
 	"composition",
+	// --deep against a builder's SHA256SUMS (build.md §11), when present.
+	"file_changed", "no_checksums",
 	// A builder's deformation_results.json, when present (build.md §11).
 	"deformation_results_invalid", "deformation_mask_path",
 }

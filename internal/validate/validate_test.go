@@ -3,15 +3,19 @@ package validate
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -19,6 +23,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // sampleDir is the committed hand-made benchmark shared with package
@@ -662,6 +667,24 @@ func TestFindings(t *testing.T) {
 			b.write("deformation_results.json", []byte(`{"`+kRR+`": {}}`))
 		}, []string{"deformation_results_invalid"}, 0},
 
+		// --deep against the builder's SHA256SUMS.
+		{"swapped radiographs, --deep", Options{Deep: true}, func(b bench) { sealAndSwap(t, b) }, []string{"file_changed"}, 1},
+		{"swapped radiographs, headers only", Options{}, func(b bench) { sealAndSwap(t, b) }, nil, 0},
+		{"chexpercept.json edited after the build, --deep", Options{Deep: true}, func(b bench) {
+			if err := benchtest.WriteSums(b.dir); err != nil {
+				t.Fatal(err)
+			}
+			b.write("chexpercept.json", append(mustRead(t, b.path("chexpercept.json")), '\n'))
+		}, []string{"file_changed"}, 1},
+		{"SHA256SUMS not in its format, --deep", Options{Deep: true}, func(b bench) { b.write("SHA256SUMS", []byte("xray.png\n")) },
+			[]string{"file_changed"}, 1},
+		{"sealed and unchanged, --deep", Options{Deep: true, Strict: true}, func(b bench) {
+			if err := benchtest.WriteSums(b.dir); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, 0},
+		{"no SHA256SUMS, --deep", Options{Deep: true, Strict: true}, func(b bench) {}, []string{"no_checksums"}, 0},
+
 		// §8.6
 		{"composition as a warning", Options{ExpectFull: true, Strict: true}, func(b bench) {}, []string{"composition"}, 1},
 	}
@@ -682,6 +705,9 @@ func TestFindings(t *testing.T) {
 						t.Errorf("composition severity %s", f.Severity)
 					}
 					continue
+				}
+				if f.Code == "no_checksums" && !slices.Contains(tc.codes, f.Code) {
+					continue // the sample carries no SHA256SUMS
 				}
 				if !seen[f.Code] {
 					seen[f.Code] = true
@@ -704,6 +730,18 @@ func TestFindings(t *testing.T) {
 				t.Errorf("exit %d, want %d", rep.ExitCode(), tc.exit)
 			}
 		})
+	}
+}
+
+// sealAndSwap writes SHA256SUMS as a build would, then swaps two
+// radiographs: every file is still there and decodes.
+func sealAndSwap(t *testing.T, b bench) {
+	if err := benchtest.WriteSums(b.dir); err != nil {
+		t.Fatal(err)
+	}
+	x := func(key string) string { return "chexpercept/" + key + "/detection_qa/xray.png" }
+	if err := benchtest.Swap(b.dir, x("effusion_ph0002_negative_0"), x("cardiomegaly_s55123456_positive_0")); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -868,5 +906,42 @@ func TestIdenticalOptionImages(t *testing.T) {
 	}
 	if rep.ExitCode() != 1 {
 		t.Errorf("exit %d, want 1", rep.ExitCode())
+	}
+}
+
+// TestTransientReadIsNoFinding: an image that cannot be opened for a
+// passing reason (too many open files, an I/O error) makes Run fail
+// with that error, naming the file, instead of reporting the benchmark as
+// invalid; an image that is missing or refused is a finding as before.
+func TestTransientReadIsNoFinding(t *testing.T) {
+	for _, tc := range []struct {
+		errno     syscall.Errno
+		transient bool
+	}{
+		{syscall.EMFILE, true},
+		{syscall.ENFILE, true},
+		{syscall.EIO, true},
+		{syscall.EACCES, false},
+	} {
+		t.Run(tc.errno.Error(), func(t *testing.T) {
+			var n atomic.Int64
+			openImage = func(name string, l safefile.Links) (*os.File, error) {
+				if n.Add(1) == 2 {
+					return nil, &fs.PathError{Op: "open", Path: name, Err: tc.errno}
+				}
+				return safefile.Open(name, l)
+			}
+			t.Cleanup(func() { openImage = safefile.Open })
+			rep, err := Check(sampleDir)
+			if tc.transient {
+				if err == nil || !errors.Is(err, tc.errno) || errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "cannot read chexpercept/") {
+					t.Fatalf("Check: %v, want the %v naming the file, not ErrInvalid", err, tc.errno)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) || rep == nil || !rep.Has("image_decode") {
+				t.Fatalf("Check: %v, want an image_decode finding", err)
+			}
+		})
 	}
 }
