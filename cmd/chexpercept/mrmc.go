@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/outdir"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // mrmcMaxScores bounds the scores table read by chexpercept mrmc.
@@ -48,9 +48,9 @@ test) while the analyses above cover the other readers. See docs/mrmc.md.`,
 			if err != nil {
 				return fmt.Errorf("--fom: %w", err)
 			}
-			data, err := imagefile.ReadFile(scores, mrmcMaxScores, imagefile.Follow)
+			data, err := safefile.ReadFile(scores, mrmcMaxScores, safefile.Follow)
 			if err != nil {
-				return fmt.Errorf("--scores %s: %w", scores, imagefile.Reason(err))
+				return fmt.Errorf("--scores %s: %w", scores, safefile.Reason(err))
 			}
 			d, err := mrmc.ParseScores(bytes.NewReader(data), scores, f)
 			if err != nil {

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/outdir"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -69,7 +69,7 @@ exits with status 2.`,
 				}
 			} else {
 				if chexCSV != "" {
-					f, err := imagefile.Open(chexCSV, imagefile.Follow)
+					f, err := safefile.Open(chexCSV, safefile.Follow)
 					if err != nil {
 						return withExit(2, fmt.Errorf("%s: cannot open the CheXmask CSV: %w", chexCSV, err))
 					}

@@ -8,7 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
@@ -23,7 +23,7 @@ var groupName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 // reserved for the pooled group). Errors are one line and name the file
 // and the key.
 func ReadDomains(path string) (map[string]string, error) {
-	data, err := imagefile.ReadFile(path, MaxDomainsFileBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(path, MaxDomainsFileBytes, safefile.Follow)
 	if err != nil {
 		return nil, fmt.Errorf("domains file: %w", err)
 	}

@@ -13,9 +13,9 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -102,7 +102,7 @@ const maxBuildInfo = 4 << 20
 // readBuildInfo reads dir/build_info.json; a benchmark without one (not
 // from our builder) or with an unreadable one gives the zero BuildInfo.
 func readBuildInfo(dir string) BuildInfo {
-	data, err := imagefile.ReadFile(filepath.Join(dir, "build_info.json"), maxBuildInfo, imagefile.NoFollow)
+	data, err := safefile.ReadFile(filepath.Join(dir, "build_info.json"), maxBuildInfo, safefile.NoFollow)
 	if err != nil {
 		return BuildInfo{}
 	}
@@ -373,12 +373,12 @@ func (s *Set) readRun(dir string) *Run {
 // skipped so that the rest of the run is still reported. It returns nil
 // records when the file is missing or holds no complete line.
 func (s *Set) readResults(path string) ([]*results.Record, int) {
-	data, err := imagefile.ReadFile(path, results.MaxRunFileBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(path, results.MaxRunFileBytes, safefile.Follow)
 	if err != nil {
 		if os.IsNotExist(err) {
 			s.warnf("%s: missing", path)
 		} else {
-			s.warnf("%s: %v", path, imagefile.Reason(err))
+			s.warnf("%s: %v", path, safefile.Reason(err))
 		}
 		return nil, 0
 	}
@@ -415,9 +415,9 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 
 // readAllResults parses an all_results.json into its entries, in file order.
 func readAllResults(path string) ([]*ojson.Value, error) {
-	data, err := imagefile.ReadFile(path, results.MaxRunFileBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(path, results.MaxRunFileBytes, safefile.Follow)
 	if err != nil {
-		return nil, imagefile.Reason(err)
+		return nil, safefile.Reason(err)
 	}
 	v, err := ojson.Parse(data)
 	if err != nil {

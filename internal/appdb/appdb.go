@@ -19,7 +19,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"modernc.org/sqlite"
 )
 
@@ -98,7 +98,7 @@ func Create(path, kind, schema, synchronous string) (*DB, error) {
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%s %s: %w", kind, path, imagefile.Reason(err))
+		return nil, fmt.Errorf("%s %s: %w", kind, path, safefile.Reason(err))
 	}
 	return db, nil
 }

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // WriteFile writes data to name atomically with mode 0644 and syncs the
@@ -202,7 +202,7 @@ func replaceable(name string) error {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return fmt.Errorf("write %s: is a symbolic link; refusing to replace it", name)
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("write %s: not a regular file (%s); refusing to replace it", name, imagefile.KindOf(fi.Mode()))
+		return fmt.Errorf("write %s: not a regular file (%s); refusing to replace it", name, safefile.KindOf(fi.Mode()))
 	}
 	return nil
 }

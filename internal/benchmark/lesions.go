@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -381,7 +381,7 @@ func ParseLesions(name string, data []byte) (*LesionSet, error) {
 // or the built-in seven when it declares none.
 func ReadLesions(dir string) (*LesionSet, error) {
 	name := filepath.Join(dir, LesionsFileName)
-	f, err := imagefile.Open(name, imagefile.NoFollow)
+	f, err := safefile.Open(name, safefile.NoFollow)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return DefaultLesions(), nil

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -81,7 +81,7 @@ func ReadJSONFile(dir string) ([]byte, error) {
 	if fi.Size() > MaxJSONSize {
 		return nil, fmt.Errorf("%s: %d bytes exceeds the %d-byte limit", name, fi.Size(), MaxJSONSize)
 	}
-	f, err := imagefile.Open(name, imagefile.NoFollow)
+	f, err := safefile.Open(name, safefile.NoFollow)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func SHA256Hex(b []byte) string {
 // SHA256File returns the lowercase hex SHA-256 of a regular file's bytes
 // (a FIFO or device is refused at once).
 func SHA256File(name string) (string, error) {
-	f, err := imagefile.Open(name, imagefile.Follow)
+	f, err := safefile.Open(name, safefile.Follow)
 	if err != nil {
 		return "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -43,12 +44,12 @@ type Sums struct {
 // wrapping ErrNoSums; a malformed line is refused with its line number.
 func ReadSums(dir string) (*Sums, error) {
 	name := filepath.Join(dir, SumsFileName)
-	data, err := imagefile.ReadFile(name, MaxSumsBytes, imagefile.NoFollow)
+	data, err := safefile.ReadFile(name, MaxSumsBytes, safefile.NoFollow)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", dir, ErrNoSums)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, imagefile.Reason(err))
+		return nil, fmt.Errorf("%s: %w", name, safefile.Reason(err))
 	}
 	s, err := ParseSums(data)
 	if err != nil {
@@ -107,9 +108,9 @@ func (s *Sums) Check(rel, sha string) error {
 // imagefile.MaxFileBytes, or MaxJSONSize for a JSON file) and checks it.
 func (s *Sums) CheckFile(rel string) error {
 	name := filepath.Join(s.Dir, filepath.FromSlash(rel))
-	f, err := imagefile.Open(name, imagefile.NoFollow)
+	f, err := safefile.Open(name, safefile.NoFollow)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, imagefile.Reason(err))
+		return fmt.Errorf("%s: %w", name, safefile.Reason(err))
 	}
 	defer f.Close()
 	limit := int64(imagefile.MaxFileBytes)
@@ -136,7 +137,7 @@ func (s *Sums) CheckJSON(b *Benchmark) error {
 	if _, listed := s.want[LesionsFileName]; listed {
 		return s.CheckFile(LesionsFileName)
 	}
-	if err := imagefile.CheckRegular(filepath.Join(s.Dir, LesionsFileName)); err == nil {
+	if err := safefile.CheckRegular(filepath.Join(s.Dir, LesionsFileName)); err == nil {
 		return s.Check(LesionsFileName, "")
 	}
 	return nil

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // renderAhead renders the bundle folders of the lists decided while case
@@ -82,7 +82,7 @@ func (r *renderAhead) listDecided(l *list) {
 	if !r.dirs {
 		for _, d := range []string{imagesDir, masksDir} {
 			if err := os.MkdirAll(filepath.Join(out, d), 0o755); err != nil {
-				r.fail(global("%s: %w", d, imagefile.Reason(err)))
+				r.fail(global("%s: %w", d, safefile.Reason(err)))
 				return
 			}
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/qagen"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
@@ -193,7 +194,7 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 	}
 	for _, d := range []string{imagesDir, masksDir} {
 		if err := os.MkdirAll(filepath.Join(a.opt.Out, d), 0o755); err != nil {
-			return nil, global("%s: %w", d, imagefile.Reason(err))
+			return nil, global("%s: %w", d, safefile.Reason(err))
 		}
 	}
 	// The folders about to be written are recorded before they exist, so
@@ -367,10 +368,10 @@ func (a *assembly) renderCase(inc *included) error {
 	if len(o.MaskNames) > 0 {
 		mw := newFolderWriter(filepath.Join(a.opt.Out, masksDir, key))
 		for _, n := range o.MaskNames {
-			data, err := imagefile.ReadFile(filepath.Join(a.workDir, key, workMasks, n+".png"), imagefile.MaxFileBytes, imagefile.NoFollow)
+			data, err := safefile.ReadFile(filepath.Join(a.workDir, key, workMasks, n+".png"), imagefile.MaxFileBytes, safefile.NoFollow)
 			if err != nil {
 				mw.abort()
-				return global("%s: work mask %s: %w", key, n, imagefile.Reason(err))
+				return global("%s: work mask %s: %w", key, n, safefile.Reason(err))
 			}
 			if err := mw.add(n+".png", data); err != nil {
 				mw.abort()
@@ -761,7 +762,7 @@ func (a *assembly) writeSums() error {
 }
 
 func fileSHA256(p string) (string, error) {
-	f, err := imagefile.Open(p, imagefile.NoFollow)
+	f, err := safefile.Open(p, safefile.NoFollow)
 	if err != nil {
 		return "", err
 	}

@@ -15,10 +15,10 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -336,7 +336,7 @@ func claimOut(opt Options, own *ownership, cases []*source.Case) error {
 	}
 	sha, err := benchmark.SHA256File(opt.Source)
 	if err != nil {
-		return global("source %s: %w", opt.Source, imagefile.Reason(err))
+		return global("source %s: %w", opt.Source, safefile.Reason(err))
 	}
 	if err := own.checkSource(opt.Out, opt.Source, real, sha); err != nil {
 		return &GlobalError{Err: err}
@@ -345,7 +345,7 @@ func claimOut(opt Options, own *ownership, cases []*source.Case) error {
 		return &GlobalError{Err: err}
 	}
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
-		return global("output directory %s: %w", opt.Out, imagefile.Reason(err))
+		return global("output directory %s: %w", opt.Out, safefile.Reason(err))
 	}
 	// The marker comes first: a build killed from here on leaves a
 	// directory that the next run recognises.
@@ -363,11 +363,11 @@ func claimOut(opt Options, own *ownership, cases []*source.Case) error {
 func probeWritable(dir string) error {
 	f, err := os.CreateTemp(dir, ".probe.tmp-*")
 	if err != nil {
-		return imagefile.Reason(err)
+		return safefile.Reason(err)
 	}
 	name := f.Name()
 	if err := f.Close(); err != nil {
-		return imagefile.Reason(err)
+		return safefile.Reason(err)
 	}
 	return os.Remove(name)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // renameDir is os.Rename; tests replace it to inject a failed rename.
@@ -93,7 +94,7 @@ func newFolderWriter(final string) *folderWriter {
 // add writes one file of the folder (rel is slash-separated).
 func (w *folderWriter) add(rel string, data []byte) error {
 	if w.same {
-		old, err := imagefile.ReadFile(filepath.Join(w.final, filepath.FromSlash(rel)), imagefile.MaxFileBytes, imagefile.NoFollow)
+		old, err := safefile.ReadFile(filepath.Join(w.final, filepath.FromSlash(rel)), imagefile.MaxFileBytes, safefile.NoFollow)
 		if err == nil && bytes.Equal(old, data) {
 			w.matched = append(w.matched, rel)
 			return nil
@@ -113,7 +114,7 @@ func (w *folderWriter) diverge() error {
 		return err
 	}
 	for _, rel := range w.matched {
-		data, err := imagefile.ReadFile(filepath.Join(w.final, filepath.FromSlash(rel)), imagefile.MaxFileBytes, imagefile.NoFollow)
+		data, err := safefile.ReadFile(filepath.Join(w.final, filepath.FromSlash(rel)), imagefile.MaxFileBytes, safefile.NoFollow)
 		if err != nil {
 			return err
 		}

@@ -16,12 +16,12 @@ import (
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/deform"
 	"github.com/chexpercept/chexpercept/internal/frame"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/qagen"
 	"github.com/chexpercept/chexpercept/internal/render"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -104,9 +104,9 @@ func Inspect(opt InspectOptions) (string, error) {
 	if err := checkInspectFolder(opt.Dir, inspectDir+"/"+opt.Key); err != nil {
 		return "", err
 	}
-	data, err := imagefile.ReadFile(filepath.Join(opt.Dir, infoJSON), maxMetaBytes, imagefile.NoFollow)
+	data, err := safefile.ReadFile(filepath.Join(opt.Dir, infoJSON), maxMetaBytes, safefile.NoFollow)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", filepath.Join(opt.Dir, infoJSON), imagefile.Reason(err))
+		return "", fmt.Errorf("%s: %w", filepath.Join(opt.Dir, infoJSON), safefile.Reason(err))
 	}
 	info, err := ojson.Parse(data)
 	if err != nil {
@@ -133,7 +133,7 @@ func Inspect(opt InspectOptions) (string, error) {
 		return "", err
 	}
 	path := "not included"
-	if d, err := imagefile.ReadFile(filepath.Join(opt.Dir, casesJSONL), maxMetaBytes, imagefile.NoFollow); err == nil {
+	if d, err := safefile.ReadFile(filepath.Join(opt.Dir, casesJSONL), maxMetaBytes, safefile.NoFollow); err == nil {
 		for _, ln := range bytes.Split(d, []byte("\n")) {
 			if v, err := ojson.Parse(ln); err == nil && v.Get("key_id") != nil && v.Get("key_id").S == opt.Key {
 				path = v.Get("path").S
@@ -151,7 +151,7 @@ func Inspect(opt InspectOptions) (string, error) {
 // given source file.
 func findCase(opt InspectOptions, cfg buildcfg.Config) (*source.Case, error) {
 	var line []byte
-	if d, err := imagefile.ReadFile(filepath.Join(opt.Dir, workDirName, opt.Key, caseJSON), maxMetaBytes, imagefile.NoFollow); err == nil {
+	if d, err := safefile.ReadFile(filepath.Join(opt.Dir, workDirName, opt.Key, caseJSON), maxMetaBytes, safefile.NoFollow); err == nil {
 		if v, err := ojson.Parse(d); err == nil && v.Get("case") != nil {
 			line = ojson.MarshalCompact(v.Get("case"))
 		}

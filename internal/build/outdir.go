@@ -14,9 +14,9 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -132,9 +132,9 @@ func claimStarted(out string, names []string) bool {
 // readLimited reads a file of the build directory: a regular file, not
 // a link, never blocking on a FIFO, of at most limit bytes.
 func readLimited(p string, limit int64) ([]byte, error) {
-	data, err := imagefile.ReadFile(p, limit, imagefile.NoFollow)
+	data, err := safefile.ReadFile(p, limit, safefile.NoFollow)
 	if err != nil {
-		return nil, imagefile.Reason(err)
+		return nil, safefile.Reason(err)
 	}
 	return data, nil
 }
@@ -227,7 +227,7 @@ func (o *ownership) verify(out string, names []string) error {
 		}
 		fi, err := os.Lstat(filepath.Join(out, n))
 		if err != nil {
-			return fmt.Errorf("output directory %s: %w", out, imagefile.Reason(err))
+			return fmt.Errorf("output directory %s: %w", out, safefile.Reason(err))
 		}
 		if !(rootDirs[n] && fi.IsDir()) && !(rootFiles[n] && fi.Mode().IsRegular()) {
 			return foreign(out, n)
@@ -240,7 +240,7 @@ func (o *ownership) verify(out string, names []string) error {
 	}
 	ents, err := os.ReadDir(filepath.Join(out, inspectDir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("output directory %s: %w", out, imagefile.Reason(err))
+		return fmt.Errorf("output directory %s: %w", out, safefile.Reason(err))
 	}
 	for _, e := range ents {
 		if !isLeftover(e.Name()) {
@@ -260,7 +260,7 @@ func (o *ownership) verifyBundle(out, d string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("output directory %s: %w", out, imagefile.Reason(err))
+		return fmt.Errorf("output directory %s: %w", out, safefile.Reason(err))
 	}
 	for _, e := range ents {
 		n := e.Name()
@@ -306,7 +306,7 @@ func checkInspectFolder(out, rel string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("output directory %s: %w", out, imagefile.Reason(err))
+		return fmt.Errorf("output directory %s: %w", out, safefile.Reason(err))
 	}
 	if !fi.IsDir() {
 		return foreign(out, rel)
@@ -350,7 +350,7 @@ func (o *ownership) checkSource(out, given, real, sha string) error {
 // save writes the marker (creating work/).
 func (o *ownership) save(out string) error {
 	if err := os.MkdirAll(filepath.Join(out, workDirName), 0o755); err != nil {
-		return imagefile.Reason(err)
+		return safefile.Reason(err)
 	}
 	keys := slices.Sorted(maps.Keys(o.pending))
 	v := ojson.NewObject().

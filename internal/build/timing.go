@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/render"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // floorResult is the PNG-encoding floor the build is measured against
@@ -56,7 +57,7 @@ func measureFloor(opt Options) (*floorResult, error) {
 		hi := min(lo+batch, len(files))
 		imgs := make([]image.Image, hi-lo)
 		for i := lo; i < hi; i++ {
-			data, err := imagefile.ReadFile(files[i], imagefile.MaxFileBytes, imagefile.NoFollow)
+			data, err := safefile.ReadFile(files[i], imagefile.MaxFileBytes, safefile.NoFollow)
 			if err != nil {
 				return nil, err
 			}

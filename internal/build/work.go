@@ -11,10 +11,10 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/qagen"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
@@ -186,7 +186,7 @@ func nonNil(xs []string) []string {
 // fingerprint (want == "" accepts any fingerprint). lesions is the build's
 // lesion set (nil = the built-in seven).
 func readWork(workDir, keyID, want string, lesions *benchmark.LesionSet) *Outcome {
-	data, err := imagefile.ReadFile(filepath.Join(workDir, keyID, caseJSON), maxMetaBytes, imagefile.NoFollow)
+	data, err := safefile.ReadFile(filepath.Join(workDir, keyID, caseJSON), maxMetaBytes, safefile.NoFollow)
 	if err != nil {
 		return nil
 	}

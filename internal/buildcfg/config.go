@@ -18,7 +18,7 @@ import (
 	"slices"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
@@ -226,7 +226,7 @@ const maxConfigBytes = yamlerr.MaxFileBytes
 // wrongly typed values are errors naming the file and the key.
 func Load(path string) (Config, error) {
 	cfg := Default()
-	data, err := imagefile.ReadFile(path, maxConfigBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(path, maxConfigBytes, safefile.Follow)
 	if err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}

@@ -49,7 +49,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/eval"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/phantom"
 	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
@@ -57,6 +56,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/simmodel"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
@@ -144,7 +144,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	logf, err := imagefile.OpenWritable(filepath.Join(abs, logFile), os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := safefile.OpenWritable(filepath.Join(abs, logFile), os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("demo: opening the log: %w", err)
 	}
@@ -331,7 +331,7 @@ func (d *runner) build(manifest string) error {
 
 // skipReasons counts skipped.csv's reasons: "deformation_failed 1".
 func skipReasons(name string) string {
-	data, err := imagefile.ReadFile(name, 16<<20, imagefile.NoFollow)
+	data, err := safefile.ReadFile(name, 16<<20, safefile.NoFollow)
 	if err != nil {
 		return "see the file"
 	}
@@ -770,7 +770,7 @@ type state struct {
 }
 
 func readState(path string) (*state, error) {
-	f, err := imagefile.Open(path, imagefile.NoFollow)
+	f, err := safefile.Open(path, safefile.NoFollow)
 	if err != nil {
 		return nil, fmt.Errorf("demo: reading %s: %w", path, err)
 	}

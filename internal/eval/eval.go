@@ -526,7 +526,7 @@ func (r *runner) execute(ctx context.Context, man *results.Manifest, todo []int,
 	return runErr
 }
 
-// recordRedactions adds this session's key redactions (provider.Redactor)
+// recordRedactions adds this invocation's key redactions (provider.Redactor)
 // to the manifest's count and rewrites it; nothing is written when there
 // were none, so a clean run's manifest keeps its first bytes.
 func (r *runner) recordRedactions(runDir string, man *results.Manifest) error {
@@ -656,7 +656,7 @@ type runner struct {
 
 	// halted is closed by halt when the run must stop at once: on the
 	// first transient failure to read a benchmark image
-	// (imagefile.Transient), or a benchmark file that is not the one the
+	// (safefile.Transient), or a benchmark file that is not the one the
 	// build wrote (benchmark.ErrChanged). No record starts after it, and
 	// the run fails with haltErr instead of recording the records it met
 	// as errors.

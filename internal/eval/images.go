@@ -16,6 +16,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // Image handling (spec protocol.md §1): every image a record will send is
@@ -31,7 +32,7 @@ var readBenchFile = readRegular
 // readRegular reads a regular file of at most imagefile.MaxFileBytes,
 // refusing symbolic links (a benchmark is self-contained).
 func readRegular(name string) ([]byte, error) {
-	b, err := imagefile.ReadFile(name, imagefile.MaxFileBytes, imagefile.NoFollow)
+	b, err := safefile.ReadFile(name, imagefile.MaxFileBytes, safefile.NoFollow)
 	var pe *fs.PathError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

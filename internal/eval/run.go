@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // testHTTPClient, when set by a test, replaces the clients' HTTP client.
@@ -318,7 +318,7 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if imagefile.Transient(err) || errors.Is(err, benchmark.ErrChanged) {
+		if safefile.Transient(err) || errors.Is(err, benchmark.ErrChanged) {
 			// Out of descriptors, an I/O error …: says nothing about the
 			// image; a file that is not the build's is the benchmark's
 			// fault, not the record's. Either way the record is not
@@ -384,7 +384,7 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 	r, o := cs.r, cs.r.o
 	turn, req, est, err := cs.request(msgs)
 	if err != nil {
-		if imagefile.Transient(err) {
+		if safefile.Transient(err) {
 			r.halt(err)
 			return protocol.Reply{}, cs.cancel(err)
 		}

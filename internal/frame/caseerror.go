@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // Size is the side of the canonical frame.
@@ -31,14 +31,14 @@ func (e *CaseError) Error() string {
 }
 
 // Fail returns a *CaseError with the given reason and formatted detail,
-// unless one of args is an error that imagefile.Transient recognises (too
+// unless one of args is an error that safefile.Transient recognises (too
 // many open files, an I/O error, an interrupted call …): that says nothing
 // about the case, so Fail returns a *TransientError, which fails the
 // command instead of skipping the case.
 func Fail(reason, format string, args ...any) error {
 	detail := fmt.Sprintf(format, args...)
 	for _, a := range args {
-		if err, ok := a.(error); ok && imagefile.Transient(err) {
+		if err, ok := a.(error); ok && safefile.Transient(err) {
 			return &TransientError{Detail: detail, Err: err}
 		}
 	}
@@ -46,7 +46,7 @@ func Fail(reason, format string, args ...any) error {
 }
 
 // TransientError is a failure to read a case's input for a reason that
-// lies outside the file (imagefile.Transient). It is not a *CaseError:
+// lies outside the file (safefile.Transient). It is not a *CaseError:
 // the command stops with it, and a rerun reads the file again.
 type TransientError struct {
 	Detail string // names the file
@@ -57,8 +57,8 @@ func (e *TransientError) Error() string { return e.Detail }
 func (e *TransientError) Unwrap() error { return e.Err }
 
 // IsTransient reports whether err is or wraps a *TransientError, or is
-// itself a transient failure (imagefile.Transient).
+// itself a transient failure (safefile.Transient).
 func IsTransient(err error) bool {
 	var te *TransientError
-	return errors.As(err, &te) || imagefile.Transient(err)
+	return errors.As(err, &te) || safefile.Transient(err)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // LoadGray reads a PNG or JPEG radiograph and returns it in the canonical
@@ -17,9 +18,9 @@ import (
 // and decoded through imagefile (regular files only, bounded, header
 // checked first).
 func LoadGray(path string) (*image.Gray, error) {
-	data, err := imagefile.ReadFile(path, imagefile.MaxFileBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(path, imagefile.MaxFileBytes, safefile.Follow)
 	if err != nil {
-		return nil, Fail("image_unreadable", "image %s: %v", path, imagefile.Reason(err))
+		return nil, Fail("image_unreadable", "image %s: %v", path, safefile.Reason(err))
 	}
 	g, err := DecodeGray(data)
 	if err != nil {
@@ -43,7 +44,7 @@ func DecodeGray(data []byte) (*image.Gray, error) {
 func NativeSize(path string) (w, h int, err error) {
 	_, w, h, err = imagefile.CheckHeader(path)
 	if err != nil {
-		return 0, 0, fmt.Errorf("image %s: %w", path, imagefile.Reason(err))
+		return 0, 0, fmt.Errorf("image %s: %w", path, safefile.Reason(err))
 	}
 	return w, h, nil
 }
@@ -229,9 +230,9 @@ func Resize(pix []uint8, w, h, dw, dh int) *image.Gray {
 // type's maximum) and resizes it by nearest neighbour to Size×Size.
 // Failures are *CaseError with reason mask_unreadable naming the file.
 func LoadMask(path string) (mask.Mask, error) {
-	data, err := imagefile.ReadFile(path, imagefile.MaxFileBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(path, imagefile.MaxFileBytes, safefile.Follow)
 	if err != nil {
-		return mask.Mask{}, Fail("mask_unreadable", "mask %s: %v", path, imagefile.Reason(err))
+		return mask.Mask{}, Fail("mask_unreadable", "mask %s: %v", path, safefile.Reason(err))
 	}
 	m, err := mask.DecodePNG(bytes.NewReader(data))
 	if err != nil {

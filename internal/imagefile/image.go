@@ -1,3 +1,12 @@
+// Package imagefile is the one way chexpercept decodes an image: PNG and
+// JPEG only, recognised by their signature, read through package safefile
+// (regular files only, never blocking, bounded). Every header is checked
+// against one limit before any pixel buffer is allocated (see CheckSize):
+// at most MaxSide per side, MaxPixels in all, and at most MaxDecodedBytes
+// for what the decoder will allocate. A 1 KB PNG claiming 100000×100000 is
+// therefore refused in microseconds instead of asking for tens of
+// gigabytes. VerifyPNG checks a PNG as completely as a decode without
+// building the image.
 package imagefile
 
 import (
@@ -11,6 +20,8 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // The one image size limit, checked on the header before decoding.
@@ -85,7 +96,7 @@ func header(r io.Reader, allowed ...string) (format string, w, h int, err error)
 type sizeError struct{ msg string }
 
 func (e sizeError) Error() string   { return e.msg }
-func (e sizeError) Is(t error) bool { return t == ErrTooLarge }
+func (e sizeError) Is(t error) bool { return t == safefile.ErrTooLarge }
 
 // CheckSize applies the one size limit to a header's width, height and
 // colour model (nil: counted at the largest size per pixel). The error
@@ -137,7 +148,7 @@ func bytesPerPixel(format string, m color.Model) int64 {
 // a symbolic link, as for every user-named input) and checks it against
 // the size limit, without decoding pixels. Errors name path.
 func CheckHeader(path string) (format string, width, height int, err error) {
-	f, err := Open(path, Follow)
+	f, err := safefile.Open(path, safefile.Follow)
 	if err != nil {
 		return "", 0, 0, err
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile/imagefiletest"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // pngSpec describes a PNG written by rawPNG: any valid bit depth and
@@ -456,7 +457,7 @@ func TestVerifyPNGMutants(t *testing.T) {
 func TestVerifyPNGBomb(t *testing.T) {
 	for _, side := range []uint32{100000, 16384, 9000} {
 		err := VerifyPNG(imagefiletest.BombPNG(side, side))
-		if !errors.Is(err, ErrTooLarge) {
+		if !errors.Is(err, safefile.ErrTooLarge) {
 			t.Errorf("%d² bomb: %v, want ErrTooLarge", side, err)
 		}
 	}

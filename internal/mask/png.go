@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // FromImage binarises an image by build.md §1: take the first channel as
@@ -123,7 +124,7 @@ func decodePNGBytes(data []byte) (Mask, error) {
 // DecodePNGFile reads and binarises the PNG at path, a file inside a build
 // directory (symbolic links are refused); errors name the file.
 func DecodePNGFile(path string) (Mask, error) {
-	data, err := imagefile.ReadFile(path, imagefile.MaxFileBytes, imagefile.NoFollow)
+	data, err := safefile.ReadFile(path, imagefile.MaxFileBytes, safefile.NoFollow)
 	if err != nil {
 		return Mask{}, fmt.Errorf("mask %s: %w", path, err)
 	}

@@ -18,7 +18,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // State is what an output directory holds.
@@ -197,7 +197,7 @@ func Path(dir, rel string) (string, error) {
 		case !last && !fi.IsDir():
 			return "", Refuse(dir, entry, "output directory %s: %s is not a directory; remove it or choose another directory", dir, entry)
 		case last && !fi.Mode().IsRegular() && !fi.IsDir():
-			return "", Refuse(dir, entry, "output directory %s: %s is not a regular file (%s); remove it or choose another directory", dir, entry, imagefile.KindOf(fi.Mode()))
+			return "", Refuse(dir, entry, "output directory %s: %s is not a regular file (%s); remove it or choose another directory", dir, entry, safefile.KindOf(fi.Mode()))
 		}
 	}
 	return filepath.Join(dir, rel), nil
@@ -331,7 +331,7 @@ func CheckTree(dir string, skip ...string) error {
 		case m.IsDir() || m.IsRegular():
 			return nil
 		}
-		return Refuse(dir, rel, "output directory %s: %s is not a regular file (%s); remove it or choose another directory", dir, rel, imagefile.KindOf(m))
+		return Refuse(dir, rel, "output directory %s: %s is not a regular file (%s); remove it or choose another directory", dir, rel, safefile.KindOf(m))
 	})
 }
 
@@ -342,7 +342,7 @@ func CheckTree(dir string, skip ...string) error {
 // recognises its own unfinished directory, where a leftover temporary
 // file would make the directory look foreign. Never through a link.
 func WriteMarker(name string, data []byte) error {
-	f, err := imagefile.OpenWritable(name, os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := safefile.OpenWritable(name, os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}

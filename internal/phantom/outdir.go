@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // MarkerName is the file that marks a directory as a phantom set. It is
@@ -43,7 +43,7 @@ func checkOutDir(dir string) error {
 // phantomManifest reports whether the first line of path is a manifest
 // line that the phantom writes.
 func phantomManifest(path string) bool {
-	f, err := imagefile.Open(path, imagefile.NoFollow)
+	f, err := safefile.Open(path, safefile.NoFollow)
 	if err != nil {
 		return false
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // placeholderKey is sent to keyless local servers (vLLM, SGLang), whose
@@ -75,7 +75,7 @@ const maxKeyFileBytes = 64 << 10
 // variable among envs. The error names the file or variables, never a value.
 func (c *Config) apiKey(envs ...string) (string, error) {
 	if c.APIKeyFile != "" {
-		b, err := imagefile.ReadFile(c.APIKeyFile, maxKeyFileBytes, imagefile.Follow)
+		b, err := safefile.ReadFile(c.APIKeyFile, maxKeyFileBytes, safefile.Follow)
 		if err != nil {
 			return "", fmt.Errorf("api key file: %w", err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 )
@@ -497,9 +498,9 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 // change while it is served.
 func (srv *Server) turnImage(imgs []string, i int) ([]byte, error) {
 	read := func(rel string) ([]byte, error) {
-		data, err := imagefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(rel)), imagefile.MaxFileBytes, imagefile.NoFollow)
+		data, err := safefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(rel)), imagefile.MaxFileBytes, safefile.NoFollow)
 		if err != nil {
-			return nil, fmt.Errorf("image: %w", imagefile.Reason(err))
+			return nil, fmt.Errorf("image: %w", safefile.Reason(err))
 		}
 		if srv.sums != nil {
 			// Checked on every read from disk, before padding: hashing

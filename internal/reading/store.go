@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/appdb"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 )
@@ -92,7 +92,7 @@ func create(path string) (*Store, error) {
 func Open(path string) (*Store, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading db %s: %w", path, imagefile.Reason(err))
+		return nil, fmt.Errorf("reading db %s: %w", path, safefile.Reason(err))
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("reading db %s: not a regular file", path)

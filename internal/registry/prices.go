@@ -12,8 +12,8 @@ import (
 
 	_ "embed"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
@@ -40,7 +40,7 @@ type priceYAML struct {
 func LoadPrices(file string) (*Prices, error) {
 	name, data := "prices.yaml (embedded)", defaultPrices
 	if file != "" {
-		b, err := imagefile.ReadFile(file, maxTableBytes, imagefile.Follow)
+		b, err := safefile.ReadFile(file, maxTableBytes, safefile.Follow)
 		if err != nil {
 			return nil, fmt.Errorf("price table: %w", err)
 		}

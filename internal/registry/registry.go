@@ -25,9 +25,9 @@ import (
 
 	_ "embed"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
@@ -140,7 +140,7 @@ func Load(files ...string) (*Registry, error) {
 		return nil, err
 	}
 	for _, f := range files {
-		b, err := imagefile.ReadFile(f, maxTableBytes, imagefile.Follow)
+		b, err := safefile.ReadFile(f, maxTableBytes, safefile.Follow)
 		if err != nil {
 			return nil, fmt.Errorf("model registry: %w", err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/outdir"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 var (
@@ -169,7 +170,7 @@ func embedImages(benchDir, dir string, items []*item, workers int) error {
 func thumbnail(src, dir, rel string) error {
 	// A benchmark file: no symbolic links, bounded size, and the header
 	// checked against imagefile's limit before any pixel is decoded.
-	data, err := imagefile.ReadFile(src, imagefile.MaxFileBytes, imagefile.NoFollow)
+	data, err := safefile.ReadFile(src, imagefile.MaxFileBytes, safefile.NoFollow)
 	if err != nil {
 		return fmt.Errorf("embed images: %w", err)
 	}

@@ -33,9 +33,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	_ "modernc.org/sqlite" // pure-Go SQLite driver
 )
 
@@ -128,7 +128,7 @@ func checkDBFiles(path string) error {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return fmt.Errorf("%s (a symbolic link); refusing to open a database through it (remove the link; the cache is rebuilt)", what)
 		case !fi.Mode().IsRegular():
-			return fmt.Errorf("%s (%s); refusing to open it as a database", what, imagefile.KindOf(fi.Mode()))
+			return fmt.Errorf("%s (%s); refusing to open it as a database", what, safefile.KindOf(fi.Mode()))
 		}
 	}
 	return nil

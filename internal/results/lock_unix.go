@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // LockFile is the lock file kept inside a run directory while a process
@@ -35,9 +35,9 @@ func (e *busyError) Is(target error) bool { return target == ErrBusy }
 func LockRun(dir string) (unlock func(), err error) {
 	name := filepath.Join(dir, LockFile)
 	// Never through a link, never blocking on a FIFO planted there.
-	f, err := imagefile.OpenWritable(name, os.O_CREATE, 0o644)
+	f, err := safefile.OpenWritable(name, os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", name, imagefile.Reason(err))
+		return nil, fmt.Errorf("lock %s: %w", name, safefile.Reason(err))
 	}
 	return flock(f, syscall.LOCK_EX,
 		fmt.Sprintf("run directory %s is in use by another chexpercept process (lock %s held); wait for it or write to another directory", dir, LockFile))
@@ -51,12 +51,12 @@ func LockRun(dir string) (unlock func(), err error) {
 // never created here.
 func ReadLockRun(dir string) (unlock func(), err error) {
 	name := filepath.Join(dir, LockFile)
-	f, err := imagefile.Open(name, imagefile.NoFollow)
+	f, err := safefile.Open(name, safefile.NoFollow)
 	if errors.Is(err, os.ErrNotExist) {
 		return func() {}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", name, imagefile.Reason(err))
+		return nil, fmt.Errorf("lock %s: %w", name, safefile.Reason(err))
 	}
 	return flock(f, syscall.LOCK_SH,
 		fmt.Sprintf("run directory %s is being written by another chexpercept process (lock %s held); wait for it to finish", dir, LockFile))

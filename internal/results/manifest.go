@@ -13,9 +13,9 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // ManifestSchema names the manifest format.
@@ -225,7 +225,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 // error that matches fs.ErrNotExist.
 func ReadManifest(dir string) (*Manifest, error) {
 	name := filepath.Join(dir, ManifestFile)
-	data, err := imagefile.ReadFile(name, MaxManifestBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(name, MaxManifestBytes, safefile.Follow)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, noManifestError(dir)

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // maxSummaryBytes bounds the summary.json WallTime reads; a real one is a
@@ -21,7 +21,7 @@ const maxSummaryBytes = 16 << 20
 // WallTime reads wall_time_s from dir/summary.json, 0 when there is none
 // (no file, not JSON, no number).
 func WallTime(dir string) float64 {
-	data, err := imagefile.ReadFile(filepath.Join(dir, SummaryFile), maxSummaryBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(filepath.Join(dir, SummaryFile), maxSummaryBytes, safefile.Follow)
 	if err != nil {
 		return 0
 	}

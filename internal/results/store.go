@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -31,7 +31,7 @@ const MaxRunFileBytes = 4 << 30
 // decode is an error naming the file and the line number. A missing file
 // reads as no records.
 func ReadResults(path string) ([]*Record, error) {
-	data, err := imagefile.ReadFile(path, MaxRunFileBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(path, MaxRunFileBytes, safefile.Follow)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil
@@ -130,7 +130,7 @@ func startsLikeRecord(tail []byte, short bool) bool {
 // (Store.Repair says so); anything else is refused, leaving the file as
 // it was.
 func OpenStore(path string) (*Store, []*Record, error) {
-	f, err := imagefile.OpenWritable(path, os.O_CREATE, 0o644)
+	f, err := safefile.OpenWritable(path, os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -249,7 +249,7 @@ func (s *Store) Close() error { return s.f.Close() }
 // drop as the remains of a killed writer). Commands that derive a new run
 // from records refuse such a file rather than write an empty run.
 func NoRecordsError(path string) error {
-	data, err := imagefile.ReadFile(path, MaxRunFileBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(path, MaxRunFileBytes, safefile.Follow)
 	switch {
 	case os.IsNotExist(err):
 		return fmt.Errorf("%s: no such file; no record to read", path)

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // UnfinishedFile marks a run directory that a command writing a whole
@@ -29,7 +29,7 @@ const unfinishedText = "chexpercept: this run was being written and did not fini
 // file that would make the directory look foreign.
 func MarkUnfinished(dir string) error {
 	name := filepath.Join(dir, UnfinishedFile)
-	f, err := imagefile.OpenWritable(name, os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := safefile.OpenWritable(name, os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -173,9 +173,9 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 // readSheetFile reads one sheet, bounded, without its BOM (spreadsheet
 // programs add one).
 func readSheetFile(path string) ([]byte, error) {
-	f, err := imagefile.Open(path, imagefile.Follow)
+	f, err := safefile.Open(path, safefile.Follow)
 	if err != nil {
-		return nil, imagefile.Reason(err)
+		return nil, safefile.Reason(err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxSheetBytes+1))
@@ -338,13 +338,13 @@ func mapDecision(cell string) (string, error) {
 
 // AppendLog appends lines to a reviews.jsonl file (created when absent) in
 // one write, so a concurrent reader never sees a partial line of ours. The
-// log is opened as imagefile.OpenWritable opens a command's own files: a
+// log is opened as safefile.OpenWritable opens a command's own files: a
 // symbolic link or anything but a regular file is refused (a FIFO would
 // wait for a reader for ever, a link would send the decisions elsewhere).
 func AppendLog(path string, lines []*Line) error {
-	f, err := imagefile.OpenWritable(path, os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := safefile.OpenWritable(path, os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("reviews %s: %w", path, imagefile.Reason(err))
+		return fmt.Errorf("reviews %s: %w", path, safefile.Reason(err))
 	}
 	data := MarshalLines(lines)
 	// A file whose last line lacks its newline would glue our first line

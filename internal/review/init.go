@@ -16,9 +16,9 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/webapp"
@@ -296,9 +296,9 @@ func reportText(c *source.Case) (string, error) {
 	if c.Report != "" || c.ReportPath == "" {
 		return c.Report, nil
 	}
-	f, err := imagefile.Open(c.ReportPath, imagefile.Follow)
+	f, err := safefile.Open(c.ReportPath, safefile.Follow)
 	if err != nil {
-		return "", fmt.Errorf("report_path %s: %w", c.ReportPath, imagefile.Reason(err))
+		return "", fmt.Errorf("report_path %s: %w", c.ReportPath, safefile.Reason(err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxReportBytes))

@@ -27,7 +27,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -63,9 +63,9 @@ const MaxFlagsPerCase = benchmark.NumQuestions * 3
 // ReadFlagged reads a report's flagged_items.csv: one row per flagged
 // question, columns found by name (key_id, question and reason required).
 func ReadFlagged(path string) ([]ItemFlag, error) {
-	data, err := imagefile.ReadFile(path, maxFlaggedBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(path, maxFlaggedBytes, safefile.Follow)
 	if err != nil {
-		return nil, fmt.Errorf("flagged items %s: %w", path, imagefile.Reason(err))
+		return nil, fmt.Errorf("flagged items %s: %w", path, safefile.Reason(err))
 	}
 	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1

@@ -17,8 +17,8 @@ import (
 	"io"
 	"regexp"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // Resolution statuses. Every status but Accepted excludes the case and is
@@ -88,9 +88,9 @@ var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // lacks key_id or a known decision, or carries a malformed digest, is an
 // error naming the file and the line.
 func ReadLog(path string) (*Log, error) {
-	f, err := imagefile.Open(path, imagefile.Follow)
+	f, err := safefile.Open(path, safefile.Follow)
 	if err != nil {
-		return nil, fmt.Errorf("reviews %s: %w", path, imagefile.Reason(err))
+		return nil, fmt.Errorf("reviews %s: %w", path, safefile.Reason(err))
 	}
 	defer f.Close()
 	return parseLog(path, f)
@@ -104,7 +104,7 @@ func parseLog(path string, r io.Reader) (*Log, error) {
 	l := &Log{Path: path, latest: map[string]*Line{}}
 	br := bufio.NewReaderSize(r, 1<<16)
 	for n := 1; ; n++ {
-		raw, rerr := imagefile.ReadLine(br, maxLogLine)
+		raw, rerr := safefile.ReadLine(br, maxLogLine)
 		if rerr != nil && rerr != io.EOF {
 			return nil, fmt.Errorf("reviews %s:%d: read error: %w", path, n, rerr)
 		}

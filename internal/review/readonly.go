@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/chexpercept/chexpercept/internal/appdb"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"modernc.org/sqlite"
 )
 
@@ -73,7 +73,7 @@ func notWritable(path string, err error) error {
 func statDB(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("review db %s: %w", path, imagefile.Reason(err))
+		return fmt.Errorf("review db %s: %w", path, safefile.Reason(err))
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("review db %s: not a regular file", path)

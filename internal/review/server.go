@@ -26,6 +26,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/render"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 )
 
@@ -623,9 +624,9 @@ const imageCacheControl = "private, max-age=3600"
 func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]byte, int, error) {
 	var buf bytes.Buffer
 	if kind == "cxr.png" {
-		data, err := imagefile.ReadFile(c.ImagePath, imagefile.MaxFileBytes, imagefile.Follow)
+		data, err := safefile.ReadFile(c.ImagePath, imagefile.MaxFileBytes, safefile.Follow)
 		if err != nil {
-			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %w", c.KeyID, imagefile.Reason(err))
+			return nil, http.StatusInternalServerError, fmt.Errorf("image of %s: %w", c.KeyID, safefile.Reason(err))
 		}
 		sum := sha256.Sum256(data)
 		if hex.EncodeToString(sum[:]) != c.ImageSHA256 {

@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/pycsv"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // Sheet headers (§4 review packs and reference sheet layouts).
@@ -85,7 +85,7 @@ func (s *Store) ExportCSV(ctx context.Context, dir string) error {
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("export %s: %w", dir, imagefile.Reason(err))
+		return fmt.Errorf("export %s: %w", dir, safefile.Reason(err))
 	}
 	if err := outdir.WriteMarker(filepath.Join(dir, SheetsMarker), []byte("written by chexpercept review export --csv\n")); err != nil {
 		return err

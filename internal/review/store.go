@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/appdb"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 )
@@ -124,9 +124,9 @@ func Open(path string) (*Store, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		if isPermission(err) {
-			return nil, &writeError{fmt.Sprintf("review db %s: the file is not writable (%v)", path, imagefile.Reason(err)), err}
+			return nil, &writeError{fmt.Sprintf("review db %s: the file is not writable (%v)", path, safefile.Reason(err)), err}
 		}
-		return nil, fmt.Errorf("review db %s: %w", path, imagefile.Reason(err))
+		return nil, fmt.Errorf("review db %s: %w", path, safefile.Reason(err))
 	}
 	f.Close()
 	// The read-write connection switches the file to WAL mode as it

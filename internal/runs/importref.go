@@ -11,13 +11,13 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/eval"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -86,7 +86,7 @@ func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 			return nil, fmt.Errorf("%s is the %s of the run directory %s that the import would write; copy it elsewhere first", file, name, dir)
 		}
 	}
-	data, err := imagefile.ReadFile(file, MaxReferenceBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(file, MaxReferenceBytes, safefile.Follow)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // ChexRow is the part of one CheXmask database row the builder uses.
@@ -55,9 +56,9 @@ var idColumns = []string{"dicom_id", "ImageID", "image_id"}
 // cannot be opened or parsed, or lacks a column, is an error naming the
 // file (and line).
 func ReadChexmask(path string, need map[string]bool, idColumn string) (*ChexTable, error) {
-	f, err := imagefile.Open(path, imagefile.Follow)
+	f, err := safefile.Open(path, safefile.Follow)
 	if err != nil {
-		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", imagefile.Reason(err))}
+		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", safefile.Reason(err))}
 	}
 	defer f.Close()
 	packed := &countReader{r: f}
@@ -255,14 +256,14 @@ func readChexmaskCached(path string, need map[string]bool, idColumn, workDir str
 	if workDir == "" {
 		return ReadChexmask(path, need, idColumn)
 	}
-	f, err := imagefile.Open(path, imagefile.Follow)
+	f, err := safefile.Open(path, safefile.Follow)
 	if err != nil {
-		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", imagefile.Reason(err))}
+		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", safefile.Reason(err))}
 	}
 	fi, err := f.Stat()
 	f.Close()
 	if err != nil {
-		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", imagefile.Reason(err))}
+		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", safefile.Reason(err))}
 	}
 	ids := slices.Sorted(maps.Keys(need))
 	h := sha256.New()
@@ -271,7 +272,7 @@ func readChexmaskCached(path string, need map[string]bool, idColumn, workDir str
 		fmt.Fprintf(h, "%s\x00", id)
 	}
 	cache := filepath.Join(workDir, "chexmask", hex.EncodeToString(h.Sum(nil))[:32]+".json")
-	if data, err := imagefile.ReadFile(cache, maxCacheBytes, imagefile.NoFollow); err == nil {
+	if data, err := safefile.ReadFile(cache, maxCacheBytes, safefile.NoFollow); err == nil {
 		var t ChexTable
 		if json.Unmarshal(data, &t) == nil && t.Rows != nil {
 			t.Path = path

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // shownProblems is how many bad inputs CheckInputs names before counting
@@ -148,7 +149,7 @@ func CheckImage(path string) error {
 // regularFile checks, never opening the file, that path is a regular file
 // or a link to one.
 func regularFile(path string) error {
-	err := imagefile.CheckRegular(path)
+	err := safefile.CheckRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return errors.New("no such file")
 	}
@@ -165,7 +166,7 @@ func checkImageHeader(path string) (format string, width, height int, err error)
 	}
 	format, width, height, err = imagefile.CheckHeader(path)
 	if err != nil {
-		return "", 0, 0, imagefile.Reason(err)
+		return "", 0, 0, safefile.Reason(err)
 	}
 	return format, width, height, nil
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -44,11 +44,11 @@ func (e *LineError) Error() string {
 // wherever they like and an absolute path states that intent explicitly.
 //
 // The file must be a regular file (a FIFO or device is refused at once,
-// see imagefile.Open) and no line may exceed MaxLineBytes.
+// see safefile.Open) and no line may exceed MaxLineBytes.
 func ReadSource(path string, cfg buildcfg.Config) (cases []*Case, isCandidates bool, err error) {
-	f, err := imagefile.Open(path, imagefile.Follow)
+	f, err := safefile.Open(path, safefile.Follow)
 	if err != nil {
-		return nil, false, &LineError{File: path, Msg: fmt.Sprintf("cannot read: %v", imagefile.Reason(err))}
+		return nil, false, &LineError{File: path, Msg: fmt.Sprintf("cannot read: %v", safefile.Reason(err))}
 	}
 	defer f.Close()
 	abs, err := filepath.Abs(path)
@@ -65,8 +65,8 @@ func ReadSource(path string, cfg buildcfg.Config) (cases []*Case, isCandidates b
 	ranked, lines := 0, 0
 	br := bufio.NewReaderSize(f, 1<<16)
 	for n := 1; ; n++ {
-		raw, rerr := imagefile.ReadLine(br, MaxLineBytes)
-		if errors.Is(rerr, imagefile.ErrLineTooLong) {
+		raw, rerr := safefile.ReadLine(br, MaxLineBytes)
+		if errors.Is(rerr, safefile.ErrLineTooLong) {
 			return nil, false, &LineError{File: path, Line: n, Msg: rerr.Error()}
 		}
 		if rerr != nil && rerr != io.EOF {

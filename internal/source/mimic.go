@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -63,9 +63,9 @@ func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string,
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := imagefile.Open(ilsJSON, imagefile.Follow)
+	f, err := safefile.Open(ilsJSON, safefile.Follow)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: cannot read: %w", ilsJSON, imagefile.Reason(err))
+		return nil, nil, fmt.Errorf("%s: cannot read: %w", ilsJSON, safefile.Reason(err))
 	}
 	defer f.Close()
 
@@ -430,7 +430,7 @@ func skipValue(dec *json.Decoder) error {
 // lineAt returns the 1-based line of byte offset off in file path (only
 // computed when reporting an error).
 func lineAt(path string, off int64) int {
-	f, err := imagefile.Open(path, imagefile.Follow)
+	f, err := safefile.Open(path, safefile.Follow)
 	if err != nil {
 		return 0
 	}

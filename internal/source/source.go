@@ -24,8 +24,8 @@ import (
 	"regexp"
 
 	"github.com/chexpercept/chexpercept/internal/frame"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // Case is one manifest or candidates line (§2.4). Paths are absolute, after
@@ -89,13 +89,13 @@ func ImageSHA256(c *Case) (string, error) {
 	return fileSHA256(c.Image, "image_unreadable", "image")
 }
 
-// openInput is imagefile.Open; tests replace it to inject a failure.
-var openInput = imagefile.Open
+// openInput is safefile.Open; tests replace it to inject a failure.
+var openInput = safefile.Open
 
 func fileSHA256(path, reason, what string) (string, error) {
-	f, err := openInput(path, imagefile.Follow)
+	f, err := openInput(path, safefile.Follow)
 	if err != nil {
-		return "", frame.Fail(reason, "%s %s: %v", what, path, imagefile.Reason(err))
+		return "", frame.Fail(reason, "%s %s: %v", what, path, safefile.Reason(err))
 	}
 	defer f.Close()
 	h := sha256.New()

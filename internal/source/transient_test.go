@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/frame"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // TestTransientReadFailsTheCommand: a failure to open an input that says
@@ -37,10 +37,10 @@ func TestTransientReadFailsTheCommand(t *testing.T) {
 		{syscall.ELOOP, false},
 	} {
 		t.Run(tc.errno.Error(), func(t *testing.T) {
-			openInput = func(path string, _ imagefile.Links) (*os.File, error) {
+			openInput = func(path string, _ safefile.Links) (*os.File, error) {
 				return nil, &fs.PathError{Op: "open", Path: path, Err: tc.errno}
 			}
-			t.Cleanup(func() { openInput = imagefile.Open })
+			t.Cleanup(func() { openInput = safefile.Open })
 			_, err := ImageSHA256(&Case{Image: img})
 			if err == nil {
 				t.Fatal("no error")

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // Builder side files checked when present (build.md §11). They lie outside
@@ -110,9 +110,9 @@ func readDeformation(root string, s *sink) (*ojson.Value, bool) {
 		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "%d bytes exceeds the %d-byte limit", fi.Size(), benchmark.MaxJSONSize)
 		return nil, false
 	}
-	f, err := imagefile.Open(name, imagefile.NoFollow)
+	f, err := safefile.Open(name, safefile.NoFollow)
 	if err != nil {
-		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "%v", imagefile.Reason(err))
+		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "%v", safefile.Reason(err))
 		return nil, false
 	}
 	defer f.Close()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // leftover reports names left by an interrupted write.
@@ -356,15 +357,15 @@ func readPNGHeader(r io.Reader) (pngHeader, error) {
 
 var colourTypeNames = map[byte]string{0: "greyscale", 2: "RGB", 3: "palette", 4: "greyscale+alpha", 6: "RGBA"}
 
-// openImage is imagefile.Open; tests replace it to inject a failure.
-var openImage = imagefile.Open
+// openImage is safefile.Open; tests replace it to inject a failure.
+var openImage = safefile.Open
 
 // checkImage checks one image file's header, and when opt.Deep is set and
 // the header is sane decodes it fully and checks its bytes against the
 // build's SHA256SUMS (opt.sums). It returns the decoded image's
 // digest (deep mode, decodable images within imagefile's limits), else nil.
 func checkImage(name, loc, key string, kind imageKind, opt Options, s *sink) *imageDigest {
-	f, err := openImage(name, imagefile.NoFollow)
+	f, err := openImage(name, safefile.NoFollow)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "cannot open: %v", err)
 		return nil

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -23,7 +23,7 @@ type sink struct{ f []Finding }
 func (s *sink) add(sev Severity, code, key, loc, format string, args ...any) {
 	f := Finding{Severity: sev, Code: code, KeyID: key, Location: loc, Message: textsafe.OneLine(fmt.Sprintf(format, args...))}
 	for _, a := range args {
-		if err, ok := a.(error); ok && imagefile.Transient(err) {
+		if err, ok := a.(error); ok && safefile.Transient(err) {
 			f.transient = err
 		}
 	}

@@ -25,8 +25,8 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -48,7 +48,7 @@ type Finding struct {
 	Message  string
 
 	// transient is the cause of a finding that only says a file could
-	// not be read for a passing reason (imagefile.Transient): Run fails
+	// not be read for a passing reason (safefile.Transient): Run fails
 	// with it instead of reporting the benchmark as invalid.
 	transient error
 }
@@ -194,14 +194,14 @@ func checkSums(root string, rep *Report, s *sink) *benchmark.Sums {
 		s.add(Info, "no_checksums", "", benchmark.SumsFileName, "absent: the files cannot be checked against the build that wrote them")
 		return nil
 	case err != nil:
-		s.add(Error, "file_changed", "", benchmark.SumsFileName, "unreadable, so no file can be checked against the build: %v", imagefile.Reason(err))
+		s.add(Error, "file_changed", "", benchmark.SumsFileName, "unreadable, so no file can be checked against the build: %v", safefile.Reason(err))
 		return nil
 	}
 	if rep.SHA256 != "" {
 		sumsFinding(sums.Check(benchmark.JSONName, rep.SHA256), "", benchmark.JSONName, s)
 	}
 	name := filepath.Join(root, benchmark.LesionsFileName)
-	if imagefile.CheckRegular(name) == nil {
+	if safefile.CheckRegular(name) == nil {
 		sumsFinding(sums.CheckFile(benchmark.LesionsFileName), "", benchmark.LesionsFileName, s)
 	}
 	return sums
@@ -217,7 +217,7 @@ func sumsFinding(err error, key, loc string, s *sink) {
 	case errors.As(err, &ce):
 		s.add(Error, "file_changed", key, loc, "SHA-256 differs from the one in %s: the file changed since the benchmark was built", benchmark.SumsFileName)
 	default:
-		s.add(Error, "file_changed", key, loc, "cannot be checked against %s: %v", benchmark.SumsFileName, imagefile.Reason(err))
+		s.add(Error, "file_changed", key, loc, "cannot be checked against %s: %v", benchmark.SumsFileName, safefile.Reason(err))
 	}
 }
 

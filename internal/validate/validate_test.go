@@ -21,9 +21,9 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // sampleDir is the committed hand-made benchmark shared with package
@@ -925,13 +925,13 @@ func TestTransientReadIsNoFinding(t *testing.T) {
 	} {
 		t.Run(tc.errno.Error(), func(t *testing.T) {
 			var n atomic.Int64
-			openImage = func(name string, l imagefile.Links) (*os.File, error) {
+			openImage = func(name string, l safefile.Links) (*os.File, error) {
 				if n.Add(1) == 2 {
 					return nil, &fs.PathError{Op: "open", Path: name, Err: tc.errno}
 				}
-				return imagefile.Open(name, l)
+				return safefile.Open(name, l)
 			}
-			t.Cleanup(func() { openImage = imagefile.Open })
+			t.Cleanup(func() { openImage = safefile.Open })
 			rep, err := Check(sampleDir)
 			if tc.transient {
 				if err == nil || !errors.Is(err, tc.errno) || errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "cannot read chexpercept/") {

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // MaxPEMBytes bounds a TLS certificate or key file (a chain is a few
@@ -25,13 +25,13 @@ const ShutdownGrace = 5 * time.Second
 // that they make a pair. Errors name the files by the apps' flags
 // (--tls-cert, --tls-key).
 func LoadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
-	certPEM, err := imagefile.ReadFile(certFile, MaxPEMBytes, imagefile.Follow)
+	certPEM, err := safefile.ReadFile(certFile, MaxPEMBytes, safefile.Follow)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-cert %s: %w", certFile, imagefile.Reason(err))
+		return tls.Certificate{}, fmt.Errorf("--tls-cert %s: %w", certFile, safefile.Reason(err))
 	}
-	keyPEM, err := imagefile.ReadFile(keyFile, MaxPEMBytes, imagefile.Follow)
+	keyPEM, err := safefile.ReadFile(keyFile, MaxPEMBytes, safefile.Follow)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-key %s: %w", keyFile, imagefile.Reason(err))
+		return tls.Certificate{}, fmt.Errorf("--tls-key %s: %w", keyFile, safefile.Reason(err))
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {

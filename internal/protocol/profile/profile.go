@@ -18,8 +18,8 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
@@ -114,7 +114,7 @@ const maxProfileBytes = yamlerr.MaxFileBytes
 // Load reads a profile file. Warnings (texts ending in a newline) are
 // returned separately; they do not stop a run.
 func Load(path string) (*Profile, []string, error) {
-	data, err := imagefile.ReadFile(path, maxProfileBytes, imagefile.Follow)
+	data, err := safefile.ReadFile(path, maxProfileBytes, safefile.Follow)
 	if err != nil {
 		return nil, nil, fmt.Errorf("prompt profile: %w", err)
 	}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package imagefile
+package safefile
 
 // Elsewhere the stat checks before and after opening carry the rule.
 const (

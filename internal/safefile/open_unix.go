@@ -1,6 +1,6 @@
 //go:build unix
 
-package imagefile
+package safefile
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package imagefile
+package safefile
 
 import (
 	"errors"

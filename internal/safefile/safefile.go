@@ -1,6 +1,6 @@
-// Package imagefile is the one way chexpercept opens a file that a user
+// Package safefile is the one way chexpercept opens a file that a user
 // named (in a flag, a manifest, a candidates file, a review database or a
-// benchmark directory) and the one way it decodes an image.
+// benchmark directory).
 //
 // Opening never blocks and never reads a file that is not a regular file:
 // the path is stat'ed first, then opened with O_NONBLOCK, and the opened
@@ -19,15 +19,9 @@
 //     (O_NOFOLLOW).
 //
 // Reads are bounded: ReadFile takes a byte cap and refuses a larger file
-// before reading it.
-//
-// Images: PNG and JPEG only, recognised by their signature. Every header is
-// checked against one limit before any pixel buffer is allocated (see
-// CheckSize): at most MaxSide per side, MaxPixels in all, and at most
-// MaxDecodedBytes for what the decoder will allocate. A 1 KB PNG claiming
-// 100000×100000 is therefore refused in microseconds instead of asking for
-// tens of gigabytes.
-package imagefile
+// before reading it, and ReadLine a line cap. Images are decoded by
+// package imagefile, on top of this one.
+package safefile
 
 import (
 	"bufio"
@@ -56,8 +50,8 @@ var ErrNotRegular = errors.New("not a regular file")
 // NoFollow.
 var ErrSymlink = errors.New("is a symbolic link; refusing to follow it")
 
-// ErrTooLarge is wrapped by the error for a file over a ReadFile cap and
-// for an image whose header is over the size limit.
+// ErrTooLarge is wrapped by the error for a file over a ReadFile cap (and,
+// in package imagefile, for an image whose header is over the size limit).
 var ErrTooLarge = errors.New("too large")
 
 type notRegular struct{ kind string }
