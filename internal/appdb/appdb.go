@@ -118,11 +118,11 @@ func CheckSchema(db *sql.DB, schemaID string) error {
 
 // SQLite's primary result codes that say the file is not this app's
 // database; any other failure (an I/O error, a full disk, no memory, a
-// busy lock) says nothing about what the file is.
+// busy lock, a page that reads as corrupt, which a failed read also
+// gives) says nothing about what the file is.
 const (
-	sqliteError   = 1  // SQLITE_ERROR: e.g. no meta table
-	sqliteCorrupt = 11 // SQLITE_CORRUPT
-	sqliteNotADB  = 26 // SQLITE_NOTADB
+	sqliteError  = 1  // SQLITE_ERROR: e.g. no meta table
+	sqliteNotADB = 26 // SQLITE_NOTADB
 )
 
 // wrongSchema is CheckSchema's error for a meta table naming another
@@ -144,7 +144,7 @@ func IsForeign(err error) bool {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
-		case sqliteError, sqliteCorrupt, sqliteNotADB:
+		case sqliteError, sqliteNotADB:
 			return true
 		}
 	}

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -475,8 +476,9 @@ func (d *runner) evaluate() error {
 		return err
 	}
 	d.say("eval in process: baseline oracle: %s … %s", counts(s), time.Since(t).Round(time.Millisecond))
-	d.note("(the baseline named oracle answers every question right. Every run uses the oracle mode implicit:" +
-		" after a wrong answer the model is shown the right one, so each stage is also scored on its own)")
+	d.note("(the baseline named oracle answers every question right)")
+	d.note("oracle mode implicit: after a wrong answer the model is shown the right one, so each stage is" +
+		" also scored on its own; every run of the demo uses it")
 	d.res.RunDirs = append(d.res.RunDirs, s.RunDir)
 
 	t = time.Now()
@@ -526,7 +528,7 @@ func (d *runner) evaluate() error {
 	d.say("eval over HTTP: %d simulated models (serve-baseline --policy simulated on loopback ports, provider openai), concurrently … %s",
 		len(simModels), time.Since(t).Round(time.Millisecond))
 	for i, m := range simModels {
-		d.note("%-18s %-8s set to be right at stages 1-4 in %s %%: %s", m.name, m.domain, percents(m.accuracy), counts(outs[i].sum))
+		d.note("%s (%s): set to be right at stages 1-4 in %s %% of questions; %s", m.name, m.domain, percents(m.accuracy), counts(outs[i].sum))
 	}
 	last := outs[len(simModels)]
 	d.say("eval in process: baseline random (alongside): %s … %s", counts(last.sum), last.took.Round(time.Millisecond))
@@ -537,7 +539,7 @@ func (d *runner) evaluate() error {
 func percents(a [4]float64) string {
 	parts := make([]string, len(a))
 	for i, x := range a {
-		parts[i] = strconv.FormatFloat(100*x, 'f', -1, 64)
+		parts[i] = strconv.FormatFloat(math.Round(1000*x)/10, 'f', -1, 64)
 	}
 	return strings.Join(parts, "/")
 }

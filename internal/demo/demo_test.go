@@ -202,8 +202,10 @@ func TestDemoEndToEnd(t *testing.T) {
 // the simulated models differ in skill.
 func checkFindingsAndFlags(t *testing.T, out string, res *Result) {
 	t.Helper()
+	// A long line is wrapped onto lines indented two more than its own.
+	out = strings.ReplaceAll(out, "\n"+detail+"  ", " ")
 	md := string(readFile(t, filepath.Join(res.Report, "report.md")))
-	verdict := regexp.MustCompile(`finding, claim [12] \([a-z ]+\), oracle implicit: (supported|not supported|undecided at this sample size)\. \S`)
+	verdict := regexp.MustCompile(`finding \(oracle mode implicit\), claim [12], [a-z ]+: (supported|not supported|undecided at this sample size)\. \S`)
 	if n := len(verdict.FindAllString(out, -1)); n != 2 {
 		t.Errorf("output has %d findings verdict lines, want 2 (one per claim):\n%s", n, out)
 	}
@@ -214,7 +216,7 @@ func checkFindingsAndFlags(t *testing.T, out string, res *Result) {
 	if !strings.Contains(md, "## Findings") || strings.Contains(md, "No findings section") {
 		t.Error("report.md has no findings section")
 	}
-	flag := regexp.MustCompile(`flag \S+ T\d \S+: (unanimous_wrong|majority_wrong)[^\n]* — \d of \d models answered \S+, the ground truth is \S+`)
+	flag := regexp.MustCompile(`flag: \S+, question "[^"]+": \d of \d models answered "[^"]+"; the ground truth is "[^"]+"`)
 	if !flag.MatchString(out) {
 		t.Errorf("output shows no item-health flag with its reason:\n%s", out)
 	}
@@ -222,7 +224,7 @@ func checkFindingsAndFlags(t *testing.T, out string, res *Result) {
 	if !mdFlag.MatchString(md) || strings.Contains(md, "Not computed") {
 		t.Error("report.md lists no flagged item with its reason")
 	}
-	review := regexp.MustCompile(`chexpercept review init --source \S+manifest\.jsonl --only (\S+) --review-db \S+`)
+	review := regexp.MustCompile(`chexpercept review init \\\s+--source \S+manifest\.jsonl \\\s+--only (\S+) \\\s+--review-db \S+`)
 	if m := review.FindStringSubmatch(out); m == nil {
 		t.Errorf("output lacks the review init --only command:\n%s", out)
 	} else if m[1] != filepath.Join(res.Report, report.FlaggedItemsFile) || !exists(m[1]) {

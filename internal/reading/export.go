@@ -106,7 +106,7 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 			dir := eval.RunDir(out, runName(a.model), oracle, nil)
 			recs, keys, err := readerRecords(ctx, s, bench, st, r, a.unaided)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", r.Name, err)
+				return nil, fmt.Errorf("reading db %s: %s: %w", s.Path, r.Name, err)
 			}
 			if len(recs) == 0 { // a run without a record is no run: report would only warn about it
 				outRuns = append(outRuns, ExportedRun{Reader: r.Name, Arm: a.name, Selected: len(keys)})

@@ -89,7 +89,12 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 		return nil, 0, err
 	}
 	if warning != "" && o.Log != nil {
-		fmt.Fprintf(o.Log, "warning: %s\n", warning)
+		// Said once the study exists: a refused init says only why.
+		defer func() {
+			if err == nil {
+				fmt.Fprintf(o.Log, "warning: %s\n", warning)
+			}
+		}()
 	}
 	// Every selected record must be plannable: a record the protocol
 	// cannot lay out would stop every reader at it. Its images must be

@@ -143,6 +143,7 @@ type stats struct {
 	mu       sync.Mutex
 	lat      map[string][]time.Duration // by kind of request
 	errs     map[string]int             // "kind status" → count
+	firstErr string                     // the first transport error
 	finished int
 }
 
@@ -153,6 +154,15 @@ func (s *stats) add(kind string, d time.Duration, code int) {
 	if code < 0 || code >= 400 {
 		s.errs[fmt.Sprintf("%s %d", kind, code)]++
 	}
+}
+
+// transport keeps the first transport error (status -1) for the summary.
+func (s *stats) transport(err error) {
+	s.mu.Lock()
+	if s.firstErr == "" {
+		s.firstErr = err.Error()
+	}
+	s.mu.Unlock()
 }
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -192,6 +202,9 @@ func (s *stats) print(w io.Writer, app string, users int, took time.Duration, ti
 	if len(errs) > 0 {
 		fmt.Fprintf(w, "  errors: %s\n", strings.Join(errs, ", "))
 	}
+	if s.firstErr != "" {
+		fmt.Fprintf(w, "  first transport error (status -1): %s\n", s.firstErr)
+	}
 }
 
 type client struct {
@@ -224,6 +237,7 @@ func (c *client) do(kind, method, path string, form url.Values, hdr map[string]s
 	if err != nil {
 		if !errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
 			c.st.add(kind, time.Since(t), -1)
+			c.st.transport(err)
 		}
 		return -1, ""
 	}
@@ -231,7 +245,10 @@ func (c *client) do(kind, method, path string, form url.Values, hdr map[string]s
 	resp.Body.Close()
 	d := time.Since(t)
 	if err != nil {
-		c.st.add(kind, d, -1)
+		if !errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
+			c.st.add(kind, d, -1)
+			c.st.transport(err)
+		}
 		return -1, ""
 	}
 	c.st.add(kind, d, resp.StatusCode)
