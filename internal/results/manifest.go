@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/safefile"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // ManifestSchema names the manifest format.
@@ -145,13 +146,10 @@ func (s Selection) Hash() string {
 // ShortHash abbreviates a hex digest of the manifest (dataset, profile)
 // for messages: its first 12 digits and "…", or "(none)" when empty.
 func ShortHash(h string) string {
-	switch {
-	case h == "":
+	if h == "" {
 		return "(none)"
-	case len(h) > 12:
-		return h[:12] + "…"
 	}
-	return h
+	return textsafe.Clip(h, 12)
 }
 
 // ModelInfo identifies the model and where it was reached.
