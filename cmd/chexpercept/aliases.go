@@ -58,6 +58,8 @@ func benchmarkArgs(cmd *cobra.Command, args []string) error {
 		return errors.New("give the benchmark once: --benchmark BENCH_DIR (a positional BENCH_DIR is the older spelling)")
 	case len(args) == 0 && !cmd.Flags().Changed("benchmark"):
 		return fmt.Errorf("missing --benchmark BENCH_DIR (usage: %s)", cmd.UseLine())
+	case len(args) == 1:
+		return checkBenchmarkDir("", args[0])
 	}
 	return nil
 }

@@ -142,6 +142,5 @@ written; a build removes only bundle folders a build recorded as its own.`,
 	f.BoolVar(&strict, "strict-targets", false, "exit 3 when a target is not reached")
 	f.StringVar(&configPath, "config", "", "YAML configuration (build.md §2.5)")
 	f.BoolVar(&measureFloor, "measure-png-floor", false, "after assembly, time the re-encoding of every bundle and mask PNG by image/png at its default level, the floor the build is compared with (build_timing.json)")
-	f.MarkHidden("measure-png-floor")
 	return cmd
 }

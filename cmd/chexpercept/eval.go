@@ -20,13 +20,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // evalFlags holds eval's flag values. Flags that map one to one onto
@@ -98,6 +98,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.prov, "provider", "", "opensource (or vllm) | openai | azure | gemini | baseline (required)")
 	f.StringVar(&fl.model, "model", "", "registry alias, raw model id, or baseline policy (random|first|oracle) (required)")
 	f.StringVar(&o.OutDir, "out", "", "results folder; the run directory is created inside it (required)")
+	f.StringVar(&o.RunName, "run-name", "", "name of the run directory instead of <provider>_<model>[_no_thinking][_strict] (letters, digits, '.', '_', '-'), e.g. to report two sampling settings side by side")
 	f.StringArrayVar(&o.Endpoints, "endpoint", nil, "server base URL, e.g. http://127.0.0.1:8000/v1 (repeatable)")
 	f.BoolVar(&o.NoPreflight, "no-preflight", false, "do not ask the server who it is before the run (for servers without a models endpoint); the identity is then the endpoint list, unverified")
 	f.StringVar(&fl.oracle, "oracle", "implicit", "oracle mode: none | implicit | explicit")
@@ -150,6 +151,11 @@ func (fl *evalFlags) run(cmd *cobra.Command) error {
 	if err := fl.genOptions(cmd.Flags()); err != nil {
 		return withExit(2, err)
 	}
+	if cmd.Flags().Changed("run-name") {
+		if err := eval.CheckRunName(fl.o.RunName); err != nil {
+			return withExit(2, fmt.Errorf("--run-name: %w", err))
+		}
+	}
 	o := &fl.o
 	o.Log = os.Stderr
 	o.TTY = isTerminal(os.Stderr)
@@ -183,7 +189,7 @@ func (fl *evalFlags) protocolOptions() error {
 			return err
 		}
 		for _, w := range warns {
-			fmt.Fprintln(os.Stderr, "warning:", benchmark.OneLine(w))
+			fmt.Fprintln(os.Stderr, "warning:", textsafe.OneLine(w))
 		}
 		o.Profile = p
 	}
@@ -211,8 +217,10 @@ func (fl *evalFlags) modelOptions() error {
 	if notice != "" {
 		fmt.Fprintln(os.Stderr, "notice:", notice+rawModelHint(reg, fl.prov, fl.model))
 	}
-	if m.Price == nil && m.Backend != runmodel.BackendBaseline {
-		fmt.Fprintf(os.Stderr, "warning: no price entry matches model id %q; cost will be null\n", m.ModelID)
+	// Open models are unpriced on purpose (the registry lists them so);
+	// an API model, billed per token, should have a price.
+	if m.Price == nil && m.Provider != "opensource" && m.Backend != runmodel.BackendBaseline {
+		fmt.Fprintf(os.Stderr, "warning: no price entry matches model id %q; cost will be null (add it with --prices)\n", m.ModelID)
 	}
 	o.Model = m
 	return nil
@@ -370,9 +378,9 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 		k = strings.TrimSpace(k)
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("--extra-body %s has no '=': %s", clipQuote(a), want)
+			return nil, fmt.Errorf("--extra-body %s has no '=': %s", textsafe.QuoteClipped(a, 60), want)
 		case k == "":
-			return nil, fmt.Errorf("--extra-body %s has no key before '=': %s", clipQuote(a), want)
+			return nil, fmt.Errorf("--extra-body %s has no key before '=': %s", textsafe.QuoteClipped(a, 60), want)
 		}
 		if err := runmodel.CheckExtraKey(k); err != nil {
 			if f, ok := samplingFlags[strings.ToLower(k)]; ok {
@@ -384,12 +392,12 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 			return nil, fmt.Errorf("--extra-body %s: the values are more than %d bytes together", k, runmodel.MaxExtraBodyBytes)
 		}
 		if !utf8.ValidString(v) {
-			return nil, fmt.Errorf("--extra-body %s: value %s is not valid UTF-8", k, clipQuote(v))
+			return nil, fmt.Errorf("--extra-body %s: value %s is not valid UTF-8", k, textsafe.QuoteClipped(v, 60))
 		}
 		var val any
 		if err := json.Unmarshal([]byte(v), &val); err != nil {
 			return nil, fmt.Errorf("--extra-body %s: value %s is not valid JSON (%v); a string needs JSON quotes, e.g. %s='\"text\"'",
-				k, clipQuote(v), err, k)
+				k, textsafe.QuoteClipped(v, 60), err, k)
 		}
 		if _, dup := m[k]; dup {
 			return nil, fmt.Errorf("--extra-body %s is given twice", k)
@@ -400,20 +408,6 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 		m[k] = json.RawMessage(v)
 	}
 	return m, nil
-}
-
-// clipQuote quotes s for an error message, cut to its first 60 bytes
-// (on a rune boundary) with its length when longer.
-func clipQuote(s string) string {
-	const keep = 60
-	if len(s) <= keep {
-		return strconv.Quote(s)
-	}
-	cut := keep
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
 // interruptGrace is how long the calls in flight may still take after

@@ -19,6 +19,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/runs"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // refPathSettings reads provider, model, flags and oracle mode from a
@@ -147,7 +148,7 @@ is replaced only with --force, and one holding anything else is refused
 				return withExit(2, err)
 			}
 			if notice != "" {
-				fmt.Fprintln(os.Stderr, "notice:", benchmark.OneLine(notice))
+				fmt.Fprintln(os.Stderr, "notice:", textsafe.OneLine(notice))
 			}
 			bench, err := benchmark.Load(benchDir)
 			if err != nil {
@@ -171,7 +172,7 @@ is replaced only with --force, and one holding anything else is refused
 				fmt.Fprintf(os.Stderr, "notice: the file's token_usage names model_id %q; recording it instead of %q\n", rep.FileModelID, m.ModelID)
 			}
 			for _, w := range rep.Warnings {
-				fmt.Fprintln(os.Stderr, "warning:", benchmark.OneLine(w))
+				fmt.Fprintln(os.Stderr, "warning:", textsafe.OneLine(w))
 			}
 			fmt.Fprintf(os.Stderr, "imported %d records of %d in the benchmark as %s, oracle %s, %s parse (%s); timing, finish reasons and dropped records are not recoverable from all_results.json\n",
 				rep.Records, len(bench.Records), rep.RunName, om, pmode, time.Since(start).Round(time.Millisecond))

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // exitError carries a process exit status through cobra's error return.
@@ -80,6 +80,9 @@ func newRootCmd() *cobra.Command {
 		Short:         "Build, evaluate and report CheXpercept-style chest X-ray lesion-perception benchmarks",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A mistaken path flag is refused, with the fix, before any
+		// command reads it (paths.go).
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return withExit(2, checkPathFlags(cmd)) },
 	}
 	root.AddCommand(subcommands()...)
 	return root
@@ -100,7 +103,7 @@ func main() {
 	if !errors.Is(err, errSilent) {
 		// Keys and paths in errors come from files: escape what a
 		// terminal would act on (ESC, bidi overrides) rather than show.
-		fmt.Fprintln(os.Stderr, "chexpercept:", benchmark.Printable(err.Error()))
+		fmt.Fprintln(os.Stderr, "chexpercept:", textsafe.Printable(err.Error()))
 	}
 	os.Exit(code)
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // newModelsCmd returns the command models: the model registry.
@@ -60,6 +60,9 @@ model; then argv is empty and no serve line is printed).`,
 			entries := reg.Entries()
 			if len(args) == 1 {
 				e, ok := reg.Lookup(args[0])
+				if byID := reg.ByModelID("", args[0]); !ok && len(byID) == 1 {
+					e, ok = byID[0], true // an entry named by its model id
+				}
 				if !ok {
 					return withExit(2, fmt.Errorf("%q is not a registry alias%s", args[0], rawModelHint(reg, "", args[0])))
 				}
@@ -155,7 +158,7 @@ func writeModelDetail(w io.Writer, m registry.ModelInfo, priceSource string) err
 			row("vllm version", ">= "+m.VLLM.MinVersion)
 		}
 	}
-	row("eval", fmt.Sprintf("chexpercept eval --provider %s --model %s ...", m.Provider, registry.ShellQuote(m.Alias)))
+	row("eval", fmt.Sprintf("chexpercept eval --provider %s --model %s ...", m.Provider, textsafe.ShellQuote(m.Alias)))
 	return tw.Flush()
 }
 
@@ -219,7 +222,7 @@ func orDash(s string) string {
 
 // cell quotes a value from a user's YAML that holds control characters,
 // so it cannot break the table or the terminal.
-func cell(s string) string { return benchmark.OneLine(s) }
+func cell(s string) string { return textsafe.OneLine(s) }
 
 // didYouMean is the hint for a name that is no alias: ", did you mean
 // A or B? (see `chexpercept models`)", naming the provider of an alias

@@ -144,7 +144,7 @@ func TestModelsUserFiles(t *testing.T) {
 
 // TestModelsEscapesNames: a model id and a display
 // name with a bidi override and a newline are printed escaped
-// (benchmark.OneLine), in the table and in the detail view.
+// (textsafe.OneLine), in the table and in the detail view.
 func TestModelsEscapesNames(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "m.yaml")
 	os.WriteFile(f, []byte("- {alias: evil, provider: opensource, backend: vllm, model_id: \"a\\u202eb\\nc\", display_name: \"d\\u2066e\"}\n"), 0o644)
@@ -238,7 +238,7 @@ func TestEvalSuggestsAliases(t *testing.T) {
 		prov, model, want string
 	}{
 		{"opensource", "medgema", "no quirks; did you mean medgemma? (see `chexpercept models`)\n"},
-		{"opensource", "Qwen/Qwen3.6-27B", "did you mean qwen3.6-27b? (see `chexpercept models`)\n"},
+		{"opensource", "qwen3.6-27", "did you mean qwen3.6-27b or qwen3.5? (see `chexpercept models`)\n"},
 		{"gemini", "gemini-3-pro", "did you mean gemini-3.1-pro? (see `chexpercept models`)\n"},
 		{"gemini", "medgema", "did you mean medgemma (--provider opensource)? (see `chexpercept models`)\n"},
 		{"opensource", "Qwen/Qwen2.5-VL-7B-Instruct", "no quirks; `chexpercept models` lists the registry aliases\n"},
@@ -250,6 +250,28 @@ func TestEvalSuggestsAliases(t *testing.T) {
 		if code != 0 || !strings.Contains(stderr, "notice: ") || !strings.Contains(stderr, tc.want) {
 			t.Errorf("eval --provider %s --model %s: exit %d\nstdout %s\nstderr %s\nwant %q", tc.prov, tc.model, code, stdout, stderr, tc.want)
 		}
+	}
+}
+
+// TestModelByModelID: --model (and `models NAME`) accept a registry
+// entry's model id as well as its alias: the run is the alias's, with no
+// notice of a raw id.
+func TestModelByModelID(t *testing.T) {
+	for _, tc := range []struct{ prov, model, run string }{
+		{"opensource", "Qwen/Qwen3.6-27B", "opensource_qwen3.6-27b"},
+		{"opensource", "qwen3.6-27b", "opensource_qwen3.6-27b"},
+		{"gemini", "gemini-3.1-pro-preview", "gemini_gemini-3.1-pro"},
+	} {
+		out := t.TempDir()
+		stdout, stderr, code := runCLIEnv(t, nil, "eval", "--benchmark", "../../internal/benchmark/testdata/sample", "--provider", tc.prov,
+			"--model", tc.model, "--out", out, "--dry-run", "--limit", "1")
+		if want := filepath.Join(out, tc.run, "oracle_implicit"); code != 0 || !strings.Contains(stdout, want) || strings.Contains(stderr, "notice:") {
+			t.Errorf("eval --provider %s --model %s: exit %d, want a run in %s and no notice\nstdout %s\nstderr %s", tc.prov, tc.model, code, want, stdout, stderr)
+		}
+	}
+	stdout, _, code := runCLI(t, "models", "Qwen/Qwen3.6-27B")
+	if code != 0 || !strings.Contains(stdout, "qwen3.6-27b") {
+		t.Errorf("models Qwen/Qwen3.6-27B: exit %d\n%s", code, stdout)
 	}
 }
 

@@ -75,7 +75,7 @@ the database file's name without its extension).`,
 				return withExit(2, err)
 			}
 			creds, records, err := reading.Init(cmd.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
-				Study: study, Aid: aid})
+				Study: study, Aid: aid, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return withExit(2, err)
 			}
@@ -144,6 +144,9 @@ sessions, CSRF and throttling are the review app's (see review serve).`,
 				return withExit(2, err)
 			}
 			app.Secure = useTLS
+			if app.Warning != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", app.Warning)
+			}
 			if !quiet {
 				app.Log = log.New(cmd.ErrOrStderr(), "read: ", log.LstdFlags)
 			}

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/report"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
 
@@ -94,7 +94,7 @@ deletes nothing.`,
 			}
 			if res != nil {
 				for _, w := range res.Warnings {
-					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", benchmark.OneLine(w))
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", textsafe.OneLine(w))
 				}
 			}
 			if err != nil {

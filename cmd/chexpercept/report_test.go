@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,5 +97,70 @@ func TestReportCommandIncompleteRun(t *testing.T) {
 				t.Errorf("stdout %q stderr %q", stdout, stderr)
 			}
 		})
+	}
+}
+
+// TestRunNameKeepsRunsApart: two runs of one model that differ only in a
+// setting share a run name, so a report over both folders leaves the
+// second out (and says how to avoid it); with --run-name (checked like
+// every name, recorded in the manifest) both are reported.
+func TestRunNameKeepsRunsApart(t *testing.T) {
+	tmp := t.TempDir()
+	bench := "../../internal/benchmark/testdata/sample"
+	eval := func(out string, extra ...string) {
+		args := append([]string{"eval", "--benchmark", bench, "--provider", "baseline", "--model", "random", "--out", out, "--cache-dir", filepath.Join(tmp, "cache")}, extra...)
+		if _, stderr, code := runCLIEnv(t, nil, args...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, stderr)
+		}
+	}
+	a, b, c := filepath.Join(tmp, "results"), filepath.Join(tmp, "results_seed2"), filepath.Join(tmp, "results_same")
+	eval(a)
+	eval(b, "--policy-seed", "2", "--run-name", "baseline_random_seed2")
+	eval(c, "--policy-seed", "2")
+	man, err := os.ReadFile(filepath.Join(b, "baseline_random_seed2", "oracle_implicit", "manifest.json"))
+	if err != nil || !strings.Contains(string(man), `"run_name": "baseline_random_seed2"`) {
+		t.Errorf("manifest does not record the run name (%v):\n%.400s", err, man)
+	}
+	for _, tc := range []struct {
+		name    string
+		in      string
+		runs    []string
+		leftOut bool
+	}{
+		{"named apart", b, []string{"baseline_random", "baseline_random_seed2"}, false},
+		{"same name", c, []string{"baseline_random"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "report")
+			stdout, stderr, code := runCLIEnv(t, nil, "report", a, tc.in, "--out", out, "--bootstrap", "10")
+			if code != 0 {
+				t.Fatalf("report: exit %d\n%s%s", code, stdout, stderr)
+			}
+			sum, err := os.ReadFile(filepath.Join(out, "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("report: %d run(s)", len(tc.runs)); !strings.HasPrefix(stdout, want) {
+				t.Errorf("stdout %q, want %q…", stdout, want)
+			}
+			for _, r := range tc.runs {
+				if !strings.Contains(string(sum), `"`+r+`"`) {
+					t.Errorf("summary.json does not name run %s", r)
+				}
+			}
+			if got := strings.Contains(stderr, "left out") && strings.Contains(stderr, "--run-name"); got != tc.leftOut {
+				t.Errorf("a run left out with a --run-name hint: %v, want %v\n%s", got, tc.leftOut, stderr)
+			}
+		})
+	}
+	for _, bad := range []string{"../x", "a b", ".hidden", ""} {
+		_, stderr, code := runCLIEnv(t, nil, "eval", "--benchmark", bench, "--provider", "baseline", "--model", "random",
+			"--out", filepath.Join(tmp, "bad"), "--run-name", bad)
+		if code != 2 || !strings.Contains(stderr, "--run-name") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("--run-name %q: exit %d\n%s", bad, code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(tmp, "bad")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("--run-name %q: the results folder was created", bad)
+		}
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log"
@@ -17,10 +15,10 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
-	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/source"
+	"github.com/chexpercept/chexpercept/internal/webapp"
 )
 
 // newReviewCmd returns the command review: the expert review of candidate
@@ -478,72 +476,14 @@ func checkListen(cmd *cobra.Command, listen string, useTLS bool) error {
 	return nil
 }
 
-// maxPEMBytes bounds --tls-cert and --tls-key (a certificate chain is a
-// few kilobytes).
-const maxPEMBytes = 1 << 20
-
-// loadKeyPair reads the TLS certificate and key the way every user-named
-// file is read (regular files only, never blocking, bounded) and checks
-// that they make a pair.
-func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
-	certPEM, err := imagefile.ReadFile(certFile, maxPEMBytes, imagefile.Follow)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-cert %s: %w", certFile, imagefile.Reason(err))
-	}
-	keyPEM, err := imagefile.ReadFile(keyFile, maxPEMBytes, imagefile.Follow)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-key %s: %w", keyFile, imagefile.Reason(err))
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", certFile, keyFile, err)
-	}
-	return pair, nil
-}
-
 // serveApp serves a web app (review, reading) on listen, over TLS when a
 // certificate is given, printing its URL, until SIGINT or SIGTERM.
 func serveApp(cmd *cobra.Command, h http.Handler, listen, certFile, keyFile string) error {
-	useTLS := certFile != ""
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if useTLS {
-		// Loaded here, before the URL is printed: a FIFO or a huge file
-		// named as the certificate must not leave a server that
-		// announces itself and then never answers.
-		pair, err := loadKeyPair(certFile, keyFile)
-		if err != nil {
-			return withExit(2, err)
-		}
-		tlsConfig.Certificates = []tls.Certificate{pair}
-	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return withExit(2, fmt.Errorf("--listen %s: %w", listen, err))
-	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
-		TLSConfig: tlsConfig}
-	scheme := "http"
-	if useTLS {
-		scheme = "https"
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s://%s/\n", scheme, ln.Addr())
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	errc := make(chan error, 1)
-	go func() {
-		if useTLS {
-			errc <- hs.ServeTLS(ln, "", "") // the pair is in TLSConfig
-		} else {
-			errc <- hs.Serve(ln)
-		}
-	}()
-	select {
-	case err := <-errc:
+	srv := webapp.Server{Listen: listen, CertFile: certFile, KeyFile: keyFile, URL: cmd.OutOrStdout()}
+	if err := srv.Serve(ctx, h); err != nil {
 		return withExit(2, err)
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return hs.Shutdown(sctx)
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
+	"github.com/chexpercept/chexpercept/internal/webapp"
 )
 
 // TestServeTLSFilesBounded: a FIFO or an oversized file named as the TLS
@@ -32,7 +33,7 @@ func TestServeTLSFilesBounded(t *testing.T) {
 		t.Skipf("mkfifo: %v", err)
 	}
 	big := filepath.Join(dir, "big.pem")
-	if err := os.WriteFile(big, bytes.Repeat([]byte("A"), maxPEMBytes+1), 0o600); err != nil {
+	if err := os.WriteFile(big, bytes.Repeat([]byte("A"), webapp.MaxPEMBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ cert, key, want string }{

@@ -54,7 +54,7 @@ Exit status: 0 no errors, 1 at least one error, 2 the validator could not run.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&bench, "benchmark", "", "benchmark directory (holds chexpercept.json)")
-	f.BoolVar(&opt.Deep, "deep", false, "decode every image fully instead of reading PNG headers only")
+	f.BoolVar(&opt.Deep, "deep", false, "decode every image fully instead of reading PNG headers only, and check the files against the build's SHA256SUMS")
 	f.BoolVar(&opt.Strict, "strict", false, "treat warnings as errors")
 	f.BoolVar(&opt.SkipImages, "skip-images", false, "skip the file and image checks (path-safety checks of the JSON still run)")
 	f.BoolVar(&opt.ExpectFull, "expect-full", false, "warn when the composition is not 100 LF / 100 RF / 100 RR per lesion")

@@ -135,9 +135,9 @@ type RunResult struct {
 }
 
 // Stage returns the stage cell, or nil.
-func (r *RunResult) Stage(path benchmark.Path, lesion string, k benchmark.Stage) *StageCell {
-	for i := range r.Stages {
-		c := &r.Stages[i]
+func (rr *RunResult) Stage(path benchmark.Path, lesion string, k benchmark.Stage) *StageCell {
+	for i := range rr.Stages {
+		c := &rr.Stages[i]
 		if c.Path == path && c.Lesion == lesion && c.Stage == k {
 			return c
 		}
@@ -146,9 +146,9 @@ func (r *RunResult) Stage(path benchmark.Path, lesion string, k benchmark.Stage)
 }
 
 // DepthOf returns the depth cell, or nil.
-func (r *RunResult) DepthOf(path benchmark.Path, lesion string) *DepthCell {
-	for i := range r.Depth {
-		c := &r.Depth[i]
+func (rr *RunResult) DepthOf(path benchmark.Path, lesion string) *DepthCell {
+	for i := range rr.Depth {
+		c := &rr.Depth[i]
 		if c.Path == path && c.Lesion == lesion {
 			return c
 		}
@@ -157,9 +157,9 @@ func (r *RunResult) DepthOf(path benchmark.Path, lesion string) *DepthCell {
 }
 
 // SubOf returns a sub-question cell, or nil.
-func (r *RunResult) SubOf(path benchmark.Path, lesion string, q benchmark.Question) *SubCell {
-	for i := range r.Sub {
-		c := &r.Sub[i]
+func (rr *RunResult) SubOf(path benchmark.Path, lesion string, q benchmark.Question) *SubCell {
+	for i := range rr.Sub {
+		c := &rr.Sub[i]
 		if c.Path == path && c.Lesion == lesion && c.Q == q {
 			return c
 		}

@@ -310,7 +310,7 @@ func decayVerdict(dr *DomainResult, mode string) Verdict {
 		v.Reason = "no model run with revision_required records scored at stage 1 and 4"
 		return v
 	}
-	v.Reason = fmt.Sprintf("revision_required, mean of %d model(s): e2e stage 1 %s%% [%s–%s], stage 4 %s%% [%s–%s]; ratio stage 4 / stage 1 %.2f [%.2f–%.2f]; %d of %d model(s) flagged individually",
+	v.Reason = fmt.Sprintf("revision_required, mean of %d model(s): end-to-end accuracy at stage 1 %s%% [%s–%s], at stage 4 %s%% [%s–%s]; ratio stage 4 / stage 1 %.2f [%.2f–%.2f]; %d of %d model(s) flagged individually",
 		deepest.NModels, pts(first.Acc), pts(first.AccLo), pts(first.AccHi), pts(deepest.Acc), pts(deepest.AccLo), pts(deepest.AccHi),
 		deepest.Ratio, deepest.RLo, deepest.RHi, flagged, models)
 	switch {

@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Run is one run directory: <results>/<run name>/oracle_<mode>/.
@@ -55,7 +56,17 @@ type Run struct {
 	// Live is set when an incomplete run's lock was held by a writer
 	// while the report read it.
 	Live bool
+
+	// Server is who answered, as the manifest's server identity
+	// describes it (provider.Identity.String); "" when unknown.
+	Server string
+	// Rehearsal is set for a run of a model (not a baseline run) that
+	// chexpercept's stand-in server answered: not a model result.
+	Rehearsal bool
 }
+
+// RehearsalNote marks a rehearsal run wherever the report shows it.
+const RehearsalNote = "rehearsal — not a model result"
 
 // Partial reports whether fewer records have results than the run
 // selected: the run was interrupted or is still running.
@@ -70,11 +81,47 @@ func (r *Run) ID() string { return r.Name + " (oracle " + r.OracleMode + ")" }
 type Set struct {
 	Runs     []*Run // sorted by run name (byte order), then oracle mode
 	Bench    *benchmark.Benchmark
+	Build    BuildInfo // the benchmark's build_info.json, when its builder wrote one
 	Warnings []string
 }
 
+// BuildInfo is what a report says about how its benchmark was built,
+// from the builder's build_info.json (build.md §11).
+type BuildInfo struct {
+	Known      bool   // build_info.json was read
+	ReviewMode string // accept_all, reviews_jsonl or review_db
+	Phantom    bool   // built from the phantom generator's synthetic cases
+}
+
+// Unreviewed reports a benchmark whose cases no expert reviewed.
+func (b BuildInfo) Unreviewed() bool { return b.Known && b.ReviewMode == "accept_all" }
+
+// maxBuildInfo bounds the read of build_info.json.
+const maxBuildInfo = 4 << 20
+
+// readBuildInfo reads dir/build_info.json; a benchmark without one (not
+// from our builder) or with an unreadable one gives the zero BuildInfo.
+func readBuildInfo(dir string) BuildInfo {
+	data, err := imagefile.ReadFile(filepath.Join(dir, "build_info.json"), maxBuildInfo, imagefile.NoFollow)
+	if err != nil {
+		return BuildInfo{}
+	}
+	v, err := ojson.Parse(data)
+	if err != nil || v.Kind != ojson.KindObject {
+		return BuildInfo{}
+	}
+	b := BuildInfo{Known: true}
+	if m := v.Get("review_mode"); m != nil && m.Kind == ojson.KindString {
+		b.ReviewMode = textsafe.OneLine(m.S)
+	}
+	if p := v.Get("phantom_source"); p != nil && p.Kind == ojson.KindBool {
+		b.Phantom = p.B
+	}
+	return b
+}
+
 func (s *Set) warnf(format string, args ...any) {
-	s.Warnings = append(s.Warnings, benchmark.OneLine(fmt.Sprintf(format, args...)))
+	s.Warnings = append(s.Warnings, textsafe.OneLine(fmt.Sprintf(format, args...)))
 }
 
 // isRunDir reports whether dir holds any file of a run directory.
@@ -203,7 +250,7 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	var uniq []*Run
 	for _, r := range s.Runs {
 		if n := len(uniq); n > 0 && uniq[n-1].Name == r.Name && uniq[n-1].OracleMode == r.OracleMode {
-			s.warnf("%s: run %s with oracle mode %s was already read from %s; left out", r.Dir, r.Name, r.OracleMode, uniq[n-1].Dir)
+			s.warnf("%s: run %s with oracle mode %s was already read from %s; left out (give runs that differ in a setting their own eval --run-name)", r.Dir, r.Name, r.OracleMode, uniq[n-1].Dir)
 			continue
 		}
 		uniq = append(uniq, r)
@@ -222,6 +269,7 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 			s.warnf("benchmark %s (from the first run's manifest) could not be loaded: %v; chance baselines, key checks and images are left out", benchDir, err)
 		default:
 			s.Bench = b
+			s.Build = readBuildInfo(b.Dir)
 		}
 	} else {
 		s.warnf("no benchmark directory known (no manifest names one; pass --benchmark); chance baselines, key checks and images are left out")
@@ -265,8 +313,8 @@ func (s *Set) readRun(dir string) *Run {
 	base := filepath.Base(abs)
 	// Names from folders and manifests reach tables, plots and pages;
 	// control and format characters (a newline, a bidi override) are
-	// escaped once, here (benchmark.OneLine).
-	r.Name = benchmark.OneLine(parent)
+	// escaped once, here (textsafe.OneLine).
+	r.Name = textsafe.OneLine(parent)
 	if m, ok := strings.CutPrefix(base, "oracle_"); ok {
 		r.OracleMode = m
 	}
@@ -518,23 +566,27 @@ func (s *Set) readManifest(r *Run, dir, parent, base string) {
 	if m.RunName != "" && m.RunName != parent {
 		s.warnf("%s: run_name %q differs from the folder name %q; the folder name is used", mpath, m.RunName, parent)
 	}
-	r.Provider, r.Model = benchmark.OneLine(m.Model.Provider), benchmark.OneLine(m.Model.Name)
+	r.Provider, r.Model = textsafe.OneLine(m.Model.Provider), textsafe.OneLine(m.Model.Name)
 	if m.OracleMode != "" {
 		if r.OracleMode != "" && r.OracleMode != m.OracleMode {
 			s.warnf("%s: oracle_mode %q differs from the folder name %q; the manifest is used", mpath, m.OracleMode, base)
 		}
-		r.OracleMode = benchmark.OneLine(m.OracleMode)
+		r.OracleMode = textsafe.OneLine(m.OracleMode)
 	}
-	r.ParseMode = benchmark.OneLine(m.ParseMode)
+	r.ParseMode = textsafe.OneLine(m.ParseMode)
 	r.BenchmarkSHA256, r.DatasetPath = m.Dataset.SHA256, m.Dataset.Path
-	r.ProfileName, r.ProfileSHA256 = benchmark.OneLine(m.PromptProfile.Name), m.PromptProfile.SHA256
+	r.ProfileName, r.ProfileSHA256 = textsafe.OneLine(m.PromptProfile.Name), m.PromptProfile.SHA256
 	r.Sampling = m.Sampling.Text()
 	if m.Reading != nil {
 		arm := *m.Reading
-		arm.Study, arm.Reader, arm.Arm, arm.AidRun = benchmark.OneLine(arm.Study), benchmark.OneLine(arm.Reader), benchmark.OneLine(arm.Arm), benchmark.OneLine(arm.AidRun)
+		arm.Study, arm.Reader, arm.Arm, arm.AidRun = textsafe.OneLine(arm.Study), textsafe.OneLine(arm.Reader), textsafe.OneLine(arm.Arm), textsafe.OneLine(arm.AidRun)
 		r.Reading = &arm
 	}
 	r.Selected = s.selectedRecords(mpath, m.SelectedRecords)
+	if id := m.ServerIdentity; id != nil {
+		r.Server = textsafe.OneLine(id.String())
+		r.Rehearsal = id.StandIn() && m.Model.Provider != "baseline"
+	}
 }
 
 // selectedRecords is the manifest's selected_records; 0 means unknown:

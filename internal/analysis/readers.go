@@ -239,6 +239,10 @@ func undefinedRow(comparison, mode string, path benchmark.Path, k benchmark.Stag
 // difference (a t interval knows no bounds; NaN stays NaN).
 func (r *MRMCRow) set(iv mrmc.Interval) {
 	r.Estimate, r.SE, r.DF, r.Lo, r.Hi, r.P = iv.Estimate, iv.SE, iv.DF, iv.Lo, iv.Hi, iv.P
+	if math.IsNaN(iv.Lo) { // no interval: no standard error to speak of either
+		r.SE, r.DF, r.P = math.NaN(), math.NaN(), math.NaN()
+		return
+	}
 	floor := -1.0
 	if r.Comparison == ComparisonReaders {
 		floor = 0

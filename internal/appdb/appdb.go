@@ -23,6 +23,11 @@ import (
 	"modernc.org/sqlite"
 )
 
+// MetaSchema creates the meta table (key, value), which holds the schema
+// id CheckSchema reads and an app's settings.
+const MetaSchema = `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`
+
 // SideFiles are the suffixes of the files SQLite keeps beside a database.
 var SideFiles = []string{"-wal", "-shm", "-journal"}
 
@@ -70,7 +75,7 @@ func ReadOnlyDSN(path string, immutable bool) (string, error) {
 // the same permissions). kind names the database in errors ("review db").
 // An existing file, or a side file of that name, is refused: Create never
 // writes over what it did not make.
-func Create(path, kind, schema, synchronous string) (*sql.DB, error) {
+func Create(path, kind, schema, synchronous string) (*DB, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("%s %s already exists (refusing to overwrite it)", kind, path)
 	}
@@ -83,7 +88,7 @@ func Create(path, kind, schema, synchronous string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", kind, path, err)
 	}
-	db, err := sql.Open("sqlite", d)
+	db, err := OpenDSN(d, false)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", kind, path, err)
 	}

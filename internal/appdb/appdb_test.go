@@ -22,10 +22,10 @@ func TestCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckSchema(db, "test/1"); err != nil {
+	if err := CheckSchema(db.R, "test/1"); err != nil {
 		t.Errorf("own schema: %v", err)
 	}
-	if err := CheckSchema(db, "other/1"); err == nil || !strings.Contains(err.Error(), `schema "test/1"`) {
+	if err := CheckSchema(db.R, "other/1"); err == nil || !strings.Contains(err.Error(), `schema "test/1"`) {
 		t.Errorf("other schema: %v", err)
 	}
 	db.Close()

@@ -377,27 +377,3 @@ func TestQuestionsFor(t *testing.T) {
 }
 
 var _ = errors.New
-
-// TestOneLineEscapes: control and format characters are shown as Go
-// escapes — NUL and ESC as before, and the bidirectional controls that
-// would reorder a key on a terminal (U+202E and friends).
-func TestOneLineEscapes(t *testing.T) {
-	for _, tc := range []struct{ in, one, printable string }{
-		{"plain key_id é 中", "plain key_id é 中", "plain key_id é 中"},
-		{"nul\x00esc\x1b[31m", `nul\x00esc\x1b[31m`, `nul\x00esc\x1b[31m`},
-		{"a\nb\tc\rd", `a\nb\tc\rd`, "a\nb\tc\\rd"},
-		{"del\x7f c1\u0085 ls\u2028", `del\x7f c1\u0085 ls\u2028`, `del\x7f c1\u0085 ls\u2028`},
-		{"edema_abc\u202egnp.exe_positive_0", `edema_abc\u202egnp.exe_positive_0`, `edema_abc\u202egnp.exe_positive_0`},
-		{"\u202a\u202b\u202c\u202d\u202e", `\u202a\u202b\u202c\u202d\u202e`, `\u202a\u202b\u202c\u202d\u202e`},
-		{"\u2066\u2067\u2068\u2069", `\u2066\u2067\u2068\u2069`, `\u2066\u2067\u2068\u2069`},
-		{"lrm\u200e rlm\u200f alm\u061c", `lrm\u200e rlm\u200f alm\u061c`, `lrm\u200e rlm\u200f alm\u061c`},
-		{"zw\u200b\u200d bom\ufeff shy\u00ad tag\U000e0041", `zw\u200b\u200d bom\ufeff shy\u00ad tag\U000e0041`, `zw\u200b\u200d bom\ufeff shy\u00ad tag\U000e0041`},
-	} {
-		if got := benchmark.OneLine(tc.in); got != tc.one {
-			t.Errorf("OneLine(%q) = %q, want %q", tc.in, got, tc.one)
-		}
-		if got := benchmark.Printable(tc.in); got != tc.printable {
-			t.Errorf("Printable(%q) = %q, want %q", tc.in, got, tc.printable)
-		}
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // The lesion set is data. A LesionDef says everything the pipeline needs to
@@ -115,7 +116,7 @@ func NewLesionSet(defs []LesionDef) (*LesionSet, error) {
 	for i, d := range defs {
 		at := fmt.Sprintf("lesion %d", i+1)
 		if d.Name != "" {
-			at = fmt.Sprintf("lesion %q", OneLine(d.Name))
+			at = fmt.Sprintf("lesion %q", textsafe.OneLine(d.Name))
 		}
 		if !lesionNamePattern.MatchString(d.Name) {
 			return nil, fmt.Errorf("%s: name must be 1 to 32 lowercase letters and digits, starting with a letter", at)
@@ -126,17 +127,17 @@ func NewLesionSet(defs []LesionDef) (*LesionSet, error) {
 		switch d.Kind {
 		case LungKind, HeartKind:
 		default:
-			return nil, fmt.Errorf("%s: kind %q is not lung or heart", at, OneLine(string(d.Kind)))
+			return nil, fmt.Errorf("%s: kind %q is not lung or heart", at, textsafe.OneLine(string(d.Kind)))
 		}
 		switch d.Detection {
 		case DirectWording, SuggestiveWording:
 		default:
-			return nil, fmt.Errorf("%s: detection %q is not direct or suggestive", at, OneLine(string(d.Detection)))
+			return nil, fmt.Errorf("%s: detection %q is not direct or suggestive", at, textsafe.OneLine(string(d.Detection)))
 		}
 		if d.Display == "" {
 			d.Display = d.Name
 		}
-		if len(d.Display) > 80 || OneLine(d.Display) != d.Display {
+		if len(d.Display) > 80 || textsafe.OneLine(d.Display) != d.Display {
 			return nil, fmt.Errorf("%s: display name must be one printable line of at most 80 bytes", at)
 		}
 		d.SourceNames = slices.Clone(d.SourceNames)
@@ -148,8 +149,8 @@ func NewLesionSet(defs []LesionDef) (*LesionSet, error) {
 	}
 	for i, d := range s.defs {
 		for _, src := range d.SourceNames {
-			if src == "" || len(src) > 128 || OneLine(src) != src {
-				return nil, fmt.Errorf("lesion %q: source name %q must be one printable line of 1 to 128 bytes", d.Name, OneLine(src))
+			if src == "" || len(src) > 128 || textsafe.OneLine(src) != src {
+				return nil, fmt.Errorf("lesion %q: source name %q must be one printable line of 1 to 128 bytes", d.Name, textsafe.OneLine(src))
 			}
 			if j, taken := s.bySource[src]; taken && j != i {
 				return nil, fmt.Errorf("lesion %q: source name %q is also claimed by %q", d.Name, src, s.defs[j].Name)
@@ -182,7 +183,7 @@ func WithDefaults(defs []LesionDef) (*LesionSet, error) {
 			return nil, fmt.Errorf("definition %d: no name", i+1)
 		}
 		if j, dup := seen[d.Name]; dup {
-			return nil, fmt.Errorf("lesion %q: defined twice (definitions %d and %d)", OneLine(d.Name), j+1, i+1)
+			return nil, fmt.Errorf("lesion %q: defined twice (definitions %d and %d)", textsafe.OneLine(d.Name), j+1, i+1)
 		}
 		seen[d.Name] = i
 	}
@@ -323,9 +324,9 @@ func (s *LesionSet) ParseKeyID(key string) (lesion, pairID string, err error) {
 	m := KeyIDPattern.FindStringSubmatch(key)
 	if m == nil || !s.Has(m[1]) {
 		if l := LesionOf(key); !s.Has(l) {
-			return "", "", fmt.Errorf("key_id %q: unknown lesion %q", OneLine(key), OneLine(l))
+			return "", "", fmt.Errorf("key_id %q: unknown lesion %q", textsafe.OneLine(key), textsafe.OneLine(l))
 		}
-		return "", "", fmt.Errorf("key_id %q does not match <lesion>_<stem>_(positive|negative)_<n>", OneLine(key))
+		return "", "", fmt.Errorf("key_id %q does not match <lesion>_<stem>_(positive|negative)_<n>", textsafe.OneLine(key))
 	}
 	return m[1], m[2], nil
 }
@@ -367,7 +368,7 @@ func ParseLesions(name string, data []byte) (*LesionSet, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if f.Format != LesionsFormat {
-		return nil, fmt.Errorf("%s: format %q is not %q", name, OneLine(f.Format), LesionsFormat)
+		return nil, fmt.Errorf("%s: format %q is not %q", name, textsafe.OneLine(f.Format), LesionsFormat)
 	}
 	s, err := NewLesionSet(f.Lesions)
 	if err != nil {

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // MaxJSONSize bounds the size of chexpercept.json that Load and the
@@ -58,43 +58,7 @@ func (e *LoadError) Error() string {
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Reason)
-	return OneLine(b.String())
-}
-
-// OneLine escapes control characters (line breaks included) and Unicode
-// format characters (bidirectional overrides and isolates such as U+202E,
-// marks such as U+200E and U+061C, zero-width characters) as Go escapes
-// (\x1b, \u202e), so that a message built from file content stays on one
-// line and shows on a terminal the text it holds, in its stored order.
-func OneLine(s string) string { return escape(s, isControl) }
-
-// Printable is OneLine for multi-line terminal output: line feeds and tabs
-// are kept, everything else OneLine escapes is escaped.
-func Printable(s string) string {
-	return escape(s, func(r rune) bool { return r != '\n' && r != '\t' && isControl(r) })
-}
-
-func escape(s string, bad func(rune) bool) string {
-	if !strings.ContainsFunc(s, bad) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if bad(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// isControl: C0 and C1 controls, DEL, the Unicode line and paragraph
-// separators, and every format character (category Cf: U+200E/U+200F,
-// U+202A–U+202E, U+2066–U+2069, U+061C, U+200B–U+200D, U+FEFF, …).
-func isControl(r rune) bool {
-	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Cf, r)
+	return textsafe.OneLine(b.String())
 }
 
 // ReadJSONFile reads dir/chexpercept.json, refusing symlinks, non-regular
@@ -280,8 +244,6 @@ func (o *obj) get(key string) *ojson.Value {
 	}
 	return m
 }
-
-func (o *obj) has(key string) bool { return o.v != nil && o.v.Get(key) != nil }
 
 func (o *obj) str(key string) string {
 	v := o.get(key)

@@ -3,6 +3,8 @@ package benchmark
 import (
 	"fmt"
 	"regexp"
+
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // NamePattern is the rule for the names people give to things a run or
@@ -15,10 +17,10 @@ var NamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // CheckName refuses a name that does not follow NamePattern; what says
 // what the name is for ("reviewer name"). The error quotes the name with
-// its control and format characters escaped (benchmark.OneLine).
+// its control and format characters escaped (textsafe.OneLine).
 func CheckName(what, name string) error {
 	if NamePattern.MatchString(name) {
 		return nil
 	}
-	return fmt.Errorf(`%s "%s": want 1 to 64 letters, digits, dots, underscores or hyphens`, what, OneLine(name))
+	return fmt.Errorf(`%s "%s": want 1 to 64 letters, digits, dots, underscores or hyphens`, what, textsafe.OneLine(name))
 }

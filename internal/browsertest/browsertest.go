@@ -14,6 +14,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -53,4 +54,52 @@ func Start(exe, profile string, width, height int, timeout time.Duration) (conte
 	ctx, cancelC := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, timeout)
 	return ctx, func() { cancelT(); cancelC(); cancelA() }
+}
+
+// Browser starts headless Chromium (skipping as Chromium does) with a
+// fresh profile, stopped when t ends, and returns a function that opens a
+// new cookie-isolated browser context (one user) of the given viewport.
+func Browser(t testing.TB, timeout time.Duration) func(width, height int64) context.Context {
+	t.Helper()
+	exe := Chromium(t)
+	root, stop := Start(exe, filepath.Join(t.TempDir(), "chrome-profile"), 1400, 1000, timeout)
+	t.Cleanup(stop)
+	if err := chromedp.Do(root); err != nil { // starts the browser
+		t.Fatal(err)
+	}
+	return func(width, height int64) context.Context {
+		ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
+		t.Cleanup(cancel)
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height)); err != nil {
+			t.Errorf("open a browser context: %v", err) // the next step on ctx fails too
+		}
+		return ctx
+	}
+}
+
+// Screenshot saves the page of ctx as name.png in $CHEXPERCEPT_SCREENSHOTS
+// when that is set (to look at the pages a test saw).
+func Screenshot(ctx context.Context, name string) {
+	dir := os.Getenv("CHEXPERCEPT_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	if b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
+		os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644)
+	}
+}
+
+// SignIn signs in through an app's sign-in page (#token, #login-button)
+// and waits for the page it leads to, which names the account (#who).
+func SignIn(t testing.TB, ctx context.Context, base, token string) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/login"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), token),
+		chromedp.Click(chromedp.ID("login-button")),
+		chromedp.WaitVisible(chromedp.ID("who")),
+	); err != nil {
+		t.Fatalf("sign-in: %v", err)
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/phantom"
 	"github.com/chexpercept/chexpercept/internal/qagen"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/review"
@@ -630,8 +631,17 @@ func (a *assembly) buildInfo() ([]byte, error) {
 		Set("source_sha256", ojson.Str(srcSHA)).
 		Set("chexmask_csv_sha256", chex).
 		Set("reviews_sha256", rev).
-		Set("counts", a.counts())
+		Set("counts", a.counts()).
+		Set("phantom_source", ojson.Bool(phantomSource(a.sourcePath)))
 	return ojson.Marshal(v), nil
+}
+
+// phantomSource reports whether the source file lies in a folder the
+// phantom generator wrote (its marker is there): the benchmark is then
+// synthetic, and a report over it says so.
+func phantomSource(source string) bool {
+	fi, err := os.Lstat(filepath.Join(filepath.Dir(source), phantom.MarkerName))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // skippedSummary lists the skip reasons of the walk with their counts,

@@ -20,6 +20,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/source"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Review modes recorded in build_info.json.
@@ -291,7 +292,7 @@ func warnUnknownReviews(w io.Writer, keys []string, cases []*source.Case) {
 		more = fmt.Sprintf(", … (%d more)", len(unknown)-len(shown))
 	}
 	fmt.Fprintf(w, "warning: %d of %d reviewed key_id(s) are not candidates of this source: %s%s\n",
-		len(unknown), len(keys), benchmark.OneLine(strings.Join(shown, ", ")), more)
+		len(unknown), len(keys), textsafe.OneLine(strings.Join(shown, ", ")), more)
 }
 
 // makeLists groups candidates per lesion (spec lesion order) into their

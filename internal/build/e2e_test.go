@@ -215,6 +215,9 @@ func TestBuildEndToEnd(t *testing.T) {
 	if iv.Get("review_mode").S != ModeAcceptAll || iv.Get("reviews_sha256").Kind != ojson.KindNull {
 		t.Errorf("build_info review fields: %s", info)
 	}
+	if ps := iv.Get("phantom_source"); ps == nil || ps.Kind != ojson.KindBool || !ps.B {
+		t.Errorf("build_info phantom_source of a phantom build: %v", ps)
+	}
 	if iv.Get("config").Get("workers") != nil {
 		t.Error("build_info.json records workers")
 	}
@@ -223,19 +226,28 @@ func TestBuildEndToEnd(t *testing.T) {
 		t.Error("build_info.json holds a timestamp")
 	}
 
-	// Four workers give the same bytes.
+	// Four workers give the same bytes, and assembly overlaps processing:
+	// the cases of the lesions already decided are rendered while the
+	// last lesion's cases are processed.
 	out4 := filepath.Join(t.TempDir(), "b4")
-	if _, err := Run(context.Background(), smallOptions(phantomManifest(t), out4, 4)); err != nil {
+	opt4 := smallOptions(phantomManifest(t), out4, 4)
+	var seen *atomic.Bool
+	opt4.testHook, seen = overlapHook(out4)
+	if _, err := Run(context.Background(), opt4); err != nil {
 		t.Fatal(err)
+	}
+	if !seen.Load() {
+		t.Errorf("no bundle folder was rendered while the %s cases were processed", benchmark.Lesions[len(benchmark.Lesions)-1])
 	}
 	if readSums(t, out4) != readSums(t, ref) {
 		t.Fatal("SHA256SUMS differ between 1 and 4 workers")
 	}
-	// A rerun over the finished tree reuses work/ and changes nothing. It
-	// also measures the PNG floor, and logs the progress of every stage.
+	// A rerun over the finished tree reuses work/ and changes nothing, and
+	// logs the progress of every stage (the PNG floor is measured in
+	// TestReviewsAndFailures, on a smaller build).
 	rerun := smallOptions(phantomManifest(t), out4, 2)
 	var log bytes.Buffer
-	rerun.Stderr, rerun.LogEvery, rerun.MeasureFloor = &log, time.Nanosecond, true
+	rerun.Stderr, rerun.LogEvery = &log, time.Nanosecond
 	if _, err := Run(context.Background(), rerun); err != nil {
 		t.Fatal(err)
 	}
@@ -250,16 +262,10 @@ func TestBuildEndToEnd(t *testing.T) {
 	for _, want := range []string{
 		"build: assembling (21 to do)…\n",
 		"build: assembling done: 21/21 cases rendered in ",
-		"build: measuring the PNG floor (",
-		"build: measuring the PNG floor: 1/",
-		"build: measuring the PNG floor done: ",
 	} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("build log lacks %q:\n%s", want, log.String())
 		}
-	}
-	if timing, err := os.ReadFile(filepath.Join(out4, timingJSON)); err != nil || !bytes.Contains(timing, []byte(`"png_floor"`)) {
-		t.Errorf("%s has no png_floor (%v)", timingJSON, err)
 	}
 }
 
@@ -366,9 +372,10 @@ func TestReviewsAndFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "br")
-	var stdout bytes.Buffer
+	var stdout, stderr bytes.Buffer
+	// The build also measures its PNG floor and logs every stage.
 	opt := Options{Source: src, Out: out, Config: cfg, Workers: 2, Decisions: log, ReviewMode: ModeReviews, Stdout: &stdout,
-		Inspect: "failed",
+		Stderr: &stderr, LogEvery: time.Nanosecond, MeasureFloor: true, Inspect: "failed",
 		testHook: func(c *source.Case) {
 			if c.KeyID() == edP[1].KeyID() {
 				panic("synthetic failure for the test")
@@ -414,6 +421,18 @@ func TestReviewsAndFailures(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "not_accepted:missing") {
 		t.Errorf("summary printout lacks the skipped counts:\n%s", stdout.String())
+	}
+	for _, want := range []string{
+		"build: measuring the PNG floor (",
+		"build: measuring the PNG floor: 1/",
+		"build: measuring the PNG floor done: ",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("build log lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if timing, err := os.ReadFile(filepath.Join(out, timingJSON)); err != nil || !bytes.Contains(timing, []byte(`"png_floor"`)) {
+		t.Errorf("%s has no png_floor (%v)", timingJSON, err)
 	}
 }
 
@@ -466,17 +485,15 @@ func TestMIMICLayoutBuild(t *testing.T) {
 	t.Logf("MIMIC fixture: %d cases, %d questions, %d failed", sum.Included, sum.Questions, sum.Failed)
 }
 
-// TestAssemblyOverlapsProcessing: the bundle folders of the lists decided
-// first are rendered while the last lesion's cases are still being
-// processed (the first of them waits, up to two minutes, for one to
-// appear).
-func TestAssemblyOverlapsProcessing(t *testing.T) {
-	src := phantomManifest(t)
-	out := filepath.Join(t.TempDir(), "bo")
-	opt := smallOptions(src, out, 2)
+// overlapHook makes the first case of the last lesion wait, up to two
+// minutes, for a bundle folder to appear in out: assembly renders the
+// cases of the lists already decided while the last lesion's cases are
+// still being processed. seen reports whether one appeared.
+func overlapHook(out string) (hook func(*source.Case), seen *atomic.Bool) {
 	last := benchmark.Lesions[len(benchmark.Lesions)-1]
-	var seen, waited atomic.Bool
-	opt.testHook = func(c *source.Case) {
+	seen = new(atomic.Bool)
+	var waited atomic.Bool
+	return func(c *source.Case) {
 		if c.Lesion != last || !waited.CompareAndSwap(false, true) {
 			return
 		}
@@ -489,16 +506,7 @@ func TestAssemblyOverlapsProcessing(t *testing.T) {
 				}
 			}
 		}
-	}
-	if _, err := Run(context.Background(), opt); err != nil {
-		t.Fatal(err)
-	}
-	if !seen.Load() {
-		t.Fatalf("no bundle folder was rendered while the %s cases were processed", last)
-	}
-	if readSums(t, out) != readSums(t, referenceBuild(t)) {
-		t.Fatal("SHA256SUMS differ from the reference build")
-	}
+	}, seen
 }
 
 // TestBundlePNGCompression: every value of bundle_png_compression

@@ -23,6 +23,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/qagen"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/source"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // inspect writes the inspect view (§12) for the walk's candidates chosen
@@ -92,7 +93,7 @@ func Inspect(opt InspectOptions) (string, error) {
 	// Its form is checked here; whether the lesion is one of the build's
 	// is checked once the build's configuration is read.
 	if !benchmark.KeyIDPattern.MatchString(opt.Key) {
-		return "", fmt.Errorf("key_id %q does not match <lesion>_<stem>_(positive|negative)_<n>", benchmark.OneLine(opt.Key))
+		return "", fmt.Errorf("key_id %q does not match <lesion>_<stem>_(positive|negative)_<n>", textsafe.OneLine(opt.Key))
 	}
 	// inspect writes only into a build's directory, and replaces only an
 	// inspect folder that holds nothing but inspect's files.
@@ -598,7 +599,7 @@ func regionsSheet(st *stages) *image.RGBA {
 				setPx(img, x0+x, y0+y, c)
 			}
 		}
-		render.DrawLabel(img, x0, y0+tile, shorten(r.Name, 35))
+		render.DrawLabel(img, x0, y0+tile, textsafe.ClipWith(r.Name, 34, "~"))
 		for ci, cv := range st.ov {
 			var ov *anatomy.Overlap
 			for j := range cv.Zones {
@@ -618,13 +619,6 @@ func regionsSheet(st *stages) *image.RGBA {
 		}
 	}
 	return img
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "~"
 }
 
 // stepImage is 2048×1024: left the before state with the points (green

@@ -22,6 +22,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/source"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // ReasonInternal is the §14 reason of a recovered panic or an unexpected
@@ -199,7 +200,7 @@ func (e *env) recoverCase(out *Outcome) {
 	}
 	fmt.Fprintf(w, "chexpercept build: panic in case %s: %v\n%s\n", out.KeyID, p, debug.Stack())
 	*out = Outcome{KeyID: out.KeyID, Positive: out.Positive, CaseSeed: out.CaseSeed, ImageSHA: out.ImageSHA, MaskSHA: out.MaskSHA,
-		Reason: ReasonInternal, Detail: oneLine(fmt.Sprint(p))}
+		Reason: ReasonInternal, Detail: textsafe.Squash(fmt.Sprint(p))}
 }
 
 // fail records err as the outcome's §14 reason: a *frame.CaseError keeps
@@ -211,9 +212,9 @@ func (out *Outcome) fail(err error) *Outcome {
 		out.transient = err
 	}
 	if errors.As(err, &ce) {
-		out.Reason, out.Detail = ce.Reason, oneLine(ce.Detail)
+		out.Reason, out.Detail = ce.Reason, textsafe.Squash(ce.Detail)
 	} else {
-		out.Reason, out.Detail = ReasonInternal, oneLine(err.Error())
+		out.Reason, out.Detail = ReasonInternal, textsafe.Squash(err.Error())
 	}
 	out.OK = false
 	return out
@@ -307,11 +308,6 @@ func (out *Outcome) keepMasks(st *stages, rec *benchmark.Record, cfg buildcfg.Co
 		}
 	}
 	return nil
-}
-
-// oneLine keeps a detail on one line (CSV and terminal friendly).
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // questionCount is the number of questions of a record on its path (LF

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
@@ -279,12 +280,12 @@ func (c *Config) Validate() error {
 	}
 	for _, l := range c.Lesions {
 		if !set.Has(l) {
-			return fmt.Errorf("lesions: %q is not a defined lesion (%s)", benchmark.OneLine(l), set.Describe())
+			return fmt.Errorf("lesions: %q is not a defined lesion (%s)", textsafe.OneLine(l), set.Describe())
 		}
 	}
 	for l, r := range c.NoDeformationRatio {
 		if !set.Has(l) {
-			return fmt.Errorf("no_deformation_ratio: %q is not a defined lesion (%s)", benchmark.OneLine(l), set.Describe())
+			return fmt.Errorf("no_deformation_ratio: %q is not a defined lesion (%s)", textsafe.OneLine(l), set.Describe())
 		}
 		if r < 0 || r > 1 {
 			return fmt.Errorf("no_deformation_ratio.%s: %v is outside [0, 1]", l, r)
@@ -295,7 +296,7 @@ func (c *Config) Validate() error {
 	case "default":
 		c.BundlePNGCompression = ""
 	default:
-		return fmt.Errorf("bundle_png_compression: %q is not default, standard or fast", benchmark.OneLine(c.BundlePNGCompression))
+		return fmt.Errorf("bundle_png_compression: %q is not default, standard or fast", textsafe.OneLine(c.BundlePNGCompression))
 	}
 	switch c.MimicLayout {
 	case "jpg_tree", "flat_png":
@@ -455,7 +456,7 @@ func (c *Config) resolveLesions() (*benchmark.LesionSet, error) {
 		}{{"heart_lesions", c.HeartLesions}, {"direct_phrasing_lesions", c.DirectPhrasingLesions}} {
 			for _, l := range k.names {
 				if !set.Has(l) {
-					return nil, fmt.Errorf("%s: %q is not a defined lesion (%s)", k.key, benchmark.OneLine(l), set.Describe())
+					return nil, fmt.Errorf("%s: %q is not a defined lesion (%s)", k.key, textsafe.OneLine(l), set.Describe())
 				}
 			}
 		}

@@ -1,7 +1,6 @@
 package deform
 
 import (
-	"fmt"
 	"image"
 	"testing"
 
@@ -43,17 +42,6 @@ func synthInput(t testing.TB, heart bool) *Input {
 	}
 	synthCache[heart] = in
 	return in
-}
-
-func describe(res *Result) string {
-	s := fmt.Sprintf("possible=%v\n", res.Possible)
-	if res.Final == nil {
-		return s
-	}
-	for _, st := range res.Final.Steps() {
-		s += fmt.Sprintf("%s %s center=%v fakes=%d fpe=%v fpc=%v\n", st.Name, st.Anatomy, st.Center, len(st.Fakes), st.FakePointsExpansion, st.FakePointsContraction)
-	}
-	return s
 }
 
 type imageGray = image.Gray

@@ -27,12 +27,18 @@ package demo
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +58,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/simmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
@@ -175,12 +182,43 @@ const steps = 8
 // say prints one numbered step line.
 func (d *runner) say(format string, args ...any) {
 	d.step++
-	fmt.Fprintf(d.w, "[%d/%d] %s\n", d.step, steps, fmt.Sprintf(format, args...))
+	d.print(fmt.Sprintf("[%d/%d] ", d.step, steps), detail, fmt.Sprintf(format, args...))
+}
+
+// MaxLine is the longest line the demo prints (a path longer than a line
+// stays whole on a line of its own).
+const MaxLine = 100
+
+// detail is the indent of the lines under a step.
+const detail = "      "
+
+// note prints a line under a step.
+func (d *runner) note(format string, args ...any) {
+	d.print(detail, detail+"  ", fmt.Sprintf(format, args...))
+}
+
+// print writes text after first, wrapped at spaces within MaxLine;
+// continuation lines start with indent.
+func (d *runner) print(first, indent, text string) {
+	line := first
+	empty := true
+	for _, w := range strings.Fields(text) {
+		if !empty && len([]rune(line))+1+len([]rune(w)) > MaxLine {
+			fmt.Fprintln(d.w, line)
+			line, empty = indent, true
+		}
+		if !empty {
+			line += " "
+		}
+		line += w
+		empty = false
+	}
+	fmt.Fprintln(d.w, line)
 }
 
 func (d *runner) run() error {
 	r := d.res
-	fmt.Fprintf(d.w, "chexpercept demo in %s (synthetic phantom data, never reviewed by a radiologist; step details in %s)\n", r.Dir, logFile)
+	d.print("", "  ", fmt.Sprintf("chexpercept demo in %s (synthetic phantom data, never reviewed by a radiologist; step details in %s)", r.Dir, logFile))
 	if err := writeReadme(r.Dir); err != nil {
 		return err
 	}
@@ -278,13 +316,44 @@ func (d *runner) build(manifest string) error {
 	if err := d.st.set("build", fp); err != nil {
 		return err
 	}
-	d.say("build: %d cases (%s), %d questions, %d rejected candidate(s), in %s/ … %s",
-		sum.Included, composition, sum.Questions, sum.Failed, benchDir, time.Since(t).Round(time.Millisecond))
-	fmt.Fprintln(d.w, "      accept-all: no radiologist reviewed these cases (build_info.json review_mode accept_all)")
+	d.say("build: %d cases (%s), %d questions, in %s/ … %s",
+		sum.Included, composition, sum.Questions, benchDir, time.Since(t).Round(time.Millisecond))
+	if sum.Failed > 0 {
+		d.note("%d candidate(s) skipped, by the build's reason (%s): %s",
+			sum.Failed, filepath.Join(benchDir, "skipped.csv"), skipReasons(filepath.Join(dir, "skipped.csv")))
+	}
+	d.note("accept-all: no radiologist reviewed these cases (build_info.json review_mode accept_all)")
 	for _, s := range sum.Shortfalls {
-		fmt.Fprintln(d.w, "      warning: shortfall:", s)
+		d.note("warning: shortfall: %s", s)
 	}
 	return nil
+}
+
+// skipReasons counts skipped.csv's reasons: "deformation_failed 1".
+func skipReasons(name string) string {
+	data, err := imagefile.ReadFile(name, 16<<20, imagefile.NoFollow)
+	if err != nil {
+		return "see the file"
+	}
+	rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil || len(rows) < 2 {
+		return "see the file"
+	}
+	col := slices.Index(rows[0], "reason")
+	if col < 0 {
+		return "see the file"
+	}
+	n := map[string]int{}
+	for _, r := range rows[1:] {
+		if col < len(r) {
+			n[r[col]]++
+		}
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(n)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, n[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // validate checks the benchmark with --deep and returns its step line.
@@ -407,6 +476,9 @@ func (d *runner) evaluate() error {
 		return err
 	}
 	d.say("eval in process: baseline oracle: %s … %s", counts(s), time.Since(t).Round(time.Millisecond))
+	d.note("(the baseline named oracle answers every question right)")
+	d.note("oracle mode implicit: after a wrong answer the model is shown the right one, so each stage is" +
+		" also scored on its own; every run of the demo uses it")
 	d.res.RunDirs = append(d.res.RunDirs, s.RunDir)
 
 	t = time.Now()
@@ -456,11 +528,20 @@ func (d *runner) evaluate() error {
 	d.say("eval over HTTP: %d simulated models (serve-baseline --policy simulated on loopback ports, provider openai), concurrently … %s",
 		len(simModels), time.Since(t).Round(time.Millisecond))
 	for i, m := range simModels {
-		fmt.Fprintf(d.w, "      %-18s %-8s stage accuracy %v: %s\n", m.name, m.domain, m.accuracy, counts(outs[i].sum))
+		d.note("%s (%s): set to be right at stages 1-4 in %s %% of questions; %s", m.name, m.domain, percents(m.accuracy), counts(outs[i].sum))
 	}
 	last := outs[len(simModels)]
 	d.say("eval in process: baseline random (alongside): %s … %s", counts(last.sum), last.took.Round(time.Millisecond))
 	return d.st.set("eval", fp)
+}
+
+// percents writes shares as whole percentages: "98/90/80/70".
+func percents(a [4]float64) string {
+	parts := make([]string, len(a))
+	for i, x := range a {
+		parts[i] = strconv.FormatFloat(math.Round(1000*x)/10, 'f', -1, 64)
+	}
+	return strings.Join(parts, "/")
 }
 
 func counts(s *eval.Summary) string {
@@ -554,7 +635,7 @@ func (d *runner) report() error {
 		len(res.Runs), domainsFile, reportDir, warn, time.Since(t).Round(time.Millisecond))
 	if res.Domains != nil {
 		for _, v := range res.Domains.Verdict {
-			fmt.Fprintf(d.w, "      finding, claim %d (%s), oracle %s: %s. %s.\n", v.Claim, claimNames[v.Claim], v.OracleMode, v.Status, v.Reason)
+			d.note("finding (oracle mode %s), claim %d, %s: %s. %s.", v.OracleMode, v.Claim, claimNames[v.Claim], v.Status, v.Reason)
 		}
 	}
 	return nil
@@ -576,42 +657,43 @@ func (d *runner) itemHealth() error {
 		}
 		flags := h.Flags()
 		flagged += len(flags)
-		d.say("item health (oracle %s): %d of %d item questions flagged as probably mislabeled; %.1f (sd %.1f) expected by chance under random answering",
+		d.say("item health (oracle mode %s): %d of %d item questions flagged as probably mislabeled; %.1f (sd %.1f) expected by chance under random answering",
 			h.Mode, len(flags), len(h.Items), h.Expected, h.SD)
 		for i, f := range flags {
 			if i == shownFlags {
-				fmt.Fprintf(d.w, "      … and %d more in %s/%s\n", len(flags)-shownFlags, reportDir, report.FlaggedItemsFile)
+				d.note("… and %d more in %s/%s", len(flags)-shownFlags, reportDir, report.FlaggedItemsFile)
 				break
 			}
-			fmt.Fprintf(d.w, "      flag %s %s %s: %s — %d of %d models answered %s, the ground truth is %s\n",
-				benchmark.OneLine(f.Key), f.Q.Turn(), f.Q.Name(), strings.Join(f.Reasons, ", "), f.ModalN, f.Runs, f.Modal, f.GT)
+			rec := res.Set.Bench.Lookup(f.Key)
+			d.note("flag: %s, question %q: %d of %d models answered %s; the ground truth is %s",
+				textsafe.OneLine(f.Key), f.Q.Name(), f.ModalN, f.Runs, answerWords(rec, f.Q, f.Modal), answerWords(rec, f.Q, f.GT))
 		}
 	}
 	if len(res.Health) == 0 {
 		return fmt.Errorf("demo: the report has no item health (no non-baseline runs)")
 	}
 	if flagged == 0 {
-		fmt.Fprintln(d.w, "      nothing flagged: no item drew the same wrong answer from enough models")
+		d.note("nothing flagged: no item drew the same wrong answer from enough models")
 		return nil
 	}
-	fmt.Fprintln(d.w, "      (the simulated models share a wrong answer on some questions, as if the ground truth were wrong there;")
-	fmt.Fprintln(d.w, "      with real models a flag is a reason to look again.) To send the flagged cases back to review:")
-	fmt.Fprintf(d.w, "      chexpercept review init --source %s --only %s --review-db %s\n",
-		shellQuote(filepath.Join(d.res.Dir, phantomDir, "manifest.jsonl")),
-		shellQuote(filepath.Join(d.res.Report, report.FlaggedItemsFile)),
-		shellQuote(filepath.Join(d.res.Dir, "rereview.sqlite")))
+	d.note("(the simulated models share a wrong answer on some questions, as if the ground truth were wrong there;" +
+		" with real models a flag is a reason to look again.) To send the flagged cases back to review:")
+	fmt.Fprintf(d.w, "%schexpercept review init \\\n%s  --source %s \\\n%s  --only %s \\\n%s  --review-db %s\n",
+		detail, detail, textsafe.ShellQuote(filepath.Join(d.res.Dir, phantomDir, "manifest.jsonl")),
+		detail, textsafe.ShellQuote(filepath.Join(d.res.Report, report.FlaggedItemsFile)),
+		detail, textsafe.ShellQuote(filepath.Join(d.res.Dir, "rereview.sqlite")))
 	return nil
 }
 
-// shellQuote quotes s for a POSIX shell when it holds anything but
-// plain path characters.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
-	}) < 0 {
-		return s
+// answerWords is an answer ("1,3") as its options' texts, quoted, with
+// the numbers when the texts are unknown.
+func answerWords(rec *benchmark.Record, q benchmark.Question, ans string) string {
+	if rec != nil {
+		if t := report.OptionText(rec, q, ans); t != "" {
+			return strconv.Quote(textsafe.OneLine(t))
+		}
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return "option " + ans
 }
 
 // writeHeadline prints, per run, the end-to-end accuracy of each stage and
@@ -625,7 +707,8 @@ func writeHeadline(w io.Writer, res *analysis.Result) {
 		width = max(width, len(res.Label(rr)))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "End-to-end accuracy (%) per stage and mean depth, all lesions (RR revision-required, RF revision-free, LF lesion-free):")
+	fmt.Fprintln(w, "End-to-end accuracy (%) per stage and mean depth, all lesions")
+	fmt.Fprintln(w, "(path RR revision-required, RF revision-free, LF lesion-free):")
 	fmt.Fprintf(w, "%-*s  path   n  stage1  stage2  stage3  stage4  depth\n", width, "model")
 	for _, rr := range res.Runs {
 		name := res.Label(rr)

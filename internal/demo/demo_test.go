@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/validate"
@@ -43,6 +45,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if last := lines[len(lines)-1]; last != res.IndexHTML || !filepath.IsAbs(last) {
 		t.Errorf("last line %q, want the absolute index.html path %q", last, res.IndexHTML)
 	}
+	checkReadable(t, out.String())
 	for _, want := range []string{"[1/8] phantom", "[2/8] build", "[3/8] validate", "[4/8] eval in process: baseline oracle",
 		"[5/8] eval over HTTP: 5 simulated models", "[6/8] eval in process: baseline random", "[7/8] report", "[8/8] item health",
 		"baseline_oracle", "stage1"} {
@@ -134,6 +137,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 
 	checkIndex(t, res)
+	checkProvenance(t, res)
 
 	// No secret and nothing in the user's home.
 	if entries, _ := os.ReadDir(home); len(entries) != 0 {
@@ -198,8 +202,10 @@ func TestDemoEndToEnd(t *testing.T) {
 // the simulated models differ in skill.
 func checkFindingsAndFlags(t *testing.T, out string, res *Result) {
 	t.Helper()
+	// A long line is wrapped onto lines indented two more than its own.
+	out = strings.ReplaceAll(out, "\n"+detail+"  ", " ")
 	md := string(readFile(t, filepath.Join(res.Report, "report.md")))
-	verdict := regexp.MustCompile(`finding, claim [12] \([a-z ]+\), oracle implicit: (supported|not supported|undecided at this sample size)\. \S`)
+	verdict := regexp.MustCompile(`finding \(oracle mode implicit\), claim [12], [a-z ]+: (supported|not supported|undecided at this sample size)\. \S`)
 	if n := len(verdict.FindAllString(out, -1)); n != 2 {
 		t.Errorf("output has %d findings verdict lines, want 2 (one per claim):\n%s", n, out)
 	}
@@ -210,7 +216,7 @@ func checkFindingsAndFlags(t *testing.T, out string, res *Result) {
 	if !strings.Contains(md, "## Findings") || strings.Contains(md, "No findings section") {
 		t.Error("report.md has no findings section")
 	}
-	flag := regexp.MustCompile(`flag \S+ T\d \S+: (unanimous_wrong|majority_wrong)[^\n]* — \d of \d models answered \S+, the ground truth is \S+`)
+	flag := regexp.MustCompile(`flag: \S+, question "[^"]+": \d of \d models answered "[^"]+"; the ground truth is "[^"]+"`)
 	if !flag.MatchString(out) {
 		t.Errorf("output shows no item-health flag with its reason:\n%s", out)
 	}
@@ -218,7 +224,7 @@ func checkFindingsAndFlags(t *testing.T, out string, res *Result) {
 	if !mdFlag.MatchString(md) || strings.Contains(md, "Not computed") {
 		t.Error("report.md lists no flagged item with its reason")
 	}
-	review := regexp.MustCompile(`chexpercept review init --source \S+manifest\.jsonl --only (\S+) --review-db \S+`)
+	review := regexp.MustCompile(`chexpercept review init \\\s+--source \S+manifest\.jsonl \\\s+--only (\S+) \\\s+--review-db \S+`)
 	if m := review.FindStringSubmatch(out); m == nil {
 		t.Errorf("output lacks the review init --only command:\n%s", out)
 	} else if m[1] != filepath.Join(res.Report, report.FlaggedItemsFile) || !exists(m[1]) {
@@ -235,6 +241,48 @@ func checkFindingsAndFlags(t *testing.T, out string, res *Result) {
 
 // checkIndex checks that index.html exists and that every file it refers
 // to (plots, item sidecars, images in the benchmark) exists.
+// undefinedTerms are codes the demo's terminal output must not use: it
+// speaks plain words, or defines a term where it first appears.
+var undefinedTerms = regexp.MustCompile(`oracle implicit|oracle explicit|\be2e\b|\bT[1-9]\b|unanimous_wrong|majority_wrong|stage accuracy \[|rejected candidate`)
+
+// checkReadable: every line of the terminal output fits in MaxLine
+// characters and uses none of the undefined terms.
+func checkReadable(t *testing.T, out string) {
+	t.Helper()
+	for i, line := range strings.Split(out, "\n") {
+		if n := len([]rune(line)); n > MaxLine {
+			t.Errorf("output line %d is %d characters long (at most %d): %s", i+1, n, MaxLine, line)
+		}
+		if m := undefinedTerms.FindString(line); m != "" {
+			t.Errorf("output line %d uses the undefined term %q: %s", i+1, m, line)
+		}
+	}
+	if !strings.Contains(out, "oracle mode implicit: after a wrong answer") {
+		t.Error("the output does not define the oracle mode it names")
+	}
+}
+
+// checkProvenance: the demo's report says, where a person reads it,
+// that the benchmark is synthetic and unreviewed and that the simulated
+// models' runs, answered by serve-baseline, are rehearsals.
+func checkProvenance(t *testing.T, res *Result) {
+	t.Helper()
+	for _, name := range []string{"index.html", "report.md", "summary.json"} {
+		page := string(readFile(t, filepath.Join(res.Report, name)))
+		if !strings.Contains(page, "Synthetic / unreviewed benchmark") {
+			t.Errorf("%s has no synthetic/unreviewed banner", name)
+		}
+		for _, m := range simModels {
+			if !strings.Contains(page, "openai_"+m.name+" ("+analysis.RehearsalNote+")") && name != "summary.json" {
+				t.Errorf("%s does not mark the simulated model %s as a rehearsal", name, m.name)
+			}
+		}
+		if !strings.Contains(page, provider.BaselineOwner) {
+			t.Errorf("%s does not name the stand-in server", name)
+		}
+	}
+}
+
 func checkIndex(t *testing.T, res *Result) {
 	t.Helper()
 	html := string(readFile(t, res.IndexHTML))

@@ -192,18 +192,6 @@ func slug(heading string) string {
 	return b.String()
 }
 
-// citations returns every "<page>.md §N" citation of text as page and
-// section number, one entry per number.
-func citations(text string) [][2]string {
-	var out [][2]string
-	for _, m := range citeRE.FindAllStringSubmatch(text, -1) {
-		for _, n := range sectionNumRE.FindAllString(m[2], -1) {
-			out = append(out, [2]string{m[1], n})
-		}
-	}
-	return out
-}
-
 // textFile reports whether data looks like text (no NUL byte early on).
 func textFile(data []byte) bool {
 	return !bytes.Contains(data[:min(len(data), 8000)], []byte{0})

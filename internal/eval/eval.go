@@ -35,9 +35,11 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
@@ -46,6 +48,9 @@ type Options struct {
 	BenchDir string
 	OutDir   string
 	Model    runmodel.Model
+	// RunName names the run directory instead of the name derived from
+	// the model (RunName(provider, label, …)); checked by CheckRunName.
+	RunName string
 
 	Endpoints         []string // base URLs; empty = the backend's default
 	APIKeyFile        string
@@ -218,6 +223,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
+	r.verify.sums = p.sums
 	if r.cache != nil {
 		// Each reply is committed when stored; closing only checkpoints
 		// the cache's log, whose entries stay valid either way, and a
@@ -277,16 +283,33 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	return sum, r.execute(ctx, man, todo, len(p.selected), start)
 }
 
+// runName is o.RunName, or the name derived from the model and settings.
+func (o *Options) runName() string {
+	if o.RunName != "" {
+		return o.RunName
+	}
+	return RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
+}
+
 // maxRunName is the longest run name: it names a folder, and file
 // systems allow 255 bytes.
 const maxRunName = 255
 
-// CheckRunName refuses a run name too long to name a folder, before
-// anything is written.
+// CheckRunName refuses, before anything is written, a run name that
+// cannot name a folder: empty, a character outside letters, digits, '.',
+// '_' and '-' (the rule of registry aliases), a leading '.', or too long.
 func CheckRunName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("run name is empty")
+	case registry.RunLabel(name) != name:
+		return fmt.Errorf("run name %q must use only letters, digits, '.', '_' and '-' (it names a folder)", textsafe.OneLine(name))
+	case strings.HasPrefix(name, "."):
+		return fmt.Errorf("run name %q must not start with '.' (it names a folder)", textsafe.OneLine(name))
+	}
 	if len(name) > maxRunName {
 		return fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
-			benchmark.OneLine(name[:40]), len(name), maxRunName)
+			textsafe.OneLine(name[:40]), len(name), maxRunName)
 	}
 	return nil
 }
@@ -358,6 +381,7 @@ type prepared struct {
 	selected []int
 	man      *results.Manifest
 	sum      *Summary
+	sums     *benchmark.Sums // the build's SHA256SUMS; nil when the benchmark has none
 }
 
 // prepare loads (and unless allowed otherwise, validates) the benchmark,
@@ -378,6 +402,10 @@ func prepare(o *Options) (*prepared, error) {
 	}
 	if verr != nil {
 		return nil, verr
+	}
+	sums, err := openSums(bench, o.Log)
+	if err != nil {
+		return nil, err
 	}
 	benchAbs, err := filepath.Abs(o.BenchDir)
 	if err != nil {
@@ -403,7 +431,7 @@ func prepare(o *Options) (*prepared, error) {
 	for i, ix := range selected {
 		keys[i] = bench.Records[ix].KeyID
 	}
-	runName := RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
+	runName := o.runName()
 	if err := CheckRunName(runName); err != nil {
 		return nil, err
 	}
@@ -416,8 +444,28 @@ func prepare(o *Options) (*prepared, error) {
 		benchAbs: benchAbs,
 		selected: selected,
 		man:      man,
+		sums:     sums,
 		sum:      &Summary{RunDir: RunDir(o.OutDir, runName, o.Oracle, sel.Shard), RunName: runName, Selected: len(selected)},
 	}, nil
+}
+
+// openSums reads the benchmark's SHA256SUMS and checks its JSON files
+// against it now; the images are checked just in time, as each record's
+// are verified. A benchmark without SHA256SUMS is evaluated with a
+// warning (nil Sums).
+func openSums(bench *benchmark.Benchmark, log io.Writer) (*benchmark.Sums, error) {
+	sums, err := benchmark.ReadSums(bench.Dir)
+	if errors.Is(err, benchmark.ErrNoSums) {
+		fmt.Fprintf(log, "warning: benchmark %v\n", err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := sums.CheckJSON(bench); err != nil {
+		return nil, err
+	}
+	return sums, nil
 }
 
 // openManifest is the run directory's manifest: on resume the one
@@ -606,16 +654,18 @@ type runner struct {
 
 	identity runmodel.Identity // the server's, from the preflight
 
-	// halted is closed by halt, on the first transient failure to read a
-	// benchmark image (imagefile.Transient): no record starts after it,
-	// and the run fails with haltErr instead of recording the records
-	// it met as errors.
+	// halted is closed by halt when the run must stop at once: on the
+	// first transient failure to read a benchmark image
+	// (imagefile.Transient), or a benchmark file that is not the one the
+	// build wrote (benchmark.ErrChanged). No record starts after it, and
+	// the run fails with haltErr instead of recording the records it met
+	// as errors.
 	halted   chan struct{}
 	haltOnce sync.Once
 	haltErr  error
 }
 
-// halt stops the run on a transient failure (see halted).
+// halt stops the run with err (see halted; the first one wins).
 func (r *runner) halt(err error) {
 	r.haltOnce.Do(func() {
 		r.haltErr = err

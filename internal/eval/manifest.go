@@ -37,7 +37,7 @@ func NewManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, keys [
 		Provenance: &results.Provenance{Revision: b.Revision, Modified: b.Modified, GoVersion: b.GoVersion, OS: b.OS, Arch: b.Arch},
 		Dataset:    results.Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
 		Selection:  sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(keys), KeysSHA256: KeysHash(keys),
-		RunName:  RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse),
+		RunName:  o.runName(),
 		Sampling: o.Model.Sampling, NoThinking: o.NoThinking,
 		OracleMode: string(o.Oracle), ParseMode: string(o.Parse),
 	}

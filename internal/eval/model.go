@@ -17,7 +17,11 @@ func ResolveModel(reg *registry.Registry, prices *registry.Prices, prov, model s
 	if err != nil {
 		return runmodel.Model{}, "", err
 	}
-	m := runmodel.Model{Name: model, Provider: e.Provider, Backend: e.Backend, ModelID: e.ModelID, Label: e.Label(),
+	name := model
+	if !e.Raw {
+		name = e.Alias // also when model named the entry by its model id
+	}
+	m := runmodel.Model{Name: name, Provider: e.Provider, Backend: e.Backend, ModelID: e.ModelID, Label: e.Label(),
 		Quirks: append([]string{}, e.Quirks...), GLMBoxUnwrap: e.HasQuirk(registry.QuirkGLMBoxUnwrap), Sampling: s}
 	if !e.Raw {
 		m.Alias = e.Alias

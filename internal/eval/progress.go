@@ -7,8 +7,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // progress reports items done, calls per second, errors, the estimated
@@ -102,7 +102,7 @@ func (p *progress) record(r *results.Record) {
 	if r.Status != results.StatusOK {
 		p.errs++
 		if r.Error != nil && p.bar == nil {
-			fmt.Fprintf(p.o.Log, "error: %s: %s\n", benchmark.OneLine(r.KeyID), benchmark.OneLine(*r.Error))
+			fmt.Fprintf(p.o.Log, "error: %s: %s\n", textsafe.OneLine(r.KeyID), textsafe.OneLine(*r.Error))
 		}
 	}
 	p.mu.Unlock()

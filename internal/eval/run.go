@@ -318,10 +318,11 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if imagefile.Transient(err) {
+		if imagefile.Transient(err) || errors.Is(err, benchmark.ErrChanged) {
 			// Out of descriptors, an I/O error …: says nothing about the
-			// image, so the record is not written as an error; the run
-			// stops and a rerun asks it.
+			// image; a file that is not the build's is the benchmark's
+			// fault, not the record's. Either way the record is not
+			// written as an error; the run stops and a rerun asks it.
 			r.halt(err)
 			return nil
 		}

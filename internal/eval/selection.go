@@ -12,6 +12,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Selection is the record selection of spec protocol.md §2.3; its type
@@ -74,7 +75,7 @@ func ParseLesions(s string) ([]string, error) {
 	for _, l := range strings.Split(s, ",") {
 		l = strings.TrimSpace(l)
 		if !benchmark.KeyIDPattern.MatchString(l + "_x_positive_0") {
-			return nil, fmt.Errorf("%q is not a lesion name (lowercase letters and digits)", benchmark.OneLine(l))
+			return nil, fmt.Errorf("%q is not a lesion name (lowercase letters and digits)", textsafe.OneLine(l))
 		}
 		out = append(out, l)
 	}
@@ -101,7 +102,7 @@ var ErrUnknownLesion = errors.New("unknown lesion")
 func CheckLesions(sel Selection, set *benchmark.LesionSet) error {
 	for _, l := range sel.Lesions {
 		if !set.Has(l) {
-			return fmt.Errorf("%w %q (this benchmark has %s)", ErrUnknownLesion, benchmark.OneLine(l), set.Describe())
+			return fmt.Errorf("%w %q (this benchmark has %s)", ErrUnknownLesion, textsafe.OneLine(l), set.Describe())
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
@@ -382,4 +384,78 @@ func TestMemoFlushesByAge(t *testing.T) {
 		t.Errorf("hashes older than %v not written before close", memoFlushAge)
 	}
 	m.close()
+}
+
+// TestChangedBenchmarkRefused: eval checks every file it uses against the
+// build's SHA256SUMS. Two swapped radiographs (every file still present
+// and decodable) stop a fresh run and a resumed one, with an error naming
+// a swapped file, and no record of theirs is written; a benchmark without
+// SHA256SUMS runs with a warning.
+func TestChangedBenchmarkRefused(t *testing.T) {
+	const a, b = "effusion_ph0002_negative_0", "cardiomegaly_s55123456_positive_0"
+	xray := func(key string) string { return "chexpercept/" + key + "/detection_qa/xray.png" }
+	sealed := func(t *testing.T) string {
+		bench := t.TempDir()
+		outdirtest.CopyTree(t, sampleBench, bench)
+		if err := benchtest.WriteSums(bench); err != nil {
+			t.Fatal(err)
+		}
+		return bench
+	}
+	for _, tc := range []struct {
+		name   string
+		resume bool
+	}{{"start", false}, {"resume", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bench := sealed(t)
+			o := baseOptions(bench, t.TempDir(), model(t, "baseline", "oracle"))
+			if tc.resume {
+				// A first run finishes; the records of a and b are then
+				// dropped from results.jsonl, so a resume must ask them.
+				s := run(t, o)
+				name := filepath.Join(s.RunDir, results.ResultsFile)
+				var kept []string
+				for _, line := range strings.SplitAfter(string(readFile(t, name)), "\n") {
+					if line != "" && !strings.Contains(line, a) && !strings.Contains(line, b) {
+						kept = append(kept, line)
+					}
+				}
+				if err := os.WriteFile(name, []byte(strings.Join(kept, "")), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := benchtest.Swap(bench, xray(a), xray(b)); err != nil {
+				t.Fatal(err)
+			}
+			o.Concurrency = 1
+			_, err := Run(context.Background(), o)
+			if err == nil || !errors.Is(err, benchmark.ErrChanged) {
+				t.Fatalf("eval over swapped images: %v, want an error wrapping ErrChanged", err)
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "SHA256SUMS") ||
+				!strings.Contains(msg, xray(a)) && !strings.Contains(msg, xray(b)) {
+				t.Errorf("error is not one line naming a swapped file and SHA256SUMS: %q", msg)
+			}
+			recs, _ := results.ReadResults(filepath.Join(RunDir(o.OutDir, RunName("baseline", "oracle", false, o.Parse), o.Oracle, nil), results.ResultsFile))
+			for _, r := range recs {
+				if r.KeyID == a || r.KeyID == b {
+					t.Errorf("record %s written (%s) over a changed image", r.KeyID, r.Status)
+				}
+			}
+		})
+	}
+	t.Run("no SHA256SUMS", func(t *testing.T) {
+		bench := t.TempDir()
+		outdirtest.CopyTree(t, sampleBench, bench)
+		var log bytes.Buffer
+		o := baseOptions(bench, t.TempDir(), model(t, "baseline", "oracle"))
+		o.Log = &log
+		s := run(t, o)
+		if s.Results.Counts.RecordsOK != s.Selected {
+			t.Errorf("%d of %d records ok", s.Results.Counts.RecordsOK, s.Selected)
+		}
+		if !strings.Contains(log.String(), "warning: benchmark "+bench+": no SHA256SUMS") {
+			t.Errorf("no warning about the missing SHA256SUMS in the log:\n%s", log.String())
+		}
+	})
 }

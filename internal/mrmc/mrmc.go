@@ -365,12 +365,21 @@ func diffs(a *Analysis, se2, df float64) []Difference {
 	return out
 }
 
+// minSE is the smallest standard error taken as one: below it, what is
+// left of the variance estimates is rounding of figures that do not vary
+// (every reader and case the same), and a zero-width interval would claim
+// a certainty the data do not have.
+const minSE = 1e-12
+
 // interval is est ± t(1−α/2; df)·√se2, with the two-sided p of est = 0
 // when withP.
 func interval(est, se2, df, alpha float64, withP bool) Interval {
 	iv := Interval{Estimate: est, SE: math.NaN(), DF: df, Lo: math.NaN(), Hi: math.NaN(), P: math.NaN()}
 	if se2 >= 0 {
 		iv.SE = math.Sqrt(se2)
+	}
+	if iv.SE < minSE {
+		iv.SE = 0 // rounding residue of figures that do not vary
 	}
 	if !(iv.SE > 0) || math.IsNaN(df) || df <= 0 {
 		return iv

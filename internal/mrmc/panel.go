@@ -71,11 +71,11 @@ func ModelVersusPanel(fom FOM, model []float64, scores [][]float64, truth []int,
 	p := panelStats(dTheta, dJack)
 	iv := p.rrrc(alpha)
 	// rrrc leaves P out (a mean); a difference has one.
-	if iv.SE > 0 && !math.IsNaN(iv.DF) && iv.DF > 0 {
+	if !math.IsNaN(iv.Lo) {
 		iv.P = 2 * tSurvival(math.Abs(iv.Estimate)/iv.SE, iv.DF)
 	}
 	s := Standalone{Interval: iv, Model: m, Readers: meanOf(theta), Margin: margin, PNonInferior: math.NaN()}
-	if margin > 0 && iv.SE > 0 && !math.IsNaN(iv.DF) && iv.DF > 0 {
+	if margin > 0 && !math.IsNaN(iv.Lo) {
 		s.PNonInferior = tSurvival((iv.Estimate+margin)/iv.SE, iv.DF)
 	}
 	return s, nil

@@ -231,8 +231,6 @@ func (c *caseCtx) pickLung() lung {
 	return c.right
 }
 
-func sideWord(l lung) string { return l.name }
-
 func (c *caseCtx) volumeLossLesion(mask []uint8, name string) (*lesionOut, error) {
 	l := c.right
 	if c.atelectSide > 0 {

@@ -35,6 +35,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Options configures Generate.
@@ -189,20 +190,20 @@ func checkOptions(opt Options) error {
 	seen := map[string]bool{}
 	for _, d := range opt.Lesions {
 		if seen[d.Name] {
-			return fmt.Errorf("phantom: lesion %q is listed twice", benchmark.OneLine(d.Name))
+			return fmt.Errorf("phantom: lesion %q is listed twice", textsafe.OneLine(d.Name))
 		}
 		seen[d.Name] = true
 		if !benchmark.KeyIDPattern.MatchString(d.Name + "_x_positive_0") {
-			return fmt.Errorf("phantom: %q is not a lesion name (lowercase letters and digits)", benchmark.OneLine(d.Name))
+			return fmt.Errorf("phantom: %q is not a lesion name (lowercase letters and digits)", textsafe.OneLine(d.Name))
 		}
 		_, lung := lungShapes[d.Phantom]
 		switch {
 		case d.Phantom == "":
 			return fmt.Errorf("phantom: lesion %q has no phantom shape (one of %s)", d.Name, strings.Join(Shapes(), ", "))
 		case d.Heart() && d.Phantom != ShapeEnlargedHeart:
-			return fmt.Errorf("phantom: lesion %q is heart-type; its phantom shape must be %s, not %q", d.Name, ShapeEnlargedHeart, benchmark.OneLine(d.Phantom))
+			return fmt.Errorf("phantom: lesion %q is heart-type; its phantom shape must be %s, not %q", d.Name, ShapeEnlargedHeart, textsafe.OneLine(d.Phantom))
 		case !d.Heart() && !lung:
-			return fmt.Errorf("phantom: lesion %q: phantom shape %q is not one of the lung shapes (%s)", d.Name, benchmark.OneLine(d.Phantom), strings.Join(Shapes()[1:], ", "))
+			return fmt.Errorf("phantom: lesion %q: phantom shape %q is not one of the lung shapes (%s)", d.Name, textsafe.OneLine(d.Phantom), strings.Join(Shapes()[1:], ", "))
 		}
 	}
 	return nil

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // maxMsgLen caps error messages: a server may echo a whole request (with
@@ -213,18 +215,8 @@ func (s scrubber) clean(msg string) string {
 	msg = bearerRe.ReplaceAllString(msg, "$1[redacted]")
 	msg = kvKeyRe.ReplaceAllString(msg, "$1$2[redacted]")
 	msg = keyParam.ReplaceAllString(msg, "$1[redacted]")
-	msg = strings.Join(strings.Fields(msg), " ")
-	if len(msg) > maxMsgLen {
-		cut := maxMsgLen
-		for cut > 0 && !utf8Start(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + "…"
-	}
-	return msg
+	return textsafe.Clip(textsafe.Squash(msg), maxMsgLen)
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // contextError classifies the end of a call's context: a passed deadline
 // is a (retryable) timeout, a cancellation stops the run.

@@ -9,17 +9,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"google.golang.org/genai"
+
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // BaselineOwner is the owned_by of serve-baseline's model entry. Such an
 // entry answers any model id, so the preflight accepts it for any.
-const BaselineOwner = "chexpercept-baseline"
+const BaselineOwner = runmodel.BaselineOwner
 
 // maxPreflightBytes caps the preflight's reply: a model list of a few
 // hundred entries is well under a megabyte.
@@ -90,18 +91,6 @@ func preflightFailure(ctx context.Context, err error, status int, msg string, s 
 	return &PreflightError{Unreachable: true, Reason: "unreachable: " + ce.Msg}
 }
 
-// clipText bounds a reported text.
-func clipText(v string) *string {
-	if len(v) > maxIdentityText {
-		cut := maxIdentityText
-		for cut > 0 && !utf8.RuneStart(v[cut]) {
-			cut--
-		}
-		v = v[:cut] + "…"
-	}
-	return &v
-}
-
 // modelEntry is the part of a model-list entry the identity uses:
 // OpenAI's members, vLLM's root and max_model_len, serve-baseline's
 // policy and policy_seed.
@@ -132,7 +121,8 @@ func (e modelEntry) identity(s scrubber) runmodel.Identity {
 // without the API key in any of its forms (a server may echo it, and the
 // identity is printed and written to the manifest), and clipped.
 func identityText(v string, s scrubber) *string {
-	return clipText(s.redact(v))
+	t := textsafe.Clip(s.redact(v), maxIdentityText)
+	return &t
 }
 
 // matchModel finds model in a models list reply. serve-baseline's single
@@ -177,7 +167,7 @@ func servedList(ids []string, s scrubber) string {
 			q = append(q, fmt.Sprintf("and %d more", len(ids)-show))
 			break
 		}
-		q = append(q, strconv.Quote(s.clean(*clipText(id))))
+		q = append(q, strconv.Quote(s.clean(textsafe.Clip(id, maxIdentityText))))
 	}
 	return strings.Join(q, ", ")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // The sequential aided design. On every turn the reader answers first on
@@ -49,8 +50,14 @@ var aidSchema = []string{
 	BEGIN SELECT RAISE(ABORT, 'a given answer cannot be deleted'); END`,
 }
 
+// schemaDB is what addAidSchema needs of a database handle.
+type schemaDB interface {
+	QueryRow(query string, args ...any) *sql.Row
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
 // addAidSchema adds aidSchema where it is missing, in one transaction.
-func addAidSchema(db *sql.DB) error {
+func addAidSchema(db schemaDB) error {
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('turns') WHERE name = 'aid_shown_ms'`).Scan(&n); err != nil {
 		return err
@@ -58,7 +65,7 @@ func addAidSchema(db *sql.DB) error {
 	if n == 1 {
 		return nil
 	}
-	tx, err := db.Begin()
+	tx, err := db.BeginTx(context.Background(), nil)
 	if err != nil {
 		return err
 	}
@@ -129,7 +136,7 @@ func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int) (
 	}
 	if len(missing) > 0 {
 		return nil, nil, fmt.Errorf("--aid %s: the run lacks %d of the study's %d records (first: %s); finish or resume it first",
-			dir, len(missing), len(idx), benchmark.OneLine(missing[0]))
+			dir, len(missing), len(idx), textsafe.OneLine(missing[0]))
 	}
 	return &Aid{Run: m.RunName, Model: m.Model.Name, Dir: abs}, out, nil
 }

@@ -274,3 +274,34 @@ func TestModelAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAddsAidSchema: a reading database made before the aided design
+// (no unaided columns, no aid table, no triggers) is opened, gets them,
+// and keeps its answers; a second open changes nothing.
+func TestOpenAddsAidSchema(t *testing.T) {
+	bench := testBench(t)
+	st := newStudy(t, bench, protocol.OracleNone)
+	c := st.signIn("reader1")
+	st.work(c, false, 3)
+	db := st.store.db
+	for _, q := range []string{`DROP TRIGGER turns_final`, `DROP TRIGGER turns_kept`, `DROP TABLE aid`,
+		`ALTER TABLE turns DROP COLUMN aid_shown_ms`, `ALTER TABLE turns DROP COLUMN unaided_ms`, `ALTER TABLE turns DROP COLUMN unaided`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		s, err := Open(st.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ans, err := s.Answers(context.Background(), 1, 0)
+		if err != nil || len(ans) < 3 || ans[0].Text != "Answer: 1" {
+			t.Fatalf("open %d: answers %+v, %v", i+1, ans, err)
+		}
+		if _, err := s.db.Exec(`UPDATE turns SET answer = 'Answer: 2' WHERE reader_id = 1`); err == nil {
+			t.Errorf("open %d: the triggers are missing", i+1)
+		}
+		s.Close()
+	}
+}

@@ -3,8 +3,6 @@ package reading
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,42 +20,14 @@ import (
 // browser starts headless Chromium and returns a function that opens a
 // cookie-isolated context of the given window size.
 func browser(t *testing.T) func(w, h int64) context.Context {
-	exe := browsertest.Chromium(t)
-	root, stop := browsertest.Start(exe, filepath.Join(t.TempDir(), "chrome-profile"), 1400, 1000, 300*time.Second)
-	t.Cleanup(stop)
-	if err := chromedp.Do(root); err != nil {
-		t.Fatal(err)
-	}
-	return func(w, h int64) context.Context {
-		ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
-		t.Cleanup(cancel)
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, h)); err != nil {
-			t.Fatal(err)
-		}
-		return ctx
-	}
+	return browsertest.Browser(t, 300*time.Second)
 }
 
-func screenshot(ctx context.Context, name string) {
-	dir := os.Getenv("CHEXPERCEPT_SCREENSHOTS")
-	if dir == "" {
-		return
-	}
-	if b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
-		os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644)
-	}
-}
+func screenshot(ctx context.Context, name string) { browsertest.Screenshot(ctx, name) }
 
 func signInBrowser(t *testing.T, ctx context.Context, base, token string) {
 	t.Helper()
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(base+"/login"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token),
-		chromedp.Click(chromedp.ID("login-button")),
-	); err != nil {
-		t.Fatalf("sign-in: %v", err)
-	}
+	browsertest.SignIn(t, ctx, base, token)
 }
 
 // shownRadiograph matches the radiographs of the viewers on screen (the
@@ -66,7 +36,7 @@ func signInBrowser(t *testing.T, ctx context.Context, base, token string) {
 const shownRadiograph = ".figure:not([hidden]) img.radiograph"
 
 // pageState is "done", or "pos/seq" of the question on screen.
-const pageState = `document.querySelector("[data-done]") ? "done" :
+const pageState = `!document.querySelector("html[data-ready]") ? "" : document.querySelector("[data-done]") ? "done" :
 	(document.querySelector("[data-submit]") && document.querySelector("input[name=pos]") ?
 	 document.querySelector("input[name=pos]").value + "/" + document.querySelector("input[name=seq]").value : "")`
 
@@ -341,7 +311,11 @@ func checkViewer(t *testing.T, ctx context.Context, tp turnPage) (ownImages int)
 		t.Fatal(err)
 	}
 	if v.Shown == 0 {
-		t.Fatalf("record %d question %d: no visible radiograph", tp.pos, tp.seq+1)
+		diag, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll("img.radiograph")).map(i => {
+			const r = i.closest(".viewport").getBoundingClientRect();
+			return (i.closest(".figure").hidden ? "hidden " : "") + i.getAttribute("src") + " complete=" + i.complete + " w=" + i.naturalWidth + " viewport " + [r.left, r.top, r.width, r.height].join(",");
+		}).join("; ") + " window " + window.innerWidth`))
+		t.Fatalf("record %d question %d: no visible radiograph (%s)", tp.pos, tp.seq+1, diag)
 	}
 	if v.Own == 0 && v.Ref != fmt.Sprintf("/image/%d/0/0", tp.pos) {
 		t.Errorf("record %d question %d, without an image of its own: the viewer shows %q, not the detection radiograph", tp.pos, tp.seq+1, v.Ref)

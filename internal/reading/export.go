@@ -15,6 +15,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/runs"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // ProviderHuman is the provider (and backend) of a reader's run.
@@ -173,7 +174,7 @@ func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st
 				return nil, nil, fmt.Errorf("record %s, unaided answers: %w", rec.KeyID, err)
 			}
 			if pend != nil {
-				return nil, nil, fmt.Errorf("record %s: turn %s has a final answer but no unaided one; the database was changed outside chexpercept", benchmark.OneLine(rec.KeyID), pend.Turn)
+				return nil, nil, fmt.Errorf("record %s: turn %s has a final answer but no unaided one; the database was changed outside chexpercept", textsafe.OneLine(rec.KeyID), pend.Turn)
 			}
 		}
 		if res != nil {
@@ -187,7 +188,7 @@ func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st
 // stored at init.
 func itemRecord(bench *benchmark.Benchmark, it Item) (*benchmark.Record, error) {
 	if it.BenchIndex < 0 || it.BenchIndex >= len(bench.Records) || bench.Records[it.BenchIndex].KeyID != it.KeyID {
-		return nil, errors.New("the study's records do not match the benchmark (record " + benchmark.OneLine(it.KeyID) + ")")
+		return nil, errors.New("the study's records do not match the benchmark (record " + textsafe.OneLine(it.KeyID) + ")")
 	}
 	return bench.Records[it.BenchIndex], nil
 }

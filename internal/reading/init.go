@@ -2,8 +2,10 @@ package reading
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,6 +38,7 @@ type InitOptions struct {
 	// model's answer after each unaided answer ("": an unaided study).
 	Aid string
 	Now func() time.Time // nil: time.Now
+	Log io.Writer        // warnings (nil: discarded)
 }
 
 // Credential is one account's sign-in token, shown once.
@@ -45,6 +48,22 @@ type Credential struct {
 
 // ReaderName is the name of the i-th reader (1-based).
 func ReaderName(i int) string { return "reader" + strconv.Itoa(i) }
+
+// openSums reads the benchmark's SHA256SUMS and checks its JSON files. A
+// benchmark without one gives a nil Sums and a warning line.
+func openSums(b *benchmark.Benchmark) (*benchmark.Sums, string, error) {
+	sums, err := benchmark.ReadSums(b.Dir)
+	if errors.Is(err, benchmark.ErrNoSums) {
+		return nil, "benchmark " + err.Error(), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if err := sums.CheckJSON(b); err != nil {
+		return nil, "", err
+	}
+	return sums, "", nil
+}
 
 // Init creates the reading database: the selected records (eval's
 // selection, so `eval --sample K --sample-seed S` asks the same ones), each
@@ -65,11 +84,35 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	if len(idx) == 0 {
 		return nil, 0, errors.New("no record selected")
 	}
+	sums, warning, err := openSums(o.Bench)
+	if err != nil {
+		return nil, 0, err
+	}
+	if warning != "" && o.Log != nil {
+		// Said once the study exists: a refused init says only why.
+		defer func() {
+			if err == nil {
+				fmt.Fprintf(o.Log, "warning: %s\n", warning)
+			}
+		}()
+	}
 	// Every selected record must be plannable: a record the protocol
-	// cannot lay out would stop every reader at it.
+	// cannot lay out would stop every reader at it. Its images must be
+	// the build's: a study never starts on a changed benchmark.
+	checked := map[string]bool{}
 	for _, i := range idx {
-		if _, err := protocol.Plan(o.Bench.Records[i], o.Bench.Dir); err != nil {
+		plan, err := protocol.Plan(o.Bench.Records[i], o.Bench.Dir)
+		if err != nil {
 			return nil, 0, err
+		}
+		for _, rel := range protocol.ImagesToSend(plan) {
+			if sums == nil || checked[rel] {
+				continue
+			}
+			checked[rel] = true
+			if err := sums.CheckFile(rel); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	var aid *Aid
@@ -127,6 +170,20 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 			return nil, 0, err
 		}
 	}
+	if creds, err = addAccounts(tx, o, idx); err != nil {
+		return nil, 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, 0, fmt.Errorf("reading db %s: %w", o.DB, err)
+	}
+	return creds, len(idx), nil
+}
+
+// addAccounts adds the readers, each with the selected records in an
+// order of their own (a shuffle seeded by the seed and the reader's
+// name), then the admin, and returns their credentials in that order.
+func addAccounts(tx *sql.Tx, o InitOptions, idx []int) ([]Credential, error) {
+	var creds []Credential
 	for i := 1; i <= o.Readers+1; i++ {
 		name, admin := ReaderName(i), false
 		if i > o.Readers {
@@ -134,11 +191,11 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 		}
 		tok, err := webapp.NewToken()
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		res, err := tx.Exec(`INSERT INTO readers(name, token_sha256, is_admin) VALUES(?, ?, ?)`, name, webapp.TokenHash(tok), admin)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		creds = append(creds, Credential{Name: name, Token: tok})
 		if admin {
@@ -150,12 +207,9 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 		for pos, bi := range order {
 			if _, err := tx.Exec(`INSERT INTO records(reader_id, pos, bench_index, key_id) VALUES(?,?,?,?)`,
 				id, pos, bi, o.Bench.Records[bi].KeyID); err != nil {
-				return nil, 0, err
+				return nil, err
 			}
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, 0, fmt.Errorf("reading db %s: %w", o.DB, err)
-	}
-	return creds, len(idx), nil
+	return creds, nil
 }

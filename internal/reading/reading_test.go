@@ -3,6 +3,7 @@ package reading
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,11 +24,10 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/appdb/appdbtest"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
-	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // study is a reading study over the protocol test benchmark (records of
@@ -270,12 +271,7 @@ func (st *study) work(c *client, gt bool, stopAfter int) (answered int) {
 // serve-baseline --policy first) over the benchmark.
 func baselineFirst(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMode) map[string]*results.Record {
 	t.Helper()
-	out := t.TempDir()
-	m := runmodel.Model{Name: "first", Provider: "baseline", Backend: "baseline", ModelID: "first", Label: "first"}
-	if _, err := eval.Run(context.Background(), eval.Options{BenchDir: bench.Dir, OutDir: out, Model: m, Oracle: oracle, NoCache: true, Concurrency: 1, AllowInvalid: true}); err != nil {
-		t.Fatal(err)
-	}
-	return readRun(t, eval.RunDir(out, eval.RunName("baseline", "first", false, "reference"), oracle, nil))
+	return readRun(t, modelRun(t, bench, oracle))
 }
 
 func readRun(t *testing.T, dir string) map[string]*results.Record {
@@ -443,6 +439,10 @@ func (st *study) checkExport(t *testing.T, oracle protocol.OracleMode) []Exporte
 	}
 	if m.Model.Provider != ProviderHuman || m.Model.Name != "reader2" || m.OracleMode != string(oracle) {
 		t.Errorf("manifest: provider %q model %q oracle %q", m.Model.Provider, m.Model.Name, m.OracleMode)
+	}
+	// An unaided study: one arm, named by the database's file.
+	if want := (results.ReadingArm{Study: "reading", Reader: "reader2", Arm: results.ArmUnaided}); m.Reading == nil || *m.Reading != want {
+		t.Errorf("manifest reading %+v, want %+v", m.Reading, want)
 	}
 	return runs
 }
@@ -710,6 +710,109 @@ func TestAnswersRefusesOversizedAnswer(t *testing.T) {
 	if want := "reader 1, record 4, turn 1: the stored answer is 2097152 bytes"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
 		t.Errorf("an oversized answer: %v, want an error naming the file and %q", err, want)
 	}
+}
+
+// sealedBench is testBench with a distinct image in every file and the
+// build's SHA256SUMS over them; change rotates the images' contents (each
+// file gets the next one's bytes), so every image differs from the build's
+// while all are present and decodable.
+func sealedBench(t *testing.T) (bench *benchmark.Benchmark, change func()) {
+	t.Helper()
+	b := protocoltest.Bench(t)
+	var paths []string
+	for _, rec := range b.Records {
+		paths = append(paths, protocoltest.ImagePaths(rec)...)
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	for k, p := range paths {
+		var buf bytes.Buffer
+		img := image.NewGray(image.Rect(0, 0, 64, 64))
+		for i := range img.Pix {
+			img.Pix[i] = uint8(i + 7*k)
+		}
+		if err := png.Encode(&buf, img); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(b.Dir, filepath.FromSlash(p)), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := benchtest.WriteSums(b.Dir); err != nil {
+		t.Fatal(err)
+	}
+	return b, func() {
+		for i := 0; i+1 < len(paths); i++ {
+			if err := benchtest.Swap(b.Dir, paths[i], paths[i+1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestChangedBenchmarkRefused: a study runs only on the benchmark its
+// build wrote. read init refuses a benchmark whose images differ from
+// SHA256SUMS, naming a file; read serve, over a study made before the
+// images changed, refuses to serve a changed image (the reader gets an
+// error, never the image); a benchmark without SHA256SUMS is used with a
+// warning.
+func TestChangedBenchmarkRefused(t *testing.T) {
+	t.Run("init", func(t *testing.T) {
+		bench, change := sealedBench(t)
+		change()
+		db := filepath.Join(t.TempDir(), "reading.sqlite")
+		_, _, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 1, Oracle: protocol.OracleNone})
+		if !errors.Is(err, benchmark.ErrChanged) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "SHA256SUMS") {
+			t.Errorf("init over changed images: %v, want one line wrapping ErrChanged", err)
+		}
+		if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a refused init left %s behind (%v)", db, err)
+		}
+	})
+	t.Run("serve", func(t *testing.T) {
+		bench, change := sealedBench(t)
+		st := newStudy(t, bench, protocol.OracleNone)
+		c := st.signIn("reader1")
+		before := c.current() // every image of the turn served (checked in current)
+		change()
+		code, _, page := c.do("GET", "/read", nil)
+		if code != http.StatusOK {
+			t.Fatalf("/read: %d", code)
+		}
+		srcs := imageRE.FindAllStringSubmatch(page, -1)
+		if before.done || len(srcs) == 0 {
+			t.Fatal("the first turn shows no image")
+		}
+		for _, m := range srcs {
+			code, hd, body := c.do("GET", m[1], nil)
+			if code == http.StatusOK || hd.Get("Content-Type") == "image/png" || strings.Contains(body, "PNG") {
+				t.Errorf("%s served after its file changed: %d %s", m[1], code, hd.Get("Content-Type"))
+			}
+		}
+	})
+	t.Run("no SHA256SUMS", func(t *testing.T) {
+		bench := testBench(t)
+		var log bytes.Buffer
+		db := filepath.Join(t.TempDir(), "reading.sqlite")
+		if _, _, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 1, Oracle: protocol.OracleNone, Log: &log}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(log.String(), "warning: benchmark "+bench.Dir+": no SHA256SUMS") {
+			t.Errorf("init log %q: no warning about the missing SHA256SUMS", log.String())
+		}
+		s, err := Open(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		srv, err := NewServer(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(srv.Warning, "no SHA256SUMS") {
+			t.Errorf("server warning %q", srv.Warning)
+		}
+	})
 }
 
 // TestOneAnswerRule: a turn takes exactly one answer. A POST for the

@@ -1,7 +1,6 @@
 package reading
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 )
 
@@ -43,9 +43,15 @@ type Server struct {
 	bench  *benchmark.Benchmark
 	oracle protocol.OracleMode
 	system string
-	tmpl   *template.Template
 	web    *webapp.App
 	sizes  sync.Map // benchmark-relative image path → file length
+	// sums is the build's SHA256SUMS: every image is checked against it
+	// as it is read, and a changed one is not served. Nil when the
+	// benchmark has none; Warning then says so.
+	sums *benchmark.Sums
+	// Warning is "" or one line for the operator (a benchmark without
+	// SHA256SUMS, whose images cannot be checked).
+	Warning string
 	// Secure marks the session cookie Secure (set when serving TLS).
 	Secure bool
 	Log    *log.Logger
@@ -62,11 +68,15 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	sums, warning, err := openSums(bench)
+	if err != nil {
+		return nil, err
+	}
 	oracle, err := protocol.ParseOracleMode(st.Oracle)
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", s.Path, err)
 	}
-	t, err := template.New("").Funcs(template.FuncMap{"inc": func(i int) int { return i + 1 }}).ParseFS(webFS, "web/templates/*.html")
+	t, err := webapp.ParseTemplates(template.FuncMap{"inc": func(i int) int { return i + 1 }}, webFS, "web/templates/*.html")
 	if err != nil {
 		return nil, err
 	}
@@ -74,10 +84,8 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{store: s, study: st, bench: bench, oracle: oracle, system: profile.Default().SystemText(), tmpl: t, Log: log.New(io.Discard, "", 0)}
-	srv.web = webapp.New(s, sub, func(w http.ResponseWriter, status int, msg string) {
-		srv.render(w, status, "login.html", map[string]any{"Page": page{Title: "Sign in"}, "Error": msg})
-	})
+	srv := &Server{store: s, study: st, bench: bench, sums: sums, Warning: warning, oracle: oracle, system: profile.Default().SystemText(), Log: log.New(io.Discard, "", 0)}
+	srv.web = webapp.New(s.accounts(), sub, t)
 	srv.web.Logf = func(format string, args ...any) { srv.Log.Printf(format, args...) }
 	return srv, nil
 }
@@ -101,13 +109,7 @@ type page struct {
 }
 
 func (srv *Server) render(w http.ResponseWriter, status int, name string, data any) {
-	var buf bytes.Buffer
-	if err := srv.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
-		srv.Log.Printf("template %s: %v", name, err)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	webapp.WriteHTML(w, status, buf.Bytes())
+	srv.web.Render(w, status, name, data)
 }
 
 func (srv *Server) home(w http.ResponseWriter, r *http.Request) {
@@ -152,7 +154,7 @@ func (srv *Server) locate(ctx context.Context, readerID int64) (*current, error)
 		}
 		_, pend, err := Replay(rec, it.BenchIndex, srv.bench.Dir, srv.oracle, ans)
 		if err != nil {
-			return nil, fmt.Errorf("record %s: %w", benchmark.OneLine(rec.KeyID), err)
+			return nil, fmt.Errorf("record %s: %w", textsafe.OneLine(rec.KeyID), err)
 		}
 		if pend != nil {
 			return &current{pos: pos, total: len(items), item: it, rec: rec, pending: pend}, nil
@@ -498,6 +500,14 @@ func (srv *Server) turnImage(imgs []string, i int) ([]byte, error) {
 		data, err := imagefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(rel)), imagefile.MaxFileBytes, imagefile.NoFollow)
 		if err != nil {
 			return nil, fmt.Errorf("image: %w", imagefile.Reason(err))
+		}
+		if srv.sums != nil {
+			// Checked on every read from disk, before padding: hashing
+			// costs little next to the read, and a file changed while
+			// the study runs is caught.
+			if err := srv.sums.Check(rel, benchmark.SHA256Hex(data)); err != nil {
+				return nil, err
+			}
 		}
 		srv.sizes.Store(rel, len(data))
 		return data, nil

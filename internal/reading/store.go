@@ -42,14 +42,9 @@ import (
 // schemaID marks a reading database; Open refuses other SQLite files.
 const schemaID = "chexpercept-reading/1"
 
-const schema = `
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE readers (
-	id           INTEGER PRIMARY KEY,
-	name         TEXT NOT NULL UNIQUE,
-	token_sha256 BLOB NOT NULL,
-	is_admin     INTEGER NOT NULL DEFAULT 0
-);
+// schema: the meta table, the accounts ("readers") and sessions of the
+// web layer, and the study's own tables.
+var schema = appdb.MetaSchema + (&Store{}).accounts().Schema() + `
 CREATE TABLE records (
 	reader_id   INTEGER NOT NULL REFERENCES readers(id),
 	pos         INTEGER NOT NULL,
@@ -66,12 +61,6 @@ CREATE TABLE turns (
 	answered_ms INTEGER,
 	PRIMARY KEY (reader_id, pos, seq)
 );
-CREATE TABLE sessions (
-	id_sha256 BLOB PRIMARY KEY,
-	reader_id INTEGER NOT NULL REFERENCES readers(id),
-	csrf      TEXT NOT NULL,
-	expires   INTEGER NOT NULL
-);
 `
 
 // AdminName is the reserved name of the admin account (progress view).
@@ -79,7 +68,7 @@ const AdminName = "admin"
 
 // Store is an open reading database.
 type Store struct {
-	db   *sql.DB
+	db   *appdb.DB
 	Path string
 	now  func() time.Time
 }
@@ -92,7 +81,7 @@ func create(path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := addAidSchema(db); err != nil {
+	if err := addAidSchema(db.W); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
@@ -119,16 +108,16 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
 	absent := appdb.SideFilesAbsent(path)
-	db, err := sql.Open("sqlite", d)
+	db, err := appdb.OpenDSN(d, false)
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
-	if err := appdb.CheckSchema(db, schemaID); err != nil {
+	if err := appdb.CheckSchema(db.R, schemaID); err != nil {
 		_ = db.Close() // the open failed; its error is the one to report
 		appdb.RemoveNewSideFiles(path, absent)
 		return nil, schemaError(path, err)
 	}
-	if err := addAidSchema(db); err != nil {
+	if err := addAidSchema(db.W); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
@@ -207,8 +196,15 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 		return nil, err
 	}
 	// Studies made before studies had names are named by their file.
-	if st.Name, err = s.meta(ctx, "study"); err != nil {
-		st.Name = strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path))
+	var named int
+	if err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'study'`).Scan(&named); err != nil {
+		return nil, err
+	}
+	st.Name = strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path))
+	if named == 1 {
+		if st.Name, err = s.meta(ctx, "study"); err != nil {
+			return nil, err
+		}
 	}
 	if st.Aid, err = s.aidOf(ctx); err != nil {
 		return nil, err
@@ -333,65 +329,7 @@ func (s *Store) saveAnswer(ctx context.Context, readerID int64, pos, seq int, te
 	return nil
 }
 
-// Authenticate returns the account whose token is token, comparing every
-// stored hash in constant time.
-func (s *Store) Authenticate(ctx context.Context, token string) (*webapp.Account, error) {
-	if token == "" {
-		return nil, nil
-	}
-	type account struct {
-		a    webapp.Account
-		hash []byte
-	}
-	all, err := appdb.Rows(ctx, s.db, func(r *account) []any { return []any{&r.a.ID, &r.a.Name, &r.hash, &r.a.Admin} },
-		`SELECT id, name, token_sha256, is_admin FROM readers`)
-	if err != nil {
-		return nil, err
-	}
-	if r, ok := webapp.MatchToken(token, all, func(r account) []byte { return r.hash }); ok {
-		return &r.a, nil
-	}
-	return nil, nil
-}
-
-// CreateSession starts a session (only its hash is stored).
-func (s *Store) CreateSession(ctx context.Context, id int64, ttl time.Duration) (cookie, csrf string, err error) {
-	if cookie, err = webapp.NewToken(); err != nil {
-		return "", "", err
-	}
-	if csrf, err = webapp.NewToken(); err != nil {
-		return "", "", err
-	}
-	now := s.now()
-	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions(id_sha256, reader_id, csrf, expires) VALUES(?,?,?,?)`,
-		webapp.SessionHash(cookie), id, csrf, now.Add(ttl).Unix())
-	if err == nil {
-		s.db.ExecContext(ctx, `DELETE FROM sessions WHERE expires < ?`, now.Unix())
-	}
-	return cookie, csrf, err
-}
-
-// Session returns the account and CSRF token of a live session, or nil.
-func (s *Store) Session(ctx context.Context, cookie string) (*webapp.Account, string, error) {
-	if !webapp.ValidCookie(cookie) {
-		return nil, "", nil
-	}
-	var a webapp.Account
-	var csrf string
-	var expires int64
-	err := s.db.QueryRowContext(ctx, `SELECT r.id, r.name, r.is_admin, s.csrf, s.expires FROM sessions s JOIN readers r ON r.id = s.reader_id
-		WHERE s.id_sha256 = ?`, webapp.SessionHash(cookie)).Scan(&a.ID, &a.Name, &a.Admin, &csrf, &expires)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && s.now().Unix() > expires {
-		return nil, "", nil
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	return &a, csrf, nil
-}
-
-// EndSession deletes a session.
-func (s *Store) EndSession(ctx context.Context, cookie string) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id_sha256 = ?`, webapp.SessionHash(cookie))
-	return err
+// accounts is the store's accounts and sessions for the web layer.
+func (s *Store) accounts() *webapp.SQLBackend {
+	return &webapp.SQLBackend{DB: s.db, Accounts: "readers", AccountColumn: "reader_id", Now: func() time.Time { return s.now() }}
 }

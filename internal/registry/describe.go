@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // ModelInfo is one alias as `chexpercept models --json` prints it. The
@@ -73,7 +73,7 @@ func Describe(e Entry, prices *Prices) (ModelInfo, error) {
 			argv := VLLMServeArgv(e)
 			quoted := make([]string, len(argv))
 			for i, a := range argv {
-				quoted[i] = ShellQuote(a)
+				quoted[i] = textsafe.ShellQuote(a)
 			}
 			m.VLLM.Argv, m.VLLM.Serve = argv, strings.Join(quoted, " ")
 		}
@@ -118,16 +118,6 @@ func (m ModelInfo) ServeLine() string {
 		line += fmt.Sprintf("; --tensor-parallel-size must divide %d", *v.TPDivisorHint)
 	}
 	return line
-}
-
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9@%+=:,./_-]+$`)
-
-// ShellQuote quotes s for a POSIX shell when it needs quoting.
-func ShellQuote(s string) string {
-	if shellSafe.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // WriteModelsJSON writes infos as `chexpercept models --json` prints

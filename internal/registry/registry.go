@@ -243,6 +243,18 @@ func (r *Registry) Lookup(alias string) (Entry, bool) {
 	return r.entries[i], true
 }
 
+// ByModelID returns the entries whose model id is id, of provider prov
+// ("" for any provider).
+func (r *Registry) ByModelID(prov, id string) []Entry {
+	var out []Entry
+	for _, e := range r.entries {
+		if (prov == "" || e.Provider == prov) && e.ModelID == id {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // rawBackend is the backend a raw model id runs on, per provider.
 var rawBackend = map[string]string{
 	"opensource": runmodel.BackendVLLM,
@@ -254,7 +266,8 @@ var rawBackend = map[string]string{
 
 // Resolve turns --provider and --model into an entry; prov may be an
 // alias of a provider (CanonicalProvider). An alias of that provider
-// gives its entry. Anything else is a raw model id for the
+// gives its entry, and so does the model id of exactly one of its
+// entries (Qwen/Qwen3.6-27B is qwen3.6-27b). Anything else is a raw model id for the
 // provider, with its backend's defaults and no quirks; notice then says
 // so (for the user, not an error). For provider baseline the model is a
 // policy name.
@@ -280,6 +293,15 @@ func (r *Registry) Resolve(prov, model string) (e Entry, notice string, err erro
 		}
 		notice = fmt.Sprintf("%q is a registry alias for provider %s; with --provider %s it is used as a raw model id, with %s defaults and no quirks",
 			model, ent.Provider, prov, backend)
+	} else if ents := r.ByModelID(prov, model); len(ents) == 1 {
+		return ents[0], "", nil
+	} else if len(ents) > 1 {
+		aliases := make([]string, len(ents))
+		for i, e := range ents {
+			aliases[i] = e.Alias
+		}
+		notice = fmt.Sprintf("%q is the model id of the registry aliases %s; give one of them to use its settings. Using it as a raw %s model id with the %s backend's defaults and no quirks",
+			model, strings.Join(aliases, ", "), prov, backend)
 	} else {
 		notice = fmt.Sprintf("%q is not a registry alias; using it as a raw %s model id with the %s backend's defaults and no quirks", model, prov, backend)
 	}

@@ -240,6 +240,12 @@ func TestResolve(t *testing.T) {
 		{"vllm", "glm-4v", "vllm", "glm-4v", "zai-org/GLM-4.6V", false, false, false},
 		{"vLLM", "x", "", "", "", false, false, true},
 		{"opensource", " ", "", "", "", false, false, true},
+		// an entry's model id names the entry, as its alias does
+		{"opensource", "Qwen/Qwen3.6-27B", "vllm", "qwen3.6-27b", "Qwen/Qwen3.6-27B", false, false, false},
+		{"vllm", "zai-org/GLM-4.6V", "vllm", "glm-4v", "zai-org/GLM-4.6V", false, false, false},
+		{"gemini", "gemini-3.1-pro-preview", "gemini", "gemini-3.1-pro", "gemini-3.1-pro-preview", false, false, false},
+		{"openai", "Qwen/Qwen3.6-27B", "openai", "Qwen--Qwen3.6-27B", "Qwen/Qwen3.6-27B", true, true, false},   // another provider's id
+		{"opensource", "qwen/qwen3.6-27b", "vllm", "qwen--qwen3.6-27b", "qwen/qwen3.6-27b", true, true, false}, // ids are exact
 	}
 	for _, tc := range cases {
 		e, notice, err := r.Resolve(tc.prov, tc.model)
@@ -262,6 +268,28 @@ func TestResolve(t *testing.T) {
 	s, _ := e.SamplingParams(true)
 	if *s.Temperature != 0 || *s.TopP != 1 || *s.MaxCompletionTokens != 8192 || s.MaxTokens != nil || s.EnableThinking != nil {
 		t.Errorf("raw sampling %+v", s)
+	}
+}
+
+// TestResolveSharedModelID: a model id that two entries of the provider
+// share names neither; it runs raw, and the notice names both aliases.
+func TestResolveSharedModelID(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "models.yaml")
+	yaml := "- alias: qwen3.6-27b-long\n  display_name: Qwen3.6-27B long\n  domain: general\n  provider: opensource\n" +
+		"  backend: vllm\n  model_id: Qwen/Qwen3.6-27B\n  max_model_len: 131072\n"
+	if err := os.WriteFile(f, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, notice, err := r.Resolve("opensource", "Qwen/Qwen3.6-27B")
+	if err != nil || !e.Raw || !strings.Contains(notice, "qwen3.6-27b, qwen3.6-27b-long") {
+		t.Errorf("shared model id: raw %v notice %q err %v", e.Raw, notice, err)
+	}
+	if e, _, _ := r.Resolve("opensource", "qwen3.6-27b-long"); e.Raw || *e.MaxModelLen != 131072 {
+		t.Errorf("alias of the added entry: %+v", e)
 	}
 }
 

@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -53,10 +52,10 @@ func TestBrowserLargeInteractive(t *testing.T) {
 	}
 }
 
-// TestBrowser drives headless Chromium against the report of a small run
-// opened from disk: the leaderboard renders, a filter narrows the item
-// list, an item opens with its images loaded; a screenshot is saved.
-func TestBrowser(t *testing.T) {
+// openSmallReport writes the report of a small run and opens it from
+// disk in headless Chromium (stopped when t ends), ready.
+func openSmallReport(t *testing.T) context.Context {
+	t.Helper()
 	exe := browsertest.Chromium(t)
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
@@ -65,15 +64,21 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := newBrowser(t, exe, filepath.Join(tmp, "chrome-profile"))
-	defer cancel()
-
-	url := "file://" + filepath.ToSlash(filepath.Join(out, "index.html"))
+	t.Cleanup(cancel)
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(url),
+		chromedp.Navigate("file://"+filepath.ToSlash(filepath.Join(out, "index.html"))),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)),
 	); err != nil {
 		t.Fatal(err)
 	}
+	return ctx
+}
+
+// TestBrowser drives headless Chromium against the report of a small run
+// opened from disk: the leaderboard renders, a filter narrows the item
+// list, an item opens with its images loaded; a screenshot is saved.
+func TestBrowser(t *testing.T) {
+	ctx := openSmallReport(t)
 	eval := func(expr string) int { t.Helper(); return evalInt(t, ctx, expr) }
 	if n := eval(`document.querySelectorAll("#leaderboard table.leaderboard tbody tr").length`); n < 1 {
 		t.Errorf("leaderboard has %d rows", n)
@@ -135,7 +140,7 @@ func TestBrowser(t *testing.T) {
 	if err := os.WriteFile(name, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Log(fmt.Sprintf("screenshot: %s (%d bytes)", name, len(shot)))
+	t.Logf("screenshot: %s (%d bytes)", name, len(shot))
 	view, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID("item-view")))
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ const (
 // tableNotes map the start of a table title to its note, first match wins.
 var tableNotes = []struct{ prefix, note string }{
 	{"Leaderboard", "One row per run. " + defDepth + " E2E: end-to-end accuracy at the last stage of the path, that is the share of records answered correctly at every stage. Parse: how answers were read (reference: the reference implementation's lenient rules; strict: only an explicit \"Answer: N\" counts). Sampling: the generation settings the run sent."},
+	{"Servers", "Who answered each run: the model entry the server listed when eval asked it before the first call (its preflight; owned_by, root and max_model_len for vLLM, version for Gemini, policy for chexpercept's baseline server). A run answered by chexpercept's stand-in (serve-baseline, the simulated models included) is marked " + analysis.RehearsalNote + ": it rehearses the command of a real run, its numbers are the stand-in's. N/A: the manifest records no server (older runs, imports, human readers)."},
 	{"End-to-end accuracy (%) by lesion", defE2E + " " + defStages + " " + defCells},
 	{"End-to-end accuracy", defE2E + " " + defStages + " " + defCells + " " + defDepth},
 	{"Oracle-passed accuracy", defOP + " " + defStages + " " + defCells},

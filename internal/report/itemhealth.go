@@ -85,7 +85,7 @@ func flaggedCSV(res *analysis.Result) []byte {
 			}
 			rows = append(rows, []string{h.Mode, s.Key, s.Q.Name(), s.Q.Turn(), strings.Join(s.Reasons, ";"), itoa(s.Runs), f6(s.AgreeShare()), answerText(s.GT),
 				answerText(orNA(s.Modal)), f6(s.PCorrect), f6(s.Discrimination), s.Lesion, string(s.Path), f6(s.PChance),
-				optionText(rec, s.Q, s.GT), optionText(rec, s.Q, s.Modal)})
+				OptionText(rec, s.Q, s.GT), OptionText(rec, s.Q, s.Modal)})
 		}
 	}
 	return results.CSV(FlaggedHeader, rows)
@@ -316,10 +316,10 @@ func indexFlags(res *analysis.Result, items []*item) []indexFlag {
 	return out
 }
 
-// optionText names the options of a canonical answer ("2", "1,3") of
+// OptionText names the options of a canonical answer ("2", "1,3") of
 // question q of rec, joined by " + " ("" when unknown), so that a reviewer
 // reads the answers rather than their indices.
-func optionText(rec *benchmark.Record, q benchmark.Question, ans string) string {
+func OptionText(rec *benchmark.Record, q benchmark.Question, ans string) string {
 	opts := optionNames(rec, q)
 	if opts == nil || ans == "" {
 		return ""

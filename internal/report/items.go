@@ -144,12 +144,14 @@ type itemDetail struct {
 type runDetail struct {
 	Status string   `json:"status"`
 	Error  *string  `json:"error"`
-	Turns  [][]any  `json:"turns"` // see turnFields
+	Turns  [][]any  `json:"turns"` // one array per turn, in the order below
 	Events []string `json:"events"`
 }
 
-// turnFields documents the order of a turn array in the detail files.
-var turnFields = []string{"turn", "step", "status", "text", "raw", "parsed", "gt", "correct", "patched_at", "original_raw", "fed_back", "rule", "skip", "reasoning", "jaccard"}
+// A turn array in the detail files holds, in this order (the item
+// browser's script reads them by position): turn, step, status, text,
+// raw, parsed, gt, correct, patched_at, original_raw, fed_back, rule,
+// skip, reasoning, jaccard.
 
 func (t *textTable) id(s *string) any {
 	if s == nil {

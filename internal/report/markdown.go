@@ -8,6 +8,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // NAText is shown in report.md and index.html for a cell that does not
@@ -41,6 +42,9 @@ func pctOrNA(x float64) string {
 // doc is the report's text content: paragraphs and tables, rendered
 // both as report.md and inside index.html.
 type doc struct {
+	// Banners say, before anything else, what the numbers are not: a
+	// synthetic or unreviewed benchmark, rehearsal runs (provenance.go).
+	Banners  []string
 	Intro    []string
 	Warnings []string
 	Findings *findingsDoc // nil when no run has a domain group
@@ -63,7 +67,7 @@ type table struct {
 	ID     string // anchor in index.html
 }
 
-func mdEscape(s string) string { return strings.ReplaceAll(benchmark.OneLine(s), "|", `\|`) }
+func mdEscape(s string) string { return strings.ReplaceAll(textsafe.OneLine(s), "|", `\|`) }
 
 // markupStart is what a Markdown renderer takes for the start of an HTML
 // tag, comment or character reference.
@@ -113,6 +117,9 @@ func (t *table) markdown(b *strings.Builder) {
 func markdown(d *doc) []byte {
 	var b strings.Builder
 	b.WriteString("# CheXpercept report\n")
+	for _, p := range d.Banners {
+		b.WriteString("\n> **" + p + "**\n")
+	}
 	for _, p := range d.Intro {
 		b.WriteString("\n" + p + "\n")
 	}
@@ -190,7 +197,7 @@ func chanceCell(res *analysis.Result, path benchmark.Path, lesion, target string
 
 // buildDoc lays out every table of the report.
 func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
-	d := &doc{Warnings: warnings, Findings: buildFindings(res), Readers: buildReaders(res)}
+	d := &doc{Banners: banners(res), Warnings: warnings, Findings: buildFindings(res), Readers: buildReaders(res)}
 	d.Intro = append(d.Intro, fmt.Sprintf("Written by chexpercept %s from %d run(s). Accuracies are percentages with Wilson 95 %% intervals; depth is the mean number of stages answered correctly in a row, with a bootstrap 95 %% interval (B = %d). N/A marks a stage that does not apply to a path or a cell without records. Error policy: %s.\n",
 		ver, len(res.Runs), res.Options.Bootstrap, res.Options.ErrorPolicy))
 	if res.Domains != nil && len(res.Domains.Members) > 0 && d.Findings == nil {
@@ -207,6 +214,7 @@ func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 			continue
 		}
 		s.leaderboard()
+		s.serverTable()
 		for _, setting := range settings {
 			for _, path := range benchmark.Paths {
 				s.stageTable(setting, path)
@@ -471,12 +479,16 @@ func (s *sectionDoc) pairTable() {
 // leaderName is a run's name in the leaderboard, marked when the run has
 // results for only part of its selection (the warnings say more).
 func leaderName(r *analysis.Run) string {
+	name := r.Name
+	if r.Rehearsal {
+		name += " (" + analysis.RehearsalNote + ")"
+	}
 	if !r.Partial() {
-		return r.Name
+		return name
 	}
 	state := "partial"
 	if r.Live {
 		state = "running"
 	}
-	return fmt.Sprintf("%s (%s %d/%d)", r.Name, state, r.Finished, r.Selected)
+	return fmt.Sprintf("%s (%s %d/%d)", name, state, r.Finished, r.Selected)
 }

@@ -13,7 +13,7 @@ import (
 
 // TestHostileRunNames: a run folder whose name
 // holds a bidi override, a newline and a '|', and one of 250 characters,
-// are reported like any other: names are escaped (benchmark.OneLine) in
+// are reported like any other: names are escaped (textsafe.OneLine) in
 // report.md, its table rows stay one line each, index.html and the CSVs
 // hold no raw control or format character, and every plot file name fits.
 func TestHostileRunNames(t *testing.T) {

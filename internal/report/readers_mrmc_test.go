@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -18,157 +16,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
-
-// sampleOutcomes reads samples.csv back into, per run and record, the
-// rows' correctness per question, and per record its path; heart says
-// which records are heart-type (from the benchmark).
-type sampleOutcomes struct {
-	correct map[string]map[string]map[benchmark.Question]bool // run → key → question → asked and correct
-	path    map[string]benchmark.Path
-	heart   map[string]bool
-}
-
-func readSampleOutcomes(t *testing.T, out string, recs []*benchmark.Record) *sampleOutcomes {
-	t.Helper()
-	so := &sampleOutcomes{correct: map[string]map[string]map[benchmark.Question]bool{}, path: map[string]benchmark.Path{}, heart: map[string]bool{}}
-	for _, r := range recs {
-		so.heart[r.KeyID] = r.IsHeartType()
-	}
-	turn := map[string]benchmark.Question{}
-	for _, q := range benchmark.Questions {
-		turn[q.Turn()] = q
-	}
-	ct := readCSVTable(t, filepath.Join(out, SamplesCSV))
-	for _, row := range ct.rows {
-		run, key := ct.get(row, "run"), ct.get(row, "key_id")
-		if ct.get(row, "record_status") != "ok" {
-			continue
-		}
-		if so.correct[run] == nil {
-			so.correct[run] = map[string]map[benchmark.Question]bool{}
-		}
-		if so.correct[run][key] == nil {
-			so.correct[run][key] = map[benchmark.Question]bool{}
-		}
-		so.path[key] = benchmark.Path(ct.get(row, "path"))
-		q, ok := turn[ct.get(row, "turn")]
-		if !ok {
-			t.Fatalf("samples.csv: turn %q", ct.get(row, "turn"))
-		}
-		so.correct[run][key][q] = ct.get(row, "status") == "asked" && ct.get(row, "correct") == "true"
-	}
-	return so
-}
-
-// stageOwn is whether every question of stage k that applies to the
-// record was asked and right.
-func (so *sampleOutcomes) stageOwn(run, key string, k benchmark.Stage) bool {
-	for _, q := range benchmark.Questions {
-		if q.Stage() == k && benchmark.Applies(so.path[key], so.heart[key], q) && !so.correct[run][key][q] {
-			return false
-		}
-	}
-	return true
-}
-
-// e2e is the record's end-to-end outcome at stage k (every applicable
-// stage 1..k right) and whether stage k applies; ok is false when the
-// run has no row of the record.
-func (so *sampleOutcomes) e2e(run, key string, path benchmark.Path, k benchmark.Stage) (v float64, ok bool) {
-	if _, has := so.correct[run][key]; !has || so.path[key] != path || !benchmark.StageApplies(path, so.heart[key], k) {
-		return 0, false
-	}
-	for j := benchmark.Stage(1); j <= k; j++ {
-		if benchmark.StageApplies(path, so.heart[key], j) && !so.stageOwn(run, key, j) {
-			return 0, true
-		}
-	}
-	return 1, true
-}
-
-// paired is each run's e2e outcomes on the records every run has, in
-// key order.
-func (so *sampleOutcomes) paired(runs []string, path benchmark.Path, k benchmark.Stage) [][]float64 {
-	var keys []string
-	for key := range so.path {
-		all := true
-		for _, run := range runs {
-			if _, ok := so.e2e(run, key, path, k); !ok {
-				all = false
-			}
-		}
-		if all {
-			keys = append(keys, key)
-		}
-	}
-	slices.Sort(keys)
-	out := make([][]float64, len(runs))
-	for j, run := range runs {
-		for _, key := range keys {
-			v, _ := so.e2e(run, key, path, k)
-			out[j] = append(out[j], v)
-		}
-	}
-	return out
-}
-
-// orOne is the one-modality Obuchowski–Rockette analysis of figures
-// given as per-reader case scores, by brute force: each reader's
-// accuracy recomputed without each case, the covariance of two readers'
-// leave-one-out accuracies, MS(R), Hillis' df and the t interval.
-func orOne(figs [][]float64) (est, se, df, lo, hi, p float64) {
-	r, c := len(figs), len(figs[0])
-	theta := make([]float64, r)
-	jack := make([][]float64, r)
-	for j, s := range figs {
-		for k := range s {
-			var sum float64
-			for i, x := range s {
-				if i != k {
-					sum += x
-				}
-			}
-			jack[j] = append(jack[j], sum/float64(c-1))
-		}
-		for _, x := range s {
-			theta[j] += x / float64(c)
-		}
-		est += theta[j] / float64(r)
-	}
-	var msr, cov2 float64
-	for j := range theta {
-		msr += (theta[j] - est) * (theta[j] - est) / float64(r-1)
-	}
-	for j := range jack {
-		for j2 := range jack {
-			if j == j2 {
-				continue
-			}
-			var ma, mb, s float64
-			for k := range jack[j] {
-				ma += jack[j][k] / float64(c)
-				mb += jack[j2][k] / float64(c)
-			}
-			for k := range jack[j] {
-				s += (jack[j][k] - ma) * (jack[j2][k] - mb)
-			}
-			cov2 += s * float64(c-1) / float64(c) / float64(r*(r-1))
-		}
-	}
-	cov2 = math.Max(cov2, 0)
-	se = math.Sqrt(msr/float64(r) + cov2)
-	df = (msr + float64(r)*cov2) * (msr + float64(r)*cov2) / (msr * msr / float64(r-1))
-	var q float64
-	if math.IsInf(df, 1) {
-		q = distuv.UnitNormal.Quantile(0.975)
-		p = 2 * distuv.UnitNormal.Survival(math.Abs(est)/se)
-	} else {
-		tt := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}
-		q = tt.Quantile(0.975)
-		p = 2 * tt.Survival(math.Abs(est)/se)
-	}
-	return est, se, df, est - q*se, est + q*se, p
-}
 
 // readerStudyFixture writes four readers of different skill over the
 // records of index divisible by 3 (the first also over record 1) and three models
@@ -223,69 +70,37 @@ func readerStudyFixture(t *testing.T) (string, []*benchmark.Record) {
 // record count (the models answered a superset).
 func TestReaderMRMCRecomputed(t *testing.T) {
 	out, recs := readerStudyFixture(t)
-	so := readSampleOutcomes(t, out, recs)
 	readers := []string{"human_expert", "human_good", "human_fair", "human_weak"}
+	problems, withInterval, err := analysistest.RecheckReaderMRMC(out, "none", recs, readers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if withInterval < 20 {
+		t.Errorf("only %d rows with an interval", withInterval)
+	}
+	// n_records is the readers' count (the second reader read only the
+	// sample; the models answered a superset), and every path and stage
+	// has a row per comparison.
+	so, err := analysistest.ReadOutcomes(out, "none", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ct := readCSVTable(t, filepath.Join(out, "ext_reader_mrmc.csv"))
 	seen := map[string]int{}
-	checked := 0
 	for i, row := range ct.rows {
 		r := mrmcRowOf(t, ct, row)
 		seen[r.Comparison]++
-		runs := slices.Clone(readers)
-		if r.Comparison != analysis.ComparisonReaders {
-			runs = append([]string{r.Model}, readers...)
-		}
-		figs := so.paired(runs, r.Path, r.Stage)
-		// The readers' count: the records the second reader (who read
-		// only the sample) has in the cell.
 		n := 0
-		for key := range so.path {
-			if _, ok := so.e2e("human_good", key, r.Path, r.Stage); ok {
+		for key := range so.Path {
+			if _, ok := so.E2E("human_good", key, r.Path, r.Stage); ok {
 				n++
 			}
 		}
-		if r.NRecords != n || len(figs[0]) != n || r.NReaders != 4 {
-			t.Errorf("row %d (%s %s %d): n_records %d, n_readers %d; the readers have %d records, %d paired", i+2, r.Comparison, r.Path, r.Stage, r.NRecords, r.NReaders, n, len(figs[0]))
-			continue
-		}
-		if r.Comparison != analysis.ComparisonReaders {
-			// The model's differences from each reader.
-			model := figs[0]
-			figs = figs[1:]
-			for j := range figs {
-				d := make([]float64, len(model))
-				for k := range model {
-					d[k] = model[k] - figs[j][k]
-				}
-				figs[j] = d
-			}
-		}
-		if n < 2 {
-			if r.Valid() || n == 0 && !math.IsNaN(r.Estimate) {
-				t.Errorf("row %d (%s %s %d): %d records give %+v", i+2, r.Comparison, r.Path, r.Stage, n, r)
-			}
-			continue
-		}
-		est, se, df, lo, hi, p := orOne(figs)
-		floor := -1.0
-		if r.Comparison == analysis.ComparisonReaders {
-			floor, p = 0, math.NaN()
-		}
-		lo, hi = math.Max(lo, floor), math.Min(hi, 1)
-		if !(se > 0) {
-			se, df, lo, hi, p = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
-		}
-		for _, c := range []struct {
-			name      string
-			got, want float64
-		}{{"estimate", r.Estimate, est}, {"se", r.SE, se}, {"df", r.DF, df}, {"ci_low", r.Lo, lo}, {"ci_high", r.Hi, hi}, {"p_value", r.P, p}} {
-			same := math.IsNaN(c.got) == math.IsNaN(c.want) && (math.IsNaN(c.got) || math.IsInf(c.want, 1) && math.IsInf(c.got, 1) || math.Abs(c.got-c.want) <= 1e-6*math.Max(1, math.Abs(c.want)))
-			if !same {
-				t.Errorf("row %d (%s %s %d): %s %v, recomputed %v", i+2, r.Comparison, r.Path, r.Stage, c.name, c.got, c.want)
-			}
-		}
-		if r.Valid() {
-			checked++
+		if r.NRecords != n {
+			t.Errorf("row %d (%s %s %d): n_records %d, the readers have %d", i+2, r.Comparison, r.Path, r.Stage, r.NRecords, n)
 		}
 	}
 	want := map[string]int{analysis.ComparisonReaders: 8, "model:opensource_first": 8, "model:opensource_random": 8, "model:opensource_near": 8}
@@ -293,9 +108,6 @@ func TestReaderMRMCRecomputed(t *testing.T) {
 		if seen[k] != n {
 			t.Errorf("%d rows of %s, want %d (every path and stage)", seen[k], k, n)
 		}
-	}
-	if checked < 20 {
-		t.Errorf("only %d rows with an interval", checked)
 	}
 }
 
@@ -390,7 +202,10 @@ func TestAidedStudy(t *testing.T) {
 	if !strings.Contains(md, "Oracle none: 3 reader(s): human_ana_unaided, human_ben_unaided, human_cy_unaided.") {
 		t.Error("the readers' panel is not the three unaided arms")
 	}
-	so := readSampleOutcomes(t, out, recs)
+	so, err := analysistest.ReadOutcomes(out, "none", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ct := readCSVTable(t, filepath.Join(out, "ext_reader_mrmc.csv"))
 	aided := 0
 	for i, row := range ct.rows {
@@ -403,7 +218,7 @@ func TestAidedStudy(t *testing.T) {
 		for _, name := range readers {
 			runsA, runsU = append(runsA, "human_"+name+"_aided"), append(runsU, "human_"+name+"_unaided")
 		}
-		figs := so.paired(append(runsA, runsU...), r.Path, r.Stage)
+		figs := so.Paired(append(runsA, runsU...), r.Path, r.Stage)
 		var want float64
 		for j := range readers {
 			want += (mean(figs[j]) - mean(figs[len(readers)+j])) / float64(len(readers))
@@ -430,16 +245,16 @@ func TestAidedStudy(t *testing.T) {
 		reader, path := sw.get(row, "reader"), benchmark.Path(sw.get(row, "path"))
 		k, _ := strconv.Atoi(sw.get(row, "stage"))
 		var n, mw, rw, mr, wr int
-		for key := range so.path {
-			if so.path[key] != path || !benchmark.StageApplies(path, so.heart[key], benchmark.Stage(k)) {
+		for key := range so.Path {
+			if so.Path[key] != path || !benchmark.StageApplies(path, so.Heart[key], benchmark.Stage(k)) {
 				continue
 			}
 			u, a, m := "human_"+reader+"_unaided", "human_"+reader+"_aided", aid
-			if so.correct[u][key] == nil || so.correct[a][key] == nil || so.correct[m][key] == nil {
+			if so.Correct[u][key] == nil || so.Correct[a][key] == nil || so.Correct[m][key] == nil {
 				continue
 			}
 			n++
-			ur, ar, mok := so.stageOwn(u, key, benchmark.Stage(k)), so.stageOwn(a, key, benchmark.Stage(k)), so.stageOwn(m, key, benchmark.Stage(k))
+			ur, ar, mok := so.StageOwn(u, key, benchmark.Stage(k)), so.StageOwn(a, key, benchmark.Stage(k)), so.StageOwn(m, key, benchmark.Stage(k))
 			switch {
 			case ur && !mok:
 				mw++

@@ -28,7 +28,7 @@ const (
 	SamplesParquet = "samples.parquet"
 	// samplesSchema is the Parquet key-value metadata entry that names
 	// the column set, so that a later change of columns can be told.
-	samplesSchema = "chexpercept/samples/2"
+	samplesSchema = "chexpercept/samples/3"
 )
 
 // sample is one row. Pointer fields are null (Parquet optional, CSV NA)
@@ -70,6 +70,7 @@ type sample struct {
 	Thinking     *int64   `parquet:"thinking_tokens,optional"`
 	CostUSD      *float64 `parquet:"cost_usd,optional"`
 	Error        *string  `parquet:"error,optional"`
+	Server       *string  `parquet:"server,optional,dict"`
 }
 
 // samplesHeader is the CSV header: the Parquet column names, in order.
@@ -176,6 +177,13 @@ func sampleOf(run *analysis.Run, rec *results.Record, i int) sample {
 	if run.Model != "" { // "" without a manifest
 		s.Model = &run.Model
 	}
+	if run.Server != "" {
+		server := run.Server
+		if run.Rehearsal {
+			server += " (" + analysis.RehearsalNote + ")"
+		}
+		s.Server = &server
+	}
 	if q, ok := benchmark.QuestionOfStep(t.Step); ok {
 		stage, name, multi := int32(q.Stage()), q.Name(), q.Multi()
 		s.Stage, s.Question, s.MultiSelect = &stage, &name, &multi
@@ -279,5 +287,5 @@ func (s *sample) csvFields(dst []string) []string {
 		str(s.ParseOutcome), str(s.ParseRule), str(s.FinishReason), str(s.PatchedAt),
 		b(s.Cached), strconv.Itoa(int(s.Attempts)), i64(s.LatencyMS), i64(s.TotalMS),
 		i64(s.InputTokens), i64(s.CachedInput), i64(s.OutputTokens), i64(s.Thinking),
-		f(s.CostUSD, -1), str(s.Error))
+		f(s.CostUSD, -1), str(s.Error), str(s.Server))
 }

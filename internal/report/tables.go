@@ -276,7 +276,12 @@ func summaryJSON(res *analysis.Result, warnings []string) []byte {
 			Set("benchmark_sha256", strOrNull(run.BenchmarkSHA256)).
 			Set("n_records", ojson.Int(int64(nrec))).
 			Set("n_error", ojson.Int(int64(nerr))).
-			Set("metrics", metrics)
+			Set("metrics", metrics).
+			Set("server", strOrNull(run.Server)).
+			Set("rehearsal", ojson.Bool(run.Rehearsal))
+		if run.Rehearsal {
+			m.Set("note", ojson.Str(analysis.RehearsalNote))
+		}
 		models.A = append(models.A, m)
 	}
 	inputs := ojson.Arr()
@@ -291,8 +296,19 @@ func summaryJSON(res *analysis.Result, warnings []string) []byte {
 	for _, w := range warnings {
 		ws.A = append(ws.A, ojson.Str(w))
 	}
+	bi := res.Set.Build
+	bench := ojson.Null()
+	if bi.Known {
+		bench = ojson.NewObject().Set("review_mode", strOrNull(bi.ReviewMode)).Set("phantom_source", ojson.Bool(bi.Phantom)).
+			Set("synthetic_or_unreviewed", ojson.Bool(bi.Phantom || bi.Unreviewed()))
+	}
+	bs := ojson.Arr()
+	for _, b := range banners(res) {
+		bs.A = append(bs.A, ojson.Str(b))
+	}
 	o := ojson.NewObject().Set("schema_version", ojson.Int(SummarySchemaVersion)).
-		Set("runs", models).Set("inputs", inputs).Set("warnings", ws)
+		Set("runs", models).Set("inputs", inputs).Set("warnings", ws).
+		Set("benchmark_build", bench).Set("banners", bs)
 	return ojson.Marshal(o)
 }
 

@@ -3,8 +3,6 @@ package review
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,40 +15,15 @@ import (
 // browser starts headless Chromium with a fresh profile and returns a
 // function that opens a new, cookie-isolated browser context per user.
 func browser(t *testing.T) func() context.Context {
-	exe := browsertest.Chromium(t)
-	root, stop := browsertest.Start(exe, filepath.Join(t.TempDir(), "chrome-profile"), 1280, 900, 120*time.Second)
-	t.Cleanup(stop)
-	if err := chromedp.Do(root); err != nil { // starts the browser
-		t.Fatal(err)
-	}
-	return func() context.Context {
-		ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
-		t.Cleanup(cancel)
-		return ctx
-	}
+	open := browsertest.Browser(t, 120*time.Second)
+	return func() context.Context { return open(1280, 900) }
 }
 
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	dir := os.Getenv("CHEXPERCEPT_SCREENSHOTS")
-	if dir == "" {
-		return
-	}
-	b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err == nil {
-		os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644)
-	}
-}
+func screenshot(t *testing.T, ctx context.Context, name string) { browsertest.Screenshot(ctx, name) }
 
 func signInBrowser(t *testing.T, ctx context.Context, base, token string) {
 	t.Helper()
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(base+"/login"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token),
-		chromedp.Click(chromedp.ID("login-button")),
-	); err != nil {
-		t.Fatalf("sign-in: %v", err)
-	}
+	browsertest.SignIn(t, ctx, base, token)
 }
 
 // waitImages waits until every image of the case view has loaded.

@@ -18,6 +18,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/source"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // ImportOptions configures ReadSheets.
@@ -117,9 +118,9 @@ func sheetReviewer(path string) string {
 func readSheet(path string, opt ImportOptions, stamp string, loader *source.Loader, bound map[string][2]*string) ([]*Line, []string) {
 	fail := func(line int, format string, args ...any) string {
 		if line == 0 {
-			return benchmark.OneLine(path) + ": " + fmt.Sprintf(format, args...)
+			return textsafe.OneLine(path) + ": " + fmt.Sprintf(format, args...)
 		}
-		return fmt.Sprintf("%s:%d: %s", benchmark.OneLine(path), line, fmt.Sprintf(format, args...))
+		return fmt.Sprintf("%s:%d: %s", textsafe.OneLine(path), line, fmt.Sprintf(format, args...))
 	}
 	data, err := readSheetFile(path)
 	if err != nil {

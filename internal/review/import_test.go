@@ -227,7 +227,7 @@ func TestImportIntoDB(t *testing.T) {
 		t.Errorf("resolved %+v %+v", res[0], res[1])
 	}
 	// The imported reviewer has no token and cannot sign in.
-	if u, _ := s.Authenticate(ctx, ""); u != nil {
+	if u, _ := s.accounts().Authenticate(ctx, ""); u != nil {
 		t.Error("empty token signs in")
 	}
 	s.SetLocked(ctx, true)

@@ -11,17 +11,16 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/source"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 )
 
@@ -119,11 +118,11 @@ func readableCases(cases []*source.Case, opt InitOptions) ([]*source.Case, []cas
 		if frame.IsTransient(d.err) {
 			// Out of descriptors, an I/O error …: the file may be fine, and
 			// skipping its case would change the review set.
-			return nil, nil, fmt.Errorf("%s: %w", benchmark.OneLine(cases[i].KeyID()), d.err)
+			return nil, nil, fmt.Errorf("%s: %w", textsafe.OneLine(cases[i].KeyID()), d.err)
 		}
 		if d.err != nil {
 			if opt.Warn != nil {
-				fmt.Fprintf(opt.Warn, "warning: %s skipped: %s\n", benchmark.OneLine(cases[i].KeyID()), benchmark.OneLine(d.err.Error()))
+				fmt.Fprintf(opt.Warn, "warning: %s skipped: %s\n", textsafe.OneLine(cases[i].KeyID()), textsafe.OneLine(d.err.Error()))
 			}
 			continue
 		}
@@ -214,7 +213,7 @@ func insertCases(tx *sql.Tx, kept []*source.Case, kd []caseDigest, assign [][]in
 func cleanHints(h []string) []string {
 	var out []string
 	for _, x := range h {
-		x = strings.Join(strings.Fields(x), " ")
+		x = textsafe.Squash(x)
 		if x != "" {
 			out = append(out, x)
 		}

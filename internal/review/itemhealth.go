@@ -29,6 +29,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/source"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // ItemFlag is one flagged question of a case, from flagged_items.csv.
@@ -105,7 +106,7 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 		// The texts are shown to reviewers: control and format characters
 		// (a bidi override reorders the page) show as escapes, and bytes
 		// that are not UTF-8 as U+FFFD. key_id is matched, not shown.
-		text := func(name string) string { return benchmark.OneLine(strings.ToValidUTF8(get(name), "\uFFFD")) }
+		text := func(name string) string { return textsafe.OneLine(strings.ToValidUTF8(get(name), "\uFFFD")) }
 		f := ItemFlag{KeyID: get("key_id"), Mode: text("oracle_mode"), Question: text("question"), Turn: text("turn"), Reason: text("reason"),
 			Runs: text("n_runs"), AgreeShare: text("agree_share"), GT: text("gt"), Modal: text("modal_answer"), GTText: text("gt_text"), ModalText: text("modal_text")}
 		if f.KeyID == "" || f.Reason == "" {
@@ -120,11 +121,11 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 				continue
 			}
 			return nil, fmt.Errorf("flagged items %s:%d: a second, different row for question %s of %s in oracle mode %q (a report writes one)",
-				path, line, f.Question, benchmark.OneLine(f.KeyID), f.Mode)
+				path, line, f.Question, textsafe.OneLine(f.KeyID), f.Mode)
 		}
 		if perCase[f.KeyID]++; perCase[f.KeyID] > MaxFlagsPerCase {
 			return nil, fmt.Errorf("flagged items %s:%d: more than %d flagged rows for %s (a report flags each of the %d questions at most once per oracle mode)",
-				path, line, MaxFlagsPerCase, benchmark.OneLine(f.KeyID), benchmark.NumQuestions)
+				path, line, MaxFlagsPerCase, textsafe.OneLine(f.KeyID), benchmark.NumQuestions)
 		}
 		seen[id] = f
 		out = append(out, f)
@@ -194,7 +195,7 @@ func OnlyFlagged(cases []*source.Case, flags []ItemFlag) ([]*source.Case, error)
 		slices.Sort(missing)
 		ex := missing[:min(3, len(missing))]
 		return nil, fmt.Errorf("%d flagged key(s) are not in the source (e.g. %s); give the candidates or manifest the benchmark was built from",
-			len(missing), benchmark.OneLine(strings.Join(ex, ", ")))
+			len(missing), textsafe.OneLine(strings.Join(ex, ", ")))
 	}
 	return kept, nil
 }
@@ -329,7 +330,7 @@ func (s *Store) ExportOutcomes(ctx context.Context, path string) (int, error) {
 		}
 		for _, f := range flags {
 			if err := f.check(); err != nil { // a database made before the check
-				return 0, fmt.Errorf("case %s: flagged item: %w", benchmark.OneLine(f.KeyID), err)
+				return 0, fmt.Errorf("case %s: flagged item: %w", textsafe.OneLine(f.KeyID), err)
 			}
 			rows = append(rows, []string{f.KeyID, f.Mode, f.Question, f.Reason, f.GT, f.Modal, out, dec, who, note})
 		}

@@ -13,12 +13,12 @@ import (
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/source"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // AnnotatorName is the folder name of annotator i (0-based): annotator_A …
@@ -31,7 +31,8 @@ func AnnotatorName(i int) string {
 	return "annotator_" + string(s)
 }
 
-// reportExcerptRunes bounds the report_excerpt column.
+// reportExcerptRunes bounds the report_excerpt column (white space
+// collapsed, a cut marked with "…").
 const reportExcerptRunes = 300
 
 // PackOptions configures Pack.
@@ -131,7 +132,7 @@ func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error
 		if r.err != nil {
 			sum.Skipped++
 			if opt.Warn != nil {
-				fmt.Fprintf(opt.Warn, "warning: %s skipped: %s\n", benchmark.OneLine(cases[i].KeyID()), benchmark.OneLine(r.err.Error()))
+				fmt.Fprintf(opt.Warn, "warning: %s skipped: %s\n", textsafe.OneLine(cases[i].KeyID()), textsafe.OneLine(r.err.Error()))
 			}
 			continue
 		}
@@ -186,16 +187,5 @@ func packCase(l *source.Loader, c *source.Case, dir string, mkdir func(string) e
 	if err := atomicfile.WriteFile(filepath.Join(dir, c.KeyID()+".png"), buf.Bytes()); err != nil {
 		return nil, err
 	}
-	return []string{c.KeyID(), c.Lesion, c.Label, imgSHA, maskSHA, strings.Join(cleanHints(c.LocationHints), "; "), excerpt(report), ""}, nil
-}
-
-// excerpt collapses whitespace and keeps the first reportExcerptRunes
-// runes, marking a cut with "…".
-func excerpt(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= reportExcerptRunes {
-		return s
-	}
-	return string(r[:reportExcerptRunes]) + "…"
+	return []string{c.KeyID(), c.Lesion, c.Label, imgSHA, maskSHA, strings.Join(cleanHints(c.LocationHints), "; "), textsafe.ClipRunes(textsafe.Squash(report), reportExcerptRunes), ""}, nil
 }

@@ -21,7 +21,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -42,7 +41,12 @@ const (
 	MaxNoteBytes  = 4000
 	sessionCookie = webapp.SessionCookie
 	sessionTTL    = webapp.SessionTTL
-	imageCacheLen = 48
+	// imageCacheBytes bounds the encoded images kept (a radiograph is
+	// about 1 MB, its mask and contour a few kB).
+	imageCacheBytes = 96 << 20
+	// imageBuilds bounds the images decoded and encoded at once: each
+	// holds a decoded radiograph.
+	imageBuilds = 2
 )
 
 // queuePageSize is the number of cases on one page of a reviewer's queue.
@@ -56,15 +60,12 @@ var queuePageSize = 500
 // session's CSRF token.
 type Server struct {
 	store *Store
-	tmpl  *template.Template
 	web   *webapp.App
 	// Secure marks the session cookie Secure (set when serving TLS).
 	Secure bool
 	Log    *log.Logger
 
-	mu    sync.Mutex
-	cache map[string][]byte // encoded PNGs by key, bounded FIFO
-	order []string
+	images *webapp.BlobCache // encoded PNGs by digest and kind
 }
 
 // NewServer returns the web app over an open store.
@@ -86,7 +87,7 @@ func NewServer(s *Store) (*Server, error) {
 			return a * 100 / b
 		},
 	}
-	t, err := template.New("").Funcs(funcs).ParseFS(webFS, "web/templates/*.html")
+	t, err := webapp.ParseTemplates(funcs, webFS, "web/templates/*.html")
 	if err != nil {
 		return nil, err
 	}
@@ -94,10 +95,8 @@ func NewServer(s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{store: s, tmpl: t, Log: log.New(io.Discard, "", 0), cache: map[string][]byte{}}
-	srv.web = webapp.New(accounts{s}, sub, func(w http.ResponseWriter, status int, msg string) {
-		srv.render(w, status, "login.html", loginData(msg))
-	})
+	srv := &Server{store: s, Log: log.New(io.Discard, "", 0), images: webapp.NewBlobCache(imageCacheBytes, imageBuilds)}
+	srv.web = webapp.New(s.accounts(), sub, t)
 	srv.web.Logf = func(format string, args ...any) { srv.Log.Printf(format, args...) }
 	srv.web.Admit = func(a *webapp.Account) string {
 		if s.ReadOnly() && !a.Admin {
@@ -143,13 +142,7 @@ func (srv *Server) writable(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (srv *Server) render(w http.ResponseWriter, status int, name string, data any) {
-	var buf bytes.Buffer
-	if err := srv.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
-		srv.Log.Printf("template %s: %v", name, err)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	webapp.WriteHTML(w, status, buf.Bytes())
+	srv.web.Render(w, status, name, data)
 }
 
 func (srv *Server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
@@ -162,10 +155,6 @@ func (srv *Server) apiError(w http.ResponseWriter, status int, msg string) {
 
 func (srv *Server) formError(w http.ResponseWriter, r *http.Request, err error) {
 	webapp.FormError(w, err)
-}
-
-func loginData(msg string) map[string]any {
-	return map[string]any{"Page": page{Title: "Sign in"}, "Error": msg}
 }
 
 func (srv *Server) home(w http.ResponseWriter, r *http.Request) {
@@ -593,43 +582,43 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 	if c.MaskSHA256 != nil {
 		ck += "/" + *c.MaskSHA256
 	}
-	body, status, err := srv.cached(ck, func() ([]byte, int, error) { return srv.makeImage(r.Context(), c, kind) })
+	// The image is a function of the digests in its key, so the key's
+	// tag names it: a browser that holds it gets 304 without a build.
+	etag := webapp.ETag([]byte(imageVersion + ck))
+	if r.Header.Get("If-None-Match") == etag {
+		w.Header().Set("ETag", etag)
+		w.Header().Set("Cache-Control", imageCacheControl)
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	body, _, err := srv.images.Get(r.Context(), ck, func() ([]byte, error) {
+		b, st, err := srv.makeImage(r.Context(), c, kind)
+		if st == http.StatusConflict {
+			return nil, changedError{err}
+		}
+		return b, err
+	})
 	if err != nil {
-		if status == http.StatusConflict {
-			srv.apiError(w, status, err.Error())
+		if errors.As(err, new(changedError)) {
+			srv.apiError(w, http.StatusConflict, err.Error())
 			return
 		}
-		srv.fail(w, r, status, err)
+		srv.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
 	w.Header().Set("Content-Type", "image/png")
-	w.Header().Set("Cache-Control", "private, max-age=600")
-	w.Write(body)
+	webapp.ServeBytes(w, r, kind, etag, imageCacheControl, body)
 }
 
-func (srv *Server) cached(key string, make func() ([]byte, int, error)) ([]byte, int, error) {
-	srv.mu.Lock()
-	if b, ok := srv.cache[key]; ok {
-		srv.mu.Unlock()
-		return b, 200, nil
-	}
-	srv.mu.Unlock()
-	b, status, err := make()
-	if err != nil {
-		return nil, status, err
-	}
-	srv.mu.Lock()
-	if _, ok := srv.cache[key]; !ok {
-		srv.cache[key] = b
-		srv.order = append(srv.order, key)
-		if len(srv.order) > imageCacheLen {
-			delete(srv.cache, srv.order[0])
-			srv.order = srv.order[1:]
-		}
-	}
-	srv.mu.Unlock()
-	return b, 200, nil
-}
+// changedError is an image file that no longer matches its digest.
+type changedError struct{ error }
+
+// imageVersion changes the images' tags when their rendering changes.
+const imageVersion = "review-image/1 "
+
+// imageCacheControl lets a reviewer's browser keep an image (private: it
+// needs the session) and revalidate it by its tag after an hour.
+const imageCacheControl = "private, max-age=3600"
 
 func (srv *Server) makeImage(ctx context.Context, c *CaseInfo, kind string) ([]byte, int, error) {
 	var buf bytes.Buffer

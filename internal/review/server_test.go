@@ -156,7 +156,10 @@ func TestUnauthenticatedGets401AndSignIn(t *testing.T) {
 	a := newApp(t, 2, 1)
 	c := a.anon()
 	key := a.fx.Cases[0].KeyID()
-	for _, p := range []string{"/", "/queue", "/admin", "/case/" + key, "/image/" + key + "/cxr.png", "/image/" + key + "/mask.png", "/api/queue", "/nonexistent"} {
+	if r := c.get("/"); r.code != http.StatusSeeOther || r.header.Get("Location") != "/login" {
+		t.Errorf("GET /: %d to %q, want 303 to /login", r.code, r.header.Get("Location"))
+	}
+	for _, p := range []string{"/queue", "/admin", "/case/" + key, "/image/" + key + "/cxr.png", "/image/" + key + "/mask.png", "/api/queue", "/nonexistent"} {
 		r := c.get(p)
 		if r.code != http.StatusUnauthorized || !strings.Contains(r.body, `action="/login"`) {
 			t.Errorf("GET %s: %d, sign-in form shown: %v", p, r.code, strings.Contains(r.body, `action="/login"`))
@@ -553,4 +556,68 @@ func TestReportIsEscaped(t *testing.T) {
 	if csp := r.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
 		t.Errorf("CSP %q", csp)
 	}
+}
+
+// TestImageCaching: an image carries an ETag and Cache-Control; asking
+// again with its tag is answered 304 without a body; the static files
+// carry them too; and many reviewers asking for the same images at once
+// cause one build per image.
+func TestImageCaching(t *testing.T) {
+	a := newApp(t, 1, 1)
+	c := a.signIn("r1")
+	var key string
+	for _, k := range a.queueOf("r1") {
+		if strings.Contains(k, "_positive_") {
+			key = k
+			break
+		}
+	}
+	for _, p := range []string{"/image/" + key + "/cxr.png", "/image/" + key + "/mask.png", "/image/" + key + "/contour.png", "/static/app.js", "/static/common/common.css"} {
+		r := c.get(p)
+		etag := r.header.Get("ETag")
+		if r.code != 200 || etag == "" || r.header.Get("Cache-Control") == "" || r.header.Get("Cache-Control") == "no-store" {
+			t.Fatalf("%s: %d, ETag %q, Cache-Control %q", p, r.code, etag, r.header.Get("Cache-Control"))
+		}
+		req, _ := http.NewRequest("GET", a.srv.URL+p, nil)
+		req.Header.Set("If-None-Match", etag)
+		if r2 := c.do(req); r2.code != http.StatusNotModified || r2.body != "" {
+			t.Errorf("%s with its ETag: %d, %d bytes", p, r2.code, len(r2.body))
+		}
+	}
+	srv, err := NewServer(a.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	cookies := c.http.Jar.Cookies(mustURL(t, a.srv.URL))
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, kind := range []string{"cxr.png", "mask.png"} {
+				req := httptest.NewRequest("GET", "/image/"+key+"/"+kind, nil)
+				for _, ck := range cookies {
+					req.AddCookie(ck)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					t.Errorf("%s: %d", kind, rec.Code)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if _, n, _, builds := srv.images.Stats(); n != 2 || builds != 2 {
+		t.Errorf("%d images held after %d builds, want 2 and 2", n, builds)
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

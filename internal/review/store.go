@@ -26,8 +26,9 @@ import (
 // schemaID marks a review database; Open refuses other SQLite files.
 const schemaID = "chexpercept-review/1"
 
-const schema = `
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+// schema: the meta table, the accounts ("reviewers") and sessions of the
+// web layer, and the review's own tables.
+var schema = appdb.MetaSchema + (&Store{}).accounts().Schema() + `
 CREATE TABLE cases (
 	id            INTEGER PRIMARY KEY,
 	key_id        TEXT NOT NULL UNIQUE,
@@ -42,12 +43,6 @@ CREATE TABLE cases (
 	report        TEXT NOT NULL DEFAULT '',
 	location_hints TEXT NOT NULL DEFAULT '',
 	source_type   TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE reviewers (
-	id           INTEGER PRIMARY KEY,
-	name         TEXT NOT NULL UNIQUE,
-	token_sha256 BLOB,
-	is_admin     INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE assignments (
 	case_id     INTEGER NOT NULL REFERENCES cases(id),
@@ -77,12 +72,6 @@ CREATE TABLE resolutions (
 	mask_sha256  TEXT
 );
 CREATE INDEX resolutions_case ON resolutions(case_id, id);
-CREATE TABLE sessions (
-	id_sha256   BLOB PRIMARY KEY,
-	reviewer_id INTEGER NOT NULL REFERENCES reviewers(id),
-	csrf        TEXT NOT NULL,
-	expires     INTEGER NOT NULL
-);
 `
 
 // AdminName is the reserved name of the admin account; resolved log lines
@@ -91,7 +80,7 @@ const AdminName = "admin"
 
 // Store is an open review database.
 type Store struct {
-	db   *sql.DB
+	db   *appdb.DB
 	Path string
 	now  func() time.Time // replaced in tests
 
@@ -162,7 +151,7 @@ func Open(path string) (*Store, error) {
 
 // openDSN opens the database and checks that it is a review database.
 func openDSN(path, d string, readOnly bool) (*Store, error) {
-	db, err := sql.Open("sqlite", d)
+	db, err := appdb.OpenDSN(d, readOnly)
 	if err != nil {
 		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
@@ -170,7 +159,7 @@ func openDSN(path, d string, readOnly bool) (*Store, error) {
 	if readOnly {
 		s.mem = &webapp.MemSessions{}
 	}
-	if err := appdb.CheckSchema(db, schemaID); err != nil {
+	if err := appdb.CheckSchema(db.R, schemaID); err != nil {
 		_ = db.Close() // the open failed; its error is the one to report
 		if werr := notWritable(path, err); werr != nil {
 			return nil, werr
@@ -237,28 +226,6 @@ type Reviewer struct {
 }
 
 func tokenHash(token string) []byte { return webapp.TokenHash(token) }
-
-// Authenticate returns the account whose token is token. Every stored hash
-// is compared in constant time, and all of them are compared, so timing
-// reveals neither the token nor which account matched.
-func (s *Store) Authenticate(ctx context.Context, token string) (*Reviewer, error) {
-	if token == "" {
-		return nil, nil
-	}
-	type account struct {
-		r    Reviewer
-		hash []byte
-	}
-	all, err := appdb.Rows(ctx, s.db, func(a *account) []any { return []any{&a.r.ID, &a.r.Name, &a.hash, &a.r.IsAdmin} },
-		`SELECT id, name, token_sha256, is_admin FROM reviewers WHERE token_sha256 IS NOT NULL`)
-	if err != nil {
-		return nil, err
-	}
-	if a, ok := webapp.MatchToken(token, all, func(a account) []byte { return a.hash }); ok {
-		return &a.r, nil
-	}
-	return nil, nil
-}
 
 // Reviewers lists the accounts that are not the admin, by id.
 func (s *Store) Reviewers(ctx context.Context) ([]Reviewer, error) {
@@ -469,16 +436,8 @@ func nullable(p *string) any {
 	return *p
 }
 
-// tx runs f in an immediate transaction (the DSN's _txlock), committing
-// when f returns nil.
+// tx runs f in an immediate transaction on the writer, committing when f
+// returns nil.
 func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := f(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return s.db.Tx(ctx, f)
 }

@@ -112,6 +112,18 @@ func (id Identity) String() string {
 	return "{" + strings.Join(parts, " ") + "}"
 }
 
+// BaselineOwner is the owned_by of the model entry of chexpercept's own
+// baseline server (serve-baseline).
+const BaselineOwner = "chexpercept-baseline"
+
+// StandIn reports whether the server is chexpercept's own stand-in
+// (serve-baseline, with any policy, the simulated models included, or
+// the in-process baseline): its answers rehearse a run, they are never a
+// model's result.
+func (id Identity) StandIn() bool {
+	return id.Source == IdentityInProcess || (id.OwnedBy != nil && *id.OwnedBy == BaselineOwner)
+}
+
 // Identifier is a client that can run the preflight: ask its server who
 // serves model, within ctx. Every client of this package is one.
 type Identifier interface {

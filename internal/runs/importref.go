@@ -18,6 +18,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Importing a reference all_results.json (spec protocol.md §9.3) into our
@@ -182,7 +183,7 @@ func importRecords(file string, data []byte, bench *benchmark.Benchmark, o *eval
 	for _, mb := range top.O {
 		key := mb.Key
 		at := func(format string, args ...any) error {
-			return fmt.Errorf("%s: key %q: %s", file, key, benchmark.OneLine(fmt.Sprintf(format, args...)))
+			return fmt.Errorf("%s: key %q: %s", file, key, textsafe.OneLine(fmt.Sprintf(format, args...)))
 		}
 		if seen[key] {
 			return nil, "", nil, at("appears twice")
@@ -230,7 +231,7 @@ func (e *entry) importRecord(o *eval.Options, warn *warnings) (*results.Record, 
 	rec := replay(e.rec, e.index, o, func(k int, t replayTurn) (protocol.Reply, error) {
 		calls++
 		if k >= len(hist) {
-			replayErr = e.at("chat_history has %d turn(s) but the benchmark path asks more (turn text %q…)", len(hist), clip(t.planned))
+			replayErr = e.at("chat_history has %d turn(s) but the benchmark path asks more (turn text %q)", len(hist), textsafe.Clip(textsafe.OneLine(t.planned), 40))
 			return protocol.Reply{}, replayErr
 		}
 		compareTurn(warn, fmt.Sprintf("%s chat_history[%d]", e.key, k), hist[k], t)
@@ -377,14 +378,6 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
-}
-
-func clip(s string) string {
-	s = benchmark.OneLine(s)
-	if len(s) > 40 {
-		return s[:40]
-	}
-	return s
 }
 
 // readHistory checks and converts chat_history.

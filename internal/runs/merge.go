@@ -14,6 +14,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Merging sharded runs (spec protocol.md §9.5). A run made with
@@ -416,9 +417,5 @@ func diffJSON(path string, a, b *ojson.Value, out *[]string) {
 }
 
 func showJSON(v *ojson.Value) string {
-	s := string(ojson.MarshalCompact(v))
-	if len(s) > 80 {
-		s = s[:77] + "…"
-	}
-	return s
+	return textsafe.Clip(string(ojson.MarshalCompact(v)), 80)
 }

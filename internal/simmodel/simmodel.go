@@ -44,6 +44,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Config describes one simulated model.
@@ -123,7 +124,7 @@ func Load(cfg Config) (*Model, error) {
 		p := filepath.Join(cfg.Benchmark, filepath.FromSlash(r.turns[0].Images[0]))
 		png, err := imagefile.ReadFile(p, imagefile.MaxFileBytes, imagefile.Follow)
 		if err != nil {
-			return nil, fmt.Errorf("simulated model: record %s: %w", benchmark.OneLine(rec.KeyID), err)
+			return nil, fmt.Errorf("simulated model: record %s: %w", textsafe.OneLine(rec.KeyID), err)
 		}
 		key := provider.PayloadKey(base64.StdEncoding.EncodeToString(png))
 		m.byXray[key] = append(m.byXray[key], r)

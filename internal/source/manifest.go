@@ -14,6 +14,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // LineError is a global problem with one line of a source file (§2.4 line
@@ -193,7 +194,7 @@ func parseRequired(c *Case, fields map[string]*ojson.Value, dir string, lesions 
 	// A manifest may name a lesion by any of its source names.
 	name, ok := lesions.FromSource(c.Lesion)
 	if !ok {
-		return fmt.Errorf("lesion %q is not a defined lesion (%s)", benchmark.OneLine(c.Lesion), lesions.Describe())
+		return fmt.Errorf("lesion %q is not a defined lesion (%s)", textsafe.OneLine(c.Lesion), lesions.Describe())
 	}
 	c.Lesion = name
 	if c.Label, err = strField(fields, "label"); err != nil {

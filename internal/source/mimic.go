@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // MIMICStats counts the MIMIC-ILS pairs that were not made candidates
@@ -332,7 +332,7 @@ func studyCases(studyID string, s *ilsStudy, imgRoot, masksDir, csvPath, pattern
 
 func pairCase(studyID string, s *ilsStudy, p ilsPair, label, kind, image, csvPath, pattern string, cfg buildcfg.Config) (*Case, error) {
 	if !cfg.LesionSet().Has(p.Target) {
-		return nil, fmt.Errorf("study %s, pair %s: target %q is not a defined lesion", studyID, p.PairID, benchmark.OneLine(p.Target))
+		return nil, fmt.Errorf("study %s, pair %s: target %q is not a defined lesion", studyID, p.PairID, textsafe.OneLine(p.Target))
 	}
 	if err := checkCaseID(p.PairID, label); err != nil {
 		return nil, fmt.Errorf("study %s (%s_pairs): %w", studyID, label, err)

@@ -271,7 +271,7 @@ func (w *recordWalk) file(rel, dir string, e fs.DirEntry, p, loc string) {
 		w.s.add(Error, "not_regular_file", key, loc, "expected image is not a regular file (%s)", e.Type())
 	default:
 		w.found[p] = true
-		d := checkImage(filepath.Join(dir, name), loc, key, kind, w.opt.Deep, w.s)
+		d := checkImage(filepath.Join(dir, name), loc, key, kind, w.opt, w.s)
 		if d != nil && rel == w.optDir {
 			w.digests[name] = d
 		}
@@ -359,10 +359,11 @@ var colourTypeNames = map[byte]string{0: "greyscale", 2: "RGB", 3: "palette", 4:
 // openImage is imagefile.Open; tests replace it to inject a failure.
 var openImage = imagefile.Open
 
-// checkImage checks one image file's header, and decodes it fully when
-// deep is set and the header is sane. It returns the decoded image's
+// checkImage checks one image file's header, and when opt.Deep is set and
+// the header is sane decodes it fully and checks its bytes against the
+// build's SHA256SUMS (opt.sums). It returns the decoded image's
 // digest (deep mode, decodable images within imagefile's limits), else nil.
-func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) *imageDigest {
+func checkImage(name, loc, key string, kind imageKind, opt Options, s *sink) *imageDigest {
 	f, err := openImage(name, imagefile.NoFollow)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "cannot open: %v", err)
@@ -390,7 +391,7 @@ func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) *imag
 		}
 		s.add(Warning, "image_mode", key, loc, "image is %d-bit %s, expected %s", h.bitDepth, ct, want)
 	}
-	if !deep {
+	if !opt.Deep {
 		return nil
 	}
 	if imagefile.CheckSize(imagefile.PNG, int(h.width), int(h.height), nil) != nil {
@@ -408,6 +409,9 @@ func checkImage(name, loc, key string, kind imageKind, deep bool, s *sink) *imag
 	case len(data) > imagefile.MaxFileBytes:
 		s.add(Error, "image_decode", key, loc, "file larger than %d bytes", imagefile.MaxFileBytes)
 		return nil
+	}
+	if opt.sums != nil {
+		sumsFinding(opt.sums.Check(loc, benchmark.SHA256Hex(data)), key, loc, s)
 	}
 	img, err := imagefile.DecodePNG(data)
 	if err != nil {

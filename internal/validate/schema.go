@@ -10,18 +10,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // sink collects findings.
 type sink struct{ f []Finding }
 
 func (s *sink) add(sev Severity, code, key, loc, format string, args ...any) {
-	f := Finding{Severity: sev, Code: code, KeyID: key, Location: loc, Message: benchmark.OneLine(fmt.Sprintf(format, args...))}
+	f := Finding{Severity: sev, Code: code, KeyID: key, Location: loc, Message: textsafe.OneLine(fmt.Sprintf(format, args...))}
 	for _, a := range args {
 		if err, ok := a.(error); ok && imagefile.Transient(err) {
 			f.transient = err
@@ -378,7 +378,7 @@ func (c *checker) recordKey(ptr, lesion string) (pair string, ok bool) {
 		if c.lesions != nil && !c.lesions.IsDefault() {
 			why = "is not a lesion the benchmark declares in " + benchmark.LesionsFileName
 		}
-		c.add(Error, "unknown_lesion", ptr, "key prefix %q %s", benchmark.OneLine(lesion), why)
+		c.add(Error, "unknown_lesion", ptr, "key prefix %q %s", textsafe.OneLine(lesion), why)
 		return "", false
 	}
 	_, p, err := c.lesions.ParseKeyID(c.key)
@@ -684,15 +684,7 @@ func (c *checker) pointOptions(ao *ojson.Value, loc string) ([]string, int) {
 }
 
 func compact(v *ojson.Value) string {
-	s := string(ojson.MarshalCompact(v))
-	if len(s) > 60 {
-		cut := 60
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	return textsafe.Clip(string(ojson.MarshalCompact(v)), 60)
 }
 
 // multiselect checks a multi-select index list over n options, the last

@@ -25,7 +25,9 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Severity of a finding.
@@ -62,7 +64,7 @@ func (f Finding) String() string {
 	if loc == "" {
 		loc = "-"
 	}
-	return benchmark.OneLine(fmt.Sprintf("%s %s %s %s %s", f.Severity, f.Code, k, loc, f.Message))
+	return textsafe.OneLine(fmt.Sprintf("%s %s %s %s %s", f.Severity, f.Code, k, loc, f.Message))
 }
 
 // Options select what Run checks.
@@ -72,6 +74,8 @@ type Options struct {
 	SkipImages bool // skip the file-system checks of §8.4 and all of §8.5
 	ExpectFull bool // a composition other than 100/100/100 per lesion is a warning
 	Workers    int  // parallel file checks; 0 means GOMAXPROCS
+
+	sums *benchmark.Sums // deep: the build's SHA256SUMS, when the root holds one
 }
 
 // Report is the outcome of a validation run.
@@ -144,6 +148,9 @@ func Run(dir string, opt Options) (*Report, error) {
 		rep.Counts[l] = map[benchmark.Path]int{}
 	}
 	recs := checkJSON(root, &top, rep)
+	if opt.Deep {
+		opt.sums = checkSums(root, rep, &top)
+	}
 	rep.Findings = append(rep.Findings, top.f...)
 	for _, r := range recs {
 		rep.Findings = append(rep.Findings, r.json.f...)
@@ -175,6 +182,43 @@ func Run(dir string, opt Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// checkSums reads the builder's SHA256SUMS (deep mode) and checks the
+// JSON files against it; the images are checked as they are decoded. A
+// benchmark without one is noted (no_checksums); nil is returned then.
+func checkSums(root string, rep *Report, s *sink) *benchmark.Sums {
+	sums, err := benchmark.ReadSums(root)
+	switch {
+	case errors.Is(err, benchmark.ErrNoSums):
+		s.add(Info, "no_checksums", "", benchmark.SumsFileName, "absent: the files cannot be checked against the build that wrote them")
+		return nil
+	case err != nil:
+		s.add(Error, "file_changed", "", benchmark.SumsFileName, "unreadable, so no file can be checked against the build: %v", imagefile.Reason(err))
+		return nil
+	}
+	if rep.SHA256 != "" {
+		sumsFinding(sums.Check(benchmark.JSONName, rep.SHA256), "", benchmark.JSONName, s)
+	}
+	name := filepath.Join(root, benchmark.LesionsFileName)
+	if imagefile.CheckRegular(name) == nil {
+		sumsFinding(sums.CheckFile(benchmark.LesionsFileName), "", benchmark.LesionsFileName, s)
+	}
+	return sums
+}
+
+// sumsFinding reports err, the outcome of a check against SHA256SUMS.
+func sumsFinding(err error, key, loc string, s *sink) {
+	var ce *benchmark.ChangedError
+	switch {
+	case err == nil:
+	case errors.As(err, &ce) && ce.Unlisted:
+		s.add(Error, "file_changed", key, loc, "not listed in %s: the benchmark changed since it was built", benchmark.SumsFileName)
+	case errors.As(err, &ce):
+		s.add(Error, "file_changed", key, loc, "SHA-256 differs from the one in %s: the file changed since the benchmark was built", benchmark.SumsFileName)
+	default:
+		s.add(Error, "file_changed", key, loc, "cannot be checked against %s: %v", benchmark.SumsFileName, imagefile.Reason(err))
+	}
 }
 
 func workers(opt Options) int {
@@ -324,6 +368,8 @@ var AllCodes = []string{
 	"option_image_mismatch", "unexpected_file", "orphan_folder",
 	"image_decode", "image_size", "image_mode", "identical_option_images",
 	"composition",
+	// --deep against a builder's SHA256SUMS (build.md §11), when present.
+	"file_changed", "no_checksums",
 	// A builder's deformation_results.json, when present (build.md §11).
 	"deformation_results_invalid", "deformation_mask_path",
 }

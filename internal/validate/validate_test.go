@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -666,6 +667,24 @@ func TestFindings(t *testing.T) {
 			b.write("deformation_results.json", []byte(`{"`+kRR+`": {}}`))
 		}, []string{"deformation_results_invalid"}, 0},
 
+		// --deep against the builder's SHA256SUMS.
+		{"swapped radiographs, --deep", Options{Deep: true}, func(b bench) { sealAndSwap(t, b) }, []string{"file_changed"}, 1},
+		{"swapped radiographs, headers only", Options{}, func(b bench) { sealAndSwap(t, b) }, nil, 0},
+		{"chexpercept.json edited after the build, --deep", Options{Deep: true}, func(b bench) {
+			if err := benchtest.WriteSums(b.dir); err != nil {
+				t.Fatal(err)
+			}
+			b.write("chexpercept.json", append(mustRead(t, b.path("chexpercept.json")), '\n'))
+		}, []string{"file_changed"}, 1},
+		{"SHA256SUMS not in its format, --deep", Options{Deep: true}, func(b bench) { b.write("SHA256SUMS", []byte("xray.png\n")) },
+			[]string{"file_changed"}, 1},
+		{"sealed and unchanged, --deep", Options{Deep: true, Strict: true}, func(b bench) {
+			if err := benchtest.WriteSums(b.dir); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, 0},
+		{"no SHA256SUMS, --deep", Options{Deep: true, Strict: true}, func(b bench) {}, []string{"no_checksums"}, 0},
+
 		// §8.6
 		{"composition as a warning", Options{ExpectFull: true, Strict: true}, func(b bench) {}, []string{"composition"}, 1},
 	}
@@ -686,6 +705,9 @@ func TestFindings(t *testing.T) {
 						t.Errorf("composition severity %s", f.Severity)
 					}
 					continue
+				}
+				if f.Code == "no_checksums" && !slices.Contains(tc.codes, f.Code) {
+					continue // the sample carries no SHA256SUMS
 				}
 				if !seen[f.Code] {
 					seen[f.Code] = true
@@ -708,6 +730,18 @@ func TestFindings(t *testing.T) {
 				t.Errorf("exit %d, want %d", rep.ExitCode(), tc.exit)
 			}
 		})
+	}
+}
+
+// sealAndSwap writes SHA256SUMS as a build would, then swaps two
+// radiographs: every file is still there and decodes.
+func sealAndSwap(t *testing.T, b bench) {
+	if err := benchtest.WriteSums(b.dir); err != nil {
+		t.Fatal(err)
+	}
+	x := func(key string) string { return "chexpercept/" + key + "/detection_qa/xray.png" }
+	if err := benchtest.Swap(b.dir, x("effusion_ph0002_negative_0"), x("cardiomegaly_s55123456_positive_0")); err != nil {
+		t.Fatal(err)
 	}
 }
 

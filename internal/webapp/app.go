@@ -13,6 +13,7 @@
 package webapp
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -22,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"math"
 	"net/http"
@@ -33,6 +35,39 @@ import (
 
 //go:embed static/*
 var commonFS embed.FS
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// ParseTemplates returns the shared page templates ("head" and "foot" of
+// every page, "login.html") with the app's own, parsed from app by
+// patterns. The app defines "app-name" (its name in the title and the
+// header), "app-assets" (its stylesheet and script tags) and
+// "login-intro" (the sign-in page's one line), and may define "app-nav"
+// (links before the signed-in name) and "app-banners" (notices above the
+// page); every page template starts with {{template "head" .Page}} and
+// ends with {{template "foot"}}, where .Page has Title, User (nil on the
+// sign-in page) and CSRF.
+func ParseTemplates(funcs template.FuncMap, app fs.FS, patterns ...string) (*template.Template, error) {
+	t, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	return t.ParseFS(app, patterns...)
+}
+
+// LoginData is what the sign-in page gets.
+type LoginData struct {
+	Page  LoginPageData
+	Error string
+}
+
+// LoginPageData is the sign-in page's .Page: no account yet.
+type LoginPageData struct {
+	Title string
+	User  *Account
+	CSRF  string
+}
 
 // Limits and names of the web layer.
 const (
@@ -84,13 +119,19 @@ type App struct {
 	// Static holds the app's own assets, served under /static/; the
 	// shared ones are under /static/common/.
 	Static fs.FS
+	// Templates are the app's pages (ParseTemplates).
+	Templates *template.Template
 
 	throttle *signInThrottle
 }
 
-// New returns an App with its throttle; logf may be nil.
-func New(b Backend, static fs.FS, login func(w http.ResponseWriter, status int, msg string)) *App {
-	a := &App{Backend: b, Static: static, LoginPage: login}
+// New returns an App with its throttle over the app's static files and
+// templates (ParseTemplates); its sign-in page is the shared one.
+func New(b Backend, static fs.FS, tmpl *template.Template) *App {
+	a := &App{Backend: b, Static: static, Templates: tmpl}
+	a.LoginPage = func(w http.ResponseWriter, status int, msg string) {
+		a.Render(w, status, "login.html", LoginData{Page: LoginPageData{Title: "Sign in"}, Error: msg})
+	}
 	a.throttle = newSignInThrottle(func(format string, args ...any) { a.logf(format, args...) })
 	return a
 }
@@ -124,9 +165,10 @@ func (a *App) Handler(routes http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) { a.LoginPage(w, http.StatusOK, "") })
 	mux.HandleFunc("POST /login", a.login)
-	mux.Handle("GET /static/common/", http.StripPrefix("/static/common/", http.FileServerFS(common)))
+	mux.HandleFunc("GET /favicon.ico", serveFavicon)
+	mux.Handle("GET /static/common/", http.StripPrefix("/static/common/", StaticHandler(common)))
 	if a.Static != nil {
-		mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(a.Static)))
+		mux.Handle("GET /static/", http.StripPrefix("/static/", StaticHandler(a.Static)))
 	}
 	auth := http.NewServeMux()
 	auth.HandleFunc("POST /logout", a.logout)
@@ -175,6 +217,10 @@ func (a *App) requireSession(h http.Handler) http.Handler {
 		}
 		if u == nil {
 			w.Header().Set("Cache-Control", "no-store")
+			if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
 			a.LoginPage(w, http.StatusUnauthorized, "")
 			return
 		}
@@ -199,27 +245,34 @@ func (a *App) requireSession(h http.Handler) http.Handler {
 
 func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	client := clientKey(r)
-	if ok, wait := a.throttle.allow(client); !ok {
+	if err := r.ParseForm(); err != nil {
+		FormError(w, err)
+		return
+	}
+	at, wait := a.throttle.allow(client)
+	if at == nil {
 		secs := int(math.Ceil(wait.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		a.LoginPage(w, http.StatusTooManyRequests, fmt.Sprintf("Too many wrong tokens from your address: try again in %d seconds.", secs))
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		FormError(w, err)
-		return
-	}
 	u, err := a.Backend.Authenticate(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
+	switch {
+	case err != nil:
+		a.throttle.done(client, at, tokenUnknown)
+	case u == nil:
+		a.throttle.done(client, at, tokenWrong)
+	default:
+		a.throttle.done(client, at, tokenRight)
+	}
 	if err != nil {
 		a.Fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
 	if u == nil {
-		a.throttle.fail(client)
 		a.LoginPage(w, http.StatusUnauthorized, "This token is not valid.")
 		return
 	}
-	a.throttle.succeed(client)
 	if a.Admit != nil {
 		if why := a.Admit(u); why != "" {
 			a.LoginPage(w, http.StatusForbidden, why)
@@ -275,6 +328,18 @@ func FormError(w http.ResponseWriter, err error) {
 		return
 	}
 	APIError(w, http.StatusBadRequest, "malformed request body")
+}
+
+// Render answers the page template name executed on data; a template
+// error is logged and answered 500.
+func (a *App) Render(w http.ResponseWriter, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := a.Templates.ExecuteTemplate(&buf, name, data); err != nil {
+		a.logf("template %s: %v", name, err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	WriteHTML(w, status, buf.Bytes())
 }
 
 // WriteHTML answers a rendered page, not cached unless the caller set

@@ -1,6 +1,7 @@
 package webapp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -8,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -17,7 +17,6 @@ import (
 type fakeBackend struct {
 	tokens   map[string]string // name → token
 	names    []string
-	mu       sync.Mutex
 	sessions MemSessions
 }
 
@@ -62,7 +61,7 @@ func (b *fakeBackend) EndSession(_ context.Context, cookie string) error {
 // security headers and the common static files.
 func TestLayer(t *testing.T) {
 	b := newFakeBackend("r1")
-	app := New(b, nil, func(w http.ResponseWriter, status int, msg string) {
+	app := newTestApp(b, func(w http.ResponseWriter, status int, msg string) {
 		w.WriteHeader(status)
 		io.WriteString(w, "LOGIN "+msg)
 	})
@@ -85,8 +84,18 @@ func TestLayer(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		return rec
 	}
-	if rec := do("GET", "/", "", "", nil); rec.Code != 401 || !strings.HasPrefix(rec.Body.String(), "LOGIN") {
-		t.Fatalf("anonymous /: %d %s", rec.Code, rec.Body)
+	for _, tc := range []struct {
+		path     string
+		code     int
+		location string
+	}{
+		{"/", http.StatusSeeOther, "/login"},
+		{"/queue", http.StatusUnauthorized, ""},
+	} {
+		rec := do("GET", tc.path, "", "", nil)
+		if rec.Code != tc.code || rec.Header().Get("Location") != tc.location || tc.location == "" && !strings.HasPrefix(rec.Body.String(), "LOGIN") {
+			t.Fatalf("anonymous %s: %d %v %s, want %d to %q", tc.path, rec.Code, rec.Header(), rec.Body, tc.code, tc.location)
+		}
 	}
 	rec := do("POST", "/login", "", url.Values{"token": {b.tokens["r1"]}}.Encode(), nil)
 	if rec.Code != http.StatusSeeOther {
@@ -123,14 +132,27 @@ func TestLayer(t *testing.T) {
 	if rec := do("POST", "/do", cookie, strings.Repeat("x", MaxBodyBytes+1), nil); rec.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversized body: %d", rec.Code)
 	}
-	if rec := do("GET", "/static/common/zoom.js", "", "", nil); rec.Code != 200 || !strings.Contains(rec.Body.String(), "chexZoom") {
-		t.Errorf("common static: %d", rec.Code)
+	zoom := do("GET", "/static/common/zoom.js", "", "", nil)
+	if zoom.Code != 200 || !strings.Contains(zoom.Body.String(), "chexZoom") || zoom.Header().Get("ETag") == "" || zoom.Header().Get("Cache-Control") != StaticMaxAge {
+		t.Errorf("common static: %d %v", zoom.Code, zoom.Header())
+	}
+	if rec := do("GET", "/static/common/zoom.js", "", "", map[string]string{"If-None-Match": zoom.Header().Get("ETag")}); rec.Code != http.StatusNotModified || rec.Body.Len() != 0 {
+		t.Errorf("static revalidation: %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+	for _, p := range []string{"/static/common/", "/static/common/nope.js"} {
+		if rec := do("GET", p, "", "", nil); rec.Code != http.StatusNotFound {
+			t.Errorf("%s: %d", p, rec.Code)
+		}
+	}
+	ico := do("GET", "/favicon.ico", "", "", nil)
+	if ico.Code != 200 || ico.Header().Get("Content-Type") != "image/x-icon" || !bytes.HasPrefix(ico.Body.Bytes(), []byte{0, 0, 1, 0, 1, 0}) {
+		t.Errorf("favicon without a session: %d %v", ico.Code, ico.Header())
 	}
 	if rec := do("POST", "/logout", cookie, url.Values{"csrf": {csrf}}.Encode(), nil); rec.Code != http.StatusSeeOther {
 		t.Errorf("logout: %d", rec.Code)
 	}
-	if rec := do("GET", "/", cookie, "", nil); rec.Code != 401 {
-		t.Errorf("after logout: %d", rec.Code)
+	if rec := do("GET", "/", cookie, "", nil); rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/login" {
+		t.Errorf("after logout: %d %v", rec.Code, rec.Header())
 	}
 }
 
@@ -158,4 +180,11 @@ func TestMatchToken(t *testing.T) {
 	if _, ok := MatchToken("tok-a", []account(nil), hash); ok {
 		t.Error("a match among no accounts")
 	}
+}
+
+// newTestApp is an App whose sign-in page is login.
+func newTestApp(b Backend, login func(w http.ResponseWriter, status int, msg string)) *App {
+	a := New(b, nil, nil)
+	a.LoginPage = login
+	return a
 }

@@ -16,11 +16,17 @@ import (
 
 // Sign-in throttling. Tokens are 256-bit, so guessing is hopeless, but a
 // client that keeps sending wrong tokens should cost neither CPU nor log
-// lines. Each client address may fail signInBurst times in a row, then
-// try once per signInEvery; while it waits, its attempts are answered 429
-// without looking at the token. Other addresses are not affected, and a
-// correct sign-in forgets the address. Refused sign-ins are logged once
-// when a quiet period ends, then as one summary line per signInLogEvery.
+// lines. Only wrong tokens count: each client address may send
+// signInBurst wrong tokens in a row, then one per signInEvery; while it
+// waits, its attempts are answered 429 without looking at the token. A
+// correct token never uses up a try, so any number of readers may sign
+// in from one address (a classroom behind one router) at once: an attempt
+// holds a try while its token is checked and gives it back when the token
+// was right, and an attempt that finds every try held by attempts still
+// being checked waits for them rather than being refused. Other addresses
+// are not affected, and a correct sign-in forgets the address's earlier
+// wrong tokens. Refused sign-ins are logged once when a quiet period
+// ends, then as one summary line per signInLogEvery.
 const (
 	signInBurst    = 5
 	signInEvery    = 3 * time.Second
@@ -29,12 +35,15 @@ const (
 )
 
 type throttleClient struct {
-	lim  *rate.Limiter
-	last time.Time
+	lim      *rate.Limiter
+	last     time.Time
+	inflight int // attempts holding a try while their token is checked
 }
 
 type signInThrottle struct {
 	mu      sync.Mutex
+	settled *sync.Cond // signalled when an attempt gives back or spends its try
+	onWait  func()     // tests: called (t.mu held) before an attempt waits
 	clients map[string]*throttleClient
 	burst   int
 	every   time.Duration
@@ -51,8 +60,10 @@ type signInThrottle struct {
 }
 
 func newSignInThrottle(logf func(string, ...any)) *signInThrottle {
-	return &signInThrottle{clients: map[string]*throttleClient{}, burst: signInBurst, every: signInEvery,
+	t := &signInThrottle{clients: map[string]*throttleClient{}, burst: signInBurst, every: signInEvery,
 		max: signInClients, now: time.Now, logf: logf, window: signInLogEvery, wrong: map[string]int{}}
+	t.settled = sync.NewCond(&t.mu)
+	return t
 }
 
 // clientKey names the client of a request: its address, an IPv6 address
@@ -82,35 +93,72 @@ func clientKey(r *http.Request) string {
 	return ip.String()
 }
 
-// allow reports whether the client may try a token now, and otherwise how
-// long it has to wait. Each allowed attempt spends one of the client's
-// tries up front, so concurrent requests cannot overdraw them; a correct
-// token then forgets the client (succeed).
-func (t *signInThrottle) allow(client string) (bool, time.Duration) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.now()
-	c := t.clients[client]
-	if c == nil {
-		if len(t.clients) >= t.max {
-			t.evict(now)
-		}
-		c = &throttleClient{lim: rate.NewLimiter(rate.Every(t.every), t.burst)}
-		t.clients[client] = c
-	}
-	c.last = now
-	if c.lim.AllowN(now, 1) {
-		return true, 0
-	}
-	t.throttled++
-	t.startWindow()
-	return false, time.Duration((1 - c.lim.TokensAt(now)) * float64(t.every))
+// attempt is one sign-in attempt that holds a try of its client.
+type attempt struct {
+	c *throttleClient
+	r *rate.Reservation
 }
 
-// fail books a wrong token of the client for the log.
-func (t *signInThrottle) fail(client string) {
+// allow reports whether the client may try a token now, and otherwise how
+// long it has to wait. An allowed attempt holds one of the client's tries
+// until done says whether its token was right, so concurrent wrong tokens
+// cannot overdraw them; when every try is held by attempts still being
+// checked, allow waits for them to settle.
+func (t *signInThrottle) allow(client string) (*attempt, time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	for {
+		now := t.now()
+		c := t.clients[client]
+		if c == nil {
+			if len(t.clients) >= t.max {
+				t.evict(now)
+			}
+			c = &throttleClient{lim: rate.NewLimiter(rate.Every(t.every), t.burst)}
+			t.clients[client] = c
+		}
+		c.last = now
+		if c.lim.TokensAt(now) >= 1 {
+			c.inflight++
+			return &attempt{c: c, r: c.lim.ReserveN(now, 1)}, 0
+		}
+		if c.inflight == 0 {
+			t.throttled++
+			t.startWindow()
+			return nil, time.Duration((1 - c.lim.TokensAt(now)) * float64(t.every))
+		}
+		if t.onWait != nil {
+			t.onWait()
+		}
+		t.settled.Wait()
+	}
+}
+
+// verdict is how an attempt ended.
+type verdict int
+
+const (
+	tokenWrong   verdict = iota // no account has this token
+	tokenRight                  // signed in
+	tokenUnknown                // the store failed: not the client's doing
+)
+
+// done settles an attempt: a wrong token keeps its try spent (and is
+// booked for the log), a right one gives it back and forgets the client's
+// earlier wrong tokens, an unknown one gives it back.
+func (t *signInThrottle) done(client string, a *attempt, v verdict) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	defer t.settled.Broadcast()
+	a.c.inflight--
+	switch v {
+	case tokenRight:
+		a.c.lim = rate.NewLimiter(rate.Every(t.every), t.burst)
+		return
+	case tokenUnknown:
+		a.r.CancelAt(t.now())
+		return
+	}
 	if !t.open {
 		t.logf("sign-in refused from %s", client)
 		t.startWindow()
@@ -122,13 +170,6 @@ func (t *signInThrottle) fail(client string) {
 	}
 }
 
-// succeed forgets the client's failures.
-func (t *signInThrottle) succeed(client string) {
-	t.mu.Lock()
-	delete(t.clients, client)
-	t.mu.Unlock()
-}
-
 // evict drops the clients whose allowance has refilled, and when none
 // has, the least throttled one (the oldest among equals), so a busy
 // guesser is the last to be forgotten.
@@ -136,6 +177,9 @@ func (t *signInThrottle) evict(now time.Time) {
 	victim, best := "", math.Inf(-1)
 	var bestLast time.Time
 	for k, c := range t.clients {
+		if c.inflight > 0 {
+			continue // its attempts settle on it
+		}
 		tok := c.lim.TokensAt(now)
 		if tok >= float64(t.burst) {
 			delete(t.clients, k)
@@ -145,7 +189,7 @@ func (t *signInThrottle) evict(now time.Time) {
 			victim, best, bestLast = k, tok, c.last
 		}
 	}
-	if len(t.clients) >= t.max {
+	if len(t.clients) >= t.max && victim != "" {
 		delete(t.clients, victim)
 	}
 }

@@ -2,6 +2,7 @@ package webapp
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -27,7 +28,7 @@ type throttledApp struct {
 func newThrottledApp(t *testing.T) *throttledApp {
 	t.Helper()
 	b := newFakeBackend("r1", "r2")
-	srv := New(b, nil, func(w http.ResponseWriter, status int, msg string) {
+	srv := newTestApp(b, func(w http.ResponseWriter, status int, msg string) {
 		w.WriteHeader(status)
 		io.WriteString(w, msg)
 	})
@@ -218,5 +219,80 @@ func TestSignInThrottleConcurrent(t *testing.T) {
 	}
 	if !strings.HasPrefix(first, "sign-in refused from 192.0.2.") || 1+wrong+throttled != 160 || 1+wrong != 3*signInBurst {
 		t.Errorf("1 + %d wrong + %d throttled, want 160 attempts with %d wrong", wrong, throttled, 3*signInBurst)
+	}
+}
+
+// gatedBackend holds every Authenticate until the gate opens, and tells
+// arrived when one starts.
+type gatedBackend struct {
+	*fakeBackend
+	arrived chan struct{}
+	gate    chan struct{}
+}
+
+func (g gatedBackend) Authenticate(ctx context.Context, token string) (*Account, error) {
+	g.arrived <- struct{}{}
+	<-g.gate
+	return g.fakeBackend.Authenticate(ctx, token)
+}
+
+// TestSignInManyFromOneAddress: readers signing in at once from one
+// address (a classroom behind one router) are never refused, however
+// many attempts are being checked at the same moment; wrong tokens among
+// them still spend the address's tries.
+func TestSignInManyFromOneAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		right, wrong int
+		want429      int
+	}{
+		{"60 right tokens", 60, 0, 0},
+		{"right tokens with a few wrong ones", 40, signInBurst - 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fb := newFakeBackend("r1")
+			n := tc.right + tc.wrong
+			events := make(chan struct{}, 4*n)
+			gb := gatedBackend{fakeBackend: fb, arrived: events, gate: make(chan struct{})}
+			app := newTestApp(gb, func(w http.ResponseWriter, status int, msg string) { w.WriteHeader(status) })
+			app.throttle.onWait = func() {
+				select { // never blocks: it runs under the throttle's lock
+				case events <- struct{}{}:
+				default:
+				}
+			}
+			h := app.Handler(http.NotFoundHandler())
+			codes := make(chan int, n)
+			for i := range n {
+				tok := fb.tokens["r1"]
+				if i < tc.wrong {
+					tok = "wrong"
+				}
+				go func() {
+					req := httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+					req.RemoteAddr = "192.0.2.50:1234"
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					if rec.Code == http.StatusTooManyRequests {
+						events <- struct{}{}
+					}
+					codes <- rec.Code
+				}()
+			}
+			// Every attempt is now being checked, waiting for a try, or
+			// refused; only then are the checks let through.
+			for range n {
+				<-events
+			}
+			close(gb.gate)
+			count := map[int]int{}
+			for range n {
+				count[<-codes]++
+			}
+			if count[http.StatusTooManyRequests] != tc.want429 || count[http.StatusSeeOther] != tc.right || count[http.StatusUnauthorized] != tc.wrong {
+				t.Errorf("statuses %v, want %d × 303, %d × 401, %d × 429", count, tc.right, tc.wrong, tc.want429)
+			}
+		})
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 var (
@@ -119,7 +121,7 @@ func checkNodes(root *yaml.Node) error {
 func Explain(data []byte, err error) string {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return oneLine(strings.TrimPrefix(err.Error(), "yaml: "))
+		return textsafe.Squash(strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(data, &root) // a TypeError means the syntax was fine
@@ -173,7 +175,7 @@ func explainOne(root *yaml.Node, e string) string {
 		}
 		return fmt.Sprintf("line %d: key %q: want %s, got %s", line, path, describeWant(into), got)
 	}
-	return oneLine(e)
+	return textsafe.Squash(e)
 }
 
 // walk visits every node below n with the key node that holds it (nil for
@@ -262,5 +264,3 @@ func describeWant(goType string) string {
 	}
 	return "a different kind of value"
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

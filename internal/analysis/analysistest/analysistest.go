@@ -97,6 +97,10 @@ type Run struct {
 	// Finished, when > 0, writes only the first Finished records, as an
 	// interrupted run leaves its files.
 	Finished int
+	// ServerOwner, when set, gives the manifest a server identity, as
+	// eval's preflight records it, whose model entry is owned_by it
+	// (provider.BaselineOwner: chexpercept's stand-in server).
+	ServerOwner string
 	// Only, when not nil, writes only these records (a reader who read
 	// a sample of the benchmark); the manifest selects as many.
 	Only map[string]bool
@@ -192,6 +196,10 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 		Set("prompt_profile", ojson.NewObject().Set("name", ojson.Str("default")).Set("sha256", ojson.Str(strings.Repeat("ab", 32))))
 	if r.Selected > 0 {
 		m.Set("selected_records", ojson.Int(int64(r.Selected)))
+	}
+	if r.ServerOwner != "" {
+		m.Set("server_identity", ojson.NewObject().Set("verified", ojson.Bool(true)).Set("source", ojson.Str("models_list")).
+			Set("id", ojson.Str(r.Label)).Set("owned_by", ojson.Str(r.ServerOwner)).Set("sha256", ojson.Str(strings.Repeat("cd", 32))))
 	}
 	if r.Reading != nil {
 		arm := ojson.NewObject().Set("study", ojson.Str(r.Reading.Study)).Set("reader", ojson.Str(r.Reading.Reader)).Set("arm", ojson.Str(r.Reading.Arm))

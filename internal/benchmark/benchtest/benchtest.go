@@ -10,6 +10,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -320,4 +321,50 @@ func Write(dir string, recs []*benchmark.Record, pattern bool) error {
 		}
 	}
 	return nil
+}
+
+// WriteSums writes dir/SHA256SUMS over every regular file below dir, as a
+// build writes it (sorted paths, `<hex>  <path>` lines).
+func WriteSums(dir string) error {
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == benchmark.SumsFileName {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s  %s\n", benchmark.SHA256Hex(data), filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, benchmark.SumsFileName), []byte(b.String()), 0o644)
+}
+
+// Swap exchanges the contents of two files below dir (paths relative to
+// dir, with /): a benchmark changed without any file going missing.
+func Swap(dir, a, b string) error {
+	pa, pb := filepath.Join(dir, filepath.FromSlash(a)), filepath.Join(dir, filepath.FromSlash(b))
+	da, err := os.ReadFile(pa)
+	if err != nil {
+		return err
+	}
+	db, err := os.ReadFile(pb)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(da, db) {
+		return fmt.Errorf("%s and %s have the same bytes: swapping them changes nothing", a, b)
+	}
+	if err := os.WriteFile(pa, db, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(pb, da, 0o644)
 }

@@ -129,6 +129,7 @@
     matches.slice(page * PAGE, page * PAGE + PAGE).forEach(function (i) {
       var tr = el("tr");
       tr.dataset.item = i;
+      tr.tabIndex = 0; // Enter or Space opens the item
       if (i === current) tr.className = "sel";
       var m = marks(r, i);
       [String(i + 1), IX.keys[i], IX.lesions[IX.lesion[i]], IX.paths[IX.path[i]]].forEach(function (t) { tr.appendChild(el("td", null, t)); });
@@ -155,6 +156,12 @@
     var tr = e.target.closest("tr");
     if (tr && tr.dataset.item != null) openItem(+tr.dataset.item);
   });
+  $("item-list").addEventListener("keydown", function (e) {
+    var tr = e.target.closest("tr");
+    if (!tr || tr.dataset.item == null || (e.key !== "Enter" && e.key !== " ")) return;
+    e.preventDefault();
+    openItem(+tr.dataset.item);
+  });
 
   // What the parse rules and oracle decision points mean
   // (docs/reference/protocol.md §4 and §7).
@@ -179,13 +186,14 @@
     D6: "before T6: was the mask judged right (T2 on revision-free items, the revision result T5 on revision-required ones)?"
   };
   function legend(rules, points) {
-    var dl = el("dl", "legend");
-    dl.appendChild(el("span", null, "How to read this item: "));
+    var box = el("div", "legend"), dl = el("dl");
+    box.appendChild(el("span", null, "How to read this item: "));
+    box.appendChild(dl);
     var add = function (k, v) { dl.appendChild(el("dt", null, k)); dl.appendChild(el("dd", null, v)); };
     rules.forEach(function (r) { add("rule " + r, ruleText(r) + "."); });
     points.forEach(function (p) { add(p, "the oracle's check " + POINTS[p] + " When it fails, an explicit oracle tells the model the truth and an implicit one rewrites the earlier answer to the right one; inject or patch says which happened."); });
     add("GT", "the ground truth, the right option number(s).");
-    return dl;
+    return box;
   }
 
   function fmtList(v) { return v == null ? "–" : Array.isArray(v) ? "[" + v.join(", ") + "]" : String(v); }
@@ -322,12 +330,19 @@
     view.appendChild(legend(rules.sort(), points.sort()));
   }
   // wrap puts a table in its own horizontal scroll box.
-  function wrap(tbl) { var w = el("div", "table-wrap"); w.appendChild(tbl); return w; }
+  // It takes keyboard focus, so that the keys scroll it.
+  function wrap(tbl) { var w = el("div", "table-wrap"); w.tabIndex = 0; w.appendChild(tbl); return w; }
 
   function openItem(i) {
     current = i;
     Array.prototype.forEach.call($("item-list").tBodies[0].rows, function (tr) { tr.className = +tr.dataset.item === i ? "sel" : ""; });
-    loadItem(i, function (d) { if (current === i) { render(i, d); view.scrollIntoView({block: "nearest"}); } });
+    loadItem(i, function (d) {
+      if (current !== i) return;
+      render(i, d);
+      // Answer texts scroll inside their box: the keys scroll them too.
+      Array.prototype.forEach.call(view.querySelectorAll("pre"), function (p) { p.tabIndex = 0; });
+      view.scrollIntoView({block: "nearest"});
+    });
   }
   CHX.open = openItem;
 

@@ -2,7 +2,8 @@
 // mouse and by keyboard (a focused viewer: arrow keys pan, + − zoom, 0
 // fits); thumbnails of earlier questions' images open in the reference
 // viewer; one submission per answer (the button is disabled once the form
-// is sent), and an empty choice says why it was not sent.
+// is sent), and an empty choice says why it was not sent. The page is
+// marked data-ready on <html> once all of this is wired.
 (function () {
   "use strict";
   var STEP = 60; // pixels per arrow key
@@ -76,4 +77,6 @@
       setTimeout(function () { b.disabled = true; }, 0);
     });
   }
+  // Scripts and tests wait for this mark before they use the controls.
+  document.documentElement.setAttribute("data-ready", "");
 })();

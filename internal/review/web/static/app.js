@@ -94,10 +94,16 @@
       return;
     }
     if (e.ctrlKey || e.metaKey || e.altKey) return;
+    // A decision key is the one its button shows (data-shortcut): a/r/u, or
+    // k/f/d/u in an item-health re-review.
+    for (var i = 0; i < buttons.length; i++) {
+      if (buttons[i].dataset.shortcut === e.key) {
+        decide(buttons[i].dataset.decision);
+        e.preventDefault();
+        return;
+      }
+    }
     switch (e.key) {
-      case "a": decide("accept"); break;
-      case "r": decide("reject"); break;
-      case "u": decide("unsure"); break;
       case "n": case "ArrowRight": go(root.dataset.next); break;
       case "p": case "ArrowLeft": go(root.dataset.prev); break;
       case "o": if (overlayToggle) { overlayToggle.checked = !overlayToggle.checked; applyOverlay(); } break;

@@ -1,0 +1,33 @@
+package reading
+
+import (
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/chexpercept/chexpercept/internal/browsertest"
+	"github.com/chexpercept/chexpercept/internal/protocol"
+)
+
+// TestBrowserAccessibility: axe-core finds no serious or critical
+// violation on the reading app's sign-in page, a turn, and the end page.
+func TestBrowserAccessibility(t *testing.T) {
+	axe := browsertest.AxeScript(t)
+	newCtx := browser(t)
+	st := newStudy(t, testBench(t), protocol.OracleImplicit)
+	ctx := newCtx(1400, 1000)
+	if err := chromedp.Do(ctx, chromedp.Navigate(st.srv.URL+"/login"), chromedp.WaitVisible(chromedp.ID("token"))); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.CheckAxe(t, ctx, axe, "sign-in")
+	signInBrowser(t, ctx, st.srv.URL, st.creds["reader1"])
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("[data-submit]"))); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.CheckAxe(t, ctx, axe, "a turn")
+	st.readAll(t, ctx, "reader1", false)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("[data-done]"))); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.CheckAxe(t, ctx, axe, "done")
+}
