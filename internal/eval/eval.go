@@ -71,7 +71,7 @@ type Options struct {
 	RetryCap      time.Duration // longest backoff; default 60s
 	RPM, TPM      int           // 0 = uncapped
 
-	Selection   Selection
+	Selection   results.Selection
 	RetryErrors bool
 
 	NoCache         bool
@@ -163,28 +163,6 @@ type Summary struct {
 	Images     VerifyStats // image files verified just in time by this invocation
 }
 
-// RunName is <provider>_<label>[_no_thinking][_strict].
-func RunName(providerName, label string, noThinking bool, mode parse.Mode) string {
-	s := providerName + "_" + label
-	if noThinking {
-		s += "_no_thinking"
-	}
-	if mode == parse.ModeStrict {
-		s += "_strict"
-	}
-	return s
-}
-
-// RunDir is the directory a run writes into: the run directory, or its
-// shard folder.
-func RunDir(out, runName string, oracle protocol.OracleMode, shard *Shard) string {
-	d := filepath.Join(out, runName, "oracle_"+string(oracle))
-	if shard != nil {
-		d = filepath.Join(d, shard.Dir())
-	}
-	return d
-}
-
 // Run evaluates the selected records. Ending ctx stops starting new
 // records; in-flight records finish (or are abandoned when o.Abandon
 // is closed) and the run's derived files are written before Run returns.
@@ -272,20 +250,6 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	sum.AlreadyDone = done
 	r.store = store
 	return sum, r.execute(ctx, man, todo, len(p.selected), start)
-}
-
-// maxRunName is the longest run name: it names a folder, and file
-// systems allow 255 bytes.
-const maxRunName = 255
-
-// CheckRunName refuses a run name too long to name a folder, before
-// anything is written.
-func CheckRunName(name string) error {
-	if len(name) > maxRunName {
-		return fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
-			benchmark.OneLine(name[:40]), len(name), maxRunName)
-	}
-	return nil
 }
 
 // missingDirs lists the directories from dir upwards that do not exist
@@ -389,10 +353,10 @@ func prepare(o *Options) (*prepared, error) {
 			return nil, fmt.Errorf("selection %s %d selects no record; it must be at least 1", x.field, *x.v)
 		}
 	}
-	if err := CheckLesions(sel, bench.Lesions); err != nil {
+	if err := results.CheckLesions(sel, bench.Lesions); err != nil {
 		return nil, err
 	}
-	selected, err := Select(bench.Records, sel)
+	selected, err := results.Select(bench.Records, sel)
 	if err != nil {
 		return nil, err
 	}
@@ -400,8 +364,8 @@ func prepare(o *Options) (*prepared, error) {
 	for i, ix := range selected {
 		keys[i] = bench.Records[ix].KeyID
 	}
-	runName := RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
-	if err := CheckRunName(runName); err != nil {
+	runName := results.RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
+	if err := results.CheckRunName(runName); err != nil {
 		return nil, err
 	}
 	man := buildManifest(o, bench, benchAbs, keys)
@@ -413,7 +377,7 @@ func prepare(o *Options) (*prepared, error) {
 		benchAbs: benchAbs,
 		selected: selected,
 		man:      man,
-		sum:      &Summary{RunDir: RunDir(o.OutDir, runName, o.Oracle, sel.Shard), RunName: runName, Selected: len(selected)},
+		sum:      &Summary{RunDir: results.RunDir(o.OutDir, runName, string(o.Oracle), sel.Shard), RunName: runName, Selected: len(selected)},
 	}, nil
 }
 
@@ -540,11 +504,17 @@ func pending(bench *benchmark.Benchmark, selected []int, prev []*results.Record,
 	return todo, done
 }
 
+// runSpec is what the run is of, as its manifest records it.
+func (o *Options) runSpec() results.RunSpec {
+	return results.RunSpec{Model: o.Model, Selection: o.Selection, NoThinking: o.NoThinking,
+		Oracle: string(o.Oracle), Parse: o.Parse, Now: o.Now}
+}
+
 // buildManifest is the manifest of this run: NewManifest and what only a
 // run of ours knows (prompt profile, image encoding, endpoints, call
 // policy, price file, baseline seed).
 func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, keys []string) *results.Manifest {
-	m := NewManifest(o, bench, benchAbs, keys)
+	m := results.NewManifest(o.runSpec(), bench, benchAbs, keys)
 	m.PromptProfile = results.ProfileInfo{Name: o.Profile.Name, Texts: o.Profile.Texts(), SHA256: o.Profile.Hash()}
 	m.ImageEncoding = results.ImageEncoding{Format: "png", Transport: "data URL, base64", ImageCacheBytes: o.ImageCacheBytes}
 	m.Concurrency = o.Concurrency

@@ -497,7 +497,7 @@ func TestShards(t *testing.T) {
 	seen := map[string]int{}
 	for i := 1; i <= 3; i++ {
 		o := baseOptions(sampleBench, out, model(t, "baseline", "first"))
-		o.Selection.Shard = &Shard{I: i, N: 3}
+		o.Selection.Shard = &results.Shard{I: i, N: 3}
 		s := run(t, o)
 		if filepath.Base(s.RunDir) != fmt.Sprintf("shard-%d-of-3", i) {
 			t.Errorf("shard dir %s", s.RunDir)

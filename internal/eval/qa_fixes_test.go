@@ -122,7 +122,7 @@ func TestRunDirLock(t *testing.T) {
 			limit := 2
 			o.Selection.Limit = &limit
 			if shard != "" {
-				sh, err := ParseShard(shard, os.Getenv)
+				sh, err := results.ParseShard(shard, os.Getenv)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -132,7 +132,7 @@ func TestRunDirLock(t *testing.T) {
 			go func() { _, err := Run(context.Background(), o); first <- err }()
 			<-entered // the first run holds the lock and is calling
 			_, err := Run(context.Background(), o)
-			dir := RunDir(out, RunName("opensource", o.Model.Label, false, o.Parse), o.Oracle, o.Selection.Shard)
+			dir := results.RunDir(out, results.RunName("opensource", o.Model.Label, false, o.Parse), string(o.Oracle), o.Selection.Shard)
 			if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "in use") {
 				t.Errorf("second run: err = %v, want a refusal naming %s", err, dir)
 			}

@@ -63,7 +63,7 @@ func TestKillAndResume(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		resPath := filepath.Join(RunDir(out, ref.RunName, "implicit", nil), results.ResultsFile)
+		resPath := filepath.Join(results.RunDir(out, ref.RunName, "implicit", nil), results.ResultsFile)
 		deadline := time.Now().Add(30 * time.Second)
 		target := 5 + 10*kill
 		for {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
@@ -65,10 +64,9 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 	if err != nil {
 		return nil, err
 	}
-	oracle := protocol.OracleMode(st.Oracle)
 	dirs := make([]string, len(readers))
 	for i, r := range readers {
-		dirs[i] = eval.RunDir(out, runName(r.Name), oracle, nil)
+		dirs[i] = results.RunDir(out, runName(r.Name), st.Oracle, nil)
 		// Every reader's target is checked before any is written: no
 		// link planted on the way, no foreign files, a run only with force.
 		if err := runs.CheckTarget(dirs[i], force); err != nil {
@@ -101,7 +99,7 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 }
 
 func runName(reader string) string {
-	return eval.RunName(ProviderHuman, reader, false, parse.ModeReference)
+	return results.RunName(ProviderHuman, reader, false, parse.ModeReference)
 }
 
 // readerRecords replays every record of a reader and returns the finished
@@ -152,13 +150,13 @@ func manifest(bench *benchmark.Benchmark, st *Study, reader string, keys []strin
 	if err != nil {
 		created = time.Unix(0, 0)
 	}
-	o := &eval.Options{
+	spec := results.RunSpec{
 		Model:  runmodel.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
-		Oracle: protocol.OracleMode(st.Oracle), Parse: parse.Mode(st.Parse),
-		Selection: eval.Selection{Sample: st.Sample, Seed: st.Seed},
+		Oracle: st.Oracle, Parse: parse.Mode(st.Parse),
+		Selection: results.Selection{Sample: st.Sample, Seed: st.Seed},
 		Now:       func() time.Time { return created },
 	}
-	m := eval.NewManifest(o, bench, st.BenchDir, keys)
+	m := results.NewManifest(spec, bench, st.BenchDir, keys)
 	p := profile.Default()
 	m.PromptProfile = results.ProfileInfo{Name: p.Name, Texts: p.Texts(), SHA256: p.Hash()}
 	m.ImageEncoding = results.ImageEncoding{Format: "png", Transport: "reading app (browser)"}

@@ -9,10 +9,48 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 )
+
+// RunName is <provider>_<label>[_no_thinking][_strict].
+func RunName(providerName, label string, noThinking bool, mode parse.Mode) string {
+	s := providerName + "_" + label
+	if noThinking {
+		s += "_no_thinking"
+	}
+	if mode == parse.ModeStrict {
+		s += "_strict"
+	}
+	return s
+}
+
+// RunDir is the directory a run writes into, out/<run name>/oracle_<mode>
+// (the oracle mode: none, implicit or explicit), or its shard folder.
+func RunDir(out, runName string, oracle string, shard *Shard) string {
+	d := filepath.Join(out, runName, "oracle_"+oracle)
+	if shard != nil {
+		d = filepath.Join(d, shard.Dir())
+	}
+	return d
+}
+
+// maxRunName is the longest run name: it names a folder, and file
+// systems allow 255 bytes.
+const maxRunName = 255
+
+// CheckRunName refuses a run name too long to name a folder, before
+// anything is written.
+func CheckRunName(name string) error {
+	if len(name) > maxRunName {
+		return fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
+			benchmark.OneLine(name[:40]), len(name), maxRunName)
+	}
+	return nil
+}
 
 // maxSummaryBytes bounds the summary.json WallTime reads; a real one is a
 // few kilobytes.
