@@ -50,7 +50,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/results"
-	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/simmodel"
 	"github.com/chexpercept/chexpercept/internal/validate"
 	"github.com/chexpercept/chexpercept/internal/version"
@@ -271,7 +271,7 @@ func (d *runner) build(manifest string) error {
 	cfg.Workers = d.opt.Workers
 	t := time.Now()
 	sum, err := build.Run(d.ctx, build.Options{Source: manifest, Out: dir, Config: cfg, Workers: d.opt.Workers,
-		Decisions: review.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: d.log, Stderr: d.log})
+		Decisions: reviewlog.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: d.log, Stderr: d.log})
 	if err != nil {
 		return fmt.Errorf("demo: build: %w", err)
 	}
