@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -32,7 +32,7 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 			t.Run(server+"/"+sig.String(), func(t *testing.T) {
 				var hits atomic.Int64
 				var mended atomic.Bool // the server answers, for the restart
-				base, berr := baselineserver.New(baselineserver.Config{Policy: "first"})
+				base, berr := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "first"})
 				if berr != nil {
 					t.Fatal(berr)
 				}

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/protocol"
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -104,7 +104,7 @@ func TestRunDirLock(t *testing.T) {
 			// first run is still writing when the second starts.
 			release := make(chan struct{})
 			entered := make(chan struct{}, 64)
-			srv, _ := baselineserver.New(baselineserver.Config{Policy: "random"})
+			srv, _ := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "random"})
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Method == http.MethodGet { // the preflight passes
 					srv.ServeHTTP(w, r)

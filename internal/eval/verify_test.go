@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/provider"
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -40,7 +40,7 @@ func TestJustInTimeVerification(t *testing.T) {
 	if err := os.WriteFile(xray(bad), garbage, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := baselineserver.New(baselineserver.Config{Policy: "random"})
+	srv, err := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "random"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,9 +226,9 @@ func (s scrubber) clean(msg string) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
-// contextError classifies the end of a call's context: a passed deadline
+// ContextError classifies the end of a call's context: a passed deadline
 // is a (retryable) timeout, a cancellation stops the run.
-func contextError(ctx context.Context, err error) *CallError {
+func ContextError(ctx context.Context, err error) *CallError {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return &CallError{Kind: KindTimeout, Msg: "the call did not finish before its deadline"}
 	}
@@ -239,7 +239,7 @@ func contextError(ctx context.Context, err error) *CallError {
 // response: deadline, cancellation, or a network failure.
 func transportError(ctx context.Context, err error, s scrubber) *CallError {
 	if ctx.Err() != nil {
-		return contextError(ctx, err)
+		return ContextError(ctx, err)
 	}
 	err = withoutURLSecrets(err)
 	var ne net.Error
