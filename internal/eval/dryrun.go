@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
@@ -56,11 +55,7 @@ func dryRun(o *Options, bench *benchmark.Benchmark, todo []int) *DryRunReport {
 		caller := func(_ context.Context, msgs []protocol.Message) (protocol.Reply, error) {
 			p := asked[n]
 			n++
-			parts := make([]string, len(p.GT))
-			for i, v := range p.GT {
-				parts[i] = strconv.Itoa(v)
-			}
-			reply := "Answer: " + strings.Join(parts, ",")
+			reply := parse.FormatAnswer(p.GT)
 			texts := make([]string, len(msgs))
 			imgs := 0
 			for i, m := range msgs {

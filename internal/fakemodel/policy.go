@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
@@ -101,7 +102,7 @@ func RandomAnswer(seed int64, texts []string, firstImage string) (string, error)
 	}
 	r := rng.New(RandomLabel(seed, texts, firstImage))
 	if !multi {
-		return FormatAnswer([]int{1 + r.IntN(n)}), nil
+		return parse.FormatAnswer([]int{1 + r.IntN(n)}), nil
 	}
 	m := n - 1
 	if m > maxMultiSelectOthers {
@@ -109,7 +110,7 @@ func RandomAnswer(seed int64, texts []string, firstImage string) (string, error)
 	}
 	u := r.UintN(uint64(1) << uint(m))
 	if u == 0 {
-		return FormatAnswer([]int{n}), nil
+		return parse.FormatAnswer([]int{n}), nil
 	}
 	var pick []int
 	for i := 0; i < m; i++ {
@@ -117,23 +118,11 @@ func RandomAnswer(seed int64, texts []string, firstImage string) (string, error)
 			pick = append(pick, i+1)
 		}
 	}
-	return FormatAnswer(pick), nil
+	return parse.FormatAnswer(pick), nil
 }
 
 // FirstAnswer is the first policy: always option 1.
 func FirstAnswer() string { return "Answer: 1" }
-
-// FormatAnswer writes an answer as the baselines reply it: "Answer: " and
-// the option numbers, ascending, comma-joined.
-func FormatAnswer(nums []int) string {
-	s := slices.Clone(nums)
-	slices.Sort(s)
-	parts := make([]string, len(s))
-	for i, v := range s {
-		parts[i] = strconv.Itoa(v)
-	}
-	return "Answer: " + strings.Join(parts, ",")
-}
 
 // PolicyAnswer answers texts with a text-only policy (random or first),
 // the function shared by the in-process baseline and serve-baseline.
@@ -201,7 +190,7 @@ func (c *baselineClient) Complete(ctx context.Context, req *provider.Request) (*
 		if req.Meta == nil || len(req.Meta.GT) == 0 {
 			return nil, &provider.CallError{Kind: provider.KindClient, Msg: "oracle policy needs the ground truth in Request.Meta.GT, which is missing"}
 		}
-		reply = FormatAnswer(req.Meta.GT)
+		reply = parse.FormatAnswer(req.Meta.GT)
 	default:
 		var err error
 		if reply, err = PolicyAnswer(c.policy, c.seed, texts, firstImage); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/provider"
 )
 
@@ -67,7 +68,7 @@ func TestSimulatedOverHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", r.KeyID, p.ID, err)
 			}
-			if want := FormatAnswer(p.GT); got.Text != want {
+			if want := parse.FormatAnswer(p.GT); got.Text != want {
 				t.Errorf("%s %s: %q, want %q", r.KeyID, p.ID, got.Text, want)
 			}
 			asked++

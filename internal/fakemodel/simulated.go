@@ -43,6 +43,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
@@ -160,7 +161,7 @@ func (m *Simulated) Answer(firstImage string, texts []string) (string, error) {
 	if turn == nil {
 		return "", fmt.Errorf("the question is %w for this radiograph", ErrUnknown)
 	}
-	return FormatAnswer(m.choose(firstImage, turn, rec.pq[turn.Q.Stage()])), nil
+	return parse.FormatAnswer(m.choose(firstImage, turn, rec.pq[turn.Q.Stage()])), nil
 }
 
 // choose draws the answer to one question.
