@@ -136,7 +136,7 @@ func checkEval(inv invocation, taskEnvs []map[string]string) (evalRun, []string)
 		probs = append(probs, "--parse-mode: "+err.Error())
 	}
 	// Same functions eval.Run uses to name its directory.
-	run.runDir = results.RunDir(inv.get("out"), results.RunName(m.Provider, m.Label, noThinking, mode), string(oracle), nil)
+	run.runDir = results.RunDir(inv.get("out"), results.RunName(m.Provider, m.Label, noThinking, mode == parse.ModeStrict), string(oracle), nil)
 
 	shard := inv.get("shard")
 	n, err := strconv.Atoi(strings.TrimPrefix(shard, "auto/"))

@@ -126,7 +126,7 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, oracle pr
 		recs, keys = append(recs, r), append(keys, br.KeyID)
 	}
 	abs, _ := filepath.Abs(bench.Dir)
-	man := results.NewManifest(results.RunSpec{Model: m, Oracle: string(oracle), Parse: mode, Now: func() time.Time { return at }}, bench, abs, keys)
+	man := results.NewManifest(results.RunSpec{Model: m, Oracle: string(oracle), Parse: string(mode), Now: func() time.Time { return at }}, bench, abs, keys)
 	dir := results.RunDir(out, man.RunName, string(oracle), nil)
 	if err := runs.WriteRun(dir, man, recs, len(recs), 2.5); err != nil {
 		t.Fatal(err)

@@ -364,7 +364,7 @@ func prepare(o *Options) (*prepared, error) {
 	for i, ix := range selected {
 		keys[i] = bench.Records[ix].KeyID
 	}
-	runName := results.RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
+	runName := results.RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse == parse.ModeStrict)
 	if err := results.CheckRunName(runName); err != nil {
 		return nil, err
 	}
@@ -507,7 +507,7 @@ func pending(bench *benchmark.Benchmark, selected []int, prev []*results.Record,
 // runSpec is what the run is of, as its manifest records it.
 func (o *Options) runSpec() results.RunSpec {
 	return results.RunSpec{Model: o.Model, Selection: o.Selection, NoThinking: o.NoThinking,
-		Oracle: string(o.Oracle), Parse: o.Parse, Now: o.Now}
+		Oracle: string(o.Oracle), Parse: string(o.Parse), Now: o.Now}
 }
 
 // buildManifest is the manifest of this run: NewManifest and what only a

@@ -9,7 +9,6 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol"
-	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
@@ -99,7 +98,7 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 }
 
 func runName(reader string) string {
-	return results.RunName(ProviderHuman, reader, false, parse.ModeReference)
+	return results.RunName(ProviderHuman, reader, false, false)
 }
 
 // readerRecords replays every record of a reader and returns the finished
@@ -152,7 +151,7 @@ func manifest(bench *benchmark.Benchmark, st *Study, reader string, keys []strin
 	}
 	spec := results.RunSpec{
 		Model:  runmodel.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
-		Oracle: st.Oracle, Parse: parse.Mode(st.Parse),
+		Oracle: st.Oracle, Parse: st.Parse,
 		Selection: results.Selection{Sample: st.Sample, Seed: st.Seed},
 		Now:       func() time.Time { return created },
 	}

@@ -275,7 +275,7 @@ func baselineFirst(t *testing.T, bench *benchmark.Benchmark, oracle protocol.Ora
 	if _, err := eval.Run(context.Background(), eval.Options{BenchDir: bench.Dir, OutDir: out, Model: m, Oracle: oracle, NoCache: true, Concurrency: 1, AllowInvalid: true}); err != nil {
 		t.Fatal(err)
 	}
-	return readRun(t, results.RunDir(out, results.RunName("baseline", "first", false, "reference"), string(oracle), nil))
+	return readRun(t, results.RunDir(out, results.RunName("baseline", "first", false, false), string(oracle), nil))
 }
 
 func readRun(t *testing.T, dir string) map[string]*results.Record {

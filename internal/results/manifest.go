@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/protocol/parse"
-
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -208,11 +206,15 @@ type RunSpec struct {
 	Model      runmodel.Model
 	Selection  Selection
 	NoThinking bool
-	Oracle     string     // oracle mode: none, implicit or explicit
-	Parse      parse.Mode // parse mode
+	Oracle     string // oracle mode: none, implicit or explicit
+	Parse      string // parse mode: reference or strict
 	// Now gives the creation time; nil means time.Now.
 	Now func() time.Time
 }
+
+// parseStrict is the strict parse mode's name (protocol/parse's
+// ModeStrict), whose runs are named apart.
+const parseStrict = "strict"
 
 // NewManifest is the part of a run's manifest that every maker of a run
 // records the same way: the benchmark, s.Selection and the selected keys
@@ -236,9 +238,9 @@ func NewManifest(s RunSpec, bench *benchmark.Benchmark, benchAbs string, keys []
 		Provenance: &Provenance{Revision: b.Revision, Modified: b.Modified, GoVersion: b.GoVersion, OS: b.OS, Arch: b.Arch},
 		Dataset:    Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
 		Selection:  sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(keys), KeysSHA256: KeysHash(keys),
-		RunName:  RunName(s.Model.Provider, s.Model.Label, s.NoThinking, s.Parse),
+		RunName:  RunName(s.Model.Provider, s.Model.Label, s.NoThinking, s.Parse == parseStrict),
 		Sampling: s.Model.Sampling, NoThinking: s.NoThinking,
-		OracleMode: s.Oracle, ParseMode: string(s.Parse),
+		OracleMode: s.Oracle, ParseMode: s.Parse,
 	}
 	mi := &m.Model
 	mi.Name, mi.Provider, mi.Backend, mi.ModelID = s.Model.Name, s.Model.Provider, s.Model.Backend, s.Model.ModelID

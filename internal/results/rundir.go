@@ -13,16 +13,16 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
-	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 )
 
-// RunName is <provider>_<label>[_no_thinking][_strict].
-func RunName(providerName, label string, noThinking bool, mode parse.Mode) string {
+// RunName is <provider>_<label>[_no_thinking][_strict]: strict for a run
+// under the strict parse mode.
+func RunName(providerName, label string, noThinking, strict bool) string {
 	s := providerName + "_" + label
 	if noThinking {
 		s += "_no_thinking"
 	}
-	if mode == parse.ModeStrict {
+	if strict {
 		s += "_strict"
 	}
 	return s

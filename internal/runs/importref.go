@@ -69,7 +69,7 @@ type ImportReport struct {
 // transport, endpoints and call policy unknown and imported_from naming
 // the file.
 func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
-	runName := results.RunName(opts.Model.Provider, opts.Model.Label, opts.NoThinking, opts.Parse)
+	runName := results.RunName(opts.Model.Provider, opts.Model.Label, opts.NoThinking, opts.Parse == parse.ModeStrict)
 	if err := results.CheckRunName(runName); err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 		keys[i] = r.KeyID
 	}
 	m := results.NewManifest(results.RunSpec{Model: ro.Model, NoThinking: opts.NoThinking, Oracle: string(opts.Oracle),
-		Parse: opts.Parse, Now: ro.Now}, opts.Bench, benchAbs, keys)
+		Parse: string(opts.Parse), Now: ro.Now}, opts.Bench, benchAbs, keys)
 	m.PromptProfile = results.ProfileInfo{Name: "unknown (imported)", Texts: []string{}}
 	m.ImageEncoding = results.ImageEncoding{Format: "png", Transport: "unknown (imported)"}
 	m.ImportedFrom, _ = filepath.Abs(file)

@@ -38,7 +38,7 @@ func glmModel(quirks ...string) runmodel.Model {
 // as a GLM answer box) into out/<run name>/oracle_none and returns it.
 func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, model runmodel.Model) string {
 	t.Helper()
-	o := results.RunSpec{Model: model, Oracle: string(protocol.OracleNone), Parse: parse.ModeReference,
+	o := results.RunSpec{Model: model, Oracle: string(protocol.OracleNone), Parse: string(parse.ModeReference),
 		Now: func() time.Time { return testTime }}
 	replies := protocoltest.ScenarioReplies()
 	replies[rfKey][0] = protocol.Reply{Text: "<|begin_of_box|>1<|end_of_box|>", Attempts: 1}
@@ -47,7 +47,7 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, model run
 	for i, br := range bench.Records {
 		s := &protocoltest.Script{Replies: replies[br.KeyID]}
 		r := protocol.Run(context.Background(), br, protocol.Options{BenchDir: bench.Dir, Index: i, Oracle: protocol.OracleNone,
-			Parse: o.Parse, GLMBoxUnwrap: model.GLMBoxUnwrap, Now: o.Now}, s.Call)
+			Parse: parse.ModeReference, GLMBoxUnwrap: model.GLMBoxUnwrap, Now: o.Now}, s.Call)
 		if r.Status != results.StatusOK {
 			t.Fatalf("scripted %s: %s", br.KeyID, *r.Error)
 		}
