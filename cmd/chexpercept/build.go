@@ -15,6 +15,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 )
 
 // newBuildCmd returns the command build: a benchmark from source data.
@@ -95,10 +96,10 @@ written; a build removes only bundle folders a build recorded as its own.`,
 				Progress: isTerminal(os.Stderr)}
 			switch {
 			case acceptAll:
-				opt.Decisions, opt.ReviewMode = review.AcceptAll{}, build.ModeAcceptAll
+				opt.Decisions, opt.ReviewMode = reviewlog.AcceptAll{}, build.ModeAcceptAll
 				fmt.Fprintln(cmd.ErrOrStderr(), "WARNING: --accept-all: every candidate is accepted WITHOUT expert review; the benchmark will be marked unreviewed.")
 			case reviewsPath != "":
-				l, err := review.ReadLog(reviewsPath)
+				l, err := reviewlog.ReadLog(reviewsPath)
 				if err != nil {
 					return withExit(2, err)
 				}

@@ -5,7 +5,7 @@ package main
 // one-node Slurm only in scripts/slurm-e2e.sh (CI), which needs root and
 // apt. This test checks what can drift silently instead: their
 // chexpercept command lines against the real cobra tree and model
-// registry, the shard arithmetic against eval.ParseShard, the merge input
+// registry, the shard arithmetic against results.ParseShard, the merge input
 // against the run directory eval would write, the wiring between the
 // vLLM Service and the eval Job, the claim every pod mounts, and that a run
 // whose records end in error still finishes (--retry-errors, bounded
@@ -36,6 +36,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/registry"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 const repoRoot = "../.."
@@ -135,7 +136,7 @@ func checkEval(inv invocation, taskEnvs []map[string]string) (evalRun, []string)
 		probs = append(probs, "--parse-mode: "+err.Error())
 	}
 	// Same functions eval.Run uses to name its directory.
-	run.runDir = eval.RunDir(inv.get("out"), eval.RunName(m.Provider, m.Label, noThinking, mode), oracle, nil)
+	run.runDir = results.RunDir(inv.get("out"), results.RunName(m.Provider, m.Label, noThinking, mode == parse.ModeStrict), string(oracle), nil)
 
 	shard := inv.get("shard")
 	n, err := strconv.Atoi(strings.TrimPrefix(shard, "auto/"))
@@ -147,7 +148,7 @@ func checkEval(inv invocation, taskEnvs []map[string]string) (evalRun, []string)
 	}
 	seen := map[int]bool{}
 	for _, env := range taskEnvs {
-		s, err := eval.ParseShard(shard, func(k string) string { return env[k] })
+		s, err := results.ParseShard(shard, func(k string) string { return env[k] })
 		if err != nil {
 			probs = append(probs, fmt.Sprintf("task with %v: %v", env, err))
 			continue

@@ -25,6 +25,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/registry"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -152,7 +153,7 @@ func (fl *evalFlags) run(cmd *cobra.Command) error {
 		return withExit(2, err)
 	}
 	if cmd.Flags().Changed("run-name") {
-		if err := eval.CheckRunName(fl.o.RunName); err != nil {
+		if err := results.CheckRunName(fl.o.RunName); err != nil {
 			return withExit(2, fmt.Errorf("--run-name: %w", err))
 		}
 	}
@@ -282,7 +283,7 @@ func (fl *evalFlags) endpointFromEnv() error {
 func (fl *evalFlags) selection(f *pflag.FlagSet) error {
 	sel := &fl.o.Selection
 	var err error
-	if sel.Lesions, err = eval.ParseLesions(fl.lesions); err != nil {
+	if sel.Lesions, err = results.ParseLesions(fl.lesions); err != nil {
 		return fmt.Errorf("--lesions: %w", err)
 	}
 	for _, x := range []struct {
@@ -300,7 +301,7 @@ func (fl *evalFlags) selection(f *pflag.FlagSet) error {
 		*x.dst = &v
 	}
 	if fl.shard != "" {
-		if sel.Shard, err = eval.ParseShard(fl.shard, os.Getenv); err != nil {
+		if sel.Shard, err = results.ParseShard(fl.shard, os.Getenv); err != nil {
 			return fmt.Errorf("--shard %w", err)
 		}
 	}

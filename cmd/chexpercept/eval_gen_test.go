@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -27,7 +27,7 @@ type bodySpy struct {
 
 func newBodySpy(t *testing.T) (*bodySpy, *httptest.Server) {
 	t.Helper()
-	base, err := baselineserver.New(baselineserver.Config{Policy: "first"})
+	base, err := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}

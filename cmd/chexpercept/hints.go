@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runs"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
@@ -34,7 +34,7 @@ func withHints(err error, hints ...flagHint) error {
 var evalHints = []flagHint{
 	{validate.ErrInvalid, " (run `chexpercept validate` for all; --allow-invalid evaluates it anyway)"},
 	{provider.ErrNoCredentials, "; or pass --api-key-file FILE"},
-	{eval.ErrUnknownLesion, "; check --lesions"},
+	{results.ErrUnknownLesion, "; check --lesions"},
 	{provider.ErrNoEndpoint, "; pass --endpoint URL"},
 	{provider.ErrNoModelsEndpoint, " (check that --endpoint ends in /v1; for a server without a models endpoint pass --no-preflight)"},
 	{provider.ErrModelNotServed, " (check --model; if the server knows it under another name, e.g. an Azure deployment named unlike its model, pass --no-preflight)"},

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -34,7 +34,7 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 				// answered with a 429, or holds without an answer.
 				answered := make(chan struct{}, 64)
 				var mended atomic.Bool // the server answers, for the restart
-				base, berr := baselineserver.New(baselineserver.Config{Policy: "first"})
+				base, berr := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "first"})
 				if berr != nil {
 					t.Fatal(berr)
 				}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 )
 
 // TestEighthLesionEndToEnd defines a lesion only in configuration and takes
@@ -79,7 +79,7 @@ lesions: [pneumothorax]
 		t.Errorf("validate output:\n%s", out)
 	}
 
-	base, err := baselineserver.New(baselineserver.Config{Policy: "random", PolicySeed: 3})
+	base, err := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "random", PolicySeed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,8 +126,8 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, oracle pr
 		recs, keys = append(recs, r), append(keys, br.KeyID)
 	}
 	abs, _ := filepath.Abs(bench.Dir)
-	man := eval.NewManifest(&eval.Options{Model: m, Oracle: oracle, Parse: mode, Now: func() time.Time { return at }}, bench, abs, keys)
-	dir := eval.RunDir(out, man.RunName, oracle, nil)
+	man := results.NewManifest(results.RunSpec{Model: m, Oracle: string(oracle), Parse: string(mode), Now: func() time.Time { return at }}, bench, abs, keys)
+	dir := results.RunDir(out, man.RunName, string(oracle), nil)
 	if err := runs.WriteRun(dir, man, recs, len(recs), 2.5); err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +482,7 @@ func shardBench(t *testing.T) string {
 
 // baselineRun evaluates the random baseline in process through the
 // runner (shard nil: unsharded).
-func baselineRun(t *testing.T, bench, out string, shard *eval.Shard, seed int64) string {
+func baselineRun(t *testing.T, bench, out string, shard *results.Shard, seed int64) string {
 	t.Helper()
 	reg, err := registry.Load()
 	if err != nil {
@@ -495,7 +495,7 @@ func baselineRun(t *testing.T, bench, out string, shard *eval.Shard, seed int64)
 		return ""
 	}
 	sum, err := eval.Run(context.Background(), eval.Options{BenchDir: bench, OutDir: out, Model: m, Oracle: protocol.OracleImplicit,
-		PolicySeed: seed, NoCache: true, Concurrency: 4, Selection: eval.Selection{Shard: shard}})
+		PolicySeed: seed, NoCache: true, Concurrency: 4, Selection: results.Selection{Shard: shard}})
 	if err != nil {
 		t.Error(err)
 		return ""
@@ -511,7 +511,7 @@ func TestMergeShardsEqualsUnsharded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			baselineRun(t, bench, sharded, &eval.Shard{I: i, N: 3}, 7)
+			baselineRun(t, bench, sharded, &results.Shard{I: i, N: 3}, 7)
 		}()
 	}
 	wg.Add(1)
@@ -574,7 +574,7 @@ func TestMergeShardsEqualsUnsharded(t *testing.T) {
 	// accepted as inputs too.
 	shardDirs := []string{}
 	for i := 1; i <= 3; i++ {
-		shardDirs = append(shardDirs, filepath.Join(runDir, (&eval.Shard{I: i, N: 3}).Dir()))
+		shardDirs = append(shardDirs, filepath.Join(runDir, (&results.Shard{I: i, N: 3}).Dir()))
 	}
 	if _, stderr, code := runCLI(t, append(append([]string{"merge"}, shardDirs...), "--out", out)...); code != 2 || !strings.Contains(stderr, "--force") {
 		t.Errorf("re-merge without --force: exit %d %s", code, stderr)
@@ -655,7 +655,7 @@ func mergeRefusals(t *testing.T, bench, runDir string, shardDirs []string) {
 	f.WriteString(first)
 	f.Close()
 	// a shard of a 2-way split
-	two := baselineRun(t, bench, filepath.Join(tmp, "two"), &eval.Shard{I: 2, N: 2}, 7)
+	two := baselineRun(t, bench, filepath.Join(tmp, "two"), &results.Shard{I: 2, N: 2}, 7)
 	// a folder whose name and manifest disagree
 	renamed := filepath.Join(tmp, "renamed", "shard-1-of-3")
 	outdirtest.CopyTree(t, shardDirs[2], renamed)

@@ -8,16 +8,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/spf13/cobra"
-
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
-	"github.com/chexpercept/chexpercept/internal/simmodel"
 )
 
 // newServeBaselineCmd returns the command serve-baseline: a stand-in model server.
 func newServeBaselineCmd() *cobra.Command {
-	var cfg baselineserver.Config
-	var sim simmodel.Config
+	var cfg fakemodel.ServerConfig
+	var sim fakemodel.SimConfig
 	var listen string
 	var accuracy []float64
 	cmd := &cobra.Command{
@@ -49,7 +47,7 @@ func newServeBaselineCmd() *cobra.Command {
 			}
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()
-			url, _, stop, err := baselineserver.StartOn(ctx, listen, cfg)
+			url, _, stop, err := fakemodel.StartServerOn(ctx, listen, cfg)
 			if err != nil {
 				return withExit(2, err)
 			}
@@ -83,9 +81,9 @@ func newServeBaselineCmd() *cobra.Command {
 
 // setupSimulated loads the simulated model when the policy asks for one,
 // and refuses its flags with any other policy.
-func setupSimulated(cmd *cobra.Command, cfg *baselineserver.Config, sim *simmodel.Config, accuracy []float64) error {
+func setupSimulated(cmd *cobra.Command, cfg *fakemodel.ServerConfig, sim *fakemodel.SimConfig, accuracy []float64) error {
 	f := cmd.Flags()
-	if cfg.Policy != baselineserver.PolicySimulated {
+	if cfg.Policy != fakemodel.PolicySimulated {
 		for _, name := range []string{"benchmark", "accuracy", "mislabel-rate", "mislabel-seed"} {
 			if f.Changed(name) {
 				return fmt.Errorf("--%s applies only to --policy simulated", name)
@@ -101,7 +99,7 @@ func setupSimulated(cmd *cobra.Command, cfg *baselineserver.Config, sim *simmode
 	}
 	copy(sim.Accuracy[:], accuracy)
 	sim.Seed = cfg.PolicySeed
-	m, err := simmodel.Load(*sim)
+	m, err := fakemodel.LoadSimulated(*sim)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 )
 
 // itemGT is what the chance baselines need of one benchmark record: per
@@ -21,16 +22,9 @@ type itemGT struct {
 	gt     [benchmark.NumQuestions]string
 }
 
-func canonGT(idx []int) string {
-	s := slices.Clone(idx)
-	slices.Sort(s)
-	s = slices.Compact(s)
-	parts := make([]string, len(s))
-	for i, x := range s {
-		parts[i] = strconv.Itoa(x)
-	}
-	return strings.Join(parts, ",")
-}
+// canonGT is a ground truth as the chance baselines key it: the option
+// numbers ascending, each once, comma-joined.
+func canonGT(idx []int) string { return parse.Canonical(parse.OptionSet(idx)) }
 
 // multiChance is 1/2^m for m non-None options.
 func multiChance(m int) float64 {

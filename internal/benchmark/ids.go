@@ -45,23 +45,27 @@ func ParseKeyID(key string) (lesion, pairID string, err error) {
 // the only records whose dicom_id is checked (format.md §2).
 func IsMIMICPairID(pairID string) bool { return mimicPairPattern.MatchString(pairID) }
 
-// Colour is one palette entry of format.md §1.1.
+// RGB is an 8-bit RGB colour: the one colour type, used by the palette
+// and by the renderer's overlays and discs.
+type RGB struct{ R, G, B uint8 }
+
+// Colour is one palette entry of format.md §1.1: a name and its RGB.
 type Colour struct {
-	Name    string
-	R, G, B uint8
+	Name string
+	RGB
 }
 
 // Palette is the point-option palette, in order; option k (1-based) gets
 // Palette[(k-1)%8].
 var Palette = [8]Colour{
-	{"red", 255, 0, 0},
-	{"orange", 255, 128, 0},
-	{"yellow", 255, 255, 0},
-	{"green", 0, 255, 0},
-	{"blue", 0, 0, 255},
-	{"purple", 128, 0, 128},
-	{"pink", 255, 191, 204},
-	{"brown", 153, 77, 0},
+	{"red", RGB{255, 0, 0}},
+	{"orange", RGB{255, 128, 0}},
+	{"yellow", RGB{255, 255, 0}},
+	{"green", RGB{0, 255, 0}},
+	{"blue", RGB{0, 0, 255}},
+	{"purple", RGB{128, 0, 128}},
+	{"pink", RGB{255, 191, 204}},
+	{"brown", RGB{153, 77, 0}},
 }
 
 // PaletteColour returns the colour of point option k (1-based).

@@ -29,7 +29,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/phantom"
 	"github.com/chexpercept/chexpercept/internal/qagen"
 	"github.com/chexpercept/chexpercept/internal/render"
-	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/version"
@@ -670,7 +670,7 @@ func (a *assembly) buildReport() ([]byte, error) {
 	les := ojson.Arr()
 	for _, st := range a.stats {
 		na := ojson.NewObject()
-		for _, k := range []string{review.Missing, review.Rejected, review.Disputed, review.Stale} {
+		for _, k := range []string{reviewlog.Missing, reviewlog.Rejected, reviewlog.Disputed, reviewlog.Stale} {
 			na.Set(k, ojson.Int(int64(st.notAccepted[k])))
 		}
 		three := func(lf, rf, rr int) *ojson.Value {

@@ -17,7 +17,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
-	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -38,7 +38,7 @@ type Options struct {
 	// Workers is the number of case goroutines (≤ 0: number of CPUs).
 	Workers int
 
-	Decisions  review.Decisions
+	Decisions  reviewlog.Decisions
 	ReviewMode string // ModeAcceptAll, ModeReviews or ModeReviewDB
 
 	// Inspect is "", "all", "failed" or a comma-separated key_id list.
@@ -193,7 +193,7 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 			mSHA = in.maskSHA
 		}
 		it.res = opt.Decisions.Resolve(c.KeyID(), in.imageSHA, mSHA)
-		if it.res.Status != review.Accepted {
+		if it.res.Status != reviewlog.Accepted {
 			return nil
 		}
 		fp := fingerprint(fpcfg, e.seed, c, in)
@@ -263,7 +263,7 @@ func (a *assembly) finish(ctx context.Context, start, processed time.Time) (*Sum
 }
 
 // keyLister is a decision store that can list the key_ids it decides
-// (review.Log does).
+// (reviewlog.Log does).
 type keyLister interface{ KeyIDs() []string }
 
 // unknownShown is how many unknown key_ids the warning names.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/ojson"
-	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -54,13 +54,13 @@ func fakeWork(kinds map[string]int) func(*item) error {
 	return func(it *item) error {
 		switch kinds[it.c.KeyID()] {
 		case 0:
-			it.res = review.Resolution{Status: review.Accepted}
+			it.res = reviewlog.Resolution{Status: reviewlog.Accepted}
 			it.outcome = &Outcome{KeyID: it.c.KeyID(), OK: true}
 		case 1:
-			it.res = review.Resolution{Status: review.Accepted}
+			it.res = reviewlog.Resolution{Status: reviewlog.Accepted}
 			it.outcome = &Outcome{KeyID: it.c.KeyID(), Reason: "deformation_failed"}
 		default:
-			it.res = review.Resolution{Status: review.Missing}
+			it.res = reviewlog.Resolution{Status: reviewlog.Missing}
 		}
 		return nil
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/phantom"
-	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
@@ -63,7 +63,7 @@ func smallOptions(src, out string, workers int) Options {
 	cfg := buildcfg.Default()
 	cfg.LF, cfg.RF, cfg.RR = 1, 1, 1
 	return Options{Source: src, Out: out, Config: cfg, Workers: workers,
-		Decisions: review.AcceptAll{}, ReviewMode: ModeAcceptAll}
+		Decisions: reviewlog.AcceptAll{}, ReviewMode: ModeAcceptAll}
 }
 
 func phantomManifest(t *testing.T) string {
@@ -367,7 +367,7 @@ func TestReviewsAndFailures(t *testing.T) {
 	_ = efN
 	revPath := filepath.Join(t.TempDir(), "reviews.jsonl")
 	os.WriteFile(revPath, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
-	log, err := review.ReadLog(revPath)
+	log, err := reviewlog.ReadLog(revPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -56,7 +56,7 @@ func TestReviewsMatchingNoCandidate(t *testing.T) {
 	if err := os.WriteFile(revPath, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	log, err := review.ReadLog(revPath)
+	log, err := reviewlog.ReadLog(revPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -20,8 +20,8 @@ type item struct {
 	c     *source.Case
 	state int
 	// Done items:
-	res     review.Resolution // review resolution (Status Accepted when processed)
-	outcome *Outcome          // nil when not accepted
+	res     reviewlog.Resolution // review resolution (Status Accepted when processed)
+	outcome *Outcome             // nil when not accepted
 }
 
 func (it *item) success() bool { return it.outcome != nil && it.outcome.OK }

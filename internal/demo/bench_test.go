@@ -14,7 +14,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/eval"
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/registry"
 )
 
@@ -61,7 +61,7 @@ func BenchmarkEvalRate(b *testing.B) {
 
 	url := os.Getenv("CHX_BENCH_ENDPOINT")
 	if url == "" {
-		u, _, stop, err := baselineserver.Start(context.Background(), baselineserver.Config{Policy: "random", Latency: latency})
+		u, _, stop, err := fakemodel.StartServer(context.Background(), fakemodel.ServerConfig{Policy: "random", Latency: latency})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -18,7 +18,7 @@
 // resume from results.jsonl, and the report is always rewritten.
 //
 // The simulated models go through the real network path: each is a
-// serve-baseline (simulated policy, package simmodel) in process on a
+// serve-baseline (simulated policy, package fakemodel) in process on a
 // loopback port, asked by the openai provider over HTTP. The oracle
 // baseline runs first, alone, so that the images are verified once; the
 // other six evaluations then run at once. Nothing reaches the network
@@ -49,15 +49,14 @@ import (
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/phantom"
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/results"
-	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
-	"github.com/chexpercept/chexpercept/internal/simmodel"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
 	"github.com/chexpercept/chexpercept/internal/version"
@@ -309,7 +308,7 @@ func (d *runner) build(manifest string) error {
 	cfg.Workers = d.opt.Workers
 	t := time.Now()
 	sum, err := build.Run(d.ctx, build.Options{Source: manifest, Out: dir, Config: cfg, Workers: d.opt.Workers,
-		Decisions: review.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: d.log, Stderr: d.log})
+		Decisions: reviewlog.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: d.log, Stderr: d.log})
 	if err != nil {
 		return fmt.Errorf("demo: build: %w", err)
 	}
@@ -484,12 +483,12 @@ func (d *runner) evaluate() error {
 	t = time.Now()
 	var urls []string
 	for _, m := range simModels {
-		sim, err := simmodel.Load(simmodel.Config{Benchmark: d.res.Benchmark, Accuracy: m.accuracy, Seed: m.seed,
+		sim, err := fakemodel.LoadSimulated(fakemodel.SimConfig{Benchmark: d.res.Benchmark, Accuracy: m.accuracy, Seed: m.seed,
 			MislabelRate: mislabelRate, MislabelSeed: mislabelSeed})
 		if err != nil {
 			return fmt.Errorf("demo: simulated model %s: %w", m.name, err)
 		}
-		url, _, stop, err := baselineserver.Start(d.ctx, baselineserver.Config{Policy: baselineserver.PolicySimulated,
+		url, _, stop, err := fakemodel.StartServer(d.ctx, fakemodel.ServerConfig{Policy: fakemodel.PolicySimulated,
 			PolicySeed: m.seed, Simulated: sim})
 		if err != nil {
 			return fmt.Errorf("demo: starting serve-baseline: %w", err)

@@ -25,7 +25,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -54,7 +54,7 @@ const serverEnv = "CHX_EVAL_TEST_SERVER"
 // serverMain serves a baseline policy until stdin closes (child process).
 func serverMain() int {
 	lat, _ := time.ParseDuration(os.Getenv("CHX_LATENCY"))
-	url, srv, stop, err := baselineserver.Start(context.Background(), baselineserver.Config{Policy: "random", Latency: lat})
+	url, srv, stop, err := fakemodel.StartServer(context.Background(), fakemodel.ServerConfig{Policy: "random", Latency: lat})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/protocol"
-	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
@@ -17,7 +16,7 @@ import (
 // Conversations are simulated with ground-truth answers ("Answer: N"), so
 // no oracle text or patch is triggered; input tokens are estimated at
 // about 4 bytes per text token plus a fixed count per image
-// (provider.EstimateUsage).
+// (fakemodel.EstimateUsage).
 type DryRunReport struct {
 	Records        int
 	Calls          int
@@ -56,18 +55,14 @@ func dryRun(o *Options, bench *benchmark.Benchmark, todo []int) *DryRunReport {
 		caller := func(_ context.Context, msgs []protocol.Message) (protocol.Reply, error) {
 			p := asked[n]
 			n++
-			parts := make([]string, len(p.GT))
-			for i, v := range p.GT {
-				parts[i] = strconv.Itoa(v)
-			}
-			reply := "Answer: " + strings.Join(parts, ",")
+			reply := parse.FormatAnswer(p.GT)
 			texts := make([]string, len(msgs))
 			imgs := 0
 			for i, m := range msgs {
 				texts[i] = m.Text
 				imgs += len(m.ImagePaths)
 			}
-			u := provider.EstimateUsage(texts, imgs, reply)
+			u := fakemodel.EstimateUsage(texts, imgs, reply)
 			rep.Calls++
 			rep.ImagePayloads += imgs
 			rep.InputTokens += u.Input
@@ -110,7 +105,7 @@ func (d *DryRunReport) Write(w io.Writer) {
 	fmt.Fprintf(w, "  records to ask:   %d\n", d.Records)
 	fmt.Fprintf(w, "  calls:            %d\n", d.Calls)
 	fmt.Fprintf(w, "  image payloads:   %d (%d distinct images, %.1f MB)\n", d.ImagePayloads, d.DistinctImages, float64(d.ImageBytes)/1e6)
-	fmt.Fprintf(w, "  input tokens:     ~%d (estimate: 4 bytes per text token, %d per image)\n", d.InputTokens, provider.EstTokensPerImage)
+	fmt.Fprintf(w, "  input tokens:     ~%d (estimate: 4 bytes per text token, %d per image)\n", d.InputTokens, fakemodel.EstTokensPerImage)
 	fmt.Fprintf(w, "  output tokens:    ~%d with terse answers, at most %d (%d per call)\n", d.OutputShort, d.OutputMax, d.MaxTokensPerCall)
 	if d.CostLow != nil {
 		fmt.Fprintf(w, "  estimated cost:   $%.4f (terse answers) to $%.4f (every call at its output limit)\n", *d.CostLow, *d.CostHigh)

@@ -35,11 +35,9 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/provider"
-	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
-	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
@@ -76,7 +74,7 @@ type Options struct {
 	RetryCap      time.Duration // longest backoff; default 60s
 	RPM, TPM      int           // 0 = uncapped
 
-	Selection   Selection
+	Selection   results.Selection
 	RetryErrors bool
 
 	NoCache         bool
@@ -166,28 +164,6 @@ type Summary struct {
 	DryRun     *DryRunReport
 	ImageLoads int64       // images read and encoded during the run (cache misses)
 	Images     VerifyStats // image files verified just in time by this invocation
-}
-
-// RunName is <provider>_<label>[_no_thinking][_strict].
-func RunName(providerName, label string, noThinking bool, mode parse.Mode) string {
-	s := providerName + "_" + label
-	if noThinking {
-		s += "_no_thinking"
-	}
-	if mode == parse.ModeStrict {
-		s += "_strict"
-	}
-	return s
-}
-
-// RunDir is the directory a run writes into: the run directory, or its
-// shard folder.
-func RunDir(out, runName string, oracle protocol.OracleMode, shard *Shard) string {
-	d := filepath.Join(out, runName, "oracle_"+string(oracle))
-	if shard != nil {
-		d = filepath.Join(d, shard.Dir())
-	}
-	return d
 }
 
 // Run evaluates the selected records. Ending ctx stops starting new
@@ -281,37 +257,6 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	sum.AlreadyDone = done
 	r.store = store
 	return sum, r.execute(ctx, man, todo, len(p.selected), start)
-}
-
-// runName is o.RunName, or the name derived from the model and settings.
-func (o *Options) runName() string {
-	if o.RunName != "" {
-		return o.RunName
-	}
-	return RunName(o.Model.Provider, o.Model.Label, o.NoThinking, o.Parse)
-}
-
-// maxRunName is the longest run name: it names a folder, and file
-// systems allow 255 bytes.
-const maxRunName = 255
-
-// CheckRunName refuses, before anything is written, a run name that
-// cannot name a folder: empty, a character outside letters, digits, '.',
-// '_' and '-' (the rule of registry aliases), a leading '.', or too long.
-func CheckRunName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("run name is empty")
-	case registry.RunLabel(name) != name:
-		return fmt.Errorf("run name %q must use only letters, digits, '.', '_' and '-' (it names a folder)", textsafe.OneLine(name))
-	case strings.HasPrefix(name, "."):
-		return fmt.Errorf("run name %q must not start with '.' (it names a folder)", textsafe.OneLine(name))
-	}
-	if len(name) > maxRunName {
-		return fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
-			textsafe.OneLine(name[:40]), len(name), maxRunName)
-	}
-	return nil
 }
 
 // missingDirs lists the directories from dir upwards that do not exist
@@ -420,10 +365,10 @@ func prepare(o *Options) (*prepared, error) {
 			return nil, fmt.Errorf("selection %s %d selects no record; it must be at least 1", x.field, *x.v)
 		}
 	}
-	if err := CheckLesions(sel, bench.Lesions); err != nil {
+	if err := results.CheckLesions(sel, bench.Lesions); err != nil {
 		return nil, err
 	}
-	selected, err := Select(bench.Records, sel)
+	selected, err := results.Select(bench.Records, sel)
 	if err != nil {
 		return nil, err
 	}
@@ -431,8 +376,8 @@ func prepare(o *Options) (*prepared, error) {
 	for i, ix := range selected {
 		keys[i] = bench.Records[ix].KeyID
 	}
-	runName := o.runName()
-	if err := CheckRunName(runName); err != nil {
+	runName := o.runSpec().Name()
+	if err := results.CheckRunName(runName); err != nil {
 		return nil, err
 	}
 	man := buildManifest(o, bench, benchAbs, keys)
@@ -445,7 +390,7 @@ func prepare(o *Options) (*prepared, error) {
 		selected: selected,
 		man:      man,
 		sums:     sums,
-		sum:      &Summary{RunDir: RunDir(o.OutDir, runName, o.Oracle, sel.Shard), RunName: runName, Selected: len(selected)},
+		sum:      &Summary{RunDir: results.RunDir(o.OutDir, runName, string(o.Oracle), sel.Shard), RunName: runName, Selected: len(selected)},
 	}, nil
 }
 
@@ -591,11 +536,17 @@ func pending(bench *benchmark.Benchmark, selected []int, prev []*results.Record,
 	return todo, done
 }
 
+// runSpec is what the run is of, as its manifest records it.
+func (o *Options) runSpec() results.RunSpec {
+	return results.RunSpec{Model: o.Model, Selection: o.Selection, NoThinking: o.NoThinking,
+		Oracle: string(o.Oracle), Parse: string(o.Parse), RunName: o.RunName, Now: o.Now}
+}
+
 // buildManifest is the manifest of this run: NewManifest and what only a
 // run of ours knows (prompt profile, image encoding, endpoints, call
 // policy, price file, baseline seed).
 func buildManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, keys []string) *results.Manifest {
-	m := NewManifest(o, bench, benchAbs, keys)
+	m := results.NewManifest(o.runSpec(), bench, benchAbs, keys)
 	m.PromptProfile = results.ProfileInfo{Name: o.Profile.Name, Texts: o.Profile.Texts(), SHA256: o.Profile.Hash()}
 	m.ImageEncoding = results.ImageEncoding{Format: "png", Transport: "data URL, base64", ImageCacheBytes: o.ImageCacheBytes}
 	m.Concurrency = o.Concurrency

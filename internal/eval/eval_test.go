@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
@@ -125,7 +125,7 @@ func TestRandomSameAtAnyConcurrency(t *testing.T) {
 // The same random policy served over HTTP gives the in-process answers.
 func TestServerMatchesInProcess(t *testing.T) {
 	bench := generatedBench(t)
-	url, _ := startServer(t, baselineserver.Config{Policy: "random", PolicySeed: 3})
+	url, _ := startServer(t, fakemodel.ServerConfig{Policy: "random", PolicySeed: 3})
 	o := baseOptions(bench, t.TempDir(), model(t, "opensource", "test/served-random"))
 	o.Endpoints, o.PolicySeed = []string{url}, 3
 	net := run(t, o)
@@ -166,7 +166,7 @@ func TestFaultInjection(t *testing.T) {
 		{"10pct-each", 0.10, 12},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			url, srv := startServer(t, baselineserver.Config{Policy: "random", Fail429: tc.rate, Fail500: tc.rate,
+			url, srv := startServer(t, fakemodel.ServerConfig{Policy: "random", Fail429: tc.rate, Fail500: tc.rate,
 				FailTimeout: tc.rate, FailMalformed: tc.rate, FailEmpty: tc.rate, RetryAfter: 20 * time.Millisecond, FaultSeed: 11})
 			o := baseOptions(bench, t.TempDir(), model(t, "opensource", "fault-test"))
 			o.Endpoints, o.MaxRetries, o.Timeout, o.Concurrency = []string{url}, tc.maxRetries, time.Second, 16
@@ -211,7 +211,7 @@ func TestFaultInjection(t *testing.T) {
 // reason; --retry-errors re-asks exactly those records.
 func TestClientErrorAndRetryErrors(t *testing.T) {
 	bench := generatedBench(t)
-	srv, _ := baselineserver.New(baselineserver.Config{Policy: "random"})
+	srv, _ := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "random"})
 	var refuse atomic.Bool
 	refuse.Store(true)
 	var requests atomic.Int64
@@ -350,7 +350,7 @@ func TestImageVerificationFailure(t *testing.T) {
 // records cached: true, latency 0 and cost 0, and gives the same answers.
 func TestResponseCache(t *testing.T) {
 	bench := sampleBench
-	url, srv := startServer(t, baselineserver.Config{Policy: "random"})
+	url, srv := startServer(t, fakemodel.ServerConfig{Policy: "random"})
 	cache := t.TempDir()
 	o := baseOptions(bench, t.TempDir(), model(t, "opensource", "cache-test"))
 	o.Endpoints, o.NoCache, o.CacheDir = []string{url}, false, cache
@@ -412,8 +412,8 @@ func TestResponseCache(t *testing.T) {
 // With several endpoints a failing one's cases move to the others.
 func TestEndpointFailover(t *testing.T) {
 	bench := generatedBench(t)
-	good, goodSrv := startServer(t, baselineserver.Config{Policy: "random"})
-	bad, badSrv := startServer(t, baselineserver.Config{Policy: "random", Fail500: 1})
+	good, goodSrv := startServer(t, fakemodel.ServerConfig{Policy: "random"})
+	bad, badSrv := startServer(t, fakemodel.ServerConfig{Policy: "random", Fail500: 1})
 	o := baseOptions(bench, t.TempDir(), model(t, "opensource", "failover-test"))
 	o.Endpoints = []string{bad, good}
 	s := run(t, o)
@@ -431,7 +431,7 @@ func TestEndpointsCaseAffinity(t *testing.T) {
 	bench := generatedBench(t)
 	hits := make(chan string, 10000)
 	mk := func(name string) string {
-		srv, _ := baselineserver.New(baselineserver.Config{Policy: "first"})
+		srv, _ := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "first"})
 		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			hits <- name
 			srv.ServeHTTP(w, r)
@@ -497,7 +497,7 @@ func TestShards(t *testing.T) {
 	seen := map[string]int{}
 	for i := 1; i <= 3; i++ {
 		o := baseOptions(sampleBench, out, model(t, "baseline", "first"))
-		o.Selection.Shard = &Shard{I: i, N: 3}
+		o.Selection.Shard = &results.Shard{I: i, N: 3}
 		s := run(t, o)
 		if filepath.Base(s.RunDir) != fmt.Sprintf("shard-%d-of-3", i) {
 			t.Errorf("shard dir %s", s.RunDir)

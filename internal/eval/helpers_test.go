@@ -12,7 +12,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
@@ -100,9 +100,9 @@ func run(t testing.TB, o Options) *Summary {
 }
 
 // startServer serves a baseline policy over HTTP.
-func startServer(t testing.TB, cfg baselineserver.Config) (string, *baselineserver.Server) {
+func startServer(t testing.TB, cfg fakemodel.ServerConfig) (string, *fakemodel.Server) {
 	t.Helper()
-	srv, err := baselineserver.New(cfg)
+	srv, err := fakemodel.NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -23,7 +23,7 @@ func TestKeysNeverWritten(t *testing.T) {
 	const envKey = "sk-envSECRET-0123456789abcdef"
 	const fileKey = "sk-fileSECRET-fedcba9876543210"
 	const urlPass = "urlSECRETpass"
-	srv, _ := baselineserver.New(baselineserver.Config{Policy: "random"})
+	srv, _ := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "random"})
 	var n atomic.Int64
 	var sawAuth atomic.Value
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -95,7 +95,7 @@ func TestKeysNeverWritten(t *testing.T) {
 // so once.
 func TestKeyEchoedInRepliesRedacted(t *testing.T) {
 	const key = "sk-echoSECRET-0123456789abcdef"
-	srv, _ := baselineserver.New(baselineserver.Config{Policy: "random"})
+	srv, _ := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "random"})
 	var echoed atomic.Int64
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()

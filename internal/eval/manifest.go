@@ -7,58 +7,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
-	"github.com/chexpercept/chexpercept/internal/runmodel"
-	"github.com/chexpercept/chexpercept/internal/version"
 )
-
-// NewManifest is the part of a run's manifest that every maker of a run
-// records the same way: the benchmark, o.Selection and the selected keys
-// (file order), the model of o and its sampling, thinking, oracle and
-// parse modes, and o.Now (time.Now if nil) as the creation time. The
-// prompt profile, image encoding, endpoints and call policy are left for
-// the maker: Run records its own, import-reference (package runs) records
-// them as unknown.
-func NewManifest(o *Options, bench *benchmark.Benchmark, benchAbs string, keys []string) *results.Manifest {
-	now := o.Now
-	if now == nil {
-		now = time.Now
-	}
-	sel := o.Selection
-	if sel.Lesions == nil {
-		sel.Lesions = []string{}
-	}
-	b := version.Current()
-	m := &results.Manifest{
-		Schema: results.ManifestSchema, ToolVersion: version.String(), CreatedAt: now().UTC().Format(time.RFC3339),
-		Provenance: &results.Provenance{Revision: b.Revision, Modified: b.Modified, GoVersion: b.GoVersion, OS: b.OS, Arch: b.Arch},
-		Dataset:    results.Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
-		Selection:  sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(keys), KeysSHA256: KeysHash(keys),
-		RunName:  o.runName(),
-		Sampling: o.Model.Sampling, NoThinking: o.NoThinking,
-		OracleMode: string(o.Oracle), ParseMode: string(o.Parse),
-	}
-	mi := &m.Model
-	mi.Name, mi.Provider, mi.Backend, mi.ModelID = o.Model.Name, o.Model.Provider, o.Model.Backend, o.Model.ModelID
-	mi.Quirks = append([]string{}, o.Model.Quirks...)
-	mi.Endpoints = []string{}
-	if o.Model.Alias != "" {
-		a := o.Model.Alias
-		mi.Alias = &a
-	}
-	if o.Model.Revision != "" {
-		r := o.Model.Revision
-		mi.Revision = &r
-	}
-	if o.Model.Backend == runmodel.BackendBaseline {
-		p := o.Model.ModelID
-		mi.Policy = &p
-	}
-	return m
-}
 
 // ScrubEndpoint drops user info, query and fragment from an endpoint URL
 // so that no credential reaches the manifest or a log.

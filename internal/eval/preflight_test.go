@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/provider"
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/version"
@@ -25,8 +25,8 @@ import (
 // baseline on another port. The second run must ask the second server
 // every question and record its answers, none replayed from the first.
 func TestRehearsalSecondServerAnswersItself(t *testing.T) {
-	url1, srv1 := startServer(t, baselineserver.Config{Policy: provider.PolicyRandom})
-	url2, srv2 := startServer(t, baselineserver.Config{Policy: provider.PolicyFirst})
+	url1, srv1 := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
+	url2, srv2 := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyFirst})
 	cache := t.TempDir()
 	m := model(t, "opensource", "qwen3.6-27b")
 	o := baseOptions(sampleBench, t.TempDir(), m)
@@ -48,8 +48,8 @@ func TestRehearsalSecondServerAnswersItself(t *testing.T) {
 	}
 	for _, r := range recs {
 		for _, tn := range r.Turns {
-			if tn.Status == results.TurnAsked && (tn.Cached || tn.Raw == nil || *tn.Raw != provider.FirstAnswer()) {
-				t.Fatalf("%s %s: cached %v, raw %v; want the first-option server's %q", r.KeyID, tn.Turn, tn.Cached, tn.Raw, provider.FirstAnswer())
+			if tn.Status == results.TurnAsked && (tn.Cached || tn.Raw == nil || *tn.Raw != fakemodel.FirstAnswer()) {
+				t.Fatalf("%s %s: cached %v, raw %v; want the first-option server's %q", r.KeyID, tn.Turn, tn.Cached, tn.Raw, fakemodel.FirstAnswer())
 			}
 		}
 	}
@@ -57,7 +57,7 @@ func TestRehearsalSecondServerAnswersItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id := man.ServerIdentity; id == nil || !id.Verified || id.Policy == nil || *id.Policy != provider.PolicyFirst ||
+	if id := man.ServerIdentity; id == nil || !id.Verified || id.Policy == nil || *id.Policy != runmodel.PolicyFirst ||
 		id.OwnedBy == nil || *id.OwnedBy != provider.BaselineOwner {
 		t.Errorf("manifest server_identity %+v, want the first-option baseline's", id)
 	}
@@ -111,9 +111,9 @@ func TestClosedPortFailsPreflight(t *testing.T) {
 
 // Endpoints of two different servers are refused.
 func TestEndpointsOfDifferentServersRefused(t *testing.T) {
-	url1, _ := startServer(t, baselineserver.Config{Policy: provider.PolicyRandom})
-	url2, _ := startServer(t, baselineserver.Config{Policy: provider.PolicyRandom, PolicySeed: 7})
-	url3, _ := startServer(t, baselineserver.Config{Policy: provider.PolicyRandom})
+	url1, _ := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
+	url2, _ := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom, PolicySeed: 7})
+	url3, _ := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
 	out := t.TempDir()
 	o := baseOptions(sampleBench, out, model(t, "opensource", "qwen3.6-27b"))
 	o.Endpoints = []string{url1, url2}
@@ -133,8 +133,8 @@ func TestEndpointsOfDifferentServersRefused(t *testing.T) {
 // the identity as unverified; its entries are never replayed to a run
 // with a verified identity, nor to one with other endpoints.
 func TestNoPreflightKey(t *testing.T) {
-	url1, srv1 := startServer(t, baselineserver.Config{Policy: provider.PolicyRandom})
-	url2, srv2 := startServer(t, baselineserver.Config{Policy: provider.PolicyRandom})
+	url1, srv1 := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
+	url2, srv2 := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
 	cache := t.TempDir()
 	o := baseOptions(sampleBench, t.TempDir(), model(t, "opensource", "qwen3.6-27b"))
 	o.Endpoints, o.NoCache, o.CacheDir, o.NoPreflight = []string{url1, url2}, false, cache, true
@@ -177,8 +177,8 @@ func TestNoPreflightKey(t *testing.T) {
 
 // A run is not resumed against a server of another identity.
 func TestResumeAgainstOtherServerRefused(t *testing.T) {
-	url1, _ := startServer(t, baselineserver.Config{Policy: provider.PolicyRandom})
-	url2, srv2 := startServer(t, baselineserver.Config{Policy: provider.PolicyFirst})
+	url1, _ := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
+	url2, srv2 := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyFirst})
 	out := t.TempDir()
 	lim := 2
 	o := baseOptions(sampleBench, out, model(t, "opensource", "qwen3.6-27b"))
@@ -241,7 +241,7 @@ func TestManifestProvenance(t *testing.T) {
 // tells whose answers it holds; an in-process baseline run is (its policy
 // and seed are in the manifest's model).
 func TestResumeManifestWithoutIdentity(t *testing.T) {
-	url, _ := startServer(t, baselineserver.Config{Policy: provider.PolicyRandom})
+	url, _ := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
 	lim := 2
 	strip := func(dir string) {
 		t.Helper()
@@ -281,8 +281,8 @@ func TestResumeManifestWithoutIdentity(t *testing.T) {
 // the same) never fills entries replayed for the other's endpoint; a run
 // over both endpoints replays the entries either one filled.
 func TestCacheKeyedByEndpoint(t *testing.T) {
-	url1, srv1 := startServer(t, baselineserver.Config{Policy: provider.PolicyFirst})
-	url2, srv2 := startServer(t, baselineserver.Config{Policy: provider.PolicyFirst})
+	url1, srv1 := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyFirst})
+	url2, srv2 := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyFirst})
 	cache := t.TempDir()
 	o := baseOptions(sampleBench, t.TempDir(), model(t, "opensource", "qwen3.6-27b"))
 	o.Endpoints, o.NoCache, o.CacheDir = []string{url1}, false, cache

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -51,7 +51,7 @@ func TestKillAndResume(t *testing.T) {
 		t.Skip("spawns a child process")
 	}
 	bench := generatedBench(t)
-	url, _ := startServer(t, baselineserver.Config{Policy: "random", Latency: 20 * time.Millisecond})
+	url, _ := startServer(t, fakemodel.ServerConfig{Policy: "random", Latency: 20 * time.Millisecond})
 
 	ref := run(t, childOptions(t, bench, t.TempDir(), url))
 	want := stripTiming(t, filepath.Join(ref.RunDir, results.ResultsFile))
@@ -63,7 +63,7 @@ func TestKillAndResume(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		resPath := filepath.Join(RunDir(out, ref.RunName, "implicit", nil), results.ResultsFile)
+		resPath := filepath.Join(results.RunDir(out, ref.RunName, "implicit", nil), results.ResultsFile)
 		deadline := time.Now().Add(30 * time.Second)
 		target := 5 + 10*kill
 		for {
@@ -117,7 +117,7 @@ func TestKillAndResume(t *testing.T) {
 // finish, the derived files are written, and a restart completes the run.
 func TestGracefulInterrupt(t *testing.T) {
 	bench := generatedBench(t)
-	url, _ := startServer(t, baselineserver.Config{Policy: "random", Latency: 10 * time.Millisecond})
+	url, _ := startServer(t, fakemodel.ServerConfig{Policy: "random", Latency: 10 * time.Millisecond})
 	out := t.TempDir()
 	o := childOptions(t, bench, out, url)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -151,7 +151,7 @@ func TestGracefulInterrupt(t *testing.T) {
 // for them (no error lines), and a restart asks them again.
 func TestAbandonInFlight(t *testing.T) {
 	bench := generatedBench(t)
-	url, _ := startServer(t, baselineserver.Config{Policy: "random", Latency: 10 * time.Millisecond})
+	url, _ := startServer(t, fakemodel.ServerConfig{Policy: "random", Latency: 10 * time.Millisecond})
 	o := childOptions(t, bench, t.TempDir(), url)
 	ctx, cancel := context.WithCancel(context.Background())
 	abandon := make(chan struct{})

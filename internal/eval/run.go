@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/respcache"
@@ -254,7 +255,7 @@ func (r *runner) setup() error {
 	r.images = newImageCache(o.BenchDir, o.ImageCacheBytes, o.Model.Backend == runmodel.BackendGemini)
 	r.pool = &pool{}
 	if o.Model.Backend == runmodel.BackendBaseline {
-		c, err := provider.NewBaseline(o.Model.ModelID, o.PolicySeed)
+		c, err := fakemodel.NewClient(o.Model.ModelID, o.PolicySeed)
 		if err != nil {
 			return err
 		}
@@ -441,7 +442,7 @@ func (cs *caseState) request(msgs []protocol.Message) (turn string, req *provide
 		texts = append(texts, m.Text)
 		req.Messages = append(req.Messages, pm)
 	}
-	return p.ID, req, provider.EstimateUsage(texts, images, ""), nil
+	return p.ID, req, fakemodel.EstimateUsage(texts, images, ""), nil
 }
 
 // cached is the response cache's reply for key, if it has one. A cache

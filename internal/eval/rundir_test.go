@@ -36,7 +36,7 @@ func TestRunDirRule(t *testing.T) {
 			o := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "first"))
 			limit := 2
 			o.Selection.Limit, o.Oracle = &limit, protocol.OracleNone
-			dir := RunDir(o.OutDir, "baseline_first", o.Oracle, nil)
+			dir := results.RunDir(o.OutDir, "baseline_first", string(o.Oracle), nil)
 			if tc.files != nil {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
@@ -77,7 +77,7 @@ func TestForeignResultsNotTruncated(t *testing.T) {
 		o := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "first"))
 		limit := 2
 		o.Selection.Limit, o.Oracle = &limit, protocol.OracleNone
-		return o, RunDir(o.OutDir, "baseline_first", o.Oracle, nil)
+		return o, results.RunDir(o.OutDir, "baseline_first", string(o.Oracle), nil)
 	}
 	oneLine := `{"key_id":"x","note":"` + strings.Repeat("a", 26850) + `"}`
 	for _, content := range []string{oneLine, "{\"a\":1}\n" + oneLine} {

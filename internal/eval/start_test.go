@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/protocol"
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -100,7 +101,7 @@ func TestRunDirLock(t *testing.T) {
 			// first run is still writing when the second starts.
 			release := make(chan struct{})
 			entered := make(chan struct{}, 64)
-			srv, _ := baselineserver.New(baselineserver.Config{Policy: "random"})
+			srv, _ := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "random"})
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Method == http.MethodGet { // the preflight passes
 					srv.ServeHTTP(w, r)
@@ -118,7 +119,7 @@ func TestRunDirLock(t *testing.T) {
 			limit := 2
 			o.Selection.Limit = &limit
 			if shard != "" {
-				sh, err := ParseShard(shard, os.Getenv)
+				sh, err := results.ParseShard(shard, os.Getenv)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -128,7 +129,7 @@ func TestRunDirLock(t *testing.T) {
 			go func() { _, err := Run(context.Background(), o); first <- err }()
 			<-entered // the first run holds the lock and is calling
 			_, err := Run(context.Background(), o)
-			dir := RunDir(out, RunName("opensource", o.Model.Label, false, o.Parse), o.Oracle, o.Selection.Shard)
+			dir := results.RunDir(out, results.RunName("opensource", o.Model.Label, false, o.Parse == parse.ModeStrict), string(o.Oracle), o.Selection.Shard)
 			if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "in use") {
 				t.Errorf("second run: err = %v, want a refusal naming %s", err, dir)
 			}

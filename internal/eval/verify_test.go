@@ -19,10 +19,11 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/provider"
-	"github.com/chexpercept/chexpercept/internal/provider/baselineserver"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -42,7 +43,7 @@ func TestJustInTimeVerification(t *testing.T) {
 	if err := os.WriteFile(xray(bad), garbage, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := baselineserver.New(baselineserver.Config{Policy: "random"})
+	srv, err := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "random"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +437,7 @@ func TestChangedBenchmarkRefused(t *testing.T) {
 				!strings.Contains(msg, xray(a)) && !strings.Contains(msg, xray(b)) {
 				t.Errorf("error is not one line naming a swapped file and SHA256SUMS: %q", msg)
 			}
-			recs, _ := results.ReadResults(filepath.Join(RunDir(o.OutDir, RunName("baseline", "oracle", false, o.Parse), o.Oracle, nil), results.ResultsFile))
+			recs, _ := results.ReadResults(filepath.Join(results.RunDir(o.OutDir, results.RunName("baseline", "oracle", false, o.Parse == parse.ModeStrict), string(o.Oracle), nil), results.ResultsFile))
 			for _, r := range recs {
 				if r.KeyID == a || r.KeyID == b {
 					t.Errorf("record %s written (%s) over a changed image", r.KeyID, r.Status)

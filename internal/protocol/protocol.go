@@ -18,7 +18,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -301,17 +300,6 @@ func jaccard(p, g []int) float64 {
 	return float64(inter) / float64(union)
 }
 
-// patchText is "Answer: " + the GT ints sorted ascending, comma-joined.
-func patchText(gt []int) string {
-	s := slices.Clone(gt)
-	slices.Sort(s)
-	parts := make([]string, len(s))
-	for i, v := range s {
-		parts[i] = strconv.Itoa(v)
-	}
-	return "Answer: " + strings.Join(parts, ",")
-}
-
 // decide runs the oracle decision of plan turn p, if it has one that is
 // reached, records the event, applies implicit patches and returns the
 // explicit prefix for p's text ("" if none).
@@ -426,7 +414,7 @@ func (c *conv) patch(q benchmark.Question, point string) string {
 		orig := *t.Raw
 		t.OriginalRaw = &orig
 	}
-	fb := patchText(*t.GT)
+	fb := parse.FormatAnswer(*t.GT)
 	pt := point
 	t.FedBack, t.PatchedAt = &fb, &pt
 	return ""

@@ -94,8 +94,8 @@ func (c *Config) apiKey(envs ...string) (string, error) {
 	return "", nil
 }
 
-// New returns the network client of cfg.Backend. Baselines are made by
-// NewBaseline.
+// New returns the network client of cfg.Backend. The in-process
+// baselines are package fakemodel's (NewClient).
 func New(cfg Config) (Client, error) {
 	switch cfg.Backend {
 	case runmodel.BackendVLLM, runmodel.BackendOpenAICompat, runmodel.BackendOpenAI, runmodel.BackendAzure:
@@ -103,7 +103,7 @@ func New(cfg Config) (Client, error) {
 	case runmodel.BackendGemini:
 		return newGemini(cfg)
 	case runmodel.BackendBaseline:
-		return nil, fmt.Errorf("backend baseline has no network client; use NewBaseline")
+		return nil, fmt.Errorf("backend baseline has no network client; use the in-process baseline client (package fakemodel)")
 	}
 	return nil, fmt.Errorf("unknown backend %q (want vllm, openai_compat, openai, azure or gemini)", cfg.Backend)
 }

@@ -218,9 +218,9 @@ func (s scrubber) clean(msg string) string {
 	return textsafe.Clip(textsafe.Squash(msg), maxMsgLen)
 }
 
-// contextError classifies the end of a call's context: a passed deadline
+// ContextError classifies the end of a call's context: a passed deadline
 // is a (retryable) timeout, a cancellation stops the run.
-func contextError(ctx context.Context, err error) *CallError {
+func ContextError(ctx context.Context, err error) *CallError {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return &CallError{Kind: KindTimeout, Msg: "the call did not finish before its deadline"}
 	}
@@ -231,7 +231,7 @@ func contextError(ctx context.Context, err error) *CallError {
 // response: deadline, cancellation, or a network failure.
 func transportError(ctx context.Context, err error, s scrubber) *CallError {
 	if ctx.Err() != nil {
-		return contextError(ctx, err)
+		return ContextError(ctx, err)
 	}
 	if ce := redirected(err); ce != nil {
 		ce.Msg = s.clean(ce.Msg)

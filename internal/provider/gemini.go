@@ -149,7 +149,7 @@ func (g *geminiClient) build(req *Request) ([]*genai.Content, *genai.GenerateCon
 
 func (g *geminiClient) Complete(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, contextError(ctx, err)
+		return nil, ContextError(ctx, err)
 	}
 	contents, conf, err := g.build(req)
 	if err != nil {

@@ -249,10 +249,3 @@ func (g *geminiClient) Identify(ctx context.Context, model string) (runmodel.Ide
 	}
 	return id.Seal(), nil
 }
-
-// Identify implements Identifier: the in-process baseline is its policy
-// and seed.
-func (c *baselineClient) Identify(context.Context, string) (runmodel.Identity, error) {
-	owner, policy, seed := BaselineOwner, c.policy, c.seed
-	return runmodel.Identity{Verified: true, Source: runmodel.IdentityInProcess, OwnedBy: &owner, Policy: &policy, PolicySeed: &seed}.Seal(), nil
-}

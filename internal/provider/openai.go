@@ -104,7 +104,7 @@ func newOpenAI(cfg Config) (*openaiClient, error) {
 
 func (c *openaiClient) Complete(ctx context.Context, req *Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, contextError(ctx, err)
+		return nil, ContextError(ctx, err)
 	}
 	body := chatBody(req)
 	var raw []byte

@@ -357,7 +357,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Backend: runmodel.BackendGemini, GeminiVertex: true, Getenv: env(map[string]string{"GEMINI_API_KEY": "k"})}, "needs GOOGLE_CLOUD_PROJECT", nil},
 		{Config{Backend: runmodel.BackendGemini, GeminiImageFormat: "webp", Getenv: env(map[string]string{"GEMINI_API_KEY": "k"})}, "image format", nil},
 		{Config{Backend: runmodel.BackendOpenAI, Endpoint: "not a url", Getenv: env(map[string]string{"OPENAI_API_KEY": "k"})}, "not a URL", nil},
-		{Config{Backend: runmodel.BackendBaseline}, "NewBaseline", nil},
+		{Config{Backend: runmodel.BackendBaseline}, "package fakemodel", nil},
 		{Config{Backend: "bogus"}, "unknown backend", nil},
 	}
 	for _, tc := range cases {

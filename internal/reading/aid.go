@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -154,7 +155,7 @@ func modelAnswer(t *results.Turn) aidAnswer {
 	case t.InRange != nil && !*t.InRange:
 		return aidAnswer{Note: "the model's reply named an option the question does not have"}
 	}
-	return aidAnswer{Text: FormatAnswer(*t.Parsed)}
+	return aidAnswer{Text: parse.FormatAnswer(*t.Parsed)}
 }
 
 // storeAid writes the aid run's answers at init.

@@ -29,7 +29,7 @@ func modelRun(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMo
 	if _, err := eval.Run(context.Background(), eval.Options{BenchDir: bench.Dir, OutDir: out, Model: m, Oracle: oracle, NoCache: true, Concurrency: 1, AllowInvalid: true}); err != nil {
 		t.Fatal(err)
 	}
-	return eval.RunDir(out, eval.RunName("baseline", "first", false, "reference"), oracle, nil)
+	return results.RunDir(out, results.RunName("baseline", "first", false, false), string(oracle), nil)
 }
 
 func newAidedStudy(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMode, aid string) *study {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -107,18 +106,4 @@ func Replay(rec *benchmark.Record, index int, benchDir string, oracle protocol.O
 		return nil, nil, errors.New(*res.Error)
 	}
 	return res, nil, nil
-}
-
-// FormatAnswer is the text a reader's choice is stored and scored as:
-// "Answer: " and the chosen options, ascending, comma-joined (the form the
-// baseline models and the implicit oracle use).
-func FormatAnswer(opts []int) string {
-	s := slices.Clone(opts)
-	slices.Sort(s)
-	s = slices.Compact(s)
-	parts := make([]string, len(s))
-	for i, v := range s {
-		parts[i] = strconv.Itoa(v)
-	}
-	return "Answer: " + strings.Join(parts, ",")
 }

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
-	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
@@ -90,12 +88,11 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 	if err != nil {
 		return nil, err
 	}
-	oracle := protocol.OracleMode(st.Oracle)
 	// Every target is checked before any is written: no link planted on
 	// the way, no foreign files, a run only with force.
 	for _, r := range readers {
 		for _, a := range arms(st, r.Name) {
-			if err := runs.CheckTarget(eval.RunDir(out, runName(a.model), oracle, nil), force); err != nil {
+			if err := runs.CheckTarget(results.RunDir(out, runName(a.model), st.Oracle, nil), force); err != nil {
 				return nil, err
 			}
 		}
@@ -103,7 +100,7 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 	var outRuns []ExportedRun
 	for _, r := range readers {
 		for _, a := range arms(st, r.Name) {
-			dir := eval.RunDir(out, runName(a.model), oracle, nil)
+			dir := results.RunDir(out, runName(a.model), st.Oracle, nil)
 			recs, keys, err := readerRecords(ctx, s, bench, st, r, a.unaided)
 			if err != nil {
 				return nil, fmt.Errorf("reading db %s: %s: %w", s.Path, r.Name, err)
@@ -133,7 +130,7 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 }
 
 func runName(model string) string {
-	return eval.RunName(ProviderHuman, model, false, parse.ModeReference)
+	return results.RunName(ProviderHuman, model, false, false)
 }
 
 // readerRecords replays every record of a reader and returns the finished
@@ -200,13 +197,13 @@ func manifest(bench *benchmark.Benchmark, st *Study, reader string, keys []strin
 	if err != nil {
 		created = time.Unix(0, 0)
 	}
-	o := &eval.Options{
+	spec := results.RunSpec{
 		Model:  runmodel.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
-		Oracle: protocol.OracleMode(st.Oracle), Parse: parse.Mode(st.Parse),
-		Selection: eval.Selection{Sample: st.Sample, Seed: st.Seed},
+		Oracle: st.Oracle, Parse: st.Parse,
+		Selection: results.Selection{Sample: st.Sample, Seed: st.Seed},
 		Now:       func() time.Time { return created },
 	}
-	m := eval.NewManifest(o, bench, st.BenchDir, keys)
+	m := results.NewManifest(spec, bench, st.BenchDir, keys)
 	p := profile.Default()
 	m.PromptProfile = results.ProfileInfo{Name: p.Name, Texts: p.Texts(), SHA256: p.Hash()}
 	m.ImageEncoding = results.ImageEncoding{Format: "png", Transport: "reading app (browser)"}

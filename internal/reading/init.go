@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 )
@@ -76,8 +76,8 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	if _, err := protocol.ParseOracleMode(string(o.Oracle)); err != nil {
 		return nil, 0, err
 	}
-	sel := eval.Selection{Sample: o.Sample, Seed: o.Seed}
-	idx, err := eval.Select(o.Bench.Records, sel)
+	sel := results.Selection{Sample: o.Sample, Seed: o.Seed}
+	idx, err := results.Select(o.Bench.Records, sel)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -438,10 +439,10 @@ func (srv *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if srv.study.Aid != nil {
-		srv.aidedAnswer(w, r, cur, FormatAnswer(chosen))
+		srv.aidedAnswer(w, r, cur, parse.FormatAnswer(chosen))
 		return
 	}
-	err = srv.store.saveAnswer(r.Context(), u.ID, pos, seq, FormatAnswer(chosen))
+	err = srv.store.saveAnswer(r.Context(), u.ID, pos, seq, parse.FormatAnswer(chosen))
 	if errors.Is(err, ErrAnswered) {
 		srv.readPage(w, r, http.StatusConflict, "That question was already answered (answers cannot be changed); this is the current question.")
 		return

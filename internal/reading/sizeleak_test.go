@@ -13,7 +13,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/phantom"
 	"github.com/chexpercept/chexpercept/internal/protocol"
-	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 )
 
 // phantomBench builds a benchmark of revision-required records from
@@ -34,7 +34,7 @@ func phantomBench(t *testing.T, rr int) *benchmark.Benchmark {
 	cfg.LF, cfg.RF, cfg.RR = 0, 0, rr
 	out := filepath.Join(dir, "bench")
 	if _, err := build.Run(context.Background(), build.Options{Source: sum.Manifest, Out: out, Config: cfg,
-		Decisions: review.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: io.Discard, Stderr: io.Discard}); err != nil {
+		Decisions: reviewlog.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: io.Discard, Stderr: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := benchmark.Load(out)

@@ -267,7 +267,7 @@ type Answer struct {
 }
 
 // maxAnswerBytes bounds a stored answer. The server only writes
-// FormatAnswer's "Answer: 1,3"; anything longer was written by something
+// parse.FormatAnswer's "Answer: 1,3"; anything longer was written by something
 // else, and is refused rather than read and scored.
 const maxAnswerBytes = 4096
 

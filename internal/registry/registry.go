@@ -25,7 +25,6 @@ import (
 
 	_ "embed"
 
-	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
@@ -282,7 +281,7 @@ func (r *Registry) Resolve(prov, model string) (e Entry, notice string, err erro
 		return Entry{}, "", errors.New("no model given")
 	}
 	if prov == "baseline" {
-		if !slices.Contains(provider.Policies, model) {
+		if !slices.Contains(runmodel.Policies, model) {
 			return Entry{}, "", fmt.Errorf("baseline model %q is not a policy (want random, first or oracle)", model)
 		}
 		return Entry{Alias: model, DisplayName: "baseline-" + model, Provider: prov, Backend: backend, ModelID: model}, "", nil

@@ -14,13 +14,13 @@ import (
 func PaletteName(k int) string { return benchmark.PaletteColour(k).Name }
 
 // PaletteColour returns the RGB value of a palette colour name.
-func PaletteColour(name string) (Colour, bool) {
+func PaletteColour(name string) (benchmark.RGB, bool) {
 	for _, p := range benchmark.Palette {
 		if p.Name == name {
-			return Colour{p.R, p.G, p.B}, true
+			return p.RGB, true
 		}
 	}
-	return Colour{}, false
+	return benchmark.RGB{}, false
 }
 
 // Disc geometry (§11): radius 15 px, white outline 2 pt at 100 dpi
@@ -67,7 +67,7 @@ func discCoverage() *[discSide][discSide][2]float64 {
 // DrawDisc composites one point disc centred at (x, y) onto img (§11):
 // px = px·(1−f) + colour·f, then px = px·(1−g) + 255·g, in float64, rounded
 // half away from zero once per disc. Parts outside img are clipped.
-func DrawDisc(img *image.RGBA, x, y int, c Colour) {
+func DrawDisc(img *image.RGBA, x, y int, c benchmark.RGB) {
 	cov := discCoverage()
 	b := img.Bounds()
 	col := [3]float64{float64(c.R), float64(c.G), float64(c.B)}

@@ -31,8 +31,8 @@ func TestOverlayValueAll256(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		v    uint8
-		want Colour
-	}{{73, Colour{36, 163, 163}}, {125, Colour{62, 190, 190}}, {0, Colour{0, 127, 127}}, {255, Colour{127, 255, 255}}} {
+		want benchmark.RGB
+	}{{73, benchmark.RGB{R: 36, G: 163, B: 163}}, {125, benchmark.RGB{R: 62, G: 190, B: 190}}, {0, benchmark.RGB{R: 0, G: 127, B: 127}}, {255, benchmark.RGB{R: 127, G: 255, B: 255}}} {
 		if got := OverlayValue(tc.v); got != tc.want {
 			t.Errorf("v=%d: got %v, want %v", tc.v, got, tc.want)
 		}
@@ -44,14 +44,14 @@ func TestOverlayValueAll256(t *testing.T) {
 // pixels: the builder's distinct-distractor rule (qagen) relies on it.
 func TestOverlayChangesEveryGrey(t *testing.T) {
 	for v := 0; v < 256; v++ {
-		if got := OverlayValue(uint8(v)); got == (Colour{uint8(v), uint8(v), uint8(v)}) {
+		if got := OverlayValue(uint8(v)); got == (benchmark.RGB{R: uint8(v), G: uint8(v), B: uint8(v)}) {
 			t.Errorf("grey %d is unchanged by the overlay", v)
 		}
 	}
 }
 
 // overlayTable renders a LUT as text, one line per grey value.
-func overlayTable(f func(uint8) Colour) string {
+func overlayTable(f func(uint8) benchmark.RGB) string {
 	var b strings.Builder
 	for v := 0; v < 256; v++ {
 		c := f(uint8(v))
@@ -84,7 +84,7 @@ func TestOverlayImage(t *testing.T) {
 	for x := 0; x < 256; x++ {
 		in := OverlayValue(uint8(x))
 		o := img.PixOffset(x, 0)
-		if got := (Colour{img.Pix[o], img.Pix[o+1], img.Pix[o+2]}); got != in || img.Pix[o+3] != 255 {
+		if got := (benchmark.RGB{R: img.Pix[o], G: img.Pix[o+1], B: img.Pix[o+2]}); got != in || img.Pix[o+3] != 255 {
 			t.Fatalf("inside x=%d: got %v a=%d, want %v", x, got, img.Pix[o+3], in)
 		}
 		o = img.PixOffset(x, 1)
@@ -121,11 +121,11 @@ func TestReviewImage(t *testing.T) {
 			t.Fatalf("left x=%d: %v", x, l)
 		}
 		r := img.Pix[4*(x+256) : 4*(x+256)+4]
-		want := Colour{uint8(x), uint8(x), uint8(x)}
+		want := benchmark.RGB{R: uint8(x), G: uint8(x), B: uint8(x)}
 		if x%2 == 0 {
 			want = ReviewValue(uint8(x))
 		}
-		if (Colour{r[0], r[1], r[2]}) != want || r[3] != 255 {
+		if (benchmark.RGB{R: r[0], G: r[1], B: r[2]}) != want || r[3] != 255 {
 			t.Fatalf("right x=%d: %v want %v", x, r, want)
 		}
 	}
@@ -133,8 +133,8 @@ func TestReviewImage(t *testing.T) {
 	// (math.trunc((v/255.0*(1.0-0.33) + k*0.33)*255.0)); v=100 truncates to 66.
 	for _, tc := range []struct {
 		v    uint8
-		want Colour
-	}{{0, Colour{84, 0, 0}}, {255, Colour{255, 170, 170}}, {100, Colour{151, 66, 66}}} {
+		want benchmark.RGB
+	}{{0, benchmark.RGB{R: 84, G: 0, B: 0}}, {255, benchmark.RGB{R: 255, G: 170, B: 170}}, {100, benchmark.RGB{R: 151, G: 66, B: 66}}} {
 		if got := ReviewValue(tc.v); got != tc.want {
 			t.Errorf("ReviewValue(%d) = %v, want %v", tc.v, got, tc.want)
 		}
@@ -204,9 +204,9 @@ func TestEncodeBundlePNGFallsBack(t *testing.T) {
 func TestPalette(t *testing.T) {
 	want := []struct {
 		name string
-		c    Colour
-	}{{"red", Colour{255, 0, 0}}, {"orange", Colour{255, 128, 0}}, {"yellow", Colour{255, 255, 0}}, {"green", Colour{0, 255, 0}},
-		{"blue", Colour{0, 0, 255}}, {"purple", Colour{128, 0, 128}}, {"pink", Colour{255, 191, 204}}, {"brown", Colour{153, 77, 0}}}
+		c    benchmark.RGB
+	}{{"red", benchmark.RGB{R: 255, G: 0, B: 0}}, {"orange", benchmark.RGB{R: 255, G: 128, B: 0}}, {"yellow", benchmark.RGB{R: 255, G: 255, B: 0}}, {"green", benchmark.RGB{R: 0, G: 255, B: 0}},
+		{"blue", benchmark.RGB{R: 0, G: 0, B: 255}}, {"purple", benchmark.RGB{R: 128, G: 0, B: 128}}, {"pink", benchmark.RGB{R: 255, G: 191, B: 204}}, {"brown", benchmark.RGB{R: 153, G: 77, B: 0}}}
 	for k := 1; k <= 17; k++ {
 		w := want[(k-1)%8]
 		c, ok := PaletteColour(PaletteName(k))
@@ -265,20 +265,23 @@ func TestDrawPoints(t *testing.T) {
 	if err := DrawPoints(img, opts); err != nil {
 		t.Fatal(err)
 	}
-	at := func(x, y int) Colour { o := img.PixOffset(x, y); return Colour{img.Pix[o], img.Pix[o+1], img.Pix[o+2]} }
-	if got := at(20, 24); got != (Colour{255, 0, 0}) {
+	at := func(x, y int) benchmark.RGB {
+		o := img.PixOffset(x, y)
+		return benchmark.RGB{R: img.Pix[o], G: img.Pix[o+1], B: img.Pix[o+2]}
+	}
+	if got := at(20, 24); got != (benchmark.RGB{R: 255, G: 0, B: 0}) {
 		t.Errorf("red centre %v", got)
 	}
-	if got := at(44, 24); got != (Colour{255, 191, 204}) {
+	if got := at(44, 24); got != (benchmark.RGB{R: 255, G: 191, B: 204}) {
 		t.Errorf("pink centre %v", got)
 	}
-	if got := at(35, 24); got != (Colour{255, 191, 204}) { // inside both discs: pink on top
+	if got := at(35, 24); got != (benchmark.RGB{R: 255, G: 191, B: 204}) { // inside both discs: pink on top
 		t.Errorf("overlap pixel %v", got)
 	}
 	if got := at(20, 24-15); got.G < 200 || got.B < 200 { // on the ring: nearly white
 		t.Errorf("ring pixel %v", got)
 	}
-	if got := at(20, 2); got != (Colour{90, 90, 90}) {
+	if got := at(20, 2); got != (benchmark.RGB{R: 90, G: 90, B: 90}) {
 		t.Errorf("background pixel %v", got)
 	}
 	for i := 3; i < len(img.Pix); i += 4 {

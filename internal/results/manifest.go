@@ -9,14 +9,17 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
+	"github.com/chexpercept/chexpercept/internal/version"
 )
 
 // ManifestSchema names the manifest format.
@@ -193,6 +196,79 @@ type RetryPolicy struct {
 	BackoffCapS   float64 `json:"backoff_cap_s"`  // longest backoff unless Retry-After asks for more
 	RPM           int     `json:"rpm"`            // 0 = no cap
 	TPM           int     `json:"tpm"`
+}
+
+// RunSpec is what a run is of, as every maker of a run (eval's runner,
+// import-reference, a reading study's export) records it.
+type RunSpec struct {
+	Model      runmodel.Model
+	Selection  Selection
+	NoThinking bool
+	Oracle     string // oracle mode: none, implicit or explicit
+	Parse      string // parse mode: reference or strict
+	// RunName names the run; "" means the name derived from the model
+	// and the settings (RunName).
+	RunName string
+	// Now gives the creation time; nil means time.Now.
+	Now func() time.Time
+}
+
+// parseStrict is the strict parse mode's name (protocol/parse's
+// ModeStrict), whose runs are named apart.
+const parseStrict = "strict"
+
+// Name is the run's name: s.RunName, or the name derived from the model
+// and the settings.
+func (s RunSpec) Name() string {
+	if s.RunName != "" {
+		return s.RunName
+	}
+	return RunName(s.Model.Provider, s.Model.Label, s.NoThinking, s.Parse == parseStrict)
+}
+
+// NewManifest is the part of a run's manifest that every maker of a run
+// records the same way: the benchmark, s.Selection and the selected keys
+// (file order), the model of s and its sampling, thinking, oracle and
+// parse modes, and s.Now as the creation time. The prompt profile, image
+// encoding, endpoints and call policy are left for the maker: eval's
+// runner records its own, import-reference (package runs) records them as
+// unknown.
+func NewManifest(s RunSpec, bench *benchmark.Benchmark, benchAbs string, keys []string) *Manifest {
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
+	sel := s.Selection
+	if sel.Lesions == nil {
+		sel.Lesions = []string{}
+	}
+	b := version.Current()
+	m := &Manifest{
+		Schema: ManifestSchema, ToolVersion: version.String(), CreatedAt: now().UTC().Format(time.RFC3339),
+		Provenance: &Provenance{Revision: b.Revision, Modified: b.Modified, GoVersion: b.GoVersion, OS: b.OS, Arch: b.Arch},
+		Dataset:    Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
+		Selection:  sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(keys), KeysSHA256: KeysHash(keys),
+		RunName:  s.Name(),
+		Sampling: s.Model.Sampling, NoThinking: s.NoThinking,
+		OracleMode: s.Oracle, ParseMode: s.Parse,
+	}
+	mi := &m.Model
+	mi.Name, mi.Provider, mi.Backend, mi.ModelID = s.Model.Name, s.Model.Provider, s.Model.Backend, s.Model.ModelID
+	mi.Quirks = append([]string{}, s.Model.Quirks...)
+	mi.Endpoints = []string{}
+	if s.Model.Alias != "" {
+		a := s.Model.Alias
+		mi.Alias = &a
+	}
+	if s.Model.Revision != "" {
+		r := s.Model.Revision
+		mi.Revision = &r
+	}
+	if s.Model.Backend == runmodel.BackendBaseline {
+		p := s.Model.ModelID
+		mi.Policy = &p
+	}
+	return m
 }
 
 // Marshal writes the manifest with the §6 writer (indent 2) and a final

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -43,7 +44,7 @@ const maxSheetBytes = 64 << 20
 // layout, recognised by the header) and returns one log line per decided
 // row, in sheet and row order. Every problem is collected; if there is
 // any, no line is returned and the error lists them (sheet:line: reason).
-func ReadSheets(paths []string, opt ImportOptions) ([]*Line, error) {
+func ReadSheets(paths []string, opt ImportOptions) ([]*reviewlog.Line, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no sheet given")
 	}
@@ -54,7 +55,7 @@ func ReadSheets(paths []string, opt ImportOptions) ([]*Line, error) {
 	}
 	stamp := opt.Now.UTC().Format(time.RFC3339)
 	var problems []string
-	var lines []*Line
+	var lines []*reviewlog.Line
 	var loader *source.Loader
 	if opt.Source != nil {
 		var err error
@@ -115,7 +116,7 @@ func sheetReviewer(path string) string {
 	}
 }
 
-func readSheet(path string, opt ImportOptions, stamp string, loader *source.Loader, bound map[string][2]*string) ([]*Line, []string) {
+func readSheet(path string, opt ImportOptions, stamp string, loader *source.Loader, bound map[string][2]*string) ([]*reviewlog.Line, []string) {
 	fail := func(line int, format string, args ...any) string {
 		if line == 0 {
 			return textsafe.OneLine(path) + ": " + fmt.Sprintf(format, args...)
@@ -142,7 +143,7 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 			return nil, []string{fail(0, "%v (taken from its annotator_<X> folder); give the reviewer's name instead", err)}
 		}
 	}
-	var lines []*Line
+	var lines []*reviewlog.Line
 	var problems []string
 	for {
 		rec, err := r.Read()
@@ -241,7 +242,7 @@ type sheetRows struct {
 
 // line returns the row's log line, nil for a row without a decision, or
 // the row's problem.
-func (s *sheetRows) line(rec []string) (*Line, error) {
+func (s *sheetRows) line(rec []string) (*reviewlog.Line, error) {
 	cell := func(i int) string {
 		if i >= 0 && i < len(rec) {
 			return strings.TrimSpace(rec[i])
@@ -253,7 +254,7 @@ func (s *sheetRows) line(rec []string) (*Line, error) {
 	var dec string
 	if s.cols.legacyCell {
 		if raw != "" {
-			dec = DecisionAccept
+			dec = reviewlog.DecisionAccept
 		}
 	} else {
 		var err error
@@ -267,14 +268,14 @@ func (s *sheetRows) line(rec []string) (*Line, error) {
 	if key == "" {
 		return nil, errors.New("key_id is empty")
 	}
-	ln := &Line{KeyID: key, Decision: dec, Reviewer: s.reviewer, Time: s.stamp}
+	ln := &reviewlog.Line{KeyID: key, Decision: dec, Reviewer: s.reviewer, Time: s.stamp}
 	if img := cell(s.cols.image); img != "" {
-		if !hexDigest.MatchString(img) {
+		if !reviewlog.IsDigest(img) {
 			return nil, fmt.Errorf("image_sha256 %q is not 64 lowercase hex digits", img)
 		}
 		ln.ImageSHA256 = &img
 		if m := cell(s.cols.mask); m != "" {
-			if !hexDigest.MatchString(m) {
+			if !reviewlog.IsDigest(m) {
 				return nil, fmt.Errorf("mask_sha256 %q is not 64 lowercase hex digits", m)
 			}
 			ln.MaskSHA256 = &m
@@ -329,9 +330,9 @@ func mapDecision(cell string) (string, error) {
 	case "":
 		return "", nil
 	case "y", "yes", "1", "true", "accept", "x":
-		return DecisionAccept, nil
+		return reviewlog.DecisionAccept, nil
 	case "n", "no", "0", "false", "reject":
-		return DecisionReject, nil
+		return reviewlog.DecisionReject, nil
 	}
 	return "", errors.New("is not one of y, yes, 1, true, accept, x (accept) or n, no, 0, false, reject (reject)")
 }
@@ -341,7 +342,7 @@ func mapDecision(cell string) (string, error) {
 // log is opened as safefile.OpenWritable opens a command's own files: a
 // symbolic link or anything but a regular file is refused (a FIFO would
 // wait for a reader for ever, a link would send the decisions elsewhere).
-func AppendLog(path string, lines []*Line) error {
+func AppendLog(path string, lines []*reviewlog.Line) error {
 	f, err := safefile.OpenWritable(path, os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("reviews %s: %w", path, safefile.Reason(err))
@@ -374,7 +375,7 @@ func AppendLog(path string, lines []*Line) error {
 // (without a token, so it cannot sign in) and assigned to the case when
 // needed, so the decision takes part in the resolution rule. Refused while
 // the review is locked.
-func (s *Store) ImportLines(ctx context.Context, lines []*Line) error {
+func (s *Store) ImportLines(ctx context.Context, lines []*reviewlog.Line) error {
 	if s.readOnly {
 		return fmt.Errorf("review db %s: %w", s.Path, ErrReadOnly)
 	}

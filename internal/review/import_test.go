@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -79,7 +80,7 @@ func TestImportPackRoundTrip(t *testing.T) {
 	if err := AppendLog(logPath, got); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ReadLog(logPath)
+	l, err := reviewlog.ReadLog(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +88,10 @@ func TestImportPackRoundTrip(t *testing.T) {
 	img0, _ := source.ImageSHA256(c0)
 	ld, _ := source.NewLoader(nil, defaultCfg(), "", nil)
 	m0, _ := ld.CandidateMask(c0)
-	if r := l.Resolve(c0.KeyID(), img0, source.MaskSHA256(m0)); r.Status != Accepted {
+	if r := l.Resolve(c0.KeyID(), img0, source.MaskSHA256(m0)); r.Status != reviewlog.Accepted {
 		t.Errorf("accepted row resolves %+v", r)
 	}
-	if r := l.Resolve(c1.KeyID(), "", ""); r.Status != Rejected {
+	if r := l.Resolve(c1.KeyID(), "", ""); r.Status != reviewlog.Rejected {
 		t.Errorf("rejected row resolves %+v", r)
 	}
 	if l.Latest("other") == nil {
@@ -113,7 +114,7 @@ func TestAppendLogRefusesLinks(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	line := []*Line{{KeyID: "k", Decision: DecisionAccept}}
+	line := []*reviewlog.Line{{KeyID: "k", Decision: reviewlog.DecisionAccept}}
 	for _, tc := range []struct{ path, want string }{
 		{link, "symbolic link"},
 		{fifo, "not a regular file"},
@@ -235,7 +236,7 @@ func TestImportIntoDB(t *testing.T) {
 		t.Errorf("import while locked: %v", err)
 	}
 	s.SetLocked(ctx, false)
-	bad := []*Line{{KeyID: "edema_nope_positive_0", Decision: "accept", Reviewer: "x", Time: "t"}}
+	bad := []*reviewlog.Line{{KeyID: "edema_nope_positive_0", Decision: "accept", Reviewer: "x", Time: "t"}}
 	if err := s.ImportLines(ctx, bad); err == nil || !strings.Contains(err.Error(), "not a case") {
 		t.Errorf("unknown key: %v", err)
 	}

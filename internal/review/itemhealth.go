@@ -27,6 +27,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -255,11 +256,11 @@ func (s *Store) ItemFlags(ctx context.Context, key string) ([]ItemFlag, error) {
 func OutcomeDecision(outcome, note string) (string, string) {
 	switch outcome {
 	case OutcomeKeep:
-		return DecisionAccept, note
+		return reviewlog.DecisionAccept, note
 	case OutcomeDrop:
-		return DecisionReject, note
+		return reviewlog.DecisionReject, note
 	case OutcomeFix:
-		return DecisionReject, FixPrefix + strings.TrimPrefix(note, FixPrefix)
+		return reviewlog.DecisionReject, FixPrefix + strings.TrimPrefix(note, FixPrefix)
 	}
 	return outcome, note
 }
@@ -269,11 +270,11 @@ func OutcomeDecision(outcome, note string) (string, string) {
 // decision itself (unsure, or "").
 func OutcomeOf(decision, note string) string {
 	switch {
-	case decision == DecisionReject && strings.HasPrefix(note, strings.TrimSpace(FixPrefix)):
+	case decision == reviewlog.DecisionReject && strings.HasPrefix(note, strings.TrimSpace(FixPrefix)):
 		return OutcomeFix
-	case decision == DecisionReject:
+	case decision == reviewlog.DecisionReject:
 		return OutcomeDrop
-	case decision == DecisionAccept:
+	case decision == reviewlog.DecisionAccept:
 		return OutcomeKeep
 	}
 	return decision
@@ -289,9 +290,9 @@ func caseOutcome(cs *CaseState) string {
 		return OutcomePending
 	}
 	switch ln.Decision {
-	case DecisionAccept:
+	case reviewlog.DecisionAccept:
 		return OutcomeKeep
-	case DecisionReject:
+	case reviewlog.DecisionReject:
 		if cs.Admin != nil {
 			return OutcomeOf(cs.Admin.Decision, cs.Admin.Note)
 		}

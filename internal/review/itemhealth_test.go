@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 )
 
 // flaggedCSV is a report's flagged_items.csv (report.FlaggedHeader) for
@@ -113,7 +114,7 @@ func TestItemHealthRound(t *testing.T) {
 
 	// An admin resolution decides alone; a reject noted "[fix]" is a fix.
 	c2, _ := a.store.CaseByKey(ctx, want[1])
-	if _, err := a.store.Resolve(ctx, c2, DecisionReject, "[fix]the mask is too small"); err != nil {
+	if _, err := a.store.Resolve(ctx, c2, reviewlog.DecisionReject, "[fix]the mask is too small"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.store.ExportOutcomes(ctx, outPath); err != nil {
@@ -149,11 +150,11 @@ func TestItemHealthRound(t *testing.T) {
 	if err := os.WriteFile(logPath, append(mainLog, round...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ReadLog(logPath)
+	l, err := reviewlog.ReadLog(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for key, status := range map[string]string{want[0]: Rejected, want[1]: Rejected, want[2]: Accepted} {
+	for key, status := range map[string]string{want[0]: reviewlog.Rejected, want[1]: reviewlog.Rejected, want[2]: reviewlog.Accepted} {
 		d := digests[key]
 		if got := l.Resolve(key, d[0], d[1]).Status; got != status {
 			t.Errorf("build would resolve %s as %s, want %s", key, got, status)

@@ -2,6 +2,7 @@ package review
 
 import (
 	"github.com/chexpercept/chexpercept/internal/agreement"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 
 	"math"
 	"slices"
@@ -9,7 +10,7 @@ import (
 )
 
 // categories are the decision categories agreement is measured on.
-var categories = []string{DecisionAccept, DecisionReject, DecisionUnsure}
+var categories = []string{reviewlog.DecisionAccept, reviewlog.DecisionReject, reviewlog.DecisionUnsure}
 
 // CohenKappa is Cohen's κ of two raters over paired ratings (equal
 // length; categories accept/reject/unsure). κ = (po − pe)/(1 − pe). When

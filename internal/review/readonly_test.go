@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 )
 
 // TestReadOnlyServe serves a database opened by OpenReadOnly (SQLite's
@@ -80,10 +82,10 @@ func TestReadOnlyServe(t *testing.T) {
 
 	ctx := context.Background()
 	c, _ := ro.CaseByKey(ctx, key)
-	if _, err := ro.Decide(ctx, 1, c, DecisionReject, ""); !errors.Is(err, ErrReadOnly) {
+	if _, err := ro.Decide(ctx, 1, c, reviewlog.DecisionReject, ""); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Decide: %v", err)
 	}
-	if _, err := ro.Resolve(ctx, c, DecisionReject, ""); !errors.Is(err, ErrReadOnly) {
+	if _, err := ro.Resolve(ctx, c, reviewlog.DecisionReject, ""); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Resolve: %v", err)
 	}
 	if err := ro.SetLocked(ctx, true); !errors.Is(err, ErrReadOnly) {

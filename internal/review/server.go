@@ -26,6 +26,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/render"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 )
@@ -379,7 +380,7 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrLocked):
 		srv.apiError(w, http.StatusConflict, err.Error())
 		return
-	case err != nil && dec != DecisionAccept && dec != DecisionReject && dec != DecisionUnsure:
+	case err != nil && dec != reviewlog.DecisionAccept && dec != reviewlog.DecisionReject && dec != reviewlog.DecisionUnsure:
 		srv.apiError(w, http.StatusBadRequest, err.Error())
 		return
 	case err != nil:
@@ -421,7 +422,7 @@ func (srv *Server) resolve(w http.ResponseWriter, r *http.Request) {
 		srv.apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("note longer than %d bytes", MaxNoteBytes))
 		return
 	}
-	if dec != DecisionAccept && dec != DecisionReject && dec != "" {
+	if dec != reviewlog.DecisionAccept && dec != reviewlog.DecisionReject && dec != "" {
 		srv.apiError(w, http.StatusBadRequest, "decision must be accept, reject or clear")
 		return
 	}
@@ -534,11 +535,11 @@ func (srv *Server) admin(w http.ResponseWriter, r *http.Request) {
 			dec = ln.Decision
 		}
 		switch dec {
-		case DecisionAccept:
+		case reviewlog.DecisionAccept:
 			s.Accepted++
-		case DecisionReject:
+		case reviewlog.DecisionReject:
 			s.Rejected++
-		case DecisionDisputed:
+		case reviewlog.DecisionDisputed:
 			s.Disputed++
 		default:
 			s.Open++
@@ -546,7 +547,7 @@ func (srv *Server) admin(w http.ResponseWriter, r *http.Request) {
 		if cs.Admin != nil {
 			s.ResolvedByAdmin++
 			resolved = append(resolved, disagreement{cs.Case, views, cs.Admin})
-		} else if dec == DecisionDisputed {
+		} else if dec == reviewlog.DecisionDisputed {
 			disputed = append(disputed, disagreement{cs.Case, views, nil})
 		}
 	}

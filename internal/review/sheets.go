@@ -9,6 +9,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/pycsv"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
@@ -70,7 +71,7 @@ func (s *Store) ExportCSV(ctx context.Context, dir string) error {
 	for _, cs := range st {
 		c := cs.Case
 		opt := ""
-		if ln := cs.Resolved(); ln != nil && ln.Decision == DecisionAccept {
+		if ln := cs.Resolved(); ln != nil && ln.Decision == reviewlog.DecisionAccept {
 			opt = "1"
 		}
 		dicom := ""

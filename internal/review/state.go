@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 )
 
 // Action is one decision or admin resolution as stored.
@@ -176,11 +177,11 @@ func (cs *CaseState) HasAction() bool {
 
 // Resolved is the resolved line of the case (§4 `review export --jsonl`),
 // or nil when the case has no decision and no resolution.
-func (cs *CaseState) Resolved() *Line {
+func (cs *CaseState) Resolved() *reviewlog.Line {
 	if !cs.HasAction() {
 		return nil
 	}
-	rds := make([]ReviewerDecision, len(cs.Assigned))
+	rds := make([]reviewlog.ReviewerDecision, len(cs.Assigned))
 	var combined []string
 	var notes []string
 	var last *Action
@@ -201,7 +202,7 @@ func (cs *CaseState) Resolved() *Line {
 	if cs.Admin != nil {
 		admin = cs.Admin.Decision
 	}
-	ln := &Line{KeyID: cs.Case.KeyID, Decision: ResolveDecisions(rds, admin), Reviewers: combined}
+	ln := &reviewlog.Line{KeyID: cs.Case.KeyID, Decision: reviewlog.ResolveDecisions(rds, admin), Reviewers: combined}
 	deciding := last
 	if cs.Admin != nil {
 		deciding = cs.Admin
@@ -220,7 +221,7 @@ func (cs *CaseState) Resolved() *Line {
 
 // LineJSON is the reviews.jsonl object of a line in the field order of
 // the §4 table; reviewer / reviewers / note appear only when set.
-func LineJSON(ln *Line) *ojson.Value {
+func LineJSON(ln *reviewlog.Line) *ojson.Value {
 	o := ojson.NewObject().Set("key_id", ojson.Str(ln.KeyID)).Set("decision", ojson.Str(ln.Decision))
 	if ln.Reviewer != "" {
 		o.Set("reviewer", ojson.Str(ln.Reviewer))
@@ -245,7 +246,7 @@ func optStr(p *string) *ojson.Value {
 }
 
 // MarshalLines writes lines as JSON Lines (compact §6, "\n" after each).
-func MarshalLines(lines []*Line) []byte {
+func MarshalLines(lines []*reviewlog.Line) []byte {
 	var b []byte
 	for _, ln := range lines {
 		b = append(b, ojson.MarshalCompact(LineJSON(ln))...)
@@ -256,12 +257,12 @@ func MarshalLines(lines []*Line) []byte {
 
 // ResolvedLines returns the resolved line of every case with a decision or
 // resolution, in source order: the content of `review export --jsonl`.
-func (s *Store) ResolvedLines(ctx context.Context) ([]*Line, error) {
+func (s *Store) ResolvedLines(ctx context.Context) ([]*reviewlog.Line, error) {
 	st, err := s.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []*Line
+	var out []*reviewlog.Line
 	for _, cs := range st {
 		if ln := cs.Resolved(); ln != nil {
 			out = append(out, ln)
@@ -273,7 +274,7 @@ func (s *Store) ResolvedLines(ctx context.Context) ([]*Line, error) {
 // OpenDecisions resolves candidates from a review database for `build
 // --review-db`. It reads the resolved lines once and answers exactly as
 // the exported reviews.jsonl would (the same Log, built in memory).
-func OpenDecisions(path string) (*Log, error) {
+func OpenDecisions(path string) (*reviewlog.Log, error) {
 	s, err := OpenReadOnly(path)
 	if err != nil {
 		return nil, err
@@ -283,9 +284,5 @@ func OpenDecisions(path string) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
-	l := &Log{Path: path, latest: make(map[string]*Line, len(lines))}
-	for _, ln := range lines {
-		l.latest[ln.KeyID] = ln
-	}
-	return l, nil
+	return reviewlog.FromResolved(path, lines), nil
 }

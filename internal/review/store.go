@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/appdb"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
@@ -382,7 +383,7 @@ func (s *Store) Queue(ctx context.Context, reviewerID int64) ([]QueueItem, error
 // case is not assigned to the reviewer.
 func (s *Store) Decide(ctx context.Context, reviewerID int64, c *CaseInfo, decision, note string) (string, error) {
 	switch decision {
-	case DecisionAccept, DecisionReject, DecisionUnsure:
+	case reviewlog.DecisionAccept, reviewlog.DecisionReject, reviewlog.DecisionUnsure:
 	default:
 		return "", fmt.Errorf("decision %q is not accept, reject or unsure", decision)
 	}
@@ -416,7 +417,7 @@ func (s *Store) Decide(ctx context.Context, reviewerID int64, c *CaseInfo, decis
 // alone (§4 rule 1); "" withdraws the resolution.
 func (s *Store) Resolve(ctx context.Context, c *CaseInfo, decision, note string) (string, error) {
 	switch decision {
-	case DecisionAccept, DecisionReject, "":
+	case reviewlog.DecisionAccept, reviewlog.DecisionReject, "":
 	default:
 		return "", fmt.Errorf("resolution %q is not accept, reject or empty", decision)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/appdb/appdbtest"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
@@ -182,16 +183,16 @@ func TestResolutionRules(t *testing.T) {
 		status    string
 	}
 	rows := []row{
-		{map[string]string{"r1": "accept", "r2": "accept", "r3": "accept"}, "", "accept", Accepted},
-		{map[string]string{"r1": "reject", "r2": "reject", "r3": "reject"}, "", "reject", Rejected},
-		{map[string]string{"r1": "accept", "r2": "reject", "r3": "accept"}, "", "disputed", Disputed},
-		{map[string]string{"r1": "accept", "r2": "unsure", "r3": "accept"}, "", "disputed", Disputed},
-		{map[string]string{"r1": "accept", "r2": "accept"}, "", "pending", Missing}, // r3 has not decided
-		{map[string]string{"r1": "unsure", "r2": "unsure", "r3": "unsure"}, "", "unsure", Missing},
-		{map[string]string{"r1": "accept", "r2": "reject"}, "accept", "accept", Accepted},
-		{map[string]string{"r1": "accept", "r2": "accept", "r3": "accept"}, "reject", "reject", Rejected},
-		{nil, "", "", Missing},
-		{map[string]string{"r1": "reject", "r2": "accept", "r3": "accept"}, "", "disputed", Disputed}, // the negative
+		{map[string]string{"r1": "accept", "r2": "accept", "r3": "accept"}, "", "accept", reviewlog.Accepted},
+		{map[string]string{"r1": "reject", "r2": "reject", "r3": "reject"}, "", "reject", reviewlog.Rejected},
+		{map[string]string{"r1": "accept", "r2": "reject", "r3": "accept"}, "", "disputed", reviewlog.Disputed},
+		{map[string]string{"r1": "accept", "r2": "unsure", "r3": "accept"}, "", "disputed", reviewlog.Disputed},
+		{map[string]string{"r1": "accept", "r2": "accept"}, "", "pending", reviewlog.Missing}, // r3 has not decided
+		{map[string]string{"r1": "unsure", "r2": "unsure", "r3": "unsure"}, "", "unsure", reviewlog.Missing},
+		{map[string]string{"r1": "accept", "r2": "reject"}, "accept", "accept", reviewlog.Accepted},
+		{map[string]string{"r1": "accept", "r2": "accept", "r3": "accept"}, "reject", "reject", reviewlog.Rejected},
+		{nil, "", "", reviewlog.Missing},
+		{map[string]string{"r1": "reject", "r2": "accept", "r3": "accept"}, "", "disputed", reviewlog.Disputed}, // the negative
 	}
 	for i, r := range rows {
 		decideAs(t, s, keys[i], r.decisions)
@@ -204,13 +205,13 @@ func TestResolutionRules(t *testing.T) {
 	}
 	// A later decision replaces an earlier one of the same reviewer.
 	decideAs(t, s, keys[9], map[string]string{"r1": "accept"})
-	rows[9].want, rows[9].status = "accept", Accepted
+	rows[9].want, rows[9].status = "accept", reviewlog.Accepted
 
 	exported := filepath.Join(t.TempDir(), "reviews.jsonl")
 	if _, err := s.ExportJSONL(ctx, exported); err != nil {
 		t.Fatal(err)
 	}
-	fromLog, err := ReadLog(exported)
+	fromLog, err := reviewlog.ReadLog(exported)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +235,8 @@ func TestResolutionRules(t *testing.T) {
 			t.Errorf("row %d: log gives %+v, db gives %+v", i, lg, got)
 		}
 		// Changed inputs make an accepted case stale.
-		if r.status == Accepted {
-			if st := fromDB.Resolve(keys[i], strings.Repeat("0", 64), msk).Status; st != Stale {
+		if r.status == reviewlog.Accepted {
+			if st := fromDB.Resolve(keys[i], strings.Repeat("0", 64), msk).Status; st != reviewlog.Stale {
 				t.Errorf("row %d: changed image gives %s, want stale", i, st)
 			}
 		}

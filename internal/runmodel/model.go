@@ -20,6 +20,17 @@ const (
 // Backends lists every backend name.
 var Backends = []string{BackendVLLM, BackendOpenAICompat, BackendOpenAI, BackendAzure, BackendGemini, BackendBaseline}
 
+// Baseline policy names (spec protocol.md §11): the models of backend
+// baseline, answered in process.
+const (
+	PolicyRandom = "random"
+	PolicyFirst  = "first"
+	PolicyOracle = "oracle"
+)
+
+// Policies lists the built-in policies.
+var Policies = []string{PolicyRandom, PolicyFirst, PolicyOracle}
+
 // Model is the resolved model of a run (registry entry or raw id).
 type Model struct {
 	Name         string   // alias, raw id, or baseline policy (summary run.model)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -71,11 +70,11 @@ type ImportReport struct {
 // transport, endpoints and call policy unknown and imported_from naming
 // the file.
 func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
-	runName := eval.RunName(opts.Model.Provider, opts.Model.Label, opts.NoThinking, opts.Parse)
-	if err := eval.CheckRunName(runName); err != nil {
+	runName := results.RunName(opts.Model.Provider, opts.Model.Label, opts.NoThinking, opts.Parse == parse.ModeStrict)
+	if err := results.CheckRunName(runName); err != nil {
 		return nil, err
 	}
-	dir := eval.RunDir(opts.Out, runName, opts.Oracle, nil)
+	dir := results.RunDir(opts.Out, runName, string(opts.Oracle), nil)
 	if err := CheckTarget(dir, opts.Force); err != nil {
 		return nil, err
 	}
@@ -95,15 +94,15 @@ func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 		now = opts.Now
 	}
 	at := now().UTC() // one time for every record and the manifest
-	eo := eval.Options{BenchDir: opts.Bench.Dir, Model: opts.Model, NoThinking: opts.NoThinking, Oracle: opts.Oracle,
-		Parse: opts.Parse, Now: func() time.Time { return at }}
-	recs, modelID, warnings, err := importRecords(file, data, opts.Bench, &eo)
+	ro := replayOptions{BenchDir: opts.Bench.Dir, Model: opts.Model, Oracle: opts.Oracle, Parse: opts.Parse,
+		Now: func() time.Time { return at }}
+	recs, modelID, warnings, err := importRecords(file, data, opts.Bench, &ro)
 	if err != nil {
 		return nil, err
 	}
 	rep := &ImportReport{Dir: dir, RunName: runName, Records: len(recs), Warnings: warnings}
-	if modelID != "" && modelID != eo.Model.ModelID {
-		rep.FileModelID, eo.Model.ModelID = modelID, modelID
+	if modelID != "" && modelID != ro.Model.ModelID {
+		rep.FileModelID, ro.Model.ModelID = modelID, modelID
 	}
 	benchAbs, err := filepath.Abs(opts.Bench.Dir)
 	if err != nil {
@@ -113,7 +112,8 @@ func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 	for i, r := range recs {
 		keys[i] = r.KeyID
 	}
-	m := eval.NewManifest(&eo, opts.Bench, benchAbs, keys)
+	m := results.NewManifest(results.RunSpec{Model: ro.Model, NoThinking: opts.NoThinking, Oracle: string(opts.Oracle),
+		Parse: string(opts.Parse), Now: ro.Now}, opts.Bench, benchAbs, keys)
 	m.PromptProfile = results.ProfileInfo{Name: "unknown (imported)", Texts: []string{}}
 	m.ImageEncoding = results.ImageEncoding{Format: "png", Transport: "unknown (imported)"}
 	m.ImportedFrom, _ = filepath.Abs(file)
@@ -166,7 +166,7 @@ type histEntry struct {
 // importRecords rebuilds the records of a reference all_results.json
 // (file names it in messages) with the settings of o. modelID is the
 // token_usage.model_id seen in the file, "" if none.
-func importRecords(file string, data []byte, bench *benchmark.Benchmark, o *eval.Options) (recs []*results.Record, modelID string, warns []string, err error) {
+func importRecords(file string, data []byte, bench *benchmark.Benchmark, o *replayOptions) (recs []*results.Record, modelID string, warns []string, err error) {
 	top, err := ojson.Parse(data)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("%s: %w", file, err)
@@ -221,7 +221,7 @@ type entry struct {
 
 // importRecord checks the entry against the benchmark, replays its
 // replies and takes what was sent and fed back from its chat_history.
-func (e *entry) importRecord(o *eval.Options, warn *warnings) (*results.Record, string, error) {
+func (e *entry) importRecord(o *replayOptions, warn *warnings) (*results.Record, string, error) {
 	hist, perCall, modelID, err := e.read(warn)
 	if err != nil {
 		return nil, "", err
@@ -344,10 +344,19 @@ type replayTurn struct {
 	images   []string // relative to the benchmark directory
 }
 
+// replayOptions are the settings records are replayed under.
+type replayOptions struct {
+	BenchDir string
+	Model    runmodel.Model
+	Oracle   protocol.OracleMode
+	Parse    parse.Mode
+	Now      func() time.Time
+}
+
 // replay runs one benchmark record through the protocol engine with the
 // settings of o, answering call k (0-based) with answer; an error from
 // answer ends the record with status error.
-func replay(rec *benchmark.Record, index int, o *eval.Options, answer func(k int, t replayTurn) (protocol.Reply, error)) *results.Record {
+func replay(rec *benchmark.Record, index int, o *replayOptions, answer func(k int, t replayTurn) (protocol.Reply, error)) *results.Record {
 	popts := protocol.Options{BenchDir: o.BenchDir, Index: index, Oracle: o.Oracle, Parse: o.Parse,
 		GLMBoxUnwrap: o.Model.GLMBoxUnwrap, Now: o.Now}
 	plan, err := protocol.Plan(rec, o.BenchDir)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -320,7 +319,7 @@ type selection struct {
 func wholeSelection(bench *benchmark.Benchmark, first *shardRun) (*selection, error) {
 	sel := first.Manifest.Selection
 	sel.Shard = nil
-	idx, err := eval.Select(bench.Records, sel)
+	idx, err := results.Select(bench.Records, sel)
 	if err != nil {
 		return nil, fmt.Errorf("%s: selection: %w", filepath.Join(first.Dir, results.ManifestFile), err)
 	}
@@ -330,7 +329,7 @@ func wholeSelection(bench *benchmark.Benchmark, first *shardRun) (*selection, er
 		w.keys = append(w.keys, k)
 		w.inSel[k] = true
 	}
-	w.keysSHA256 = eval.KeysHash(w.keys)
+	w.keysSHA256 = results.KeysHash(w.keys)
 	return w, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/registry"
@@ -57,7 +56,7 @@ func Rescore(srcDir string, opts RescoreOptions) (*RescoreReport, error) {
 	}
 	oracleDir := filepath.Base(abs)
 	newName := RescoredRunName(filepath.Base(filepath.Dir(abs)), opts.Mode)
-	if err := eval.CheckRunName(newName); err != nil {
+	if err := results.CheckRunName(newName); err != nil {
 		return nil, fmt.Errorf("%w (rename the source run's folder)", err)
 	}
 	dst := filepath.Join(filepath.Dir(filepath.Dir(abs)), newName, oracleDir)

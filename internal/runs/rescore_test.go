@@ -13,7 +13,6 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
-	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
@@ -39,7 +38,7 @@ func glmModel(quirks ...string) runmodel.Model {
 // as a GLM answer box) into out/<run name>/oracle_none and returns it.
 func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, model runmodel.Model) string {
 	t.Helper()
-	o := &eval.Options{BenchDir: bench.Dir, Model: model, Oracle: protocol.OracleNone, Parse: parse.ModeReference,
+	o := results.RunSpec{Model: model, Oracle: string(protocol.OracleNone), Parse: string(parse.ModeReference),
 		Now: func() time.Time { return testTime }}
 	replies := protocoltest.ScenarioReplies()
 	replies[rfKey][0] = protocol.Reply{Text: "<|begin_of_box|>1<|end_of_box|>", Attempts: 1}
@@ -47,16 +46,16 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, model run
 	var keys []string
 	for i, br := range bench.Records {
 		s := &protocoltest.Script{Replies: replies[br.KeyID]}
-		r := protocol.Run(context.Background(), br, protocol.Options{BenchDir: bench.Dir, Index: i, Oracle: o.Oracle,
-			Parse: o.Parse, GLMBoxUnwrap: model.GLMBoxUnwrap, Now: o.Now}, s.Call)
+		r := protocol.Run(context.Background(), br, protocol.Options{BenchDir: bench.Dir, Index: i, Oracle: protocol.OracleNone,
+			Parse: parse.ModeReference, GLMBoxUnwrap: model.GLMBoxUnwrap, Now: o.Now}, s.Call)
 		if r.Status != results.StatusOK {
 			t.Fatalf("scripted %s: %s", br.KeyID, *r.Error)
 		}
 		recs, keys = append(recs, r), append(keys, br.KeyID)
 	}
 	abs, _ := filepath.Abs(bench.Dir)
-	m := eval.NewManifest(o, bench, abs, keys)
-	dir := eval.RunDir(out, m.RunName, o.Oracle, nil)
+	m := results.NewManifest(o, bench, abs, keys)
+	dir := results.RunDir(out, m.RunName, o.Oracle, nil)
 	if err := WriteRun(dir, m, recs, len(recs), 2.5); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ package parse
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -287,6 +288,20 @@ func Strict(raw string, nOptions int, multi bool) Result {
 		res.Rule, res.OK, res.Text = rule, true, Canonical(nums)
 	}
 	return res
+}
+
+// FormatAnswer is the one answer text: "Answer: " and the option numbers,
+// ascending and each once, comma-joined ("Answer: 1,3"). The baselines
+// and the simulated model reply with it, the implicit oracle feeds it
+// back, a reader's choice is stored as it, and a dry run sizes replies by
+// it.
+func FormatAnswer(nums []int) string { return "Answer: " + Canonical(OptionSet(nums)) }
+
+// OptionSet is nums ascending with each number once (a new slice).
+func OptionSet(nums []int) []int {
+	s := slices.Clone(nums)
+	slices.Sort(s)
+	return slices.Compact(s)
 }
 
 // Canonical writes nums as ASCII decimal joined by ",".

@@ -1,16 +1,16 @@
-// Package baselineserver is an OpenAI-compatible Chat Completions server
-// that answers with a baseline policy (protocol.md §11) or a
-// simulated model (package simmodel).
+// The baseline server: an OpenAI-compatible Chat Completions server that
+// answers with a baseline policy (protocol.md §11) or a simulated model.
 //
 // It exists to smoke-test a setup without a GPU and to give tests and
 // throughput benchmarks a real HTTP peer: answers come from the same
-// function as the in-process policy (provider.PolicyAnswer over the
-// request's message texts), so a run against the server and an in-process
-// run agree answer for answer. Latency, jitter and injected faults
-// (429 with Retry-After, 500, hangs, malformed 2xx bodies, empty answers)
-// exercise a client's retry path. Each request draws its fault afresh from
-// (fault seed, request number), so a retried request can succeed.
-package baselineserver
+// function as the in-process policy (PolicyAnswer over the request's
+// message texts), so a run against the server and an in-process run agree
+// answer for answer. Latency, jitter and injected faults (429 with
+// Retry-After, 500, hangs, malformed 2xx bodies, empty answers) exercise a
+// client's retry path. Each request draws its fault afresh from (fault
+// seed, request number), so a retried request can succeed.
+
+package fakemodel
 
 import (
 	"context"
@@ -28,10 +28,10 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/rng"
-	"github.com/chexpercept/chexpercept/internal/simmodel"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
-// PolicySimulated serves a simulated model (package simmodel): the
+// PolicySimulated serves a simulated model (Simulated): the
 // benchmark's ground truth at a set accuracy per stage, found from the
 // request's radiograph and question text alone.
 const PolicySimulated = "simulated"
@@ -40,13 +40,13 @@ const PolicySimulated = "simulated"
 // about 10 MB, so 64 MiB leaves ample room and still bounds memory.
 const DefaultMaxBody = 64 << 20
 
-// Config configures a server. Rates are probabilities in [0, 1] whose sum
+// ServerConfig configures a server. Rates are probabilities in [0, 1] whose sum
 // must not exceed 1; one uniform draw per request picks at most one fault.
-type Config struct {
+type ServerConfig struct {
 	Policy     string // random | first | simulated
 	PolicySeed int64
 	// Simulated answers for the simulated policy (required by it).
-	Simulated *simmodel.Model
+	Simulated *Simulated
 
 	Latency time.Duration // added before every reply
 	Jitter  time.Duration // plus a uniform extra delay in [0, Jitter)
@@ -69,7 +69,7 @@ type Stats struct {
 
 // Server is the http.Handler.
 type Server struct {
-	cfg   Config
+	cfg   ServerConfig
 	seq   atomic.Int64
 	stats struct {
 		requests, ok, empty, f429, f500, ftimeout, fmalformed, bad atomic.Int64
@@ -78,12 +78,12 @@ type Server struct {
 	once sync.Once
 }
 
-// New validates cfg and returns a server.
-func New(cfg Config) (*Server, error) {
+// NewServer validates cfg and returns a server.
+func NewServer(cfg ServerConfig) (*Server, error) {
 	switch {
 	case cfg.Policy == PolicySimulated && cfg.Simulated == nil:
 		return nil, fmt.Errorf("serve-baseline: the simulated policy needs a simulated model (a benchmark to answer)")
-	case cfg.Policy != provider.PolicyRandom && cfg.Policy != provider.PolicyFirst && cfg.Policy != PolicySimulated:
+	case cfg.Policy != runmodel.PolicyRandom && cfg.Policy != runmodel.PolicyFirst && cfg.Policy != PolicySimulated:
 		return nil, fmt.Errorf("serve-baseline: policy %q is not servable (want random, first or simulated; oracle needs ground truth)", cfg.Policy)
 	}
 	rates := []struct {
@@ -213,7 +213,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Policy == PolicySimulated {
 		answer, err = s.cfg.Simulated.Answer(req.firstImage, texts)
 	} else {
-		answer, err = provider.PolicyAnswer(s.cfg.Policy, s.cfg.PolicySeed, texts, req.firstImage)
+		answer, err = PolicyAnswer(s.cfg.Policy, s.cfg.PolicySeed, texts, req.firstImage)
 	}
 	if err != nil {
 		s.stats.bad.Add(1)
@@ -256,7 +256,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.stats.ok.Add(1)
 	}
-	u := provider.EstimateUsage(texts, images, answer)
+	u := EstimateUsage(texts, images, answer)
 	model := req.model
 	if model == "" {
 		model = "baseline-" + s.cfg.Policy
@@ -313,15 +313,15 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": status}})
 }
 
-// Start serves cfg on a random loopback port until ctx ends or stop is
+// StartServer serves cfg on a random loopback port until ctx ends or stop is
 // called. url is the API base, e.g. "http://127.0.0.1:41234/v1".
-func Start(ctx context.Context, cfg Config) (url string, srv *Server, stop func(), err error) {
-	return StartOn(ctx, "127.0.0.1:0", cfg)
+func StartServer(ctx context.Context, cfg ServerConfig) (url string, srv *Server, stop func(), err error) {
+	return StartServerOn(ctx, "127.0.0.1:0", cfg)
 }
 
-// StartOn is Start on a given listen address.
-func StartOn(ctx context.Context, addr string, cfg Config) (url string, srv *Server, stop func(), err error) {
-	srv, err = New(cfg)
+// StartServerOn is StartServer on a given listen address.
+func StartServerOn(ctx context.Context, addr string, cfg ServerConfig) (url string, srv *Server, stop func(), err error) {
+	srv, err = NewServer(cfg)
 	if err != nil {
 		return "", nil, nil, err
 	}

@@ -1,4 +1,4 @@
-package simmodel
+package fakemodel
 
 import (
 	"encoding/base64"
@@ -67,9 +67,9 @@ func questions(t *testing.T, dir string, recs []*benchmark.Record) [][]asked {
 	return out
 }
 
-func load(t *testing.T, cfg Config) *Model {
+func load(t *testing.T, cfg SimConfig) *Simulated {
 	t.Helper()
-	m, err := Load(cfg)
+	m, err := LoadSimulated(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func load(t *testing.T, cfg Config) *Model {
 
 // answer asks q with an oracle-style prefix before the question, as
 // explicit mode sends it, and returns the parsed option numbers.
-func answer(t *testing.T, m *Model, q asked) []int {
+func answer(t *testing.T, m *Simulated, q asked) []int {
 	t.Helper()
 	reply, err := m.Answer(q.key, []string{"system text", "Answer: 1", "A verified finding.\n\n" + q.turn.Text})
 	if err != nil {
@@ -101,7 +101,7 @@ func sameSet(a, b []int) bool {
 func TestStageAccuracy(t *testing.T) {
 	dir, recs := fixture(t, 40)
 	acc := [4]float64{0.9, 0.6, 0.5, 0.3}
-	m := load(t, Config{Benchmark: dir, Accuracy: acc, Seed: 3})
+	m := load(t, SimConfig{Benchmark: dir, Accuracy: acc, Seed: 3})
 	var right, total [5]int
 	for _, qs := range questions(t, dir, recs) {
 		ok := map[benchmark.Stage]bool{}
@@ -132,7 +132,7 @@ func TestStageAccuracy(t *testing.T) {
 // option: in range, not the ground truth, None never mixed with others.
 func TestWrongAnswersAreValid(t *testing.T) {
 	dir, recs := fixture(t, 3)
-	m := load(t, Config{Benchmark: dir, Seed: 1})
+	m := load(t, SimConfig{Benchmark: dir, Seed: 1})
 	for _, qs := range questions(t, dir, recs) {
 		for _, q := range qs {
 			got := answer(t, m, q)
@@ -160,9 +160,9 @@ func TestWrongAnswersAreValid(t *testing.T) {
 func TestSeeds(t *testing.T) {
 	dir, recs := fixture(t, 3)
 	acc := [4]float64{0.5, 0.5, 0.5, 0.5}
-	a := load(t, Config{Benchmark: dir, Accuracy: acc, Seed: 7})
-	again := load(t, Config{Benchmark: dir, Accuracy: acc, Seed: 7})
-	other := load(t, Config{Benchmark: dir, Accuracy: acc, Seed: 8})
+	a := load(t, SimConfig{Benchmark: dir, Accuracy: acc, Seed: 7})
+	again := load(t, SimConfig{Benchmark: dir, Accuracy: acc, Seed: 7})
+	other := load(t, SimConfig{Benchmark: dir, Accuracy: acc, Seed: 8})
 	differ := 0
 	for _, qs := range questions(t, dir, recs) {
 		for _, q := range qs {
@@ -185,8 +185,8 @@ func TestSeeds(t *testing.T) {
 // set rate.
 func TestMislabelShared(t *testing.T) {
 	dir, recs := fixture(t, 10)
-	strong := load(t, Config{Benchmark: dir, Accuracy: [4]float64{1, 1, 1, 1}, Seed: 1, MislabelRate: 0.1, MislabelSeed: 5})
-	weak := load(t, Config{Benchmark: dir, Accuracy: [4]float64{0.2, 0.2, 0.2, 0.2}, Seed: 2, MislabelRate: 0.1, MislabelSeed: 5})
+	strong := load(t, SimConfig{Benchmark: dir, Accuracy: [4]float64{1, 1, 1, 1}, Seed: 1, MislabelRate: 0.1, MislabelSeed: 5})
+	weak := load(t, SimConfig{Benchmark: dir, Accuracy: [4]float64{0.2, 0.2, 0.2, 0.2}, Seed: 2, MislabelRate: 0.1, MislabelSeed: 5})
 	n, wrong := 0, 0
 	for _, qs := range questions(t, dir, recs) {
 		for _, q := range qs {
@@ -211,7 +211,7 @@ func TestMislabelShared(t *testing.T) {
 // is an error, never a guess.
 func TestUnknownRequests(t *testing.T) {
 	dir, recs := fixture(t, 1)
-	m := load(t, Config{Benchmark: dir, Accuracy: [4]float64{1, 1, 1, 1}})
+	m := load(t, SimConfig{Benchmark: dir, Accuracy: [4]float64{1, 1, 1, 1}})
 	qs := questions(t, dir, recs)
 	q := qs[0][0]
 	if _, err := m.Answer(provider.PayloadKey("another image"), []string{q.turn.Text}); !errors.Is(err, ErrUnknown) {
@@ -225,16 +225,16 @@ func TestUnknownRequests(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	dir, _ := fixture(t, 1)
 	for _, c := range []struct {
-		cfg  Config
+		cfg  SimConfig
 		want string
 	}{
-		{Config{Benchmark: dir, Accuracy: [4]float64{1.5}}, "stage 1 accuracy 1.5 is not in [0, 1]"},
-		{Config{Benchmark: dir, Accuracy: [4]float64{0, 0, math.NaN()}}, "stage 3 accuracy NaN"},
-		{Config{Benchmark: dir, MislabelRate: -0.1}, "mislabel rate -0.1"},
-		{Config{}, "no benchmark directory"},
-		{Config{Benchmark: filepath.Join(dir, "missing")}, "missing"},
+		{SimConfig{Benchmark: dir, Accuracy: [4]float64{1.5}}, "stage 1 accuracy 1.5 is not in [0, 1]"},
+		{SimConfig{Benchmark: dir, Accuracy: [4]float64{0, 0, math.NaN()}}, "stage 3 accuracy NaN"},
+		{SimConfig{Benchmark: dir, MislabelRate: -0.1}, "mislabel rate -0.1"},
+		{SimConfig{}, "no benchmark directory"},
+		{SimConfig{Benchmark: filepath.Join(dir, "missing")}, "missing"},
 	} {
-		_, err := Load(c.cfg)
+		_, err := LoadSimulated(c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one containing %q", c.cfg, err, c.want)
 		}

@@ -1,4 +1,4 @@
-package baselineserver
+package fakemodel
 
 import (
 	"bytes"

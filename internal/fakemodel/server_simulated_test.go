@@ -1,4 +1,4 @@
-package baselineserver
+package fakemodel
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/provider"
-	"github.com/chexpercept/chexpercept/internal/simmodel"
 )
 
 // TestSimulatedOverHTTP: a perfect simulated model behind the server,
@@ -33,14 +33,14 @@ func TestSimulatedOverHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err := simmodel.Load(simmodel.Config{Benchmark: dir, Accuracy: [4]float64{1, 1, 1, 1}})
+	m, err := LoadSimulated(SimConfig{Benchmark: dir, Accuracy: [4]float64{1, 1, 1, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Config{Policy: PolicySimulated}); err == nil || !strings.Contains(err.Error(), "needs a simulated model") {
+	if _, err := NewServer(ServerConfig{Policy: PolicySimulated}); err == nil || !strings.Contains(err.Error(), "needs a simulated model") {
 		t.Errorf("simulated policy without a model: %v", err)
 	}
-	url, _, stop, err := Start(context.Background(), Config{Policy: PolicySimulated, Simulated: m})
+	url, _, stop, err := StartServer(context.Background(), ServerConfig{Policy: PolicySimulated, Simulated: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestSimulatedOverHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", r.KeyID, p.ID, err)
 			}
-			if want := provider.FormatAnswer(p.GT); got.Text != want {
+			if want := parse.FormatAnswer(p.GT); got.Text != want {
 				t.Errorf("%s %s: %q, want %q", r.KeyID, p.ID, got.Text, want)
 			}
 			asked++

@@ -1,4 +1,4 @@
-package provider
+package fakemodel
 
 import (
 	"context"
@@ -7,19 +7,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
+	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
-
-// Baseline policy names (spec §11).
-const (
-	PolicyRandom = "random"
-	PolicyFirst  = "first"
-	PolicyOracle = "oracle"
-)
-
-// Policies lists the built-in policies.
-var Policies = []string{PolicyRandom, PolicyFirst, PolicyOracle}
 
 // maxMultiSelectOthers bounds m for the 2^m draw; real questions have 2–4.
 const maxMultiSelectOthers = 62
@@ -110,7 +102,7 @@ func RandomAnswer(seed int64, texts []string, firstImage string) (string, error)
 	}
 	r := rng.New(RandomLabel(seed, texts, firstImage))
 	if !multi {
-		return FormatAnswer([]int{1 + r.IntN(n)}), nil
+		return parse.FormatAnswer([]int{1 + r.IntN(n)}), nil
 	}
 	m := n - 1
 	if m > maxMultiSelectOthers {
@@ -118,7 +110,7 @@ func RandomAnswer(seed int64, texts []string, firstImage string) (string, error)
 	}
 	u := r.UintN(uint64(1) << uint(m))
 	if u == 0 {
-		return FormatAnswer([]int{n}), nil
+		return parse.FormatAnswer([]int{n}), nil
 	}
 	var pick []int
 	for i := 0; i < m; i++ {
@@ -126,31 +118,19 @@ func RandomAnswer(seed int64, texts []string, firstImage string) (string, error)
 			pick = append(pick, i+1)
 		}
 	}
-	return FormatAnswer(pick), nil
+	return parse.FormatAnswer(pick), nil
 }
 
 // FirstAnswer is the first policy: always option 1.
 func FirstAnswer() string { return "Answer: 1" }
 
-// FormatAnswer writes an answer as the baselines reply it: "Answer: " and
-// the option numbers, ascending, comma-joined.
-func FormatAnswer(nums []int) string {
-	s := slices.Clone(nums)
-	slices.Sort(s)
-	parts := make([]string, len(s))
-	for i, v := range s {
-		parts[i] = strconv.Itoa(v)
-	}
-	return "Answer: " + strings.Join(parts, ",")
-}
-
 // PolicyAnswer answers texts with a text-only policy (random or first),
 // the function shared by the in-process baseline and serve-baseline.
 func PolicyAnswer(policy string, seed int64, texts []string, firstImage string) (string, error) {
 	switch policy {
-	case PolicyRandom:
+	case runmodel.PolicyRandom:
 		return RandomAnswer(seed, texts, firstImage)
-	case PolicyFirst:
+	case runmodel.PolicyFirst:
 		return FirstAnswer(), nil
 	}
 	return "", fmt.Errorf("policy %q cannot answer from text alone (want random or first)", policy)
@@ -182,17 +162,17 @@ type baselineClient struct {
 	seed   int64
 }
 
-// NewBaseline returns the in-process client for a baseline policy.
-func NewBaseline(policy string, seed int64) (Client, error) {
-	if !slices.Contains(Policies, policy) {
+// NewClient returns the in-process client for a baseline policy.
+func NewClient(policy string, seed int64) (provider.Client, error) {
+	if !slices.Contains(runmodel.Policies, policy) {
 		return nil, fmt.Errorf("unknown baseline policy %q (want random, first or oracle)", policy)
 	}
 	return &baselineClient{policy: policy, seed: seed}, nil
 }
 
-func (c *baselineClient) Complete(ctx context.Context, req *Request) (*Response, error) {
+func (c *baselineClient) Complete(ctx context.Context, req *provider.Request) (*provider.Response, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, contextError(ctx, err)
+		return nil, provider.ContextError(ctx, err)
 	}
 	texts := make([]string, len(req.Messages))
 	images := 0
@@ -206,16 +186,23 @@ func (c *baselineClient) Complete(ctx context.Context, req *Request) (*Response,
 	}
 	var reply string
 	switch c.policy {
-	case PolicyOracle:
+	case runmodel.PolicyOracle:
 		if req.Meta == nil || len(req.Meta.GT) == 0 {
-			return nil, &CallError{Kind: KindClient, Msg: "oracle policy needs the ground truth in Request.Meta.GT, which is missing"}
+			return nil, &provider.CallError{Kind: provider.KindClient, Msg: "oracle policy needs the ground truth in Request.Meta.GT, which is missing"}
 		}
-		reply = FormatAnswer(req.Meta.GT)
+		reply = parse.FormatAnswer(req.Meta.GT)
 	default:
 		var err error
 		if reply, err = PolicyAnswer(c.policy, c.seed, texts, firstImage); err != nil {
-			return nil, &CallError{Kind: KindClient, Msg: c.policy + " policy: " + err.Error()}
+			return nil, &provider.CallError{Kind: provider.KindClient, Msg: c.policy + " policy: " + err.Error()}
 		}
 	}
-	return &Response{Text: reply, FinishReason: FinishStop, Usage: EstimateUsage(texts, images, reply)}, nil
+	return &provider.Response{Text: reply, FinishReason: provider.FinishStop, Usage: EstimateUsage(texts, images, reply)}, nil
+}
+
+// Identify implements runmodel.Identifier: the in-process baseline is its policy
+// and seed.
+func (c *baselineClient) Identify(context.Context, string) (runmodel.Identity, error) {
+	owner, policy, seed := provider.BaselineOwner, c.policy, c.seed
+	return runmodel.Identity{Verified: true, Source: runmodel.IdentityInProcess, OwnedBy: &owner, Policy: &policy, PolicySeed: &seed}.Seal(), nil
 }

@@ -1,4 +1,4 @@
-package eval
+package results
 
 import (
 	"slices"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/rng"
 )
 
@@ -184,5 +185,15 @@ func TestSelectionHashes(t *testing.T) {
 	}
 	if l, _ := ParseLesions("pneumonia, edema,edema"); !slices.Equal(l, []string{"edema", "pneumonia"}) {
 		t.Errorf("ParseLesions = %v", l)
+	}
+}
+
+// The strict parse mode's name, which names a run apart, is protocol's.
+func TestParseStrictName(t *testing.T) {
+	if parseStrict != string(parse.ModeStrict) {
+		t.Errorf("parseStrict %q, protocol's strict mode %q", parseStrict, parse.ModeStrict)
+	}
+	if got := RunName("openai", "m", true, true); got != "openai_m_no_thinking_strict" {
+		t.Errorf("run name %q", got)
 	}
 }

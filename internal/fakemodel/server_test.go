@@ -1,4 +1,4 @@
-package baselineserver
+package fakemodel
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
-func question(i int, opts ...string) string {
+func numberedQuestion(i int, opts ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Question %d about the image.\n\nOptions:", i)
 	for k, o := range opts {
@@ -34,9 +34,9 @@ func request(i int) *provider.Request {
 		Model: "any/model",
 		Messages: []provider.Message{
 			{Role: provider.RoleSystem, Text: "SYS"},
-			{Role: provider.RoleUser, Text: question(i, "Yes", "No"), Images: []*provider.Image{img}},
+			{Role: provider.RoleUser, Text: numberedQuestion(i, "Yes", "No"), Images: []*provider.Image{img}},
 			{Role: provider.RoleAssistant, Text: "Answer: 1"},
-			{Role: provider.RoleUser, Text: question(i+1000, opts...), Images: []*provider.Image{img, img}},
+			{Role: provider.RoleUser, Text: numberedQuestion(i+1000, opts...), Images: []*provider.Image{img, img}},
 		},
 	}
 }
@@ -53,13 +53,13 @@ func client(t *testing.T, url string) provider.Client {
 // TestServerMatchesInProcess: the HTTP server, reached through the real
 // OpenAI-compatible client, answers exactly as the in-process policy.
 func TestServerMatchesInProcess(t *testing.T) {
-	for _, policy := range []string{provider.PolicyRandom, provider.PolicyFirst} {
-		url, _, stop, err := Start(context.Background(), Config{Policy: policy, PolicySeed: 42})
+	for _, policy := range []string{runmodel.PolicyRandom, runmodel.PolicyFirst} {
+		url, _, stop, err := StartServer(context.Background(), ServerConfig{Policy: policy, PolicySeed: 42})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c := client(t, url)
-		local, _ := provider.NewBaseline(policy, 42)
+		local, _ := NewClient(policy, 42)
 		for i := 0; i < 60; i++ {
 			req := request(i)
 			got, err := c.Complete(context.Background(), req)
@@ -79,8 +79,8 @@ func TestServerMatchesInProcess(t *testing.T) {
 }
 
 func TestFaultRates(t *testing.T) {
-	cfg := Config{Policy: provider.PolicyRandom, Fail429: 0.1, Fail500: 0.1, FailMalformed: 0.1, FailEmpty: 0.1, RetryAfter: 2 * time.Second, FaultSeed: 3}
-	url, srv, stop, err := Start(context.Background(), cfg)
+	cfg := ServerConfig{Policy: runmodel.PolicyRandom, Fail429: 0.1, Fail500: 0.1, FailMalformed: 0.1, FailEmpty: 0.1, RetryAfter: 2 * time.Second, FaultSeed: 3}
+	url, srv, stop, err := StartServer(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,13 +132,13 @@ func TestFaultRates(t *testing.T) {
 // TestFaultsAreNotSticky: retrying the same request eventually succeeds,
 // with an answer equal to the in-process one.
 func TestFaultsAreNotSticky(t *testing.T) {
-	url, _, stop, err := Start(context.Background(), Config{Policy: provider.PolicyRandom, Fail500: 0.5, FailMalformed: 0.3})
+	url, _, stop, err := StartServer(context.Background(), ServerConfig{Policy: runmodel.PolicyRandom, Fail500: 0.5, FailMalformed: 0.3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
 	c := client(t, url)
-	local, _ := provider.NewBaseline(provider.PolicyRandom, 0)
+	local, _ := NewClient(runmodel.PolicyRandom, 0)
 	req := request(1)
 	want, _ := local.Complete(context.Background(), req)
 	for attempt := 0; attempt < 60; attempt++ {
@@ -154,7 +154,7 @@ func TestFaultsAreNotSticky(t *testing.T) {
 }
 
 func TestTimeoutFault(t *testing.T) {
-	url, srv, stop, err := Start(context.Background(), Config{Policy: provider.PolicyFirst, FailTimeout: 1})
+	url, srv, stop, err := StartServer(context.Background(), ServerConfig{Policy: runmodel.PolicyFirst, FailTimeout: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestTimeoutFault(t *testing.T) {
 }
 
 func TestLatency(t *testing.T) {
-	url, _, stop, err := Start(context.Background(), Config{Policy: provider.PolicyFirst, Latency: 80 * time.Millisecond, Jitter: 20 * time.Millisecond})
+	url, _, stop, err := StartServer(context.Background(), ServerConfig{Policy: runmodel.PolicyFirst, Latency: 80 * time.Millisecond, Jitter: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestLatency(t *testing.T) {
 }
 
 func TestHTTPErrors(t *testing.T) {
-	srv, err := New(Config{Policy: provider.PolicyRandom, MaxBody: 1024})
+	srv, err := NewServer(ServerConfig{Policy: runmodel.PolicyRandom, MaxBody: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestHTTPErrors(t *testing.T) {
 
 // GET /v1/models says the server is a baseline, with its policy and seed.
 func TestModelsEntrySaysBaseline(t *testing.T) {
-	srv, err := New(Config{Policy: provider.PolicyFirst, PolicySeed: 42})
+	srv, err := NewServer(ServerConfig{Policy: runmodel.PolicyFirst, PolicySeed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,13 +258,13 @@ func TestModelsEntrySaysBaseline(t *testing.T) {
 		t.Fatalf("%d entries, want 1", len(list.Data))
 	}
 	e := list.Data[0]
-	if e["owned_by"] != provider.BaselineOwner || e["policy"] != provider.PolicyFirst || e["policy_seed"] != 42.0 || e["id"] != "baseline-first" {
+	if e["owned_by"] != provider.BaselineOwner || e["policy"] != runmodel.PolicyFirst || e["policy_seed"] != 42.0 || e["id"] != "baseline-first" {
 		t.Errorf("entry %v, want owned_by %q, policy first, policy_seed 42", e, provider.BaselineOwner)
 	}
 }
 
 func TestConfigValidation(t *testing.T) {
-	bad := []Config{
+	bad := []ServerConfig{
 		{Policy: "oracle"},
 		{Policy: "random", Fail429: -0.1},
 		{Policy: "random", Fail500: 1.5},
@@ -272,8 +272,28 @@ func TestConfigValidation(t *testing.T) {
 		{Policy: "random", Latency: -time.Second},
 	}
 	for _, c := range bad {
-		if _, err := New(c); err == nil {
+		if _, err := NewServer(c); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
+	}
+}
+
+// TestClientIdentity: the in-process baseline is its policy and seed,
+// learned in process, and is not the served baseline of the same policy
+// and seed.
+func TestClientIdentity(t *testing.T) {
+	url, _, stop, err := StartServer(context.Background(), ServerConfig{Policy: runmodel.PolicyRandom, PolicySeed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	served, err := client(t, url).(runmodel.Identifier).Identify(context.Background(), "qwen3.6-27b")
+	if err != nil || *served.Policy != runmodel.PolicyRandom || *served.PolicySeed != 5 {
+		t.Fatalf("served identity %+v, error %v", served, err)
+	}
+	in, _ := NewClient(runmodel.PolicyRandom, 5)
+	local, err := in.(runmodel.Identifier).Identify(context.Background(), "random")
+	if err != nil || local.Source != runmodel.IdentityInProcess || *local.PolicySeed != 5 || local.Same(served) {
+		t.Errorf("in-process identity %+v, error %v", local, err)
 	}
 }

@@ -1,4 +1,4 @@
-package baselineserver
+package fakemodel
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		size   int
 	}{{"small", 1, 100}, {"7x1MB", 7, 1 << 20}} {
 		b.Run(tc.name, func(b *testing.B) {
-			url, _, stop, err := Start(context.Background(), Config{Policy: provider.PolicyRandom})
+			url, _, stop, err := StartServer(context.Background(), ServerConfig{Policy: runmodel.PolicyRandom})
 			if err != nil {
 				b.Fatal(err)
 			}

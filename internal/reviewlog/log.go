@@ -1,13 +1,15 @@
-// Package review holds the expert-review hook of the builder (spec
-// build.md §4): the decisions that let a candidate case into a benchmark.
+// Package reviewlog is the decision log of the expert review (spec
+// build.md §4): the decisions that let a candidate case into a benchmark,
+// and the one rule that resolves them. The builder reads it without the
+// review app; the review app (package review) writes and resolves by it.
 //
 // A case is accepted only by an explicit, current decision. Decisions come
 // from one of two stores with identical semantics: the portable
-// reviews.jsonl log (this file: the latest line per key_id wins) or the
+// reviews.jsonl log (this package: the latest line per key_id wins) or the
 // review app's SQLite database. The build sees both through the Decisions
 // interface; a Resolution tells it whether a candidate is accepted and, if
 // not, why (missing, rejected, disputed, stale).
-package review
+package reviewlog
 
 import (
 	"bufio"
@@ -84,6 +86,10 @@ type Log struct {
 
 var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
+// IsDigest reports whether s is a digest as the log records it: 64
+// lowercase hex digits (SHA-256).
+func IsDigest(s string) bool { return hexDigest.MatchString(s) }
+
 // ReadLog reads a reviews.jsonl file. A line that is not a JSON object, or
 // lacks key_id or a known decision, or carries a malformed digest, is an
 // error naming the file and the line.
@@ -94,6 +100,18 @@ func ReadLog(path string) (*Log, error) {
 	}
 	defer f.Close()
 	return parseLog(path, f)
+}
+
+// FromResolved is the Log of a review database's resolved lines (one per
+// key_id), named path: it resolves exactly as the reviews.jsonl exported
+// from the database would. Its KeyIDs is empty: a database decides only
+// the cases it was made from.
+func FromResolved(path string, lines []*Line) *Log {
+	l := &Log{Path: path, latest: make(map[string]*Line, len(lines))}
+	for _, ln := range lines {
+		l.latest[ln.KeyID] = ln
+	}
+	return l
 }
 
 // maxLogLine bounds one line of reviews.jsonl (a line is a few hundred

@@ -1,5 +1,5 @@
-// Package simmodel is a simulated vision-language model for demos and
-// tests: it answers a benchmark's questions with the ground truth at a set
+// The simulated model (Simulated) is a vision-language model for demos
+// and tests: it answers a benchmark's questions with the ground truth at a set
 // accuracy per stage, and otherwise with another valid option.
 //
 // The model sees only what a real model is sent. It knows the benchmark
@@ -28,7 +28,8 @@
 //     wrong answer. Models that share the mislabel seed and rate all give
 //     the same wrong answer there, which is how an item whose ground truth
 //     is wrong looks to the item-health analysis.
-package simmodel
+
+package fakemodel
 
 import (
 	"encoding/base64"
@@ -42,14 +43,15 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
-// Config describes one simulated model.
-type Config struct {
+// SimConfig describes one simulated model.
+type SimConfig struct {
 	// Benchmark is the benchmark directory whose questions it answers.
 	Benchmark string
 	// Accuracy is the probability that a record's stage k+1 is answered
@@ -69,9 +71,9 @@ type Config struct {
 // question is not in the benchmark.
 var ErrUnknown = errors.New("not in the benchmark")
 
-// Model is a loaded simulated model; safe for concurrent use.
-type Model struct {
-	cfg    Config
+// Simulated is a loaded simulated model; safe for concurrent use.
+type Simulated struct {
+	cfg    SimConfig
 	byXray map[string][]*record // PayloadKey of the radiograph → records
 }
 
@@ -82,9 +84,9 @@ type record struct {
 	pq    [benchmark.StageAttributeExtraction + 1]float64
 }
 
-// Load validates cfg and reads the benchmark: its chexpercept.json and
+// LoadSimulated validates cfg and reads the benchmark: its chexpercept.json and
 // each record's radiograph (bounded by imagefile.MaxFileBytes).
-func Load(cfg Config) (*Model, error) {
+func LoadSimulated(cfg SimConfig) (*Simulated, error) {
 	for i, a := range cfg.Accuracy {
 		if math.IsNaN(a) || a < 0 || a > 1 {
 			return nil, fmt.Errorf("simulated model: stage %d accuracy %v is not in [0, 1]", i+1, a)
@@ -100,7 +102,7 @@ func Load(cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simulated model: %w", err)
 	}
-	m := &Model{cfg: cfg, byXray: map[string][]*record{}}
+	m := &Simulated{cfg: cfg, byXray: map[string][]*record{}}
 	for _, rec := range b.Records {
 		plan, err := protocol.Plan(rec, cfg.Benchmark)
 		if err != nil {
@@ -136,7 +138,7 @@ func Load(cfg Config) (*Model, error) {
 // Answer replies to a conversation: firstImage is provider.PayloadKey of
 // the first image's base64 text, texts the message texts in order (the
 // last one is the question). The reply is "Answer: " and option numbers.
-func (m *Model) Answer(firstImage string, texts []string) (string, error) {
+func (m *Simulated) Answer(firstImage string, texts []string) (string, error) {
 	recs := m.byXray[firstImage]
 	if len(recs) == 0 {
 		return "", fmt.Errorf("the first image of the conversation is %w", ErrUnknown)
@@ -161,11 +163,11 @@ func (m *Model) Answer(firstImage string, texts []string) (string, error) {
 	if turn == nil {
 		return "", fmt.Errorf("the question is %w for this radiograph", ErrUnknown)
 	}
-	return provider.FormatAnswer(m.choose(firstImage, turn, rec.pq[turn.Q.Stage()])), nil
+	return parse.FormatAnswer(m.choose(firstImage, turn, rec.pq[turn.Q.Stage()])), nil
 }
 
 // choose draws the answer to one question.
-func (m *Model) choose(xray string, t *protocol.PlannedTurn, pRight float64) []int {
+func (m *Simulated) choose(xray string, t *protocol.PlannedTurn, pRight float64) []int {
 	if m.cfg.MislabelRate > 0 {
 		shared := rng.New(label("mislabel", m.cfg.MislabelSeed, xray, t.Text))
 		if shared.Float64() < m.cfg.MislabelRate {

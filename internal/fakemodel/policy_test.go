@@ -1,4 +1,4 @@
-package provider
+package fakemodel
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 func question(opts ...string) string {
@@ -81,7 +84,7 @@ func TestRandomAnswerIsPure(t *testing.T) {
 	// not share one draw, or the baseline would not sit at chance.
 	seen = map[string]bool{}
 	for i := 0; i < 40; i++ {
-		b, _ := RandomAnswer(7, texts, PayloadKey(fmt.Sprintf("image %d", i)))
+		b, _ := RandomAnswer(7, texts, provider.PayloadKey(fmt.Sprintf("image %d", i)))
 		seen[b] = true
 	}
 	if len(seen) < 3 {
@@ -142,32 +145,32 @@ func TestRandomDistribution(t *testing.T) {
 }
 
 func TestBaselineClient(t *testing.T) {
-	req := &Request{Messages: []Message{{Role: RoleSystem, Text: "S"},
-		{Role: RoleUser, Text: question("a", "b", "None"), Images: []*Image{NewImage([]byte("x"))}}}}
-	first, _ := NewBaseline(PolicyFirst, 0)
+	req := &provider.Request{Messages: []provider.Message{{Role: provider.RoleSystem, Text: "S"},
+		{Role: provider.RoleUser, Text: question("a", "b", "None"), Images: []*provider.Image{provider.NewImage([]byte("x"))}}}}
+	first, _ := NewClient(runmodel.PolicyFirst, 0)
 	if r, err := first.Complete(context.Background(), req); err != nil || r.Text != "Answer: 1" || r.FinishReason != "stop" {
 		t.Errorf("first: %+v %v", r, err)
 	}
-	rnd, _ := NewBaseline(PolicyRandom, 5)
+	rnd, _ := NewClient(runmodel.PolicyRandom, 5)
 	r, err := rnd.Complete(context.Background(), req)
 	want, _ := RandomAnswer(5, []string{"S", question("a", "b", "None")}, "")
 	if err != nil || r.Text != want || r.Usage == nil || r.Usage.Input != 1+int64(len(question("a", "b", "None"))+3)/4+EstTokensPerImage {
 		t.Errorf("random: %+v %v (want %q)", r, err, want)
 	}
-	or, _ := NewBaseline(PolicyOracle, 0)
-	req.Meta = &Meta{NumOptions: 3, MultiSelect: true, GT: []int{2, 1}}
+	or, _ := NewClient(runmodel.PolicyOracle, 0)
+	req.Meta = &provider.Meta{NumOptions: 3, MultiSelect: true, GT: []int{2, 1}}
 	if r, err := or.Complete(context.Background(), req); err != nil || r.Text != "Answer: 1,2" {
 		t.Errorf("oracle: %+v %v", r, err)
 	}
 	req.Meta = nil
-	var ce *CallError
+	var ce *provider.CallError
 	if _, err := or.Complete(context.Background(), req); !errors.As(err, &ce) || ce.Retryable() || !strings.Contains(ce.Msg, "Meta") {
 		t.Errorf("oracle without meta: %v", err)
 	}
-	if _, err := rnd.Complete(context.Background(), &Request{Messages: []Message{{Role: RoleUser, Text: "no options"}}}); !errors.As(err, &ce) || ce.Retryable() {
+	if _, err := rnd.Complete(context.Background(), &provider.Request{Messages: []provider.Message{{Role: provider.RoleUser, Text: "no options"}}}); !errors.As(err, &ce) || ce.Retryable() {
 		t.Errorf("random without options: %v", err)
 	}
-	if _, err := NewBaseline("dummy", 0); err == nil {
+	if _, err := NewClient("dummy", 0); err == nil {
 		t.Error("unknown policy accepted")
 	}
 }

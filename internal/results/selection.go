@@ -1,4 +1,4 @@
-package eval
+package results
 
 import (
 	"crypto/sha256"
@@ -10,18 +10,9 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
-	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
-
-// Selection is the record selection of spec protocol.md §2.3; its type
-// is the manifest's (results.Selection), which records it.
-type Selection = results.Selection
-
-// Shard is --shard i/n with i resolved (1-based), as the manifest records
-// it.
-type Shard = results.Shard
 
 // ParseShard reads "i/n" or "auto/n". For auto, i comes from
 // JOB_COMPLETION_INDEX (0-based) or SLURM_ARRAY_TASK_ID −
