@@ -15,7 +15,7 @@ import (
 // kept, and no more builds than allowed run at once.
 func TestBlobCache(t *testing.T) {
 	ctx := context.Background()
-	c := NewBlobCache(10, 2)
+	c := NewBlobCache(100, 2)
 	var builds, running, peak atomic.Int64
 	release := make(chan struct{})
 	started := make(chan struct{}, 100)
@@ -55,9 +55,22 @@ func TestBlobCache(t *testing.T) {
 	if p := peak.Load(); p > 2 {
 		t.Errorf("%d builds at once, limit 2", p)
 	}
-	size, entries, _, _ := c.Stats()
-	if size > 10 || entries != 3 {
-		t.Errorf("held %d bytes in %d entries, want at most 10 bytes in 3", size, entries)
+	// A smaller cache drops the least recently used: k0, then k1.
+	small := NewBlobCache(10, 1)
+	for _, k := range []string{"k0", "k1", "k2", "k0", "k3"} {
+		if _, _, err := small.Get(ctx, k, func() ([]byte, error) { return []byte("xxx"), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size, entries, hits, built := small.Stats()
+	if size != 9 || entries != 3 || hits != 1 || built != 4 {
+		t.Errorf("held %d bytes in %d entries after %d hits and %d builds, want 9, 3, 1, 4", size, entries, hits, built)
+	}
+	if _, _, err := small.Get(ctx, "k1", func() ([]byte, error) { return []byte("new"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, built := small.Stats(); built != 5 {
+		t.Error("k1 was kept although least recently used")
 	}
 	if _, _, err := c.Get(ctx, "bad", func() ([]byte, error) { return nil, errors.New("broken") }); err == nil {
 		t.Error("build error not returned")
