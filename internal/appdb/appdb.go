@@ -88,19 +88,34 @@ func Create(path, kind, schema, synchronous string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", kind, path, err)
 	}
+	// Neither the file nor a side file existed: whatever a failure below
+	// leaves is this call's own, and is removed so that the rerun starts
+	// afresh instead of meeting a half-made database.
 	db, err := OpenDSN(d, false)
 	if err != nil {
+		Remove(path)
 		return nil, fmt.Errorf("%s %s: %w", kind, path, err)
 	}
 	if _, err := db.Exec(schema); err != nil {
-		db.Close()
+		_ = db.Close() // the schema's error is the one to report
+		Remove(path)
 		return nil, fmt.Errorf("%s %s: create schema: %w", kind, path, err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
-		db.Close()
+		_ = db.Close() // the chmod's error is the one to report
+		Remove(path)
 		return nil, fmt.Errorf("%s %s: %w", kind, path, safefile.Reason(err))
 	}
 	return db, nil
+}
+
+// Remove deletes a database that its own command created and could not
+// finish: the file and its side files. Callers use it only for a
+// database they made in this process (Create checked nothing was there).
+func Remove(path string) {
+	for _, suffix := range append([]string{""}, SideFiles...) {
+		_ = os.Remove(path + suffix) // best effort: the creating error is reported
+	}
 }
 
 // CheckSchema reports whether db's meta table names schemaID; the error

@@ -53,6 +53,26 @@ func TestCreate(t *testing.T) {
 	}
 }
 
+// TestCreateFailureLeavesNothing: a database whose creation fails part
+// way (here its schema) is removed with its side files, so the rerun of
+// the command that made it is not refused as "already exists".
+func TestCreateFailureLeavesNothing(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "app.sqlite")
+	if _, err := Create(p, "test db", testSchema+"\nCREATE TABLE (", "FULL"); err == nil || !strings.Contains(err.Error(), "create schema") {
+		t.Fatalf("create with a broken schema: %v", err)
+	}
+	for _, suffix := range append([]string{""}, SideFiles...) {
+		if _, err := os.Lstat(p + suffix); err == nil {
+			t.Errorf("a failed create left %s", filepath.Base(p+suffix))
+		}
+	}
+	db, err := Create(p, "test db", testSchema, "FULL")
+	if err != nil {
+		t.Fatalf("create after a failed one: %v", err)
+	}
+	db.Close()
+}
+
 func TestDSN(t *testing.T) {
 	d, err := DSN("a b/x?.sqlite", "rw", "FULL")
 	if err != nil || !strings.Contains(d, "a%20b/x%3F.sqlite?mode=rw&") || !strings.Contains(d, "synchronous(FULL)") {

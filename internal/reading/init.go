@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
@@ -141,9 +141,7 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	defer func() {
 		s.Close()
 		if err != nil { // a refused init leaves nothing behind
-			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-				os.Remove(o.DB + suffix)
-			}
+			appdb.Remove(o.DB)
 		}
 	}()
 	tx, err := s.db.BeginTx(ctx, nil)

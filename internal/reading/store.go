@@ -82,7 +82,8 @@ func create(path string) (*Store, error) {
 		return nil, err
 	}
 	if err := addAidSchema(db.W); err != nil {
-		db.Close()
+		_ = db.Close() // the schema's error is the one to report
+		appdb.Remove(path)
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
 	return &Store{db: db, Path: path, now: time.Now}, nil

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sort"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/mask"
@@ -97,9 +97,7 @@ func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credentia
 	})
 	if err != nil {
 		s.Close()
-		os.Remove(path)
-		os.Remove(path + "-wal")
-		os.Remove(path + "-shm")
+		appdb.Remove(path)
 		return nil, 0, fmt.Errorf("review db %s: %w", path, err)
 	}
 	return creds, len(kept), nil
