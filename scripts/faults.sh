@@ -4,7 +4,7 @@
 # Runs build (fresh and over a finished build), eval, merge, report,
 # review export and read export on a small phantom benchmark under
 # strace, making one system call fail (strace -e inject=SYSCALL:error=E:when=N:
-# the Nth call of each thread): ENOSPC and EIO on write, fsync and rename,
+# the Nth call of each thread): ENOSPC and EIO on write, fsync and renameat (the rename Go makes),
 # EMFILE on openat, EIO on pread64. For every run it checks that
 #   - the command either completes or exits non-zero with an error line
 #     naming a file under the work folder, and never panics (no "panic:",
@@ -150,28 +150,28 @@ n=0
 o=""
 next() { n=$((n + 1)); o="$T/out$n"; }
 
-for spec in "write ENOSPC 5" "fsync EIO 1" "rename EIO 3" "openat EMFILE 40"; do
+for spec in "write ENOSPC 5" "fsync EIO 1" "renameat EIO 3" "openat EMFILE 40"; do
 	set -- $spec
 	next
 	fault "build" build "$1" "$2" "$3" "$o" -- "${build_args[@]}" --out "$o"
 done
-for spec in "write EIO 3" "rename ENOSPC 1" "openat EMFILE 30" "fsync ENOSPC 2"; do
+for spec in "write EIO 3" "renameat ENOSPC 1" "openat EMFILE 30" "fsync ENOSPC 2"; do
 	set -- $spec
 	rebuild_copy
 	next
 	fault "build (rebuild)" rebuild "$1" "$2" "$3" "$T/rb" -- "${build_args[@]}" --out "$T/rb"
 done
-for spec in "write ENOSPC 3" "fsync EIO 2" "rename EIO 1" "openat EMFILE 20"; do
+for spec in "write ENOSPC 3" "fsync EIO 2" "renameat EIO 1" "openat EMFILE 20"; do
 	set -- $spec
 	next
 	fault "eval" eval "$1" "$2" "$3" "$o" -- "${eval_args[@]}" --out "$o"
 done
-for spec in "write ENOSPC 10" "rename EIO 5" "openat EMFILE 30"; do
+for spec in "write ENOSPC 10" "renameat EIO 5" "openat EMFILE 30"; do
 	set -- $spec
 	next
 	fault "report" report "$1" "$2" "$3" "$o" -- "${report_args[@]}" --out "$o"
 done
-for spec in "write EIO 2" "fsync ENOSPC 1" "rename EIO 2" "openat EMFILE 12"; do
+for spec in "write EIO 2" "fsync ENOSPC 1" "renameat EIO 2" "openat EMFILE 12"; do
 	set -- $spec
 	next
 	fault "merge" merge "$1" "$2" "$3" "$o" -- merge "$SHARDS" --out "$o"
@@ -183,7 +183,7 @@ for spec in "openat EMFILE 6" "pread64 EIO 4" "pread64 EIO 8" "write ENOSPC 2"; 
 	next
 	fault "read export" read "$1" "$2" "$3" "$o" -- read export --db "$T/read.sqlite" --out "$o"
 done
-for spec in "write ENOSPC 1" "rename EIO 1" "fsync EIO 1"; do
+for spec in "write ENOSPC 1" "renameat EIO 1" "fsync EIO 1"; do
 	set -- $spec
 	next
 	fault "review export" review "$1" "$2" "$3" "$o" -- review export --review-db "$T/review.sqlite" --reviews "$o"
