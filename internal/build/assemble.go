@@ -478,6 +478,13 @@ func (a *assembly) deformationJSON() ([]byte, error) {
 		if d == nil {
 			w := readWork(a.workDir, o.KeyID, "", a.cfg.LesionSet())
 			if w == nil || w.Deformation == nil {
+				// Say why when the work state could not be read at all
+				// (out of descriptors, an I/O error), not only that it
+				// lacks the results.
+				name := filepath.Join(a.workDir, o.KeyID, caseJSON)
+				if _, err := safefile.ReadFile(name, maxMetaBytes, safefile.NoFollow); err != nil {
+					return nil, fmt.Errorf("%s: reading its work state: %w", o.KeyID, err)
+				}
 				return nil, fmt.Errorf("%s: work state has no deformation results", o.KeyID)
 			}
 			d = w.Deformation
