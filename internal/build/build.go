@@ -379,26 +379,33 @@ func probeWritable(dir string) error {
 // and the bundle folders are scanned one level deep, which is where the
 // build creates them.
 func cleanLeftovers(out string) error {
-	dirs := []string{out, filepath.Join(out, workDirName), filepath.Join(out, imagesDir), filepath.Join(out, masksDir), filepath.Join(out, inspectDir)}
-	for _, d := range dirs {
-		ents, err := os.ReadDir(d)
-		if err != nil {
-			if os.IsNotExist(err) {
-				continue
-			}
+	for _, d := range []string{out, filepath.Join(out, workDirName), filepath.Join(out, imagesDir), filepath.Join(out, masksDir), filepath.Join(out, inspectDir)} {
+		if err := cleanDirLeftovers(d); err != nil {
 			return err
 		}
-		for _, en := range ents {
-			n := en.Name()
-			if restored, err := restoreAside(d, n); err != nil {
+	}
+	return nil
+}
+
+// cleanDirLeftovers is cleanLeftovers for the entries of one folder.
+func cleanDirLeftovers(d string) error {
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	for _, en := range ents {
+		n := en.Name()
+		if restored, err := restoreAside(d, n); err != nil {
+			return err
+		} else if restored {
+			continue
+		}
+		if isLeftover(n) {
+			if err := os.RemoveAll(filepath.Join(d, n)); err != nil {
 				return err
-			} else if restored {
-				continue
-			}
-			if strings.HasPrefix(n, ".staging-") || strings.Contains(n, ".tmp-") {
-				if err := os.RemoveAll(filepath.Join(d, n)); err != nil {
-					return err
-				}
 			}
 		}
 	}

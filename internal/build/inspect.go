@@ -206,6 +206,11 @@ func inspectCase(e *env, c *source.Case, out, pathName string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// Debris of an earlier inspect that failed or was killed: staging
+	// folders are removed, an old folder set aside is put back.
+	if err := cleanDirLeftovers(dir); err != nil {
+		return err
+	}
 	stage := filepath.Join(dir, ".staging-"+o.KeyID+"-"+randSuffix())
 	if err := os.MkdirAll(stage, 0o755); err != nil {
 		return err
@@ -244,7 +249,11 @@ func inspectCase(e *env, c *source.Case, out, pathName string) error {
 		os.RemoveAll(stage)
 		return w.err
 	}
-	return replaceDir(stage, filepath.Join(dir, o.KeyID))
+	if err := replaceDir(stage, filepath.Join(dir, o.KeyID)); err != nil {
+		_ = os.RemoveAll(stage) // the staging folder is this call's own; the rename's error is the one to report
+		return err
+	}
+	return nil
 }
 
 // steps writes one image per step of the final attempt and one per fake.

@@ -343,3 +343,37 @@ func TestInspectRefuses(t *testing.T) {
 	}
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, root))
 }
+
+// TestInspectFailedRenameLeavesNoStaging: an inspect whose final rename
+// fails removes its staging folder, and the rerun completes with nothing
+// of the failed one left in inspect/.
+func TestInspectFailedRenameLeavesNoStaging(t *testing.T) {
+	ref := referenceBuild(t)
+	bench := filepath.Join(t.TempDir(), "bench")
+	outdirtest.CopyTree(t, ref, bench)
+	key := ""
+	ents, _ := os.ReadDir(filepath.Join(bench, imagesDir))
+	for _, e := range ents {
+		if strings.Contains(e.Name(), "_positive_") {
+			key = e.Name()
+			break
+		}
+	}
+	failRenames(t, 1)
+	if _, err := Inspect(InspectOptions{Dir: bench, Key: key}); err == nil {
+		t.Fatal("inspect with a failed rename succeeded")
+	}
+	renameDir = os.Rename
+	if _, err := Inspect(InspectOptions{Dir: bench, Key: key}); err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	ents, err := os.ReadDir(filepath.Join(bench, inspectDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() != key {
+			t.Errorf("inspect/ holds %s after the rerun", e.Name())
+		}
+	}
+}
