@@ -86,6 +86,9 @@ func plotCaption(name string, runs []*analysis.RunResult) string {
 			}
 			s += ": " + run
 		}
+		if k.kind != "depth_heatmap" && k.kind != "lesion_stage" {
+			s += "; a bar at 0 % is drawn as a thin bar"
+		}
 		return s + " (oracle mode " + mode + ")."
 	}
 	return name
