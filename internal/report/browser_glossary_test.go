@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -8,8 +10,33 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/browsertest"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
+
+// longSamplingReport is the report of the baseline runs, one of them
+// with long generation settings in its manifest.
+func longSamplingReport(t *testing.T) string {
+	t.Helper()
+	tmp := t.TempDir()
+	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
+	name := filepath.Join(dir, "baseline_random", "oracle_none", results.ManifestFile)
+	mb := read(t, name)
+	mb = bytes.Replace(mb, []byte(`"run_name"`), []byte(`"sampling": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 8192, "seed": 12345, "extra_body": {"top_k": 20, "min_p": 0.05, "repetition_penalty": 1.05, "chat_template_kwargs": {"enable_thinking": true}, "stop": ["<|im_end|>", "<|endoftext|>", "Observation:"]}}, "run_name"`), 1)
+	if err := os.WriteFile(name, mb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "report")
+	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+		t.Fatal(err)
+	}
+	if md := string(read(t, filepath.Join(out, "report.md"))); !strings.Contains(md, "repetition_penalty") {
+		t.Fatal("the fixture's sampling is not in report.md")
+	}
+	return out
+}
 
 // TestBrowserGlossaryFits opens reports with several runs (six models,
 // the oracle baseline first) and with readers and models at 1400×1000:
@@ -22,6 +49,7 @@ func TestBrowserGlossaryFits(t *testing.T) {
 	reports := []struct{ name, dir string }{
 		{"six runs", planted},
 		{"readers and models", readersReport(t)},
+		{"long sampling", longSamplingReport(t)},
 	}
 	terms := []string{"Oracle mode", "oracle none", "oracle implicit", "oracle explicit", "Error policy",
 		"RR, RF, LF", "Stages 1–4", "T1–T9", "E2E", "Depth", "n and the per-stage counts",

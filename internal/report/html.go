@@ -34,6 +34,9 @@ var pageTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
 	"inc":      func(i int) int { return i + 1 },
 	"note":     tableNote,
 	"oracleID": oracleModeID,
+	// long marks a cell of free text (sampling settings, a server's
+	// identity) that may wrap, so that its table fits the window.
+	"long": func(s string) bool { return len(s) > 40 },
 	// md renders the one markdown feature the tables use, *emphasis*.
 	"md": func(s string) template.HTML {
 		esc := template.HTMLEscapeString(s)
