@@ -50,6 +50,7 @@ func TestBrowserGlossaryFits(t *testing.T) {
 		{"six runs", planted},
 		{"readers and models", readersReport(t)},
 		{"long sampling", longSamplingReport(t)},
+		{"findings", findingsReport(t)},
 	}
 	terms := []string{"Oracle mode", "oracle none", "oracle implicit", "oracle explicit", "Error policy",
 		"RR, RF, LF", "Stages 1–4", "T1–T9", "E2E", "Depth", "n and the per-stage counts",
@@ -98,6 +99,9 @@ func TestBrowserGlossaryFits(t *testing.T) {
 			// Every oracle mode heading links to its mode's definition.
 			if n := evalInt(t, ctx, `Array.from(document.querySelectorAll("#tables h2")).filter(h => !h.querySelector('a[href^="#g-oracle-"]:not([href="#g-oracle-mode"])')).length`); n > 0 {
 				t.Errorf("%d oracle mode heading(s) without a link to the mode's definition", n)
+			}
+			if r.name == "findings" && evalInt(t, ctx, `document.querySelectorAll('#findings figure img[src^="plot_domain_groups"]').length`) == 0 {
+				t.Error("the findings show no domain-groups plot")
 			}
 			dup, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => { const seen = {}, dup = []; document.querySelectorAll("figure img").forEach(i => { const s = i.getAttribute("src"); if (seen[s]) dup.push(s); seen[s] = 1; }); return dup; })()`))
 			if err != nil {
