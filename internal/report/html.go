@@ -31,8 +31,12 @@ var (
 )
 
 var pageTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
-	"inc":  func(i int) int { return i + 1 },
-	"note": tableNote,
+	"inc":      func(i int) int { return i + 1 },
+	"note":     tableNote,
+	"oracleID": oracleModeID,
+	// long marks a cell of free text (sampling settings, a server's
+	// identity) that may wrap, so that its table fits the window.
+	"long": func(s string) bool { return len(s) > 40 },
 	// md renders the one markdown feature the tables use, *emphasis*.
 	"md": func(s string) template.HTML {
 		esc := template.HTMLEscapeString(s)
@@ -104,18 +108,29 @@ func writeHTML(res *analysis.Result, d *doc, jobs []plotJob, dir string, opts Op
 	if err := runAll(append(fns, details...), opts.Workers); err != nil {
 		return err
 	}
+	// Each plot appears once: one shown in the findings is left out of
+	// the plots section.
+	shown := map[string]bool{}
+	if d.Findings != nil {
+		for _, p := range d.Findings.Plots {
+			shown[p.Name] = true
+		}
+	}
 	var plots []plotLink
 	for _, j := range jobs {
-		plots = append(plots, newPlotLink(j, res.Runs))
+		if !shown[j.name] {
+			plots = append(plots, newPlotLink(j, res.Runs))
+		}
 	}
 	var buf bytes.Buffer
 	err = pageTmpl.Execute(&buf, map[string]any{
-		"CSS":    template.CSS(reportCSS),
-		"JS":     template.JS(reportJS),
-		"Index":  template.JS(idx),
-		"Doc":    d,
-		"Plots":  plots,
-		"Health": healthHTML(res),
+		"CSS":      template.CSS(reportCSS),
+		"JS":       template.JS(reportJS),
+		"Index":    template.JS(idx),
+		"Doc":      d,
+		"Plots":    plots,
+		"Health":   healthHTML(res),
+		"Glossary": glossary,
 	})
 	if err != nil {
 		return fmt.Errorf("index.html: %w", err)

@@ -20,17 +20,19 @@ const (
 	defStages  = "Stages: 1 detection, 2 contour evaluation, 3 contour revision, 4 attributes."
 	defCells   = "Cells give the percentage with its 95 % interval; N/A marks a stage that does not apply or a cell without records."
 	defChance  = "The rows chance (uniform guessing) and majority (always the most frequent answer of each question type) come from the benchmark alone."
+	defN       = "n: the records of the path; a stage counts only the records it applies to, and cardiomegaly (a heart-type lesion) has no stage 4, so stage 4 of revision_required and revision_free is over n minus the cardiomegaly records (n = 7 with one cardiomegaly record: stage 4 is over 6)."
 	defJaccard = "Jaccard: for a multi-select question, the overlap of the chosen and the right options, |chosen ∩ right| / |chosen ∪ right|, averaged (exact match is still what counts as correct)."
 )
 
 // tableNotes map the start of a table title to its note, first match wins.
 var tableNotes = []struct{ prefix, note string }{
-	{"Leaderboard", "One row per run. " + defDepth + " E2E: end-to-end accuracy at the last stage of the path, that is the share of records answered correctly at every stage. Parse: how answers were read (reference: the reference implementation's lenient rules; strict: only an explicit \"Answer: N\" counts). Sampling: the generation settings the run sent."},
+	{"Leaderboard", "One row per run. " + defDepth + " E2E: end-to-end accuracy at the last stage of the path, that is the share of records answered correctly at every stage. Parse: how answers were read (reference: the reference implementation's lenient rules; strict: only an explicit \"Answer: N\" counts). Sampling: see the Sampling table below, one row per run."},
+	{"Sampling", "The generation settings each run sent (temperature, top_p, token limit, …), as its manifest records them; N/A without a manifest."},
 	{"Servers", "Who answered each run: the model entry the server listed when eval asked it before the first call (its preflight; owned_by, root and max_model_len for vLLM, version for Gemini, policy for chexpercept's baseline server). A run answered by chexpercept's stand-in (serve-baseline, the simulated models included) is marked " + analysis.RehearsalNote + ": it rehearses the command of a real run, its numbers are the stand-in's. N/A: the manifest records no server (older runs, imports, human readers)."},
 	{"End-to-end accuracy (%) by lesion", defE2E + " " + defStages + " " + defCells},
-	{"End-to-end accuracy", defE2E + " " + defStages + " " + defCells + " " + defDepth},
-	{"Oracle-passed accuracy", defOP + " " + defStages + " " + defCells},
-	{"Conditional accuracy", defCond + " " + defStages + " " + defCells},
+	{"End-to-end accuracy", defE2E + " " + defStages + " " + defCells + " " + defDepth + " " + defN},
+	{"Oracle-passed accuracy", defOP + " " + defStages + " " + defCells + " " + defN},
+	{"Conditional accuracy", defCond + " " + defStages + " " + defCells + " " + defN},
 	{"Depth by lesion", defDepth + " The interval is a bootstrap 95 % interval."},
 	{"Contour revision sub-questions", "Each question of stage 3 on its own: expansion and contraction (which coloured points the mask must grow toward or shrink at; multi-select, right only when exactly the right set is chosen) and revision result (which of the mask images is the corrected one). " + defJaccard + " " + defChance},
 	{"Attribute sub-questions", "Each question of stage 4 on its own: distribution (how many lung zones), location (which regions; multi-select), severity (what share of the lung) and comparison (left against right lung). " + defJaccard + " " + defChance},
@@ -83,6 +85,9 @@ func plotCaption(name string, runs []*analysis.RunResult) string {
 				}
 			}
 			s += ": " + run
+		}
+		if k.kind != "depth_heatmap" && k.kind != "lesion_stage" {
+			s += "; a bar at 0 % is drawn as a thin bar"
 		}
 		return s + " (oracle mode " + mode + ")."
 	}

@@ -44,6 +44,9 @@ type xyErr struct {
 	plotter.YErrors
 }
 
+// minBar is the height (a share, 1.2 %) at which a 0 % bar is drawn.
+const minBar = 0.012
+
 // groupedBars draws bars in data coordinates (so the interval bars sit
 // exactly on them): group i spans [i−0.4, i+0.4], split among the series.
 func groupedBars(title, ylabel string, groups []string, series []barSeries) (*plot.Plot, error) {
@@ -64,7 +67,10 @@ func groupedBars(title, ylabel string, groups []string, series []barSeries) (*pl
 				continue
 			}
 			x := float64(i) - 0.4 + bw*(float64(s)+0.5)
-			rings = append(rings, plotter.XYs{{X: x - bw/2, Y: 0}, {X: x + bw/2, Y: 0}, {X: x + bw/2, Y: v}, {X: x - bw/2, Y: v}})
+			// A bar at (or near) 0 % is drawn minBar high, so that it
+			// shows as a thin bar rather than as no bar at all.
+			top := max(v, minBar)
+			rings = append(rings, plotter.XYs{{X: x - bw/2, Y: 0}, {X: x + bw/2, Y: 0}, {X: x + bw/2, Y: top}, {X: x - bw/2, Y: top}})
 			if !math.IsNaN(ser.lo[i]) {
 				eb.XYs = append(eb.XYs, plotter.XY{X: x, Y: v})
 				eb.YErrors = append(eb.YErrors, struct{ Low, High float64 }{v - ser.lo[i], ser.hi[i] - v})
@@ -98,7 +104,10 @@ func groupedBars(title, ylabel string, groups []string, series []barSeries) (*pl
 	rotateX(p, groups)
 	p.Legend.Top = true
 	p.Legend.Left = false
-	p.Legend.XOffs = 0
+	// Inset from the right edge of the data area, so that the swatches
+	// and the text stay inside the image.
+	p.Legend.XOffs = -vg.Points(6)
+	p.Legend.YOffs = -vg.Points(2)
 	return p, nil
 }
 

@@ -189,9 +189,13 @@
     var box = el("div", "legend"), dl = el("dl");
     box.appendChild(el("span", null, "How to read this item: "));
     box.appendChild(dl);
-    var add = function (k, v) { dl.appendChild(el("dt", null, k)); dl.appendChild(el("dd", null, v)); };
-    rules.forEach(function (r) { add("rule " + r, ruleText(r) + "."); });
-    points.forEach(function (p) { add(p, "the oracle's check " + POINTS[p] + " When it fails, an explicit oracle tells the model the truth and an implicit one rewrites the earlier answer to the right one; inject or patch says which happened."); });
+    var add = function (k, v, g) {
+      var dt = el("dt");
+      if (g) { var a = el("a", null, k); a.href = "#g-" + g; dt.appendChild(a); } else dt.textContent = k;
+      dl.appendChild(dt); dl.appendChild(el("dd", null, v));
+    };
+    rules.forEach(function (r) { add("rule " + r, ruleText(r) + ".", "parse-rules"); });
+    points.forEach(function (p) { add(p, "the oracle's check " + POINTS[p] + " When it fails, an explicit oracle tells the model the truth and an implicit one rewrites the earlier answer to the right one; inject or patch says which happened.", "decision-points"); });
     add("GT", "the ground truth, the right option number(s).");
     return box;
   }
