@@ -278,10 +278,15 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	seen := make(map[string]bool, len(c.Lesions))
 	for _, l := range c.Lesions {
 		if !set.Has(l) {
 			return fmt.Errorf("lesions: %q is not a defined lesion (%s)", textsafe.OneLine(l), set.Describe())
 		}
+		if seen[l] {
+			return fmt.Errorf("lesions: %q is listed twice", textsafe.OneLine(l))
+		}
+		seen[l] = true
 	}
 	for l, r := range c.NoDeformationRatio {
 		if !set.Has(l) {

@@ -23,6 +23,7 @@ func TestLoad(t *testing.T) {
 		{"unknown key", "rff: 5\n", "rff", nil},
 		{"wrong type", "rf: many\n", "rf", nil},
 		{"bad lesion", "lesions: [edema, flu]\n", "flu", nil},
+		{"lesion twice", "lesions: [edema, edema, cardiomegaly]\n", "\"edema\" is listed twice", nil},
 		{"bad layout", "mimic_layout: tree\n", "mimic_layout", nil},
 		{"zero heart zones", "heart_zones_max: 0\n", "heart_zones_max", nil},
 		{"bad axis range", "organic_axis_range: [1.5, 0.5]\n", "organic_axis_range", nil},
