@@ -37,9 +37,6 @@ var glossary = []glossaryTerm{
 	{"sampling", "Sampling", "The generation settings (temperature, top_p, token limit, …) a run sent, as its manifest records them; shown per run in the Sampling table of each oracle mode."},
 }
 
-// glossaryHref is the link to a glossary term's anchor in index.html.
-func glossaryHref(id string) string { return "#g-" + id }
-
 // oracleModeID is the glossary anchor of an oracle mode, "oracle-mode"
 // for a mode the glossary does not define.
 func oracleModeID(mode string) string {
