@@ -16,11 +16,11 @@ const (
 	defE2E     = "End-to-end accuracy: the share of records answered correctly at this stage and at every applicable stage before it, the way a reader who stops at the first mistake would count."
 	defOP      = "Oracle-passed accuracy: the share of records answered correctly at this stage alone, whatever happened before (in implicit and explicit runs the oracle has corrected earlier mistakes)."
 	defCond    = "Conditional accuracy: of the records answered correctly up to the previous applicable stage, the share also right at this one."
-	defDepth   = "Depth: how many stages in a row, from stage 1, a record was answered correctly (a cardiomegaly record that is right at every stage gets one extra), averaged over records; the maximum is 4 on revision_required, 3 on revision_free and 1 on lesion_free."
+	defDepth   = "Depth: how many stages in a row, from stage 1, a record was answered correctly (a heart-type record, whose lesion has no stage 4, that is right at every stage gets one extra), averaged over records; the maximum is 4 on revision_required, 3 on revision_free and 1 on lesion_free."
 	defStages  = "Stages: 1 detection, 2 contour evaluation, 3 contour revision, 4 attributes."
 	defCells   = "Cells give the percentage with its 95 % interval; N/A marks a stage that does not apply or a cell without records."
 	defChance  = "The rows chance (uniform guessing) and majority (always the most frequent answer of each question type) come from the benchmark alone."
-	defN       = "n: the records of the path; a stage counts only the records it applies to, and cardiomegaly (a heart-type lesion) has no stage 4, so stage 4 of revision_required and revision_free is over n minus the cardiomegaly records (n = 7 with one cardiomegaly record: stage 4 is over 6)."
+	defN       = "n: the records of the path; a stage counts only the records it applies to, and a heart-type lesion (in the built-in set, the enlarged heart) has no stage 4, so stage 4 of revision_required and revision_free is over n minus its records (n = 7 with one heart-type record: stage 4 is over 6)."
 	defJaccard = "Jaccard: for a multi-select question, the overlap of the chosen and the right options, |chosen ∩ right| / |chosen ∪ right|, averaged (exact match is still what counts as correct)."
 )
 
