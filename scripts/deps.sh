@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The import contract of docs/architecture.md, checked from the package graph:
+# whatever reads or writes a run directory links no model SDK, the builder
+# links neither SQLite nor the web layer, and the operations on whole runs
+# and the reading study name run directories through results, not the runner.
+# Exits non-zero naming every rule that is broken.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mod=$(go list -m)
+fail=0
+
+# forbid PACKAGE PATTERN WHY: no dependency of PACKAGE may match PATTERN.
+forbid() {
+  local pkg=$1 pattern=$2 why=$3 hits
+  hits=$(go list -deps "./internal/$pkg" | grep -E "$pattern" || true)
+  if [ -n "$hits" ]; then
+    echo "deps: internal/$pkg links $why:"
+    sed 's/^/  /' <<<"$hits" | head -5
+    fail=1
+  fi
+}
+
+sdks='^(github\.com/openai/|google\.golang\.org/(genai|grpc|protobuf)|cloud\.google\.com/|github\.com/Azure/)'
+for pkg in results analysis report runs; do
+  forbid "$pkg" "$sdks" "a model SDK, gRPC or protobuf"
+done
+forbid build '^(modernc\.org/sqlite|'"$mod"'/internal/(webapp|review|appdb))$' "SQLite or the review app"
+for pkg in runs reading; do
+  forbid "$pkg" "^$mod/internal/eval\$" "the runner (internal/eval)"
+done
+
+if [ "$fail" -ne 0 ]; then exit 1; fi
+echo "deps: the import contract holds"
