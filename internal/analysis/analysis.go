@@ -26,6 +26,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
 var nan = math.NaN()
@@ -64,7 +65,7 @@ type Prop struct {
 }
 
 func prop(k, n int) Prop {
-	lo, hi, ok := Wilson(k, n)
+	lo, hi, ok := stats.Wilson(k, n)
 	p := Prop{N: n, K: k, Valid: ok, Lo: lo, Hi: hi}
 	if ok {
 		p.Value = float64(k) / float64(n)
@@ -403,7 +404,7 @@ func (rr *RunResult) bootDepth(j int, o *Options) {
 			xs = append(xs, float64(rr.Scores[i].Depth))
 		}
 	}
-	dc.Lo, dc.Hi, _ = BootstrapMean(xs, o.Bootstrap, o.Seed, KindDepth)
+	dc.Lo, dc.Hi, _ = bootstrapMean(xs, o.Bootstrap, o.Seed, KindDepth)
 }
 
 func usageAndParse(run *Run) (UsageRow, []ParseRow) {
@@ -472,7 +473,7 @@ func usageAndParse(run *Run) (UsageRow, []ParseRow) {
 	}
 	if len(lat) > 0 {
 		slices.Sort(lat)
-		u.LatencyP50, u.LatencyP95 = Quantile(lat, 0.5), Quantile(lat, 0.95)
+		u.LatencyP50, u.LatencyP95 = stats.Quantile(lat, 0.5), stats.Quantile(lat, 0.95)
 	} else {
 		u.LatencyP50, u.LatencyP95 = nan, nan
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
 // DecayPaths are the paths along which accuracy can decay (more than one
@@ -215,9 +216,9 @@ func (ub *unitBoot) ci(k benchmark.Stage) (lo, hi float64, ok bool) {
 	if len(xs) == 0 {
 		return 0, 0, false
 	}
-	lo, hi = percentileCI(xs)
+	lo, hi = stats.PercentileInterval(xs)
 	if lo == hi {
-		return Wilson(ub.pooled.ok[k-1], ub.pooled.app[k-1])
+		return stats.Wilson(ub.pooled.ok[k-1], ub.pooled.app[k-1])
 	}
 	return lo, hi, true
 }
@@ -248,10 +249,10 @@ func (ub *unitBoot) decayRows(unit, mode string, group bool, path benchmark.Path
 		}
 		if row.AccValid && ub.point[0] > 0 && len(ratios) > 0 {
 			row.Ratio = ub.point[k-1] / ub.point[0]
-			row.RLo, row.RHi = percentileCI(ratios)
+			row.RLo, row.RHi = stats.PercentileInterval(ratios)
 			row.RatioValid = true
 			if row.RLo == row.RHi && k > 1 { // stage 1's ratio is 1 by definition
-				row.RLo, row.RHi, row.RatioValid = Wilson(ub.pooled.ok[k-1], ub.passed1[k-1])
+				row.RLo, row.RHi, row.RatioValid = stats.Wilson(ub.pooled.ok[k-1], ub.passed1[k-1])
 				row.RLo, row.RHi = min(row.RLo, row.Ratio), max(row.RHi, row.Ratio)
 			}
 			row.Precipitous = row.RatioValid && k > 1 && row.RHi < PrecipitousBelow && row.N >= MinDecayRecords
@@ -274,11 +275,11 @@ func diffCI(a, b *unitBoot, k benchmark.Stage) (lo, hi float64, ok bool) {
 	if len(reps) == 0 {
 		return 0, 0, false
 	}
-	lo, hi = percentileCI(reps)
+	lo, hi = stats.PercentileInterval(reps)
 	if lo == hi {
 		// Every replicate the same difference (both groups 0 of n, say):
 		// the interval from the two groups' Wilson intervals instead.
-		return Newcombe(a.point[k-1], a.pooled.ok[k-1], a.pooled.app[k-1], b.point[k-1], b.pooled.ok[k-1], b.pooled.app[k-1])
+		return stats.Newcombe(a.point[k-1], a.pooled.ok[k-1], a.pooled.app[k-1], b.point[k-1], b.pooled.ok[k-1], b.pooled.app[k-1])
 	}
 	return lo, hi, true
 }

@@ -2,13 +2,13 @@ package analysis
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
 // The domain analysis tests the paper's two claims on the runs at hand:
@@ -254,124 +254,11 @@ func stageVector(rr *RunResult, pi int, k benchmark.Stage) ([]float64, []string)
 	return xs, keys
 }
 
-func percentileCI(reps []float64) (lo, hi float64) {
-	slices.Sort(reps)
-	return Quantile(reps, 0.025), Quantile(reps, 0.975)
-}
-
-// binom is C(n, k) as a float (exact for the sizes used here).
-func binom(n, k int) float64 {
-	if k < 0 || k > n {
-		return 0
-	}
-	c := 1.0
-	for i := 1; i <= k; i++ {
-		c = c * float64(n-k+i) / float64(i)
-	}
-	return math.Round(c)
-}
-
-// PermutationP is the two-sided permutation p-value of mean(a) − mean(b)
-// over relabelings of the pooled values into groups of the same sizes:
-// the share of relabelings whose |difference| is at least the observed
-// one (the observed labelling included). Every relabeling is enumerated
-// when there are at most ExactPermLimit; otherwise PermDraws random ones
-// are drawn from the cell's RNG and p = (1 + #as extreme) / (1 + draws).
-// minP is the smallest p the test can reach with these group sizes.
-func PermutationP(a, b []float64, seed uint64, cellID string) (p, minP float64, exact bool) {
-	pool := append(slices.Clone(a), b...)
-	n, k := len(pool), len(a)
-	total := 0.0
-	for _, x := range pool {
-		total += x
-	}
-	diff := func(sumA float64) float64 { return sumA/float64(k) - (total-sumA)/float64(n-k) }
-	obs := math.Abs(diff(sumOf(a)))
-	const eps = 1e-12 // ties in floating point count as "as extreme"
-	c := binom(n, k)
-	minP = 1 / c
-	if 2*k == n {
-		minP = 2 / c // a relabeling and its mirror image are equally extreme
-	}
-	if c <= ExactPermLimit {
-		count := 0
-		idx := make([]int, k)
-		for i := range idx {
-			idx[i] = i
-		}
-		for {
-			s := 0.0
-			for _, i := range idx {
-				s += pool[i]
-			}
-			if math.Abs(diff(s)) >= obs-eps {
-				count++
-			}
-			if !nextCombination(idx, n) {
-				break
-			}
-		}
-		return float64(count) / c, min(1, minP), true
-	}
+// permutationP is the permutation test of medical − general
+// (stats.PermutationP): every relabeling enumerated when there are at
+// most ExactPermLimit, else PermDraws drawn from the cell's RNG (the
+// seed and cellID).
+func permutationP(a, b []float64, seed uint64, cellID string) (p, minP float64, exact bool) {
 	r := rng.New("chexpercept/bootstrap/" + strconv.FormatUint(seed, 10) + "/" + cellID)
-	perm := make([]int, n)
-	count := 0
-	for d := 0; d < PermDraws; d++ {
-		for i := range perm {
-			perm[i] = i
-		}
-		rng.Shuffle(r, perm)
-		s := 0.0
-		for _, i := range perm[:k] {
-			s += pool[i]
-		}
-		if math.Abs(diff(s)) >= obs-eps {
-			count++
-		}
-	}
-	return float64(1+count) / float64(1+PermDraws), max(minP, 1/float64(1+PermDraws)), false
-}
-
-func sumOf(xs []float64) float64 {
-	t := 0.0
-	for _, x := range xs {
-		t += x
-	}
-	return t
-}
-
-// nextCombination advances idx (k ascending indices below n) to the next
-// combination in lexicographic order; false after the last.
-func nextCombination(idx []int, n int) bool {
-	k := len(idx)
-	i := k - 1
-	for i >= 0 && idx[i] == n-k+i {
-		i--
-	}
-	if i < 0 {
-		return false
-	}
-	idx[i]++
-	for j := i + 1; j < k; j++ {
-		idx[j] = idx[j-1] + 1
-	}
-	return true
-}
-
-// McNemarP is the exact two-sided McNemar p-value for discordant counts
-// b and c: twice the smaller binomial tail of Bin(b+c, 1/2), capped at
-// 1 (1 when there is no discordant pair). Exact at every count, so no
-// continuity correction or normal approximation is involved.
-func McNemarP(b, c int) float64 {
-	n := b + c
-	if n == 0 {
-		return 1
-	}
-	m := min(b, c)
-	lf := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
-	tail := 0.0
-	for i := 0; i <= m; i++ {
-		tail += math.Exp(lf(n) - lf(i) - lf(n-i) - float64(n)*math.Ln2)
-	}
-	return min(1, 2*tail)
+	return stats.PermutationP(a, b, ExactPermLimit, PermDraws, r)
 }

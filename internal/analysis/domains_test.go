@@ -13,6 +13,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
 // synthRun is a scored run of n revision_required records whose stage
@@ -141,46 +142,19 @@ func TestOneModelPerGroupUndecided(t *testing.T) {
 	}
 }
 
-func TestPermutationP(t *testing.T) {
-	cases := []struct {
-		a, b    []float64
-		p, minP float64
-		exact   bool
-	}{
-		{[]float64{1, 1, 1}, []float64{0, 0, 0}, 2.0 / 20, 2.0 / 20, true},
-		{[]float64{0.5}, []float64{0.5}, 1, 1, true},
-		{[]float64{1, 0.9}, []float64{0, 0.1, 0.2}, 1.0 / 10, 1.0 / 10, true},
-		{[]float64{0.3, 0.3}, []float64{0.3, 0.3}, 1, 2.0 / 6, true},
-	}
-	for i, tc := range cases {
-		p, minP, exact := PermutationP(tc.a, tc.b, 1, "x")
-		if math.Abs(p-tc.p) > 1e-12 || math.Abs(minP-tc.minP) > 1e-12 || exact != tc.exact {
-			t.Errorf("case %d: p %v min %v exact %v, want %v %v %v", i, p, minP, exact, tc.p, tc.minP, tc.exact)
-		}
+// TestPermutationSeeding: small groups are enumerated; larger ones are
+// drawn from the cell's RNG, the same for the same cell.
+func TestPermutationSeeding(t *testing.T) {
+	if p, minP, exact := permutationP([]float64{1, 1, 1}, []float64{0, 0, 0}, 1, "x"); !exact || p != 0.1 || minP != 0.1 {
+		t.Errorf("3 vs 3: p %v, min %v, exact %v; want 2/20 enumerated", p, minP, exact)
 	}
 	// 10 vs 10: 184,756 relabelings, so Monte Carlo from the cell's RNG.
 	a := []float64{.9, .8, .85, .95, .7, .9, .88, .92, .81, .86}
 	b := []float64{.1, .2, .15, .05, .3, .1, .12, .08, .19, .14}
-	p1, min1, ex := PermutationP(a, b, 7, "cell")
-	p2, _, _ := PermutationP(a, b, 7, "cell")
+	p1, min1, ex := permutationP(a, b, 7, "cell")
+	p2, _, _ := permutationP(a, b, 7, "cell")
 	if ex || p1 != p2 || p1 != 1.0/float64(PermDraws+1) || min1 != 1.0/float64(PermDraws+1) {
 		t.Errorf("Monte Carlo: p %v, %v, min %v, exact %v", p1, p2, min1, ex)
-	}
-}
-
-func TestMcNemarP(t *testing.T) {
-	cases := []struct {
-		b, c int
-		want float64
-	}{
-		{0, 0, 1}, {1, 1, 1}, {5, 0, 2.0 / 32}, {0, 5, 2.0 / 32}, {10, 0, 2.0 / 1024},
-		{8, 2, 2 * (1 + 10 + 45) / 1024.0},
-		{600, 600, 1},
-	}
-	for _, tc := range cases {
-		if got := McNemarP(tc.b, tc.c); math.Abs(got-tc.want) > 1e-9 {
-			t.Errorf("McNemarP(%d, %d) = %v, want %v", tc.b, tc.c, got, tc.want)
-		}
 	}
 }
 
@@ -197,7 +171,7 @@ func TestMatchedPair(t *testing.T) {
 		t.Fatalf("no pair row: %+v", dr.Diffs)
 	}
 	// Med right & base wrong: keys 25..29 (5); med wrong & base right: 0..19 (20).
-	if d.NPaired != 30 || d.B != 5 || d.C != 20 || math.Abs(d.Diff-(5.0-20)/30) > 1e-12 || math.Abs(d.P-McNemarP(5, 20)) > 0 {
+	if d.NPaired != 30 || d.B != 5 || d.C != 20 || math.Abs(d.Diff-(5.0-20)/30) > 1e-12 || math.Abs(d.P-stats.McNemarP(5, 20)) > 0 {
 		t.Errorf("pair row %+v", d)
 	}
 	if d1 := findDiff(dr, "pair:opensource_medgemma:opensource_gemma3", benchmark.RevisionRequired, 1); d1 == nil || d1.B != 0 || d1.C != 0 || d1.P != 1 {
@@ -429,7 +403,7 @@ func TestDecayHonestIntervals(t *testing.T) {
 	rr := synthRun("opensource_a", "a", "none", 7, func(i, k int) bool { return k < 4 && i%3 != 2 })
 	rr.Scores[6].App[3] = false // cardiomegaly: stage 4 does not apply
 	dr := domainResult(t, []*RunResult{rr}, DomainOptions{Registry: reg})
-	wlo, whi, _ := Wilson(0, 6)
+	wlo, whi, _ := stats.Wilson(0, 6)
 	for _, unit := range []string{"opensource_a", GroupAll} {
 		d := findDecay(t, dr, unit, 4)
 		if d.N != 6 {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
 // Verdict statuses.
@@ -185,7 +186,7 @@ func domainDiff(med, gen *unitBoot, mode string, pi int, k benchmark.Stage, o *O
 	if row.Lo, row.Hi, row.Valid = diffCI(med, gen, k); !row.Valid {
 		return row
 	}
-	row.P, row.MinP, row.Exact = PermutationP(stageOf(med.models, k), stageOf(gen.models, k), o.Seed, domainPermCellID(mode, path, k))
+	row.P, row.MinP, row.Exact = permutationP(stageOf(med.models, k), stageOf(gen.models, k), o.Seed, domainPermCellID(mode, path, k))
 	row.PValid = true
 	return row
 }
@@ -264,19 +265,19 @@ func matchedRow(a, b *RunResult, pi int, k benchmark.Stage, o *Options) DiffRow 
 		}
 	}
 	row.NPaired = len(va)
-	row.MinP = McNemarP(row.NPaired, 0)
+	row.MinP = stats.McNemarP(row.NPaired, 0)
 	if row.NPaired == 0 {
 		return row
 	}
 	row.Valid, row.Diff = true, mean(va)-mean(vb)
-	row.Lo, row.Hi, _ = BootstrapPairedDiff(va, vb, o.Bootstrap, o.Seed, fmt.Sprintf("e2e_%d", k))
+	row.Lo, row.Hi, _ = bootstrapPairedDiff(va, vb, o.Bootstrap, o.Seed, fmt.Sprintf("e2e_%d", k))
 	if row.Lo == row.Hi {
 		// Every replicate the same difference (no discordant pair): the
 		// interval from the two runs' Wilson intervals instead.
 		ka, kb := int(math.Round(mean(va)*float64(len(va)))), int(math.Round(mean(vb)*float64(len(vb))))
-		row.Lo, row.Hi, _ = Newcombe(mean(va), ka, len(va), mean(vb), kb, len(vb))
+		row.Lo, row.Hi, _ = stats.Newcombe(mean(va), ka, len(va), mean(vb), kb, len(vb))
 	}
-	row.PValid, row.P = true, McNemarP(row.B, row.C)
+	row.PValid, row.P = true, stats.McNemarP(row.B, row.C)
 	return row
 }
 

@@ -27,10 +27,9 @@ import (
 	"slices"
 	"strconv"
 
-	"gonum.org/v1/gonum/mathext"
-
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
 // Flag reason codes (flagged_items.csv, the HTML browser, review rounds).
@@ -339,34 +338,8 @@ func discriminate(cells []cell, nRuns int) {
 			xs = append(xs, x)
 			ys = append(ys, (right[o.run]-x)/(asked[o.run]-1))
 		}
-		c.stat.Discrimination = pearson(xs, ys)
+		c.stat.Discrimination = stats.Pearson(xs, ys)
 	}
-}
-
-// pearson is the sample correlation; NaN when either side is constant or
-// there are fewer than 3 pairs.
-func pearson(xs, ys []float64) float64 {
-	n := float64(len(xs))
-	if len(xs) < 3 {
-		return nan
-	}
-	var mx, my float64
-	for i := range xs {
-		mx += xs[i]
-		my += ys[i]
-	}
-	mx, my = mx/n, my/n
-	var sxy, sxx, syy float64
-	for i := range xs {
-		dx, dy := xs[i]-mx, ys[i]-my
-		sxy += dx * dy
-		sxx += dx * dx
-		syy += dy * dy
-	}
-	if sxx == 0 || syy == 0 {
-		return nan
-	}
-	return sxy / math.Sqrt(sxx*syy)
 }
 
 // flag applies the rules to one item and adds its chance probability to
@@ -400,7 +373,7 @@ func (h *ItemHealth) flag(s *ItemStat) {
 		// Union with the agreement rules, taken as independent (an upper
 		// bound would add them; the difference is second order).
 		p = 1 - (1-p)*(1-DiscAlpha)
-		if DiscPValue(s.Discrimination, r) < DiscAlpha {
+		if stats.CorrelationLowerP(s.Discrimination, r) < DiscAlpha {
 			s.Reasons = append(s.Reasons, FlagNegativeDisc)
 		}
 	}
@@ -435,47 +408,7 @@ func ChanceMajorityWrong(k, r, need int) float64 {
 	if k < 2 || r < 1 {
 		return 0
 	}
-	need = max(need, 1)
-	p := 1 / float64(k)
-	tail := 0.0
-	for j := need; j <= r; j++ {
-		tail += binom(r, j) * math.Pow(p, float64(j)) * math.Pow(1-p, float64(r-j))
-	}
-	return min(1, float64(k-1)*tail)
-}
-
-// DiscPValue is the one-sided p-value of a correlation r over n pairs
-// being this negative under no association: P(T ≤ t) for Student's t with
-// n − 2 degrees of freedom, t = r·√((n−2)/(1−r²)).
-func DiscPValue(r float64, n int) float64 {
-	if math.IsNaN(r) || n < 3 {
-		return nan
-	}
-	df := float64(n - 2)
-	if r <= -1 {
-		return 0
-	}
-	if r >= 1 {
-		return 1
-	}
-	t := r * math.Sqrt(df/(1-r*r))
-	tail := 0.5 * mathext.RegIncBeta(df/2, 0.5, df/(df+t*t)) // P(T ≤ −|t|)
-	if t < 0 {
-		return tail
-	}
-	return 1 - tail
-}
-
-// ChiSquareP is the upper tail P(X ≥ x) of a chi-square with df degrees
-// of freedom (the regularized upper incomplete gamma Q(df/2, x/2)).
-func ChiSquareP(x float64, df int) float64 {
-	if df < 1 || math.IsNaN(x) {
-		return nan
-	}
-	if x <= 0 {
-		return 1
-	}
-	return mathext.GammaIncRegComp(float64(df)/2, x/2)
+	return min(1, float64(k-1)*stats.BinomialTail(r, 1/float64(k), max(need, 1)))
 }
 
 // positionBias tabulates chosen and ground-truth option indices per
@@ -519,40 +452,12 @@ func positionBias(cells []cell) []PositionBias {
 	out := make([]PositionBias, 0, len(order))
 	for _, kk := range order {
 		pb := tabs[kk]
-		pb.Chi2, pb.DF = Homogeneity(pb.Chosen, pb.GT)
+		pb.Chi2, pb.DF = stats.Homogeneity(pb.Chosen, pb.GT)
 		if pb.DF < 1 { // one option only ever seen: nothing to test
 			pb.Chi2 = nan
 		}
-		pb.P = ChiSquareP(pb.Chi2, pb.DF)
+		pb.P = stats.ChiSquareP(pb.Chi2, pb.DF)
 		out = append(out, *pb)
 	}
 	return out
-}
-
-// Homogeneity is Pearson's chi-square statistic for a 2×K table (two
-// count rows), over the columns with a non-zero total; df = columns − 1
-// (0 when a row is empty).
-func Homogeneity(a, b []int) (float64, int) {
-	var na, nb float64
-	for i := range a {
-		na += float64(a[i])
-		nb += float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return nan, 0
-	}
-	n := na + nb
-	chi, cols := 0.0, 0
-	for i := range a {
-		col := float64(a[i] + b[i])
-		if col == 0 {
-			continue
-		}
-		cols++
-		for _, o := range []struct{ obs, row float64 }{{float64(a[i]), na}, {float64(b[i]), nb}} {
-			e := o.row * col / n
-			chi += (o.obs - e) * (o.obs - e) / e
-		}
-	}
-	return chi, cols - 1
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
 func TestChanceRates(t *testing.T) {
@@ -34,55 +35,11 @@ func TestChanceRates(t *testing.T) {
 	}
 }
 
-// Known quantiles: the 95th percentiles of χ² with 1, 2 and 5 degrees of
-// freedom and the 99.9th of χ² with 10.
-func TestChiSquareP(t *testing.T) {
-	for _, c := range []struct {
-		x    float64
-		df   int
-		want float64
-	}{
-		{3.841458820694124, 1, 0.05}, {5.991464547107979, 2, 0.05}, {11.070497693516351, 5, 0.05},
-		{29.58829844507442, 10, 0.001}, {0, 3, 1}, {2, 2, math.Exp(-1)},
-	} {
-		if got := ChiSquareP(c.x, c.df); !closeTo(got, c.want, 1e-9) {
-			t.Errorf("ChiSquareP(%v, %d) = %.12g, want %v", c.x, c.df, got, c.want)
-		}
-	}
-	if !math.IsNaN(ChiSquareP(1, 0)) {
-		t.Error("df 0 should be NaN")
-	}
-	// 2×2 table [[10 20] [20 10]]: expected 15 everywhere, χ² = 4·25/15.
-	chi, df := Homogeneity([]int{10, 20}, []int{20, 10})
-	if !closeTo(chi, 100.0/15, 1e-12) || df != 1 {
-		t.Errorf("Homogeneity = %v, %d", chi, df)
-	}
-	// An empty column does not count.
-	if _, df := Homogeneity([]int{5, 0, 5}, []int{3, 0, 7}); df != 1 {
-		t.Errorf("df with an empty column = %d, want 1", df)
-	}
-}
-
-func TestDiscPValue(t *testing.T) {
-	// t(0.05, 10) = 1.812461123: the r it maps to has p = 0.05.
-	tq := 1.812461122811676
-	r := -tq / math.Sqrt(tq*tq+10)
-	if p := DiscPValue(r, 12); !closeTo(p, 0.05, 1e-9) {
-		t.Errorf("DiscPValue(%v, 12) = %v, want 0.05", r, p)
-	}
-	if p := DiscPValue(0, 8); !closeTo(p, 0.5, 1e-12) {
-		t.Errorf("r = 0: %v", p)
-	}
-	if p := DiscPValue(-r, 12); !closeTo(p, 0.95, 1e-9) {
-		t.Errorf("positive r: %v", p)
-	}
-}
-
 func TestPearsonCorrected(t *testing.T) {
-	if r := pearson([]float64{1, 0, 1, 0}, []float64{0.9, 0.1, 0.8, 0.2}); !(r > 0.9) {
+	if r := stats.Pearson([]float64{1, 0, 1, 0}, []float64{0.9, 0.1, 0.8, 0.2}); !(r > 0.9) {
 		t.Errorf("r = %v", r)
 	}
-	if r := pearson([]float64{1, 1, 1}, []float64{0.1, 0.5, 0.9}); !math.IsNaN(r) {
+	if r := stats.Pearson([]float64{1, 1, 1}, []float64{0.1, 0.5, 0.9}); !math.IsNaN(r) {
 		t.Errorf("constant item: %v", r)
 	}
 }

@@ -229,7 +229,7 @@ func pairRow(j pairJob, o *Options) PairRow {
 	row.Valid = true
 	row.ValueA, row.ValueB = mean(xa), mean(xb)
 	row.Diff = row.ValueA - row.ValueB
-	row.Lo, row.Hi, _ = BootstrapPairedDiff(xa, xb, o.Bootstrap, o.Seed, j.metric)
+	row.Lo, row.Hi, _ = bootstrapPairedDiff(xa, xb, o.Bootstrap, o.Seed, j.metric)
 	return row
 }
 

@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chexpercept/chexpercept/internal/agreement"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
 // Readers and models: when runs of human readers (provider human, from
@@ -490,7 +490,7 @@ func readerKappa(mode string, readers []*RunResult) []KappaRow {
 				counts[i][cats[a]]++
 			}
 		}
-		row.Kappa = agreement.Fleiss(counts)
+		row.Kappa = stats.FleissKappa(counts)
 		rows = append(rows, row)
 	}
 	return rows
@@ -525,7 +525,7 @@ func readerTime(mode string, readers []*RunResult) []TimeRow {
 		row := TimeRow{OracleMode: mode, Stage: k, NRecords: len(secs), MeanS: math.NaN(), MedianS: math.NaN()}
 		if len(secs) > 0 {
 			slices.Sort(secs)
-			row.MeanS, row.MedianS = mean(secs), Quantile(secs, 0.5)
+			row.MeanS, row.MedianS = mean(secs), stats.Quantile(secs, 0.5)
 		}
 		rows = append(rows, row)
 	}

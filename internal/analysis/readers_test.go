@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
 // TestReadersVerdict: claim 3's rule on hand-made MRMC rows.
@@ -37,23 +38,6 @@ func TestReadersVerdict(t *testing.T) {
 	}
 }
 
-// TestNewcombe: the published example of Newcombe (1998, method 10) and
-// two groups both 0 of n, whose difference keeps a width.
-func TestNewcombe(t *testing.T) {
-	lo, hi, ok := Newcombe(56.0/70, 56, 70, 48.0/80, 48, 80)
-	if !ok || math.Abs(lo-0.0524) > 5e-5 || math.Abs(hi-0.3339) > 5e-5 {
-		t.Errorf("56/70 − 48/80: [%.4f, %.4f], want [0.0524, 0.3339]", lo, hi)
-	}
-	lo, hi, ok = Newcombe(0, 0, 14, 0, 0, 14)
-	wlo, whi, _ := Wilson(0, 14)
-	if !ok || !(lo < 0 && hi > 0) || math.Abs(hi-(whi-wlo)) > 1e-12 || math.Abs(lo+hi) > 1e-12 {
-		t.Errorf("0/14 − 0/14: [%v, %v], want ±%v", lo, hi, whi)
-	}
-	if _, _, ok := Newcombe(0, 0, 0, 0, 0, 3); ok {
-		t.Error("a group without records gave an interval")
-	}
-}
-
 // TestDiffCIDegenerate: two groups both 0 of 14 at a stage resample to a
 // difference of 0 every time; the interval falls back to Newcombe's and
 // keeps the width of the groups' own Wilson intervals.
@@ -66,7 +50,7 @@ func TestDiffCIDegenerate(t *testing.T) {
 	a := bootUnit([][]decayRec{wrong, wrong}, true, o)
 	b := bootUnit([][]decayRec{wrong}, false, o)
 	lo, hi, ok := diffCI(a, b, 1)
-	wlo, whi, _ := Wilson(0, 28)
+	wlo, whi, _ := stats.Wilson(0, 28)
 	if !ok || !(lo < 0 && hi > 0) || hi < whi-wlo-1e-12 {
 		t.Errorf("0/28 − 0/14: [%v, %v] (ok %v), want an interval around 0 at least %v wide on each side", lo, hi, ok, whi)
 	}

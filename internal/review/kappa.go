@@ -1,60 +1,41 @@
 package review
 
 import (
-	"github.com/chexpercept/chexpercept/internal/agreement"
-	"github.com/chexpercept/chexpercept/internal/reviewlog"
-
-	"math"
 	"slices"
 	"sort"
+
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
+	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
 // categories are the decision categories agreement is measured on.
 var categories = []string{reviewlog.DecisionAccept, reviewlog.DecisionReject, reviewlog.DecisionUnsure}
 
-// CohenKappa is Cohen's κ of two raters over paired ratings (equal
-// length; categories accept/reject/unsure). κ = (po − pe)/(1 − pe). When
-// pe = 1 (both raters used one and the same category throughout) κ is
-// undefined and NaN is returned; so it is for no pairs.
+// CohenKappa is Cohen's κ (stats.CohenKappa) of two reviewers over
+// paired decisions (equal length; categories accept/reject/unsure). NaN
+// when it is undefined: no pairs, a decision outside the categories, or
+// both reviewers giving one and the same decision throughout.
 func CohenKappa(a, b []string) float64 {
-	n := len(a)
-	if n == 0 || n != len(b) {
-		return math.NaN()
+	ia, ib := make([]int, len(a)), make([]int, len(b))
+	for i, d := range a {
+		ia[i] = slices.Index(categories, d)
 	}
-	var ca, cb [3]float64
-	agree := 0
-	for i := range a {
-		ia, ib := slices.Index(categories, a[i]), slices.Index(categories, b[i])
-		if ia < 0 || ib < 0 {
-			return math.NaN()
-		}
-		ca[ia]++
-		cb[ib]++
-		if ia == ib {
-			agree++
-		}
+	for i, d := range b {
+		ib[i] = slices.Index(categories, d)
 	}
-	po := float64(agree) / float64(n)
-	pe := 0.0
-	for j := range ca {
-		pe += float64(ca[j]/float64(n)) * float64(cb[j]/float64(n))
-	}
-	if pe >= 1 {
-		return math.NaN()
-	}
-	return (po - pe) / (1 - pe)
+	return stats.CohenKappa(ia, ib, len(categories))
 }
 
-// FleissKappa is Fleiss' κ for items each rated by the same number m ≥ 2
-// of raters; counts[i][j] is how many raters put item i in category j.
-// NaN when it is undefined (no items, fewer than two raters, or every
-// rating in one category).
+// FleissKappa is Fleiss' κ (stats.FleissKappa) for cases each decided by
+// the same number m ≥ 2 of reviewers; counts[i][j] is how many put case i
+// in category j. NaN when it is undefined (no cases, fewer than two
+// reviewers, or every decision in one category).
 func FleissKappa(counts [][3]int) float64 {
 	rows := make([][]int, len(counts))
 	for i := range counts {
 		rows[i] = counts[i][:]
 	}
-	return agreement.Fleiss(rows)
+	return stats.FleissKappa(rows)
 }
 
 // PairAgreement is Cohen's κ of one pair of reviewers over the cases both
