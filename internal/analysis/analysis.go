@@ -6,7 +6,11 @@
 // oracle-passed and conditional stage accuracy, depth, sub-question
 // accuracy, each with its n and a 95 % interval (Wilson for shares,
 // percentile bootstrap for depth and for paired model differences). Chance
-// and majority baselines come from the benchmark alone (ComputeChance).
+// and majority baselines come from the benchmark alone (Result.Chance).
+// Beyond the cells it tests the findings' claims (domain groups, decay,
+// readers against models) and the health of the items. The statistical
+// methods themselves (intervals, tests, κ) are those of internal/stats;
+// this package chooses them, feeds them and seeds their resampling.
 //
 // The reference-compatible numbers (§10.1) are not recomputed here: each
 // Run carries the results package's RefMetrics.
@@ -41,7 +45,7 @@ const (
 type Options struct {
 	ErrorPolicy string      // ErrorsExclude (default) or ErrorsWrong
 	Bootstrap   int         // replicates; 0 means DefaultBootstrap
-	Seed        uint64      // bootstrap seed; 0 means DefaultSeed
+	Seed        uint64      // bootstrap seed; 0 means the default, 20260619
 	Compare     [][2]string // --compare A,B pairs of run names
 	CompareBest bool
 	// Domains say which domain group each model belongs to (the report's
@@ -217,7 +221,7 @@ func (o *Options) normalise() error {
 		return fmt.Errorf("bootstrap replicates %d: want at least 1", o.Bootstrap)
 	}
 	if o.Seed == 0 {
-		o.Seed = DefaultSeed
+		o.Seed = defaultSeed
 	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -232,7 +236,7 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 	}
 	res := &Result{Options: opts, Set: set, Warnings: slices.Clone(set.Warnings), Lesions: lesionList(set.Bench, set.Runs)}
 	if set.Bench != nil {
-		res.Chance = ComputeChance(set.Bench)
+		res.Chance = computeChance(set.Bench)
 	}
 	heart := heartLesions(set.Bench, set.Runs, res.Lesions)
 	res.Runs = make([]*RunResult, len(set.Runs))
@@ -299,7 +303,7 @@ func runJobs(jobs []func(), workers int) {
 
 // inCell reports whether a score belongs to the (path, lesion) cell.
 func inCell(s *Score, pi int, lesion string) bool {
-	return s.Path == pi && (lesion == AllLesions || s.Lesion == lesion)
+	return s.Path == pi && (lesion == allLesions || s.Lesion == lesion)
 }
 
 func (rr *RunResult) cells(heart heartSet, lesions []string) {
@@ -333,7 +337,7 @@ func (rr *RunResult) cells(heart heartSet, lesions []string) {
 		var cell []*Score
 		for i := range rr.Scores {
 			s := &rr.Scores[i]
-			if benchmark.Paths[s.Path].Positive() && (lesion == AllLesions || s.Lesion == lesion) {
+			if benchmark.Paths[s.Path].Positive() && (lesion == allLesions || s.Lesion == lesion) {
 				cell = append(cell, s)
 			}
 		}
@@ -358,7 +362,7 @@ func stageCell(path benchmark.Path, lesion string, k benchmark.Stage, applicable
 		if s.Cor[k-1] {
 			op++
 		}
-		if s.Chain(k - 1) {
+		if s.chain(k - 1) {
 			condN++
 			if s.Cor[k-1] {
 				e2e++
@@ -404,7 +408,7 @@ func (rr *RunResult) bootDepth(j int, o *Options) {
 			xs = append(xs, float64(rr.Scores[i].Depth))
 		}
 	}
-	dc.Lo, dc.Hi, _ = bootstrapMean(xs, o.Bootstrap, o.Seed, KindDepth)
+	dc.Lo, dc.Hi, _ = bootstrapMean(xs, o.Bootstrap, o.Seed, kindDepth)
 }
 
 func usageAndParse(run *Run) (UsageRow, []ParseRow) {

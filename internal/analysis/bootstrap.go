@@ -13,18 +13,18 @@ import (
 	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
-// DefaultBootstrap and DefaultSeed are the spec's bootstrap defaults.
+// DefaultBootstrap and defaultSeed are the spec's bootstrap defaults.
 const (
 	DefaultBootstrap = 2000
-	DefaultSeed      = 20260619
+	defaultSeed      = 20260619
 )
 
 // Bootstrap cell kinds: the first part of a cell's RNG label, after
 // which comes the digest of the cell's data (cellLabel).
 const (
-	KindDepth  = "depth"  // a run's mean depth in one cell
-	KindDecay  = "decay"  // one run on a decay path, all stages at once
-	KindDomain = "domain" // a group on a path (two levels), all stages at once
+	kindDepth  = "depth"  // a run's mean depth in one cell
+	kindDecay  = "decay"  // one run on a decay path, all stages at once
+	kindDomain = "domain" // a group on a path (two levels), all stages at once
 	// A paired comparison's kind is its metric: e2e_<k>, op_<k> or depth.
 )
 

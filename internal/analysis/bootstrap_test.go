@@ -29,23 +29,23 @@ func TestBootstrapSeeding(t *testing.T) {
 		s += sorted[r.UintN(uint64(len(xs)))]
 	}
 	want := s / float64(len(xs))
-	lo, hi, ok := bootstrapMean(xs, 1, DefaultSeed, KindDepth)
+	lo, hi, ok := bootstrapMean(xs, 1, defaultSeed, kindDepth)
 	if !ok || lo != want || hi != want {
 		t.Fatalf("B=1 replicate = [%v,%v], want %v", lo, hi, want)
 	}
 	// Deterministic, the same for the same data in any order, and
 	// specific to the kind.
-	lo1, hi1, _ := bootstrapMean(xs, 2000, DefaultSeed, KindDepth)
-	lo2, hi2, _ := bootstrapMean(xs, 2000, DefaultSeed, KindDepth)
+	lo1, hi1, _ := bootstrapMean(xs, 2000, defaultSeed, kindDepth)
+	lo2, hi2, _ := bootstrapMean(xs, 2000, defaultSeed, kindDepth)
 	if lo1 != lo2 || hi1 != hi2 {
 		t.Fatal("bootstrap not deterministic")
 	}
 	rev := slices.Clone(xs)
 	slices.Reverse(rev)
-	if lo, hi, _ := bootstrapMean(rev, 2000, DefaultSeed, KindDepth); lo != lo1 || hi != hi1 {
+	if lo, hi, _ := bootstrapMean(rev, 2000, defaultSeed, kindDepth); lo != lo1 || hi != hi1 {
 		t.Errorf("the same values in another order: [%v,%v], want [%v,%v]", lo, hi, lo1, hi1)
 	}
-	lo3, hi3, _ := bootstrapMean(xs, 2000, DefaultSeed, KindDepth+"x")
+	lo3, hi3, _ := bootstrapMean(xs, 2000, defaultSeed, kindDepth+"x")
 	if lo3 == lo1 && hi3 == hi1 {
 		t.Error("different kinds gave the same interval")
 	}

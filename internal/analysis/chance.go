@@ -110,10 +110,10 @@ func (c *Chance) Get(path benchmark.Path, lesion, target string) *ChanceRow {
 	return nil
 }
 
-// ComputeChance derives the uniform and majority baselines of §10.3 from
+// computeChance derives the uniform and majority baselines of §10.3 from
 // the benchmark alone, per path × lesion cell, averaged over the cell's
 // records. Its records say which are heart-type.
-func ComputeChance(b *benchmark.Benchmark) *Chance {
+func computeChance(b *benchmark.Benchmark) *Chance {
 	items := make([]itemGT, 0, len(b.Records))
 	for _, r := range b.Records {
 		g := gtOf(r)
@@ -143,7 +143,7 @@ func ComputeChance(b *benchmark.Benchmark) *Chance {
 		for _, lesion := range lesions {
 			var cell []itemGT
 			for _, it := range items {
-				if it.path == pi && (lesion == AllLesions || it.lesion == lesion) {
+				if it.path == pi && (lesion == allLesions || it.lesion == lesion) {
 					cell = append(cell, it)
 				}
 			}
@@ -158,7 +158,7 @@ func ComputeChance(b *benchmark.Benchmark) *Chance {
 		}
 		var cell []itemGT
 		for _, it := range items {
-			if benchmark.Paths[it.path].Positive() && (lesion == AllLesions || it.lesion == lesion) {
+			if benchmark.Paths[it.path].Positive() && (lesion == allLesions || it.lesion == lesion) {
 				cell = append(cell, it)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 
 func TestChanceSample(t *testing.T) {
 	b := &benchmark.Benchmark{Records: benchtest.Sample()}
-	c := ComputeChance(b)
+	c := computeChance(b)
 	if c.Majority[0] != "1" { // 5 of 7 records are "Yes" (option 1)
 		t.Errorf("majority detection %q", c.Majority[0])
 	}

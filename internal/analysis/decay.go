@@ -10,9 +10,9 @@ import (
 	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
-// DecayPaths are the paths along which accuracy can decay (more than one
+// decayPaths are the paths along which accuracy can decay (more than one
 // stage applies).
-var DecayPaths = []benchmark.Path{benchmark.RevisionRequired, benchmark.RevisionFree}
+var decayPaths = []benchmark.Path{benchmark.RevisionRequired, benchmark.RevisionFree}
 
 // decayRec is one record's stage applicability (bit k−1 for stage k)
 // and, in the high four bits, its e2e outcome per stage.
@@ -33,7 +33,7 @@ func pathRecords(rr *RunResult, pi int) []decayRec {
 		for k := 0; k < 4; k++ {
 			if s.App[k] {
 				d |= 1 << k
-				if s.Chain(benchmark.Stage(k + 1)) {
+				if s.chain(benchmark.Stage(k + 1)) {
 					d |= 1 << (k + 4)
 				}
 			}
@@ -167,9 +167,9 @@ func bootUnit(units [][]decayRec, twoLevel bool, o *Options) *unitBoot {
 			cs[i].idx = append(cs[i].idx, uint8(at[d]-1))
 		}
 	}
-	kind := KindDecay
+	kind := kindDecay
 	if twoLevel {
-		kind = KindDomain
+		kind = kindDomain
 	}
 	r := rng.New(cellLabel(o.Seed, kind, data))
 	accs := make([][4]float64, len(cs))

@@ -19,12 +19,12 @@ import (
 // of accuracy along the sequential paths. The metric is e2e_k throughout
 // (the paper's): the share of records with stages 1..k all correct.
 
-// Group names. GroupAll pools every non-baseline run of a mode.
+// Group names. groupAll pools every non-baseline run of a mode.
 const (
-	GroupGeneral     = "general"
-	GroupMedical     = "medical"
-	GroupProprietary = "proprietary"
-	GroupAll         = "all"
+	groupGeneral     = "general"
+	groupMedical     = "medical"
+	groupProprietary = "proprietary"
+	groupAll         = "all"
 )
 
 // ComparisonDomain names the medical − general rows of ext_domain_diff.csv.
@@ -127,7 +127,7 @@ type DomainResult struct {
 // domainPermCellID is the cell id of the Monte Carlo permutations of
 // medical − general.
 func domainPermCellID(mode string, path benchmark.Path, k benchmark.Stage) string {
-	return "domain-perm|" + GroupMedical + "|" + GroupGeneral + "|" + mode + "|" + string(path) + "|" + strconv.Itoa(int(k))
+	return "domain-perm|" + groupMedical + "|" + groupGeneral + "|" + mode + "|" + string(path) + "|" + strconv.Itoa(int(k))
 }
 
 // assignGroups gives each scored non-baseline run its group: the domains
@@ -138,7 +138,7 @@ func assignGroups(res *Result, o *DomainOptions) ([]DomainMember, []string) {
 	used := map[string]bool{}
 	var missing []string
 	for _, rr := range res.Runs {
-		if !rr.Scored || rr.Run.Provider == "baseline" || strings.HasPrefix(rr.Run.Name, "baseline_") || IsReader(rr) { // readers are compared in readers.go
+		if !rr.Scored || rr.Run.Provider == "baseline" || strings.HasPrefix(rr.Run.Name, "baseline_") || isReader(rr) { // readers are compared in readers.go
 			continue
 		}
 		m := DomainMember{Run: rr}
@@ -206,29 +206,29 @@ func groupOrder(members []DomainMember) []string {
 			continue
 		}
 		have[m.Group] = true
-		if !slices.Contains([]string{GroupGeneral, GroupMedical, GroupProprietary}, m.Group) && !slices.Contains(extra, m.Group) {
+		if !slices.Contains([]string{groupGeneral, groupMedical, groupProprietary}, m.Group) && !slices.Contains(extra, m.Group) {
 			extra = append(extra, m.Group)
 		}
 	}
 	slices.Sort(extra)
 	var out []string
-	for _, g := range []string{GroupGeneral, GroupMedical, GroupProprietary} {
+	for _, g := range []string{groupGeneral, groupMedical, groupProprietary} {
 		if have[g] {
 			out = append(out, g)
 		}
 	}
 	out = append(out, extra...)
 	if len(members) > 0 {
-		out = append(out, GroupAll)
+		out = append(out, groupAll)
 	}
 	return out
 }
 
-// groupRuns are the runs of a group in a mode (GroupAll: every member).
+// groupRuns are the runs of a group in a mode (groupAll: every member).
 func groupRuns(members []DomainMember, group, mode string) []*RunResult {
 	var out []*RunResult
 	for _, m := range members {
-		if m.Run.Run.OracleMode == mode && (m.Group == group || (group == GroupAll)) {
+		if m.Run.Run.OracleMode == mode && (m.Group == group || (group == groupAll)) {
 			out = append(out, m.Run)
 		}
 	}
@@ -246,7 +246,7 @@ func stageVector(rr *RunResult, pi int, k benchmark.Stage) ([]float64, []string)
 			continue
 		}
 		v := 0.0
-		if s.Chain(k) {
+		if s.chain(k) {
 			v = 1
 		}
 		xs, keys = append(xs, v), append(keys, s.Key)

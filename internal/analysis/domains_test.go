@@ -64,7 +64,7 @@ func findDiff(dr *DomainResult, comparison string, path benchmark.Path, k benchm
 func TestDomainDifference(t *testing.T) {
 	reg := map[string]DomainModel{}
 	var runs []*RunResult
-	for g, group := range []string{GroupGeneral, GroupMedical} {
+	for g, group := range []string{groupGeneral, groupMedical} {
 		for m := 0; m < 4; m++ {
 			name := fmt.Sprintf("%s%d", group, m)
 			reg[name] = DomainModel{Domain: group}
@@ -107,7 +107,7 @@ func TestDomainDifference(t *testing.T) {
 	// every upper bound is below the margin; here stage 1 is noisy, so
 	// either supported or undecided, never "not supported".
 	for _, v := range dr.Verdict {
-		if v.Claim == 2 && v.Status == NotSupported {
+		if v.Claim == 2 && v.Status == notSupported {
 			t.Errorf("claim 2: %s (%s)", v.Status, v.Reason)
 		}
 	}
@@ -125,7 +125,7 @@ func TestDomainDifference(t *testing.T) {
 
 // With one model per group the finding is undecided, whatever the data.
 func TestOneModelPerGroupUndecided(t *testing.T) {
-	reg := map[string]DomainModel{"g": {Domain: GroupGeneral}, "m": {Domain: GroupMedical}}
+	reg := map[string]DomainModel{"g": {Domain: groupGeneral}, "m": {Domain: groupMedical}}
 	runs := []*RunResult{
 		synthRun("opensource_g", "g", "none", 200, func(i, k int) bool { return true }),
 		synthRun("opensource_m", "m", "none", 200, func(i, k int) bool { return k == 1 }),
@@ -160,7 +160,7 @@ func TestPermutationSeeding(t *testing.T) {
 
 // A matched medical/base pair counts the discordant records.
 func TestMatchedPair(t *testing.T) {
-	reg := map[string]DomainModel{"medgemma": {Domain: GroupMedical, Base: "gemma3"}, "gemma3": {Domain: GroupGeneral}}
+	reg := map[string]DomainModel{"medgemma": {Domain: groupMedical, Base: "gemma3"}, "gemma3": {Domain: groupGeneral}}
 	runs := []*RunResult{
 		synthRun("opensource_gemma3", "gemma3", "none", 30, func(i, k int) bool { return k < 3 || i < 20 }),      // stage 3: 20 right
 		synthRun("opensource_medgemma", "medgemma", "none", 30, func(i, k int) bool { return k < 3 || i >= 25 }), // stage 3: 5 right
@@ -181,7 +181,7 @@ func TestMatchedPair(t *testing.T) {
 
 // The precipitous-drop rule is mechanical: the ratio's upper bound below 0.5.
 func TestDecayRule(t *testing.T) {
-	reg := map[string]DomainModel{"a": {Domain: GroupGeneral}, "b": {Domain: GroupGeneral}}
+	reg := map[string]DomainModel{"a": {Domain: groupGeneral}, "b": {Domain: groupGeneral}}
 	runs := []*RunResult{
 		synthRun("opensource_a", "a", "none", 200, func(i, k int) bool { return k < 3 || i%10 == 0 }), // stage 3: 10 %
 		synthRun("opensource_b", "b", "none", 200, func(i, k int) bool { return k < 3 || i%10 < 9 }),  // stage 3: 90 %
@@ -209,7 +209,7 @@ func TestDecayRule(t *testing.T) {
 }
 
 func TestAssignGroups(t *testing.T) {
-	reg := map[string]DomainModel{"medgemma": {Domain: GroupMedical}, "glm-4v": {Domain: GroupGeneral}}
+	reg := map[string]DomainModel{"medgemma": {Domain: groupMedical}, "glm-4v": {Domain: groupGeneral}}
 	mk := func(prov, model string) *RunResult {
 		return &RunResult{Run: &Run{Name: prov + "_" + model, Provider: prov, Model: model, OracleMode: "none"}, Scored: true}
 	}
@@ -266,7 +266,7 @@ func TestReadDomains(t *testing.T) {
 		{write("syntax.yaml", "a: [medical\n"), "syntax.yaml"},
 		{write("empty.yaml", ""), "empty"},
 		{write("two.yaml", "a: medical\n---\nb: general\n"), `line 2: a second YAML document starts here ("---")`},
-		{write("big.yaml", strings.Repeat("#", MaxDomainsFileBytes+1)), "big.yaml"},
+		{write("big.yaml", strings.Repeat("#", maxDomainsFileBytes+1)), "big.yaml"},
 		{filepath.Join(dir, "missing.yaml"), "missing.yaml"},
 		{dir, "not a regular file"},
 		{fifo, "not a regular file"},
@@ -288,7 +288,7 @@ func TestTwoLevelSeesModelSpread(t *testing.T) {
 	var runs []*RunResult
 	for i, p := range []float64{0.95, 0.05, 0.5, 0.5} {
 		name := fmt.Sprintf("m%d", i)
-		reg[name] = DomainModel{Domain: []string{GroupMedical, GroupGeneral}[i/2]}
+		reg[name] = DomainModel{Domain: []string{groupMedical, groupGeneral}[i/2]}
 		runs = append(runs, synthRun("opensource_"+name, name, "none", 500, func(j, k int) bool { return bernoulli(name, j, p) }))
 	}
 	dr := domainResult(t, runs, DomainOptions{Registry: reg})
@@ -297,7 +297,7 @@ func TestTwoLevelSeesModelSpread(t *testing.T) {
 		t.Errorf("medical − general %+v: interval narrower than the models' spread", d)
 	}
 	for _, g := range dr.Groups {
-		if g.Group == GroupMedical && g.Path == benchmark.RevisionRequired && g.Stage == 1 && (g.Lo > 0.15 || g.Hi < 0.85) {
+		if g.Group == groupMedical && g.Path == benchmark.RevisionRequired && g.Stage == 1 && (g.Lo > 0.15 || g.Hi < 0.85) {
 			t.Errorf("medical group interval [%v, %v], want about [0.05, 0.95]", g.Lo, g.Hi)
 		}
 	}
@@ -307,7 +307,7 @@ func TestTwoLevelSeesModelSpread(t *testing.T) {
 // and only with enough records; a handful of all-wrong records gives a
 // zero-width bootstrap interval that must not decide anything.
 func TestDecayVerdict(t *testing.T) {
-	reg := map[string]DomainModel{"a": {Domain: GroupGeneral}, "b": {Domain: GroupGeneral}}
+	reg := map[string]DomainModel{"a": {Domain: groupGeneral}, "b": {Domain: groupGeneral}}
 	collapse := func(i, k int) bool { return k < 4 || i%10 == 0 } // stage 4: 10 %
 	steady := func(i, k int) bool { return i%10 < 8 }             // every stage 80 %
 	tests := []struct {
@@ -317,8 +317,8 @@ func TestDecayVerdict(t *testing.T) {
 		want    string
 		reason  string
 	}{
-		{"collapse", 200, collapse, Supported, ""},
-		{"steady", 200, steady, NotSupported, ""},
+		{"collapse", 200, collapse, supported, ""},
+		{"steady", 200, steady, notSupported, ""},
 		{"collapse, few records", 20, func(i, k int) bool { return k < 4 }, Undecided, "fewer than the 30 a verdict needs"},
 	}
 	for _, tc := range tests {
@@ -399,12 +399,12 @@ func findDecay(t *testing.T, dr *DomainResult, unit string, k benchmark.Stage) D
 // n = 6 and the Wilson interval of 0 of 6 rather than [0, 0], and its
 // ratio a non-degenerate interval too.
 func TestDecayHonestIntervals(t *testing.T) {
-	reg := map[string]DomainModel{"a": {Domain: GroupGeneral}}
+	reg := map[string]DomainModel{"a": {Domain: groupGeneral}}
 	rr := synthRun("opensource_a", "a", "none", 7, func(i, k int) bool { return k < 4 && i%3 != 2 })
 	rr.Scores[6].App[3] = false // cardiomegaly: stage 4 does not apply
 	dr := domainResult(t, []*RunResult{rr}, DomainOptions{Registry: reg})
 	wlo, whi, _ := stats.Wilson(0, 6)
-	for _, unit := range []string{"opensource_a", GroupAll} {
+	for _, unit := range []string{"opensource_a", groupAll} {
 		d := findDecay(t, dr, unit, 4)
 		if d.N != 6 {
 			t.Errorf("%s stage 4: n = %d, want 6 (the records stage 4 applies to)", unit, d.N)
@@ -421,7 +421,7 @@ func TestDecayHonestIntervals(t *testing.T) {
 	}
 	// A group of one model resamples like the model alone.
 	for _, k := range benchmark.Stages {
-		m, g := findDecay(t, dr, "opensource_a", k), findDecay(t, dr, GroupAll, k)
+		m, g := findDecay(t, dr, "opensource_a", k), findDecay(t, dr, groupAll, k)
 		m.Unit, m.Group, g.Unit, g.Group = "", false, "", false
 		if m != g {
 			t.Errorf("stage %d: the group of one model %+v differs from the model %+v", k, g, m)
@@ -438,7 +438,7 @@ func TestDecayHonestIntervals(t *testing.T) {
 // under different names get the same decay intervals, and so does a
 // run's records given in another order.
 func TestIdenticalAnswersIdenticalIntervals(t *testing.T) {
-	reg := map[string]DomainModel{"a": {Domain: GroupGeneral}, "b": {Domain: GroupGeneral}}
+	reg := map[string]DomainModel{"a": {Domain: groupGeneral}, "b": {Domain: groupGeneral}}
 	answers := func(i, k int) bool { return bernoulli("same", i*4+k, 0.6) }
 	a := synthRun("opensource_a", "a", "none", 7, answers)
 	b := synthRun("opensource_b", "b", "none", 7, answers)

@@ -12,8 +12,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/yamlerr"
 )
 
-// MaxDomainsFileBytes bounds a domains file.
-const MaxDomainsFileBytes = yamlerr.MaxFileBytes
+// maxDomainsFileBytes bounds a domains file.
+const maxDomainsFileBytes = yamlerr.MaxFileBytes
 
 var groupName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
@@ -23,7 +23,7 @@ var groupName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 // reserved for the pooled group). Errors are one line and name the file
 // and the key.
 func ReadDomains(path string) (map[string]string, error) {
-	data, err := safefile.ReadFile(path, MaxDomainsFileBytes, safefile.Follow)
+	data, err := safefile.ReadFile(path, maxDomainsFileBytes, safefile.Follow)
 	if err != nil {
 		return nil, fmt.Errorf("domains file: %w", err)
 	}
@@ -53,8 +53,8 @@ func ReadDomains(path string) (map[string]string, error) {
 		if v.Kind != yaml.ScalarNode || !groupName.MatchString(v.Value) {
 			return nil, fmt.Errorf("domains file %s: line %d: key %q: the group must be one word of letters, digits, '.', '_' or '-' (general, medical, proprietary, …)", path, v.Line, k.Value)
 		}
-		if v.Value == GroupAll {
-			return nil, fmt.Errorf("domains file %s: line %d: key %q: group %q is reserved for all models pooled", path, v.Line, k.Value, GroupAll)
+		if v.Value == groupAll {
+			return nil, fmt.Errorf("domains file %s: line %d: key %q: group %q is reserved for all models pooled", path, v.Line, k.Value, groupAll)
 		}
 		out[k.Value] = v.Value
 	}

@@ -11,8 +11,8 @@ import (
 
 // Verdict statuses.
 const (
-	Supported    = "supported"
-	NotSupported = "not supported"
+	supported    = "supported"
+	notSupported = "not supported"
 	Undecided    = "undecided at this sample size"
 )
 
@@ -65,17 +65,17 @@ func analyzeDomains(res *Result, o *Options) (*DomainResult, []string) {
 				}
 			}
 		}
-		med, gen := boots[bootKey{GroupMedical, mode, true, 0}], boots[bootKey{GroupGeneral, mode, true, 0}]
+		med, gen := boots[bootKey{groupMedical, mode, true, 0}], boots[bootKey{groupGeneral, mode, true, 0}]
 		if med != nil && gen != nil {
 			for pi, path := range benchmark.Paths {
 				for _, k := range benchmark.Stages {
 					if benchmark.StageApplies(path, false, k) {
-						dr.Diffs = append(dr.Diffs, domainDiff(boots[bootKey{GroupMedical, mode, true, pi}].ub, boots[bootKey{GroupGeneral, mode, true, pi}].ub, mode, pi, k, o))
+						dr.Diffs = append(dr.Diffs, domainDiff(boots[bootKey{groupMedical, mode, true, pi}].ub, boots[bootKey{groupGeneral, mode, true, pi}].ub, mode, pi, k, o))
 					}
 				}
 			}
 		}
-		for _, path := range DecayPaths {
+		for _, path := range decayPaths {
 			pi := pathIndex(path)
 			for _, m := range members {
 				if j := boots[bootKey{m.Run.Run.Name, mode, false, pi}]; j != nil && j.ub != nil {
@@ -135,7 +135,7 @@ func runBoots(members []DomainMember, modes []string, o *Options) map[bootKey]*b
 			for _, g := range modeGroups(members, mode) {
 				add(bootKey{g, mode, true, pi}, groupRuns(members, g, mode))
 			}
-			if !slices.Contains(DecayPaths, path) {
+			if !slices.Contains(decayPaths, path) {
 				continue
 			}
 			for _, m := range members {
@@ -296,9 +296,9 @@ func decayVerdict(dr *DomainResult, mode string) Verdict {
 			continue
 		}
 		switch {
-		case d.Group && d.Unit == GroupAll && d.Stage == 1:
+		case d.Group && d.Unit == groupAll && d.Stage == 1:
 			first = d
-		case d.Group && d.Unit == GroupAll && d.Stage == benchmark.StageAttributeExtraction:
+		case d.Group && d.Unit == groupAll && d.Stage == benchmark.StageAttributeExtraction:
 			deepest = d
 		case !d.Group && d.Stage == benchmark.StageAttributeExtraction:
 			models++
@@ -320,9 +320,9 @@ func decayVerdict(dr *DomainResult, mode string) Verdict {
 	case deepest.N < MinDecayRecords:
 		v.Reason += fmt.Sprintf("; %d revision-required records at stage 4 are fewer than the %d a verdict needs", deepest.N, MinDecayRecords)
 	case deepest.RHi < PrecipitousBelow:
-		v.Status = Supported
+		v.Status = supported
 	case deepest.RLo >= PrecipitousBelow:
-		v.Status = NotSupported
+		v.Status = notSupported
 	default:
 		v.Reason += fmt.Sprintf("; the interval straddles %.2f", PrecipitousBelow)
 	}
@@ -360,7 +360,7 @@ func domainVerdict(dr *DomainResult, mode string) Verdict {
 	worst := rows[0]
 	for _, d := range rows {
 		if d.Lo > 0 && d.P <= 0.05 {
-			v.Status = NotSupported
+			v.Status = notSupported
 			v.Reason = fmt.Sprintf("%s: medical ahead on %s stage %d by %s points [%s, %s], permutation p = %.3f", size, d.Path, d.Stage, spts(d.Diff), spts(d.Lo), spts(d.Hi), d.P)
 			return v
 		}
@@ -371,7 +371,7 @@ func domainVerdict(dr *DomainResult, mode string) Verdict {
 	cell := fmt.Sprintf("%s: medical − general at most %s points (upper bound, %s stage %d: %s [%s, %s], p = %.3f)",
 		size, spts(worst.Hi), worst.Path, worst.Stage, spts(worst.Diff), spts(worst.Lo), spts(worst.Hi), worst.P)
 	if worst.Hi < AdvantageMargin {
-		v.Status, v.Reason = Supported, cell
+		v.Status, v.Reason = supported, cell
 		return v
 	}
 	v.Reason = cell + fmt.Sprintf("; an advantage of %s points or more is not excluded", pts(AdvantageMargin))

@@ -32,14 +32,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
-// Flag reason codes (flagged_items.csv, the HTML browser, review rounds).
-const (
-	FlagUnanimousWrong = benchmark.FlagUnanimousWrong
-	FlagMajorityWrong  = benchmark.FlagMajorityWrong
-	FlagNegativeDisc   = benchmark.FlagNegativeDisc
-	FlagParseFailures  = benchmark.FlagParseFailures
-)
-
 // Item-health defaults.
 const (
 	// MinItemRuns is the number of counted runs below which no item
@@ -61,9 +53,9 @@ const (
 	DiscAlpha = 0.01
 )
 
-// BaselineProvider is the provider of in-process baseline runs, which
+// baselineProvider is the provider of in-process baseline runs, which
 // never count as evidence about items.
-const BaselineProvider = "baseline"
+const baselineProvider = "baseline"
 
 // ItemStat is one question of one record.
 type ItemStat struct {
@@ -157,7 +149,7 @@ func CheckFlagShare(s float64) error {
 
 // counted reports whether a run is evidence about items.
 func counted(rr *RunResult) bool {
-	return rr.Scored && rr.Run.Provider != BaselineProvider
+	return rr.Scored && rr.Run.Provider != baselineProvider
 }
 
 // ComputeItemHealth computes the item analysis of every oracle mode that
@@ -353,19 +345,19 @@ func (h *ItemHealth) flag(s *ItemStat) {
 		// above one half ask for only half of the runs: a tie is no
 		// majority, and the chance formula needs disjoint events.
 		need := max(int(math.Ceil(h.FlagShare*float64(r)-1e-9)), r/2+1)
-		pu, pm := ChanceUnanimousWrong(k, r), ChanceMajorityWrong(k, r, need)
+		pu, pm := chanceUnanimousWrong(k, r), chanceMajorityWrong(k, r, need)
 		switch {
 		case pm <= MaxChance:
 			p = pm
 			if wrongModal && s.ModalN == r {
-				s.Reasons = append(s.Reasons, FlagUnanimousWrong)
+				s.Reasons = append(s.Reasons, benchmark.FlagUnanimousWrong)
 			} else if wrongModal && s.ModalN >= need {
-				s.Reasons = append(s.Reasons, FlagMajorityWrong)
+				s.Reasons = append(s.Reasons, benchmark.FlagMajorityWrong)
 			}
 		case pu <= MaxChance:
 			p = pu
 			if wrongModal && s.ModalN == r {
-				s.Reasons = append(s.Reasons, FlagUnanimousWrong)
+				s.Reasons = append(s.Reasons, benchmark.FlagUnanimousWrong)
 			}
 		}
 	}
@@ -374,12 +366,12 @@ func (h *ItemHealth) flag(s *ItemStat) {
 		// bound would add them; the difference is second order).
 		p = 1 - (1-p)*(1-DiscAlpha)
 		if stats.CorrelationLowerP(s.Discrimination, r) < DiscAlpha {
-			s.Reasons = append(s.Reasons, FlagNegativeDisc)
+			s.Reasons = append(s.Reasons, benchmark.FlagNegativeDisc)
 		}
 	}
 	// Random answers always parse: this rule has no chance component.
 	if r >= MinItemRuns && 2*s.Unparsed > r {
-		s.Reasons = append(s.Reasons, FlagParseFailures)
+		s.Reasons = append(s.Reasons, benchmark.FlagParseFailures)
 	}
 	s.PChance = p
 	h.Expected += p
@@ -389,22 +381,22 @@ func (h *ItemHealth) flag(s *ItemStat) {
 	}
 }
 
-// ChanceUnanimousWrong is the probability that r runs answering an item
+// chanceUnanimousWrong is the probability that r runs answering an item
 // with k answers uniformly at random all give the same wrong answer:
 // (k−1)/k^r.
-func ChanceUnanimousWrong(k, r int) float64 {
+func chanceUnanimousWrong(k, r int) float64 {
 	if k < 2 || r < 1 {
 		return 0
 	}
 	return float64(k-1) * math.Pow(float64(k), -float64(r))
 }
 
-// ChanceMajorityWrong is the probability that at least need of r random
+// chanceMajorityWrong is the probability that at least need of r random
 // runs agree on one wrong answer: (k−1)·P(Bin(r, 1/k) ≥ need). The events
 // "answer a reaches need" are disjoint when need > r/2 (CheckFlagShare
 // guarantees it), so the sum is exact; for smaller need it is an upper
 // bound.
-func ChanceMajorityWrong(k, r, need int) float64 {
+func chanceMajorityWrong(k, r, need int) float64 {
 	if k < 2 || r < 1 {
 		return 0
 	}

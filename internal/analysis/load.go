@@ -134,12 +134,12 @@ func isRunDir(dir string) bool {
 	return false
 }
 
-// Discover expands the inputs into run directories: an input that holds
+// discover expands the inputs into run directories: an input that holds
 // run files is a run directory; any other directory is a results folder
 // scanned for */oracle_<mode>/ run directories (a folder that has
 // all_results.json, results.jsonl or manifest.json). Shard folders are
 // never runs. Problems with one input become warnings.
-func Discover(inputs []string) (dirs []string, warnings []string) {
+func discover(inputs []string) (dirs []string, warnings []string) {
 	seen := map[string]bool{}
 	add := func(d string) {
 		abs, err := filepath.Abs(d)
@@ -206,7 +206,7 @@ type LoadOptions struct {
 // and the input (or the bad part of it) is left out; Load fails only when
 // no usable run remains or an explicitly given benchmark cannot be loaded.
 func Load(inputs []string, opts LoadOptions) (*Set, error) {
-	dirs, warns := Discover(inputs)
+	dirs, warns := discover(inputs)
 	s := &Set{}
 	for _, w := range warns {
 		s.warnf("%s", w)

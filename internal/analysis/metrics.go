@@ -8,8 +8,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// AllLesions is the lesion of the cells that pool every lesion.
-const AllLesions = "all"
+// allLesions is the lesion of the cells that pool every lesion.
+const allLesions = "all"
 
 // lesionList is the lesions of the cells: "all", then the lesions the
 // runs hold (without runs, the benchmark's records), in the benchmark's
@@ -23,7 +23,7 @@ func lesionList(b *benchmark.Benchmark, runs []*Run) []string {
 	seen := map[string]bool{}
 	var out []string
 	note := func(l string) {
-		if l != "" && l != AllLesions && !seen[l] {
+		if l != "" && l != allLesions && !seen[l] {
 			seen[l] = true
 			out = append(out, l)
 		}
@@ -39,7 +39,7 @@ func lesionList(b *benchmark.Benchmark, runs []*Run) []string {
 		}
 	}
 	set.Sort(out)
-	return append([]string{AllLesions}, out...)
+	return append([]string{allLesions}, out...)
 }
 
 func pathIndex(p benchmark.Path) int { return slices.Index(benchmark.Paths, p) }
@@ -99,12 +99,12 @@ func isHeartRecord(r *results.Record) bool {
 // stageApplies reports whether stage s applies to the records of a
 // (path, lesion) cell: for "all", to some record of the path.
 func (h heartSet) stageApplies(path benchmark.Path, lesion string, s benchmark.Stage) bool {
-	return benchmark.StageApplies(path, lesion != AllLesions && h[lesion], s)
+	return benchmark.StageApplies(path, lesion != allLesions && h[lesion], s)
 }
 
 // applies is stageApplies for question q.
 func (h heartSet) applies(path benchmark.Path, lesion string, q benchmark.Question) bool {
-	return benchmark.Applies(path, lesion != AllLesions && h[lesion], q)
+	return benchmark.Applies(path, lesion != allLesions && h[lesion], q)
 }
 
 // Score is one record's outcome under our semantics (§10.3).
@@ -123,8 +123,8 @@ type Score struct {
 	Depth      int
 }
 
-// Chain reports whether every applicable stage 1..k is correct.
-func (s *Score) Chain(k benchmark.Stage) bool {
+// chain reports whether every applicable stage 1..k is correct.
+func (s *Score) chain(k benchmark.Stage) bool {
 	for j := 0; j < int(k); j++ {
 		if s.App[j] && !s.Cor[j] {
 			return false
@@ -140,7 +140,7 @@ func (s *Score) Chain(k benchmark.Stage) bool {
 // for error records and the caller leaves them out.
 func ScoreRecord(r *results.Record, countErrors bool) (Score, bool) {
 	s := Score{Index: r.Index, Key: r.KeyID, Path: pathIndex(r.QAPath), Lesion: r.Lesion, OK: r.Status == results.StatusOK}
-	if s.Path < 0 || s.Lesion == "" || s.Lesion == AllLesions {
+	if s.Path < 0 || s.Lesion == "" || s.Lesion == allLesions {
 		return s, false
 	}
 	if !s.OK && !countErrors {
@@ -181,7 +181,7 @@ func ScoreRecord(r *results.Record, countErrors bool) (Score, bool) {
 	}
 	// A heart-type positive whose applicable stages are all correct
 	// gains one (protocol.md §10.3).
-	if heart && s.Chain(benchmark.StageAttributeExtraction) {
+	if heart && s.chain(benchmark.StageAttributeExtraction) {
 		s.Depth++
 	}
 	return s, true

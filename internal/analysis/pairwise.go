@@ -45,7 +45,7 @@ func metricValue(s *Score, metric string) (float64, bool) {
 	}
 	var ok bool
 	if metric[0] == 'e' {
-		ok = s.Chain(k)
+		ok = s.chain(k)
 	} else {
 		ok = s.Cor[k-1]
 	}

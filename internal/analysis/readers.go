@@ -131,8 +131,8 @@ type TimeRow struct {
 	MeanS, MedianS float64
 }
 
-// IsReader reports whether a run is a human reader's.
-func IsReader(rr *RunResult) bool { return rr.Run.Provider == results.ProviderHuman }
+// isReader reports whether a run is a human reader's.
+func isReader(rr *RunResult) bool { return rr.Run.Provider == results.ProviderHuman }
 
 // isAidedArm reports whether a reader run is an arm of a sequential
 // aided study (it names the model run shown).
@@ -152,17 +152,17 @@ func analyzeReaders(res *Result) *ReadersResult {
 				continue
 			}
 			switch {
-			case IsReader(rr) && isAidedArm(rr):
+			case isReader(rr) && isAidedArm(rr):
 				arms = append(arms, rr)
 				// The unaided arm is also a reader's own reading.
 				if rr.Run.Reading.Arm == results.ArmUnaided {
 					readers = append(readers, rr)
 				}
-			case IsReader(rr):
+			case isReader(rr):
 				if rr.Run.Reading == nil || rr.Run.Reading.Arm != results.ArmAided {
 					readers = append(readers, rr)
 				}
-			case rr.Run.Provider != BaselineProvider && !strings.HasPrefix(rr.Run.Name, "baseline_"):
+			case rr.Run.Provider != baselineProvider && !strings.HasPrefix(rr.Run.Name, "baseline_"):
 				models = append(models, rr)
 			}
 		}
@@ -564,7 +564,7 @@ func readersVerdict(rows []MRMCRow, mode string, nReaders, nModels int) Verdict 
 		}
 		counted++
 		if d.Lo > 0 {
-			v.Status = NotSupported
+			v.Status = notSupported
 			v.Reason = fmt.Sprintf("%d readers, %d model(s): %s is ahead of the readers on %s stage %d by %s points [%s, %s] (MRMC, %d paired records, p = %.3f)",
 				nReaders, nModels, d.Model, d.Path, d.Stage, spts(d.Estimate), spts(d.Lo), spts(d.Hi), d.NRecords, d.P)
 			return v
@@ -585,7 +585,7 @@ func readersVerdict(rows []MRMCRow, mode string, nReaders, nModels int) Verdict 
 	case short > 0:
 		v.Reason = cell + fmt.Sprintf("; too few records: %d cell(s) have fewer than %d paired records or no interval", short, MinReaderRecords)
 	default:
-		v.Status, v.Reason = Supported, cell
+		v.Status, v.Reason = supported, cell
 	}
 	return v
 }

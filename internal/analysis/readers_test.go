@@ -22,8 +22,8 @@ func TestReadersVerdict(t *testing.T) {
 		readers, models  int
 		status, inReason string
 	}{
-		{"every model below", []MRMCRow{diff("a", n, -0.3, -0.4, -0.2), diff("b", n, -0.1, -0.2, -0.01)}, 2, 2, Supported, "closest model is b"},
-		{"one model above", []MRMCRow{diff("a", n, -0.3, -0.4, -0.2), diff("b", n, 0.1, 0.02, 0.2)}, 2, 2, NotSupported, "b is ahead"},
+		{"every model below", []MRMCRow{diff("a", n, -0.3, -0.4, -0.2), diff("b", n, -0.1, -0.2, -0.01)}, 2, 2, supported, "closest model is b"},
+		{"one model above", []MRMCRow{diff("a", n, -0.3, -0.4, -0.2), diff("b", n, 0.1, 0.02, 0.2)}, 2, 2, notSupported, "b is ahead"},
 		{"an interval reaches 0", []MRMCRow{diff("a", n, -0.3, -0.4, -0.2), diff("b", n, -0.05, -0.2, 0.1)}, 2, 2, Undecided, "reaches 0"},
 		{"one reader", []MRMCRow{diff("a", n, -0.3, -0.4, -0.2)}, 1, 1, Undecided, "at least 2"},
 		{"no model", nil, 3, 0, Undecided, "no model run"},
@@ -42,7 +42,7 @@ func TestReadersVerdict(t *testing.T) {
 // difference of 0 every time; the interval falls back to Newcombe's and
 // keeps the width of the groups' own Wilson intervals.
 func TestDiffCIDegenerate(t *testing.T) {
-	o := &Options{Bootstrap: 200, Seed: DefaultSeed}
+	o := &Options{Bootstrap: 200, Seed: defaultSeed}
 	wrong := make([]decayRec, 14)
 	for i := range wrong {
 		wrong[i] = decayRec(1) // stage 1 applies, not right
