@@ -5,9 +5,9 @@ import (
 	"slices"
 )
 
-// Z95 is the two-sided 95 % standard normal quantile, Φ⁻¹(0.975), used
+// z95 is the two-sided 95 % standard normal quantile, Φ⁻¹(0.975), used
 // by every Wilson interval.
-const Z95 = 1.959963984540054
+const z95 = 1.959963984540054
 
 // Wilson returns the Wilson score interval (Wilson 1927; method 3 of
 // Newcombe 1998a) at 95 % for k successes out of n: the proportions p
@@ -20,10 +20,10 @@ func Wilson(k, n int) (lo, hi float64, ok bool) {
 	}
 	fn := float64(n)
 	p := float64(k) / fn
-	z2 := Z95 * Z95
+	z2 := z95 * z95
 	den := 1 + z2/fn
 	centre := (p + z2/(2*fn)) / den
-	half := Z95 * math.Sqrt(p*(1-p)/fn+z2/(4*fn*fn)) / den
+	half := z95 * math.Sqrt(p*(1-p)/fn+z2/(4*fn*fn)) / den
 	return clamp01(centre - half), clamp01(centre + half), true
 }
 
@@ -66,14 +66,6 @@ func Quantile(sorted []float64, q float64) float64 {
 		return sorted[len(sorted)-1]
 	}
 	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
-}
-
-// Percentile is the q-quantile of unsorted xs, interpolated as by
-// [Quantile]; it sorts a copy.
-func Percentile(xs []float64, q float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return Quantile(s, q)
 }
 
 // PercentileInterval is the percentile 95 % interval of bootstrap
