@@ -10,20 +10,10 @@ import (
 // len(xs) values drawn with replacement by src.UintN, in the order xs
 // is given. ok is false when xs is empty or b < 1.
 func BootstrapMean(xs []float64, b int, src Source) (lo, hi float64, ok bool) {
-	n := len(xs)
-	if n == 0 || b < 1 {
+	if len(xs) == 0 || b < 1 {
 		return 0, 0, false
 	}
-	reps := make([]float64, b)
-	un := uint64(n)
-	for i := range reps {
-		s := 0.0
-		for j := 0; j < n; j++ {
-			s += xs[src.UintN(un)]
-		}
-		reps[i] = s / float64(n)
-	}
-	lo, hi = PercentileInterval(reps)
+	lo, hi = PercentileInterval(resampleMeans(xs, nil, b, src))
 	return lo, hi, true
 }
 
@@ -33,22 +23,33 @@ func BootstrapMean(xs []float64, b int, src Source) (lo, hi float64, ok bool) {
 // in both series, so the pairing is kept. ok is false when the series
 // are empty or of different lengths, or reps < 1.
 func BootstrapPairedDiff(a, b []float64, reps int, src Source) (lo, hi float64, ok bool) {
-	n := len(a)
-	if n == 0 || n != len(b) || reps < 1 {
+	if len(a) == 0 || len(a) != len(b) || reps < 1 {
 		return 0, 0, false
 	}
+	lo, hi = PercentileInterval(resampleMeans(a, b, reps, src))
+	return lo, hi, true
+}
+
+// resampleMeans returns reps bootstrap replicates of the mean of a (b
+// nil) or of the paired differences a − b: each the mean over len(a)
+// indices drawn with replacement by src.UintN.
+func resampleMeans(a, b []float64, reps int, src Source) []float64 {
+	n := len(a)
 	out := make([]float64, reps)
 	un := uint64(n)
 	for i := range out {
 		s := 0.0
 		for j := 0; j < n; j++ {
 			k := src.UintN(un)
-			s += a[k] - b[k]
+			if b == nil {
+				s += a[k]
+			} else {
+				s += a[k] - b[k]
+			}
 		}
 		out[i] = s / float64(n)
 	}
-	lo, hi = PercentileInterval(out)
-	return lo, hi, true
+	return out
 }
 
 // PermutationP is the two-sided permutation test of mean(a) − mean(b)

@@ -65,47 +65,38 @@ func TestPearson(t *testing.T) {
 	}
 }
 
-func TestCorrelationLowerP(t *testing.T) {
+func TestPValues(t *testing.T) {
 	// t(0.95; 10) = 1.812461122811676, so the r it maps to over 12 pairs
 	// has one-sided p 0.05.
 	tq := 1.812461122811676
 	r := -tq / math.Sqrt(tq*tq+10)
 	tests := []struct {
-		r    float64
-		n    int
+		name string
+		got  float64
 		want float64
 	}{
-		{r, 12, 0.05},
-		{-r, 12, 0.95},
-		{0, 8, 0.5},
-		{-1, 5, 0},
-		{1, 5, 1},
-		{0.3, 2, math.NaN()},
-		{math.NaN(), 10, math.NaN()},
+		{"correlation at t(0.95; 10)", CorrelationLowerP(r, 12), 0.05},
+		{"positive correlation", CorrelationLowerP(-r, 12), 0.95},
+		{"no correlation", CorrelationLowerP(0, 8), 0.5},
+		{"correlation −1", CorrelationLowerP(-1, 5), 0},
+		{"correlation 1", CorrelationLowerP(1, 5), 1},
+		{"correlation of 2 pairs", CorrelationLowerP(0.3, 2), math.NaN()},
+		{"correlation NaN", CorrelationLowerP(math.NaN(), 10), math.NaN()},
+		// Upper quantiles of the chi-square table: the 95th percentiles
+		// at 1, 2 and 5 degrees of freedom, the 99.9th at 10; at df 2 the
+		// tail is exp(−x/2).
+		{"χ² 95th, df 1", ChiSquareP(3.841458820694124, 1), 0.05},
+		{"χ² 95th, df 2", ChiSquareP(5.991464547107979, 2), 0.05},
+		{"χ² 95th, df 5", ChiSquareP(11.070497693516351, 5), 0.05},
+		{"χ² 99.9th, df 10", ChiSquareP(29.58829844507442, 10), 0.001},
+		{"χ² at 0", ChiSquareP(0, 3), 1},
+		{"χ² df 2", ChiSquareP(2, 2), math.Exp(-1)},
+		{"χ² df 0", ChiSquareP(1, 0), math.NaN()},
+		{"χ² NaN", ChiSquareP(math.NaN(), 3), math.NaN()},
 	}
 	for _, tc := range tests {
-		if got := CorrelationLowerP(tc.r, tc.n); !sameOrBothNaN(got, tc.want, 1e-9) {
-			t.Errorf("CorrelationLowerP(%v, %d) = %v, want %v", tc.r, tc.n, got, tc.want)
-		}
-	}
-}
-
-func TestChiSquareP(t *testing.T) {
-	// Upper quantiles from the chi-square table: the 95th percentiles at
-	// 1, 2 and 5 degrees of freedom, the 99.9th at 10; at df 2 the tail
-	// is exp(−x/2).
-	tests := []struct {
-		x    float64
-		df   int
-		want float64
-	}{
-		{3.841458820694124, 1, 0.05}, {5.991464547107979, 2, 0.05}, {11.070497693516351, 5, 0.05},
-		{29.58829844507442, 10, 0.001}, {0, 3, 1}, {2, 2, math.Exp(-1)},
-		{1, 0, math.NaN()}, {math.NaN(), 3, math.NaN()},
-	}
-	for _, tc := range tests {
-		if got := ChiSquareP(tc.x, tc.df); !sameOrBothNaN(got, tc.want, 1e-9) {
-			t.Errorf("ChiSquareP(%v, %d) = %.12g, want %v", tc.x, tc.df, got, tc.want)
+		if !sameOrBothNaN(tc.got, tc.want, 1e-9) {
+			t.Errorf("%s: p = %.12g, want %v", tc.name, tc.got, tc.want)
 		}
 	}
 }
