@@ -74,10 +74,16 @@ the database file's name without its extension).`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			creds, records, err := reading.Init(cmd.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
-				Study: study, Aid: aid, Log: cmd.ErrOrStderr()})
-			if err != nil {
+			var creds []reading.Credential
+			var records int
+			err = untilInterrupted(cmd.Context(), "read init", func(ctx context.Context) error {
+				var err error
+				creds, records, err = reading.Init(ctx, reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
+					Study: study, Aid: aid, Log: cmd.ErrOrStderr()})
 				return withExit(2, err)
+			})
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			for _, c := range creds {

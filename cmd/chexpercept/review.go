@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -106,10 +107,16 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 					return withExit(2, fmt.Errorf("--only %s: %w", only, err))
 				}
 			}
-			creds, stored, err := review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
-				Source: src, Warn: cmd.ErrOrStderr(), Flags: flags})
-			if err != nil {
+			var creds []review.Credential
+			var stored int
+			err = untilInterrupted(cmd.Context(), "review init", func(context.Context) error {
+				var err error
+				creds, stored, err = review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
+					Source: src, Warn: cmd.ErrOrStderr(), Flags: flags})
 				return withExit(2, err)
+			})
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			for _, c := range creds {
