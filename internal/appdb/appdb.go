@@ -1,5 +1,6 @@
 // Package appdb opens the SQLite database of a browser app (the review
-// app, the reading app): created once and never over another file, kept
+// app, the reading app): created once, whole under a temporary name and
+// then linked into place, never over another file, kept
 // private to its owner, and recognised by its schema id before anything
 // writes to it.
 //
