@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -85,13 +86,16 @@ the database file's name without its extension).`,
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
+			var tokens strings.Builder
 			for _, c := range creds {
 				if c.Name == reading.AdminName {
-					fmt.Fprintf(out, "admin %s\n", c.Token)
+					fmt.Fprintf(&tokens, "admin %s\n", c.Token)
 				} else {
-					fmt.Fprintf(out, "reader %s %s\n", c.Name, c.Token)
+					fmt.Fprintf(&tokens, "reader %s %s\n", c.Name, c.Token)
 				}
+			}
+			if err := writeTokens(cmd, db, tokens.String()); err != nil {
+				return err
 			}
 			design := "unaided"
 			if aid != "" {
