@@ -137,9 +137,9 @@ func absent(path, kind string) error {
 	return nil
 }
 
-// CreateHook, when set (by tests only), is called by Create with stage
-// "created" once the temporary file exists, empty, and with "schema" once
-// the schema is written to it; a test stops or kills the process there.
+// CreateHook is nil except in tests: Create calls it with stage "created"
+// once the temporary file exists, empty, and with "schema" once the
+// schema is written to it; a test stops or kills the process there.
 var CreateHook func(stage, temp string)
 
 // ErrInterrupted is returned by Create and Publish once RemoveTemps has
