@@ -70,6 +70,10 @@ func TestBuildAndInspectCommands(t *testing.T) {
 			t.Errorf("inspect: %v", err)
 		}
 	}
+	// Its "wrote DIR" line that cannot be written is a failure.
+	args := []string{"inspect", out, "--key", key}
+	stderr, code := runCLIStdout(t, devFull(t), args...)
+	wantStdoutFailure(t, args, stderr, code)
 	sum, _ := os.ReadFile(filepath.Join(out, "inspect", key, "summary.txt"))
 	for _, want := range []string{"path revision_required", "distribution = ", "severity: ", "comparison: ", "revision result: "} {
 		if !strings.Contains(string(sum), want) && !(strings.HasPrefix(key, "cardiomegaly") && want != "path revision_required" && want != "revision result: ") {

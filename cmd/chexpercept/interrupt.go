@@ -7,12 +7,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 )
 
 // untilInterrupted runs work and returns its error, unless SIGINT or
 // SIGTERM comes first: then the temporary files of the writes in flight
-// are removed (atomicfile.RemoveTemps, which also fails any later write),
+// are removed (atomicfile.RemoveTemps and, for a database being created,
+// appdb.RemoveTemps, which also fail any later write),
 // one line says that the same command resumes or redoes the work, and the
 // exit status is 130. work gets a context that the signal ends, for the
 // commands that can stop early; the process exits without waiting for it.
@@ -32,6 +34,7 @@ func untilInterrupted(parent context.Context, name string, work func(ctx context
 			return <-done
 		}
 		atomicfile.RemoveTemps()
+		appdb.RemoveTemps()
 		fmt.Fprintf(os.Stderr, "chexpercept %s: interrupted; its temporary files are removed, and the same command run again redoes what it had not finished\n", name)
 		return silentExit(130)
 	}

@@ -12,13 +12,16 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -90,8 +93,14 @@ func newRootCmd() *cobra.Command {
 
 func main() {
 	stopProfile := startProfile(os.Getenv(cpuProfileEnv))
-	err := newRootCmd().Execute()
+	root := newRootCmd()
+	stdout := &checkedWriter{w: os.Stdout}
+	root.SetOut(stdout)
+	err := root.Execute()
 	stopProfile()
+	if err == nil {
+		err = stdout.failed()
+	}
 	if err == nil {
 		return
 	}
@@ -106,6 +115,39 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chexpercept:", textsafe.Printable(err.Error()))
 	}
 	os.Exit(code)
+}
+
+// checkedWriter is the commands' stdout (cmd.OutOrStdout): it keeps the
+// first write error, so that a command whose output could not be written
+// (a full disk, a closed descriptor) does not exit 0 as if it had been.
+// Commands print with fmt.Fprint* and go on; main checks once at the end.
+type checkedWriter struct {
+	w   io.Writer
+	mu  sync.Mutex
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.mu.Lock()
+		if c.err == nil {
+			c.err = err
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// failed returns the first write error as the command's error (exit
+// status 2), or nil.
+func (c *checkedWriter) failed() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		return nil
+	}
+	return withExit(2, fmt.Errorf("write standard output: %w", safefile.Reason(c.err)))
 }
 
 // cpuProfileEnv names a file to write a CPU profile of the whole command

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -74,18 +75,27 @@ the database file's name without its extension).`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			creds, records, err := reading.Init(cmd.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
-				Study: study, Aid: aid, Log: cmd.ErrOrStderr()})
-			if err != nil {
+			var creds []reading.Credential
+			var records int
+			err = untilInterrupted(cmd.Context(), "read init", func(ctx context.Context) error {
+				var err error
+				creds, records, err = reading.Init(ctx, reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
+					Study: study, Aid: aid, Log: cmd.ErrOrStderr()})
 				return withExit(2, err)
+			})
+			if err != nil {
+				return err
 			}
-			out := cmd.OutOrStdout()
+			var tokens strings.Builder
 			for _, c := range creds {
 				if c.Name == reading.AdminName {
-					fmt.Fprintf(out, "admin %s\n", c.Token)
+					fmt.Fprintf(&tokens, "admin %s\n", c.Token)
 				} else {
-					fmt.Fprintf(out, "reader %s %s\n", c.Name, c.Token)
+					fmt.Fprintf(&tokens, "reader %s %s\n", c.Name, c.Token)
 				}
+			}
+			if err := writeTokens(cmd, db, tokens.String()); err != nil {
+				return err
 			}
 			design := "unaided"
 			if aid != "" {

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/webapp"
 )
@@ -106,18 +110,27 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 					return withExit(2, fmt.Errorf("--only %s: %w", only, err))
 				}
 			}
-			creds, stored, err := review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
-				Source: src, Warn: cmd.ErrOrStderr(), Flags: flags})
-			if err != nil {
+			var creds []review.Credential
+			var stored int
+			err = untilInterrupted(cmd.Context(), "review init", func(context.Context) error {
+				var err error
+				creds, stored, err = review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
+					Source: src, Warn: cmd.ErrOrStderr(), Flags: flags})
 				return withExit(2, err)
+			})
+			if err != nil {
+				return err
 			}
-			out := cmd.OutOrStdout()
+			var tokens strings.Builder
 			for _, c := range creds {
 				if c.Name == review.AdminName {
-					fmt.Fprintf(out, "admin %s\n", c.Token)
+					fmt.Fprintf(&tokens, "admin %s\n", c.Token)
 				} else {
-					fmt.Fprintf(out, "reviewer %s %s\n", c.Name, c.Token)
+					fmt.Fprintf(&tokens, "reviewer %s %s\n", c.Name, c.Token)
 				}
+			}
+			if err := writeTokens(cmd, db, tokens.String()); err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d cases, %d reviewers, overlap %d. Keep the tokens above; they are not stored.\n", db, stored, n, k)
 			return nil
@@ -132,6 +145,20 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 	namedSeedFlag(f, &seed, "assign-seed", "seed of the assignment of cases to reviewers")
 	f.IntVar(&workers, "workers", 0, "digest workers (default: number of CPUs)")
 	return cmd
+}
+
+// writeTokens prints the sign-in tokens of the database db that init has
+// just made. The tokens exist nowhere else: when they cannot be written,
+// the database, which no one could sign in to, is removed so that the
+// same command can be run again, and the error says so.
+func writeTokens(cmd *cobra.Command, db, tokens string) error {
+	if _, err := io.WriteString(cmd.OutOrStdout(), tokens); err != nil {
+		if rerr := os.Remove(db); rerr != nil {
+			return withExit(2, fmt.Errorf("write the sign-in tokens: %w; %s holds tokens no one has (remove it and run init again)", safefile.Reason(err), db))
+		}
+		return withExit(2, fmt.Errorf("write the sign-in tokens: %w; %s is removed (run init again)", safefile.Reason(err), db))
+	}
+	return nil
 }
 
 // isLoopbackHost reports whether host names the loopback interface.

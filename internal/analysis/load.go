@@ -83,6 +83,11 @@ type Set struct {
 	Bench    *benchmark.Benchmark
 	Build    BuildInfo // the benchmark's build_info.json, when its builder wrote one
 	Warnings []string
+
+	// transient is the first read error that says nothing about the file
+	// (EMFILE, EIO …; safefile.Transient): leaving the input out would
+	// change the report on a passing fault, so Load fails with it.
+	transient error
 }
 
 // BuildInfo is what a report says about how its benchmark was built,
@@ -122,6 +127,18 @@ func readBuildInfo(dir string) BuildInfo {
 
 func (s *Set) warnf(format string, args ...any) {
 	s.Warnings = append(s.Warnings, textsafe.OneLine(fmt.Sprintf(format, args...)))
+}
+
+// readFailed records a read error of the input what: a transient one
+// becomes Load's error, any other the warning warnf makes of format.
+func (s *Set) readFailed(err error, what string, format string, args ...any) {
+	if safefile.Transient(err) {
+		if s.transient == nil {
+			s.transient = fmt.Errorf("%s: %w (a passing fault; run again)", what, safefile.Reason(err))
+		}
+		return
+	}
+	s.warnf(format, args...)
 }
 
 // isRunDir reports whether dir holds any file of a run directory.
@@ -218,7 +235,10 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	// names one.
 	benchDir := opts.Benchmark
 	if benchDir == "" {
-		benchDir = firstDataset(dirs)
+		var err error
+		if benchDir, err = firstDataset(dirs); err != nil {
+			return s, err
+		}
 	}
 	var bench *benchmark.Benchmark
 	var benchErr error
@@ -234,6 +254,9 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	}
 	runJobs(jobs, runtime.GOMAXPROCS(0))
 	for i := range dirs {
+		if err := subs[i].transient; err != nil {
+			return s, err
+		}
 		s.Warnings = append(s.Warnings, subs[i].Warnings...)
 		if runs[i] != nil {
 			s.Runs = append(s.Runs, runs[i])
@@ -263,7 +286,7 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	if benchDir != "" {
 		b, err := bench, benchErr
 		switch {
-		case err != nil && opts.Benchmark != "":
+		case err != nil && (opts.Benchmark != "" || safefile.Transient(err)):
 			return s, fmt.Errorf("benchmark: %w", err)
 		case err != nil:
 			s.warnf("benchmark %s (from the first run's manifest) could not be loaded: %v; chance baselines, key checks and images are left out", benchDir, err)
@@ -280,7 +303,7 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 
 // firstDataset is the dataset path named by the manifest of the first run
 // directory, in run order (run name, then oracle folder), that names one.
-func firstDataset(dirs []string) string {
+func firstDataset(dirs []string) (string, error) {
 	sorted := slices.Clone(dirs)
 	key := func(d string) string {
 		abs, err := filepath.Abs(d)
@@ -291,11 +314,15 @@ func firstDataset(dirs []string) string {
 	}
 	slices.SortStableFunc(sorted, func(a, b string) int { return strings.Compare(key(a), key(b)) })
 	for _, d := range sorted {
-		if m, err := results.ReadManifest(d); err == nil && m.Dataset.Path != "" {
-			return m.Dataset.Path
+		m, err := results.ReadManifest(d)
+		if safefile.Transient(err) {
+			return "", fmt.Errorf("%w (a passing fault; run again)", err)
+		}
+		if err == nil && m.Dataset.Path != "" {
+			return m.Dataset.Path, nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // readRun reads one run directory; nil when nothing of it is usable.
@@ -351,7 +378,7 @@ func (s *Set) readRun(dir string) *Run {
 			r.Ref = results.RefMetricsFromExport(entries)
 			s.warnf("%s: no usable results.jsonl; this run appears only in the reference CSVs (computed from %s)", dir, results.AllResultsFile)
 		} else if !os.IsNotExist(err) {
-			s.warnf("%s: %v", apath, err)
+			s.readFailed(err, apath, "%s: %v", apath, err)
 		}
 	}
 	if r.Records == nil && r.Ref == nil {
@@ -378,7 +405,7 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 		if os.IsNotExist(err) {
 			s.warnf("%s: missing", path)
 		} else {
-			s.warnf("%s: %v", path, safefile.Reason(err))
+			s.readFailed(err, path, "%s: %v", path, safefile.Reason(err))
 		}
 		return nil, 0
 	}
@@ -559,7 +586,7 @@ func (s *Set) readManifest(r *Run, dir, parent, base string) {
 	m, err := results.ReadManifest(dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			s.warnf("%v; run settings taken from the directory names", err)
+			s.readFailed(err, mpath, "%v; run settings taken from the directory names", err)
 		}
 		return
 	}

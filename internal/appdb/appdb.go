@@ -1,5 +1,6 @@
 // Package appdb opens the SQLite database of a browser app (the review
-// app, the reading app): created once and never over another file, kept
+// app, the reading app): created once, whole under a temporary name and
+// then linked into place, never over another file, kept
 // private to its owner, and recognised by its schema id before anything
 // writes to it.
 //
@@ -11,13 +12,19 @@
 package appdb
 
 import (
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"modernc.org/sqlite"
@@ -70,52 +77,309 @@ func ReadOnlyDSN(path string, immutable bool) (string, error) {
 	return d, nil
 }
 
-// Create makes a new database at path with schema, readable by its owner
+// Create starts a new database at path with schema, readable by its owner
 // only (it holds token and session hashes; SQLite gives its side files
 // the same permissions). kind names the database in errors ("review db").
 // An existing file, or a side file of that name, is refused: Create never
 // writes over what it did not make.
-func Create(path, kind, schema, synchronous string) (*DB, error) {
+//
+// The database is made under a temporary name beside path (TempPattern)
+// and appears at path only when Publish has written, closed and synced it
+// whole: a command killed at any point leaves no file at path, so its
+// rerun is not refused, and that rerun's Create removes the temporary
+// files the killed one left (leftovers). Abandon removes the temporary
+// file of a creation that fails.
+func Create(path, kind, schema, synchronous string) (*Creation, error) {
+	if err := absent(path, kind); err != nil {
+		return nil, err
+	}
+	removeLeftovers(path)
+	temp, f, err := createTemp(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, path, safefile.Reason(err))
+	}
+	c := &Creation{Path: path, Temp: temp, kind: kind, lock: f}
+	if !track(c) {
+		c.removeTemp()
+		return nil, fmt.Errorf("%s %s: %w", kind, path, ErrInterrupted)
+	}
+	if CreateHook != nil {
+		CreateHook("created", temp)
+	}
+	d, err := DSN(temp, "rw", synchronous)
+	if err == nil {
+		c.DB, err = OpenDSN(d, false)
+	}
+	if err != nil {
+		c.Abandon()
+		return nil, fmt.Errorf("%s %s: %w", kind, path, err)
+	}
+	if _, err := c.DB.Exec(schema); err != nil {
+		c.Abandon()
+		return nil, fmt.Errorf("%s %s: create schema: %w", kind, path, err)
+	}
+	if CreateHook != nil {
+		CreateHook("schema", temp)
+	}
+	return c, nil
+}
+
+// absent refuses path when it, or a side file of its name, exists.
+func absent(path, kind string) error {
 	if _, err := os.Lstat(path); err == nil {
-		return nil, fmt.Errorf("%s %s already exists (refusing to overwrite it)", kind, path)
+		return fmt.Errorf("%s %s already exists (refusing to overwrite it)", kind, path)
 	}
 	for _, suffix := range SideFiles {
 		if _, err := os.Lstat(path + suffix); err == nil {
-			return nil, fmt.Errorf("%s %s: %s already exists beside it (refusing to create the database over it)", kind, path, filepath.Base(path+suffix))
+			return fmt.Errorf("%s %s: %s already exists beside it (refusing to create the database over it)", kind, path, filepath.Base(path+suffix))
 		}
 	}
-	d, err := DSN(path, "rwc", synchronous)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", kind, path, err)
-	}
-	// Neither the file nor a side file existed: whatever a failure below
-	// leaves is this call's own, and is removed so that the rerun starts
-	// afresh instead of meeting a half-made database.
-	db, err := OpenDSN(d, false)
-	if err != nil {
-		Remove(path)
-		return nil, fmt.Errorf("%s %s: %w", kind, path, err)
-	}
-	if _, err := db.Exec(schema); err != nil {
-		_ = db.Close() // the schema's error is the one to report
-		Remove(path)
-		return nil, fmt.Errorf("%s %s: create schema: %w", kind, path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		_ = db.Close() // the chmod's error is the one to report
-		Remove(path)
-		return nil, fmt.Errorf("%s %s: %w", kind, path, safefile.Reason(err))
-	}
-	return db, nil
+	return nil
 }
 
-// Remove deletes a database that its own command created and could not
-// finish: the file and its side files. Callers use it only for a
-// database they made in this process (Create checked nothing was there).
-func Remove(path string) {
-	for _, suffix := range append([]string{""}, SideFiles...) {
-		_ = os.Remove(path + suffix) // best effort: the creating error is reported
+// CreateHook is nil except in tests: Create calls it with stage "created"
+// once the temporary file exists, empty, and with "schema" once the
+// schema is written to it; a test stops or kills the process there.
+var CreateHook func(stage, temp string)
+
+// ErrInterrupted is returned by Create and Publish once RemoveTemps has
+// run: the process is ending on a signal.
+var ErrInterrupted = errors.New("interrupted")
+
+// Creation is a database being made under a temporary name (Temp) beside
+// its final one (Path). Fill it through DB, then Publish or Abandon it.
+type Creation struct {
+	*DB
+	Path, Temp string
+
+	kind string
+	// lock is the temporary file itself, open and flock-ed for the
+	// creation's life: another Create of the same path leaves a locked
+	// temporary file alone (it is not a leftover: its maker is alive).
+	lock *os.File
+}
+
+// Publish closes the database, checks that SQLite left no log beside it,
+// syncs it and moves it to Path without replacing anything there (a file
+// that appeared at Path meanwhile is refused and kept), then syncs the
+// folder. On any failure the temporary file is removed and nothing is at
+// Path.
+func (c *Creation) Publish() error {
+	err := c.DB.Close()
+	if err == nil {
+		for _, suffix := range []string{"-wal", "-journal"} {
+			if _, serr := os.Lstat(c.Temp + suffix); serr == nil {
+				err = fmt.Errorf("%s is left after closing the database", filepath.Base(c.Temp+suffix))
+				break
+			}
+		}
 	}
+	if err == nil {
+		err = safefile.Reason(c.lock.Sync())
+	}
+	if err != nil {
+		c.removeTemp()
+		return fmt.Errorf("%s %s: %w", c.kind, c.Path, err)
+	}
+	inflight.Lock()
+	defer inflight.Unlock()
+	delete(inflight.m, c)
+	if inflight.stopped {
+		c.removeTemp()
+		return fmt.Errorf("%s %s: %w", c.kind, c.Path, ErrInterrupted)
+	}
+	if err := renameNoReplace(c.Temp, c.Path); err != nil {
+		c.removeTemp()
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s %s already exists (made while this one was created; refusing to overwrite it)", c.kind, c.Path)
+		}
+		return fmt.Errorf("%s %s: %w", c.kind, c.Path, safefile.Reason(err))
+	}
+	_ = os.Remove(c.Temp + "-shm") // an index SQLite may leave; it holds no data
+	if err := syncDir(filepath.Dir(c.Path)); err != nil {
+		// The database is this call's own: a creation that cannot be
+		// made durable did not succeed, and leaves nothing.
+		_ = os.Remove(c.Path)
+		_ = c.lock.Close()
+		return fmt.Errorf("%s %s: sync the folder: %w", c.kind, c.Path, safefile.Reason(err))
+	}
+	return c.lock.Close()
+}
+
+// Abandon closes the database and removes the temporary file and its side
+// files: a creation that failed leaves nothing.
+func (c *Creation) Abandon() {
+	if c.DB != nil {
+		_ = c.DB.Close() // the failure that led here is the one reported
+	}
+	inflight.Lock()
+	delete(inflight.m, c)
+	inflight.Unlock()
+	c.removeTemp()
+}
+
+// removeTemp removes the temporary file's side files, then the file, then
+// drops its lock.
+func (c *Creation) removeTemp() {
+	for _, suffix := range SideFiles {
+		_ = os.Remove(c.Temp + suffix) // best effort: the creating error is reported
+	}
+	_ = os.Remove(c.Temp)
+	_ = c.lock.Close()
+}
+
+// inflight holds the creations of this process not yet published or
+// abandoned, for RemoveTemps.
+var inflight = struct {
+	sync.Mutex
+	m       map[*Creation]bool
+	stopped bool
+}{m: map[*Creation]bool{}}
+
+func track(c *Creation) bool {
+	inflight.Lock()
+	defer inflight.Unlock()
+	if inflight.stopped {
+		return false
+	}
+	inflight.m[c] = true
+	return true
+}
+
+// RemoveTemps removes the temporary files of every creation in flight and
+// makes every later Create and Publish fail: for a process ending on a
+// signal (the creating goroutine is left running; nothing of it reaches
+// the final name).
+func RemoveTemps() {
+	inflight.Lock()
+	defer inflight.Unlock()
+	inflight.stopped = true
+	for c := range inflight.m {
+		c.removeTemp()
+		delete(inflight.m, c)
+	}
+}
+
+// syncDir syncs a folder's entries (a variable for tests).
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// tempSuffix is the part of a temporary name after the database's name:
+// ".tmp-" and 16 lowercase hex digits.
+const tempSuffix = `\.tmp-[0-9a-f]{16}`
+
+// TempPattern is the pattern of the names Create gives temporary files
+// beside the database base (a file name), side files included.
+func TempPattern(base string) *regexp.Regexp {
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(base) + tempSuffix + `(-wal|-shm|-journal)?$`)
+}
+
+// createTemp creates the temporary file beside path (exclusively, owner
+// only, never through a link) and locks it.
+func createTemp(path string) (string, *os.File, error) {
+	for range 8 {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", nil, err
+		}
+		temp := path + ".tmp-" + hex.EncodeToString(b[:])
+		f, err := os.OpenFile(temp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if err := lockFile(f, false); err != nil {
+			_ = f.Close()
+			_ = os.Remove(temp)
+			return "", nil, err
+		}
+		return temp, f, nil
+	}
+	return "", nil, errors.New("no free temporary name")
+}
+
+// sqliteMagic begins every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// removeLeftovers removes the temporary files that an earlier Create of
+// path left when its process was killed, and nothing else. A leftover has
+// a name of TempPattern(base of path); is a regular file (not a link)
+// owned by this user; is empty or an SQLite database; and is not locked
+// (a Create in a live process holds its lock). Its side files go with it,
+// and side files of that pattern whose database is gone (a removal cut
+// short) are removed too.
+func removeLeftovers(path string) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return // Create's own writes in dir will report the problem
+	}
+	pat := TempPattern(base)
+	for _, e := range entries {
+		m := pat.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		name := filepath.Join(dir, e.Name())
+		if m[1] != "" {
+			main := strings.TrimSuffix(name, m[1])
+			if _, err := os.Lstat(main); errors.Is(err, fs.ErrNotExist) && ownRegular(name) {
+				_ = os.Remove(name) // best effort: an orphan side file of ours
+			}
+			continue
+		}
+		removeLeftover(name)
+	}
+}
+
+// removeLeftover removes name and its side files when name is a leftover
+// of ours (see removeLeftovers).
+func removeLeftover(name string) {
+	f, err := safefile.Open(name, safefile.NoFollow)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !ownedByMe(fi) {
+		return
+	}
+	if fi.Size() > 0 {
+		head := make([]byte, len(sqliteMagic))
+		if _, err := io.ReadFull(f, head); err != nil || string(head) != sqliteMagic {
+			return
+		}
+	}
+	if lockFile(f, true) != nil {
+		return // its maker is alive
+	}
+	for _, suffix := range SideFiles {
+		if ownRegular(name + suffix) {
+			_ = os.Remove(name + suffix)
+		}
+	}
+	_ = os.Remove(name)
+}
+
+// ownRegular reports whether name is a regular file (not a link) owned by
+// this user.
+func ownRegular(name string) bool {
+	fi, err := os.Lstat(name)
+	return err == nil && fi.Mode().IsRegular() && ownedByMe(fi)
 }
 
 // CheckSchema reports whether db's meta table names schemaID; the error
@@ -193,4 +457,13 @@ func RemoveNewSideFiles(path string, absentBefore map[string]bool) {
 	}
 	_ = os.Remove(path + "-wal") // best effort: what is left is an empty log SQLite ignores
 	_ = os.Remove(path + "-shm")
+}
+
+// linkNoReplace gives from the name to, failing with an error matching
+// fs.ErrExist when to exists, then removes the name from.
+func linkNoReplace(from, to string) error {
+	if err := os.Link(from, to); err != nil {
+		return err
+	}
+	return os.Remove(from)
 }

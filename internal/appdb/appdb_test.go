@@ -28,7 +28,15 @@ func TestCreate(t *testing.T) {
 	if err := CheckSchema(db.R, "other/1"); err == nil || !strings.Contains(err.Error(), `schema "test/1"`) {
 		t.Errorf("other schema: %v", err)
 	}
-	db.Close()
+	if _, err := os.Lstat(p); err == nil {
+		t.Errorf("the database is at its name before it is published")
+	}
+	if err := db.Publish(); err != nil {
+		t.Fatal(err)
+	}
+	if names := dirNames(t, dir); len(names) != 1 || names[0] != "app.sqlite" {
+		t.Errorf("after Publish the folder holds %q, want app.sqlite only", names)
+	}
 	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, %v", fi.Mode(), err)
 	}
@@ -61,16 +69,16 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 	if _, err := Create(p, "test db", testSchema+"\nCREATE TABLE (", "FULL"); err == nil || !strings.Contains(err.Error(), "create schema") {
 		t.Fatalf("create with a broken schema: %v", err)
 	}
-	for _, suffix := range append([]string{""}, SideFiles...) {
-		if _, err := os.Lstat(p + suffix); err == nil {
-			t.Errorf("a failed create left %s", filepath.Base(p+suffix))
-		}
+	if names := dirNames(t, filepath.Dir(p)); len(names) != 0 {
+		t.Errorf("a failed create left %q", names)
 	}
 	db, err := Create(p, "test db", testSchema, "FULL")
 	if err != nil {
 		t.Fatalf("create after a failed one: %v", err)
 	}
-	db.Close()
+	if err := db.Publish(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestDSN(t *testing.T) {
@@ -116,7 +124,9 @@ func TestIsForeign(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			db.Close()
+			if err := db.Publish(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for _, tc := range []struct {
@@ -178,4 +188,18 @@ func TestRemoveNewSideFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dirNames lists the names in dir.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }

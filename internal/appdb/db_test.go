@@ -23,7 +23,7 @@ func TestConcurrentWriters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer db.Close()
+			defer db.Abandon()
 			ctx := context.Background()
 			var wg sync.WaitGroup
 			errs := make(chan error, workers*each)
@@ -77,8 +77,8 @@ func TestBusyIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	d, err := DSN(p, "rw", "NORMAL")
+	defer db.Abandon()
+	d, err := DSN(db.Temp, "rw", "NORMAL")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestFailedWriteRollsBackAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer db.Abandon()
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make([]error, 40)

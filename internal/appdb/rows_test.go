@@ -14,7 +14,7 @@ INSERT INTO pairs VALUES (2, 'two'), (1, 'one'), (3, NULL);`, "FULL")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer db.Abandon()
 	type pair struct {
 		N int
 		S string

@@ -284,6 +284,13 @@ func (r *runner) setup() error {
 		if dir, err = respcache.DefaultDir(); err != nil && !o.NoCache {
 			return err
 		}
+		// A --cache-dir is followed if it is a link (the user named it);
+		// the default folder is refused if it is one.
+		if dir != "" {
+			if err := respcache.CheckDefaultDir(dir); err != nil {
+				return err
+			}
+		}
 	}
 	if !o.NoCache && respcache.Cacheable(o.Model.Sampling) && o.Model.Backend != runmodel.BackendBaseline {
 		c, err := respcache.Open(dir)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
@@ -134,14 +133,14 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	if o.Now != nil {
 		now = o.Now
 	}
-	s, err := create(o.DB)
+	s, c, err := create(o.DB)
 	if err != nil {
 		return nil, 0, err
 	}
+	published := false
 	defer func() {
-		s.Close()
-		if err != nil { // a refused init leaves nothing behind
-			appdb.Remove(o.DB)
+		if !published { // a refused init leaves nothing behind
+			c.Abandon()
 		}
 	}()
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -173,6 +172,10 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, 0, fmt.Errorf("reading db %s: %w", o.DB, err)
+	}
+	published = true // Publish removes what it could not publish
+	if err := c.Publish(); err != nil {
+		return nil, 0, err
 	}
 	return creds, len(idx), nil
 }

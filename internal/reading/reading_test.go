@@ -681,11 +681,11 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 // before the answer is read whole or scored.
 func TestAnswersRefusesOversizedAnswer(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "reading.db")
-	s, err := create(path)
+	s, c, err := create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.db.Close()
+	defer c.Abandon()
 	ctx := context.Background()
 	for _, q := range []struct {
 		sql  string

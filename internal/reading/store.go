@@ -73,20 +73,20 @@ type Store struct {
 	now  func() time.Time
 }
 
-// create makes a new reading database; an existing file is never
+// create starts a new reading database, made under a temporary name
+// until Init publishes it (appdb.Create); an existing file is never
 // overwritten. synchronous(FULL): an acknowledged answer survives even a
 // power loss, not only a killed server.
-func create(path string) (*Store, error) {
-	db, err := appdb.Create(path, "reading db", schema, "FULL")
+func create(path string) (*Store, *appdb.Creation, error) {
+	c, err := appdb.Create(path, "reading db", schema, "FULL")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := addAidSchema(db.W); err != nil {
-		_ = db.Close() // the schema's error is the one to report
-		appdb.Remove(path)
-		return nil, fmt.Errorf("reading db %s: %w", path, err)
+	if err := addAidSchema(c.W); err != nil {
+		c.Abandon()
+		return nil, nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
-	return &Store{db: db, Path: path, now: time.Now}, nil
+	return &Store{db: c.DB, Path: path, now: time.Now}, c, nil
 }
 
 // Open opens a reading database made by `read init`.

@@ -54,6 +54,29 @@ func DefaultDir() (string, error) {
 	return filepath.Join(home, ".cache", "chexpercept"), nil
 }
 
+// CheckDefaultDir refuses the default cache folder (DefaultDir: named by
+// no one on the command line) when it exists and is a symbolic link or
+// not a folder. The folder "chexpercept" there is this tool's own; a link
+// in its place was planted, and following it would write the cache into
+// whatever folder it leads to. $XDG_CACHE_HOME and ~/.cache themselves
+// may be links (a user's choice, like a --cache-dir they name, which is
+// followed); the databases inside are never opened through a link
+// (OpenDB).
+func CheckDefaultDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("cache directory %s: %w", dir, safefile.Reason(err))
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("cache directory %s is a symbolic link; the default cache folder is not used through a link (remove the link, or name the folder it leads to with --cache-dir)", dir)
+	case !fi.IsDir():
+		return fmt.Errorf("cache directory %s is not a directory (%s)", dir, safefile.KindOf(fi.Mode()))
+	}
+	return nil
+}
+
 // Entry is a cached reply.
 type Entry struct {
 	Text         string          `json:"text"`

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/mask"
@@ -74,11 +73,10 @@ func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credentia
 	}
 	assign := Assign(kept, opt.Reviewers, opt.Overlap, opt.Seed)
 
-	s, err := create(path)
+	s, c, err := create(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer s.Close()
 	err = s.tx(context.Background(), func(tx *sql.Tx) error {
 		if err := insertMeta(tx, opt, s.stamp()); err != nil {
 			return err
@@ -96,9 +94,11 @@ func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credentia
 		return insertCases(tx, kept, kd, assign, ids)
 	})
 	if err != nil {
-		s.Close()
-		appdb.Remove(path)
+		c.Abandon() // a refused init leaves nothing behind
 		return nil, 0, fmt.Errorf("review db %s: %w", path, err)
+	}
+	if err := c.Publish(); err != nil {
+		return nil, 0, err
 	}
 	return creds, len(kept), nil
 }

@@ -103,14 +103,15 @@ var ErrReadOnly = errors.New("the review database is open read-only")
 
 func dsn(path, mode string) (string, error) { return appdb.DSN(path, mode, "NORMAL") }
 
-// create makes a new, empty review database at path; an existing file is
-// never overwritten.
-func create(path string) (*Store, error) {
-	db, err := appdb.Create(path, "review db", schema, "NORMAL")
+// create starts a new, empty review database, made under a temporary
+// name until Init publishes it (appdb.Create); an existing file is never
+// overwritten.
+func create(path string) (*Store, *appdb.Creation, error) {
+	c, err := appdb.Create(path, "review db", schema, "NORMAL")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &Store{db: db, Path: path, now: time.Now}, nil
+	return &Store{db: c.DB, Path: path, now: time.Now}, c, nil
 }
 
 // Open opens an existing review database (created by `review init`) for
