@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"image"
 	"image/png"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -229,20 +231,25 @@ func TestReviewServe(t *testing.T) {
 		warn   bool
 	}{{"127.0.0.1:0", false}, {"0.0.0.0:0", true}} {
 		c := reviewServeCmd()
-		var out, errb reviewSyncBuffer
-		c.SetOut(&out)
+		// The server prints its URL on stdout once it listens: the test
+		// goes on when that line arrives (the pipe ends if the command
+		// ends first).
+		pr, pw := io.Pipe()
+		var errb reviewSyncBuffer
+		c.SetOut(pw)
 		c.SetErr(&errb)
 		c.SetArgs([]string{"--review-db", db, "--listen", tc.listen, "--quiet"})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- c.ExecuteContext(ctx) }()
-		var url string
-		for i := 0; i < 100 && url == ""; i++ {
-			time.Sleep(20 * time.Millisecond)
-			url = strings.TrimSpace(out.String())
-		}
-		if url == "" {
-			t.Fatalf("%s: no URL printed; stderr %s", tc.listen, errb.String())
+		go func() { done <- c.ExecuteContext(ctx); pw.Close() }()
+		safety := time.AfterFunc(time.Minute, func() { pw.CloseWithError(errors.New("nothing printed within a minute")) })
+		line, err := bufio.NewReader(pr).ReadString('\n')
+		safety.Stop()
+		go io.Copy(io.Discard, pr) // nothing more is expected; never block the server
+		url := strings.TrimSpace(line)
+		if err != nil || url == "" {
+			cancel()
+			t.Fatalf("%s: no URL printed (%v); stderr %s", tc.listen, err, errb.String())
 		}
 		url = strings.Replace(url, "0.0.0.0", "127.0.0.1", 1)
 		resp, err := http.Get(url + "queue")

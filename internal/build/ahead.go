@@ -60,6 +60,9 @@ func newRenderAhead(ctx context.Context, a *assembly, workers, capacity int) *re
 				if prog != nil {
 					prog.add(1)
 				}
+				if a.opt.testAhead != nil {
+					a.opt.testAhead(inc.it.c.KeyID())
+				}
 			}
 		}()
 	}

@@ -53,7 +53,8 @@ type Options struct {
 	// LogEvery is the interval of progress log lines (0: 10 s).
 	LogEvery time.Duration
 
-	testHook func(c *source.Case) // tests: runs inside each case's recover boundary
+	testHook  func(c *source.Case) // tests: runs inside each case's recover boundary
+	testAhead func(key string)     // tests: runs once the renderer ahead has written a case's folders
 }
 
 // GlobalError is a problem that aborts the build with exit code 2.

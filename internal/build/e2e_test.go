@@ -1,11 +1,13 @@
 package build
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"image"
 	"image/png"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -44,8 +46,18 @@ var (
 
 func TestMain(m *testing.M) {
 	if os.Getenv("CHX_BUILD_CHILD") == "1" {
-		// Child mode of TestInterruptedBuildResumes: build, then exit.
-		_, err := Run(context.Background(), smallOptions(os.Getenv("CHX_SOURCE"), os.Getenv("CHX_OUT"), 1))
+		// Child mode of TestInterruptedBuildResumes: build until the
+		// fifth positive case starts (the first four are done: one
+		// worker), then say so on stdout and wait to be killed.
+		opt := smallOptions(os.Getenv("CHX_SOURCE"), os.Getenv("CHX_OUT"), 1)
+		var positives atomic.Int32
+		opt.testHook = func(c *source.Case) {
+			if strings.Contains(c.KeyID(), "_positive_") && positives.Add(1) == 5 {
+				fmt.Println(childInterruptible)
+				io.Copy(io.Discard, os.Stdin) // the parent never writes
+			}
+		}
+		_, err := Run(context.Background(), opt)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
@@ -58,6 +70,10 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// childInterruptible is the line the child build prints when it is
+// mid-build and waiting to be killed.
+const childInterruptible = "interruptible"
 
 func smallOptions(src, out string, workers int) Options {
 	cfg := buildcfg.Default()
@@ -231,8 +247,7 @@ func TestBuildEndToEnd(t *testing.T) {
 	// last lesion's cases are processed.
 	out4 := filepath.Join(t.TempDir(), "b4")
 	opt4 := smallOptions(phantomManifest(t), out4, 4)
-	var seen *atomic.Bool
-	opt4.testHook, seen = overlapHook(out4)
+	seen := overlapHooks(&opt4)
 	if _, err := Run(context.Background(), opt4); err != nil {
 		t.Fatal(err)
 	}
@@ -279,29 +294,43 @@ func TestInterruptedBuildResumes(t *testing.T) {
 	cmd.Env = append(os.Environ(), "CHX_BUILD_CHILD=1", "CHX_SOURCE="+src, "CHX_OUT="+out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe() // held open: the child waits on it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	killed := false
-	for time.Now().Before(deadline) {
-		ents, _ := os.ReadDir(filepath.Join(out, workDirName))
-		n := 0
-		for _, e := range ents {
-			if strings.Contains(e.Name(), "_positive_") {
-				n++
+	// The child says when it is mid-build; a child that ends first, or
+	// says nothing for five minutes, fails the test.
+	ready, drained := make(chan bool, 1), make(chan struct{})
+	go func() {
+		defer close(drained)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == childInterruptible {
+				ready <- true
+				io.Copy(io.Discard, stdout)
+				return
 			}
 		}
-		if n >= 4 {
-			cmd.Process.Kill()
-			killed = true
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+		ready <- false
+	}()
+	var killed bool
+	select {
+	case killed = <-ready:
+	case <-time.After(5 * time.Minute):
 	}
+	cmd.Process.Kill()
+	<-drained // the pipe is read to its end before Wait closes it
 	werr := cmd.Wait()
 	if !killed {
-		t.Fatalf("child finished before it could be interrupted: %v\n%s", werr, stderr.String())
+		t.Fatalf("the child did not reach its fifth positive case before it ended or five minutes passed: %v\n%s", werr, stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(out, sumsFile)); err == nil {
 		t.Fatal("the interrupted build wrote SHA256SUMS")
@@ -485,28 +514,36 @@ func TestMIMICLayoutBuild(t *testing.T) {
 	t.Logf("MIMIC fixture: %d cases, %d questions, %d failed", sum.Included, sum.Questions, sum.Failed)
 }
 
-// overlapHook makes the first case of the last lesion wait, up to two
-// minutes, for a bundle folder to appear in out: assembly renders the
-// cases of the lists already decided while the last lesion's cases are
-// still being processed. seen reports whether one appeared.
-func overlapHook(out string) (hook func(*source.Case), seen *atomic.Bool) {
+// overlapHooks makes the first case of the last lesion wait, up to two
+// minutes, for the renderer ahead to report a case whose bundle folder is
+// then in out: assembly renders the cases of the lists already decided
+// while the last lesion's cases are still being processed. seen reports
+// whether one was.
+func overlapHooks(opt *Options) (seen *atomic.Bool) {
 	last := benchmark.Lesions[len(benchmark.Lesions)-1]
 	seen = new(atomic.Bool)
+	rendered := make(chan string, 1)
+	opt.testAhead = func(key string) {
+		select {
+		case rendered <- key:
+		default: // one is enough
+		}
+	}
+	out := opt.Out
 	var waited atomic.Bool
-	return func(c *source.Case) {
+	opt.testHook = func(c *source.Case) {
 		if c.Lesion != last || !waited.CompareAndSwap(false, true) {
 			return
 		}
-		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			ents, _ := os.ReadDir(filepath.Join(out, imagesDir))
-			for _, e := range ents {
-				if e.IsDir() && !isLeftover(e.Name()) {
-					seen.Store(true)
-					return
-				}
+		select {
+		case key := <-rendered:
+			if fi, err := os.Stat(filepath.Join(out, imagesDir, key)); err == nil && fi.IsDir() {
+				seen.Store(true)
 			}
+		case <-time.After(2 * time.Minute):
 		}
-	}, seen
+	}
+	return seen
 }
 
 // TestBundlePNGCompression: every value of bundle_png_compression

@@ -1,12 +1,15 @@
 package eval
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,9 +29,15 @@ func childOptions(t testing.TB, bench, out, endpoint string) Options {
 }
 
 // childMain runs an evaluation in a child process (re-executed test
-// binary) until the parent kills it.
+// binary) until the parent kills it. It prints "written N" on stdout
+// each time results.jsonl holds N more records of this run.
 func childMain() int {
 	o := childOptions(fakeTB{}, os.Getenv("CHX_BENCH"), os.Getenv("CHX_OUT"), os.Getenv("CHX_ENDPOINT"))
+	written := 0
+	testHookWritten = func(n int) {
+		written += n
+		fmt.Fprintf(os.Stdout, "written %d\n", written)
+	}
 	if _, err := Run(context.Background(), o); err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		return 2
@@ -60,24 +69,44 @@ func TestKillAndResume(t *testing.T) {
 	for kill := 0; kill < 2; kill++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=1", "CHX_BENCH="+bench, "CHX_OUT="+out, "CHX_ENDPOINT="+url)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		resPath := filepath.Join(results.RunDir(out, ref.RunName, "implicit", nil), results.ResultsFile)
-		deadline := time.Now().Add(30 * time.Second)
-		target := 5 + 10*kill
-		for {
-			if b, err := os.ReadFile(resPath); err == nil && strings.Count(string(b), "\n") >= target {
-				break
+		// The child reports each append; it is killed as soon as it has
+		// written target records (5, then 10 more).
+		target := 5 + 5*kill
+		reached, drained := make(chan bool, 1), make(chan struct{})
+		go func() {
+			defer close(drained)
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				var n int
+				if _, err := fmt.Sscanf(sc.Text(), "written %d", &n); err == nil && n >= target {
+					reached <- true
+					io.Copy(io.Discard, stdout)
+					return
+				}
 			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatal("child made no progress")
-			}
-			time.Sleep(5 * time.Millisecond)
+			reached <- false // the child ended first
+		}()
+		var ok bool
+		select {
+		case ok = <-reached:
+		case <-time.After(time.Minute):
 		}
 		cmd.Process.Kill()
+		<-drained // the pipe is read to its end before Wait closes it
 		cmd.Wait()
+		if !ok {
+			t.Fatalf("the child did not report %d records written before it ended or a minute passed; stderr:\n%s", target, stderr.String())
+		}
+		resPath := filepath.Join(results.RunDir(out, ref.RunName, "implicit", nil), results.ResultsFile)
 		// Simulate the torn last line a kill during a write leaves.
 		f, err := os.OpenFile(resPath, os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {

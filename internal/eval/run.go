@@ -27,6 +27,10 @@ var testHTTPClient *http.Client
 // testHookCall, when set by a test, sees every attempt's case and endpoint.
 var testHookCall func(key, endpoint string)
 
+// testHookWritten, when set by a test, sees the number of records of
+// every batch appended to results.jsonl, after the append.
+var testHookWritten func(n int)
+
 // testHookRetryWait, when set by a test, is called as a call starts its
 // wait before a retry, with the wait's length.
 var testHookRetryWait func(time.Duration)
@@ -141,6 +145,9 @@ func (r *runner) startWriter(out <-chan *results.Record) *recordWriter {
 			}
 			for _, b := range batch {
 				r.prog.record(b)
+			}
+			if testHookWritten != nil {
+				testHookWritten(len(batch))
 			}
 		}
 	}()

@@ -76,6 +76,8 @@ type Server struct {
 	}
 	done chan struct{} // closed by Close: releases hanging handlers
 	once sync.Once
+
+	onHang func() // tests: called as a handler starts hanging on an injected timeout
 }
 
 // NewServer validates cfg and returns a server.
@@ -239,6 +241,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		return
 	case faultTimeout:
 		s.stats.ftimeout.Add(1)
+		if s.onHang != nil {
+			s.onHang()
+		}
 		select {
 		case <-r.Context().Done():
 		case <-s.done:
@@ -325,9 +330,18 @@ func StartServerOn(ctx context.Context, addr string, cfg ServerConfig) (url stri
 	if err != nil {
 		return "", nil, nil, err
 	}
+	url, stop, err = srv.start(ctx, addr)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return url, srv, stop, nil
+}
+
+// start serves srv on addr until stop is called or ctx ends.
+func (srv *Server) start(ctx context.Context, addr string) (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("serve-baseline: listen on %s: %w", addr, err)
+		return "", nil, fmt.Errorf("serve-baseline: listen on %s: %w", addr, err)
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
@@ -349,5 +363,5 @@ func StartServerOn(ctx context.Context, addr string, cfg ServerConfig) (url stri
 		case <-srv.done:
 		}
 	}()
-	return "http://" + ln.Addr().String() + "/v1", srv, stop, nil
+	return "http://" + ln.Addr().String() + "/v1", stop, nil
 }

@@ -154,7 +154,13 @@ func TestFaultsAreNotSticky(t *testing.T) {
 }
 
 func TestTimeoutFault(t *testing.T) {
-	url, srv, stop, err := StartServer(context.Background(), ServerConfig{Policy: runmodel.PolicyFirst, FailTimeout: 1})
+	srv, err := NewServer(ServerConfig{Policy: runmodel.PolicyFirst, FailTimeout: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hung := make(chan struct{}, 2)
+	srv.onHang = func() { hung <- struct{}{} }
+	url, stop, err := srv.start(context.Background(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,11 +176,16 @@ func TestTimeoutFault(t *testing.T) {
 	if time.Since(start) < 100*time.Millisecond {
 		t.Error("hung request returned early")
 	}
-	// stop releases a request that is still hanging
+	// stop releases a request that is still hanging: the second one,
+	// once its handler hangs (the first one's has hung too).
 	done := make(chan struct{})
 	go func() { c.Complete(context.Background(), request(0)); close(done) }()
-	for srv.Stats().FailTimeout < 2 {
-		time.Sleep(5 * time.Millisecond)
+	for deadline := time.After(30 * time.Second); srv.Stats().FailTimeout < 2; {
+		select {
+		case <-hung:
+		case <-deadline:
+			t.Fatalf("%d of 2 requests reached their injected hang", srv.Stats().FailTimeout)
+		}
 	}
 	stop()
 	select {

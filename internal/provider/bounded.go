@@ -54,6 +54,9 @@ type replyBudget struct {
 
 	// counters read by tests
 	held, peak, waiting, admitted atomic.Int64
+	// tests: called as a reservation of n bytes starts waiting and once
+	// it is held (set before the budget is used)
+	onWait, onHeld func(n int64)
 }
 
 func newReplyBudget(size, free int64) *replyBudget {
@@ -68,6 +71,9 @@ var processBudget = newReplyBudget(replyBudgetBytes, freeReplyBytes)
 func (b *replyBudget) acquire(ctx context.Context, n int64) (int64, error) {
 	n = min(n, b.size)
 	b.waiting.Add(1)
+	if b.onWait != nil {
+		b.onWait(n)
+	}
 	err := b.sem.Acquire(ctx, n)
 	b.waiting.Add(-1)
 	if err != nil {
@@ -76,6 +82,9 @@ func (b *replyBudget) acquire(ctx context.Context, n int64) (int64, error) {
 	b.admitted.Add(1)
 	h := b.held.Add(n)
 	for p := b.peak.Load(); h > p && !b.peak.CompareAndSwap(p, h); p = b.peak.Load() {
+	}
+	if b.onHeld != nil {
+		b.onHeld(n)
 	}
 	return n, nil
 }

@@ -290,17 +290,17 @@ func TestReplyBudget(t *testing.T) {
 	}
 }
 
-// waitFor polls cond (a counter) until it holds; a budget that never gets
-// there fails after a generous bound instead of hanging the test.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// await returns the next value sent on ch; a budget that never sends
+// fails after a generous bound instead of hanging the test.
+func await(t *testing.T, what string, ch <-chan int64) int64 {
 	t.Helper()
-	for range 10000 {
-		if cond() {
-			return
-		}
-		time.Sleep(time.Millisecond)
+	select {
+	case n := <-ch:
+		return n
+	case <-time.After(30 * time.Second):
+		t.Fatalf("never: %s", what)
+		return 0
 	}
-	t.Fatalf("never: %s", what)
 }
 
 // TestReplyBudgetWait: while one reply holds the whole budget, an ordinary
@@ -310,6 +310,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestReplyBudgetWait(t *testing.T) {
 	const free, max = 64 << 10, 1 << 20
 	b := newReplyBudget(max, free)
+	waits, helds := make(chan int64, 8), make(chan int64, 8)
+	b.onWait = func(n int64) { waits <- n }
+	b.onHeld = func(n int64) { helds <- n }
 	prefix := `{"choices":[{"message":{"content":"`
 	suffix := `"},"finish_reason":"stop"}]}`
 	gate := make(chan struct{})
@@ -339,16 +342,24 @@ func TestReplyBudgetWait(t *testing.T) {
 		}
 		holder <- err
 	}()
-	waitFor(t, "the first reply holds the budget", func() bool { return b.held.Load() == max })
+	await(t, "the first reply asks for the budget", waits)
+	if n := await(t, "the first reply holds the budget", helds); n != max {
+		t.Fatalf("the first reply holds %d bytes, want the whole budget (%d)", n, max)
+	}
 
 	if r, err := client(small.URL).Complete(context.Background(), conversation(runmodel.Sampling{})); err != nil || r.Text == "" {
 		t.Fatalf("an ordinary reply while the budget is held: %v, %v", r, err)
+	}
+	select {
+	case n := <-waits:
+		t.Fatalf("an ordinary reply asked the budget for %d bytes", n)
+	default:
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	waiter := make(chan error, 1)
 	go func() { _, err := client(flood.URL).Complete(ctx, conversation(runmodel.Sampling{})); waiter <- err }()
-	waitFor(t, "the second reply waits", func() bool { return b.waiting.Load() == 1 })
+	await(t, "the second reply waits", waits)
 	cancel()
 	if err := <-waiter; !isKind(err, KindCanceled) {
 		t.Errorf("a cancelled waiter: %v", err)

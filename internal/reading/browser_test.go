@@ -2,6 +2,7 @@ package reading
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -86,20 +87,15 @@ func (st *study) readAll(t *testing.T, ctx context.Context, reader string, gt bo
 	answered := 0
 	prev := ""
 	for {
-		// The page navigates after a submit: poll until the next page is
-		// there (an evaluation cut by the navigation is tried again).
-		var state string
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			s, err := chromedp.Run(ctx, chromedp.Evaluate[string](pageState))
-			if err == nil && s != "" && s != prev {
-				state = s
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s after %d answers (was %s): state %q, %v", reader, answered, prev, s, err)
-			}
-			time.Sleep(20 * time.Millisecond)
+		// The page on screen, loaded (the first one by the caller, the
+		// others by the submit below), says which question it shows once
+		// its script has marked it ready.
+		state, err := chromedp.Run(ctx, chromedp.Poll[string](pageState, chromedp.WithPollingTimeout(20*time.Second)))
+		if err != nil {
+			t.Fatalf("%s after %d answers (was %s): no page state: %v", reader, answered, prev, err)
+		}
+		if state == prev {
+			t.Fatalf("%s: still at %s after answering it", reader, state)
 		}
 		if state == "done" {
 			return answered
@@ -111,12 +107,28 @@ func (st *study) readAll(t *testing.T, ctx context.Context, reader string, gt bo
 			opts = st.gtAnswer(reader, tp)
 		}
 		// Click the options and submit in one step on the page whose
-		// state was read (a click cut by a navigation would be lost).
+		// state was read, then wait for the page the submit loads.
 		js := fmt.Sprintf(`(() => { if ((%s) !== %q) return false;
 			for (const o of %s) document.querySelector('[data-option="' + o + '"]').click();
 			document.querySelector("[data-submit]").click(); return true; })()`, pageState, state, jsList(opts))
-		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err != nil || !ok {
-			t.Fatalf("%s: answering %v at %s: %v %v", reader, opts, state, ok, err)
+		submit := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			ok, err := chromedp.Evaluate[bool](js)(ctx, tg)
+			if err == nil && !ok {
+				err = fmt.Errorf("the page no longer shows %s", state)
+			}
+			return chromedp.Void{}, err
+		}
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		resp, err := chromedp.RunResponse(sctx, submit)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s: answering %v at %s loaded no page within 20 s", reader, opts, state)
+		}
+		if err != nil {
+			t.Fatalf("%s: answering %v at %s: %v", reader, opts, state, err)
+		}
+		if resp.Status != 200 {
+			t.Fatalf("%s: answering %v at %s loaded a page with status %d", reader, opts, state, resp.Status)
 		}
 		prev = state
 		answered++
