@@ -337,18 +337,18 @@ func StartServerOn(ctx context.Context, addr string, cfg ServerConfig) (url stri
 	return url, srv, stop, nil
 }
 
-// start serves srv on addr until stop is called or ctx ends.
-func (srv *Server) start(ctx context.Context, addr string) (url string, stop func(), err error) {
+// start serves s on addr until stop is called or ctx ends.
+func (s *Server) start(ctx context.Context, addr string) (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("serve-baseline: listen on %s: %w", addr, err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
-			srv.Close()
+			s.Close()
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			if hs.Shutdown(sctx) != nil {
@@ -360,7 +360,7 @@ func (srv *Server) start(ctx context.Context, addr string) (url string, stop fun
 		select {
 		case <-ctx.Done():
 			stop()
-		case <-srv.done:
+		case <-s.done:
 		}
 	}()
 	return "http://" + ln.Addr().String() + "/v1", stop, nil
