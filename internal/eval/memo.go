@@ -77,19 +77,28 @@ func openMemo(dir string, log io.Writer) *memo {
 	return m
 }
 
+// memoTable is the memo's table; its columns are those every release
+// wrote.
+var memoTable = respcache.Table{
+	Name:    "verified_images",
+	Columns: []string{"sha256", "checker", "verified_at"},
+	Create: `CREATE TABLE IF NOT EXISTS verified_images (
+		sha256 TEXT NOT NULL,
+		checker TEXT NOT NULL,
+		verified_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+		PRIMARY KEY (sha256, checker)
+	) WITHOUT ROWID`,
+}
+
 func tryOpenMemo(dir string) (*memo, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, MemoFile)
 	// SQLite would follow a link or block on a FIFO; OpenDB uses only
-	// regular files (or none yet).
-	db, err := respcache.OpenDB(path, `CREATE TABLE IF NOT EXISTS verified_images (
-		sha256 TEXT NOT NULL,
-		checker TEXT NOT NULL,
-		verified_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-		PRIMARY KEY (sha256, checker)
-	) WITHOUT ROWID`)
+	// regular files (or none yet), and refuses a database that is not a
+	// memo (another application's, named by mistake), leaving it as it was.
+	db, err := respcache.OpenDB(path, memoTable)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
