@@ -152,7 +152,7 @@ func OpenDB(path string, t Table) (*sql.DB, error) {
 	}
 	if err != nil {
 		db.Close()
-		return nil, err
+		return nil, appdb.Explain(path, err)
 	}
 	return db, nil
 }
@@ -164,7 +164,7 @@ func OpenDB(path string, t Table) (*sql.DB, error) {
 // holds; a read that fails (a full disk, an I/O error) is reported as it
 // is, with no verdict on the file. The -wal and -shm files such a
 // connection may create beside a database in WAL mode are removed again
-// when the check fails.
+// when the file is refused.
 func Recognise(path string, t Table) (err error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -187,7 +187,9 @@ func Recognise(path string, t Table) (err error) {
 	}
 	defer func() {
 		_ = db.Close() // read-only: nothing to lose
-		if err != nil {
+		if errors.Is(err, ErrForeign) {
+			// Not after a failed read: the file may be this cache,
+			// whose side files another process (a shard) may be using.
 			appdb.RemoveNewSideFiles(path, absent)
 		}
 	}()
@@ -215,7 +217,7 @@ func Recognise(path string, t Table) (err error) {
 		if appdb.IsForeign(err) {
 			return fmt.Errorf("%w (%v); refusing to write into it (move it away, or choose another cache directory)", ErrForeign, err)
 		}
-		return fmt.Errorf("cannot read it: %w", err)
+		return fmt.Errorf("cannot read it: %w", appdb.Explain(path, err))
 	}
 	if len(objects) == 0 && !mismatch {
 		return nil
@@ -224,7 +226,7 @@ func Recognise(path string, t Table) (err error) {
 		var cols []string
 		crows, cerr := db.Query(`SELECT name FROM pragma_table_info(?) ORDER BY cid`, t.Name)
 		if cerr != nil {
-			return fmt.Errorf("cannot read it: %w", cerr)
+			return fmt.Errorf("cannot read it: %w", appdb.Explain(path, cerr))
 		}
 		for crows.Next() {
 			var c string
@@ -238,7 +240,7 @@ func Recognise(path string, t Table) (err error) {
 		}
 		_ = crows.Close()
 		if cerr != nil {
-			return fmt.Errorf("cannot read it: %w", cerr)
+			return fmt.Errorf("cannot read it: %w", appdb.Explain(path, cerr))
 		}
 		if slices.Equal(cols, t.Columns) {
 			return nil
@@ -317,7 +319,7 @@ func (c *Cache) Get(ctx context.Context, key string) (e Entry, ok bool, err erro
 		return Entry{}, false, nil
 	}
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("response cache %s: lookup: %w", c.path, err)
+		return Entry{}, false, fmt.Errorf("response cache %s: lookup: %w", c.path, appdb.Explain(c.path, err))
 	}
 	if err := json.Unmarshal([]byte(s), &e); err != nil {
 		return Entry{}, false, fmt.Errorf("response cache %s: entry %s: %w", c.path, key[:12], err)
@@ -337,7 +339,7 @@ func (c *Cache) Put(ctx context.Context, key string, e Entry) error {
 	}
 	_, err = c.db.ExecContext(ctx, `INSERT OR REPLACE INTO responses (key, entry) VALUES (?, ?)`, key, string(b))
 	if err != nil {
-		return fmt.Errorf("response cache %s: store: %w", c.path, err)
+		return fmt.Errorf("response cache %s: store: %w", c.path, appdb.Explain(c.path, err))
 	}
 	return nil
 }
