@@ -450,7 +450,7 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 
 // readAllResults parses an all_results.json into its entries, in file order.
 func readAllResults(path string) ([]*ojson.Value, error) {
-	data, err := safefile.ReadFile(path, results.MaxRunFileBytes, safefile.Follow)
+	data, err := safefile.ReadFile(path, results.MaxAllResultsBytes, safefile.Follow)
 	if err != nil {
 		return nil, safefile.Reason(err)
 	}

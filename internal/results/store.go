@@ -27,6 +27,10 @@ const (
 // read takes, not the memory it holds.
 const MaxRunFileBytes = 4 << 30
 
+// MaxAllResultsBytes bounds an all_results.json read whole (it is one
+// JSON document): a released-size export is tens of megabytes.
+const MaxAllResultsBytes = 1 << 30
+
 // ReadResults reads every complete line of a results.jsonl file, in file
 // order, one line at a time. A last line without its "\n" (a write cut
 // short by a kill) is ignored, as resume would truncate it; any complete
