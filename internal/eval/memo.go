@@ -13,6 +13,7 @@ import (
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver (also used by respcache)
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/respcache"
 )
@@ -188,7 +189,7 @@ func (m *memo) fail(err error) {
 	}
 	m.broken = true
 	m.pending = nil
-	fmt.Fprintf(m.log, "warning: image verification memo %s: %v; images are decoded without it for the rest of this run\n", m.path, err)
+	fmt.Fprintf(m.log, "warning: image verification memo %s: %v; images are decoded without it for the rest of this run\n", m.path, appdb.Explain(m.path, err))
 }
 
 // close writes what is pending and closes the database.
