@@ -173,8 +173,8 @@ func Recognise(path string, t Table) (err error) {
 	if err != nil {
 		return safefile.Reason(err)
 	}
-	if fi.Size() == 0 {
-		return nil // what SQLite makes first; it holds nothing
+	if wal, werr := os.Lstat(path + "-wal"); fi.Size() == 0 && (werr != nil || wal.Size() == 0) {
+		return nil // what SQLite makes first, with no log: it holds nothing
 	}
 	d, err := appdb.ReadOnlyDSN(path, false)
 	if err != nil {
