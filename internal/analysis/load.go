@@ -395,43 +395,51 @@ func (s *Set) readRun(dir string) *Run {
 	return r
 }
 
-// readResults reads results.jsonl line by line. A missing or empty file
-// or one cut short is reported; lines that do not decode are counted and
-// skipped so that the rest of the run is still reported. It returns nil
-// records when the file is missing or holds no complete line.
+// readResults reads results.jsonl line by line (results.ScanLines: one
+// line in memory at a time). A missing or empty file or one cut short is
+// reported; lines that do not decode are counted and skipped so that the
+// rest of the run is still reported. A line longer than any record
+// (results.MaxLineBytes: a damaged tail) makes the file unusable: it is
+// reported with its line number and not read further. It returns nil
+// records when the file is missing, unusable or holds no complete line.
 func (s *Set) readResults(path string) ([]*results.Record, int) {
-	data, err := safefile.ReadFile(path, results.MaxRunFileBytes, safefile.Follow)
-	if err != nil {
-		if os.IsNotExist(err) {
-			s.warnf("%s: missing", path)
-		} else {
-			s.readFailed(err, path, "%s: %v", path, safefile.Reason(err))
-		}
-		return nil, 0
-	}
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		s.warnf("%s: the last line is incomplete (no final newline; the run was interrupted while writing); that record is left out", path)
-		data = data[:bytes.LastIndexByte(data, '\n')+1]
-	}
 	var recs []*results.Record
-	bad, line := 0, 0
-	for len(data) > 0 {
-		line++
-		i := bytes.IndexByte(data, '\n')
-		b := data[:i]
-		data = data[i+1:]
+	var lineWarnings []string // said after the note on the last line, as before
+	bad := 0
+	tail, _, err := results.ScanLines(path, func(line int, b []byte) error {
 		if len(bytes.TrimSpace(b)) == 0 {
-			continue
+			return nil
 		}
 		rec, err := results.UnmarshalLine(b)
 		if err != nil {
 			if bad < 3 {
-				s.warnf("%s: line %d: %v", path, line, err)
+				lineWarnings = append(lineWarnings, fmt.Sprintf("%s: line %d: %v", path, line, err))
 			}
 			bad++
-			continue
+			return nil
 		}
 		recs = append(recs, rec)
+		return nil
+	})
+	switch {
+	case os.IsNotExist(err):
+		s.warnf("%s: missing", path)
+		return nil, 0
+	case errors.Is(err, results.ErrLineTooLong):
+		for _, w := range lineWarnings {
+			s.warnf("%s", w)
+		}
+		s.warnf("%v; the file is left out", err)
+		return nil, bad
+	case err != nil:
+		s.readFailed(err, path, "%s: %v", path, safefile.Reason(err))
+		return nil, 0
+	}
+	if len(tail) > 0 {
+		s.warnf("%s: the last line is incomplete (no final newline; the run was interrupted while writing); that record is left out", path)
+	}
+	for _, w := range lineWarnings {
+		s.warnf("%s", w)
 	}
 	if len(recs) == 0 {
 		s.warnf("%s: no complete record", path)
@@ -442,7 +450,7 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 
 // readAllResults parses an all_results.json into its entries, in file order.
 func readAllResults(path string) ([]*ojson.Value, error) {
-	data, err := safefile.ReadFile(path, results.MaxRunFileBytes, safefile.Follow)
+	data, err := safefile.ReadFile(path, results.MaxAllResultsBytes, safefile.Follow)
 	if err != nil {
 		return nil, safefile.Reason(err)
 	}

@@ -116,7 +116,7 @@ func Create(path, kind, schema, synchronous string) (*Creation, error) {
 	}
 	if _, err := c.DB.Exec(schema); err != nil {
 		c.Abandon()
-		return nil, fmt.Errorf("%s %s: create schema: %w", kind, path, err)
+		return nil, fmt.Errorf("%s %s: create schema: %w", kind, path, Explain(temp, err))
 	}
 	if CreateHook != nil {
 		CreateHook("schema", temp)

@@ -13,6 +13,7 @@ import (
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver (also used by respcache)
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/respcache"
 )
@@ -77,19 +78,28 @@ func openMemo(dir string, log io.Writer) *memo {
 	return m
 }
 
+// memoTable is the memo's table; its columns are those every release
+// wrote.
+var memoTable = respcache.Table{
+	Name:    "verified_images",
+	Columns: []string{"sha256", "checker", "verified_at"},
+	Create: `CREATE TABLE IF NOT EXISTS verified_images (
+		sha256 TEXT NOT NULL,
+		checker TEXT NOT NULL,
+		verified_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+		PRIMARY KEY (sha256, checker)
+	) WITHOUT ROWID`,
+}
+
 func tryOpenMemo(dir string) (*memo, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, MemoFile)
 	// SQLite would follow a link or block on a FIFO; OpenDB uses only
-	// regular files (or none yet).
-	db, err := respcache.OpenDB(path, `CREATE TABLE IF NOT EXISTS verified_images (
-		sha256 TEXT NOT NULL,
-		checker TEXT NOT NULL,
-		verified_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-		PRIMARY KEY (sha256, checker)
-	) WITHOUT ROWID`)
+	// regular files (or none yet), and refuses a database that is not a
+	// memo (another application's, named by mistake), leaving it as it was.
+	db, err := respcache.OpenDB(path, memoTable)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -179,7 +189,7 @@ func (m *memo) fail(err error) {
 	}
 	m.broken = true
 	m.pending = nil
-	fmt.Fprintf(m.log, "warning: image verification memo %s: %v; images are decoded without it for the rest of this run\n", m.path, err)
+	fmt.Fprintf(m.log, "warning: image verification memo %s: %v; images are decoded without it for the rest of this run\n", m.path, appdb.Explain(m.path, err))
 }
 
 // close writes what is pending and closes the database.

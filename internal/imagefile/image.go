@@ -19,6 +19,7 @@ import (
 	"image/png"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -153,11 +154,34 @@ func CheckHeader(path string) (format string, width, height int, err error) {
 		return "", 0, 0, err
 	}
 	defer f.Close()
+	if err := checkFileSize(f); err != nil {
+		return "", 0, 0, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
 	format, width, height, err = header(io.LimitReader(f, maxHeaderBytes), PNG, JPEG)
 	if err != nil {
 		return "", 0, 0, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	return format, width, height, nil
+}
+
+// checkFileSize refuses an open image file larger than MaxFileBytes: no
+// reader of its pixels would take it, so its header passes for nothing.
+func checkFileSize(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return CheckFileSize(fi.Size())
+}
+
+// CheckFileSize refuses an image file of size bytes when it is larger than
+// MaxFileBytes (the error matches safefile.ErrTooLarge): the one rule of
+// the image files read whole, hashed or checked by their header.
+func CheckFileSize(size int64) error {
+	if size > MaxFileBytes {
+		return safefile.TooLarge(size, MaxFileBytes)
+	}
+	return nil
 }
 
 // Header is CheckHeader for an image in memory, restricted to the allowed

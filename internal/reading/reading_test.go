@@ -597,6 +597,13 @@ func TestOpenLeavesAForeignDatabaseAlone(t *testing.T) {
 	appdbtest.ForeignRefused(t, func(path string) error { _, err := Open(path); return err }, "not a chexpercept reading database")
 }
 
+// TestOpenLeavesNoSideFilesItMade: a database in WAL mode that is read and
+// refused (here another application's) keeps no -wal or -shm file that
+// the reading connection made beside it.
+func TestOpenLeavesNoSideFilesItMade(t *testing.T) {
+	appdbtest.ForeignWALRefused(t, func(path string) error { _, err := Open(path); return err }, "not a chexpercept reading database")
+}
+
 // TestInitKeepsForeignSideFiles: a -wal, -shm or -journal file that sits
 // where the new database's would go is someone else's; init refuses and
 // the file keeps its bytes (SQLite would replay or delete it).

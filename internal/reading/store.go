@@ -101,14 +101,18 @@ func Open(path string) (*Store, error) {
 	// The read-write connection switches the file to WAL mode as it
 	// opens, so another SQLite file (a review or cache database named by
 	// mistake) is recognised read-only first and left as it was.
+	// Either connection, on a database in WAL mode, makes the -wal and
+	// -shm files if they are missing; an open that fails removes them
+	// again (empty: they hold nothing), so a full disk keeps no debris.
+	absent := appdb.SideFilesAbsent(path)
 	if err := checkSchema(path); err != nil {
+		appdb.RemoveNewSideFiles(path, absent)
 		return nil, err
 	}
 	d, err := appdb.DSN(path, "rw", "FULL")
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
 	}
-	absent := appdb.SideFilesAbsent(path)
 	db, err := appdb.OpenDSN(d, false)
 	if err != nil {
 		return nil, fmt.Errorf("reading db %s: %w", path, err)
@@ -119,8 +123,9 @@ func Open(path string) (*Store, error) {
 		return nil, schemaError(path, err)
 	}
 	if err := addAidSchema(db.W); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("reading db %s: %w", path, err)
+		_ = db.Close() // the open failed; its error is the one to report
+		appdb.RemoveNewSideFiles(path, absent)
+		return nil, fmt.Errorf("reading db %s: %w", path, appdb.Explain(path, err))
 	}
 	return &Store{db: db, Path: path, now: time.Now}, nil
 }
@@ -150,7 +155,7 @@ func schemaError(path string, err error) error {
 	if appdb.IsForeign(err) {
 		return fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
 	}
-	return fmt.Errorf("reading db %s: cannot read it: %w", path, err)
+	return fmt.Errorf("reading db %s: cannot read it: %w", path, appdb.Explain(path, err))
 }
 
 // Close closes the database.

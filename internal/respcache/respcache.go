@@ -30,9 +30,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -91,9 +93,24 @@ type Cache struct {
 	path string
 }
 
+// Table is the one table of a cache database: its name, its columns in
+// order, and the statement that creates it (CREATE TABLE IF NOT EXISTS).
+// A database holding exactly this table (and the index SQLite makes for
+// its primary key) is recognised as the cache's own; the files the
+// releases before this check wrote are recognised the same way.
+type Table struct {
+	Name    string
+	Columns []string
+	Create  string
+}
+
+// ErrForeign matches the error of OpenDB for an existing SQLite file (or
+// any other file) that is not a database of the table asked for.
+var ErrForeign = errors.New("not a chexpercept cache database")
+
 // OpenDB opens (creating it if needed) the SQLite file at path, in a cache
 // directory that concurrent processes share (the shards of a Slurm array,
-// say), and runs schema, a CREATE ... IF NOT EXISTS. The busy timeout is
+// say), and creates t's table if it is not there. The busy timeout is
 // set before the switch to WAL; that switch can still fail at once with
 // SQLITE_BUSY when two processes make it at the same moment (SQLite does
 // not wait there), so the first connection's set-up is tried again a few
@@ -103,9 +120,15 @@ type Cache struct {
 // The database and its -wal, -shm and -journal files must be regular files
 // or absent: SQLite would write through a symbolic link (into a review
 // database, say, or create a dangling link's target) and block on a FIFO,
-// so anything else is refused before SQLite opens it.
-func OpenDB(path, schema string) (*sql.DB, error) {
+// so anything else is refused before SQLite opens it. An existing
+// database must be the cache's own (Recognise): another application's,
+// named by mistake, is refused (ErrForeign) and left as it was, before the
+// read-write connection (which switches it to WAL mode) opens it.
+func OpenDB(path string, t Table) (*sql.DB, error) {
 	if err := checkDBFiles(path); err != nil {
+		return nil, err
+	}
+	if err := Recognise(path, t); err != nil {
 		return nil, err
 	}
 	abs, err := filepath.Abs(path)
@@ -120,7 +143,7 @@ func OpenDB(path, schema string) (*sql.DB, error) {
 	}
 	db.SetMaxOpenConns(4)
 	for try := 0; ; try++ {
-		_, err = db.Exec(schema)
+		_, err = db.Exec(t.Create)
 		var se interface{ Code() int }
 		if err == nil || try == 20 || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy {
 			break
@@ -129,9 +152,102 @@ func OpenDB(path, schema string) (*sql.DB, error) {
 	}
 	if err != nil {
 		db.Close()
-		return nil, err
+		return nil, appdb.Explain(path, err)
 	}
 	return db, nil
+}
+
+// Recognise checks, through a read-only connection that sets no pragma
+// and writes nothing, that the file at path is absent, empty (no schema
+// object: nothing in it to lose), or holds t's table with t's columns and
+// nothing else. Any other file is refused with ErrForeign, naming what it
+// holds; a read that fails (a full disk, an I/O error) is reported as it
+// is, with no verdict on the file. The -wal and -shm files such a
+// connection may create beside a database in WAL mode are removed again
+// when the file is refused.
+func Recognise(path string, t Table) (err error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return safefile.Reason(err)
+	}
+	if wal, werr := os.Lstat(path + "-wal"); fi.Size() == 0 && (werr != nil || wal.Size() == 0) {
+		return nil // what SQLite makes first, with no log: it holds nothing
+	}
+	d, err := appdb.ReadOnlyDSN(path, false)
+	if err != nil {
+		return err
+	}
+	absent := appdb.SideFilesAbsent(path)
+	db, err := sql.Open("sqlite", d)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_ = db.Close() // read-only: nothing to lose
+		if errors.Is(err, ErrForeign) {
+			// Not after a failed read: the file may be this cache,
+			// whose side files another process (a shard) may be using.
+			appdb.RemoveNewSideFiles(path, absent)
+		}
+	}()
+	var objects []string
+	mismatch := false
+	rows, err := db.Query(`SELECT type, name, tbl_name FROM sqlite_schema ORDER BY name`)
+	if err == nil {
+		for rows.Next() {
+			var typ, name, tbl string
+			if err = rows.Scan(&typ, &name, &tbl); err != nil {
+				break
+			}
+			own := tbl == t.Name && (typ == "table" && name == t.Name || typ == "index" && strings.HasPrefix(name, "sqlite_autoindex_"))
+			mismatch = mismatch || !own
+			if typ != "index" {
+				objects = append(objects, typ+" "+name)
+			}
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		_ = rows.Close()
+	}
+	if err != nil {
+		if appdb.IsForeign(err) {
+			return fmt.Errorf("%w (%v); refusing to write into it (move it away, or choose another cache directory)", ErrForeign, err)
+		}
+		return fmt.Errorf("cannot read it: %w", appdb.Explain(path, err))
+	}
+	if len(objects) == 0 && !mismatch {
+		return nil
+	}
+	if !mismatch {
+		var cols []string
+		crows, cerr := db.Query(`SELECT name FROM pragma_table_info(?) ORDER BY cid`, t.Name)
+		if cerr != nil {
+			return fmt.Errorf("cannot read it: %w", appdb.Explain(path, cerr))
+		}
+		for crows.Next() {
+			var c string
+			if cerr = crows.Scan(&c); cerr != nil {
+				break
+			}
+			cols = append(cols, c)
+		}
+		if cerr == nil {
+			cerr = crows.Err()
+		}
+		_ = crows.Close()
+		if cerr != nil {
+			return fmt.Errorf("cannot read it: %w", appdb.Explain(path, cerr))
+		}
+		if slices.Equal(cols, t.Columns) {
+			return nil
+		}
+		return fmt.Errorf("%w: table %s has columns (%s), not (%s); refusing to write into it (move it away, or choose another cache directory)", ErrForeign, t.Name, strings.Join(cols, ", "), strings.Join(t.Columns, ", "))
+	}
+	return fmt.Errorf("%w: it holds %s; refusing to write into it (move it away, or choose another cache directory)", ErrForeign, strings.Join(objects, ", "))
 }
 
 // checkDBFiles refuses a database path, or one of the files SQLite keeps
@@ -161,6 +277,18 @@ func checkDBFiles(path string) error {
 // locked" (extended codes keep it in the low byte).
 const sqliteBusy = 5
 
+// responsesTable is the response cache's table; its columns are those
+// every release wrote.
+var responsesTable = Table{
+	Name:    "responses",
+	Columns: []string{"key", "entry", "created_at"},
+	Create: `CREATE TABLE IF NOT EXISTS responses (
+		key TEXT PRIMARY KEY,
+		entry TEXT NOT NULL,
+		created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+	)`,
+}
+
 // Open opens or creates dir/responses.sqlite.
 func Open(dir string) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -170,11 +298,7 @@ func Open(dir string) (*Cache, error) {
 	if err := checkDBFiles(path); err != nil {
 		return nil, fmt.Errorf("response cache %s: %w", path, err)
 	}
-	db, err := OpenDB(path, `CREATE TABLE IF NOT EXISTS responses (
-		key TEXT PRIMARY KEY,
-		entry TEXT NOT NULL,
-		created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
-	)`)
+	db, err := OpenDB(path, responsesTable)
 	if err != nil {
 		return nil, fmt.Errorf("response cache %s: %w", path, err)
 	}
@@ -195,7 +319,7 @@ func (c *Cache) Get(ctx context.Context, key string) (e Entry, ok bool, err erro
 		return Entry{}, false, nil
 	}
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("response cache %s: lookup: %w", c.path, err)
+		return Entry{}, false, fmt.Errorf("response cache %s: lookup: %w", c.path, appdb.Explain(c.path, err))
 	}
 	if err := json.Unmarshal([]byte(s), &e); err != nil {
 		return Entry{}, false, fmt.Errorf("response cache %s: entry %s: %w", c.path, key[:12], err)
@@ -215,7 +339,7 @@ func (c *Cache) Put(ctx context.Context, key string, e Entry) error {
 	}
 	_, err = c.db.ExecContext(ctx, `INSERT OR REPLACE INTO responses (key, entry) VALUES (?, ?)`, key, string(b))
 	if err != nil {
-		return fmt.Errorf("response cache %s: store: %w", c.path, err)
+		return fmt.Errorf("response cache %s: store: %w", c.path, appdb.Explain(c.path, err))
 	}
 	return nil
 }

@@ -195,7 +195,7 @@ func TestOpenRefusesLinksAndFIFOs(t *testing.T) {
 			var err error
 			switch tc {
 			case "link to a database":
-				db, openErr := OpenDB(target, `CREATE TABLE IF NOT EXISTS decisions (k TEXT)`)
+				db, openErr := OpenDB(target, Table{Name: "decisions", Columns: []string{"k"}, Create: `CREATE TABLE IF NOT EXISTS decisions (k TEXT)`})
 				if openErr != nil {
 					t.Fatal(openErr)
 				}

@@ -21,49 +21,50 @@ const (
 	SummaryFile    = "summary.json"
 )
 
-// MaxRunFileBytes bounds a file of a run directory read into memory
-// (results.jsonl of a full benchmark with reasoning is a few hundred MB).
+// MaxRunFileBytes bounds a file of a run directory (results.jsonl of a
+// full benchmark with reasoning is a few hundred MB). results.jsonl is
+// read one line at a time (MaxLineBytes each), so this bounds the time a
+// read takes, not the memory it holds.
 const MaxRunFileBytes = 4 << 30
 
+// MaxAllResultsBytes bounds an all_results.json read whole (it is one
+// JSON document): a released-size export is tens of megabytes.
+const MaxAllResultsBytes = 1 << 30
+
 // ReadResults reads every complete line of a results.jsonl file, in file
-// order. A last line without its "\n" (a write cut short by a kill) is
-// ignored, as resume would truncate it; any complete line that does not
-// decode is an error naming the file and the line number. A missing file
-// reads as no records.
+// order, one line at a time. A last line without its "\n" (a write cut
+// short by a kill) is ignored, as resume would truncate it; any complete
+// line that does not decode is an error naming the file and the line
+// number, and so is a line longer than MaxLineBytes (ErrLineTooLong). A
+// missing file reads as no records.
 func ReadResults(path string) ([]*Record, error) {
-	data, err := safefile.ReadFile(path, MaxRunFileBytes, safefile.Follow)
+	var out []*Record
+	_, _, err := ScanLines(path, func(line int, b []byte) error {
+		r, err := parseLine(path, line, b)
+		if r != nil {
+			out = append(out, r)
+		}
+		return err
+	})
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	return parseLines(path, data)
+	return out, nil
 }
 
-func parseLines(path string, data []byte) ([]*Record, error) {
-	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
-		data = data[:i+1]
-	} else {
-		data = nil
+// parseLine decodes one complete line; a blank line is no record (nil).
+func parseLine(path string, line int, b []byte) (*Record, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
 	}
-	var out []*Record
-	line := 0
-	for len(data) > 0 {
-		line++
-		i := bytes.IndexByte(data, '\n')
-		b := data[:i]
-		data = data[i+1:]
-		if len(bytes.TrimSpace(b)) == 0 {
-			continue
-		}
-		r, err := UnmarshalLine(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
-		}
-		out = append(out, r)
+	r, err := UnmarshalLine(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
 	}
-	return out, nil
+	return r, nil
 }
 
 // Latest keeps the last line per key_id (readers use the last line, §9.2)
@@ -138,34 +139,53 @@ func OpenStore(path string) (*Store, []*Record, error) {
 		_ = f.Close() // nothing was written; err is the one reported
 		return nil, nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return fail(fmt.Errorf("read %s: %w", path, err))
-	}
-	if fi.Size() > MaxRunFileBytes {
-		return fail(fmt.Errorf("read %s: file is %d bytes, more than the %d-byte limit", path, fi.Size(), int64(MaxRunFileBytes)))
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxRunFileBytes+1))
-	if err != nil {
-		return fail(fmt.Errorf("read %s: %w", path, err))
-	}
-	keep := int64(bytes.LastIndexByte(data, '\n') + 1)
-	recs, err := parseLines(path, data[:keep])
-	if err != nil {
+	if err := checkRunFileSize(f, path); err != nil {
 		return fail(err)
 	}
+	// One line at a time: a damaged file (a tail of NULs from a sparse
+	// or corrupted disk) is refused at its first line longer than any
+	// record, not read whole.
+	var recs []*Record
+	var keep int64 // bytes up to the end of the last complete line
+	var tail []byte
+	lr := newLineReader(f, path)
+	for {
+		b, complete, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.Is(err, ErrLineTooLong) {
+			return fail(fmt.Errorf("%w; refusing to change the file (move it away or repair it)", err))
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if !complete {
+			tail = b
+			break
+		}
+		r, err := parseLine(path, lr.line, b)
+		if err != nil {
+			return fail(err)
+		}
+		if r != nil {
+			recs = append(recs, r)
+		}
+		keep = lr.off
+	}
+	size := lr.off // every byte read: the complete lines and the tail
 	st := &Store{f: f, path: path}
-	if tail := data[keep:]; len(tail) > 0 {
-		line := bytes.Count(data[:keep], []byte("\n")) + 1
+	if len(tail) > 0 {
+		line := lr.line
 		switch {
 		case startsLikeRecord(tail, false) && validRecord(tail):
 			// Only the newline is missing: complete the line.
 			r, _ := UnmarshalLine(tail)
-			if _, err := f.WriteAt([]byte("\n"), int64(len(data))); err != nil {
+			if _, err := f.WriteAt([]byte("\n"), size); err != nil {
 				return fail(fmt.Errorf("complete the last line of %s: %w", path, err))
 			}
 			recs = append(recs, r)
-			keep = int64(len(data)) + 1
+			keep = size + 1
 			st.Repair = fmt.Sprintf("%s: line %d: a complete record without its final newline; the newline was added", path, line)
 		case cutShort(tail):
 			if err := f.Truncate(keep); err != nil {
@@ -208,7 +228,7 @@ func cutShort(tail []byte) bool {
 
 // Append writes r as one line and syncs the file.
 func (s *Store) Append(r *Record) error {
-	line, err := r.MarshalLine()
+	line, err := s.marshal(r)
 	if err != nil {
 		return err
 	}
@@ -226,7 +246,7 @@ func (s *Store) Append(r *Record) error {
 func (s *Store) AppendBatch(recs []*Record) error {
 	var buf []byte
 	for _, r := range recs {
-		line, err := r.MarshalLine()
+		line, err := s.marshal(r)
 		if err != nil {
 			return err
 		}
@@ -241,6 +261,19 @@ func (s *Store) AppendBatch(recs []*Record) error {
 	return nil
 }
 
+// marshal is r's line, refused when it is longer than MaxLineBytes: no
+// reader would take it back.
+func (s *Store) marshal(r *Record) ([]byte, error) {
+	line, err := r.MarshalLine()
+	if err != nil {
+		return nil, err
+	}
+	if len(line)-1 > MaxLineBytes {
+		return nil, fmt.Errorf("append to %s: record %s is a %d-byte line, more than the %d-byte limit of a record line", s.path, r.KeyID, len(line)-1, MaxLineBytes)
+	}
+	return line, nil
+}
+
 // Close closes the file.
 func (s *Store) Close() error { return s.f.Close() }
 
@@ -249,18 +282,23 @@ func (s *Store) Close() error { return s.f.Close() }
 // drop as the remains of a killed writer). Commands that derive a new run
 // from records refuse such a file rather than write an empty run.
 func NoRecordsError(path string) error {
-	data, err := safefile.ReadFile(path, MaxRunFileBytes, safefile.Follow)
+	blank, lines := true, 0
+	tail, tailLine, err := ScanLines(path, func(line int, b []byte) error {
+		blank = blank && len(bytes.TrimSpace(b)) == 0
+		lines = line
+		return nil
+	})
 	switch {
 	case os.IsNotExist(err):
 		return fmt.Errorf("%s: no such file; no record to read", path)
 	case err != nil:
 		return err
-	case len(bytes.TrimSpace(data)) == 0:
+	case blank && len(bytes.TrimSpace(tail)) == 0:
 		return fmt.Errorf("%s: empty; no record to read", path)
 	}
-	line := bytes.Count(data, []byte("\n")) + 1
-	if bytes.HasSuffix(data, []byte("\n")) {
-		line--
+	line := lines
+	if len(tail) > 0 {
+		line = tailLine
 	}
 	return fmt.Errorf("%s: line %d: not a complete record (no final newline) and no other record; nothing to read", path, line)
 }

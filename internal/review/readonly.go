@@ -100,7 +100,14 @@ func OpenReadOnly(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
+	// On a database in WAL mode even a read makes the -wal and -shm files
+	// when they are missing; a read that fails removes them again (empty:
+	// they hold nothing), so a full disk keeps no debris.
+	absent := appdb.SideFilesAbsent(path)
 	s, err := openDSN(path, d, true)
+	if err != nil {
+		appdb.RemoveNewSideFiles(path, absent)
+	}
 	if code := sqliteCode(err); err == nil || code&0xff != sqliteReadOnly && code&0xff != sqliteCantOpen {
 		return s, err
 	}

@@ -134,6 +134,7 @@ func Open(path string) (*Store, error) {
 	// The read-write connection switches the file to WAL mode as it
 	// opens, so another SQLite file named by mistake is first recognised
 	// through a connection that writes nothing, and left as it was.
+	absent := appdb.SideFilesAbsent(path)
 	if ro, err := OpenReadOnly(path); errors.Is(err, errNotReviewDB) {
 		return nil, err
 	} else if err == nil {
@@ -143,7 +144,6 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}
-	absent := appdb.SideFilesAbsent(path)
 	s, err := openDSN(path, d, false)
 	if err != nil {
 		appdb.RemoveNewSideFiles(path, absent)
@@ -168,7 +168,7 @@ func openDSN(path, d string, readOnly bool) (*Store, error) {
 		}
 		if !appdb.IsForeign(err) {
 			// A disk I/O error, a full disk …: no verdict on the file.
-			return nil, fmt.Errorf("review db %s: cannot read it: %w", path, err)
+			return nil, fmt.Errorf("review db %s: cannot read it: %w", path, appdb.Explain(path, err))
 		}
 		return nil, fmt.Errorf("review db %s: %w (%w)", path, errNotReviewDB, err)
 	}

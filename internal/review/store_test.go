@@ -393,6 +393,17 @@ func TestOpenLeavesAForeignDatabaseAlone(t *testing.T) {
 	appdbtest.ForeignRefused(t, func(path string) error { _, err := Open(path); return err }, "not a chexpercept review database")
 }
 
+// TestOpenLeavesNoSideFilesItMade: a database in WAL mode that is read and
+// refused (here another application's), read-write or read-only, keeps
+// no -wal or -shm file that the reading connection made beside it.
+func TestOpenLeavesNoSideFilesItMade(t *testing.T) {
+	for name, open := range map[string]func(string) (*Store, error){"Open": Open, "OpenReadOnly": OpenReadOnly} {
+		t.Run(name, func(t *testing.T) {
+			appdbtest.ForeignWALRefused(t, func(path string) error { _, err := open(path); return err }, "not a chexpercept review database")
+		})
+	}
+}
+
 // TestInitKeepsForeignSideFiles: a -wal, -shm or -journal file where the
 // new database's would go is not ours; init refuses and leaves it as it
 // was (SQLite would replay or delete it).

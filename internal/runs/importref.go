@@ -38,7 +38,7 @@ import (
 
 // MaxReferenceBytes bounds the all_results.json ImportReference reads (a
 // released-size export is tens of megabytes).
-const MaxReferenceBytes = 1 << 30
+const MaxReferenceBytes = results.MaxAllResultsBytes
 
 // ImportOptions configure ImportReference.
 type ImportOptions struct {

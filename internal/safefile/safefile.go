@@ -69,6 +69,10 @@ func (e fileTooLarge) Error() string {
 }
 func (e fileTooLarge) Is(t error) bool { return t == ErrTooLarge }
 
+// TooLarge is the error of a file of size bytes read under a limit of
+// limit bytes (ReadFile's): it matches ErrTooLarge.
+func TooLarge(size, limit int64) error { return fileTooLarge{size, limit} }
+
 // KindOf names a file type that is not a regular file, for error
 // messages: "named pipe", "symbolic link", "directory" and so on.
 func KindOf(m fs.FileMode) string { return kindOf(m) }

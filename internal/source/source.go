@@ -24,6 +24,7 @@ import (
 	"regexp"
 
 	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
@@ -98,8 +99,23 @@ func fileSHA256(path, reason, what string) (string, error) {
 		return "", frame.Fail(reason, "%s %s: %v", what, path, safefile.Reason(err))
 	}
 	defer f.Close()
+	// The size is checked before a byte is hashed, and again while
+	// hashing (a file that grows): a file no reader would take (the image
+	// limit imagefile applies to every image and mask read) is not read
+	// through.
+	fi, err := f.Stat()
+	if err == nil {
+		err = imagefile.CheckFileSize(fi.Size())
+	}
+	if err != nil {
+		return "", frame.Fail(reason, "%s %s: %v", what, path, err)
+	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	n, err := io.Copy(h, io.LimitReader(f, imagefile.MaxFileBytes+1))
+	if err == nil && n > imagefile.MaxFileBytes {
+		err = safefile.TooLarge(-1, imagefile.MaxFileBytes)
+	}
+	if err != nil {
 		return "", frame.Fail(reason, "%s %s: %v", what, path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

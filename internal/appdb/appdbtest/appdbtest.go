@@ -20,8 +20,22 @@ import (
 // file left beside it.
 func ForeignRefused(t testing.TB, open func(path string) error, want string) {
 	t.Helper()
+	foreignRefused(t, open, want, "DELETE")
+}
+
+// ForeignWALRefused is ForeignRefused with the other database in WAL mode,
+// closed (no -wal or -shm file beside it): a connection that only reads
+// it makes those files, and open must remove them again when it refuses
+// the database.
+func ForeignWALRefused(t testing.TB, open func(path string) error, want string) {
+	t.Helper()
+	foreignRefused(t, open, want, "WAL")
+}
+
+func foreignRefused(t testing.TB, open func(path string) error, want, journal string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "other.sqlite")
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path)+"?_pragma=journal_mode(DELETE)")
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path)+"?_pragma=journal_mode("+journal+")")
 	if err != nil {
 		t.Fatal(err)
 	}

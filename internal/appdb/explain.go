@@ -1,0 +1,71 @@
+package appdb
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+)
+
+// SQLite result codes (sqlite3.h) that a full disk gives: SQLITE_FULL
+// ("database or disk is full"), and the I/O errors of a write that found
+// no room, of which the -shm file that could not grow (SQLITE_IOERR_SHMSIZE,
+// "disk I/O error (4874)") is the one a database opened on a full disk
+// meets first. SQLite keeps the errno behind an I/O error to itself, so a
+// disk with no room left beside the file is the sign for the others.
+const (
+	sqliteIOErr        = 10
+	sqliteFull         = 13
+	sqliteIOErrShmSize = sqliteIOErr | 19<<8
+)
+
+// lowSpace is the free space under which an I/O error is put down to a
+// disk that is nearly full: less than SQLite's -shm grows by at once
+// (32 KiB) plus a few pages of log.
+const lowSpace = 1 << 20
+
+// freeBytes reports the bytes an unprivileged writer may still use on the
+// file system holding dir; ok is false when that cannot be told (a
+// variable for tests).
+var freeBytes = statFree
+
+// explained is an SQLite error said in words; it unwraps to the error.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
+
+// Explain says an SQLite error on the database at path in words where
+// SQLite's own text hides the cause: a full disk reads "no space left on
+// device" (SQLITE_FULL, or an I/O error while the disk has no room left),
+// and a -shm file that could not grow says so. Other errors, and errors
+// that are not SQLite's, are returned as they are; the result unwraps to
+// err (Busy and IsForeign see through it). A nil err stays nil.
+func Explain(path string, err error) error {
+	var se interface{ Code() int } // *sqlite.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	var ee *explained
+	if errors.As(err, &ee) {
+		return err
+	}
+	code := se.Code()
+	dir := filepath.Dir(path)
+	free, known := freeBytes(dir)
+	left := ""
+	if known {
+		left = fmt.Sprintf("; %d bytes free there", free)
+	}
+	switch {
+	case code&0xff == sqliteFull, code&0xff == sqliteIOErr && known && free == 0:
+		return &explained{fmt.Sprintf("no space left on device: the disk holding %s is full (%v)", dir, err), err}
+	case code == sqliteIOErrShmSize:
+		return &explained{fmt.Sprintf("the disk could not grow the shared-memory file %s-shm, likely because it is full%s (%v)", filepath.Base(path), left, err), err}
+	case code&0xff == sqliteIOErr && known && free < lowSpace:
+		return &explained{fmt.Sprintf("%v: the disk holding %s is nearly full (%d bytes free), the likely cause", err, dir, free), err}
+	}
+	return err
+}
