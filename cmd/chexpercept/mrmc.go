@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -110,10 +110,15 @@ func writeMrmc(dir, scores string, a *mrmc.Analysis) error {
 	if _, err := outdir.MkdirAll(dir, ""); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	// The marker first and in place: a run stopped at any point leaves a
+	// directory its rerun recognises.
 	if st != outdir.Marked {
-		if err := atomicfile.WriteFile(filepath.Join(dir, mrmcMarker), []byte("chexpercept mrmc: `chexpercept mrmc --out` may rewrite the files it wrote here\n")); err != nil {
+		if err := outdir.WriteMarker(filepath.Join(dir, mrmcMarker), []byte("chexpercept mrmc: `chexpercept mrmc --out` may rewrite the files it wrote here\n")); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
+	}
+	if err := outdir.RemoveStale(dir, isMrmcFile, mrmcMarker); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	for _, name := range names {
 		if err := outdir.WriteFile(dir, name, files[name]); err != nil {
@@ -121,4 +126,10 @@ func writeMrmc(dir, scores string, a *mrmc.Analysis) error {
 		}
 	}
 	return nil
+}
+
+// isMrmcFile reports whether rel, a path in an mrmc --out folder, is one
+// of the files mrmc writes there: mrmc.json and mrmc_*.csv.
+func isMrmcFile(rel string) bool {
+	return rel == "mrmc.json" || (strings.HasPrefix(rel, "mrmc_") && strings.HasSuffix(rel, ".csv") && !strings.Contains(rel, "/"))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/outdir"
@@ -263,6 +264,15 @@ anything is written.`,
 			}
 			if err := checkExportTargets(db, jsonl, csvDir, outcomes, force); err != nil {
 				return withExit(2, err)
+			}
+			// An export killed while a file was renamed into place left its
+			// temporary file beside it ("<file>.tmp-<digits>").
+			for _, p := range []string{jsonl, outcomes} {
+				if p != "" {
+					if err := atomicfile.RemoveStaleBeside(p); err != nil {
+						return withExit(2, err)
+					}
+				}
 			}
 			st, err := review.OpenReadOnly(db)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -85,6 +86,11 @@ exits with status 2.`,
 			// A candidate whose image or mask cannot be read would only fail
 			// in build, after its review: refuse now, writing nothing.
 			if err := source.CheckInputs(cands); err != nil {
+				return withExit(2, err)
+			}
+			// A sample killed while the file was renamed into place left
+			// its temporary file beside it.
+			if err := atomicfile.RemoveStaleBeside(out); err != nil {
 				return withExit(2, err)
 			}
 			if err := source.WriteCandidates(out, cands); err != nil {

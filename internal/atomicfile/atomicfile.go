@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -203,6 +204,91 @@ func replaceable(name string) error {
 		return fmt.Errorf("write %s: is a symbolic link; refusing to replace it", name)
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("write %s: not a regular file (%s); refusing to replace it", name, safefile.KindOf(fi.Mode()))
+	}
+	return nil
+}
+
+// tempName matches the name of a temporary file an atomic write makes
+// (createTemp): the target's name, ".tmp-" and the decimal digits
+// os.CreateTemp puts in place of its "*".
+var tempName = regexp.MustCompile(`^(.+)\.tmp-[0-9]+$`)
+
+// TempTarget reports whether name (a file name, not a path) is the
+// temporary file of an atomic write, and returns the name of the file
+// that write was for.
+func TempTarget(name string) (string, bool) {
+	m := tempName.FindStringSubmatch(name)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// RemoveStale removes the temporary files that atomic writes stopped by
+// a kill (kill -9, power loss) left below root: the regular files named
+// "<target>.tmp-<digits>" whose target owns accepts, given as a path
+// relative to root with forward slashes ("images/ph0001.png"). A command
+// calls it when it (re)writes a folder it owns, before it writes there,
+// and names through owns only the files it writes, so no one else's file
+// is ever removed. Symbolic links are neither followed nor removed; a
+// root that does not exist holds nothing to remove; root itself may be a
+// link (the user named it). The error names the file or folder that could
+// not be read or removed.
+func RemoveStale(root string, owns func(rel string) bool) error {
+	if fi, err := os.Lstat(root); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// The user named a link to the folder: walk what it leads to.
+		if real, err := filepath.EvalSymlinks(root); err == nil {
+			root = real
+		}
+	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		target, ok := TempTarget(d.Name())
+		if !ok {
+			return nil
+		}
+		rel, err := filepath.Rel(root, filepath.Join(filepath.Dir(p), target))
+		if err != nil || !owns(filepath.ToSlash(rel)) {
+			return nil
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("remove the temporary files of an interrupted write: %w", err)
+	}
+	return nil
+}
+
+// RemoveStaleBeside is RemoveStale for one file a command writes outside
+// any folder of its own (a --reviews FILE): it removes the temporary files
+// of earlier atomic writes of name, and nothing else, from name's folder.
+func RemoveStaleBeside(name string) error {
+	base := filepath.Base(name)
+	ents, err := os.ReadDir(filepath.Dir(name))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("remove the temporary files of an interrupted write of %s: %w", name, err)
+	}
+	for _, e := range ents {
+		if target, ok := TempTarget(e.Name()); ok && target == base && e.Type().IsRegular() {
+			p := filepath.Join(filepath.Dir(name), e.Name())
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove the temporary files of an interrupted write of %s: %w", name, err)
+			}
+		}
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -92,7 +91,7 @@ func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected 
 	if err := results.MarkUnfinished(dir); err != nil {
 		return err
 	}
-	if err := removeTemps(dir); err != nil {
+	if err := results.RemoveStaleTemps(dir); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, results.ManifestFile), b); err != nil {
@@ -153,24 +152,6 @@ func checkBenchmark(m *results.Manifest, manifestFile string, bench *benchmark.B
 	if want := m.Dataset.SHA256; want != bench.SHA256 {
 		return fmt.Errorf("%s: dataset.sha256 is %s but %s/%s has SHA-256 %s; pass the benchmark the run was made with",
 			manifestFile, results.ShortHash(want), bench.Dir, benchmark.JSONName, results.ShortHash(bench.SHA256))
-	}
-	return nil
-}
-
-// removeTemps deletes the *.tmp-* files an interrupted write left in dir
-// (CheckRunDir accepts them as such debris); the caller holds the run's
-// lock, so no other writer owns them.
-func removeTemps(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		if strings.Contains(e.Name(), ".tmp-") && e.Type().IsRegular() {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-		}
 	}
 	return nil
 }
