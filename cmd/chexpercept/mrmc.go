@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -74,7 +75,8 @@ test) while the analyses above cover the other readers. See docs/mrmc.md.`,
 			}
 			a.Standalone = standalone
 			if out != "" {
-				if err := writeMrmc(out, scores, a); err != nil {
+				err := untilInterrupted(cmd.Context(), "mrmc", func(context.Context) error { return writeMrmc(out, scores, a) })
+				if err != nil {
 					return err
 				}
 			}

@@ -279,30 +279,31 @@ anything is written.`,
 				return withExit(2, err)
 			}
 			defer st.Close()
-			ctx := cmd.Context()
-			if outcomes != "" {
-				n, err := st.ExportOutcomes(ctx, outcomes)
-				if err != nil {
-					return withExit(2, fmt.Errorf("--outcomes %s: %w", outcomes, err))
+			return untilInterrupted(cmd.Context(), "review export", func(ctx context.Context) error {
+				if outcomes != "" {
+					n, err := st.ExportOutcomes(ctx, outcomes)
+					if err != nil {
+						return withExit(2, fmt.Errorf("--outcomes %s: %w", outcomes, err))
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d flagged question(s)\n", outcomes, n)
+					if jsonl == "" && csvDir == "" {
+						return nil
+					}
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d flagged question(s)\n", outcomes, n)
-				if jsonl == "" && csvDir == "" {
+				if jsonl != "" {
+					n, err := st.ExportJSONL(ctx, jsonl)
+					if err != nil {
+						return withExit(2, err)
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d resolved case(s)\n", jsonl, n)
 					return nil
 				}
-			}
-			if jsonl != "" {
-				n, err := st.ExportJSONL(ctx, jsonl)
-				if err != nil {
+				if err := st.ExportCSV(ctx, csvDir); err != nil {
 					return withExit(2, err)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d resolved case(s)\n", jsonl, n)
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s/positive.csv and %s/negative.csv\n", csvDir, csvDir)
 				return nil
-			}
-			if err := st.ExportCSV(ctx, csvDir); err != nil {
-				return withExit(2, err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s/positive.csv and %s/negative.csv\n", csvDir, csvDir)
-			return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -383,9 +384,11 @@ order), review images and a review_sheet.csv, dealing rows round-robin to N
 reviewers: DIR/annotator_A/<lesion>/<label>/, annotator_B, … Positive images
 show the radiograph beside it with the candidate mask in red; negatives show
 the radiograph. Fill the sheets' decision column and read them back with
-"review import". DIR must be new or empty: a non-empty DIR (an earlier or
-interrupted pack included) is refused with exit status 2; delete it to write
-the packs again.`,
+"review import". DIR must be new, empty or an unfinished pack: pack writes
+its marker .chexpercept-review-pack first, so a pack stopped part-way (a
+failed write, Ctrl-C, a kill) is replaced by the same command run again. A
+finished pack (its sheets may be filled in) and any other non-empty DIR are
+refused with exit status 2; delete a finished pack to write it again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if src == "" || out == "" {
@@ -402,9 +405,14 @@ the packs again.`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			sum, err := review.Pack(cases, out, review.PackOptions{Reviewers: n, Workers: workers, Warn: cmd.ErrOrStderr()})
-			if err != nil {
+			var sum review.PackSummary
+			err = untilInterrupted(cmd.Context(), "review pack", func(context.Context) error {
+				var err error
+				sum, err = review.Pack(cases, out, review.PackOptions{Reviewers: n, Workers: workers, Warn: cmd.ErrOrStderr()})
 				return withExit(2, err)
+			})
+			if err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d case(s) in %d sheet(s), %d skipped\n", out, sum.Cases, sum.Sheets, sum.Skipped)
 			return nil
@@ -412,7 +420,7 @@ the packs again.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&src, "source", "", "generic manifest or candidates.jsonl")
-	f.StringVar(&out, "out", "", "output directory (new or empty)")
+	f.StringVar(&out, "out", "", "output directory (new, empty or an unfinished pack)")
 	f.IntVar(&n, "reviewers", 6, "number of reviewers N (one annotator_<X> folder each)")
 	// --annotators was this flag's name; review init has always said --reviewers.
 	f.IntVar(&n, "annotators", 6, "old name of --reviewers")

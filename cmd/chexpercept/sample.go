@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -93,8 +94,11 @@ exits with status 2.`,
 			if err := atomicfile.RemoveStaleBeside(out); err != nil {
 				return withExit(2, err)
 			}
-			if err := source.WriteCandidates(out, cands); err != nil {
-				return withExit(2, err)
+			err := untilInterrupted(cmd.Context(), "sample", func(context.Context) error {
+				return withExit(2, source.WriteCandidates(out, cands))
+			})
+			if err != nil {
+				return err
 			}
 			rep.Print(cmd.OutOrStdout())
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %d candidates to %s\n", len(cands), out)

@@ -57,6 +57,9 @@ func write(name string, data []byte, durable bool) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
 	}
+	if RenameHook != nil {
+		RenameHook(name)
+	}
 	if err := os.Rename(tmp, name); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
@@ -69,6 +72,11 @@ func write(name string, data []byte, durable bool) error {
 	}
 	return nil
 }
+
+// RenameHook is nil except in tests: a write calls it with the target's
+// name just before its temporary file is renamed over it; a test stops
+// or signals the process there.
+var RenameHook func(name string)
 
 // syncDir is SyncDir; tests replace it to inject a failure.
 var syncDir = SyncDir
@@ -117,6 +125,9 @@ func (f *File) Commit() error {
 	err := f.Chmod(0o644)
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && RenameHook != nil {
+		RenameHook(f.name)
 	}
 	if err == nil {
 		err = os.Rename(tmp, f.name)
