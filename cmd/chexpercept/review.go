@@ -21,6 +21,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/webapp"
@@ -280,7 +281,21 @@ anything is written.`,
 			}
 			defer st.Close()
 			return untilInterrupted(cmd.Context(), "review export", func(ctx context.Context) error {
+				// The last output file (--reviews, --outcomes) is the commit
+				// point (atomicfile.Finish): a signal that comes later lets
+				// it be written, since its rerun would refuse the file
+				// without --force, and the export no longer looks at ctx.
+				// The --csv folder, which its rerun rewrites, has none.
+				commit := func() error {
+					ctx = context.WithoutCancel(ctx)
+					return atomicfile.Finish()
+				}
 				if outcomes != "" {
+					if jsonl == "" && csvDir == "" {
+						if err := commit(); err != nil {
+							return err
+						}
+					}
 					n, err := st.ExportOutcomes(ctx, outcomes)
 					if err != nil {
 						return withExit(2, fmt.Errorf("--outcomes %s: %w", outcomes, err))
@@ -291,6 +306,9 @@ anything is written.`,
 					}
 				}
 				if jsonl != "" {
+					if err := commit(); err != nil {
+						return err
+					}
 					n, err := st.ExportJSONL(ctx, jsonl)
 					if err != nil {
 						return withExit(2, err)
@@ -474,28 +492,16 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 			if err != nil {
 				return withExit(2, withHints(err, flagHint{review.ErrNeedsSource, "\n  (pass --source FILE, the manifest or candidates the sheets were made from, for the rows without digests)"}))
 			}
-			if reviews != "" {
-				if err := review.AppendLog(reviews, lines); err != nil {
-					return withExit(2, err)
+			// Nothing is written before this point, and the import is
+			// its commit point (atomicfile.Finish): a signal that comes
+			// later lets it end, since an import run twice adds its
+			// decisions twice.
+			return untilInterrupted(cmd.Context(), "review import", func(context.Context) error {
+				if err := atomicfile.Finish(); err != nil {
+					return err
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "appended %d decision(s) to %s\n", len(lines), reviews)
-				return nil
-			}
-			st, err := review.Open(db)
-			if err != nil {
-				return withExit(2, err)
-			}
-			if err := st.ImportLines(cmd.Context(), lines); err != nil {
-				_ = st.Close() // the import failed; that error is the one reported
-				return withExit(2, err)
-			}
-			// Closing checkpoints the log into the database: a failure
-			// there is a failed import.
-			if err := st.Close(); err != nil {
-				return withExit(2, fmt.Errorf("review db %s: %w", db, err))
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "imported %d decision(s) into %s\n", len(lines), db)
-			return nil
+				return importDecisions(cmd, lines, reviews, db)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -506,6 +512,33 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 	f.StringVar(&reviewer, "reviewer", "", "reviewer name (default: the sheet's annotator_<X> folder, else import)")
 	f.BoolVar(&legacy, "legacy-nonempty-accept", false, "optimal? cells: any non-empty cell accepts (the reference's rule)")
 	return cmd
+}
+
+// importDecisions appends the decisions read from the sheets to the review
+// log reviews, or imports them into the review database db.
+func importDecisions(cmd *cobra.Command, lines []*reviewlog.Line, reviews, db string) error {
+	if reviews != "" {
+		if err := review.AppendLog(reviews, lines); err != nil {
+			return withExit(2, err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "appended %d decision(s) to %s\n", len(lines), reviews)
+		return nil
+	}
+	st, err := review.Open(db)
+	if err != nil {
+		return withExit(2, err)
+	}
+	if err := st.ImportLines(cmd.Context(), lines); err != nil {
+		_ = st.Close() // the import failed; that error is the one reported
+		return withExit(2, err)
+	}
+	// Closing checkpoints the log into the database: a failure
+	// there is a failed import.
+	if err := st.Close(); err != nil {
+		return withExit(2, fmt.Errorf("review db %s: %w", db, err))
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "imported %d decision(s) into %s\n", len(lines), db)
+	return nil
 }
 
 // checkListen checks --listen and warns when a non-loopback address is

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -16,17 +17,20 @@ import (
 
 // TestRenamePauseHelperProcess runs chexpercept (CHX_TEST_ARGS) with the
 // atomic write of the file named CHX_PAUSE_RENAME stopped just before its
-// rename: it writes the name on descriptor 3 and waits there for a signal.
+// rename: it writes the name on descriptor 3, waits there for a signal,
+// and then goes on (the command's handler has the signal too).
 func TestRenamePauseHelperProcess(t *testing.T) {
 	base := os.Getenv("CHX_PAUSE_RENAME")
 	if base == "" {
 		t.Skip("helper process for TestWritersInterrupted")
 	}
 	ready := os.NewFile(3, "ready")
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	atomicfile.RenameHook = func(name string) {
 		if filepath.Base(name) == base {
 			ready.WriteString(name + "\n")
-			select {} // until a signal ends the process
+			<-sigs // the write goes on once the signal has come
 		}
 	}
 	os.Args = append([]string{"chexpercept"}, strings.Split(os.Getenv("CHX_TEST_ARGS"), argSep)...)
@@ -38,7 +42,9 @@ func TestRenamePauseHelperProcess(t *testing.T) {
 // and SIGTERM that come while a file is being written: the temporary
 // files are removed, one line says it was interrupted, the exit status is
 // 130, and the same command run again completes, leaving no temporary
-// file.
+// file. A signal that comes while the last file of a review export
+// --reviews is written, past its commit point, lets the export end as
+// without it (exit 0): its rerun would refuse the file without --force.
 func TestWritersInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -54,22 +60,23 @@ func TestWritersInterrupted(t *testing.T) {
 		args  func(out string) []string
 		pause string // the file whose rename the signal comes before
 		sig   syscall.Signal
+		code  int // 130, or 0 past the commit point
 	}{
 		{"review pack", func(out string) []string {
 			return []string{"review", "pack", "--source", man, "--out", out, "--reviewers", "2", "--workers", "1"}
-		}, "review_sheet.csv", syscall.SIGINT},
+		}, "review_sheet.csv", syscall.SIGINT, 130},
 		{"review export --csv", func(out string) []string {
 			return []string{"review", "export", "--review-db", db, "--csv", out}
-		}, "negative.csv", syscall.SIGINT},
+		}, "negative.csv", syscall.SIGINT, 130},
 		{"review export --reviews", func(out string) []string {
 			return []string{"review", "export", "--review-db", db, "--reviews", filepath.Join(out, "r.jsonl")}
-		}, "r.jsonl", syscall.SIGTERM},
+		}, "r.jsonl", syscall.SIGTERM, 0},
 		{"mrmc", func(out string) []string {
 			return []string{"mrmc", "--scores", vanDykeScores, "--fom", "auc", "--out", out}
-		}, "mrmc.json", syscall.SIGINT},
+		}, "mrmc.json", syscall.SIGINT, 130},
 		{"phantom", func(out string) []string {
 			return []string{"phantom", "--out", out, "--cases-per-lesion", "1", "--phantom-seed", "1", "--workers", "1"}
-		}, "manifest.jsonl", syscall.SIGTERM},
+		}, "manifest.jsonl", syscall.SIGTERM, 130},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,14 +88,20 @@ func TestWritersInterrupted(t *testing.T) {
 			}
 			args := tc.args(out)
 			code, stderr := stopAtRename(t, args, tc.pause, tc.sig)
-			if lines := strings.Split(strings.TrimSpace(stderr), "\n"); code != 130 || len(lines) != 1 || !strings.Contains(lines[0], "interrupted") {
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			switch {
+			case tc.code == 130 && (code != 130 || len(lines) != 1 || !strings.Contains(lines[0], "interrupted")):
 				t.Errorf("after %v: exit %d, want 130 and one line saying so; stderr:\n%s", tc.sig, code, stderr)
+			case tc.code == 0 && (code != 0 || strings.Contains(stderr, "interrupted") || !outdirHasFile(out, tc.pause)):
+				t.Errorf("after %v past the commit point: exit %d, want 0 and %s written, not a word of an interruption; stderr:\n%s", tc.sig, code, tc.pause, stderr)
 			}
 			if tmp := temps(t, out); len(tmp) > 0 {
 				t.Errorf("the interrupted command left %q", tmp)
 			}
-			if _, stderr, code := runCLI(t, args...); code != 0 {
-				t.Fatalf("plain rerun: exit %d\n%s", code, stderr)
+			if tc.code != 0 {
+				if _, stderr, code := runCLI(t, args...); code != 0 {
+					t.Fatalf("plain rerun: exit %d\n%s", code, stderr)
+				}
 			}
 			if tmp := temps(t, out); len(tmp) > 0 {
 				t.Errorf("the rerun left %q", tmp)
@@ -148,4 +161,10 @@ func temps(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	return found
+}
+
+// outdirHasFile reports whether a regular file named base is in dir.
+func outdirHasFile(dir, base string) bool {
+	fi, err := os.Lstat(filepath.Join(dir, base))
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -152,11 +152,13 @@ func (f *File) Abort() {
 }
 
 // The temporary files being written, so that an interrupted command can
-// remove them (RemoveTemps) before it exits.
+// remove them (RemoveTemps, Stop) before it exits; and whether the
+// command has stopped, or passed its commit point (Finish).
 var temps struct {
 	sync.Mutex
-	names   map[string]bool
-	stopped bool
+	names    map[string]bool
+	stopped  bool
+	finished bool
 }
 
 // ErrStopped is the error of a write started after RemoveTemps.
@@ -193,11 +195,47 @@ func forget(tmp string) {
 func RemoveTemps() {
 	temps.Lock()
 	defer temps.Unlock()
+	removeTemps()
+}
+
+// removeTemps is RemoveTemps; the caller holds temps' lock.
+func removeTemps() {
 	temps.stopped = true
 	for n := range temps.names {
 		_ = os.Remove(n) // best effort on the way out; a leftover is debris the next run removes or ignores
 		delete(temps.names, n)
 	}
+}
+
+// Finish marks the commit point of a command whose finished output its
+// rerun would refuse to replace (a run directory that no longer says
+// unfinished, a finished review pack, a published database): called just
+// before the write that makes the output finished. From then on Stop
+// changes nothing, so a signal no longer stops the command: the output is
+// finished and the command ends as it would have without the signal. It
+// returns ErrStopped when Stop came first; the output then stays
+// unfinished, and the same command run again redoes it.
+func Finish() error {
+	temps.Lock()
+	defer temps.Unlock()
+	if temps.stopped {
+		return ErrStopped
+	}
+	temps.finished = true
+	return nil
+}
+
+// Stop is RemoveTemps for a command ending on a signal, unless the
+// command has passed its commit point (Finish): then it changes nothing
+// and returns false, and the caller lets the command finish.
+func Stop() bool {
+	temps.Lock()
+	defer temps.Unlock()
+	if temps.finished {
+		return false
+	}
+	removeTemps()
+	return true
 }
 
 // replaceable refuses a target that exists and is not a regular file: a

@@ -265,3 +265,51 @@ func TestRemoveStaleBeside(t *testing.T) {
 		t.Errorf("left %q, want %q", got, want)
 	}
 }
+
+// TestFinishAndStop: whichever of the commit point (Finish) and the
+// signal's Stop comes first wins: Stop after Finish changes nothing and
+// writes go on; Finish after Stop fails, as do later writes.
+func TestFinishAndStop(t *testing.T) {
+	reset := func() {
+		temps.Lock()
+		temps.stopped, temps.finished = false, false
+		temps.Unlock()
+	}
+	t.Cleanup(reset)
+	for _, tc := range []struct {
+		name        string
+		finishFirst bool
+	}{{"finish, then stop", true}, {"stop, then finish", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			reset()
+			dir := t.TempDir()
+			f, err := Create(filepath.Join(dir, "last.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var finishErr error
+			var stopped bool
+			if tc.finishFirst {
+				finishErr = Finish()
+				stopped = Stop()
+			} else {
+				stopped = Stop()
+				finishErr = Finish()
+			}
+			if stopped == tc.finishFirst {
+				t.Errorf("Stop = %v, want %v", stopped, !tc.finishFirst)
+			}
+			if (finishErr == nil) != tc.finishFirst || (finishErr != nil && !errors.Is(finishErr, ErrStopped)) {
+				t.Errorf("Finish = %v", finishErr)
+			}
+			commitErr := f.Commit()
+			if (commitErr == nil) != tc.finishFirst {
+				t.Errorf("the write in flight: Commit = %v, want it to land only after Finish came first", commitErr)
+			}
+			writeErr := WriteFile(filepath.Join(dir, "after.csv"), []byte("x"))
+			if (writeErr == nil) != tc.finishFirst {
+				t.Errorf("a later write: %v", writeErr)
+			}
+		})
+	}
+}

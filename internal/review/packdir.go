@@ -120,7 +120,12 @@ func isPackFile(name string) bool {
 }
 
 // finishPack rewrites the marker of out as finished: the last write of a
-// pack.
+// pack, and its commit point (atomicfile.Finish): a signal that comes
+// later lets the command end as it would have; one that came first leaves
+// the pack unfinished.
 func finishPack(out string) error {
+	if err := atomicfile.Finish(); err != nil {
+		return err
+	}
 	return outdir.WriteMarker(filepath.Join(out, PackMarker), []byte(packFinished))
 }
