@@ -115,13 +115,23 @@ func TestWritersInterrupted(t *testing.T) {
 // status (-1: ended by the signal) and stderr.
 func stopAtRename(t *testing.T, args []string, base string, sig syscall.Signal) (int, string) {
 	t.Helper()
+	return stopChild(t, "TestRenamePauseHelperProcess", "CHX_PAUSE_RENAME="+base, args, sig)
+}
+
+// stopChild runs chexpercept args in a child process, the test helper
+// named helper with the variable env set, which writes a line on
+// descriptor 3 once it has stopped where the test wants the signal; then
+// it sends the child sig and returns its exit status (-1: ended by the
+// signal) and stderr.
+func stopChild(t *testing.T, helper, env string, args []string, sig syscall.Signal) (int, string) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRenamePauseHelperProcess$")
-	cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", "CHX_PAUSE_RENAME="+base, "CHX_TEST_ARGS="+strings.Join(args, argSep))
+	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$")
+	cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", env, "CHX_TEST_ARGS="+strings.Join(args, argSep))
 	cmd.ExtraFiles = []*os.File{w}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -131,7 +141,7 @@ func stopAtRename(t *testing.T, args []string, base string, sig syscall.Signal) 
 	w.Close()
 	if _, err := bufio.NewReader(r).ReadString('\n'); err != nil {
 		cmd.Wait()
-		t.Fatalf("%v did not reach the rename of %s: %v\n%s", args[:2], base, err, stderr.String())
+		t.Fatalf("%v did not reach the point to stop (%s): %v\n%s", args[:2], env, err, stderr.String())
 	}
 	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
