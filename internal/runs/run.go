@@ -90,13 +90,13 @@ func WriteUnfinished(dir string, m *results.Manifest, recs []*results.Record, se
 	if _, err := outdir.MkdirAll(root, rel); err != nil {
 		return nil, err
 	}
-	unlock, err = results.LockRun(dir)
+	release, err := results.LockRun(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			unlock()
+			release()
 		}
 	}()
 	b, err := m.Marshal()
@@ -132,7 +132,7 @@ func WriteUnfinished(dir string, m *results.Manifest, recs []*results.Record, se
 	if _, err := results.Finalize(dir, m, selected, wallTime); err != nil {
 		return nil, err
 	}
-	return unlock, nil
+	return release, nil
 }
 
 // Finish marks the runs in dirs, each written whole (WriteUnfinished),
