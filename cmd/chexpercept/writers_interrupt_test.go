@@ -118,19 +118,19 @@ func stopAtRename(t *testing.T, args []string, base string, sig syscall.Signal) 
 	return stopChild(t, "TestRenamePauseHelperProcess", "CHX_PAUSE_RENAME="+base, args, sig)
 }
 
-// stopChild runs chexpercept args in a child process, the test helper
-// named helper with the variable env set, which writes a line on
+// stopChild runs chexpercept args in a child process, the test function
+// named child with the variable env set, which writes a line on
 // descriptor 3 once it has stopped where the test wants the signal; then
 // it sends the child sig and returns its exit status (-1: ended by the
 // signal) and stderr.
-func stopChild(t *testing.T, helper, env string, args []string, sig syscall.Signal) (int, string) {
+func stopChild(t *testing.T, child, env string, args []string, sig syscall.Signal) (int, string) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$")
 	cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", env, "CHX_TEST_ARGS="+strings.Join(args, argSep))
 	cmd.ExtraFiles = []*os.File{w}
 	var stderr strings.Builder
