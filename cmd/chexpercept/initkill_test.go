@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -89,33 +86,7 @@ func TestInitInterrupted(t *testing.T) {
 // (-1: killed) and stderr.
 func stopInit(t *testing.T, args []string, stage string, sig syscall.Signal) (int, string) {
 	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestInitPauseHelperProcess$")
-	cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", "CHX_INIT_STAGE="+stage, "CHX_TEST_ARGS="+strings.Join(args, argSep))
-	cmd.ExtraFiles = []*os.File{w}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	if _, err := bufio.NewReader(r).ReadString('\n'); err != nil {
-		cmd.Wait()
-		t.Fatalf("%v did not reach stage %s: %v\n%s", args[:2], stage, err, stderr.String())
-	}
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	return cmd.ProcessState.ExitCode(), stderr.String()
+	return stopChild(t, "TestInitPauseHelperProcess", "CHX_INIT_STAGE="+stage, args, sig)
 }
 
 // listDir lists the names in dir.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -30,7 +31,16 @@ inspect stops with exit status 2 before writing anything.`,
 			if key == "" {
 				return withExit(2, errors.New("--key is required"))
 			}
-			dir, err := build.Inspect(build.InspectOptions{Dir: benchmarkDir(bench, args), Key: key, Source: src})
+			var dir string
+			err := untilInterrupted(cmd.Context(), "inspect", func(context.Context) error {
+				var err error
+				dir, err = build.Inspect(build.InspectOptions{Dir: benchmarkDir(bench, args), Key: key, Source: src})
+				return err
+			})
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if err != nil {
 				return withExit(2, withHints(err, flagHint{build.ErrNoWorkState, "; pass --source with the build's manifest or candidates"}))
 			}

@@ -12,15 +12,22 @@ import (
 )
 
 // untilInterrupted runs work and returns its error, unless SIGINT or
-// SIGTERM comes first: then the temporary files of the writes in flight
-// are removed (atomicfile.RemoveTemps and, for a database being created,
-// appdb.RemoveTemps, which also fail any later write),
-// one line says that the same command resumes or redoes the work, and the
-// exit status is 130. work gets a context that the signal ends, for the
-// commands that can stop early; the process exits without waiting for it.
-// Outputs are written atomically and runs carry their unfinished marker
-// until their last file, so nothing half-written is left under a final
-// name.
+// SIGTERM stops it first: then the temporary files of the writes in flight
+// are removed (atomicfile.Stop and, for a database being created,
+// appdb.RemoveTemps, which also fail any later write), one line says that
+// the same command resumes or redoes the work, and the exit status is 130.
+// work gets a context that the signal ends, for the commands that can stop
+// early; the process exits without waiting for it.
+//
+// A signal does not stop a command that has finished: when work has
+// returned nil by then, or has passed its commit point (atomicfile.Finish,
+// just before the write that makes its output finished, after which it no
+// longer checks ctx), its output is whole, and untilInterrupted waits for
+// it and returns its result, as without the signal. Otherwise the commit
+// point is closed to it (Finish fails), so its output stays unfinished and
+// the same command run again redoes it without --force. Outputs are
+// written atomically and runs carry their unfinished marker until their
+// last file, so nothing half-written is left under a final name.
 func untilInterrupted(parent context.Context, name string, work func(ctx context.Context) error) error {
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -30,12 +37,28 @@ func untilInterrupted(parent context.Context, name string, work func(ctx context
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		if parent.Err() != nil {
-			return <-done
-		}
-		atomicfile.RemoveTemps()
-		appdb.RemoveTemps()
-		fmt.Fprintf(os.Stderr, "chexpercept %s: interrupted; its temporary files are removed, and the same command run again redoes what it had not finished\n", name)
-		return silentExit(130)
 	}
+	if parent.Err() != nil {
+		return <-done
+	}
+	if interruptSeen != nil {
+		interruptSeen()
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			return nil // it finished as the signal came
+		}
+	default:
+	}
+	if !atomicfile.Stop() {
+		return <-done // past its commit point: it finishes
+	}
+	appdb.RemoveTemps()
+	fmt.Fprintf(os.Stderr, "chexpercept %s: interrupted; its temporary files are removed, and the same command run again redoes what it had not finished\n", name)
+	return silentExit(130)
 }
+
+// interruptSeen is nil except in tests: untilInterrupted calls it once it
+// has seen the signal, before it decides whether the work has finished.
+var interruptSeen func()

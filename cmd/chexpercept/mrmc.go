@@ -2,13 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -74,7 +75,8 @@ test) while the analyses above cover the other readers. See docs/mrmc.md.`,
 			}
 			a.Standalone = standalone
 			if out != "" {
-				if err := writeMrmc(out, scores, a); err != nil {
+				err := untilInterrupted(cmd.Context(), "mrmc", func(context.Context) error { return writeMrmc(out, scores, a) })
+				if err != nil {
 					return err
 				}
 			}
@@ -110,10 +112,15 @@ func writeMrmc(dir, scores string, a *mrmc.Analysis) error {
 	if _, err := outdir.MkdirAll(dir, ""); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	// The marker first and in place: a run stopped at any point leaves a
+	// directory its rerun recognises.
 	if st != outdir.Marked {
-		if err := atomicfile.WriteFile(filepath.Join(dir, mrmcMarker), []byte("chexpercept mrmc: `chexpercept mrmc --out` may rewrite the files it wrote here\n")); err != nil {
+		if err := outdir.WriteMarker(filepath.Join(dir, mrmcMarker), []byte("chexpercept mrmc: `chexpercept mrmc --out` may rewrite the files it wrote here\n")); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
+	}
+	if err := outdir.RemoveStale(dir, isMrmcFile, mrmcMarker); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	for _, name := range names {
 		if err := outdir.WriteFile(dir, name, files[name]); err != nil {
@@ -121,4 +128,10 @@ func writeMrmc(dir, scores string, a *mrmc.Analysis) error {
 		}
 	}
 	return nil
+}
+
+// isMrmcFile reports whether rel, a path in an mrmc --out folder, is one
+// of the files mrmc writes there: mrmc.json and mrmc_*.csv.
+func isMrmcFile(rel string) bool {
+	return rel == "mrmc.json" || (strings.HasPrefix(rel, "mrmc_") && strings.HasSuffix(rel, ".csv") && !strings.Contains(rel, "/"))
 }

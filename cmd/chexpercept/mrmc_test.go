@@ -3,10 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/goldentest"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
 const vanDykeScores = "../../internal/mrmc/testdata/vandyke.csv"
@@ -48,6 +50,51 @@ func TestMrmcVanDyke(t *testing.T) {
 	// A second run rewrites its own directory.
 	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
 		t.Errorf("rewriting its own output: %v", err)
+	}
+}
+
+// TestMrmcRerunAfterKill: what a kill -9 of mrmc --out leaves does not
+// stop the plain rerun, which removes its own temporary files and nothing
+// else: killed while its marker was renamed into place (an earlier version
+// wrote it so), or while a result file was.
+func TestMrmcRerunAfterKill(t *testing.T) {
+	tests := []struct {
+		name            string
+		debris, foreign []string
+	}{
+		{"marker being renamed", []string{".chexpercept-mrmc.tmp-317187146"}, nil},
+		{"result being renamed", []string{".chexpercept-mrmc", "mrmc.json.tmp-620291908", "mrmc_fom.csv.tmp-1"}, []string{"mrmc.json.tmp-x", "notes.csv.tmp-2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "mo")
+			if err := os.Mkdir(out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range append(slices.Clone(tt.debris), tt.foreign...) {
+				if err := os.WriteFile(filepath.Join(out, n), []byte("half"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
+				t.Fatalf("plain rerun: %v", err)
+			}
+			for _, n := range tt.debris {
+				if _, err := os.Lstat(filepath.Join(out, n)); err == nil && strings.Contains(n, ".tmp-") {
+					t.Errorf("the rerun left %s", n)
+				}
+			}
+			for _, n := range tt.foreign {
+				if b, err := os.ReadFile(filepath.Join(out, n)); err != nil || string(b) != "half" {
+					t.Errorf("the rerun removed or changed %s (%v)", n, err)
+				}
+			}
+			for _, n := range []string{".chexpercept-mrmc", "mrmc.json", "mrmc_fom.csv"} {
+				if !outdir.IsRegular(filepath.Join(out, n)) {
+					t.Errorf("the rerun did not write %s", n)
+				}
+			}
+		})
 	}
 }
 

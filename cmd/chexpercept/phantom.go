@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -52,7 +53,12 @@ definition's phantom shape family (docs/adding-a-lesion.md).`,
 					opt.Lesions = append(opt.Lesions, d)
 				}
 			}
-			sum, err := phantom.Generate(cmd.Context(), opt)
+			var sum phantom.Summary
+			err := untilInterrupted(cmd.Context(), "phantom", func(ctx context.Context) error {
+				var err error
+				sum, err = phantom.Generate(ctx, opt)
+				return err
+			})
 			if err != nil {
 				return err
 			}

@@ -16,10 +16,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
+	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/webapp"
@@ -264,35 +266,62 @@ anything is written.`,
 			if err := checkExportTargets(db, jsonl, csvDir, outcomes, force); err != nil {
 				return withExit(2, err)
 			}
+			// An export killed while a file was renamed into place left its
+			// temporary file beside it ("<file>.tmp-<digits>").
+			for _, p := range []string{jsonl, outcomes} {
+				if p != "" {
+					if err := atomicfile.RemoveStaleBeside(p); err != nil {
+						return withExit(2, err)
+					}
+				}
+			}
 			st, err := review.OpenReadOnly(db)
 			if err != nil {
 				return withExit(2, err)
 			}
 			defer st.Close()
-			ctx := cmd.Context()
-			if outcomes != "" {
-				n, err := st.ExportOutcomes(ctx, outcomes)
-				if err != nil {
-					return withExit(2, fmt.Errorf("--outcomes %s: %w", outcomes, err))
+			return untilInterrupted(cmd.Context(), "review export", func(ctx context.Context) error {
+				// The last output file (--reviews, --outcomes) is the commit
+				// point (atomicfile.Finish): a signal that comes later lets
+				// it be written, since its rerun would refuse the file
+				// without --force, and the export no longer looks at ctx.
+				// The --csv folder, which its rerun rewrites, has none.
+				commit := func() error {
+					ctx = context.WithoutCancel(ctx)
+					return atomicfile.Finish()
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d flagged question(s)\n", outcomes, n)
-				if jsonl == "" && csvDir == "" {
+				if outcomes != "" {
+					if jsonl == "" && csvDir == "" {
+						if err := commit(); err != nil {
+							return err
+						}
+					}
+					n, err := st.ExportOutcomes(ctx, outcomes)
+					if err != nil {
+						return withExit(2, fmt.Errorf("--outcomes %s: %w", outcomes, err))
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d flagged question(s)\n", outcomes, n)
+					if jsonl == "" && csvDir == "" {
+						return nil
+					}
+				}
+				if jsonl != "" {
+					if err := commit(); err != nil {
+						return err
+					}
+					n, err := st.ExportJSONL(ctx, jsonl)
+					if err != nil {
+						return withExit(2, err)
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d resolved case(s)\n", jsonl, n)
 					return nil
 				}
-			}
-			if jsonl != "" {
-				n, err := st.ExportJSONL(ctx, jsonl)
-				if err != nil {
+				if err := st.ExportCSV(ctx, csvDir); err != nil {
 					return withExit(2, err)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d resolved case(s)\n", jsonl, n)
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s/positive.csv and %s/negative.csv\n", csvDir, csvDir)
 				return nil
-			}
-			if err := st.ExportCSV(ctx, csvDir); err != nil {
-				return withExit(2, err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s/positive.csv and %s/negative.csv\n", csvDir, csvDir)
-			return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -373,9 +402,11 @@ order), review images and a review_sheet.csv, dealing rows round-robin to N
 reviewers: DIR/annotator_A/<lesion>/<label>/, annotator_B, … Positive images
 show the radiograph beside it with the candidate mask in red; negatives show
 the radiograph. Fill the sheets' decision column and read them back with
-"review import". DIR must be new or empty: a non-empty DIR (an earlier or
-interrupted pack included) is refused with exit status 2; delete it to write
-the packs again.`,
+"review import". DIR must be new, empty or an unfinished pack: pack writes
+its marker .chexpercept-review-pack first, so a pack stopped part-way (a
+failed write, Ctrl-C, a kill) is replaced by the same command run again. A
+finished pack (its sheets may be filled in) and any other non-empty DIR are
+refused with exit status 2; delete a finished pack to write it again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if src == "" || out == "" {
@@ -392,9 +423,14 @@ the packs again.`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			sum, err := review.Pack(cases, out, review.PackOptions{Reviewers: n, Workers: workers, Warn: cmd.ErrOrStderr()})
-			if err != nil {
+			var sum review.PackSummary
+			err = untilInterrupted(cmd.Context(), "review pack", func(context.Context) error {
+				var err error
+				sum, err = review.Pack(cases, out, review.PackOptions{Reviewers: n, Workers: workers, Warn: cmd.ErrOrStderr()})
 				return withExit(2, err)
+			})
+			if err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d case(s) in %d sheet(s), %d skipped\n", out, sum.Cases, sum.Sheets, sum.Skipped)
 			return nil
@@ -402,7 +438,7 @@ the packs again.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&src, "source", "", "generic manifest or candidates.jsonl")
-	f.StringVar(&out, "out", "", "output directory (new or empty)")
+	f.StringVar(&out, "out", "", "output directory (new, empty or an unfinished pack)")
 	f.IntVar(&n, "reviewers", 6, "number of reviewers N (one annotator_<X> folder each)")
 	// --annotators was this flag's name; review init has always said --reviewers.
 	f.IntVar(&n, "annotators", 6, "old name of --reviewers")
@@ -456,28 +492,16 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 			if err != nil {
 				return withExit(2, withHints(err, flagHint{review.ErrNeedsSource, "\n  (pass --source FILE, the manifest or candidates the sheets were made from, for the rows without digests)"}))
 			}
-			if reviews != "" {
-				if err := review.AppendLog(reviews, lines); err != nil {
-					return withExit(2, err)
+			// Nothing is written before this point, and the import is
+			// its commit point (atomicfile.Finish): a signal that comes
+			// later lets it end, since an import run twice adds its
+			// decisions twice.
+			return untilInterrupted(cmd.Context(), "review import", func(context.Context) error {
+				if err := atomicfile.Finish(); err != nil {
+					return err
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "appended %d decision(s) to %s\n", len(lines), reviews)
-				return nil
-			}
-			st, err := review.Open(db)
-			if err != nil {
-				return withExit(2, err)
-			}
-			if err := st.ImportLines(cmd.Context(), lines); err != nil {
-				_ = st.Close() // the import failed; that error is the one reported
-				return withExit(2, err)
-			}
-			// Closing checkpoints the log into the database: a failure
-			// there is a failed import.
-			if err := st.Close(); err != nil {
-				return withExit(2, fmt.Errorf("review db %s: %w", db, err))
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "imported %d decision(s) into %s\n", len(lines), db)
-			return nil
+				return importDecisions(cmd, lines, reviews, db)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -488,6 +512,33 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 	f.StringVar(&reviewer, "reviewer", "", "reviewer name (default: the sheet's annotator_<X> folder, else import)")
 	f.BoolVar(&legacy, "legacy-nonempty-accept", false, "optimal? cells: any non-empty cell accepts (the reference's rule)")
 	return cmd
+}
+
+// importDecisions appends the decisions read from the sheets to the review
+// log reviews, or imports them into the review database db.
+func importDecisions(cmd *cobra.Command, lines []*reviewlog.Line, reviews, db string) error {
+	if reviews != "" {
+		if err := review.AppendLog(reviews, lines); err != nil {
+			return withExit(2, err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "appended %d decision(s) to %s\n", len(lines), reviews)
+		return nil
+	}
+	st, err := review.Open(db)
+	if err != nil {
+		return withExit(2, err)
+	}
+	if err := st.ImportLines(cmd.Context(), lines); err != nil {
+		_ = st.Close() // the import failed; that error is the one reported
+		return withExit(2, err)
+	}
+	// Closing checkpoints the log into the database: a failure
+	// there is a failed import.
+	if err := st.Close(); err != nil {
+		return withExit(2, fmt.Errorf("review db %s: %w", db, err))
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "imported %d decision(s) into %s\n", len(lines), db)
+	return nil
 }
 
 // checkListen checks --listen and warns when a non-loopback address is

@@ -220,6 +220,45 @@ func (s *reviewSyncBuffer) Write(p []byte) (int, error) {
 }
 func (s *reviewSyncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
+// TestReviewExportRerunAfterKill: the temporary files a review export
+// killed while renaming its output into place left (beside --reviews, in
+// the --csv folder) are removed by the plain rerun; a file that only
+// resembles one is not.
+func TestReviewExportRerunAfterKill(t *testing.T) {
+	man := reviewManifest(t)
+	tmp := t.TempDir()
+	db := filepath.Join(tmp, "review.db")
+	if _, _, err := runCommand(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "1"); err != nil {
+		t.Fatal(err)
+	}
+	csvDir := filepath.Join(tmp, "csv")
+	if err := os.Mkdir(csvDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	debris := []string{"r.jsonl.tmp-381945024", "csv/.chexpercept-review-sheets", "csv/negative.csv.tmp-753999129", "csv/positive.csv.tmp-1"}
+	foreign := []string{"r.jsonl.tmp-old", "other.jsonl.tmp-2", "csv/notes.csv.tmp-3"}
+	for _, n := range append(append([]string{}, debris...), foreign...) {
+		if err := os.WriteFile(filepath.Join(tmp, n), []byte("half"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"--reviews", filepath.Join(tmp, "r.jsonl")}, {"--csv", csvDir}} {
+		if _, _, err := runCommand(t, reviewExportCmd(), append([]string{"--review-db", db}, args...)...); err != nil {
+			t.Fatalf("export %v: %v", args, err)
+		}
+	}
+	for _, n := range debris {
+		if _, err := os.Lstat(filepath.Join(tmp, n)); err == nil && strings.Contains(n, ".tmp-") {
+			t.Errorf("the rerun left %s", n)
+		}
+	}
+	for _, n := range foreign {
+		if b, err := os.ReadFile(filepath.Join(tmp, n)); err != nil || string(b) != "half" {
+			t.Errorf("the rerun removed or changed %s (%v)", n, err)
+		}
+	}
+}
+
 func TestReviewServe(t *testing.T) {
 	man := reviewManifest(t)
 	db := filepath.Join(t.TempDir(), "review.db")

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -87,8 +89,16 @@ exits with status 2.`,
 			if err := source.CheckInputs(cands); err != nil {
 				return withExit(2, err)
 			}
-			if err := source.WriteCandidates(out, cands); err != nil {
+			// A sample killed while the file was renamed into place left
+			// its temporary file beside it.
+			if err := atomicfile.RemoveStaleBeside(out); err != nil {
 				return withExit(2, err)
+			}
+			err := untilInterrupted(cmd.Context(), "sample", func(context.Context) error {
+				return withExit(2, source.WriteCandidates(out, cands))
+			})
+			if err != nil {
+				return err
 			}
 			rep.Print(cmd.OutOrStdout())
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %d candidates to %s\n", len(cands), out)

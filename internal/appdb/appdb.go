@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"modernc.org/sqlite"
 )
@@ -184,7 +185,9 @@ func (c *Creation) Publish() error {
 	inflight.Lock()
 	defer inflight.Unlock()
 	delete(inflight.m, c)
-	if inflight.stopped {
+	// The rename is the command's commit point (atomicfile.Finish): a
+	// signal that comes after it lets the command end as it would have.
+	if inflight.stopped || atomicfile.Finish() != nil {
 		c.removeTemp()
 		return fmt.Errorf("%s %s: %w", c.kind, c.Path, ErrInterrupted)
 	}

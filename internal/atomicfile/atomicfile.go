@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -56,6 +57,9 @@ func write(name string, data []byte, durable bool) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
 	}
+	if RenameHook != nil {
+		RenameHook(name)
+	}
 	if err := os.Rename(tmp, name); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
@@ -68,6 +72,11 @@ func write(name string, data []byte, durable bool) error {
 	}
 	return nil
 }
+
+// RenameHook is nil except in tests: a write calls it with the target's
+// name just before its temporary file is renamed over it; a test stops
+// or signals the process there.
+var RenameHook func(name string)
 
 // syncDir is SyncDir; tests replace it to inject a failure.
 var syncDir = SyncDir
@@ -117,6 +126,9 @@ func (f *File) Commit() error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && RenameHook != nil {
+		RenameHook(f.name)
+	}
 	if err == nil {
 		err = os.Rename(tmp, f.name)
 	}
@@ -140,11 +152,13 @@ func (f *File) Abort() {
 }
 
 // The temporary files being written, so that an interrupted command can
-// remove them (RemoveTemps) before it exits.
+// remove them (RemoveTemps, Stop) before it exits; and whether the
+// command has stopped, or passed its commit point (Finish).
 var temps struct {
 	sync.Mutex
-	names   map[string]bool
-	stopped bool
+	names    map[string]bool
+	stopped  bool
+	finished bool
 }
 
 // ErrStopped is the error of a write started after RemoveTemps.
@@ -181,11 +195,47 @@ func forget(tmp string) {
 func RemoveTemps() {
 	temps.Lock()
 	defer temps.Unlock()
+	removeTemps()
+}
+
+// removeTemps is RemoveTemps; the caller holds temps' lock.
+func removeTemps() {
 	temps.stopped = true
 	for n := range temps.names {
 		_ = os.Remove(n) // best effort on the way out; a leftover is debris the next run removes or ignores
 		delete(temps.names, n)
 	}
+}
+
+// Finish marks the commit point of a command whose finished output its
+// rerun would refuse to replace (a run directory that no longer says
+// unfinished, a finished review pack, a published database): called just
+// before the write that makes the output finished. From then on Stop
+// changes nothing, so a signal no longer stops the command: the output is
+// finished and the command ends as it would have without the signal. It
+// returns ErrStopped when Stop came first; the output then stays
+// unfinished, and the same command run again redoes it.
+func Finish() error {
+	temps.Lock()
+	defer temps.Unlock()
+	if temps.stopped {
+		return ErrStopped
+	}
+	temps.finished = true
+	return nil
+}
+
+// Stop is RemoveTemps for a command ending on a signal, unless the
+// command has passed its commit point (Finish): then it changes nothing
+// and returns false, and the caller lets the command finish.
+func Stop() bool {
+	temps.Lock()
+	defer temps.Unlock()
+	if temps.finished {
+		return false
+	}
+	removeTemps()
+	return true
 }
 
 // replaceable refuses a target that exists and is not a regular file: a
@@ -203,6 +253,91 @@ func replaceable(name string) error {
 		return fmt.Errorf("write %s: is a symbolic link; refusing to replace it", name)
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("write %s: not a regular file (%s); refusing to replace it", name, safefile.KindOf(fi.Mode()))
+	}
+	return nil
+}
+
+// tempName matches the name of a temporary file an atomic write makes
+// (createTemp): the target's name, ".tmp-" and the decimal digits
+// os.CreateTemp puts in place of its "*".
+var tempName = regexp.MustCompile(`^(.+)\.tmp-[0-9]+$`)
+
+// TempTarget reports whether name (a file name, not a path) is the
+// temporary file of an atomic write, and returns the name of the file
+// that write was for.
+func TempTarget(name string) (string, bool) {
+	m := tempName.FindStringSubmatch(name)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// RemoveStale removes the temporary files that atomic writes stopped by
+// a kill (kill -9, power loss) left below root: the regular files named
+// "<target>.tmp-<digits>" whose target owns accepts, given as a path
+// relative to root with forward slashes ("images/ph0001.png"). A command
+// calls it when it (re)writes a folder it owns, before it writes there,
+// and names through owns only the files it writes, so no one else's file
+// is ever removed. Symbolic links are neither followed nor removed; a
+// root that does not exist holds nothing to remove; root itself may be a
+// link (the user named it). The error names the file or folder that could
+// not be read or removed.
+func RemoveStale(root string, owns func(rel string) bool) error {
+	if fi, err := os.Lstat(root); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// The user named a link to the folder: walk what it leads to.
+		if real, err := filepath.EvalSymlinks(root); err == nil {
+			root = real
+		}
+	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		target, ok := TempTarget(d.Name())
+		if !ok {
+			return nil
+		}
+		rel, err := filepath.Rel(root, filepath.Join(filepath.Dir(p), target))
+		if err != nil || !owns(filepath.ToSlash(rel)) {
+			return nil
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("remove the temporary files of an interrupted write: %w", err)
+	}
+	return nil
+}
+
+// RemoveStaleBeside is RemoveStale for one file a command writes outside
+// any folder of its own (a --reviews FILE): it removes the temporary files
+// of earlier atomic writes of name, and nothing else, from name's folder.
+func RemoveStaleBeside(name string) error {
+	base := filepath.Base(name)
+	ents, err := os.ReadDir(filepath.Dir(name))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("remove the temporary files of an interrupted write of %s: %w", name, err)
+	}
+	for _, e := range ents {
+		if target, ok := TempTarget(e.Name()); ok && target == base && e.Type().IsRegular() {
+			p := filepath.Join(filepath.Dir(name), e.Name())
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove the temporary files of an interrupted write of %s: %w", name, err)
+			}
+		}
 	}
 	return nil
 }

@@ -182,3 +182,134 @@ func TestRemoveTemps(t *testing.T) {
 		t.Errorf("entries: %v, want only the finished file", ents)
 	}
 }
+
+// TestRemoveStale: only regular files named "<target>.tmp-<digits>" whose
+// target the caller owns are removed, in every folder below the root; a
+// link, a folder, a lookalike or another target's temporary file stays.
+func TestRemoveStale(t *testing.T) {
+	files := []struct {
+		rel     string
+		removed bool
+	}{
+		{"a.csv.tmp-123", true},
+		{"sub/b.png.tmp-4294967295", true},
+		{"a.csv", false},
+		{"a.csv.tmp-", false},
+		{"a.csv.tmp-12x", false},
+		{"a.csv.tmp-abc", false},
+		{"notes.txt.tmp-1", false},
+		{"sub/notes.txt.tmp-2", false},
+		{"a.csv.tmp-1.bak", false},
+	}
+	root := t.TempDir()
+	for _, f := range files {
+		p := filepath.Join(root, f.rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := filepath.Join(t.TempDir(), "mine.csv")
+	if err := os.WriteFile(outside, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "a.csv.tmp-7")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "a.csv.tmp-8"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	owns := func(rel string) bool { return strings.HasSuffix(rel, ".csv") || strings.HasSuffix(rel, ".png") }
+	if err := RemoveStale(root, owns); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		_, err := os.Lstat(filepath.Join(root, f.rel))
+		if gone := err != nil; gone != f.removed {
+			t.Errorf("%s: removed %v, want %v", f.rel, gone, f.removed)
+		}
+	}
+	for _, n := range []string{"a.csv.tmp-7", "a.csv.tmp-8"} {
+		if _, err := os.Lstat(filepath.Join(root, n)); err != nil {
+			t.Errorf("%s (a link or a folder) was removed", n)
+		}
+	}
+	if b, err := os.ReadFile(outside); err != nil || string(b) != "keep" {
+		t.Errorf("the link's target changed: %q, %v", b, err)
+	}
+	if err := RemoveStale(filepath.Join(root, "absent"), owns); err != nil {
+		t.Errorf("an absent root: %v", err)
+	}
+}
+
+// TestRemoveStaleBeside: the temporary files of name's own writes are
+// removed from its folder, and nothing else.
+func TestRemoveStaleBeside(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"r.jsonl", "r.jsonl.tmp-381945024", "r.jsonl.tmp-9", "r.jsonl.tmp-x", "rr.jsonl.tmp-1", "other.jsonl.tmp-2"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := RemoveStaleBeside(filepath.Join(dir, "r.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if got, want := strings.Join(left, " "), "other.jsonl.tmp-2 r.jsonl r.jsonl.tmp-x rr.jsonl.tmp-1"; got != want {
+		t.Errorf("left %q, want %q", got, want)
+	}
+}
+
+// TestFinishAndStop: whichever of the commit point (Finish) and the
+// signal's Stop comes first wins: Stop after Finish changes nothing and
+// writes go on; Finish after Stop fails, as do later writes.
+func TestFinishAndStop(t *testing.T) {
+	reset := func() {
+		temps.Lock()
+		temps.stopped, temps.finished = false, false
+		temps.Unlock()
+	}
+	t.Cleanup(reset)
+	for _, tc := range []struct {
+		name        string
+		finishFirst bool
+	}{{"finish, then stop", true}, {"stop, then finish", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			reset()
+			dir := t.TempDir()
+			f, err := Create(filepath.Join(dir, "last.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var finishErr error
+			var stopped bool
+			if tc.finishFirst {
+				finishErr = Finish()
+				stopped = Stop()
+			} else {
+				stopped = Stop()
+				finishErr = Finish()
+			}
+			if stopped == tc.finishFirst {
+				t.Errorf("Stop = %v, want %v", stopped, !tc.finishFirst)
+			}
+			if (finishErr == nil) != tc.finishFirst || (finishErr != nil && !errors.Is(finishErr, ErrStopped)) {
+				t.Errorf("Finish = %v", finishErr)
+			}
+			commitErr := f.Commit()
+			if (commitErr == nil) != tc.finishFirst {
+				t.Errorf("the write in flight: Commit = %v, want it to land only after Finish came first", commitErr)
+			}
+			writeErr := WriteFile(filepath.Join(dir, "after.csv"), []byte("x"))
+			if (writeErr == nil) != tc.finishFirst {
+				t.Errorf("a later write: %v", writeErr)
+			}
+		})
+	}
+}

@@ -751,13 +751,24 @@ func claimDir(dir string) (*state, error) {
 		if err := outdir.CheckTree(dir); err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}
-		return readState(marker)
+	} else {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("demo: creating %s: %w", dir, err)
+		}
+		// The first marker is written in place, not renamed into place:
+		// a demo stopped while writing it leaves the marker's name, which
+		// its rerun recognises. Later updates are atomic (state.save).
+		if err := outdir.WriteMarker(marker, []byte(markerHeader+"\n")); err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("demo: creating %s: %w", dir, err)
+	// The demo's own files at the top (each step's folder is swept by the
+	// step's command).
+	own := func(rel string) bool { return rel == readmeFile || rel == domainsFile }
+	if err := outdir.RemoveStale(dir, own, markerFile); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
 	}
-	s := &state{path: marker, steps: map[string]string{}}
-	return s, s.save()
+	return readState(marker)
 }
 
 // state is the marker file: a header line, then "step fingerprint" lines

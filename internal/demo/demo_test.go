@@ -340,6 +340,16 @@ func TestClaimDir(t *testing.T) {
 			mustWrite(t, filepath.Join(dir, "other"), "kept")
 			return dir
 		}, ""},
+		{"killed while its marker was renamed into place", func(dir string) string {
+			mustWrite(t, filepath.Join(dir, markerFile+".tmp-317187146"), markerHeader+"\n")
+			return dir
+		}, ""},
+		{"killed while its README was renamed into place", func(dir string) string {
+			mustWrite(t, filepath.Join(dir, markerFile), markerHeader+"\n")
+			mustWrite(t, filepath.Join(dir, readmeFile+".tmp-5"), "half")
+			mustWrite(t, filepath.Join(dir, "notes.txt.tmp-6"), "kept")
+			return dir
+		}, ""},
 		{"someone else's directory", func(dir string) string {
 			mustWrite(t, filepath.Join(dir, "thesis.tex"), "precious")
 			return dir
@@ -368,6 +378,15 @@ func TestClaimDir(t *testing.T) {
 			}
 			if !exists(filepath.Join(out, markerFile)) {
 				t.Error("no marker written")
+			}
+			ents, _ := os.ReadDir(out)
+			for _, e := range ents {
+				if n := e.Name(); strings.Contains(n, ".tmp-") && n != "notes.txt.tmp-6" {
+					t.Errorf("claimDir left %s, a temporary file of the demo's own", n)
+				}
+			}
+			if strings.Contains(tc.name, "README") && !exists(filepath.Join(out, "notes.txt.tmp-6")) {
+				t.Error("claimDir removed a file that is not the demo's")
 			}
 			if tc.name == "earlier demo" && st.get("phantom") != "x" {
 				t.Errorf("stamp of the earlier demo lost: %q", st.get("phantom"))

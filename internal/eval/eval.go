@@ -246,6 +246,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	started = true
+	// A run killed while a file was renamed into place left its
+	// temporary file; the run is ours (locked), and so is that debris.
+	if err := results.RemoveStaleTemps(runDir); err != nil {
+		return nil, err
+	}
 	store, prev, err := results.OpenStore(filepath.Join(runDir, results.ResultsFile))
 	if err != nil {
 		return nil, err

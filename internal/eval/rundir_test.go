@@ -19,17 +19,21 @@ import (
 // TestRunDirRule: eval writes a run only into a run directory that is new,
 // empty, holds a run already, or holds only debris of an interrupted write;
 // a directory holding other files (a summary.json of someone else's, notes)
-// is refused before anything in it is touched.
+// is refused before anything in it is touched. The temporary files of its
+// run files that a killed run left are removed by the run that goes ahead;
+// a file that only resembles one stays.
 func TestRunDirRule(t *testing.T) {
 	tests := []struct {
 		name    string
 		files   []string // created in the run directory before the run
 		refused string   // the entry named in the refusal; "" = the run goes ahead
+		kept    []string // of files, those that are not a run's temporary files
 	}{
-		{"new", nil, ""},
-		{"debris only", []string{results.LockFile, "results.jsonl.tmp-12"}, ""},
-		{"foreign summary", []string{results.SummaryFile}, results.SummaryFile},
-		{"notes", []string{"a-notes.txt", results.LockFile}, "a-notes.txt"},
+		{"new", nil, "", nil},
+		{"debris only", []string{results.LockFile, "results.jsonl.tmp-12"}, "", []string{results.LockFile}},
+		{"killed renaming", []string{results.LockFile, "manifest.json.tmp-2386354097", "summary.json.tmp-1", "model_performance_summary.csv.tmp-4", "notes.txt.tmp-5", "results.jsonl.tmp-x"}, "", []string{results.LockFile, "notes.txt.tmp-5", "results.jsonl.tmp-x"}},
+		{"foreign summary", []string{results.SummaryFile}, results.SummaryFile, nil},
+		{"notes", []string{"a-notes.txt", results.LockFile}, "a-notes.txt", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,6 +59,12 @@ func TestRunDirRule(t *testing.T) {
 				}
 				if !outdir.IsRegular(filepath.Join(dir, results.ManifestFile)) {
 					t.Fatalf("no manifest in %s", dir)
+				}
+				for _, f := range tc.files {
+					_, err := os.Lstat(filepath.Join(dir, f))
+					if kept := slices.Contains(tc.kept, f); kept != (err == nil) {
+						t.Errorf("%s: present %v after the run, want %v", f, err == nil, kept)
+					}
 				}
 				return
 			}

@@ -48,8 +48,11 @@ func Refuse(dir, entry, format string, args ...any) *Refused {
 // Look reports what dir holds, without changing anything. A symbolic link
 // to a directory is followed; a path that exists and is not a directory
 // (or is a dangling link) is refused. markers are paths relative to dir;
-// one counts when it is a regular file (not a link). For Marked and Other
-// the entry names of dir are returned, sorted.
+// one counts when it is a regular file (not a link). A directory holding
+// nothing but temporary files of a marker's atomic write (the debris of a
+// kill while a marker was renamed into place) counts as Empty: the command
+// that claims it writes its marker and removes them (RemoveStale). For
+// Marked and Other the entry names of dir are returned, sorted.
 func Look(dir string, markers ...string) (State, []string, error) {
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -75,7 +78,7 @@ func Look(dir string, markers ...string) (State, []string, error) {
 	if err != nil && err != io.EOF {
 		return 0, nil, fmt.Errorf("output directory %s: %w", dir, unwrapPath(err))
 	}
-	if len(names) == 0 {
+	if len(names) == 0 || onlyMarkerTemps(dir, names, markers) {
 		return Empty, nil, nil
 	}
 	sort.Strings(names)
@@ -358,6 +361,33 @@ func WriteMarker(name string, data []byte) error {
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// onlyMarkerTemps reports whether every entry of dir is a regular file
+// named "<marker>.tmp-<digits>" for one of the top-level markers.
+func onlyMarkerTemps(dir string, names, markers []string) bool {
+	for _, n := range names {
+		target, ok := atomicfile.TempTarget(n)
+		if !ok || !slices.Contains(markers, target) || !IsRegular(filepath.Join(dir, n)) {
+			return false
+		}
+	}
+	return true
+}
+
+// RemoveStale removes, below the output directory dir that a command has
+// claimed (new, empty or carrying its marker), the temporary files that
+// atomic writes of an earlier run of the command left when it was killed:
+// those of the files owns accepts (paths relative to dir, with forward
+// slashes) and of the markers (see atomicfile.RemoveStale).
+func RemoveStale(dir string, owns func(rel string) bool, markers ...string) error {
+	err := atomicfile.RemoveStale(dir, func(rel string) bool {
+		return slices.Contains(markers, rel) || owns(rel)
+	})
+	if err != nil {
+		return fmt.Errorf("output directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -36,6 +36,19 @@ func TestLook(t *testing.T) {
 			os.Symlink("real", filepath.Join(root, marker))
 			return root
 		}, Other, []string{".mark", "real"}, ""},
+		{"only the marker's temporary file", func(t *testing.T, root string) string {
+			write(t, root, marker+".tmp-317187146", "m")
+			return root
+		}, Empty, nil, ""},
+		{"the marker's temporary file and more", func(t *testing.T, root string) string {
+			write(t, root, marker+".tmp-317187146", "m")
+			write(t, root, "a", "x")
+			return root
+		}, Other, []string{".mark.tmp-317187146", "a"}, ""},
+		{"a lookalike of the marker's temporary file", func(t *testing.T, root string) string {
+			write(t, root, marker+".tmp-x", "m")
+			return root
+		}, Other, []string{".mark.tmp-x"}, ""},
 		{"other", func(t *testing.T, root string) string {
 			write(t, root, "z", "x")
 			write(t, root, "a", "x")

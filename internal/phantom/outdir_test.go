@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,7 +78,9 @@ func TestGenerateRefusesForeignDirectory(t *testing.T) {
 }
 
 // TestGenerateRerunsIntoPhantomSet regenerates into a finished set: the
-// marker lets it through and the output is the same.
+// marker lets it through and the output is the same. The temporary files
+// a run killed while renaming its files into place left are removed; a
+// file that only looks like one (not "<phantom file>.tmp-<digits>") stays.
 func TestGenerateRerunsIntoPhantomSet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates 28 cases twice")
@@ -87,9 +90,31 @@ func TestGenerateRerunsIntoPhantomSet(t *testing.T) {
 		t.Fatalf("no marker: %v", err)
 	}
 	before := outdirtest.ReadFiles(t, dir)
+	debris := []string{"images/ph0001.png.tmp-3407181446", "masks/ph0002_heart.png.tmp-12", "manifest.jsonl.tmp-7", "contact_sheet.png.tmp-99", MarkerName + ".tmp-5"}
+	foreign := []string{"notes.txt.tmp-1", "images/ph0001.png.tmp-abc", "masks/x.png.tmp-", "other/y.png.tmp-4"}
+	for _, rel := range append(slices.Clone(debris), foreign...) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte("half"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := Generate(context.Background(), Options{OutDir: dir, CasesPerLesion: 1, Seed: 9, Workers: 2}); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
+	for _, rel := range debris {
+		if _, err := os.Lstat(filepath.Join(dir, rel)); err == nil {
+			t.Errorf("the rerun left %s, the temporary file of a killed run", rel)
+		}
+	}
+	for _, rel := range foreign {
+		if b, err := os.ReadFile(filepath.Join(dir, rel)); err != nil || string(b) != "half" {
+			t.Errorf("the rerun removed or changed %s, which is not its temporary file (%v)", rel, err)
+		}
+		_ = os.Remove(filepath.Join(dir, rel))
+	}
+	_ = os.Remove(filepath.Join(dir, "other"))
 	after := outdirtest.ReadFiles(t, dir)
 	if len(after) != len(before) {
 		t.Fatalf("rerun changed the file count: %d → %d", len(before), len(after))

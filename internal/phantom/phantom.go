@@ -27,6 +27,7 @@ import (
 	"image/png"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -35,6 +36,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -210,8 +212,9 @@ func checkOptions(opt Options) error {
 }
 
 // prepareOutDir checks dir and creates it with images/ and masks/,
-// writing the marker first so that a half-written set is recognised as
-// ours.
+// writing the marker first, in place (outdir.WriteMarker), so that a
+// half-written set is recognised as ours; in a set being rewritten it
+// removes the temporary files a killed run left.
 func prepareOutDir(dir string) error {
 	if err := checkOutDir(dir); err != nil {
 		return err
@@ -220,13 +223,28 @@ func prepareOutDir(dir string) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("phantom: create %s: %w", d, err)
 		}
-		if d == dir {
-			if err := os.WriteFile(filepath.Join(d, MarkerName), []byte(markerText), 0o644); err != nil {
+		if d == dir && !outdir.IsRegular(filepath.Join(d, MarkerName)) {
+			if err := outdir.WriteMarker(filepath.Join(d, MarkerName), []byte(markerText)); err != nil {
 				return fmt.Errorf("phantom: %w", err)
 			}
 		}
 	}
+	if err := outdir.RemoveStale(dir, isPhantomFile, MarkerName); err != nil {
+		return fmt.Errorf("phantom: %w", err)
+	}
 	return nil
+}
+
+// isPhantomFile reports whether rel, a path in a phantom set, names a file
+// Generate writes.
+func isPhantomFile(rel string) bool {
+	switch dir, name := path.Split(rel); dir {
+	case "":
+		return name == "manifest.jsonl" || name == "contact_sheet.png"
+	case "images/", "masks/":
+		return path.Ext(name) == ".png"
+	}
+	return false
 }
 
 // generated is what the workers keep of each case, indexed like the specs.

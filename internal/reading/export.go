@@ -97,7 +97,18 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 			}
 		}
 	}
+	// Every run is written whole before any is marked finished (one
+	// commit point, runs.Finish): an export stopped part-way leaves each
+	// run it wrote unfinished, for the same command to replace without
+	// --force.
 	var outRuns []ExportedRun
+	var written []string
+	var unlocks []func()
+	defer func() {
+		for _, unlock := range unlocks {
+			unlock()
+		}
+	}()
 	for _, r := range readers {
 		for _, a := range arms(st, r.Name) {
 			dir := results.RunDir(out, runName(a.model), st.Oracle, nil)
@@ -120,11 +131,17 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 					wall += float64(t.TotalMS) / 1000
 				}
 			}
-			if err := runs.WriteRun(dir, m, recs, len(keys), wall); err != nil {
+			unlock, err := runs.WriteUnfinished(dir, m, recs, len(keys), wall)
+			if err != nil {
 				return nil, fmt.Errorf("%s: %w", r.Name, err)
 			}
+			unlocks = append(unlocks, unlock)
+			written = append(written, dir)
 			outRuns = append(outRuns, ExportedRun{Reader: r.Name, Arm: a.name, Dir: dir, Finished: len(recs), Selected: len(keys)})
 		}
+	}
+	if err := runs.Finish(written...); err != nil {
+		return nil, err
 	}
 	return outRuns, nil
 }

@@ -11,14 +11,13 @@
 package report
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
-	"strings"
+	"slices"
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
@@ -111,23 +110,24 @@ func claimDir(dir string) error {
 	return removeTemps(dir)
 }
 
-// removeTemps deletes the temporary files ("<name>.tmp-<random>") that a
+// removeTemps deletes the temporary files ("<name>.tmp-<digits>") that a
 // report killed while writing left in dir, an earlier report: they are
-// the debris of its own atomic writes (checkDir has refused anything in
-// it that is not a plain file or folder).
+// the debris of its own atomic writes, of the kinds of file a report
+// writes (checkDir has refused anything in it that is not a plain file or
+// folder).
 func removeTemps(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-		if d.Type().IsRegular() && strings.Contains(d.Name(), ".tmp-") {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("report: %w", err)
-			}
-		}
-		return nil
-	})
+	if err := outdir.RemoveStale(dir, isReportFile, MarkerName); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
 }
+
+// reportExts are the extensions of the files a report writes.
+var reportExts = []string{".html", ".md", ".json", ".csv", ".png", ".parquet", ".txt", ".js", ".svg"}
+
+// isReportFile reports whether rel, a path in a report folder, has the
+// extension of a file a report writes.
+func isReportFile(rel string) bool { return slices.Contains(reportExts, path.Ext(rel)) }
 
 // checkDir is claimDir without writing anything.
 func checkDir(dir string) (outdir.State, error) {

@@ -29,6 +29,26 @@ func RunName(providerName, label string, noThinking, strict bool) string {
 	return s
 }
 
+// IsRunFile reports whether name is one of the files a run directory
+// holds that chexpercept writes atomically: the manifest, the results, the
+// derived all_results.json and summary.json, and the reference CSVs.
+func IsRunFile(name string) bool {
+	switch name {
+	case ManifestFile, ResultsFile, AllResultsFile, SummaryFile, RefSummaryFile, RefContourFile, RefAttributeFile:
+		return true
+	}
+	return false
+}
+
+// RemoveStaleTemps removes from the run directory dir the temporary files
+// ("<file>.tmp-<digits>") that atomic writes of its run files left when
+// the command writing them was killed; nothing else, and nothing in shard
+// folders (each is its own run directory). The caller holds the run's
+// lock (LockRun), so no other writer owns them.
+func RemoveStaleTemps(dir string) error {
+	return atomicfile.RemoveStale(dir, func(rel string) bool { return IsRunFile(rel) })
+}
+
 // RunDir is the directory a run writes into, out/<run name>/oracle_<mode>
 // (the oracle mode: none, implicit or explicit), or its shard folder.
 func RunDir(out, runName string, oracle string, shard *Shard) string {

@@ -15,7 +15,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
-	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -47,8 +46,8 @@ type PackSummary struct {
 	Cases, Skipped, Sheets int
 }
 
-// Pack writes offline review packs (§4) under out, which must not exist or
-// be empty: for each lesion and label, in source order, row i goes to
+// Pack writes offline review packs (§4) under out, which must not exist,
+// be empty or hold an unfinished pack (claimPackDir): for each lesion and label, in source order, row i goes to
 // reviewer i mod N, whose folder annotator_<X>/<lesion>/<label>/ gets the
 // review image <key_id>.png and a line in review_sheet.csv. Positive
 // review images are the CXR beside the CXR with the candidate mask in red
@@ -59,10 +58,8 @@ func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error
 	if opt.Reviewers < 1 {
 		return sum, fmt.Errorf("reviewers must be at least 1, got %d", opt.Reviewers)
 	}
-	if st, names, err := outdir.Look(out); err != nil {
+	if err := claimPackDir(out); err != nil {
 		return sum, err
-	} else if st != outdir.Absent && st != outdir.Empty {
-		return sum, outdir.Refuse(out, names[0], "output directory %s is not empty (it holds %q): review packs go into a new or empty directory, never mixed with other files", out, names[0])
 	}
 	// Folder of every case, by round robin within lesion and label.
 	dirs := make([]string, len(cases))
@@ -149,7 +146,7 @@ func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error
 		}
 		sum.Sheets++
 	}
-	return sum, nil
+	return sum, finishPack(out)
 }
 
 // packCase writes one review image and returns its sheet row. Unreadable

@@ -124,7 +124,7 @@ func TestPack(t *testing.T) {
 	file, dangling := filepath.Join(tmp, "file"), filepath.Join(tmp, "dangling")
 	os.WriteFile(file, []byte("x"), 0o644)
 	os.Symlink(filepath.Join(tmp, "nowhere"), dangling)
-	for dir, want := range map[string]string{out: `is not empty (it holds "annotator_A")`, file: "is not a directory", dangling: "does not lead to a directory"} {
+	for dir, want := range map[string]string{out: `holds a finished review pack`, file: "is not a directory", dangling: "does not lead to a directory"} {
 		before, beforeTmp := outdirtest.Snapshot(t, out), outdirtest.Snapshot(t, tmp)
 		_, err := Pack(fx.Cases, dir, PackOptions{Reviewers: 2})
 		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
@@ -135,5 +135,105 @@ func TestPack(t *testing.T) {
 	}
 	if _, err := Pack(fx.Cases, filepath.Join(t.TempDir(), "x"), PackOptions{Reviewers: 0}); err == nil {
 		t.Error("0 reviewers accepted")
+	}
+}
+
+// TestPackRerun: a pack that stopped part-way (a failed write, a signal, a
+// kill) carries its marker saying unfinished, and the plain rerun
+// replaces it with the whole pack, whatever the earlier attempt left;
+// a finished pack, a folder without the marker and an unfinished pack
+// holding what a pack does not write are refused and left as they are.
+func TestPackRerun(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 3, 2)
+	want := filepath.Join(t.TempDir(), "want")
+	if _, err := Pack(fx.Cases, want, PackOptions{Reviewers: 2, Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	wantFiles := outdirtest.ReadFiles(t, want)
+	sheetA := "annotator_A/edema/positive/review_sheet.csv"
+	imgB := "annotator_B/edema/negative/" + fx.Cases[4].KeyID() + ".png"
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, dir string) // changes a finished pack
+		refused string                         // "" = the rerun completes the pack
+	}{
+		{"stopped before its last sheet", func(t *testing.T, dir string) {
+			write(t, dir, PackMarker, packUnfinished)
+			remove(t, dir, sheetA)
+		}, ""},
+		{"killed renaming an image", func(t *testing.T, dir string) {
+			write(t, dir, PackMarker, packUnfinished)
+			remove(t, dir, imgB)
+			write(t, dir, imgB+".tmp-3407181446", "half")
+		}, ""},
+		{"killed rewriting its marker", func(t *testing.T, dir string) {
+			write(t, dir, PackMarker, "chexpercept review pack: fin")
+		}, ""},
+		{"an earlier attempt with more reviewers", func(t *testing.T, dir string) {
+			write(t, dir, PackMarker, packUnfinished)
+			write(t, dir, "annotator_C/edema/positive/"+fx.Cases[0].KeyID()+".png", "old")
+		}, ""},
+		{"finished", func(t *testing.T, dir string) {}, "holds a finished review pack"},
+		{"no marker", func(t *testing.T, dir string) { remove(t, dir, PackMarker) }, "not made by chexpercept review pack"},
+		{"unfinished with a note", func(t *testing.T, dir string) {
+			write(t, dir, PackMarker, packUnfinished)
+			write(t, dir, "annotator_A/edema/notes.txt", "mine")
+		}, "annotator_A/edema/notes.txt, which review pack does not write"},
+		{"unfinished with a link", func(t *testing.T, dir string) {
+			write(t, dir, PackMarker, packUnfinished)
+			if err := os.Symlink(t.TempDir(), filepath.Join(dir, "annotator_B", "elsewhere")); err != nil {
+				t.Fatal(err)
+			}
+		}, "symbolic link"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "packs")
+			if _, err := Pack(fx.Cases, dir, PackOptions{Reviewers: 2, Workers: 2}); err != nil {
+				t.Fatal(err)
+			}
+			tc.prepare(t, dir)
+			before := outdirtest.Snapshot(t, dir)
+			_, err := Pack(fx.Cases, dir, PackOptions{Reviewers: 2, Workers: 2})
+			if tc.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), dir) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("rerun: %v, want a one-line refusal naming %s: %q", err, dir, tc.refused)
+				}
+				outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, dir))
+				return
+			}
+			if err != nil {
+				t.Fatalf("plain rerun: %v", err)
+			}
+			got := outdirtest.ReadFiles(t, dir)
+			for p, b := range wantFiles {
+				if !bytes.Equal(got[p], b) {
+					t.Errorf("%s differs from a pack written at once", p)
+				}
+			}
+			for p := range got {
+				if _, ok := wantFiles[p]; !ok {
+					t.Errorf("the rerun left %s", p)
+				}
+			}
+		})
+	}
+}
+
+func write(t *testing.T, dir, rel, data string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func remove(t *testing.T, dir, rel string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+		t.Fatal(err)
 	}
 }

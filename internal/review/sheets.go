@@ -91,6 +91,11 @@ func (s *Store) ExportCSV(ctx context.Context, dir string) error {
 	if err := outdir.WriteMarker(filepath.Join(dir, SheetsMarker), []byte("written by chexpercept review export --csv\n")); err != nil {
 		return err
 	}
+	// An export killed while a sheet was renamed into place left its
+	// temporary file: it is this command's own.
+	if err := outdir.RemoveStale(dir, func(rel string) bool { return rel == "positive.csv" || rel == "negative.csv" }, SheetsMarker); err != nil {
+		return err
+	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, "positive.csv"), csvRows(pos)); err != nil {
 		return err
 	}

@@ -128,3 +128,26 @@ func TestTargetsNeverWrittenThroughLinks(t *testing.T) {
 		t.Fatal("rescore blocked on a FIFO lock")
 	}
 }
+
+// TestWriteRunFailureReleasesLock: a run whose write fails part-way (here
+// results.jsonl is a folder, which is not replaced) reports the failure,
+// stays unfinished and leaves its lock free for the rerun.
+func TestWriteRunFailureReleasesLock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "opensource_glm-4v", "oracle_none")
+	if err := os.MkdirAll(filepath.Join(dir, results.ResultsFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := &results.Manifest{RunName: "opensource_glm-4v", OracleMode: "none"}
+	err := WriteRun(dir, m, nil, 0, 0)
+	if err == nil || !strings.Contains(err.Error(), results.ResultsFile) {
+		t.Fatalf("WriteRun = %v, want the failure naming %s", err, results.ResultsFile)
+	}
+	if !results.IsUnfinished(dir) {
+		t.Error("the failed run is not marked unfinished")
+	}
+	unlock, err := results.LockRun(dir)
+	if err != nil {
+		t.Fatalf("the failed write kept its lock: %v", err)
+	}
+	unlock()
+}

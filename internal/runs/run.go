@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -73,49 +72,83 @@ func ReadRun(dir string) (*Run, error) {
 // is removed first so that its wall time is not added to the new run's.
 // The directory is locked (results.LockRun) while it is written.
 func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected int, wallTime float64) error {
-	root, rel := targetParts(dir)
-	if _, err := outdir.MkdirAll(root, rel); err != nil {
-		return err
-	}
-	unlock, err := results.LockRun(dir)
+	unlock, err := WriteUnfinished(dir, m, recs, selected, wallTime)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	return Finish(dir)
+}
+
+// WriteUnfinished is WriteRun without its last step: the run is written
+// whole but still carries results.UnfinishedFile, and stays locked until
+// unlock is called. A command writing several runs finishes them together
+// (Finish), so that one stopped part-way leaves every run for its rerun
+// to replace.
+func WriteUnfinished(dir string, m *results.Manifest, recs []*results.Record, selected int, wallTime float64) (unlock func(), err error) {
+	root, rel := targetParts(dir)
+	if _, err := outdir.MkdirAll(root, rel); err != nil {
+		return nil, err
+	}
+	release, err := results.LockRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	b, err := m.Marshal()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Marked unfinished first and finished last: a run cut short is
 	// recognised as this command's own (CheckTarget replaces it without
 	// force) and never read as a finished run.
 	if err := results.MarkUnfinished(dir); err != nil {
-		return err
+		return nil, err
 	}
-	if err := removeTemps(dir); err != nil {
-		return err
+	if err := results.RemoveStaleTemps(dir); err != nil {
+		return nil, err
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, results.ManifestFile), b); err != nil {
-		return err
+		return nil, err
 	}
 	var lines []byte
 	for _, r := range recs {
 		b, err := r.MarshalLine()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		lines = append(lines, b...)
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, results.ResultsFile), lines); err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.Remove(filepath.Join(dir, results.SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+		return nil, err
 	}
 	if _, err := results.Finalize(dir, m, selected, wallTime); err != nil {
+		return nil, err
+	}
+	return release, nil
+}
+
+// Finish marks the runs in dirs, each written whole (WriteUnfinished),
+// finished. It is the commit point of the command (atomicfile.Finish):
+// once it begins, an interrupting signal lets it end, and when the signal
+// came first it fails with atomicfile.ErrStopped and changes nothing.
+func Finish(dirs ...string) error {
+	if err := atomicfile.Finish(); err != nil {
 		return err
 	}
-	return results.MarkFinished(dir)
+	for _, d := range dirs {
+		if err := results.MarkFinished(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CheckTarget accepts the run directory a merge, rescore or reference
@@ -153,24 +186,6 @@ func checkBenchmark(m *results.Manifest, manifestFile string, bench *benchmark.B
 	if want := m.Dataset.SHA256; want != bench.SHA256 {
 		return fmt.Errorf("%s: dataset.sha256 is %s but %s/%s has SHA-256 %s; pass the benchmark the run was made with",
 			manifestFile, results.ShortHash(want), bench.Dir, benchmark.JSONName, results.ShortHash(bench.SHA256))
-	}
-	return nil
-}
-
-// removeTemps deletes the *.tmp-* files an interrupted write left in dir
-// (CheckRunDir accepts them as such debris); the caller holds the run's
-// lock, so no other writer owns them.
-func removeTemps(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		if strings.Contains(e.Name(), ".tmp-") && e.Type().IsRegular() {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-		}
 	}
 	return nil
 }
