@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -259,16 +260,36 @@ func TestBuildEndToEnd(t *testing.T) {
 	}
 	// A rerun over the finished tree reuses work/ and changes nothing, and
 	// logs the progress of every stage (the PNG floor is measured in
-	// TestReviewsAndFailures, on a smaller build).
+	// TestReviewsAndFailures, on a smaller build). It renames no case
+	// folder, so a rename that fails cannot lose one: here every rename
+	// of a bundle folder fails.
 	rerun := smallOptions(phantomManifest(t), out4, 2)
 	var log bytes.Buffer
 	rerun.Stderr, rerun.LogEvery = &log, time.Nanosecond
-	if _, err := Run(context.Background(), rerun); err != nil {
-		t.Fatal(err)
+	var mu sync.Mutex
+	var renamed []string
+	renameDir = func(from, to string) error {
+		if strings.Contains(from, string(filepath.Separator)+imagesDir+string(filepath.Separator)) ||
+			strings.Contains(from, string(filepath.Separator)+masksDir+string(filepath.Separator)) {
+			mu.Lock()
+			renamed = append(renamed, from)
+			mu.Unlock()
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EIO}
+		}
+		return os.Rename(from, to)
+	}
+	_, err = Run(context.Background(), rerun)
+	renameDir = os.Rename
+	if err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	if len(renamed) > 0 {
+		t.Errorf("the rerun renamed unchanged folders: %v", renamed)
 	}
 	if readSums(t, out4) != readSums(t, ref) {
 		t.Fatal("SHA256SUMS changed on a rerun")
 	}
+	checkSums(t, out4)
 	// Cases rendered while processing went on count as done when
 	// assembly starts, so the first count varies.
 	if !regexp.MustCompile(`build: assembling: \d+/21 cases rendered, `).MatchString(log.String()) {
@@ -570,6 +591,23 @@ func TestBundlePNGCompression(t *testing.T) {
 		t.Fatalf("the reference build has %d images and %d masks", len(images), len(masks))
 	}
 	images, masks = spread(images, 16), spread(masks, 16)
+	// Each sample is decoded once, by image/png (the pixels compared) and,
+	// for the masks, by package mask (what the mask encoders take).
+	decoded, maskOf := map[string]image.Image{}, map[string]mask.Mask{}
+	for _, rel := range append(slices.Clone(images), masks...) {
+		img, err := png.Decode(bytes.NewReader(files[rel]))
+		if err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+		decoded[rel] = img
+	}
+	for _, rel := range masks {
+		m, err := mask.DecodePNG(bytes.NewReader(files[rel]))
+		if err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+		maskOf[rel] = m
+	}
 	for _, tc := range []struct {
 		value                 string
 		sameImages, sameMasks bool
@@ -582,15 +620,12 @@ func TestBundlePNGCompression(t *testing.T) {
 			encImage, encMask := bundleEncoder(tc.value), maskEncoder(tc.value)
 			sameImages, sameMasks := true, true
 			for _, rel := range images {
-				img, err := png.Decode(bytes.NewReader(files[rel]))
-				if err != nil {
-					t.Fatalf("%s: %v", rel, err)
-				}
+				img := decoded[rel]
 				var buf bytes.Buffer
 				if err := encImage(&buf, img); err != nil {
 					t.Fatalf("%s: %v", rel, err)
 				}
-				if !samePixels(t, rel, files[rel], buf.Bytes()) {
+				if !samePixels(t, rel, img, buf.Bytes()) {
 					t.Fatalf("%s: the pixels differ from the default build's", rel)
 				}
 				sameImages = sameImages && bytes.Equal(files[rel], buf.Bytes())
@@ -602,15 +637,11 @@ func TestBundlePNGCompression(t *testing.T) {
 				}
 			}
 			for _, rel := range masks {
-				m, err := mask.DecodePNG(bytes.NewReader(files[rel]))
-				if err != nil {
-					t.Fatalf("%s: %v", rel, err)
-				}
 				var buf bytes.Buffer
-				if err := encMask(&buf, m); err != nil {
+				if err := encMask(&buf, maskOf[rel]); err != nil {
 					t.Fatalf("%s: %v", rel, err)
 				}
-				if !samePixels(t, rel, files[rel], buf.Bytes()) {
+				if !samePixels(t, rel, decoded[rel], buf.Bytes()) {
 					t.Fatalf("%s: the pixels differ from the default build's", rel)
 				}
 				sameMasks = sameMasks && bytes.Equal(files[rel], buf.Bytes())
@@ -649,13 +680,10 @@ func pngFiles(t *testing.T, dir string) map[string][]byte {
 	return files
 }
 
-// samePixels decodes two PNGs with image/png and compares their pixels.
-func samePixels(t *testing.T, name string, a, b []byte) bool {
+// samePixels decodes a PNG with image/png and compares its pixels with
+// those of ia (decoded by image/png too).
+func samePixels(t *testing.T, name string, ia image.Image, b []byte) bool {
 	t.Helper()
-	ia, err := png.Decode(bytes.NewReader(a))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
 	ib, err := png.Decode(bytes.NewReader(b))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)

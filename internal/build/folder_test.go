@@ -1,15 +1,11 @@
 package build
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 )
 
 // failRenames makes renameDir fail on the calls whose 1-based numbers are
@@ -168,32 +164,4 @@ func TestFolderWriter(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestRebuildKeepsUnchangedCases: a rebuild over a complete benchmark
-// renames no case folder, so a rename that fails cannot lose one.
-func TestRebuildKeepsUnchangedCases(t *testing.T) {
-	ref := referenceBuild(t)
-	out := filepath.Join(t.TempDir(), "bench")
-	outdirtest.CopyTree(t, ref, out)
-	var bundle []string
-	renameDir = func(from, to string) error {
-		if strings.Contains(from, string(filepath.Separator)+imagesDir+string(filepath.Separator)) ||
-			strings.Contains(from, string(filepath.Separator)+masksDir+string(filepath.Separator)) {
-			bundle = append(bundle, from)
-			return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EIO}
-		}
-		return os.Rename(from, to)
-	}
-	t.Cleanup(func() { renameDir = os.Rename })
-	if _, err := Run(context.Background(), smallOptions(phantomManifest(t), out, 2)); err != nil {
-		t.Fatalf("rebuild: %v", err)
-	}
-	if len(bundle) > 0 {
-		t.Errorf("rebuild renamed unchanged folders: %v", bundle)
-	}
-	if readSums(t, out) != readSums(t, ref) {
-		t.Fatal("SHA256SUMS changed")
-	}
-	checkSums(t, out)
 }

@@ -4,7 +4,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,49 +236,17 @@ func TestAidedStudy(t *testing.T) {
 	if got := strings.Join(sw.header, ","); got != "oracle_mode,study,aid_run,reader,path,stage,n_records,model_wrong_reader_right,right_to_wrong,model_right_reader_wrong,wrong_to_right" {
 		t.Errorf("ext_reader_switches.csv header %s", got)
 	}
-	if len(sw.rows) != 3*8 {
-		t.Errorf("%d switch rows, want 3 readers × 8 cells", len(sw.rows))
+	problems, checked, err := analysistest.RecheckReaderSwitches(out, "none", recs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	switched := 0
-	for i, row := range sw.rows {
-		reader, path := sw.get(row, "reader"), benchmark.Path(sw.get(row, "path"))
-		k, _ := strconv.Atoi(sw.get(row, "stage"))
-		var n, mw, rw, mr, wr int
-		for key := range so.Path {
-			if so.Path[key] != path || !benchmark.StageApplies(path, so.Heart[key], benchmark.Stage(k)) {
-				continue
-			}
-			u, a, m := "human_"+reader+"_unaided", "human_"+reader+"_aided", aid
-			if so.Correct[u][key] == nil || so.Correct[a][key] == nil || so.Correct[m][key] == nil {
-				continue
-			}
-			n++
-			ur, ar, mok := so.StageOwn(u, key, benchmark.Stage(k)), so.StageOwn(a, key, benchmark.Stage(k)), so.StageOwn(m, key, benchmark.Stage(k))
-			switch {
-			case ur && !mok:
-				mw++
-				if !ar {
-					rw++
-				}
-			case !ur && mok:
-				mr++
-				if ar {
-					wr++
-				}
-			}
-		}
-		got := []string{sw.get(row, "n_records"), sw.get(row, "model_wrong_reader_right"), sw.get(row, "right_to_wrong"), sw.get(row, "model_right_reader_wrong"), sw.get(row, "wrong_to_right")}
-		want := []string{itoa(n), itoa(mw), itoa(rw), itoa(mr), itoa(wr)}
-		if !slices.Equal(got, want) {
-			t.Errorf("switch row %d (%s %s %d): %v, samples.csv gives %v", i+2, reader, path, k, got, want)
-		}
-		if k == 1 {
-			c, _ := strconv.Atoi(sw.get(row, "right_to_wrong"))
-			d, _ := strconv.Atoi(sw.get(row, "wrong_to_right"))
-			switched += c + d
-		}
+	for _, p := range problems {
+		t.Error(p)
 	}
-	if switched == 0 {
+	if len(sw.rows) != 3*8 || checked.Rows != 3*8 {
+		t.Errorf("%d switch rows, %d recomputed, want 3 readers × 8 cells", len(sw.rows), checked.Rows)
+	}
+	if checked.AtDetection == 0 {
 		t.Error("no reader switched at detection, though the aided answers follow the model")
 	}
 
