@@ -13,12 +13,19 @@ import (
 // TestInitPauseHelperProcess runs chexpercept (CHX_TEST_ARGS) with the
 // database creation stopped at stage CHX_INIT_STAGE: it writes the
 // temporary file's name on descriptor 3 and waits there for a signal.
+// Stage "tokens" stops it as it is about to print the sign-in tokens.
 func TestInitPauseHelperProcess(t *testing.T) {
 	stage := os.Getenv("CHX_INIT_STAGE")
 	if stage == "" {
 		t.Skip("helper process for TestInitInterrupted")
 	}
 	ready := os.NewFile(3, "ready")
+	tokensHook = func() {
+		if stage == "tokens" {
+			ready.WriteString("tokens\n")
+			select {} // until a signal ends the process
+		}
+	}
 	appdb.CreateHook = func(s, temp string) {
 		if s == stage {
 			ready.WriteString(temp + "\n")
@@ -31,10 +38,12 @@ func TestInitPauseHelperProcess(t *testing.T) {
 }
 
 // TestInitInterrupted: `read init` and `review init` killed (SIGKILL)
-// while the database is made — its file empty, or holding the schema —
-// leave nothing at the database's name, and the same command run again
-// succeeds and leaves only the database; interrupted (SIGINT, SIGTERM),
-// they remove what they made and exit 130.
+// while the database is made — its file empty, or holding the schema, or
+// whole with its tokens being printed — leave nothing at the database's
+// name, and the same command run again succeeds and leaves only the
+// database; interrupted (SIGINT, SIGTERM), they remove what they made and
+// exit 130 with one line saying so (and, at the tokens, that they are
+// void).
 func TestInitInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -49,6 +58,9 @@ func TestInitInterrupted(t *testing.T) {
 			{"schema", syscall.SIGKILL},
 			{"schema", syscall.SIGINT},
 			{"created", syscall.SIGTERM},
+			{"tokens", syscall.SIGKILL},
+			{"tokens", syscall.SIGINT},
+			{"tokens", syscall.SIGTERM},
 		} {
 			t.Run(app+"/"+tc.stage+"/"+tc.sig.String(), func(t *testing.T) {
 				dir := t.TempDir()
@@ -61,6 +73,9 @@ func TestInitInterrupted(t *testing.T) {
 				if tc.sig != syscall.SIGKILL {
 					if code != 130 || !strings.Contains(stderr, "interrupted") {
 						t.Errorf("after %v: exit %d, want 130 and a line saying so\n%s", tc.sig, code, stderr)
+					}
+					if tc.stage == "tokens" && !strings.Contains(stderr, "tokens printed above, if any, are void") {
+						t.Errorf("after %v at the tokens: stderr %q does not say the tokens are void", tc.sig, stderr)
 					}
 					if names := listDir(t, dir); len(names) != 0 {
 						t.Errorf("after %v the folder holds %q, want nothing", tc.sig, names)
