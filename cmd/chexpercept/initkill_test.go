@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -116,4 +118,62 @@ func listDir(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestInitCollideHelperProcess runs chexpercept (CHX_TEST_ARGS) with a
+// file written at CHX_INIT_COLLIDE just before the sign-in tokens are
+// printed: the database cannot take its name after they are.
+func TestInitCollideHelperProcess(t *testing.T) {
+	path := os.Getenv("CHX_INIT_COLLIDE")
+	if path == "" {
+		t.Skip("helper process for TestInitTokensVoid")
+	}
+	tokensHook = func() {
+		if err := os.WriteFile(path, []byte("not ours\n"), 0o600); err != nil {
+			panic(err)
+		}
+	}
+	os.Args = append([]string{"chexpercept"}, strings.Split(os.Getenv("CHX_TEST_ARGS"), argSep)...)
+	main()
+	os.Exit(0)
+}
+
+// TestInitTokensVoid: an init whose database cannot be published after
+// its tokens were printed (a file appeared at its name) exits 2 with one
+// line saying the tokens printed are void, and keeps the file it did not
+// make.
+func TestInitTokensVoid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	man := reviewManifest(t)
+	for _, app := range []string{"read", "review"} {
+		t.Run(app, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "study.sqlite")
+			args := []string{"read", "init", "--benchmark", genBench, "--db", db, "--readers", "2"}
+			if app == "review" {
+				args = []string{"review", "init", "--source", man, "--review-db", db, "--reviewers", "2"}
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestInitCollideHelperProcess$")
+			cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", "CHX_INIT_COLLIDE="+db, "CHX_TEST_ARGS="+strings.Join(args, argSep))
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if code := cmd.ProcessState.ExitCode(); code != 2 || len(lines) != 1 ||
+				!strings.Contains(lines[0], "already exists") || !strings.HasSuffix(lines[0], "the sign-in tokens printed above are void (run init again)") {
+				t.Errorf("exit %d, stderr %q; want 2 and one line saying the tokens are void", code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "admin ") {
+				t.Errorf("stdout %q: the tokens were not printed", stdout.String())
+			}
+			if b, err := os.ReadFile(db); err != nil || string(b) != "not ours\n" {
+				t.Errorf("the file that appeared at the database's name: %q, %v", b, err)
+			}
+		})
+	}
 }
