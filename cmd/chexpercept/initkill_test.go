@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,12 +15,19 @@ import (
 // TestInitPauseHelperProcess runs chexpercept (CHX_TEST_ARGS) with the
 // database creation stopped at stage CHX_INIT_STAGE: it writes the
 // temporary file's name on descriptor 3 and waits there for a signal.
+// Stage "tokens" stops it as it is about to print the sign-in tokens.
 func TestInitPauseHelperProcess(t *testing.T) {
 	stage := os.Getenv("CHX_INIT_STAGE")
 	if stage == "" {
 		t.Skip("helper process for TestInitInterrupted")
 	}
 	ready := os.NewFile(3, "ready")
+	tokensHook = func() {
+		if stage == "tokens" {
+			ready.WriteString("tokens\n")
+			select {} // until a signal ends the process
+		}
+	}
 	appdb.CreateHook = func(s, temp string) {
 		if s == stage {
 			ready.WriteString(temp + "\n")
@@ -31,10 +40,12 @@ func TestInitPauseHelperProcess(t *testing.T) {
 }
 
 // TestInitInterrupted: `read init` and `review init` killed (SIGKILL)
-// while the database is made — its file empty, or holding the schema —
-// leave nothing at the database's name, and the same command run again
-// succeeds and leaves only the database; interrupted (SIGINT, SIGTERM),
-// they remove what they made and exit 130.
+// while the database is made — its file empty, or holding the schema, or
+// whole with its tokens being printed — leave nothing at the database's
+// name, and the same command run again succeeds and leaves only the
+// database; interrupted (SIGINT, SIGTERM), they remove what they made and
+// exit 130 with one line saying so (and, at the tokens, that they are
+// void).
 func TestInitInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -49,6 +60,9 @@ func TestInitInterrupted(t *testing.T) {
 			{"schema", syscall.SIGKILL},
 			{"schema", syscall.SIGINT},
 			{"created", syscall.SIGTERM},
+			{"tokens", syscall.SIGKILL},
+			{"tokens", syscall.SIGINT},
+			{"tokens", syscall.SIGTERM},
 		} {
 			t.Run(app+"/"+tc.stage+"/"+tc.sig.String(), func(t *testing.T) {
 				dir := t.TempDir()
@@ -61,6 +75,9 @@ func TestInitInterrupted(t *testing.T) {
 				if tc.sig != syscall.SIGKILL {
 					if code != 130 || !strings.Contains(stderr, "interrupted") {
 						t.Errorf("after %v: exit %d, want 130 and a line saying so\n%s", tc.sig, code, stderr)
+					}
+					if tc.stage == "tokens" && !strings.Contains(stderr, "tokens printed above, if any, are void") {
+						t.Errorf("after %v at the tokens: stderr %q does not say the tokens are void", tc.sig, stderr)
 					}
 					if names := listDir(t, dir); len(names) != 0 {
 						t.Errorf("after %v the folder holds %q, want nothing", tc.sig, names)
@@ -101,4 +118,62 @@ func listDir(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestInitCollideHelperProcess runs chexpercept (CHX_TEST_ARGS) with a
+// file written at CHX_INIT_COLLIDE just before the sign-in tokens are
+// printed: the database cannot take its name after they are.
+func TestInitCollideHelperProcess(t *testing.T) {
+	path := os.Getenv("CHX_INIT_COLLIDE")
+	if path == "" {
+		t.Skip("helper process for TestInitTokensVoid")
+	}
+	tokensHook = func() {
+		if err := os.WriteFile(path, []byte("not ours\n"), 0o600); err != nil {
+			panic(err)
+		}
+	}
+	os.Args = append([]string{"chexpercept"}, strings.Split(os.Getenv("CHX_TEST_ARGS"), argSep)...)
+	main()
+	os.Exit(0)
+}
+
+// TestInitTokensVoid: an init whose database cannot be published after
+// its tokens were printed (a file appeared at its name) exits 2 with one
+// line saying the tokens printed are void, and keeps the file it did not
+// make.
+func TestInitTokensVoid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	man := reviewManifest(t)
+	for _, app := range []string{"read", "review"} {
+		t.Run(app, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "study.sqlite")
+			args := []string{"read", "init", "--benchmark", genBench, "--db", db, "--readers", "2"}
+			if app == "review" {
+				args = []string{"review", "init", "--source", man, "--review-db", db, "--reviewers", "2"}
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestInitCollideHelperProcess$")
+			cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", "CHX_INIT_COLLIDE="+db, "CHX_TEST_ARGS="+strings.Join(args, argSep))
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if code := cmd.ProcessState.ExitCode(); code != 2 || len(lines) != 1 ||
+				!strings.Contains(lines[0], "already exists") || !strings.HasSuffix(lines[0], "the sign-in tokens printed above are void (run init again)") {
+				t.Errorf("exit %d, stderr %q; want 2 and one line saying the tokens are void", code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "admin ") {
+				t.Errorf("stdout %q: the tokens were not printed", stdout.String())
+			}
+			if b, err := os.ReadFile(db); err != nil || string(b) != "not ours\n" {
+				t.Errorf("the file that appeared at the database's name: %q, %v", b, err)
+			}
+		})
+	}
 }

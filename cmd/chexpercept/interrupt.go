@@ -29,6 +29,12 @@ import (
 // written atomically and runs carry their unfinished marker until their
 // last file, so nothing half-written is left under a final name.
 func untilInterrupted(parent context.Context, name string, work func(ctx context.Context) error) error {
+	return untilInterruptedNote(parent, name, "", work)
+}
+
+// untilInterruptedNote is untilInterrupted with note added to the end of
+// the interrupted line.
+func untilInterruptedNote(parent context.Context, name, note string, work func(ctx context.Context) error) error {
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan error, 1)
@@ -55,7 +61,7 @@ func untilInterrupted(parent context.Context, name string, work func(ctx context
 		return <-done // past its commit point: it finishes
 	}
 	appdb.RemoveTemps()
-	fmt.Fprintf(os.Stderr, "chexpercept %s: interrupted; its temporary files are removed, and the same command run again redoes what it had not finished\n", name)
+	fmt.Fprintf(os.Stderr, "chexpercept %s: interrupted; its temporary files are removed, and the same command run again redoes what it had not finished%s\n", name, note)
 	return silentExit(130)
 }
 

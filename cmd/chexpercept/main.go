@@ -14,9 +14,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -92,6 +94,11 @@ func newRootCmd() *cobra.Command {
 }
 
 func main() {
+	// A write to a closed pipe fails with EPIPE instead of killing the
+	// process: a command sees the failure and ends as it does for any
+	// other (init, whose tokens could not be printed, publishes nothing).
+	// Notify, not Ignore: a handler is not inherited by child processes.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	stopProfile := startProfile(os.Getenv(cpuProfileEnv))
 	root := newRootCmd()
 	stdout := &checkedWriter{w: os.Stdout}
@@ -100,6 +107,13 @@ func main() {
 	stopProfile()
 	if err == nil {
 		err = stdout.failed()
+	}
+	if errors.Is(err, syscall.EPIPE) && stdout.brokenPipe() {
+		// The reader stopped reading (`chexpercept … | head`): the output
+		// it did not want is all that is lost, so end quietly, with the
+		// status of a writer killed by SIGPIPE. An error that must be
+		// seen (init's lost tokens) does not wrap EPIPE.
+		os.Exit(exitBrokenPipe)
 	}
 	if err == nil {
 		return
@@ -139,6 +153,14 @@ func (c *checkedWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// brokenPipe reports whether a write failed because the pipe's reader
+// had closed it.
+func (c *checkedWriter) brokenPipe() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return errors.Is(c.err, syscall.EPIPE)
+}
+
 // failed returns the first write error as the command's error (exit
 // status 2), or nil.
 func (c *checkedWriter) failed() error {
@@ -149,6 +171,11 @@ func (c *checkedWriter) failed() error {
 	}
 	return withExit(2, fmt.Errorf("write standard output: %w", safefile.Reason(c.err)))
 }
+
+// exitBrokenPipe is the exit status of a command whose standard output
+// was a pipe closed by its reader: 128 + SIGPIPE, what a shell reports
+// for a writer killed by that signal.
+const exitBrokenPipe = 128 + 13
 
 // cpuProfileEnv names a file to write a CPU profile of the whole command
 // to (go tool pprof reads it); scripts/bench-build.sh sets it with

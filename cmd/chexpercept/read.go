@@ -75,34 +75,37 @@ the database file's name without its extension).`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			var creds []reading.Credential
-			var records int
-			err = untilInterrupted(cmd.Context(), "read init", func(ctx context.Context) error {
-				var err error
-				creds, records, err = reading.Init(ctx, reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
-					Study: study, Aid: aid, Log: cmd.ErrOrStderr()})
-				return withExit(2, err)
-			})
-			if err != nil {
-				return err
-			}
-			var tokens strings.Builder
-			for _, c := range creds {
-				if c.Name == reading.AdminName {
-					fmt.Fprintf(&tokens, "admin %s\n", c.Token)
-				} else {
-					fmt.Fprintf(&tokens, "reader %s %s\n", c.Name, c.Token)
-				}
-			}
-			if err := writeTokens(cmd, db, tokens.String()); err != nil {
-				return err
-			}
 			design := "unaided"
 			if aid != "" {
 				design = "sequential aided by " + aid
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records for each of %d readers, oracle %s, %s. Keep the tokens above; they are not stored.\n", db, records, n, mode, design)
-			return nil
+			// The tokens are printed before the database is published, and
+			// the signal handler covers both (docs/reading.md).
+			var printed bool
+			deliver := func(creds []reading.Credential) error {
+				var tokens strings.Builder
+				for _, c := range creds {
+					if c.Name == reading.AdminName {
+						fmt.Fprintf(&tokens, "admin %s\n", c.Token)
+					} else {
+						fmt.Fprintf(&tokens, "reader %s %s\n", c.Name, c.Token)
+					}
+				}
+				if err := writeTokens(cmd, db, tokens.String()); err != nil {
+					return err
+				}
+				printed = true
+				return nil
+			}
+			return untilInterruptedNote(cmd.Context(), "read init", voidTokensNote, func(ctx context.Context) error {
+				_, records, err := reading.Init(ctx, reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
+					Study: study, Aid: aid, Log: cmd.ErrOrStderr(), Deliver: deliver})
+				if err != nil {
+					return voidTokens(withExit(2, err), printed)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records for each of %d readers, oracle %s, %s. Keep the tokens above; they are not stored.\n", db, records, n, mode, design)
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()

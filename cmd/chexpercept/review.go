@@ -112,30 +112,33 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 					return withExit(2, fmt.Errorf("--only %s: %w", only, err))
 				}
 			}
-			var creds []review.Credential
-			var stored int
-			err = untilInterrupted(cmd.Context(), "review init", func(context.Context) error {
-				var err error
-				creds, stored, err = review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
-					Source: src, Warn: cmd.ErrOrStderr(), Flags: flags})
-				return withExit(2, err)
-			})
-			if err != nil {
-				return err
-			}
-			var tokens strings.Builder
-			for _, c := range creds {
-				if c.Name == review.AdminName {
-					fmt.Fprintf(&tokens, "admin %s\n", c.Token)
-				} else {
-					fmt.Fprintf(&tokens, "reviewer %s %s\n", c.Name, c.Token)
+			// The tokens are printed before the database is published, and
+			// the signal handler covers both (docs/building.md).
+			var printed bool
+			deliver := func(creds []review.Credential) error {
+				var tokens strings.Builder
+				for _, c := range creds {
+					if c.Name == review.AdminName {
+						fmt.Fprintf(&tokens, "admin %s\n", c.Token)
+					} else {
+						fmt.Fprintf(&tokens, "reviewer %s %s\n", c.Name, c.Token)
+					}
 				}
+				if err := writeTokens(cmd, db, tokens.String()); err != nil {
+					return err
+				}
+				printed = true
+				return nil
 			}
-			if err := writeTokens(cmd, db, tokens.String()); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d cases, %d reviewers, overlap %d. Keep the tokens above; they are not stored.\n", db, stored, n, k)
-			return nil
+			return untilInterruptedNote(cmd.Context(), "review init", voidTokensNote, func(context.Context) error {
+				_, stored, err := review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
+					Source: src, Warn: cmd.ErrOrStderr(), Flags: flags, Deliver: deliver})
+				if err != nil {
+					return voidTokens(withExit(2, err), printed)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d cases, %d reviewers, overlap %d. Keep the tokens above; they are not stored.\n", db, stored, n, k)
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -150,17 +153,37 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 }
 
 // writeTokens prints the sign-in tokens of the database db that init has
-// just made. The tokens exist nowhere else: when they cannot be written,
-// the database, which no one could sign in to, is removed so that the
-// same command can be run again, and the error says so.
+// made whole under a temporary name and not yet published. The tokens
+// exist nowhere else: when they cannot be written (a full disk, a closed
+// pipe), the error makes init abandon the database, which no one could
+// sign in to, so the same command can be run again.
 func writeTokens(cmd *cobra.Command, db, tokens string) error {
+	if tokensHook != nil {
+		tokensHook()
+	}
 	if _, err := io.WriteString(cmd.OutOrStdout(), tokens); err != nil {
-		if rerr := os.Remove(db); rerr != nil {
-			return withExit(2, fmt.Errorf("write the sign-in tokens: %w; %s holds tokens no one has (remove it and run init again)", safefile.Reason(err), db))
-		}
-		return withExit(2, fmt.Errorf("write the sign-in tokens: %w; %s is removed (run init again)", safefile.Reason(err), db))
+		// %v: the error does not wrap EPIPE, so main prints it even
+		// when stdout is a closed pipe (the tokens are lost).
+		return withExit(2, fmt.Errorf("write the sign-in tokens: %v; %s is not created (run init again)", safefile.Reason(err), db))
 	}
 	return nil
+}
+
+// tokensHook is nil except in tests: writeTokens calls it before it
+// writes; a test stops or kills the process there.
+var tokensHook func()
+
+// voidTokensNote ends init's interrupted line: a signal that stops init
+// after its tokens were printed leaves no database they open.
+const voidTokensNote = "; sign-in tokens printed above, if any, are void"
+
+// voidTokens adds to the error of an init that failed after printing its
+// tokens (its database could not be published) that they are void.
+func voidTokens(err error, printed bool) error {
+	if err == nil || !printed || errors.Is(err, errSilent) {
+		return err
+	}
+	return withExit(2, fmt.Errorf("%w; the sign-in tokens printed above are void (run init again)", err))
 }
 
 // isLoopbackHost reports whether host names the loopback interface.

@@ -36,6 +36,19 @@ func devFull(t *testing.T) *os.File {
 	return f
 }
 
+// closedPipe returns the write end of a pipe whose read end is closed:
+// a write to it fails with EPIPE (and raises SIGPIPE).
+func closedPipe(t *testing.T) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
 // wantStdoutFailure fails the test unless a command whose stdout could
 // not be written exited 2 and said why in one line.
 func wantStdoutFailure(t *testing.T, args []string, stderr string, code int) {
@@ -75,6 +88,44 @@ func TestStdoutWriteFailure(t *testing.T) {
 		stdout, stderr, code := runCLI(t, tc.args...)
 		if code != 0 || stdout == "" {
 			t.Errorf("%q with a working stdout: exit %d, stdout %q; want 0 and a summary\n%s", tc.args, code, stdout, stderr)
+		}
+	}
+}
+
+// TestStdoutClosedPipe: with standard output a pipe whose reader has gone
+// (`chexpercept … | head`), a command ends quietly with status 141 (a
+// writer killed by SIGPIPE) rather than by the signal; an init, whose
+// tokens could not be printed, publishes no database (its rerun works)
+// and says so in one line, exit 2.
+func TestStdoutClosedPipe(t *testing.T) {
+	dir := t.TempDir()
+	man := reviewManifest(t)
+	for _, tc := range []struct {
+		args []string
+		db   string // the database an init makes
+	}{
+		{[]string{"version"}, ""},
+		{[]string{"validate", genBench}, ""},
+		{[]string{"read", "init", "--benchmark", genBench, "--db", filepath.Join(dir, "r.sqlite"), "--readers", "1"}, filepath.Join(dir, "r.sqlite")},
+		{[]string{"review", "init", "--source", man, "--review-db", filepath.Join(dir, "v.sqlite"), "--reviewers", "1"}, filepath.Join(dir, "v.sqlite")},
+	} {
+		stderr, code := runCLIStdout(t, closedPipe(t), tc.args...)
+		if tc.db == "" {
+			if code != exitBrokenPipe || strings.Contains(stderr, "chexpercept:") {
+				t.Errorf("%q with stdout a closed pipe: exit %d, stderr %q; want %d and no error line", tc.args, code, stderr, exitBrokenPipe)
+			}
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "chexpercept: write the sign-in tokens: broken pipe") {
+			t.Errorf("%q with stdout a closed pipe: exit %d, stderr %q; want 2 and one line saying the tokens could not be written", tc.args[:2], code, stderr)
+		}
+		if _, err := os.Lstat(tc.db); err == nil {
+			t.Errorf("%q: the database whose tokens were lost is published", tc.args[:2])
+		}
+		stdout, stderr, code := runCLI(t, tc.args...)
+		if code != 0 || stdout == "" {
+			t.Errorf("%q rerun: exit %d, stdout %q; want 0 and the tokens\n%s", tc.args[:2], code, stdout, stderr)
 		}
 	}
 }

@@ -38,6 +38,12 @@ type InitOptions struct {
 	Aid string
 	Now func() time.Time // nil: time.Now
 	Log io.Writer        // warnings (nil: discarded)
+	// Deliver is given the credentials once the database is whole under
+	// its temporary name, before it is published: the tokens are out
+	// before the database can be used, and when Deliver fails (the tokens
+	// could not be printed) the database is abandoned, not published.
+	// nil: the credentials are only returned.
+	Deliver func([]Credential) error
 }
 
 // Credential is one account's sign-in token, shown once.
@@ -67,7 +73,8 @@ func openSums(b *benchmark.Benchmark) (*benchmark.Sums, string, error) {
 // Init creates the reading database: the selected records (eval's
 // selection, so `eval --sample K --sample-seed S` asks the same ones), each
 // reader's order (a shuffle seeded by the seed and the reader's name) and
-// the accounts. It returns the readers' credentials, then the admin's.
+// the accounts. It returns the readers' credentials, then the admin's,
+// which it gives to o.Deliver before it publishes the database.
 func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, err error) {
 	if o.Readers < 1 || o.Readers > MaxReaders {
 		return nil, 0, fmt.Errorf("readers %d: want 1 to %d", o.Readers, MaxReaders)
@@ -172,6 +179,11 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, 0, fmt.Errorf("reading db %s: %w", o.DB, err)
+	}
+	if o.Deliver != nil {
+		if err := o.Deliver(creds); err != nil {
+			return nil, 0, err
+		}
 	}
 	published = true // Publish removes what it could not publish
 	if err := c.Publish(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -873,5 +874,60 @@ func TestOneAnswerRule(t *testing.T) {
 		if last := i == len(answered)-1; last && !strings.Contains(body, "data-done") {
 			t.Errorf("second answer to the last turn: not the end page")
 		}
+	}
+}
+
+// TestInitDeliversBeforePublishing: Init gives the credentials to Deliver
+// while nothing is at the database's name yet and publishes only after
+// Deliver succeeds; a failed Deliver (the tokens could not be printed)
+// leaves nothing, and a file that appears at the name during Deliver is
+// kept and the init refused.
+func TestInitDeliversBeforePublishing(t *testing.T) {
+	bench := testBench(t)
+	for _, tc := range []struct {
+		name    string
+		deliver func(db string) error
+		want    string // "" : published
+		left    bool   // a file is at the name after the init
+	}{
+		{"ok", func(string) error { return nil }, "", true},
+		{"failed", func(string) error { return errors.New("tokens lost") }, "tokens lost", false},
+		{"collision", func(db string) error { return os.WriteFile(db, []byte("not ours\n"), 0o600) }, "already exists", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "study.sqlite")
+			var got []Credential
+			deliver := func(creds []Credential) error {
+				if _, err := os.Lstat(db); err == nil {
+					t.Error("the database is at its name before its tokens are delivered")
+				}
+				got = creds
+				return tc.deliver(db)
+			}
+			creds, _, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 2, Oracle: protocol.OracleImplicit, Deliver: deliver})
+			if len(got) != 3 {
+				t.Fatalf("Deliver got %d credentials, want 3", len(got))
+			}
+			if tc.want == "" {
+				if err != nil || !reflect.DeepEqual(creds, got) {
+					t.Fatalf("Init = %v, %v; want the delivered credentials", creds, err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Init = %v, want an error saying %q", err, tc.want)
+			}
+			names, err := filepath.Glob(filepath.Join(dir, "*"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{true: 1, false: 0}[tc.left]; len(names) != want {
+				t.Errorf("the folder holds %q, want %d file(s)", names, want)
+			}
+			if tc.name == "collision" {
+				if b, err := os.ReadFile(db); err != nil || string(b) != "not ours\n" {
+					t.Errorf("the file that appeared at the name: %q, %v", b, err)
+				}
+			}
+		})
 	}
 }

@@ -34,6 +34,12 @@ type InitOptions struct {
 	// Flags make the database an item-health re-review round
 	// (itemhealth.go): each case's flags are stored and shown.
 	Flags []ItemFlag
+	// Deliver is given the credentials once the database is whole under
+	// its temporary name, before it is published: the tokens are out
+	// before the database can be used, and when Deliver fails (the tokens
+	// could not be printed) the database is abandoned, not published.
+	// nil: the credentials are only returned.
+	Deliver func([]Credential) error
 }
 
 // Credential is a sign-in token printed once by `review init`.
@@ -52,7 +58,8 @@ const maxReportBytes = 64 << 10
 // or mask cannot be read are skipped with a warning (they cannot be
 // reviewed; a build would fail them too); stored is the number of cases
 // the database holds. Tokens are stored only as SHA-256 hashes; the
-// returned credentials are the only copy.
+// returned credentials, given to opt.Deliver before the database is
+// published, are the only copy.
 func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credential, stored int, err error) {
 	if opt.Reviewers < 1 {
 		return nil, 0, fmt.Errorf("reviewers must be at least 1, got %d", opt.Reviewers)
@@ -96,6 +103,12 @@ func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credentia
 	if err != nil {
 		c.Abandon() // a refused init leaves nothing behind
 		return nil, 0, fmt.Errorf("review db %s: %w", path, err)
+	}
+	if opt.Deliver != nil {
+		if err := opt.Deliver(creds); err != nil {
+			c.Abandon()
+			return nil, 0, err
+		}
 	}
 	if err := c.Publish(); err != nil {
 		return nil, 0, err

@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -420,6 +421,61 @@ func TestInitKeepsForeignSideFiles(t *testing.T) {
 			}
 			if got, err := os.ReadFile(db + suffix); err != nil || string(got) != "not ours\n" {
 				t.Errorf("%s after init: %q, %v", suffix, got, err)
+			}
+		})
+	}
+}
+
+// TestInitDeliversBeforePublishing: Init gives the credentials to Deliver
+// while nothing is at the database's name yet and publishes only after
+// Deliver succeeds; a failed Deliver (the tokens could not be printed)
+// leaves nothing, and a file that appears at the name during Deliver is
+// kept and the init refused.
+func TestInitDeliversBeforePublishing(t *testing.T) {
+	fx := makeFixture(t, []string{"edema"}, 1, 1)
+	for _, tc := range []struct {
+		name    string
+		deliver func(db string) error
+		want    string // "" : published
+		left    bool   // a file is at the name after the init
+	}{
+		{"ok", func(string) error { return nil }, "", true},
+		{"failed", func(string) error { return errors.New("tokens lost") }, "tokens lost", false},
+		{"collision", func(db string) error { return os.WriteFile(db, []byte("not ours\n"), 0o600) }, "already exists", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "review.sqlite")
+			var got []Credential
+			deliver := func(creds []Credential) error {
+				if _, err := os.Lstat(db); err == nil {
+					t.Error("the database is at its name before its tokens are delivered")
+				}
+				got = creds
+				return tc.deliver(db)
+			}
+			creds, _, err := Init(db, fx.Cases, InitOptions{Reviewers: 2, Overlap: 1, Workers: 1, Deliver: deliver})
+			if len(got) != 3 {
+				t.Fatalf("Deliver got %d credentials, want 3", len(got))
+			}
+			if tc.want == "" {
+				if err != nil || !reflect.DeepEqual(creds, got) {
+					t.Fatalf("Init = %v, %v; want the delivered credentials", creds, err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Init = %v, want an error saying %q", err, tc.want)
+			}
+			names, err := filepath.Glob(filepath.Join(dir, "*"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{true: 1, false: 0}[tc.left]; len(names) != want {
+				t.Errorf("the folder holds %q, want %d file(s)", names, want)
+			}
+			if tc.name == "collision" {
+				if b, err := os.ReadFile(db); err != nil || string(b) != "not ours\n" {
+					t.Errorf("the file that appeared at the name: %q, %v", b, err)
+				}
 			}
 		})
 	}
