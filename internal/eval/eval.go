@@ -433,6 +433,20 @@ func openManifest(runDir string, man *results.Manifest) (*results.Manifest, erro
 		if err := sameServer(runDir, old, man); err != nil {
 			return nil, err
 		}
+		// Endpoints may change between restarts: the manifest names every
+		// endpoint that served the run, the first session's first.
+		eps := results.UnionEndpoints(old.Model.Endpoints, man.Model.Endpoints)
+		if slices.Equal(eps, old.Model.Endpoints) {
+			return old, nil
+		}
+		old.Model.Endpoints = eps
+		b, err := old.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		if err := atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b); err != nil {
+			return nil, err
+		}
 		return old, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
