@@ -305,10 +305,12 @@ func TestCacheKeyedByEndpoint(t *testing.T) {
 
 // A run resumed against another endpoint of the same server names both
 // in its manifest, the first session's first; a session against known
-// endpoints leaves the manifest's bytes as they were.
+// endpoints, or one with no record left to ask, leaves the manifest's
+// bytes as they were.
 func TestResumeAgainstOtherEndpointRecordsIt(t *testing.T) {
 	url1, _ := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
 	url2, srv2 := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
+	url3, _ := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
 	o := baseOptions(sampleBench, t.TempDir(), model(t, "opensource", "qwen3.6-27b"))
 	o.Endpoints = []string{url1}
 	s1 := run(t, o)
@@ -337,6 +339,7 @@ func TestResumeAgainstOtherEndpointRecordsIt(t *testing.T) {
 		{"resumed against another endpoint", []string{url2}, []string{url1, url2}},
 		{"both again, in the other order", []string{url2, url1}, []string{url1, url2}},
 		{"the first alone", []string{url1}, []string{url1, url2}},
+		{"a third with nothing left to ask", []string{url3}, []string{url1, url2}},
 	} {
 		before := readFile(t, filepath.Join(s1.RunDir, results.ManifestFile))
 		o.Endpoints = c.endpoints
