@@ -3,7 +3,8 @@
 # whatever reads or writes a run directory links no model SDK, the builder
 # links neither SQLite nor the web layer, and the operations on whole runs
 # and the reading study name run directories through results, not the runner;
-# the statistics package is a leaf.
+# the statistics package and the CSV record cap (shared by the CheXmask
+# reader and the self-contained mrmc) are leaves.
 # Exits non-zero naming every rule that is broken.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,7 @@ for pkg in runs reading; do
   forbid "$pkg" "^$mod/internal/eval\$" "the runner (internal/eval)"
 done
 forbid stats "^$mod/internal/" "a project package (it is a leaf)"
+forbid csvcap "^$mod/internal/" "a project package (it is a leaf: mrmc, self-contained, imports it)"
 
 if [ "$fail" -ne 0 ]; then exit 1; fi
 echo "deps: the import contract holds"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -15,8 +14,24 @@ import (
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
-// mrmcMaxScores bounds the scores table read by chexpercept mrmc.
-const mrmcMaxScores = 256 << 20
+// readScores reads the scores table at path as a stream (ParseScores
+// bounds each record and the whole table); a file larger than
+// mrmc.MaxScoresBytes is refused before its first byte is read.
+func readScores(path string, f mrmc.FOM) (*mrmc.Data, error) {
+	file, err := safefile.Open(path, safefile.Follow)
+	if err != nil {
+		return nil, fmt.Errorf("--scores %s: %w", path, safefile.Reason(err))
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("--scores %s: %w", path, err)
+	}
+	if fi.Size() > mrmc.MaxScoresBytes {
+		return nil, fmt.Errorf("--scores %s: %w", path, safefile.TooLarge(fi.Size(), mrmc.MaxScoresBytes))
+	}
+	return mrmc.ParseScores(file, path, f)
+}
 
 // mrmcMarker marks a directory chexpercept mrmc wrote.
 const mrmcMarker = ".chexpercept-mrmc"
@@ -49,11 +64,7 @@ test) while the analyses above cover the other readers. See docs/mrmc.md.`,
 			if err != nil {
 				return fmt.Errorf("--fom: %w", err)
 			}
-			data, err := safefile.ReadFile(scores, mrmcMaxScores, safefile.Follow)
-			if err != nil {
-				return fmt.Errorf("--scores %s: %w", scores, safefile.Reason(err))
-			}
-			d, err := mrmc.ParseScores(bytes.NewReader(data), scores, f)
+			d, err := readScores(scores, f)
 			if err != nil {
 				return err
 			}

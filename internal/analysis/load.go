@@ -448,25 +448,31 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 	return recs, bad
 }
 
-// readAllResults parses an all_results.json into its entries, in file order.
+// readAllResults reads an all_results.json into its entries, in file
+// order, one entry at a time (results.ScanAllResults): memory holds the
+// entries read so far, and a file that is not JSON is refused at its
+// first byte that is not.
 func readAllResults(path string) ([]*ojson.Value, error) {
-	data, err := safefile.ReadFile(path, results.MaxAllResultsBytes, safefile.Follow)
-	if err != nil {
+	var out []*ojson.Value
+	err := results.ScanAllResults(path, func(key string, v *ojson.Value) error {
+		if v.Kind != ojson.KindObject {
+			return fmt.Errorf("entry %q is not an object", key)
+		}
+		out = append(out, v)
+		return nil
+	})
+	var notObject *ojson.NotObjectError
+	var syntax *ojson.SyntaxError
+	switch {
+	case errors.As(err, &notObject):
+		return nil, fmt.Errorf("top level is not an object")
+	case errors.As(err, &syntax):
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	case err != nil:
 		return nil, safefile.Reason(err)
 	}
-	v, err := ojson.Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("not valid JSON: %w", err)
-	}
-	if v.Kind != ojson.KindObject {
-		return nil, fmt.Errorf("top level is not an object")
-	}
-	out := make([]*ojson.Value, 0, len(v.O))
-	for _, m := range v.O {
-		if m.Value.Kind != ojson.KindObject {
-			return nil, fmt.Errorf("entry %q is not an object", m.Key)
-		}
-		out = append(out, m.Value)
+	if out == nil {
+		out = []*ojson.Value{}
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -58,6 +59,60 @@ func TestReadResultsStopsAtOverlongLine(t *testing.T) {
 			}
 			if n := after.TotalAlloc - before.TotalAlloc; n >= uint64(size) && size > 1<<20 {
 				t.Errorf("allocated %d bytes reading a %d-byte file", n, size)
+			}
+		})
+	}
+}
+
+// TestReadAllResultsStreams: an all_results.json is read one entry at a
+// time: a 256 MiB file of NUL bytes (invalid at its first byte) and one
+// whose first entry is followed by a 256 MiB hole are refused naming the
+// line and column, after allocating a small part of the file's size; a
+// valid file gives its entries in file order.
+func TestReadAllResultsStreams(t *testing.T) {
+	const valid = "{\n  \"k2\": {\"a\": 1},\n  \"k1\": {\"b\": [2]}\n}\n"
+	for _, tc := range []struct {
+		name    string
+		head    string
+		tail    int64
+		entries string
+		err     string
+	}{
+		{"NUL bytes", "", 256 << 20, "", "not valid JSON: line 1, column 1:"},
+		{"a hole after an entry", "{\n  \"k1\": {\"a\": 1},\n", 256 << 20, "", "not valid JSON: line 3, column 1:"},
+		{"valid", valid, 0, `{"a":1};{"b":[2]}`, ""},
+		{"an entry not an object", `{"k1": {"a": 1}, "k2": 3}`, 0, "", `entry "k2" is not an object`},
+		{"an array", `[{"a": 1}]`, 0, "", "top level is not an object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), results.AllResultsFile)
+			if err := os.WriteFile(path, []byte(tc.head), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			size := int64(len(tc.head)) + tc.tail
+			if err := os.Truncate(path, size); err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			entries, err := readAllResults(path)
+			runtime.ReadMemStats(&after)
+			if tc.err == "" {
+				var got []string
+				for _, e := range entries {
+					got = append(got, string(ojson.MarshalCompact(e)))
+				}
+				if err != nil || strings.Join(got, ";") != tc.entries {
+					t.Fatalf("entries %q, err %v; want %q", got, err, tc.entries)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tc.err) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("err %v, want one line starting %q", err, tc.err)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; size > 1<<20 && n >= uint64(size)/8 {
+				t.Errorf("allocated %d bytes refusing a %d-byte file", n, size)
 			}
 		})
 	}

@@ -260,6 +260,12 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	todo, done := pending(p.bench, p.selected, prev, o.RetryErrors)
 	sum.AlreadyDone = done
+	if len(todo) > 0 {
+		if err := addEndpoints(runDir, man, p.man.Model.Endpoints); err != nil {
+			_ = store.Close()
+			return nil, err
+		}
+	}
 	r.store = store
 	return sum, r.execute(ctx, man, todo, len(p.selected), start)
 }
@@ -446,6 +452,24 @@ func openManifest(runDir string, man *results.Manifest) (*results.Manifest, erro
 		return nil, err
 	}
 	return man, nil
+}
+
+// addEndpoints adds to the manifest of a resumed run the endpoints of
+// this session that it does not name yet, after the first session's, and
+// rewrites it: endpoints may change between restarts, and the manifest
+// names every endpoint a session with records to ask was started
+// against. Nothing is written when it names them all already.
+func addEndpoints(runDir string, man *results.Manifest, eps []string) error {
+	all := results.UnionEndpoints(man.Model.Endpoints, eps)
+	if slices.Equal(all, man.Model.Endpoints) {
+		return nil
+	}
+	man.Model.Endpoints = all
+	b, err := man.Marshal()
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b)
 }
 
 // execute asks the records of todo, closes the store, then writes the

@@ -302,3 +302,57 @@ func TestCacheKeyedByEndpoint(t *testing.T) {
 		t.Errorf("both endpoints: %d of %d calls from the cache; want all", n.CacheHits, n.Calls)
 	}
 }
+
+// A run resumed against another endpoint of the same server names both
+// in its manifest, the first session's first; a session against known
+// endpoints, or one with no record left to ask, leaves the manifest's
+// bytes as they were.
+func TestResumeAgainstOtherEndpointRecordsIt(t *testing.T) {
+	url1, _ := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
+	url2, srv2 := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
+	url3, _ := startServer(t, fakemodel.ServerConfig{Policy: runmodel.PolicyRandom})
+	o := baseOptions(sampleBench, t.TempDir(), model(t, "opensource", "qwen3.6-27b"))
+	o.Endpoints = []string{url1}
+	s1 := run(t, o)
+	// An interrupted first session: only its first record was written.
+	resPath := filepath.Join(s1.RunDir, results.ResultsFile)
+	lines := strings.SplitAfter(string(readFile(t, resPath)), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("the first session wrote %d lines; the test needs at least two records", len(lines)-1)
+	}
+	if err := os.WriteFile(resPath, []byte(lines[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	endpoints := func() []string {
+		man, err := results.ReadManifest(s1.RunDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return man.Model.Endpoints
+	}
+
+	for _, c := range []struct {
+		name      string
+		endpoints []string
+		want      []string
+	}{
+		{"resumed against another endpoint", []string{url2}, []string{url1, url2}},
+		{"both again, in the other order", []string{url2, url1}, []string{url1, url2}},
+		{"the first alone", []string{url1}, []string{url1, url2}},
+		{"a third with nothing left to ask", []string{url3}, []string{url1, url2}},
+	} {
+		before := readFile(t, filepath.Join(s1.RunDir, results.ManifestFile))
+		o.Endpoints = c.endpoints
+		run(t, o)
+		if got := endpoints(); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: manifest endpoints %q, want %q", c.name, got, c.want)
+		}
+		after := readFile(t, filepath.Join(s1.RunDir, results.ManifestFile))
+		if changed := string(before) != string(after); changed != (c.name == "resumed against another endpoint") {
+			t.Errorf("%s: manifest rewritten %v", c.name, changed)
+		}
+	}
+	if srv2.Stats().OK == 0 {
+		t.Errorf("the second endpoint answered no call")
+	}
+}

@@ -8,7 +8,21 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/chexpercept/chexpercept/internal/csvcap"
 )
+
+// MaxScoresBytes bounds a scores table: a fully crossed study of a
+// hundred readers, four modalities and ten thousand cases is four million
+// rows of a few tens of bytes, about 100 MB.
+const MaxScoresBytes = 256 << 20
+
+// MaxScoreRecordBytes bounds one record (row, quoted line breaks included)
+// of a scores table. A row is five short fields (names of a modality, a
+// reader and a case, a truth and a score: tens of bytes); 1 MiB is far
+// above any real row and keeps the memory encoding/csv spends on one
+// record (which it holds whole, with no limit of its own) to a few MiB.
+const MaxScoreRecordBytes = 1 << 20
 
 // ScoreColumns are the columns of a scores table, one row per (modality,
 // reader, case).
@@ -18,19 +32,28 @@ var ScoreColumns = []string{"modality", "reader", "case", "truth", "score"}
 // any order) into a fully crossed study; name labels errors ("FILE line
 // N: field: reason"). Modalities, readers and cases keep the order of
 // their first row. For accuracy the truth column is not read and may be
-// empty. The caller bounds the reader.
+// empty. r is read as a stream, one record at a time: a record longer
+// than MaxScoreRecordBytes or a stream longer than MaxScoresBytes is
+// refused as soon as it is met, so memory holds the study read so far
+// and one record.
 func ParseScores(r io.Reader, name string, fom FOM) (*Data, error) {
 	if _, err := ParseFOM(string(fom)); err != nil {
 		return nil, err
 	}
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(csvcap.New(r, MaxScoreRecordBytes, MaxScoresBytes))
 	cr.ReuseRecord = true
+	readErr := func(err error) error {
+		if ce, ok := csvcap.As(err); ok {
+			return fmt.Errorf("%s line %d: %s (not a scores table)", name, ce.Line, ce.Msg)
+		}
+		return fmt.Errorf("%s: %w", name, err)
+	}
 	header, err := cr.Read()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty, want the header %s", name, strings.Join(ScoreColumns, ","))
 		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, readErr(err)
 	}
 	col := map[string]int{}
 	for i, h := range header {
@@ -70,7 +93,7 @@ func ParseScores(r io.Reader, name string, fom FOM) (*Data, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, readErr(err)
 		}
 		line, _ := cr.FieldPos(0)
 		field := func(c string) string { return strings.TrimSpace(rec[col[c]]) }

@@ -1,6 +1,8 @@
 package mrmc
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -270,6 +272,10 @@ func TestParseScoresErrors(t *testing.T) {
 		{"not crossed", head + "a,r,1,,1\na,r,2,,0\na,s,1,,1\n", "accuracy", "s.csv: modality a, reader s has no score for case 2"},
 		{"no rows", head, "auc", "s.csv: no rows"},
 		{"short row", head + "a,r\n", "auc", "s.csv"},
+		{"long row", head + "a,r,1,0,1\n" + strings.Repeat("x", MaxScoreRecordBytes+1) + "\n", "auc",
+			"s.csv line 3: record longer than 1048576 bytes (not a scores table)"},
+		{"long quoted row", head + `a,"` + strings.Repeat("r\n", MaxScoreRecordBytes/2+1) + `",1,0,1` + "\n", "auc",
+			"s.csv line 2: record longer than 1048576 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,5 +287,34 @@ func TestParseScoresErrors(t *testing.T) {
 				t.Errorf("error spans lines: %q", err)
 			}
 		})
+	}
+}
+
+// endless is a stream of one endless line; it fails the read once more
+// than max bytes were asked of it.
+type endless struct{ n, max int }
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.n > e.max {
+		return 0, fmt.Errorf("read %d bytes, past %d", e.n, e.max)
+	}
+	for i := range p {
+		p[i] = 'x'
+	}
+	e.n += len(p)
+	return len(p), nil
+}
+
+// An endless line is refused once its first MaxScoreRecordBytes are read,
+// not after the stream is read whole.
+func TestParseScoresStopsAtLongRecord(t *testing.T) {
+	const head = "modality,reader,case,truth,score\n"
+	src := &endless{max: 4 * MaxScoreRecordBytes}
+	_, err := ParseScores(io.MultiReader(strings.NewReader(head), src), "s.csv", AUC)
+	if err == nil || !strings.Contains(err.Error(), "s.csv line 2: record longer than") {
+		t.Fatalf("error %v, want the long record refused", err)
+	}
+	if src.n > 2*MaxScoreRecordBytes {
+		t.Errorf("read %d bytes of the endless line, want at most %d", src.n, 2*MaxScoreRecordBytes)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,6 +168,20 @@ type ModelInfo struct {
 	Quirks     []string `json:"quirks"`
 	Policy     *string  `json:"policy"`      // baseline only
 	PolicySeed *int64   `json:"policy_seed"` // baseline only
+}
+
+// UnionEndpoints is a followed by every endpoint of b that a does not
+// hold, in order and without repeats: the endpoints of a run resumed (or
+// of shards run) against other endpoints of the same server. The entries
+// are compared as stored (already without credentials). a is not changed.
+func UnionEndpoints(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	for _, e := range slices.Concat(a, b) {
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // ProfileInfo is the prompt profile: name, the eight effective texts in

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
 
+	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -27,9 +29,42 @@ const (
 // read takes, not the memory it holds.
 const MaxRunFileBytes = 4 << 30
 
-// MaxAllResultsBytes bounds an all_results.json read whole (it is one
-// JSON document): a released-size export is tens of megabytes.
+// MaxAllResultsBytes bounds an all_results.json (one JSON document; a
+// released-size export is tens of megabytes). It is read as a stream,
+// one entry at a time (ScanAllResults), so this bounds the time a read
+// takes, not the memory it holds.
 const MaxAllResultsBytes = 1 << 30
+
+// MaxAllResultsEntryBytes bounds one entry (one record's object) of an
+// all_results.json: the cap of one record line of results.jsonl, which
+// holds the same record with more fields.
+const MaxAllResultsEntryBytes = MaxLineBytes
+
+// ScanAllResults reads the all_results.json at path as a stream: fn gets
+// each top-level member (key_id and its value) in file order, and only
+// the member being read is held. A file larger than MaxAllResultsBytes is
+// refused before it is read, an entry longer than MaxAllResultsEntryBytes
+// (ojson.ErrMemberTooLarge) once that much of it is read, and input that
+// is not JSON at the first byte that is not (*ojson.SyntaxError); a
+// top-level value that is not an object is an *ojson.NotObjectError.
+// Errors opening the file are safefile's (naming path); fn's are
+// returned as they are.
+func ScanAllResults(path string, fn func(key string, v *ojson.Value) error) error {
+	f, err := safefile.Open(path, safefile.Follow)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	if fi.Size() > MaxAllResultsBytes {
+		return &fs.PathError{Op: "read", Path: path, Err: safefile.TooLarge(fi.Size(), MaxAllResultsBytes)}
+	}
+	// A file that grows while it is read is read up to the cap.
+	return ojson.ParseObjectStream(io.NewSectionReader(f, 0, MaxAllResultsBytes+1), MaxAllResultsEntryBytes, fn)
+}
 
 // ReadResults reads every complete line of a results.jsonl file, in file
 // order, one line at a time. A last line without its "\n" (a write cut

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/csvcap"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
@@ -39,6 +40,11 @@ type ImportOptions struct {
 
 // maxSheetBytes bounds one sheet file.
 const maxSheetBytes = 64 << 20
+
+// maxSheetRecordBytes bounds one record (row, quoted line breaks
+// included) of a sheet: a row is a case's key, decision and a reviewer's
+// comment, a few hundred bytes.
+const maxSheetRecordBytes = 1 << 20
 
 // ReadSheets reads filled review sheets (review_sheet.csv or a reference
 // layout, recognised by the header) and returns one log line per decided
@@ -127,7 +133,8 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 	if err != nil {
 		return nil, []string{fail(0, "%v", err)}
 	}
-	r := csv.NewReader(bytes.NewReader(data))
+	// encoding/csv holds a whole record, however long: each is capped.
+	r := csv.NewReader(csvcap.New(bytes.NewReader(data), maxSheetRecordBytes, maxSheetBytes))
 	header, err := r.Read()
 	if err != nil {
 		return nil, []string{fail(1, "cannot read the header: %v", err)}
@@ -155,6 +162,9 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 			line := 0
 			if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
 				line = pe.StartLine
+			}
+			if ce, ok := csvcap.As(err); ok {
+				line = ce.Line
 			}
 			problems = append(problems, fail(line, "%v", err))
 			break

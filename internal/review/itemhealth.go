@@ -27,6 +27,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/csvcap"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
@@ -55,6 +56,11 @@ const (
 // maxFlaggedBytes bounds a flagged_items.csv (a few hundred bytes a row).
 const maxFlaggedBytes = 64 << 20
 
+// maxFlaggedRecordBytes bounds one record (row, quoted line breaks
+// included) of a flagged_items.csv: a report's rows are a few hundred
+// bytes (key, question, reason codes, counts, a clipped question text).
+const maxFlaggedRecordBytes = 1 << 20
+
 // MaxFlagsPerCase bounds the flagged rows of one case: a report flags
 // each question of a case at most once per oracle mode (9 questions × 3
 // modes), so a file with more rows for one key is not a report's, and a
@@ -68,9 +74,13 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 	if err != nil {
 		return nil, fmt.Errorf("flagged items %s: %w", path, safefile.Reason(err))
 	}
-	r := csv.NewReader(bytes.NewReader(data))
+	// encoding/csv holds a whole record, however long: each is capped.
+	r := csv.NewReader(csvcap.New(bytes.NewReader(data), maxFlaggedRecordBytes, maxFlaggedBytes))
 	r.FieldsPerRecord = -1
 	header, err := r.Read()
+	if ce, ok := csvcap.As(err); ok {
+		return nil, fmt.Errorf("flagged items %s line %d: %s (not a report's flagged_items.csv)", path, ce.Line, ce.Msg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("flagged items %s: no header: %w", path, err)
 	}
@@ -94,6 +104,9 @@ func ReadFlagged(path string) ([]ItemFlag, error) {
 		rec, err := r.Read()
 		if err == io.EOF {
 			break
+		}
+		if ce, ok := csvcap.As(err); ok {
+			return nil, fmt.Errorf("flagged items %s line %d: %s (not a report's flagged_items.csv)", path, ce.Line, ce.Msg)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("flagged items %s: %w", path, err)

@@ -390,3 +390,28 @@ func TestFlaggedItemsClosedSets(t *testing.T) {
 		t.Errorf("outcomes written: %v", err)
 	}
 }
+
+// A flagged_items.csv or a sheet with one endless row is refused at that
+// row, naming it, instead of encoding/csv holding the row whole.
+func TestCSVRecordCap(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("x", maxFlaggedRecordBytes+1)
+	for _, c := range []struct {
+		name, body, want string
+	}{
+		{"flagged row", "key_id,question,reason\n" + long + "\n", "line 2: record longer than 1048576 bytes"},
+		{"flagged header", long + "\nkey_id,question,reason\n", "line 1: record longer than 1048576 bytes"},
+	} {
+		p := filepath.Join(dir, c.name+".csv")
+		os.WriteFile(p, []byte(c.body), 0o644)
+		if _, err := ReadFlagged(p); err == nil || !strings.Contains(err.Error(), p+" "+c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	sheet := filepath.Join(dir, "review_sheet.csv")
+	os.WriteFile(sheet, []byte(strings.Repeat("x", maxSheetRecordBytes+1)+"\n"), 0o644)
+	_, problems := readSheet(sheet, ImportOptions{Reviewer: "r1"}, "", nil, nil)
+	if len(problems) != 1 || !strings.Contains(problems[0], sheet+":1: cannot read the header: record longer than 1048576 bytes") {
+		t.Errorf("sheet: %q", problems)
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
-	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -85,10 +84,6 @@ func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 			return nil, fmt.Errorf("%s is the %s of the run directory %s that the import would write; copy it elsewhere first", file, name, dir)
 		}
 	}
-	data, err := safefile.ReadFile(file, MaxReferenceBytes, safefile.Follow)
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
@@ -96,7 +91,7 @@ func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 	at := now().UTC() // one time for every record and the manifest
 	ro := replayOptions{BenchDir: opts.Bench.Dir, Model: opts.Model, Oracle: opts.Oracle, Parse: opts.Parse,
 		Now: func() time.Time { return at }}
-	recs, modelID, warnings, err := importRecords(file, data, opts.Bench, &ro)
+	recs, modelID, warnings, err := importRecords(file, opts.Bench, &ro)
 	if err != nil {
 		return nil, err
 	}
@@ -166,45 +161,48 @@ type histEntry struct {
 // importRecords rebuilds the records of a reference all_results.json
 // (file names it in messages) with the settings of o. modelID is the
 // token_usage.model_id seen in the file, "" if none.
-func importRecords(file string, data []byte, bench *benchmark.Benchmark, o *replayOptions) (recs []*results.Record, modelID string, warns []string, err error) {
-	top, err := ojson.Parse(data)
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("%s: %w", file, err)
-	}
-	if top.Kind != ojson.KindObject {
-		return nil, "", nil, fmt.Errorf("%s: the top level is a %s, not an object keyed by key_id", file, top.Kind)
-	}
+func importRecords(file string, bench *benchmark.Benchmark, o *replayOptions) (recs []*results.Record, modelID string, warns []string, err error) {
 	position := make(map[string]int, len(bench.Records))
 	for i, r := range bench.Records {
 		position[r.KeyID] = i
 	}
 	var warn warnings
 	seen := map[string]bool{}
-	for _, mb := range top.O {
-		key := mb.Key
+	err = results.ScanAllResults(file, func(key string, v *ojson.Value) error {
 		at := func(format string, args ...any) error {
 			return fmt.Errorf("%s: key %q: %s", file, key, textsafe.OneLine(fmt.Sprintf(format, args...)))
 		}
 		if seen[key] {
-			return nil, "", nil, at("appears twice")
+			return at("appears twice")
 		}
 		seen[key] = true
-		if k := mb.Value.Kind; k != ojson.KindObject {
-			return nil, "", nil, at("the value is a %s, not an object", k)
+		if k := v.Kind; k != ojson.KindObject {
+			return at("the value is a %s, not an object", k)
 		}
 		idx, ok := position[key]
 		if !ok {
-			return nil, "", nil, at("not in the benchmark %s", bench.Dir)
+			return at("not in the benchmark %s", bench.Dir)
 		}
-		e := &entry{key: key, v: mb.Value, index: idx, rec: bench.Records[idx], at: at}
+		e := &entry{key: key, v: v, index: idx, rec: bench.Records[idx], at: at}
 		rec, id, err := e.importRecord(o, &warn)
 		if err != nil {
-			return nil, "", nil, err
+			return err
 		}
 		if id != "" {
 			modelID = id
 		}
 		recs = append(recs, rec)
+		return nil
+	})
+	var notObject *ojson.NotObjectError
+	var syntax *ojson.SyntaxError
+	switch {
+	case errors.As(err, &notObject):
+		return nil, "", nil, fmt.Errorf("%s: the top level is a %s, not an object keyed by key_id", file, notObject.Kind)
+	case errors.As(err, &syntax), errors.Is(err, ojson.ErrMemberTooLarge):
+		return nil, "", nil, fmt.Errorf("%s: %w", file, err)
+	case err != nil:
+		return nil, "", nil, err
 	}
 	slices.SortStableFunc(recs, func(a, b *results.Record) int { return a.Index - b.Index })
 	return recs, modelID, warn.list(), nil

@@ -116,6 +116,7 @@ func Merge(inputs []string, opts MergeOptions) (*MergeReport, error) {
 	m.Selection.Shard = nil
 	m.SelectionSHA256, m.SelectedRecords, m.KeysSHA256 = whole.selectionSHA256, len(whole.keys), whole.keysSHA256
 	m.Redactions = sumRedactions(shards)
+	m.Model.Endpoints = unionEndpoints(shards)
 
 	runName, oracle := m.RunName, m.OracleMode
 	if runName == "" || strings.ContainsAny(runName, `/\`) || runName == "." || runName == ".." ||
@@ -247,6 +248,16 @@ func checkSplit(shards []*shardRun) (int, error) {
 	return n, nil
 }
 
+// unionEndpoints is every endpoint of the shards, in shard order and
+// without repeats.
+func unionEndpoints(shards []*shardRun) []string {
+	eps := []string{}
+	for _, s := range shards {
+		eps = results.UnionEndpoints(eps, s.Manifest.Model.Endpoints)
+	}
+	return eps
+}
+
 // checkSettings checks that every shard has the first one's settings.
 func checkSettings(shards []*shardRun) error {
 	first := shards[0]
@@ -265,12 +276,15 @@ func checkSettings(shards []*shardRun) error {
 // settingsDiff lists, as "member: a vs b", where two shard manifests
 // differ in anything but what may differ between the shards of one run:
 // the shard and what derives from it, the creation time, the dataset
-// path, the key-redaction count (summed) and the platform of the binary
-// (the tool version, with its revision, must agree).
+// path, the key-redaction count (summed), the endpoints (joined: a shard
+// resumed against another endpoint of the same server names both, as a
+// run does) and the platform of the binary (the tool version, with its
+// revision, must agree).
 func settingsDiff(a, b *results.Manifest) ([]string, error) {
 	var trees [2]*ojson.Value
 	for i, m := range []results.Manifest{*a, *b} {
 		m.CreatedAt, m.Dataset.Path, m.Redactions, m.Provenance = "", "", 0, nil
+		m.Model.Endpoints = nil
 		m.Selection.Shard = nil
 		m.SelectionSHA256, m.SelectedRecords, m.KeysSHA256 = "", 0, ""
 		data, err := m.Marshal()

@@ -331,10 +331,10 @@ func TestCheckTarget(t *testing.T) {
 	}
 }
 
-// TestRedactionsAcrossShards: shards may differ in their key-redaction
+// TestRedactionsAndEndpointsAcrossShards: shards may differ in their key-redaction
 // counts without refusing the merge, and the merged manifest carries the
 // sum.
-func TestRedactionsAcrossShards(t *testing.T) {
+func TestRedactionsAndEndpointsAcrossShards(t *testing.T) {
 	shard := func(n int64) *shardRun {
 		return &shardRun{Run: &Run{Manifest: &results.Manifest{RunName: "r", OracleMode: "none", Redactions: n}}}
 	}
@@ -350,6 +350,16 @@ func TestRedactionsAcrossShards(t *testing.T) {
 		t.Errorf("redaction counts refuse the merge: %q", diffs)
 	}
 	other := *shards[0].Manifest
+	other.Model.Endpoints = []string{"http://b/v1", "http://a/v1"}
+	if diffs, _ := settingsDiff(shards[0].Manifest, &other); len(diffs) != 0 {
+		t.Errorf("endpoints of one server refuse the merge: %q", diffs)
+	}
+	shards[0].Manifest.Model.Endpoints = []string{"http://a/v1"}
+	shards[2].Manifest.Model.Endpoints = []string{"http://b/v1", "http://a/v1", "http://c/v1"}
+	if got, want := unionEndpoints(shards), []string{"http://a/v1", "http://b/v1", "http://c/v1"}; !slices.Equal(got, want) {
+		t.Errorf("merged endpoints %q, want %q", got, want)
+	}
+	other.Model.Endpoints = nil
 	other.Concurrency = 99
 	if diffs, _ := settingsDiff(shards[0].Manifest, &other); len(diffs) == 0 {
 		t.Error("a real settings difference went unnoticed")

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/csvcap"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -74,8 +75,8 @@ func ReadChexmask(path string, need map[string]bool, idColumn string) (*ChexTabl
 		r = bufio.NewReaderSize(gz, 1<<20)
 		packedBytes = func() int64 { return packed.n }
 	}
-	capped := &recordCapReader{r: r, maxRecord: MaxChexmaskRecordBytes, maxTotal: MaxChexmaskBytes, line: 1, start: 1,
-		packed: packedBytes, ratioAfter: chexmaskRatioAfter, maxRatio: MaxChexmaskRatio}
+	capped := csvcap.New(r, MaxChexmaskRecordBytes, MaxChexmaskBytes)
+	capped.Packed, capped.RatioAfter, capped.MaxRatio = packedBytes, chexmaskRatioAfter, MaxChexmaskRatio
 	cr := csv.NewReader(capped)
 	cr.ReuseRecord = true
 	header, err := cr.Read()
@@ -176,63 +177,16 @@ func (c *countReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// capError is a record or a whole CSV over its cap; line is where the
-// record started.
-type capError struct {
-	line int
-	msg  string
-}
-
-func (e *capError) Error() string { return e.msg }
-
-// recordCapReader passes a CSV stream through and fails once one record
-// (counted from the last newline outside quotes, so a quoted cell may span
-// lines) or the whole stream exceeds its cap. encoding/csv buffers a whole
-// record and has no limit of its own.
-type recordCapReader struct {
-	r                   io.Reader
-	maxRecord, maxTotal int64
-	n, total            int64
-	inQuote             bool
-	line, start         int // current line; line where the current record began
-	// packed, when set, is the compressed bytes read so far; past
-	// ratioAfter bytes out, the stream may not be maxRatio times larger.
-	packed     func() int64
-	ratioAfter int64
-	maxRatio   int64
-}
-
-func (c *recordCapReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	for _, b := range p[:n] {
-		c.n++
-		switch b {
-		case '"':
-			c.inQuote = !c.inQuote // "" inside a quoted cell toggles twice
-		case '\n':
-			c.line++
-			if !c.inQuote {
-				c.n, c.start = 0, c.line
-			}
-		}
-		if c.n > c.maxRecord {
-			return 0, &capError{c.start, fmt.Sprintf("record longer than %d bytes", c.maxRecord)}
-		}
-	}
-	c.total += int64(n)
-	if c.total > c.maxTotal {
-		return 0, &capError{c.line, fmt.Sprintf("more than %d bytes (after decompression)", c.maxTotal)}
-	}
-	if c.packed != nil && c.total > c.ratioAfter && c.total > c.maxRatio*c.packed() {
-		return 0, &capError{c.line, fmt.Sprintf("expands more than %d-fold when decompressed (a decompression bomb, not a CheXmask release)", c.maxRatio)}
-	}
-	return n, err
-}
-
 func csvError(path string, err error, what string) error {
-	var ce *capError
-	if errors.As(err, &ce) {
-		return &LineError{File: path, Line: ce.line, Msg: ce.msg}
+	if ce, ok := csvcap.As(err); ok {
+		msg := ce.Msg
+		switch ce.Kind {
+		case csvcap.Total:
+			msg += " (after decompression)"
+		case csvcap.Ratio:
+			msg += " (a decompression bomb, not a CheXmask release)"
+		}
+		return &LineError{File: path, Line: ce.Line, Msg: msg}
 	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {

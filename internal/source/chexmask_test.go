@@ -6,7 +6,6 @@ import (
 	"errors"
 	"image"
 	"image/png"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -284,33 +283,6 @@ func TestReadChexmaskCaps(t *testing.T) {
 			if err == nil || err.Error() != want {
 				t.Errorf("%s %s: err %v, want %q", c.name, f.name, err, want)
 			}
-		}
-	}
-}
-
-func TestRecordCapReaderTotal(t *testing.T) {
-	body := strings.Repeat("a,b\n", 1000)
-	r := &recordCapReader{r: strings.NewReader(body), maxRecord: 100, maxTotal: 2000, line: 1, start: 1}
-	_, err := io.ReadAll(r)
-	var ce *capError
-	if !errors.As(err, &ce) || !strings.Contains(ce.msg, "more than 2000 bytes") {
-		t.Fatalf("err %v", err)
-	}
-	r = &recordCapReader{r: strings.NewReader(body), maxRecord: 100, maxTotal: 4000, line: 1, start: 1}
-	if _, err := io.ReadAll(r); err != nil {
-		t.Fatalf("at the cap: %v", err)
-	}
-	// A stream that expands more than maxRatio-fold is refused once
-	// ratioAfter bytes are out, not before.
-	for _, tc := range []struct {
-		packed int64
-		ok     bool
-	}{{10, false}, {400, true}} {
-		r = &recordCapReader{r: strings.NewReader(body), maxRecord: 100, maxTotal: 1 << 20, line: 1, start: 1,
-			packed: func() int64 { return tc.packed }, ratioAfter: 1000, maxRatio: 10}
-		_, err = io.ReadAll(r)
-		if tc.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), "expands more than 10-fold") {
-			t.Errorf("packed %d: %v", tc.packed, err)
 		}
 	}
 }

@@ -523,3 +523,12 @@ func (c *ilsCapReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// capError is a JSON stream over one of its caps; line is where the
+// offending study or token started.
+type capError struct {
+	line int
+	msg  string
+}
+
+func (e *capError) Error() string { return e.msg }
