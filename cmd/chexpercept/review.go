@@ -507,7 +507,7 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 	f := cmd.Flags()
 	f.StringArrayVar(&sheets, "csv", nil, "filled sheet (repeat the flag or list more sheets as arguments)")
 	f.StringVar(&src, "source", "", "manifest or candidates the sheets were made from (binds rows without digests)")
-	f.StringVar(&reviews, "reviews", "", "reviews.jsonl to append to (created when absent)")
+	f.StringVar(&reviews, "reviews", "", "reviews.jsonl to append to (created when absent; any other file is refused)")
 	f.StringVar(&db, "review-db", "", "review database to import into")
 	f.StringVar(&reviewer, "reviewer", "", "reviewer name (default: the sheet's annotator_<X> folder, else import)")
 	f.BoolVar(&legacy, "legacy-nonempty-accept", false, "optimal? cells: any non-empty cell accepts (the reference's rule)")
