@@ -332,38 +332,17 @@ func (AcceptAll) Resolve(string, string, string) Resolution {
 // nothing; a foreign file is recognised because its text does not parse.
 // The error says which line is not a decision and why.
 func CheckLogEnds(r io.ReaderAt, size int64) error {
-	if size <= 0 {
+	first, last, blank, err := safefile.EndLines(r, size, maxLogLine)
+	if err != nil {
+		return fmt.Errorf("its first or last line: %w", err)
+	}
+	if blank {
 		return nil
 	}
-	window := int64(maxLogLine) + 1
-	// The first non-blank line, within the first window of bytes.
-	head := make([]byte, min(size, window))
-	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
-		return fmt.Errorf("read error: %w", err)
-	}
-	trimmed := bytes.TrimLeft(head, " \t\r\n")
-	if len(trimmed) == 0 && int64(len(head)) == size {
-		return nil // blank
-	}
-	first, _, found := bytes.Cut(trimmed, []byte{'\n'})
-	if !found && int64(len(head)) < size {
-		return fmt.Errorf("its first line is longer than %d bytes", maxLogLine)
-	}
-	if _, err := parseLine(bytes.TrimSpace(first)); err != nil {
+	if _, err := parseLine(first); err != nil {
 		return fmt.Errorf("its first line is not a decision: %w", err)
 	}
-	// The last non-blank line, within the last window of bytes.
-	off := max(size-window, 0)
-	tail := make([]byte, size-off)
-	if _, err := r.ReadAt(tail, off); err != nil && err != io.EOF {
-		return fmt.Errorf("read error: %w", err)
-	}
-	tail = bytes.TrimRight(tail, " \t\r\n")
-	i := bytes.LastIndexByte(tail, '\n')
-	if i < 0 && off > 0 {
-		return fmt.Errorf("its last line is longer than %d bytes", maxLogLine)
-	}
-	if _, err := parseLine(bytes.TrimSpace(tail[i+1:])); err != nil {
+	if _, err := parseLine(last); err != nil {
 		return fmt.Errorf("its last line is not a decision: %w", err)
 	}
 	return nil
