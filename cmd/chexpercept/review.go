@@ -423,6 +423,11 @@ refused with exit status 2; delete a finished pack to write it again.`,
 			if err != nil {
 				return withExit(2, err)
 			}
+			unlock, err := lockOutDir(out)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			var sum review.PackSummary
 			err = untilInterrupted(cmd.Context(), "review pack", func(context.Context) error {
 				var err error
