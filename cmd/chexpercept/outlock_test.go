@@ -22,6 +22,10 @@ func TestOutDirLocked(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	man := reviewManifest(t)
+	db := filepath.Join(t.TempDir(), "review.db")
+	if _, stderr, code := runCLI(t, "review", "init", "--source", man, "--review-db", db, "--reviewers", "1"); code != 0 {
+		t.Fatalf("review init: exit %d\n%s", code, stderr)
+	}
 	tests := []struct {
 		name string
 		args func(out string) []string
@@ -36,6 +40,9 @@ func TestOutDirLocked(t *testing.T) {
 		{"report", func(out string) []string { return []string{"report", "--out", out, filepath.Join(out, "..", "runs")} }},
 		{"review pack", func(out string) []string {
 			return []string{"review", "pack", "--source", man, "--out", out, "--reviewers", "1", "--workers", "1"}
+		}},
+		{"review export --csv", func(out string) []string {
+			return []string{"review", "export", "--review-db", db, "--csv", out}
 		}},
 		{"mrmc", func(out string) []string {
 			return []string{"mrmc", "--scores", vanDykeScores, "--fom", "auc", "--out", out}

@@ -263,6 +263,13 @@ anything is written.`,
 			if db == "" || (jsonl != "" && csvDir != "") || (jsonl == "" && csvDir == "" && outcomes == "") {
 				return withExit(2, errors.New("give --review-db and exactly one of --reviews OUT, --csv OUT_DIR (and/or --outcomes FILE)"))
 			}
+			if csvDir != "" {
+				unlock, err := lockOutDir(csvDir)
+				if err != nil {
+					return err
+				}
+				defer unlock()
+			}
 			if err := checkExportTargets(db, jsonl, csvDir, outcomes, force); err != nil {
 				return withExit(2, err)
 			}
