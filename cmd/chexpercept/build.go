@@ -111,6 +111,11 @@ written; a build removes only bundle folders a build recorded as its own.`,
 				}
 				opt.Decisions, opt.ReviewMode = d, build.ModeReviewDB
 			}
+			unlock, err := lockOutDir(out)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			sum, err := build.Run(ctx, opt)

@@ -42,6 +42,11 @@ DIR reuses the finished steps (an interrupted build or evaluation resumes);
 delete DIR to start from scratch. Nothing is written outside DIR.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			unlock, err := lockOutDir(opt.Out)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			opt.Stdout = cmd.OutOrStdout()

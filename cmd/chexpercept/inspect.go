@@ -31,10 +31,18 @@ inspect stops with exit status 2 before writing anything.`,
 			if key == "" {
 				return withExit(2, errors.New("--key is required"))
 			}
+			// inspect/<key_id>/ lies in the benchmark directory, which a
+			// build may be writing: the folder's lock is the build's.
+			benchDir := benchmarkDir(bench, args)
+			unlock, err := lockOutDir(benchDir)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			var dir string
-			err := untilInterrupted(cmd.Context(), "inspect", func(context.Context) error {
+			err = untilInterrupted(cmd.Context(), "inspect", func(context.Context) error {
 				var err error
-				dir, err = build.Inspect(build.InspectOptions{Dir: benchmarkDir(bench, args), Key: key, Source: src})
+				dir, err = build.Inspect(build.InspectOptions{Dir: benchDir, Key: key, Source: src})
 				return err
 			})
 			var ee *exitError

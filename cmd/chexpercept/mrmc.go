@@ -105,6 +105,11 @@ test) while the analyses above cover the other readers. See docs/mrmc.md.`,
 // writeMrmc writes the analysis' files into dir under the output-directory
 // rule, never over the scores table.
 func writeMrmc(dir, scores string, a *mrmc.Analysis) error {
+	unlock, err := lockOutDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	st, err := outdir.Require(dir, "mrmc", mrmcMarker)
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)

@@ -53,8 +53,13 @@ definition's phantom shape family (docs/adding-a-lesion.md).`,
 					opt.Lesions = append(opt.Lesions, d)
 				}
 			}
+			unlock, err := lockOutDir(out)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			var sum phantom.Summary
-			err := untilInterrupted(cmd.Context(), "phantom", func(ctx context.Context) error {
+			err = untilInterrupted(cmd.Context(), "phantom", func(ctx context.Context) error {
 				var err error
 				sum, err = phantom.Generate(ctx, opt)
 				return err

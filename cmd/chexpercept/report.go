@@ -82,8 +82,13 @@ deletes nothing.`,
 				return withExit(2, fmt.Errorf("--flag-share: %w", err))
 			}
 			cfg.Report.Version = version.String()
+			unlock, err := lockOutDir(cfg.Out)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			var res *analysis.Result
-			err := untilInterrupted(cmd.Context(), "report", func(context.Context) error {
+			err = untilInterrupted(cmd.Context(), "report", func(context.Context) error {
 				var err error
 				res, err = report.Generate(cfg)
 				return err

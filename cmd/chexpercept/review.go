@@ -286,6 +286,13 @@ anything is written.`,
 			if db == "" || (jsonl != "" && csvDir != "") || (jsonl == "" && csvDir == "" && outcomes == "") {
 				return withExit(2, errors.New("give --review-db and exactly one of --reviews OUT, --csv OUT_DIR (and/or --outcomes FILE)"))
 			}
+			if csvDir != "" {
+				unlock, err := lockOutDir(csvDir)
+				if err != nil {
+					return err
+				}
+				defer unlock()
+			}
 			if err := checkExportTargets(db, jsonl, csvDir, outcomes, force); err != nil {
 				return withExit(2, err)
 			}
@@ -446,6 +453,11 @@ refused with exit status 2; delete a finished pack to write it again.`,
 			if err != nil {
 				return withExit(2, err)
 			}
+			unlock, err := lockOutDir(out)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			var sum review.PackSummary
 			err = untilInterrupted(cmd.Context(), "review pack", func(context.Context) error {
 				var err error
@@ -530,7 +542,7 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 	f := cmd.Flags()
 	f.StringArrayVar(&sheets, "csv", nil, "filled sheet (repeat the flag or list more sheets as arguments)")
 	f.StringVar(&src, "source", "", "manifest or candidates the sheets were made from (binds rows without digests)")
-	f.StringVar(&reviews, "reviews", "", "reviews.jsonl to append to (created when absent)")
+	f.StringVar(&reviews, "reviews", "", "reviews.jsonl to append to (created when absent; any other file is refused)")
 	f.StringVar(&db, "review-db", "", "review database to import into")
 	f.StringVar(&reviewer, "reviewer", "", "reviewer name (default: the sheet's annotator_<X> folder, else import)")
 	f.BoolVar(&legacy, "legacy-nonempty-accept", false, "optimal? cells: any non-empty cell accepts (the reference's rule)")

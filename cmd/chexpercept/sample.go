@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +22,7 @@ func newSampleCmd() *cobra.Command {
 		manifest, mimicCXR, mimicILS, ilsMasks, chexCSV, lungPattern string
 		out, configPath                                              string
 		seed                                                         uint64
+		force                                                        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "sample (--manifest FILE | --mimic-cxr DIR --mimic-ils FILE --ils-masks DIR [--chexmask-csv FILE] [--lung-png-pattern P]) --out candidates.jsonl",
@@ -33,7 +36,13 @@ candidates.jsonl (each line with rank, source_type and sample_seed).
 Before writing, every image and mask the candidates reference is checked:
 a regular file with a readable PNG/JPEG header (masks: PNG) of a size the
 build accepts. Any failure names the first few files, writes nothing and
-exits with status 2.`,
+exits with status 2.
+
+An existing --out is replaced only when it is recognisably a candidates
+file sample wrote (empty, or its first and last lines are candidates lines
+with rank, source_type and sample_seed), or with --force; any other file is
+refused (exit 2) before anything is read. A symbolic link or anything but a
+regular file is refused even with --force.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			useMIMIC := mimicCXR != "" || mimicILS != "" || ilsMasks != ""
@@ -51,6 +60,9 @@ exits with status 2.`,
 			}
 			if in, same := outdir.SameFile(out, manifest, mimicILS, chexCSV, configPath); same {
 				return withExit(2, fmt.Errorf("--out %s is an input of this command (%s); write the candidates to another file", out, in))
+			}
+			if err := checkSampleOut(out, force); err != nil {
+				return withExit(2, err)
 			}
 			cfg := buildcfg.Default()
 			if configPath != "" {
@@ -115,5 +127,32 @@ exits with status 2.`,
 	f.StringVar(&out, "out", "", "candidates.jsonl to write")
 	namedSeedFlag(f, &seed, "sample-seed", "sampling seed: which candidates are drawn (default: config key seed, else 0)")
 	f.StringVar(&configPath, "config", "", "YAML configuration (build.md §2.5)")
+	f.BoolVar(&force, "force", false, "replace an existing --out that is not a candidates file sample wrote")
 	return cmd
+}
+
+// checkSampleOut refuses an existing regular file out that is not
+// recognisably sample's own candidates.jsonl, unless force: sample never
+// replaces a file it did not write. A link or other non-regular file is
+// left to the write, which refuses it whatever force says.
+func checkSampleOut(out string, force bool) error {
+	st, err := os.Lstat(out)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && (force || !st.Mode().IsRegular())) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", out, err)
+	}
+	f, err := safefile.Open(out, safefile.NoFollow)
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", out, safefile.Reason(err))
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return fmt.Errorf("--out %s: %w", out, err)
+	}
+	if err := source.CheckCandidatesEnds(f, st.Size()); err != nil {
+		return fmt.Errorf("--out %s exists and is not a candidates file sample wrote (%w); sample never replaces another file unless told: pass --force, or write elsewhere", out, err)
+	}
+	return nil
 }

@@ -86,3 +86,59 @@ func TestSampleRefusesUnusableInputs(t *testing.T) {
 		t.Errorf("candidates.jsonl written despite the error (%v)", err)
 	}
 }
+
+// TestSampleOutForeignFile: an existing --out is replaced only when it is
+// a candidates file sample wrote (or empty), or with --force; any other
+// file is refused with exit 2 and one line naming it, and is left as it was.
+func TestSampleOutForeignFile(t *testing.T) {
+	fx := "../../internal/source/testdata/mimic"
+	args := []string{"sample", "--mimic-cxr", fx, "--mimic-ils", fx + "/mimic_ils_instruction_answer.json",
+		"--ils-masks", fx + "/lesion_mask", "--chexmask-csv", fx + "/chexmask_mimic.csv", "--seed", "7"}
+	earlier := filepath.Join(t.TempDir(), "earlier.jsonl")
+	if _, stderr, code := runCLI(t, append(args, "--out", earlier)...); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	own, _ := os.ReadFile(earlier)
+	manifestLine := `{"case_id": "a_negative_0", "lesion": "edema", "label": "negative", "image": "a.jpg"}` + "\n"
+	for _, tc := range []struct {
+		name, content string
+		force         bool
+		refused       string // "" when the file must be replaced
+	}{
+		{"notes", "my precious notes\n", false, "first line is not a candidate"},
+		{"a manifest", manifestLine, false, "source_type is missing"},
+		{"candidates then notes", string(own) + "notes\n", false, "last line is not a candidate"},
+		{"notes, --force", "my precious notes\n", true, ""},
+		{"its own output", string(own), false, ""},
+		{"its own output, other seed", strings.ReplaceAll(string(own), `"sample_seed":7}`, `"sample_seed":3}`), false, ""},
+		{"empty", "", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			if err := os.WriteFile(out, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			a := append(append([]string(nil), args...), "--out", out)
+			if tc.force {
+				a = append(a, "--force")
+			}
+			_, stderr, code := runCLI(t, a...)
+			got, _ := os.ReadFile(out)
+			if tc.refused != "" {
+				if code != 2 || !strings.Contains(stderr, out) || !strings.Contains(stderr, tc.refused) || !strings.Contains(stderr, "--force") {
+					t.Errorf("exit %d, want 2 and one line naming %s and %q:\n%s", code, out, tc.refused, stderr)
+				}
+				if string(got) != tc.content {
+					t.Errorf("the refused file changed to %q", got)
+				}
+				return
+			}
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			if !bytes.Equal(got, own) {
+				t.Errorf("--out holds %q, want the candidates", got)
+			}
+		})
+	}
+}

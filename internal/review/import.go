@@ -352,15 +352,31 @@ func mapDecision(cell string) (string, error) {
 // log is opened as safefile.OpenWritable opens a command's own files: a
 // symbolic link or anything but a regular file is refused (a FIFO would
 // wait for a reader for ever, a link would send the decisions elsewhere).
+// An existing file is appended to only when it is recognisably a reviews
+// log (reviewlog.CheckLogEnds: empty, or its first and last lines are
+// decisions); any other file was not written by a review command and is
+// refused untouched. With no lines nothing is opened or written.
 func AppendLog(path string, lines []*reviewlog.Line) error {
+	if len(lines) == 0 {
+		return nil
+	}
 	f, err := safefile.OpenWritable(path, os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("reviews %s: %w", path, safefile.Reason(err))
 	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close() // nothing was written; the stat error is the one reported
+		return fmt.Errorf("reviews %s: %w", path, err)
+	}
+	if err := reviewlog.CheckLogEnds(f, st.Size()); err != nil {
+		_ = f.Close() // nothing was written; the refusal is the one reported
+		return fmt.Errorf("reviews %s: not a reviews log (%w); refusing to append to a file no review command wrote (give a new or existing reviews.jsonl)", path, err)
+	}
 	data := MarshalLines(lines)
 	// A file whose last line lacks its newline would glue our first line
 	// onto it.
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+	if st.Size() > 0 {
 		var last [1]byte
 		if _, err := f.ReadAt(last[:], st.Size()-1); err == nil && last[0] != '\n' {
 			data = append([]byte{'\n'}, data...)

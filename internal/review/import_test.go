@@ -281,3 +281,64 @@ func TestImportReviewerNames(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendLogRefusesForeignFiles: decisions are appended only to a file
+// that is recognisably a reviews log; any other file, and any file when
+// there is nothing to append, is left byte for byte as it was.
+func TestAppendLogRefusesForeignFiles(t *testing.T) {
+	line := []*reviewlog.Line{{KeyID: "k", Decision: reviewlog.DecisionAccept}}
+	dec := `{"key_id":"a","decision":"reject"}`
+	long := strings.Repeat("x", 2<<20)
+	for _, tc := range []struct {
+		name, content string
+		lines         []*reviewlog.Line
+		want          string // "" when the append must succeed
+	}{
+		{"text", "my notes, not a reviews log", line, "first line is not a decision"},
+		{"json but not a decision", `{"a":1}` + "\n", line, "first line is not a decision"},
+		{"decisions then text", dec + "\nnotes\n", line, "last line is not a decision"},
+		{"text then decisions", "notes\n" + dec + "\n", line, "first line is not a decision"},
+		{"one long line", long, line, "longer than"},
+		{"nothing to append, foreign", "my notes", nil, ""},
+		{"nothing to append, no final newline", dec, nil, ""},
+		{"empty", "", line, ""},
+		{"blank", "\n\n", line, ""},
+		{"log", dec + "\n" + dec + "\n", line, ""},
+		{"log without final newline", dec, line, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f.jsonl")
+			writeFile(t, path, tc.content)
+			err := AppendLog(path, tc.lines)
+			got, rerr := os.ReadFile(path)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("AppendLog: %v, want one line naming %s and %q", err, path, tc.want)
+				}
+				if string(got) != tc.content {
+					t.Errorf("the refused file changed: %d bytes, was %d", len(got), len(tc.content))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tc.lines) == 0 {
+				if string(got) != tc.content {
+					t.Errorf("nothing to append, yet the file became %q", got)
+				}
+				return
+			}
+			l, err := reviewlog.ReadLog(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Latest("k") == nil {
+				t.Errorf("the decision was not appended: %q", got)
+			}
+		})
+	}
+}

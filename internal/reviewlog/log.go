@@ -324,3 +324,26 @@ type AcceptAll struct{}
 func (AcceptAll) Resolve(string, string, string) Resolution {
 	return Resolution{Status: Accepted}
 }
+
+// CheckLogEnds reports whether the file r of size bytes can be taken for a
+// reviews.jsonl that a writer may append to: it is empty (or blank), or its
+// first and last non-blank lines are decision lines. It reads at most
+// about two lines (each bounded), not the whole log, so a long log costs
+// nothing; a foreign file is recognised because its text does not parse.
+// The error says which line is not a decision and why.
+func CheckLogEnds(r io.ReaderAt, size int64) error {
+	first, last, blank, err := safefile.EndLines(r, size, maxLogLine)
+	if err != nil {
+		return fmt.Errorf("its first or last line: %w", err)
+	}
+	if blank {
+		return nil
+	}
+	if _, err := parseLine(first); err != nil {
+		return fmt.Errorf("its first line is not a decision: %w", err)
+	}
+	if _, err := parseLine(last); err != nil {
+		return fmt.Errorf("its last line is not a decision: %w", err)
+	}
+	return nil
+}

@@ -3,11 +3,13 @@ package source
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // CaseJSON is the candidates line of c (§2.4) as an ordered JSON object:
@@ -103,4 +105,49 @@ func WriteCandidates(path string, cases []*Case) error {
 		return err
 	}
 	return atomicfile.WriteFile(abs, MarshalCandidates(cases, filepath.Dir(abs)))
+}
+
+// CheckCandidatesEnds reports whether the file r of size bytes is
+// recognisably a candidates.jsonl that WriteCandidates wrote, so that it may
+// be replaced: empty (a sample with no candidates), or its first and last
+// non-blank lines are candidates lines (manifest fields only, with rank,
+// source_type and sample_seed). Only those two lines are read (each at most
+// MaxLineBytes). The error says which line is not a candidate and why.
+func CheckCandidatesEnds(r io.ReaderAt, size int64) error {
+	first, last, blank, err := safefile.EndLines(r, size, MaxLineBytes)
+	if err != nil {
+		return fmt.Errorf("its first or last line: %w", err)
+	}
+	if blank {
+		return nil
+	}
+	for _, l := range []struct {
+		which string
+		raw   []byte
+	}{{"first", first}, {"last", last}} {
+		if err := checkCandidateLine(l.raw); err != nil {
+			return fmt.Errorf("its %s line is not a candidate: %w", l.which, err)
+		}
+	}
+	return nil
+}
+
+// checkCandidateLine checks the shape of one candidates line as
+// CaseJSON writes it; the paths it names are not looked at.
+func checkCandidateLine(raw []byte) error {
+	fields, err := lineFields(raw)
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{"case_id", "lesion", "label", "image", "source_type"} {
+		if f := fields[name]; f == nil || f.Kind != ojson.KindString {
+			return fmt.Errorf("%s is missing or not a string", name)
+		}
+	}
+	for _, name := range []string{"rank", "sample_seed"} {
+		if fields[name] == nil {
+			return fmt.Errorf("%s is missing", name)
+		}
+	}
+	return parseSamplingFields(&Case{}, fields)
 }
