@@ -6,9 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -17,20 +17,24 @@ import (
 
 // TestRenamePauseHelperProcess runs chexpercept (CHX_TEST_ARGS) with the
 // atomic write of the file named CHX_PAUSE_RENAME stopped just before its
-// rename: it writes the name on descriptor 3, waits there for a signal,
-// and then goes on (the command's handler has the signal too).
+// rename: it writes the name on descriptor 3 and waits there until the
+// command's signal handler has stopped the writes (atomicfile.Stop).
 func TestRenamePauseHelperProcess(t *testing.T) {
 	base := os.Getenv("CHX_PAUSE_RENAME")
 	if base == "" {
 		t.Skip("helper process for TestWritersInterrupted")
 	}
 	ready := os.NewFile(3, "ready")
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// The write goes on only once the command's handler has taken the
+	// signal and stopped its writes (or let them finish, past the commit
+	// point): going on at the signal itself would race the handler.
+	stopped := make(chan struct{})
+	var once sync.Once
+	atomicfile.StopHook = func() { once.Do(func() { close(stopped) }) }
 	atomicfile.RenameHook = func(name string) {
 		if filepath.Base(name) == base {
 			ready.WriteString(name + "\n")
-			<-sigs // the write goes on once the signal has come
+			<-stopped
 		}
 	}
 	os.Args = append([]string{"chexpercept"}, strings.Split(os.Getenv("CHX_TEST_ARGS"), argSep)...)

@@ -78,6 +78,11 @@ func write(name string, data []byte, durable bool) error {
 // or signals the process there.
 var RenameHook func(name string)
 
+// StopHook is nil except in tests: Stop calls it once it has decided
+// (and removed the temporary files, unless the command had passed its
+// commit point), so a test can hold a write until then.
+var StopHook func()
+
 // syncDir is SyncDir; tests replace it to inject a failure.
 var syncDir = SyncDir
 
@@ -229,6 +234,9 @@ func Finish() error {
 // command has passed its commit point (Finish): then it changes nothing
 // and returns false, and the caller lets the command finish.
 func Stop() bool {
+	if StopHook != nil {
+		defer StopHook()
+	}
 	temps.Lock()
 	defer temps.Unlock()
 	if temps.finished {
