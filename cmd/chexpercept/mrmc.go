@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -141,6 +144,27 @@ func writeMrmc(dir, scores string, a *mrmc.Analysis) error {
 	for _, name := range names {
 		if err := outdir.WriteFile(dir, name, files[name]); err != nil {
 			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	return removeOldMrmcFiles(dir, files)
+}
+
+// removeOldMrmcFiles removes the files an earlier analysis wrote into dir
+// that this one does not (mrmc_standalone.csv of a run with --algorithm),
+// so the folder holds one analysis. Only regular files named as mrmc's
+// own are removed, after the new files are in place.
+func removeOldMrmcFiles(dir string, keep map[string][]byte) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if _, ok := keep[name]; ok || !e.Type().IsRegular() || !isMrmcFile(name) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("--out: removing %s of an earlier analysis: %w", name, err)
 		}
 	}
 	return nil

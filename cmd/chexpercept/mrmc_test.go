@@ -161,3 +161,31 @@ func TestMrmcAlgorithm(t *testing.T) {
 		t.Errorf("mrmc_standalone.csv:\n%s", b)
 	}
 }
+
+// TestMrmcRerunReplacesOwnFiles: an mrmc --out folder holds one analysis.
+// A rerun without --algorithm removes the earlier analysis'
+// mrmc_standalone.csv, which it does not write, and leaves every file it
+// did not write alone.
+func TestMrmcRerunReplacesOwnFiles(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "mrmc")
+	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("mrmc.json", filepath.Join(out, "mrmc_link.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(out, "mrmc_standalone.csv")); err == nil {
+		t.Error("the earlier analysis' mrmc_standalone.csv is still beside the new analysis")
+	}
+	for _, kept := range []string{"notes.txt", "mrmc_link.csv", "mrmc.json"} {
+		if _, err := os.Lstat(filepath.Join(out, kept)); err != nil {
+			t.Errorf("%s: %v", kept, err)
+		}
+	}
+}
