@@ -194,3 +194,50 @@ func TestReportAfterInterruptedReport(t *testing.T) {
 		})
 	}
 }
+
+// TestReportRerunRemovesEarlierFiles: a report folder holds one report. A
+// rerun over fewer runs removes the earlier report's files it does not
+// write (the left-out model's plots), keeps the files it writes again and
+// every file the earlier report did not list (a note of the user's, a
+// file from a report written before the list), and lists what it wrote.
+func TestReportRerunRemovesEarlierFiles(t *testing.T) {
+	tmp := t.TempDir()
+	bench := benchtest.Sample()
+	both := fixture(t, filepath.Join(tmp, "both"), bench,
+		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
+		&analysistest.Run{Provider: "baseline", Label: "first", Oracle: "none", Policy: analysistest.First})
+	one := fixture(t, filepath.Join(tmp, "one"), bench,
+		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle})
+	out := filepath.Join(tmp, "report")
+	gen := func(results string) {
+		t.Helper()
+		if _, err := Generate(Config{Inputs: []string{results}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gen(both)
+	firstOnly, err := filepath.Glob(filepath.Join(out, "plot_*baseline_first*"))
+	if err != nil || len(firstOnly) == 0 {
+		t.Fatalf("the two-run report drew no plot of baseline_first (%v)", err)
+	}
+	for name, data := range map[string]string{"notes.md": "mine\n", "old_unlisted.csv": "a report before the list\n"} {
+		if err := os.WriteFile(filepath.Join(out, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gen(one)
+	for _, p := range firstOnly {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s of the earlier report is still there", filepath.Base(p))
+		}
+	}
+	for _, kept := range []string{"notes.md", "old_unlisted.csv", "report.md", "summary.json", "index.html"} {
+		if _, err := os.Lstat(filepath.Join(out, kept)); err != nil {
+			t.Errorf("%s: %v", kept, err)
+		}
+	}
+	marker := string(read(t, filepath.Join(out, MarkerName)))
+	if !strings.HasPrefix(marker, markerText) || !strings.Contains(marker, "\nreport.md\n") || strings.Contains(marker, "notes.md") || strings.Contains(marker, "baseline_first") {
+		t.Errorf("marker does not list what the second report wrote:\n%.400s", marker)
+	}
+}

@@ -39,6 +39,10 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 	if err := claimDir(dir); err != nil {
 		return err
 	}
+	before, err := takeSnapshot(dir)
+	if err != nil {
+		return err
+	}
 	warnings := res.Warnings
 	files := map[string][]byte{
 		"ext_stage_accuracy.csv": extStage(res),
@@ -76,7 +80,7 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 	if err := writeHTML(res, d, jobs, dir, opts); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	return nil
+	return finishDir(dir, before)
 }
 
 // MarkerName marks a report directory, which a later report may rewrite.
@@ -92,7 +96,8 @@ const markerText = "chexpercept report: `chexpercept report` may rewrite the fil
 // merely share a report's names (index.html, report.md, summary.json) is
 // not one: only the marker says that a report wrote them. A report
 // overwrites only the names it writes, never through a symbolic link
-// (outdir.WriteFile), and deletes nothing.
+// (outdir.WriteFile), and deletes only the files an earlier report listed
+// in its marker as written and this one did not write (finishDir).
 func claimDir(dir string) error {
 	st, err := checkDir(dir)
 	if err != nil {
