@@ -14,7 +14,9 @@ import (
 // MarkerName is the file that marks a directory as a phantom set. It is
 // written before any image, so an interrupted run can be rerun into the
 // same directory; any other non-empty directory is refused, because
-// Generate overwrites images/, masks/ and manifest.jsonl in place.
+// Generate overwrites images/, masks/ and manifest.jsonl in place. Below
+// its first line the marker lists the files the last run wrote
+// (outdir.FinishOwned), so a rerun with fewer cases removes the rest.
 const MarkerName = ".chexpercept-phantom"
 
 const markerText = "chexpercept phantom set: `chexpercept phantom` may rewrite this directory\n"

@@ -125,3 +125,30 @@ func TestGenerateRerunsIntoPhantomSet(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateFewerCasesRemovesEarlierOnes: a set rewritten with fewer
+// cases keeps none of the earlier cases' images and masks (its manifest
+// would not name them), and keeps a file the earlier run did not write.
+func TestGenerateFewerCasesRemovesEarlierOnes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates 42 cases")
+	}
+	dir, first := generate(t, 2, 9, 2)
+	if err := os.WriteFile(filepath.Join(dir, "images", "mine.png"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Generate(context.Background(), Options{OutDir: dir, CasesPerLesion: 1, Seed: 9, Workers: 2})
+	if err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	images, err := os.ReadDir(filepath.Join(dir, "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(images) != sum.Cases+1 || sum.Cases >= first.Cases {
+		t.Errorf("images/ holds %d files after %d cases were rewritten as %d, want %d and mine.png", len(images), first.Cases, sum.Cases, sum.Cases)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "images", "mine.png")); err != nil || string(b) != "mine" {
+		t.Errorf("mine.png: %q, %v", b, err)
+	}
+}

@@ -155,14 +155,25 @@ func Generate(ctx context.Context, opt Options) (Summary, error) {
 	if err := prepareOutDir(opt.OutDir); err != nil {
 		return sum, err
 	}
+	before, err := outdir.ListOwned(opt.OutDir, MarkerName, isPhantomFile)
+	if err != nil {
+		return sum, fmt.Errorf("phantom: %w", err)
+	}
 	specs := plan(opt.Lesions, opt.CasesPerLesion, negatives(opt))
 	per := min(opt.CasesPerLesion, sheetPerCell)
 	done, err := runCases(ctx, opt, workers, specs, per)
 	if err != nil {
 		return sum, err
 	}
-	err = done.writeIndex(opt, specs, per, &sum)
-	return sum, err
+	if err := done.writeIndex(opt, specs, per, &sum); err != nil {
+		return sum, err
+	}
+	// A set rewritten with fewer cases keeps none of the earlier cases'
+	// images and masks.
+	if err := outdir.FinishOwned(opt.OutDir, MarkerName, markerText, isPhantomFile, before); err != nil {
+		return sum, fmt.Errorf("phantom: %w", err)
+	}
+	return sum, nil
 }
 
 // negatives is the number of negatives per lesion.

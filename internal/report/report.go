@@ -39,9 +39,9 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 	if err := claimDir(dir); err != nil {
 		return err
 	}
-	before, err := takeSnapshot(dir)
+	before, err := outdir.ListOwned(dir, MarkerName, isReportFile)
 	if err != nil {
-		return err
+		return fmt.Errorf("report: %w", err)
 	}
 	warnings := res.Warnings
 	files := map[string][]byte{
@@ -80,7 +80,10 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 	if err := writeHTML(res, d, jobs, dir, opts); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	return finishDir(dir, before)
+	if err := outdir.FinishOwned(dir, MarkerName, markerText, isReportFile, before); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
 }
 
 // MarkerName marks a report directory, which a later report may rewrite.
@@ -97,7 +100,7 @@ const markerText = "chexpercept report: `chexpercept report` may rewrite the fil
 // not one: only the marker says that a report wrote them. A report
 // overwrites only the names it writes, never through a symbolic link
 // (outdir.WriteFile), and deletes only the files an earlier report listed
-// in its marker as written and this one did not write (finishDir).
+// in its marker as written and this one did not write (outdir.FinishOwned).
 func claimDir(dir string) error {
 	st, err := checkDir(dir)
 	if err != nil {
