@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -134,11 +131,15 @@ func writeMrmc(dir, scores string, a *mrmc.Analysis) error {
 	// The marker first and in place: a run stopped at any point leaves a
 	// directory its rerun recognises.
 	if st != outdir.Marked {
-		if err := outdir.WriteMarker(filepath.Join(dir, mrmcMarker), []byte("chexpercept mrmc: `chexpercept mrmc --out` may rewrite the files it wrote here\n")); err != nil {
+		if err := outdir.WriteMarker(filepath.Join(dir, mrmcMarker), []byte(mrmcMarkerText)); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
 	if err := outdir.RemoveStale(dir, isMrmcFile, mrmcMarker); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	before, err := outdir.ListOwned(dir, mrmcMarker, isMrmcFile)
+	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	for _, name := range names {
@@ -146,29 +147,18 @@ func writeMrmc(dir, scores string, a *mrmc.Analysis) error {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
-	return removeOldMrmcFiles(dir, files)
-}
-
-// removeOldMrmcFiles removes the files an earlier analysis wrote into dir
-// that this one does not (mrmc_standalone.csv of a run with --algorithm),
-// so the folder holds one analysis. Only regular files named as mrmc's
-// own are removed, after the new files are in place.
-func removeOldMrmcFiles(dir string, keep map[string][]byte) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
+	// The folder holds one analysis: the files of an earlier one that
+	// this one does not write (mrmc_standalone.csv of a run with
+	// --algorithm) go.
+	if err := outdir.FinishOwned(dir, mrmcMarker, mrmcMarkerText, isMrmcFile, before); err != nil {
 		return fmt.Errorf("--out: %w", err)
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if _, ok := keep[name]; ok || !e.Type().IsRegular() || !isMrmcFile(name) {
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("--out: removing %s of an earlier analysis: %w", name, err)
-		}
 	}
 	return nil
 }
+
+// mrmcMarkerText is the first line of the marker; the files the last
+// analysis wrote follow it (outdir.FinishOwned).
+const mrmcMarkerText = "chexpercept mrmc: `chexpercept mrmc --out` may rewrite the files it wrote here\n"
 
 // isMrmcFile reports whether rel, a path in an mrmc --out folder, is one
 // of the files mrmc writes there: mrmc.json and mrmc_*.csv.
