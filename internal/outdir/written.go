@@ -29,9 +29,32 @@ const maxMarkerBytes = 8 << 20
 // output folder that its command owns to its file information.
 type Files map[string]os.FileInfo
 
-// ListOwned lists the regular files below dir that owns accepts, apart
+// Owned is what a run finds in its output folder as it begins: the files
+// it owns there, and those the marker lists as an earlier run's.
+type Owned struct {
+	files  Files
+	listed map[string]bool
+}
+
+// ListOwned takes what dir holds as a run begins: the regular files that
+// owns accepts, apart from the marker, never following a link, and the
+// marker's list. A marker that cannot be read fails the run here, before
+// it writes anything.
+func ListOwned(dir, marker string, owns func(rel string) bool) (*Owned, error) {
+	files, err := ownedFiles(dir, marker, owns)
+	if err != nil {
+		return nil, err
+	}
+	listed, err := listed(dir, marker, owns)
+	if err != nil {
+		return nil, err
+	}
+	return &Owned{files: files, listed: listed}, nil
+}
+
+// ownedFiles lists the regular files below dir that owns accepts, apart
 // from the marker, never following a link.
-func ListOwned(dir, marker string, owns func(rel string) bool) (Files, error) {
+func ownedFiles(dir, marker string, owns func(rel string) bool) (Files, error) {
 	s := Files{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -88,24 +111,20 @@ func listed(dir, marker string, owns func(rel string) bool) (map[string]bool, er
 // accepts that are new or replaced since before, taken by ListOwned when
 // the run began (every owned file is written by an atomic rename, so a
 // rewritten file is a new file).
-func FinishOwned(dir, marker, text string, owns func(rel string) bool, before Files) error {
-	earlier, err := listed(dir, marker, owns)
-	if err != nil {
-		return err
-	}
-	after, err := ListOwned(dir, marker, owns)
+func FinishOwned(dir, marker, text string, owns func(rel string) bool, before *Owned) error {
+	after, err := ownedFiles(dir, marker, owns)
 	if err != nil {
 		return err
 	}
 	var wrote []string
 	for rel, fi := range after {
-		if old, ok := before[rel]; !ok || !os.SameFile(old, fi) {
+		if old, ok := before.files[rel]; !ok || !os.SameFile(old, fi) {
 			wrote = append(wrote, rel)
 		}
 	}
 	slices.Sort(wrote)
-	for rel := range earlier {
-		old, was := before[rel]
+	for rel := range before.listed {
+		old, was := before.files[rel]
 		now, is := after[rel]
 		if !was || !is || !os.SameFile(old, now) {
 			continue // gone, or written by this run
