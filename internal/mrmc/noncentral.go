@@ -272,8 +272,12 @@ func fUpper(alpha, d1, d2 float64) float64 {
 	}
 	y := mathext.InvRegIncBeta(d1/2, d2/2, 1-alpha)
 	f := d2 * y / (d1 * (1 - y))
-	// The inverse loses digits for a large d2 (1e-8 at d2 = 1e8); Newton
-	// steps on the survival function, which stays accurate, restore them.
+	if d2 <= 1e4 {
+		return f
+	}
+	// The inverse loses digits for a large d2 (1e-10 at 1e5, 1e-8 at
+	// 1e8); Newton steps on the survival function, which stays accurate,
+	// restore them.
 	dist := distuv.F{D1: d1, D2: d2}
 	for range 3 {
 		p := dist.Prob(f)
