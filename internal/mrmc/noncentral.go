@@ -150,11 +150,10 @@ func (d noncentralChi2) valid() bool {
 	return d.K > 0 && !math.IsInf(d.K, 1) && d.Lambda >= 0 && !math.IsInf(d.Lambda, 1)
 }
 
-// cdf and survival are P(X ≤ x) and P(X > x).
-func (d noncentralChi2) cdf(x float64) float64 { l, _ := d.tails(x); return l }
-
+// survival is P(X > x).
 func (d noncentralChi2) survival(x float64) float64 { _, u := d.tails(x); return u }
 
+// tails are P(X ≤ x) and P(X > x).
 func (d noncentralChi2) tails(x float64) (lower, upper float64) {
 	switch {
 	case !d.valid() || math.IsNaN(x):
@@ -172,10 +171,10 @@ func (d noncentralChi2) tails(x float64) (lower, upper float64) {
 // Lambda)/D1.
 type noncentralF struct{ D1, D2, Lambda float64 }
 
-func (d noncentralF) cdf(x float64) float64 { l, _ := d.tails(x); return l }
-
+// survival is P(F > x).
 func (d noncentralF) survival(x float64) float64 { _, u := d.tails(x); return u }
 
+// tails are P(F ≤ x) and P(F > x).
 func (d noncentralF) tails(x float64) (lower, upper float64) {
 	switch {
 	case !(d.D1 > 0) || math.IsInf(d.D1, 1) || !(d.D2 > 0) || !(d.Lambda >= 0) || math.IsInf(d.Lambda, 1) || math.IsNaN(x):

@@ -62,8 +62,10 @@ type Pilot struct {
 	Difference float64
 }
 
-// PilotFromAnalysis takes a two-modality analysis as a pilot. VarTR is
-// MS(T×R) − Var + Cov1 + max(Cov2 − Cov3, 0) (Hillis et al. 2011, eq. 9).
+// PilotFromAnalysis takes an analysis of two or more modalities as a
+// pilot. VarTR is MS(T×R) − Var + Cov1 + max(Cov2 − Cov3, 0) (Hillis et
+// al. 2011, eq. 9); the observed difference is known for two modalities
+// only (with more, which pair a study compares is the user's choice).
 func PilotFromAnalysis(a *Analysis) (*Pilot, error) {
 	if len(a.Modalities) < 2 {
 		return nil, fmt.Errorf("the pilot has %d modality: a plan needs two to compare (Cov1, Cov3 and VarTR come from them)", len(a.Modalities))
@@ -72,7 +74,10 @@ func PilotFromAnalysis(a *Analysis) (*Pilot, error) {
 		FOM: a.FOM, Modalities: a.Modalities, Readers: len(a.Readers), Cases: a.NCases,
 		Var: a.Var, Cov1: a.Cov1, Cov2: a.Cov2, Cov3: a.Cov3,
 		VarTR:      a.MSTR - a.Var + a.Cov1 + math.Max(a.Cov2-a.Cov3, 0),
-		Difference: a.ModalityMeans[0] - a.ModalityMeans[1],
+		Difference: math.NaN(),
+	}
+	if len(a.Modalities) == 2 {
+		p.Difference = a.ModalityMeans[0] - a.ModalityMeans[1]
 	}
 	return p, p.Check()
 }
