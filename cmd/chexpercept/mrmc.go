@@ -99,6 +99,7 @@ test) while the analyses above cover the other readers. See docs/mrmc.md.`,
 	cmd.Flags().StringVar(&out, "out", "", "also write mrmc.json and mrmc_*.csv into this directory")
 	cmd.Flags().StringVar(&algorithm, "algorithm", "", "the reader that is an algorithm: compared with the other readers, who alone form the panel")
 	cmd.Flags().Float64Var(&margin, "margin", 0, "with --algorithm: a non-inferiority margin on the figure of merit (0: none)")
+	cmd.AddCommand(newMrmcPlanCmd())
 	return cmd
 }
 
