@@ -290,9 +290,15 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
+// logout ends the session and clears the cookie. A session that could
+// not be ended fails the request and keeps the cookie: the user must not
+// read "signed out" while the session stays valid.
 func (a *App) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		a.Backend.EndSession(r.Context(), c.Value)
+		if err := a.Backend.EndSession(r.Context(), c.Value); err != nil {
+			a.Fail(w, r, http.StatusInternalServerError, fmt.Errorf("sign-out: %w", err))
+			return
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
