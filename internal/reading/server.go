@@ -139,8 +139,7 @@ func (srv *Server) locate(ctx context.Context, readerID int64) (*current, error)
 	if err != nil {
 		return nil, err
 	}
-	var last int
-	err = srv.store.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(pos), 0) FROM turns WHERE reader_id = ?`, readerID).Scan(&last)
+	last, err := srv.store.lastStarted(ctx, readerID)
 	if err != nil {
 		return nil, err
 	}

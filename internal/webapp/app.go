@@ -6,9 +6,9 @@
 // request body limit, and static serving.
 //
 // An app supplies its accounts and sessions (a Backend over its own
-// database), its sign-in page and its routes; App wraps the routes so that
-// every one of them needs a live session and every POST the session's
-// CSRF token. The routes read the signed-in account with UserOf and the
+// database, package accountdb: the web layer holds no SQL), its sign-in
+// page and its routes; App wraps the routes so that every one of them
+// needs a live session and every POST the session's CSRF token. The routes read the signed-in account with UserOf and the
 // CSRF token to embed in pages with CSRFOf.
 package webapp
 
