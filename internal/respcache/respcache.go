@@ -60,7 +60,7 @@ func DefaultDir() (string, error) {
 // whatever folder it leads to. $XDG_CACHE_HOME and ~/.cache themselves
 // may be links (a user's choice, like a --cache-dir they name, which is
 // followed); the databases inside are never opened through a link
-// (OpenDB).
+// (appdb.Open of a cache).
 func CheckDefaultDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	switch {
