@@ -222,9 +222,8 @@ func runSaved(tx *sql.Tx, r *writeReq) error {
 		if _, rerr := tx.Exec(`ROLLBACK TO member`); rerr != nil {
 			return errors.Join(err, rerr)
 		}
-		// The savepoint is rolled back; releasing it only ends it. A
-		// failure here would leave the group's transaction in doubt, so
-		// it fails the member (and, through the commit, the group).
+		// The savepoint is rolled back; releasing it only ends it, and
+		// a failure to do so is reported with the member's own.
 		if _, rerr := tx.Exec(`RELEASE member`); rerr != nil {
 			return errors.Join(err, rerr)
 		}
