@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The import contract of docs/architecture.md, checked from the package graph:
 # whatever reads or writes a run directory links no model SDK, the builder
-# links neither SQLite nor the web layer, and the operations on whole runs
+# links neither SQLite nor the web layer, the web layer links no SQL (the
+# apps' accounts and sessions live in accountdb), and the operations on whole runs
 # and the reading study name run directories through results, not the runner;
 # the statistics package and the CSV record cap (shared by the CheXmask
 # reader and the self-contained mrmc) are leaves.
@@ -28,6 +29,7 @@ for pkg in results analysis report runs; do
   forbid "$pkg" "$sdks" "a model SDK, gRPC or protobuf"
 done
 forbid build '^(modernc\.org/sqlite|'"$mod"'/internal/(webapp|review|appdb))$' "SQLite or the review app"
+forbid webapp '^(modernc\.org/sqlite|database/sql|'"$mod"'/internal/(appdb|accountdb))$' "an SQL driver or database/sql (accounts and sessions are the apps' Backend, accountdb)"
 for pkg in runs reading; do
   forbid "$pkg" "^$mod/internal/eval\$" "the runner (internal/eval)"
 done

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/chexpercept/chexpercept/internal/appdb"
 )
 
 // TestInitPauseHelperProcess runs chexpercept (CHX_TEST_ARGS) with the
@@ -28,8 +26,8 @@ func TestInitPauseHelperProcess(t *testing.T) {
 			select {} // until a signal ends the process
 		}
 	}
-	appdb.CreateHook = func(s, temp string) {
-		if s == stage {
+	jobHook = func(point, temp string) {
+		if point == "db-"+stage {
 			ready.WriteString(temp + "\n")
 			select {} // until a signal ends the process
 		}

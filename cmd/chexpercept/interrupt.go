@@ -7,14 +7,14 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // untilInterrupted runs work and returns its error, unless SIGINT or
 // SIGTERM stops it first: then the temporary files of the writes in flight
-// are removed (atomicfile.Stop and, for a database being created,
-// appdb.RemoveTemps, which also fail any later write), one line says that
+// are removed (atomicfile.Stop and, for a database being created on the
+// work's job, job.Job.RemoveTemps, which also fail any later write), one line says that
 // the same command resumes or redoes the work, and the exit status is 130.
 // work gets a context that the signal ends, for the commands that can stop
 // early; the process exits without waiting for it.
@@ -35,10 +35,19 @@ func untilInterrupted(parent context.Context, name string, work func(ctx context
 // untilInterruptedNote is untilInterrupted with note added to the end of
 // the interrupted line.
 func untilInterruptedNote(parent context.Context, name, note string, work func(ctx context.Context) error) error {
+	return untilInterruptedJob(parent, name, note, func(j *job.Job) error { return work(j.Context()) })
+}
+
+// untilInterruptedJob is untilInterruptedNote for work that writes on a
+// job (its context is the job's): the job's commit point counts as the
+// work's, and its temporaries are removed with the others.
+func untilInterruptedJob(parent context.Context, name, note string, work func(j *job.Job) error) error {
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	j := job.New(ctx, job.Options{Hook: jobHook})
+	defer j.End()
 	done := make(chan error, 1)
-	go func() { done <- work(ctx) }()
+	go func() { done <- work(j) }()
 	select {
 	case err := <-done:
 		return err
@@ -57,13 +66,17 @@ func untilInterruptedNote(parent context.Context, name, note string, work func(c
 		}
 	default:
 	}
-	if !atomicfile.Stop() {
+	if !j.Stop() || !atomicfile.Stop() {
 		return <-done // past its commit point: it finishes
 	}
-	appdb.RemoveTemps()
+	j.RemoveTemps()
 	fmt.Fprintf(os.Stderr, "chexpercept %s: interrupted; its temporary files are removed, and the same command run again redoes what it had not finished%s\n", name, note)
 	return silentExit(130)
 }
+
+// jobHook is nil except in tests: the job of untilInterruptedJob calls it
+// at the named points of its writes (job.Options.Hook).
+var jobHook func(point, detail string)
 
 // interruptSeen is nil except in tests: untilInterrupted calls it once it
 // has seen the signal, before it decides whether the work has finished.

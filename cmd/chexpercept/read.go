@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/reading"
 )
@@ -97,9 +98,9 @@ the database file's name without its extension).`,
 				printed = true
 				return nil
 			}
-			return untilInterruptedNote(cmd.Context(), "read init", voidTokensNote, func(ctx context.Context) error {
-				_, records, err := reading.Init(ctx, reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
-					Study: study, Aid: aid, Log: cmd.ErrOrStderr(), Deliver: deliver})
+			return untilInterruptedJob(cmd.Context(), "read init", voidTokensNote, func(j *job.Job) error {
+				_, records, err := reading.Init(j.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
+					Study: study, Aid: aid, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
 				if err != nil {
 					return voidTokens(withExit(2, err), printed)
 				}

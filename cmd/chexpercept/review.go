@@ -16,9 +16,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
@@ -130,9 +132,9 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 				printed = true
 				return nil
 			}
-			return untilInterruptedNote(cmd.Context(), "review init", voidTokensNote, func(context.Context) error {
+			return untilInterruptedJob(cmd.Context(), "review init", voidTokensNote, func(j *job.Job) error {
 				_, stored, err := review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
-					Source: src, Warn: cmd.ErrOrStderr(), Flags: flags, Deliver: deliver})
+					Source: src, Warn: cmd.ErrOrStderr(), Flags: flags, Deliver: deliver, Job: j})
 				if err != nil {
 					return voidTokens(withExit(2, err), printed)
 				}
@@ -382,7 +384,7 @@ func checkExportTargets(db, jsonl, csvDir, outcomes string, force bool) error {
 		if t.path == "" {
 			continue
 		}
-		if f, same := outdir.SameFile(t.path, db); same {
+		if f, same := outdir.SameFile(t.path, append([]string{db}, appdb.SideFiles(db)...)...); same {
 			return fmt.Errorf("%s %s is the review database or one of its files (%s)", t.flag, t.path, f)
 		}
 		li, err := os.Lstat(t.path)

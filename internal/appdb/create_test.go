@@ -2,12 +2,16 @@ package appdb
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // TestCreateHelperProcess is the process TestCreateKilled kills: it
@@ -19,13 +23,13 @@ func TestCreateHelperProcess(t *testing.T) {
 		t.Skip("helper process for TestCreateKilled")
 	}
 	ready := os.NewFile(3, "ready")
-	CreateHook = func(s, temp string) {
-		if s == stage {
+	j := job.New(context.Background(), job.Options{Hook: func(point, temp string) {
+		if point == stage {
 			ready.WriteString(temp + "\n")
 			select {} // until killed
 		}
-	}
-	c, err := Create(path, "test db", testSchema, "FULL")
+	}})
+	c, err := Create(j, path, testSpec(testSchema, "FULL"))
 	if err == nil {
 		err = c.Publish()
 	}
@@ -40,7 +44,7 @@ func TestCreateKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	for _, stage := range []string{"created", "schema"} {
+	for _, stage := range []string{"db-created", "db-schema"} {
 		t.Run(stage, func(t *testing.T) {
 			dir := t.TempDir()
 			p := filepath.Join(dir, "app.sqlite")
@@ -51,7 +55,7 @@ func TestCreateKilled(t *testing.T) {
 			if _, err := os.Lstat(temp); err != nil {
 				t.Fatalf("the killed creation's temporary file: %v", err)
 			}
-			db, err := Create(p, "test db", testSchema, "FULL")
+			db, err := Create(nil, p, testSpec(testSchema, "FULL"))
 			if err != nil {
 				t.Fatalf("create after a killed one: %v", err)
 			}
@@ -131,17 +135,17 @@ func TestCreateRemovesOnlyItsLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A creation in flight holds its temporary file.
-	live, err := Create(filepath.Join(dir, "app.sqlite"), "test db", testSchema, "FULL")
+	live, err := Create(nil, filepath.Join(dir, "app.sqlite"), testSpec(testSchema, "FULL"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer live.Abandon()
-	lt := filepath.Base(live.Temp)
+	lt := filepath.Base(live.temp)
 	want := map[string]bool{"app.sqlite.tmp-0000000000000022": true, lt: true, lt + "-wal": true, lt + "-shm": true, "app.sqlite": true}
 	for name := range kept {
 		want[name] = true
 	}
-	db, err := Create(p, "test db", testSchema, "FULL")
+	db, err := Create(nil, p, testSpec(testSchema, "FULL"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +176,7 @@ func TestCreateRemovesOnlyItsLeftovers(t *testing.T) {
 func TestPublishNeverReplaces(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "app.sqlite")
-	c, err := Create(p, "test db", testSchema, "FULL")
+	c, err := Create(nil, p, testSpec(testSchema, "FULL"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,6 +190,75 @@ func TestPublishNeverReplaces(t *testing.T) {
 		t.Errorf("the file became %q", b)
 	}
 	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("the folder holds %q, want app.sqlite only", names)
+	}
+}
+
+// TestCreateOnAJob: a creation registers its temporary file on the job
+// it is given, whose hook sees the file at "db-created" and "db-schema".
+// A job stopped before its commit point removes the file (RemoveTemps),
+// and the creation then publishes nothing; a stopped job refuses a new
+// creation. A job past its commit point publishes, and a published or
+// abandoned creation leaves nothing registered.
+func TestCreateOnAJob(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "app.sqlite")
+	var points []string
+	j := job.New(context.Background(), job.Options{Hook: func(point, temp string) {
+		if strings.HasPrefix(point, "db-") {
+			points = append(points, point+" "+temp)
+		}
+	}})
+	c, err := Create(j, p, testSpec(testSchema, "FULL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"db-created " + c.temp, "db-schema " + c.temp}; strings.Join(points, "\n") != strings.Join(want, "\n") {
+		t.Errorf("hook points %q, want %q", points, want)
+	}
+	if j.Pending() != 1 {
+		t.Errorf("%d temporaries registered, want the database's", j.Pending())
+	}
+	if !j.Stop() {
+		t.Fatal("the job had passed its commit point")
+	}
+	j.RemoveTemps()
+	if names := dirNames(t, dir); len(names) != 0 {
+		t.Errorf("after RemoveTemps the folder holds %q", names)
+	}
+	if err := c.Publish(); !errors.Is(err, job.ErrStopped) {
+		t.Errorf("publish on a stopped job: %v", err)
+	}
+	if _, err := Create(j, p, testSpec(testSchema, "FULL")); !errors.Is(err, job.ErrStopped) {
+		t.Errorf("create on a stopped job: %v", err)
+	}
+	if names := dirNames(t, dir); len(names) != 0 {
+		t.Errorf("the stopped job's creations left %q", names)
+	}
+
+	j = job.New(context.Background(), job.Options{})
+	abandoned, err := Create(j, p, testSpec(testSchema, "FULL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	abandoned.Abandon()
+	c, err = Create(j, p, testSpec(testSchema, "FULL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if j.Stop() {
+		t.Error("a committed job stopped")
+	}
+	if err := c.Publish(); err != nil {
+		t.Fatalf("publish past the commit point: %v", err)
+	}
+	if j.Pending() != 0 {
+		t.Errorf("%d temporaries still registered", j.Pending())
+	}
+	if names := dirNames(t, dir); len(names) != 1 || names[0] != "app.sqlite" {
 		t.Errorf("the folder holds %q, want app.sqlite only", names)
 	}
 }

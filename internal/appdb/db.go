@@ -20,23 +20,24 @@ const readConns = 8
 // (a `review import` beside the server) before it fails.
 const busyRetry = 30 * time.Second
 
-// DB is an open app database with one writer path. Every write goes
-// through W, a single connection, so the server's writes queue in the
-// process, in order, instead of contending for SQLite's write lock (where
-// the losers wait in SQLite's busy handler and fail after its timeout);
-// each is a short transaction that takes the lock at once (BEGIN
-// IMMEDIATE). Reads go through R, a small pool that in WAL mode never
-// waits for a write. A write that still finds the file locked by another
-// process is retried, never answered as an error.
+// DB is an open database with one writer path. Every write goes through
+// Tx (or ExecContext), which runs it on one connection, so the server's
+// writes queue in the process, in order, instead of contending for
+// SQLite's write lock (where the losers wait in SQLite's busy handler and
+// fail after its timeout); each is a short transaction that takes the
+// lock at once (BEGIN IMMEDIATE). Reads go through a small pool that in
+// WAL mode never waits for a write. A write that still finds the file
+// locked by another process is retried, never answered as an error.
 //
 // Writes are committed in groups: the transactions waiting when the
 // writer is free run together, each in its own savepoint (one that fails
 // is rolled back alone), under one commit, so that many writers at once
 // cost one disk sync, not one each.
 type DB struct {
-	W *sql.DB // one connection: every write
-	R *sql.DB // reads (query_only)
+	w *sql.DB // one connection: every write (the readers' pool when read-only)
+	r *sql.DB // reads (query_only)
 
+	readOnly    bool
 	start, stop sync.Once
 	reqs        chan *writeReq
 	quit        chan struct{}
@@ -53,16 +54,17 @@ type writeReq struct {
 	done chan error
 }
 
-// OpenDSN opens the writer and the readers on dsn (DSN's form); with
-// readOnly both are one pool on dsn, which must then be ReadOnlyDSN's.
-func OpenDSN(dsn string, readOnly bool) (*DB, error) {
+// openDSN opens the writer and the readers on dsn (dsn's form); with
+// readOnly one pool on dsn, which must then be readOnlyDSN's, serves the
+// reads, and every write fails.
+func openDSN(dsn string, readOnly bool) (*DB, error) {
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
 	}
 	if readOnly {
 		w.SetMaxOpenConns(readConns)
-		return &DB{W: w, R: w, reqs: make(chan *writeReq), quit: make(chan struct{})}, nil
+		return &DB{w: w, r: w, readOnly: true, reqs: make(chan *writeReq), quit: make(chan struct{})}, nil
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
@@ -72,21 +74,22 @@ func OpenDSN(dsn string, readOnly bool) (*DB, error) {
 	// with the writer.
 	r, err := sql.Open("sqlite", strings.Replace(dsn, "&_txlock=immediate", "", 1)+"&_pragma=query_only(1)")
 	if err != nil {
-		w.Close()
+		_ = w.Close() // nothing was opened through it yet
 		return nil, err
 	}
 	r.SetMaxOpenConns(readConns)
 	r.SetMaxIdleConns(readConns)
-	return &DB{W: w, R: r, reqs: make(chan *writeReq), quit: make(chan struct{})}, nil
+	return &DB{w: w, r: r, reqs: make(chan *writeReq), quit: make(chan struct{})}, nil
 }
 
-// Close stops the writer and closes both pools.
+// Close stops the writer and closes both pools. The close of a database
+// written to checkpoints its log: its error is the caller's to report.
 func (d *DB) Close() error {
 	d.stop.Do(func() { close(d.quit) })
 	d.wg.Wait()
-	err := d.W.Close()
-	if d.R != d.W {
-		err = errors.Join(err, d.R.Close())
+	err := d.w.Close()
+	if d.r != d.w {
+		err = errors.Join(err, d.r.Close())
 	}
 	return err
 }
@@ -134,15 +137,13 @@ func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 	return res, err
 }
 
-// Exec is ExecContext without a context.
-func (d *DB) Exec(query string, args ...any) (sql.Result, error) {
-	return d.ExecContext(context.Background(), query, args...)
-}
-
 // Tx runs f in a transaction on the writer and returns once it is
 // committed (with others waiting at the same time: see DB); an error from
 // f rolls back only what f did. f must only use tx, and must not call Tx.
 func (d *DB) Tx(ctx context.Context, f func(*sql.Tx) error) error {
+	if d.readOnly {
+		return ErrReadOnly
+	}
 	d.start.Do(func() {
 		d.wg.Add(1)
 		go d.writer()
@@ -183,11 +184,15 @@ func (d *DB) writer() {
 }
 
 // commit runs a group in one immediate transaction, each member in a
-// savepoint, and tells each member its outcome.
+// savepoint, and tells each member its outcome. The transaction belongs
+// to no one request: each member's context is checked before it runs
+// (runSaved), and the commit itself is not abandoned half-way because
+// one of the requests waiting on it ended.
 func (d *DB) commit(group []*writeReq) {
 	errs := make([]error, len(group))
-	err := retry(context.Background(), func() error {
-		tx, err := d.W.BeginTx(context.Background(), nil)
+	groupCtx := context.Background()
+	err := retry(groupCtx, func() error {
+		tx, err := d.w.BeginTx(groupCtx, nil)
 		if err != nil {
 			return err
 		}
@@ -217,45 +222,37 @@ func runSaved(tx *sql.Tx, r *writeReq) error {
 		if _, rerr := tx.Exec(`ROLLBACK TO member`); rerr != nil {
 			return errors.Join(err, rerr)
 		}
-		tx.Exec(`RELEASE member`)
+		// The savepoint is rolled back; releasing it only ends it, and
+		// a failure to do so is reported with the member's own.
+		if _, rerr := tx.Exec(`RELEASE member`); rerr != nil {
+			return errors.Join(err, rerr)
+		}
 		return err
 	}
 	_, err := tx.Exec(`RELEASE member`)
 	return err
 }
 
-// BeginTx starts an immediate transaction on the writer (DSN sets
-// _txlock=immediate), or a read-only one on the readers; prefer Tx, which
-// also retries a busy start.
-func (d *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
-	if opts != nil && opts.ReadOnly {
-		return d.R.BeginTx(ctx, opts)
-	}
-	var tx *sql.Tx
-	err := retry(ctx, func() error {
-		var err error
-		tx, err = d.W.BeginTx(ctx, opts)
+// ErrReadOnly is the error of a write to a database opened read-only.
+var ErrReadOnly = errors.New("the database is open read-only")
+
+// ReadTx runs f in a read-only transaction on the readers: every query of
+// f sees the same snapshot of the database.
+func (d *DB) ReadTx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := d.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
 		return err
-	})
-	return tx, err
+	}
+	defer func() { _ = tx.Rollback() }() // read-only: nothing to keep or lose
+	return f(tx)
 }
 
 // QueryContext runs a query on the readers.
 func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return d.R.QueryContext(ctx, query, args...)
+	return d.r.QueryContext(ctx, query, args...)
 }
 
 // QueryRowContext runs a one-row query on the readers.
 func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return d.R.QueryRowContext(ctx, query, args...)
-}
-
-// QueryRow is QueryRowContext without a context.
-func (d *DB) QueryRow(query string, args ...any) *sql.Row {
-	return d.R.QueryRowContext(context.Background(), query, args...)
-}
-
-// Query is QueryContext without a context.
-func (d *DB) Query(query string, args ...any) (*sql.Rows, error) {
-	return d.R.QueryContext(context.Background(), query, args...)
+	return d.r.QueryRowContext(ctx, query, args...)
 }

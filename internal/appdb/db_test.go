@@ -19,11 +19,12 @@ func TestConcurrentWriters(t *testing.T) {
 		tx   bool
 	}{{"statements", false}, {"transactions", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			db, err := Create(filepath.Join(t.TempDir(), "w.sqlite"), "test db", testSchema+`CREATE TABLE t (w INTEGER, i INTEGER, PRIMARY KEY (w, i));`, "FULL")
+			c, err := Create(nil, filepath.Join(t.TempDir(), "w.sqlite"), testSpec(testSchema+`CREATE TABLE t (w INTEGER, i INTEGER, PRIMARY KEY (w, i));`, "FULL"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer db.Abandon()
+			defer c.Abandon()
+			db := c.DB()
 			ctx := context.Background()
 			var wg sync.WaitGroup
 			errs := make(chan error, workers*each)
@@ -62,7 +63,7 @@ func TestConcurrentWriters(t *testing.T) {
 				t.Error(err)
 			}
 			var n int
-			if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != workers*each {
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != workers*each {
 				t.Errorf("%d rows (%v), want %d", n, err, workers*each)
 			}
 		})
@@ -73,12 +74,13 @@ func TestConcurrentWriters(t *testing.T) {
 // connection (another process) waits for it instead of failing.
 func TestBusyIsRetried(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "b.sqlite")
-	db, err := Create(p, "test db", testSchema, "NORMAL")
+	c, err := Create(nil, p, testSpec(testSchema, "NORMAL"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Abandon()
-	d, err := DSN(db.Temp, "rw", "NORMAL")
+	defer c.Abandon()
+	db := c.DB()
+	d, err := dsn(c.temp, "rw", "NORMAL")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func TestBusyIsRetried(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := db.Exec(`INSERT INTO meta VALUES('k', 'v')`)
+		_, err := db.ExecContext(context.Background(), `INSERT INTO meta VALUES('k', 'v')`)
 		done <- err
 	}()
 	if _, err := otx.Exec(`INSERT INTO meta VALUES('o', 'v')`); err != nil {
@@ -110,11 +112,12 @@ func TestBusyIsRetried(t *testing.T) {
 // TestFailedWriteRollsBackAlone: writers committed together where some
 // fail: what a failed one wrote is gone, the others' writes stay.
 func TestFailedWriteRollsBackAlone(t *testing.T) {
-	db, err := Create(filepath.Join(t.TempDir(), "g.sqlite"), "test db", testSchema+`CREATE TABLE t (i INTEGER PRIMARY KEY);`, "NORMAL")
+	c, err := Create(nil, filepath.Join(t.TempDir(), "g.sqlite"), testSpec(testSchema+`CREATE TABLE t (i INTEGER PRIMARY KEY);`, "NORMAL"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Abandon()
+	defer c.Abandon()
+	db := c.DB()
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make([]error, 40)
@@ -140,12 +143,12 @@ func TestFailedWriteRollsBackAlone(t *testing.T) {
 		}
 	}
 	var n, odd int
-	if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE i % 2 = 1) FROM t`).Scan(&n, &odd); err != nil || n != 20 || odd != 0 {
+	if err := db.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE i % 2 = 1) FROM t`).Scan(&n, &odd); err != nil || n != 20 || odd != 0 {
 		t.Errorf("%d rows, %d of failed members (%v); want 20 and 0", n, odd, err)
 	}
 	// A write after Close is refused, not left waiting.
 	db.Close()
-	if _, err := db.Exec(`INSERT INTO t VALUES(100)`); err == nil {
+	if _, err := db.ExecContext(ctx, `INSERT INTO t VALUES(100)`); err == nil {
 		t.Error("write after Close succeeded")
 	}
 }

@@ -23,11 +23,6 @@ const (
 // (32 KiB) plus a few pages of log.
 const lowSpace = 1 << 20
 
-// freeBytes reports the bytes an unprivileged writer may still use on the
-// file system holding dir; ok is false when that cannot be told (a
-// variable for tests).
-var freeBytes = statFree
-
 // explained is an SQLite error said in words; it unwraps to the error.
 type explained struct {
 	msg string
@@ -43,7 +38,12 @@ func (e *explained) Unwrap() error { return e.err }
 // and a -shm file that could not grow says so. Other errors, and errors
 // that are not SQLite's, are returned as they are; the result unwraps to
 // err (Busy and IsForeign see through it). A nil err stays nil.
-func Explain(path string, err error) error {
+func Explain(path string, err error) error { return explain(path, err, statFree) }
+
+// explain is Explain with the look-up of free space given: statFree
+// reports the bytes an unprivileged writer may still use on the file
+// system holding a folder (ok false when that cannot be told).
+func explain(path string, err error, freeBytes func(dir string) (free uint64, ok bool)) error {
 	var se interface{ Code() int } // *sqlite.Error
 	if err == nil || !errors.As(err, &se) {
 		return err

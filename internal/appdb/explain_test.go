@@ -39,14 +39,13 @@ func TestExplain(t *testing.T) {
 		{"not SQLite's", errors.New("plain"), 0, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			defer func(f func(string) (uint64, bool)) { freeBytes = f }(freeBytes)
-			freeBytes = func(dir string) (uint64, bool) {
+			free := func(dir string) (uint64, bool) {
 				if dir != filepath.Dir(path) {
 					t.Errorf("free space asked of %s", dir)
 				}
 				return tc.free, tc.known
 			}
-			got := Explain(path, tc.err)
+			got := explain(path, tc.err, free)
 			if tc.want == "" {
 				if got != tc.err {
 					t.Errorf("Explain = %v, want the error as it is", got)
@@ -59,7 +58,7 @@ func TestExplain(t *testing.T) {
 			if !errors.Is(got, tc.err) && !errors.Is(got, errors.Unwrap(tc.err)) {
 				t.Errorf("Explain's error does not unwrap to %v", tc.err)
 			}
-			if again := Explain(path, got); again != got {
+			if again := explain(path, got, free); again != got {
 				t.Errorf("explained twice: %v", again)
 			}
 		})

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 )
 
-// Querier is what Rows queries: a *sql.DB or a *sql.Tx.
+// Querier is what Rows queries: a DB or a transaction (*sql.Tx).
 type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }

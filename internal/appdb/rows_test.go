@@ -8,13 +8,14 @@ import (
 )
 
 func TestRows(t *testing.T) {
-	db, err := Create(filepath.Join(t.TempDir(), "rows.sqlite"), "test db", `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+	c, err := Create(nil, filepath.Join(t.TempDir(), "rows.sqlite"), testSpec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE pairs (n INTEGER NOT NULL, s TEXT);
-INSERT INTO pairs VALUES (2, 'two'), (1, 'one'), (3, NULL);`, "FULL")
+INSERT INTO pairs VALUES (2, 'two'), (1, 'one'), (3, NULL);`, "FULL"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Abandon()
+	defer c.Abandon()
+	db := c.DB()
 	type pair struct {
 		N int
 		S string

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -11,11 +12,8 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // pure-Go SQLite driver (also used by respcache)
-
 	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
-	"github.com/chexpercept/chexpercept/internal/respcache"
 )
 
 // MemoFile is the verification memo inside the cache directory.
@@ -46,7 +44,7 @@ func checker() string {
 // the first error is logged once and the memo turns itself off, so every
 // image is then decoded. A nil *memo is a memo that knows nothing.
 type memo struct {
-	db      *sql.DB
+	db      *appdb.DB
 	path    string
 	checker string
 	log     io.Writer
@@ -71,37 +69,38 @@ const (
 func openMemo(dir string, log io.Writer) *memo {
 	m, err := tryOpenMemo(dir)
 	if err != nil {
-		fmt.Fprintf(log, "warning: image verification memo: %v; every image is decoded this run\n", err)
+		fmt.Fprintf(log, "warning: %v; every image is decoded this run\n", err)
 		return nil
 	}
 	m.log = log
 	return m
 }
 
-// memoTable is the memo's table; its columns are those every release
-// wrote.
-var memoTable = respcache.Table{
-	Name:    "verified_images",
-	Columns: []string{"sha256", "checker", "verified_at"},
-	Create: `CREATE TABLE IF NOT EXISTS verified_images (
+// memoSpec is the memo's database: a cache (appdb) holding the one table
+// verified_images, with the columns every release wrote. A file that is
+// not a memo (another application's, named by mistake) is refused and
+// left as it was; the memo, its side files never opened through a link
+// or as a FIFO, is shared by concurrent runs.
+func memoSpec() appdb.Spec {
+	return appdb.Spec{Kind: "image verification memo", Name: "chexpercept cache database",
+		Cache: &appdb.Table{Name: "verified_images", Columns: []string{"sha256", "checker", "verified_at"}},
+		Schema: `CREATE TABLE IF NOT EXISTS verified_images (
 		sha256 TEXT NOT NULL,
 		checker TEXT NOT NULL,
 		verified_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
 		PRIMARY KEY (sha256, checker)
 	) WITHOUT ROWID`,
+		Synchronous: "NORMAL"}
 }
 
 func tryOpenMemo(dir string) (*memo, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("image verification memo: %w", err)
 	}
 	path := filepath.Join(dir, MemoFile)
-	// SQLite would follow a link or block on a FIFO; OpenDB uses only
-	// regular files (or none yet), and refuses a database that is not a
-	// memo (another application's, named by mistake), leaving it as it was.
-	db, err := respcache.OpenDB(path, memoTable)
+	db, err := appdb.Open(path, memoSpec(), appdb.ReadWrite)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return &memo{db: db, path: path, checker: checker(), now: time.Now}, nil
 }
@@ -113,7 +112,7 @@ func (m *memo) known(sha string) bool {
 		return false
 	}
 	var one int
-	err := m.db.QueryRow(`SELECT 1 FROM verified_images WHERE sha256 = ? AND checker = ?`, sha, m.checker).Scan(&one)
+	err := m.db.QueryRowContext(context.Background(), `SELECT 1 FROM verified_images WHERE sha256 = ? AND checker = ?`, sha, m.checker).Scan(&one)
 	switch {
 	case err == nil:
 		return true
@@ -151,24 +150,20 @@ func (m *memo) add(sha string) {
 
 // write stores batch in one transaction.
 func (m *memo) write(batch []string) {
-	err := func() error {
-		tx, err := m.db.Begin()
+	ctx := context.Background()
+	err := m.db.Tx(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO verified_images (sha256, checker) VALUES (?, ?)`)
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback()
-		st, err := tx.Prepare(`INSERT OR REPLACE INTO verified_images (sha256, checker) VALUES (?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
+		defer func() { _ = st.Close() }() // the transaction's outcome is what counts
 		for _, sha := range batch {
-			if _, err := st.Exec(sha, m.checker); err != nil {
+			if _, err := st.ExecContext(ctx, sha, m.checker); err != nil {
 				return err
 			}
 		}
-		return tx.Commit()
-	}()
+		return nil
+	})
 	if err != nil {
 		m.fail(fmt.Errorf("store: %w", err))
 	}
@@ -205,5 +200,9 @@ func (m *memo) close() {
 	if !broken && len(batch) > 0 {
 		m.write(batch)
 	}
-	m.db.Close()
+	// Closing checkpoints the log; a failure loses nothing (the log
+	// holds what was written, for the next run's open) but is said.
+	if err := m.db.Close(); err != nil && !broken {
+		fmt.Fprintf(m.log, "warning: image verification memo %s: close: %v\n", m.path, appdb.Explain(m.path, err))
+	}
 }

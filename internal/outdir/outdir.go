@@ -265,16 +265,13 @@ func Create(dir, rel string) (*atomicfile.File, error) {
 	return atomicfile.Create(p)
 }
 
-// SQLiteSuffixes are the files SQLite keeps beside a database: writing
-// an output over one of them is writing over the database.
-var SQLiteSuffixes = []string{"-wal", "-shm", "-journal"}
-
 // SameFile reports whether the output path out names one of the inputs
-// (or, for an input that is a SQLite database, one of its -wal, -shm or
-// -journal files) and returns that input's file. Paths are compared by
-// identity, not spelling: the cleaned absolute path with the links of its
-// existing part resolved (RealPath), and the device and inode when both
-// exist (a hard link). Commands refuse such an output before writing.
+// and returns that input. Paths are compared by identity, not spelling:
+// the cleaned absolute path with the links of its existing part resolved
+// (RealPath), and the device and inode when both exist (a hard link).
+// Commands refuse such an output before writing; for an input that is a
+// SQLite database they name its side files too (appdb.SideFiles), since
+// writing over one of them is writing over the database.
 func SameFile(out string, inputs ...string) (string, bool) {
 	realOut, err := RealPath(out)
 	if err != nil {
@@ -285,15 +282,12 @@ func SameFile(out string, inputs ...string) (string, bool) {
 		if in == "" {
 			continue
 		}
-		for _, sfx := range append([]string{""}, SQLiteSuffixes...) {
-			cand := in + sfx
-			if realIn, err := RealPath(cand); err == nil && realIn == realOut {
-				return cand, true
-			}
-			if outErr == nil {
-				if fi, err := os.Stat(cand); err == nil && os.SameFile(fi, outFi) {
-					return cand, true
-				}
+		if realIn, err := RealPath(in); err == nil && realIn == realOut {
+			return in, true
+		}
+		if outErr == nil {
+			if fi, err := os.Stat(in); err == nil && os.SameFile(fi, outFi) {
+				return in, true
 			}
 		}
 	}

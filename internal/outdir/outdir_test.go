@@ -205,9 +205,9 @@ func TestWriteNeverThroughLinks(t *testing.T) {
 	}
 }
 
-// TestSameFile: an output that names an input, or one
-// of a SQLite database's -wal, -shm or -journal files, is found whatever
-// its spelling: relative or absolute, through a link, or a hard link.
+// TestSameFile: an output that names an input (here a SQLite database
+// given with its -wal, -shm and -journal files) is found whatever its
+// spelling: relative or absolute, through a link, or a hard link.
 func TestSameFile(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, "ex/rv.sqlite", "db")
@@ -226,7 +226,7 @@ func TestSameFile(t *testing.T) {
 		"other.jsonl":            false,
 		"ex/rv.sqlite-wal2":      false,
 	} {
-		if _, got := SameFile(out, db); got != want {
+		if _, got := SameFile(out, db, db+"-wal", db+"-shm", db+"-journal"); got != want {
 			t.Errorf("SameFile(%s, %s) = %v, want %v", out, db, got, want)
 		}
 	}

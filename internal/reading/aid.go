@@ -23,9 +23,10 @@ import (
 // (the triggers below), and the model's answer is shown only after the
 // unaided answer is stored.
 //
-// aidSchema is added to every reading database (studies made before the
-// aided design get it when opened): the unaided answer's columns, the
-// model's answers, and the triggers that keep given answers unchanged.
+// aidSchema is version 1 of the reading database (migrations; studies
+// made before the aided design get it on their first read-write open):
+// the unaided answer's columns, the model's answers, and the triggers
+// that keep given answers unchanged.
 var aidSchema = []string{
 	`ALTER TABLE turns ADD COLUMN unaided TEXT`,
 	`ALTER TABLE turns ADD COLUMN unaided_ms INTEGER`,
@@ -51,32 +52,20 @@ var aidSchema = []string{
 	BEGIN SELECT RAISE(ABORT, 'a given answer cannot be deleted'); END`,
 }
 
-// schemaDB is what addAidSchema needs of a database handle.
-type schemaDB interface {
-	QueryRow(query string, args ...any) *sql.Row
-	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
-}
-
-// addAidSchema adds aidSchema where it is missing, in one transaction.
-func addAidSchema(db schemaDB) error {
+// addAidSchema adds aidSchema unless the database has it already: the
+// releases before versions were recorded added it on every open, so a
+// file of version 0 may hold it whole.
+func addAidSchema(ctx context.Context, tx *sql.Tx) error {
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('turns') WHERE name = 'aid_shown_ms'`).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('turns') WHERE name = 'aid_shown_ms'`).Scan(&n); err != nil || n == 1 {
 		return err
 	}
-	if n == 1 {
-		return nil
-	}
-	tx, err := db.BeginTx(context.Background(), nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
 	for _, q := range aidSchema {
-		if _, err := tx.Exec(q); err != nil {
-			return fmt.Errorf("adding the aided-study columns: %w", err)
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 // Aid is the model run an aided study shows.

@@ -104,7 +104,7 @@ func TestAidedStudy(t *testing.T) {
 			t.Errorf("record %d turn %d: %d options ticked, want the unaided answer's %d", tp.pos, tp.seq, strings.Count(aided.html, " checked"), len(gt))
 		}
 		if turns == 0 {
-			_, err := st.store.db.Exec(`UPDATE turns SET unaided = 'Answer: 2' WHERE reader_id = 1 AND pos = ? AND seq = ?`, tp.pos, tp.seq)
+			_, err := st.store.db.ExecContext(context.Background(), `UPDATE turns SET unaided = 'Answer: 2' WHERE reader_id = 1 AND pos = ? AND seq = ?`, tp.pos, tp.seq)
 			if err == nil || !strings.Contains(err.Error(), "cannot be changed") {
 				t.Errorf("changing the unaided answer in the database after the model's was shown: %v", err)
 			}
@@ -117,10 +117,10 @@ func TestAidedStudy(t *testing.T) {
 		}
 		turns++
 	}
-	if _, err := st.store.db.Exec(`UPDATE turns SET answer = 'Answer: 2' WHERE reader_id = 1`); err == nil {
+	if _, err := st.store.db.ExecContext(context.Background(), `UPDATE turns SET answer = 'Answer: 2' WHERE reader_id = 1`); err == nil {
 		t.Error("the database let a final answer change")
 	}
-	if _, err := st.store.db.Exec(`DELETE FROM turns WHERE reader_id = 1`); err == nil {
+	if _, err := st.store.db.ExecContext(context.Background(), `DELETE FROM turns WHERE reader_id = 1`); err == nil {
 		t.Error("the database let given answers be deleted")
 	}
 	if turns < 2*len(bench.Records) {
@@ -175,7 +175,7 @@ func TestAidedStudyPostWithoutPage(t *testing.T) {
 	bench := testBench(t)
 	st := newAidedStudy(t, bench, protocol.OracleNone, modelRun(t, bench, protocol.OracleNone))
 	c := st.signIn("reader1")
-	if err := st.store.db.QueryRow(`SELECT csrf FROM sessions WHERE reader_id = 1`).Scan(&c.csrf); err != nil {
+	if err := st.store.db.QueryRowContext(context.Background(), `SELECT csrf FROM sessions WHERE reader_id = 1`).Scan(&c.csrf); err != nil {
 		t.Fatal(err)
 	}
 	tp := turnPage{pos: 0, seq: 0}
@@ -275,33 +275,57 @@ func TestModelAnswer(t *testing.T) {
 	}
 }
 
-// TestOpenAddsAidSchema: a reading database made before the aided design
-// (no unaided columns, no aid table, no triggers) is opened, gets them,
-// and keeps its answers; a second open changes nothing.
-func TestOpenAddsAidSchema(t *testing.T) {
-	bench := testBench(t)
-	st := newStudy(t, bench, protocol.OracleNone)
-	c := st.signIn("reader1")
-	st.work(c, false, 3)
-	db := st.store.db
-	for _, q := range []string{`DROP TRIGGER turns_final`, `DROP TRIGGER turns_kept`, `DROP TABLE aid`,
-		`ALTER TABLE turns DROP COLUMN aid_shown_ms`, `ALTER TABLE turns DROP COLUMN unaided_ms`, `ALTER TABLE turns DROP COLUMN unaided`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	for i := 0; i < 2; i++ {
-		s, err := Open(st.db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ans, err := s.Answers(context.Background(), 1, 0)
-		if err != nil || len(ans) < 3 || ans[0].Text != "Answer: 1" {
-			t.Fatalf("open %d: answers %+v, %v", i+1, ans, err)
-		}
-		if _, err := s.db.Exec(`UPDATE turns SET answer = 'Answer: 2' WHERE reader_id = 1`); err == nil {
-			t.Errorf("open %d: the triggers are missing", i+1)
-		}
-		s.Close()
+// TestOpenUpgradesEarlierStudies: reading databases made by earlier
+// releases, which recorded no version (testdata: one made before the
+// aided design, without its columns, table and triggers, and one made
+// after it, which has them), open, get the aided design once and record
+// version 1, keeping their study and their answers; a second open
+// changes nothing in the file.
+func TestOpenUpgradesEarlierStudies(t *testing.T) {
+	ctx := context.Background()
+	for _, fixture := range []string{"v0-before-aid.sqlite", "v0-with-aid.sqlite"} {
+		t.Run(fixture, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", fixture))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "reading.sqlite")
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var after [2][]byte
+			for i := range after {
+				s, err := Open(path)
+				if err != nil {
+					t.Fatalf("open %d: %v", i+1, err)
+				}
+				var version, answered, aidTables int
+				if err := s.db.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM turns WHERE answer IS NOT NULL),
+					(SELECT count(*) FROM sqlite_schema WHERE name IN ('aid', 'turns_final', 'turns_kept'))`).Scan(&version, &answered, &aidTables); err != nil {
+					t.Fatal(err)
+				}
+				if version != 1 || answered != 3 || aidTables != 3 {
+					t.Errorf("open %d: version %d, %d answers, %d of the aided design's table and triggers; want 1, 3, 3", i+1, version, answered, aidTables)
+				}
+				if st, err := s.Study(ctx); err != nil || st.Records != 4 || st.Aid != nil {
+					t.Errorf("open %d: study %+v, %v", i+1, st, err)
+				}
+				if ans, err := s.Answers(ctx, 1, 0); err != nil || len(ans) == 0 || ans[0].Text == "" {
+					t.Errorf("open %d: reader 1's first record: %+v, %v", i+1, ans, err)
+				}
+				if _, err := s.db.ExecContext(ctx, `UPDATE turns SET answer = 'Answer: 2' WHERE reader_id = 1`); err == nil {
+					t.Errorf("open %d: the triggers are missing", i+1)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if after[i], err = os.ReadFile(path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(after[0], after[1]) {
+				t.Error("the second open changed the file")
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -44,6 +45,9 @@ type InitOptions struct {
 	// could not be printed) the database is abandoned, not published.
 	// nil: the credentials are only returned.
 	Deliver func([]Credential) error
+	// Job is the command's job: the database being made is registered
+	// on it, and publishing it is the job's commit point (nil: no job).
+	Job *job.Job
 }
 
 // Credential is one account's sign-in token, shown once.
@@ -140,7 +144,7 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	if o.Now != nil {
 		now = o.Now
 	}
-	s, c, err := create(o.DB)
+	s, c, err := create(o.Job, o.DB)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -150,11 +154,6 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 			c.Abandon()
 		}
 	}()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer tx.Rollback()
 	meta := map[string]string{
 		"schema": schemaID, "benchmark": benchAbs, "benchmark_sha256": o.Bench.SHA256,
 		"oracle": string(o.Oracle), "parse": string(parse.ModeReference), "seed": strconv.FormatUint(o.Seed, 10),
@@ -164,26 +163,31 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	if o.Sample != nil {
 		meta["sample"] = strconv.Itoa(*o.Sample)
 	}
-	for k, v := range meta {
-		if _, err := tx.Exec(`INSERT INTO meta(key, value) VALUES(?, ?)`, k, v); err != nil {
-			return nil, 0, err
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+		for k, v := range meta {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES(?, ?)`, k, v); err != nil {
+				return err
+			}
 		}
-	}
-	if aid != nil {
-		if err := storeAid(ctx, tx, aid, aidAnswers); err != nil {
-			return nil, 0, err
+		if aid != nil {
+			if err := storeAid(ctx, tx, aid, aidAnswers); err != nil {
+				return err
+			}
 		}
-	}
-	if creds, err = addAccounts(tx, o, idx); err != nil {
-		return nil, 0, err
-	}
-	if err := tx.Commit(); err != nil {
+		creds, err = addAccounts(tx, o, idx)
+		return err
+	})
+	if err != nil {
 		return nil, 0, fmt.Errorf("reading db %s: %w", o.DB, err)
 	}
 	if o.Deliver != nil {
 		if err := o.Deliver(creds); err != nil {
 			return nil, 0, err
 		}
+	}
+	// Publishing makes the study the command's output.
+	if err := o.Job.Commit(); err != nil {
+		return nil, 0, fmt.Errorf("reading db %s: %w", o.DB, err)
 	}
 	published = true // Publish removes what it could not publish
 	if err := c.Publish(); err != nil {

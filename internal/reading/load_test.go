@@ -113,7 +113,7 @@ func TestManyReadersAtOnce(t *testing.T) {
 	}
 	var n int
 	acked := statuses["POST /answer 303"]
-	if err := st.store.db.QueryRow(`SELECT count(*) FROM turns WHERE answer IS NOT NULL`).Scan(&n); err != nil || n != acked {
+	if err := st.store.db.QueryRowContext(context.Background(), `SELECT count(*) FROM turns WHERE answer IS NOT NULL`).Scan(&n); err != nil || n != acked {
 		t.Errorf("%d answers stored (%v), %d acknowledged", n, err, acked)
 	}
 }

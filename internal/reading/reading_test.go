@@ -689,7 +689,7 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 // before the answer is read whole or scored.
 func TestAnswersRefusesOversizedAnswer(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "reading.db")
-	s, c, err := create(path)
+	s, c, err := create(nil, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -832,7 +832,7 @@ func TestOneAnswerRule(t *testing.T) {
 	st := newStudy(t, bench, protocol.OracleNone)
 	c := st.signIn("reader1")
 	// The CSRF token from the store: no page is loaded before answering.
-	if err := st.store.db.QueryRow(`SELECT csrf FROM sessions WHERE reader_id = 1`).Scan(&c.csrf); err != nil {
+	if err := st.store.db.QueryRowContext(context.Background(), `SELECT csrf FROM sessions WHERE reader_id = 1`).Scan(&c.csrf); err != nil {
 		t.Fatal(err)
 	}
 	// The current turn as the server derives it, without a page load.

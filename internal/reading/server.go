@@ -139,8 +139,7 @@ func (srv *Server) locate(ctx context.Context, readerID int64) (*current, error)
 	if err != nil {
 		return nil, err
 	}
-	var last int
-	err = srv.store.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(pos), 0) FROM turns WHERE reader_id = ?`, readerID).Scan(&last)
+	last, err := srv.store.lastStarted(ctx, readerID)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +229,7 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 	p := page{User: u, CSRF: webapp.CSRFOf(r), Title: "Reading"}
 	if cur.pending == nil {
 		// A refused answer (409) after the last turn keeps its status.
-		srv.render(w, status, "done.html", map[string]any{"Page": p, "Total": cur.total})
+		srv.render(w, status, "done.html", doneView{Page: p, Total: cur.total})
 		return
 	}
 	pd := cur.pending
@@ -256,12 +255,39 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 			patched = append(patched, ev)
 		}
 	}
-	srv.render(w, status, "read.html", map[string]any{
-		"Page": p, "Pos": cur.pos, "Record": cur.pos + 1, "Total": cur.total, "Seq": pd.Seq, "Question": pd.Seq + 1,
-		"System": srv.system, "Prefix": pd.Prefix, "Text": strings.TrimPrefix(strings.TrimPrefix(pd.Text, pd.Prefix), "\n\n"),
-		"Images": imgs, "Ref": ref, "Earlier": earlier, "Options": opts, "Multi": pd.Multi, "Aid": aid,
-		"History": hist, "Patched": patched, "Error": msg,
+	srv.render(w, status, "read.html", readView{
+		Page: p, Pos: cur.pos, Record: cur.pos + 1, Total: cur.total, Seq: pd.Seq, Question: pd.Seq + 1,
+		System: srv.system, Prefix: pd.Prefix, Text: strings.TrimPrefix(strings.TrimPrefix(pd.Text, pd.Prefix), "\n\n"),
+		Images: imgs, Ref: ref, Earlier: earlier, Options: opts, Multi: pd.Multi, Aid: aid,
+		History: hist, Patched: patched, Error: msg,
 	})
+}
+
+// doneView is the page of a reader who has answered every record.
+type doneView struct {
+	Page  page
+	Total int // records
+}
+
+// readView is the page of a reader's current turn.
+type readView struct {
+	Page page
+	// Pos is the record's 0-based position in the reader's order,
+	// Record the same 1-based; Seq is the turn's 0-based index among the
+	// record's asked turns, Question the same 1-based.
+	Pos, Record, Total, Seq, Question int
+	// System is the protocol's system text; Prefix the oracle's text
+	// before the question, Text the question itself.
+	System, Prefix, Text string
+	Images               []figureView
+	Ref                  *figureView // the reference viewer (nil: no earlier image)
+	Earlier              []thumbView
+	Options              []optionView
+	Multi                bool     // several options may be chosen
+	Aid                  *aidView // nil: an unaided study
+	History              []exchangeView
+	Patched              []exchangeView // the answers the implicit oracle replaced
+	Error                string         // why the last answer was refused ("": none)
 }
 
 // aidView is the aided part of a turn's page: the step the form posts
@@ -562,6 +588,15 @@ func (srv *Server) admin(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, progressRow{Name: rd.Name, Done: cur.pos, Total: cur.total})
 	}
-	srv.render(w, http.StatusOK, "admin.html", map[string]any{"Page": page{User: u, CSRF: webapp.CSRFOf(r), Title: "Progress"},
-		"Rows": rows, "Oracle": srv.study.Oracle, "Records": srv.study.Records, "Aid": srv.study.Aid})
+	srv.render(w, http.StatusOK, "admin.html", adminView{Page: page{User: u, CSRF: webapp.CSRFOf(r), Title: "Progress"},
+		Rows: rows, Oracle: srv.study.Oracle, Records: srv.study.Records, Aid: srv.study.Aid})
+}
+
+// adminView is the admin's progress page.
+type adminView struct {
+	Page    page
+	Rows    []progressRow
+	Oracle  string
+	Records int  // per reader
+	Aid     *Aid // nil: an unaided study
 }

@@ -27,16 +27,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/accountdb"
 	"github.com/chexpercept/chexpercept/internal/appdb"
-	"github.com/chexpercept/chexpercept/internal/safefile"
-	"github.com/chexpercept/chexpercept/internal/webapp"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // schemaID marks a reading database; Open refuses other SQLite files.
@@ -73,89 +71,38 @@ type Store struct {
 	now  func() time.Time
 }
 
-// create starts a new reading database, made under a temporary name
-// until Init publishes it (appdb.Create); an existing file is never
-// overwritten. synchronous(FULL): an acknowledged answer survives even a
-// power loss, not only a killed server.
-func create(path string) (*Store, *appdb.Creation, error) {
-	c, err := appdb.Create(path, "reading db", schema, "FULL")
+// dbSpec is the reading database: recognised by its schema id, version 1
+// with the aided design's columns, synchronous(FULL) so that an
+// acknowledged answer survives even a power loss, not only a killed
+// server.
+func dbSpec() appdb.Spec {
+	return appdb.Spec{Kind: "reading db", Name: "chexpercept reading database", SchemaID: schemaID,
+		Schema:      schema,
+		Migrations:  []appdb.Migration{{Name: "adding the aided-study columns", Up: addAidSchema}},
+		Synchronous: "FULL"}
+}
+
+// create starts a new reading database on the job j, made under a
+// temporary name until Init publishes it (appdb.Create); an existing file
+// is never overwritten.
+func create(j *job.Job, path string) (*Store, *appdb.Creation, error) {
+	c, err := appdb.Create(j, path, dbSpec())
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := addAidSchema(c.W); err != nil {
-		c.Abandon()
-		return nil, nil, fmt.Errorf("reading db %s: %w", path, err)
-	}
-	return &Store{db: c.DB, Path: path, now: time.Now}, c, nil
+	return &Store{db: c.DB(), Path: path, now: time.Now}, c, nil
 }
 
-// Open opens a reading database made by `read init`.
+// Open opens a reading database made by `read init`: another SQLite file
+// (a review or cache database named by mistake) is recognised before
+// anything writes to it and left as it was, and a study made by an
+// earlier release gets the columns of this one (appdb.Open).
 func Open(path string) (*Store, error) {
-	fi, err := os.Stat(path)
+	db, err := appdb.Open(path, dbSpec(), appdb.ReadWrite)
 	if err != nil {
-		return nil, fmt.Errorf("reading db %s: %w", path, safefile.Reason(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("reading db %s: not a regular file", path)
-	}
-	// The read-write connection switches the file to WAL mode as it
-	// opens, so another SQLite file (a review or cache database named by
-	// mistake) is recognised read-only first and left as it was.
-	// Either connection, on a database in WAL mode, makes the -wal and
-	// -shm files if they are missing; an open that fails removes them
-	// again (empty: they hold nothing), so a full disk keeps no debris.
-	absent := appdb.SideFilesAbsent(path)
-	if err := checkSchema(path); err != nil {
-		appdb.RemoveNewSideFiles(path, absent)
 		return nil, err
 	}
-	d, err := appdb.DSN(path, "rw", "FULL")
-	if err != nil {
-		return nil, fmt.Errorf("reading db %s: %w", path, err)
-	}
-	db, err := appdb.OpenDSN(d, false)
-	if err != nil {
-		return nil, fmt.Errorf("reading db %s: %w", path, err)
-	}
-	if err := appdb.CheckSchema(db.R, schemaID); err != nil {
-		_ = db.Close() // the open failed; its error is the one to report
-		appdb.RemoveNewSideFiles(path, absent)
-		return nil, schemaError(path, err)
-	}
-	if err := addAidSchema(db.W); err != nil {
-		_ = db.Close() // the open failed; its error is the one to report
-		appdb.RemoveNewSideFiles(path, absent)
-		return nil, fmt.Errorf("reading db %s: %w", path, appdb.Explain(path, err))
-	}
 	return &Store{db: db, Path: path, now: time.Now}, nil
-}
-
-// checkSchema reads the schema id through a read-only connection that
-// sets no pragma, and refuses a file that is not a reading database.
-func checkSchema(path string) error {
-	d, err := appdb.ReadOnlyDSN(path, false)
-	if err != nil {
-		return fmt.Errorf("reading db %s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", d)
-	if err != nil {
-		return fmt.Errorf("reading db %s: %w", path, err)
-	}
-	defer db.Close()
-	if err := appdb.CheckSchema(db, schemaID); err != nil {
-		return schemaError(path, err)
-	}
-	return nil
-}
-
-// schemaError is the error of a failed schema check: "not a chexpercept
-// reading database" only when the file is another one (appdb.IsForeign),
-// else the failure as it is (a disk I/O error says nothing of the file).
-func schemaError(path string, err error) error {
-	if appdb.IsForeign(err) {
-		return fmt.Errorf("reading db %s: not a chexpercept reading database (%w)", path, err)
-	}
-	return fmt.Errorf("reading db %s: cannot read it: %w", path, appdb.Explain(path, err))
 }
 
 // Close closes the database.
@@ -305,6 +252,15 @@ func (s *Store) Answers(ctx context.Context, readerID int64, pos int) ([]Answer,
 	return out, rows.Err()
 }
 
+// lastStarted is the position of the last record the reader has a turn
+// of (0 when none): records are read in order, so every record before it
+// is finished.
+func (s *Store) lastStarted(ctx context.Context, readerID int64) (int, error) {
+	var last int
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(pos), 0) FROM turns WHERE reader_id = ?`, readerID).Scan(&last)
+	return last, err
+}
+
 // markShown records when a turn was first shown (later views keep the
 // first time, so a reload does not reset the clock).
 func (s *Store) markShown(ctx context.Context, readerID int64, pos, seq int) error {
@@ -336,6 +292,6 @@ func (s *Store) saveAnswer(ctx context.Context, readerID int64, pos, seq int, te
 }
 
 // accounts is the store's accounts and sessions for the web layer.
-func (s *Store) accounts() *webapp.SQLBackend {
-	return &webapp.SQLBackend{DB: s.db, Accounts: "readers", AccountColumn: "reader_id", Now: func() time.Time { return s.now() }}
+func (s *Store) accounts() *accountdb.Backend {
+	return &accountdb.Backend{DB: s.db, Accounts: "readers", AccountColumn: "reader_id", Now: func() time.Time { return s.now() }}
 }

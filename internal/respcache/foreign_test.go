@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/appdb/appdbtest"
 )
 
@@ -31,8 +31,8 @@ func TestOpenRefusesForeignDatabase(t *testing.T) {
 				c.Close()
 				return nil
 			}
-			if !errors.Is(err, ErrForeign) {
-				t.Errorf("error %v does not match ErrForeign", err)
+			if !appdb.IsForeign(err) {
+				t.Errorf("error %v is not a refusal of a foreign file", err)
 			}
 			return err
 		}, FileName+": not a chexpercept cache database: it holds table t")
@@ -69,7 +69,7 @@ func TestOpenRefusesForeignDatabase(t *testing.T) {
 				c.Close()
 				t.Fatalf("Open accepted a foreign database")
 			}
-			if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			if !appdb.IsForeign(err) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("Open = %v, want one line naming %s and %q", err, path, tc.want)
 			}
 			after, err := os.ReadFile(path)
@@ -96,8 +96,8 @@ func TestOpenKeepsOwnCaches(t *testing.T) {
 		name, pragma, schema string
 		entries              int
 	}{
-		{"a cache as written so far", "journal_mode(WAL)", responsesTable.Create + `; INSERT INTO responses (key, entry) VALUES ('k', '{"text":"yes"}')`, 1},
-		{"rollback journal", "journal_mode(DELETE)", responsesTable.Create, 0},
+		{"a cache as written so far", "journal_mode(WAL)", dbSpec().Schema + `; INSERT INTO responses (key, entry) VALUES ('k', '{"text":"yes"}')`, 1},
+		{"rollback journal", "journal_mode(DELETE)", dbSpec().Schema, 0},
 		{"an empty database", "user_version(0)", ``, 0},
 		{"an empty file", "", "", 0},
 	} {

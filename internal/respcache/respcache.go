@@ -30,15 +30,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/safefile"
-	_ "modernc.org/sqlite" // pure-Go SQLite driver
 )
 
 // FileName is the database file inside the cache directory.
@@ -63,7 +60,7 @@ func DefaultDir() (string, error) {
 // whatever folder it leads to. $XDG_CACHE_HOME and ~/.cache themselves
 // may be links (a user's choice, like a --cache-dir they name, which is
 // followed); the databases inside are never opened through a link
-// (OpenDB).
+// (appdb.Open of a cache).
 func CheckDefaultDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	switch {
@@ -89,204 +86,26 @@ type Entry struct {
 
 // Cache is an open response cache, safe for concurrent use.
 type Cache struct {
-	db   *sql.DB
+	db   *appdb.DB
 	path string
 }
 
-// Table is the one table of a cache database: its name, its columns in
-// order, and the statement that creates it (CREATE TABLE IF NOT EXISTS).
-// A database holding exactly this table (and the index SQLite makes for
-// its primary key) is recognised as the cache's own; the files the
-// releases before this check wrote are recognised the same way.
-type Table struct {
-	Name    string
-	Columns []string
-	Create  string
-}
-
-// ErrForeign matches the error of OpenDB for an existing SQLite file (or
-// any other file) that is not a database of the table asked for.
-var ErrForeign = errors.New("not a chexpercept cache database")
-
-// OpenDB opens (creating it if needed) the SQLite file at path, in a cache
-// directory that concurrent processes share (the shards of a Slurm array,
-// say), and creates t's table if it is not there. The busy timeout is
-// set before the switch to WAL; that switch can still fail at once with
-// SQLITE_BUSY when two processes make it at the same moment (SQLite does
-// not wait there), so the first connection's set-up is tried again a few
-// times. The path is escaped: '?' or '#' in a directory name cannot turn
-// into DSN parameters.
-//
-// The database and its -wal, -shm and -journal files must be regular files
-// or absent: SQLite would write through a symbolic link (into a review
-// database, say, or create a dangling link's target) and block on a FIFO,
-// so anything else is refused before SQLite opens it. An existing
-// database must be the cache's own (Recognise): another application's,
-// named by mistake, is refused (ErrForeign) and left as it was, before the
-// read-write connection (which switches it to WAL mode) opens it.
-func OpenDB(path string, t Table) (*sql.DB, error) {
-	if err := checkDBFiles(path); err != nil {
-		return nil, err
-	}
-	if err := Recognise(path, t); err != nil {
-		return nil, err
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, err
-	}
-	u := url.URL{Path: filepath.ToSlash(abs)}
-	dsn := "file:" + u.EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(4)
-	for try := 0; ; try++ {
-		_, err = db.Exec(t.Create)
-		var se interface{ Code() int }
-		if err == nil || try == 20 || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy {
-			break
-		}
-		time.Sleep(time.Duration(5+try*5) * time.Millisecond)
-	}
-	if err != nil {
-		db.Close()
-		return nil, appdb.Explain(path, err)
-	}
-	return db, nil
-}
-
-// Recognise checks, through a read-only connection that sets no pragma
-// and writes nothing, that the file at path is absent, empty (no schema
-// object: nothing in it to lose), or holds t's table with t's columns and
-// nothing else. Any other file is refused with ErrForeign, naming what it
-// holds; a read that fails (a full disk, an I/O error) is reported as it
-// is, with no verdict on the file. The -wal and -shm files such a
-// connection may create beside a database in WAL mode are removed again
-// when the file is refused.
-func Recognise(path string, t Table) (err error) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return safefile.Reason(err)
-	}
-	if wal, werr := os.Lstat(path + "-wal"); fi.Size() == 0 && (werr != nil || wal.Size() == 0) {
-		return nil // what SQLite makes first, with no log: it holds nothing
-	}
-	d, err := appdb.ReadOnlyDSN(path, false)
-	if err != nil {
-		return err
-	}
-	absent := appdb.SideFilesAbsent(path)
-	db, err := sql.Open("sqlite", d)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		_ = db.Close() // read-only: nothing to lose
-		if errors.Is(err, ErrForeign) {
-			// Not after a failed read: the file may be this cache,
-			// whose side files another process (a shard) may be using.
-			appdb.RemoveNewSideFiles(path, absent)
-		}
-	}()
-	var objects []string
-	mismatch := false
-	rows, err := db.Query(`SELECT type, name, tbl_name FROM sqlite_schema ORDER BY name`)
-	if err == nil {
-		for rows.Next() {
-			var typ, name, tbl string
-			if err = rows.Scan(&typ, &name, &tbl); err != nil {
-				break
-			}
-			own := tbl == t.Name && (typ == "table" && name == t.Name || typ == "index" && strings.HasPrefix(name, "sqlite_autoindex_"))
-			mismatch = mismatch || !own
-			if typ != "index" {
-				objects = append(objects, typ+" "+name)
-			}
-		}
-		if err == nil {
-			err = rows.Err()
-		}
-		_ = rows.Close()
-	}
-	if err != nil {
-		if appdb.IsForeign(err) {
-			return fmt.Errorf("%w (%v); refusing to write into it (move it away, or choose another cache directory)", ErrForeign, err)
-		}
-		return fmt.Errorf("cannot read it: %w", appdb.Explain(path, err))
-	}
-	if len(objects) == 0 && !mismatch {
-		return nil
-	}
-	if !mismatch {
-		var cols []string
-		crows, cerr := db.Query(`SELECT name FROM pragma_table_info(?) ORDER BY cid`, t.Name)
-		if cerr != nil {
-			return fmt.Errorf("cannot read it: %w", appdb.Explain(path, cerr))
-		}
-		for crows.Next() {
-			var c string
-			if cerr = crows.Scan(&c); cerr != nil {
-				break
-			}
-			cols = append(cols, c)
-		}
-		if cerr == nil {
-			cerr = crows.Err()
-		}
-		_ = crows.Close()
-		if cerr != nil {
-			return fmt.Errorf("cannot read it: %w", appdb.Explain(path, cerr))
-		}
-		if slices.Equal(cols, t.Columns) {
-			return nil
-		}
-		return fmt.Errorf("%w: table %s has columns (%s), not (%s); refusing to write into it (move it away, or choose another cache directory)", ErrForeign, t.Name, strings.Join(cols, ", "), strings.Join(t.Columns, ", "))
-	}
-	return fmt.Errorf("%w: it holds %s; refusing to write into it (move it away, or choose another cache directory)", ErrForeign, strings.Join(objects, ", "))
-}
-
-// checkDBFiles refuses a database path, or one of the files SQLite keeps
-// beside it, that exists and is not a regular file (a link is not
-// followed).
-func checkDBFiles(path string) error {
-	for _, sfx := range []string{"", "-wal", "-shm", "-journal"} {
-		fi, err := os.Lstat(path + sfx)
-		what := "not a regular file"
-		if sfx != "" {
-			what = "its " + sfx + " file is not a regular file"
-		}
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return err
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return fmt.Errorf("%s (a symbolic link); refusing to open a database through it (remove the link; the cache is rebuilt)", what)
-		case !fi.Mode().IsRegular():
-			return fmt.Errorf("%s (%s); refusing to open it as a database", what, safefile.KindOf(fi.Mode()))
-		}
-	}
-	return nil
-}
-
-// sqliteBusy is SQLITE_BUSY, the primary result code of "database is
-// locked" (extended codes keep it in the low byte).
-const sqliteBusy = 5
-
-// responsesTable is the response cache's table; its columns are those
-// every release wrote.
-var responsesTable = Table{
-	Name:    "responses",
-	Columns: []string{"key", "entry", "created_at"},
-	Create: `CREATE TABLE IF NOT EXISTS responses (
+// dbSpec is the response cache's database: a cache (appdb) holding the
+// one table responses, with the columns every release wrote. It is
+// created in place by the first process that opens it and shared by
+// concurrent processes (the shards of a Slurm array, say); the file and
+// its side files are never opened through a link or as a FIFO, and a file
+// that holds anything else (another application's database, named by
+// mistake) is refused before anything writes to it and left as it was.
+func dbSpec() appdb.Spec {
+	return appdb.Spec{Kind: "response cache", Name: "chexpercept cache database",
+		Cache: &appdb.Table{Name: "responses", Columns: []string{"key", "entry", "created_at"}},
+		Schema: `CREATE TABLE IF NOT EXISTS responses (
 		key TEXT PRIMARY KEY,
 		entry TEXT NOT NULL,
 		created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
 	)`,
+		Synchronous: "NORMAL"}
 }
 
 // Open opens or creates dir/responses.sqlite.
@@ -295,12 +114,9 @@ func Open(dir string) (*Cache, error) {
 		return nil, fmt.Errorf("response cache: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	if err := checkDBFiles(path); err != nil {
-		return nil, fmt.Errorf("response cache %s: %w", path, err)
-	}
-	db, err := OpenDB(path, responsesTable)
+	db, err := appdb.Open(path, dbSpec(), appdb.ReadWrite)
 	if err != nil {
-		return nil, fmt.Errorf("response cache %s: %w", path, err)
+		return nil, err
 	}
 	return &Cache{db: db, path: path}, nil
 }

@@ -2,6 +2,7 @@ package respcache
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,11 +196,16 @@ func TestOpenRefusesLinksAndFIFOs(t *testing.T) {
 			var err error
 			switch tc {
 			case "link to a database":
-				db, openErr := OpenDB(target, Table{Name: "decisions", Columns: []string{"k"}, Create: `CREATE TABLE IF NOT EXISTS decisions (k TEXT)`})
+				db, openErr := sql.Open("sqlite", "file:"+filepath.ToSlash(target)+"?_pragma=journal_mode(WAL)")
 				if openErr != nil {
 					t.Fatal(openErr)
 				}
-				db.Close()
+				if _, err := db.Exec(`CREATE TABLE decisions (k TEXT)`); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
 				err = os.Symlink(target, path)
 			case "link to an empty file":
 				if err := os.WriteFile(target, nil, 0o644); err != nil {

@@ -2,7 +2,6 @@ package review
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -40,6 +40,9 @@ type InitOptions struct {
 	// could not be printed) the database is abandoned, not published.
 	// nil: the credentials are only returned.
 	Deliver func([]Credential) error
+	// Job is the command's job: the database being made is registered
+	// on it, and publishing it is the job's commit point (nil: no job).
+	Job *job.Job
 }
 
 // Credential is a sign-in token printed once by `review init`.
@@ -80,11 +83,11 @@ func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credentia
 	}
 	assign := Assign(kept, opt.Reviewers, opt.Overlap, opt.Seed)
 
-	s, c, err := create(path)
+	s, c, err := create(opt.Job, path)
 	if err != nil {
 		return nil, 0, err
 	}
-	err = s.tx(context.Background(), func(tx *sql.Tx) error {
+	err = s.tx(opt.Job.Context(), func(tx *sql.Tx) error {
 		if err := insertMeta(tx, opt, s.stamp()); err != nil {
 			return err
 		}
@@ -109,6 +112,11 @@ func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credentia
 			c.Abandon()
 			return nil, 0, err
 		}
+	}
+	// Publishing makes the review the command's output.
+	if err := opt.Job.Commit(); err != nil {
+		c.Abandon()
+		return nil, 0, fmt.Errorf("review db %s: %w", path, err)
 	}
 	if err := c.Publish(); err != nil {
 		return nil, 0, err

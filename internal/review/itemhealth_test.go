@@ -379,7 +379,7 @@ func TestFlaggedItemsClosedSets(t *testing.T) {
 	}
 
 	a := itemRound(t)
-	if _, err := a.store.db.Exec(`UPDATE item_flags SET reason = '=HYPERLINK("x")' WHERE key_id = 'edema_fx002_positive_0'`); err != nil {
+	if _, err := a.store.db.ExecContext(context.Background(), `UPDATE item_flags SET reason = '=HYPERLINK("x")' WHERE key_id = 'edema_fx002_positive_0'`); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "o.csv")

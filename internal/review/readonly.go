@@ -41,6 +41,7 @@ const (
 	sqliteCantOpen    = 14
 )
 
+// sqliteCode is the SQLite result code of err, or 0.
 func sqliteCode(err error) int {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
@@ -81,42 +82,13 @@ func statDB(path string) error {
 	return nil
 }
 
-func dsnReadOnly(path string, immutable bool) (string, error) {
-	return appdb.ReadOnlyDSN(path, immutable)
-}
-
 // OpenReadOnly opens an existing review database without ever writing to
-// it, also from a read-only file or directory. Changes (decisions,
-// resolutions, the lock, imports) fail with ErrReadOnly; sign-in sessions
-// live in memory. In WAL mode SQLite needs a -shm file beside the
-// database even to read; when the directory is read-only and there is
-// none, the database is read as immutable, which is exact only while no
-// -wal file holds changes, so a -wal file there is an error.
+// it, also from a read-only file or directory (appdb.ReadOnly). Changes
+// (decisions, resolutions, the lock, imports) fail with ErrReadOnly;
+// sign-in sessions live in memory.
 func OpenReadOnly(path string) (*Store, error) {
 	if err := statDB(path); err != nil {
 		return nil, err
 	}
-	d, err := dsnReadOnly(path, false)
-	if err != nil {
-		return nil, fmt.Errorf("review db %s: %w", path, err)
-	}
-	// On a database in WAL mode even a read makes the -wal and -shm files
-	// when they are missing; a read that fails removes them again (empty:
-	// they hold nothing), so a full disk keeps no debris.
-	absent := appdb.SideFilesAbsent(path)
-	s, err := openDSN(path, d, true)
-	if err != nil {
-		appdb.RemoveNewSideFiles(path, absent)
-	}
-	if code := sqliteCode(err); err == nil || code&0xff != sqliteReadOnly && code&0xff != sqliteCantOpen {
-		return s, err
-	}
-	if _, werr := os.Lstat(path + "-wal"); !errors.Is(werr, fs.ErrNotExist) {
-		return nil, fmt.Errorf("review db %s: cannot be read without writing: its directory is not writable and %s-wal holds changes not yet in the database; copy the database with its -wal file to a writable directory",
-			path, filepath.Base(path))
-	}
-	if d, err = dsnReadOnly(path, true); err != nil {
-		return nil, fmt.Errorf("review db %s: %w", path, err)
-	}
-	return openDSN(path, d, true)
+	return open(path, appdb.ReadOnly)
 }

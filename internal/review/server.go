@@ -212,15 +212,29 @@ func (srv *Server) queue(w http.ResponseWriter, r *http.Request) {
 	pages := max(1, (len(items)+queuePageSize-1)/queuePageSize)
 	pg = min(max(pg, 1), pages)
 	from := (pg - 1) * queuePageSize
-	data := map[string]any{"Page": p, "Items": items[from:min(len(items), from+queuePageSize)], "Offset": from,
-		"Done": done, "Total": len(items), "Next": next, "PageNo": pg, "Pages": pages}
+	data := queueView{Page: p, Items: items[from:min(len(items), from+queuePageSize)], Offset: from,
+		Done: done, Total: len(items), Next: next, PageNo: pg, Pages: pages}
 	if pg > 1 {
-		data["PrevPage"] = pg - 1
+		data.PrevPage = pg - 1
 	}
 	if pg < pages {
-		data["NextPage"] = pg + 1
+		data.NextPage = pg + 1
 	}
 	srv.render(w, http.StatusOK, "queue.html", data)
+}
+
+// queueView is one page of a reviewer's queue.
+type queueView struct {
+	Page   page
+	Items  []QueueItem // this page's cases
+	Offset int         // the number of cases on the pages before
+	// Done and Total count the decided and all cases of the queue; Next
+	// is the first undecided case ("": none).
+	Done, Total int
+	Next        string
+	// PageNo and Pages are the page's number (from 1) and the count;
+	// PrevPage and NextPage the neighbours' (0: none).
+	PageNo, Pages, PrevPage, NextPage int
 }
 
 func (srv *Server) queueJSON(w http.ResponseWriter, r *http.Request) {
@@ -289,14 +303,14 @@ func (srv *Server) casePage(w http.ResponseWriter, r *http.Request) {
 		srv.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	data := map[string]any{"Page": p, "Case": c, "Lesion": c.Lesion, "Hints": strings.Join(c.LocationHints, "; ")}
+	data := caseView{Page: p, Case: c, Lesion: c.Lesion, Hints: strings.Join(c.LocationHints, "; ")}
 	flags, err := srv.store.ItemFlags(r.Context(), c.KeyID)
 	if err != nil {
 		srv.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
 	if len(flags) > 0 {
-		data["Flags"] = flags
+		data.Flags = flags
 	}
 	// Only this case's state and its neighbours are read: a case page
 	// stays small and cheap however long the review is.
@@ -314,17 +328,17 @@ func (srv *Server) casePage(w http.ResponseWriter, r *http.Request) {
 			}
 			views = append(views, v)
 		}
-		data["Reviews"] = views
-		data["Admin"] = cs.Admin
+		data.Reviews = views
+		data.Admin = cs.Admin
 		if ln := cs.Resolved(); ln != nil {
-			data["Resolved"] = ln.Decision
+			data.Resolved = ln.Decision
 		}
 	} else {
 		for i, n := range cs.Assigned {
 			if a := cs.Latest[i]; n == u.Name && a != nil {
-				data["Decision"], data["Note"], data["Time"] = a.Decision, a.Note, a.Time
+				data.Decision, data.Note, data.Time = a.Decision, a.Note, a.Time
 				if flags != nil { // an item-health round shows outcomes (itemhealth.go)
-					data["Decision"], data["Note"] = OutcomeOf(a.Decision, a.Note), strings.TrimPrefix(a.Note, FixPrefix)
+					data.Decision, data.Note = OutcomeOf(a.Decision, a.Note), strings.TrimPrefix(a.Note, FixPrefix)
 				}
 			}
 		}
@@ -338,14 +352,28 @@ func (srv *Server) casePage(w http.ResponseWriter, r *http.Request) {
 		srv.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	data["Pos"], data["Total"] = pos, total
-	if prev != "" {
-		data["Prev"] = prev
-	}
-	if next != "" {
-		data["Next"] = next
-	}
+	data.Pos, data.Total, data.Prev, data.Next = pos, total, prev, next
 	srv.render(w, http.StatusOK, "case.html", data)
+}
+
+// caseView is a case's page.
+type caseView struct {
+	Page   page
+	Case   *CaseInfo
+	Lesion string
+	Hints  string     // the reported locations, joined
+	Flags  []ItemFlag // an item-health round's flags of the case (nil: none)
+	// The admin's view: every reviewer's latest decision, the admin's
+	// resolution (nil: none) and the resolved decision ("": none yet).
+	Reviews  []reviewerView
+	Admin    *Action
+	Resolved string
+	// A reviewer's view: their own latest decision ("": none).
+	Decision, Note, Time string
+	// Pos of Total is the case's place in the list the user works
+	// through; Prev and Next its neighbours' keys ("": none).
+	Pos, Total int
+	Prev, Next string
 }
 
 // decide saves a reviewer's decision (form or urlencoded body: key,
@@ -557,8 +585,20 @@ func (srv *Server) admin(w http.ResponseWriter, r *http.Request) {
 		srv.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	srv.render(w, http.StatusOK, "admin.html", map[string]any{"Page": p, "Lesions": lesions, "Progress": rows,
-		"Status": status, "Agreement": ComputeAgreement(st), "Disputed": disputed, "Resolved": resolved})
+	srv.render(w, http.StatusOK, "admin.html", adminView{Page: p, Lesions: lesions, Progress: rows,
+		Status: status, Agreement: ComputeAgreement(st), Disputed: disputed, Resolved: resolved})
+}
+
+// adminView is the admin's page: progress per reviewer and lesion, the
+// status per lesion, the reviewers' agreement, and the disputed and
+// admin-resolved cases.
+type adminView struct {
+	Page               page
+	Lesions            []string
+	Progress           []progressRow
+	Status             []statusRow
+	Agreement          Agreement
+	Disputed, Resolved []disagreement
 }
 
 // image serves a case's pictures by case id only (never a path from the

@@ -524,7 +524,7 @@ func TestSessionExpiryAndStorage(t *testing.T) {
 		t.Fatal("no session cookie")
 	}
 	var n int
-	a.store.db.QueryRow(`SELECT count(*) FROM sessions WHERE id_sha256 = ? OR CAST(id_sha256 AS TEXT) = ?`, []byte(cookie), cookie).Scan(&n)
+	a.store.db.QueryRowContext(context.Background(), `SELECT count(*) FROM sessions WHERE id_sha256 = ? OR CAST(id_sha256 AS TEXT) = ?`, []byte(cookie), cookie).Scan(&n)
 	if n != 0 {
 		t.Error("the cookie value is stored in clear")
 	}
@@ -543,7 +543,7 @@ func TestSessionExpiryAndStorage(t *testing.T) {
 func TestReportIsEscaped(t *testing.T) {
 	a := newApp(t, 1, 1)
 	key := a.queueOf("r1")[0]
-	a.store.db.Exec(`UPDATE cases SET report = ? WHERE key_id = ?`, `<script>alert(1)</script>`, key)
+	a.store.db.ExecContext(context.Background(), `UPDATE cases SET report = ? WHERE key_id = ?`, `<script>alert(1)</script>`, key)
 	r1 := a.signIn("r1")
 	r1.decide(key, "unsure", `"><img src=x onerror=alert(2)>`)
 	r := r1.get("/case/" + key)

@@ -48,12 +48,17 @@ func (s *Store) CaseStateOf(ctx context.Context, caseID int64) (*CaseState, erro
 
 // snapshot reads the state of every case, or of case only when it is
 // not 0.
-func (s *Store) snapshot(ctx context.Context, only int64) ([]*CaseState, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
+func (s *Store) snapshot(ctx context.Context, only int64) (out []*CaseState, err error) {
+	err = s.db.ReadTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = readSnapshot(ctx, tx, only)
+		return err
+	})
+	return out, err
+}
+
+// readSnapshot is snapshot's reading, in one read transaction.
+func readSnapshot(ctx context.Context, tx *sql.Tx, only int64) ([]*CaseState, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+caseCols+` FROM cases c WHERE ? = 0 OR c.id = ? ORDER BY c.id`, only, only)
 	if err != nil {
 		return nil, err

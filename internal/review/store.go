@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/appdb"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/webapp"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 )
 
 // schemaID marks a review database; Open refuses other SQLite files.
@@ -94,29 +94,32 @@ type Store struct {
 // review.
 var ErrLocked = errors.New("the review is locked by the admin")
 
-// errNotReviewDB matches the refusal of an SQLite file that is not a
-// review database.
-var errNotReviewDB = errors.New("not a chexpercept review database")
-
 // ErrReadOnly is returned by every change to a store opened read-only.
 var ErrReadOnly = errors.New("the review database is open read-only")
 
-func dsn(path, mode string) (string, error) { return appdb.DSN(path, mode, "NORMAL") }
+// dbSpec is the review database: recognised by its schema id,
+// synchronous(NORMAL).
+func dbSpec() appdb.Spec {
+	return appdb.Spec{Kind: "review db", Name: "chexpercept review database", SchemaID: schemaID,
+		Schema: schema, Synchronous: "NORMAL"}
+}
 
-// create starts a new, empty review database, made under a temporary
-// name until Init publishes it (appdb.Create); an existing file is never
-// overwritten.
-func create(path string) (*Store, *appdb.Creation, error) {
-	c, err := appdb.Create(path, "review db", schema, "NORMAL")
+// create starts a new, empty review database on the job j, made under a
+// temporary name until Init publishes it (appdb.Create); an existing file
+// is never overwritten.
+func create(j *job.Job, path string) (*Store, *appdb.Creation, error) {
+	c, err := appdb.Create(j, path, dbSpec())
 	if err != nil {
 		return nil, nil, err
 	}
-	return &Store{db: c.DB, Path: path, now: time.Now}, c, nil
+	return &Store{db: c.DB(), Path: path, now: time.Now}, c, nil
 }
 
 // Open opens an existing review database (created by `review init`) for
-// reading and writing. A database file, directory or -wal/-shm file that
-// cannot be written is an error matching ErrNotWritable that says which.
+// reading and writing. Another SQLite file named by mistake is recognised
+// before anything writes to it and left as it was (appdb.Open). A
+// database file, directory or -wal/-shm file that cannot be written is an
+// error matching ErrNotWritable that says which.
 func Open(path string) (*Store, error) {
 	if err := statDB(path); err != nil {
 		return nil, err
@@ -130,47 +133,23 @@ func Open(path string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("review db %s: %w", path, safefile.Reason(err))
 	}
-	f.Close()
-	// The read-write connection switches the file to WAL mode as it
-	// opens, so another SQLite file named by mistake is first recognised
-	// through a connection that writes nothing, and left as it was.
-	absent := appdb.SideFilesAbsent(path)
-	if ro, err := OpenReadOnly(path); errors.Is(err, errNotReviewDB) {
-		return nil, err
-	} else if err == nil {
-		ro.Close()
-	}
-	d, err := dsn(path, "rw")
-	if err != nil {
-		return nil, fmt.Errorf("review db %s: %w", path, err)
-	}
-	s, err := openDSN(path, d, false)
-	if err != nil {
-		appdb.RemoveNewSideFiles(path, absent)
-	}
-	return s, err
+	_ = f.Close() // opened only to probe
+	return open(path, appdb.ReadWrite)
 }
 
-// openDSN opens the database and checks that it is a review database.
-func openDSN(path, d string, readOnly bool) (*Store, error) {
-	db, err := appdb.OpenDSN(d, readOnly)
+// open opens the database in mode; an error that SQLite gave because a
+// file or the directory cannot be written says which (notWritable).
+func open(path string, mode appdb.Mode) (*Store, error) {
+	db, err := appdb.Open(path, dbSpec(), mode)
 	if err != nil {
-		return nil, fmt.Errorf("review db %s: %w", path, err)
-	}
-	s := &Store{db: db, Path: path, now: time.Now, readOnly: readOnly}
-	if readOnly {
-		s.mem = &webapp.MemSessions{}
-	}
-	if err := appdb.CheckSchema(db.R, schemaID); err != nil {
-		_ = db.Close() // the open failed; its error is the one to report
 		if werr := notWritable(path, err); werr != nil {
 			return nil, werr
 		}
-		if !appdb.IsForeign(err) {
-			// A disk I/O error, a full disk …: no verdict on the file.
-			return nil, fmt.Errorf("review db %s: cannot read it: %w", path, appdb.Explain(path, err))
-		}
-		return nil, fmt.Errorf("review db %s: %w (%w)", path, errNotReviewDB, err)
+		return nil, err
+	}
+	s := &Store{db: db, Path: path, now: time.Now, readOnly: mode == appdb.ReadOnly}
+	if s.readOnly {
+		s.mem = &webapp.MemSessions{}
 	}
 	return s, nil
 }

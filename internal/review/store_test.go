@@ -312,7 +312,7 @@ func TestConcurrentDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	s.db.QueryRow(`SELECT count(*) FROM decisions`).Scan(&n)
+	s.db.QueryRowContext(context.Background(), `SELECT count(*) FROM decisions`).Scan(&n)
 	if n != len(revs)*each {
 		t.Errorf("%d decisions stored, want %d", n, len(revs)*each)
 	}

@@ -6,9 +6,9 @@
 // request body limit, and static serving.
 //
 // An app supplies its accounts and sessions (a Backend over its own
-// database), its sign-in page and its routes; App wraps the routes so that
-// every one of them needs a live session and every POST the session's
-// CSRF token. The routes read the signed-in account with UserOf and the
+// database, package accountdb: the web layer holds no SQL), its sign-in
+// page and its routes; App wraps the routes so that every one of them
+// needs a live session and every POST the session's CSRF token. The routes read the signed-in account with UserOf and the
 // CSRF token to embed in pages with CSRFOf.
 package webapp
 
@@ -290,9 +290,15 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
+// logout ends the session and clears the cookie. A session that could
+// not be ended fails the request and keeps the cookie: the user must not
+// read "signed out" while the session stays valid.
 func (a *App) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		a.Backend.EndSession(r.Context(), c.Value)
+		if err := a.Backend.EndSession(r.Context(), c.Value); err != nil {
+			a.Fail(w, r, http.StatusInternalServerError, fmt.Errorf("sign-out: %w", err))
+			return
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

@@ -3,6 +3,7 @@ package webapp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ type fakeBackend struct {
 	tokens   map[string]string // name → token
 	names    []string
 	sessions MemSessions
+	endErr   error // EndSession's error, after which the session stays
 }
 
 func newFakeBackend(names ...string) *fakeBackend {
@@ -53,6 +55,9 @@ func (b *fakeBackend) Session(_ context.Context, cookie string) (*Account, strin
 }
 
 func (b *fakeBackend) EndSession(_ context.Context, cookie string) error {
+	if b.endErr != nil {
+		return b.endErr
+	}
 	b.sessions.End(cookie)
 	return nil
 }
@@ -187,4 +192,58 @@ func newTestApp(b Backend, login func(w http.ResponseWriter, status int, msg str
 	a := New(b, nil, nil)
 	a.LoginPage = login
 	return a
+}
+
+// TestLogoutFailureIsVisible: a sign-out whose session could not be ended
+// (the database refused the write) answers an error and keeps the cookie,
+// not "signed out" while the session stays valid; the error is logged.
+func TestLogoutFailureIsVisible(t *testing.T) {
+	b := newFakeBackend("r1")
+	b.endErr = errors.New("disk I/O error")
+	var logged strings.Builder
+	app := newTestApp(b, func(w http.ResponseWriter, status int, msg string) { w.WriteHeader(status) })
+	app.Logf = func(format string, args ...any) { fmt.Fprintf(&logged, format+"\n", args...) }
+	routes := http.NewServeMux()
+	routes.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, CSRFOf(r)) })
+	h := app.Handler(routes)
+	cookie, csrf := signIn(t, h, b.tokens["r1"])
+	req := httptest.NewRequest("POST", "/logout", strings.NewReader(url.Values{"csrf": {csrf}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: SessionCookie, Value: cookie})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusInternalServerError || rec.Header().Get("Location") != "" {
+		t.Errorf("a failed sign-out: %d to %q, want 500", rec.Code, rec.Header().Get("Location"))
+	}
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == SessionCookie {
+			t.Errorf("a failed sign-out cleared the cookie: %+v", c)
+		}
+	}
+	if !strings.Contains(logged.String(), "POST /logout: sign-out: disk I/O error") {
+		t.Errorf("log %q", logged.String())
+	}
+}
+
+// signIn posts token to h's sign-in and returns the session cookie and
+// the CSRF token the home route ("GET /", answering CSRFOf) shows.
+func signIn(t *testing.T, h http.Handler, token string) (cookie, csrf string) {
+	t.Helper()
+	req := httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == SessionCookie {
+			cookie = c.Value
+		}
+	}
+	if cookie == "" {
+		t.Fatalf("sign-in: %d, no cookie", rec.Code)
+	}
+	req = httptest.NewRequest("GET", "/", nil)
+	req.AddCookie(&http.Cookie{Name: SessionCookie, Value: cookie})
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return cookie, rec.Body.String()
 }

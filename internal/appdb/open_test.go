@@ -1,6 +1,7 @@
 package appdb
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -15,17 +16,23 @@ import (
 const testSchema = `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT INTO meta VALUES ('schema', 'test/1');`
 
+// testSpec is an app database of schema id test/1.
+func testSpec(schema, synchronous string, migrations ...Migration) Spec {
+	return Spec{Kind: "test db", Name: "test database", SchemaID: "test/1", Schema: schema, Synchronous: synchronous, Migrations: migrations}
+}
+
 func TestCreate(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "app.sqlite")
-	db, err := Create(p, "test db", testSchema, "FULL")
+	db, err := Create(nil, p, testSpec(testSchema, "FULL"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckSchema(db.R, "test/1"); err != nil {
+	ctx := context.Background()
+	if err := checkSchema(ctx, db.DB().r, "test/1"); err != nil {
 		t.Errorf("own schema: %v", err)
 	}
-	if err := CheckSchema(db.R, "other/1"); err == nil || !strings.Contains(err.Error(), `schema "test/1"`) {
+	if err := checkSchema(ctx, db.DB().r, "other/1"); err == nil || !strings.Contains(err.Error(), `schema "test/1"`) {
 		t.Errorf("other schema: %v", err)
 	}
 	if _, err := os.Lstat(p); err == nil {
@@ -40,16 +47,16 @@ func TestCreate(t *testing.T) {
 	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, %v", fi.Mode(), err)
 	}
-	if _, err := Create(p, "test db", testSchema, "FULL"); err == nil || !strings.Contains(err.Error(), "already exists (refusing to overwrite it)") {
+	if _, err := Create(nil, p, testSpec(testSchema, "FULL")); err == nil || !strings.Contains(err.Error(), "already exists (refusing to overwrite it)") {
 		t.Errorf("second create: %v", err)
 	}
-	for _, suffix := range SideFiles {
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
 		q := filepath.Join(dir, "new"+suffix[1:]+".sqlite")
 		foreign := []byte("not ours")
 		if err := os.WriteFile(q+suffix, foreign, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Create(q, "test db", testSchema, "NORMAL"); err == nil || !strings.Contains(err.Error(), "already exists beside it") {
+		if _, err := Create(nil, q, testSpec(testSchema, "NORMAL")); err == nil || !strings.Contains(err.Error(), "already exists beside it") {
 			t.Errorf("%s beside: %v", suffix, err)
 		}
 		if got, _ := os.ReadFile(q + suffix); string(got) != string(foreign) {
@@ -66,13 +73,13 @@ func TestCreate(t *testing.T) {
 // the command that made it is not refused as "already exists".
 func TestCreateFailureLeavesNothing(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "app.sqlite")
-	if _, err := Create(p, "test db", testSchema+"\nCREATE TABLE (", "FULL"); err == nil || !strings.Contains(err.Error(), "create schema") {
+	if _, err := Create(nil, p, testSpec(testSchema+"\nCREATE TABLE (", "FULL")); err == nil || !strings.Contains(err.Error(), "create schema") {
 		t.Fatalf("create with a broken schema: %v", err)
 	}
 	if names := dirNames(t, filepath.Dir(p)); len(names) != 0 {
 		t.Errorf("a failed create left %q", names)
 	}
-	db, err := Create(p, "test db", testSchema, "FULL")
+	db, err := Create(nil, p, testSpec(testSchema, "FULL"))
 	if err != nil {
 		t.Fatalf("create after a failed one: %v", err)
 	}
@@ -82,11 +89,11 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 }
 
 func TestDSN(t *testing.T) {
-	d, err := DSN("a b/x?.sqlite", "rw", "FULL")
+	d, err := dsn("a b/x?.sqlite", "rw", "FULL")
 	if err != nil || !strings.Contains(d, "a%20b/x%3F.sqlite?mode=rw&") || !strings.Contains(d, "synchronous(FULL)") {
 		t.Errorf("DSN: %q, %v", d, err)
 	}
-	ro, _ := ReadOnlyDSN("x.sqlite", true)
+	ro, _ := readOnlyDSN("x.sqlite", true)
 	if !strings.Contains(ro, "mode=ro&") || !strings.HasSuffix(ro, "&immutable=1") || strings.Contains(ro, "journal_mode") {
 		t.Errorf("read-only DSN: %q", ro)
 	}
@@ -100,7 +107,7 @@ func TestIsForeign(t *testing.T) {
 	open := func(name string, setup func(p string)) error {
 		p := filepath.Join(dir, name)
 		setup(p)
-		d, err := ReadOnlyDSN(p, false)
+		d, err := readOnlyDSN(p, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +116,7 @@ func TestIsForeign(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		return CheckSchema(db, "test/1")
+		return checkSchema(context.Background(), db, "test/1")
 	}
 	write := func(content string) func(string) {
 		return func(p string) {
@@ -120,7 +127,7 @@ func TestIsForeign(t *testing.T) {
 	}
 	sqliteWith := func(schema string) func(string) {
 		return func(p string) {
-			db, err := Create(p, "test db", schema, "FULL")
+			db, err := Create(nil, p, testSpec(schema, "FULL"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,10 +184,10 @@ func TestRemoveNewSideFiles(t *testing.T) {
 				os.WriteFile(p+"-wal", nil, 0o600)
 				os.WriteFile(p+"-shm", nil, 0o600)
 			}
-			absent := SideFilesAbsent(p)
+			absent := sideFilesAbsent(p)
 			os.WriteFile(p+"-wal", []byte(tc.walContent), 0o600)
 			os.WriteFile(p+"-shm", []byte("index"), 0o600)
-			RemoveNewSideFiles(p, absent)
+			removeNewSideFiles(p, absent)
 			_, werr := os.Lstat(p + "-wal")
 			_, serr := os.Lstat(p + "-shm")
 			if removed := werr != nil && serr != nil; removed != tc.wantRemoved {

@@ -1,4 +1,7 @@
-package webapp
+// Package accountdb keeps a browser app's accounts and sessions in the
+// app's database: the webapp.Backend of the reading and review apps, so
+// that the web layer (package webapp) holds no SQL.
+package accountdb
 
 import (
 	"context"
@@ -7,28 +10,32 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/appdb"
+	"github.com/chexpercept/chexpercept/internal/webapp"
 )
 
-// SQLBackend is the Backend of an app whose accounts and sessions live in
-// its SQLite database: an accounts table with the columns id, name,
-// token_sha256 (TokenHash of the sign-in token; NULL for an account that
-// cannot sign in) and is_admin, and a sessions table with id_sha256
-// (SessionHash of the cookie, so a stolen database file holds no usable
-// cookie), the account column, csrf and expires (Unix seconds). Sessions
-// in the database outlive a server restart. With Mem set (a database the
-// server must not write) sessions live in memory and end with the process.
-type SQLBackend struct {
+// Backend is the webapp.Backend of an app whose accounts and sessions
+// live in its SQLite database: an accounts table with the columns id,
+// name, token_sha256 (webapp.TokenHash of the sign-in token; NULL for an
+// account that cannot sign in) and is_admin, and a sessions table with
+// id_sha256 (webapp.SessionHash of the cookie, so a stolen database file
+// holds no usable cookie), the account column, csrf and expires (Unix
+// seconds). Sessions in the database outlive a server restart. With Mem
+// set (a database the server must not write) sessions live in memory and
+// end with the process.
+type Backend struct {
 	DB *appdb.DB
 	// Accounts is the accounts table ("readers", "reviewers");
 	// AccountColumn the sessions column that names the account.
 	Accounts, AccountColumn string
 	Now                     func() time.Time // nil: time.Now
-	Mem                     *MemSessions
+	Mem                     *webapp.MemSessions
 }
+
+var _ webapp.Backend = (*Backend)(nil)
 
 // Schema is the SQL that creates the accounts and sessions tables (for an
 // app's schema; an app adds its own tables that reference the accounts).
-func (b *SQLBackend) Schema() string {
+func (b *Backend) Schema() string {
 	return `
 CREATE TABLE ` + b.Accounts + ` (
 	id           INTEGER PRIMARY KEY,
@@ -45,7 +52,7 @@ CREATE TABLE sessions (
 `
 }
 
-func (b *SQLBackend) now() time.Time {
+func (b *Backend) now() time.Time {
 	if b.Now != nil {
 		return b.Now()
 	}
@@ -53,13 +60,13 @@ func (b *SQLBackend) now() time.Time {
 }
 
 // Authenticate returns the account whose token is token. Every stored hash
-// is compared, each in constant time (MatchToken).
-func (b *SQLBackend) Authenticate(ctx context.Context, token string) (*Account, error) {
+// is compared, each in constant time (webapp.MatchToken).
+func (b *Backend) Authenticate(ctx context.Context, token string) (*webapp.Account, error) {
 	if token == "" {
 		return nil, nil
 	}
 	type row struct {
-		a    Account
+		a    webapp.Account
 		hash []byte
 	}
 	all, err := appdb.Rows(ctx, b.DB, func(r *row) []any { return []any{&r.a.ID, &r.a.Name, &r.hash, &r.a.Admin} },
@@ -67,18 +74,18 @@ func (b *SQLBackend) Authenticate(ctx context.Context, token string) (*Account, 
 	if err != nil {
 		return nil, err
 	}
-	if r, ok := MatchToken(token, all, func(r row) []byte { return r.hash }); ok {
+	if r, ok := webapp.MatchToken(token, all, func(r row) []byte { return r.hash }); ok {
 		return &r.a, nil
 	}
 	return nil, nil
 }
 
 // CreateSession starts a session of the account and forgets expired ones.
-func (b *SQLBackend) CreateSession(ctx context.Context, id int64, ttl time.Duration) (cookie, csrf string, err error) {
-	if cookie, err = NewToken(); err != nil {
+func (b *Backend) CreateSession(ctx context.Context, id int64, ttl time.Duration) (cookie, csrf string, err error) {
+	if cookie, err = webapp.NewToken(); err != nil {
 		return "", "", err
 	}
-	if csrf, err = NewToken(); err != nil {
+	if csrf, err = webapp.NewToken(); err != nil {
 		return "", "", err
 	}
 	now := b.now()
@@ -88,7 +95,7 @@ func (b *SQLBackend) CreateSession(ctx context.Context, id int64, ttl time.Durat
 	}
 	err = b.DB.Tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions(id_sha256, `+b.AccountColumn+`, csrf, expires) VALUES(?,?,?,?)`,
-			SessionHash(cookie), id, csrf, now.Add(ttl).Unix()); err != nil {
+			webapp.SessionHash(cookie), id, csrf, now.Add(ttl).Unix()); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE expires < ?`, now.Unix())
@@ -99,11 +106,11 @@ func (b *SQLBackend) CreateSession(ctx context.Context, id int64, ttl time.Durat
 
 // Session returns the account and CSRF token of a live session, or a nil
 // account.
-func (b *SQLBackend) Session(ctx context.Context, cookie string) (*Account, string, error) {
-	if !ValidCookie(cookie) {
+func (b *Backend) Session(ctx context.Context, cookie string) (*webapp.Account, string, error) {
+	if !webapp.ValidCookie(cookie) {
 		return nil, "", nil
 	}
-	var a Account
+	var a webapp.Account
 	var csrf string
 	var err error
 	if b.Mem != nil {
@@ -116,7 +123,7 @@ func (b *SQLBackend) Session(ctx context.Context, cookie string) (*Account, stri
 	} else {
 		var expires int64
 		err = b.DB.QueryRowContext(ctx, `SELECT a.id, a.name, a.is_admin, s.csrf, s.expires FROM sessions s JOIN `+b.Accounts+` a ON a.id = s.`+b.AccountColumn+`
-			WHERE s.id_sha256 = ?`, SessionHash(cookie)).Scan(&a.ID, &a.Name, &a.Admin, &csrf, &expires)
+			WHERE s.id_sha256 = ?`, webapp.SessionHash(cookie)).Scan(&a.ID, &a.Name, &a.Admin, &csrf, &expires)
 		if err == nil && b.now().Unix() > expires {
 			return nil, "", nil
 		}
@@ -131,11 +138,11 @@ func (b *SQLBackend) Session(ctx context.Context, cookie string) (*Account, stri
 }
 
 // EndSession forgets a session.
-func (b *SQLBackend) EndSession(ctx context.Context, cookie string) error {
+func (b *Backend) EndSession(ctx context.Context, cookie string) error {
 	if b.Mem != nil {
 		b.Mem.End(cookie)
 		return nil
 	}
-	_, err := b.DB.ExecContext(ctx, `DELETE FROM sessions WHERE id_sha256 = ?`, SessionHash(cookie))
+	_, err := b.DB.ExecContext(ctx, `DELETE FROM sessions WHERE id_sha256 = ?`, webapp.SessionHash(cookie))
 	return err
 }
