@@ -272,6 +272,12 @@ func TestParseScoresErrors(t *testing.T) {
 		{"truth changes", head + "a,r,1,0,1\na,s,1,1,2\n", "auc", "s.csv line 3: field truth: case 1 is 1 here and 0 on line 2"},
 		{"empty reader", head + "a,,1,0,1\n", "auc", "s.csv line 2: field reader: empty"},
 		{"not crossed", head + "a,r,1,,1\na,r,2,,0\na,s,1,,1\n", "accuracy", "s.csv: modality a, reader s has no score for case 2"},
+		{"not crossed, more cells than rows", head + "a,r,1,,1\nb,s,2,,0\nc,t,3,,1\n", "accuracy", "s.csv: modality a, reader r has no score for case 2"},
+		// The first error in file order wins.
+		{"repeat before a bad score", head + "a,r,1,0,1\na,r,1,0,2\na,r,2,0,x\n", "auc", "s.csv line 3: modality a, reader r, case 1 already scored on line 2"},
+		{"bad score before a repeat", head + "a,r,1,0,1\na,r,2,0,x\na,r,1,0,2\n", "auc", `s.csv line 3: field score: "x"`},
+		{"repeat with a bad truth", head + "a,r,1,0,1\na,r,1,2,2\n", "auc", "s.csv line 3: modality a, reader r, case 1 already scored on line 2"},
+		{"repeat before a long row", head + "a,r,1,0,1\na,r,1,0,1\n" + strings.Repeat("x", MaxScoreRecordBytes+1) + "\n", "auc", "s.csv line 3: modality a, reader r, case 1 already scored"},
 		{"no rows", head, "auc", "s.csv: no rows"},
 		{"short row", head + "a,r\n", "auc", "s.csv"},
 		{"long row", head + "a,r,1,0,1\n" + strings.Repeat("x", MaxScoreRecordBytes+1) + "\n", "auc",
