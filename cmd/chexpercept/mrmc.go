@@ -109,7 +109,9 @@ empty directory (or one an earlier mrmc wrote).
 --algorithm NAME takes the reader NAME out of the readers: it is an
 algorithm, compared in each modality with the other readers' mean (the
 algorithm a reader without reader variance; --margin adds a non-inferiority
-test) while the analyses above cover the other readers. See docs/mrmc.md.`,
+test) while the analyses above cover the other readers. A test or interval
+whose variance is 0 (readers and cases that do not vary) is NA, with the
+reason, never a zero-width interval. See docs/mrmc.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if scores == "" {

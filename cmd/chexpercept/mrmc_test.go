@@ -370,3 +370,62 @@ func TestMrmcProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestMrmcEdges: the command on the degenerate studies prints NA with its
+// reason where the data carry no variance, infinite degrees of freedom
+// where only the case variance is left, and CSV files in the project's
+// dialect (CRLF, NA).
+func TestMrmcEdges(t *testing.T) {
+	dir := t.TempDir()
+	table := func(name string, rows func(b *strings.Builder)) string {
+		var b strings.Builder
+		b.WriteString("modality,reader,case,truth,score\n")
+		rows(&b)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ones := table("ones.csv", func(b *strings.Builder) {
+		for _, m := range []string{"a", "b"} {
+			for r := range 7 {
+				for c := range 2 {
+					fmt.Fprintf(b, "%s,r%d,c%d,,1\n", m, r, c)
+				}
+			}
+		}
+	})
+	identical := table("identical.csv", func(b *strings.Builder) {
+		for r := range 3 {
+			for c := range 10 {
+				fmt.Fprintf(b, "a,r%d,c%d,,%d\n", r, c, map[bool]int{true: 1, false: 0}[c < 7])
+			}
+		}
+	})
+	out := filepath.Join(dir, "out")
+	stdout, _, err := runCommand(t, newMrmcCmd(), "--scores", ones, "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"test of equal modalities: F NA, p NA (no variance", "test of equal modalities: chi-square NA, p NA (no variance",
+		"a − b: 0.00000, SE 0.00000, no interval, p NA (no variance"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("all ones: output lacks %q:\n%s", want, stdout)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "mrmc_tests.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "analysis,statistic,value,df1,df2,p_value,na_reason\r\nrrrc,F,NA,1,NA,NA,no_variance\r\nfrrc,chi2,NA,1,NA,NA,no_variance\r\nrrfc,F,NA,1,6,NA,no_variance\r\n"; string(b) != want {
+		t.Errorf("all ones: mrmc_tests.csv\n%q\nwant\n%q", b, want)
+	}
+	stdout, _, err = runCommand(t, newMrmcCmd(), "--scores", identical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a alone: 0.70000000, SE 0.15275252, df inf, 95 % CI (0.40061, 0.99939)"; !strings.Contains(stdout, want) {
+		t.Errorf("identical readers: output lacks %q:\n%s", want, stdout)
+	}
+}

@@ -83,7 +83,7 @@ const (
 func (r Reason) Explain() string {
 	switch r {
 	case NoVariance:
-		return "no variance: the figures of merit do not vary where this analysis looks for variation, and a zero-width interval would claim a certainty the data do not give"
+		return "no variance: the figures it rests on do not vary"
 	case OneModality:
 		return "one modality: no test of equal modalities"
 	}
