@@ -30,11 +30,10 @@ func ratInt(n int64) exact { return new(big.Rat).SetInt64(n) }
 func ratFrac(a, b int64) exact {
 	return new(big.Rat).SetFrac(big.NewInt(a), big.NewInt(b))
 }
-func ratFloat(x float64) exact { return new(big.Rat).SetFloat64(x) }
-func add(a, b exact) exact     { return new(big.Rat).Add(a, b) }
-func sub(a, b exact) exact     { return new(big.Rat).Sub(a, b) }
-func mul(a, b exact) exact     { return new(big.Rat).Mul(a, b) }
-func quo(a, b exact) exact     { return new(big.Rat).Quo(a, b) }
+func add(a, b exact) exact { return new(big.Rat).Add(a, b) }
+func sub(a, b exact) exact { return new(big.Rat).Sub(a, b) }
+func mul(a, b exact) exact { return new(big.Rat).Mul(a, b) }
+func quo(a, b exact) exact { return new(big.Rat).Quo(a, b) }
 func maxZero(a exact) exact {
 	if a.Sign() < 0 {
 		return ratInt(0)
@@ -188,11 +187,6 @@ type dbmMS struct{ c, tc, rc, trc exact }
 
 func dbmCaseMS(y [][][]exact) dbmMS {
 	t, r, c := len(y), len(y[0]), len(y[0][0])
-	meanOver := func(f func(i, j, k int) bool) func(i, j, k int) exact {
-		// not used: kept simple below
-		return nil
-	}
-	_ = meanOver
 	yk := make([]exact, c)    // Ȳ··k
 	yik := make([][]exact, t) // Ȳi·k
 	yjk := make([][]exact, r) // Ȳ·jk
@@ -760,5 +754,4 @@ func TestReferenceVanDyke(t *testing.T) {
 			t.Errorf("reference %s = %.8f, want %s", c.name, c.got, c.want)
 		}
 	}
-	_ = ratFloat
 }
