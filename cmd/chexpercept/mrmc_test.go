@@ -1,13 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/chexpercept/chexpercept/internal/goldentest"
+	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
@@ -187,5 +195,237 @@ func TestMrmcRerunReplacesOwnFiles(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(out, kept)); err != nil {
 			t.Errorf("%s: %v", kept, err)
 		}
+	}
+}
+
+// TestMrmcKeepsItsInput: a scores table in the --out folder under a name
+// an earlier analysis wrote and listed in its marker (mrmc_standalone.csv
+// of a run with --algorithm) is the input of the next run, which does not
+// write that name: it is kept, whether given by that path or by another
+// path to the same file (a hard link), and the new marker does not list
+// it.
+func TestMrmcKeepsItsInput(t *testing.T) {
+	table, err := os.ReadFile(vanDykeScores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name     string
+		hardLink bool
+	}{{"same path", false}, {"hard link", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "out")
+			if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
+				t.Fatal(err)
+			}
+			if marker, _ := os.ReadFile(filepath.Join(out, ".chexpercept-mrmc")); !strings.Contains(string(marker), "mrmc_standalone.csv") {
+				t.Fatalf("the first analysis' marker does not list mrmc_standalone.csv:\n%s", marker)
+			}
+			input := filepath.Join(out, "mrmc_standalone.csv")
+			if err := os.WriteFile(input, table, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			given := input
+			if tt.hardLink {
+				given = filepath.Join(dir, "scores.csv")
+				if err := os.Link(input, given); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, _, err := runCommand(t, newMrmcCmd(), "--scores", given, "--fom", "auc", "--out", out); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(input); err != nil || !bytes.Equal(b, table) {
+				t.Fatalf("the input %s was removed or changed (%v)", input, err)
+			}
+			marker, err := os.ReadFile(filepath.Join(out, ".chexpercept-mrmc"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(marker), mrmcMarkerText) || strings.Contains(string(marker), "mrmc_standalone.csv") {
+				t.Errorf("marker after the run:\n%s", marker)
+			}
+		})
+	}
+}
+
+// failingWrite is outdir.WriteFile that fails its n-th call, as a full
+// disk fails a rename.
+func failingWrite(n int) func(dir, rel string, data []byte) error {
+	calls := 0
+	return func(dir, rel string, data []byte) error {
+		calls++
+		if calls == n {
+			return fmt.Errorf("write %s: %w", filepath.Join(dir, rel), syscall.ENOSPC)
+		}
+		return outdir.WriteFile(dir, rel, data)
+	}
+}
+
+// TestMrmcFailedWriteIsUnfinished: an accuracy analysis written into the
+// folder of an AUC analysis (with --algorithm) whose second file fails to
+// be written leaves the folder marked unfinished, its marker listing the
+// files of both analyses; the plain rerun finishes it: one analysis, the
+// earlier one's mrmc_standalone.csv gone, the marker finished.
+func TestMrmcFailedWriteIsUnfinished(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	acc := filepath.Join(dir, "accuracy.csv")
+	writeAccuracyTable(t, acc)
+	d, err := readScores(acc, mrmc.Accuracy, newMrmcProgress(io.Discard, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := mrmc.Analyze(d, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = writeMrmc(out, acc, a, failingWrite(2))
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "marked unfinished") {
+		t.Fatalf("error %v, want ENOSPC saying the folder is marked unfinished", err)
+	}
+	marker, err := os.ReadFile(filepath.Join(out, ".chexpercept-mrmc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(marker), mrmcUnfinishedText) {
+		t.Errorf("after the failed write the marker reads:\n%s", marker)
+	}
+	for _, name := range []string{"mrmc.json", "mrmc_fom.csv", "mrmc_intervals.csv", "mrmc_tests.csv", "mrmc_standalone.csv"} {
+		if !strings.Contains(string(marker), "\n"+name+"\n") {
+			t.Errorf("the unfinished marker does not list %s:\n%s", name, marker)
+		}
+	}
+	// The plain rerun.
+	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", acc, "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	marker, err = os.ReadFile(filepath.Join(out, ".chexpercept-mrmc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := mrmcMarkerText + "mrmc.json\nmrmc_fom.csv\nmrmc_intervals.csv\nmrmc_tests.csv\n"; string(marker) != want {
+		t.Errorf("after the rerun the marker reads:\n%s\nwant:\n%s", marker, want)
+	}
+	if _, err := os.Lstat(filepath.Join(out, "mrmc_standalone.csv")); err == nil {
+		t.Error("the AUC analysis' mrmc_standalone.csv is still beside the accuracy analysis")
+	}
+	for _, name := range []string{"mrmc.json", "mrmc_fom.csv", "mrmc_intervals.csv", "mrmc_tests.csv"} {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := a.Files()[name]; !bytes.Equal(b, want) {
+			t.Errorf("%s is not the accuracy analysis'", name)
+		}
+	}
+}
+
+// writeAccuracyTable writes the Van Dyke study as right/wrong scores
+// (rating 3 or more read as diseased) to path.
+func writeAccuracyTable(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(vanDykeScores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString(strings.Join(rows[0], ",") + "\n")
+	for _, row := range rows[1:] {
+		right := "0"
+		if (row[4] >= "3") == (row[3] == "1") {
+			right = "1"
+		}
+		b.WriteString(strings.Join([]string{row[0], row[1], row[2], row[3], right}, ",") + "\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMrmcProgress: a long table prints its progress to stderr; here the
+// wait between lines is 0, so every step prints.
+func TestMrmcProgress(t *testing.T) {
+	var buf bytes.Buffer
+	p := newMrmcProgress(&buf, 0)
+	d, err := readScores(vanDykeScores, mrmc.AUC, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mrmc.AnalyzeWith(d, mrmc.Options{Progress: p.analysing}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"mrmc: reading " + vanDykeScores + ":", "(100 %)", "mrmc: analysing: 20 of 20 jackknifes and covariance rows"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// TestMrmcEdges: the command on the degenerate studies prints NA with its
+// reason where the data carry no variance, infinite degrees of freedom
+// where only the case variance is left, and CSV files in the project's
+// dialect (CRLF, NA).
+func TestMrmcEdges(t *testing.T) {
+	dir := t.TempDir()
+	table := func(name string, rows func(b *strings.Builder)) string {
+		var b strings.Builder
+		b.WriteString("modality,reader,case,truth,score\n")
+		rows(&b)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ones := table("ones.csv", func(b *strings.Builder) {
+		for _, m := range []string{"a", "b"} {
+			for r := range 7 {
+				for c := range 2 {
+					fmt.Fprintf(b, "%s,r%d,c%d,,1\n", m, r, c)
+				}
+			}
+		}
+	})
+	identical := table("identical.csv", func(b *strings.Builder) {
+		for r := range 3 {
+			for c := range 10 {
+				fmt.Fprintf(b, "a,r%d,c%d,,%d\n", r, c, map[bool]int{true: 1, false: 0}[c < 7])
+			}
+		}
+	})
+	out := filepath.Join(dir, "out")
+	stdout, _, err := runCommand(t, newMrmcCmd(), "--scores", ones, "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"test of equal modalities: F NA, p NA (no variance", "test of equal modalities: chi-square NA, p NA (no variance",
+		"a − b: 0.00000, SE 0.00000, no interval, p NA (no variance"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("all ones: output lacks %q:\n%s", want, stdout)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "mrmc_tests.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "analysis,statistic,value,df1,df2,p_value,na_reason\r\nrrrc,F,NA,1,NA,NA,no_variance\r\nfrrc,chi2,NA,1,NA,NA,no_variance\r\nrrfc,F,NA,1,6,NA,no_variance\r\n"; string(b) != want {
+		t.Errorf("all ones: mrmc_tests.csv\n%q\nwant\n%q", b, want)
+	}
+	stdout, _, err = runCommand(t, newMrmcCmd(), "--scores", identical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a alone: 0.70000000, SE 0.15275252, df inf, 95 % CI (0.40061, 0.99939)"; !strings.Contains(stdout, want) {
+		t.Errorf("identical readers: output lacks %q:\n%s", want, stdout)
 	}
 }

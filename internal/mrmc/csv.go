@@ -79,77 +79,154 @@ func ParseScores(r io.Reader, name string, fom FOM) (*Data, error) {
 		}
 		return i
 	}
-	type cell struct{ m, r, c int }
-	type entry struct {
-		score float64
-		line  int
+	// The rows are kept in a slice and checked for repeated (modality,
+	// reader, case) combinations in one pass over a dense table once the
+	// study's size is known, not by a map probed on every row (a million
+	// rows of a map cost seconds in cache misses). The first error in file
+	// order is still the one reported: before any other error is
+	// returned, the rows read so far are checked for a repeat.
+	var rows []scoreRow
+	var truth []int8 // per case: -1 unknown
+	var truthLine []int
+	firstErr := func(err error) error {
+		if dup := firstRepeat(rows, len(d.Modalities), len(d.Readers), len(d.Cases)); dup != nil {
+			return fmt.Errorf("%s line %d: modality %s, reader %s, case %s already scored on line %d", name, dup.line,
+				d.Modalities[dup.row.m], d.Readers[dup.row.r], d.Cases[dup.row.c], dup.prev)
+		}
+		return err
 	}
-	scores := map[cell]entry{}
-	truth := map[int]int{}
-	truthLine := map[int]int{}
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, readErr(err)
+			return nil, firstErr(readErr(err))
 		}
 		line, _ := cr.FieldPos(0)
 		field := func(c string) string { return strings.TrimSpace(rec[col[c]]) }
 		for _, c := range []string{"modality", "reader", "case"} {
 			if field(c) == "" {
-				return nil, fmt.Errorf("%s line %d: field %s: empty", name, line, c)
+				return nil, firstErr(fmt.Errorf("%s line %d: field %s: empty", name, line, c))
 			}
 		}
 		s, err := strconv.ParseFloat(field("score"), 64)
 		if err != nil || math.IsNaN(s) || math.IsInf(s, 0) {
-			return nil, fmt.Errorf("%s line %d: field score: %q is not a finite number", name, line, field("score"))
+			return nil, firstErr(fmt.Errorf("%s line %d: field score: %q is not a finite number", name, line, field("score")))
 		}
 		if fom == Accuracy && s != 0 && s != 1 {
-			return nil, fmt.Errorf("%s line %d: field score: %q: accuracy wants 0 or 1", name, line, field("score"))
+			return nil, firstErr(fmt.Errorf("%s line %d: field score: %q: accuracy wants 0 or 1", name, line, field("score")))
 		}
-		k := cell{index(mIdx, &d.Modalities, field("modality")), index(rIdx, &d.Readers, field("reader")), index(cIdx, &d.Cases, field("case"))}
-		if prev, dup := scores[k]; dup {
-			return nil, fmt.Errorf("%s line %d: modality %s, reader %s, case %s already scored on line %d", name, line, field("modality"), field("reader"), field("case"), prev.line)
+		k := scoreRow{m: index(mIdx, &d.Modalities, field("modality")), r: index(rIdx, &d.Readers, field("reader")), c: index(cIdx, &d.Cases, field("case")),
+			line: line, score: s}
+		rows = append(rows, k)
+		for len(truth) < len(d.Cases) {
+			truth, truthLine = append(truth, -1), append(truthLine, 0)
 		}
-		scores[k] = entry{s, line}
 		if fom == AUC {
 			t, err := strconv.Atoi(field("truth"))
 			if err != nil || (t != 0 && t != 1) {
-				return nil, fmt.Errorf("%s line %d: field truth: %q: want 0 or 1", name, line, field("truth"))
+				return nil, firstErr(fmt.Errorf("%s line %d: field truth: %q: want 0 or 1", name, line, field("truth")))
 			}
-			if prev, ok := truth[k.c]; ok && prev != t {
-				return nil, fmt.Errorf("%s line %d: field truth: case %s is %d here and %d on line %d", name, line, field("case"), t, prev, truthLine[k.c])
+			if prev := truth[k.c]; prev >= 0 && int(prev) != t {
+				return nil, firstErr(fmt.Errorf("%s line %d: field truth: case %s is %d here and %d on line %d", name, line, field("case"), t, prev, truthLine[k.c]))
 			}
-			truth[k.c], truthLine[k.c] = t, line
+			truth[k.c], truthLine[k.c] = int8(t), line
 		}
 	}
-	if len(scores) == 0 {
+	if len(rows) == 0 {
 		return nil, fmt.Errorf("%s: no rows after the header", name)
 	}
-	d.Scores = make([][][]float64, len(d.Modalities))
-	for i := range d.Modalities {
-		d.Scores[i] = make([][]float64, len(d.Readers))
-		for j := range d.Readers {
-			d.Scores[i][j] = make([]float64, len(d.Cases))
-			for c := range d.Cases {
-				e, ok := scores[cell{i, j, c}]
-				if !ok {
-					return nil, fmt.Errorf("%s: modality %s, reader %s has no score for case %s: every reader must score every case in every modality", name, d.Modalities[i], d.Readers[j], d.Cases[c])
+	if err := firstErr(nil); err != nil {
+		return nil, err
+	}
+	nt, nr, nc := len(d.Modalities), len(d.Readers), len(d.Cases)
+	// No row repeats another, so the rows fill distinct cells, and the
+	// study is crossed exactly when there are as many rows as cells.
+	if !cellsAtMost(nt, nr, nc, len(rows)) || nt*nr*nc != len(rows) {
+		scored := make(map[[3]int]bool, len(rows))
+		for _, row := range rows {
+			scored[[3]int{row.m, row.r, row.c}] = true
+		}
+		for i := range nt {
+			for j := range nr {
+				for k := range nc {
+					if !scored[[3]int{i, j, k}] {
+						return nil, fmt.Errorf("%s: modality %s, reader %s has no score for case %s: every reader must score every case in every modality", name, d.Modalities[i], d.Readers[j], d.Cases[k])
+					}
 				}
-				d.Scores[i][j][c] = e.score
 			}
 		}
 	}
+	d.Scores = make([][][]float64, nt)
+	for i := range d.Scores {
+		d.Scores[i] = make([][]float64, nr)
+		for j := range d.Scores[i] {
+			d.Scores[i][j] = make([]float64, nc)
+		}
+	}
+	for _, row := range rows {
+		d.Scores[row.m][row.r][row.c] = row.score
+	}
 	if fom == AUC {
-		d.Truth = make([]int, len(d.Cases))
-		for c := range d.Cases {
-			d.Truth[c] = truth[c]
+		d.Truth = make([]int, nc)
+		for k := range d.Truth {
+			d.Truth[k] = int(truth[k])
 		}
 	}
 	if err := d.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return d, nil
+}
+
+// scoreRow is one row of a scores table: indexes of its modality, reader
+// and case, its line and its score.
+type scoreRow struct {
+	m, r, c int
+	line    int
+	score   float64
+}
+
+// cellsAtMost reports whether a t × r × c table has at most n cells,
+// without computing a product that could overflow.
+func cellsAtMost(t, r, c, n int) bool {
+	if t == 0 || r == 0 || c == 0 {
+		return true
+	}
+	return t <= n && r <= n/t && c <= n/(t*r)
+}
+
+// repeatedRow is a row whose (modality, reader, case) an earlier row, on line
+// prev, already scored.
+type repeatedRow struct {
+	row        scoreRow
+	line, prev int
+}
+
+// firstRepeat is the first row, in file order, that repeats an earlier
+// row's combination, or nil. With no more cells than rows it marks a
+// dense table; a table of more cells than rows (not crossed, which the
+// caller reports next) is checked with a map of the rows instead.
+func firstRepeat(rows []scoreRow, t, r, c int) *repeatedRow {
+	if cellsAtMost(t, r, c, len(rows)) {
+		seen := make([]int, t*r*c) // line of the first row of each cell, 0 none
+		for _, row := range rows {
+			i := (row.m*r+row.r)*c + row.c
+			if seen[i] != 0 {
+				return &repeatedRow{row: row, line: row.line, prev: seen[i]}
+			}
+			seen[i] = row.line
+		}
+		return nil
+	}
+	seen := make(map[[3]int]int, len(rows))
+	for _, row := range rows {
+		k := [3]int{row.m, row.r, row.c}
+		if prev, ok := seen[k]; ok {
+			return &repeatedRow{row: row, line: row.line, prev: prev}
+		}
+		seen[k] = row.line
+	}
+	return nil
 }

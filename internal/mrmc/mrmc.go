@@ -7,7 +7,17 @@
 // modality × reader mean square) — together with the one-modality
 // interval of a reader panel (Hillis 2007) and the comparison of a
 // standalone algorithm with a reader panel, the algorithm taken as a
-// reader without reader variance.
+// reader without reader variance. The constraints are those of the
+// reference programs (OR-DBM MRMC 2.51, RJafroc): max(Cov2 − Cov3, 0)
+// wherever Cov2 − Cov3 enters a variance, max(Cov2, 0) in one modality.
+//
+// Results carry their edges explicitly. A mean square or covariance
+// difference that is 0 up to rounding is exactly 0 (rounding.go says how
+// that is decided); a statistic whose denominator is 0, and an interval
+// whose standard error is 0, is NaN with the Reason set, never a number
+// made of rounding noise or an interval of zero width; degrees of
+// freedom that are infinite, or above MaxFiniteDF, are +Inf and use the
+// normal and χ² limits.
 //
 // The formulas, in words, with their sources, are in docs/mrmc.md.
 package mrmc
@@ -16,8 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // DefaultAlpha is the level of the intervals and tests when none is given:
@@ -38,29 +46,88 @@ type Data struct {
 // Components are the OR model's estimates: the mean squares of the
 // figures of merit and the jackknife error variance and covariances
 // (Cov1: same reader, different modalities; Cov2: different readers, same
-// modality; Cov3: different readers and modalities).
+// modality; Cov3: different readers and modalities), and from them the
+// reader and modality × reader variance components. A mean square that is
+// 0 up to rounding is 0; Var and the covariances are as computed. With one
+// modality MST, MSTR, VarR and VarTR are NaN (reader and modality × reader
+// variance are not told apart).
 type Components struct {
 	MST, MSR, MSTR        float64
 	Var, Cov1, Cov2, Cov3 float64
+	// VarR is the reader variance (MS(R) − VarTR − Var + Cov2 −
+	// (t − 1)(Cov1 − Cov3))/t; VarTR the modality × reader variance
+	// MS(T×R) − Var + Cov1 + max(Cov2 − Cov3, 0), as RJafroc computes
+	// them (Hillis 2011; OR-DBM MRMC 2.51 leaves out the max). Either may
+	// be negative: they are moment estimates.
+	VarR, VarTR float64
+}
+
+// Reason says why a result is NA (its statistic, interval or p-value
+// NaN); "" when it is not. Its value is a short code, written as such in
+// the CSV and JSON files; Explain says it in a sentence.
+type Reason string
+
+// The reasons.
+const (
+	// NoVariance: the variance a test or interval rests on is 0 (up to
+	// rounding): the figures of merit do not vary where the analysis
+	// looks for variation (between readers, over cases, or both), so
+	// there is nothing to scale a statistic by, and an interval would
+	// have zero width, claiming a certainty no finite sample gives.
+	NoVariance Reason = "no_variance"
+	// OneModality: a test of equal modalities needs two.
+	OneModality Reason = "one_modality"
+)
+
+// Explain is the reason in words.
+func (r Reason) Explain() string {
+	switch r {
+	case NoVariance:
+		return "no variance: the figures it rests on do not vary"
+	case OneModality:
+		return "one modality: no test of equal modalities"
+	}
+	return string(r)
 }
 
 // Test is an analysis' test of equal modalities: an F statistic on DF1
 // and DF2 degrees of freedom, or (Chi2) a chi-square statistic on DF1.
+// DF2 is +Inf when infinite (then F is referred to χ²(DF1)/DF1). Stat and
+// P are NaN, and NA says why, when the test is undefined.
 type Test struct {
 	Chi2     bool
 	Stat     float64
 	DF1, DF2 float64
 	P        float64
+	NA       Reason
 }
 
 // Interval is an estimate with its standard error and a two-sided
 // interval from Student's t on DF degrees of freedom (DF = +Inf: the
 // normal). P is the two-sided p-value of estimate = 0 (NaN for a mean).
-// With a zero or undefined standard error, the interval and p are NaN.
+// When the standard error is 0, Lo, Hi and P are NaN and NA says why
+// (SE stays 0, DF as computed, NaN when 0/0).
 type Interval struct {
 	Estimate, SE, DF float64
 	Lo, Hi           float64
 	P                float64
+	NA               Reason
+}
+
+// Clip returns the interval's bounds limited to [min, max] — a figure's
+// Range, or the range of a difference — for display, and whether each
+// bound was clipped. The interval itself, its SE and P are not changed:
+// a clipped bound is a display of the interval, not another interval.
+// NaN bounds stay NaN.
+func (iv Interval) Clip(min, max float64) (lo, hi float64, loClipped, hiClipped bool) {
+	lo, hi = iv.Lo, iv.Hi
+	if lo < min {
+		lo, loClipped = min, true
+	}
+	if hi > max {
+		hi, hiClipped = max, true
+	}
+	return lo, hi, loClipped, hiClipped
 }
 
 // Difference is modality A − modality B.
@@ -79,7 +146,7 @@ type Mean struct {
 // each modality's mean.
 type Design struct {
 	Name  string
-	Test  Test // NaN statistic with one modality
+	Test  Test // NA (OneModality) with one modality
 	Diffs []Difference
 	Means []Mean
 }
@@ -109,10 +176,14 @@ type Analysis struct {
 	Standalone []StandaloneRow
 }
 
-// estimates are the figures of merit and their jackknife values.
-type estimates struct {
-	theta [][]float64   // [t][r]
-	jack  [][][]float64 // [t][r][c]
+// Options adjust AnalyzeWith.
+type Options struct {
+	// Alpha is the level of the tests and intervals (0: DefaultAlpha).
+	Alpha float64
+	// Progress, when set, is called as the work advances with the units
+	// done and the total (each figure of merit's jackknife, then each
+	// figure's covariances with the others), from the calling goroutine.
+	Progress func(done, total int)
 }
 
 func (d *Data) check() error {
@@ -142,29 +213,220 @@ func (d *Data) check() error {
 	return nil
 }
 
-func (d *Data) estimate() estimates {
-	e := estimates{theta: make([][]float64, len(d.Scores)), jack: make([][][]float64, len(d.Scores))}
-	for i, byReader := range d.Scores {
-		e.theta[i] = make([]float64, len(byReader))
-		e.jack[i] = make([][]float64, len(byReader))
-		for j, s := range byReader {
-			e.jack[i][j] = make([]float64, len(s))
-			e.theta[i][j] = d.FOM.value(s, d.Truth, e.jack[i][j])
-		}
-	}
-	return e
+// Analyze runs the three OR analyses of a study at level alpha (0: the
+// default 0.05).
+func Analyze(d *Data, alpha float64) (*Analysis, error) {
+	return AnalyzeWith(d, Options{Alpha: alpha})
 }
 
-// jackCov is the jackknife covariance of two figures from their
-// leave-one-case-out values: (c−1)/c · Σ_k (a_k − ā)(b_k − b̄).
-func jackCov(a, b []float64) float64 {
-	c := float64(len(a))
-	ma, mb := meanOf(a), meanOf(b)
-	var s float64
-	for k := range a {
-		s += (a[k] - ma) * (b[k] - mb)
+// AnalyzeWith is Analyze with options.
+func AnalyzeWith(d *Data, opt Options) (*Analysis, error) {
+	alpha := opt.Alpha
+	if alpha == 0 {
+		alpha = DefaultAlpha
 	}
-	return s * (c - 1) / c
+	if !(alpha > 0 && alpha < 1) {
+		return nil, fmt.Errorf("alpha %v: want a level between 0 and 1", alpha)
+	}
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	t, r, c := len(d.Modalities), len(d.Readers), len(d.Cases)
+	progress := func(int) {}
+	if opt.Progress != nil {
+		done, total := 0, 2*t*r
+		progress = func(k int) { done += k; opt.Progress(done, total) }
+	}
+	figs := make([]figure, 0, t*r) // index i·r + j
+	theta := make([][]float64, t)
+	for i, byReader := range d.Scores {
+		theta[i] = make([]float64, r)
+		for j, s := range byReader {
+			f := figure{dev: make([]float64, c)}
+			f.theta = d.FOM.value(s, d.Truth, f.dev)
+			theta[i][j] = f.theta
+			figs = append(figs, f)
+			progress(1)
+		}
+	}
+	cov := covMatrix(figs, progress)
+	a := &Analysis{FOM: d.FOM, Alpha: alpha, Modalities: d.Modalities, Readers: d.Readers, NCases: c, Theta: theta}
+	a.ModalityMeans = make([]float64, t)
+	for i := range theta {
+		a.ModalityMeans[i] = meanOf(theta[i])
+	}
+	ms := meanSquares(theta)
+	cs := covSums(cov, r, c)
+	cv := Components{MST: ms.t, MSR: ms.r, MSTR: ms.tr, Var: cs.v, Cov1: cs.c1, Cov2: cs.c2, Cov3: cs.c3}
+	// The constrained Cov2 − Cov3 of every analysis: as a variance part it
+	// cannot be negative.
+	c23 := math.Max(cs.c2MinusC3, 0)
+	cv.VarTR = ms.tr - cs.vMinusC1 + c23
+	cv.VarR = (ms.r - cv.VarTR - cs.vMinusC2 - float64(t-1)*cs.c1MinusC3) / float64(t)
+	a.Components = cv
+	ft, fr := float64(t), float64(r)
+
+	// Random readers, random cases: the denominator MS(T×R) + r·max(Cov2−Cov3, 0),
+	// its degrees of freedom by Satterthwaite (Hillis 2008).
+	den := ms.tr + fr*c23
+	ddf := satterthwaite(den, ms.tr, (ft-1)*(fr-1))
+	rrrc := Design{Name: RRRC, Test: fTest(ms.t, den, ft-1, ddf)}
+	rrrc.Diffs = diffs(a, 2*den/fr, ddf)
+
+	// Fixed readers, random cases: chi-square on t−1 degrees of freedom,
+	// the denominator Var − Cov1 + (r − 1)·max(Cov2 − Cov3, 0).
+	denF := math.Max(cs.vMinusC1, 0) + (fr-1)*c23
+	frrc := Design{Name: FRRC, Test: chi2Test((ft-1)*ms.t, denF, ft-1)}
+	frrc.Diffs = diffs(a, 2*denF/fr, math.Inf(1))
+
+	// Random readers, fixed cases: F on MS(T×R).
+	rrfc := Design{Name: RRFC, Test: fTest(ms.t, ms.tr, ft-1, (ft-1)*(fr-1))}
+	rrfc.Diffs = diffs(a, 2*ms.tr/fr, (ft-1)*(fr-1))
+
+	for i, m := range d.Modalities {
+		ps := modalityPanel(theta[i], cov, i, r, c)
+		rrrc.Means = append(rrrc.Means, Mean{m, ps.rrrc(alpha)})
+		frrc.Means = append(frrc.Means, Mean{m, ps.frrc(alpha)})
+		rrfc.Means = append(rrfc.Means, Mean{m, ps.rrfc(alpha)})
+	}
+	if t < 2 {
+		for _, ds := range []*Design{&rrrc, &frrc, &rrfc} {
+			ds.Test = Test{Chi2: ds.Test.Chi2, Stat: math.NaN(), DF1: math.NaN(), DF2: math.NaN(), P: math.NaN(), NA: OneModality}
+		}
+	}
+	a.Designs = []Design{rrrc, frrc, rrfc}
+	return a, nil
+}
+
+// covMatrix is the jackknife covariance of every pair of figures,
+// (c − 1)/c · Σ_k dev_a[k]·dev_b[k], in a symmetric matrix; progress
+// counts one unit per row.
+func covMatrix(figs []figure, progress func(int)) [][]float64 {
+	n := len(figs)
+	cov := make([][]float64, n)
+	for a := range cov {
+		cov[a] = make([]float64, n)
+	}
+	for a := range n {
+		da := figs[a].dev
+		c := float64(len(da))
+		for b := a; b < n; b++ {
+			db := figs[b].dev[:len(da)]
+			// Four running sums: shorter chains of rounding, and a loop
+			// the processor pipelines.
+			var s0, s1, s2, s3 float64
+			k := 0
+			for ; k+4 <= len(da); k += 4 {
+				s0 += da[k] * db[k]
+				s1 += da[k+1] * db[k+1]
+				s2 += da[k+2] * db[k+2]
+				s3 += da[k+3] * db[k+3]
+			}
+			for ; k < len(da); k++ {
+				s0 += da[k] * db[k]
+			}
+			v := ((s0 + s1) + (s2 + s3)) * (c - 1) / c
+			cov[a][b], cov[b][a] = v, v
+		}
+		progress(1)
+	}
+	return cov
+}
+
+// covariances are Var, Cov1, Cov2, Cov3 and their differences that
+// enter the analyses, each difference 0 when within rounding of 0.
+type covariances struct {
+	v, c1, c2, c3                            float64
+	c2MinusC3, vMinusC1, vMinusC2, c1MinusC3 float64
+}
+
+// covSums averages the covariance matrix of the t·r figures (index
+// i·r + j) over the four kinds of pair.
+func covSums(cov [][]float64, r, c int) covariances {
+	var s [4]float64
+	var n [4]int
+	maxVar := 0.0
+	for a := range cov {
+		maxVar = math.Max(maxVar, cov[a][a])
+		for b := range cov {
+			sameT, sameR := a/r == b/r, a%r == b%r
+			k := 3
+			switch {
+			case sameT && sameR:
+				k = 0
+			case sameR:
+				k = 1
+			case sameT:
+				k = 2
+			}
+			s[k] += cov[a][b]
+			n[k]++
+		}
+	}
+	avg := func(k int) float64 {
+		if n[k] == 0 {
+			return math.NaN()
+		}
+		return s[k] / float64(n[k])
+	}
+	cs := covariances{v: avg(0), c1: avg(1), c2: avg(2), c3: avg(3)}
+	tol := covTol(c, len(cov)*len(cov), maxVar)
+	cs.c2MinusC3 = zeroWithin(cs.c2-cs.c3, tol)
+	cs.vMinusC1 = zeroWithin(cs.v-cs.c1, tol)
+	cs.vMinusC2 = zeroWithin(cs.v-cs.c2, tol)
+	cs.c1MinusC3 = zeroWithin(cs.c1-cs.c3, tol)
+	return cs
+}
+
+// mss are the mean squares of a t × r table of figures.
+type mss struct{ t, r, tr float64 }
+
+// meanSquares are MS(T), MS(R) and MS(T×R), each 0 when its deviations
+// are rounding residue (figureTol); MS(T) and MS(T×R) are NaN with one
+// modality.
+func meanSquares(theta [][]float64) mss {
+	t, r := len(theta), len(theta[0])
+	ft, fr := float64(t), float64(r)
+	mi := make([]float64, t)
+	mj := make([]float64, r)
+	var grand, scale float64
+	for i := range theta {
+		for j, v := range theta[i] {
+			mi[i] += v
+			mj[j] += v
+			grand += v
+			scale = math.Max(scale, math.Abs(v))
+		}
+	}
+	for i := range mi {
+		mi[i] /= fr
+	}
+	for j := range mj {
+		mj[j] /= ft
+	}
+	grand /= ft * fr
+	tol := figureTol(t*r, t, r, scale)
+	devT := make([]float64, t)
+	for i := range mi {
+		devT[i] = mi[i] - grand
+	}
+	devR := make([]float64, r)
+	for j := range mj {
+		devR[j] = mj[j] - grand
+	}
+	devTR := make([]float64, 0, t*r)
+	for i := range theta {
+		for j, v := range theta[i] {
+			devTR = append(devTR, v-mi[i]-mj[j]+grand)
+		}
+	}
+	ms := mss{t: math.NaN(), tr: math.NaN()}
+	ms.r = ft / (fr - 1) * sumSquaresOrZero(devR, tol)
+	if t > 1 {
+		ms.t = fr / (ft - 1) * sumSquaresOrZero(devT, tol)
+		ms.tr = sumSquaresOrZero(devTR, tol) / ((ft - 1) * (fr - 1))
+	}
+	return ms
 }
 
 func meanOf(xs []float64) float64 {
@@ -175,161 +437,51 @@ func meanOf(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// Analyze runs the three OR analyses of a study at level alpha (0: the
-// default 0.05).
-func Analyze(d *Data, alpha float64) (*Analysis, error) {
-	if alpha == 0 {
-		alpha = DefaultAlpha
-	}
-	if !(alpha > 0 && alpha < 1) {
-		return nil, fmt.Errorf("alpha %v: want a level between 0 and 1", alpha)
-	}
-	if err := d.check(); err != nil {
-		return nil, err
-	}
-	e := d.estimate()
-	t, r := len(d.Modalities), len(d.Readers)
-	a := &Analysis{FOM: d.FOM, Alpha: alpha, Modalities: d.Modalities, Readers: d.Readers, NCases: len(d.Cases), Theta: e.theta}
-	a.Components = components(e)
-	a.ModalityMeans = make([]float64, t)
-	for i := range e.theta {
-		a.ModalityMeans[i] = meanOf(e.theta[i])
-	}
-	ft, fr := float64(t), float64(r)
-	cv := a.Components
-
-	// Random readers, random cases: the denominator MS(T×R) + r·max(Cov2−Cov3, 0),
-	// its degrees of freedom by Satterthwaite (Hillis 2008).
-	den := cv.MSTR + fr*math.Max(cv.Cov2-cv.Cov3, 0)
-	ddf := ratio(den*den, cv.MSTR*cv.MSTR/((ft-1)*(fr-1)))
-	rrrc := Design{Name: RRRC, Test: fTest(cv.MST, den, ft-1, ddf)}
-	rrrc.Diffs = diffs(a, 2*den/fr, ddf)
-
-	// Fixed readers, random cases: chi-square on t−1 degrees of freedom.
-	denF := cv.Var - cv.Cov1 + (fr-1)*(cv.Cov2-cv.Cov3)
-	frrc := Design{Name: FRRC, Test: chi2Test((ft-1)*cv.MST, denF, ft-1)}
-	frrc.Diffs = diffs(a, 2*denF/fr, math.Inf(1))
-
-	// Random readers, fixed cases: F on MS(T×R).
-	rrfc := Design{Name: RRFC, Test: fTest(cv.MST, cv.MSTR, ft-1, (ft-1)*(fr-1))}
-	rrfc.Diffs = diffs(a, 2*cv.MSTR/fr, (ft-1)*(fr-1))
-
-	for i, m := range d.Modalities {
-		ps := panelStats(e.theta[i], e.jack[i])
-		rrrc.Means = append(rrrc.Means, Mean{m, ps.rrrc(alpha)})
-		se2 := ps.vr/fr + (fr-1)/fr*ps.cov2
-		frrc.Means = append(frrc.Means, Mean{m, interval(ps.mean, se2, math.Inf(1), alpha, false)})
-		rrfc.Means = append(rrfc.Means, Mean{m, interval(ps.mean, ps.msr/fr, fr-1, alpha, false)})
-	}
-	if t < 2 {
-		for _, ds := range []*Design{&rrrc, &frrc, &rrfc} {
-			ds.Test = Test{Chi2: ds.Test.Chi2, Stat: math.NaN(), DF1: math.NaN(), DF2: math.NaN(), P: math.NaN()}
-		}
-	}
-	a.Designs = []Design{rrrc, frrc, rrfc}
-	return a, nil
-}
-
-// components are the mean squares and the averaged jackknife covariances.
-func components(e estimates) Components {
-	t, r := len(e.theta), len(e.theta[0])
-	ft, fr := float64(t), float64(r)
-	var cv Components
-	grand := 0.0
-	mi := make([]float64, t)
-	mj := make([]float64, r)
-	for i := range e.theta {
-		for j, v := range e.theta[i] {
-			mi[i] += v / fr
-			mj[j] += v / ft
-			grand += v / (ft * fr)
-		}
-	}
-	for i := range mi {
-		cv.MST += (mi[i] - grand) * (mi[i] - grand)
-	}
-	if t > 1 {
-		cv.MST *= fr / (ft - 1)
-	} else {
-		cv.MST = math.NaN()
-	}
-	for j := range mj {
-		cv.MSR += (mj[j] - grand) * (mj[j] - grand)
-	}
-	cv.MSR *= ft / (fr - 1)
-	for i := range e.theta {
-		for j, v := range e.theta[i] {
-			x := v - mi[i] - mj[j] + grand
-			cv.MSTR += x * x
-		}
-	}
-	if t > 1 {
-		cv.MSTR /= (ft - 1) * (fr - 1)
-	} else {
-		cv.MSTR = math.NaN()
-	}
-	var n [4]int
-	var s [4]float64
-	for i := 0; i < t; i++ {
-		for j := 0; j < r; j++ {
-			for i2 := 0; i2 < t; i2++ {
-				for j2 := 0; j2 < r; j2++ {
-					k := 0
-					switch {
-					case i == i2 && j == j2:
-						k = 0
-					case j == j2:
-						k = 1
-					case i == i2:
-						k = 2
-					default:
-						k = 3
-					}
-					s[k] += jackCov(e.jack[i][j], e.jack[i2][j2])
-					n[k]++
-				}
-			}
-		}
-	}
-	avg := func(k int) float64 {
-		if n[k] == 0 {
-			return math.NaN()
-		}
-		return s[k] / float64(n[k])
-	}
-	cv.Var, cv.Cov1, cv.Cov2, cv.Cov3 = avg(0), avg(1), avg(2), avg(3)
-	return cv
-}
-
-// panel are one modality's statistics over its readers: the mean figure,
-// MS(R), and the jackknife Var and Cov2 within the modality.
+// panel are one modality's statistics over its r readers: the mean
+// figure, MS(R), and the jackknife Var and Cov2 within the modality, each
+// 0 when within rounding of 0.
 type panel struct {
 	r                   float64
 	mean, msr, vr, cov2 float64
 }
 
-func panelStats(theta []float64, jack [][]float64) panel {
+// modalityPanel is modality i's panel from the study's covariance matrix.
+func modalityPanel(theta []float64, cov [][]float64, i, r, c int) panel {
+	sub := make([][]float64, r)
+	for j := range sub {
+		sub[j] = cov[i*r+j][i*r : i*r+r]
+	}
+	return panelOf(theta, sub, c, 0, 0)
+}
+
+// panelOf is the panel of figures theta with covariance matrix cov over
+// c cases. minScale and minVar raise the scales of the rounding bounds
+// when the figures are differences of others (ModelVersusPanel): their
+// rounding is that of the figures they came from.
+func panelOf(theta []float64, cov [][]float64, c int, minScale, minVar float64) panel {
 	r := len(theta)
 	p := panel{r: float64(r), mean: meanOf(theta)}
-	for _, v := range theta {
-		p.msr += (v - p.mean) * (v - p.mean)
+	scale, maxVar := minScale, minVar
+	devs := make([]float64, r)
+	for j, v := range theta {
+		devs[j] = v - p.mean
+		scale = math.Max(scale, math.Abs(v))
+		maxVar = math.Max(maxVar, cov[j][j])
 	}
-	p.msr /= p.r - 1
-	var nv, nc int
-	for j := range jack {
-		for j2 := range jack {
-			c := jackCov(jack[j], jack[j2])
+	p.msr = sumSquaresOrZero(devs, figureTol(r, 1, r, scale)) / (p.r - 1)
+	var nc int
+	for j := range cov {
+		for j2 := range cov {
 			if j == j2 {
-				p.vr += c
-				nv++
+				p.vr += cov[j][j]
 			} else {
-				p.cov2 += c
+				p.cov2 += cov[j][j2]
 				nc++
 			}
 		}
 	}
-	p.vr /= float64(nv)
-	p.cov2 /= float64(nc)
+	p.vr /= p.r
+	p.cov2 = zeroWithin(p.cov2/float64(nc), covTol(c, r*r, maxVar))
 	return p
 }
 
@@ -338,19 +490,37 @@ func panelStats(theta []float64, jack [][]float64) panel {
 // freedom (MS(R) + r·max(Cov2, 0))² / (MS(R)²/(r−1)).
 func (p panel) rrrc(alpha float64) Interval {
 	c2 := math.Max(p.cov2, 0)
-	df := ratio((p.msr+p.r*c2)*(p.msr+p.r*c2), p.msr*p.msr/(p.r-1))
+	df := satterthwaite(p.msr+p.r*c2, p.msr, p.r-1)
 	return interval(p.mean, p.msr/p.r+c2, df, alpha, false)
 }
 
-// ratio is a/b where b = 0 gives +Inf (a > 0) or NaN (a = 0).
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		if a > 0 {
-			return math.Inf(1)
-		}
+// frrc is the one-modality fixed-readers interval: variance
+// Var/r + (r − 1)/r·max(Cov2, 0), the normal.
+func (p panel) frrc(alpha float64) Interval {
+	return interval(p.mean, p.vr/p.r+(p.r-1)/p.r*math.Max(p.cov2, 0), math.Inf(1), alpha, false)
+}
+
+// rrfc is the one-modality fixed-cases interval: variance MS(R)/r on
+// r − 1 degrees of freedom.
+func (p panel) rrfc(alpha float64) Interval {
+	return interval(p.mean, p.msr/p.r, p.r-1, alpha, false)
+}
+
+// satterthwaite is den²/(ms²/df) — Hillis' degrees of freedom of a
+// denominator den whose one estimated mean square ms has df degrees of
+// freedom — with the limits: +Inf when ms is 0 and den is not (only the
+// case variance, estimated from every case, is left), NaN when den is 0.
+// Above MaxFiniteDF it is +Inf.
+func satterthwaite(den, ms, df float64) float64 {
+	switch {
+	case math.IsNaN(den) || math.IsNaN(ms):
 		return math.NaN()
+	case den == 0:
+		return math.NaN()
+	case ms == 0:
+		return math.Inf(1)
 	}
-	return a / b
+	return finiteDF(den * den / (ms * ms / df))
 }
 
 // diffs are the pairwise modality differences, each with variance se2.
@@ -365,26 +535,23 @@ func diffs(a *Analysis, se2, df float64) []Difference {
 	return out
 }
 
-// minSE is the smallest standard error taken as one: below it, what is
-// left of the variance estimates is rounding of figures that do not vary
-// (every reader and case the same), and a zero-width interval would claim
-// a certainty the data do not have.
-const minSE = 1e-12
-
 // interval is est ± t(1−α/2; df)·√se2, with the two-sided p of est = 0
-// when withP.
+// when withP. se2 is exactly 0 when the variance is (its parts are 0
+// by scale): then there is no interval (NoVariance).
 func interval(est, se2, df, alpha float64, withP bool) Interval {
+	df = finiteDF(df)
 	iv := Interval{Estimate: est, SE: math.NaN(), DF: df, Lo: math.NaN(), Hi: math.NaN(), P: math.NaN()}
 	if se2 >= 0 {
 		iv.SE = math.Sqrt(se2)
 	}
-	if iv.SE < minSE {
-		iv.SE = 0 // rounding residue of figures that do not vary
+	if iv.SE == 0 {
+		iv.NA = NoVariance
+		return iv
 	}
 	if !(iv.SE > 0) || math.IsNaN(df) || df <= 0 {
 		return iv
 	}
-	q := quantile(1-alpha/2, df)
+	q := tQuantile(1-alpha/2, df)
 	iv.Lo, iv.Hi = est-q*iv.SE, est+q*iv.SE
 	if withP {
 		iv.P = 2 * tSurvival(math.Abs(est)/iv.SE, df)
@@ -392,41 +559,30 @@ func interval(est, se2, df, alpha float64, withP bool) Interval {
 	return iv
 }
 
-func quantile(p, df float64) float64 {
-	if math.IsInf(df, 1) {
-		return distuv.UnitNormal.Quantile(p)
-	}
-	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(p)
-}
-
-func tSurvival(x, df float64) float64 {
-	if math.IsInf(df, 1) {
-		return distuv.UnitNormal.Survival(x)
-	}
-	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(x)
-}
-
 func fTest(num, den, df1, df2 float64) Test {
-	t := Test{Stat: math.NaN(), DF1: df1, DF2: df2, P: math.NaN()}
-	if !(den > 0) || math.IsNaN(num) {
+	t := Test{Stat: math.NaN(), DF1: df1, DF2: finiteDF(df2), P: math.NaN()}
+	if den == 0 {
+		t.NA = NoVariance
+		return t
+	}
+	if !(den > 0) || math.IsNaN(num) || !(t.DF2 > 0) {
 		return t
 	}
 	t.Stat = num / den
-	switch {
-	case math.IsInf(df2, 1):
-		t.P = distuv.ChiSquared{K: df1}.Survival(df1 * t.Stat)
-	case df2 > 0:
-		t.P = distuv.F{D1: df1, D2: df2}.Survival(t.Stat)
-	}
+	t.P = fSurvival(t.Stat, df1, t.DF2)
 	return t
 }
 
 func chi2Test(num, den, df float64) Test {
 	t := Test{Chi2: true, Stat: math.NaN(), DF1: df, DF2: math.NaN(), P: math.NaN()}
+	if den == 0 {
+		t.NA = NoVariance
+		return t
+	}
 	if !(den > 0) || math.IsNaN(num) {
 		return t
 	}
 	t.Stat = num / den
-	t.P = distuv.ChiSquared{K: df}.Survival(t.Stat)
+	t.P = chi2Survival(t.Stat, df)
 	return t
 }

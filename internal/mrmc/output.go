@@ -2,7 +2,6 @@ package mrmc
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +25,14 @@ func designKey(name string) string {
 func statName(t Test) string {
 	if t.Chi2 {
 		return "chi2"
+	}
+	return "F"
+}
+
+// statLabel is the statistic's name in the text output.
+func statLabel(t Test) string {
+	if t.Chi2 {
+		return "chi-square"
 	}
 	return "F"
 }
@@ -73,23 +80,38 @@ func (a *Analysis) Text(w io.Writer) error {
 	}
 	for _, d := range a.Designs {
 		fmt.Fprintf(&b, "\n%s%s\n", strings.ToUpper(d.Name[:1]), d.Name[1:])
-		if len(a.Modalities) > 1 {
-			if d.Test.Chi2 {
-				fmt.Fprintf(&b, "  test of equal modalities: chi-square %s on %s df, p %s\n", num(d.Test.Stat, 5), num(d.Test.DF1, 0), num(d.Test.P, 4))
-			} else {
-				fmt.Fprintf(&b, "  test of equal modalities: F %s on %s and %s df, p %s\n", num(d.Test.Stat, 2), num(d.Test.DF1, 0), num(d.Test.DF2, 2), num(d.Test.P, 4))
-			}
+		switch {
+		case len(a.Modalities) < 2:
+		case d.Test.NA != "":
+			fmt.Fprintf(&b, "  test of equal modalities: %s NA, p NA (%s)\n", statLabel(d.Test), d.Test.NA.Explain())
+		case d.Test.Chi2:
+			fmt.Fprintf(&b, "  test of equal modalities: chi-square %s on %s df, p %s\n", num(d.Test.Stat, 5), num(d.Test.DF1, 0), num(d.Test.P, 4))
+		default:
+			fmt.Fprintf(&b, "  test of equal modalities: F %s on %s and %s df, p %s\n", num(d.Test.Stat, 2), num(d.Test.DF1, 0), num(d.Test.DF2, 2), num(d.Test.P, 4))
 		}
 		for _, x := range d.Diffs {
+			if x.NA != "" {
+				fmt.Fprintf(&b, "  %s − %s: %s, SE %s, no interval, p NA (%s)\n", x.A, x.B, num(x.Estimate, 5), num(x.SE, 5), x.NA.Explain())
+				continue
+			}
 			fmt.Fprintf(&b, "  %s − %s: %s, SE %s, df %s, %d %% CI (%s, %s), p %s\n", x.A, x.B, num(x.Estimate, 5), num(x.SE, 5), num(x.DF, 2), pct, num(x.Lo, 5), num(x.Hi, 5), num(x.P, 4))
 		}
 		for _, m := range d.Means {
+			if m.NA != "" {
+				fmt.Fprintf(&b, "  %s alone: %s, SE %s, no interval (%s)\n", m.Modality, num(m.Estimate, 8), num(m.SE, 8), m.NA.Explain())
+				continue
+			}
 			fmt.Fprintf(&b, "  %s alone: %s, SE %s, df %s, %d %% CI (%s, %s)\n", m.Modality, num(m.Estimate, 8), num(m.SE, 8), num(m.DF, 2), pct, num(m.Lo, 5), num(m.Hi, 5))
 		}
 	}
 	for _, sr := range a.Standalone {
 		if sr.Modality == a.Modalities[0] {
 			fmt.Fprintf(&b, "\nAlgorithm %s against the %d readers (random readers, random cases; the algorithm without reader variance)\n", sr.Algorithm, sr.NReaders)
+		}
+		if sr.NA != "" {
+			fmt.Fprintf(&b, "  %s: algorithm %s − readers %s = %s, SE %s, no interval, p NA (%s)\n", sr.Modality, num(sr.Model, 5), num(sr.Readers, 5),
+				num(sr.Estimate, 5), num(sr.SE, 5), sr.NA.Explain())
+			continue
 		}
 		fmt.Fprintf(&b, "  %s: algorithm %s − readers %s = %s, SE %s, df %s, %d %% CI (%s, %s), p %s", sr.Modality, num(sr.Model, 5), num(sr.Readers, 5),
 			num(sr.Estimate, 5), num(sr.SE, 5), num(sr.DF, 2), pct, num(sr.Lo, 5), num(sr.Hi, 5), num(sr.P, 4))
@@ -103,23 +125,52 @@ func (a *Analysis) Text(w io.Writer) error {
 }
 
 // csvNum formats a number for the CSV files: shortest round-trip form,
-// empty when undefined, inf for an infinite df.
+// NA when undefined, inf for an infinite df.
 func csvNum(x float64) string {
 	switch {
 	case math.IsNaN(x):
-		return ""
+		return "NA"
 	case math.IsInf(x, 1):
 		return "inf"
+	case math.IsInf(x, -1):
+		return "-inf"
+	case x == 0:
+		return "0" // never "-0"
 	}
 	return strconv.FormatFloat(x, 'g', -1, 64)
 }
 
+// csvReason is a reason's code, NA when there is none.
+func csvReason(r Reason) string {
+	if r == "" {
+		return "NA"
+	}
+	return string(r)
+}
+
+// writeCSV writes the project's CSV dialect (the one Python's csv module
+// writes by default, and every other CSV of chexpercept): "\r\n" after
+// each row, a field quoted only when it holds a comma, a double quote or a
+// line break, quotes doubled. Written here, not borrowed, so that the
+// package stays self-contained.
 func writeCSV(header []string, rows [][]string) []byte {
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	w.Write(header)
-	w.WriteAll(rows) // a bytes.Buffer does not fail
-	return buf.Bytes()
+	var b bytes.Buffer
+	for _, row := range append([][]string{header}, rows...) {
+		for i, f := range row {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if strings.ContainsAny(f, ",\"\r\n") {
+				b.WriteByte('"')
+				b.WriteString(strings.ReplaceAll(f, `"`, `""`))
+				b.WriteByte('"')
+			} else {
+				b.WriteString(f)
+			}
+		}
+		b.WriteString("\r\n")
+	}
+	return b.Bytes()
 }
 
 // jnum is a number in mrmc.json: null when undefined, "inf" when infinite.
@@ -139,16 +190,33 @@ func (x jnum) MarshalJSON() ([]byte, error) {
 }
 
 type jInterval struct {
-	Estimate jnum `json:"estimate"`
-	SE       jnum `json:"se"`
-	DF       jnum `json:"df"`
-	Lo       jnum `json:"ci_low"`
-	Hi       jnum `json:"ci_high"`
-	P        jnum `json:"p_value"`
+	Estimate jnum    `json:"estimate"`
+	SE       jnum    `json:"se"`
+	DF       jnum    `json:"df"`
+	Lo       jnum    `json:"ci_low"`
+	Hi       jnum    `json:"ci_high"`
+	P        jnum    `json:"p_value"`
+	NA       *Reason `json:"na_reason"`
 }
 
 func jiv(iv Interval) jInterval {
-	return jInterval{jnum(iv.Estimate), jnum(iv.SE), jnum(iv.DF), jnum(iv.Lo), jnum(iv.Hi), jnum(iv.P)}
+	return jInterval{jnum(iv.Estimate), jnum(iv.SE), jnum(iv.DF), jnum(iv.Lo), jnum(iv.Hi), jnum(iv.P), jreason(iv.NA)}
+}
+
+// jreason is a reason in mrmc.json: null when there is none.
+func jreason(r Reason) *Reason {
+	if r == "" {
+		return nil
+	}
+	return &r
+}
+
+// margin is the non-inferiority margin, NaN (NA) when none was given.
+func margin(m float64) float64 {
+	if m > 0 {
+		return m
+	}
+	return math.NaN()
 }
 
 // Files are the analysis as mrmc.json and the CSV files mrmc_fom.csv,
@@ -177,6 +245,7 @@ func (a *Analysis) Files() map[string][]byte {
 		DF1       jnum    `json:"df1"`
 		DF2       jnum    `json:"df2"`
 		P         jnum    `json:"p_value"`
+		NA        *Reason `json:"na_reason"`
 		Diffs     []jDiff `json:"differences"`
 		Means     []jMean `json:"means"`
 	}
@@ -207,8 +276,9 @@ func (a *Analysis) Files() map[string][]byte {
 		Means      map[string]jnum `json:"modality_means"`
 		Standalone []jStandalone   `json:"standalone,omitempty"`
 	}{FOM: string(a.FOM), Alpha: a.Alpha, Modalities: a.Modalities, Readers: a.Readers, NCases: a.NCases,
-		Components: map[string]jnum{"ms_t": jnum(a.MST), "ms_r": jnum(a.MSR), "ms_tr": jnum(a.MSTR), "var": jnum(a.Var), "cov1": jnum(a.Cov1), "cov2": jnum(a.Cov2), "cov3": jnum(a.Cov3)},
-		Means:      map[string]jnum{}}
+		Components: map[string]jnum{"ms_t": jnum(a.MST), "ms_r": jnum(a.MSR), "ms_tr": jnum(a.MSTR), "var": jnum(a.Var), "cov1": jnum(a.Cov1), "cov2": jnum(a.Cov2), "cov3": jnum(a.Cov3),
+			"var_r": jnum(a.VarR), "var_tr": jnum(a.VarTR)},
+		Means: map[string]jnum{}}
 	for i, m := range a.Modalities {
 		doc.Means[m] = jnum(a.ModalityMeans[i])
 		for j, r := range a.Readers {
@@ -217,14 +287,14 @@ func (a *Analysis) Files() map[string][]byte {
 	}
 	for _, d := range a.Designs {
 		k := designKey(d.Name)
-		tests = append(tests, []string{k, statName(d.Test), csvNum(d.Test.Stat), csvNum(d.Test.DF1), csvNum(d.Test.DF2), csvNum(d.Test.P)})
-		jd := jDesign{Analysis: k, Name: d.Name, Statistic: statName(d.Test), Value: jnum(d.Test.Stat), DF1: jnum(d.Test.DF1), DF2: jnum(d.Test.DF2), P: jnum(d.Test.P)}
+		tests = append(tests, []string{k, statName(d.Test), csvNum(d.Test.Stat), csvNum(d.Test.DF1), csvNum(d.Test.DF2), csvNum(d.Test.P), csvReason(d.Test.NA)})
+		jd := jDesign{Analysis: k, Name: d.Name, Statistic: statName(d.Test), Value: jnum(d.Test.Stat), DF1: jnum(d.Test.DF1), DF2: jnum(d.Test.DF2), P: jnum(d.Test.P), NA: jreason(d.Test.NA)}
 		for _, x := range d.Diffs {
-			ivs = append(ivs, append([]string{k, "difference", x.A, x.B}, ivCells(x.Interval)...))
+			ivs = append(ivs, append(append([]string{k, "difference", x.A, x.B}, ivCells(x.Interval)...), csvReason(x.NA)))
 			jd.Diffs = append(jd.Diffs, jDiff{x.A, x.B, jiv(x.Interval)})
 		}
 		for _, m := range d.Means {
-			ivs = append(ivs, append([]string{k, "mean", m.Modality, ""}, ivCells(m.Interval)...))
+			ivs = append(ivs, append(append([]string{k, "mean", m.Modality, "NA"}, ivCells(m.Interval)...), csvReason(m.NA)))
 			jd.Means = append(jd.Means, jMean{m.Modality, jiv(m.Interval)})
 		}
 		doc.Designs = append(doc.Designs, jd)
@@ -233,8 +303,8 @@ func (a *Analysis) Files() map[string][]byte {
 	var jst []jStandalone
 	for _, sr := range a.Standalone {
 		standalone = append(standalone, append([]string{sr.Modality, sr.Algorithm, strconv.Itoa(sr.NReaders), csvNum(sr.Model), csvNum(sr.Readers)},
-			append(ivCells(sr.Interval), csvNum(sr.Margin), csvNum(sr.PNonInferior))...))
-		jst = append(jst, jStandalone{sr.Modality, sr.Algorithm, sr.NReaders, jnum(sr.Model), jnum(sr.Readers), jiv(sr.Interval), jnum(sr.Margin), jnum(sr.PNonInferior)})
+			append(ivCells(sr.Interval), csvNum(margin(sr.Margin)), csvNum(sr.PNonInferior), csvReason(sr.NA))...))
+		jst = append(jst, jStandalone{sr.Modality, sr.Algorithm, sr.NReaders, jnum(sr.Model), jnum(sr.Readers), jiv(sr.Interval), jnum(margin(sr.Margin)), jnum(sr.PNonInferior)})
 	}
 	doc.Standalone = jst
 	js, err := json.MarshalIndent(doc, "", "  ")
@@ -244,11 +314,11 @@ func (a *Analysis) Files() map[string][]byte {
 	files := map[string][]byte{
 		"mrmc.json":          append(js, '\n'),
 		"mrmc_fom.csv":       writeCSV([]string{"modality", "reader", "fom"}, fom),
-		"mrmc_tests.csv":     writeCSV([]string{"analysis", "statistic", "value", "df1", "df2", "p_value"}, tests),
-		"mrmc_intervals.csv": writeCSV([]string{"analysis", "kind", "modality_a", "modality_b", "estimate", "se", "df", "ci_low", "ci_high", "p_value"}, ivs),
+		"mrmc_tests.csv":     writeCSV([]string{"analysis", "statistic", "value", "df1", "df2", "p_value", "na_reason"}, tests),
+		"mrmc_intervals.csv": writeCSV([]string{"analysis", "kind", "modality_a", "modality_b", "estimate", "se", "df", "ci_low", "ci_high", "p_value", "na_reason"}, ivs),
 	}
 	if len(a.Standalone) > 0 {
-		files["mrmc_standalone.csv"] = writeCSV([]string{"modality", "algorithm", "n_readers", "algorithm_fom", "readers_mean", "estimate", "se", "df", "ci_low", "ci_high", "p_value", "margin", "p_noninferiority"}, standalone)
+		files["mrmc_standalone.csv"] = writeCSV([]string{"modality", "algorithm", "n_readers", "algorithm_fom", "readers_mean", "estimate", "se", "df", "ci_low", "ci_high", "p_value", "margin", "p_noninferiority", "na_reason"}, standalone)
 	}
 	return files
 }

@@ -12,11 +12,15 @@ func PanelMean(fom FOM, scores [][]float64, truth []int, alpha float64) (Interva
 	if alpha == 0 {
 		alpha = DefaultAlpha
 	}
-	theta, jack, err := panelFigures(fom, scores, truth)
+	figs, err := panelFigures(fom, scores, truth)
 	if err != nil {
 		return Interval{}, err
 	}
-	return panelStats(theta, jack).rrrc(alpha), nil
+	theta := make([]float64, len(figs))
+	for j, f := range figs {
+		theta[j] = f.theta
+	}
+	return panelOf(theta, covMatrix(figs, func(int) {}), len(scores[0]), 0, 0).rrrc(alpha), nil
 }
 
 // Standalone is an algorithm's figure of merit minus a reader panel's
@@ -47,7 +51,7 @@ func ModelVersusPanel(fom FOM, model []float64, scores [][]float64, truth []int,
 	if margin < 0 || math.IsNaN(margin) {
 		return Standalone{}, fmt.Errorf("non-inferiority margin %v: want 0 or more", margin)
 	}
-	theta, jack, err := panelFigures(fom, scores, truth)
+	figs, err := panelFigures(fom, scores, truth)
 	if err != nil {
 		return Standalone{}, err
 	}
@@ -57,24 +61,37 @@ func ModelVersusPanel(fom FOM, model []float64, scores [][]float64, truth []int,
 	if err := fom.check(model, truth); err != nil {
 		return Standalone{}, fmt.Errorf("the algorithm: %w", err)
 	}
-	mj := make([]float64, len(model))
-	m := fom.value(model, truth, mj)
-	dTheta := make([]float64, len(theta))
-	dJack := make([][]float64, len(theta))
-	for j := range theta {
-		dTheta[j] = m - theta[j]
-		dJack[j] = make([]float64, len(mj))
-		for k := range mj {
-			dJack[j][k] = mj[k] - jack[j][k]
+	m := figure{dev: make([]float64, len(model))}
+	m.theta = fom.value(model, truth, m.dev)
+	// Each reader's difference is a figure of merit of its own: the
+	// algorithm's figure minus the reader's, its jackknife deviations the
+	// difference of theirs. Its rounding is that of the figures it came
+	// from, which set the scales of the zero rules.
+	diff := make([]figure, len(figs))
+	dTheta := make([]float64, len(figs))
+	scale, maxVar := math.Abs(m.theta), dot(m.dev, m.dev)
+	for j, f := range figs {
+		d := figure{theta: m.theta - f.theta, dev: make([]float64, len(m.dev))}
+		for k := range d.dev {
+			d.dev[k] = m.dev[k] - f.dev[k]
 		}
+		diff[j], dTheta[j] = d, d.theta
+		scale = math.Max(scale, math.Abs(f.theta))
+		maxVar = math.Max(maxVar, dot(f.dev, f.dev))
 	}
-	p := panelStats(dTheta, dJack)
+	c := len(model)
+	maxVar *= float64(c-1) / float64(c)
+	p := panelOf(dTheta, covMatrix(diff, func(int) {}), c, scale, maxVar)
 	iv := p.rrrc(alpha)
 	// rrrc leaves P out (a mean); a difference has one.
 	if !math.IsNaN(iv.Lo) {
 		iv.P = 2 * tSurvival(math.Abs(iv.Estimate)/iv.SE, iv.DF)
 	}
-	s := Standalone{Interval: iv, Model: m, Readers: meanOf(theta), Margin: margin, PNonInferior: math.NaN()}
+	theta := make([]float64, len(figs))
+	for j, f := range figs {
+		theta[j] = f.theta
+	}
+	s := Standalone{Interval: iv, Model: m.theta, Readers: meanOf(theta), Margin: margin, PNonInferior: math.NaN()}
 	if margin > 0 && !math.IsNaN(iv.Lo) {
 		s.PNonInferior = tSurvival((iv.Estimate+margin)/iv.SE, iv.DF)
 	}
@@ -82,24 +99,32 @@ func ModelVersusPanel(fom FOM, model []float64, scores [][]float64, truth []int,
 }
 
 // panelFigures checks one modality's readers and computes their figures
-// and jackknife values.
-func panelFigures(fom FOM, scores [][]float64, truth []int) ([]float64, [][]float64, error) {
+// and jackknife deviations.
+func panelFigures(fom FOM, scores [][]float64, truth []int) ([]figure, error) {
 	if len(scores) < 2 {
-		return nil, nil, fmt.Errorf("%d reader(s): at least 2 are needed", len(scores))
+		return nil, fmt.Errorf("%d reader(s): at least 2 are needed", len(scores))
 	}
-	theta := make([]float64, len(scores))
-	jack := make([][]float64, len(scores))
+	figs := make([]figure, len(scores))
 	for j, s := range scores {
 		if len(s) != len(scores[0]) {
-			return nil, nil, fmt.Errorf("reader %d has %d scores, reader 1 %d: the readers must score the same cases", j+1, len(s), len(scores[0]))
+			return nil, fmt.Errorf("reader %d has %d scores, reader 1 %d: the readers must score the same cases", j+1, len(s), len(scores[0]))
 		}
 		if err := fom.check(s, truth); err != nil {
-			return nil, nil, fmt.Errorf("reader %d: %w", j+1, err)
+			return nil, fmt.Errorf("reader %d: %w", j+1, err)
 		}
-		jack[j] = make([]float64, len(s))
-		theta[j] = fom.value(s, truth, jack[j])
+		figs[j] = figure{dev: make([]float64, len(s))}
+		figs[j].theta = fom.value(s, truth, figs[j].dev)
 	}
-	return theta, jack, nil
+	return figs, nil
+}
+
+// dot is Σ a_k·b_k.
+func dot(a, b []float64) float64 {
+	var s float64
+	for k := range a {
+		s += a[k] * b[k]
+	}
+	return s
 }
 
 // StandaloneRow is one modality's algorithm − readers in a study where

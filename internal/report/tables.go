@@ -18,11 +18,17 @@ import (
 // is never NA: it is 0.
 const NA = "NA"
 
+// f6 is a number with 6 decimals, NA when undefined; a value that rounds
+// to 0 is "0.000000", never "-0.000000" (a rounding residue's sign is
+// not information).
 func f6(x float64) string {
 	if math.IsNaN(x) {
 		return NA
 	}
-	return strconv.FormatFloat(x, 'f', 6, 64)
+	if s := strconv.FormatFloat(x, 'f', 6, 64); s != "-0.000000" {
+		return s
+	}
+	return "0.000000"
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

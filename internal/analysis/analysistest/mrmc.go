@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/mrmc"
 )
 
 // Outcomes are a report's samples.csv read back: per run and record,
@@ -189,9 +190,34 @@ func OROne(figs [][]float64) (est, se, df, lo, hi, p float64) {
 			cov2 += s * float64(c-1) / float64(c) / float64(r*(r-1))
 		}
 	}
+	// Rounding residue is 0, on scales far from any real value: accuracies
+	// are multiples of 1/c, so a real MS(R) is at least 1/(r·c²) and a
+	// real jackknife variance at least 1/c² (far above 1e-20 and 1e-24 for
+	// any benchmark); a covariance within 1e-10 of the largest variance is
+	// rounding of covariances that are equal.
+	var maxVar float64
+	for j := range jack {
+		var m, v float64
+		for _, x := range jack[j] {
+			m += x / float64(c)
+		}
+		for _, x := range jack[j] {
+			v += (x - m) * (x - m) * float64(c-1) / float64(c)
+		}
+		maxVar = math.Max(maxVar, v)
+	}
+	if math.Abs(cov2) <= 1e-10*maxVar || math.Abs(cov2) <= 1e-20 {
+		cov2 = 0
+	}
+	if msr <= 1e-24 {
+		msr = 0
+	}
 	cov2 = math.Max(cov2, 0)
 	se = math.Sqrt(msr/float64(r) + cov2)
 	df = (msr + float64(r)*cov2) * (msr + float64(r)*cov2) / (msr * msr / float64(r-1))
+	if df > mrmc.MaxFiniteDF {
+		df = math.Inf(1) // the engine's bound: beyond it, the normal
+	}
 	var q float64
 	if math.IsInf(df, 1) {
 		q = distuv.UnitNormal.Quantile(0.975)
@@ -277,7 +303,7 @@ func RecheckReaderMRMC(reportDir, mode string, recs []*benchmark.Record, readers
 			p = math.NaN()
 		}
 		lo, hi = math.Max(lo, floor), math.Min(hi, 1)
-		if !(se >= 1e-12) {
+		if !(se > 0) {
 			se, df, lo, hi, p = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		}
 		for _, c := range []struct {
