@@ -460,3 +460,15 @@ func fmtNum(x float64) string {
 	}
 	return strconv.FormatFloat(x, 'g', 6, 64)
 }
+
+// ratio is a/b, infinite when b is 0 and a positive (a denominator df
+// whose variance of the variance estimate vanishes), NaN when both are.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		if a > 0 {
+			return math.Inf(1)
+		}
+		return math.NaN()
+	}
+	return a / b
+}
