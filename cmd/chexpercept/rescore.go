@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runs"
@@ -55,7 +55,7 @@ holding anything else is refused (exit status 2, before anything is written).`,
 					return withExit(2, fmt.Errorf("%s: the manifest names no dataset path; pass --benchmark", filepath.Join(src, results.ManifestFile)))
 				}
 			}
-			bench, err := benchmark.Load(benchDir)
+			bench, err := benchdir.Load(benchDir)
 			if err != nil {
 				return withExit(2, err)
 			}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -246,7 +247,7 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	runs := make([]*Run, len(dirs))
 	jobs := make([]func(), 0, len(dirs)+1)
 	if benchDir != "" {
-		jobs = append(jobs, func() { bench, benchErr = benchmark.Load(benchDir) })
+		jobs = append(jobs, func() { bench, benchErr = benchdir.Load(benchDir) })
 	}
 	for i, d := range dirs {
 		subs[i] = &Set{}

@@ -12,7 +12,7 @@ import (
 
 // Lesions are the names of the built-in seven lesions, in the reference's
 // sampling order (build.md §3); DefaultLesionDefs declares them. A
-// benchmark may declare another set (ReadLesions).
+// benchmark may declare another set (LesionsFileName).
 var Lesions = DefaultLesions().Names()
 
 // HeartLesions are the lesions format.md §3.5 gives no attribute stage

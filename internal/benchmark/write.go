@@ -1,11 +1,6 @@
 package benchmark
 
-import (
-	"path/filepath"
-
-	"github.com/chexpercept/chexpercept/internal/atomicfile"
-	"github.com/chexpercept/chexpercept/internal/ojson"
-)
+import "github.com/chexpercept/chexpercept/internal/ojson"
 
 // Marshal writes records as chexpercept.json bytes in the reference
 // writer's format (format.md §6): 2-space indent, the key order of §3,
@@ -190,11 +185,4 @@ func (a *AttributeQA) ojson() *ojson.Value {
 	c.Set("right_has_overlap", ojson.Bool(a.Comparison.RightHasOverlap))
 	o.Set(AttrComparison, c)
 	return o
-}
-
-// WriteFile writes records to dir/chexpercept.json atomically: a
-// temporary file in dir is written, synced and renamed over the target,
-// so readers see either the old or the new file, never a partial one.
-func WriteFile(dir string, records []*Record) error {
-	return atomicfile.WriteFile(filepath.Join(dir, JSONName), Marshal(records))
 }

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/mask"
@@ -153,7 +154,7 @@ func checkSums(t *testing.T, dir string) {
 // apart from validate's identical_option_images check.
 func checkOptionsDistinct(t *testing.T, dir string) {
 	t.Helper()
-	b, err := benchmark.Load(dir)
+	b, err := benchdir.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

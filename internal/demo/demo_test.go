@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/report"
@@ -295,7 +296,7 @@ func checkIndex(t *testing.T, res *Result) {
 	if !strings.Contains(html, `"data/c"`) {
 		t.Error("index.html does not load the data/c<N>.js sidecars")
 	}
-	bench, err := benchmark.Load(res.Benchmark)
+	bench, err := benchdir.Load(res.Benchmark)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
@@ -92,7 +93,7 @@ func childServer(b *testing.B, latency time.Duration) string {
 
 // callStats measures a benchmark's calls and records.
 func planStats(b *testing.B, dir string) (calls, longest int) {
-	bench, err := benchmark.Load(dir)
+	bench, err := benchdir.Load(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func planStats(b *testing.B, dir string) (calls, longest int) {
 // with the ideal max(calls ÷ conc, longest record). It gives the bound of
 // eval's own order (planTasks) and, for comparison, of benchmark order.
 func scheduleBounds(b *testing.B, dir string, conc int) (dispatch, fileOrder float64) {
-	bench, err := benchmark.Load(dir)
+	bench, err := benchdir.Load(dir)
 	if err != nil {
 		b.Fatal(err)
 	}

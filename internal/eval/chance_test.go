@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
@@ -33,7 +33,7 @@ func TestRandomScoresChance(t *testing.T) {
 		rs, _ := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
 		recs = append(recs, rs...)
 	}
-	bench, err := benchmark.Load(dir)
+	bench, err := benchdir.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -337,7 +338,7 @@ type prepared struct {
 	selected []int
 	man      *results.Manifest
 	sum      *Summary
-	sums     *benchmark.Sums // the build's SHA256SUMS; nil when the benchmark has none
+	sums     *benchdir.Sums // the build's SHA256SUMS; nil when the benchmark has none
 }
 
 // prepare loads (and unless allowed otherwise, validates) the benchmark,
@@ -351,7 +352,7 @@ func prepare(o *Options) (*prepared, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, verr = validate.Check(o.BenchDir) }()
 	}
-	bench, err := benchmark.Load(o.BenchDir)
+	bench, err := benchdir.Load(o.BenchDir)
 	wg.Wait()
 	if err != nil {
 		return nil, err
@@ -409,9 +410,9 @@ func prepare(o *Options) (*prepared, error) {
 // against it now; the images are checked just in time, as each record's
 // are verified. A benchmark without SHA256SUMS is evaluated with a
 // warning (nil Sums).
-func openSums(bench *benchmark.Benchmark, log io.Writer) (*benchmark.Sums, error) {
-	sums, err := benchmark.ReadSums(bench.Dir)
-	if errors.Is(err, benchmark.ErrNoSums) {
+func openSums(bench *benchmark.Benchmark, log io.Writer) (*benchdir.Sums, error) {
+	sums, err := benchdir.ReadSums(bench.Dir)
+	if errors.Is(err, benchdir.ErrNoSums) {
 		fmt.Fprintf(log, "warning: benchmark %v\n", err)
 		return nil, nil
 	}
@@ -637,7 +638,7 @@ type runner struct {
 	// halted is closed by halt when the run must stop at once: on the
 	// first transient failure to read a benchmark image
 	// (safefile.Transient), or a benchmark file that is not the one the
-	// build wrote (benchmark.ErrChanged). No record starts after it, and
+	// build wrote (benchdir.ErrChanged). No record starts after it, and
 	// the run fails with haltErr instead of recording the records it met
 	// as errors.
 	halted   chan struct{}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/ojson"
@@ -521,7 +522,7 @@ func TestShards(t *testing.T) {
 // aside) and all_results.json.
 func TestDispatchLongestFirst(t *testing.T) {
 	bench := generatedBench(t)
-	b, err := benchmark.Load(bench)
+	b, err := benchdir.Load(bench)
 	if err != nil {
 		t.Fatal(err)
 	}

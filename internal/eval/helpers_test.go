@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/registry"
@@ -150,7 +150,7 @@ func countLines(t testing.TB, name string) int {
 
 // expectedCalls is the number of questions of the benchmark's records.
 func expectedCalls(t testing.TB, dir string) int {
-	b, err := benchmark.Load(dir)
+	b, err := benchdir.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

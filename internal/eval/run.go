@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -333,7 +334,7 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if safefile.Transient(err) || errors.Is(err, benchmark.ErrChanged) {
+		if safefile.Transient(err) || errors.Is(err, benchdir.ErrChanged) {
 			// Out of descriptors, an I/O error …: says nothing about the
 			// image; a file that is not the build's is the benchmark's
 			// fault, not the record's. Either way the record is not

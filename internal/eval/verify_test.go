@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -430,7 +430,7 @@ func TestChangedBenchmarkRefused(t *testing.T) {
 			}
 			o.Concurrency = 1
 			_, err := Run(context.Background(), o)
-			if err == nil || !errors.Is(err, benchmark.ErrChanged) {
+			if err == nil || !errors.Is(err, benchdir.ErrChanged) {
 				t.Fatalf("eval over swapped images: %v, want an error wrapping ErrChanged", err)
 			}
 			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "SHA256SUMS") ||

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/anatomy"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/deform"
@@ -133,7 +134,7 @@ func writeImages(t *testing.T, dir string, gray *image.Gray, bc builtCase, cfg b
 // already there) and fails the test on any validator finding above info.
 func writeValidated(t *testing.T, dir string, recs []*benchmark.Record) *validate.Report {
 	t.Helper()
-	if err := benchmark.WriteFile(dir, recs); err != nil {
+	if err := benchdir.WriteJSON(dir, recs); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := validate.Run(dir, validate.Options{Deep: true})

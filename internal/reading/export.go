@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
@@ -35,7 +36,7 @@ type ExportedRun struct {
 // LoadBenchmark loads the study's benchmark and checks it is the one the
 // study was made with.
 func LoadBenchmark(st *Study) (*benchmark.Benchmark, error) {
-	b, err := benchmark.Load(st.BenchDir)
+	b, err := benchdir.Load(st.BenchDir)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/appdb/appdbtest"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -770,7 +771,7 @@ func TestChangedBenchmarkRefused(t *testing.T) {
 		change()
 		db := filepath.Join(t.TempDir(), "reading.sqlite")
 		_, _, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 1, Oracle: protocol.OracleNone})
-		if !errors.Is(err, benchmark.ErrChanged) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "SHA256SUMS") {
+		if !errors.Is(err, benchdir.ErrChanged) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "SHA256SUMS") {
 			t.Errorf("init over changed images: %v, want one line wrapping ErrChanged", err)
 		}
 		if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -309,7 +310,7 @@ func mergeBenchmark(first *shardRun, dir string) (bench *benchmark.Benchmark, ab
 			return nil, "", fmt.Errorf("%s: %w", mfile, ErrNoDatasetPath)
 		}
 	}
-	if bench, err = benchmark.Load(dir); err != nil {
+	if bench, err = benchdir.Load(dir); err != nil {
 		return nil, "", fmt.Errorf("loading the benchmark: %w", err)
 	}
 	if err := checkBenchmark(first.Manifest, mfile, bench); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -152,7 +153,7 @@ func TestRescoreRefusals(t *testing.T) {
 	if err := benchtest.Write(other, benchtest.Sample(), false); err != nil {
 		t.Fatal(err)
 	}
-	otherBench, err := benchmark.Load(other)
+	otherBench, err := benchdir.Load(other)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -74,7 +75,7 @@ func checkJSON(root string, top *sink, rep *Report) []*recInfo {
 		top.add(Error, "missing_file", "", benchmark.JSONName, "chexpercept.json is not a regular file")
 		return nil
 	}
-	data, err := benchmark.ReadJSONFile(root)
+	data, err := benchdir.ReadJSONFile(root)
 	if err != nil {
 		top.add(Error, "invalid_json", "", benchmark.JSONName, "%v", err)
 		return nil

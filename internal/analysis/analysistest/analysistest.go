@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/ojson"
@@ -78,7 +79,7 @@ func WriteBench(dir string, recs []*benchmark.Record) (*benchmark.Benchmark, err
 	if err := benchtest.Write(dir, recs, false); err != nil {
 		return nil, err
 	}
-	return benchmark.Load(dir)
+	return benchdir.Load(dir)
 }
 
 // Run describes one run directory to write.

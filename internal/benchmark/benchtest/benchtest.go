@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 )
 
@@ -297,7 +298,7 @@ func Write(dir string, recs []*benchmark.Record, pattern bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := benchmark.WriteFile(dir, recs); err != nil {
+	if err := benchdir.WriteJSON(dir, recs); err != nil {
 		return err
 	}
 	n := 0
@@ -332,7 +333,7 @@ func WriteSums(dir string) error {
 			return err
 		}
 		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == benchmark.SumsFileName {
+		if err != nil || rel == benchdir.SumsFileName {
 			return err
 		}
 		data, err := os.ReadFile(p)
@@ -345,7 +346,7 @@ func WriteSums(dir string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, benchmark.SumsFileName), []byte(b.String()), 0o644)
+	return os.WriteFile(filepath.Join(dir, benchdir.SumsFileName), []byte(b.String()), 0o644)
 }
 
 // Swap exchanges the contents of two files below dir (paths relative to

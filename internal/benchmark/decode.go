@@ -3,27 +3,18 @@ package benchmark
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/ojson"
-	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
-// MaxJSONSize bounds the size of chexpercept.json that Load and the
-// validator accept. The released file is a few tens of MB; anything far
-// larger is not a benchmark and would only exhaust memory.
-const MaxJSONSize = 256 << 20
-
 // Benchmark is a loaded benchmark directory.
 type Benchmark struct {
-	Dir     string    // the benchmark directory as given to Load
+	Dir     string    // the benchmark directory as given to its reader
 	Records []*Record // in file order
 	SHA256  string    // lowercase hex SHA-256 of the chexpercept.json bytes
 	// Lesions is the benchmark's lesion set: the declaration beside
@@ -61,54 +52,12 @@ func (e *LoadError) Error() string {
 	return textsafe.OneLine(b.String())
 }
 
-// ReadJSONFile reads dir/chexpercept.json, refusing symlinks, non-regular
-// files and files larger than MaxJSONSize.
-func ReadJSONFile(dir string) ([]byte, error) {
-	name := filepath.Join(dir, JSONName)
-	fi, err := os.Lstat(name)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: missing", name)
-		}
-		return nil, err
-	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		return nil, fmt.Errorf("%s: is a symbolic link; refusing to follow it", name)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", name)
-	}
-	if fi.Size() > MaxJSONSize {
-		return nil, fmt.Errorf("%s: %d bytes exceeds the %d-byte limit", name, fi.Size(), MaxJSONSize)
-	}
-	f, err := safefile.Open(name, safefile.NoFollow)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxJSONSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(data) > MaxJSONSize {
-		return nil, fmt.Errorf("%s: exceeds the %d-byte limit", name, MaxJSONSize)
-	}
-	return data, nil
-}
-
-// Load reads dir/chexpercept.json. It rejects invalid JSON, duplicate
-// member names at any depth, records of the wrong shape, wrong types and
-// missing fields, with an error naming the file, the key_id, a JSON
-// Pointer and the reason. Unknown fields are ignored (the validator warns
-// about them). It does not look at images; run the validator for that.
-func Load(dir string) (*Benchmark, error) {
-	lesions, err := ReadLesions(dir)
-	if err != nil {
-		return nil, err
-	}
-	data, err := ReadJSONFile(dir)
-	if err != nil {
-		return nil, err
+// FromJSON is the benchmark of the chexpercept.json bytes data read from
+// the benchmark directory dir, whose lesion set is lesions (nil = the
+// built-in seven); errors are Decode's, naming dir's chexpercept.json.
+func FromJSON(dir string, data []byte, lesions *LesionSet) (*Benchmark, error) {
+	if lesions == nil {
+		lesions = DefaultLesions()
 	}
 	recs, err := Decode(filepath.Join(dir, JSONName), data, lesions)
 	if err != nil {
@@ -126,21 +75,6 @@ func Load(dir string) (*Benchmark, error) {
 func SHA256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-// SHA256File returns the lowercase hex SHA-256 of a regular file's bytes
-// (a FIFO or device is refused at once).
-func SHA256File(name string) (string, error) {
-	f, err := safefile.Open(name, safefile.Follow)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Decode parses chexpercept.json bytes into records; file names the
