@@ -238,9 +238,6 @@ func TestIDs(t *testing.T) {
 	if benchmark.Ordinal(1) != "1st" || benchmark.Ordinal(3) != "3rd" || benchmark.Ordinal(4) != "4th" || benchmark.Ordinal(11) != "11th" {
 		t.Error("Ordinal")
 	}
-	if benchmark.PaletteColour(9).Name != "red" || benchmark.PaletteColour(8).Name != "brown" {
-		t.Error("PaletteColour wraps wrongly")
-	}
 	if !benchmark.IsMIMICPairID("s123_positive_0") || benchmark.IsMIMICPairID("ph1_positive_0") || benchmark.IsMIMICPairID("sx_positive_0") {
 		t.Error("IsMIMICPairID")
 	}

@@ -2,7 +2,6 @@ package benchmark
 
 import (
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -44,42 +43,6 @@ func ParseKeyID(key string) (lesion, pairID string, err error) {
 // IsMIMICPairID reports whether a pair_id has the MIMIC form s<digits>_…,
 // the only records whose dicom_id is checked (format.md §2).
 func IsMIMICPairID(pairID string) bool { return mimicPairPattern.MatchString(pairID) }
-
-// RGB is an 8-bit RGB colour: the one colour type, used by the palette
-// and by the renderer's overlays and discs.
-type RGB struct{ R, G, B uint8 }
-
-// Colour is one palette entry of format.md §1.1: a name and its RGB.
-type Colour struct {
-	Name string
-	RGB
-}
-
-// Palette is the point-option palette, in order; option k (1-based) gets
-// Palette[(k-1)%8].
-var Palette = [8]Colour{
-	{"red", RGB{255, 0, 0}},
-	{"orange", RGB{255, 128, 0}},
-	{"yellow", RGB{255, 255, 0}},
-	{"green", RGB{0, 255, 0}},
-	{"blue", RGB{0, 0, 255}},
-	{"purple", RGB{128, 0, 128}},
-	{"pink", RGB{255, 191, 204}},
-	{"brown", RGB{153, 77, 0}},
-}
-
-// PaletteColour returns the colour of point option k (1-based).
-func PaletteColour(k int) Colour {
-	if k < 1 {
-		k = 1
-	}
-	return Palette[(k-1)%len(Palette)]
-}
-
-// IsPaletteName reports whether name is a palette colour name.
-func IsPaletteName(name string) bool {
-	return slices.ContainsFunc(Palette[:], func(c Colour) bool { return c.Name == name })
-}
 
 // NoneOption is the colour string of the final point option and the
 // answer of a point question whose answer is None.

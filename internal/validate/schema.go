@@ -14,6 +14,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -671,9 +672,9 @@ func (c *checker) pointOptions(ao *ojson.Value, loc string) ([]string, int) {
 			seen[xy] = i
 		}
 		if colOK {
-			if !benchmark.IsPaletteName(col) {
+			if _, ok := render.PaletteColour(col); !ok {
 				c.add(Error, "unknown_colour", eloc+"/color", "colour %q is not in the palette", col)
-			} else if want := benchmark.PaletteColour(i + 1).Name; col != want {
+			} else if want := render.PaletteName(i + 1); col != want {
 				c.add(Warning, "colour_order", eloc+"/color", "option %d has colour %q, expected %q", i+1, col, want)
 			}
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/render"
 )
 
 // Question formats a question per format.md §3.6: instruction, blank
@@ -84,7 +85,7 @@ func pointOptions(v int) ([]benchmark.PointOption, []string) {
 	var texts []string
 	for i := range pts {
 		p := pts[i]
-		c := benchmark.PaletteColour(i + 1).Name
+		c := render.PaletteName(i + 1)
 		opts = append(opts, benchmark.PointOption{Point: &p, Color: c})
 		texts = append(texts, c+" point")
 	}
