@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/review"
@@ -508,7 +507,7 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 				return withExit(2, errors.New("give exactly one of --reviews FILE, --review-db FILE"))
 			}
 			if reviewer != "" {
-				if err := benchmark.CheckName("--reviewer", reviewer); err != nil {
+				if err := reviewlog.CheckName("--reviewer", reviewer); err != nil {
 					return withExit(2, err)
 				}
 			}
