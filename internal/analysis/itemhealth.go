@@ -53,6 +53,20 @@ const (
 	DiscAlpha = 0.01
 )
 
+// Item-health flag reason codes: a report writes them into
+// flagged_items.csv (joined with ";"), and a review round (package
+// review) reads them back. The set is closed; anything else in a reason
+// column is refused.
+const (
+	FlagUnanimousWrong = "unanimous_wrong"
+	FlagMajorityWrong  = "majority_wrong"
+	FlagNegativeDisc   = "negative_discrimination"
+	FlagParseFailures  = "parse_failures"
+)
+
+// FlagReasons lists every flag reason code, in rule order.
+var FlagReasons = []string{FlagUnanimousWrong, FlagMajorityWrong, FlagNegativeDisc, FlagParseFailures}
+
 // baselineProvider is the provider of in-process baseline runs, which
 // never count as evidence about items.
 const baselineProvider = "baseline"
@@ -350,14 +364,14 @@ func (h *ItemHealth) flag(s *ItemStat) {
 		case pm <= MaxChance:
 			p = pm
 			if wrongModal && s.ModalN == r {
-				s.Reasons = append(s.Reasons, benchmark.FlagUnanimousWrong)
+				s.Reasons = append(s.Reasons, FlagUnanimousWrong)
 			} else if wrongModal && s.ModalN >= need {
-				s.Reasons = append(s.Reasons, benchmark.FlagMajorityWrong)
+				s.Reasons = append(s.Reasons, FlagMajorityWrong)
 			}
 		case pu <= MaxChance:
 			p = pu
 			if wrongModal && s.ModalN == r {
-				s.Reasons = append(s.Reasons, benchmark.FlagUnanimousWrong)
+				s.Reasons = append(s.Reasons, FlagUnanimousWrong)
 			}
 		}
 	}
@@ -366,12 +380,12 @@ func (h *ItemHealth) flag(s *ItemStat) {
 		// bound would add them; the difference is second order).
 		p = 1 - (1-p)*(1-DiscAlpha)
 		if stats.CorrelationLowerP(s.Discrimination, r) < DiscAlpha {
-			s.Reasons = append(s.Reasons, benchmark.FlagNegativeDisc)
+			s.Reasons = append(s.Reasons, FlagNegativeDisc)
 		}
 	}
 	// Random answers always parse: this rule has no chance component.
 	if r >= MinItemRuns && 2*s.Unparsed > r {
-		s.Reasons = append(s.Reasons, benchmark.FlagParseFailures)
+		s.Reasons = append(s.Reasons, FlagParseFailures)
 	}
 	s.PChance = p
 	h.Expected += p

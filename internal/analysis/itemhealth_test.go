@@ -108,14 +108,14 @@ func TestFlagRules(t *testing.T) {
 		s    *ItemStat
 		want []string
 	}{
-		{"unanimous 4 options 3 runs", mk(4, "1", "2", "2", "2"), []string{benchmark.FlagUnanimousWrong}},
+		{"unanimous 4 options 3 runs", mk(4, "1", "2", "2", "2"), []string{FlagUnanimousWrong}},
 		{"unanimous binary 3 runs: too likely by chance", mk(2, "1", "2", "2", "2"), nil},
-		{"unanimous binary 5 runs", mk(2, "1", "2", "2", "2", "2", "2"), []string{benchmark.FlagUnanimousWrong}},
-		{"majority 4 of 5, K=4", mk(4, "1", "2", "2", "2", "2", "3"), []string{benchmark.FlagMajorityWrong}},
+		{"unanimous binary 5 runs", mk(2, "1", "2", "2", "2", "2", "2"), []string{FlagUnanimousWrong}},
+		{"majority 4 of 5, K=4", mk(4, "1", "2", "2", "2", "2", "3"), []string{FlagMajorityWrong}},
 		{"majority 4 of 5, binary: not testable", mk(2, "1", "2", "2", "2", "2", "1"), nil},
 		{"majority right", mk(4, "1", "1", "1", "1", "1", "3"), nil},
 		{"split", mk(4, "1", "2", "2", "3", "3", "4"), nil},
-		{"parse failures", mk(4, "1", "", "", "", "1"), []string{benchmark.FlagParseFailures}},
+		{"parse failures", mk(4, "1", "", "", "", "1"), []string{FlagParseFailures}},
 		{"half parse failures", mk(4, "1", "", "", "1", "1"), nil},
 	} {
 		if !slices.Equal(c.s.Reasons, c.want) {
@@ -148,10 +148,10 @@ func TestNegativeDiscrimination(t *testing.T) {
 	for i := range cells {
 		h.flag(cells[i].stat)
 	}
-	if d := h.Items[0].Discrimination; !(d < -0.99) || !slices.Contains(h.Items[0].Reasons, benchmark.FlagNegativeDisc) {
+	if d := h.Items[0].Discrimination; !(d < -0.99) || !slices.Contains(h.Items[0].Reasons, FlagNegativeDisc) {
 		t.Errorf("item 0: discrimination %v, reasons %v", d, h.Items[0].Reasons)
 	}
-	if d := h.Items[1].Discrimination; !(d > 0.99) || slices.Contains(h.Items[1].Reasons, benchmark.FlagNegativeDisc) {
+	if d := h.Items[1].Discrimination; !(d > 0.99) || slices.Contains(h.Items[1].Reasons, FlagNegativeDisc) {
 		t.Errorf("item 1: discrimination %v, reasons %v", d, h.Items[1].Reasons)
 	}
 }
@@ -196,7 +196,7 @@ func TestPlantedMislabel(t *testing.T) {
 		t.Fatalf("health: %+v", res.Health)
 	}
 	flags := res.Health[0].Flags()
-	if len(flags) != 1 || flags[0].Key != key || flags[0].Q != benchmark.QComparison || !slices.Equal(flags[0].Reasons, []string{benchmark.FlagUnanimousWrong}) {
+	if len(flags) != 1 || flags[0].Key != key || flags[0].Q != benchmark.QComparison || !slices.Equal(flags[0].Reasons, []string{FlagUnanimousWrong}) {
 		for _, f := range flags {
 			t.Logf("flag %s %s %v", f.Key, f.Q.Name(), f.Reasons)
 		}
@@ -265,7 +265,7 @@ func TestMajorityWrongNeedsMajority(t *testing.T) {
 		h := &ItemHealth{FlagShare: tc.share}
 		s := &ItemStat{Runs: 10, Correct: 10 - tc.modalN, Answers: 50, GT: "1", Modal: "2", ModalN: tc.modalN, Discrimination: math.NaN()}
 		h.flag(s)
-		if got := slices.Contains(s.Reasons, benchmark.FlagMajorityWrong); got != tc.want {
+		if got := slices.Contains(s.Reasons, FlagMajorityWrong); got != tc.want {
 			t.Errorf("share %v, %d of 10 wrong alike: majority_wrong %v, want %v (reasons %v)", tc.share, tc.modalN, got, tc.want, s.Reasons)
 		}
 	}

@@ -229,16 +229,3 @@ func QuestionsFor(p Path, heart bool) int {
 	}
 	return n
 }
-
-// Item-health flag reason codes: a report writes them into
-// flagged_items.csv (joined with ";"), and a review round reads them back.
-// The set is closed; anything else in a reason column is refused.
-const (
-	FlagUnanimousWrong = "unanimous_wrong"
-	FlagMajorityWrong  = "majority_wrong"
-	FlagNegativeDisc   = "negative_discrimination"
-	FlagParseFailures  = "parse_failures"
-)
-
-// FlagReasons lists every flag reason code, in rule order.
-var FlagReasons = []string{FlagUnanimousWrong, FlagMajorityWrong, FlagNegativeDisc, FlagParseFailures}
