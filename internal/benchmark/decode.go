@@ -128,28 +128,6 @@ func (d *decoder) fail(ptr, format string, args ...any) {
 	}
 }
 
-// KindName names a JSON kind for messages.
-func KindName(v *ojson.Value) string {
-	if v == nil {
-		return "absent"
-	}
-	switch v.Kind {
-	case ojson.KindNull:
-		return "null"
-	case ojson.KindBool:
-		return "a boolean"
-	case ojson.KindNumber:
-		return "a number"
-	case ojson.KindString:
-		return "a string"
-	case ojson.KindArray:
-		return "an array"
-	case ojson.KindObject:
-		return "an object"
-	}
-	return "unknown"
-}
-
 // obj is an object being decoded; get marks fields as required.
 type obj struct {
 	d   *decoder
@@ -159,7 +137,7 @@ type obj struct {
 
 func (d *decoder) object(v *ojson.Value, ptr string) *obj {
 	if v == nil || v.Kind != ojson.KindObject {
-		d.fail(ptr, "expected an object, found %s", KindName(v))
+		d.fail(ptr, "expected an object, found %s", ojson.KindName(v))
 		return &obj{d: d, ptr: ptr}
 	}
 	return &obj{d: d, ptr: ptr, v: v}
@@ -185,7 +163,7 @@ func (o *obj) str(key string) string {
 		return ""
 	}
 	if v.Kind != ojson.KindString {
-		o.d.fail(o.child(key), "expected a string, found %s", KindName(v))
+		o.d.fail(o.child(key), "expected a string, found %s", ojson.KindName(v))
 		return ""
 	}
 	return v.S
@@ -197,32 +175,22 @@ func (o *obj) boolean(key string) bool {
 		return false
 	}
 	if v.Kind != ojson.KindBool {
-		o.d.fail(o.child(key), "expected a boolean, found %s", KindName(v))
+		o.d.fail(o.child(key), "expected a boolean, found %s", ojson.KindName(v))
 		return false
 	}
 	return v.B
-}
-
-// IntLiteral parses an integer literal (no fraction or exponent) that fits
-// in an int.
-func IntLiteral(v *ojson.Value) (int, bool) {
-	if v == nil || v.Kind != ojson.KindNumber || strings.ContainsAny(v.N, ".eE") {
-		return 0, false
-	}
-	n, err := strconv.Atoi(v.N)
-	return n, err == nil
 }
 
 func (d *decoder) intValue(v *ojson.Value, ptr string) int {
 	if v == nil || d.err != nil {
 		return 0
 	}
-	n, ok := IntLiteral(v)
+	n, ok := ojson.IntLiteral(v)
 	if !ok {
 		if v.Kind == ojson.KindNumber {
 			d.fail(ptr, "expected an integer, found %s", v.N)
 		} else {
-			d.fail(ptr, "expected an integer, found %s", KindName(v))
+			d.fail(ptr, "expected an integer, found %s", ojson.KindName(v))
 		}
 	}
 	return n
@@ -236,7 +204,7 @@ func (o *obj) number(key string) string {
 		return "0"
 	}
 	if v.Kind != ojson.KindNumber {
-		o.d.fail(o.child(key), "expected a number, found %s", KindName(v))
+		o.d.fail(o.child(key), "expected a number, found %s", ojson.KindName(v))
 		return "0"
 	}
 	return v.N
@@ -247,7 +215,7 @@ func (d *decoder) array(v *ojson.Value, ptr string) []*ojson.Value {
 		return nil
 	}
 	if v.Kind != ojson.KindArray {
-		d.fail(ptr, "expected an array, found %s", KindName(v))
+		d.fail(ptr, "expected an array, found %s", ojson.KindName(v))
 		return nil
 	}
 	return v.A
@@ -258,7 +226,7 @@ func (d *decoder) strings(v *ojson.Value, ptr string) []string {
 	out := make([]string, 0, len(a))
 	for i, e := range a {
 		if e.Kind != ojson.KindString {
-			d.fail(ptr+"/"+strconv.Itoa(i), "expected a string, found %s", KindName(e))
+			d.fail(ptr+"/"+strconv.Itoa(i), "expected a string, found %s", ojson.KindName(e))
 			return nil
 		}
 		out = append(out, e.S)
@@ -314,7 +282,7 @@ func (d *decoder) record(key string, v *ojson.Value) *Record {
 			s := dv.S
 			r.DicomID = &s
 		default:
-			d.fail(o.child("dicom_id"), "expected a string or null, found %s", KindName(dv))
+			d.fail(o.child("dicom_id"), "expected a string or null, found %s", ojson.KindName(dv))
 		}
 	}
 	if d.err != nil {
@@ -331,7 +299,7 @@ func (d *decoder) record(key string, v *ojson.Value) *Record {
 		// The key should be present and null; an omitted key is written
 		// back as null, which is the spec's form.
 		if av := o.v.Get("attribute_extraction_qa"); av != nil && av.Kind != ojson.KindNull {
-			d.fail(o.child("attribute_extraction_qa"), "must be null for %s, found %s", r.Lesion, KindName(av))
+			d.fail(o.child("attribute_extraction_qa"), "must be null for %s, found %s", r.Lesion, ojson.KindName(av))
 		}
 		r.AttributesNull = true
 	} else {
@@ -414,7 +382,7 @@ func (d *decoder) pointQA(v *ojson.Value, ptr string) PointQA {
 // indexList decodes a multi-select answer_index, which must be a list.
 func (d *decoder) indexList(o *obj, key string) []int {
 	if v := o.get(key); v != nil && v.Kind != ojson.KindArray {
-		d.fail(o.child(key), "expected a list of integers (multi-select), found %s", KindName(v))
+		d.fail(o.child(key), "expected a list of integers (multi-select), found %s", ojson.KindName(v))
 		return nil
 	}
 	return o.ints(key)

@@ -480,7 +480,7 @@ func readUsage(v *ojson.Value) ([]callUsage, string, error) {
 			if x == nil {
 				return 0, nil
 			}
-			n, ok := benchmark.IntLiteral(x)
+			n, ok := ojson.IntLiteral(x)
 			if !ok {
 				return 0, fmt.Errorf("per_call[%d].%s is %s, not an integer", i, name, showJSON(x))
 			}

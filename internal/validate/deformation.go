@@ -131,7 +131,7 @@ func readDeformation(root string, s *sink) (*ojson.Value, bool) {
 		return nil, false
 	}
 	if v.Kind != ojson.KindObject {
-		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "the top level is %s, not an object of key_ids", benchmark.KindName(v))
+		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "the top level is %s, not an object of key_ids", ojson.KindName(v))
 		return nil, false
 	}
 	return v, true

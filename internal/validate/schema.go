@@ -99,7 +99,7 @@ func checkData(data []byte, top *sink, lesions *benchmark.LesionSet) []*recInfo 
 		return nil
 	}
 	if v.Kind != ojson.KindObject {
-		top.add(Error, "not_object", "", "/", "the top level is %s, not an object of records", benchmark.KindName(v))
+		top.add(Error, "not_object", "", "/", "the top level is %s, not an object of records", ojson.KindName(v))
 		return nil
 	}
 	dupAt := map[string][]ojson.Duplicate{}
@@ -162,7 +162,7 @@ type obj struct {
 
 func (c *checker) object(v *ojson.Value, ptr, what string) *obj {
 	if v == nil || v.Kind != ojson.KindObject {
-		c.add(Error, "not_object", ptr, "%s is %s, not an object", what, benchmark.KindName(v))
+		c.add(Error, "not_object", ptr, "%s is %s, not an object", what, ojson.KindName(v))
 		return nil
 	}
 	return &obj{c: c, ptr: ptr, v: v}
@@ -188,7 +188,7 @@ func describe(v *ojson.Value) string {
 	if v != nil && v.Kind == ojson.KindNumber {
 		return "the number " + v.N
 	}
-	return benchmark.KindName(v)
+	return ojson.KindName(v)
 }
 
 func (o *obj) str(key string) (string, bool) {
@@ -220,7 +220,7 @@ func (o *obj) integer(key string) (int, bool) {
 	if m == nil {
 		return 0, false
 	}
-	n, ok := benchmark.IntLiteral(m)
+	n, ok := ojson.IntLiteral(m)
 	if !ok {
 		want := "an integer"
 		if m.Kind == ojson.KindArray {
@@ -290,7 +290,7 @@ func (o *obj) intList(key string) ([]int, bool) {
 	out := make([]int, 0, len(m.A))
 	ok := true
 	for i, e := range m.A {
-		n, good := benchmark.IntLiteral(e)
+		n, good := ojson.IntLiteral(e)
 		if !good {
 			o.c.add(Error, "type_mismatch", o.loc(key)+"/"+strconv.Itoa(i), "expected an integer, found %s", describe(e))
 			ok = false
@@ -652,7 +652,7 @@ func (c *checker) pointOptions(ao *ojson.Value, loc string) ([]string, int) {
 		}
 		okXY := true
 		for j := range 2 {
-			n, ok := benchmark.IntLiteral(pv.A[j])
+			n, ok := ojson.IntLiteral(pv.A[j])
 			if !ok {
 				okXY = false
 			}
