@@ -101,7 +101,7 @@ lesions: [pneumothorax]
 		if !strings.Contains(string(data), "pneumothorax") {
 			t.Errorf("%s does not list pneumothorax", f)
 		}
-		for _, other := range benchmark.Lesions {
+		for _, other := range benchmark.DefaultLesions().Names() {
 			if strings.Contains(string(data), other) {
 				t.Errorf("%s lists %s, which no run holds", f, other)
 			}

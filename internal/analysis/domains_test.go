@@ -22,7 +22,7 @@ func synthRun(name, model, mode string, n int, correct func(i int, k int) bool) 
 	rr := &RunResult{Run: &Run{Name: name, Provider: "opensource", Model: model, OracleMode: mode}, Scored: true}
 	pi := pathIndex(benchmark.RevisionRequired)
 	for i := 0; i < n; i++ {
-		s := Score{Index: i, Key: fmt.Sprintf("k%03d", i), Path: pi, Lesion: benchmark.Lesions[0], OK: true}
+		s := Score{Index: i, Key: fmt.Sprintf("k%03d", i), Path: pi, Lesion: benchmark.DefaultLesions().Names()[0], OK: true}
 		for k := 0; k < 4; k++ {
 			s.App[k] = true
 			s.Cor[k] = correct(i, k+1)

@@ -230,7 +230,7 @@ func TestIDs(t *testing.T) {
 		{"edema_" + strings.Repeat("a", 64) + "_positive_0", "edema", strings.Repeat("a", 64) + "_positive_0", true},
 	}
 	for _, tc := range tests {
-		l, p, err := benchmark.ParseKeyID(tc.key)
+		l, p, err := benchmark.DefaultLesions().ParseKeyID(tc.key)
 		if (err == nil) != tc.ok || l != tc.lesion || p != tc.pair {
 			t.Errorf("ParseKeyID(%q) = %q, %q, %v", tc.key, l, p, err)
 		}

@@ -27,16 +27,16 @@ type Benchmark struct {
 // Lookup returns the record with the given key_id, or nil.
 func (b *Benchmark) Lookup(keyID string) *Record { return b.byKey[keyID] }
 
-// LoadError is a Load failure: the file, the record (empty for the top
+// decodeError is a Decode failure: the file, the record (empty for the top
 // level), a JSON Pointer inside the file and the reason.
-type LoadError struct {
+type decodeError struct {
 	File    string
 	KeyID   string
 	Pointer string
 	Reason  string
 }
 
-func (e *LoadError) Error() string {
+func (e *decodeError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.KeyID != "" {
@@ -85,20 +85,20 @@ func Decode(file string, data []byte, lesions *LesionSet) ([]*Record, error) {
 	}
 	root, err := ojson.Parse(data)
 	if err != nil {
-		return nil, &LoadError{File: file, Reason: "invalid JSON: " + err.Error()}
+		return nil, &decodeError{File: file, Reason: "invalid JSON: " + err.Error()}
 	}
 	if root.Kind != ojson.KindObject {
-		return nil, &LoadError{File: file, Pointer: "/", Reason: "top level is not an object"}
+		return nil, &decodeError{File: file, Pointer: "/", Reason: "top level is not an object"}
 	}
 	if dups := ojson.Duplicates(root); len(dups) > 0 {
 		d, kid := dups[0], ""
 		if d.Pointer != "" {
 			kid = strings.SplitN(d.Pointer[1:], "/", 2)[0]
 		}
-		return nil, &LoadError{File: file, KeyID: kid, Pointer: d.Pointer + "/" + ojson.EscapePointer(d.Key), Reason: fmt.Sprintf("duplicate member %q", d.Key)}
+		return nil, &decodeError{File: file, KeyID: kid, Pointer: d.Pointer + "/" + ojson.EscapePointer(d.Key), Reason: fmt.Sprintf("duplicate member %q", d.Key)}
 	}
 	if len(root.O) == 0 {
-		return nil, &LoadError{File: file, Reason: "no records"}
+		return nil, &decodeError{File: file, Reason: "no records"}
 	}
 	recs := make([]*Record, 0, len(root.O))
 	for _, m := range root.O {
@@ -124,7 +124,7 @@ type decoder struct {
 
 func (d *decoder) fail(ptr, format string, args ...any) {
 	if d.err == nil {
-		d.err = &LoadError{File: d.file, KeyID: d.key, Pointer: ptr, Reason: fmt.Sprintf(format, args...)}
+		d.err = &decodeError{File: d.file, KeyID: d.key, Pointer: ptr, Reason: fmt.Sprintf(format, args...)}
 	}
 }
 
@@ -407,10 +407,10 @@ func (d *decoder) revisionQA(v *ojson.Value, ptr string) RevisionQA {
 
 // Attribute keys in written order (format.md §3.5).
 const (
-	AttrDistribution = "distribution"
-	AttrLocation     = "location"
-	AttrSeverity     = "severity/measurement"
-	AttrComparison   = "comparison"
+	attrDistribution = "distribution"
+	attrLocation     = "location"
+	attrSeverity     = "severity/measurement"
+	attrComparison   = "comparison"
 )
 
 func (d *decoder) attributes(v *ojson.Value, ptr string) *AttributeQA {
@@ -421,25 +421,25 @@ func (d *decoder) attributes(v *ojson.Value, ptr string) *AttributeQA {
 	o := d.object(v, ptr)
 	a := &AttributeQA{}
 	{
-		s := d.object(o.get(AttrDistribution), o.child(AttrDistribution))
+		s := d.object(o.get(attrDistribution), o.child(attrDistribution))
 		a.Distribution = DistributionQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
 			Answer: s.str("answer"), AnswerIndex: s.int("answer_index"), AnswerZones: s.strs("answer_zones")}
 	}
 	{
-		s := d.object(o.get(AttrLocation), o.child(AttrLocation))
+		s := d.object(o.get(attrLocation), o.child(attrLocation))
 		a.Location = LocationQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
 			Answer: s.str("answer")}
 		a.Location.AnswerIndex = d.indexList(s, "answer_index")
 		a.Location.AnswerZones = s.strs("answer_zones")
 	}
 	{
-		s := d.object(o.get(AttrSeverity), o.child(AttrSeverity))
+		s := d.object(o.get(attrSeverity), o.child(attrSeverity))
 		a.Severity = SeverityQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
 			Answer: s.str("answer"), AnswerIndex: s.int("answer_index"), OverlapRatio: s.number("overlap_ratio"),
 			SelectedLung: s.str("selected_lung")}
 	}
 	{
-		s := d.object(o.get(AttrComparison), o.child(AttrComparison))
+		s := d.object(o.get(attrComparison), o.child(attrComparison))
 		a.Comparison = ComparisonQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
 			Answer: s.str("answer"), AnswerIndex: s.int("answer_index"), LeftSize: s.int("left_size"),
 			RightSize: s.int("right_size"), LeftHasOverlap: s.boolean("left_has_overlap"),

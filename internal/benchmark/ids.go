@@ -8,8 +8,6 @@ import (
 
 // Identifier patterns of format.md §2.
 var (
-	// PairIDPattern matches a pair_id: <stem>_(positive|negative)_<n>.
-	PairIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+$`)
 	// KeyIDPattern matches the form of a key_id; group 1 is the lesion
 	// name (whether it is a lesion of the benchmark's set is checked
 	// apart, LesionSet.ParseKeyID), group 2 the pair_id.
@@ -22,9 +20,6 @@ var (
 	OptionFilePattern = regexp.MustCompile(`^option_([1-9][0-9]*)_mask_(answer|fake)\.png$`)
 )
 
-// IsLesion reports whether s is one of the built-in seven lesion names.
-func IsLesion(s string) bool { return DefaultLesions().Has(s) }
-
 // LesionOf returns the part of a key before its first underscore (the
 // whole key when it has none). It does not check the name.
 func LesionOf(key string) string {
@@ -32,12 +27,6 @@ func LesionOf(key string) string {
 		return key[:i]
 	}
 	return key
-}
-
-// ParseKeyID splits a key_id of the built-in lesions into its lesion and
-// pair_id (LesionSet.ParseKeyID for a declared set).
-func ParseKeyID(key string) (lesion, pairID string, err error) {
-	return DefaultLesions().ParseKeyID(key)
 }
 
 // IsMIMICPairID reports whether a pair_id has the MIMIC form s<digits>_…,

@@ -330,8 +330,8 @@ func (s *LesionSet) ParseKeyID(key string) (lesion, pairID string, err error) {
 // lesion set. It is written only when the set is not the built-in one.
 const LesionsFileName = "lesions.json"
 
-// LesionsFormat is the format id of LesionsFileName.
-const LesionsFormat = "chexpercept-lesions/1"
+// lesionsFormat is the format id of LesionsFileName.
+const lesionsFormat = "chexpercept-lesions/1"
 
 // MaxLesionsBytes bounds LesionsFileName (a few kilobytes in practice):
 // the largest declaration MarshalLesions writes and a reader accepts.
@@ -346,7 +346,7 @@ type lesionsFile struct {
 // size a reader accepts is an error: a benchmark whose readers
 // (validate, eval) would refuse it is never written.
 func MarshalLesions(s *LesionSet) ([]byte, error) {
-	b, err := ojson.EncodeIndent(lesionsFile{Format: LesionsFormat, Lesions: s.Defs()})
+	b, err := ojson.EncodeIndent(lesionsFile{Format: lesionsFormat, Lesions: s.Defs()})
 	if err != nil {
 		return nil, err
 	}
@@ -363,8 +363,8 @@ func ParseLesions(name string, data []byte) (*LesionSet, error) {
 	if err := ojson.Decode(data, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if f.Format != LesionsFormat {
-		return nil, fmt.Errorf("%s: format %q is not %q", name, textsafe.OneLine(f.Format), LesionsFormat)
+	if f.Format != lesionsFormat {
+		return nil, fmt.Errorf("%s: format %q is not %q", name, textsafe.OneLine(f.Format), lesionsFormat)
 	}
 	s, err := NewLesionSet(f.Lesions)
 	if err != nil {

@@ -71,7 +71,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		rep.WriteText(&b)
 		t.Fatalf("benchmark does not validate:\n%s", b.String())
 	}
-	for _, l := range benchmark.Lesions {
+	for _, l := range benchmark.DefaultLesions().Names() {
 		for _, p := range []benchmark.Path{benchmark.LesionFree, benchmark.RevisionFree, benchmark.RevisionRequired} {
 			if n := rep.Counts[l][p]; n != perPath {
 				t.Errorf("%s %v: %d records, want %d", l, p, n, perPath)

@@ -79,7 +79,7 @@ type builtCase struct {
 // buildPositive runs §9.4, §9.5 and §10 in the spec's draw order and
 // assembles the record.
 func buildPositive(t testing.TB, keyID string, noDef bool, cfg buildcfg.Config) builtCase {
-	lesion, pairID, err := benchmark.ParseKeyID(keyID)
+	lesion, pairID, err := benchmark.DefaultLesions().ParseKeyID(keyID)
 	if err != nil {
 		t.Fatal(err)
 	}

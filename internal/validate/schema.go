@@ -837,7 +837,10 @@ func (c *checker) single(o *obj, checkOpts func([]string) string) (int, bool) {
 // keys, each question well formed and its answer consistent with its
 // ground-truth fields.
 func (c *checker) attributes(o *obj) {
-	want := []string{benchmark.AttrDistribution, benchmark.AttrLocation, benchmark.AttrSeverity, benchmark.AttrComparison}
+	var want []string // the attribute questions' names are their keys (format.md §3.5)
+	for _, q := range benchmark.StageAttributeExtraction.Questions() {
+		want = append(want, q.Name())
+	}
 	for _, k := range want {
 		if o.v.Get(k) == nil {
 			c.add(Error, "attribute_keys", o.loc(k), "attribute object lacks %q", k)
@@ -855,16 +858,16 @@ func (c *checker) attributes(o *obj) {
 		}
 		return c.object(v, o.loc(k), strconv.Quote(k))
 	}
-	if d := get(benchmark.AttrDistribution); d != nil {
+	if d := get(benchmark.QDistribution.Name()); d != nil {
 		c.distribution(d)
 	}
-	if l := get(benchmark.AttrLocation); l != nil {
+	if l := get(benchmark.QLocation.Name()); l != nil {
 		c.location(l)
 	}
-	if s := get(benchmark.AttrSeverity); s != nil {
+	if s := get(benchmark.QSeverity.Name()); s != nil {
 		c.severity(s)
 	}
-	if cm := get(benchmark.AttrComparison); cm != nil {
+	if cm := get(benchmark.QComparison.Name()); cm != nil {
 		c.comparison(cm)
 	}
 }

@@ -209,7 +209,7 @@ func Full(n int) []*benchmark.Record {
 		id++
 		return str(fmt.Sprintf("%08x-%08x-%08x-%08x-%08x", id, id*7, id*13, id*17, id*19))
 	}
-	for _, l := range benchmark.Lesions {
+	for _, l := range benchmark.DefaultLesions().Names() {
 		for i := 0; i < n; i++ {
 			out = append(out, LF(l, fmt.Sprintf("s%08d_negative_0", 50000000+i), dicom()))
 		}
