@@ -12,7 +12,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
@@ -46,13 +46,13 @@ holding anything else is refused (exit status 2, before anything is written).`,
 			}
 			src := args[0]
 			if benchDir == "" {
-				m, err := results.ReadManifest(src)
+				m, err := rundir.ReadManifest(src)
 				if err != nil {
 					return withExit(2, err)
 				}
 				benchDir = m.Dataset.Path
 				if benchDir == "" {
-					return withExit(2, fmt.Errorf("%s: the manifest names no dataset path; pass --benchmark", filepath.Join(src, results.ManifestFile)))
+					return withExit(2, fmt.Errorf("%s: the manifest names no dataset path; pass --benchmark", filepath.Join(src, rundir.ManifestFile)))
 				}
 			}
 			bench, err := benchdir.Load(benchDir)

@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -144,7 +145,7 @@ func (s *Set) readFailed(err error, what string, format string, args ...any) {
 
 // isRunDir reports whether dir holds any file of a run directory.
 func isRunDir(dir string) bool {
-	for _, f := range []string{results.AllResultsFile, results.ResultsFile, results.ManifestFile} {
+	for _, f := range []string{rundir.AllResultsFile, rundir.ResultsFile, rundir.ManifestFile} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
 			return true
 		}
@@ -178,7 +179,7 @@ func discover(inputs []string) (dirs []string, warnings []string) {
 		if !fi.IsDir() {
 			// An all_results.json or results.jsonl given directly means its run directory.
 			base := filepath.Base(in)
-			if base == results.AllResultsFile || base == results.ResultsFile {
+			if base == rundir.AllResultsFile || base == rundir.ResultsFile {
 				in = filepath.Dir(in)
 			} else {
 				warnings = append(warnings, fmt.Sprintf("%s: not a run directory or results folder; left out", in))
@@ -315,7 +316,7 @@ func firstDataset(dirs []string) (string, error) {
 	}
 	slices.SortStableFunc(sorted, func(a, b string) int { return strings.Compare(key(a), key(b)) })
 	for _, d := range sorted {
-		m, err := results.ReadManifest(d)
+		m, err := rundir.ReadManifest(d)
 		if safefile.Transient(err) {
 			return "", fmt.Errorf("%w (a passing fault; run again)", err)
 		}
@@ -328,8 +329,8 @@ func firstDataset(dirs []string) (string, error) {
 
 // readRun reads one run directory; nil when nothing of it is usable.
 func (s *Set) readRun(dir string) *Run {
-	if results.IsUnfinished(dir) {
-		s.warnf("%s %v; left out", dir, results.ErrUnfinished)
+	if rundir.IsUnfinished(dir) {
+		s.warnf("%s %v; left out", dir, rundir.ErrUnfinished)
 		return nil
 	}
 	r := &Run{Dir: dir}
@@ -352,7 +353,7 @@ func (s *Set) readRun(dir string) *Run {
 		r.Provider, _, _ = strings.Cut(r.Name, "_")
 	}
 
-	rpath := filepath.Join(dir, results.ResultsFile)
+	rpath := filepath.Join(dir, rundir.ResultsFile)
 	recs, bad := s.readResults(rpath)
 	if recs != nil {
 		r.Records = results.Latest(recs)
@@ -374,10 +375,10 @@ func (s *Set) readRun(dir string) *Run {
 		}
 		r.Ref = results.RefMetricsFromRecords(r.Records)
 	} else {
-		apath := filepath.Join(dir, results.AllResultsFile)
+		apath := filepath.Join(dir, rundir.AllResultsFile)
 		if entries, err := readAllResults(apath); err == nil {
 			r.Ref = results.RefMetricsFromExport(entries)
-			s.warnf("%s: no usable results.jsonl; this run appears only in the reference CSVs (computed from %s)", dir, results.AllResultsFile)
+			s.warnf("%s: no usable results.jsonl; this run appears only in the reference CSVs (computed from %s)", dir, rundir.AllResultsFile)
 		} else if !os.IsNotExist(err) {
 			s.readFailed(err, apath, "%s: %v", apath, err)
 		}
@@ -396,18 +397,18 @@ func (s *Set) readRun(dir string) *Run {
 	return r
 }
 
-// readResults reads results.jsonl line by line (results.ScanLines: one
+// readResults reads results.jsonl line by line (rundir.ScanLines: one
 // line in memory at a time). A missing or empty file or one cut short is
 // reported; lines that do not decode are counted and skipped so that the
 // rest of the run is still reported. A line longer than any record
-// (results.MaxLineBytes: a damaged tail) makes the file unusable: it is
+// (rundir.MaxLineBytes: a damaged tail) makes the file unusable: it is
 // reported with its line number and not read further. It returns nil
 // records when the file is missing, unusable or holds no complete line.
 func (s *Set) readResults(path string) ([]*results.Record, int) {
 	var recs []*results.Record
 	var lineWarnings []string // said after the note on the last line, as before
 	bad := 0
-	tail, _, err := results.ScanLines(path, func(line int, b []byte) error {
+	tail, _, err := rundir.ScanLines(path, func(line int, b []byte) error {
 		if len(bytes.TrimSpace(b)) == 0 {
 			return nil
 		}
@@ -426,7 +427,7 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 	case os.IsNotExist(err):
 		s.warnf("%s: missing", path)
 		return nil, 0
-	case errors.Is(err, results.ErrLineTooLong):
+	case errors.Is(err, rundir.ErrLineTooLong):
 		for _, w := range lineWarnings {
 			s.warnf("%s", w)
 		}
@@ -450,12 +451,12 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 }
 
 // readAllResults reads an all_results.json into its entries, in file
-// order, one entry at a time (results.ScanAllResults): memory holds the
+// order, one entry at a time (rundir.ScanAllResults): memory holds the
 // entries read so far, and a file that is not JSON is refused at its
 // first byte that is not.
 func readAllResults(path string) ([]*ojson.Value, error) {
 	var out []*ojson.Value
-	err := results.ScanAllResults(path, func(key string, v *ojson.Value) error {
+	err := rundir.ScanAllResults(path, func(key string, v *ojson.Value) error {
 		if v.Kind != ojson.KindObject {
 			return fmt.Errorf("entry %q is not an object", key)
 		}
@@ -513,7 +514,7 @@ func (s *Set) checkRuns() {
 				if len(ex) > 3 {
 					ex = ex[:3]
 				}
-				s.warnf("%s: %d record(s) whose key is not in the benchmark left out (e.g. %s)", filepath.Join(r.Dir, results.ResultsFile), len(unknown), strings.Join(ex, ", "))
+				s.warnf("%s: %d record(s) whose key is not in the benchmark left out (e.g. %s)", filepath.Join(r.Dir, rundir.ResultsFile), len(unknown), strings.Join(ex, ", "))
 			}
 		}
 	}
@@ -582,8 +583,8 @@ func (s *Set) checkComplete(r *Run) {
 		return
 	}
 	state := "run incomplete or still running"
-	if unlock, err := results.ReadLockRun(r.Dir); err != nil {
-		if errors.Is(err, results.ErrBusy) {
+	if unlock, err := rundir.ReadLock(r.Dir); err != nil {
+		if errors.Is(err, rundir.ErrBusy) {
 			r.Live = true
 			state = "still running: an eval holds its lock"
 		}
@@ -597,8 +598,8 @@ func (s *Set) checkComplete(r *Run) {
 // readManifest takes the run settings of r from dir/manifest.json (its
 // folder names parent/base) when it has a readable one.
 func (s *Set) readManifest(r *Run, dir, parent, base string) {
-	mpath := filepath.Join(dir, results.ManifestFile)
-	m, err := results.ReadManifest(dir)
+	mpath := filepath.Join(dir, rundir.ManifestFile)
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.readFailed(err, mpath, "%v; run settings taken from the directory names", err)

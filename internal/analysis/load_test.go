@@ -9,7 +9,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 func writeRuns(t *testing.T, runs ...*analysistest.Run) (resultsDir string, b *benchmark.Benchmark) {
@@ -102,13 +102,13 @@ func TestBadInputs(t *testing.T) {
 		&analysistest.Run{Provider: "x", Label: "strange", Oracle: "none", Policy: analysistest.First},
 	)
 	// Half-written last line.
-	cut := filepath.Join(dir, "x_cut", "oracle_none", results.ResultsFile)
+	cut := filepath.Join(dir, "x_cut", "oracle_none", rundir.ResultsFile)
 	data, _ := os.ReadFile(cut)
 	os.WriteFile(cut, data[:len(data)-40], 0o644)
 	// Missing results.jsonl: only the reference CSVs remain.
-	os.Remove(filepath.Join(dir, "x_gone", "oracle_none", results.ResultsFile))
+	os.Remove(filepath.Join(dir, "x_gone", "oracle_none", rundir.ResultsFile))
 	// A key that is not in the benchmark, and a garbage line.
-	strange := filepath.Join(dir, "x_strange", "oracle_none", results.ResultsFile)
+	strange := filepath.Join(dir, "x_strange", "oracle_none", rundir.ResultsFile)
 	data, _ = os.ReadFile(strange)
 	first := data[:strings.IndexByte(string(data), '\n')+1]
 	data = append(data, []byte(strings.Replace(string(first), `"key_id":"edema_s50414267_negative_3"`, `"key_id":"edema_s99999999_negative_0"`, 1))...)
@@ -125,7 +125,7 @@ func TestBadInputs(t *testing.T) {
 	w := set.Warnings
 	for _, want := range [][]string{
 		{cut, "last line is incomplete"},
-		{filepath.Join(dir, "x_gone", "oracle_none", results.ResultsFile), "missing"},
+		{filepath.Join(dir, "x_gone", "oracle_none", rundir.ResultsFile), "missing"},
 		{"x_gone", "only in the reference CSVs"},
 		{strange, "not in the benchmark", "edema_s99999999_negative_0"},
 		{strange, "line 9"},
@@ -279,7 +279,7 @@ func TestIncompleteRuns(t *testing.T) {
 			dir, _ := writeRuns(t, &run)
 			rdir := filepath.Join(dir, "p_r", "oracle_none")
 			if tc.manifest != nil {
-				mpath := filepath.Join(rdir, results.ManifestFile)
+				mpath := filepath.Join(rdir, rundir.ManifestFile)
 				m, err := os.ReadFile(mpath)
 				if err != nil {
 					t.Fatal(err)
@@ -290,16 +290,16 @@ func TestIncompleteRuns(t *testing.T) {
 			}
 			switch tc.lock {
 			case "file":
-				if err := os.WriteFile(filepath.Join(rdir, results.LockFile), nil, 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(rdir, rundir.LockFile), nil, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			case "held":
-				unlock, err := results.LockRun(rdir)
+				unlock, err := rundir.Lock(rdir)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer unlock()
-				if u, err := results.ReadLockRun(rdir); err == nil {
+				if u, err := rundir.ReadLock(rdir); err == nil {
 					u()
 					t.Skip("no advisory locks on this platform")
 				}
@@ -332,7 +332,7 @@ func TestIncompleteRuns(t *testing.T) {
 			// The probe must not keep the directory locked: a writer can
 			// still take it (after ours is released).
 			if tc.lock == "file" {
-				unlock, err := results.LockRun(rdir)
+				unlock, err := rundir.Lock(rdir)
 				if err != nil {
 					t.Errorf("lock after the report: %v", err)
 				} else {
@@ -344,7 +344,7 @@ func TestIncompleteRuns(t *testing.T) {
 }
 
 // TestUnfinishedRunLeftOut: a run directory that a merge, rescore,
-// import or export began and did not finish (results.UnfinishedFile) is
+// import or export began and did not finish (rundir.UnfinishedFile) is
 // never read as a run: it is left out with a warning, whatever files it
 // already holds.
 func TestUnfinishedRunLeftOut(t *testing.T) {
@@ -353,7 +353,7 @@ func TestUnfinishedRunLeftOut(t *testing.T) {
 		&analysistest.Run{Provider: "baseline", Label: "first", Oracle: "none", Policy: analysistest.First},
 	)
 	unfinished := filepath.Join(dir, "baseline_first", "oracle_none")
-	if err := results.MarkUnfinished(unfinished); err != nil {
+	if err := rundir.MarkUnfinished(unfinished); err != nil {
 		t.Fatal(err)
 	}
 	set, err := Load([]string{dir}, LoadOptions{})

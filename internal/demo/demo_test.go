@@ -17,6 +17,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
@@ -105,7 +106,7 @@ func TestDemoEndToEnd(t *testing.T) {
 
 	// The oracle scores 100 % in every applicable cell of its summary.json.
 	var sum results.Summary
-	readJSON(t, filepath.Join(oracleRun, results.SummaryFile), &sum)
+	readJSON(t, filepath.Join(oracleRun, rundir.SummaryFile), &sum)
 	if c := sum.Counts; c.RecordsOK != 21 || c.RecordsSelected != 21 || c.RecordsError != 0 {
 		t.Errorf("oracle counts %+v, want 21 ok of 21", c)
 	}
@@ -120,7 +121,7 @@ func TestDemoEndToEnd(t *testing.T) {
 
 	// Every record of the HTTP run is ok, and it really went over HTTP
 	// with the openai provider.
-	recs, err := results.ReadResults(filepath.Join(httpRun, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(httpRun, rundir.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestDemoEndToEnd(t *testing.T) {
 			Endpoints []string `json:"endpoints"`
 		} `json:"model"`
 	}
-	readJSON(t, filepath.Join(httpRun, results.ManifestFile), &man)
+	readJSON(t, filepath.Join(httpRun, rundir.ManifestFile), &man)
 	if man.Model.Provider != "openai" || len(man.Model.Endpoints) != 1 || !strings.HasPrefix(man.Model.Endpoints[0], "http://127.0.0.1:") {
 		t.Errorf("HTTP run manifest: provider %q endpoints %q, want openai at a loopback URL", man.Model.Provider, man.Model.Endpoints)
 	}
@@ -163,7 +164,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	// A second run reuses the phantom set and the benchmark and re-asks
 	// nothing.
 	sums := readFile(t, filepath.Join(res.Benchmark, "SHA256SUMS"))
-	httpLines := readFile(t, filepath.Join(httpRun, results.ResultsFile))
+	httpLines := readFile(t, filepath.Join(httpRun, rundir.ResultsFile))
 	out.Reset()
 	res2, err := Run(context.Background(), Options{Out: dir, Stdout: &out})
 	if err != nil {
@@ -175,7 +176,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if !bytes.Equal(sums, readFile(t, filepath.Join(res.Benchmark, "SHA256SUMS"))) {
 		t.Error("SHA256SUMS changed on the second run")
 	}
-	if !bytes.Equal(httpLines, readFile(t, filepath.Join(httpRun, results.ResultsFile))) {
+	if !bytes.Equal(httpLines, readFile(t, filepath.Join(httpRun, rundir.ResultsFile))) {
 		t.Error("the HTTP run's results.jsonl changed on the second run (records re-asked?)")
 	}
 	if !strings.HasSuffix(strings.TrimSpace(out.String()), res.IndexHTML) {

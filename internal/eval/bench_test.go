@@ -28,6 +28,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // Performance benchmarks (docs/performance.md). Both run the real client against
@@ -444,7 +445,7 @@ func BenchmarkEvalBytes(b *testing.B) {
 // meanLatency is the mean latency_ms of a run's asked turns: the server's
 // delay plus the round trip as the client saw it.
 func meanLatency(b *testing.B, dir string) float64 {
-	recs, err := results.ReadResults(filepath.Join(dir, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(dir, rundir.ResultsFile))
 	if err != nil {
 		b.Fatal(err)
 	}

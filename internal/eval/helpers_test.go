@@ -15,6 +15,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
@@ -115,7 +116,7 @@ func startServer(t testing.TB, cfg fakemodel.ServerConfig) (string, *fakemodel.S
 // (§9.5 equality) and returns the lines sorted by key_id.
 func stripTiming(t testing.TB, path string) []string {
 	t.Helper()
-	recs, err := results.ReadResults(path)
+	recs, err := rundir.ReadResults(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/runs"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -93,7 +94,7 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 	// the way, no foreign files, a run only with force.
 	for _, r := range readers {
 		for _, a := range arms(st, r.Name) {
-			if err := runs.CheckTarget(results.RunDir(out, runName(a.model), st.Oracle, nil), force); err != nil {
+			if err := runs.CheckTarget(rundir.Path(out, runName(a.model), st.Oracle, nil), force); err != nil {
 				return nil, err
 			}
 		}
@@ -112,7 +113,7 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 	}()
 	for _, r := range readers {
 		for _, a := range arms(st, r.Name) {
-			dir := results.RunDir(out, runName(a.model), st.Oracle, nil)
+			dir := rundir.Path(out, runName(a.model), st.Oracle, nil)
 			recs, keys, err := readerRecords(ctx, s, bench, st, r, a.unaided)
 			if err != nil {
 				return nil, fmt.Errorf("reading db %s: %s: %w", s.Path, r.Name, err)

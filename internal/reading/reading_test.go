@@ -30,6 +30,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // study is a reading study over the protocol test benchmark (records of
@@ -278,7 +279,7 @@ func baselineFirst(t *testing.T, bench *benchmark.Benchmark, oracle protocol.Ora
 
 func readRun(t *testing.T, dir string) map[string]*results.Record {
 	t.Helper()
-	recs, err := results.ReadResults(filepath.Join(dir, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(dir, rundir.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +436,7 @@ func (st *study) checkExport(t *testing.T, oracle protocol.OracleMode) []Exporte
 			}
 		}
 	}
-	m, err := results.ReadManifest(runs[1].Dir)
+	m, err := rundir.ReadManifest(runs[1].Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -673,13 +674,13 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		foreign := []byte(`{"not":"ours"}` + "\n")
-		if err := os.WriteFile(filepath.Join(target, results.ResultsFile), foreign, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(target, rundir.ResultsFile), foreign, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Export(context.Background(), st.store, out, true); err == nil {
 			t.Fatal("a foreign results.jsonl was replaced")
 		}
-		if got, _ := os.ReadFile(filepath.Join(target, results.ResultsFile)); string(got) != string(foreign) {
+		if got, _ := os.ReadFile(filepath.Join(target, rundir.ResultsFile)); string(got) != string(foreign) {
 			t.Errorf("foreign file changed: %q", got)
 		}
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile/imagefiletest"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // sampleReport writes the report of the baseline runs over the sample
@@ -69,7 +70,7 @@ func TestRefCSVsMatchAllResults(t *testing.T) {
 	tmp, out := sampleReport(t, Config{})
 	var want [][]string
 	for _, name := range []string{"baseline_oracle", "baseline_random"} {
-		data := read(t, filepath.Join(tmp, "results", name, "oracle_none", results.AllResultsFile))
+		data := read(t, filepath.Join(tmp, "results", name, "oracle_none", rundir.AllResultsFile))
 		v, err := ojson.Parse(data)
 		if err != nil {
 			t.Fatal(err)
@@ -194,8 +195,8 @@ func TestReportWithBadInputs(t *testing.T) {
 		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
 		&analysistest.Run{Provider: "x", Label: "broken", Oracle: "none", Policy: analysistest.First},
 	)
-	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", results.ResultsFile))
-	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", results.AllResultsFile))
+	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", rundir.ResultsFile))
+	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", rundir.AllResultsFile))
 	out := filepath.Join(tmp, "report")
 	res, err := Generate(Config{Inputs: []string{dir, filepath.Join(tmp, "missing")}, Out: out, Analysis: analysis.Options{Bootstrap: 50}})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // samplesColumns are the documented columns (docs/samples.md), in order.
@@ -159,7 +160,7 @@ func TestSamples(t *testing.T) {
 	// Every turn of every results.jsonl is one row, and no more.
 	turns := map[string]*results.Turn{}
 	for _, r := range samplesRuns() {
-		for k, v := range sampleJSONLTurns(t, filepath.Join(dir, r.Name(), "oracle_"+r.Oracle, results.ResultsFile)) {
+		for k, v := range sampleJSONLTurns(t, filepath.Join(dir, r.Name(), "oracle_"+r.Oracle, rundir.ResultsFile)) {
 			turns[r.Name()+"/"+k] = v
 		}
 	}
@@ -364,7 +365,7 @@ func TestSamplesHostileNames(t *testing.T) {
 func TestSamplesNoManifest(t *testing.T) {
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
-	if err := os.Remove(filepath.Join(dir, "baseline_random", "oracle_none", results.ManifestFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, "baseline_random", "oracle_none", rundir.ManifestFile)); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")

@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,17 +16,12 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
-	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
 
 // ManifestSchema names the manifest format.
 const ManifestSchema = "chexpercept/run-manifest/1"
-
-// MaxManifestBytes bounds the manifest.json a reader accepts; a real one
-// is a few kilobytes (the prompt texts are the largest part).
-const MaxManifestBytes = 16 << 20
 
 // Manifest is a run's manifest.json (spec protocol.md §9.1), the one type
 // for it: eval fills and writes it, resume compares it, rescore, merge and
@@ -308,34 +301,6 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	}
 	return &m, nil
 }
-
-// ReadManifest reads dir/manifest.json (a regular file of at most
-// MaxManifestBytes). Every error names the file; a missing file is an
-// error that matches fs.ErrNotExist.
-func ReadManifest(dir string) (*Manifest, error) {
-	name := filepath.Join(dir, ManifestFile)
-	data, err := safefile.ReadFile(name, MaxManifestBytes, safefile.Follow)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, noManifestError(dir)
-		}
-		return nil, err
-	}
-	m, err := ParseManifest(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a valid manifest: %w", name, err)
-	}
-	return m, nil
-}
-
-// noManifestError is a directory without manifest.json.
-type noManifestError string
-
-func (e noManifestError) Error() string {
-	return string(e) + ": no " + ManifestFile + "; not a run directory or shard folder"
-}
-
-func (noManifestError) Unwrap() error { return fs.ErrNotExist }
 
 // describeJSONError turns a decoder's type mismatch into "member: got,
 // want kind" (dotted member path); other errors are returned as they are.
