@@ -56,6 +56,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/rundir"
+	"github.com/chexpercept/chexpercept/internal/runset"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
@@ -611,9 +612,8 @@ func (d *runner) report() error {
 		return fmt.Errorf("demo: writing %s: %w", domainsFile, err)
 	}
 	res, err := report.Generate(report.Config{
-		Inputs:      []string{d.res.Results},
+		Load:        runset.Loader([]string{d.res.Results}, runset.Options{Benchmark: d.res.Benchmark}),
 		Out:         d.res.Report,
-		Benchmark:   d.res.Benchmark,
 		DomainsFile: d.res.Domains,
 		Report:      report.Options{Version: version.String(), Workers: d.opt.Workers},
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/browsertest"
 	"github.com/chexpercept/chexpercept/internal/rundir"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // longSamplingReport is the report of the baseline runs, one of them
@@ -29,7 +30,7 @@ func longSamplingReport(t *testing.T) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
 		t.Fatal(err)
 	}
 	if md := string(read(t, filepath.Join(out, "report.md"))); !strings.Contains(md, "repetition_penalty") {

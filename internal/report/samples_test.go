@@ -19,6 +19,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rundir"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // samplesColumns are the documented columns (docs/samples.md), in order.
@@ -152,7 +153,7 @@ func TestSamples(t *testing.T) {
 	tmp := t.TempDir()
 	dir := samplesFixture(t, tmp)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test"}}); err != nil {
+	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test"}}); err != nil {
 		t.Fatal(err)
 	}
 	rows, pf := readSamplesParquet(t, filepath.Join(out, SamplesParquet))
@@ -311,7 +312,7 @@ func TestSamplesDeterministic(t *testing.T) {
 	var got [2][2][]byte
 	for i, workers := range []int{1, 4} {
 		out := filepath.Join(tmp, fmt.Sprintf("report-%d", i))
-		cfg := Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test", Workers: workers}}
+		cfg := Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test", Workers: workers}}
 		if _, err := Generate(cfg); err != nil {
 			t.Fatal(err)
 		}
@@ -330,7 +331,7 @@ func TestSamplesHostileNames(t *testing.T) {
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	out := filepath.Join(tmp, "report")
-	cfg := Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 10}}
+	cfg := Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 10}}
 	if _, err := Generate(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func TestSamplesNoManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 10}}); err != nil {
+	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 10}}); err != nil {
 		t.Fatal(err)
 	}
 	type modelRow struct {

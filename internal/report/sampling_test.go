@@ -9,6 +9,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/rundir"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // The Sampling table of each oracle mode shows each run's generation
@@ -31,7 +32,7 @@ func TestSamplingTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out}); err != nil {
+	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out}); err != nil {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))

@@ -1,4 +1,4 @@
-package analysis
+package runset
 
 import (
 	"os"
@@ -6,10 +6,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/rundir"
+)
+
+// The three paths, as the analysis tables name them.
+const (
+	RR = benchmark.RevisionRequired
+	RF = benchmark.RevisionFree
+	LF = benchmark.LesionFree
 )
 
 func writeRuns(t *testing.T, runs ...*analysistest.Run) (resultsDir string, b *benchmark.Benchmark) {
@@ -46,7 +54,7 @@ func TestOracleAndFirstRuns(t *testing.T) {
 		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
 		&analysistest.Run{Provider: "baseline", Label: "first", Oracle: "none", Policy: analysistest.First},
 	)
-	set, err := Load([]string{dir}, LoadOptions{})
+	set, err := Load([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +64,7 @@ func TestOracleAndFirstRuns(t *testing.T) {
 	if len(set.Warnings) != 0 {
 		t.Errorf("warnings: %q", set.Warnings)
 	}
-	res, err := Analyze(set, Options{Bootstrap: 200})
+	res, err := analysis.Analyze(set, analysis.Options{Bootstrap: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +126,7 @@ func TestBadInputs(t *testing.T) {
 	shard := filepath.Join(dir, "x_cut", "oracle_none", "shard-1-of-2")
 	os.MkdirAll(shard, 0o755)
 
-	set, err := Load([]string{dir, shard, filepath.Join(dir, "nope")}, LoadOptions{})
+	set, err := Load([]string{dir, shard, filepath.Join(dir, "nope")}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +145,7 @@ func TestBadInputs(t *testing.T) {
 			t.Errorf("no warning with %q in %q", want, w)
 		}
 	}
-	byName := map[string]*Run{}
+	byName := map[string]*analysis.Run{}
 	for _, r := range set.Runs {
 		byName[r.Name] = r
 	}
@@ -150,7 +158,7 @@ func TestBadInputs(t *testing.T) {
 	if r := byName["x_strange"]; r == nil || len(r.Records) != len(b.Records) {
 		t.Errorf("x_strange should keep the benchmark's records")
 	}
-	res, err := Analyze(set, Options{Bootstrap: 50})
+	res, err := analysis.Analyze(set, analysis.Options{Bootstrap: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +183,7 @@ func TestMixedBenchmarksAndModes(t *testing.T) {
 	(&analysistest.Run{Provider: "p", Label: "a", Oracle: "none", Policy: analysistest.Oracle}).Write(res, b1)
 	(&analysistest.Run{Provider: "p", Label: "b", Oracle: "none", Parse: "strict", Policy: analysistest.First}).Write(res, b2)
 	(&analysistest.Run{Provider: "p", Label: "a", Oracle: "implicit", Policy: analysistest.First}).Write(res, b1)
-	set, err := Load([]string{res}, LoadOptions{})
+	set, err := Load([]string{res}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +193,7 @@ func TestMixedBenchmarksAndModes(t *testing.T) {
 	if !hasWarning(set.Warnings, "different benchmarks") || !hasWarning(set.Warnings, "oracle mode none: runs differ in parse mode") {
 		t.Errorf("warnings %q", set.Warnings)
 	}
-	r, err := Analyze(set, Options{Bootstrap: 50, Compare: [][2]string{{"p_a", "p_b"}, {"p_a", "zzz"}}})
+	r, err := analysis.Analyze(set, analysis.Options{Bootstrap: 50, Compare: [][2]string{{"p_a", "p_b"}, {"p_a", "zzz"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +217,7 @@ func TestMixedBenchmarksAndModes(t *testing.T) {
 func TestErrorPolicyEndToEnd(t *testing.T) {
 	errs := map[string]bool{"pneumonia_s57001234_positive_0": true, "edema_s50414267_negative_3": true}
 	dir, _ := writeRuns(t, &analysistest.Run{Provider: "p", Label: "o", Oracle: "none", Policy: analysistest.Oracle, Errors: errs})
-	set, err := Load([]string{dir}, LoadOptions{})
+	set, err := Load([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,10 +226,10 @@ func TestErrorPolicyEndToEnd(t *testing.T) {
 		nLF, kLF     int
 		nRF, depthRF float64
 	}{
-		{ErrorsExclude, 1, 1, 1, 3}, // the errors are left out
-		{ErrorsWrong, 2, 1, 2, 1.5}, // the errors count as all wrong
+		{analysis.ErrorsExclude, 1, 1, 1, 3}, // the errors are left out
+		{analysis.ErrorsWrong, 2, 1, 2, 1.5}, // the errors count as all wrong
 	} {
-		res, err := Analyze(set, Options{ErrorPolicy: tc.policy, Bootstrap: 20})
+		res, err := analysis.Analyze(set, analysis.Options{ErrorPolicy: tc.policy, Bootstrap: 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +243,7 @@ func TestErrorPolicyEndToEnd(t *testing.T) {
 			t.Errorf("%s: LF %d/%d, RF depth %v over %d", tc.policy, lf.K, lf.N, rf.Mean, rf.N)
 		}
 	}
-	if _, err := Analyze(set, Options{ErrorPolicy: "maybe"}); err == nil {
+	if _, err := analysis.Analyze(set, analysis.Options{ErrorPolicy: "maybe"}); err == nil {
 		t.Error("bad error policy accepted")
 	}
 }
@@ -304,7 +312,7 @@ func TestIncompleteRuns(t *testing.T) {
 					t.Skip("no advisory locks on this platform")
 				}
 			}
-			set, err := Load([]string{dir}, LoadOptions{})
+			set, err := Load([]string{dir}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -356,7 +364,7 @@ func TestUnfinishedRunLeftOut(t *testing.T) {
 	if err := rundir.MarkUnfinished(unfinished); err != nil {
 		t.Fatal(err)
 	}
-	set, err := Load([]string{dir}, LoadOptions{})
+	set, err := Load([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package analysis
+package runset
 
 import (
 	"fmt"
@@ -45,7 +45,7 @@ func TestReadResultsStopsAtOverlongLine(t *testing.T) {
 			if err := os.Truncate(path, size); err != nil {
 				t.Fatal(err)
 			}
-			s := &Set{}
+			s := newState()
 			var recs []*results.Record
 			var before, after runtime.MemStats
 			runtime.GC()
