@@ -7,8 +7,9 @@ package analysis
 // items whose answers point at a wrong ground truth, a broken question or
 // an item that only weak models get right.
 //
-// Evidence: the scored runs of one oracle mode whose provider is not
-// "baseline" (oracle, random, first … policies never count), at least
+// Evidence: the scored runs of one oracle mode of the kinds model,
+// rehearsal and human (baseline policies — oracle, random, first … — and
+// image-removal controls never count), at least
 // MinItemRuns of them. Oracle modes are kept apart because patched
 // histories change what a later question means.
 //
@@ -66,10 +67,6 @@ const (
 
 // FlagReasons lists every flag reason code, in rule order.
 var FlagReasons = []string{FlagUnanimousWrong, FlagMajorityWrong, FlagNegativeDisc, FlagParseFailures}
-
-// baselineProvider is the provider of in-process baseline runs, which
-// never count as evidence about items.
-const baselineProvider = "baseline"
 
 // ItemStat is one question of one record.
 type ItemStat struct {
@@ -161,9 +158,15 @@ func CheckFlagShare(s float64) error {
 	return nil
 }
 
-// counted reports whether a run is evidence about items.
+// counted reports whether a run is evidence about items: the answers of
+// models (rehearsals included) and human readers. A baseline's answers
+// are a policy's, and a control's are given without the image.
 func counted(rr *RunResult) bool {
-	return rr.Scored && rr.Run.Provider != baselineProvider
+	switch rr.Run.Kind {
+	case results.KindModel, results.KindRehearsal, results.KindHuman:
+		return rr.Scored
+	}
+	return false
 }
 
 // ComputeItemHealth computes the item analysis of every oracle mode that

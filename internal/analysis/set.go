@@ -47,9 +47,11 @@ type Run struct {
 	// Server is who answered, as the manifest's server identity
 	// describes it (provider.Identity.String); "" when unknown.
 	Server string
-	// Rehearsal is set for a run of a model (not a baseline run) that
-	// chexpercept's stand-in server answered: not a model result.
-	Rehearsal bool
+	// Kind is whose answers the run holds: the manifest's, or for a run
+	// without one the kind of the provider its name starts with
+	// (results.KindOf). A rehearsal (chexpercept's stand-in answered a
+	// model's run) is not a model result and is marked wherever shown.
+	Kind results.RunKind
 }
 
 // RehearsalNote marks a rehearsal run wherever the report shows it.

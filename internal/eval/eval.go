@@ -216,7 +216,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	r.identity = id
-	p.man.ServerIdentity = &id
+	p.man.SetServer(id)
 
 	// A run directory that holds no run but other files is not ours.
 	if _, err := rundir.Check(runDir); err != nil {

@@ -112,7 +112,7 @@ func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int) (
 	if m.OracleMode != oracle {
 		return nil, nil, fmt.Errorf("--aid %s: the run's oracle mode is %s, the study's %s (the model must have been asked the same questions)", dir, m.OracleMode, oracle)
 	}
-	if m.Model.Provider == ProviderHuman {
+	if m.Kind == results.KindHuman {
 		return nil, nil, fmt.Errorf("--aid %s: a run of human answers, not of a model", dir)
 	}
 	recs, err := rundir.ReadResults(filepath.Join(abs, rundir.ResultsFile))

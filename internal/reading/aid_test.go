@@ -235,6 +235,10 @@ func TestInitAidRefused(t *testing.T) {
 			os.WriteFile(p, []byte(strings.Join(lines[1:], "")), 0o644)
 		}), "lacks 1 of the study's"},
 		{"a human run", edit("human", func(d string) {
+			rewrite(filepath.Join(d, "manifest.json"), `"kind": "baseline"`, `"kind": "human"`)
+		}), "a run of human answers"},
+		{"a human run from before kinds", edit("human-old", func(d string) {
+			rewrite(filepath.Join(d, "manifest.json"), "  \"kind\": \"baseline\",\n", "")
 			rewrite(filepath.Join(d, "manifest.json"), `"provider": "baseline"`, `"provider": "human"`)
 		}), "a run of human answers"},
 		{"no run", t.TempDir(), "--aid"},

@@ -218,6 +218,7 @@ func manifest(bench *benchmark.Benchmark, st *Study, reader string, keys []strin
 	}
 	spec := results.RunSpec{
 		Model:  runmodel.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
+		Kind:   results.KindHuman,
 		Oracle: st.Oracle, Parse: st.Parse,
 		Selection: results.Selection{Sample: st.Sample, Seed: st.Seed},
 		Now:       func() time.Time { return created },

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // testdata/manifest/full.json is a manifest with every member set, as the
@@ -51,6 +53,87 @@ func TestManifestRoundTrip(t *testing.T) {
 	walk("", reflect.ValueOf(*m))
 }
 
+// A manifest written before the kind was recorded reads as it did: its
+// kind comes from what the three earlier checks looked at, the provider
+// and whether chexpercept's stand-in answered.
+func TestManifestKindDerived(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		want     results.RunKind
+	}{
+		{"a model", `{"model":{"provider":"openai"}}`, results.KindModel},
+		{"a baseline policy", `{"model":{"provider":"baseline","backend":"baseline"}}`, results.KindBaseline},
+		{"the in-process baseline", `{"model":{"provider":"baseline"},"server_identity":{"verified":true,"source":"in_process"}}`, results.KindBaseline},
+		{"a human reader", `{"model":{"provider":"human"}}`, results.KindHuman},
+		{"a model answered by serve-baseline", `{"model":{"provider":"openai"},"server_identity":{"verified":true,"source":"models_list","owned_by":"chexpercept-baseline"}}`, results.KindRehearsal},
+		{"a model answered by its server", `{"model":{"provider":"opensource"},"server_identity":{"verified":true,"source":"models_list","owned_by":"vllm"}}`, results.KindModel},
+		{"the kind recorded wins", `{"kind":"model","model":{"provider":"baseline"}}`, results.KindModel},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := results.ParseManifest([]byte(c.in))
+			if err != nil || m.Kind != c.want {
+				t.Errorf("kind %v (%v), want %s", m, err, c.want)
+			}
+		})
+	}
+}
+
+// A manifest written before the kind was recorded, rewritten (rescore,
+// merge, a resumed run's endpoints), differs from it by the kind line
+// alone.
+func TestManifestKindAdded(t *testing.T) {
+	full, err := os.ReadFile(filepath.Join("testdata", "manifest", "full.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = "  \"kind\": \"model\",\n"
+	old := bytes.Replace(full, []byte(line), nil, 1)
+	if bytes.Equal(old, full) {
+		t.Fatal("full.json has no kind line")
+	}
+	m, err := results.ParseManifest(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, full) {
+		t.Errorf("rewritten, a manifest without its kind is not full.json with the kind line:\n%s", got)
+	}
+}
+
+// NewManifest records the kind of the spec, or that of its model's
+// provider; SetServer makes a model's run that the stand-in answers a
+// rehearsal, and nothing else.
+func TestNewManifestKind(t *testing.T) {
+	bench := &benchmark.Benchmark{}
+	standIn := runmodel.Identity{Verified: true, Source: runmodel.IdentityInProcess}
+	for _, c := range []struct {
+		name    string
+		spec    results.RunSpec
+		standIn bool
+		want    results.RunKind
+	}{
+		{"model", results.RunSpec{Model: runmodel.Model{Provider: "openai"}}, false, results.KindModel},
+		{"rehearsal", results.RunSpec{Model: runmodel.Model{Provider: "openai"}}, true, results.KindRehearsal},
+		{"baseline", results.RunSpec{Model: runmodel.Model{Provider: "baseline", Backend: runmodel.BackendBaseline}}, true, results.KindBaseline},
+		{"human", results.RunSpec{Model: runmodel.Model{Provider: "human"}}, false, results.KindHuman},
+		{"control", results.RunSpec{Model: runmodel.Model{Provider: "openai"}, Kind: results.KindControl}, true, results.KindControl},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := results.NewManifest(c.spec, bench, "/b", nil)
+			if c.standIn {
+				m.SetServer(standIn)
+			}
+			if m.Kind != c.want {
+				t.Errorf("kind %s, want %s", m.Kind, c.want)
+			}
+		})
+	}
+}
+
 // ParseManifest ignores members it does not know and refuses members of
 // the wrong type, naming them.
 func TestParseManifest(t *testing.T) {
@@ -61,9 +144,9 @@ func TestParseManifest(t *testing.T) {
 		err  string
 	}{
 		{"members of a later revision", `{"run_name":"x","model":{"name":"m","new":1},"new":[1]}`,
-			&results.Manifest{RunName: "x", Model: results.ModelInfo{Name: "m"}}, ""},
-		{"empty object", `{}`, &results.Manifest{}, ""},
-		{"null members", `{"dataset":null,"rescored_from":null}`, &results.Manifest{}, ""},
+			&results.Manifest{RunName: "x", Kind: results.KindModel, Model: results.ModelInfo{Name: "m"}}, ""},
+		{"empty object", `{}`, &results.Manifest{Kind: results.KindModel}, ""},
+		{"null members", `{"dataset":null,"rescored_from":null}`, &results.Manifest{Kind: results.KindModel}, ""},
 		{"not JSON", `{"run_name":`, nil, "unexpected EOF"},
 		{"wrong type", `{"dataset":{"path":7}}`, nil, "dataset.path: a number, want a string"},
 		{"string for a number", `{"selected_records":"7"}`, nil, "selected_records: a string, want a whole number"},
@@ -71,10 +154,14 @@ func TestParseManifest(t *testing.T) {
 		// selection.seed is unsigned (eval's sample seed is a
 		// uint64): a negative seed is refused.
 		{"negative seed", `{"selection":{"seed":-5}}`, nil, "selection.seed: -5, want a whole number, not negative"},
-		{"largest seed", `{"selection":{"seed":18446744073709551615}}`, &results.Manifest{Selection: results.Selection{Seed: 18446744073709551615}}, ""},
+		{"largest seed", `{"selection":{"seed":18446744073709551615}}`, &results.Manifest{Kind: results.KindModel, Selection: results.Selection{Seed: 18446744073709551615}}, ""},
 		{"in an array", `{"selection":{"lesions":["edema",3]}}`, nil, "selection.lesions.1: a number, want a string"},
 		{"not an object", `[1]`, nil, "top level: an array, want an object"},
 		{"duplicate member", `{"run_name":"a","run_name":"b"}`, nil, "duplicate"},
+		{"kind given", `{"kind":"control","model":{"provider":"openai"}}`,
+			&results.Manifest{Kind: results.KindControl, Model: results.ModelInfo{Provider: "openai"}}, ""},
+		{"unknown kind", `{"kind":"robot"}`, nil, `kind: "robot" is not one of model, baseline, human, control, rehearsal`},
+		{"kind not a string", `{"kind":1}`, nil, "kind: a number, want a string"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := results.ParseManifest([]byte(c.in))

@@ -299,6 +299,9 @@ func (s *state) readRun(dir string) *analysis.Run {
 	if r.Provider == "" {
 		r.Provider, _, _ = strings.Cut(r.Name, "_")
 	}
+	if r.Kind == "" { // no manifest: the run name says the provider
+		r.Kind = results.KindOf(r.Provider, false)
+	}
 
 	rpath := filepath.Join(dir, rundir.ResultsFile)
 	recs, bad := s.readResults(rpath)
@@ -573,9 +576,9 @@ func (s *state) readManifest(r *analysis.Run, dir, parent, base string) {
 		r.Reading = &arm
 	}
 	r.Selected = s.selectedRecords(mpath, m.SelectedRecords)
+	r.Kind = m.Kind
 	if id := m.ServerIdentity; id != nil {
 		r.Server = textsafe.OneLine(id.String())
-		r.Rehearsal = id.StandIn() && m.Model.Provider != "baseline"
 	}
 }
 
