@@ -3,9 +3,13 @@
 # whatever reads or writes a run directory links no model SDK, the builder
 # links neither SQLite nor the web layer, the web layer links no SQL (the
 # apps' accounts and sessions live in accountdb), and the operations on whole runs
-# and the reading study name run directories through results, not the runner;
+# and the reading study name run directories through rundir, not the runner;
 # the statistics package and the CSV record cap (shared by the CheXmask
-# reader and the self-contained mrmc) are leaves.
+# reader and the self-contained mrmc) are leaves. The two contracts stay
+# types: benchmark and results do no file I/O and export fewer than 90
+# names each, and the protocol engine, the analysis and the report link
+# neither's readers and writers (benchdir, rundir). The model clients
+# cannot reach a type that holds the ground truth.
 # Exits non-zero naming every rule that is broken.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +29,7 @@ forbid() {
 }
 
 sdks='^(github\.com/openai/|google\.golang\.org/(genai|grpc|protobuf)|cloud\.google\.com/|github\.com/Azure/)'
-for pkg in results analysis report runs; do
+for pkg in results rundir runset analysis report runs; do
   forbid "$pkg" "$sdks" "a model SDK, gRPC or protobuf"
 done
 forbid build '^(modernc\.org/sqlite|'"$mod"'/internal/(webapp|review|appdb))$' "SQLite or the review app"
@@ -33,6 +37,18 @@ forbid webapp '^(modernc\.org/sqlite|database/sql|'"$mod"'/internal/(appdb|accou
 for pkg in runs reading; do
   forbid "$pkg" "^$mod/internal/eval\$" "the runner (internal/eval)"
 done
+for pkg in benchmark results; do
+  forbid "$pkg" "^$mod/internal/(atomicfile|outdir|safefile|imagefile|appdb|benchdir|rundir)\$" "a file reader or writer (it is a model: types and pure functions)"
+done
+for pkg in protocol analysis report; do
+  forbid "$pkg" "^$mod/internal/(benchdir|rundir)\$" "the readers and writers of benchmark or run directories (it works on types)"
+done
+forbid provider "^$mod/internal/(benchmark|protocol|results)\$" "a type that holds the ground truth (a request carries only what is sent)"
+if ! go run scripts/exported.go -max 90 internal/benchmark internal/results >/dev/null; then
+  echo "deps: a contract exports too many names:"
+  go run scripts/exported.go -max 90 internal/benchmark internal/results | sed 's/^/  /' || true
+  fail=1
+fi
 forbid stats "^$mod/internal/" "a project package (it is a leaf)"
 forbid csvcap "^$mod/internal/" "a project package (it is a leaf: mrmc, self-contained, imports it)"
 

@@ -37,6 +37,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 const repoRoot = "../.."
@@ -136,7 +137,7 @@ func checkEval(inv invocation, taskEnvs []map[string]string) (evalRun, []string)
 		probs = append(probs, "--parse-mode: "+err.Error())
 	}
 	// Same functions eval.Run uses to name its directory.
-	run.runDir = results.RunDir(inv.get("out"), results.RunName(m.Provider, m.Label, noThinking, mode == parse.ModeStrict), string(oracle), nil)
+	run.runDir = rundir.Path(inv.get("out"), results.RunName(m.Provider, m.Label, noThinking, mode == parse.ModeStrict), string(oracle), nil)
 
 	shard := inv.get("shard")
 	n, err := strconv.Atoi(strings.TrimPrefix(shard, "auto/"))

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // bodySpy is an OpenAI-compatible server (serve-baseline's, policy first)
@@ -105,7 +105,7 @@ func TestEvalGenerationSettingsReachServer(t *testing.T) {
 			t.Errorf("request %d: members %v, want exactly %d", i, keysOf(m), len(want))
 		}
 	}
-	man, err := results.ReadManifest(runDir)
+	man, err := rundir.ReadManifest(runDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestEvalGenerationSettingsReachServer(t *testing.T) {
 	if got, want := man.Sampling.Text(), `temperature=0.2 top_p=0.9 max_completion_tokens=512 seed=7 chat_template_kwargs={"enable_thinking":false} guided_choice=["1","2"] repetition_penalty=1.05 top_k=20`; got != want {
 		t.Errorf("manifest sampling %s\nwant %s", got, want)
 	}
-	raw, _ := os.ReadFile(filepath.Join(runDir, results.ManifestFile))
+	raw, _ := os.ReadFile(filepath.Join(runDir, rundir.ManifestFile))
 	if !strings.Contains(string(raw), "\"extra_body\": {\n      \"chat_template_kwargs\": {\n        \"enable_thinking\": false\n      },") ||
 		!strings.Contains(string(raw), `"top_k": 20`) || !strings.Contains(string(raw), `"seed": 7`) {
 		t.Errorf("manifest.json does not record the settings as JSON members:\n%s", raw)
@@ -176,14 +176,14 @@ func TestEvalHonoursOpenAIBaseURL(t *testing.T) {
 	if len(spy.requests()) == 0 {
 		t.Fatal("no request reached OPENAI_BASE_URL")
 	}
-	man, err := results.ReadManifest(lastLine(stdout))
+	man, err := rundir.ReadManifest(lastLine(stdout))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{srv.URL + "/v1"}; !equalStrings(man.Model.Endpoints, want) {
 		t.Errorf("manifest endpoints %q, want %q", man.Model.Endpoints, want)
 	}
-	raw, _ := os.ReadFile(filepath.Join(lastLine(stdout), results.ManifestFile))
+	raw, _ := os.ReadFile(filepath.Join(lastLine(stdout), rundir.ManifestFile))
 	for _, secret := range []string{"s3cr3t"} {
 		if strings.Contains(string(raw), secret) || strings.Contains(stderr, secret) || strings.Contains(stdout, secret) {
 			t.Errorf("a credential of OPENAI_BASE_URL was written out")
@@ -196,7 +196,7 @@ func TestEvalHonoursOpenAIBaseURL(t *testing.T) {
 	if code != 0 || len(spy2.requests()) == 0 {
 		t.Fatalf("with --endpoint: exit %d, %d requests\n%s", code, len(spy2.requests()), stderr)
 	}
-	if man, err := results.ReadManifest(lastLine(stdout)); err != nil || !equalStrings(man.Model.Endpoints, []string{srv2.URL + "/v1"}) {
+	if man, err := rundir.ReadManifest(lastLine(stdout)); err != nil || !equalStrings(man.Model.Endpoints, []string{srv2.URL + "/v1"}) {
 		t.Errorf("with --endpoint: manifest %v, %v", man, err)
 	}
 	// A value that is no URL is refused without being echoed.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // runCLITimeout is runCLI that kills the child after d and reports it.
@@ -56,21 +56,21 @@ func TestFIFOsNeverHang(t *testing.T) {
 		name, fifo string // fifo: the run file replaced by a FIFO
 		args       func(results, runDir string) []string
 	}{
-		{"report/results.jsonl", results.ResultsFile, func(r, _ string) []string {
+		{"report/results.jsonl", rundir.ResultsFile, func(r, _ string) []string {
 			return []string{"report", r, "--out", filepath.Join(filepath.Dir(r), "rep")}
 		}},
-		{"report/all_results.json", results.AllResultsFile, func(r, d string) []string {
-			os.Remove(filepath.Join(d, results.ResultsFile))
+		{"report/all_results.json", rundir.AllResultsFile, func(r, d string) []string {
+			os.Remove(filepath.Join(d, rundir.ResultsFile))
 			return []string{"report", r, "--out", filepath.Join(filepath.Dir(r), "rep")}
 		}},
-		{"eval/results.jsonl", results.ResultsFile, func(r, _ string) []string { return evalArgs(r) }},
-		{"eval/.lock", results.LockFile, func(r, _ string) []string { return evalArgs(r) }},
-		{"rescore/results.jsonl", results.ResultsFile, func(_, d string) []string { return []string{"rescore", d, "--parse-mode", "strict"} }},
-		{"rescore/.lock", results.LockFile, func(_, d string) []string { return []string{"rescore", d, "--parse-mode", "strict"} }},
-		{"merge/.lock", results.LockFile, func(r, d string) []string {
+		{"eval/results.jsonl", rundir.ResultsFile, func(r, _ string) []string { return evalArgs(r) }},
+		{"eval/.lock", rundir.LockFile, func(r, _ string) []string { return evalArgs(r) }},
+		{"rescore/results.jsonl", rundir.ResultsFile, func(_, d string) []string { return []string{"rescore", d, "--parse-mode", "strict"} }},
+		{"rescore/.lock", rundir.LockFile, func(_, d string) []string { return []string{"rescore", d, "--parse-mode", "strict"} }},
+		{"merge/.lock", rundir.LockFile, func(r, d string) []string {
 			return []string{"merge", d, "--benchmark", genBench, "--out", filepath.Join(filepath.Dir(r), "merged")}
 		}},
-		{"report/manifest.json", results.ManifestFile, func(r, _ string) []string {
+		{"report/manifest.json", rundir.ManifestFile, func(r, _ string) []string {
 			return []string{"report", r, "--out", filepath.Join(filepath.Dir(r), "rep")}
 		}},
 	} {

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
@@ -150,7 +150,7 @@ is replaced only with --force, and one holding anything else is refused
 			if notice != "" {
 				fmt.Fprintln(os.Stderr, "notice:", textsafe.OneLine(notice))
 			}
-			bench, err := benchmark.Load(benchDir)
+			bench, err := benchdir.Load(benchDir)
 			if err != nil {
 				return withExit(2, err)
 			}

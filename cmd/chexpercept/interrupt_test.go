@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // TestEvalEndsSoonAfterSignal: the first SIGTERM or
@@ -112,7 +112,7 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 					t.Errorf("exit %v, want 130\n%s", err, stderr.String())
 				}
 				runDir := filepath.Join(out, "opensource_m", "oracle_none")
-				recs, rerr := results.ReadResults(filepath.Join(runDir, results.ResultsFile))
+				recs, rerr := rundir.ReadResults(filepath.Join(runDir, rundir.ResultsFile))
 				if rerr != nil || len(recs) != 0 {
 					t.Errorf("results after the interrupt: %d records, %v (want none: the calls were cut short)", len(recs), rerr)
 				}
@@ -125,7 +125,7 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 				if code != 0 {
 					t.Fatalf("restart: exit %d\n%s", code, stderr2)
 				}
-				recs, rerr = results.ReadResults(filepath.Join(runDir, results.ResultsFile))
+				recs, rerr = rundir.ReadResults(filepath.Join(runDir, rundir.ResultsFile))
 				if rerr != nil || len(recs) != 2 {
 					t.Errorf("after the restart: %d records, %v; want 2", len(recs), rerr)
 				}

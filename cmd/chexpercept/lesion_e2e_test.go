@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 )
@@ -47,14 +48,14 @@ lesions: [pneumothorax]
 	bench := filepath.Join(dir, "bench")
 	mustRun(t, "build", "--source", filepath.Join(ph, "manifest.jsonl"), "--config", cfg, "--out", bench,
 		"--accept-all", "--per-lesion", "2,2,2", "--workers", "2", "--strict-targets")
-	set, err := benchmark.ReadLesions(bench)
+	set, err := benchdir.ReadLesions(bench)
 	if err != nil || set.IsDefault() {
 		t.Fatalf("the benchmark does not declare its lesions: %v", err)
 	}
 	if d, ok := set.Def("pneumothorax"); !ok || d.Heart() || d.Detection != benchmark.SuggestiveWording || d.HeartNote {
 		t.Fatalf("declared pneumothorax = %+v", d)
 	}
-	b, err := benchmark.Load(bench)
+	b, err := benchdir.Load(bench)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ lesions: [pneumothorax]
 		if !strings.Contains(string(data), "pneumothorax") {
 			t.Errorf("%s does not list pneumothorax", f)
 		}
-		for _, other := range benchmark.Lesions {
+		for _, other := range benchmark.DefaultLesions().Names() {
 			if strings.Contains(string(data), other) {
 				t.Errorf("%s lists %s, which no run holds", f, other)
 			}

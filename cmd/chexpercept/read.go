@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/reading"
@@ -72,7 +72,7 @@ the database file's name without its extension).`,
 				}
 				samp = &sample
 			}
-			bench, err := benchmark.Load(benchDir)
+			bench, err := benchdir.Load(benchDir)
 			if err != nil {
 				return withExit(2, err)
 			}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // readServer is a `read serve` child process (this test binary as the
@@ -134,7 +134,7 @@ func readInit(t *testing.T, bench, db string) map[string]string {
 // (a resumed session's answers are given at other moments).
 func exported(t *testing.T, out string) string {
 	t.Helper()
-	recs, err := results.ReadResults(filepath.Join(out, "human_reader1", "oracle_explicit", results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(out, "human_reader1", "oracle_explicit", rundir.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/report"
+	"github.com/chexpercept/chexpercept/internal/runset"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
@@ -19,6 +20,7 @@ import (
 func newReportCmd() *cobra.Command {
 	var (
 		cfg         report.Config
+		benchDir    string
 		compare     []string
 		errorPolicy string
 	)
@@ -57,7 +59,7 @@ deletes nothing.`,
 			if cfg.Out == "" {
 				return withExit(2, fmt.Errorf("--out REPORT_DIR is required"))
 			}
-			cfg.Inputs = args
+			cfg.Load = runset.Loader(args, runset.Options{Benchmark: benchDir})
 			cfg.Analysis.ErrorPolicy = errorPolicy
 			// Rebuilt from the flag each time: an in-process re-run (tests)
 			// must not inherit the previous run's pairs.
@@ -123,7 +125,7 @@ deletes nothing.`,
 	f.BoolVar(&cfg.Analysis.CompareBest, "compare-best", false, "compare every model with the best one of each metric and cell")
 	f.IntVar(&cfg.Analysis.Bootstrap, "bootstrap", analysis.DefaultBootstrap, "bootstrap replicates for depth intervals and comparisons")
 	f.Float64Var(&cfg.Analysis.FlagShare, "flag-share", analysis.DefaultFlagShare, "item health: share of runs agreeing on one wrong answer for majority_wrong (above 0.5, at most 1)")
-	f.StringVar(&cfg.Benchmark, "benchmark", "", "benchmark directory (default: the dataset path in the first run's manifest)")
+	f.StringVar(&benchDir, "benchmark", "", "benchmark directory (default: the dataset path in the first run's manifest)")
 	f.StringArrayVar(&cfg.ModelFiles, "models", nil, "extra models.yaml extending the registry, as for eval: domains and bases of the findings (repeatable)")
 	f.StringVar(&cfg.DomainsFile, "domains", "", "YAML mapping run names or models to domain groups (general, medical, …), overriding the registry's domains")
 	return cmd

@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
@@ -46,16 +46,16 @@ holding anything else is refused (exit status 2, before anything is written).`,
 			}
 			src := args[0]
 			if benchDir == "" {
-				m, err := results.ReadManifest(src)
+				m, err := rundir.ReadManifest(src)
 				if err != nil {
 					return withExit(2, err)
 				}
 				benchDir = m.Dataset.Path
 				if benchDir == "" {
-					return withExit(2, fmt.Errorf("%s: the manifest names no dataset path; pass --benchmark", filepath.Join(src, results.ManifestFile)))
+					return withExit(2, fmt.Errorf("%s: the manifest names no dataset path; pass --benchmark", filepath.Join(src, rundir.ManifestFile)))
 				}
 			}
-			bench, err := benchmark.Load(benchDir)
+			bench, err := benchdir.Load(benchDir)
 			if err != nil {
 				return withExit(2, err)
 			}

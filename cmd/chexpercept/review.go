@@ -18,7 +18,6 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
@@ -510,7 +509,7 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 				return withExit(2, errors.New("give exactly one of --reviews FILE, --review-db FILE"))
 			}
 			if reviewer != "" {
-				if err := benchmark.CheckName("--reviewer", reviewer); err != nil {
+				if err := reviewlog.CheckName("--reviewer", reviewer); err != nil {
 					return withExit(2, err)
 				}
 			}

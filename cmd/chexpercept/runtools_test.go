@@ -25,6 +25,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
@@ -127,7 +128,7 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, oracle pr
 	}
 	abs, _ := filepath.Abs(bench.Dir)
 	man := results.NewManifest(results.RunSpec{Model: m, Oracle: string(oracle), Parse: string(mode), Now: func() time.Time { return at }}, bench, abs, keys)
-	dir := results.RunDir(out, man.RunName, string(oracle), nil)
+	dir := rundir.Path(out, man.RunName, string(oracle), nil)
 	if err := runs.WriteRun(dir, man, recs, len(recs), 2.5); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, oracle pr
 
 func readLines(t *testing.T, name string) []*results.Record {
 	t.Helper()
-	recs, err := results.ReadResults(name)
+	recs, err := rundir.ReadResults(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,13 +164,13 @@ func TestRescore(t *testing.T) {
 			if after := snapshot(t, src); !maps(before, after) {
 				t.Fatal("rescore modified the source run")
 			}
-			for _, f := range []string{results.ManifestFile, results.ResultsFile, results.AllResultsFile, results.SummaryFile,
-				results.RefSummaryFile, results.RefContourFile, results.RefAttributeFile} {
+			for _, f := range []string{rundir.ManifestFile, rundir.ResultsFile, rundir.AllResultsFile, rundir.SummaryFile,
+				rundir.RefSummaryFile, rundir.RefContourFile, rundir.RefAttributeFile} {
 				if _, err := os.Stat(filepath.Join(dst, f)); err != nil {
 					t.Errorf("missing %s: %v", f, err)
 				}
 			}
-			man, err := results.ReadManifest(dst)
+			man, err := rundir.ReadManifest(dst)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,19 +179,19 @@ func TestRescore(t *testing.T) {
 				t.Errorf("manifest: parse_mode %q rescored_from %v run_name %q", man.ParseMode, man.RescoredFrom, man.RunName)
 			}
 			var sum results.Summary
-			if err := json.Unmarshal(mustRead(t, filepath.Join(dst, results.SummaryFile)), &sum); err != nil {
+			if err := json.Unmarshal(mustRead(t, filepath.Join(dst, rundir.SummaryFile)), &sum); err != nil {
 				t.Fatal(err)
 			}
 			if sum.Run.ParseMode != "strict" || sum.Run.RescoredFrom == nil || sum.Run.Name != "azure_gpt-5.4_strict" {
 				t.Errorf("summary run block %+v", sum.Run)
 			}
-			if !strings.Contains(string(mustRead(t, filepath.Join(dst, results.RefSummaryFile))), ",gpt-5.4_strict,") {
+			if !strings.Contains(string(mustRead(t, filepath.Join(dst, rundir.RefSummaryFile))), ",gpt-5.4_strict,") {
 				t.Error("reference CSV does not carry the new label")
 			}
 
 			// The RF record's T2 "The answer is 2" is right in reference
 			// mode and a strict failure.
-			olds, news := readLines(t, filepath.Join(src, results.ResultsFile)), readLines(t, filepath.Join(dst, results.ResultsFile))
+			olds, news := readLines(t, filepath.Join(src, rundir.ResultsFile)), readLines(t, filepath.Join(dst, rundir.ResultsFile))
 			if len(olds) != len(news) {
 				t.Fatalf("%d lines rescored into %d", len(olds), len(news))
 			}
@@ -213,7 +214,7 @@ func TestRescore(t *testing.T) {
 			if *o.ParseRule != "A7/B1" || !*o.Correct || *n.ParseRule != "fail:no_marker" || *n.Correct {
 				t.Errorf("RF T2: reference %s %v, strict %s %v", *o.ParseRule, *o.Correct, *n.ParseRule, *n.Correct)
 			}
-			if bytes.Equal(mustRead(t, filepath.Join(src, results.AllResultsFile)), mustRead(t, filepath.Join(dst, results.AllResultsFile))) {
+			if bytes.Equal(mustRead(t, filepath.Join(src, rundir.AllResultsFile)), mustRead(t, filepath.Join(dst, rundir.AllResultsFile))) {
 				t.Error("all_results.json did not change under strict parsing")
 			}
 			isOracle := strings.Contains(stderr, "only the labels changed")
@@ -241,7 +242,7 @@ func TestRescore(t *testing.T) {
 				t.Errorf("back run dir %s", back)
 			}
 			if oracle == protocol.OracleNone {
-				for _, f := range []string{results.ResultsFile, results.AllResultsFile} {
+				for _, f := range []string{rundir.ResultsFile, rundir.AllResultsFile} {
 					if !bytes.Equal(mustRead(t, filepath.Join(src, f)), mustRead(t, filepath.Join(back, f))) {
 						t.Errorf("%s differs after rescoring strict → reference", f)
 					}
@@ -306,7 +307,7 @@ func TestImportReferenceRoundTrip(t *testing.T) {
 		for _, mode := range []parse.Mode{parse.ModeReference, parse.ModeStrict} {
 			t.Run(string(oracle)+"/"+string(mode), func(t *testing.T) {
 				src := scriptedRun(t, bench, t.TempDir(), oracle, mode)
-				orig := mustRead(t, filepath.Join(src, results.AllResultsFile))
+				orig := mustRead(t, filepath.Join(src, rundir.AllResultsFile))
 				// As if written on another machine: the image paths carry
 				// another benchmark directory. Provider, model, flags and
 				// oracle come from the path.
@@ -319,7 +320,7 @@ func TestImportReferenceRoundTrip(t *testing.T) {
 				if err := os.MkdirAll(refDir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				file := filepath.Join(refDir, results.AllResultsFile)
+				file := filepath.Join(refDir, rundir.AllResultsFile)
 				if err := os.WriteFile(file, foreign, 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -335,7 +336,7 @@ func TestImportReferenceRoundTrip(t *testing.T) {
 				if want := filepath.Join(out, filepath.Base(filepath.Dir(src)), "oracle_"+string(oracle)); dst != want {
 					t.Fatalf("run dir %s, want %s", dst, want)
 				}
-				if got := mustRead(t, filepath.Join(dst, results.AllResultsFile)); !bytes.Equal(got, orig) {
+				if got := mustRead(t, filepath.Join(dst, rundir.AllResultsFile)); !bytes.Equal(got, orig) {
 					t.Errorf("all_results.json after export → import → export differs (%d vs %d bytes)", len(got), len(orig))
 				}
 				// The records are ours again except what the file cannot
@@ -343,7 +344,7 @@ func TestImportReferenceRoundTrip(t *testing.T) {
 				// cost of unpriced calls (written as 0.0 by the export).
 				rd := append(slices.Clone(timingRecord), "usage.cost_usd")
 				td := append(slices.Clone(timingTurn), "finish_reason", "reasoning", "cost_usd")
-				a, b := normLines(t, filepath.Join(src, results.ResultsFile), rd, td), normLines(t, filepath.Join(dst, results.ResultsFile), rd, td)
+				a, b := normLines(t, filepath.Join(src, rundir.ResultsFile), rd, td), normLines(t, filepath.Join(dst, rundir.ResultsFile), rd, td)
 				if !slices.Equal(a, b) {
 					for i := range a {
 						if i < len(b) && a[i] != b[i] {
@@ -352,7 +353,7 @@ func TestImportReferenceRoundTrip(t *testing.T) {
 						}
 					}
 				}
-				man, err := results.ReadManifest(dst)
+				man, err := rundir.ReadManifest(dst)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -372,7 +373,7 @@ func jsonString(s string) string {
 func TestImportReferenceErrors(t *testing.T) {
 	bench := protocoltest.Bench(t)
 	src := scriptedRun(t, bench, t.TempDir(), protocol.OracleNone, parse.ModeReference)
-	orig := mustRead(t, filepath.Join(src, results.AllResultsFile))
+	orig := mustRead(t, filepath.Join(src, rundir.AllResultsFile))
 	top, err := ojson.Parse(orig)
 	if err != nil {
 		t.Fatal(err)
@@ -423,7 +424,7 @@ func TestImportReferenceErrors(t *testing.T) {
 				dir = t.TempDir()
 			}
 			os.MkdirAll(dir, 0o755)
-			file := filepath.Join(dir, results.AllResultsFile)
+			file := filepath.Join(dir, rundir.AllResultsFile)
 			if err := os.WriteFile(file, c.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -447,7 +448,7 @@ func TestImportReferenceErrors(t *testing.T) {
 	// reference-mode export with strict parsing re-derives other answers.
 	dir := filepath.Join(t.TempDir(), "azure_gpt-5.4", "oracle_none")
 	os.MkdirAll(dir, 0o755)
-	file := filepath.Join(dir, results.AllResultsFile)
+	file := filepath.Join(dir, rundir.AllResultsFile)
 	os.WriteFile(file, orig, 0o644)
 	_, stderr, code := runCLI(t, "import-reference", file, "--benchmark", bench.Dir, "--out", t.TempDir(), "--parse-mode", "strict")
 	if code != 0 || !strings.Contains(stderr, "warning: the file's parsed response differs from our re-parse") {
@@ -458,7 +459,7 @@ func TestImportReferenceErrors(t *testing.T) {
 	out := t.TempDir()
 	runDir := filepath.Join(out, "azure_gpt-5.4", "oracle_none")
 	os.MkdirAll(runDir, 0o755)
-	os.WriteFile(filepath.Join(runDir, results.SummaryFile), []byte("my summary"), 0o644)
+	os.WriteFile(filepath.Join(runDir, rundir.SummaryFile), []byte("my summary"), 0o644)
 	before := outdirtest.Snapshot(t, out)
 	_, stderr, code = runCLI(t, "import-reference", file, "--benchmark", bench.Dir, "--out", out, "--force")
 	if code != 2 || !strings.Contains(stderr, runDir+" is not empty and holds no run") {
@@ -533,24 +534,24 @@ func TestMergeShardsEqualsUnsharded(t *testing.T) {
 	}
 	// §9.5 equality (same benchmark directory, so the image prefixes
 	// already agree).
-	if !bytes.Equal(mustRead(t, filepath.Join(merged, results.AllResultsFile)), mustRead(t, filepath.Join(whole, results.AllResultsFile))) {
+	if !bytes.Equal(mustRead(t, filepath.Join(merged, rundir.AllResultsFile)), mustRead(t, filepath.Join(whole, rundir.AllResultsFile))) {
 		t.Error("merged all_results.json differs from the unsharded run's")
 	}
-	a, b := normLines(t, filepath.Join(merged, results.ResultsFile), timingRecord, timingTurn), normLines(t, filepath.Join(whole, results.ResultsFile), timingRecord, timingTurn)
+	a, b := normLines(t, filepath.Join(merged, rundir.ResultsFile), timingRecord, timingTurn), normLines(t, filepath.Join(whole, rundir.ResultsFile), timingRecord, timingTurn)
 	if !slices.Equal(a, b) || len(a) != 21 {
 		t.Errorf("merged results.jsonl (%d lines) differs from the unsharded run's (%d lines)", len(a), len(b))
 	}
 	// In index order.
-	recs := readLines(t, filepath.Join(merged, results.ResultsFile))
+	recs := readLines(t, filepath.Join(merged, rundir.ResultsFile))
 	if !slices.IsSortedFunc(recs, func(x, y *results.Record) int { return x.Index - y.Index }) {
 		t.Error("merged results.jsonl is not in index order")
 	}
 	// The merged manifest is the unsharded run's but for the creation time.
-	mm, err := results.ReadManifest(merged)
+	mm, err := rundir.ReadManifest(merged)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wm, err := results.ReadManifest(whole)
+	wm, err := rundir.ReadManifest(whole)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,13 +561,13 @@ func TestMergeShardsEqualsUnsharded(t *testing.T) {
 	if !bytes.Equal(mb, wb) {
 		t.Errorf("merged manifest differs from the unsharded one:\n%s\n%s", mb, wb)
 	}
-	for _, f := range []string{results.SummaryFile, results.RefSummaryFile, results.RefContourFile, results.RefAttributeFile} {
+	for _, f := range []string{rundir.SummaryFile, rundir.RefSummaryFile, rundir.RefContourFile, rundir.RefAttributeFile} {
 		if _, err := os.Stat(filepath.Join(merged, f)); err != nil {
 			t.Error(err)
 		}
 	}
-	mc := mustRead(t, filepath.Join(merged, results.RefSummaryFile))
-	if !bytes.Equal(mc, mustRead(t, filepath.Join(whole, results.RefSummaryFile))) {
+	mc := mustRead(t, filepath.Join(merged, rundir.RefSummaryFile))
+	if !bytes.Equal(mc, mustRead(t, filepath.Join(whole, rundir.RefSummaryFile))) {
 		t.Error("merged reference CSV differs from the unsharded run's")
 	}
 
@@ -589,7 +590,7 @@ func TestMergeShardsEqualsUnsharded(t *testing.T) {
 	if err := os.MkdirAll(fdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(fdir, results.SummaryFile), []byte("my summary"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(fdir, rundir.SummaryFile), []byte("my summary"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	before := outdirtest.Snapshot(t, foreign)
@@ -612,12 +613,12 @@ func TestMergeShardsEqualsUnsharded(t *testing.T) {
 	}
 	absBench, _ := filepath.Abs(bench)
 	absMoved, _ := filepath.Abs(moved)
-	got := mustRead(t, filepath.Join(lastLine(stdout), results.AllResultsFile))
-	want := bytes.ReplaceAll(mustRead(t, filepath.Join(whole, results.AllResultsFile)), []byte(absBench+"/"), []byte(absMoved+"/"))
+	got := mustRead(t, filepath.Join(lastLine(stdout), rundir.AllResultsFile))
+	want := bytes.ReplaceAll(mustRead(t, filepath.Join(whole, rundir.AllResultsFile)), []byte(absBench+"/"), []byte(absMoved+"/"))
 	if !bytes.Equal(got, want) || bytes.Contains(got, []byte(absBench+"/")) {
 		t.Error("image paths were not rewritten to the merging machine's benchmark")
 	}
-	if m, err := results.ReadManifest(lastLine(stdout)); err != nil || m.Dataset.Path != absMoved {
+	if m, err := rundir.ReadManifest(lastLine(stdout)); err != nil || m.Dataset.Path != absMoved {
 		t.Errorf("merged manifest dataset path: %v %v", m, err)
 	}
 	f, _ := os.OpenFile(filepath.Join(moved, benchmark.JSONName), os.O_APPEND|os.O_WRONLY, 0)
@@ -640,7 +641,7 @@ func mergeRefusals(t *testing.T, bench, runDir string, shardDirs []string) {
 	// shard 3 with another policy seed
 	seed := filepath.Join(tmp, "seed", "shard-3-of-3")
 	outdirtest.CopyTree(t, shardDirs[2], seed)
-	man := filepath.Join(seed, results.ManifestFile)
+	man := filepath.Join(seed, rundir.ManifestFile)
 	mb := mustRead(t, man)
 	mb2 := bytes.Replace(mb, []byte(`"policy_seed": 7`), []byte(`"policy_seed": 8`), 1)
 	if bytes.Equal(mb, mb2) {
@@ -650,8 +651,8 @@ func mergeRefusals(t *testing.T, bench, runDir string, shardDirs []string) {
 	// shard 2 also holding a record of shard 1
 	over := filepath.Join(tmp, "over", "shard-2-of-3")
 	outdirtest.CopyTree(t, shardDirs[1], over)
-	first := strings.SplitAfter(string(mustRead(t, filepath.Join(shardDirs[0], results.ResultsFile))), "\n")[0]
-	f, _ := os.OpenFile(filepath.Join(over, results.ResultsFile), os.O_APPEND|os.O_WRONLY, 0)
+	first := strings.SplitAfter(string(mustRead(t, filepath.Join(shardDirs[0], rundir.ResultsFile))), "\n")[0]
+	f, _ := os.OpenFile(filepath.Join(over, rundir.ResultsFile), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(first)
 	f.Close()
 	// a shard of a 2-way split

@@ -1,5 +1,7 @@
-// Package analysis turns run directories into the numbers of a report
-// (spec protocol.md §10): it finds and reads runs (Load), scores every
+// Package analysis turns runs into the numbers of a report (spec
+// protocol.md §10): over a Set of runs in memory (package runset reads
+// them from run directories; this package does no file I/O of runs or
+// benchmarks), it scores every
 // record under our semantics, where a stage counts only when all its
 // sub-questions were asked and correct and any failure breaks the chain
 // (ScoreRecord), and aggregates per model × path × lesion cell: end-to-end,

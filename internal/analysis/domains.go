@@ -138,7 +138,7 @@ func assignGroups(res *Result, o *DomainOptions) ([]DomainMember, []string) {
 	used := map[string]bool{}
 	var missing []string
 	for _, rr := range res.Runs {
-		if !rr.Scored || rr.Run.Provider == "baseline" || strings.HasPrefix(rr.Run.Name, "baseline_") || isReader(rr) { // readers are compared in readers.go
+		if !rr.Scored || !rr.Run.Kind.Model() { // baselines and controls are not grouped; readers are compared in readers.go
 			continue
 		}
 		m := DomainMember{Run: rr}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rng"
 	"github.com/chexpercept/chexpercept/internal/stats"
 )
@@ -19,10 +20,10 @@ import (
 // synthRun is a scored run of n revision_required records whose stage
 // outcomes come from correct(record, stage) (stages 1..4).
 func synthRun(name, model, mode string, n int, correct func(i int, k int) bool) *RunResult {
-	rr := &RunResult{Run: &Run{Name: name, Provider: "opensource", Model: model, OracleMode: mode}, Scored: true}
+	rr := &RunResult{Run: &Run{Name: name, Provider: "opensource", Kind: results.KindModel, Model: model, OracleMode: mode}, Scored: true}
 	pi := pathIndex(benchmark.RevisionRequired)
 	for i := 0; i < n; i++ {
-		s := Score{Index: i, Key: fmt.Sprintf("k%03d", i), Path: pi, Lesion: benchmark.Lesions[0], OK: true}
+		s := Score{Index: i, Key: fmt.Sprintf("k%03d", i), Path: pi, Lesion: benchmark.DefaultLesions().Names()[0], OK: true}
 		for k := 0; k < 4; k++ {
 			s.App[k] = true
 			s.Cor[k] = correct(i, k+1)
@@ -211,10 +212,10 @@ func TestDecayRule(t *testing.T) {
 func TestAssignGroups(t *testing.T) {
 	reg := map[string]DomainModel{"medgemma": {Domain: groupMedical}, "glm-4v": {Domain: groupGeneral}}
 	mk := func(prov, model string) *RunResult {
-		return &RunResult{Run: &Run{Name: prov + "_" + model, Provider: prov, Model: model, OracleMode: "none"}, Scored: true}
+		return &RunResult{Run: &Run{Name: prov + "_" + model, Provider: prov, Kind: results.KindOf(prov, false), Model: model, OracleMode: "none"}, Scored: true}
 	}
 	// A run without a manifest: the model is the label of its run name.
-	noManifest := &RunResult{Run: &Run{Name: "opensource_medgemma_no_thinking_strict", OracleMode: "none"}, Scored: true}
+	noManifest := &RunResult{Run: &Run{Name: "opensource_medgemma_no_thinking_strict", Kind: results.KindModel, OracleMode: "none"}, Scored: true}
 	res := &Result{Runs: []*RunResult{mk("opensource", "medgemma"), mk("opensource", "glm-4v"), mk("opensource", "my--raw"), mk("opensource", "other"), mk("baseline", "random"), noManifest}}
 	o := DomainOptions{Registry: reg, Source: "d.yaml", Overrides: map[string]string{
 		"opensource_glm-4v": "medical", // by run name, over the registry
@@ -357,7 +358,7 @@ func TestDecayVerdict(t *testing.T) {
 // run (a typo) is warned about even when, as a result, no run has a group
 // and the findings are empty.
 func TestDomainsFileWarnsWithoutGroups(t *testing.T) {
-	res := &Result{Runs: []*RunResult{{Run: &Run{Name: "opensource_my-vlm", Provider: "opensource", Model: "my-vlm", OracleMode: "none"}, Scored: true}}}
+	res := &Result{Runs: []*RunResult{{Run: &Run{Name: "opensource_my-vlm", Provider: "opensource", Kind: results.KindModel, Model: "my-vlm", OracleMode: "none"}, Scored: true}}}
 	for _, tc := range []struct {
 		name      string
 		overrides map[string]string

@@ -7,8 +7,9 @@ package analysis
 // items whose answers point at a wrong ground truth, a broken question or
 // an item that only weak models get right.
 //
-// Evidence: the scored runs of one oracle mode whose provider is not
-// "baseline" (oracle, random, first … policies never count), at least
+// Evidence: the scored runs of one oracle mode of the kinds model,
+// rehearsal and human (baseline policies — oracle, random, first … — and
+// image-removal controls never count), at least
 // MinItemRuns of them. Oracle modes are kept apart because patched
 // histories change what a later question means.
 //
@@ -53,9 +54,19 @@ const (
 	DiscAlpha = 0.01
 )
 
-// baselineProvider is the provider of in-process baseline runs, which
-// never count as evidence about items.
-const baselineProvider = "baseline"
+// Item-health flag reason codes: a report writes them into
+// flagged_items.csv (joined with ";"), and a review round (package
+// review) reads them back. The set is closed; anything else in a reason
+// column is refused.
+const (
+	FlagUnanimousWrong = "unanimous_wrong"
+	FlagMajorityWrong  = "majority_wrong"
+	FlagNegativeDisc   = "negative_discrimination"
+	FlagParseFailures  = "parse_failures"
+)
+
+// FlagReasons lists every flag reason code, in rule order.
+var FlagReasons = []string{FlagUnanimousWrong, FlagMajorityWrong, FlagNegativeDisc, FlagParseFailures}
 
 // ItemStat is one question of one record.
 type ItemStat struct {
@@ -147,9 +158,15 @@ func CheckFlagShare(s float64) error {
 	return nil
 }
 
-// counted reports whether a run is evidence about items.
+// counted reports whether a run is evidence about items: the answers of
+// models (rehearsals included) and human readers. A baseline's answers
+// are a policy's, and a control's are given without the image.
 func counted(rr *RunResult) bool {
-	return rr.Scored && rr.Run.Provider != baselineProvider
+	switch rr.Run.Kind {
+	case results.KindModel, results.KindRehearsal, results.KindHuman:
+		return rr.Scored
+	}
+	return false
 }
 
 // ComputeItemHealth computes the item analysis of every oracle mode that
@@ -350,14 +367,14 @@ func (h *ItemHealth) flag(s *ItemStat) {
 		case pm <= MaxChance:
 			p = pm
 			if wrongModal && s.ModalN == r {
-				s.Reasons = append(s.Reasons, benchmark.FlagUnanimousWrong)
+				s.Reasons = append(s.Reasons, FlagUnanimousWrong)
 			} else if wrongModal && s.ModalN >= need {
-				s.Reasons = append(s.Reasons, benchmark.FlagMajorityWrong)
+				s.Reasons = append(s.Reasons, FlagMajorityWrong)
 			}
 		case pu <= MaxChance:
 			p = pu
 			if wrongModal && s.ModalN == r {
-				s.Reasons = append(s.Reasons, benchmark.FlagUnanimousWrong)
+				s.Reasons = append(s.Reasons, FlagUnanimousWrong)
 			}
 		}
 	}
@@ -366,12 +383,12 @@ func (h *ItemHealth) flag(s *ItemStat) {
 		// bound would add them; the difference is second order).
 		p = 1 - (1-p)*(1-DiscAlpha)
 		if stats.CorrelationLowerP(s.Discrimination, r) < DiscAlpha {
-			s.Reasons = append(s.Reasons, benchmark.FlagNegativeDisc)
+			s.Reasons = append(s.Reasons, FlagNegativeDisc)
 		}
 	}
 	// Random answers always parse: this rule has no chance component.
 	if r >= MinItemRuns && 2*s.Unparsed > r {
-		s.Reasons = append(s.Reasons, benchmark.FlagParseFailures)
+		s.Reasons = append(s.Reasons, FlagParseFailures)
 	}
 	s.PChance = p
 	h.Expected += p

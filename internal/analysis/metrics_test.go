@@ -204,7 +204,7 @@ func TestHeartTypeFromStoredStages(t *testing.T) {
 	if c := rr.Stage(RR, "effusion", 4); c != nil {
 		t.Errorf("effusion without records: stage 4 cell %+v", c)
 	}
-	if h := heartLesions(nil, nil, append([]string{allLesions}, benchmark.Lesions...)); !h["cardiomegaly"] || h["edema"] {
+	if h := heartLesions(nil, nil, append([]string{allLesions}, benchmark.DefaultLesions().Names()...)); !h["cardiomegaly"] || h["edema"] {
 		t.Errorf("default heart lesions %v", h)
 	}
 }

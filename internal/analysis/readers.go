@@ -132,7 +132,7 @@ type TimeRow struct {
 }
 
 // isReader reports whether a run is a human reader's.
-func isReader(rr *RunResult) bool { return rr.Run.Provider == results.ProviderHuman }
+func isReader(rr *RunResult) bool { return rr.Run.Kind == results.KindHuman }
 
 // isAidedArm reports whether a reader run is an arm of a sequential
 // aided study (it names the model run shown).
@@ -162,7 +162,7 @@ func analyzeReaders(res *Result) *ReadersResult {
 				if rr.Run.Reading == nil || rr.Run.Reading.Arm != results.ArmAided {
 					readers = append(readers, rr)
 				}
-			case rr.Run.Provider != baselineProvider && !strings.HasPrefix(rr.Run.Name, "baseline_"):
+			case rr.Run.Kind.Model():
 				models = append(models, rr)
 			}
 		}

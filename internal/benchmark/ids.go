@@ -2,15 +2,12 @@ package benchmark
 
 import (
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 )
 
 // Identifier patterns of format.md §2.
 var (
-	// PairIDPattern matches a pair_id: <stem>_(positive|negative)_<n>.
-	PairIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,63}_(positive|negative)_[0-9]+$`)
 	// KeyIDPattern matches the form of a key_id; group 1 is the lesion
 	// name (whether it is a lesion of the benchmark's set is checked
 	// apart, LesionSet.ParseKeyID), group 2 the pair_id.
@@ -23,9 +20,6 @@ var (
 	OptionFilePattern = regexp.MustCompile(`^option_([1-9][0-9]*)_mask_(answer|fake)\.png$`)
 )
 
-// IsLesion reports whether s is one of the built-in seven lesion names.
-func IsLesion(s string) bool { return DefaultLesions().Has(s) }
-
 // LesionOf returns the part of a key before its first underscore (the
 // whole key when it has none). It does not check the name.
 func LesionOf(key string) string {
@@ -35,51 +29,9 @@ func LesionOf(key string) string {
 	return key
 }
 
-// ParseKeyID splits a key_id of the built-in lesions into its lesion and
-// pair_id (LesionSet.ParseKeyID for a declared set).
-func ParseKeyID(key string) (lesion, pairID string, err error) {
-	return DefaultLesions().ParseKeyID(key)
-}
-
 // IsMIMICPairID reports whether a pair_id has the MIMIC form s<digits>_…,
 // the only records whose dicom_id is checked (format.md §2).
 func IsMIMICPairID(pairID string) bool { return mimicPairPattern.MatchString(pairID) }
-
-// RGB is an 8-bit RGB colour: the one colour type, used by the palette
-// and by the renderer's overlays and discs.
-type RGB struct{ R, G, B uint8 }
-
-// Colour is one palette entry of format.md §1.1: a name and its RGB.
-type Colour struct {
-	Name string
-	RGB
-}
-
-// Palette is the point-option palette, in order; option k (1-based) gets
-// Palette[(k-1)%8].
-var Palette = [8]Colour{
-	{"red", RGB{255, 0, 0}},
-	{"orange", RGB{255, 128, 0}},
-	{"yellow", RGB{255, 255, 0}},
-	{"green", RGB{0, 255, 0}},
-	{"blue", RGB{0, 0, 255}},
-	{"purple", RGB{128, 0, 128}},
-	{"pink", RGB{255, 191, 204}},
-	{"brown", RGB{153, 77, 0}},
-}
-
-// PaletteColour returns the colour of point option k (1-based).
-func PaletteColour(k int) Colour {
-	if k < 1 {
-		k = 1
-	}
-	return Palette[(k-1)%len(Palette)]
-}
-
-// IsPaletteName reports whether name is a palette colour name.
-func IsPaletteName(name string) bool {
-	return slices.ContainsFunc(Palette[:], func(c Colour) bool { return c.Name == name })
-}
 
 // NoneOption is the colour string of the final point option and the
 // answer of a point question whose answer is None.

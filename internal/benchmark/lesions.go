@@ -3,16 +3,11 @@ package benchmark
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 
-	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
-	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -335,11 +330,12 @@ func (s *LesionSet) ParseKeyID(key string) (lesion, pairID string, err error) {
 // lesion set. It is written only when the set is not the built-in one.
 const LesionsFileName = "lesions.json"
 
-// LesionsFormat is the format id of LesionsFileName.
-const LesionsFormat = "chexpercept-lesions/1"
+// lesionsFormat is the format id of LesionsFileName.
+const lesionsFormat = "chexpercept-lesions/1"
 
-// maxLesionsFileSize bounds LesionsFileName (a few kilobytes in practice).
-const maxLesionsFileSize = 1 << 20
+// MaxLesionsBytes bounds LesionsFileName (a few kilobytes in practice):
+// the largest declaration MarshalLesions writes and a reader accepts.
+const MaxLesionsBytes = 1 << 20
 
 type lesionsFile struct {
 	Format  string      `json:"format"`
@@ -347,16 +343,16 @@ type lesionsFile struct {
 }
 
 // MarshalLesions encodes a lesion declaration. A declaration over the
-// size ReadLesions accepts is an error: a benchmark whose readers
+// size a reader accepts is an error: a benchmark whose readers
 // (validate, eval) would refuse it is never written.
 func MarshalLesions(s *LesionSet) ([]byte, error) {
-	b, err := ojson.EncodeIndent(lesionsFile{Format: LesionsFormat, Lesions: s.Defs()})
+	b, err := ojson.EncodeIndent(lesionsFile{Format: lesionsFormat, Lesions: s.Defs()})
 	if err != nil {
 		return nil, err
 	}
 	b = append(b, '\n')
-	if len(b) > maxLesionsFileSize {
-		return nil, fmt.Errorf("%d lesions declare %d bytes, over the %d-byte limit of %s", len(s.Defs()), len(b), maxLesionsFileSize, LesionsFileName)
+	if len(b) > MaxLesionsBytes {
+		return nil, fmt.Errorf("%d lesions declare %d bytes, over the %d-byte limit of %s", len(s.Defs()), len(b), MaxLesionsBytes, LesionsFileName)
 	}
 	return b, nil
 }
@@ -367,47 +363,12 @@ func ParseLesions(name string, data []byte) (*LesionSet, error) {
 	if err := ojson.Decode(data, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if f.Format != LesionsFormat {
-		return nil, fmt.Errorf("%s: format %q is not %q", name, textsafe.OneLine(f.Format), LesionsFormat)
+	if f.Format != lesionsFormat {
+		return nil, fmt.Errorf("%s: format %q is not %q", name, textsafe.OneLine(f.Format), lesionsFormat)
 	}
 	s, err := NewLesionSet(f.Lesions)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return s, nil
-}
-
-// ReadLesions returns the lesion set that the benchmark in dir declares,
-// or the built-in seven when it declares none.
-func ReadLesions(dir string) (*LesionSet, error) {
-	name := filepath.Join(dir, LesionsFileName)
-	f, err := safefile.Open(name, safefile.NoFollow)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return DefaultLesions(), nil
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxLesionsFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(data) > maxLesionsFileSize {
-		return nil, fmt.Errorf("%s: exceeds the %d-byte limit", name, maxLesionsFileSize)
-	}
-	return ParseLesions(name, data)
-}
-
-// WriteLesions writes the declaration into dir when s is not the built-in
-// set, and removes nothing: a default build writes no file.
-func WriteLesions(dir string, s *LesionSet) error {
-	if s.IsDefault() {
-		return nil
-	}
-	data, err := MarshalLesions(s)
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(filepath.Join(dir, LesionsFileName), data)
 }

@@ -14,7 +14,6 @@ import (
 const (
 	JSONName         = "chexpercept.json"
 	ImagesDir        = "chexpercept"
-	DetectionDir     = "detection_qa"
 	ContourDir       = "contour_qa"
 	RevisionDir      = "contour_qa/contour_revision_qa"
 	XrayRel          = "detection_qa/xray.png"

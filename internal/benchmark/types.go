@@ -165,6 +165,6 @@ func (r *Record) Path() Path {
 
 // IsHeartType reports whether the record is a heart-type positive, one
 // without an attribute stage: its attribute_extraction_qa is null
-// (format.md §3.5). The data says it, not the lesion name; the loader
-// holds a file to HeartLesions.
+// (format.md §3.5). The data says it, not the lesion name; the decoder
+// holds a file to its lesion set's heart-type lesions.
 func (r *Record) IsHeartType() bool { return r.AttributesNull && r.Path() != LesionFree }

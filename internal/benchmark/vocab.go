@@ -5,22 +5,10 @@ import (
 	"strconv"
 )
 
-// The scoring vocabulary: lesions, paths, stages and question types, and
-// the one rule that says which apply to a record (format.md §5,
-// protocol.md §2). Everything downstream (build, protocol, results,
+// The scoring vocabulary: paths, stages and question types, and the one
+// rule that says which apply to a record (format.md §5, protocol.md §2);
+// the lesions are data (LesionSet, lesions.go). Everything downstream (build, protocol, results,
 // analysis) asks Applies or StageApplies instead of coding it again.
-
-// Lesions are the names of the built-in seven lesions, in the reference's
-// sampling order (build.md §3); DefaultLesionDefs declares them. A
-// benchmark may declare another set (ReadLesions).
-var Lesions = DefaultLesions().Names()
-
-// HeartLesions are the lesions format.md §3.5 gives no attribute stage
-// (their attribute_extraction_qa is null). It is the default of the
-// build's heart_lesions and what the loader and validator hold a file to;
-// everywhere else a record says itself whether it is heart-type
-// (Record.IsHeartType, a results record's stored stages).
-var HeartLesions = DefaultLesions().HeartNames()
 
 // Path is a record's evaluation path, decided from ground truth only.
 type Path string
@@ -155,7 +143,9 @@ var questionInfo = [NumQuestions]struct {
 func (q Question) Valid() bool { return q >= 0 && q < NumQuestions }
 
 // Name is the question's short name in our tables ("detection",
-// "contour_evaluation", …, "severity/measurement", "comparison").
+// "contour_evaluation", …, "severity/measurement", "comparison"); an
+// attribute question's name is also its key in attribute_extraction_qa
+// (format.md §3.5).
 func (q Question) Name() string { return questionInfo[q].name }
 
 // Step is the question's step key in a results record (protocol.md §2),
@@ -229,16 +219,3 @@ func QuestionsFor(p Path, heart bool) int {
 	}
 	return n
 }
-
-// Item-health flag reason codes: a report writes them into
-// flagged_items.csv (joined with ";"), and a review round reads them back.
-// The set is closed; anything else in a reason column is refused.
-const (
-	FlagUnanimousWrong = "unanimous_wrong"
-	FlagMajorityWrong  = "majority_wrong"
-	FlagNegativeDisc   = "negative_discrimination"
-	FlagParseFailures  = "parse_failures"
-)
-
-// FlagReasons lists every flag reason code, in rule order.
-var FlagReasons = []string{FlagUnanimousWrong, FlagMajorityWrong, FlagNegativeDisc, FlagParseFailures}

@@ -81,7 +81,7 @@ func TestKeyIDPattern(t *testing.T) {
 		{"effusion_s1_maybe_0", "", "", false},
 		{"effusion_s1_positive_", "", "", false},
 	} {
-		l, p, err := benchmark.ParseKeyID(tc.key)
+		l, p, err := benchmark.DefaultLesions().ParseKeyID(tc.key)
 		if (err == nil) != tc.ok || l != tc.lesion || p != tc.pair {
 			t.Errorf("ParseKeyID(%q) = %q, %q, %v", tc.key, l, p, err)
 		}

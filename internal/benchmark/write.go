@@ -1,11 +1,6 @@
 package benchmark
 
-import (
-	"path/filepath"
-
-	"github.com/chexpercept/chexpercept/internal/atomicfile"
-	"github.com/chexpercept/chexpercept/internal/ojson"
-)
+import "github.com/chexpercept/chexpercept/internal/ojson"
 
 // Marshal writes records as chexpercept.json bytes in the reference
 // writer's format (format.md §6): 2-space indent, the key order of §3,
@@ -156,7 +151,7 @@ func (a *AttributeQA) ojson() *ojson.Value {
 	d.Set("answer", ojson.Str(a.Distribution.Answer))
 	d.Set("answer_index", ojson.Int(int64(a.Distribution.AnswerIndex)))
 	d.Set("answer_zones", strList(a.Distribution.AnswerZones))
-	o.Set(AttrDistribution, d)
+	o.Set(attrDistribution, d)
 
 	l := ojson.NewObject()
 	l.Set("question", ojson.Str(a.Location.Question))
@@ -164,7 +159,7 @@ func (a *AttributeQA) ojson() *ojson.Value {
 	l.Set("answer", ojson.Str(a.Location.Answer))
 	l.Set("answer_index", intList(a.Location.AnswerIndex))
 	l.Set("answer_zones", strList(a.Location.AnswerZones))
-	o.Set(AttrLocation, l)
+	o.Set(attrLocation, l)
 
 	s := ojson.NewObject()
 	s.Set("question", ojson.Str(a.Severity.Question))
@@ -177,7 +172,7 @@ func (a *AttributeQA) ojson() *ojson.Value {
 	}
 	s.Set("overlap_ratio", ojson.Num(ratio))
 	s.Set("selected_lung", ojson.Str(a.Severity.SelectedLung))
-	o.Set(AttrSeverity, s)
+	o.Set(attrSeverity, s)
 
 	c := ojson.NewObject()
 	c.Set("question", ojson.Str(a.Comparison.Question))
@@ -188,13 +183,6 @@ func (a *AttributeQA) ojson() *ojson.Value {
 	c.Set("right_size", ojson.Int(int64(a.Comparison.RightSize)))
 	c.Set("left_has_overlap", ojson.Bool(a.Comparison.LeftHasOverlap))
 	c.Set("right_has_overlap", ojson.Bool(a.Comparison.RightHasOverlap))
-	o.Set(AttrComparison, c)
+	o.Set(attrComparison, c)
 	return o
-}
-
-// WriteFile writes records to dir/chexpercept.json atomically: a
-// temporary file in dir is written, synced and renamed over the target,
-// so readers see either the old or the new file, never a partial one.
-func WriteFile(dir string, records []*Record) error {
-	return atomicfile.WriteFile(filepath.Join(dir, JSONName), Marshal(records))
 }

@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
@@ -602,7 +603,7 @@ func (a *assembly) buildInfo() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	srcSHA, err := benchmark.SHA256File(a.sourcePath)
+	srcSHA, err := benchdir.SHA256File(a.sourcePath)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", a.sourcePath, err)
 	}
@@ -614,7 +615,7 @@ func (a *assembly) buildInfo() ([]byte, error) {
 	}
 	chex := ojson.Arr()
 	for _, p := range slices.Sorted(maps.Keys(csvs)) {
-		h, err := benchmark.SHA256File(p)
+		h, err := benchdir.SHA256File(p)
 		if err != nil {
 			return nil, fmt.Errorf("CheXmask CSV %s: %w", p, err)
 		}

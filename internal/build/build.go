@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
 	"github.com/chexpercept/chexpercept/internal/ojson"
@@ -335,7 +335,7 @@ func claimOut(opt Options, own *ownership, cases []*source.Case) error {
 	if err != nil {
 		return global("source %s: %w", opt.Source, err)
 	}
-	sha, err := benchmark.SHA256File(opt.Source)
+	sha, err := benchdir.SHA256File(opt.Source)
 	if err != nil {
 		return global("source %s: %w", opt.Source, safefile.Reason(err))
 	}

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/mask"
@@ -153,7 +154,7 @@ func checkSums(t *testing.T, dir string) {
 // apart from validate's identical_option_images check.
 func checkOptionsDistinct(t *testing.T, dir string) {
 	t.Helper()
-	b, err := benchmark.Load(dir)
+	b, err := benchdir.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		}
 	}
 	// All seven lesions and all three paths.
-	for _, les := range benchmark.Lesions {
+	for _, les := range benchmark.DefaultLesions().Names() {
 		for _, p := range benchmark.Paths {
 			if rep.Counts[les][p] != 1 {
 				t.Errorf("%s %s: %d records, want 1", les, p, rep.Counts[les][p])
@@ -253,7 +254,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !seen.Load() {
-		t.Errorf("no bundle folder was rendered while the %s cases were processed", benchmark.Lesions[len(benchmark.Lesions)-1])
+		t.Errorf("no bundle folder was rendered while the %s cases were processed", benchmark.DefaultLesions().Names()[len(benchmark.DefaultLesions().Names())-1])
 	}
 	if readSums(t, out4) != readSums(t, ref) {
 		t.Fatal("SHA256SUMS differ between 1 and 4 workers")
@@ -541,7 +542,7 @@ func TestMIMICLayoutBuild(t *testing.T) {
 // while the last lesion's cases are still being processed. seen reports
 // whether one was.
 func overlapHooks(opt *Options) (seen *atomic.Bool) {
-	last := benchmark.Lesions[len(benchmark.Lesions)-1]
+	last := benchmark.DefaultLesions().Names()[len(benchmark.DefaultLesions().Names())-1]
 	seen = new(atomic.Bool)
 	rendered := make(chan string, 1)
 	opt.testAhead = func(key string) {

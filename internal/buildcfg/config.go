@@ -139,7 +139,7 @@ func Default() Config {
 	return Config{
 		Seed:                        0,
 		Workers:                     runtime.NumCPU(),
-		Lesions:                     slices.Clone(benchmark.Lesions),
+		Lesions:                     benchmark.DefaultLesions().Names(),
 		MimicLayout:                 "jpg_tree",
 		ILSSplit:                    "train",
 		SamplingOrder:               "shuffle",
@@ -149,7 +149,7 @@ func Default() Config {
 		RF:                          100,
 		RR:                          100,
 		NoDeformationRatio:          map[string]float64{},
-		HeartLesions:                slices.Clone(benchmark.HeartLesions),
+		HeartLesions:                benchmark.DefaultLesions().HeartNames(),
 		DirectPhrasingLesions:       directPhrasing(benchmark.DefaultLesions()),
 		MinComponentPx:              1000,
 		CleanupRadius:               5,

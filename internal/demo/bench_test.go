@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
@@ -49,7 +49,7 @@ func BenchmarkEvalRate(b *testing.B) {
 	if err := benchtest.Write(dir, benchtest.Full(perCell), false); err != nil {
 		b.Fatal(err)
 	}
-	bench, err := benchmark.Load(dir)
+	bench, err := benchdir.Load(dir)
 	if err != nil {
 		b.Fatal(err)
 	}

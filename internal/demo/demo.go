@@ -54,8 +54,9 @@ import (
 	"github.com/chexpercept/chexpercept/internal/phantom"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/report"
-	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
+	"github.com/chexpercept/chexpercept/internal/rundir"
+	"github.com/chexpercept/chexpercept/internal/runset"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
@@ -591,7 +592,7 @@ func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, mod
 		return nil, fmt.Errorf("demo: eval %s/%s wrote no summary (%s)", prov, model, sum.RunDir)
 	case sum.Results.Counts.RecordsError > 0:
 		return nil, fmt.Errorf("demo: eval %s/%s: %d records ended in error (see %s and %s)",
-			prov, model, sum.Results.Counts.RecordsError, filepath.Join(sum.RunDir, results.ResultsFile), logFile)
+			prov, model, sum.Results.Counts.RecordsError, filepath.Join(sum.RunDir, rundir.ResultsFile), logFile)
 	}
 	return sum, nil
 }
@@ -611,9 +612,8 @@ func (d *runner) report() error {
 		return fmt.Errorf("demo: writing %s: %w", domainsFile, err)
 	}
 	res, err := report.Generate(report.Config{
-		Inputs:      []string{d.res.Results},
+		Load:        runset.Loader([]string{d.res.Results}, runset.Options{Benchmark: d.res.Benchmark}),
 		Out:         d.res.Report,
-		Benchmark:   d.res.Benchmark,
 		DomainsFile: d.res.Domains,
 		Report:      report.Options{Version: version.String(), Workers: d.opt.Workers},
 	})

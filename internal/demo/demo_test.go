@@ -12,10 +12,12 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
@@ -70,7 +72,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		rep.WriteText(&b)
 		t.Fatalf("benchmark does not validate:\n%s", b.String())
 	}
-	for _, l := range benchmark.Lesions {
+	for _, l := range benchmark.DefaultLesions().Names() {
 		for _, p := range []benchmark.Path{benchmark.LesionFree, benchmark.RevisionFree, benchmark.RevisionRequired} {
 			if n := rep.Counts[l][p]; n != perPath {
 				t.Errorf("%s %v: %d records, want %d", l, p, n, perPath)
@@ -104,7 +106,7 @@ func TestDemoEndToEnd(t *testing.T) {
 
 	// The oracle scores 100 % in every applicable cell of its summary.json.
 	var sum results.Summary
-	readJSON(t, filepath.Join(oracleRun, results.SummaryFile), &sum)
+	readJSON(t, filepath.Join(oracleRun, rundir.SummaryFile), &sum)
 	if c := sum.Counts; c.RecordsOK != 21 || c.RecordsSelected != 21 || c.RecordsError != 0 {
 		t.Errorf("oracle counts %+v, want 21 ok of 21", c)
 	}
@@ -119,7 +121,7 @@ func TestDemoEndToEnd(t *testing.T) {
 
 	// Every record of the HTTP run is ok, and it really went over HTTP
 	// with the openai provider.
-	recs, err := results.ReadResults(filepath.Join(httpRun, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(httpRun, rundir.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func TestDemoEndToEnd(t *testing.T) {
 			Endpoints []string `json:"endpoints"`
 		} `json:"model"`
 	}
-	readJSON(t, filepath.Join(httpRun, results.ManifestFile), &man)
+	readJSON(t, filepath.Join(httpRun, rundir.ManifestFile), &man)
 	if man.Model.Provider != "openai" || len(man.Model.Endpoints) != 1 || !strings.HasPrefix(man.Model.Endpoints[0], "http://127.0.0.1:") {
 		t.Errorf("HTTP run manifest: provider %q endpoints %q, want openai at a loopback URL", man.Model.Provider, man.Model.Endpoints)
 	}
@@ -162,7 +164,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	// A second run reuses the phantom set and the benchmark and re-asks
 	// nothing.
 	sums := readFile(t, filepath.Join(res.Benchmark, "SHA256SUMS"))
-	httpLines := readFile(t, filepath.Join(httpRun, results.ResultsFile))
+	httpLines := readFile(t, filepath.Join(httpRun, rundir.ResultsFile))
 	out.Reset()
 	res2, err := Run(context.Background(), Options{Out: dir, Stdout: &out})
 	if err != nil {
@@ -174,7 +176,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if !bytes.Equal(sums, readFile(t, filepath.Join(res.Benchmark, "SHA256SUMS"))) {
 		t.Error("SHA256SUMS changed on the second run")
 	}
-	if !bytes.Equal(httpLines, readFile(t, filepath.Join(httpRun, results.ResultsFile))) {
+	if !bytes.Equal(httpLines, readFile(t, filepath.Join(httpRun, rundir.ResultsFile))) {
 		t.Error("the HTTP run's results.jsonl changed on the second run (records re-asked?)")
 	}
 	if !strings.HasSuffix(strings.TrimSpace(out.String()), res.IndexHTML) {
@@ -295,7 +297,7 @@ func checkIndex(t *testing.T, res *Result) {
 	if !strings.Contains(html, `"data/c"`) {
 		t.Error("index.html does not load the data/c<N>.js sidecars")
 	}
-	bench, err := benchmark.Load(res.Benchmark)
+	bench, err := benchdir.Load(res.Benchmark)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // Performance benchmarks (docs/performance.md). Both run the real client against
@@ -92,7 +94,7 @@ func childServer(b *testing.B, latency time.Duration) string {
 
 // callStats measures a benchmark's calls and records.
 func planStats(b *testing.B, dir string) (calls, longest int) {
-	bench, err := benchmark.Load(dir)
+	bench, err := benchdir.Load(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func planStats(b *testing.B, dir string) (calls, longest int) {
 // with the ideal max(calls ÷ conc, longest record). It gives the bound of
 // eval's own order (planTasks) and, for comparison, of benchmark order.
 func scheduleBounds(b *testing.B, dir string, conc int) (dispatch, fileOrder float64) {
-	bench, err := benchmark.Load(dir)
+	bench, err := benchdir.Load(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -443,7 +445,7 @@ func BenchmarkEvalBytes(b *testing.B) {
 // meanLatency is the mean latency_ms of a run's asked turns: the server's
 // delay plus the round trip as the client saw it.
 func meanLatency(b *testing.B, dir string) float64 {
-	recs, err := results.ReadResults(filepath.Join(dir, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(dir, rundir.ResultsFile))
 	if err != nil {
 		b.Fatal(err)
 	}

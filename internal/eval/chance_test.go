@@ -5,9 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // The random baseline scores at the chance level of every question type
@@ -30,10 +31,10 @@ func TestRandomScoresChance(t *testing.T) {
 		o := baseOptions(dir, t.TempDir(), model(t, "baseline", "random"))
 		o.Oracle, o.Concurrency, o.AllowInvalid, o.PolicySeed = protocol.OracleNone, 16, true, seed
 		s := run(t, o)
-		rs, _ := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
+		rs, _ := rundir.ReadResults(filepath.Join(s.RunDir, rundir.ResultsFile))
 		recs = append(recs, rs...)
 	}
-	bench, err := benchmark.Load(dir)
+	bench, err := benchdir.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

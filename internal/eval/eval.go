@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -37,6 +38,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
@@ -181,7 +183,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	sum, runDir := p.sum, p.sum.RunDir
 	if o.DryRun {
-		prev, err := results.ReadResults(filepath.Join(runDir, results.ResultsFile))
+		prev, err := rundir.ReadResults(filepath.Join(runDir, rundir.ResultsFile))
 		if err != nil {
 			return nil, err
 		}
@@ -214,10 +216,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	r.identity = id
-	p.man.ServerIdentity = &id
+	p.man.SetServer(id)
 
 	// A run directory that holds no run but other files is not ours.
-	if _, err := results.CheckRunDir(runDir); err != nil {
+	if _, err := rundir.Check(runDir); err != nil {
 		return nil, err
 	}
 	// A start refused before the manifest is written leaves nothing
@@ -228,14 +230,14 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		removeNew(runDir, created, false)
 		return nil, err
 	}
-	_, lerr := os.Lstat(filepath.Join(runDir, results.LockFile))
+	_, lerr := os.Lstat(filepath.Join(runDir, rundir.LockFile))
 	newLock, started := errors.Is(lerr, os.ErrNotExist), false
 	defer func() {
 		if !started {
 			removeNew(runDir, created, newLock)
 		}
 	}()
-	unlock, err := results.LockRun(runDir)
+	unlock, err := rundir.Lock(runDir)
 	if err != nil {
 		newLock = false // held by another process
 		return nil, err
@@ -248,10 +250,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	started = true
 	// A run killed while a file was renamed into place left its
 	// temporary file; the run is ours (locked), and so is that debris.
-	if err := results.RemoveStaleTemps(runDir); err != nil {
+	if err := rundir.RemoveStaleTemps(runDir); err != nil {
 		return nil, err
 	}
-	store, prev, err := results.OpenStore(filepath.Join(runDir, results.ResultsFile))
+	store, prev, err := rundir.OpenStore(filepath.Join(runDir, rundir.ResultsFile))
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +294,7 @@ func missingDirs(dir string) []string {
 // (os.Remove leaves a directory that is not empty).
 func removeNew(runDir string, created []string, newLock bool) {
 	if newLock {
-		_ = os.Remove(filepath.Join(runDir, results.LockFile))
+		_ = os.Remove(filepath.Join(runDir, rundir.LockFile))
 	}
 	for i := len(created) - 1; i >= 0; i-- {
 		_ = os.Remove(created[i])
@@ -337,7 +339,7 @@ type prepared struct {
 	selected []int
 	man      *results.Manifest
 	sum      *Summary
-	sums     *benchmark.Sums // the build's SHA256SUMS; nil when the benchmark has none
+	sums     *benchdir.Sums // the build's SHA256SUMS; nil when the benchmark has none
 }
 
 // prepare loads (and unless allowed otherwise, validates) the benchmark,
@@ -351,7 +353,7 @@ func prepare(o *Options) (*prepared, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, verr = validate.Check(o.BenchDir) }()
 	}
-	bench, err := benchmark.Load(o.BenchDir)
+	bench, err := benchdir.Load(o.BenchDir)
 	wg.Wait()
 	if err != nil {
 		return nil, err
@@ -401,7 +403,7 @@ func prepare(o *Options) (*prepared, error) {
 		selected: selected,
 		man:      man,
 		sums:     sums,
-		sum:      &Summary{RunDir: results.RunDir(o.OutDir, runName, string(o.Oracle), sel.Shard), RunName: runName, Selected: len(selected)},
+		sum:      &Summary{RunDir: rundir.Path(o.OutDir, runName, string(o.Oracle), sel.Shard), RunName: runName, Selected: len(selected)},
 	}, nil
 }
 
@@ -409,9 +411,9 @@ func prepare(o *Options) (*prepared, error) {
 // against it now; the images are checked just in time, as each record's
 // are verified. A benchmark without SHA256SUMS is evaluated with a
 // warning (nil Sums).
-func openSums(bench *benchmark.Benchmark, log io.Writer) (*benchmark.Sums, error) {
-	sums, err := benchmark.ReadSums(bench.Dir)
-	if errors.Is(err, benchmark.ErrNoSums) {
+func openSums(bench *benchmark.Benchmark, log io.Writer) (*benchdir.Sums, error) {
+	sums, err := benchdir.ReadSums(bench.Dir)
+	if errors.Is(err, benchdir.ErrNoSums) {
 		fmt.Fprintf(log, "warning: benchmark %v\n", err)
 		return nil, nil
 	}
@@ -428,10 +430,10 @@ func openSums(bench *benchmark.Benchmark, log io.Writer) (*benchmark.Sums, error
 // written by the first invocation (whose settings must equal man's), on
 // a fresh start man, written now.
 func openManifest(runDir string, man *results.Manifest) (*results.Manifest, error) {
-	old, err := results.ReadManifest(runDir)
+	old, err := rundir.ReadManifest(runDir)
 	if err == nil {
 		if old.Schema != results.ManifestSchema {
-			return nil, fmt.Errorf("%s: schema %q is not %q", filepath.Join(runDir, results.ManifestFile), old.Schema, results.ManifestSchema)
+			return nil, fmt.Errorf("%s: schema %q is not %q", filepath.Join(runDir, rundir.ManifestFile), old.Schema, results.ManifestSchema)
 		}
 		if diffs := Differences(old, man); len(diffs) > 0 {
 			return nil, fmt.Errorf("run directory %s was started with different settings; refusing to mix runs (use another results folder or the same settings):\n  %s", runDir, strings.Join(diffs, "\n  "))
@@ -448,7 +450,7 @@ func openManifest(runDir string, man *results.Manifest) (*results.Manifest, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(runDir, rundir.ManifestFile), b); err != nil {
 		return nil, err
 	}
 	return man, nil
@@ -469,7 +471,7 @@ func addEndpoints(runDir string, man *results.Manifest, eps []string) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b)
+	return atomicfile.WriteFile(filepath.Join(runDir, rundir.ManifestFile), b)
 }
 
 // execute asks the records of todo, closes the store, then writes the
@@ -486,7 +488,7 @@ func (r *runner) execute(ctx context.Context, man *results.Manifest, todo []int,
 	if err := r.recordRedactions(runDir, man); err != nil && runErr == nil {
 		runErr = err
 	}
-	rs, ferr := results.Finalize(runDir, man, nSelected, time.Since(start).Seconds())
+	rs, ferr := rundir.Finalize(runDir, man, nSelected, time.Since(start).Seconds())
 	if ferr != nil && runErr == nil {
 		runErr = ferr
 	}
@@ -520,7 +522,7 @@ func (r *runner) recordRedactions(runDir string, man *results.Manifest) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b)
+	return atomicfile.WriteFile(filepath.Join(runDir, rundir.ManifestFile), b)
 }
 
 // abandonContext is the context of the calls in flight: it ends when
@@ -616,7 +618,7 @@ type runner struct {
 	o        *Options
 	bench    *benchmark.Benchmark
 	benchAbs string
-	store    *results.Store
+	store    *rundir.Store
 	sum      *Summary
 
 	pool   *pool
@@ -637,7 +639,7 @@ type runner struct {
 	// halted is closed by halt when the run must stop at once: on the
 	// first transient failure to read a benchmark image
 	// (safefile.Transient), or a benchmark file that is not the one the
-	// build wrote (benchmark.ErrChanged). No record starts after it, and
+	// build wrote (benchdir.ErrChanged). No record starts after it, and
 	// the run fails with haltErr instead of recording the records it met
 	// as errors.
 	halted   chan struct{}

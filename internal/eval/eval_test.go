@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/ojson"
@@ -22,6 +23,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
@@ -48,7 +50,7 @@ func TestOracleScoresFull(t *testing.T) {
 							t.Errorf("%s stage %d: e2e %v op %v", a.Path, a.Stage, *a.E2E, *a.OraclePassed)
 						}
 					}
-					csv := string(readFile(t, filepath.Join(s.RunDir, results.RefSummaryFile)))
+					csv := string(readFile(t, filepath.Join(s.RunDir, rundir.RefSummaryFile)))
 					for _, line := range strings.Split(strings.TrimSuffix(csv, "\r\n"), "\r\n")[1:] {
 						f := strings.Split(line, ",")
 						path := f[0]
@@ -61,7 +63,7 @@ func TestOracleScoresFull(t *testing.T) {
 							t.Errorf("summary CSV row %q, want stage accuracies %v", line, want)
 						}
 					}
-					all, err := ojson.Parse(readFile(t, filepath.Join(s.RunDir, results.AllResultsFile)))
+					all, err := ojson.Parse(readFile(t, filepath.Join(s.RunDir, rundir.AllResultsFile)))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -80,7 +82,7 @@ func TestOracleScoresFull(t *testing.T) {
 }
 
 func oracleEvents(t *testing.T, dir string) []results.Event {
-	recs, err := results.ReadResults(filepath.Join(dir, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(dir, rundir.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +103,8 @@ func TestRandomSameAtAnyConcurrency(t *testing.T) {
 		o := baseOptions(bench, t.TempDir(), model(t, "baseline", "random"))
 		o.Concurrency, o.PolicySeed = c, 7
 		s := run(t, o)
-		runs = append(runs, stripTiming(t, filepath.Join(s.RunDir, results.ResultsFile)))
-		exports = append(exports, readFile(t, filepath.Join(s.RunDir, results.AllResultsFile)))
+		runs = append(runs, stripTiming(t, filepath.Join(s.RunDir, rundir.ResultsFile)))
+		exports = append(exports, readFile(t, filepath.Join(s.RunDir, rundir.AllResultsFile)))
 		if s.Results.Counts.RecordsOK != s.Selected {
 			t.Fatalf("concurrency %d: %+v", c, s.Results.Counts)
 		}
@@ -117,7 +119,7 @@ func TestRandomSameAtAnyConcurrency(t *testing.T) {
 	o := baseOptions(bench, t.TempDir(), model(t, "baseline", "random"))
 	o.PolicySeed = 8
 	s := run(t, o)
-	if slices.Equal(runs[0], stripTiming(t, filepath.Join(s.RunDir, results.ResultsFile))) {
+	if slices.Equal(runs[0], stripTiming(t, filepath.Join(s.RunDir, rundir.ResultsFile))) {
 		t.Fatal("policy seeds 7 and 8 gave identical runs")
 	}
 }
@@ -133,7 +135,7 @@ func TestServerMatchesInProcess(t *testing.T) {
 	o2.PolicySeed = 3
 	local := run(t, o2)
 	answers := func(dir string) []string {
-		recs, _ := results.ReadResults(filepath.Join(dir, results.ResultsFile))
+		recs, _ := rundir.ReadResults(filepath.Join(dir, rundir.ResultsFile))
 		var out []string
 		for _, r := range results.Latest(recs) {
 			for _, tn := range r.Turns {
@@ -174,7 +176,7 @@ func TestFaultInjection(t *testing.T) {
 			c := s.Results.Counts
 			st := srv.Stats()
 			if c.RecordsOK != s.Selected || c.RecordsError != 0 {
-				recs, _ := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
+				recs, _ := rundir.ReadResults(filepath.Join(s.RunDir, rundir.ResultsFile))
 				for _, r := range recs {
 					if r.Error != nil {
 						t.Errorf("%s: %s", r.KeyID, *r.Error)
@@ -191,7 +193,7 @@ func TestFaultInjection(t *testing.T) {
 			if c.Calls != expectedCalls(t, bench) {
 				t.Errorf("calls %d, want %d", c.Calls, expectedCalls(t, bench))
 			}
-			recs, _ := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
+			recs, _ := rundir.ReadResults(filepath.Join(s.RunDir, rundir.ResultsFile))
 			retried := 0
 			for _, r := range recs {
 				for _, tn := range r.Turns {
@@ -238,7 +240,7 @@ func TestClientErrorAndRetryErrors(t *testing.T) {
 	if nerr == 0 {
 		t.Fatal("no record failed on HTTP 400")
 	}
-	recs, _ := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
+	recs, _ := rundir.ReadResults(filepath.Join(s.RunDir, rundir.ResultsFile))
 	for _, r := range recs {
 		if r.Status == results.StatusError {
 			if r.Error == nil || !strings.Contains(*r.Error, "400") || !strings.Contains(*r.Error, "image too large") {
@@ -252,9 +254,9 @@ func TestClientErrorAndRetryErrors(t *testing.T) {
 		}
 	}
 	// A plain restart asks nothing; --retry-errors re-asks the errors.
-	before := countLines(t, filepath.Join(s.RunDir, results.ResultsFile))
+	before := countLines(t, filepath.Join(s.RunDir, rundir.ResultsFile))
 	s2 := run(t, o)
-	if s2.Attempted != 0 || countLines(t, filepath.Join(s.RunDir, results.ResultsFile)) != before {
+	if s2.Attempted != 0 || countLines(t, filepath.Join(s.RunDir, rundir.ResultsFile)) != before {
 		t.Fatalf("plain restart asked %d records", s2.Attempted)
 	}
 	refuse.Store(false)
@@ -266,7 +268,7 @@ func TestClientErrorAndRetryErrors(t *testing.T) {
 	if c := s3.Results.Counts; c.RecordsOK != s.Selected || c.RecordsError != 0 {
 		t.Errorf("after --retry-errors: %+v", c)
 	}
-	if got := countLines(t, filepath.Join(s.RunDir, results.ResultsFile)); got != before+nerr {
+	if got := countLines(t, filepath.Join(s.RunDir, rundir.ResultsFile)); got != before+nerr {
 		t.Errorf("results.jsonl has %d lines, want %d (new lines appended, old kept)", got, before+nerr)
 	}
 }
@@ -323,7 +325,7 @@ func TestImageVerificationFailure(t *testing.T) {
 	o := baseOptions(bench, t.TempDir(), model(t, "baseline", "oracle"))
 	o.AllowInvalid = true
 	s := run(t, o)
-	recs, _ := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
+	recs, _ := rundir.ReadResults(filepath.Join(s.RunDir, rundir.ResultsFile))
 	for _, r := range recs {
 		if r.KeyID == "pneumonia_s57001234_positive_0" {
 			if r.Status != results.StatusError || r.Error == nil || !strings.Contains(*r.Error, "detection_qa/xray.png") {
@@ -370,7 +372,7 @@ func TestResponseCache(t *testing.T) {
 	if c.CacheHits != c.Calls {
 		t.Errorf("cache hits %d of %d calls", c.CacheHits, c.Calls)
 	}
-	recs, _ := results.ReadResults(filepath.Join(s2.RunDir, results.ResultsFile))
+	recs, _ := rundir.ReadResults(filepath.Join(s2.RunDir, rundir.ResultsFile))
 	for _, r := range recs {
 		for _, tn := range r.Turns {
 			if tn.Status == results.TurnAsked && (!tn.Cached || tn.LatencyMS != 0 || tn.Attempts != 0 || tn.CostUSD == nil || *tn.CostUSD != 0) {
@@ -385,7 +387,7 @@ func TestResponseCache(t *testing.T) {
 		}
 		return out
 	}
-	if !slices.Equal(strip(stripTiming(t, filepath.Join(s1.RunDir, results.ResultsFile))), strip(stripTiming(t, filepath.Join(s2.RunDir, results.ResultsFile)))) {
+	if !slices.Equal(strip(stripTiming(t, filepath.Join(s1.RunDir, rundir.ResultsFile))), strip(stripTiming(t, filepath.Join(s2.RunDir, rundir.ResultsFile)))) {
 		t.Error("cached run differs from the first run")
 	}
 	// Another oracle mode: turns before the first triggered decision are
@@ -502,7 +504,7 @@ func TestShards(t *testing.T) {
 		if filepath.Base(s.RunDir) != fmt.Sprintf("shard-%d-of-3", i) {
 			t.Errorf("shard dir %s", s.RunDir)
 		}
-		recs, _ := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
+		recs, _ := rundir.ReadResults(filepath.Join(s.RunDir, rundir.ResultsFile))
 		for _, r := range recs {
 			seen[r.KeyID]++
 			if r.Index%3 != i-1 {
@@ -521,7 +523,7 @@ func TestShards(t *testing.T) {
 // aside) and all_results.json.
 func TestDispatchLongestFirst(t *testing.T) {
 	bench := generatedBench(t)
-	b, err := benchmark.Load(bench)
+	b, err := benchdir.Load(bench)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,8 +560,8 @@ func TestDispatchLongestFirst(t *testing.T) {
 		o.Concurrency, o.PolicySeed = 1, 7
 		s := run(t, o)
 		started = append(started, keys)
-		runs = append(runs, stripTiming(t, filepath.Join(s.RunDir, results.ResultsFile)))
-		exports = append(exports, readFile(t, filepath.Join(s.RunDir, results.AllResultsFile)))
+		runs = append(runs, stripTiming(t, filepath.Join(s.RunDir, rundir.ResultsFile)))
+		exports = append(exports, readFile(t, filepath.Join(s.RunDir, rundir.AllResultsFile)))
 	}
 	if !slices.Equal(started[0], want) {
 		t.Errorf("records started in the order\n%v\nwant longest first, ties in benchmark order:\n%v", started[0], want)

@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
@@ -115,7 +116,7 @@ func startServer(t testing.TB, cfg fakemodel.ServerConfig) (string, *fakemodel.S
 // (§9.5 equality) and returns the lines sorted by key_id.
 func stripTiming(t testing.TB, path string) []string {
 	t.Helper()
-	recs, err := results.ReadResults(path)
+	recs, err := rundir.ReadResults(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func countLines(t testing.TB, name string) int {
 
 // expectedCalls is the number of questions of the benchmark's records.
 func expectedCalls(t testing.TB, dir string) int {
-	b, err := benchmark.Load(dir)
+	b, err := benchdir.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // API keys (from the environment or a key file) and endpoint credentials
@@ -131,10 +131,10 @@ func TestKeyEchoedInRepliesRedacted(t *testing.T) {
 	if bytes.Contains(log.Bytes(), []byte(key)) {
 		t.Error("the log contains the key")
 	}
-	if !strings.Contains(string(readFile(t, filepath.Join(s.RunDir, results.ResultsFile))), "[redacted]") {
+	if !strings.Contains(string(readFile(t, filepath.Join(s.RunDir, rundir.ResultsFile))), "[redacted]") {
 		t.Error("results.jsonl shows no [redacted] marker")
 	}
-	m, err := results.ReadManifest(s.RunDir)
+	m, err := rundir.ReadManifest(s.RunDir)
 	if err != nil {
 		t.Fatal(err)
 	}

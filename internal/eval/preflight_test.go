@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
@@ -42,7 +43,7 @@ func TestRehearsalSecondServerAnswersItself(t *testing.T) {
 	if c.CacheHits != 0 || srv2.Stats().OK != int64(c.Calls) {
 		t.Fatalf("second run: %d of %d calls from the cache, %d answered by the second server", c.CacheHits, c.Calls, srv2.Stats().OK)
 	}
-	recs, err := results.ReadResults(filepath.Join(s2.RunDir, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(s2.RunDir, rundir.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestRehearsalSecondServerAnswersItself(t *testing.T) {
 			}
 		}
 	}
-	man, err := results.ReadManifest(s2.RunDir)
+	man, err := rundir.ReadManifest(s2.RunDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestNoPreflightKey(t *testing.T) {
 	if c := s1.Results.Counts; c.CacheHits != 0 {
 		t.Fatalf("first run: %d cache hits", c.CacheHits)
 	}
-	man, err := results.ReadManifest(s1.RunDir)
+	man, err := rundir.ReadManifest(s1.RunDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +186,8 @@ func TestResumeAgainstOtherServerRefused(t *testing.T) {
 	o.Endpoints = []string{url1}
 	o.Selection.Limit = &lim
 	s1 := run(t, o)
-	before := readFile(t, filepath.Join(s1.RunDir, results.ResultsFile))
-	manBefore := readFile(t, filepath.Join(s1.RunDir, results.ManifestFile))
+	before := readFile(t, filepath.Join(s1.RunDir, rundir.ResultsFile))
+	manBefore := readFile(t, filepath.Join(s1.RunDir, rundir.ManifestFile))
 
 	o.Endpoints = []string{url2}
 	_, err := Run(context.Background(), o)
@@ -197,8 +198,8 @@ func TestResumeAgainstOtherServerRefused(t *testing.T) {
 	if srv2.Stats().Requests != 0 {
 		t.Errorf("the other server got %d chat requests", srv2.Stats().Requests)
 	}
-	if string(readFile(t, filepath.Join(s1.RunDir, results.ResultsFile))) != string(before) ||
-		string(readFile(t, filepath.Join(s1.RunDir, results.ManifestFile))) != string(manBefore) {
+	if string(readFile(t, filepath.Join(s1.RunDir, rundir.ResultsFile))) != string(before) ||
+		string(readFile(t, filepath.Join(s1.RunDir, rundir.ManifestFile))) != string(manBefore) {
 		t.Error("the refused resume changed the run directory")
 	}
 	// The first server again: the run resumes.
@@ -212,7 +213,7 @@ func TestManifestProvenance(t *testing.T) {
 	o := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "random"))
 	o.PolicySeed = 4
 	s := run(t, o)
-	raw := readFile(t, filepath.Join(s.RunDir, results.ManifestFile))
+	raw := readFile(t, filepath.Join(s.RunDir, rundir.ManifestFile))
 	man, err := results.ParseManifest(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +246,7 @@ func TestResumeManifestWithoutIdentity(t *testing.T) {
 	lim := 2
 	strip := func(dir string) {
 		t.Helper()
-		name := filepath.Join(dir, results.ManifestFile)
+		name := filepath.Join(dir, rundir.ManifestFile)
 		m, err := results.ParseManifest(readFile(t, name))
 		if err != nil {
 			t.Fatal(err)
@@ -315,7 +316,7 @@ func TestResumeAgainstOtherEndpointRecordsIt(t *testing.T) {
 	o.Endpoints = []string{url1}
 	s1 := run(t, o)
 	// An interrupted first session: only its first record was written.
-	resPath := filepath.Join(s1.RunDir, results.ResultsFile)
+	resPath := filepath.Join(s1.RunDir, rundir.ResultsFile)
 	lines := strings.SplitAfter(string(readFile(t, resPath)), "\n")
 	if len(lines) < 3 {
 		t.Fatalf("the first session wrote %d lines; the test needs at least two records", len(lines)-1)
@@ -324,7 +325,7 @@ func TestResumeAgainstOtherEndpointRecordsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	endpoints := func() []string {
-		man, err := results.ReadManifest(s1.RunDir)
+		man, err := rundir.ReadManifest(s1.RunDir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,13 +342,13 @@ func TestResumeAgainstOtherEndpointRecordsIt(t *testing.T) {
 		{"the first alone", []string{url1}, []string{url1, url2}},
 		{"a third with nothing left to ask", []string{url3}, []string{url1, url2}},
 	} {
-		before := readFile(t, filepath.Join(s1.RunDir, results.ManifestFile))
+		before := readFile(t, filepath.Join(s1.RunDir, rundir.ManifestFile))
 		o.Endpoints = c.endpoints
 		run(t, o)
 		if got := endpoints(); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: manifest endpoints %q, want %q", c.name, got, c.want)
 		}
-		after := readFile(t, filepath.Join(s1.RunDir, results.ManifestFile))
+		after := readFile(t, filepath.Join(s1.RunDir, rundir.ManifestFile))
 		if changed := string(before) != string(after); changed != (c.name == "resumed against another endpoint") {
 			t.Errorf("%s: manifest rewritten %v", c.name, changed)
 		}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 const childEnv = "CHX_EVAL_TEST_CHILD"
@@ -63,7 +63,7 @@ func TestKillAndResume(t *testing.T) {
 	url, _ := startServer(t, fakemodel.ServerConfig{Policy: "random", Latency: 20 * time.Millisecond})
 
 	ref := run(t, childOptions(t, bench, t.TempDir(), url))
-	want := stripTiming(t, filepath.Join(ref.RunDir, results.ResultsFile))
+	want := stripTiming(t, filepath.Join(ref.RunDir, rundir.ResultsFile))
 
 	out := t.TempDir()
 	for kill := 0; kill < 2; kill++ {
@@ -106,7 +106,7 @@ func TestKillAndResume(t *testing.T) {
 		if !ok {
 			t.Fatalf("the child did not report %d records written before it ended or a minute passed; stderr:\n%s", target, stderr.String())
 		}
-		resPath := filepath.Join(results.RunDir(out, ref.RunName, "implicit", nil), results.ResultsFile)
+		resPath := filepath.Join(rundir.Path(out, ref.RunName, "implicit", nil), rundir.ResultsFile)
 		// Simulate the torn last line a kill during a write leaves.
 		f, err := os.OpenFile(resPath, os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
@@ -119,7 +119,7 @@ func TestKillAndResume(t *testing.T) {
 	if s.AlreadyDone == 0 || s.AlreadyDone+s.Attempted != s.Selected {
 		t.Errorf("resume: %d done before, %d asked, %d selected", s.AlreadyDone, s.Attempted, s.Selected)
 	}
-	recs, err := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(s.RunDir, rundir.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,11 +130,11 @@ func TestKillAndResume(t *testing.T) {
 		}
 		seen[r.KeyID] = true
 	}
-	got := stripTiming(t, filepath.Join(s.RunDir, results.ResultsFile))
+	got := stripTiming(t, filepath.Join(s.RunDir, rundir.ResultsFile))
 	if !slices.Equal(got, want) {
 		t.Fatalf("resumed run differs from the uninterrupted run (%d vs %d records)", len(got), len(want))
 	}
-	if a, b := readFile(t, filepath.Join(s.RunDir, results.AllResultsFile)), readFile(t, filepath.Join(ref.RunDir, results.AllResultsFile)); string(a) != string(b) {
+	if a, b := readFile(t, filepath.Join(s.RunDir, rundir.AllResultsFile)), readFile(t, filepath.Join(ref.RunDir, rundir.AllResultsFile)); string(a) != string(b) {
 		t.Error("all_results.json differs from the uninterrupted run")
 	}
 	if s.Results.WallTimeS <= 0 {
@@ -164,7 +164,7 @@ func TestGracefulInterrupt(t *testing.T) {
 	if !s.Interrupted || s.Attempted >= s.Selected {
 		t.Fatalf("interrupt: %+v", s)
 	}
-	if _, err := os.Stat(filepath.Join(s.RunDir, results.SummaryFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(s.RunDir, rundir.SummaryFile)); err != nil {
 		t.Fatal("no summary.json after an interrupt")
 	}
 	if c := s.Results.Counts; c.RecordsOK != s.Attempted || c.RecordsError != 0 {

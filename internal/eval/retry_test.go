@@ -14,6 +14,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // TestHonouredRetryAfter: the part of a Retry-After that is waited is at
@@ -80,7 +81,7 @@ func TestAttemptsCounted(t *testing.T) {
 			if got := requests.Load(); got != int64(tc.want) {
 				t.Fatalf("server saw %d requests, want %d", got, tc.want)
 			}
-			recs, err := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
+			recs, err := rundir.ReadResults(filepath.Join(s.RunDir, rundir.ResultsFile))
 			if err != nil || len(recs) != 1 {
 				t.Fatalf("results: %d records, %v", len(recs), err)
 			}
@@ -100,7 +101,7 @@ func TestAttemptsCounted(t *testing.T) {
 			if failed != 1 {
 				t.Errorf("%d failed turns, want 1", failed)
 			}
-			man, err := results.ReadManifest(s.RunDir)
+			man, err := rundir.ReadManifest(s.RunDir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -333,7 +334,7 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if safefile.Transient(err) || errors.Is(err, benchmark.ErrChanged) {
+		if safefile.Transient(err) || errors.Is(err, benchdir.ErrChanged) {
 			// Out of descriptors, an I/O error …: says nothing about the
 			// image; a file that is not the build's is the benchmark's
 			// fault, not the record's. Either way the record is not
@@ -397,7 +398,7 @@ var roleMap = map[string]provider.Role{protocol.RoleSystem: provider.RoleSystem,
 // if it has one, else the model's.
 func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protocol.Reply, error) {
 	r, o := cs.r, cs.r.o
-	turn, req, est, err := cs.request(msgs)
+	turn, req, gt, est, err := cs.request(msgs)
 	if err != nil {
 		if safefile.Transient(err) {
 			r.halt(err)
@@ -422,25 +423,26 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 			}
 		}
 	}
-	return cs.send(ctx, turn, req, est, keyFor)
+	return cs.send(ctx, turn, req, gt, est, keyFor)
 }
 
 // request is the provider request of the case's next asked turn (whose
 // ID it returns) with the estimate of its input tokens; msgs must end
-// with that turn's text.
-func (cs *caseState) request(msgs []protocol.Message) (turn string, req *provider.Request, est *runmodel.Usage, err error) {
+// with that turn's text. The turn's ground truth comes back apart, gt,
+// for an in-process client that is handed it (fakemodel.AnswerKeyed):
+// the request holds only what is sent.
+func (cs *caseState) request(msgs []protocol.Message) (turn string, req *provider.Request, gt []int, est *runmodel.Usage, err error) {
 	o := cs.r.o
 	if cs.n >= len(cs.asked) {
-		return "", nil, nil, fmt.Errorf("internal: more calls than asked turns")
+		return "", nil, nil, nil, fmt.Errorf("internal: more calls than asked turns")
 	}
 	p := cs.asked[cs.n]
 	cs.n++
 	last := msgs[len(msgs)-1]
 	if !strings.HasSuffix(last.Text, p.Text) {
-		return "", nil, nil, fmt.Errorf("internal: call %d does not match turn %s", cs.n, p.ID)
+		return "", nil, nil, nil, fmt.Errorf("internal: call %d does not match turn %s", cs.n, p.ID)
 	}
-	req = &provider.Request{Model: o.Model.ModelID, Sampling: o.Model.Sampling,
-		Meta: &provider.Meta{NumOptions: p.NOptions, MultiSelect: p.Multi, GT: slices.Clone(p.GT)}}
+	req = &provider.Request{Model: o.Model.ModelID, Sampling: o.Model.Sampling}
 	texts := make([]string, 0, len(msgs))
 	images := 0
 	for _, m := range msgs {
@@ -448,7 +450,7 @@ func (cs *caseState) request(msgs []protocol.Message) (turn string, req *provide
 		for _, rel := range m.ImagePaths {
 			im, err := cs.imgs.image(rel)
 			if err != nil {
-				return "", nil, nil, err
+				return "", nil, nil, nil, err
 			}
 			pm.Images = append(pm.Images, im)
 		}
@@ -456,7 +458,7 @@ func (cs *caseState) request(msgs []protocol.Message) (turn string, req *provide
 		texts = append(texts, m.Text)
 		req.Messages = append(req.Messages, pm)
 	}
-	return p.ID, req, fakemodel.EstimateUsage(texts, images, ""), nil
+	return p.ID, req, slices.Clone(p.GT), fakemodel.EstimateUsage(texts, images, ""), nil
 }
 
 // cached is the response cache's reply for key, if it has one. A cache
@@ -476,10 +478,20 @@ func (r *runner) cached(ctx context.Context, key string) (protocol.Reply, bool) 
 		Usage: tokenUse(e.Usage), CostUSD: &zero, Cached: true}, true
 }
 
+// complete makes one call. Only an in-process client that answers from
+// the ground truth (the oracle baseline) is handed gt, beside the
+// request; a network client gets the request alone.
+func complete(ctx context.Context, c provider.Client, req *provider.Request, gt []int) (*provider.Response, error) {
+	if k, ok := c.(fakemodel.AnswerKeyed); ok {
+		return k.CompleteWithAnswer(ctx, req, gt)
+	}
+	return c.Complete(ctx, req)
+}
+
 // send asks the model for turn's reply: within the rate limits, through
 // the case's endpoint, retrying what may pass with backoff. A canceled
 // call marks the case canceled; a failed one records its attempts.
-func (cs *caseState) send(ctx context.Context, turn string, req *provider.Request, est *runmodel.Usage, keyFor func(*endpoint) string) (protocol.Reply, error) {
+func (cs *caseState) send(ctx context.Context, turn string, req *provider.Request, gt []int, est *runmodel.Usage, keyFor func(*endpoint) string) (protocol.Reply, error) {
 	r := cs.r
 	t0 := time.Now()
 	attempts := 0
@@ -499,7 +511,7 @@ func (cs *caseState) send(ctx context.Context, turn string, req *provider.Reques
 		attempts++
 		a0 := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, r.retry.timeout)
-		resp, err := ep.client.Complete(cctx, req)
+		resp, err := complete(cctx, ep.client, req, gt)
 		cancel()
 		ep.release(err)
 		r.prog.call(false)

@@ -13,7 +13,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // TestRunDirRule: eval writes a run only into a run directory that is new,
@@ -30,17 +30,17 @@ func TestRunDirRule(t *testing.T) {
 		kept    []string // of files, those that are not a run's temporary files
 	}{
 		{"new", nil, "", nil},
-		{"debris only", []string{results.LockFile, "results.jsonl.tmp-12"}, "", []string{results.LockFile}},
-		{"killed renaming", []string{results.LockFile, "manifest.json.tmp-2386354097", "summary.json.tmp-1", "model_performance_summary.csv.tmp-4", "notes.txt.tmp-5", "results.jsonl.tmp-x"}, "", []string{results.LockFile, "notes.txt.tmp-5", "results.jsonl.tmp-x"}},
-		{"foreign summary", []string{results.SummaryFile}, results.SummaryFile, nil},
-		{"notes", []string{"a-notes.txt", results.LockFile}, "a-notes.txt", nil},
+		{"debris only", []string{rundir.LockFile, "results.jsonl.tmp-12"}, "", []string{rundir.LockFile}},
+		{"killed renaming", []string{rundir.LockFile, "manifest.json.tmp-2386354097", "summary.json.tmp-1", "model_performance_summary.csv.tmp-4", "notes.txt.tmp-5", "results.jsonl.tmp-x"}, "", []string{rundir.LockFile, "notes.txt.tmp-5", "results.jsonl.tmp-x"}},
+		{"foreign summary", []string{rundir.SummaryFile}, rundir.SummaryFile, nil},
+		{"notes", []string{"a-notes.txt", rundir.LockFile}, "a-notes.txt", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "first"))
 			limit := 2
 			o.Selection.Limit, o.Oracle = &limit, protocol.OracleNone
-			dir := results.RunDir(o.OutDir, "baseline_first", string(o.Oracle), nil)
+			dir := rundir.Path(o.OutDir, "baseline_first", string(o.Oracle), nil)
 			if tc.files != nil {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
@@ -57,7 +57,7 @@ func TestRunDirRule(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Run: %v", err)
 				}
-				if !outdir.IsRegular(filepath.Join(dir, results.ManifestFile)) {
+				if !outdir.IsRegular(filepath.Join(dir, rundir.ManifestFile)) {
 					t.Fatalf("no manifest in %s", dir)
 				}
 				for _, f := range tc.files {
@@ -87,7 +87,7 @@ func TestForeignResultsNotTruncated(t *testing.T) {
 		o := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "first"))
 		limit := 2
 		o.Selection.Limit, o.Oracle = &limit, protocol.OracleNone
-		return o, results.RunDir(o.OutDir, "baseline_first", string(o.Oracle), nil)
+		return o, rundir.Path(o.OutDir, "baseline_first", string(o.Oracle), nil)
 	}
 	oneLine := `{"key_id":"x","note":"` + strings.Repeat("a", 26850) + `"}`
 	for _, content := range []string{oneLine, "{\"a\":1}\n" + oneLine} {
@@ -96,14 +96,14 @@ func TestForeignResultsNotTruncated(t *testing.T) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, results.ResultsFile), []byte(content), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, rundir.ResultsFile), []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			before := outdirtest.Snapshot(t, o.OutDir)
 			_, err := Run(context.Background(), o)
 			var ref *outdir.Refused
-			if !errors.As(err, &ref) || ref.Entry != results.ResultsFile || !strings.Contains(err.Error(), results.ManifestFile) {
-				t.Fatalf("Run = %v, want a refusal naming %s", err, results.ResultsFile)
+			if !errors.As(err, &ref) || ref.Entry != rundir.ResultsFile || !strings.Contains(err.Error(), rundir.ManifestFile) {
+				t.Fatalf("Run = %v, want a refusal naming %s", err, rundir.ResultsFile)
 			}
 			outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, o.OutDir))
 		})
@@ -123,7 +123,7 @@ func TestForeignResultsNotTruncated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o, dir := newOpts(t)
 			run(t, o)
-			path := filepath.Join(dir, results.ResultsFile)
+			path := filepath.Join(dir, rundir.ResultsFile)
 			orig := readFile(t, path)
 			if err := os.WriteFile(path, tc.damage(slices.Clone(orig)), 0o644); err != nil {
 				t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // A run that cannot start (credentials, key file, endpoint, empty
@@ -73,7 +74,7 @@ func TestRemoveNew(t *testing.T) {
 	if err := os.MkdirAll(runDir, 0o755); err != nil || len(created) != 2 || created[0] != filepath.Join(root, "res", "run") {
 		t.Fatalf("created %v, %v", created, err)
 	}
-	os.WriteFile(filepath.Join(runDir, results.LockFile), nil, 0o644)
+	os.WriteFile(filepath.Join(runDir, rundir.LockFile), nil, 0o644)
 	removeNew(runDir, created, true)
 	if _, err := os.Stat(filepath.Join(root, "res", "run")); !os.IsNotExist(err) {
 		t.Errorf("run folder left: %v", err)
@@ -129,7 +130,7 @@ func TestRunDirLock(t *testing.T) {
 			go func() { _, err := Run(context.Background(), o); first <- err }()
 			<-entered // the first run holds the lock and is calling
 			_, err := Run(context.Background(), o)
-			dir := results.RunDir(out, results.RunName("opensource", o.Model.Label, false, o.Parse == parse.ModeStrict), string(o.Oracle), o.Selection.Shard)
+			dir := rundir.Path(out, results.RunName("opensource", o.Model.Label, false, o.Parse == parse.ModeStrict), string(o.Oracle), o.Selection.Shard)
 			if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "in use") {
 				t.Errorf("second run: err = %v, want a refusal naming %s", err, dir)
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // TestTransientImageReadStopsTheRun: a benchmark image that cannot be
@@ -19,7 +20,7 @@ import (
 func TestTransientImageReadStopsTheRun(t *testing.T) {
 	ref := t.TempDir()
 	run(t, baseOptions(sampleBench, ref, model(t, "baseline", "first")))
-	want := stripTiming(t, filepath.Join(ref, results.ResultsFile))
+	want := stripTiming(t, filepath.Join(ref, rundir.ResultsFile))
 
 	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.EIO, syscall.ENOMEM} {
 		t.Run(errno.Error(), func(t *testing.T) {
@@ -38,8 +39,8 @@ func TestTransientImageReadStopsTheRun(t *testing.T) {
 			if !errors.Is(err, errno) {
 				t.Fatalf("run with a faulted image read: %v, want %v", err, errno)
 			}
-			if b, err := os.ReadFile(filepath.Join(out, results.ResultsFile)); err == nil {
-				recs, err := results.ReadResults(filepath.Join(out, results.ResultsFile))
+			if b, err := os.ReadFile(filepath.Join(out, rundir.ResultsFile)); err == nil {
+				recs, err := rundir.ReadResults(filepath.Join(out, rundir.ResultsFile))
 				if err != nil {
 					t.Fatalf("results after the fault: %v (%d bytes)", err, len(b))
 				}
@@ -51,7 +52,7 @@ func TestTransientImageReadStopsTheRun(t *testing.T) {
 			}
 			readBenchFile = readRegular
 			run(t, o)
-			if got := stripTiming(t, filepath.Join(out, results.ResultsFile)); !slices.Equal(got, want) {
+			if got := stripTiming(t, filepath.Join(out, rundir.ResultsFile)); !slices.Equal(got, want) {
 				t.Errorf("rerun after the fault differs from an unfaulted run:\n%v\nwant\n%v", got, want)
 			}
 		})

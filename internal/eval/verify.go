@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 )
 
@@ -56,7 +56,7 @@ func (s VerifyStats) String() string {
 type verifier struct {
 	benchDir string
 	memo     *memo
-	sums     *benchmark.Sums            // when set, every file's hash must be the one listed
+	sums     *benchdir.Sums             // when set, every file's hash must be the one listed
 	keep     func(sha string, b []byte) // if set, receives the bytes of each path verified
 	slots    chan struct{}
 	sf       singleflight.Group

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
@@ -25,6 +25,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // TestJustInTimeVerification: a corrupt image makes exactly its record an
@@ -63,7 +64,7 @@ func TestJustInTimeVerification(t *testing.T) {
 	o := baseOptions(bench, t.TempDir(), model(t, "opensource", "jit-test"))
 	o.Endpoints, o.Concurrency, o.AllowInvalid, o.NoPreflight = []string{hs.URL + "/v1"}, 1, true, true // counts chat requests only
 	s := run(t, o)
-	recs, _ := results.ReadResults(filepath.Join(s.RunDir, results.ResultsFile))
+	recs, _ := rundir.ReadResults(filepath.Join(s.RunDir, rundir.ResultsFile))
 	if len(recs) != 7 {
 		t.Fatalf("%d records written, want 7", len(recs))
 	}
@@ -414,7 +415,7 @@ func TestChangedBenchmarkRefused(t *testing.T) {
 				// A first run finishes; the records of a and b are then
 				// dropped from results.jsonl, so a resume must ask them.
 				s := run(t, o)
-				name := filepath.Join(s.RunDir, results.ResultsFile)
+				name := filepath.Join(s.RunDir, rundir.ResultsFile)
 				var kept []string
 				for _, line := range strings.SplitAfter(string(readFile(t, name)), "\n") {
 					if line != "" && !strings.Contains(line, a) && !strings.Contains(line, b) {
@@ -430,14 +431,14 @@ func TestChangedBenchmarkRefused(t *testing.T) {
 			}
 			o.Concurrency = 1
 			_, err := Run(context.Background(), o)
-			if err == nil || !errors.Is(err, benchmark.ErrChanged) {
+			if err == nil || !errors.Is(err, benchdir.ErrChanged) {
 				t.Fatalf("eval over swapped images: %v, want an error wrapping ErrChanged", err)
 			}
 			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "SHA256SUMS") ||
 				!strings.Contains(msg, xray(a)) && !strings.Contains(msg, xray(b)) {
 				t.Errorf("error is not one line naming a swapped file and SHA256SUMS: %q", msg)
 			}
-			recs, _ := results.ReadResults(filepath.Join(results.RunDir(o.OutDir, results.RunName("baseline", "oracle", false, o.Parse == parse.ModeStrict), string(o.Oracle), nil), results.ResultsFile))
+			recs, _ := rundir.ReadResults(filepath.Join(rundir.Path(o.OutDir, results.RunName("baseline", "oracle", false, o.Parse == parse.ModeStrict), string(o.Oracle), nil), rundir.ResultsFile))
 			for _, r := range recs {
 				if r.KeyID == a || r.KeyID == b {
 					t.Errorf("record %s written (%s) over a changed image", r.KeyID, r.Status)

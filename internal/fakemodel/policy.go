@@ -156,21 +156,42 @@ func EstimateUsage(texts []string, images int, reply string) *runmodel.Usage {
 	return &runmodel.Usage{Input: in, Output: out, Total: in + out}
 }
 
+// AnswerKeyed is a client that is handed the asked question's ground
+// truth beside the request: the in-process baseline, whose oracle policy
+// answers it. The runner gives the answer to such a client only, and a
+// provider.Request has no field that could carry it, so no network
+// client can receive it.
+type AnswerKeyed interface {
+	provider.Client
+	// CompleteWithAnswer is Complete for a question whose ground truth
+	// is gt (1-based option numbers).
+	CompleteWithAnswer(ctx context.Context, req *provider.Request, gt []int) (*provider.Response, error)
+}
+
 // baselineClient runs a policy in process, without network.
 type baselineClient struct {
 	policy string
 	seed   int64
 }
 
-// NewClient returns the in-process client for a baseline policy.
-func NewClient(policy string, seed int64) (provider.Client, error) {
+// NewClient returns the in-process client for a baseline policy; it is
+// AnswerKeyed, and its oracle policy answers only through
+// CompleteWithAnswer.
+func NewClient(policy string, seed int64) (AnswerKeyed, error) {
 	if !slices.Contains(runmodel.Policies, policy) {
 		return nil, fmt.Errorf("unknown baseline policy %q (want random, first or oracle)", policy)
 	}
 	return &baselineClient{policy: policy, seed: seed}, nil
 }
 
+// Complete answers with the random or first policy; the oracle needs the
+// answer, which only CompleteWithAnswer is given.
 func (c *baselineClient) Complete(ctx context.Context, req *provider.Request) (*provider.Response, error) {
+	return c.CompleteWithAnswer(ctx, req, nil)
+}
+
+// CompleteWithAnswer answers the request; the oracle policy answers gt.
+func (c *baselineClient) CompleteWithAnswer(ctx context.Context, req *provider.Request, gt []int) (*provider.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, provider.ContextError(ctx, err)
 	}
@@ -187,10 +208,10 @@ func (c *baselineClient) Complete(ctx context.Context, req *provider.Request) (*
 	var reply string
 	switch c.policy {
 	case runmodel.PolicyOracle:
-		if req.Meta == nil || len(req.Meta.GT) == 0 {
-			return nil, &provider.CallError{Kind: provider.KindClient, Msg: "oracle policy needs the ground truth in Request.Meta.GT, which is missing"}
+		if len(gt) == 0 {
+			return nil, &provider.CallError{Kind: provider.KindClient, Msg: "oracle policy needs the question's ground truth, handed to it beside the request (CompleteWithAnswer), which is missing"}
 		}
-		reply = parse.FormatAnswer(req.Meta.GT)
+		reply = parse.FormatAnswer(gt)
 	default:
 		var err error
 		if reply, err = PolicyAnswer(c.policy, c.seed, texts, firstImage); err != nil {

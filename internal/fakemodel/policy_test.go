@@ -158,14 +158,16 @@ func TestBaselineClient(t *testing.T) {
 		t.Errorf("random: %+v %v (want %q)", r, err, want)
 	}
 	or, _ := NewClient(runmodel.PolicyOracle, 0)
-	req.Meta = &provider.Meta{NumOptions: 3, MultiSelect: true, GT: []int{2, 1}}
-	if r, err := or.Complete(context.Background(), req); err != nil || r.Text != "Answer: 1,2" {
+	if r, err := or.CompleteWithAnswer(context.Background(), req, []int{2, 1}); err != nil || r.Text != "Answer: 1,2" {
 		t.Errorf("oracle: %+v %v", r, err)
 	}
-	req.Meta = nil
+	// The other policies do not look at the answer they are handed.
+	if r, err := rnd.CompleteWithAnswer(context.Background(), req, []int{2, 1}); err != nil || r.Text != want {
+		t.Errorf("random handed an answer: %+v %v (want %q)", r, err, want)
+	}
 	var ce *provider.CallError
-	if _, err := or.Complete(context.Background(), req); !errors.As(err, &ce) || ce.Retryable() || !strings.Contains(ce.Msg, "Meta") {
-		t.Errorf("oracle without meta: %v", err)
+	if _, err := or.Complete(context.Background(), req); !errors.As(err, &ce) || ce.Retryable() || !strings.Contains(ce.Msg, "ground truth") {
+		t.Errorf("oracle without the answer: %v", err)
 	}
 	if _, err := rnd.Complete(context.Background(), &provider.Request{Messages: []provider.Message{{Role: provider.RoleUser, Text: "no options"}}}); !errors.As(err, &ce) || ce.Retryable() {
 		t.Errorf("random without options: %v", err)

@@ -40,6 +40,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -98,7 +99,7 @@ func LoadSimulated(cfg SimConfig) (*Simulated, error) {
 	if cfg.Benchmark == "" {
 		return nil, errors.New("simulated model: no benchmark directory")
 	}
-	b, err := benchmark.Load(cfg.Benchmark)
+	b, err := benchdir.Load(cfg.Benchmark)
 	if err != nil {
 		return nil, fmt.Errorf("simulated model: %w", err)
 	}

@@ -12,6 +12,11 @@
 // the same bytes (EncodeCompact, EncodeIndent, ValueOf, Decode).
 package ojson
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Kind is the JSON type of a Value.
 type Kind uint8
 
@@ -151,4 +156,36 @@ func formatInt(i int64) string {
 		buf[n] = '-'
 	}
 	return string(buf[n:])
+}
+
+// KindName names a JSON kind for messages.
+func KindName(v *Value) string {
+	if v == nil {
+		return "absent"
+	}
+	switch v.Kind {
+	case KindNull:
+		return "null"
+	case KindBool:
+		return "a boolean"
+	case KindNumber:
+		return "a number"
+	case KindString:
+		return "a string"
+	case KindArray:
+		return "an array"
+	case KindObject:
+		return "an object"
+	}
+	return "unknown"
+}
+
+// IntLiteral parses an integer literal (no fraction or exponent) that fits
+// in an int.
+func IntLiteral(v *Value) (int, bool) {
+	if v == nil || v.Kind != KindNumber || strings.ContainsAny(v.N, ".eE") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v.N)
+	return n, err == nil
 }

@@ -538,7 +538,7 @@ func checkManifest(t *testing.T, dir string, files map[string][]byte) {
 		if !pairID.MatchString(id) || !strings.Contains(id, "_"+label+"_") {
 			t.Errorf("line %d: case_id %q does not match the pair-id pattern with polarity %s", n+1, id, label)
 		}
-		wantLesion := benchmark.Lesions[n/2]
+		wantLesion := benchmark.DefaultLesions().Names()[n/2]
 		if v.Get("lesion").S != wantLesion || (label == "positive") != (n%2 == 0) {
 			t.Errorf("line %d: lesion %s label %s out of the documented order", n+1, v.Get("lesion").S, label)
 		}
@@ -635,7 +635,7 @@ func TestNegativesPerLesion(t *testing.T) {
 			neg[cs.lesion]++
 		}
 	}
-	for _, l := range benchmark.Lesions {
+	for _, l := range benchmark.DefaultLesions().Names() {
 		if pos[l] != 3 || neg[l] != 1 {
 			t.Errorf("%s: %d positives, %d negatives; want 3 and 1", l, pos[l], neg[l])
 		}

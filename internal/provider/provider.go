@@ -12,9 +12,11 @@
 // whose Kind tells the runner whether a retry can help; this package never
 // retries itself, and the SDKs' own retries are switched off.
 //
-// Nothing here knows about benchmarks: baselines that need ground truth
-// get it through Request.Meta, which network clients ignore. Images are
-// sent as raw bytes only (format.md §7): no file name ever reaches a model.
+// Nothing here knows about benchmarks: a Request holds what is sent and
+// nothing else, so no answer can reach a model through it (the in-process
+// oracle baseline is handed its answer beside the request, by the runner;
+// fakemodel.AnswerKeyed). Images are sent as raw bytes only (format.md
+// §7): no file name ever reaches a model.
 package provider
 
 import (
@@ -90,20 +92,12 @@ type Message struct {
 	Images []*Image
 }
 
-// Meta carries facts that in-process baseline policies may use. Network
-// clients ignore it; it never reaches a model.
-type Meta struct {
-	NumOptions  int   // options of the current question
-	MultiSelect bool  // the current question accepts several answers
-	GT          []int // ground-truth option numbers (1-based), for oracle
-}
-
 // Request is one call: the full conversation so far and what to send.
+// Every field is sent; nothing that a model must not see belongs here.
 type Request struct {
 	Model    string // model id / deployment / HF id as the backend knows it
 	Messages []Message
 	Sampling runmodel.Sampling
-	Meta     *Meta
 }
 
 // Finish reasons of Response.FinishReason (spec §9.2); "" means unknown.

@@ -29,7 +29,7 @@ func TestPipeline(t *testing.T) {
 		key   string
 		noDef bool
 	}{{"effusion_syn1_positive_0", false}, {"cardiomegaly_syn2_positive_0", false}, {"effusion_syn3_positive_0", true}} {
-		lesion, pairID, _ := benchmark.ParseKeyID(tc.key)
+		lesion, pairID, _ := benchmark.DefaultLesions().ParseKeyID(tc.key)
 		heart := cfg.IsHeartLesion(lesion)
 		c := frametest.NewChest(heart)
 		prep, err := anatomy.Prepare(c.Lesion, c.Right, c.Left, heart, cfg)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/anatomy"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/deform"
@@ -78,7 +79,7 @@ type builtCase struct {
 // buildPositive runs §9.4, §9.5 and §10 in the spec's draw order and
 // assembles the record.
 func buildPositive(t testing.TB, keyID string, noDef bool, cfg buildcfg.Config) builtCase {
-	lesion, pairID, err := benchmark.ParseKeyID(keyID)
+	lesion, pairID, err := benchmark.DefaultLesions().ParseKeyID(keyID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func writeImages(t *testing.T, dir string, gray *image.Gray, bc builtCase, cfg b
 // already there) and fails the test on any validator finding above info.
 func writeValidated(t *testing.T, dir string, recs []*benchmark.Record) *validate.Report {
 	t.Helper()
-	if err := benchmark.WriteFile(dir, recs); err != nil {
+	if err := benchdir.WriteJSON(dir, recs); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := validate.Run(dir, validate.Options{Deep: true})

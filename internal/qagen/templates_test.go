@@ -47,7 +47,7 @@ func checkNoLeak(t *testing.T, what, s string) {
 
 func TestTemplatesRenderEveryQuestion(t *testing.T) {
 	cfg := buildcfg.Default()
-	for _, lesion := range benchmark.Lesions {
+	for _, lesion := range benchmark.DefaultLesions().Names() {
 		w := NewWording(lesion, cfg)
 		yn := []string{"Yes", "No"}
 		pts := []string{"red point", "orange point", "None"}

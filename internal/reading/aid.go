@@ -11,6 +11,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -90,7 +91,7 @@ func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int) (
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := results.ReadManifest(abs)
+	m, err := rundir.ReadManifest(abs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--aid %s: %w", dir, err)
 	}
@@ -100,10 +101,10 @@ func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int) (
 	if m.OracleMode != oracle {
 		return nil, nil, fmt.Errorf("--aid %s: the run's oracle mode is %s, the study's %s (the model must have been asked the same questions)", dir, m.OracleMode, oracle)
 	}
-	if m.Model.Provider == ProviderHuman {
+	if m.Kind == results.KindHuman {
 		return nil, nil, fmt.Errorf("--aid %s: a run of human answers, not of a model", dir)
 	}
-	recs, err := results.ReadResults(filepath.Join(abs, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(abs, rundir.ResultsFile))
 	if err != nil {
 		return nil, nil, fmt.Errorf("--aid %s: %w", dir, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
@@ -29,7 +30,7 @@ func modelRun(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMo
 	if _, err := eval.Run(context.Background(), eval.Options{BenchDir: bench.Dir, OutDir: out, Model: m, Oracle: oracle, NoCache: true, Concurrency: 1, AllowInvalid: true}); err != nil {
 		t.Fatal(err)
 	}
-	return results.RunDir(out, results.RunName("baseline", "first", false, false), string(oracle), nil)
+	return rundir.Path(out, results.RunName("baseline", "first", false, false), string(oracle), nil)
 }
 
 func newAidedStudy(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMode, aid string) *study {
@@ -134,12 +135,12 @@ func TestAidedStudy(t *testing.T) {
 	if len(runs) != 4 || runs[0].Dir == "" || runs[1].Dir == "" || runs[2].Dir != "" || runs[3].Dir != "" {
 		t.Fatalf("export: %+v", runs)
 	}
-	aidM, err := results.ReadManifest(aidDir)
+	aidM, err := rundir.ReadManifest(aidDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []struct{ arm, dir string }{{results.ArmUnaided, "human_reader1_unaided"}, {results.ArmAided, "human_reader1_aided"}} {
-		m, err := results.ReadManifest(runs[i].Dir)
+		m, err := rundir.ReadManifest(runs[i].Dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,12 +229,16 @@ func TestInitAidRefused(t *testing.T) {
 		}), "the run is of benchmark"},
 		{"another oracle mode", modelRun(t, bench, protocol.OracleExplicit), "oracle mode is explicit"},
 		{"a record missing", edit("short", func(d string) {
-			p := filepath.Join(d, results.ResultsFile)
+			p := filepath.Join(d, rundir.ResultsFile)
 			b, _ := os.ReadFile(p)
 			lines := strings.SplitAfter(string(b), "\n")
 			os.WriteFile(p, []byte(strings.Join(lines[1:], "")), 0o644)
 		}), "lacks 1 of the study's"},
 		{"a human run", edit("human", func(d string) {
+			rewrite(filepath.Join(d, "manifest.json"), `"kind": "baseline"`, `"kind": "human"`)
+		}), "a run of human answers"},
+		{"a human run from before kinds", edit("human-old", func(d string) {
+			rewrite(filepath.Join(d, "manifest.json"), "  \"kind\": \"baseline\",\n", "")
 			rewrite(filepath.Join(d, "manifest.json"), `"provider": "baseline"`, `"provider": "human"`)
 		}), "a run of human answers"},
 		{"no run", t.TempDir(), "--aid"},

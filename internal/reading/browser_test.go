@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/browsertest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // browser starts headless Chromium and returns a function that opens a
@@ -476,7 +477,7 @@ func TestBrowserAidedStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range runs[:2] {
-		m, err := results.ReadManifest(r.Dir)
+		m, err := rundir.ReadManifest(r.Dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,10 +7,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/runs"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -35,7 +37,7 @@ type ExportedRun struct {
 // LoadBenchmark loads the study's benchmark and checks it is the one the
 // study was made with.
 func LoadBenchmark(st *Study) (*benchmark.Benchmark, error) {
-	b, err := benchmark.Load(st.BenchDir)
+	b, err := benchdir.Load(st.BenchDir)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +94,7 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 	// the way, no foreign files, a run only with force.
 	for _, r := range readers {
 		for _, a := range arms(st, r.Name) {
-			if err := runs.CheckTarget(results.RunDir(out, runName(a.model), st.Oracle, nil), force); err != nil {
+			if err := runs.CheckTarget(rundir.Path(out, runName(a.model), st.Oracle, nil), force); err != nil {
 				return nil, err
 			}
 		}
@@ -111,7 +113,7 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 	}()
 	for _, r := range readers {
 		for _, a := range arms(st, r.Name) {
-			dir := results.RunDir(out, runName(a.model), st.Oracle, nil)
+			dir := rundir.Path(out, runName(a.model), st.Oracle, nil)
 			recs, keys, err := readerRecords(ctx, s, bench, st, r, a.unaided)
 			if err != nil {
 				return nil, fmt.Errorf("reading db %s: %s: %w", s.Path, r.Name, err)
@@ -216,6 +218,7 @@ func manifest(bench *benchmark.Benchmark, st *Study, reader string, keys []strin
 	}
 	spec := results.RunSpec{
 		Model:  runmodel.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
+		Kind:   results.KindHuman,
 		Oracle: st.Oracle, Parse: st.Parse,
 		Selection: results.Selection{Sample: st.Sample, Seed: st.Seed},
 		Now:       func() time.Time { return created },

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -60,9 +61,9 @@ func ReaderName(i int) string { return "reader" + strconv.Itoa(i) }
 
 // openSums reads the benchmark's SHA256SUMS and checks its JSON files. A
 // benchmark without one gives a nil Sums and a warning line.
-func openSums(b *benchmark.Benchmark) (*benchmark.Sums, string, error) {
-	sums, err := benchmark.ReadSums(b.Dir)
-	if errors.Is(err, benchmark.ErrNoSums) {
+func openSums(b *benchmark.Benchmark) (*benchdir.Sums, string, error) {
+	sums, err := benchdir.ReadSums(b.Dir)
+	if errors.Is(err, benchdir.ErrNoSums) {
 		return nil, "benchmark " + err.Error(), nil
 	}
 	if err != nil {

@@ -24,11 +24,13 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/appdb/appdbtest"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // study is a reading study over the protocol test benchmark (records of
@@ -277,7 +279,7 @@ func baselineFirst(t *testing.T, bench *benchmark.Benchmark, oracle protocol.Ora
 
 func readRun(t *testing.T, dir string) map[string]*results.Record {
 	t.Helper()
-	recs, err := results.ReadResults(filepath.Join(dir, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(dir, rundir.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +436,7 @@ func (st *study) checkExport(t *testing.T, oracle protocol.OracleMode) []Exporte
 			}
 		}
 	}
-	m, err := results.ReadManifest(runs[1].Dir)
+	m, err := rundir.ReadManifest(runs[1].Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -672,13 +674,13 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		foreign := []byte(`{"not":"ours"}` + "\n")
-		if err := os.WriteFile(filepath.Join(target, results.ResultsFile), foreign, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(target, rundir.ResultsFile), foreign, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Export(context.Background(), st.store, out, true); err == nil {
 			t.Fatal("a foreign results.jsonl was replaced")
 		}
-		if got, _ := os.ReadFile(filepath.Join(target, results.ResultsFile)); string(got) != string(foreign) {
+		if got, _ := os.ReadFile(filepath.Join(target, rundir.ResultsFile)); string(got) != string(foreign) {
 			t.Errorf("foreign file changed: %q", got)
 		}
 	})
@@ -770,7 +772,7 @@ func TestChangedBenchmarkRefused(t *testing.T) {
 		change()
 		db := filepath.Join(t.TempDir(), "reading.sqlite")
 		_, _, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 1, Oracle: protocol.OracleNone})
-		if !errors.Is(err, benchmark.ErrChanged) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "SHA256SUMS") {
+		if !errors.Is(err, benchdir.ErrChanged) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "SHA256SUMS") {
 			t.Errorf("init over changed images: %v, want one line wrapping ErrChanged", err)
 		}
 		if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {

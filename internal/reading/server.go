@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -50,7 +51,7 @@ type Server struct {
 	// sums is the build's SHA256SUMS: every image is checked against it
 	// as it is read, and a changed one is not served. Nil when the
 	// benchmark has none; Warning then says so.
-	sums *benchmark.Sums
+	sums *benchdir.Sums
 	// Warning is "" or one line for the operator (a benchmark without
 	// SHA256SUMS, whose images cannot be checked).
 	Warning string

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
@@ -37,7 +38,7 @@ func phantomBench(t *testing.T, rr int) *benchmark.Benchmark {
 		Decisions: reviewlog.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: io.Discard, Stderr: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := benchmark.Load(out)
+	b, err := benchdir.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}

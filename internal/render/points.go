@@ -9,18 +9,45 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 )
 
-// PaletteName is the colour name of the k-th point option (1-based, cyclic;
-// the palette of format.md §1.1, kept in package benchmark).
-func PaletteName(k int) string { return benchmark.PaletteColour(k).Name }
+// RGB is an 8-bit RGB colour: the one colour type of the overlays, the
+// discs and the palette.
+type RGB struct{ R, G, B uint8 }
 
-// PaletteColour returns the RGB value of a palette colour name.
-func PaletteColour(name string) (benchmark.RGB, bool) {
-	for _, p := range benchmark.Palette {
-		if p.Name == name {
-			return p.RGB, true
+// palette is the point-option palette of format.md §1.1, in order: option
+// k (1-based) is drawn in palette[(k-1)%8], and its colour name is what
+// chexpercept.json's point option carries.
+var palette = [8]struct {
+	name string
+	rgb  RGB
+}{
+	{"red", RGB{255, 0, 0}},
+	{"orange", RGB{255, 128, 0}},
+	{"yellow", RGB{255, 255, 0}},
+	{"green", RGB{0, 255, 0}},
+	{"blue", RGB{0, 0, 255}},
+	{"purple", RGB{128, 0, 128}},
+	{"pink", RGB{255, 191, 204}},
+	{"brown", RGB{153, 77, 0}},
+}
+
+// PaletteName is the colour name of the k-th point option (1-based,
+// cyclic; a k below 1 is option 1).
+func PaletteName(k int) string {
+	if k < 1 {
+		k = 1
+	}
+	return palette[(k-1)%len(palette)].name
+}
+
+// PaletteColour returns the RGB value of a palette colour name; ok is
+// false for a name that is not the palette's.
+func PaletteColour(name string) (c RGB, ok bool) {
+	for _, p := range palette {
+		if p.name == name {
+			return p.rgb, true
 		}
 	}
-	return benchmark.RGB{}, false
+	return RGB{}, false
 }
 
 // Disc geometry (§11): radius 15 px, white outline 2 pt at 100 dpi
@@ -67,7 +94,7 @@ func discCoverage() *[discSide][discSide][2]float64 {
 // DrawDisc composites one point disc centred at (x, y) onto img (§11):
 // px = px·(1−f) + colour·f, then px = px·(1−g) + 255·g, in float64, rounded
 // half away from zero once per disc. Parts outside img are clipped.
-func DrawDisc(img *image.RGBA, x, y int, c benchmark.RGB) {
+func DrawDisc(img *image.RGBA, x, y int, c RGB) {
 	cov := discCoverage()
 	b := img.Bounds()
 	col := [3]float64{float64(c.R), float64(c.G), float64(c.B)}

@@ -22,15 +22,14 @@ import (
 	"math"
 	"sync"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/pngenc"
 )
 
 // Cyan is the benchmark overlay colour; Red the review overlay colour.
 var (
-	Cyan = benchmark.RGB{R: 0, G: 255, B: 255}
-	Red  = benchmark.RGB{R: 255, G: 0, B: 0}
+	Cyan = RGB{R: 0, G: 255, B: 255}
+	Red  = RGB{R: 255, G: 0, B: 0}
 )
 
 // lut maps a grey value to the overlaid RGB value inside the mask.
@@ -41,7 +40,7 @@ type lut [256][3]uint8
 // channel's colour; clamp to [0, 1]; out = trunc(float64(o·255)). Each
 // product is wrapped in float64() so the compiler never fuses it into an
 // FMA (which would change the truncated result on some platforms).
-func overlayLUT(alpha float64, c benchmark.RGB) *lut {
+func overlayLUT(alpha float64, c RGB) *lut {
 	var t lut
 	a := float64(1.0 - alpha)
 	ks := [3]float64{float64(c.R) / 255, float64(c.G) / 255, float64(c.B) / 255}
@@ -73,15 +72,15 @@ func redTable() *lut {
 
 // OverlayValue is the overlaid RGB value of grey value v inside the cyan
 // mask (§11); outside the mask a pixel stays (v, v, v).
-func OverlayValue(v uint8) benchmark.RGB {
+func OverlayValue(v uint8) RGB {
 	e := cyanTable()[v]
-	return benchmark.RGB{R: e[0], G: e[1], B: e[2]}
+	return RGB{R: e[0], G: e[1], B: e[2]}
 }
 
 // ReviewValue is the review overlay value of grey v inside the red mask (§4).
-func ReviewValue(v uint8) benchmark.RGB {
+func ReviewValue(v uint8) RGB {
 	e := redTable()[v]
-	return benchmark.RGB{R: e[0], G: e[1], B: e[2]}
+	return RGB{R: e[0], G: e[1], B: e[2]}
 }
 
 // grey returns the grey image's pixels as a tight w·h slice.

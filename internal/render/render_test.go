@@ -31,8 +31,8 @@ func TestOverlayValueAll256(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		v    uint8
-		want benchmark.RGB
-	}{{73, benchmark.RGB{R: 36, G: 163, B: 163}}, {125, benchmark.RGB{R: 62, G: 190, B: 190}}, {0, benchmark.RGB{R: 0, G: 127, B: 127}}, {255, benchmark.RGB{R: 127, G: 255, B: 255}}} {
+		want RGB
+	}{{73, RGB{R: 36, G: 163, B: 163}}, {125, RGB{R: 62, G: 190, B: 190}}, {0, RGB{R: 0, G: 127, B: 127}}, {255, RGB{R: 127, G: 255, B: 255}}} {
 		if got := OverlayValue(tc.v); got != tc.want {
 			t.Errorf("v=%d: got %v, want %v", tc.v, got, tc.want)
 		}
@@ -44,14 +44,14 @@ func TestOverlayValueAll256(t *testing.T) {
 // pixels: the builder's distinct-distractor rule (qagen) relies on it.
 func TestOverlayChangesEveryGrey(t *testing.T) {
 	for v := 0; v < 256; v++ {
-		if got := OverlayValue(uint8(v)); got == (benchmark.RGB{R: uint8(v), G: uint8(v), B: uint8(v)}) {
+		if got := OverlayValue(uint8(v)); got == (RGB{R: uint8(v), G: uint8(v), B: uint8(v)}) {
 			t.Errorf("grey %d is unchanged by the overlay", v)
 		}
 	}
 }
 
 // overlayTable renders a LUT as text, one line per grey value.
-func overlayTable(f func(uint8) benchmark.RGB) string {
+func overlayTable(f func(uint8) RGB) string {
 	var b strings.Builder
 	for v := 0; v < 256; v++ {
 		c := f(uint8(v))
@@ -84,7 +84,7 @@ func TestOverlayImage(t *testing.T) {
 	for x := 0; x < 256; x++ {
 		in := OverlayValue(uint8(x))
 		o := img.PixOffset(x, 0)
-		if got := (benchmark.RGB{R: img.Pix[o], G: img.Pix[o+1], B: img.Pix[o+2]}); got != in || img.Pix[o+3] != 255 {
+		if got := (RGB{R: img.Pix[o], G: img.Pix[o+1], B: img.Pix[o+2]}); got != in || img.Pix[o+3] != 255 {
 			t.Fatalf("inside x=%d: got %v a=%d, want %v", x, got, img.Pix[o+3], in)
 		}
 		o = img.PixOffset(x, 1)
@@ -121,11 +121,11 @@ func TestReviewImage(t *testing.T) {
 			t.Fatalf("left x=%d: %v", x, l)
 		}
 		r := img.Pix[4*(x+256) : 4*(x+256)+4]
-		want := benchmark.RGB{R: uint8(x), G: uint8(x), B: uint8(x)}
+		want := RGB{R: uint8(x), G: uint8(x), B: uint8(x)}
 		if x%2 == 0 {
 			want = ReviewValue(uint8(x))
 		}
-		if (benchmark.RGB{R: r[0], G: r[1], B: r[2]}) != want || r[3] != 255 {
+		if (RGB{R: r[0], G: r[1], B: r[2]}) != want || r[3] != 255 {
 			t.Fatalf("right x=%d: %v want %v", x, r, want)
 		}
 	}
@@ -133,8 +133,8 @@ func TestReviewImage(t *testing.T) {
 	// (math.trunc((v/255.0*(1.0-0.33) + k*0.33)*255.0)); v=100 truncates to 66.
 	for _, tc := range []struct {
 		v    uint8
-		want benchmark.RGB
-	}{{0, benchmark.RGB{R: 84, G: 0, B: 0}}, {255, benchmark.RGB{R: 255, G: 170, B: 170}}, {100, benchmark.RGB{R: 151, G: 66, B: 66}}} {
+		want RGB
+	}{{0, RGB{R: 84, G: 0, B: 0}}, {255, RGB{R: 255, G: 170, B: 170}}, {100, RGB{R: 151, G: 66, B: 66}}} {
 		if got := ReviewValue(tc.v); got != tc.want {
 			t.Errorf("ReviewValue(%d) = %v, want %v", tc.v, got, tc.want)
 		}
@@ -204,9 +204,9 @@ func TestEncodeBundlePNGFallsBack(t *testing.T) {
 func TestPalette(t *testing.T) {
 	want := []struct {
 		name string
-		c    benchmark.RGB
-	}{{"red", benchmark.RGB{R: 255, G: 0, B: 0}}, {"orange", benchmark.RGB{R: 255, G: 128, B: 0}}, {"yellow", benchmark.RGB{R: 255, G: 255, B: 0}}, {"green", benchmark.RGB{R: 0, G: 255, B: 0}},
-		{"blue", benchmark.RGB{R: 0, G: 0, B: 255}}, {"purple", benchmark.RGB{R: 128, G: 0, B: 128}}, {"pink", benchmark.RGB{R: 255, G: 191, B: 204}}, {"brown", benchmark.RGB{R: 153, G: 77, B: 0}}}
+		c    RGB
+	}{{"red", RGB{R: 255, G: 0, B: 0}}, {"orange", RGB{R: 255, G: 128, B: 0}}, {"yellow", RGB{R: 255, G: 255, B: 0}}, {"green", RGB{R: 0, G: 255, B: 0}},
+		{"blue", RGB{R: 0, G: 0, B: 255}}, {"purple", RGB{R: 128, G: 0, B: 128}}, {"pink", RGB{R: 255, G: 191, B: 204}}, {"brown", RGB{R: 153, G: 77, B: 0}}}
 	for k := 1; k <= 17; k++ {
 		w := want[(k-1)%8]
 		c, ok := PaletteColour(PaletteName(k))
@@ -265,23 +265,23 @@ func TestDrawPoints(t *testing.T) {
 	if err := DrawPoints(img, opts); err != nil {
 		t.Fatal(err)
 	}
-	at := func(x, y int) benchmark.RGB {
+	at := func(x, y int) RGB {
 		o := img.PixOffset(x, y)
-		return benchmark.RGB{R: img.Pix[o], G: img.Pix[o+1], B: img.Pix[o+2]}
+		return RGB{R: img.Pix[o], G: img.Pix[o+1], B: img.Pix[o+2]}
 	}
-	if got := at(20, 24); got != (benchmark.RGB{R: 255, G: 0, B: 0}) {
+	if got := at(20, 24); got != (RGB{R: 255, G: 0, B: 0}) {
 		t.Errorf("red centre %v", got)
 	}
-	if got := at(44, 24); got != (benchmark.RGB{R: 255, G: 191, B: 204}) {
+	if got := at(44, 24); got != (RGB{R: 255, G: 191, B: 204}) {
 		t.Errorf("pink centre %v", got)
 	}
-	if got := at(35, 24); got != (benchmark.RGB{R: 255, G: 191, B: 204}) { // inside both discs: pink on top
+	if got := at(35, 24); got != (RGB{R: 255, G: 191, B: 204}) { // inside both discs: pink on top
 		t.Errorf("overlap pixel %v", got)
 	}
 	if got := at(20, 24-15); got.G < 200 || got.B < 200 { // on the ring: nearly white
 		t.Errorf("ring pixel %v", got)
 	}
-	if got := at(20, 2); got != (benchmark.RGB{R: 90, G: 90, B: 90}) {
+	if got := at(20, 2); got != (RGB{R: 90, G: 90, B: 90}) {
 		t.Errorf("background pixel %v", got)
 	}
 	for i := 3; i < len(img.Pix); i += 4 {

@@ -9,6 +9,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // BenchmarkReport14x2100 measures `report` on 14 runs × 2,100 items
@@ -39,7 +40,7 @@ func BenchmarkReport14x2100(b *testing.B) {
 	for b.Loop() {
 		n++
 		out := filepath.Join(tmp, fmt.Sprintf("report-%d", n))
-		res, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{}})
+		res, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{}})
 		if err != nil {
 			b.Fatal(err)
 		}

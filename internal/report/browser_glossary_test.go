@@ -13,7 +13,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/browsertest"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // longSamplingReport is the report of the baseline runs, one of them
@@ -22,14 +23,14 @@ func longSamplingReport(t *testing.T) string {
 	t.Helper()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
-	name := filepath.Join(dir, "baseline_random", "oracle_none", results.ManifestFile)
+	name := filepath.Join(dir, "baseline_random", "oracle_none", rundir.ManifestFile)
 	mb := read(t, name)
 	mb = bytes.Replace(mb, []byte(`"run_name"`), []byte(`"sampling": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 8192, "seed": 12345, "extra_body": {"top_k": 20, "min_p": 0.05, "repetition_penalty": 1.05, "chat_template_kwargs": {"enable_thinking": true}, "stop": ["<|im_end|>", "<|endoftext|>", "Observation:"]}}, "run_name"`), 1)
 	if err := os.WriteFile(name, mb, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
 		t.Fatal(err)
 	}
 	if md := string(read(t, filepath.Join(out, "report.md"))); !strings.Contains(md, "repetition_penalty") {

@@ -14,6 +14,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/browsertest"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 func newBrowser(t *testing.T, exe, profile string) (context.Context, context.CancelFunc) {
@@ -60,7 +61,7 @@ func openSmallReport(t *testing.T) context.Context {
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 100}}); err != nil {
+	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 100}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := newBrowser(t, exe, filepath.Join(tmp, "chrome-profile"))

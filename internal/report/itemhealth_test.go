@@ -13,6 +13,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/browsertest"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // plantedReport writes the report of five fake models that answer the
@@ -29,7 +30,7 @@ func plantedReport(t *testing.T) (string, string) {
 	}
 	dir := fixture(t, tmp, recs, runs...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
+	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
 		t.Fatal(err)
 	}
 	return out, key

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -490,7 +491,7 @@ func (s *sectionDoc) pairTable() {
 // results for only part of its selection (the warnings say more).
 func leaderName(r *analysis.Run) string {
 	name := r.Name
-	if r.Rehearsal {
+	if r.Kind == results.KindRehearsal {
 		name += " (" + analysis.RehearsalNote + ")"
 	}
 	if !r.Partial() {

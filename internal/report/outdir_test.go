@@ -13,6 +13,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // TestReportRefusesForeignDirectory: a report into a directory it did not
@@ -39,7 +40,7 @@ func TestReportRefusesForeignDirectory(t *testing.T) {
 		{file, "is not a directory"},
 	} {
 		before := outdirtest.Snapshot(t, tmp)
-		_, err := Generate(Config{Inputs: []string{results}, Out: tc.out, Analysis: analysis.Options{Bootstrap: 20}})
+		_, err := Generate(Config{Load: runset.Loader([]string{results}, runset.Options{}), Out: tc.out, Analysis: analysis.Options{Bootstrap: 20}})
 		var r *outdir.Refused
 		if !errors.As(err, &r) || !strings.Contains(err.Error(), tc.out) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: err = %v, want a one-line refusal: %s", tc.out, err, tc.want)
@@ -58,7 +59,7 @@ func TestReportRewritesOwnDirectory(t *testing.T) {
 		t.Fatalf("no marker: %v", err)
 	}
 	first := read(t, filepath.Join(out, "report.md"))
-	cfg := Config{Inputs: []string{filepath.Join(tmp, "results")}, Out: out, Analysis: analysis.Options{Bootstrap: 200}, Report: Options{Version: "test"}}
+	cfg := Config{Load: runset.Loader([]string{filepath.Join(tmp, "results")}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 200}, Report: Options{Version: "test"}}
 	if _, err := Generate(cfg); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
@@ -112,7 +113,7 @@ func TestReportRefusesLinksInside(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := outdirtest.Snapshot(t, tmp)
-			cfg := Config{Inputs: []string{filepath.Join(tmp, "results")}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}
+			cfg := Config{Load: runset.Loader([]string{filepath.Join(tmp, "results")}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}}
 			_, err = Generate(cfg)
 			var r *outdir.Refused
 			if !errors.As(err, &r) || r.Entry != tc.entry || strings.Contains(err.Error(), "\n") {
@@ -139,7 +140,7 @@ func TestReportRefusesUnmarkedLookalike(t *testing.T) {
 		}
 	}
 	before := outdirtest.Snapshot(t, mine)
-	_, err := Generate(Config{Inputs: []string{results}, Out: mine, Analysis: analysis.Options{Bootstrap: 20}})
+	_, err := Generate(Config{Load: runset.Loader([]string{results}, runset.Options{}), Out: mine, Analysis: analysis.Options{Bootstrap: 20}})
 	var r *outdir.Refused
 	if !errors.As(err, &r) || !strings.Contains(err.Error(), MarkerName) {
 		t.Fatalf("err = %v, want a refusal naming the marker", err)
@@ -154,7 +155,7 @@ func TestReportRefusesUnmarkedLookalike(t *testing.T) {
 // and writes what an uninterrupted report writes.
 func TestReportAfterInterruptedReport(t *testing.T) {
 	tmp, ref := sampleReport(t, Config{})
-	cfg := Config{Inputs: []string{filepath.Join(tmp, "results")}, Analysis: analysis.Options{Bootstrap: 200}, Report: Options{Version: "test"}}
+	cfg := Config{Load: runset.Loader([]string{filepath.Join(tmp, "results")}, runset.Options{}), Analysis: analysis.Options{Bootstrap: 200}, Report: Options{Version: "test"}}
 	for _, tc := range []struct {
 		name  string
 		files map[string]string
@@ -211,7 +212,7 @@ func TestReportRerunRemovesEarlierFiles(t *testing.T) {
 	out := filepath.Join(tmp, "report")
 	gen := func(results string) {
 		t.Helper()
-		if _, err := Generate(Config{Inputs: []string{results}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+		if _, err := Generate(Config{Load: runset.Loader([]string{results}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/imagefile/imagefiletest"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // sampleReport writes the report of the baseline runs over the sample
@@ -25,7 +27,7 @@ func sampleReport(t *testing.T, cfg Config) (string, string) {
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	out := filepath.Join(tmp, "report")
-	cfg.Inputs, cfg.Out = []string{dir}, out
+	cfg.Load, cfg.Out = runset.Loader([]string{dir}, runset.Options{}), out
 	if cfg.Analysis.Bootstrap == 0 {
 		cfg.Analysis.Bootstrap = 200
 	}
@@ -69,7 +71,7 @@ func TestRefCSVsMatchAllResults(t *testing.T) {
 	tmp, out := sampleReport(t, Config{})
 	var want [][]string
 	for _, name := range []string{"baseline_oracle", "baseline_random"} {
-		data := read(t, filepath.Join(tmp, "results", name, "oracle_none", results.AllResultsFile))
+		data := read(t, filepath.Join(tmp, "results", name, "oracle_none", rundir.AllResultsFile))
 		v, err := ojson.Parse(data)
 		if err != nil {
 			t.Fatal(err)
@@ -165,7 +167,7 @@ func TestDeterministicAcrossWorkers(t *testing.T) {
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	outs := []string{filepath.Join(tmp, "r1"), filepath.Join(tmp, "r4")}
 	for i, w := range []int{1, 4} {
-		cfg := Config{Inputs: []string{dir}, Out: outs[i], Analysis: analysis.Options{Bootstrap: 300, Workers: w, CompareBest: true}, Report: Options{Workers: w}}
+		cfg := Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: outs[i], Analysis: analysis.Options{Bootstrap: 300, Workers: w, CompareBest: true}, Report: Options{Workers: w}}
 		if _, err := Generate(cfg); err != nil {
 			t.Fatal(err)
 		}
@@ -194,10 +196,10 @@ func TestReportWithBadInputs(t *testing.T) {
 		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
 		&analysistest.Run{Provider: "x", Label: "broken", Oracle: "none", Policy: analysistest.First},
 	)
-	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", results.ResultsFile))
-	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", results.AllResultsFile))
+	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", rundir.ResultsFile))
+	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", rundir.AllResultsFile))
 	out := filepath.Join(tmp, "report")
-	res, err := Generate(Config{Inputs: []string{dir, filepath.Join(tmp, "missing")}, Out: out, Analysis: analysis.Options{Bootstrap: 50}})
+	res, err := Generate(Config{Load: runset.Loader([]string{dir, filepath.Join(tmp, "missing")}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +214,7 @@ func TestReportWithBadInputs(t *testing.T) {
 		}
 	}
 	// Nothing usable at all is an error.
-	if _, err := Generate(Config{Inputs: []string{filepath.Join(tmp, "missing")}, Out: out}); err == nil {
+	if _, err := Generate(Config{Load: runset.Loader([]string{filepath.Join(tmp, "missing")}, runset.Options{}), Out: out}); err == nil {
 		t.Error("no error without any run")
 	}
 }
@@ -289,7 +291,7 @@ func TestIncompleteRunReport(t *testing.T) {
 			tmp := t.TempDir()
 			dir := fixture(t, tmp, benchtest.Sample(), runs...)
 			out := filepath.Join(tmp, "report")
-			res, err := Generate(Config{Inputs: []string{dir}, Out: out, Report: Options{Version: "test"},
+			res, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Report: Options{Version: "test"},
 				Analysis: analysis.Options{Bootstrap: 200, Compare: [][2]string{{"baseline_oracle", "baseline_random"}}}})
 			if err != nil {
 				t.Fatal(err)

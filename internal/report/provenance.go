@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // Provenance in every output a person reads: a benchmark built from
@@ -30,7 +31,7 @@ func banners(res *analysis.Result) []string {
 	var rehearsals []string
 	seen := map[string]bool{}
 	for _, rr := range res.Runs {
-		if r := rr.Run; r.Rehearsal && !seen[r.Name] {
+		if r := rr.Run; r.Kind == results.KindRehearsal && !seen[r.Name] {
 			seen[r.Name] = true
 			rehearsals = append(rehearsals, r.Name)
 		}
@@ -61,7 +62,7 @@ func (s *sectionDoc) serverTable() {
 		if server == "" {
 			server = NAText
 		}
-		if rr.Run.Rehearsal {
+		if rr.Run.Kind == results.KindRehearsal {
 			note = analysis.RehearsalNote
 		}
 		t.row(rr.Run.Name, server, note)

@@ -11,6 +11,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // TestProvenance: a model's run answered by serve-baseline is marked a
@@ -41,7 +42,7 @@ func TestProvenance(t *testing.T) {
 				}
 			}
 			out := filepath.Join(tmp, "report")
-			if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Report: Options{Version: "test"}, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+			if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Report: Options{Version: "test"}, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
 				t.Fatal(err)
 			}
 			md, html := string(read(t, filepath.Join(out, "report.md"))), string(read(t, filepath.Join(out, "index.html")))

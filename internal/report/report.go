@@ -11,6 +11,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -195,9 +196,12 @@ func parallel(n, workers int, f func(i int)) {
 
 // Config is everything `chexpercept report` needs.
 type Config struct {
-	Inputs    []string // run directories or results folders
-	Out       string   // REPORT_DIR
-	Benchmark string   // optional benchmark directory override
+	// Load reads the runs and the benchmark the report is made of
+	// (runset.Loader: the run directories under the inputs). It is
+	// called once the output folder has been accepted, so that a folder
+	// the report may not write is refused before the long read.
+	Load func() (*analysis.Set, error)
+	Out  string // REPORT_DIR
 	// ModelFiles extend the model registry (as for eval); it gives each
 	// run's domain group and a medical model's base.
 	ModelFiles []string
@@ -208,8 +212,9 @@ type Config struct {
 	Report      Options
 }
 
-// Generate loads the runs, analyses them and writes the report. The
-// result (with every warning) is returned even when writing fails.
+// Generate reads the runs (cfg.Load), analyses them and writes the
+// report. The result (with every warning) is returned even when writing
+// fails.
 func Generate(cfg Config) (*analysis.Result, error) {
 	// Refuse the output directory before the (long) analysis.
 	if _, err := checkDir(cfg.Out); err != nil {
@@ -220,7 +225,13 @@ func Generate(cfg Config) (*analysis.Result, error) {
 		return nil, err
 	}
 	cfg.Analysis.Domains = doms
-	set, err := analysis.Load(cfg.Inputs, analysis.LoadOptions{Benchmark: cfg.Benchmark})
+	if cfg.Load == nil {
+		return nil, errors.New("report: no runs to read")
+	}
+	set, err := cfg.Load()
+	if set == nil {
+		set = &analysis.Set{}
+	}
 	if err != nil {
 		return &analysis.Result{Set: set, Warnings: set.Warnings}, err
 	}

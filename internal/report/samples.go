@@ -179,7 +179,7 @@ func sampleOf(run *analysis.Run, rec *results.Record, i int) sample {
 	}
 	if run.Server != "" {
 		server := run.Server
-		if run.Rehearsal {
+		if run.Kind == results.KindRehearsal {
 			server += " (" + analysis.RehearsalNote + ")"
 		}
 		s.Server = &server

@@ -11,6 +11,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // BenchmarkSamples14x2100 writes samples.csv and samples.parquet for 14
@@ -33,7 +34,7 @@ func BenchmarkSamples14x2100(b *testing.B) {
 		}
 		dir = fixture(b, root, benchtest.Full(100), runs...)
 	}
-	set, err := analysis.Load([]string{dir}, analysis.LoadOptions{})
+	set, err := runset.Load([]string{dir}, runset.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // samplesColumns are the documented columns (docs/samples.md), in order.
@@ -151,7 +153,7 @@ func TestSamples(t *testing.T) {
 	tmp := t.TempDir()
 	dir := samplesFixture(t, tmp)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test"}}); err != nil {
+	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test"}}); err != nil {
 		t.Fatal(err)
 	}
 	rows, pf := readSamplesParquet(t, filepath.Join(out, SamplesParquet))
@@ -159,7 +161,7 @@ func TestSamples(t *testing.T) {
 	// Every turn of every results.jsonl is one row, and no more.
 	turns := map[string]*results.Turn{}
 	for _, r := range samplesRuns() {
-		for k, v := range sampleJSONLTurns(t, filepath.Join(dir, r.Name(), "oracle_"+r.Oracle, results.ResultsFile)) {
+		for k, v := range sampleJSONLTurns(t, filepath.Join(dir, r.Name(), "oracle_"+r.Oracle, rundir.ResultsFile)) {
 			turns[r.Name()+"/"+k] = v
 		}
 	}
@@ -310,7 +312,7 @@ func TestSamplesDeterministic(t *testing.T) {
 	var got [2][2][]byte
 	for i, workers := range []int{1, 4} {
 		out := filepath.Join(tmp, fmt.Sprintf("report-%d", i))
-		cfg := Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test", Workers: workers}}
+		cfg := Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test", Workers: workers}}
 		if _, err := Generate(cfg); err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +331,7 @@ func TestSamplesHostileNames(t *testing.T) {
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	out := filepath.Join(tmp, "report")
-	cfg := Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 10}}
+	cfg := Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 10}}
 	if _, err := Generate(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -364,11 +366,11 @@ func TestSamplesHostileNames(t *testing.T) {
 func TestSamplesNoManifest(t *testing.T) {
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
-	if err := os.Remove(filepath.Join(dir, "baseline_random", "oracle_none", results.ManifestFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, "baseline_random", "oracle_none", rundir.ManifestFile)); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 10}}); err != nil {
+	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 10}}); err != nil {
 		t.Fatal(err)
 	}
 	type modelRow struct {

@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // The Sampling table of each oracle mode shows each run's generation
@@ -20,18 +21,18 @@ func TestSamplingTable(t *testing.T) {
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	random := filepath.Join(dir, "baseline_random", "oracle_none")
-	name := filepath.Join(random, results.ManifestFile)
+	name := filepath.Join(random, rundir.ManifestFile)
 	mb := read(t, name)
 	mb = bytes.Replace(mb, []byte(`"run_name"`),
 		[]byte(`"sampling": {"temperature": 0.2, "max_tokens": 512, "seed": 7, "extra_body": {"top_k": 20, "stop": ["a|b"]}}, "run_name"`), 1)
 	if err := os.WriteFile(name, mb, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(dir, "baseline_oracle", "oracle_none", results.ManifestFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, "baseline_oracle", "oracle_none", rundir.ManifestFile)); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out}); err != nil {
+	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out}); err != nil {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))

@@ -284,8 +284,8 @@ func summaryJSON(res *analysis.Result, warnings []string) []byte {
 			Set("n_error", ojson.Int(int64(nerr))).
 			Set("metrics", metrics).
 			Set("server", strOrNull(run.Server)).
-			Set("rehearsal", ojson.Bool(run.Rehearsal))
-		if run.Rehearsal {
+			Set("rehearsal", ojson.Bool(run.Kind == results.KindRehearsal))
+		if run.Kind == results.KindRehearsal {
 			m.Set("note", ojson.Str(analysis.RehearsalNote))
 		}
 		models.A = append(models.A, m)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // vocabularyReport writes a report of the samples fixture (baselines, a
@@ -25,7 +26,7 @@ func vocabularyReport(t *testing.T) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	cfg := Config{Inputs: []string{dir}, Out: out, DomainsFile: df,
+	cfg := Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, DomainsFile: df,
 		Analysis: analysis.Options{Bootstrap: 50, CompareBest: true}, Report: Options{Version: "test"}}
 	if _, err := Generate(cfg); err != nil {
 		t.Fatal(err)

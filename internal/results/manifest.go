@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,17 +16,12 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
-	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/version"
 )
 
 // ManifestSchema names the manifest format.
 const ManifestSchema = "chexpercept/run-manifest/1"
-
-// MaxManifestBytes bounds the manifest.json a reader accepts; a real one
-// is a few kilobytes (the prompt texts are the largest part).
-const MaxManifestBytes = 16 << 20
 
 // Manifest is a run's manifest.json (spec protocol.md §9.1), the one type
 // for it: eval fills and writes it, resume compares it, rescore, merge and
@@ -48,7 +41,10 @@ type Manifest struct {
 	SelectedRecords int         `json:"selected_records"`
 	KeysSHA256      string      `json:"keys_sha256"`
 	RunName         string      `json:"run_name"`
-	Model           ModelInfo   `json:"model"`
+	// Kind says whose answers the run holds. A manifest written before
+	// the member existed has it derived from what it holds (KindOf).
+	Kind  RunKind   `json:"kind"`
+	Model ModelInfo `json:"model"`
 	// ServerIdentity is who the server said it was at the preflight of
 	// the run's first invocation (runmodel.Identity); null in manifests
 	// written before it was recorded and in imported runs.
@@ -73,6 +69,58 @@ type Manifest struct {
 	// Reading says which arm of a reader study a run of human answers
 	// holds (absent for model runs and imported runs).
 	Reading *ReadingArm `json:"reading,omitempty"`
+}
+
+// RunKind says whose answers a run holds: the report compares, groups and
+// counts runs by it (protocol.md §9.1).
+type RunKind string
+
+// Run kinds.
+const (
+	// KindModel is a model's answers.
+	KindModel RunKind = "model"
+	// KindBaseline is a baseline policy's answers (random, first,
+	// oracle; protocol.md §11), given in process.
+	KindBaseline RunKind = "baseline"
+	// KindHuman is a human reader's answers (read export).
+	KindHuman RunKind = "human"
+	// KindControl is a model's answers with the images taken out of the
+	// questions: what the model answers without seeing the radiograph.
+	KindControl RunKind = "control"
+	// KindRehearsal is the answers of chexpercept's stand-in server
+	// (serve-baseline) to a model's run: it rehearses the command of a
+	// real run, and its numbers are the stand-in's.
+	KindRehearsal RunKind = "rehearsal"
+)
+
+// runKinds are the kinds a manifest may say, in the order messages list
+// them.
+var runKinds = []RunKind{KindModel, KindBaseline, KindHuman, KindControl, KindRehearsal}
+
+// Model reports whether the run is reported as a model's: a model run,
+// or a rehearsal of one (marked as such wherever the report shows it).
+// Baselines, human readers and controls are reported apart.
+func (k RunKind) Model() bool { return k == KindModel || k == KindRehearsal }
+
+// providerBaseline is the registry's provider of the baseline policies.
+const providerBaseline = "baseline"
+
+// KindOf is the kind of a run that does not say it (a manifest written
+// before the kind was recorded, a run directory without a manifest), from
+// its provider and whether chexpercept's stand-in answered it
+// (runmodel.Identity.StandIn): the providers "baseline" and "human" name
+// their kinds, the stand-in's answers to any other provider's run are a
+// rehearsal, and the rest a model's. A control run always says its kind.
+func KindOf(provider string, standIn bool) RunKind {
+	switch {
+	case provider == providerBaseline:
+		return KindBaseline
+	case provider == ProviderHuman:
+		return KindHuman
+	case standIn:
+		return KindRehearsal
+	}
+	return KindModel
 }
 
 // ReadingArm places a run of human answers (written by read export) in
@@ -216,7 +264,11 @@ type RetryPolicy struct {
 // RunSpec is what a run is of, as every maker of a run (eval's runner,
 // import-reference, a reading study's export) records it.
 type RunSpec struct {
-	Model      runmodel.Model
+	Model runmodel.Model
+	// Kind is whose answers the run holds; "" means the kind of its
+	// model's provider (KindOf). A run that the stand-in answers is made
+	// a rehearsal when the server is known (Manifest.SetServer).
+	Kind       RunKind
 	Selection  Selection
 	NoThinking bool
 	Oracle     string // oracle mode: none, implicit or explicit
@@ -263,9 +315,12 @@ func NewManifest(s RunSpec, bench *benchmark.Benchmark, benchAbs string, keys []
 		Provenance: &Provenance{Revision: b.Revision, Modified: b.Modified, GoVersion: b.GoVersion, OS: b.OS, Arch: b.Arch},
 		Dataset:    Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
 		Selection:  sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(keys), KeysSHA256: KeysHash(keys),
-		RunName:  s.Name(),
+		RunName: s.Name(), Kind: s.Kind,
 		Sampling: s.Model.Sampling, NoThinking: s.NoThinking,
 		OracleMode: s.Oracle, ParseMode: s.Parse,
+	}
+	if m.Kind == "" {
+		m.Kind = KindOf(s.Model.Provider, false)
 	}
 	mi := &m.Model
 	mi.Name, mi.Provider, mi.Backend, mi.ModelID = s.Model.Name, s.Model.Provider, s.Model.Backend, s.Model.ModelID
@@ -286,6 +341,15 @@ func NewManifest(s RunSpec, bench *benchmark.Benchmark, benchAbs string, keys []
 	return m
 }
 
+// SetServer records who answered the run (the preflight's identity) and
+// makes a model's run that chexpercept's stand-in answers a rehearsal.
+func (m *Manifest) SetServer(id runmodel.Identity) {
+	m.ServerIdentity = &id
+	if m.Kind == KindModel && id.StandIn() {
+		m.Kind = KindRehearsal
+	}
+}
+
 // Marshal writes the manifest with the §6 writer (indent 2) and a final
 // newline.
 func (m *Manifest) Marshal() ([]byte, error) {
@@ -299,6 +363,9 @@ func (m *Manifest) Marshal() ([]byte, error) {
 // ParseManifest decodes manifest.json bytes. Members it does not know are
 // ignored and missing ones stay zero, so that readers keep working across
 // manifest revisions; a member of the wrong type is an error naming it.
+// A manifest without a kind (written before it was recorded) gets the
+// one KindOf derives from its provider and server identity, so that old
+// runs read as they did; a kind this version does not know is an error.
 // The schema member is not checked: the caller decides (a resumed run
 // insists on ManifestSchema).
 func ParseManifest(data []byte) (*Manifest, error) {
@@ -306,36 +373,18 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := jsonv2.Unmarshal(data, &m); err != nil {
 		return nil, describeJSONError(err)
 	}
+	switch {
+	case m.Kind == "":
+		m.Kind = KindOf(m.Model.Provider, m.ServerIdentity != nil && m.ServerIdentity.StandIn())
+	case !slices.Contains(runKinds, m.Kind):
+		names := make([]string, len(runKinds))
+		for i, k := range runKinds {
+			names[i] = string(k)
+		}
+		return nil, fmt.Errorf("kind: %q is not one of %s", textsafe.OneLine(string(m.Kind)), strings.Join(names, ", "))
+	}
 	return &m, nil
 }
-
-// ReadManifest reads dir/manifest.json (a regular file of at most
-// MaxManifestBytes). Every error names the file; a missing file is an
-// error that matches fs.ErrNotExist.
-func ReadManifest(dir string) (*Manifest, error) {
-	name := filepath.Join(dir, ManifestFile)
-	data, err := safefile.ReadFile(name, MaxManifestBytes, safefile.Follow)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, noManifestError(dir)
-		}
-		return nil, err
-	}
-	m, err := ParseManifest(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a valid manifest: %w", name, err)
-	}
-	return m, nil
-}
-
-// noManifestError is a directory without manifest.json.
-type noManifestError string
-
-func (e noManifestError) Error() string {
-	return string(e) + ": no " + ManifestFile + "; not a run directory or shard folder"
-}
-
-func (noManifestError) Unwrap() error { return fs.ErrNotExist }
 
 // describeJSONError turns a decoder's type mismatch into "member: got,
 // want kind" (dotted member path); other errors are returned as they are.

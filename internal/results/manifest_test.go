@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
 // testdata/manifest/full.json is a manifest with every member set, as the
@@ -53,6 +53,87 @@ func TestManifestRoundTrip(t *testing.T) {
 	walk("", reflect.ValueOf(*m))
 }
 
+// A manifest written before the kind was recorded reads as it did: its
+// kind comes from what the three earlier checks looked at, the provider
+// and whether chexpercept's stand-in answered.
+func TestManifestKindDerived(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		want     results.RunKind
+	}{
+		{"a model", `{"model":{"provider":"openai"}}`, results.KindModel},
+		{"a baseline policy", `{"model":{"provider":"baseline","backend":"baseline"}}`, results.KindBaseline},
+		{"the in-process baseline", `{"model":{"provider":"baseline"},"server_identity":{"verified":true,"source":"in_process"}}`, results.KindBaseline},
+		{"a human reader", `{"model":{"provider":"human"}}`, results.KindHuman},
+		{"a model answered by serve-baseline", `{"model":{"provider":"openai"},"server_identity":{"verified":true,"source":"models_list","owned_by":"chexpercept-baseline"}}`, results.KindRehearsal},
+		{"a model answered by its server", `{"model":{"provider":"opensource"},"server_identity":{"verified":true,"source":"models_list","owned_by":"vllm"}}`, results.KindModel},
+		{"the kind recorded wins", `{"kind":"model","model":{"provider":"baseline"}}`, results.KindModel},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := results.ParseManifest([]byte(c.in))
+			if err != nil || m.Kind != c.want {
+				t.Errorf("kind %v (%v), want %s", m, err, c.want)
+			}
+		})
+	}
+}
+
+// A manifest written before the kind was recorded, rewritten (rescore,
+// merge, a resumed run's endpoints), differs from it by the kind line
+// alone.
+func TestManifestKindAdded(t *testing.T) {
+	full, err := os.ReadFile(filepath.Join("testdata", "manifest", "full.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = "  \"kind\": \"model\",\n"
+	old := bytes.Replace(full, []byte(line), nil, 1)
+	if bytes.Equal(old, full) {
+		t.Fatal("full.json has no kind line")
+	}
+	m, err := results.ParseManifest(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, full) {
+		t.Errorf("rewritten, a manifest without its kind is not full.json with the kind line:\n%s", got)
+	}
+}
+
+// NewManifest records the kind of the spec, or that of its model's
+// provider; SetServer makes a model's run that the stand-in answers a
+// rehearsal, and nothing else.
+func TestNewManifestKind(t *testing.T) {
+	bench := &benchmark.Benchmark{}
+	standIn := runmodel.Identity{Verified: true, Source: runmodel.IdentityInProcess}
+	for _, c := range []struct {
+		name    string
+		spec    results.RunSpec
+		standIn bool
+		want    results.RunKind
+	}{
+		{"model", results.RunSpec{Model: runmodel.Model{Provider: "openai"}}, false, results.KindModel},
+		{"rehearsal", results.RunSpec{Model: runmodel.Model{Provider: "openai"}}, true, results.KindRehearsal},
+		{"baseline", results.RunSpec{Model: runmodel.Model{Provider: "baseline", Backend: runmodel.BackendBaseline}}, true, results.KindBaseline},
+		{"human", results.RunSpec{Model: runmodel.Model{Provider: "human"}}, false, results.KindHuman},
+		{"control", results.RunSpec{Model: runmodel.Model{Provider: "openai"}, Kind: results.KindControl}, true, results.KindControl},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := results.NewManifest(c.spec, bench, "/b", nil)
+			if c.standIn {
+				m.SetServer(standIn)
+			}
+			if m.Kind != c.want {
+				t.Errorf("kind %s, want %s", m.Kind, c.want)
+			}
+		})
+	}
+}
+
 // ParseManifest ignores members it does not know and refuses members of
 // the wrong type, naming them.
 func TestParseManifest(t *testing.T) {
@@ -63,9 +144,9 @@ func TestParseManifest(t *testing.T) {
 		err  string
 	}{
 		{"members of a later revision", `{"run_name":"x","model":{"name":"m","new":1},"new":[1]}`,
-			&results.Manifest{RunName: "x", Model: results.ModelInfo{Name: "m"}}, ""},
-		{"empty object", `{}`, &results.Manifest{}, ""},
-		{"null members", `{"dataset":null,"rescored_from":null}`, &results.Manifest{}, ""},
+			&results.Manifest{RunName: "x", Kind: results.KindModel, Model: results.ModelInfo{Name: "m"}}, ""},
+		{"empty object", `{}`, &results.Manifest{Kind: results.KindModel}, ""},
+		{"null members", `{"dataset":null,"rescored_from":null}`, &results.Manifest{Kind: results.KindModel}, ""},
 		{"not JSON", `{"run_name":`, nil, "unexpected EOF"},
 		{"wrong type", `{"dataset":{"path":7}}`, nil, "dataset.path: a number, want a string"},
 		{"string for a number", `{"selected_records":"7"}`, nil, "selected_records: a string, want a whole number"},
@@ -73,10 +154,14 @@ func TestParseManifest(t *testing.T) {
 		// selection.seed is unsigned (eval's sample seed is a
 		// uint64): a negative seed is refused.
 		{"negative seed", `{"selection":{"seed":-5}}`, nil, "selection.seed: -5, want a whole number, not negative"},
-		{"largest seed", `{"selection":{"seed":18446744073709551615}}`, &results.Manifest{Selection: results.Selection{Seed: 18446744073709551615}}, ""},
+		{"largest seed", `{"selection":{"seed":18446744073709551615}}`, &results.Manifest{Kind: results.KindModel, Selection: results.Selection{Seed: 18446744073709551615}}, ""},
 		{"in an array", `{"selection":{"lesions":["edema",3]}}`, nil, "selection.lesions.1: a number, want a string"},
 		{"not an object", `[1]`, nil, "top level: an array, want an object"},
 		{"duplicate member", `{"run_name":"a","run_name":"b"}`, nil, "duplicate"},
+		{"kind given", `{"kind":"control","model":{"provider":"openai"}}`,
+			&results.Manifest{Kind: results.KindControl, Model: results.ModelInfo{Provider: "openai"}}, ""},
+		{"unknown kind", `{"kind":"robot"}`, nil, `kind: "robot" is not one of model, baseline, human, control, rehearsal`},
+		{"kind not a string", `{"kind":1}`, nil, "kind: a number, want a string"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := results.ParseManifest([]byte(c.in))
@@ -93,97 +178,6 @@ func TestParseManifest(t *testing.T) {
 		})
 	}
 }
-
-// ReadManifest reads only a regular file of bounded size and names the
-// file in every error.
-func TestReadManifest(t *testing.T) {
-	full, err := os.ReadFile(filepath.Join("testdata", "manifest", "full.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name  string
-		setup func(t *testing.T, dir string)
-		err   string // "" for success
-	}{
-		{"valid", func(t *testing.T, dir string) { write(t, dir, full) }, ""},
-		{"missing", func(*testing.T, string) {}, "no manifest.json; not a run directory or shard folder"},
-		{"a directory", func(t *testing.T, dir string) { mkdir(t, filepath.Join(dir, results.ManifestFile)) }, "not a regular file"},
-		{"too large", func(t *testing.T, dir string) {
-			f, err := os.Create(filepath.Join(dir, results.ManifestFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			if err := f.Truncate(results.MaxManifestBytes + 1); err != nil { // sparse: no disk used
-				t.Fatal(err)
-			}
-		}, "more than the 16777216-byte limit"},
-		{"wrong type", func(t *testing.T, dir string) { write(t, dir, []byte(`{"concurrency":"16"}`)) },
-			"manifest.json: not a valid manifest: concurrency: a string, want a whole number"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			c.setup(t, dir)
-			m, err := results.ReadManifest(dir)
-			if c.err == "" {
-				if err != nil || m.RunName != "opensource_glm-4v_no_thinking_strict" {
-					t.Errorf("got %v, %v", m, err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), dir) {
-				t.Errorf("error %v, want one naming %s and containing %q", err, dir, c.err)
-			}
-			if c.name == "missing" && !errors.Is(err, fs.ErrNotExist) {
-				t.Errorf("missing manifest: %v does not match fs.ErrNotExist", err)
-			}
-		})
-	}
-}
-
-func write(t *testing.T, dir string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mkdir(t *testing.T, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// WallTime reads summary.json's wall_time_s and is 0 for anything else.
-func TestWallTime(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		summary *string // nil: no summary.json
-		want    float64
-	}{
-		{"none", nil, 0},
-		{"number", ptr(`{"run":{},"wall_time_s":12.5}`), 12.5},
-		{"no member", ptr(`{"run":{}}`), 0},
-		{"string", ptr(`{"wall_time_s":"12.5"}`), 0},
-		{"not JSON", ptr(`{"wall_time_s":`), 0},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if c.summary != nil {
-				if err := os.WriteFile(filepath.Join(dir, results.SummaryFile), []byte(*c.summary), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got := results.WallTime(dir); got != c.want {
-				t.Errorf("got %v, want %v", got, c.want)
-			}
-		})
-	}
-}
-
-func ptr(s string) *string { return &s }
 
 // selection_sha256 hashes the selection's compact JSON: a seed is written
 // as the same decimal number whether the field is signed or not (it

@@ -1,6 +1,10 @@
-// Package results holds what an evaluation run stores: the record of one
-// benchmark case as one line of results.jsonl (spec protocol.md §9.2) and
-// its export to the reference evaluator's all_results.json schema (§9.3).
+// Package results is the model of what an evaluation run stores: the
+// record of one benchmark case as one line of results.jsonl (spec
+// protocol.md §9.2), the run manifest, the record selection, the run's
+// name, its export to the reference evaluator's all_results.json schema
+// (§9.3), the reference metrics and the summary. It is types and pure
+// functions over bytes; package rundir reads and writes them in a run
+// directory.
 //
 // A Record keeps everything needed to re-derive every table and export:
 // per turn the text sent, the raw reply, the fed-back text (which differs
@@ -12,6 +16,7 @@ package results
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
@@ -220,3 +225,20 @@ func (r *Record) TurnByStep(step string) *Turn {
 // stage 4 with a null attribute object). Such a stage stays {} in the
 // reference export, as in the reference evaluator.
 const SkipStagePrefix = "stage skipped: "
+
+// Latest keeps the last line per key_id (readers use the last line, §9.2)
+// and returns those records sorted by index.
+func Latest(recs []*Record) []*Record {
+	last := make(map[string]int, len(recs))
+	for i, r := range recs {
+		last[r.KeyID] = i
+	}
+	out := make([]*Record, 0, len(last))
+	for i, r := range recs {
+		if last[r.KeyID] == i {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Record) int { return a.Index - b.Index })
+	return out
+}

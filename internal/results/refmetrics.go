@@ -1,13 +1,11 @@
 package results
 
 import (
-	"path/filepath"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/pycsv"
 
-	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -277,13 +275,6 @@ var (
 	RefAttributeHeader = []string{"path", "model", "acc(distribution)", "acc(location)", "acc(severity/measurement)", "acc(comparison)"}
 )
 
-// Per-model reference CSV file names (§9.1).
-const (
-	RefSummaryFile   = "model_performance_summary.csv"
-	RefContourFile   = "model_performance_detail_contour_revision.csv"
-	RefAttributeFile = "model_performance_detail_attribute_extraction.csv"
-)
-
 // SummaryRows are the six rows of model_performance_summary.csv for one
 // model label.
 func (m *RefMetrics) SummaryRows(label string) [][]string {
@@ -331,24 +322,4 @@ func RefLabel(runName string) string {
 		return after
 	}
 	return runName
-}
-
-// WriteRefCSVs writes the three per-model reference CSVs into dir,
-// atomically.
-func WriteRefCSVs(dir, label string, m *RefMetrics) error {
-	files := []struct {
-		name   string
-		header []string
-		rows   [][]string
-	}{
-		{RefSummaryFile, RefSummaryHeader, m.SummaryRows(label)},
-		{RefContourFile, RefContourHeader, m.ContourRows(label)},
-		{RefAttributeFile, RefAttributeHeader, m.AttributeRows(label)},
-	}
-	for _, f := range files {
-		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), CSV(f.header, f.rows)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // mixed answers like analysistest.Random but, for about one turn in
@@ -53,7 +54,7 @@ func syntheticRun(tb testing.TB, dir string, b *benchmark.Benchmark, oracle, par
 	if err != nil {
 		tb.Fatal(err)
 	}
-	recs, err := results.ReadResults(filepath.Join(rd, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(rd, rundir.ResultsFile))
 	if err != nil {
 		tb.Fatal(err)
 	}

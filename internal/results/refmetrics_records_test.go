@@ -11,6 +11,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // viaExport is the route RefMetricsFromRecords replaced: export every ok
@@ -69,7 +70,7 @@ func TestRefMetricsFromRecordsGolden(t *testing.T) {
 		t.Fatalf("found %d golden jsonl files", len(files))
 	}
 	for _, f := range files {
-		recs, err := results.ReadResults(f)
+		recs, err := rundir.ReadResults(f)
 		if err != nil {
 			t.Fatal(err)
 		}

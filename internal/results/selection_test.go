@@ -16,7 +16,7 @@ func ip(v int) *int { return &v }
 
 func TestSelect(t *testing.T) {
 	recs := benchtest.Full(2) // per lesion: LF, LF, RF, RR, RF, RR
-	edema := slices.Index(benchmark.Lesions, "edema") * 6
+	edema := slices.Index(benchmark.DefaultLesions().Names(), "edema") * 6
 	for _, c := range []struct {
 		name string
 		sel  Selection

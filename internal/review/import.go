@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/csvcap"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
@@ -55,7 +54,7 @@ func ReadSheets(paths []string, opt ImportOptions) ([]*reviewlog.Line, error) {
 		return nil, errors.New("no sheet given")
 	}
 	if opt.Reviewer != "" {
-		if err := benchmark.CheckName("reviewer name", opt.Reviewer); err != nil {
+		if err := reviewlog.CheckName("reviewer name", opt.Reviewer); err != nil {
 			return nil, err
 		}
 	}
@@ -146,7 +145,7 @@ func readSheet(path string, opt ImportOptions, stamp string, loader *source.Load
 	rows := &sheetRows{cols: cols, opt: opt, stamp: stamp, loader: loader, bound: bound, reviewer: opt.Reviewer}
 	if rows.reviewer == "" {
 		rows.reviewer = sheetReviewer(path)
-		if err := benchmark.CheckName("reviewer name", rows.reviewer); err != nil {
+		if err := reviewlog.CheckName("reviewer name", rows.reviewer); err != nil {
 			return nil, []string{fail(0, "%v (taken from its annotator_<X> folder); give the reviewer's name instead", err)}
 		}
 	}

@@ -243,7 +243,7 @@ func TestImportIntoDB(t *testing.T) {
 }
 
 // TestImportReviewerNames: a reviewer name, given or taken from an
-// annotator_<X> folder, follows the one name rule (benchmark.NamePattern):
+// annotator_<X> folder, follows the one name rule (reviewlog.CheckName):
 // a bidirectional override, a line break or a space is refused with a
 // line that shows it escaped, never stored.
 func TestImportReviewerNames(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -163,11 +164,11 @@ var answerSet = regexp.MustCompile(`^(NA|[0-9]{1,3}(;[0-9]{1,3})*)?$`)
 // reason, gt, modal_answer) are not values a report writes: they are
 // copied into the outcomes file, so a formula or any other text there
 // would be passed on. The reason is one or more codes of the closed set
-// benchmark.FlagReasons.
+// analysis.FlagReasons.
 func (f ItemFlag) check() error {
 	for _, r := range strings.Split(f.Reason, ";") {
-		if !slices.Contains(benchmark.FlagReasons, r) {
-			return fmt.Errorf("reason %q is not one of %s (joined with ';')", f.Reason, strings.Join(benchmark.FlagReasons, ", "))
+		if !slices.Contains(analysis.FlagReasons, r) {
+			return fmt.Errorf("reason %q is not one of %s (joined with ';')", f.Reason, strings.Join(analysis.FlagReasons, ", "))
 		}
 	}
 	switch f.Mode {

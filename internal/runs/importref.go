@@ -15,6 +15,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -37,7 +38,7 @@ import (
 
 // MaxReferenceBytes bounds the all_results.json ImportReference reads (a
 // released-size export is tens of megabytes).
-const MaxReferenceBytes = results.MaxAllResultsBytes
+const MaxReferenceBytes = rundir.MaxAllResultsBytes
 
 // ImportOptions configure ImportReference.
 type ImportOptions struct {
@@ -73,13 +74,13 @@ func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 	if err := results.CheckRunName(runName); err != nil {
 		return nil, err
 	}
-	dir := results.RunDir(opts.Out, runName, string(opts.Oracle), nil)
+	dir := rundir.Path(opts.Out, runName, string(opts.Oracle), nil)
 	if err := CheckTarget(dir, opts.Force); err != nil {
 		return nil, err
 	}
 	// With Force the target's files are replaced: the reference file
 	// must not be one of them.
-	for _, name := range []string{results.AllResultsFile, results.ResultsFile, results.ManifestFile, results.SummaryFile} {
+	for _, name := range []string{rundir.AllResultsFile, rundir.ResultsFile, rundir.ManifestFile, rundir.SummaryFile} {
 		if _, same := outdir.SameFile(filepath.Join(dir, name), file); same {
 			return nil, fmt.Errorf("%s is the %s of the run directory %s that the import would write; copy it elsewhere first", file, name, dir)
 		}
@@ -168,7 +169,7 @@ func importRecords(file string, bench *benchmark.Benchmark, o *replayOptions) (r
 	}
 	var warn warnings
 	seen := map[string]bool{}
-	err = results.ScanAllResults(file, func(key string, v *ojson.Value) error {
+	err = rundir.ScanAllResults(file, func(key string, v *ojson.Value) error {
 		at := func(format string, args ...any) error {
 			return fmt.Errorf("%s: key %q: %s", file, key, textsafe.OneLine(fmt.Sprintf(format, args...)))
 		}
@@ -480,7 +481,7 @@ func readUsage(v *ojson.Value) ([]callUsage, string, error) {
 			if x == nil {
 				return 0, nil
 			}
-			n, ok := benchmark.IntLiteral(x)
+			n, ok := ojson.IntLiteral(x)
 			if !ok {
 				return 0, fmt.Errorf("per_call[%d].%s is %s, not an integer", i, name, showJSON(x))
 			}

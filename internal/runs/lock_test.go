@@ -15,6 +15,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // The offline tools refuse a source that an eval is still writing and a
@@ -24,7 +25,7 @@ func TestToolsRespectRunLocks(t *testing.T) {
 	out := t.TempDir()
 	src := scriptedRun(t, b, out, glmModel())
 
-	unlock, err := results.LockRun(src)
+	unlock, err := rundir.Lock(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestToolsRespectRunLocks(t *testing.T) {
 
 	shard := filepath.Join(out, "sharded", "opensource_glm-4v", "oracle_none", "shard-1-of-2")
 	copyAsShard(t, src, shard, 1, 2)
-	unlock, err = results.LockRun(shard)
+	unlock, err = rundir.Lock(shard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestToolsRespectRunLocks(t *testing.T) {
 
 	dst := filepath.Join(out, "opensource_glm-4v_strict", "oracle_none")
 	os.MkdirAll(dst, 0o755)
-	unlock, err = results.LockRun(dst)
+	unlock, err = rundir.Lock(dst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,17 +86,17 @@ func TestTargetsNeverWrittenThroughLinks(t *testing.T) {
 	}
 
 	// A link in the target run directory, with --force.
-	os.Remove(filepath.Join(dst, results.ResultsFile))
-	os.Symlink(precious, filepath.Join(dst, results.ResultsFile))
+	os.Remove(filepath.Join(dst, rundir.ResultsFile))
+	os.Symlink(precious, filepath.Join(dst, rundir.ResultsFile))
 	before := outdirtest.Snapshot(t, root)
 	_, err := Rescore(src, RescoreOptions{Mode: "strict", Bench: b, Force: true})
 	refused("rescore --force over a linked results.jsonl", err)
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, root))
 
 	// results.jsonl without a manifest: not a run of ours, even with --force.
-	os.Remove(filepath.Join(dst, results.ResultsFile))
-	os.Remove(filepath.Join(dst, results.ManifestFile))
-	os.WriteFile(filepath.Join(dst, results.ResultsFile), []byte(`{"key_id":"foreign"}`+"\n"), 0o644)
+	os.Remove(filepath.Join(dst, rundir.ResultsFile))
+	os.Remove(filepath.Join(dst, rundir.ManifestFile))
+	os.WriteFile(filepath.Join(dst, rundir.ResultsFile), []byte(`{"key_id":"foreign"}`+"\n"), 0o644)
 	before = outdirtest.Snapshot(t, root)
 	_, err = Rescore(src, RescoreOptions{Mode: "strict", Bench: b, Force: true})
 	refused("rescore --force over a results.jsonl without a manifest", err)
@@ -113,8 +114,8 @@ func TestTargetsNeverWrittenThroughLinks(t *testing.T) {
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, outside))
 
 	// A FIFO as the source's lock: refused at once, not waited on.
-	os.Remove(filepath.Join(shard, results.LockFile))
-	if err := syscall.Mkfifo(filepath.Join(src, results.LockFile), 0o644); err != nil {
+	os.Remove(filepath.Join(shard, rundir.LockFile))
+	if err := syscall.Mkfifo(filepath.Join(src, rundir.LockFile), 0o644); err != nil {
 		t.Skip(err)
 	}
 	done := make(chan error, 1)
@@ -134,18 +135,18 @@ func TestTargetsNeverWrittenThroughLinks(t *testing.T) {
 // stays unfinished and leaves its lock free for the rerun.
 func TestWriteRunFailureReleasesLock(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "opensource_glm-4v", "oracle_none")
-	if err := os.MkdirAll(filepath.Join(dir, results.ResultsFile), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, rundir.ResultsFile), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	m := &results.Manifest{RunName: "opensource_glm-4v", OracleMode: "none"}
 	err := WriteRun(dir, m, nil, 0, 0)
-	if err == nil || !strings.Contains(err.Error(), results.ResultsFile) {
-		t.Fatalf("WriteRun = %v, want the failure naming %s", err, results.ResultsFile)
+	if err == nil || !strings.Contains(err.Error(), rundir.ResultsFile) {
+		t.Fatalf("WriteRun = %v, want the failure naming %s", err, rundir.ResultsFile)
 	}
-	if !results.IsUnfinished(dir) {
+	if !rundir.IsUnfinished(dir) {
 		t.Error("the failed run is not marked unfinished")
 	}
-	unlock, err := results.LockRun(dir)
+	unlock, err := rundir.Lock(dir)
 	if err != nil {
 		t.Fatalf("the failed write kept its lock: %v", err)
 	}

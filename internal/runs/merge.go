@@ -10,9 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -121,7 +123,7 @@ func Merge(inputs []string, opts MergeOptions) (*MergeReport, error) {
 	runName, oracle := m.RunName, m.OracleMode
 	if runName == "" || strings.ContainsAny(runName, `/\`) || runName == "." || runName == ".." ||
 		(oracle != "none" && oracle != "implicit" && oracle != "explicit") {
-		return nil, fmt.Errorf("%s: run_name %q / oracle_mode %q cannot name a run directory", filepath.Join(first.Dir, results.ManifestFile), runName, oracle)
+		return nil, fmt.Errorf("%s: run_name %q / oracle_mode %q cannot name a run directory", filepath.Join(first.Dir, rundir.ManifestFile), runName, oracle)
 	}
 	dst := filepath.Join(opts.Out, runName, "oracle_"+oracle)
 	if err := CheckTarget(dst, opts.Force); err != nil {
@@ -129,7 +131,7 @@ func Merge(inputs []string, opts MergeOptions) (*MergeReport, error) {
 	}
 	wall := 0.0
 	for _, s := range shards {
-		wall += results.WallTime(s.Dir)
+		wall += rundir.WallTime(s.Dir)
 	}
 	if err := WriteRun(dst, &m, merged, len(whole.keys), wall); err != nil {
 		return nil, err
@@ -162,7 +164,7 @@ func findShards(inputs []string) ([]string, error) {
 		if !fi.IsDir() {
 			return nil, fmt.Errorf("%s: not a directory", in)
 		}
-		if results.IsShardDir(filepath.Base(filepath.Clean(in))) {
+		if rundir.IsShardDir(filepath.Base(filepath.Clean(in))) {
 			if err := add(in); err != nil {
 				return nil, err
 			}
@@ -174,7 +176,7 @@ func findShards(inputs []string) ([]string, error) {
 		}
 		found := false
 		for _, e := range ents {
-			if e.IsDir() && results.IsShardDir(e.Name()) {
+			if e.IsDir() && rundir.IsShardDir(e.Name()) {
 				found = true
 				if err := add(filepath.Join(in, e.Name())); err != nil {
 					return nil, err
@@ -206,9 +208,9 @@ func readShards(inputs []string) ([]*shardRun, error) {
 		}
 		sh := run.Manifest.Selection.Shard
 		if sh == nil {
-			return nil, refuse("%s: the manifest has no shard (selection.shard is not {i, n}); only shard folders can be merged", filepath.Join(d, results.ManifestFile))
+			return nil, refuse("%s: the manifest has no shard (selection.shard is not {i, n}); only shard folders can be merged", filepath.Join(d, rundir.ManifestFile))
 		}
-		if fi, fn, ok := results.ParseShardDir(filepath.Base(filepath.Clean(d))); ok {
+		if fi, fn, ok := rundir.ParseShardDir(filepath.Base(filepath.Clean(d))); ok {
 			if fi != sh.I || fn != sh.N {
 				return nil, refuse("%s: the folder name says shard %d/%d but its manifest says %d/%d", d, fi, fn, sh.I, sh.N)
 			}
@@ -303,13 +305,13 @@ func settingsDiff(a, b *results.Manifest) ([]string, error) {
 // mergeBenchmark loads the benchmark of the merging machine (dir, or the
 // first shard's dataset path) and checks it is the shards' one.
 func mergeBenchmark(first *shardRun, dir string) (bench *benchmark.Benchmark, abs string, err error) {
-	mfile := filepath.Join(first.Dir, results.ManifestFile)
+	mfile := filepath.Join(first.Dir, rundir.ManifestFile)
 	if dir == "" {
 		if dir = first.Manifest.Dataset.Path; dir == "" {
 			return nil, "", fmt.Errorf("%s: %w", mfile, ErrNoDatasetPath)
 		}
 	}
-	if bench, err = benchmark.Load(dir); err != nil {
+	if bench, err = benchdir.Load(dir); err != nil {
 		return nil, "", fmt.Errorf("loading the benchmark: %w", err)
 	}
 	if err := checkBenchmark(first.Manifest, mfile, bench); err != nil {
@@ -335,7 +337,7 @@ func wholeSelection(bench *benchmark.Benchmark, first *shardRun) (*selection, er
 	sel.Shard = nil
 	idx, err := results.Select(bench.Records, sel)
 	if err != nil {
-		return nil, fmt.Errorf("%s: selection: %w", filepath.Join(first.Dir, results.ManifestFile), err)
+		return nil, fmt.Errorf("%s: selection: %w", filepath.Join(first.Dir, rundir.ManifestFile), err)
 	}
 	w := &selection{inSel: make(map[string]bool, len(idx)), selectionSHA256: sel.Hash()}
 	for _, i := range idx {
@@ -357,7 +359,7 @@ func collectRecords(shards []*shardRun, n int, bench *benchmark.Benchmark, whole
 	}
 	owner = map[string]*shardRun{}
 	for _, s := range shards {
-		file := filepath.Join(s.Dir, results.ResultsFile)
+		file := filepath.Join(s.Dir, rundir.ResultsFile)
 		for _, r := range results.Latest(s.Records) {
 			if o := owner[r.KeyID]; o != nil {
 				return nil, nil, refuse("key_id %s is in both %s and %s", r.KeyID, o.name(), s.name())
@@ -380,7 +382,7 @@ func collectRecords(shards []*shardRun, n int, bench *benchmark.Benchmark, whole
 		}
 	}
 	if len(merged) == 0 {
-		return nil, nil, results.NoRecordsError(filepath.Join(shards[0].Dir, results.ResultsFile))
+		return nil, nil, rundir.NoRecordsError(filepath.Join(shards[0].Dir, rundir.ResultsFile))
 	}
 	slices.SortStableFunc(merged, func(a, b *results.Record) int { return a.Index - b.Index })
 	return merged, owner, nil

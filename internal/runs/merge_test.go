@@ -14,6 +14,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 func TestDiffJSON(t *testing.T) {
@@ -91,7 +92,7 @@ func TestMerge(t *testing.T) {
 	bench := protocoltest.Bench(t)
 	src := scriptedRun(t, bench, t.TempDir(), glmModel())
 	run := filepath.Join(t.TempDir(), "opensource_glm-4v", "oracle_none")
-	lines := strings.SplitAfter(strings.TrimSuffix(string(mustReadFile(t, filepath.Join(src, results.ResultsFile))), "\n"), "\n")
+	lines := strings.SplitAfter(strings.TrimSuffix(string(mustReadFile(t, filepath.Join(src, rundir.ResultsFile))), "\n"), "\n")
 	for i := 1; i <= 2; i++ {
 		d := filepath.Join(run, "shard-"+strconv.Itoa(i)+"-of-2")
 		copyAsShard(t, src, d, i, 2)
@@ -101,10 +102,10 @@ func TestMerge(t *testing.T) {
 				own += strings.TrimSuffix(l, "\n") + "\n"
 			}
 		}
-		if err := os.WriteFile(filepath.Join(d, results.ResultsFile), []byte(own), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d, rundir.ResultsFile), []byte(own), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		os.Remove(filepath.Join(d, results.SummaryFile))
+		os.Remove(filepath.Join(d, rundir.SummaryFile))
 	}
 	out := t.TempDir()
 	rep, err := Merge([]string{run}, MergeOptions{Out: out, Now: func() time.Time { return testTime }})
@@ -114,7 +115,7 @@ func TestMerge(t *testing.T) {
 	if want := filepath.Join(out, "opensource_glm-4v", "oracle_none"); rep.Dir != want || rep.Shards != 2 || rep.Records != 4 || rep.Selected != 4 || len(rep.Missing) != 0 {
 		t.Errorf("report %+v", rep)
 	}
-	for _, f := range []string{results.ManifestFile, results.ResultsFile, results.AllResultsFile, results.RefSummaryFile} {
+	for _, f := range []string{rundir.ManifestFile, rundir.ResultsFile, rundir.AllResultsFile, rundir.RefSummaryFile} {
 		if !bytes.Equal(mustReadFile(t, filepath.Join(rep.Dir, f)), mustReadFile(t, filepath.Join(src, f))) {
 			t.Errorf("merged %s differs from the unsharded run's", f)
 		}
@@ -123,10 +124,10 @@ func TestMerge(t *testing.T) {
 	// A shard with other settings is refused, naming the member.
 	other := filepath.Join(t.TempDir(), "shard-2-of-2")
 	copyAsShard(t, src, other, 2, 2)
-	m, _ := results.ReadManifest(other)
+	m, _ := rundir.ReadManifest(other)
 	m.NoThinking = true
 	b, _ := m.Marshal()
-	os.WriteFile(filepath.Join(other, results.ManifestFile), b, 0o644)
+	os.WriteFile(filepath.Join(other, rundir.ManifestFile), b, 0o644)
 	_, err = Merge([]string{filepath.Join(run, "shard-1-of-2"), other}, MergeOptions{Out: t.TempDir()})
 	var re *RefusalError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "no_thinking: false vs true") {
@@ -137,13 +138,13 @@ func TestMerge(t *testing.T) {
 	// written into the JSON as eval writes it.
 	other = filepath.Join(t.TempDir(), "shard-2-of-2")
 	copyAsShard(t, src, other, 2, 2)
-	mb := mustReadFile(t, filepath.Join(other, results.ManifestFile))
+	mb := mustReadFile(t, filepath.Join(other, rundir.ManifestFile))
 	ins := `"sampling": {"extra_body": {"top_k": 20}`
 	if !bytes.Contains(mb, []byte(`"sampling": {}`)) {
 		ins += ","
 	}
 	mb = bytes.Replace(mb, []byte(`"sampling": {`), []byte(ins), 1)
-	os.WriteFile(filepath.Join(other, results.ManifestFile), mb, 0o644)
+	os.WriteFile(filepath.Join(other, rundir.ManifestFile), mb, 0o644)
 	_, err = Merge([]string{filepath.Join(run, "shard-1-of-2"), other}, MergeOptions{Out: t.TempDir()})
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "sampling.extra_body") {
 		t.Errorf("other extra body: %v", err)
@@ -195,7 +196,7 @@ func TestMergeRefusesNonShard(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "shard-1-of-1")
 	os.MkdirAll(dir, 0o755)
 	m := `{"dataset":{"path":"/b","sha256":"h"},"selection":{"lesions":[],"shard":null},"run_name":"x_y","model":{},"oracle_mode":"none","parse_mode":"reference"}`
-	os.WriteFile(filepath.Join(dir, results.ManifestFile), []byte(m), 0o644)
+	os.WriteFile(filepath.Join(dir, rundir.ManifestFile), []byte(m), 0o644)
 	_, err := Merge([]string{dir}, MergeOptions{Out: t.TempDir()})
 	var re *RefusalError
 	if err == nil || !strings.Contains(err.Error(), "has no shard") {
@@ -217,7 +218,7 @@ func TestMergeAfterUnfinishedMerge(t *testing.T) {
 	bench := protocoltest.Bench(t)
 	src := scriptedRun(t, bench, t.TempDir(), glmModel())
 	run := filepath.Join(t.TempDir(), "opensource_glm-4v", "oracle_none")
-	lines := strings.SplitAfter(strings.TrimSuffix(string(mustReadFile(t, filepath.Join(src, results.ResultsFile))), "\n"), "\n")
+	lines := strings.SplitAfter(strings.TrimSuffix(string(mustReadFile(t, filepath.Join(src, rundir.ResultsFile))), "\n"), "\n")
 	for i := 1; i <= 2; i++ {
 		d := filepath.Join(run, "shard-"+strconv.Itoa(i)+"-of-2")
 		copyAsShard(t, src, d, i, 2)
@@ -227,7 +228,7 @@ func TestMergeAfterUnfinishedMerge(t *testing.T) {
 				own += strings.TrimSuffix(l, "\n") + "\n"
 			}
 		}
-		if err := os.WriteFile(filepath.Join(d, results.ResultsFile), []byte(own), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d, rundir.ResultsFile), []byte(own), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -237,21 +238,21 @@ func TestMergeAfterUnfinishedMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]byte{}
-	for _, f := range []string{results.ManifestFile, results.ResultsFile, results.AllResultsFile, results.SummaryFile} {
+	for _, f := range []string{rundir.ManifestFile, rundir.ResultsFile, rundir.AllResultsFile, rundir.SummaryFile} {
 		want[f] = mustReadFile(t, filepath.Join(rep.Dir, f))
 	}
-	if results.IsUnfinished(rep.Dir) {
+	if rundir.IsUnfinished(rep.Dir) {
 		t.Fatal("a finished merge is marked unfinished")
 	}
 	// What an interrupted merge leaves: the marker, the manifest, a
 	// temporary results file, no summary.
-	if err := results.MarkUnfinished(rep.Dir); err != nil {
+	if err := rundir.MarkUnfinished(rep.Dir); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(rep.Dir, results.SummaryFile))
-	os.Remove(filepath.Join(rep.Dir, results.AllResultsFile))
-	os.Rename(filepath.Join(rep.Dir, results.ResultsFile), filepath.Join(rep.Dir, results.ResultsFile+".tmp-42"))
-	if _, err := ReadRun(rep.Dir); !errors.Is(err, results.ErrUnfinished) {
+	os.Remove(filepath.Join(rep.Dir, rundir.SummaryFile))
+	os.Remove(filepath.Join(rep.Dir, rundir.AllResultsFile))
+	os.Rename(filepath.Join(rep.Dir, rundir.ResultsFile), filepath.Join(rep.Dir, rundir.ResultsFile+".tmp-42"))
+	if _, err := ReadRun(rep.Dir); !errors.Is(err, rundir.ErrUnfinished) {
 		t.Errorf("reading the unfinished run: %v, want ErrUnfinished", err)
 	}
 	if _, err := Merge([]string{run}, opts); err != nil {
@@ -264,7 +265,7 @@ func TestMergeAfterUnfinishedMerge(t *testing.T) {
 	}
 	ents, _ := os.ReadDir(rep.Dir)
 	for _, e := range ents {
-		if e.Name() == results.UnfinishedFile || strings.Contains(e.Name(), ".tmp-") {
+		if e.Name() == rundir.UnfinishedFile || strings.Contains(e.Name(), ".tmp-") {
 			t.Errorf("left behind: %s", e.Name())
 		}
 	}
@@ -284,15 +285,15 @@ func TestCheckTarget(t *testing.T) {
 	}{
 		{"absent", nil, false, "", nil},
 		{"empty", []string{}, false, "", nil},
-		{"interrupted write", []string{results.LockFile, results.ManifestFile + ".tmp-123"}, false, "", nil},
-		{"a run", []string{results.LockFile, results.ManifestFile, results.ResultsFile}, false, "already holds a run (manifest.json or results.jsonl exists)", ErrRunExists},
-		{"a run with force", []string{results.ManifestFile, results.ResultsFile, results.SummaryFile}, true, "", nil},
-		{"a run's manifest only", []string{results.ManifestFile}, false, "already holds a run", ErrRunExists},
-		{"someone's summary", []string{results.SummaryFile}, true, `holds no run (no manifest.json or results.jsonl): it holds "summary.json"`, nil},
-		{"shard folders", []string{"shard-1-of-2/", "shard-2-of-2/", results.LockFile}, false, "", nil},
-		{"shard folders and more", []string{"shard-1-of-2/", results.LockFile, "notes/"}, false, `it holds "notes"`, nil},
-		{"an unfinished run", []string{results.UnfinishedFile, results.LockFile, results.ManifestFile, results.ResultsFile + ".tmp-1"}, false, "", nil},
-		{"only the unfinished marker", []string{results.UnfinishedFile}, false, "", nil},
+		{"interrupted write", []string{rundir.LockFile, rundir.ManifestFile + ".tmp-123"}, false, "", nil},
+		{"a run", []string{rundir.LockFile, rundir.ManifestFile, rundir.ResultsFile}, false, "already holds a run (manifest.json or results.jsonl exists)", ErrRunExists},
+		{"a run with force", []string{rundir.ManifestFile, rundir.ResultsFile, rundir.SummaryFile}, true, "", nil},
+		{"a run's manifest only", []string{rundir.ManifestFile}, false, "already holds a run", ErrRunExists},
+		{"someone's summary", []string{rundir.SummaryFile}, true, `holds no run (no manifest.json or results.jsonl): it holds "summary.json"`, nil},
+		{"shard folders", []string{"shard-1-of-2/", "shard-2-of-2/", rundir.LockFile}, false, "", nil},
+		{"shard folders and more", []string{"shard-1-of-2/", rundir.LockFile, "notes/"}, false, `it holds "notes"`, nil},
+		{"an unfinished run", []string{rundir.UnfinishedFile, rundir.LockFile, rundir.ManifestFile, rundir.ResultsFile + ".tmp-1"}, false, "", nil},
+		{"only the unfinished marker", []string{rundir.UnfinishedFile}, false, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run", "oracle_none")
@@ -373,7 +374,7 @@ func TestMergeBenchmarkWithoutDatasetPath(t *testing.T) {
 	dir := t.TempDir()
 	first := &shardRun{Run: &Run{Dir: dir, Manifest: &results.Manifest{}}, i: 1, n: 2}
 	_, _, err := mergeBenchmark(first, "")
-	if !errors.Is(err, ErrNoDatasetPath) || err.Error() != filepath.Join(dir, results.ManifestFile)+": no dataset.path" {
+	if !errors.Is(err, ErrNoDatasetPath) || err.Error() != filepath.Join(dir, rundir.ManifestFile)+": no dataset.path" {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // copyAsShard copies the run in src to dir with selection.shard set to
@@ -18,13 +19,13 @@ func copyAsShard(t *testing.T, src, dir string, i, n int) {
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
-	m, err := results.ReadManifest(dir)
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Selection.Shard = &results.Shard{I: i, N: n}
 	b, _ := m.Marshal()
-	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.ManifestFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -48,8 +49,8 @@ func TestNoRecordsRefused(t *testing.T) {
 	write := func(t *testing.T, dir string, content *string) {
 		t.Helper()
 		if content == nil {
-			os.Remove(filepath.Join(dir, results.ResultsFile))
-		} else if err := os.WriteFile(filepath.Join(dir, results.ResultsFile), []byte(*content), 0o644); err != nil {
+			os.Remove(filepath.Join(dir, rundir.ResultsFile))
+		} else if err := os.WriteFile(filepath.Join(dir, rundir.ResultsFile), []byte(*content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // RescoreOptions configure Rescore.
@@ -90,7 +91,7 @@ func Rescore(srcDir string, opts RescoreOptions) (*RescoreReport, error) {
 	}
 	// The answers, their usage and the time they took come from the
 	// source run, so its wall time is carried over.
-	if err := WriteRun(dst, &m, out, selected, results.WallTime(abs)); err != nil {
+	if err := WriteRun(dst, &m, out, selected, rundir.WallTime(abs)); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -115,9 +116,9 @@ func readRescoreSource(srcDir string, bench *benchmark.Benchmark) (abs string, r
 		return "", nil, err
 	}
 	if len(run.Records) == 0 {
-		return "", nil, results.NoRecordsError(filepath.Join(srcDir, results.ResultsFile))
+		return "", nil, rundir.NoRecordsError(filepath.Join(srcDir, rundir.ResultsFile))
 	}
-	mfile := filepath.Join(srcDir, results.ManifestFile)
+	mfile := filepath.Join(srcDir, rundir.ManifestFile)
 	if run.Manifest.Selection.Shard != nil {
 		return "", nil, fmt.Errorf("%s: the run is a shard (selection.shard is set); merge the shards first", mfile)
 	}
@@ -133,7 +134,7 @@ func readRescoreSource(srcDir string, bench *benchmark.Benchmark) (abs string, r
 // rescoreRecords re-parses the last line per key_id of run and counts
 // the turns rescored and the labels changed into rep.
 func rescoreRecords(run *Run, srcDir string, opts RescoreOptions, rep *RescoreReport) ([]*results.Record, error) {
-	file := filepath.Join(srcDir, results.ResultsFile)
+	file := filepath.Join(srcDir, rundir.ResultsFile)
 	glm := slices.Contains(run.Manifest.Model.Quirks, registry.QuirkGLMBoxUnwrap)
 	var out []*results.Record
 	for _, r := range results.Latest(run.Records) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -18,6 +19,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/protocoltest"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
@@ -55,7 +57,7 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, model run
 	}
 	abs, _ := filepath.Abs(bench.Dir)
 	m := results.NewManifest(o, bench, abs, keys)
-	dir := results.RunDir(out, m.RunName, o.Oracle, nil)
+	dir := rundir.Path(out, m.RunName, o.Oracle, nil)
 	if err := WriteRun(dir, m, recs, len(recs), 2.5); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, model run
 
 func readRecords(t *testing.T, dir string) []*results.Record {
 	t.Helper()
-	recs, err := results.ReadResults(filepath.Join(dir, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(dir, rundir.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,24 +112,24 @@ func TestRescore(t *testing.T) {
 			if got := ruleOf(t, readRecords(t, want), rfKey, benchmark.QDetection.Step()); got != c.rule {
 				t.Errorf("GLM box reply parsed by rule %s, want %s", got, c.rule)
 			}
-			for _, f := range []string{results.AllResultsFile, results.SummaryFile, results.RefSummaryFile} {
+			for _, f := range []string{rundir.AllResultsFile, rundir.SummaryFile, rundir.RefSummaryFile} {
 				if _, err := os.Stat(filepath.Join(want, f)); err != nil {
 					t.Error(err)
 				}
 			}
 			// The manifest is the source's with only the rescore's members
 			// changed.
-			srcMan, err := results.ReadManifest(src)
+			srcMan, err := rundir.ReadManifest(src)
 			if err != nil {
 				t.Fatal(err)
 			}
 			abs, _ := filepath.Abs(src)
 			srcMan.CreatedAt, srcMan.RunName, srcMan.ParseMode, srcMan.RescoredFrom = later.Format(time.RFC3339), c.newRun, string(c.mode), &abs
 			wantBytes, _ := srcMan.Marshal()
-			if got, _ := os.ReadFile(filepath.Join(want, results.ManifestFile)); !bytes.Equal(got, wantBytes) {
+			if got, _ := os.ReadFile(filepath.Join(want, rundir.ManifestFile)); !bytes.Equal(got, wantBytes) {
 				t.Errorf("rescored manifest:\n%s\nwant\n%s", got, wantBytes)
 			}
-			if w := results.WallTime(want); w != 2.5 {
+			if w := rundir.WallTime(want); w != 2.5 {
 				t.Errorf("wall time %v, want the source's 2.5", w)
 			}
 		})
@@ -152,7 +154,7 @@ func TestRescoreRefusals(t *testing.T) {
 	if err := benchtest.Write(other, benchtest.Sample(), false); err != nil {
 		t.Fatal(err)
 	}
-	otherBench, err := benchmark.Load(other)
+	otherBench, err := benchdir.Load(other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +198,7 @@ func TestRescoreKeepsGenerationSettings(t *testing.T) {
 	bench := protocoltest.Bench(t)
 	out := t.TempDir()
 	src := scriptedRun(t, bench, out, glmModel())
-	name := filepath.Join(src, results.ManifestFile)
+	name := filepath.Join(src, rundir.ManifestFile)
 	mb := mustReadFile(t, name)
 	ins := `"sampling": {"seed": 7, "extra_body": {"top_k": 20, "chat_template_kwargs": {"enable_thinking": false}}`
 	if !bytes.Contains(mb, []byte(`"sampling": {}`)) {
@@ -209,7 +211,7 @@ func TestRescoreKeepsGenerationSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := string(mustReadFile(t, filepath.Join(rep.Dir, results.ManifestFile)))
+	got := string(mustReadFile(t, filepath.Join(rep.Dir, rundir.ManifestFile)))
 	for _, want := range []string{`"seed": 7`, `"top_k": 20`, `"enable_thinking": false`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rescored manifest lost %s:\n%s", want, got)

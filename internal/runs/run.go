@@ -17,6 +17,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // The command layer adds the flag that overcomes these errors.
@@ -38,27 +39,27 @@ type Run struct {
 
 // ReadRun reads dir/manifest.json and dir/results.jsonl of a finished
 // run or shard. It fails if another process is writing dir (see
-// results.ReadLockRun): a run still in progress has no final results.
+// rundir.ReadLock): a run still in progress has no final results.
 func ReadRun(dir string) (*Run, error) {
-	unlock, err := results.ReadLockRun(dir)
+	unlock, err := rundir.ReadLock(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if results.IsUnfinished(dir) {
-		return nil, fmt.Errorf("%s %w", dir, results.ErrUnfinished)
+	if rundir.IsUnfinished(dir) {
+		return nil, fmt.Errorf("%s %w", dir, rundir.ErrUnfinished)
 	}
-	m, err := results.ReadManifest(dir)
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		return nil, err
 	}
 	// What every tool needs to name and check the run.
 	for _, f := range []struct{ member, v string }{{"run_name", m.RunName}, {"oracle_mode", m.OracleMode}, {"parse_mode", m.ParseMode}} {
 		if f.v == "" {
-			return nil, fmt.Errorf("%s: %q is missing or empty", filepath.Join(dir, results.ManifestFile), f.member)
+			return nil, fmt.Errorf("%s: %q is missing or empty", filepath.Join(dir, rundir.ManifestFile), f.member)
 		}
 	}
-	recs, err := results.ReadResults(filepath.Join(dir, results.ResultsFile))
+	recs, err := rundir.ReadResults(filepath.Join(dir, rundir.ResultsFile))
 	if err != nil {
 		return nil, err
 	}
@@ -67,10 +68,10 @@ func ReadRun(dir string) (*Run, error) {
 
 // WriteRun writes a complete run directory (§9.1): manifest.json,
 // results.jsonl (recs, one line each, in the given order) and, through
-// results.Finalize, all_results.json, summary.json and the reference
+// rundir.Finalize, all_results.json, summary.json and the reference
 // CSVs. Every file is written atomically. A summary.json already in dir
 // is removed first so that its wall time is not added to the new run's.
-// The directory is locked (results.LockRun) while it is written.
+// The directory is locked (rundir.Lock) while it is written.
 func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected int, wallTime float64) error {
 	unlock, err := WriteUnfinished(dir, m, recs, selected, wallTime)
 	if err != nil {
@@ -81,7 +82,7 @@ func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected 
 }
 
 // WriteUnfinished is WriteRun without its last step: the run is written
-// whole but still carries results.UnfinishedFile, and stays locked until
+// whole but still carries rundir.UnfinishedFile, and stays locked until
 // unlock is called. A command writing several runs finishes them together
 // (Finish), so that one stopped part-way leaves every run for its rerun
 // to replace.
@@ -90,7 +91,7 @@ func WriteUnfinished(dir string, m *results.Manifest, recs []*results.Record, se
 	if _, err := outdir.MkdirAll(root, rel); err != nil {
 		return nil, err
 	}
-	release, err := results.LockRun(dir)
+	release, err := rundir.Lock(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -106,13 +107,13 @@ func WriteUnfinished(dir string, m *results.Manifest, recs []*results.Record, se
 	// Marked unfinished first and finished last: a run cut short is
 	// recognised as this command's own (CheckTarget replaces it without
 	// force) and never read as a finished run.
-	if err := results.MarkUnfinished(dir); err != nil {
+	if err := rundir.MarkUnfinished(dir); err != nil {
 		return nil, err
 	}
-	if err := results.RemoveStaleTemps(dir); err != nil {
+	if err := rundir.RemoveStaleTemps(dir); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, results.ManifestFile), b); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, rundir.ManifestFile), b); err != nil {
 		return nil, err
 	}
 	var lines []byte
@@ -123,13 +124,13 @@ func WriteUnfinished(dir string, m *results.Manifest, recs []*results.Record, se
 		}
 		lines = append(lines, b...)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, results.ResultsFile), lines); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, rundir.ResultsFile), lines); err != nil {
 		return nil, err
 	}
-	if err := os.Remove(filepath.Join(dir, results.SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(filepath.Join(dir, rundir.SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	if _, err := results.Finalize(dir, m, selected, wallTime); err != nil {
+	if _, err := rundir.Finalize(dir, m, selected, wallTime); err != nil {
 		return nil, err
 	}
 	return release, nil
@@ -144,7 +145,7 @@ func Finish(dirs ...string) error {
 		return err
 	}
 	for _, d := range dirs {
-		if err := results.MarkFinished(d); err != nil {
+		if err := rundir.MarkFinished(d); err != nil {
 			return err
 		}
 	}
@@ -154,7 +155,7 @@ func Finish(dirs ...string) error {
 // CheckTarget accepts the run directory a merge, rescore or reference
 // import writes when it is new, empty or holds only debris of an
 // interrupted write (the lock, *.tmp-* files) and shard folders (which it
-// leaves alone), or an unfinished run (results.UnfinishedFile) that such
+// leaves alone), or an unfinished run (rundir.UnfinishedFile) that such
 // a command left, and one that holds a finished run (manifest.json or
 // results.jsonl) only with force. Anything else is refused: those files are not a run's,
 // and writing the run would overwrite or delete them.
@@ -163,10 +164,10 @@ func CheckTarget(dir string, force bool) error {
 	if _, err := outdir.Path(root, rel); err != nil {
 		return err
 	}
-	hasRun, err := results.CheckRunDir(dir)
+	hasRun, err := rundir.Check(dir)
 	// An unfinished run is the debris of this kind of command: its
 	// rerun replaces it.
-	if err == nil && hasRun && !force && !results.IsUnfinished(dir) {
+	if err == nil && hasRun && !force && !rundir.IsUnfinished(dir) {
 		err = fmt.Errorf("%s %w (manifest.json or results.jsonl exists)", dir, ErrRunExists)
 	}
 	return err

@@ -26,7 +26,7 @@ func BenchmarkSampleManifest10000(b *testing.B) {
 		}
 	}
 	for i := 0; i < 10000; i++ {
-		lesion := benchmark.Lesions[i%len(benchmark.Lesions)]
+		lesion := benchmark.DefaultLesions().Names()[i%len(benchmark.DefaultLesions().Names())]
 		img := fmt.Sprintf("img%05d.jpg", i)
 		write(img, jpg)
 		if i%2 == 1 {

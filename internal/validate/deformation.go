@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -106,8 +107,8 @@ func readDeformation(root string, s *sink) (*ojson.Value, bool) {
 	case !fi.Mode().IsRegular():
 		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "is not a regular file")
 		return nil, false
-	case fi.Size() > benchmark.MaxJSONSize:
-		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "%d bytes exceeds the %d-byte limit", fi.Size(), benchmark.MaxJSONSize)
+	case fi.Size() > benchdir.MaxJSONSize:
+		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "%d bytes exceeds the %d-byte limit", fi.Size(), benchdir.MaxJSONSize)
 		return nil, false
 	}
 	f, err := safefile.Open(name, safefile.NoFollow)
@@ -116,9 +117,9 @@ func readDeformation(root string, s *sink) (*ojson.Value, bool) {
 		return nil, false
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, benchmark.MaxJSONSize+1))
-	if err == nil && len(data) > benchmark.MaxJSONSize {
-		err = fmt.Errorf("exceeds the %d-byte limit", benchmark.MaxJSONSize)
+	data, err := io.ReadAll(io.LimitReader(f, benchdir.MaxJSONSize+1))
+	if err == nil && len(data) > benchdir.MaxJSONSize {
+		err = fmt.Errorf("exceeds the %d-byte limit", benchdir.MaxJSONSize)
 	}
 	if err != nil {
 		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "%v", err)
@@ -130,7 +131,7 @@ func readDeformation(root string, s *sink) (*ojson.Value, bool) {
 		return nil, false
 	}
 	if v.Kind != ojson.KindObject {
-		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "the top level is %s, not an object of key_ids", benchmark.KindName(v))
+		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "the top level is %s, not an object of key_ids", ojson.KindName(v))
 		return nil, false
 	}
 	return v, true

@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -74,7 +76,7 @@ func checkJSON(root string, top *sink, rep *Report) []*recInfo {
 		top.add(Error, "missing_file", "", benchmark.JSONName, "chexpercept.json is not a regular file")
 		return nil
 	}
-	data, err := benchmark.ReadJSONFile(root)
+	data, err := benchdir.ReadJSONFile(root)
 	if err != nil {
 		top.add(Error, "invalid_json", "", benchmark.JSONName, "%v", err)
 		return nil
@@ -97,7 +99,7 @@ func checkData(data []byte, top *sink, lesions *benchmark.LesionSet) []*recInfo 
 		return nil
 	}
 	if v.Kind != ojson.KindObject {
-		top.add(Error, "not_object", "", "/", "the top level is %s, not an object of records", benchmark.KindName(v))
+		top.add(Error, "not_object", "", "/", "the top level is %s, not an object of records", ojson.KindName(v))
 		return nil
 	}
 	dupAt := map[string][]ojson.Duplicate{}
@@ -160,7 +162,7 @@ type obj struct {
 
 func (c *checker) object(v *ojson.Value, ptr, what string) *obj {
 	if v == nil || v.Kind != ojson.KindObject {
-		c.add(Error, "not_object", ptr, "%s is %s, not an object", what, benchmark.KindName(v))
+		c.add(Error, "not_object", ptr, "%s is %s, not an object", what, ojson.KindName(v))
 		return nil
 	}
 	return &obj{c: c, ptr: ptr, v: v}
@@ -186,7 +188,7 @@ func describe(v *ojson.Value) string {
 	if v != nil && v.Kind == ojson.KindNumber {
 		return "the number " + v.N
 	}
-	return benchmark.KindName(v)
+	return ojson.KindName(v)
 }
 
 func (o *obj) str(key string) (string, bool) {
@@ -218,7 +220,7 @@ func (o *obj) integer(key string) (int, bool) {
 	if m == nil {
 		return 0, false
 	}
-	n, ok := benchmark.IntLiteral(m)
+	n, ok := ojson.IntLiteral(m)
 	if !ok {
 		want := "an integer"
 		if m.Kind == ojson.KindArray {
@@ -288,7 +290,7 @@ func (o *obj) intList(key string) ([]int, bool) {
 	out := make([]int, 0, len(m.A))
 	ok := true
 	for i, e := range m.A {
-		n, good := benchmark.IntLiteral(e)
+		n, good := ojson.IntLiteral(e)
 		if !good {
 			o.c.add(Error, "type_mismatch", o.loc(key)+"/"+strconv.Itoa(i), "expected an integer, found %s", describe(e))
 			ok = false
@@ -650,7 +652,7 @@ func (c *checker) pointOptions(ao *ojson.Value, loc string) ([]string, int) {
 		}
 		okXY := true
 		for j := range 2 {
-			n, ok := benchmark.IntLiteral(pv.A[j])
+			n, ok := ojson.IntLiteral(pv.A[j])
 			if !ok {
 				okXY = false
 			}
@@ -670,9 +672,9 @@ func (c *checker) pointOptions(ao *ojson.Value, loc string) ([]string, int) {
 			seen[xy] = i
 		}
 		if colOK {
-			if !benchmark.IsPaletteName(col) {
+			if _, ok := render.PaletteColour(col); !ok {
 				c.add(Error, "unknown_colour", eloc+"/color", "colour %q is not in the palette", col)
-			} else if want := benchmark.PaletteColour(i + 1).Name; col != want {
+			} else if want := render.PaletteName(i + 1); col != want {
 				c.add(Warning, "colour_order", eloc+"/color", "option %d has colour %q, expected %q", i+1, col, want)
 			}
 		}
@@ -835,7 +837,10 @@ func (c *checker) single(o *obj, checkOpts func([]string) string) (int, bool) {
 // keys, each question well formed and its answer consistent with its
 // ground-truth fields.
 func (c *checker) attributes(o *obj) {
-	want := []string{benchmark.AttrDistribution, benchmark.AttrLocation, benchmark.AttrSeverity, benchmark.AttrComparison}
+	var want []string // the attribute questions' names are their keys (format.md §3.5)
+	for _, q := range benchmark.StageAttributeExtraction.Questions() {
+		want = append(want, q.Name())
+	}
 	for _, k := range want {
 		if o.v.Get(k) == nil {
 			c.add(Error, "attribute_keys", o.loc(k), "attribute object lacks %q", k)
@@ -853,16 +858,16 @@ func (c *checker) attributes(o *obj) {
 		}
 		return c.object(v, o.loc(k), strconv.Quote(k))
 	}
-	if d := get(benchmark.AttrDistribution); d != nil {
+	if d := get(benchmark.QDistribution.Name()); d != nil {
 		c.distribution(d)
 	}
-	if l := get(benchmark.AttrLocation); l != nil {
+	if l := get(benchmark.QLocation.Name()); l != nil {
 		c.location(l)
 	}
-	if s := get(benchmark.AttrSeverity); s != nil {
+	if s := get(benchmark.QSeverity.Name()); s != nil {
 		c.severity(s)
 	}
-	if cm := get(benchmark.AttrComparison); cm != nil {
+	if cm := get(benchmark.QComparison.Name()); cm != nil {
 		c.comparison(cm)
 	}
 }

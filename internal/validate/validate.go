@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -75,7 +76,7 @@ type Options struct {
 	ExpectFull bool // a composition other than 100/100/100 per lesion is a warning
 	Workers    int  // parallel file checks; 0 means GOMAXPROCS
 
-	sums *benchmark.Sums // deep: the build's SHA256SUMS, when the root holds one
+	sums *benchdir.Sums // deep: the build's SHA256SUMS, when the root holds one
 }
 
 // Report is the outcome of a validation run.
@@ -138,7 +139,7 @@ func Run(dir string, opt Options) (*Report, error) {
 	}
 	rep := &Report{Dir: dir, Counts: map[string]map[benchmark.Path]int{}}
 	var top sink
-	lesions, err := benchmark.ReadLesions(root)
+	lesions, err := benchdir.ReadLesions(root)
 	if err != nil {
 		top.add(Error, "invalid_lesions", "", benchmark.LesionsFileName, "%v", err)
 		lesions = benchmark.DefaultLesions()
@@ -187,14 +188,14 @@ func Run(dir string, opt Options) (*Report, error) {
 // checkSums reads the builder's SHA256SUMS (deep mode) and checks the
 // JSON files against it; the images are checked as they are decoded. A
 // benchmark without one is noted (no_checksums); nil is returned then.
-func checkSums(root string, rep *Report, s *sink) *benchmark.Sums {
-	sums, err := benchmark.ReadSums(root)
+func checkSums(root string, rep *Report, s *sink) *benchdir.Sums {
+	sums, err := benchdir.ReadSums(root)
 	switch {
-	case errors.Is(err, benchmark.ErrNoSums):
-		s.add(Info, "no_checksums", "", benchmark.SumsFileName, "absent: the files cannot be checked against the build that wrote them")
+	case errors.Is(err, benchdir.ErrNoSums):
+		s.add(Info, "no_checksums", "", benchdir.SumsFileName, "absent: the files cannot be checked against the build that wrote them")
 		return nil
 	case err != nil:
-		s.add(Error, "file_changed", "", benchmark.SumsFileName, "unreadable, so no file can be checked against the build: %v", safefile.Reason(err))
+		s.add(Error, "file_changed", "", benchdir.SumsFileName, "unreadable, so no file can be checked against the build: %v", safefile.Reason(err))
 		return nil
 	}
 	if rep.SHA256 != "" {
@@ -209,15 +210,15 @@ func checkSums(root string, rep *Report, s *sink) *benchmark.Sums {
 
 // sumsFinding reports err, the outcome of a check against SHA256SUMS.
 func sumsFinding(err error, key, loc string, s *sink) {
-	var ce *benchmark.ChangedError
+	var ce *benchdir.ChangedError
 	switch {
 	case err == nil:
 	case errors.As(err, &ce) && ce.Unlisted:
-		s.add(Error, "file_changed", key, loc, "not listed in %s: the benchmark changed since it was built", benchmark.SumsFileName)
+		s.add(Error, "file_changed", key, loc, "not listed in %s: the benchmark changed since it was built", benchdir.SumsFileName)
 	case errors.As(err, &ce):
-		s.add(Error, "file_changed", key, loc, "SHA-256 differs from the one in %s: the file changed since the benchmark was built", benchmark.SumsFileName)
+		s.add(Error, "file_changed", key, loc, "SHA-256 differs from the one in %s: the file changed since the benchmark was built", benchdir.SumsFileName)
 	default:
-		s.add(Error, "file_changed", key, loc, "cannot be checked against %s: %v", benchmark.SumsFileName, safefile.Reason(err))
+		s.add(Error, "file_changed", key, loc, "cannot be checked against %s: %v", benchdir.SumsFileName, safefile.Reason(err))
 	}
 }
 

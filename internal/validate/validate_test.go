@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/ojson"
@@ -810,7 +811,7 @@ func TestOutput(t *testing.T) {
 	if !strings.Contains(jl.String(), `"code":"composition","key_id":null`) {
 		t.Error("composition line lacks key_id null")
 	}
-	sum, _ := benchmark.SHA256File(b.path("chexpercept.json"))
+	sum, _ := benchdir.SHA256File(b.path("chexpercept.json"))
 	for _, want := range []string{"questions: 33 ", "expected model calls: 33\n", "images required: 27\n",
 		"cardiomegaly        0      1      1      2\n", "total               2      2      3      7\n",
 		"sha256(chexpercept.json): " + sum + "\n", "result: FAIL, 2 errors, 0 warnings, 1 information\n"} {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/ojson"
@@ -20,6 +21,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rng"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // Policy answers one asked turn of a record.
@@ -78,7 +80,7 @@ func WriteBench(dir string, recs []*benchmark.Record) (*benchmark.Benchmark, err
 	if err := benchtest.Write(dir, recs, false); err != nil {
 		return nil, err
 	}
-	return benchmark.Load(dir)
+	return benchdir.Load(dir)
 }
 
 // Run describes one run directory to write.
@@ -180,10 +182,10 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 		lines = append(lines, line...)
 		recs = append(recs, res)
 	}
-	if err := os.WriteFile(filepath.Join(dir, results.ResultsFile), lines, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.ResultsFile), lines, 0o644); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, results.AllResultsFile), results.MarshalAllResults(recs, absBench, "baseline", r.Label), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.AllResultsFile), results.MarshalAllResults(recs, absBench, "baseline", r.Label), 0o644); err != nil {
 		return "", err
 	}
 	m := ojson.NewObject().
@@ -208,7 +210,7 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 		}
 		m.Set("reading", arm)
 	}
-	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), append(ojson.Marshal(m), '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.ManifestFile), append(ojson.Marshal(m), '\n'), 0o644); err != nil {
 		return "", err
 	}
 	return dir, nil

@@ -16,7 +16,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/render"
 )
 
 // Question formats a question per format.md §3.6: instruction, blank
@@ -83,7 +85,7 @@ func pointOptions(v int) ([]benchmark.PointOption, []string) {
 	var texts []string
 	for i := range pts {
 		p := pts[i]
-		c := benchmark.PaletteColour(i + 1).Name
+		c := render.PaletteName(i + 1)
 		opts = append(opts, benchmark.PointOption{Point: &p, Color: c})
 		texts = append(texts, c+" point")
 	}
@@ -207,7 +209,7 @@ func Full(n int) []*benchmark.Record {
 		id++
 		return str(fmt.Sprintf("%08x-%08x-%08x-%08x-%08x", id, id*7, id*13, id*17, id*19))
 	}
-	for _, l := range benchmark.Lesions {
+	for _, l := range benchmark.DefaultLesions().Names() {
 		for i := 0; i < n; i++ {
 			out = append(out, LF(l, fmt.Sprintf("s%08d_negative_0", 50000000+i), dicom()))
 		}
@@ -297,7 +299,7 @@ func Write(dir string, recs []*benchmark.Record, pattern bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := benchmark.WriteFile(dir, recs); err != nil {
+	if err := benchdir.WriteJSON(dir, recs); err != nil {
 		return err
 	}
 	n := 0
@@ -332,7 +334,7 @@ func WriteSums(dir string) error {
 			return err
 		}
 		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == benchmark.SumsFileName {
+		if err != nil || rel == benchdir.SumsFileName {
 			return err
 		}
 		data, err := os.ReadFile(p)
@@ -345,7 +347,7 @@ func WriteSums(dir string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, benchmark.SumsFileName), []byte(b.String()), 0o644)
+	return os.WriteFile(filepath.Join(dir, benchdir.SumsFileName), []byte(b.String()), 0o644)
 }
 
 // Swap exchanges the contents of two files below dir (paths relative to

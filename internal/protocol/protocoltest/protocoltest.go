@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -305,10 +306,10 @@ func Bench(t testing.TB) *benchmark.Benchmark {
 	if err := WriteImages(dir, recs); err != nil {
 		t.Fatal(err)
 	}
-	if err := benchmark.WriteFile(dir, recs); err != nil {
+	if err := benchdir.WriteJSON(dir, recs); err != nil {
 		t.Fatal(err)
 	}
-	b, err := benchmark.Load(dir)
+	b, err := benchdir.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

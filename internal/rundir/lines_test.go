@@ -1,4 +1,4 @@
-package results
+package rundir
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // damagedResults writes a results.jsonl of two records followed by a
@@ -18,7 +20,7 @@ func damagedResults(t *testing.T, tailBytes int64, newline bool) (string, int64)
 	path := filepath.Join(t.TempDir(), ResultsFile)
 	var data []byte
 	for i := range 2 {
-		line, err := (&Record{KeyID: fmt.Sprintf("k%d", i), Index: i, Status: "ok"}).MarshalLine()
+		line, err := (&results.Record{KeyID: fmt.Sprintf("k%d", i), Index: i, Status: "ok"}).MarshalLine()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,11 +139,11 @@ func TestStoreRefusesOverlongLine(t *testing.T) {
 	}
 	defer st.Close()
 	raw := strings.Repeat("y", MaxLineBytes)
-	r := &Record{KeyID: "big", Status: "ok", Turns: []Turn{{Turn: "T1", Raw: &raw}}}
+	r := &results.Record{KeyID: "big", Status: "ok", Turns: []results.Turn{{Turn: "T1", Raw: &raw}}}
 	if err := st.Append(r); err == nil || !strings.Contains(err.Error(), "record big is a") {
 		t.Errorf("Append = %v", err)
 	}
-	if err := st.AppendBatch([]*Record{{KeyID: "small"}, r}); err == nil {
+	if err := st.AppendBatch([]*results.Record{{KeyID: "small"}, r}); err == nil {
 		t.Error("AppendBatch wrote an over-long line")
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {

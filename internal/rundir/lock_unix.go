@@ -1,6 +1,6 @@
 //go:build unix
 
-package results
+package rundir
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 // source (merge, rescore).
 const LockFile = ".lock"
 
-// ErrBusy is matched (errors.Is) by the errors of LockRun and ReadLockRun
+// ErrBusy is matched (errors.Is) by the errors of Lock and ReadLock
 // when another process holds a conflicting lock.
 var ErrBusy = errors.New("run directory locked by another process")
 
@@ -27,12 +27,12 @@ type busyError struct{ msg string }
 func (e *busyError) Error() string        { return e.msg }
 func (e *busyError) Is(target error) bool { return target == ErrBusy }
 
-// LockRun takes an exclusive lock on the run directory dir, which must
+// Lock takes an exclusive lock on the run directory dir, which must
 // exist, so that two processes never write one results.jsonl. The lock is
 // an flock on dir/.lock and belongs to the open file description: it ends
 // with the process, so a killed run leaves nothing held. The returned
 // function releases it.
-func LockRun(dir string) (unlock func(), err error) {
+func Lock(dir string) (unlock func(), err error) {
 	name := filepath.Join(dir, LockFile)
 	// Never through a link, never blocking on a FIFO planted there.
 	f, err := safefile.OpenWritable(name, os.O_CREATE, 0o644)
@@ -43,13 +43,13 @@ func LockRun(dir string) (unlock func(), err error) {
 		fmt.Sprintf("run directory %s is in use by another chexpercept process (lock %s held); wait for it or write to another directory", dir, LockFile))
 }
 
-// ReadLockRun takes a shared lock on the run directory dir for reading it
+// ReadLock takes a shared lock on the run directory dir for reading it
 // as a source, and fails if a process is writing it (an eval still
 // running on a shard, say), because its results.jsonl is not final. A
 // directory without a lock file has never been written by a live process
 // and needs no lock; the source may be read-only, so the lock file is
 // never created here.
-func ReadLockRun(dir string) (unlock func(), err error) {
+func ReadLock(dir string) (unlock func(), err error) {
 	name := filepath.Join(dir, LockFile)
 	f, err := safefile.Open(name, safefile.NoFollow)
 	if errors.Is(err, os.ErrNotExist) {

@@ -1,11 +1,11 @@
-package benchmark_test
+package benchdir_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 )
 
 // TestSums: SHA256SUMS lines are parsed strictly (a bad line is named by
@@ -24,7 +24,7 @@ func TestSums(t *testing.T) {
 		{"listed twice", h + "  a\n" + h + "  a\n", "line 2: a is listed twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := benchmark.ParseSums([]byte(tc.data))
+			s, err := benchdir.ParseSums([]byte(tc.data))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one containing %q", err, tc.err)
@@ -36,7 +36,7 @@ func TestSums(t *testing.T) {
 			}
 		})
 	}
-	s, err := benchmark.ParseSums([]byte(h + "  chexpercept/k/xray.png\n"))
+	s, err := benchdir.ParseSums([]byte(h + "  chexpercept/k/xray.png\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +49,11 @@ func TestSums(t *testing.T) {
 		{"chexpercept/k/other.png", h, "bench/chexpercept/k/other.png: not listed in SHA256SUMS"},
 	} {
 		err := s.Check(tc.rel, tc.sha)
-		if !errors.Is(err, benchmark.ErrChanged) || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+		if !errors.Is(err, benchdir.ErrChanged) || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("Check(%s): %v, want one line starting %q", tc.rel, err, tc.want)
 		}
 	}
-	if _, err := benchmark.ReadSums(t.TempDir()); !errors.Is(err, benchmark.ErrNoSums) {
+	if _, err := benchdir.ReadSums(t.TempDir()); !errors.Is(err, benchdir.ErrNoSums) {
 		t.Errorf("no SHA256SUMS: %v, want ErrNoSums", err)
 	}
 }

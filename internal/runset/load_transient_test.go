@@ -1,4 +1,4 @@
-package analysis
+package runset
 
 import (
 	"io/fs"
@@ -21,7 +21,7 @@ func TestReadFailedTransient(t *testing.T) {
 		{"permission", &fs.PathError{Op: "open", Path: "run/manifest.json", Err: syscall.EACCES}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Set{}
+			s := newState()
 			s.readFailed(tc.err, "run/manifest.json", "%v; run settings taken from the directory names", tc.err)
 			if got := s.transient != nil; got != tc.transient {
 				t.Errorf("transient %v (%v), want %v", got, s.transient, tc.transient)

@@ -1,4 +1,4 @@
-package results
+package rundir
 
 import (
 	"os"
@@ -8,11 +8,12 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-func rec(key string, index int, status string) *Record {
-	return &Record{KeyID: key, Lesion: "edema", QAPath: benchmark.LesionFree, Index: index, Status: status, OracleMode: "none",
-		ParseMode: "reference", Turns: []Turn{}, OracleEvents: []Event{}}
+func rec(key string, index int, status string) *results.Record {
+	return &results.Record{KeyID: key, Lesion: "edema", QAPath: benchmark.LesionFree, Index: index, Status: status, OracleMode: "none",
+		ParseMode: "reference", Turns: []results.Turn{}, OracleEvents: []results.Event{}}
 }
 
 func TestStoreTruncatesPartialLineAndAppends(t *testing.T) {
@@ -22,7 +23,7 @@ func TestStoreTruncatesPartialLineAndAppends(t *testing.T) {
 		t.Fatalf("new store: %v %d", err, len(prev))
 	}
 	for i, k := range []string{"edema_a", "edema_b"} {
-		if err := s.Append(rec(k, i, StatusOK)); err != nil {
+		if err := s.Append(rec(k, i, results.StatusOK)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,10 +43,10 @@ func TestStoreTruncatesPartialLineAndAppends(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != string(full) {
 		t.Fatal("the partial line was not truncated")
 	}
-	if err := s.Append(rec("edema_c", 2, StatusError)); err != nil {
+	if err := s.Append(rec("edema_c", 2, results.StatusError)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(rec("edema_c", 2, StatusOK)); err != nil {
+	if err := s.Append(rec("edema_c", 2, results.StatusOK)); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -53,15 +54,15 @@ func TestStoreTruncatesPartialLineAndAppends(t *testing.T) {
 	if err != nil || len(recs) != 4 {
 		t.Fatalf("%d records, %v", len(recs), err)
 	}
-	latest := Latest(recs)
-	if len(latest) != 3 || latest[2].Status != StatusOK {
+	latest := results.Latest(recs)
+	if len(latest) != 3 || latest[2].Status != results.StatusOK {
 		t.Fatalf("Latest: %d records, last status %s", len(latest), latest[2].Status)
 	}
 }
 
 func TestReadResultsRejectsCorruptLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), ResultsFile)
-	line, _ := rec("edema_a", 0, StatusOK).MarshalLine()
+	line, _ := rec("edema_a", 0, results.StatusOK).MarshalLine()
 	os.WriteFile(path, append(append(line, []byte("{not json}\n")...), line...), 0o644)
 	_, err := ReadResults(path)
 	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), path) {
@@ -89,35 +90,18 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 }
 
-// Every written line says its schema version; a line written before the
-// member existed reads as version 1; a line of a later version is refused
-// with the key_id and the versions this one reads.
-func TestRecordSchemaVersion(t *testing.T) {
-	line, err := rec("edema_a", 0, StatusOK).MarshalLine()
+// Finalize writes the run's summary.json as BuildSummary makes it: its
+// schema version first.
+func TestFinalizeWritesSummary(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Finalize(dir, &results.Manifest{RunName: "baseline_random"}, 1, 1.5); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(line), `{"schema_version":2,"key_id":"edema_a",`) {
-		t.Fatalf("line starts %.60s, want the schema version first", line)
-	}
-	r, err := UnmarshalLine(line)
-	if err != nil || r.SchemaVersion != RecordSchemaVersion {
-		t.Fatalf("read back: version %v, error %v", r, err)
-	}
-	old := strings.Replace(string(line), `"schema_version":2,`, "", 1)
-	r, err = UnmarshalLine([]byte(old))
-	if err != nil || r.SchemaVersion != 1 || r.KeyID != "edema_a" {
-		t.Fatalf("a line without schema_version: %+v, %v; want it read as version 1", r, err)
-	}
-	// re-written, it is a line of the current version
-	again, _ := r.MarshalLine()
-	if string(again) != string(line) {
-		t.Errorf("a version-1 record re-written:\n%s\nwant\n%s", again, line)
-	}
-	for _, v := range []string{"3", "-1"} {
-		bad := strings.Replace(string(line), `"schema_version":2`, `"schema_version":`+v, 1)
-		if _, err := UnmarshalLine([]byte(bad)); err == nil || !strings.Contains(err.Error(), "edema_a") || !strings.Contains(err.Error(), "schema_version "+v) {
-			t.Errorf("schema_version %s: error %v", v, err)
-		}
+	if !strings.HasPrefix(string(b), "{\n  \"schema_version\": 2,\n") {
+		t.Errorf("summary.json starts %.60q, want the schema version first", b)
 	}
 }

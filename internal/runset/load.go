@@ -1,4 +1,10 @@
-package analysis
+// Package runset reads the runs a report is made of: it finds the run
+// directories under the inputs, reads each one's manifest and records
+// (through package rundir), loads the benchmark (package benchdir) and
+// checks the runs against it and against each other. What it returns,
+// Set, is types only, so that the analysis and the report link
+// none of the readers.
+package runset
 
 import (
 	"bytes"
@@ -12,110 +18,32 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
+	"golang.org/x/sync/errgroup"
 )
-
-// Run is one run directory: <results>/<run name>/oracle_<mode>/.
-type Run struct {
-	Dir             string // the run directory as found
-	Name            string // run name: the parent folder's name
-	Provider        string
-	Model           string // alias, raw id or policy, from the manifest
-	OracleMode      string
-	ParseMode       string
-	BenchmarkSHA256 string // the manifest's dataset hash ("" if unknown)
-	DatasetPath     string // the manifest's dataset path ("" if unknown)
-	ProfileName     string
-	ProfileSHA256   string
-	// Sampling is what the manifest records as sent per call
-	// (runmodel.Sampling.Text); "" when there is no manifest.
-	Sampling string
-
-	// Records are the last line per key_id, in index order, restricted
-	// to keys of the benchmark when one is loaded. Nil when results.jsonl
-	// could not be used.
-	Records []*results.Record
-	// Ref is the reference (§10.1) metrics over every ok record, or over
-	// all_results.json when results.jsonl is unusable; nil if neither.
-	Ref *results.RefMetrics
-
-	// Reading is the manifest's reading arm (a reader study's run of
-	// human answers); nil otherwise.
-	Reading *results.ReadingArm
-
-	// Selected is the manifest's selected_records; 0 when unknown.
-	Selected int
-	// Finished counts the distinct key_ids with a line in results.jsonl
-	// (error records included: they are finished), before any are left
-	// out for not being in the benchmark.
-	Finished int
-	// Live is set when an incomplete run's lock was held by a writer
-	// while the report read it.
-	Live bool
-
-	// Server is who answered, as the manifest's server identity
-	// describes it (provider.Identity.String); "" when unknown.
-	Server string
-	// Rehearsal is set for a run of a model (not a baseline run) that
-	// chexpercept's stand-in server answered: not a model result.
-	Rehearsal bool
-}
-
-// RehearsalNote marks a rehearsal run wherever the report shows it.
-const RehearsalNote = "rehearsal — not a model result"
-
-// Partial reports whether fewer records have results than the run
-// selected: the run was interrupted or is still running.
-func (r *Run) Partial() bool { return r.Records != nil && r.Selected > 0 && r.Finished < r.Selected }
-
-// ID names the run in messages and in our tables: the run name, plus the
-// oracle mode when that is needed to tell runs apart.
-func (r *Run) ID() string { return r.Name + " (oracle " + r.OracleMode + ")" }
-
-// Set is every run a report reads, with the benchmark and the warnings
-// collected while loading.
-type Set struct {
-	Runs     []*Run // sorted by run name (byte order), then oracle mode
-	Bench    *benchmark.Benchmark
-	Build    BuildInfo // the benchmark's build_info.json, when its builder wrote one
-	Warnings []string
-
-	// transient is the first read error that says nothing about the file
-	// (EMFILE, EIO …; safefile.Transient): leaving the input out would
-	// change the report on a passing fault, so Load fails with it.
-	transient error
-}
-
-// BuildInfo is what a report says about how its benchmark was built,
-// from the builder's build_info.json (build.md §11).
-type BuildInfo struct {
-	Known      bool   // build_info.json was read
-	ReviewMode string // accept_all, reviews_jsonl or review_db
-	Phantom    bool   // built from the phantom generator's synthetic cases
-}
-
-// Unreviewed reports a benchmark whose cases no expert reviewed.
-func (b BuildInfo) Unreviewed() bool { return b.Known && b.ReviewMode == "accept_all" }
 
 // maxBuildInfo bounds the read of build_info.json.
 const maxBuildInfo = 4 << 20
 
 // readBuildInfo reads dir/build_info.json; a benchmark without one (not
 // from our builder) or with an unreadable one gives the zero BuildInfo.
-func readBuildInfo(dir string) BuildInfo {
+func readBuildInfo(dir string) analysis.BuildInfo {
 	data, err := safefile.ReadFile(filepath.Join(dir, "build_info.json"), maxBuildInfo, safefile.NoFollow)
 	if err != nil {
-		return BuildInfo{}
+		return analysis.BuildInfo{}
 	}
 	v, err := ojson.Parse(data)
 	if err != nil || v.Kind != ojson.KindObject {
-		return BuildInfo{}
+		return analysis.BuildInfo{}
 	}
-	b := BuildInfo{Known: true}
+	b := analysis.BuildInfo{Known: true}
 	if m := v.Get("review_mode"); m != nil && m.Kind == ojson.KindString {
 		b.ReviewMode = textsafe.OneLine(m.S)
 	}
@@ -125,13 +53,23 @@ func readBuildInfo(dir string) BuildInfo {
 	return b
 }
 
-func (s *Set) warnf(format string, args ...any) {
+// state is a set being read, with the first read error that says nothing
+// about the file (EMFILE, EIO …; safefile.Transient): leaving the input
+// out would change the report on a passing fault, so Load fails with it.
+type state struct {
+	*analysis.Set
+	transient error
+}
+
+func newState() *state { return &state{Set: &analysis.Set{}} }
+
+func (s *state) warnf(format string, args ...any) {
 	s.Warnings = append(s.Warnings, textsafe.OneLine(fmt.Sprintf(format, args...)))
 }
 
 // readFailed records a read error of the input what: a transient one
 // becomes Load's error, any other the warning warnf makes of format.
-func (s *Set) readFailed(err error, what string, format string, args ...any) {
+func (s *state) readFailed(err error, what string, format string, args ...any) {
 	if safefile.Transient(err) {
 		if s.transient == nil {
 			s.transient = fmt.Errorf("%s: %w (a passing fault; run again)", what, safefile.Reason(err))
@@ -143,7 +81,7 @@ func (s *Set) readFailed(err error, what string, format string, args ...any) {
 
 // isRunDir reports whether dir holds any file of a run directory.
 func isRunDir(dir string) bool {
-	for _, f := range []string{results.AllResultsFile, results.ResultsFile, results.ManifestFile} {
+	for _, f := range []string{rundir.AllResultsFile, rundir.ResultsFile, rundir.ManifestFile} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
 			return true
 		}
@@ -177,7 +115,7 @@ func discover(inputs []string) (dirs []string, warnings []string) {
 		if !fi.IsDir() {
 			// An all_results.json or results.jsonl given directly means its run directory.
 			base := filepath.Base(in)
-			if base == results.AllResultsFile || base == results.ResultsFile {
+			if base == rundir.AllResultsFile || base == rundir.ResultsFile {
 				in = filepath.Dir(in)
 			} else {
 				warnings = append(warnings, fmt.Sprintf("%s: not a run directory or results folder; left out", in))
@@ -211,8 +149,8 @@ func discover(inputs []string) (dirs []string, warnings []string) {
 	return dirs, warnings
 }
 
-// LoadOptions configure Load.
-type LoadOptions struct {
+// Options configure Load.
+type Options struct {
 	// Benchmark is the benchmark directory. Empty means the dataset path
 	// recorded in the first run's manifest (in run order).
 	Benchmark string
@@ -222,9 +160,9 @@ type LoadOptions struct {
 // checks the runs against it. Every problem with one input is a warning
 // and the input (or the bad part of it) is left out; Load fails only when
 // no usable run remains or an explicitly given benchmark cannot be loaded.
-func Load(inputs []string, opts LoadOptions) (*Set, error) {
+func Load(inputs []string, opts Options) (*analysis.Set, error) {
 	dirs, warns := discover(inputs)
-	s := &Set{}
+	s := newState()
 	for _, w := range warns {
 		s.warnf("%s", w)
 	}
@@ -237,32 +175,37 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	if benchDir == "" {
 		var err error
 		if benchDir, err = firstDataset(dirs); err != nil {
-			return s, err
+			return s.Set, err
 		}
 	}
 	var bench *benchmark.Benchmark
 	var benchErr error
-	subs := make([]*Set, len(dirs))
-	runs := make([]*Run, len(dirs))
+	subs := make([]*state, len(dirs))
+	runs := make([]*analysis.Run, len(dirs))
 	jobs := make([]func(), 0, len(dirs)+1)
 	if benchDir != "" {
-		jobs = append(jobs, func() { bench, benchErr = benchmark.Load(benchDir) })
+		jobs = append(jobs, func() { bench, benchErr = benchdir.Load(benchDir) })
 	}
 	for i, d := range dirs {
-		subs[i] = &Set{}
+		subs[i] = newState()
 		jobs = append(jobs, func() { runs[i] = subs[i].readRun(d) })
 	}
-	runJobs(jobs, runtime.GOMAXPROCS(0))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for _, j := range jobs {
+		g.Go(func() error { j(); return nil })
+	}
+	_ = g.Wait() // the jobs keep their own errors and warnings
 	for i := range dirs {
 		if err := subs[i].transient; err != nil {
-			return s, err
+			return s.Set, err
 		}
 		s.Warnings = append(s.Warnings, subs[i].Warnings...)
 		if runs[i] != nil {
 			s.Runs = append(s.Runs, runs[i])
 		}
 	}
-	slices.SortStableFunc(s.Runs, func(a, b *Run) int {
+	slices.SortStableFunc(s.Runs, func(a, b *analysis.Run) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
 			return c
 		}
@@ -270,7 +213,7 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	})
 	// The same run name and oracle mode twice (e.g. given twice through
 	// different folders) would make every table ambiguous: keep the first.
-	var uniq []*Run
+	var uniq []*analysis.Run
 	for _, r := range s.Runs {
 		if n := len(uniq); n > 0 && uniq[n-1].Name == r.Name && uniq[n-1].OracleMode == r.OracleMode {
 			s.warnf("%s: run %s with oracle mode %s was already read from %s; left out (give runs that differ in a setting their own eval --run-name)", r.Dir, r.Name, r.OracleMode, uniq[n-1].Dir)
@@ -280,14 +223,14 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 	}
 	s.Runs = uniq
 	if len(s.Runs) == 0 {
-		return s, errors.New("no usable run directory among the inputs")
+		return s.Set, errors.New("no usable run directory among the inputs")
 	}
 
 	if benchDir != "" {
 		b, err := bench, benchErr
 		switch {
 		case err != nil && (opts.Benchmark != "" || safefile.Transient(err)):
-			return s, fmt.Errorf("benchmark: %w", err)
+			return s.Set, fmt.Errorf("benchmark: %w", err)
 		case err != nil:
 			s.warnf("benchmark %s (from the first run's manifest) could not be loaded: %v; chance baselines, key checks and images are left out", benchDir, err)
 		default:
@@ -298,7 +241,13 @@ func Load(inputs []string, opts LoadOptions) (*Set, error) {
 		s.warnf("no benchmark directory known (no manifest names one; pass --benchmark); chance baselines, key checks and images are left out")
 	}
 	s.checkRuns()
-	return s, nil
+	return s.Set, nil
+}
+
+// Loader is Load of inputs and opts, called when the report asks for its
+// runs (report.Config.Load).
+func Loader(inputs []string, opts Options) func() (*analysis.Set, error) {
+	return func() (*analysis.Set, error) { return Load(inputs, opts) }
 }
 
 // firstDataset is the dataset path named by the manifest of the first run
@@ -314,7 +263,7 @@ func firstDataset(dirs []string) (string, error) {
 	}
 	slices.SortStableFunc(sorted, func(a, b string) int { return strings.Compare(key(a), key(b)) })
 	for _, d := range sorted {
-		m, err := results.ReadManifest(d)
+		m, err := rundir.ReadManifest(d)
 		if safefile.Transient(err) {
 			return "", fmt.Errorf("%w (a passing fault; run again)", err)
 		}
@@ -326,12 +275,12 @@ func firstDataset(dirs []string) (string, error) {
 }
 
 // readRun reads one run directory; nil when nothing of it is usable.
-func (s *Set) readRun(dir string) *Run {
-	if results.IsUnfinished(dir) {
-		s.warnf("%s %v; left out", dir, results.ErrUnfinished)
+func (s *state) readRun(dir string) *analysis.Run {
+	if rundir.IsUnfinished(dir) {
+		s.warnf("%s %v; left out", dir, rundir.ErrUnfinished)
 		return nil
 	}
-	r := &Run{Dir: dir}
+	r := &analysis.Run{Dir: dir}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		abs = dir
@@ -350,8 +299,11 @@ func (s *Set) readRun(dir string) *Run {
 	if r.Provider == "" {
 		r.Provider, _, _ = strings.Cut(r.Name, "_")
 	}
+	if r.Kind == "" { // no manifest: the run name says the provider
+		r.Kind = results.KindOf(r.Provider, false)
+	}
 
-	rpath := filepath.Join(dir, results.ResultsFile)
+	rpath := filepath.Join(dir, rundir.ResultsFile)
 	recs, bad := s.readResults(rpath)
 	if recs != nil {
 		r.Records = results.Latest(recs)
@@ -373,10 +325,10 @@ func (s *Set) readRun(dir string) *Run {
 		}
 		r.Ref = results.RefMetricsFromRecords(r.Records)
 	} else {
-		apath := filepath.Join(dir, results.AllResultsFile)
+		apath := filepath.Join(dir, rundir.AllResultsFile)
 		if entries, err := readAllResults(apath); err == nil {
 			r.Ref = results.RefMetricsFromExport(entries)
-			s.warnf("%s: no usable results.jsonl; this run appears only in the reference CSVs (computed from %s)", dir, results.AllResultsFile)
+			s.warnf("%s: no usable results.jsonl; this run appears only in the reference CSVs (computed from %s)", dir, rundir.AllResultsFile)
 		} else if !os.IsNotExist(err) {
 			s.readFailed(err, apath, "%s: %v", apath, err)
 		}
@@ -395,18 +347,18 @@ func (s *Set) readRun(dir string) *Run {
 	return r
 }
 
-// readResults reads results.jsonl line by line (results.ScanLines: one
+// readResults reads results.jsonl line by line (rundir.ScanLines: one
 // line in memory at a time). A missing or empty file or one cut short is
 // reported; lines that do not decode are counted and skipped so that the
 // rest of the run is still reported. A line longer than any record
-// (results.MaxLineBytes: a damaged tail) makes the file unusable: it is
+// (rundir.MaxLineBytes: a damaged tail) makes the file unusable: it is
 // reported with its line number and not read further. It returns nil
 // records when the file is missing, unusable or holds no complete line.
-func (s *Set) readResults(path string) ([]*results.Record, int) {
+func (s *state) readResults(path string) ([]*results.Record, int) {
 	var recs []*results.Record
 	var lineWarnings []string // said after the note on the last line, as before
 	bad := 0
-	tail, _, err := results.ScanLines(path, func(line int, b []byte) error {
+	tail, _, err := rundir.ScanLines(path, func(line int, b []byte) error {
 		if len(bytes.TrimSpace(b)) == 0 {
 			return nil
 		}
@@ -425,7 +377,7 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 	case os.IsNotExist(err):
 		s.warnf("%s: missing", path)
 		return nil, 0
-	case errors.Is(err, results.ErrLineTooLong):
+	case errors.Is(err, rundir.ErrLineTooLong):
 		for _, w := range lineWarnings {
 			s.warnf("%s", w)
 		}
@@ -449,12 +401,12 @@ func (s *Set) readResults(path string) ([]*results.Record, int) {
 }
 
 // readAllResults reads an all_results.json into its entries, in file
-// order, one entry at a time (results.ScanAllResults): memory holds the
+// order, one entry at a time (rundir.ScanAllResults): memory holds the
 // entries read so far, and a file that is not JSON is refused at its
 // first byte that is not.
 func readAllResults(path string) ([]*ojson.Value, error) {
 	var out []*ojson.Value
-	err := results.ScanAllResults(path, func(key string, v *ojson.Value) error {
+	err := rundir.ScanAllResults(path, func(key string, v *ojson.Value) error {
 		if v.Kind != ojson.KindObject {
 			return fmt.Errorf("entry %q is not an object", key)
 		}
@@ -481,7 +433,7 @@ func readAllResults(path string) ([]*ojson.Value, error) {
 // other: keys not in the benchmark are dropped; differing benchmark
 // hashes, and parse modes or prompt profiles that differ among runs of
 // the same oracle mode, are warnings; so are reference-label collisions.
-func (s *Set) checkRuns() {
+func (s *state) checkRuns() {
 	for _, r := range s.Runs {
 		s.checkComplete(r)
 	}
@@ -512,7 +464,7 @@ func (s *Set) checkRuns() {
 				if len(ex) > 3 {
 					ex = ex[:3]
 				}
-				s.warnf("%s: %d record(s) whose key is not in the benchmark left out (e.g. %s)", filepath.Join(r.Dir, results.ResultsFile), len(unknown), strings.Join(ex, ", "))
+				s.warnf("%s: %d record(s) whose key is not in the benchmark left out (e.g. %s)", filepath.Join(r.Dir, rundir.ResultsFile), len(unknown), strings.Join(ex, ", "))
 			}
 		}
 	}
@@ -529,13 +481,13 @@ func (s *Set) checkRuns() {
 		}
 		s.warnf("runs were made on different benchmarks (%s); their numbers are not comparable", strings.Join(parts, "; "))
 	}
-	byMode := map[string][]*Run{}
+	byMode := map[string][]*analysis.Run{}
 	for _, r := range s.Runs {
 		byMode[r.OracleMode] = append(byMode[r.OracleMode], r)
 	}
 	for _, mode := range slices.Sorted(maps.Keys(byMode)) {
 		runs := byMode[mode]
-		differ := func(what string, get func(*Run) string) {
+		differ := func(what string, get func(*analysis.Run) string) {
 			vals := map[string][]string{}
 			for _, r := range runs {
 				vals[get(r)] = append(vals[get(r)], r.Name)
@@ -552,8 +504,8 @@ func (s *Set) checkRuns() {
 				s.warnf("oracle mode %s: runs differ in %s (%s)", mode, what, strings.Join(parts, "; "))
 			}
 		}
-		differ("parse mode", func(r *Run) string { return r.ParseMode })
-		differ("prompt profile", func(r *Run) string {
+		differ("parse mode", func(r *analysis.Run) string { return r.ParseMode })
+		differ("prompt profile", func(r *analysis.Run) string {
 			if r.ProfileSHA256 == "" {
 				return ""
 			}
@@ -576,13 +528,13 @@ func (s *Set) checkRuns() {
 // selected, so that its figures are never mistaken for a finished run's.
 // A run being written is still reported (people watch live runs); the
 // lock is only probed, and released at once, to say so.
-func (s *Set) checkComplete(r *Run) {
+func (s *state) checkComplete(r *analysis.Run) {
 	if !r.Partial() {
 		return
 	}
 	state := "run incomplete or still running"
-	if unlock, err := results.ReadLockRun(r.Dir); err != nil {
-		if errors.Is(err, results.ErrBusy) {
+	if unlock, err := rundir.ReadLock(r.Dir); err != nil {
+		if errors.Is(err, rundir.ErrBusy) {
 			r.Live = true
 			state = "still running: an eval holds its lock"
 		}
@@ -595,9 +547,9 @@ func (s *Set) checkComplete(r *Run) {
 
 // readManifest takes the run settings of r from dir/manifest.json (its
 // folder names parent/base) when it has a readable one.
-func (s *Set) readManifest(r *Run, dir, parent, base string) {
-	mpath := filepath.Join(dir, results.ManifestFile)
-	m, err := results.ReadManifest(dir)
+func (s *state) readManifest(r *analysis.Run, dir, parent, base string) {
+	mpath := filepath.Join(dir, rundir.ManifestFile)
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.readFailed(err, mpath, "%v; run settings taken from the directory names", err)
@@ -624,15 +576,15 @@ func (s *Set) readManifest(r *Run, dir, parent, base string) {
 		r.Reading = &arm
 	}
 	r.Selected = s.selectedRecords(mpath, m.SelectedRecords)
+	r.Kind = m.Kind
 	if id := m.ServerIdentity; id != nil {
 		r.Server = textsafe.OneLine(id.String())
-		r.Rehearsal = id.StandIn() && m.Model.Provider != "baseline"
 	}
 }
 
 // selectedRecords is the manifest's selected_records; 0 means unknown:
 // absent (older manifests) or negative (warned).
-func (s *Set) selectedRecords(mpath string, n int) int {
+func (s *state) selectedRecords(mpath string, n int) int {
 	if n < 0 {
 		s.warnf("%s: selected_records %d is negative; the run's completeness is not checked", mpath, n)
 		return 0

@@ -1,4 +1,4 @@
-package analysis
+package runset
 
 import (
 	"os"
@@ -6,10 +6,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
-	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
+)
+
+// The three paths, as the analysis tables name them.
+const (
+	RR = benchmark.RevisionRequired
+	RF = benchmark.RevisionFree
+	LF = benchmark.LesionFree
 )
 
 func writeRuns(t *testing.T, runs ...*analysistest.Run) (resultsDir string, b *benchmark.Benchmark) {
@@ -46,7 +54,7 @@ func TestOracleAndFirstRuns(t *testing.T) {
 		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
 		&analysistest.Run{Provider: "baseline", Label: "first", Oracle: "none", Policy: analysistest.First},
 	)
-	set, err := Load([]string{dir}, LoadOptions{})
+	set, err := Load([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +64,7 @@ func TestOracleAndFirstRuns(t *testing.T) {
 	if len(set.Warnings) != 0 {
 		t.Errorf("warnings: %q", set.Warnings)
 	}
-	res, err := Analyze(set, Options{Bootstrap: 200})
+	res, err := analysis.Analyze(set, analysis.Options{Bootstrap: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +110,13 @@ func TestBadInputs(t *testing.T) {
 		&analysistest.Run{Provider: "x", Label: "strange", Oracle: "none", Policy: analysistest.First},
 	)
 	// Half-written last line.
-	cut := filepath.Join(dir, "x_cut", "oracle_none", results.ResultsFile)
+	cut := filepath.Join(dir, "x_cut", "oracle_none", rundir.ResultsFile)
 	data, _ := os.ReadFile(cut)
 	os.WriteFile(cut, data[:len(data)-40], 0o644)
 	// Missing results.jsonl: only the reference CSVs remain.
-	os.Remove(filepath.Join(dir, "x_gone", "oracle_none", results.ResultsFile))
+	os.Remove(filepath.Join(dir, "x_gone", "oracle_none", rundir.ResultsFile))
 	// A key that is not in the benchmark, and a garbage line.
-	strange := filepath.Join(dir, "x_strange", "oracle_none", results.ResultsFile)
+	strange := filepath.Join(dir, "x_strange", "oracle_none", rundir.ResultsFile)
 	data, _ = os.ReadFile(strange)
 	first := data[:strings.IndexByte(string(data), '\n')+1]
 	data = append(data, []byte(strings.Replace(string(first), `"key_id":"edema_s50414267_negative_3"`, `"key_id":"edema_s99999999_negative_0"`, 1))...)
@@ -118,14 +126,14 @@ func TestBadInputs(t *testing.T) {
 	shard := filepath.Join(dir, "x_cut", "oracle_none", "shard-1-of-2")
 	os.MkdirAll(shard, 0o755)
 
-	set, err := Load([]string{dir, shard, filepath.Join(dir, "nope")}, LoadOptions{})
+	set, err := Load([]string{dir, shard, filepath.Join(dir, "nope")}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := set.Warnings
 	for _, want := range [][]string{
 		{cut, "last line is incomplete"},
-		{filepath.Join(dir, "x_gone", "oracle_none", results.ResultsFile), "missing"},
+		{filepath.Join(dir, "x_gone", "oracle_none", rundir.ResultsFile), "missing"},
 		{"x_gone", "only in the reference CSVs"},
 		{strange, "not in the benchmark", "edema_s99999999_negative_0"},
 		{strange, "line 9"},
@@ -137,7 +145,7 @@ func TestBadInputs(t *testing.T) {
 			t.Errorf("no warning with %q in %q", want, w)
 		}
 	}
-	byName := map[string]*Run{}
+	byName := map[string]*analysis.Run{}
 	for _, r := range set.Runs {
 		byName[r.Name] = r
 	}
@@ -150,7 +158,7 @@ func TestBadInputs(t *testing.T) {
 	if r := byName["x_strange"]; r == nil || len(r.Records) != len(b.Records) {
 		t.Errorf("x_strange should keep the benchmark's records")
 	}
-	res, err := Analyze(set, Options{Bootstrap: 50})
+	res, err := analysis.Analyze(set, analysis.Options{Bootstrap: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +183,7 @@ func TestMixedBenchmarksAndModes(t *testing.T) {
 	(&analysistest.Run{Provider: "p", Label: "a", Oracle: "none", Policy: analysistest.Oracle}).Write(res, b1)
 	(&analysistest.Run{Provider: "p", Label: "b", Oracle: "none", Parse: "strict", Policy: analysistest.First}).Write(res, b2)
 	(&analysistest.Run{Provider: "p", Label: "a", Oracle: "implicit", Policy: analysistest.First}).Write(res, b1)
-	set, err := Load([]string{res}, LoadOptions{})
+	set, err := Load([]string{res}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +193,7 @@ func TestMixedBenchmarksAndModes(t *testing.T) {
 	if !hasWarning(set.Warnings, "different benchmarks") || !hasWarning(set.Warnings, "oracle mode none: runs differ in parse mode") {
 		t.Errorf("warnings %q", set.Warnings)
 	}
-	r, err := Analyze(set, Options{Bootstrap: 50, Compare: [][2]string{{"p_a", "p_b"}, {"p_a", "zzz"}}})
+	r, err := analysis.Analyze(set, analysis.Options{Bootstrap: 50, Compare: [][2]string{{"p_a", "p_b"}, {"p_a", "zzz"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +217,7 @@ func TestMixedBenchmarksAndModes(t *testing.T) {
 func TestErrorPolicyEndToEnd(t *testing.T) {
 	errs := map[string]bool{"pneumonia_s57001234_positive_0": true, "edema_s50414267_negative_3": true}
 	dir, _ := writeRuns(t, &analysistest.Run{Provider: "p", Label: "o", Oracle: "none", Policy: analysistest.Oracle, Errors: errs})
-	set, err := Load([]string{dir}, LoadOptions{})
+	set, err := Load([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,10 +226,10 @@ func TestErrorPolicyEndToEnd(t *testing.T) {
 		nLF, kLF     int
 		nRF, depthRF float64
 	}{
-		{ErrorsExclude, 1, 1, 1, 3}, // the errors are left out
-		{ErrorsWrong, 2, 1, 2, 1.5}, // the errors count as all wrong
+		{analysis.ErrorsExclude, 1, 1, 1, 3}, // the errors are left out
+		{analysis.ErrorsWrong, 2, 1, 2, 1.5}, // the errors count as all wrong
 	} {
-		res, err := Analyze(set, Options{ErrorPolicy: tc.policy, Bootstrap: 20})
+		res, err := analysis.Analyze(set, analysis.Options{ErrorPolicy: tc.policy, Bootstrap: 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +243,7 @@ func TestErrorPolicyEndToEnd(t *testing.T) {
 			t.Errorf("%s: LF %d/%d, RF depth %v over %d", tc.policy, lf.K, lf.N, rf.Mean, rf.N)
 		}
 	}
-	if _, err := Analyze(set, Options{ErrorPolicy: "maybe"}); err == nil {
+	if _, err := analysis.Analyze(set, analysis.Options{ErrorPolicy: "maybe"}); err == nil {
 		t.Error("bad error policy accepted")
 	}
 }
@@ -279,7 +287,7 @@ func TestIncompleteRuns(t *testing.T) {
 			dir, _ := writeRuns(t, &run)
 			rdir := filepath.Join(dir, "p_r", "oracle_none")
 			if tc.manifest != nil {
-				mpath := filepath.Join(rdir, results.ManifestFile)
+				mpath := filepath.Join(rdir, rundir.ManifestFile)
 				m, err := os.ReadFile(mpath)
 				if err != nil {
 					t.Fatal(err)
@@ -290,21 +298,21 @@ func TestIncompleteRuns(t *testing.T) {
 			}
 			switch tc.lock {
 			case "file":
-				if err := os.WriteFile(filepath.Join(rdir, results.LockFile), nil, 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(rdir, rundir.LockFile), nil, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			case "held":
-				unlock, err := results.LockRun(rdir)
+				unlock, err := rundir.Lock(rdir)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer unlock()
-				if u, err := results.ReadLockRun(rdir); err == nil {
+				if u, err := rundir.ReadLock(rdir); err == nil {
 					u()
 					t.Skip("no advisory locks on this platform")
 				}
 			}
-			set, err := Load([]string{dir}, LoadOptions{})
+			set, err := Load([]string{dir}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,7 +340,7 @@ func TestIncompleteRuns(t *testing.T) {
 			// The probe must not keep the directory locked: a writer can
 			// still take it (after ours is released).
 			if tc.lock == "file" {
-				unlock, err := results.LockRun(rdir)
+				unlock, err := rundir.Lock(rdir)
 				if err != nil {
 					t.Errorf("lock after the report: %v", err)
 				} else {
@@ -344,7 +352,7 @@ func TestIncompleteRuns(t *testing.T) {
 }
 
 // TestUnfinishedRunLeftOut: a run directory that a merge, rescore,
-// import or export began and did not finish (results.UnfinishedFile) is
+// import or export began and did not finish (rundir.UnfinishedFile) is
 // never read as a run: it is left out with a warning, whatever files it
 // already holds.
 func TestUnfinishedRunLeftOut(t *testing.T) {
@@ -353,10 +361,10 @@ func TestUnfinishedRunLeftOut(t *testing.T) {
 		&analysistest.Run{Provider: "baseline", Label: "first", Oracle: "none", Policy: analysistest.First},
 	)
 	unfinished := filepath.Join(dir, "baseline_first", "oracle_none")
-	if err := results.MarkUnfinished(unfinished); err != nil {
+	if err := rundir.MarkUnfinished(unfinished); err != nil {
 		t.Fatal(err)
 	}
-	set, err := Load([]string{dir}, LoadOptions{})
+	set, err := Load([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

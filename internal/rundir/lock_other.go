@@ -1,6 +1,6 @@
 //go:build !unix
 
-package results
+package rundir
 
 import "errors"
 
@@ -12,9 +12,9 @@ const LockFile = ".lock"
 // conflicting lock; never returned where flock is unavailable.
 var ErrBusy = errors.New("run directory locked by another process")
 
-// LockRun is a no-op where flock is unavailable: concurrent writers of one
+// Lock is a no-op where flock is unavailable: concurrent writers of one
 // run directory are not detected there.
-func LockRun(dir string) (unlock func(), err error) { return func() {}, nil }
+func Lock(dir string) (unlock func(), err error) { return func() {}, nil }
 
-// ReadLockRun is a no-op where flock is unavailable.
-func ReadLockRun(dir string) (unlock func(), err error) { return func() {}, nil }
+// ReadLock is a no-op where flock is unavailable.
+func ReadLock(dir string) (unlock func(), err error) { return func() {}, nil }

@@ -1,4 +1,4 @@
-package results
+package rundir
 
 import (
 	"bytes"
@@ -7,10 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"slices"
 	"strconv"
 
 	"github.com/chexpercept/chexpercept/internal/ojson"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -72,8 +72,8 @@ func ScanAllResults(path string, fn func(key string, v *ojson.Value) error) erro
 // line that does not decode is an error naming the file and the line
 // number, and so is a line longer than MaxLineBytes (ErrLineTooLong). A
 // missing file reads as no records.
-func ReadResults(path string) ([]*Record, error) {
-	var out []*Record
+func ReadResults(path string) ([]*results.Record, error) {
+	var out []*results.Record
 	_, _, err := ScanLines(path, func(line int, b []byte) error {
 		r, err := parseLine(path, line, b)
 		if r != nil {
@@ -91,32 +91,15 @@ func ReadResults(path string) ([]*Record, error) {
 }
 
 // parseLine decodes one complete line; a blank line is no record (nil).
-func parseLine(path string, line int, b []byte) (*Record, error) {
+func parseLine(path string, line int, b []byte) (*results.Record, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, nil
 	}
-	r, err := UnmarshalLine(b)
+	r, err := results.UnmarshalLine(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
 	}
 	return r, nil
-}
-
-// Latest keeps the last line per key_id (readers use the last line, §9.2)
-// and returns those records sorted by index.
-func Latest(recs []*Record) []*Record {
-	last := make(map[string]int, len(recs))
-	for i, r := range recs {
-		last[r.KeyID] = i
-	}
-	out := make([]*Record, 0, len(last))
-	for i, r := range recs {
-		if last[r.KeyID] == i {
-			out = append(out, r)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b *Record) int { return a.Index - b.Index })
-	return out
 }
 
 // Store appends records to a results.jsonl file, one complete line per
@@ -136,7 +119,7 @@ type Store struct {
 // schema version, before it existed with the key. A cut-short write of
 // ours is a prefix of such a line.
 var recordStarts = [][]byte{
-	[]byte(`{"schema_version":` + strconv.Itoa(RecordSchemaVersion) + `,"key_id":"`),
+	[]byte(`{"schema_version":` + strconv.Itoa(results.RecordSchemaVersion) + `,"key_id":"`),
 	[]byte(`{"key_id":"`),
 }
 
@@ -165,12 +148,12 @@ func startsLikeRecord(tail []byte, short bool) bool {
 // the beginning of a record line cut short by a kill is truncated away
 // (Store.Repair says so); anything else is refused, leaving the file as
 // it was.
-func OpenStore(path string) (*Store, []*Record, error) {
+func OpenStore(path string) (*Store, []*results.Record, error) {
 	f, err := safefile.OpenWritable(path, os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
-	fail := func(err error) (*Store, []*Record, error) {
+	fail := func(err error) (*Store, []*results.Record, error) {
 		_ = f.Close() // nothing was written; err is the one reported
 		return nil, nil, err
 	}
@@ -180,7 +163,7 @@ func OpenStore(path string) (*Store, []*Record, error) {
 	// One line at a time: a damaged file (a tail of NULs from a sparse
 	// or corrupted disk) is refused at its first line longer than any
 	// record, not read whole.
-	var recs []*Record
+	var recs []*results.Record
 	var keep int64 // bytes up to the end of the last complete line
 	var tail []byte
 	lr := newLineReader(f, path)
@@ -215,7 +198,7 @@ func OpenStore(path string) (*Store, []*Record, error) {
 		switch {
 		case startsLikeRecord(tail, false) && validRecord(tail):
 			// Only the newline is missing: complete the line.
-			r, _ := UnmarshalLine(tail)
+			r, _ := results.UnmarshalLine(tail)
 			if _, err := f.WriteAt([]byte("\n"), size); err != nil {
 				return fail(fmt.Errorf("complete the last line of %s: %w", path, err))
 			}
@@ -242,7 +225,7 @@ func OpenStore(path string) (*Store, []*Record, error) {
 
 // validRecord reports whether line decodes as a whole record.
 func validRecord(line []byte) bool {
-	_, err := UnmarshalLine(line)
+	_, err := results.UnmarshalLine(line)
 	return err == nil
 }
 
@@ -262,7 +245,7 @@ func cutShort(tail []byte) bool {
 }
 
 // Append writes r as one line and syncs the file.
-func (s *Store) Append(r *Record) error {
+func (s *Store) Append(r *results.Record) error {
 	line, err := s.marshal(r)
 	if err != nil {
 		return err
@@ -278,7 +261,7 @@ func (s *Store) Append(r *Record) error {
 
 // AppendBatch writes the records' lines with one write and syncs once
 // (group commit): each line is complete and synced when it returns.
-func (s *Store) AppendBatch(recs []*Record) error {
+func (s *Store) AppendBatch(recs []*results.Record) error {
 	var buf []byte
 	for _, r := range recs {
 		line, err := s.marshal(r)
@@ -298,7 +281,7 @@ func (s *Store) AppendBatch(recs []*Record) error {
 
 // marshal is r's line, refused when it is longer than MaxLineBytes: no
 // reader would take it back.
-func (s *Store) marshal(r *Record) ([]byte, error) {
+func (s *Store) marshal(r *results.Record) ([]byte, error) {
 	line, err := r.MarshalLine()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package benchmark
+package benchdir
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -61,7 +62,7 @@ func ReadSums(dir string) (*Sums, error) {
 
 // ParseSums parses SHA256SUMS bytes: each line `<64 lowercase hex>  <path>`.
 func ParseSums(data []byte) (*Sums, error) {
-	s := &Sums{SHA256: SHA256Hex(data), want: map[string]string{}}
+	s := &Sums{SHA256: benchmark.SHA256Hex(data), want: map[string]string{}}
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		if len(line) == 0 {
 			continue
@@ -130,15 +131,15 @@ func (s *Sums) CheckFile(rel string) error {
 
 // CheckJSON checks the benchmark's JSON files: chexpercept.json, whose
 // hash the loader already has (b.SHA256), and lesions.json when present.
-func (s *Sums) CheckJSON(b *Benchmark) error {
-	if err := s.Check(JSONName, b.SHA256); err != nil {
+func (s *Sums) CheckJSON(b *benchmark.Benchmark) error {
+	if err := s.Check(benchmark.JSONName, b.SHA256); err != nil {
 		return err
 	}
-	if _, listed := s.want[LesionsFileName]; listed {
-		return s.CheckFile(LesionsFileName)
+	if _, listed := s.want[benchmark.LesionsFileName]; listed {
+		return s.CheckFile(benchmark.LesionsFileName)
 	}
-	if err := safefile.CheckRegular(filepath.Join(s.Dir, LesionsFileName)); err == nil {
-		return s.Check(LesionsFileName, "")
+	if err := safefile.CheckRegular(filepath.Join(s.Dir, benchmark.LesionsFileName)); err == nil {
+		return s.Check(benchmark.LesionsFileName, "")
 	}
 	return nil
 }

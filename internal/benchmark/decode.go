@@ -3,27 +3,18 @@ package benchmark
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/ojson"
-	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
-// MaxJSONSize bounds the size of chexpercept.json that Load and the
-// validator accept. The released file is a few tens of MB; anything far
-// larger is not a benchmark and would only exhaust memory.
-const MaxJSONSize = 256 << 20
-
 // Benchmark is a loaded benchmark directory.
 type Benchmark struct {
-	Dir     string    // the benchmark directory as given to Load
+	Dir     string    // the benchmark directory as given to its reader
 	Records []*Record // in file order
 	SHA256  string    // lowercase hex SHA-256 of the chexpercept.json bytes
 	// Lesions is the benchmark's lesion set: the declaration beside
@@ -36,16 +27,16 @@ type Benchmark struct {
 // Lookup returns the record with the given key_id, or nil.
 func (b *Benchmark) Lookup(keyID string) *Record { return b.byKey[keyID] }
 
-// LoadError is a Load failure: the file, the record (empty for the top
+// decodeError is a Decode failure: the file, the record (empty for the top
 // level), a JSON Pointer inside the file and the reason.
-type LoadError struct {
+type decodeError struct {
 	File    string
 	KeyID   string
 	Pointer string
 	Reason  string
 }
 
-func (e *LoadError) Error() string {
+func (e *decodeError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.KeyID != "" {
@@ -61,54 +52,12 @@ func (e *LoadError) Error() string {
 	return textsafe.OneLine(b.String())
 }
 
-// ReadJSONFile reads dir/chexpercept.json, refusing symlinks, non-regular
-// files and files larger than MaxJSONSize.
-func ReadJSONFile(dir string) ([]byte, error) {
-	name := filepath.Join(dir, JSONName)
-	fi, err := os.Lstat(name)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: missing", name)
-		}
-		return nil, err
-	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		return nil, fmt.Errorf("%s: is a symbolic link; refusing to follow it", name)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", name)
-	}
-	if fi.Size() > MaxJSONSize {
-		return nil, fmt.Errorf("%s: %d bytes exceeds the %d-byte limit", name, fi.Size(), MaxJSONSize)
-	}
-	f, err := safefile.Open(name, safefile.NoFollow)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxJSONSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(data) > MaxJSONSize {
-		return nil, fmt.Errorf("%s: exceeds the %d-byte limit", name, MaxJSONSize)
-	}
-	return data, nil
-}
-
-// Load reads dir/chexpercept.json. It rejects invalid JSON, duplicate
-// member names at any depth, records of the wrong shape, wrong types and
-// missing fields, with an error naming the file, the key_id, a JSON
-// Pointer and the reason. Unknown fields are ignored (the validator warns
-// about them). It does not look at images; run the validator for that.
-func Load(dir string) (*Benchmark, error) {
-	lesions, err := ReadLesions(dir)
-	if err != nil {
-		return nil, err
-	}
-	data, err := ReadJSONFile(dir)
-	if err != nil {
-		return nil, err
+// FromJSON is the benchmark of the chexpercept.json bytes data read from
+// the benchmark directory dir, whose lesion set is lesions (nil = the
+// built-in seven); errors are Decode's, naming dir's chexpercept.json.
+func FromJSON(dir string, data []byte, lesions *LesionSet) (*Benchmark, error) {
+	if lesions == nil {
+		lesions = DefaultLesions()
 	}
 	recs, err := Decode(filepath.Join(dir, JSONName), data, lesions)
 	if err != nil {
@@ -128,21 +77,6 @@ func SHA256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// SHA256File returns the lowercase hex SHA-256 of a regular file's bytes
-// (a FIFO or device is refused at once).
-func SHA256File(name string) (string, error) {
-	f, err := safefile.Open(name, safefile.Follow)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // Decode parses chexpercept.json bytes into records; file names the
 // source in errors; lesions is the benchmark's set (nil = the built-in seven).
 func Decode(file string, data []byte, lesions *LesionSet) ([]*Record, error) {
@@ -151,20 +85,20 @@ func Decode(file string, data []byte, lesions *LesionSet) ([]*Record, error) {
 	}
 	root, err := ojson.Parse(data)
 	if err != nil {
-		return nil, &LoadError{File: file, Reason: "invalid JSON: " + err.Error()}
+		return nil, &decodeError{File: file, Reason: "invalid JSON: " + err.Error()}
 	}
 	if root.Kind != ojson.KindObject {
-		return nil, &LoadError{File: file, Pointer: "/", Reason: "top level is not an object"}
+		return nil, &decodeError{File: file, Pointer: "/", Reason: "top level is not an object"}
 	}
 	if dups := ojson.Duplicates(root); len(dups) > 0 {
 		d, kid := dups[0], ""
 		if d.Pointer != "" {
 			kid = strings.SplitN(d.Pointer[1:], "/", 2)[0]
 		}
-		return nil, &LoadError{File: file, KeyID: kid, Pointer: d.Pointer + "/" + ojson.EscapePointer(d.Key), Reason: fmt.Sprintf("duplicate member %q", d.Key)}
+		return nil, &decodeError{File: file, KeyID: kid, Pointer: d.Pointer + "/" + ojson.EscapePointer(d.Key), Reason: fmt.Sprintf("duplicate member %q", d.Key)}
 	}
 	if len(root.O) == 0 {
-		return nil, &LoadError{File: file, Reason: "no records"}
+		return nil, &decodeError{File: file, Reason: "no records"}
 	}
 	recs := make([]*Record, 0, len(root.O))
 	for _, m := range root.O {
@@ -190,30 +124,8 @@ type decoder struct {
 
 func (d *decoder) fail(ptr, format string, args ...any) {
 	if d.err == nil {
-		d.err = &LoadError{File: d.file, KeyID: d.key, Pointer: ptr, Reason: fmt.Sprintf(format, args...)}
+		d.err = &decodeError{File: d.file, KeyID: d.key, Pointer: ptr, Reason: fmt.Sprintf(format, args...)}
 	}
-}
-
-// KindName names a JSON kind for messages.
-func KindName(v *ojson.Value) string {
-	if v == nil {
-		return "absent"
-	}
-	switch v.Kind {
-	case ojson.KindNull:
-		return "null"
-	case ojson.KindBool:
-		return "a boolean"
-	case ojson.KindNumber:
-		return "a number"
-	case ojson.KindString:
-		return "a string"
-	case ojson.KindArray:
-		return "an array"
-	case ojson.KindObject:
-		return "an object"
-	}
-	return "unknown"
 }
 
 // obj is an object being decoded; get marks fields as required.
@@ -225,7 +137,7 @@ type obj struct {
 
 func (d *decoder) object(v *ojson.Value, ptr string) *obj {
 	if v == nil || v.Kind != ojson.KindObject {
-		d.fail(ptr, "expected an object, found %s", KindName(v))
+		d.fail(ptr, "expected an object, found %s", ojson.KindName(v))
 		return &obj{d: d, ptr: ptr}
 	}
 	return &obj{d: d, ptr: ptr, v: v}
@@ -251,7 +163,7 @@ func (o *obj) str(key string) string {
 		return ""
 	}
 	if v.Kind != ojson.KindString {
-		o.d.fail(o.child(key), "expected a string, found %s", KindName(v))
+		o.d.fail(o.child(key), "expected a string, found %s", ojson.KindName(v))
 		return ""
 	}
 	return v.S
@@ -263,32 +175,22 @@ func (o *obj) boolean(key string) bool {
 		return false
 	}
 	if v.Kind != ojson.KindBool {
-		o.d.fail(o.child(key), "expected a boolean, found %s", KindName(v))
+		o.d.fail(o.child(key), "expected a boolean, found %s", ojson.KindName(v))
 		return false
 	}
 	return v.B
-}
-
-// IntLiteral parses an integer literal (no fraction or exponent) that fits
-// in an int.
-func IntLiteral(v *ojson.Value) (int, bool) {
-	if v == nil || v.Kind != ojson.KindNumber || strings.ContainsAny(v.N, ".eE") {
-		return 0, false
-	}
-	n, err := strconv.Atoi(v.N)
-	return n, err == nil
 }
 
 func (d *decoder) intValue(v *ojson.Value, ptr string) int {
 	if v == nil || d.err != nil {
 		return 0
 	}
-	n, ok := IntLiteral(v)
+	n, ok := ojson.IntLiteral(v)
 	if !ok {
 		if v.Kind == ojson.KindNumber {
 			d.fail(ptr, "expected an integer, found %s", v.N)
 		} else {
-			d.fail(ptr, "expected an integer, found %s", KindName(v))
+			d.fail(ptr, "expected an integer, found %s", ojson.KindName(v))
 		}
 	}
 	return n
@@ -302,7 +204,7 @@ func (o *obj) number(key string) string {
 		return "0"
 	}
 	if v.Kind != ojson.KindNumber {
-		o.d.fail(o.child(key), "expected a number, found %s", KindName(v))
+		o.d.fail(o.child(key), "expected a number, found %s", ojson.KindName(v))
 		return "0"
 	}
 	return v.N
@@ -313,7 +215,7 @@ func (d *decoder) array(v *ojson.Value, ptr string) []*ojson.Value {
 		return nil
 	}
 	if v.Kind != ojson.KindArray {
-		d.fail(ptr, "expected an array, found %s", KindName(v))
+		d.fail(ptr, "expected an array, found %s", ojson.KindName(v))
 		return nil
 	}
 	return v.A
@@ -324,7 +226,7 @@ func (d *decoder) strings(v *ojson.Value, ptr string) []string {
 	out := make([]string, 0, len(a))
 	for i, e := range a {
 		if e.Kind != ojson.KindString {
-			d.fail(ptr+"/"+strconv.Itoa(i), "expected a string, found %s", KindName(e))
+			d.fail(ptr+"/"+strconv.Itoa(i), "expected a string, found %s", ojson.KindName(e))
 			return nil
 		}
 		out = append(out, e.S)
@@ -380,7 +282,7 @@ func (d *decoder) record(key string, v *ojson.Value) *Record {
 			s := dv.S
 			r.DicomID = &s
 		default:
-			d.fail(o.child("dicom_id"), "expected a string or null, found %s", KindName(dv))
+			d.fail(o.child("dicom_id"), "expected a string or null, found %s", ojson.KindName(dv))
 		}
 	}
 	if d.err != nil {
@@ -397,7 +299,7 @@ func (d *decoder) record(key string, v *ojson.Value) *Record {
 		// The key should be present and null; an omitted key is written
 		// back as null, which is the spec's form.
 		if av := o.v.Get("attribute_extraction_qa"); av != nil && av.Kind != ojson.KindNull {
-			d.fail(o.child("attribute_extraction_qa"), "must be null for %s, found %s", r.Lesion, KindName(av))
+			d.fail(o.child("attribute_extraction_qa"), "must be null for %s, found %s", r.Lesion, ojson.KindName(av))
 		}
 		r.AttributesNull = true
 	} else {
@@ -480,7 +382,7 @@ func (d *decoder) pointQA(v *ojson.Value, ptr string) PointQA {
 // indexList decodes a multi-select answer_index, which must be a list.
 func (d *decoder) indexList(o *obj, key string) []int {
 	if v := o.get(key); v != nil && v.Kind != ojson.KindArray {
-		d.fail(o.child(key), "expected a list of integers (multi-select), found %s", KindName(v))
+		d.fail(o.child(key), "expected a list of integers (multi-select), found %s", ojson.KindName(v))
 		return nil
 	}
 	return o.ints(key)
@@ -505,10 +407,10 @@ func (d *decoder) revisionQA(v *ojson.Value, ptr string) RevisionQA {
 
 // Attribute keys in written order (format.md §3.5).
 const (
-	AttrDistribution = "distribution"
-	AttrLocation     = "location"
-	AttrSeverity     = "severity/measurement"
-	AttrComparison   = "comparison"
+	attrDistribution = "distribution"
+	attrLocation     = "location"
+	attrSeverity     = "severity/measurement"
+	attrComparison   = "comparison"
 )
 
 func (d *decoder) attributes(v *ojson.Value, ptr string) *AttributeQA {
@@ -519,25 +421,25 @@ func (d *decoder) attributes(v *ojson.Value, ptr string) *AttributeQA {
 	o := d.object(v, ptr)
 	a := &AttributeQA{}
 	{
-		s := d.object(o.get(AttrDistribution), o.child(AttrDistribution))
+		s := d.object(o.get(attrDistribution), o.child(attrDistribution))
 		a.Distribution = DistributionQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
 			Answer: s.str("answer"), AnswerIndex: s.int("answer_index"), AnswerZones: s.strs("answer_zones")}
 	}
 	{
-		s := d.object(o.get(AttrLocation), o.child(AttrLocation))
+		s := d.object(o.get(attrLocation), o.child(attrLocation))
 		a.Location = LocationQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
 			Answer: s.str("answer")}
 		a.Location.AnswerIndex = d.indexList(s, "answer_index")
 		a.Location.AnswerZones = s.strs("answer_zones")
 	}
 	{
-		s := d.object(o.get(AttrSeverity), o.child(AttrSeverity))
+		s := d.object(o.get(attrSeverity), o.child(attrSeverity))
 		a.Severity = SeverityQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
 			Answer: s.str("answer"), AnswerIndex: s.int("answer_index"), OverlapRatio: s.number("overlap_ratio"),
 			SelectedLung: s.str("selected_lung")}
 	}
 	{
-		s := d.object(o.get(AttrComparison), o.child(AttrComparison))
+		s := d.object(o.get(attrComparison), o.child(attrComparison))
 		a.Comparison = ComparisonQA{Question: s.str("question"), AnswerOptions: s.strs("answer_options"),
 			Answer: s.str("answer"), AnswerIndex: s.int("answer_index"), LeftSize: s.int("left_size"),
 			RightSize: s.int("right_size"), LeftHasOverlap: s.boolean("left_has_overlap"),

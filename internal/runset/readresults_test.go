@@ -1,4 +1,4 @@
-package analysis
+package runset
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
 // TestReadResultsStopsAtOverlongLine: a results.jsonl whose last line is
@@ -28,7 +29,7 @@ func TestReadResultsStopsAtOverlongLine(t *testing.T) {
 		{"cut short", 40, 2, "results.jsonl: the last line is incomplete"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), results.ResultsFile)
+			path := filepath.Join(t.TempDir(), rundir.ResultsFile)
 			var data []byte
 			for i := range 2 {
 				line, err := (&results.Record{KeyID: fmt.Sprintf("k%d", i), Index: i, Status: "ok"}).MarshalLine()
@@ -44,7 +45,7 @@ func TestReadResultsStopsAtOverlongLine(t *testing.T) {
 			if err := os.Truncate(path, size); err != nil {
 				t.Fatal(err)
 			}
-			s := &Set{}
+			s := newState()
 			var recs []*results.Record
 			var before, after runtime.MemStats
 			runtime.GC()
@@ -85,7 +86,7 @@ func TestReadAllResultsStreams(t *testing.T) {
 		{"an array", `[{"a": 1}]`, 0, "", "top level is not an object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), results.AllResultsFile)
+			path := filepath.Join(t.TempDir(), rundir.AllResultsFile)
 			if err := os.WriteFile(path, []byte(tc.head), 0o644); err != nil {
 				t.Fatal(err)
 			}

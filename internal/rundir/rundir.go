@@ -1,7 +1,16 @@
-package results
+// Package rundir reads and writes a run directory (spec protocol.md §9.1):
+// <results>/<run name>/oracle_<mode>/[shard-<i>-of-<n>/] with its
+// manifest.json, results.jsonl and the files derived from them. It holds
+// the directory's layout (file names, the shard folders, Path), the
+// appending store of results.jsonl that a kill never leaves unreadable,
+// the bounded line readers, the run lock, the unfinished-run marker and
+// Finalize, which writes the derived files. What those files hold — the
+// record, the manifest, the selection, the export and the summaries — is
+// package results', which does no file I/O, so that the protocol engine
+// and the analysis link none of this.
+package rundir
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,22 +21,9 @@ import (
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/safefile"
-	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
-
-// RunName is <provider>_<label>[_no_thinking][_strict]: strict for a run
-// under the strict parse mode.
-func RunName(providerName, label string, noThinking, strict bool) string {
-	s := providerName + "_" + label
-	if noThinking {
-		s += "_no_thinking"
-	}
-	if strict {
-		s += "_strict"
-	}
-	return s
-}
 
 // IsRunFile reports whether name is one of the files a run directory
 // holds that chexpercept writes atomically: the manifest, the results, the
@@ -44,47 +40,19 @@ func IsRunFile(name string) bool {
 // ("<file>.tmp-<digits>") that atomic writes of its run files left when
 // the command writing them was killed; nothing else, and nothing in shard
 // folders (each is its own run directory). The caller holds the run's
-// lock (LockRun), so no other writer owns them.
+// lock (Lock), so no other writer owns them.
 func RemoveStaleTemps(dir string) error {
 	return atomicfile.RemoveStale(dir, func(rel string) bool { return IsRunFile(rel) })
 }
 
-// RunDir is the directory a run writes into, out/<run name>/oracle_<mode>
+// Path is the directory a run writes into, out/<run name>/oracle_<mode>
 // (the oracle mode: none, implicit or explicit), or its shard folder.
-func RunDir(out, runName string, oracle string, shard *Shard) string {
+func Path(out, runName string, oracle string, shard *results.Shard) string {
 	d := filepath.Join(out, runName, "oracle_"+oracle)
 	if shard != nil {
 		d = filepath.Join(d, shard.Dir())
 	}
 	return d
-}
-
-// maxRunName is the longest run name: it names a folder, and file
-// systems allow 255 bytes.
-const maxRunName = 255
-
-// CheckRunName refuses, before anything is written, a run name that
-// cannot name a folder: empty, a character outside letters, digits, '.',
-// '_' and '-' (the rule of registry aliases), a leading '.', or too long.
-func CheckRunName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("run name is empty")
-	case strings.IndexFunc(name, notRunNameRune) >= 0:
-		return fmt.Errorf("run name %q must use only letters, digits, '.', '_' and '-' (it names a folder)", textsafe.OneLine(name))
-	case strings.HasPrefix(name, "."):
-		return fmt.Errorf("run name %q must not start with '.' (it names a folder)", textsafe.OneLine(name))
-	}
-	if len(name) > maxRunName {
-		return fmt.Errorf("run name %s… is %d bytes, more than the %d a folder name may hold; register the model under a shorter alias (a models file)",
-			textsafe.OneLine(name[:40]), len(name), maxRunName)
-	}
-	return nil
-}
-
-// notRunNameRune reports a character a run name may not hold.
-func notRunNameRune(r rune) bool {
-	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
 }
 
 // maxSummaryBytes bounds the summary.json WallTime reads; a real one is a
@@ -118,21 +86,21 @@ func WallTime(dir string) float64 {
 // the command that ends now; the previous summary's wall time is added (a
 // resumed run sums its restarts). The runner, rescore, merge and
 // import-reference all end with it.
-func Finalize(dir string, man *Manifest, selected int, wallTime float64) (*Summary, error) {
+func Finalize(dir string, man *results.Manifest, selected int, wallTime float64) (*results.Summary, error) {
 	recs, err := ReadResults(filepath.Join(dir, ResultsFile))
 	if err != nil {
 		return nil, err
 	}
 	wallTime += WallTime(dir)
-	latest := Latest(recs)
-	all := MarshalAllResults(latest, man.Dataset.Path, man.Model.Backend, man.Model.ModelID)
+	latest := results.Latest(recs)
+	all := results.MarshalAllResults(latest, man.Dataset.Path, man.Model.Backend, man.Model.ModelID)
 	if err := atomicfile.WriteFile(filepath.Join(dir, AllResultsFile), all); err != nil {
 		return nil, err
 	}
-	info := RunInfo{Name: man.RunName, Model: man.Model.Name, ModelID: man.Model.ModelID,
+	info := results.RunInfo{Name: man.RunName, Model: man.Model.Name, ModelID: man.Model.ModelID,
 		Provider: man.Model.Provider, Backend: man.Model.Backend, OracleMode: man.OracleMode,
 		ParseMode: man.ParseMode, BenchmarkSHA256: man.Dataset.SHA256, RescoredFrom: man.RescoredFrom}
-	s := BuildSummary(info, selected, latest, wallTime)
+	s := results.BuildSummary(info, selected, latest, wallTime)
 	b, err := s.Marshal()
 	if err != nil {
 		return nil, err
@@ -140,8 +108,8 @@ func Finalize(dir string, man *Manifest, selected int, wallTime float64) (*Summa
 	if err := atomicfile.WriteFile(filepath.Join(dir, SummaryFile), b); err != nil {
 		return nil, err
 	}
-	m := RefMetricsFromRecords(latest)
-	if err := WriteRefCSVs(dir, RefLabel(man.RunName), m); err != nil {
+	m := results.RefMetricsFromRecords(latest)
+	if err := WriteRefCSVs(dir, results.RefLabel(man.RunName), m); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -163,7 +131,7 @@ func ParseShardDir(name string) (i, n int, ok bool) {
 
 var shardDirRE = regexp.MustCompile(`^shard-([0-9]+)-of-([0-9]+)$`)
 
-// CheckRunDir looks at the run directory dir before a command writes a run
+// Check looks at the run directory dir before a command writes a run
 // into it. It reports whether dir already holds a run (manifest.json or
 // results.jsonl). A directory that holds no run is accepted only when it
 // is new, empty, or holds nothing but debris of an interrupted write (the
@@ -173,7 +141,7 @@ var shardDirRE = regexp.MustCompile(`^shard-([0-9]+)-of-([0-9]+)$`)
 // manifest (results.jsonl alone was not written by chexpercept, or lost
 // what proves it), and nothing in it may be a symbolic link, FIFO or
 // device (outdir.CheckTree; shard folders are left to their own check).
-func CheckRunDir(dir string) (hasRun bool, err error) {
+func Check(dir string) (hasRun bool, err error) {
 	st, names, err := outdir.Look(dir, ManifestFile, ResultsFile)
 	if err != nil {
 		return false, err
@@ -205,4 +173,31 @@ func CheckRunDir(dir string) (hasRun bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// Per-model reference CSV file names (§9.1).
+const (
+	RefSummaryFile   = "model_performance_summary.csv"
+	RefContourFile   = "model_performance_detail_contour_revision.csv"
+	RefAttributeFile = "model_performance_detail_attribute_extraction.csv"
+)
+
+// WriteRefCSVs writes the three per-model reference CSVs into dir,
+// atomically.
+func WriteRefCSVs(dir, label string, m *results.RefMetrics) error {
+	files := []struct {
+		name   string
+		header []string
+		rows   [][]string
+	}{
+		{RefSummaryFile, results.RefSummaryHeader, m.SummaryRows(label)},
+		{RefContourFile, results.RefContourHeader, m.ContourRows(label)},
+		{RefAttributeFile, results.RefAttributeHeader, m.AttributeRows(label)},
+	}
+	for _, f := range files {
+		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), results.CSV(f.header, f.rows)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
