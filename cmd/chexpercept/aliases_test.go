@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // TestOneNamePerConcept: each concept has one visible spelling, and the
@@ -21,8 +23,8 @@ func TestOneNamePerConcept(t *testing.T) {
 		{"sample", findCommand(t, "sample"), "sample-seed", "seed", true},
 		{"eval", findCommand(t, "eval"), "sample-seed", "seed", true},
 		{"phantom", findCommand(t, "phantom"), "phantom-seed", "seed", true},
-		{"review init", reviewInitCmd(), "assign-seed", "seed", true},
-		{"review export", reviewExportCmd(), "reviews", "jsonl", false},
+		{"review init", reviewInitCmd(job.Options{}), "assign-seed", "seed", true},
+		{"review export", reviewExportCmd(job.Options{}), "reviews", "jsonl", false},
 	} {
 		f := tc.c.Flags()
 		nf, of := f.Lookup(tc.name), f.Lookup(tc.old)

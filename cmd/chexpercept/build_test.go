@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -25,10 +26,10 @@ func TestBuildAndInspectCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cands, _ := source.Sample(cases, cfg, 0)
+	cands, _, _ := source.Sample(context.Background(), cases, cfg, 0)
 	dir := t.TempDir()
 	cand := filepath.Join(dir, "candidates.jsonl")
-	if err := source.WriteCandidates(cand, cands); err != nil {
+	if err := source.WriteCandidates(nil, cand, cands); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "bench")

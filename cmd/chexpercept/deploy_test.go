@@ -33,6 +33,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/registry"
@@ -66,7 +67,7 @@ func parseInvocation(args []string) (invocation, error) {
 	if len(args) == 0 {
 		return invocation{}, errors.New("no arguments")
 	}
-	root := newRootCmd()
+	root := newRootCmd(job.Options{})
 	cmd, rest, err := root.Find(args)
 	if err != nil {
 		return invocation{}, err

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // --seed is one type, uint64, in every command that has it, so that a
@@ -16,7 +18,7 @@ import (
 func TestSeedFlagIsUint64Everywhere(t *testing.T) {
 	for name, c := range map[string]*cobra.Command{
 		"build": findCommand(t, "build"), "sample": findCommand(t, "sample"), "eval": findCommand(t, "eval"),
-		"phantom": findCommand(t, "phantom"), "review init": reviewInitCmd(),
+		"phantom": findCommand(t, "phantom"), "review init": reviewInitCmd(job.Options{}),
 	} {
 		f := c.Flags().Lookup("seed") // the hidden alias of each command's named seed
 		if f == nil || f.Value.Type() != "uint64" {
@@ -117,15 +119,15 @@ func TestReviewPackReviewersFlag(t *testing.T) {
 	tmp := t.TempDir()
 	// cobra prints the notice with the command's output writer: stderr
 	// in the binary (runCLI), out here.
-	stdout, stderr, err := runCommand(t, reviewPackCmd(), "--source", man, "--out", filepath.Join(tmp, "old"), "--annotators", "2")
+	stdout, stderr, err := runCommand(t, reviewPackCmd(job.Options{}), "--source", man, "--out", filepath.Join(tmp, "old"), "--annotators", "2")
 	if err != nil || !strings.Contains(stdout+stderr, "Flag --annotators has been deprecated, use --reviewers") {
 		t.Errorf("--annotators: %v, output %q", err, stdout+stderr)
 	}
 	// The old name sets the same number.
-	if _, _, err := runCommand(t, reviewPackCmd(), "--source", man, "--out", filepath.Join(tmp, "zero0"), "--annotators", "0"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "--reviewers must be at least 1, got 0") {
+	if _, _, err := runCommand(t, reviewPackCmd(job.Options{}), "--source", man, "--out", filepath.Join(tmp, "zero0"), "--annotators", "0"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "--reviewers must be at least 1, got 0") {
 		t.Errorf("--annotators 0: %v", err)
 	}
-	if _, _, err := runCommand(t, reviewPackCmd(), "--source", man, "--out", filepath.Join(tmp, "both"), "--annotators", "2", "--reviewers", "2"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "give only --reviewers") {
+	if _, _, err := runCommand(t, reviewPackCmd(job.Options{}), "--source", man, "--out", filepath.Join(tmp, "both"), "--annotators", "2", "--reviewers", "2"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "give only --reviewers") {
 		t.Errorf("both names: %v", err)
 	}
 	for _, tc := range []struct {
@@ -133,9 +135,9 @@ func TestReviewPackReviewersFlag(t *testing.T) {
 		args []string
 		want string
 	}{
-		{reviewPackCmd(), []string{"--out", filepath.Join(tmp, "zero"), "--reviewers", "0"}, "--reviewers must be at least 1, got 0"},
-		{reviewInitCmd(), []string{"--review-db", filepath.Join(tmp, "r.db"), "--reviewers", "0"}, "--reviewers must be at least 1, got 0"},
-		{reviewInitCmd(), []string{"--review-db", filepath.Join(tmp, "r.db"), "--reviewers", "2", "--overlap", "3"}, "--overlap must be between 1 and --reviewers (2), got 3"},
+		{reviewPackCmd(job.Options{}), []string{"--out", filepath.Join(tmp, "zero"), "--reviewers", "0"}, "--reviewers must be at least 1, got 0"},
+		{reviewInitCmd(job.Options{}), []string{"--review-db", filepath.Join(tmp, "r.db"), "--reviewers", "0"}, "--reviewers must be at least 1, got 0"},
+		{reviewInitCmd(job.Options{}), []string{"--review-db", filepath.Join(tmp, "r.db"), "--reviewers", "2", "--overlap", "3"}, "--overlap must be between 1 and --reviewers (2), got 3"},
 	} {
 		if _, _, err := runCommand(t, tc.c, append([]string{"--source", man}, tc.args...)...); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %v: %v, want %q", tc.c.Name(), tc.args, err, tc.want)
@@ -148,7 +150,7 @@ func TestReviewImportNamesSource(t *testing.T) {
 	dir := t.TempDir()
 	sheet := filepath.Join(dir, "negative.csv")
 	os.WriteFile(sheet, []byte("lesion,key_id,dicom_id,optimal\nedema,edema_a2_negative_0,a2,x\n"), 0o644)
-	_, _, err := runCommand(t, reviewImportCmd(), "--csv", sheet, "--reviews", filepath.Join(dir, "r.jsonl"))
+	_, _, err := runCommand(t, reviewImportCmd(job.Options{}), "--csv", sheet, "--reviews", filepath.Join(dir, "r.jsonl"))
 	if reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "the row carries no digests") ||
 		!strings.Contains(err.Error(), "(pass --source FILE, the manifest or candidates the sheets were made from, for the rows without digests)") {
 		t.Errorf("import without --source: %v", err)

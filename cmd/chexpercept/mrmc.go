@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -36,7 +36,7 @@ func readScores(path string, f mrmc.FOM) (*mrmc.Data, error) {
 // mrmcMarker marks a directory chexpercept mrmc wrote.
 const mrmcMarker = ".chexpercept-mrmc"
 
-func newMrmcCmd() *cobra.Command {
+func newMrmcCmd(jo job.Options) *cobra.Command {
 	var scores, fom, out, algorithm string
 	var margin float64
 	cmd := &cobra.Command{
@@ -86,7 +86,7 @@ test) while the analyses above cover the other readers. See docs/mrmc.md.`,
 			}
 			a.Standalone = standalone
 			if out != "" {
-				err := untilInterrupted(cmd.Context(), "mrmc", func(context.Context) error { return writeMrmc(out, scores, a) })
+				err := runJob(cmd.Context(), jo, "mrmc", func(j *job.Job) error { return writeMrmc(j, out, scores, a) })
 				if err != nil {
 					return err
 				}
@@ -104,7 +104,7 @@ test) while the analyses above cover the other readers. See docs/mrmc.md.`,
 
 // writeMrmc writes the analysis' files into dir under the output-directory
 // rule, never over the scores table.
-func writeMrmc(dir, scores string, a *mrmc.Analysis) error {
+func writeMrmc(j *job.Job, dir, scores string, a *mrmc.Analysis) error {
 	unlock, err := lockOutDir(dir)
 	if err != nil {
 		return err
@@ -143,14 +143,14 @@ func writeMrmc(dir, scores string, a *mrmc.Analysis) error {
 		return fmt.Errorf("--out: %w", err)
 	}
 	for _, name := range names {
-		if err := outdir.WriteFile(dir, name, files[name]); err != nil {
+		if err := outdir.WriteFile(j, dir, name, files[name]); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
 	// The folder holds one analysis: the files of an earlier one that
 	// this one does not write (mrmc_standalone.csv of a run with
 	// --algorithm) go.
-	if err := outdir.FinishOwned(dir, mrmcMarker, mrmcMarkerText, isMrmcFile, before); err != nil {
+	if err := outdir.FinishOwned(j, dir, mrmcMarker, mrmcMarkerText, isMrmcFile, before); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/goldentest"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
@@ -17,7 +18,7 @@ const vanDykeScores = "../../internal/mrmc/testdata/vandyke.csv"
 // published OR-DBM MRMC figures and writes its files.
 func TestMrmcVanDyke(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "mrmc")
-	stdout, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out)
+	stdout, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--out", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestMrmcVanDyke(t *testing.T) {
 		t.Errorf("mrmc_tests.csv lacks the fixed-readers chi-square:\n%s", tests)
 	}
 	// A second run rewrites its own directory.
-	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
+	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
 		t.Errorf("rewriting its own output: %v", err)
 	}
 }
@@ -76,7 +77,7 @@ func TestMrmcRerunAfterKill(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
+			if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
 				t.Fatalf("plain rerun: %v", err)
 			}
 			for _, n := range tt.debris {
@@ -127,7 +128,7 @@ func TestMrmcRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := runCommand(t, newMrmcCmd(), tt.args...)
+			_, _, err := runCommand(t, newMrmcCmd(job.Options{}), tt.args...)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %v, want one line containing %q", err, tt.want)
 			}
@@ -143,7 +144,7 @@ func TestMrmcRefuses(t *testing.T) {
 // mrmc_standalone.csv.
 func TestMrmcAlgorithm(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "mrmc")
-	stdout, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--margin", "0.05", "--out", out)
+	stdout, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--margin", "0.05", "--out", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestMrmcAlgorithm(t *testing.T) {
 // did not write alone.
 func TestMrmcRerunReplacesOwnFiles(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "mrmc")
-	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
+	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
@@ -177,7 +178,7 @@ func TestMrmcRerunReplacesOwnFiles(t *testing.T) {
 	if err := os.Symlink("mrmc.json", filepath.Join(out, "mrmc_link.csv")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
+	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(filepath.Join(out, "mrmc_standalone.csv")); err == nil {

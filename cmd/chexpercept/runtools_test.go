@@ -128,7 +128,7 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, oracle pr
 	abs, _ := filepath.Abs(bench.Dir)
 	man := results.NewManifest(results.RunSpec{Model: m, Oracle: string(oracle), Parse: string(mode), Now: func() time.Time { return at }}, bench, abs, keys)
 	dir := results.RunDir(out, man.RunName, string(oracle), nil)
-	if err := runs.WriteRun(dir, man, recs, len(recs), 2.5); err != nil {
+	if err := runs.WriteRun(nil, dir, man, recs, len(recs), 2.5); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -26,7 +26,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"modernc.org/sqlite"
 )
@@ -185,9 +184,10 @@ func (c *Creation) Publish() error {
 	inflight.Lock()
 	defer inflight.Unlock()
 	delete(inflight.m, c)
-	// The rename is the command's commit point (atomicfile.Finish): a
-	// signal that comes after it lets the command end as it would have.
-	if inflight.stopped || atomicfile.Finish() != nil {
+	// The rename is the command's commit point: the caller commits its
+	// job (job.Job.Commit) just before Publish, so a signal that comes
+	// after it lets the command end as it would have.
+	if inflight.stopped {
 		c.removeTemp()
 		return fmt.Errorf("%s %s: %w", c.kind, c.Path, ErrInterrupted)
 	}

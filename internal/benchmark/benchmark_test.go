@@ -268,10 +268,10 @@ func TestLoadFileErrors(t *testing.T) {
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	recs := benchtest.Sample()
-	if err := benchmark.WriteFile(dir, recs); err != nil {
+	if err := benchmark.WriteFile(nil, dir, recs); err != nil {
 		t.Fatal(err)
 	}
-	if err := benchmark.WriteFile(dir, recs[:1]); err != nil {
+	if err := benchmark.WriteFile(nil, dir, recs[:1]); err != nil {
 		t.Fatal(err)
 	}
 	b, err := benchmark.Load(dir)
@@ -282,7 +282,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	if len(ents) != 1 {
 		t.Errorf("leftover files: %v", ents)
 	}
-	if err := benchmark.WriteFile(filepath.Join(dir, "absent"), recs); err == nil {
+	if err := benchmark.WriteFile(nil, filepath.Join(dir, "absent"), recs); err == nil {
 		t.Error("writing into a missing directory succeeded")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -401,7 +402,7 @@ func ReadLesions(dir string) (*LesionSet, error) {
 
 // WriteLesions writes the declaration into dir when s is not the built-in
 // set, and removes nothing: a default build writes no file.
-func WriteLesions(dir string, s *LesionSet) error {
+func WriteLesions(j *job.Job, dir string, s *LesionSet) error {
 	if s.IsDefault() {
 		return nil
 	}
@@ -409,5 +410,5 @@ func WriteLesions(dir string, s *LesionSet) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, LesionsFileName), data)
+	return atomicfile.WriteFile(j, filepath.Join(dir, LesionsFileName), data)
 }

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 )
 
@@ -195,6 +196,7 @@ func (a *AttributeQA) ojson() *ojson.Value {
 // WriteFile writes records to dir/chexpercept.json atomically: a
 // temporary file in dir is written, synced and renamed over the target,
 // so readers see either the old or the new file, never a partial one.
-func WriteFile(dir string, records []*Record) error {
-	return atomicfile.WriteFile(filepath.Join(dir, JSONName), Marshal(records))
+// The temporary file is registered with j (atomicfile.WriteFile).
+func WriteFile(j *job.Job, dir string, records []*Record) error {
+	return atomicfile.WriteFile(j, filepath.Join(dir, JSONName), Marshal(records))
 }

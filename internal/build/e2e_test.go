@@ -195,7 +195,7 @@ func checkOptionsDistinct(t *testing.T, dir string) {
 
 func TestBuildEndToEnd(t *testing.T) {
 	ref := referenceBuild(t)
-	rep, err := validate.Run(ref, validate.Options{Deep: true})
+	rep, err := validate.Run(context.Background(), ref, validate.Options{Deep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,12 +376,12 @@ func TestReviewsAndFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cands, _ := source.Sample(cases, cfg, 0)
+	cands, _, _ := source.Sample(context.Background(), cases, cfg, 0)
 	byList := map[string][]*source.Case{}
 	for _, c := range cands {
 		byList[c.Lesion+c.Label] = append(byList[c.Lesion+c.Label], c)
 	}
-	loader, err := source.NewLoader(cands, cfg, "", nil)
+	loader, err := source.NewLoader(nil, cands, cfg, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,10 +500,10 @@ func TestMIMICLayoutBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cands, _ := source.Sample(cases, cfg, 0)
+	cands, _, _ := source.Sample(context.Background(), cases, cfg, 0)
 	dir := t.TempDir()
 	candPath := filepath.Join(dir, "candidates.jsonl")
-	if err := source.WriteCandidates(candPath, cands); err != nil {
+	if err := source.WriteCandidates(nil, candPath, cands); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "bench")
@@ -515,7 +515,7 @@ func TestMIMICLayoutBuild(t *testing.T) {
 	if sum.Included == 0 {
 		t.Fatal("no case included")
 	}
-	rep, err := validate.Run(out, validate.Options{Deep: true})
+	rep, err := validate.Run(context.Background(), out, validate.Options{Deep: true})
 	if err != nil {
 		t.Fatal(err)
 	}

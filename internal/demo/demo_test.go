@@ -61,7 +61,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if !strings.Contains(out.String(), "validate --deep: PASS, 21 records") {
 		t.Errorf("output lacks the deep validation's PASS line:\n%s", out.String())
 	}
-	rep, err := validate.Run(res.Benchmark, validate.Options{})
+	rep, err := validate.Run(context.Background(), res.Benchmark, validate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestClaimDir(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := tc.setup(t.TempDir())
-			st, err := claimDir(out)
+			st, err := claimDir(nil, out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("claimDir: error %v, want %q", err, tc.wantErr)
@@ -415,7 +415,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if err := st.reset("build"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readState(p)
+	got, err := readState(nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}

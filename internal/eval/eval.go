@@ -30,6 +30,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
@@ -95,6 +96,11 @@ type Options struct {
 	// nil never abandons. Ending the ctx given to Run only stops starting
 	// new records.
 	Abandon <-chan struct{}
+
+	// Job is the command's job: it tracks the temporary files of the
+	// atomic writes (the manifest, the derived files). Nil tracks
+	// nothing.
+	Job *job.Job
 
 	Now func() time.Time
 }
@@ -175,7 +181,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	p, err := prepare(&o)
+	p, err := prepare(ctx, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +247,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	defer unlock()
-	man, err := openManifest(runDir, p.man)
+	man, err := openManifest(o.Job, runDir, p.man)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +267,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	todo, done := pending(p.bench, p.selected, prev, o.RetryErrors)
 	sum.AlreadyDone = done
 	if len(todo) > 0 {
-		if err := addEndpoints(runDir, man, p.man.Model.Endpoints); err != nil {
+		if err := addEndpoints(o.Job, runDir, man, p.man.Model.Endpoints); err != nil {
 			_ = store.Close()
 			return nil, err
 		}
@@ -342,14 +348,14 @@ type prepared struct {
 
 // prepare loads (and unless allowed otherwise, validates) the benchmark,
 // selects the records and names the run directory.
-func prepare(o *Options) (*prepared, error) {
+func prepare(ctx context.Context, o *Options) (*prepared, error) {
 	// Validation reads the file again on its own; the two overlap, and
 	// a load error is still the one reported first.
 	var verr error
 	var wg sync.WaitGroup
 	if !o.AllowInvalid {
 		wg.Add(1)
-		go func() { defer wg.Done(); _, verr = validate.Check(o.BenchDir) }()
+		go func() { defer wg.Done(); _, verr = validate.Check(ctx, o.BenchDir) }()
 	}
 	bench, err := benchmark.Load(o.BenchDir)
 	wg.Wait()
@@ -427,7 +433,7 @@ func openSums(bench *benchmark.Benchmark, log io.Writer) (*benchmark.Sums, error
 // openManifest is the run directory's manifest: on resume the one
 // written by the first invocation (whose settings must equal man's), on
 // a fresh start man, written now.
-func openManifest(runDir string, man *results.Manifest) (*results.Manifest, error) {
+func openManifest(j *job.Job, runDir string, man *results.Manifest) (*results.Manifest, error) {
 	old, err := results.ReadManifest(runDir)
 	if err == nil {
 		if old.Schema != results.ManifestSchema {
@@ -448,7 +454,7 @@ func openManifest(runDir string, man *results.Manifest) (*results.Manifest, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b); err != nil {
+	if err := atomicfile.WriteFile(j, filepath.Join(runDir, results.ManifestFile), b); err != nil {
 		return nil, err
 	}
 	return man, nil
@@ -459,7 +465,7 @@ func openManifest(runDir string, man *results.Manifest) (*results.Manifest, erro
 // rewrites it: endpoints may change between restarts, and the manifest
 // names every endpoint a session with records to ask was started
 // against. Nothing is written when it names them all already.
-func addEndpoints(runDir string, man *results.Manifest, eps []string) error {
+func addEndpoints(j *job.Job, runDir string, man *results.Manifest, eps []string) error {
 	all := results.UnionEndpoints(man.Model.Endpoints, eps)
 	if slices.Equal(all, man.Model.Endpoints) {
 		return nil
@@ -469,7 +475,7 @@ func addEndpoints(runDir string, man *results.Manifest, eps []string) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b)
+	return atomicfile.WriteFile(j, filepath.Join(runDir, results.ManifestFile), b)
 }
 
 // execute asks the records of todo, closes the store, then writes the
@@ -486,7 +492,7 @@ func (r *runner) execute(ctx context.Context, man *results.Manifest, todo []int,
 	if err := r.recordRedactions(runDir, man); err != nil && runErr == nil {
 		runErr = err
 	}
-	rs, ferr := results.Finalize(runDir, man, nSelected, time.Since(start).Seconds())
+	rs, ferr := results.Finalize(o.Job, runDir, man, nSelected, time.Since(start).Seconds())
 	if ferr != nil && runErr == nil {
 		runErr = ferr
 	}
@@ -520,7 +526,7 @@ func (r *runner) recordRedactions(runDir string, man *results.Manifest) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(runDir, results.ManifestFile), b)
+	return atomicfile.WriteFile(r.o.Job, filepath.Join(runDir, results.ManifestFile), b)
 }
 
 // abandonContext is the context of the calls in flight: it ends when

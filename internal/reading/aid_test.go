@@ -127,7 +127,7 @@ func TestAidedStudy(t *testing.T) {
 		t.Fatalf("%d turns", turns)
 	}
 	out := t.TempDir()
-	runs, err := Export(context.Background(), st.store, out, false)
+	runs, err := Export(context.Background(), nil, st.store, out, false)
 	if err != nil {
 		t.Fatal(err)
 	}

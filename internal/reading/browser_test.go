@@ -471,7 +471,7 @@ func TestBrowserAidedStudy(t *testing.T) {
 	if unaided != final || unaided < 2*len(bench.Records) {
 		t.Fatalf("%d unaided and %d final answers", unaided, final)
 	}
-	runs, err := Export(context.Background(), st.store, t.TempDir(), false)
+	runs, err := Export(context.Background(), nil, st.store, t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -407,7 +407,7 @@ func (st *study) checkNoLeak(t *testing.T) {
 func (st *study) checkExport(t *testing.T, oracle protocol.OracleMode) []ExportedRun {
 	t.Helper()
 	bench := st.bench
-	runs, err := Export(context.Background(), st.store, t.TempDir(), false)
+	runs, err := Export(context.Background(), nil, st.store, t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,14 +521,14 @@ func TestResumeAfterRestart(t *testing.T) {
 		}
 		st.work(c, true, -1)
 		st.work(st.signIn("reader1"), false, -1)
-		runs, err := Export(context.Background(), st.store, t.TempDir(), false)
+		runs, err := Export(context.Background(), nil, st.store, t.TempDir(), false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ref := newStudy(t, bench, oracle)
 		ref.work(ref.signIn("reader2"), true, -1)
 		ref.work(ref.signIn("reader1"), false, -1)
-		refRuns, err := Export(context.Background(), ref.store, t.TempDir(), false)
+		refRuns, err := Export(context.Background(), nil, ref.store, t.TempDir(), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -573,7 +573,7 @@ func TestTimePerTurn(t *testing.T) {
 			t.Fatalf("answer: %d", code)
 		}
 	}
-	runs, err := Export(context.Background(), st.store, t.TempDir(), false)
+	runs, err := Export(context.Background(), nil, st.store, t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,7 +641,7 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 		st.work(st.signIn(name), false, -1) // every record
 	}
 	probe := t.TempDir()
-	runs, err := Export(context.Background(), st.store, probe, false)
+	runs, err := Export(context.Background(), nil, st.store, probe, false)
 	if err != nil || len(runs) != 2 || runs[1].Dir == "" {
 		t.Fatalf("export: %+v, %v", runs, err)
 	}
@@ -655,7 +655,7 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 		if err := os.Symlink(outside, filepath.Join(out, rel)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Export(context.Background(), st.store, out, true); err == nil {
+		if _, err := Export(context.Background(), nil, st.store, out, true); err == nil {
 			t.Fatal("a linked run folder was accepted")
 		}
 		if ents, _ := os.ReadDir(outside); len(ents) != 0 {
@@ -675,7 +675,7 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(target, results.ResultsFile), foreign, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Export(context.Background(), st.store, out, true); err == nil {
+		if _, err := Export(context.Background(), nil, st.store, out, true); err == nil {
 			t.Fatal("a foreign results.jsonl was replaced")
 		}
 		if got, _ := os.ReadFile(filepath.Join(target, results.ResultsFile)); string(got) != string(foreign) {

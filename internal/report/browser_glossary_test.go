@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,7 @@ func longSamplingReport(t *testing.T) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
 		t.Fatal(err)
 	}
 	if md := string(read(t, filepath.Join(out, "report.md"))); !strings.Contains(md, "repetition_penalty") {

@@ -60,7 +60,7 @@ func openSmallReport(t *testing.T) context.Context {
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 100}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 100}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := newBrowser(t, exe, filepath.Join(tmp, "chrome-profile"))

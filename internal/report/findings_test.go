@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"encoding/csv"
 	"fmt"
 	"os"
@@ -76,7 +77,7 @@ func findingsReportWorkers(t *testing.T, workers int) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, DomainsFile: df,
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, DomainsFile: df,
 		Analysis: analysis.Options{Bootstrap: 400, Workers: workers}, Report: Options{Workers: workers}}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestFindingsOneModelPerGroup(t *testing.T) {
 		&analysistest.Run{Provider: "opensource", Label: "medgemma", Oracle: "none", Policy: domainPolicy(index, 1, true)},
 	)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 200}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 200}}); err != nil {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))
@@ -207,7 +208,7 @@ func TestFindingsWithoutDomains(t *testing.T) {
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), &analysistest.Run{Provider: "opensource", Label: "some--raw-model", Oracle: "none", Policy: analysistest.Oracle})
 	out := filepath.Join(tmp, "report")
-	res, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}})
+	res, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func BenchmarkReport14x2100Findings(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		res, err := Generate(Config{Inputs: []string{dir}, Out: filepath.Join(tmp, fmt.Sprintf("report-%d", n)), DomainsFile: df})
+		res, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: filepath.Join(tmp, fmt.Sprintf("report-%d", n)), DomainsFile: df})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,7 @@ func plantedReport(t *testing.T) (string, string) {
 	}
 	dir := fixture(t, tmp, recs, runs...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
 		t.Fatal(err)
 	}
 	return out, key

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,7 @@ func TestHostileRunNames(t *testing.T) {
 		&analysistest.Run{Provider: "baseline", Label: long, Oracle: "none", Policy: analysistest.Random(0)},
 		&analysistest.Run{Provider: "baseline", Label: "l" + long[1:], Oracle: "none", Policy: analysistest.Random(1)})
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
 		t.Fatalf("report: %v", err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))
@@ -73,7 +74,7 @@ func TestRunNamesAreNotMarkup(t *testing.T) {
 		&analysistest.Run{Provider: "baseline", Label: "<img src=x onerror=alert(1)>", Oracle: "none", Policy: analysistest.Oracle},
 		&analysistest.Run{Provider: "baseline", Label: "a&#x202E;b", Oracle: "none", Policy: analysistest.Random(0)})
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
 		t.Fatalf("report: %v", err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))

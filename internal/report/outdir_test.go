@@ -1,7 +1,9 @@
 package report
 
 import (
+	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +41,7 @@ func TestReportRefusesForeignDirectory(t *testing.T) {
 		{file, "is not a directory"},
 	} {
 		before := outdirtest.Snapshot(t, tmp)
-		_, err := Generate(Config{Inputs: []string{results}, Out: tc.out, Analysis: analysis.Options{Bootstrap: 20}})
+		_, err := Generate(context.Background(), Config{Inputs: []string{results}, Out: tc.out, Analysis: analysis.Options{Bootstrap: 20}})
 		var r *outdir.Refused
 		if !errors.As(err, &r) || !strings.Contains(err.Error(), tc.out) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: err = %v, want a one-line refusal: %s", tc.out, err, tc.want)
@@ -59,7 +61,7 @@ func TestReportRewritesOwnDirectory(t *testing.T) {
 	}
 	first := read(t, filepath.Join(out, "report.md"))
 	cfg := Config{Inputs: []string{filepath.Join(tmp, "results")}, Out: out, Analysis: analysis.Options{Bootstrap: 200}, Report: Options{Version: "test"}}
-	if _, err := Generate(cfg); err != nil {
+	if _, err := Generate(context.Background(), cfg); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
 	if err := os.Remove(filepath.Join(out, MarkerName)); err != nil {
@@ -70,7 +72,7 @@ func TestReportRewritesOwnDirectory(t *testing.T) {
 	}
 	before := outdirtest.Snapshot(t, out)
 	var r *outdir.Refused
-	if _, err := Generate(cfg); !errors.As(err, &r) {
+	if _, err := Generate(context.Background(), cfg); !errors.As(err, &r) {
 		t.Fatalf("rerun into a report without the marker: %v, want a refusal", err)
 	}
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, out))
@@ -113,7 +115,7 @@ func TestReportRefusesLinksInside(t *testing.T) {
 			}
 			before := outdirtest.Snapshot(t, tmp)
 			cfg := Config{Inputs: []string{filepath.Join(tmp, "results")}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}
-			_, err = Generate(cfg)
+			_, err = Generate(context.Background(), cfg)
 			var r *outdir.Refused
 			if !errors.As(err, &r) || r.Entry != tc.entry || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("err = %v, want a one-line refusal naming %s", err, tc.entry)
@@ -139,7 +141,7 @@ func TestReportRefusesUnmarkedLookalike(t *testing.T) {
 		}
 	}
 	before := outdirtest.Snapshot(t, mine)
-	_, err := Generate(Config{Inputs: []string{results}, Out: mine, Analysis: analysis.Options{Bootstrap: 20}})
+	_, err := Generate(context.Background(), Config{Inputs: []string{results}, Out: mine, Analysis: analysis.Options{Bootstrap: 20}})
 	var r *outdir.Refused
 	if !errors.As(err, &r) || !strings.Contains(err.Error(), MarkerName) {
 		t.Fatalf("err = %v, want a refusal naming the marker", err)
@@ -174,7 +176,7 @@ func TestReportAfterInterruptedReport(t *testing.T) {
 				}
 			}
 			cfg.Out = out
-			if _, err := Generate(cfg); err != nil {
+			if _, err := Generate(context.Background(), cfg); err != nil {
 				t.Fatalf("rerun after an interrupted report: %v", err)
 			}
 			err := filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
@@ -211,7 +213,7 @@ func TestReportRerunRemovesEarlierFiles(t *testing.T) {
 	out := filepath.Join(tmp, "report")
 	gen := func(results string) {
 		t.Helper()
-		if _, err := Generate(Config{Inputs: []string{results}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+		if _, err := Generate(context.Background(), Config{Inputs: []string{results}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -240,4 +242,62 @@ func TestReportRerunRemovesEarlierFiles(t *testing.T) {
 	if !strings.HasPrefix(marker, markerText) || !strings.Contains(marker, "\nreport.md\n") || strings.Contains(marker, "notes.md") || strings.Contains(marker, "baseline_first") {
 		t.Errorf("marker does not list what the second report wrote:\n%.400s", marker)
 	}
+}
+
+// TestEndedContext: a report whose context has ended stops with its
+// error and writes nothing; one stopped while writing (Write) stops
+// before its next file, and the same report run again writes it whole.
+func TestEndedContext(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	results := fixture(t, tmp, benchtest.Sample(), &analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle})
+	out := filepath.Join(tmp, "report")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cfg := Config{Inputs: []string{results}, Out: out, Analysis: analysis.Options{Bootstrap: 20}}
+	if _, err := Generate(ctx, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Generate after the end: %v, want context.Canceled", err)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Fatal("the stopped report made its folder")
+	}
+	res, err := Generate(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(ctx, res, out, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Write after the end: %v, want context.Canceled", err)
+	}
+	if names := files(t, out); len(names) != 1 || names[0] != MarkerName {
+		t.Errorf("the stopped report holds %q, want its marker only", names)
+	}
+	if err := Write(context.Background(), res, out, Options{}); err != nil {
+		t.Fatalf("the same report again: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "index.html")); err != nil {
+		t.Errorf("the report written again: %v", err)
+	}
+}
+
+// files lists the names below dir, relative to it.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			names = append(names, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,7 +31,7 @@ func sampleReport(t *testing.T, cfg Config) (string, string) {
 		cfg.Analysis.Bootstrap = 200
 	}
 	cfg.Report.Version = "test"
-	if _, err := Generate(cfg); err != nil {
+	if _, err := Generate(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	return tmp, out
@@ -166,7 +167,7 @@ func TestDeterministicAcrossWorkers(t *testing.T) {
 	outs := []string{filepath.Join(tmp, "r1"), filepath.Join(tmp, "r4")}
 	for i, w := range []int{1, 4} {
 		cfg := Config{Inputs: []string{dir}, Out: outs[i], Analysis: analysis.Options{Bootstrap: 300, Workers: w, CompareBest: true}, Report: Options{Workers: w}}
-		if _, err := Generate(cfg); err != nil {
+		if _, err := Generate(context.Background(), cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,7 +198,7 @@ func TestReportWithBadInputs(t *testing.T) {
 	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", results.ResultsFile))
 	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", results.AllResultsFile))
 	out := filepath.Join(tmp, "report")
-	res, err := Generate(Config{Inputs: []string{dir, filepath.Join(tmp, "missing")}, Out: out, Analysis: analysis.Options{Bootstrap: 50}})
+	res, err := Generate(context.Background(), Config{Inputs: []string{dir, filepath.Join(tmp, "missing")}, Out: out, Analysis: analysis.Options{Bootstrap: 50}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestReportWithBadInputs(t *testing.T) {
 		}
 	}
 	// Nothing usable at all is an error.
-	if _, err := Generate(Config{Inputs: []string{filepath.Join(tmp, "missing")}, Out: out}); err == nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{filepath.Join(tmp, "missing")}, Out: out}); err == nil {
 		t.Error("no error without any run")
 	}
 }
@@ -289,7 +290,7 @@ func TestIncompleteRunReport(t *testing.T) {
 			tmp := t.TempDir()
 			dir := fixture(t, tmp, benchtest.Sample(), runs...)
 			out := filepath.Join(tmp, "report")
-			res, err := Generate(Config{Inputs: []string{dir}, Out: out, Report: Options{Version: "test"},
+			res, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Report: Options{Version: "test"},
 				Analysis: analysis.Options{Bootstrap: 200, Compare: [][2]string{{"baseline_oracle", "baseline_random"}}}})
 			if err != nil {
 				t.Fatal(err)
@@ -346,7 +347,7 @@ func TestThumbnailBounded(t *testing.T) {
 		fifo: fifo + ": not a regular file (named pipe)",
 		link: link + ": is a symbolic link",
 	} {
-		err := thumbnail(src, filepath.Join(dir, "out"), filepath.Base(src))
+		err := thumbnail(nil, src, filepath.Join(dir, "out"), filepath.Base(src))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("thumbnail(%s) = %v, want %q", filepath.Base(src), err, want)
 		}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,7 @@ func TestProvenance(t *testing.T) {
 				}
 			}
 			out := filepath.Join(tmp, "report")
-			if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Report: Options{Version: "test"}, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+			if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Report: Options{Version: "test"}, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
 				t.Fatal(err)
 			}
 			md, html := string(read(t, filepath.Join(out, "report.md"))), string(read(t, filepath.Join(out, "index.html")))

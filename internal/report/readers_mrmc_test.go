@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -57,7 +58,7 @@ func readerStudyFixture(t *testing.T) (string, []*benchmark.Record) {
 	}
 	dir := fixture(t, tmp, recs, runs...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
 		t.Fatal(err)
 	}
 	return out, recs
@@ -127,7 +128,7 @@ func TestClaim3TooFewRecords(t *testing.T) {
 		&analysistest.Run{Provider: "opensource", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
 		&analysistest.Run{Provider: "opensource", Label: "first", Oracle: "none", Policy: analysistest.First})
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))
@@ -188,7 +189,7 @@ func TestAidedStudy(t *testing.T) {
 	}
 	dir := fixture(t, tmp, recs, runs...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))
@@ -257,7 +258,7 @@ func TestAidedStudy(t *testing.T) {
 		inputs = append(inputs, filepath.Join(dir, "human_"+name+"_unaided"), filepath.Join(dir, "human_"+name+"_aided"))
 	}
 	out2 := filepath.Join(tmp, "report-no-model")
-	if _, err := Generate(Config{Inputs: inputs, Out: out2, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: inputs, Out: out2, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
 		t.Fatal(err)
 	}
 	md2 := string(read(t, filepath.Join(out2, "report.md")))

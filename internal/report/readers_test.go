@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -52,7 +53,7 @@ func readersFixtureReport(t *testing.T, withReaders bool) string {
 	}
 	dir := fixture(t, tmp, recs, runs...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 300}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 300}}); err != nil {
 		t.Fatal(err)
 	}
 	return out

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"os"
@@ -151,7 +152,7 @@ func TestSamples(t *testing.T) {
 	tmp := t.TempDir()
 	dir := samplesFixture(t, tmp)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test"}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test"}}); err != nil {
 		t.Fatal(err)
 	}
 	rows, pf := readSamplesParquet(t, filepath.Join(out, SamplesParquet))
@@ -311,7 +312,7 @@ func TestSamplesDeterministic(t *testing.T) {
 	for i, workers := range []int{1, 4} {
 		out := filepath.Join(tmp, fmt.Sprintf("report-%d", i))
 		cfg := Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test", Workers: workers}}
-		if _, err := Generate(cfg); err != nil {
+		if _, err := Generate(context.Background(), cfg); err != nil {
 			t.Fatal(err)
 		}
 		got[i] = [2][]byte{read(t, filepath.Join(out, SamplesCSV)), read(t, filepath.Join(out, SamplesParquet))}
@@ -330,14 +331,14 @@ func TestSamplesHostileNames(t *testing.T) {
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	out := filepath.Join(tmp, "report")
 	cfg := Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 10}}
-	if _, err := Generate(cfg); err != nil {
+	if _, err := Generate(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(out, SamplesCSV))
 	if err := syscall.Mkfifo(filepath.Join(out, SamplesCSV), 0o644); err != nil {
 		t.Skip("no FIFOs here:", err)
 	}
-	if _, err := Generate(cfg); err == nil || !strings.Contains(err.Error(), SamplesCSV+" is not a regular file (named pipe)") {
+	if _, err := Generate(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), SamplesCSV+" is not a regular file (named pipe)") {
 		t.Fatalf("error %v, want a refusal naming %s", err, SamplesCSV)
 	}
 	if st, err := os.Lstat(filepath.Join(out, SamplesCSV)); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
@@ -347,7 +348,7 @@ func TestSamplesHostileNames(t *testing.T) {
 	pq := filepath.Join(out, SamplesParquet)
 	os.Remove(pq)
 	os.MkdirAll(filepath.Join(pq, "keep"), 0o755)
-	_, err := Generate(cfg)
+	_, err := Generate(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), out) || !strings.Contains(err.Error(), SamplesParquet+" is a directory") {
 		t.Fatalf("error %v, want one naming %s", err, pq)
 	}
@@ -368,7 +369,7 @@ func TestSamplesNoManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 10}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out, Analysis: analysis.Options{Bootstrap: 10}}); err != nil {
 		t.Fatal(err)
 	}
 	type modelRow struct {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func TestSamplingTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Inputs: []string{dir}, Out: out}); err != nil {
+	if _, err := Generate(context.Background(), Config{Inputs: []string{dir}, Out: out}); err != nil {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ func vocabularyReport(t *testing.T) string {
 	out := filepath.Join(tmp, "report")
 	cfg := Config{Inputs: []string{dir}, Out: out, DomainsFile: df,
 		Analysis: analysis.Options{Bootstrap: 50, CompareBest: true}, Report: Options{Version: "test"}}
-	if _, err := Generate(cfg); err != nil {
+	if _, err := Generate(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/pycsv"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
@@ -334,8 +335,8 @@ func RefLabel(runName string) string {
 }
 
 // WriteRefCSVs writes the three per-model reference CSVs into dir,
-// atomically.
-func WriteRefCSVs(dir, label string, m *RefMetrics) error {
+// atomically; j tracks the temporary files (atomicfile.WriteFile).
+func WriteRefCSVs(j *job.Job, dir, label string, m *RefMetrics) error {
 	files := []struct {
 		name   string
 		header []string
@@ -346,7 +347,7 @@ func WriteRefCSVs(dir, label string, m *RefMetrics) error {
 		{RefAttributeFile, RefAttributeHeader, m.AttributeRows(label)},
 	}
 	for _, f := range files {
-		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), CSV(f.header, f.rows)); err != nil {
+		if err := atomicfile.WriteFile(j, filepath.Join(dir, f.name), CSV(f.header, f.rows)); err != nil {
 			return err
 		}
 	}

@@ -82,7 +82,7 @@ func TestRefMetricsQuirks(t *testing.T) {
 func TestRefMetricsEmptyRun(t *testing.T) {
 	m := RefMetricsFromExport(nil)
 	dir := t.TempDir()
-	if err := WriteRefCSVs(dir, "x", m); err != nil {
+	if err := WriteRefCSVs(nil, dir, "x", m); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, RefSummaryFile))

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -117,8 +118,9 @@ func WallTime(dir string) float64 {
 // selected is the number of selected records. wallTime is the seconds of
 // the command that ends now; the previous summary's wall time is added (a
 // resumed run sums its restarts). The runner, rescore, merge and
-// import-reference all end with it.
-func Finalize(dir string, man *Manifest, selected int, wallTime float64) (*Summary, error) {
+// import-reference all end with it, each with its job, which tracks the
+// temporary files (atomicfile.WriteFile).
+func Finalize(j *job.Job, dir string, man *Manifest, selected int, wallTime float64) (*Summary, error) {
 	recs, err := ReadResults(filepath.Join(dir, ResultsFile))
 	if err != nil {
 		return nil, err
@@ -126,7 +128,7 @@ func Finalize(dir string, man *Manifest, selected int, wallTime float64) (*Summa
 	wallTime += WallTime(dir)
 	latest := Latest(recs)
 	all := MarshalAllResults(latest, man.Dataset.Path, man.Model.Backend, man.Model.ModelID)
-	if err := atomicfile.WriteFile(filepath.Join(dir, AllResultsFile), all); err != nil {
+	if err := atomicfile.WriteFile(j, filepath.Join(dir, AllResultsFile), all); err != nil {
 		return nil, err
 	}
 	info := RunInfo{Name: man.RunName, Model: man.Model.Name, ModelID: man.Model.ModelID,
@@ -137,11 +139,11 @@ func Finalize(dir string, man *Manifest, selected int, wallTime float64) (*Summa
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, SummaryFile), b); err != nil {
+	if err := atomicfile.WriteFile(j, filepath.Join(dir, SummaryFile), b); err != nil {
 		return nil, err
 	}
 	m := RefMetricsFromRecords(latest)
-	if err := WriteRefCSVs(dir, RefLabel(man.RunName), m); err != nil {
+	if err := WriteRefCSVs(j, dir, RefLabel(man.RunName), m); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -76,7 +76,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "x.json")
 	for _, s := range []string{"one", "two"} {
-		if err := atomicfile.WriteFile(name, []byte(s)); err != nil {
+		if err := atomicfile.WriteFile(nil, name, []byte(s)); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := os.ReadFile(name); string(b) != s {

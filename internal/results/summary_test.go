@@ -100,7 +100,7 @@ func TestSummarySchemaVersion(t *testing.T) {
 	if s.SchemaVersion != SummarySchemaVersion {
 		t.Fatalf("schema version %d", s.SchemaVersion)
 	}
-	if _, err := Finalize(dir, &Manifest{RunName: "baseline_random"}, 1, 1.5); err != nil {
+	if _, err := Finalize(nil, dir, &Manifest{RunName: "baseline_random"}, 1, 1.5); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))

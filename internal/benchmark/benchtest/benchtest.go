@@ -297,7 +297,7 @@ func Write(dir string, recs []*benchmark.Record, pattern bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := benchmark.WriteFile(dir, recs); err != nil {
+	if err := benchmark.WriteFile(nil, dir, recs); err != nil {
 		return err
 	}
 	n := 0

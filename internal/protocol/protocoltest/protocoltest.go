@@ -305,7 +305,7 @@ func Bench(t testing.TB) *benchmark.Benchmark {
 	if err := WriteImages(dir, recs); err != nil {
 		t.Fatal(err)
 	}
-	if err := benchmark.WriteFile(dir, recs); err != nil {
+	if err := benchmark.WriteFile(nil, dir, recs); err != nil {
 		t.Fatal(err)
 	}
 	b, err := benchmark.Load(dir)
