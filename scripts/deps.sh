@@ -4,7 +4,9 @@
 # links neither SQLite nor the web layer, and the operations on whole runs
 # and the reading study name run directories through results, not the runner;
 # the statistics package and the CSV record cap (shared by the CheXmask
-# reader and the self-contained mrmc) are leaves.
+# reader and the self-contained mrmc) are leaves. The packages that carry a
+# command's life (job, atomicfile, appdb, outdir) and the command layer keep
+# no mutable state at package level (scripts/pkgstate.go states the rule).
 # Exits non-zero naming every rule that is broken.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +35,16 @@ for pkg in runs reading; do
 done
 forbid stats "^$mod/internal/" "a project package (it is a leaf)"
 forbid csvcap "^$mod/internal/" "a project package (it is a leaf: mrmc, self-contained, imports it)"
+
+# No package-level mutable state where a command's life is carried: the job
+# (interruption, temporaries, commit point), the writers that register on
+# it, and the command tree. Allowed: sentinel errors (errors.New) and
+# unexported constant tables that nothing writes; see scripts/pkgstate.go.
+if ! state=$(go run scripts/pkgstate.go internal/job internal/atomicfile internal/appdb internal/outdir cmd/chexpercept 2>&1); then
+  echo "deps: package-level mutable state:"
+  grep -v '^exit status ' <<<"$state" | sed 's/^/  /'
+  fail=1
+fi
 
 if [ "$fail" -ne 0 ]; then exit 1; fi
 echo "deps: the import contract holds"
