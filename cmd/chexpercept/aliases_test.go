@@ -12,6 +12,7 @@ import (
 // TestOneNamePerConcept: each concept has one visible spelling, and the
 // older spelling is a hidden alias that sets the same value.
 func TestOneNamePerConcept(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		cmd      string
 		c        *cobra.Command
@@ -68,6 +69,7 @@ func TestOneNamePerConcept(t *testing.T) {
 // like eval; the positional BENCH_DIR still works, and giving both is
 // refused.
 func TestBenchmarkFlagOrPositional(t *testing.T) {
+	t.Parallel()
 	const sample = "../../internal/benchmark/testdata/sample"
 	for _, args := range [][]string{
 		{"validate", "--benchmark", sample},

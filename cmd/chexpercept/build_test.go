@@ -17,6 +17,7 @@ import (
 // command (its targets cannot all be met: exit 3 with --strict-targets),
 // then inspects one included case.
 func TestBuildAndInspectCommands(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a benchmark")
 	}
@@ -87,6 +88,7 @@ func TestBuildAndInspectCommands(t *testing.T) {
 // does into a directory they did not write: exit status 2, one error line
 // naming the directory and an entry, nothing changed.
 func TestCommandsRefuseForeignDirectories(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	mine := filepath.Join(root, "mine")
 	if err := os.MkdirAll(filepath.Join(mine, "masks"), 0o755); err != nil {

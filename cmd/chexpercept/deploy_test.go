@@ -1030,6 +1030,7 @@ func readRepoFile(t *testing.T, rel string) string {
 }
 
 func TestDeployFiles(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		check func(t *testing.T) []string
@@ -1066,6 +1067,7 @@ func TestDeployFiles(t *testing.T) {
 // TestDeployChecksCatchDrift mutates copies of the deploy files and wants
 // each mutation reported, so the checks above cannot pass vacuously.
 func TestDeployChecksCatchDrift(t *testing.T) {
+	t.Parallel()
 	setArg := func(c *k8sContainer, prefix, repl string) {
 		for i, a := range c.Args {
 			if strings.HasPrefix(a, prefix) {
@@ -1216,6 +1218,7 @@ func assertReported(t *testing.T, probs []string, want string) {
 }
 
 func TestDeployGibOf(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want float64
@@ -1241,6 +1244,7 @@ func TestDeployGibOf(t *testing.T) {
 
 // TestShellWords covers the small splitter the Slurm check relies on.
 func TestShellWords(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"A": "x y", "B": "/b"}
 	for _, tc := range []struct {
 		in   string

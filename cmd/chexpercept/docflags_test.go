@@ -17,6 +17,7 @@ import (
 // command line (in a shell block or an inline code span) is one that
 // command's --help lists: not unknown, not a hidden older spelling.
 func TestDocumentedFlagsInHelp(t *testing.T) {
+	t.Parallel()
 	root := newRootCmd(job.Options{})
 	files, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	more, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "reference", "*.md"))

@@ -16,6 +16,7 @@ import (
 // --seed is one type, uint64, in every command that has it, so that a
 // seed names the same RNG label everywhere.
 func TestSeedFlagIsUint64Everywhere(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]*cobra.Command{
 		"build": findCommand(t, "build"), "sample": findCommand(t, "sample"), "eval": findCommand(t, "eval"),
 		"phantom": findCommand(t, "phantom"), "review init": reviewInitCmd(job.Options{}),
@@ -28,6 +29,7 @@ func TestSeedFlagIsUint64Everywhere(t *testing.T) {
 }
 
 func TestSeedValue(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want uint64
@@ -54,6 +56,7 @@ func TestSeedValue(t *testing.T) {
 // eval and phantom took an int64 seed; a negative one is now refused with
 // a sentence naming the flag, before anything is written.
 func TestNegativeSeedRefused(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	for _, args := range [][]string{
 		{"eval", "--benchmark", "../../internal/benchmark/testdata/sample", "--provider", "baseline", "--model", "random",
@@ -73,6 +76,7 @@ func TestNegativeSeedRefused(t *testing.T) {
 // /dev/null is a character device but no terminal: eval used to draw its
 // progress lines for it.
 func TestIsTerminal(t *testing.T) {
+	t.Parallel()
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Skip(err)
@@ -91,6 +95,7 @@ func TestIsTerminal(t *testing.T) {
 }
 
 func TestWithHints(t *testing.T) {
+	t.Parallel()
 	errA, errB := errors.New("a"), errors.New("b")
 	wrapped := fmt.Errorf("dir: %w", errA)
 	hints := []flagHint{{errA, "; pass --a"}, {errB, "; pass --b"}}
@@ -115,6 +120,7 @@ func TestWithHints(t *testing.T) {
 // review pack --reviewers is review init's name for the same number;
 // --annotators still works, with a deprecation notice.
 func TestReviewPackReviewersFlag(t *testing.T) {
+	t.Parallel()
 	man := reviewManifest(t)
 	tmp := t.TempDir()
 	// cobra prints the notice with the command's output writer: stderr
@@ -147,6 +153,7 @@ func TestReviewPackReviewersFlag(t *testing.T) {
 
 // Rows without digests need --source: review import names the flag.
 func TestReviewImportNamesSource(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sheet := filepath.Join(dir, "negative.csv")
 	os.WriteFile(sheet, []byte("lesion,key_id,dicom_id,optimal\nedema,edema_a2_negative_0,a2,x\n"), 0o644)
@@ -160,6 +167,7 @@ func TestReviewImportNamesSource(t *testing.T) {
 // Errors of internal packages that a flag overcomes get the flag's name
 // from the command.
 func TestCommandsNameTheFlagThatHelps(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	run := filepath.Join(dir, "baseline_random", "oracle_none", "shard-1-of-1")
 	os.MkdirAll(run, 0o755)

@@ -53,6 +53,7 @@ func TestInitPauseHelperProcess(t *testing.T) {
 // stop, remove what they made, print no token, and exit 130 with one
 // line saying so (and, at the tokens, that they are void).
 func TestInitInterrupted(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -157,6 +158,7 @@ func TestInitCollideHelperProcess(t *testing.T) {
 // line saying the tokens printed are void, and keeps the file it did not
 // make.
 func TestInitTokensVoid(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -22,6 +22,7 @@ import (
 // process to itself at a point the scenario names; the job's "stopped"
 // hook and channels order the steps, no sleep.
 func TestCommitPointHelperProcess(t *testing.T) {
+	t.Parallel()
 	scenario := os.Getenv("CHX_COMMIT_CASE")
 	if scenario == "" {
 		t.Skip("helper process for TestInterruptAroundCommitPoint")
@@ -93,6 +94,7 @@ func TestInterruptAroundCommitPoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	t.Parallel()
 	tests := []struct {
 		scenario    string
 		code        int

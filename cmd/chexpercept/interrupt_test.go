@@ -151,6 +151,7 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 // waits on a server that never answers ends eval with status 130 and a
 // line saying it was interrupted, not status 2 and "context canceled".
 func TestEvalSignalDuringPreflight(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -17,6 +17,7 @@ import (
 // report --flag-share: a share that is not a majority is refused (exit 2,
 // naming the flag); a valid one writes the item-health files.
 func TestReportFlagShare(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
 	if err != nil {
@@ -55,6 +56,7 @@ func TestReportFlagShare(t *testing.T) {
 // case; a fix decision comes out of review export --outcomes as fix and
 // out of --jsonl as a reject line (which the next build applies).
 func TestItemHealthLoopCommands(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	recs := benchtest.Full(1)
 	key, truth := analysistest.PlantMislabel(recs)

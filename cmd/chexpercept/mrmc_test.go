@@ -17,6 +17,7 @@ const vanDykeScores = "../../internal/mrmc/testdata/vandyke.csv"
 // TestMrmcVanDyke: chexpercept mrmc on the Van Dyke study prints the
 // published OR-DBM MRMC figures and writes its files.
 func TestMrmcVanDyke(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "mrmc")
 	stdout, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--out", out)
 	if err != nil {
@@ -59,6 +60,7 @@ func TestMrmcVanDyke(t *testing.T) {
 // else: killed while its marker was renamed into place (an earlier version
 // wrote it so), or while a result file was.
 func TestMrmcRerunAfterKill(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name            string
 		debris, foreign []string
@@ -100,6 +102,7 @@ func TestMrmcRerunAfterKill(t *testing.T) {
 }
 
 func TestMrmcRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
 	if err := os.WriteFile(bad, []byte("modality,reader,case,truth,score\na,r,1,0,1\na,r,2,1,maybe\n"), 0o644); err != nil {
@@ -143,6 +146,7 @@ func TestMrmcRefuses(t *testing.T) {
 // compares it with the others in each modality, in the output and in
 // mrmc_standalone.csv.
 func TestMrmcAlgorithm(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "mrmc")
 	stdout, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--margin", "0.05", "--out", out)
 	if err != nil {
@@ -168,6 +172,7 @@ func TestMrmcAlgorithm(t *testing.T) {
 // mrmc_standalone.csv, which it does not write, and leaves every file it
 // did not write alone.
 func TestMrmcRerunReplacesOwnFiles(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "mrmc")
 	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
 		t.Fatal(err)

@@ -226,6 +226,7 @@ func (s *reviewSyncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); r
 // the --csv folder) are removed by the plain rerun; a file that only
 // resembles one is not.
 func TestReviewExportRerunAfterKill(t *testing.T) {
+	t.Parallel()
 	man := reviewManifest(t)
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "review.db")
@@ -261,6 +262,7 @@ func TestReviewExportRerunAfterKill(t *testing.T) {
 }
 
 func TestReviewServe(t *testing.T) {
+	t.Parallel()
 	man := reviewManifest(t)
 	db := filepath.Join(t.TempDir(), "review.db")
 	if _, _, err := runCommand(t, reviewInitCmd(job.Options{}), "--source", man, "--review-db", db, "--reviewers", "1"); err != nil {

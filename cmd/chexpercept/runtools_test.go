@@ -144,6 +144,7 @@ func readLines(t *testing.T, name string) []*results.Record {
 }
 
 func TestRescore(t *testing.T) {
+	t.Parallel()
 	bench := protocoltest.Bench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit} {
 		t.Run(string(oracle), func(t *testing.T) {
@@ -271,6 +272,7 @@ func deref(p *string) string {
 }
 
 func TestRescoreRefusals(t *testing.T) {
+	t.Parallel()
 	bench := protocoltest.Bench(t)
 	out := t.TempDir()
 	src := scriptedRun(t, bench, out, protocol.OracleNone, parse.ModeReference)
@@ -301,6 +303,7 @@ func TestRescoreRefusals(t *testing.T) {
 }
 
 func TestImportReferenceRoundTrip(t *testing.T) {
+	t.Parallel()
 	bench := protocoltest.Bench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
 		for _, mode := range []parse.Mode{parse.ModeReference, parse.ModeStrict} {
@@ -370,6 +373,7 @@ func jsonString(s string) string {
 }
 
 func TestImportReferenceErrors(t *testing.T) {
+	t.Parallel()
 	bench := protocoltest.Bench(t)
 	src := scriptedRun(t, bench, t.TempDir(), protocol.OracleNone, parse.ModeReference)
 	orig := mustRead(t, filepath.Join(src, results.AllResultsFile))
@@ -504,6 +508,7 @@ func baselineRun(t *testing.T, bench, out string, shard *results.Shard, seed int
 }
 
 func TestMergeShardsEqualsUnsharded(t *testing.T) {
+	t.Parallel()
 	bench := shardBench(t)
 	sharded, plain := t.TempDir(), t.TempDir()
 	var wg sync.WaitGroup
@@ -688,6 +693,7 @@ func mergeRefusals(t *testing.T, bench, runDir string, shardDirs []string) {
 
 // rescore and import-reference name the real problem with exit 2.
 func TestRunToolsNamedErrors(t *testing.T) {
+	t.Parallel()
 	run := filepath.Join(t.TempDir(), "opensource_x", "oracle_none")
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)

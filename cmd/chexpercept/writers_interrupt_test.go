@@ -57,6 +57,7 @@ func TestRenamePauseHelperProcess(t *testing.T) {
 // export --reviews is written, past its commit point, lets the export end
 // as without it (exit 0): its rerun would refuse the file without --force.
 func TestWritersInterrupted(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -14,6 +14,7 @@ import (
 )
 
 func TestWriteFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "out.json")
 	for _, write := range []func(*job.Job, string, []byte) error{WriteFile, WriteFileNoSync} {
@@ -38,6 +39,7 @@ func TestWriteFile(t *testing.T) {
 }
 
 func TestWriteFileErrorNamesFile(t *testing.T) {
+	t.Parallel()
 	name := filepath.Join(t.TempDir(), "missing-dir", "out.json")
 	err := WriteFile(nil, name, []byte("x"))
 	if err == nil || !strings.Contains(err.Error(), name) {
@@ -48,6 +50,7 @@ func TestWriteFileErrorNamesFile(t *testing.T) {
 // Create writes a large output in pieces: the target keeps its old
 // content until Commit, and Abort leaves it untouched and no debris.
 func TestCreate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "out.csv")
 	if err := os.WriteFile(name, []byte("old"), 0o600); err != nil {
@@ -103,6 +106,7 @@ func TestCreate(t *testing.T) {
 // in the target's place is not replaced, and the link's target is left
 // alone.
 func TestRefusesLinksAndFIFOs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	outside := filepath.Join(dir, "outside.txt")
 	os.WriteFile(outside, []byte("precious"), 0o644)
@@ -131,6 +135,7 @@ func TestRefusesLinksAndFIFOs(t *testing.T) {
 // TestWriteFileReportsDirectorySync: a durable write whose directory sync
 // fails reports it, naming the file; WriteFileNoSync does not sync.
 func TestWriteFileReportsDirectorySync(t *testing.T) {
+	t.Parallel()
 	for _, durable := range []bool{true, false} {
 		dir := t.TempDir()
 		name := filepath.Join(dir, "out.json")
@@ -236,6 +241,7 @@ func TestRenameHook(t *testing.T) {
 // target the caller owns are removed, in every folder below the root; a
 // link, a folder, a lookalike or another target's temporary file stays.
 func TestRemoveStale(t *testing.T) {
+	t.Parallel()
 	files := []struct {
 		rel     string
 		removed bool
@@ -296,6 +302,7 @@ func TestRemoveStale(t *testing.T) {
 // TestRemoveStaleBeside: the temporary files of name's own writes are
 // removed from its folder, and nothing else.
 func TestRemoveStaleBeside(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, n := range []string{"r.jsonl", "r.jsonl.tmp-381945024", "r.jsonl.tmp-9", "r.jsonl.tmp-x", "rr.jsonl.tmp-1", "other.jsonl.tmp-2"} {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {

@@ -334,6 +334,7 @@ func checkIndex(t *testing.T, res *Result) {
 
 // TestClaimDir checks which output directories the demo accepts.
 func TestClaimDir(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		setup   func(dir string) string // returns the --out path
@@ -404,6 +405,7 @@ func TestClaimDir(t *testing.T) {
 // TestStateRoundTrip checks that stamps survive a save and a read, and that
 // a reset step is forgotten.
 func TestStateRoundTrip(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), markerFile)
 	st := &state{path: p, steps: map[string]string{}}
 	if err := st.set("phantom", "version=1 seed=1"); err != nil {

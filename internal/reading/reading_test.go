@@ -341,6 +341,7 @@ func derefF(s *float64) any {
 // picks option 1 scores record by record exactly like eval's "first"
 // policy, and a reader who answers the ground truth scores 100 %.
 func TestReadersScoreLikeModels(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
 		t.Run(string(oracle), func(t *testing.T) {
@@ -363,6 +364,7 @@ func TestReadersScoreLikeModels(t *testing.T) {
 // reader (pages, images, assets, refusals) holds no ground truth, no
 // option file name and no verdict.
 func TestNoAnswerReachesTheBrowser(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
 		st := newStudy(t, bench, oracle)
@@ -452,6 +454,7 @@ func (st *study) checkExport(t *testing.T, oracle protocol.OracleMode) []Exporte
 // the turn on screen can be answered, and a future turn's images are not
 // served.
 func TestAnswersAreFinal(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	st := newStudy(t, bench, protocol.OracleNone)
 	c := st.signIn("reader1")
@@ -505,6 +508,7 @@ func TestAnswersAreFinal(t *testing.T) {
 // TestResumeAfterRestart: a server restarted mid-record shows the next
 // unanswered turn, and the export equals an uninterrupted session's.
 func TestResumeAfterRestart(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleImplicit, protocol.OracleExplicit} {
 		st := newStudy(t, bench, oracle)
@@ -546,6 +550,7 @@ func TestResumeAfterRestart(t *testing.T) {
 // TestTimePerTurn: a turn's time runs from its first display (a reload
 // does not restart it) to its stored answer, and the export carries it.
 func TestTimePerTurn(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	st := newStudy(t, bench, protocol.OracleNone)
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -595,6 +600,7 @@ func TestTimePerTurn(t *testing.T) {
 // file keeps every byte: the WAL switch of the read-write connection must
 // not run before the file is known to be a reading database.
 func TestOpenLeavesAForeignDatabaseAlone(t *testing.T) {
+	t.Parallel()
 	appdbtest.ForeignRefused(t, func(path string) error { _, err := Open(path); return err }, "not a chexpercept reading database")
 }
 
@@ -602,6 +608,7 @@ func TestOpenLeavesAForeignDatabaseAlone(t *testing.T) {
 // refused (here another application's) keeps no -wal or -shm file that
 // the reading connection made beside it.
 func TestOpenLeavesNoSideFilesItMade(t *testing.T) {
+	t.Parallel()
 	appdbtest.ForeignWALRefused(t, func(path string) error { _, err := Open(path); return err }, "not a chexpercept reading database")
 }
 
@@ -609,6 +616,7 @@ func TestOpenLeavesNoSideFilesItMade(t *testing.T) {
 // where the new database's would go is someone else's; init refuses and
 // the file keeps its bytes (SQLite would replay or delete it).
 func TestInitKeepsForeignSideFiles(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
 		t.Run(suffix, func(t *testing.T) {
@@ -635,6 +643,7 @@ func TestInitKeepsForeignSideFiles(t *testing.T) {
 // manifest), stops the export before any reader's run is written, even
 // with force; the outside folder and the foreign file keep their bytes.
 func TestExportChecksEveryTargetFirst(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	st := newStudy(t, bench, protocol.OracleNone)
 	for _, name := range []string{"reader1", "reader2"} {
@@ -688,6 +697,7 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 // a database edited to hold a huge answer is refused with the record named,
 // before the answer is read whole or scored.
 func TestAnswersRefusesOversizedAnswer(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "reading.db")
 	s, c, err := create(path)
 	if err != nil {
@@ -765,6 +775,7 @@ func sealedBench(t *testing.T) (bench *benchmark.Benchmark, change func()) {
 // error, never the image); a benchmark without SHA256SUMS is used with a
 // warning.
 func TestChangedBenchmarkRefused(t *testing.T) {
+	t.Parallel()
 	t.Run("init", func(t *testing.T) {
 		bench, change := sealedBench(t)
 		change()
@@ -828,6 +839,7 @@ func TestChangedBenchmarkRefused(t *testing.T) {
 // first, and a repeated POST is 409 on every turn, the last included (the
 // end page then keeps the status).
 func TestOneAnswerRule(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	st := newStudy(t, bench, protocol.OracleNone)
 	c := st.signIn("reader1")
@@ -883,6 +895,7 @@ func TestOneAnswerRule(t *testing.T) {
 // leaves nothing, and a file that appears at the name during Deliver is
 // kept and the init refused.
 func TestInitDeliversBeforePublishing(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	for _, tc := range []struct {
 		name    string

@@ -45,6 +45,7 @@ func longSamplingReport(t *testing.T) string {
 // listed term and code has a definition in the page's glossary, every
 // link to a definition lands on one, and each plot is shown once.
 func TestBrowserGlossaryFits(t *testing.T) {
+	t.Parallel()
 	exe := browsertest.Chromium(t)
 	planted, _ := plantedReport(t)
 	reports := []struct{ name, dir string }{

@@ -87,6 +87,7 @@ func findingsReportWorkers(t *testing.T, workers int) string {
 // The Done-when test: medical − general excludes 0 at stage 3 and
 // includes it at stage 1, in ext_domain_diff.csv.
 func TestFindingsDomainDifference(t *testing.T) {
+	t.Parallel()
 	out := findingsReport(t)
 	rows := readCSV(t, filepath.Join(out, "ext_domain_diff.csv"))
 	if got := strings.Join(rows[0], ","); got != "comparison,oracle_mode,path,stage,difference,ci_low,ci_high,p_value" {
@@ -152,6 +153,7 @@ func TestFindingsDomainDifference(t *testing.T) {
 // One model per group (the registry's domains and base): the findings
 // say "undecided", and the matched pair shows its discordant counts.
 func TestFindingsOneModelPerGroup(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	recs := benchtest.Full(2)
 	index := map[string]int{}
@@ -194,6 +196,7 @@ func TestFindingsOneModelPerGroup(t *testing.T) {
 
 // The findings files are the same bytes at any worker count.
 func TestFindingsDeterministic(t *testing.T) {
+	t.Parallel()
 	a, b := findingsReportWorkers(t, 1), findingsReportWorkers(t, 4)
 	for _, f := range []string{"ext_domain.csv", "ext_domain_diff.csv", "ext_domain_decay.csv", "report.md", "plot_domain_groups_oracle_none.svg", "plot_domain_groups_oracle_none.png"} {
 		if string(read(t, filepath.Join(a, f))) != string(read(t, filepath.Join(b, f))) {
@@ -205,6 +208,7 @@ func TestFindingsDeterministic(t *testing.T) {
 // Runs whose models have no domain give no findings and no warning, and
 // report.md says how to give groups.
 func TestFindingsWithoutDomains(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), &analysistest.Run{Provider: "opensource", Label: "some--raw-model", Oracle: "none", Policy: analysistest.Oracle})
 	out := filepath.Join(tmp, "report")

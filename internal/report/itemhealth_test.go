@@ -37,6 +37,7 @@ func plantedReport(t *testing.T) (string, string) {
 }
 
 func TestItemHealthOutputs(t *testing.T) {
+	t.Parallel()
 	out, key := plantedReport(t)
 	flagged := string(read(t, filepath.Join(out, FlaggedItemsFile)))
 	lines := strings.Split(strings.TrimSuffix(flagged, "\r\n"), "\r\n")
@@ -71,6 +72,7 @@ func TestItemHealthOutputs(t *testing.T) {
 
 // Baseline runs alone give no item-health section and header-only CSVs.
 func TestItemHealthBaselinesOnly(t *testing.T) {
+	t.Parallel()
 	_, out := sampleReport(t, Config{})
 	if md := string(read(t, filepath.Join(out, "report.md"))); strings.Contains(md, "Item health") {
 		t.Error("report.md of baselines has an item-health section")
@@ -84,6 +86,7 @@ func TestItemHealthBaselinesOnly(t *testing.T) {
 // filter leaves exactly the mislabeled item, whose view shows the flag,
 // the ground truth, every counted run's answer and the images.
 func TestBrowserFlagged(t *testing.T) {
+	t.Parallel()
 	exe := browsertest.Chromium(t)
 	out, key := plantedReport(t)
 	ctx, cancel := newBrowser(t, exe, filepath.Join(t.TempDir(), "chrome-profile"))

@@ -18,6 +18,7 @@ import (
 // report.md, its table rows stay one line each, index.html and the CSVs
 // hold no raw control or format character, and every plot file name fits.
 func TestHostileRunNames(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	evil := "ev\u202eil|x\ny"
 	long := strings.Repeat("m", 250-len("baseline_"))
@@ -69,6 +70,7 @@ func TestHostileRunNames(t *testing.T) {
 // otherwise render the tag (an <img onerror=…>) or turn "&#x202E;" into a
 // bidi override.
 func TestRunNamesAreNotMarkup(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(),
 		&analysistest.Run{Provider: "baseline", Label: "<img src=x onerror=alert(1)>", Oracle: "none", Policy: analysistest.Oracle},

@@ -21,6 +21,7 @@ import (
 // write (a run directory, someone's folder, a file) fails with a one-line
 // error naming it and changes no byte or modification time there.
 func TestReportRefusesForeignDirectory(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	results := fixture(t, tmp, benchtest.Sample(), &analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle})
 	runDir := filepath.Join(results, "baseline_oracle", "oracle_none")
@@ -55,6 +56,7 @@ func TestReportRefusesForeignDirectory(t *testing.T) {
 // (index.html, report.md and summary.json alone do not make a folder a
 // report's).
 func TestReportRewritesOwnDirectory(t *testing.T) {
+	t.Parallel()
 	tmp, out := sampleReport(t, Config{})
 	if _, err := os.Stat(filepath.Join(out, MarkerName)); err != nil {
 		t.Fatalf("no marker: %v", err)
@@ -83,6 +85,7 @@ func TestReportRewritesOwnDirectory(t *testing.T) {
 // outside directory is refused before anything is written; neither the
 // report nor the outside changes.
 func TestReportRefusesLinksInside(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, entry string }{
 		{"report.md", "report.md"},
 		{"data", "data"},
@@ -129,6 +132,7 @@ func TestReportRefusesLinksInside(t *testing.T) {
 // only index.html, report.md and summary.json, with no marker, is not a
 // report's; all three stay as they were.
 func TestReportRefusesUnmarkedLookalike(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	results := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	mine := filepath.Join(tmp, "mine")
@@ -155,6 +159,7 @@ func TestReportRefusesUnmarkedLookalike(t *testing.T) {
 // rerun as its own: the rerun completes, removes those temporary files
 // and writes what an uninterrupted report writes.
 func TestReportAfterInterruptedReport(t *testing.T) {
+	t.Parallel()
 	tmp, ref := sampleReport(t, Config{})
 	cfg := Config{Inputs: []string{filepath.Join(tmp, "results")}, Analysis: analysis.Options{Bootstrap: 200}, Report: Options{Version: "test"}}
 	for _, tc := range []struct {
@@ -203,6 +208,7 @@ func TestReportAfterInterruptedReport(t *testing.T) {
 // every file the earlier report did not list (a note of the user's, a
 // file from a report written before the list), and lists what it wrote.
 func TestReportRerunRemovesEarlierFiles(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	bench := benchtest.Sample()
 	both := fixture(t, filepath.Join(tmp, "both"), bench,

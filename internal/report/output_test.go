@@ -49,6 +49,7 @@ func read(t *testing.T, name string) []byte {
 // TestGolden pins the exact bytes of the tables, summary.json and
 // report.md for the baseline runs over the sample benchmark.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	tmp, out := sampleReport(t, Config{Analysis: analysis.Options{Compare: [][2]string{{"baseline_oracle", "baseline_random"}}}})
 	for _, name := range []string{
 		"all_models_oracle_none/all_models_summary.csv",
@@ -67,6 +68,7 @@ func TestGolden(t *testing.T) {
 // The all-models CSVs equal what the reference computation gives on each
 // run's all_results.json, with the reference's format.
 func TestRefCSVsMatchAllResults(t *testing.T) {
+	t.Parallel()
 	tmp, out := sampleReport(t, Config{})
 	var want [][]string
 	for _, name := range []string{"baseline_oracle", "baseline_random"} {
@@ -92,6 +94,7 @@ func TestRefCSVsMatchAllResults(t *testing.T) {
 }
 
 func TestExtTables(t *testing.T) {
+	t.Parallel()
 	_, out := sampleReport(t, Config{})
 	stage := string(read(t, filepath.Join(out, "ext_stage_accuracy.csv")))
 	if !strings.HasPrefix(stage, "run,model,provider,oracle_mode,parse_mode,path,lesion,stage,setting,applicable,n_records,n_correct,accuracy,ci_low,ci_high\r\n") {
@@ -162,6 +165,7 @@ func TestExtTables(t *testing.T) {
 
 // Same inputs and seed give the same bytes at any parallelism.
 func TestDeterministicAcrossWorkers(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	outs := []string{filepath.Join(tmp, "r1"), filepath.Join(tmp, "r4")}
@@ -190,6 +194,7 @@ func TestDeterministicAcrossWorkers(t *testing.T) {
 
 // Bad inputs still give a report that says what it left out.
 func TestReportWithBadInputs(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(),
 		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
@@ -219,6 +224,7 @@ func TestReportWithBadInputs(t *testing.T) {
 }
 
 func TestEmbedImages(t *testing.T) {
+	t.Parallel()
 	_, out := sampleReport(t, Config{Report: Options{EmbedImages: true}})
 	html := string(read(t, filepath.Join(out, "index.html")))
 	if !strings.Contains(html, `"images":"img/"`) {
@@ -231,6 +237,7 @@ func TestEmbedImages(t *testing.T) {
 }
 
 func TestLinkedImagesAndSidecars(t *testing.T) {
+	t.Parallel()
 	_, out := sampleReport(t, Config{})
 	html := string(read(t, filepath.Join(out, "index.html")))
 	if !strings.Contains(html, `"images":"../bench/"`) {
@@ -248,6 +255,7 @@ func TestLinkedImagesAndSidecars(t *testing.T) {
 }
 
 func TestSafeImage(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ key, rel, want string }{
 		{"a_1", "chexpercept/a_1/detection_qa/xray.png", "chexpercept/a_1/detection_qa/xray.png"},
 		{"a_1", "chexpercept/a_1/../b_2/x.png", ""},
@@ -266,6 +274,7 @@ func TestSafeImage(t *testing.T) {
 // in the leaderboard and named in every warnings list; complete runs,
 // with or without error records, are reported exactly as before.
 func TestIncompleteRunReport(t *testing.T) {
+	t.Parallel()
 	const warn = "run baseline_oracle/oracle_none: 2 of 7 selected records have results (run incomplete or still running); its figures cover only those 2"
 	errs := map[string]bool{"pneumonia_s57001234_positive_0": true}
 	for _, tc := range []struct {
@@ -333,6 +342,7 @@ func TestIncompleteRunReport(t *testing.T) {
 // TestThumbnailBounded: a decompression bomb, a FIFO or a symbolic link in
 // the benchmark is an error naming the file; nothing is decoded or blocks.
 func TestThumbnailBounded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bomb := filepath.Join(dir, "bomb.png")
 	os.WriteFile(bomb, imagefiletest.BombPNG(100000, 100000), 0o644)

@@ -20,6 +20,7 @@ import (
 // not. A benchmark whose build_info.json says phantom / accept_all gets
 // the synthetic / unreviewed banner; one without build_info.json none.
 func TestProvenance(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		buildInfo string // "" writes none

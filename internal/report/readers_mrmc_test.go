@@ -69,6 +69,7 @@ func readerStudyFixture(t *testing.T) (string, []*benchmark.Record) {
 // party answered, by a brute-force jackknife; n_records is the readers'
 // record count (the models answered a superset).
 func TestReaderMRMCRecomputed(t *testing.T) {
+	t.Parallel()
 	out, recs := readerStudyFixture(t)
 	readers := []string{"human_expert", "human_good", "human_fair", "human_weak"}
 	problems, withInterval, err := analysistest.RecheckReaderMRMC(out, "none", recs, readers)
@@ -114,6 +115,7 @@ func TestReaderMRMCRecomputed(t *testing.T) {
 // TestClaim3TooFewRecords: two readers on two revision-required records
 // give no claim-3 verdict, however far a model is from them.
 func TestClaim3TooFewRecords(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	recs := benchtest.Full(4)
 	two := map[string]bool{}
@@ -152,6 +154,7 @@ func TestClaim3TooFewRecords(t *testing.T) {
 // run shown give aided − unaided rows and switch counts that samples.csv
 // reproduces.
 func TestAidedStudy(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	recs := benchtest.Full(4)
 	index := map[string]int{}

@@ -64,6 +64,7 @@ func readersFixtureReport(t *testing.T, withReaders bool) string {
 // model's difference, κ per question type, reading time per stage) and
 // claim 3 with its rule, in report.md and in index.html (Chromium).
 func TestReadersAndModels(t *testing.T) {
+	t.Parallel()
 	out := readersReport(t)
 	md := string(read(t, filepath.Join(out, "report.md")))
 	for _, want := range []string{"## Readers and models", "Oracle none: 2 reader(s): human_reader1, human_reader2.",
@@ -174,6 +175,7 @@ func csvFloat(t *testing.T, s string) float64 {
 // files with their headers, and every row gives the number its table
 // cell in report.md prints; without readers it writes none of them.
 func TestReadersCSV(t *testing.T) {
+	t.Parallel()
 	out := readersReport(t)
 	rows := readersSection(t, string(read(t, filepath.Join(out, "report.md"))))
 	cases := []struct {

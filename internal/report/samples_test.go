@@ -149,6 +149,7 @@ func samplesFixture(t *testing.T, tmp string) string {
 // row by row against every run's results.jsonl, and samples.csv against
 // the Parquet rows.
 func TestSamples(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := samplesFixture(t, tmp)
 	out := filepath.Join(tmp, "report")
@@ -306,6 +307,7 @@ func checkSamplesCSV(t *testing.T, name string, rows []sampleReadRow) {
 
 // The same runs give the same bytes, whatever the worker count.
 func TestSamplesDeterministic(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := samplesFixture(t, tmp)
 	var got [2][2][]byte
@@ -327,6 +329,7 @@ func TestSamplesDeterministic(t *testing.T) {
 // naming it; a directory named samples.parquet is a clear error naming
 // it, and leaves no temporary files.
 func TestSamplesHostileNames(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	out := filepath.Join(tmp, "report")
@@ -363,6 +366,7 @@ func TestSamplesHostileNames(t *testing.T) {
 // A run without manifest.json has no model name: NA in the CSV, null in
 // Parquet, never an empty cell.
 func TestSamplesNoManifest(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	if err := os.Remove(filepath.Join(dir, "baseline_random", "oracle_none", results.ManifestFile)); err != nil {

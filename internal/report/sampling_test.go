@@ -18,6 +18,7 @@ import (
 // apart; a run without a manifest shows N/A. The leaderboard leaves them
 // out, to fit a desktop window.
 func TestSamplingTable(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	random := filepath.Join(dir, "baseline_random", "oracle_none")

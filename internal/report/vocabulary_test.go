@@ -62,6 +62,7 @@ func (ct *csvTable) get(row []string, name string) string { return row[ct.col[na
 // ext_domain_decay.csv). Every row must match, and the model alias must
 // be the one samples.csv gives the run.
 func TestSamplesJoinExt(t *testing.T) {
+	t.Parallel()
 	out := vocabularyReport(t)
 	samples := readCSVTable(t, filepath.Join(out, SamplesCSV))
 	alias := map[[2]string]string{} // (run, oracle_mode) → model
@@ -129,6 +130,7 @@ func TestSamplesJoinExt(t *testing.T) {
 // reference-compatible ones: counts (n_…) are integers, never NA; the
 // answer sets use ";"; no column uses a retired name.
 func TestOneVocabulary(t *testing.T) {
+	t.Parallel()
 	out := vocabularyReport(t)
 	retired := []string{"acc", "view", "n", "n_items", "correct_count", "diff", "model_a", "model_b", "runs", "p_correct",
 		"chance_uniform", "majority_acc", "unparsed", "chosen", "dataset_sha256"}
