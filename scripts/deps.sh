@@ -9,7 +9,9 @@
 # types: benchmark and results do no file I/O and export fewer than 90
 # names each, and the protocol engine, the analysis and the report link
 # neither's readers and writers (benchdir, rundir). The model clients
-# cannot reach a type that holds the ground truth.
+# cannot reach a type that holds the ground truth. The packages that carry a
+# command's life (job, atomicfile, appdb, outdir) and the command layer keep
+# no mutable state at package level (scripts/pkgstate.go states the rule).
 # Exits non-zero naming every rule that is broken.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +53,16 @@ if ! go run scripts/exported.go -max 90 internal/benchmark internal/results >/de
 fi
 forbid stats "^$mod/internal/" "a project package (it is a leaf)"
 forbid csvcap "^$mod/internal/" "a project package (it is a leaf: mrmc, self-contained, imports it)"
+
+# No package-level mutable state where a command's life is carried: the job
+# (interruption, temporaries, commit point), the writers that register on
+# it, and the command tree. Allowed: sentinel errors (errors.New) and
+# unexported constant tables that nothing writes; see scripts/pkgstate.go.
+if ! state=$(go run scripts/pkgstate.go internal/job internal/atomicfile internal/appdb internal/outdir cmd/chexpercept 2>&1); then
+  echo "deps: package-level mutable state:"
+  grep -v '^exit status ' <<<"$state" | sed 's/^/  /'
+  fail=1
+fi
 
 if [ "$fail" -ne 0 ]; then exit 1; fi
 echo "deps: the import contract holds"

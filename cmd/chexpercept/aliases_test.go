@@ -5,11 +5,14 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // TestOneNamePerConcept: each concept has one visible spelling, and the
 // older spelling is a hidden alias that sets the same value.
 func TestOneNamePerConcept(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		cmd      string
 		c        *cobra.Command
@@ -21,8 +24,8 @@ func TestOneNamePerConcept(t *testing.T) {
 		{"sample", findCommand(t, "sample"), "sample-seed", "seed", true},
 		{"eval", findCommand(t, "eval"), "sample-seed", "seed", true},
 		{"phantom", findCommand(t, "phantom"), "phantom-seed", "seed", true},
-		{"review init", reviewInitCmd(), "assign-seed", "seed", true},
-		{"review export", reviewExportCmd(), "reviews", "jsonl", false},
+		{"review init", reviewInitCmd(job.Options{}), "assign-seed", "seed", true},
+		{"review export", reviewExportCmd(job.Options{}), "reviews", "jsonl", false},
 	} {
 		f := tc.c.Flags()
 		nf, of := f.Lookup(tc.name), f.Lookup(tc.old)
@@ -66,6 +69,7 @@ func TestOneNamePerConcept(t *testing.T) {
 // like eval; the positional BENCH_DIR still works, and giving both is
 // refused.
 func TestBenchmarkFlagOrPositional(t *testing.T) {
+	t.Parallel()
 	const sample = "../../internal/benchmark/testdata/sample"
 	for _, args := range [][]string{
 		{"validate", "--benchmark", sample},

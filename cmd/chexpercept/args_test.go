@@ -8,6 +8,7 @@ import (
 )
 
 func TestPositionalArgErrorsNameTheArgument(t *testing.T) {
+	t.Parallel()
 	cmd := &cobra.Command{Use: "rescore RUN_DIR --parse-mode MODE"}
 	some := &cobra.Command{Use: "merge DIR... --out RESULTS_DIR"}
 	for _, tc := range []struct {

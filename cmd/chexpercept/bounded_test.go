@@ -12,6 +12,7 @@ import (
 // image, gives a one-line error naming it instead of hanging build or
 // review init (a blocking open would hang this test).
 func TestFIFOInputsFailFast(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
@@ -40,6 +41,7 @@ func TestFIFOInputsFailFast(t *testing.T) {
 // TestErrorsEscapeBidiControls: an error quoting a key from a file shows a
 // bidirectional override (or ESC) as an escape, not raw.
 func TestErrorsEscapeBidiControls(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	reviews := filepath.Join(dir, "reviews.jsonl")
 	if err := os.WriteFile(reviews, []byte(`{"key_id":"edema_ph1\u202egnp.exe_positive_0\u001b[2J","decision":"maybe"}`+"\n"), 0o644); err != nil {

@@ -4,22 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/build"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/review"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
 )
 
 // newBuildCmd returns the command build: a benchmark from source data.
-func newBuildCmd() *cobra.Command {
+func newBuildCmd(jo job.Options) *cobra.Command {
 	var (
 		src, out, perLesion, reviewsPath, reviewDB, inspect, configPath string
 		seed                                                            uint64
@@ -116,12 +114,23 @@ written; a build removes only bundle folders a build recorded as its own.`,
 				return err
 			}
 			defer unlock()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			sum, err := build.Run(ctx, opt)
-			if err != nil && ctx.Err() != nil && cmd.Context().Err() == nil {
-				atomicfile.RemoveTemps()
-				fmt.Fprintf(cmd.ErrOrStderr(), "chexpercept build: interrupted; the same command run again resumes (%v)\n", err)
+			var sum *build.Summary
+			notice := newStoppingNotice("build")
+			err = job.Run(cmd.Context(), job.RunOptions{Options: jo, Stopping: notice.start}, func(j *job.Job) error {
+				opt.Job = j
+				var err error
+				sum, err = build.Run(j.Context(), opt)
+				return err
+			})
+			notice.stop()
+			var in *job.Interrupted
+			if errors.As(err, &in) {
+				// The work's own error says where it stopped.
+				why := " (its work was given up before it stopped)"
+				if in.Err != nil {
+					why = fmt.Sprintf(" (%v)", in.Err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "chexpercept build: interrupted; the same command run again resumes%s\n", why)
 				return silentExit(130)
 			}
 			if err != nil {

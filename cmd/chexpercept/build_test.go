@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 // command (its targets cannot all be met: exit 3 with --strict-targets),
 // then inspects one included case.
 func TestBuildAndInspectCommands(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a benchmark")
 	}
@@ -25,10 +27,10 @@ func TestBuildAndInspectCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cands, _ := source.Sample(cases, cfg, 0)
+	cands, _, _ := source.Sample(context.Background(), cases, cfg, 0)
 	dir := t.TempDir()
 	cand := filepath.Join(dir, "candidates.jsonl")
-	if err := source.WriteCandidates(cand, cands); err != nil {
+	if err := source.WriteCandidates(nil, cand, cands); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "bench")
@@ -86,6 +88,7 @@ func TestBuildAndInspectCommands(t *testing.T) {
 // does into a directory they did not write: exit status 2, one error line
 // naming the directory and an entry, nothing changed.
 func TestCommandsRefuseForeignDirectories(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	mine := filepath.Join(root, "mine")
 	if err := os.MkdirAll(filepath.Join(mine, "masks"), 0o755); err != nil {

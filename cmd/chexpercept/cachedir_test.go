@@ -14,6 +14,7 @@ import (
 // written there; the same link named with --cache-dir is the user's
 // choice and is followed; $XDG_CACHE_HOME itself may be a link.
 func TestCacheDirLinks(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		linkXDG  bool // $XDG_CACHE_HOME is a link to a folder

@@ -1,17 +1,16 @@
 package main
 
 import (
-	"os"
-	"os/signal"
-	"syscall"
+	"errors"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/demo"
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // newDemoCmd returns the command demo: the whole pipeline on synthetic data.
-func newDemoCmd() *cobra.Command {
+func newDemoCmd(jo job.Options) *cobra.Command {
 	var opt demo.Options
 	cmd := &cobra.Command{
 		Use:   "demo [--out DIR]",
@@ -47,13 +46,24 @@ delete DIR to start from scratch. Nothing is written outside DIR.`,
 				return err
 			}
 			defer unlock()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			opt.Stdout = cmd.OutOrStdout()
-			if _, err := demo.Run(ctx, opt); err != nil {
-				if ctx.Err() != nil {
-					return withExit(130, err) // interrupted; a rerun resumes
-				}
+			// One job for the whole demo, its concurrent evaluations
+			// included (demo.Options.Job). It winds down at the first
+			// signal: the evaluations write their summaries as eval does.
+			notice := newStoppingNotice("demo")
+			err = job.Run(cmd.Context(), job.RunOptions{Options: jo, Stopping: notice.start, WindDown: true}, func(j *job.Job) error {
+				opt.Job = j
+				_, err := demo.Run(j.Context(), opt)
+				return err
+			})
+			notice.stop()
+			var in *job.Interrupted
+			switch {
+			case errors.As(err, &in) && in.Err != nil:
+				return withExit(130, in.Err) // interrupted; a rerun resumes
+			case errors.As(err, &in):
+				return withExit(130, errors.New("demo: interrupted; run the demo again to continue"))
+			case err != nil:
 				return withExit(2, err)
 			}
 			return nil

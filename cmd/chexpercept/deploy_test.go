@@ -33,6 +33,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/registry"
@@ -67,7 +68,7 @@ func parseInvocation(args []string) (invocation, error) {
 	if len(args) == 0 {
 		return invocation{}, errors.New("no arguments")
 	}
-	root := newRootCmd()
+	root := newRootCmd(job.Options{})
 	cmd, rest, err := root.Find(args)
 	if err != nil {
 		return invocation{}, err
@@ -1030,6 +1031,7 @@ func readRepoFile(t *testing.T, rel string) string {
 }
 
 func TestDeployFiles(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		check func(t *testing.T) []string
@@ -1066,6 +1068,7 @@ func TestDeployFiles(t *testing.T) {
 // TestDeployChecksCatchDrift mutates copies of the deploy files and wants
 // each mutation reported, so the checks above cannot pass vacuously.
 func TestDeployChecksCatchDrift(t *testing.T) {
+	t.Parallel()
 	setArg := func(c *k8sContainer, prefix, repl string) {
 		for i, a := range c.Args {
 			if strings.HasPrefix(a, prefix) {
@@ -1216,6 +1219,7 @@ func assertReported(t *testing.T, probs []string, want string) {
 }
 
 func TestDeployGibOf(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want float64
@@ -1241,6 +1245,7 @@ func TestDeployGibOf(t *testing.T) {
 
 // TestShellWords covers the small splitter the Slurm check relies on.
 func TestShellWords(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"A": "x y", "B": "/b"}
 	for _, tc := range []struct {
 		in   string

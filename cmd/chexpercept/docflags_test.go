@@ -9,13 +9,16 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // TestDocumentedFlagsInHelp: every flag the guides show on a chexpercept
 // command line (in a shell block or an inline code span) is one that
 // command's --help lists: not unknown, not a hidden older spelling.
 func TestDocumentedFlagsInHelp(t *testing.T) {
-	root := newRootCmd()
+	t.Parallel()
+	root := newRootCmd(job.Options{})
 	files, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	more, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "reference", "*.md"))
 	files = append(append(files, more...), filepath.Join(repoRoot, "README.md"))

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
@@ -45,7 +46,7 @@ type evalFlags struct {
 }
 
 // newEvalCmd returns the command eval: a model through a benchmark; its flags are held in an evalFlags of its own.
-func newEvalCmd() *cobra.Command {
+func newEvalCmd(jo job.Options) *cobra.Command {
 	fl := &evalFlags{}
 	cmd := &cobra.Command{
 		Use:   "eval --benchmark BENCH_DIR --provider P --model M --out RESULTS_DIR [flags]",
@@ -83,7 +84,7 @@ abandons them (they are asked again on restart).
 Exit status: 0 every selected record ok, 1 some records ended in error,
 2 the run could not start, 130 interrupted.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return fl.run(cmd) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return fl.run(cmd, jo) },
 	}
 	fl.register(cmd.Flags())
 	for _, req := range []string{"benchmark", "provider", "model", "out"} {
@@ -137,9 +138,9 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 }
 
 // run is eval's RunE: the flags become options (any mistake is exit
-// status 2 before anything starts), the run goes with Ctrl-C handling,
-// and its outcome becomes the exit status.
-func (fl *evalFlags) run(cmd *cobra.Command) error {
+// status 2 before anything starts), the run goes as a job with eval's
+// Ctrl-C handling (runEvalJob), and its outcome becomes the exit status.
+func (fl *evalFlags) run(cmd *cobra.Command, jo job.Options) error {
 	if err := fl.protocolOptions(); err != nil {
 		return withExit(2, err)
 	}
@@ -160,15 +161,28 @@ func (fl *evalFlags) run(cmd *cobra.Command) error {
 	o := &fl.o
 	o.Log = os.Stderr
 	o.TTY = isTerminal(os.Stderr)
-	ctx, abandon, stop := handleInterrupts(cmd.Context())
-	defer stop()
-	o.Abandon = abandon
-	sum, err := eval.Run(ctx, *o)
-	if err != nil && ctx.Err() != nil && cmd.Context().Err() == nil && errors.Is(err, context.Canceled) {
+	var sum *eval.Summary
+	err := runEvalJob(cmd.Context(), jo, func(j *job.Job, abandon <-chan struct{}) error {
+		o.Abandon, o.Job = abandon, j
+		var err error
+		sum, err = eval.Run(j.Context(), *o)
+		return err
+	})
+	var in *job.Interrupted
+	switch {
+	case errors.As(err, &in) && in.Abandoned:
+		// Every line of results.jsonl is synced when written and the
+		// other files are written atomically: quitting here loses
+		// nothing a restart needs.
+		fmt.Fprintln(os.Stderr, "\ninterrupt: quitting now; the run resumes where it stopped")
+		return silentExit(130)
+	case errors.As(err, &in) && errors.Is(in.Err, context.Canceled):
 		// Interrupted before the run began (in the preflight, while
 		// loading): nothing was asked or written.
 		fmt.Fprintln(os.Stderr, "chexpercept eval: interrupted before any record was asked; run the same command again")
 		return silentExit(130)
+	case errors.As(err, &in):
+		err = in.Err
 	}
 	return evalOutcome(cmd.OutOrStdout(), sum, err)
 }
@@ -418,40 +432,46 @@ func parseExtraBody(args []string) (map[string]json.RawMessage, error) {
 // limits) end at once.
 const interruptGrace = 1500 * time.Millisecond
 
-// handleInterrupts returns a context that the first Ctrl-C (or SIGTERM)
-// ends, so that no new record starts and no record waits any more, and a
-// channel that is closed interruptGrace later, or at the second signal,
-// abandoning the records still in flight. stop releases the signals.
-func handleInterrupts(parent context.Context) (ctx context.Context, abandon <-chan struct{}, stop func()) {
-	ctx, stopRun := context.WithCancel(parent)
+// runEvalJob runs work as eval's job, which winds down at the first
+// Ctrl-C (or SIGTERM): its context ends, so that no new record starts and
+// no record waits any more, and abandon is closed interruptGrace later,
+// or at the second signal, abandoning the records still in flight; the
+// run then writes its derived files and returns. A third signal, or a
+// wind-down longer than the job's grace, ends the wait (job.Run): the
+// result is an abandoned *job.Interrupted.
+func runEvalJob(parent context.Context, jo job.Options, work func(j *job.Job, abandon <-chan struct{}) error) error {
 	ab := make(chan struct{})
 	abandonNow := sync.OnceFunc(func() { close(ab) })
-	sigs := make(chan os.Signal, 2)
+	sigs := make(chan os.Signal, 3)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	// The first and third signals go to job.Run; the second abandons
+	// the records in flight.
+	toRun := make(chan os.Signal, 2)
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
-		n := 0
-		for range sigs {
-			n++
-			if n == 1 {
-				fmt.Fprintf(os.Stderr, "\ninterrupt: stopping; the calls in flight have %v to finish (interrupt again to abandon them now); the run resumes where it stopped\n", interruptGrace)
-				stopRun()
-				time.AfterFunc(interruptGrace, abandonNow)
-			} else if n == 2 {
-				fmt.Fprintln(os.Stderr, "\ninterrupt: abandoning the records in flight (interrupt again to quit at once)")
-				abandonNow()
-			} else {
-				// Every line of results.jsonl is synced when written and
-				// the other files are written atomically: quitting here
-				// loses nothing a restart needs.
-				fmt.Fprintln(os.Stderr, "\ninterrupt: quitting now; the run resumes where it stopped")
-				os.Exit(130)
+		for n := 1; ; n++ {
+			select {
+			case s := <-sigs:
+				switch n {
+				case 1, 3:
+					toRun <- s
+				case 2:
+					fmt.Fprintln(os.Stderr, "\ninterrupt: abandoning the records in flight (interrupt again to quit at once)")
+					abandonNow()
+				}
+			case <-done:
+				return
 			}
 		}
 	}()
-	return ctx, ab, func() {
-		signal.Stop(sigs)
-		stopRun()
+	stopping := func() {
+		fmt.Fprintf(os.Stderr, "\ninterrupt: stopping; the calls in flight have %v to finish (interrupt again to abandon them now); the run resumes where it stopped\n", interruptGrace)
+		time.AfterFunc(interruptGrace, abandonNow)
 	}
+	opt := job.RunOptions{Options: jo, Signals: toRun, Stopping: stopping, WindDown: true}
+	return job.Run(parent, opt, func(j *job.Job) error { return work(j, ab) })
 }
 
 // evalOutcome prints the run directory (the last line of a run's output)

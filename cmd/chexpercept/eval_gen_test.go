@@ -72,6 +72,7 @@ const genBench = "../../internal/benchmark/testdata/sample"
 // settings, and are what the manifest records; --provider vllm is
 // opensource (run name and manifest).
 func TestEvalGenerationSettingsReachServer(t *testing.T) {
+	t.Parallel()
 	spy, srv := newBodySpy(t)
 	out := t.TempDir()
 	stdout, stderr, code := runCLIEnv(t, nil, "eval", "--benchmark", genBench, "--out", out, "--oracle", "none", "--limit", "1", "--no-cache",
@@ -143,6 +144,7 @@ func keysOf(m map[string]json.RawMessage) []string {
 // --max-tokens goes to the member the backend sends (openai/azure:
 // max_completion_tokens).
 func TestEvalMaxTokensUsesBackendMember(t *testing.T) {
+	t.Parallel()
 	spy, srv := newBodySpy(t)
 	out := t.TempDir()
 	_, stderr, code := runCLIEnv(t, nil, "eval", "--benchmark", genBench, "--out", out, "--oracle", "none", "--limit", "1", "--no-cache",
@@ -217,6 +219,7 @@ func equalStrings(a, b []string) bool {
 // --temperature 0.2 makes a vllm call (default 0) uncacheable. A changed
 // --extra-body misses the cache.
 func TestEvalCacheFollowsEffectiveSettings(t *testing.T) {
+	t.Parallel()
 	spy, srv := newBodySpy(t)
 	cache := t.TempDir()
 	run := func(args ...string) int {
@@ -250,6 +253,7 @@ func TestEvalCacheFollowsEffectiveSettings(t *testing.T) {
 // Bad generation flags are refused before anything starts, with one line
 // naming the flag (and the key) and the reason; nothing is written.
 func TestEvalGenerationFlagErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -340,6 +344,7 @@ func contains(list []string, s string) bool {
 // (spec protocol.md §2.3): given without --sample it warns that it does
 // not reach the model.
 func TestEvalSeedWithoutSampleWarns(t *testing.T) {
+	t.Parallel()
 	_, stderr, code := runCLIEnv(t, nil, "eval", "--benchmark", genBench, "--out", t.TempDir(), "--oracle", "none", "--limit", "1", "--no-cache",
 		"--provider", "baseline", "--model", "first", "--seed", "3")
 	if code != 0 || !strings.Contains(stderr, "warning: --sample-seed only seeds --sample") || !strings.Contains(stderr, "--gen-seed") {
@@ -351,6 +356,7 @@ func TestEvalSeedWithoutSampleWarns(t *testing.T) {
 // refused with a short one-line error that quotes only its start, and the
 // values together are bounded.
 func TestParseExtraBodyBounded(t *testing.T) {
+	t.Parallel()
 	nested := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
 	big := `"` + strings.Repeat("x", 65536/4) + `"`
 	tests := []struct {

@@ -12,6 +12,7 @@ import (
 // name the flags that help: the command adds them to the errors of the
 // internal packages.
 func TestEvalStartFailuresWriteNothing(t *testing.T) {
+	t.Parallel()
 	const bench = "../../internal/benchmark/testdata/sample"
 	// An invalid benchmark: the sample without one of its images.
 	invalid := filepath.Join(t.TempDir(), "invalid")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int64{"256MiB": 256 << 20, "1GiB": 1 << 30, "512MB": 512e6, "1000": 1000, "64 KiB": 64 << 10} {
 		if got, err := parseSize(in); err != nil || got != want {
 			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
@@ -22,6 +23,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestEvalCommandPrintsRunDirLast(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	cmd := findCommand(t, "eval")
 	stdout, stderr, err := runCommand(t, cmd, "--benchmark", "../../internal/benchmark/testdata/sample", "--provider", "baseline",

@@ -41,6 +41,7 @@ func runCLITimeout(t *testing.T, d time.Duration, args ...string) (stderr string
 // report leave it out with a warning, each naming the file, instead of
 // waiting for a writer for ever; nothing in the results folder changes.
 func TestFIFOsNeverHang(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

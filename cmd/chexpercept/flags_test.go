@@ -9,14 +9,17 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // --seed is one type, uint64, in every command that has it, so that a
 // seed names the same RNG label everywhere.
 func TestSeedFlagIsUint64Everywhere(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]*cobra.Command{
 		"build": findCommand(t, "build"), "sample": findCommand(t, "sample"), "eval": findCommand(t, "eval"),
-		"phantom": findCommand(t, "phantom"), "review init": reviewInitCmd(),
+		"phantom": findCommand(t, "phantom"), "review init": reviewInitCmd(job.Options{}),
 	} {
 		f := c.Flags().Lookup("seed") // the hidden alias of each command's named seed
 		if f == nil || f.Value.Type() != "uint64" {
@@ -26,6 +29,7 @@ func TestSeedFlagIsUint64Everywhere(t *testing.T) {
 }
 
 func TestSeedValue(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want uint64
@@ -52,6 +56,7 @@ func TestSeedValue(t *testing.T) {
 // eval and phantom took an int64 seed; a negative one is now refused with
 // a sentence naming the flag, before anything is written.
 func TestNegativeSeedRefused(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	for _, args := range [][]string{
 		{"eval", "--benchmark", "../../internal/benchmark/testdata/sample", "--provider", "baseline", "--model", "random",
@@ -71,6 +76,7 @@ func TestNegativeSeedRefused(t *testing.T) {
 // /dev/null is a character device but no terminal: eval used to draw its
 // progress lines for it.
 func TestIsTerminal(t *testing.T) {
+	t.Parallel()
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Skip(err)
@@ -89,6 +95,7 @@ func TestIsTerminal(t *testing.T) {
 }
 
 func TestWithHints(t *testing.T) {
+	t.Parallel()
 	errA, errB := errors.New("a"), errors.New("b")
 	wrapped := fmt.Errorf("dir: %w", errA)
 	hints := []flagHint{{errA, "; pass --a"}, {errB, "; pass --b"}}
@@ -113,19 +120,20 @@ func TestWithHints(t *testing.T) {
 // review pack --reviewers is review init's name for the same number;
 // --annotators still works, with a deprecation notice.
 func TestReviewPackReviewersFlag(t *testing.T) {
+	t.Parallel()
 	man := reviewManifest(t)
 	tmp := t.TempDir()
 	// cobra prints the notice with the command's output writer: stderr
 	// in the binary (runCLI), out here.
-	stdout, stderr, err := runCommand(t, reviewPackCmd(), "--source", man, "--out", filepath.Join(tmp, "old"), "--annotators", "2")
+	stdout, stderr, err := runCommand(t, reviewPackCmd(job.Options{}), "--source", man, "--out", filepath.Join(tmp, "old"), "--annotators", "2")
 	if err != nil || !strings.Contains(stdout+stderr, "Flag --annotators has been deprecated, use --reviewers") {
 		t.Errorf("--annotators: %v, output %q", err, stdout+stderr)
 	}
 	// The old name sets the same number.
-	if _, _, err := runCommand(t, reviewPackCmd(), "--source", man, "--out", filepath.Join(tmp, "zero0"), "--annotators", "0"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "--reviewers must be at least 1, got 0") {
+	if _, _, err := runCommand(t, reviewPackCmd(job.Options{}), "--source", man, "--out", filepath.Join(tmp, "zero0"), "--annotators", "0"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "--reviewers must be at least 1, got 0") {
 		t.Errorf("--annotators 0: %v", err)
 	}
-	if _, _, err := runCommand(t, reviewPackCmd(), "--source", man, "--out", filepath.Join(tmp, "both"), "--annotators", "2", "--reviewers", "2"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "give only --reviewers") {
+	if _, _, err := runCommand(t, reviewPackCmd(job.Options{}), "--source", man, "--out", filepath.Join(tmp, "both"), "--annotators", "2", "--reviewers", "2"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "give only --reviewers") {
 		t.Errorf("both names: %v", err)
 	}
 	for _, tc := range []struct {
@@ -133,9 +141,9 @@ func TestReviewPackReviewersFlag(t *testing.T) {
 		args []string
 		want string
 	}{
-		{reviewPackCmd(), []string{"--out", filepath.Join(tmp, "zero"), "--reviewers", "0"}, "--reviewers must be at least 1, got 0"},
-		{reviewInitCmd(), []string{"--review-db", filepath.Join(tmp, "r.db"), "--reviewers", "0"}, "--reviewers must be at least 1, got 0"},
-		{reviewInitCmd(), []string{"--review-db", filepath.Join(tmp, "r.db"), "--reviewers", "2", "--overlap", "3"}, "--overlap must be between 1 and --reviewers (2), got 3"},
+		{reviewPackCmd(job.Options{}), []string{"--out", filepath.Join(tmp, "zero"), "--reviewers", "0"}, "--reviewers must be at least 1, got 0"},
+		{reviewInitCmd(job.Options{}), []string{"--review-db", filepath.Join(tmp, "r.db"), "--reviewers", "0"}, "--reviewers must be at least 1, got 0"},
+		{reviewInitCmd(job.Options{}), []string{"--review-db", filepath.Join(tmp, "r.db"), "--reviewers", "2", "--overlap", "3"}, "--overlap must be between 1 and --reviewers (2), got 3"},
 	} {
 		if _, _, err := runCommand(t, tc.c, append([]string{"--source", man}, tc.args...)...); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %v: %v, want %q", tc.c.Name(), tc.args, err, tc.want)
@@ -145,10 +153,11 @@ func TestReviewPackReviewersFlag(t *testing.T) {
 
 // Rows without digests need --source: review import names the flag.
 func TestReviewImportNamesSource(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sheet := filepath.Join(dir, "negative.csv")
 	os.WriteFile(sheet, []byte("lesion,key_id,dicom_id,optimal\nedema,edema_a2_negative_0,a2,x\n"), 0o644)
-	_, _, err := runCommand(t, reviewImportCmd(), "--csv", sheet, "--reviews", filepath.Join(dir, "r.jsonl"))
+	_, _, err := runCommand(t, reviewImportCmd(job.Options{}), "--csv", sheet, "--reviews", filepath.Join(dir, "r.jsonl"))
 	if reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "the row carries no digests") ||
 		!strings.Contains(err.Error(), "(pass --source FILE, the manifest or candidates the sheets were made from, for the rows without digests)") {
 		t.Errorf("import without --source: %v", err)
@@ -158,6 +167,7 @@ func TestReviewImportNamesSource(t *testing.T) {
 // Errors of internal packages that a flag overcomes get the flag's name
 // from the command.
 func TestCommandsNameTheFlagThatHelps(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	run := filepath.Join(dir, "baseline_random", "oracle_none", "shard-1-of-1")
 	os.MkdirAll(run, 0o755)

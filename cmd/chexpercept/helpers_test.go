@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // Functions shared by the command tests. A subcommand runs either in-process
@@ -21,7 +23,7 @@ import (
 // root with the test binary's arguments).
 func findCommand(t *testing.T, name string) *cobra.Command {
 	t.Helper()
-	for _, c := range subcommands() {
+	for _, c := range subcommands(job.Options{}) {
 		if c.Name() == name {
 			return c
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/eval"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/registry"
@@ -86,7 +86,7 @@ func refPathDefaults(f *pflag.FlagSet, file string, prov, model, oracle, parseMo
 }
 
 // newImportReferenceCmd returns the command import-reference: a reference evaluator's results as a run directory.
-func newImportReferenceCmd() *cobra.Command {
+func newImportReferenceCmd(jo job.Options) *cobra.Command {
 	var benchDir, out, prov, model, oracle, parseMode string
 	var modelFiles []string
 	var noThinking, force bool
@@ -155,10 +155,10 @@ is replaced only with --force, and one holding anything else is refused
 				return withExit(2, err)
 			}
 			var rep *runs.ImportReport
-			err = untilInterrupted(cmd.Context(), "import-reference", func(context.Context) error {
+			err = runJob(cmd.Context(), jo, "import-reference", func(j *job.Job) error {
 				var err error
-				rep, err = runs.ImportReference(file, runs.ImportOptions{Bench: bench, Model: m, Out: out,
-					NoThinking: noThinking, Oracle: om, Parse: pmode, Force: force})
+				rep, err = runs.ImportReference(j.Context(), file, runs.ImportOptions{Bench: bench, Model: m, Out: out,
+					NoThinking: noThinking, Oracle: om, Parse: pmode, Force: force, Job: j})
 				return err
 			})
 			var ee *exitError

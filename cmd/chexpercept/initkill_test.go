@@ -6,34 +6,39 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // TestInitPauseHelperProcess runs chexpercept (CHX_TEST_ARGS) with the
-// database creation stopped at stage CHX_INIT_STAGE: it writes the
-// temporary file's name on descriptor 3 and waits there for a signal.
-// Stage "tokens" stops it as it is about to print the sign-in tokens.
+// database creation stopped at stage CHX_INIT_STAGE ("created": the
+// temporary file exists, empty; "schema": it holds the schema): it writes
+// the temporary file's name on descriptor 3 and waits there until the
+// command's job is stopped by a signal (or the process is killed), then
+// lets the command go on. Stage "tokens" stops it as it is about to print
+// the sign-in tokens.
 func TestInitPauseHelperProcess(t *testing.T) {
 	stage := os.Getenv("CHX_INIT_STAGE")
 	if stage == "" {
 		t.Skip("helper process for TestInitInterrupted")
 	}
 	ready := os.NewFile(3, "ready")
-	tokensHook = func() {
-		if stage == "tokens" {
-			ready.WriteString("tokens\n")
-			select {} // until a signal ends the process
-		}
-	}
-	jobHook = func(point, temp string) {
-		if point == "db-"+stage {
-			ready.WriteString(temp + "\n")
-			select {} // until a signal ends the process
+	stopped := make(chan struct{})
+	var once sync.Once
+	hook := func(point, detail string) {
+		switch point {
+		case "stopped":
+			once.Do(func() { close(stopped) })
+		case stage, "db-" + stage:
+			ready.WriteString(detail + "\n")
+			<-stopped
 		}
 	}
 	os.Args = append([]string{"chexpercept"}, strings.Split(os.Getenv("CHX_TEST_ARGS"), argSep)...)
-	main()
+	execute(newRootCmd(job.Options{Hook: hook}))
 	os.Exit(0)
 }
 
@@ -41,10 +46,11 @@ func TestInitPauseHelperProcess(t *testing.T) {
 // while the database is made — its file empty, or holding the schema, or
 // whole with its tokens being printed — leave nothing at the database's
 // name, and the same command run again succeeds and leaves only the
-// database; interrupted (SIGINT, SIGTERM), they remove what they made and
-// exit 130 with one line saying so (and, at the tokens, that they are
-// void).
+// database; interrupted (SIGINT, SIGTERM), they wait for their work to
+// stop, remove what they made, print no token, and exit 130 with one
+// line saying so (and, at the tokens, that they are void).
 func TestInitInterrupted(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -69,10 +75,16 @@ func TestInitInterrupted(t *testing.T) {
 				if app == "review" {
 					args = []string{"review", "init", "--source", man, "--review-db", db, "--reviewers", "2"}
 				}
-				code, stderr := stopInit(t, args, tc.stage, tc.sig)
+				code, stdout, stderr := stopInit(t, args, tc.stage, tc.sig)
 				if tc.sig != syscall.SIGKILL {
-					if code != 130 || !strings.Contains(stderr, "interrupted") {
-						t.Errorf("after %v: exit %d, want 130 and a line saying so\n%s", tc.sig, code, stderr)
+					if lines := strings.Split(withoutStoppingNotice(stderr), "\n"); code != 130 || len(lines) != 1 || !strings.Contains(stderr, "interrupted;") {
+						t.Errorf("after %v: exit %d, want 130 and one line saying so\n%s", tc.sig, code, stderr)
+					}
+					if strings.Contains(stderr, "given up") {
+						t.Errorf("after %v the work was given up, not waited for\n%s", tc.sig, stderr)
+					}
+					if strings.Contains(stdout, "admin ") {
+						t.Errorf("after %v the tokens were printed:\n%s", tc.sig, stdout)
 					}
 					if tc.stage == "tokens" && !strings.Contains(stderr, "tokens printed above, if any, are void") {
 						t.Errorf("after %v at the tokens: stderr %q does not say the tokens are void", tc.sig, stderr)
@@ -98,10 +110,10 @@ func TestInitInterrupted(t *testing.T) {
 
 // stopInit runs chexpercept args in a child process stopped at the
 // database creation's stage, sends it sig and returns its exit status
-// (-1: killed) and stderr.
-func stopInit(t *testing.T, args []string, stage string, sig syscall.Signal) (int, string) {
+// (-1: killed), stdout and stderr.
+func stopInit(t *testing.T, args []string, stage string, sig syscall.Signal) (int, string, string) {
 	t.Helper()
-	return stopChild(t, "TestInitPauseHelperProcess", "CHX_INIT_STAGE="+stage, args, sig)
+	return stopChildOut(t, "TestInitPauseHelperProcess", "CHX_INIT_STAGE="+stage, args, sig)
 }
 
 // listDir lists the names in dir.
@@ -126,13 +138,15 @@ func TestInitCollideHelperProcess(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestInitTokensVoid")
 	}
-	tokensHook = func() {
-		if err := os.WriteFile(path, []byte("not ours\n"), 0o600); err != nil {
-			panic(err)
+	hook := func(point, _ string) {
+		if point == "tokens" {
+			if err := os.WriteFile(path, []byte("not ours\n"), 0o600); err != nil {
+				panic(err)
+			}
 		}
 	}
 	os.Args = append([]string{"chexpercept"}, strings.Split(os.Getenv("CHX_TEST_ARGS"), argSep)...)
-	main()
+	execute(newRootCmd(job.Options{Hook: hook}))
 	os.Exit(0)
 }
 
@@ -141,6 +155,7 @@ func TestInitCollideHelperProcess(t *testing.T) {
 // line saying the tokens printed are void, and keeps the file it did not
 // make.
 func TestInitTokensVoid(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -1,17 +1,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/build"
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 // newInspectCmd returns the command inspect: one case of a built benchmark re-run and explained.
-func newInspectCmd() *cobra.Command {
+func newInspectCmd(jo job.Options) *cobra.Command {
 	var key, src, bench string
 	cmd := &cobra.Command{
 		Use:   "inspect --benchmark BENCH_DIR --key KEY_ID",
@@ -40,9 +40,9 @@ inspect stops with exit status 2 before writing anything.`,
 			}
 			defer unlock()
 			var dir string
-			err = untilInterrupted(cmd.Context(), "inspect", func(context.Context) error {
+			err = runJob(cmd.Context(), jo, "inspect", func(j *job.Job) error {
 				var err error
-				dir, err = build.Inspect(build.InspectOptions{Dir: benchDir, Key: key, Source: src})
+				dir, err = build.Inspect(build.InspectOptions{Dir: benchDir, Key: key, Source: src, Job: j})
 				return err
 			})
 			var ee *exitError

@@ -12,15 +12,17 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
-// TestCommitPointHelperProcess runs one scenario (CHX_COMMIT_CASE)
-// of a signal that comes while untilInterrupted runs a work function
-// writing CHX_COMMIT_DIR/out.txt with a commit point, and exits 0 when
-// untilInterrupted returned nil, else with its exit status. The signal is
-// sent by the process to itself at a point the scenario names; the hook
-// interruptSeen and channels order the steps, no sleep.
+// TestCommitPointHelperProcess runs one scenario (CHX_COMMIT_CASE) of a
+// signal that comes while runJob runs a work function writing
+// CHX_COMMIT_DIR/out.txt with a commit point, and exits 0 when runJob
+// returned nil, else with its exit status. The signal is sent by the
+// process to itself at a point the scenario names; the job's "stopped"
+// hook and channels order the steps, no sleep.
 func TestCommitPointHelperProcess(t *testing.T) {
+	t.Parallel()
 	scenario := os.Getenv("CHX_COMMIT_CASE")
 	if scenario == "" {
 		t.Skip("helper process for TestInterruptAroundCommitPoint")
@@ -31,38 +33,39 @@ func TestCommitPointHelperProcess(t *testing.T) {
 			panic(err)
 		}
 	}
-	seen := make(chan struct{})
-	interruptSeen = func() { close(seen) }
-	returned := make(chan struct{}) // untilInterrupted has returned
-	finishErr := make(chan error, 1)
-	work := func(ctx context.Context) error {
+	stopped := make(chan struct{})
+	hook := func(point, _ string) {
+		if point == "stopped" {
+			close(stopped)
+		}
+	}
+	commitErr := make(chan error, 1)
+	work := func(j *job.Job) error {
 		switch scenario {
 		case "after the commit point":
 			// The work commits, then the signal comes, and only once
-			// untilInterrupted has seen it does the work write its last
-			// file and return.
-			if err := atomicfile.Finish(); err != nil {
+			// the job has taken it does the work write its last file
+			// and return.
+			if err := j.Commit(); err != nil {
 				return err
 			}
 			signal()
-			<-seen
+			<-stopped
 		case "before the commit point":
-			// The signal comes and is seen before the work reaches its
-			// commit point, which it tries only after untilInterrupted
-			// has returned.
+			// The signal comes and stops the job before the work
+			// reaches its commit point, which it tries only then.
 			signal()
-			<-ctx.Done()
-			<-returned
-			err := atomicfile.Finish()
-			finishErr <- err
+			<-j.Context().Done()
+			<-stopped
+			err := j.Commit()
+			commitErr <- err
 			if err != nil {
 				return err
 			}
 		}
-		return atomicfile.WriteFile(out, []byte("whole\n"))
+		return atomicfile.WriteFile(j, out, []byte("whole\n"))
 	}
-	err := untilInterrupted(context.Background(), "test", work)
-	close(returned)
+	err := runJob(context.Background(), job.Options{Hook: hook}, "test", work)
 	code := 0
 	var ee *exitError
 	switch {
@@ -73,7 +76,7 @@ func TestCommitPointHelperProcess(t *testing.T) {
 		code = 2
 	}
 	if scenario == "before the commit point" {
-		if err := <-finishErr; !errors.Is(err, atomicfile.ErrStopped) {
+		if err := <-commitErr; !errors.Is(err, job.ErrStopped) {
 			fmt.Fprintf(os.Stderr, "the commit point was passed after the interruption: %v\n", err)
 			code = 3
 		}
@@ -91,6 +94,7 @@ func TestInterruptAroundCommitPoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	t.Parallel()
 	tests := []struct {
 		scenario    string
 		code        int
@@ -102,6 +106,7 @@ func TestInterruptAroundCommitPoint(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.scenario, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCommitPointHelperProcess$")
 			cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", "CHX_COMMIT_CASE="+tc.scenario, "CHX_COMMIT_DIR="+dir)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"net/http"
@@ -21,8 +22,9 @@ import (
 // TestEvalEndsSoonAfterSignal: the first SIGTERM or
 // SIGINT ends eval promptly whatever the server does — a 429 asking for
 // Retry-After: 999999999, or no answer at all — in a real process, with
-// exit status 130, no record written for the calls cut short, and a
-// restart against a working server completes the run.
+// exit status 130, no record written for the calls cut short; the process
+// waits for the run to return, which writes its summary, and a restart
+// against a working server completes the run.
 func TestEvalEndsSoonAfterSignal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes and waits for them")
@@ -116,6 +118,17 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 				if rerr != nil || len(recs) != 0 {
 					t.Errorf("results after the interrupt: %d records, %v (want none: the calls were cut short)", len(recs), rerr)
 				}
+				// The run returned before the process ended: it said so and
+				// wrote its derived files.
+				if !strings.Contains(stderr.String(), "interrupted: 2 records started, 2 abandoned") {
+					t.Errorf("stderr does not show the run's own end:\n%s", stderr.String())
+				}
+				if _, err := os.Stat(filepath.Join(runDir, rundir.SummaryFile)); err != nil {
+					t.Errorf("the interrupted run wrote no summary: %v", err)
+				}
+				if tmp := temps(t, out); len(tmp) > 0 {
+					t.Errorf("the interrupted run left %q", tmp)
+				}
 
 				// Resumable: the same command once the same server answers
 				// (a server of another identity is refused on resume).
@@ -138,6 +151,7 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 // waits on a server that never answers ends eval with status 130 and a
 // line saying it was interrupted, not status 2 and "context canceled".
 func TestEvalSignalDuringPreflight(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -178,5 +192,75 @@ func TestEvalSignalDuringPreflight(t *testing.T) {
 				t.Errorf("stderr %q, want the interruption said once", msg)
 			}
 		})
+	}
+}
+
+// TestEvalSecondSignalAbandons: eval gives its signals meanings of its
+// own: the second abandons the calls in flight at once (the run still
+// ends as a run, writing its summary, exit 130), not the wait for them.
+func TestEvalSecondSignalAbandons(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	answered := make(chan struct{}, 64)
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"object":"list","data":[{"id":"m","object":"model","owned_by":"test"}]}`))
+			return
+		}
+		answered <- struct{}{}
+		select { // no answer
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	t.Cleanup(func() { close(done); srv.Close() })
+	out := t.TempDir()
+	args := []string{"eval", "--benchmark", genBench, "--out", out, "--oracle", "none", "--limit", "2", "--no-cache",
+		"--provider", "vllm", "--model", "m", "--endpoint", srv.URL + "/v1", "--timeout", "1000s"}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunToolsHelperProcess$")
+	cmd.Env = append(os.Environ(), "CHX_TEST_MAIN=1", "CHX_TEST_ARGS="+strings.Join(args, argSep))
+	stderrPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		<-answered
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	var stderr strings.Builder
+	lines := bufio.NewScanner(stderrPipe)
+	for lines.Scan() {
+		stderr.WriteString(lines.Text() + "\n")
+		if strings.HasPrefix(lines.Text(), "interrupt: stopping;") {
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	for lines.Scan() {
+		stderr.WriteString(lines.Text() + "\n")
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit %v, want 130\n%s", err, stderr.String())
+	}
+	msg := stderr.String()
+	for _, want := range []string{"interrupt: abandoning the records in flight", "interrupted: 2 records started, 2 abandoned"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "quitting now") {
+		t.Errorf("the second signal quit instead of abandoning the calls:\n%s", msg)
+	}
+	if _, err := os.Stat(filepath.Join(out, "opensource_m", "oracle_none", rundir.SummaryFile)); err != nil {
+		t.Errorf("the run wrote no summary: %v", err)
 	}
 }

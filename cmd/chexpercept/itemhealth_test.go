@@ -10,12 +10,14 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/review"
 )
 
 // report --flag-share: a share that is not a majority is refused (exit 2,
 // naming the flag); a valid one writes the item-health files.
 func TestReportFlagShare(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
 	if err != nil {
@@ -54,6 +56,7 @@ func TestReportFlagShare(t *testing.T) {
 // case; a fix decision comes out of review export --outcomes as fix and
 // out of --jsonl as a reject line (which the next build applies).
 func TestItemHealthLoopCommands(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	recs := benchtest.Full(1)
 	key, truth := analysistest.PlantMislabel(recs)
@@ -86,7 +89,7 @@ func TestItemHealthLoopCommands(t *testing.T) {
 	f.Close()
 
 	db := filepath.Join(tmp, "round.db")
-	_, stderr, err := runCommand(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "1", "--only", flagged)
+	_, stderr, err := runCommand(t, reviewInitCmd(job.Options{}), "--source", man, "--review-db", db, "--reviewers", "1", "--only", flagged)
 	if err != nil || !strings.Contains(stderr, ": 1 cases") {
 		t.Fatalf("review init --only: %v\n%s", err, stderr)
 	}
@@ -107,7 +110,7 @@ func TestItemHealthLoopCommands(t *testing.T) {
 	st.Close()
 
 	outcomes, jsonl := filepath.Join(tmp, "outcomes.csv"), filepath.Join(tmp, "round.jsonl")
-	if _, stderr, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--jsonl", jsonl, "--outcomes", outcomes); err != nil {
+	if _, stderr, err := runCommand(t, reviewExportCmd(job.Options{}), "--review-db", db, "--jsonl", jsonl, "--outcomes", outcomes); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	o, _ := os.ReadFile(outcomes)
@@ -117,14 +120,14 @@ func TestItemHealthLoopCommands(t *testing.T) {
 	}
 	// --outcomes alone.
 	alone := filepath.Join(tmp, "alone.csv")
-	if _, stderr, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--outcomes", alone); err != nil {
+	if _, stderr, err := runCommand(t, reviewExportCmd(job.Options{}), "--review-db", db, "--outcomes", alone); err != nil {
 		t.Fatalf("--outcomes alone: %v\n%s", err, stderr)
 	}
 	if a, _ := os.ReadFile(alone); string(a) != string(o) {
 		t.Errorf("--outcomes alone wrote:\n%s", a)
 	}
 	// A flagged key missing from the source is refused.
-	_, _, err = runCommand(t, reviewInitCmd(), "--source", reviewManifest(t), "--review-db", filepath.Join(tmp, "other.db"), "--reviewers", "1", "--only", flagged)
+	_, _, err = runCommand(t, reviewInitCmd(job.Options{}), "--source", reviewManifest(t), "--review-db", filepath.Join(tmp, "other.db"), "--reviewers", "1", "--only", flagged)
 	if reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "--only") || !strings.Contains(err.Error(), key) {
 		t.Errorf("missing flagged key: %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 // output, its questions must use the configured wording, and nothing in
 // the program may need to know its name.
 func TestEighthLesionEndToEnd(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a benchmark")
 	}

@@ -6,7 +6,9 @@
 // provides a constructor, newXxxCmd, that returns the command with its
 // flag values held in variables of its own; subcommands lists them, and
 // newRootCmd builds the tree from that list. Nothing is kept at package
-// level, so every tree built is fresh.
+// level, so every tree built is fresh. A command that writes runs its
+// work as a job (jobs.go); the tree hands every such command the options
+// of its jobs.
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
@@ -54,32 +57,34 @@ func silentExit(code int) error { return &exitError{code: code, err: errSilent} 
 
 var errSilent = errors.New("")
 
-// subcommands returns a new instance of every subcommand. Help lists
-// them sorted by name, whatever the order here.
-func subcommands() []*cobra.Command {
+// subcommands returns a new instance of every subcommand, those that
+// write running their work as jobs with jo. Help lists them sorted by
+// name, whatever the order here.
+func subcommands(jo job.Options) []*cobra.Command {
 	return []*cobra.Command{
-		newBuildCmd(),
-		newDemoCmd(),
-		newEvalCmd(),
-		newImportReferenceCmd(),
-		newInspectCmd(),
-		newMergeCmd(),
+		newBuildCmd(jo),
+		newDemoCmd(jo),
+		newEvalCmd(jo),
+		newImportReferenceCmd(jo),
+		newInspectCmd(jo),
+		newMergeCmd(jo),
 		newModelsCmd(),
-		newMrmcCmd(),
-		newPhantomCmd(),
-		newReadCmd(),
-		newReportCmd(),
-		newRescoreCmd(),
-		newReviewCmd(),
-		newSampleCmd(),
+		newMrmcCmd(jo),
+		newPhantomCmd(jo),
+		newReadCmd(jo),
+		newReportCmd(jo),
+		newRescoreCmd(jo),
+		newReviewCmd(jo),
+		newSampleCmd(jo),
 		newServeBaselineCmd(),
 		newValidateCmd(),
 		newVersionCmd(),
 	}
 }
 
-// newRootCmd returns a new command tree: the root and every subcommand.
-func newRootCmd() *cobra.Command {
+// newRootCmd returns a new command tree: the root and every subcommand,
+// whose jobs run with jo (the zero value in the program).
+func newRootCmd(jo job.Options) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "chexpercept",
 		Short:         "Build, evaluate and report CheXpercept-style chest X-ray lesion-perception benchmarks",
@@ -89,18 +94,22 @@ func newRootCmd() *cobra.Command {
 		// command reads it (paths.go).
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return withExit(2, checkPathFlags(cmd)) },
 	}
-	root.AddCommand(subcommands()...)
+	root.AddCommand(subcommands(jo)...)
 	return root
 }
 
-func main() {
+func main() { execute(newRootCmd(job.Options{})) }
+
+// execute runs the command tree root on the process's arguments and ends
+// the process with the command's exit status (it returns only when the
+// command succeeded).
+func execute(root *cobra.Command) {
 	// A write to a closed pipe fails with EPIPE instead of killing the
 	// process: a command sees the failure and ends as it does for any
 	// other (init, whose tokens could not be printed, publishes nothing).
 	// Notify, not Ignore: a handler is not inherited by child processes.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	stopProfile := startProfile(os.Getenv(cpuProfileEnv))
-	root := newRootCmd()
 	stdout := &checkedWriter{w: os.Stdout}
 	root.SetOut(stdout)
 	err := root.Execute()

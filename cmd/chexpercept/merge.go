@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,11 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
 // newMergeCmd returns the command merge: the shards of a run into one run.
-func newMergeCmd() *cobra.Command {
+func newMergeCmd(jo job.Options) *cobra.Command {
 	var out, benchDir string
 	var force bool
 	cmd := &cobra.Command{
@@ -41,9 +41,9 @@ anything else is refused (exit status 2, before anything is written).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			start := time.Now()
 			var rep *runs.MergeReport
-			err := untilInterrupted(cmd.Context(), "merge", func(context.Context) error {
+			err := runJob(cmd.Context(), jo, "merge", func(j *job.Job) error {
 				var err error
-				rep, err = runs.Merge(args, runs.MergeOptions{Out: out, BenchDir: benchDir, Force: force})
+				rep, err = runs.Merge(j.Context(), args, runs.MergeOptions{Out: out, BenchDir: benchDir, Force: force, Job: j})
 				return err
 			})
 			var ee *exitError

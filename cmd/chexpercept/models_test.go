@@ -25,6 +25,7 @@ func runModels(t *testing.T, args ...string) (string, string, error) {
 }
 
 func TestModelsGolden(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		golden string
 		args   []string
@@ -48,6 +49,7 @@ func TestModelsGolden(t *testing.T) {
 // alias once, in registry order, the fixed key order, serve hints for
 // exactly the open models and a price for exactly the priced ones.
 func TestModelsJSON(t *testing.T) {
+	t.Parallel()
 	out, _, err := runModels(t, "--json")
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +108,7 @@ func samplingEqual(a, b runmodel.Sampling) bool {
 // TestModelsUserFiles: the --models and --prices files eval accepts show
 // in models too: a new alias, an overridden one, a user's price.
 func TestModelsUserFiles(t *testing.T) {
+	t.Parallel()
 	out, _, err := runModels(t, "--models", "../../internal/registry/testdata/extra_models.yaml",
 		"--prices", "../../internal/registry/testdata/prices_custom.yaml", "--json")
 	if err != nil {
@@ -146,6 +149,7 @@ func TestModelsUserFiles(t *testing.T) {
 // name with a bidi override and a newline are printed escaped
 // (textsafe.OneLine), in the table and in the detail view.
 func TestModelsEscapesNames(t *testing.T) {
+	t.Parallel()
 	f := filepath.Join(t.TempDir(), "m.yaml")
 	os.WriteFile(f, []byte("- {alias: evil, provider: opensource, backend: vllm, model_id: \"a\\u202eb\\nc\", display_name: \"d\\u2066e\"}\n"), 0o644)
 	for _, args := range [][]string{{"--models", f}, {"--models", f, "evil"}} {
@@ -160,6 +164,7 @@ func TestModelsEscapesNames(t *testing.T) {
 }
 
 func TestModelsErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -183,6 +188,7 @@ func TestModelsErrors(t *testing.T) {
 // flag models prints for the alias the Kubernetes eval Job uses is in
 // vllm.yaml with the same value, and the docs show the line verbatim.
 func TestModelsServeLineMatchesDeploy(t *testing.T) {
+	t.Parallel()
 	s, err := loadK8sSet()
 	if err != nil {
 		t.Fatal(err)
@@ -234,6 +240,7 @@ func TestModelsServeLineMatchesDeploy(t *testing.T) {
 // id (spec protocol.md §13), and the notice points at the aliases it may
 // have meant, or at `chexpercept models`.
 func TestEvalSuggestsAliases(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		prov, model, want string
 	}{
@@ -257,6 +264,7 @@ func TestEvalSuggestsAliases(t *testing.T) {
 // entry's model id as well as its alias: the run is the alias's, with no
 // notice of a raw id.
 func TestModelByModelID(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ prov, model, run string }{
 		{"opensource", "Qwen/Qwen3.6-27B", "opensource_qwen3.6-27b"},
 		{"opensource", "qwen3.6-27b", "opensource_qwen3.6-27b"},
@@ -276,6 +284,7 @@ func TestModelByModelID(t *testing.T) {
 }
 
 func TestModelsFormatting(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[float64]string{2: "2.00", 2.5: "2.50", 0.025: "0.025", 15: "15.00", 0: "0.00", 1.25: "1.25"} {
 		if got := num(in); got != want {
 			t.Errorf("num(%v) = %q, want %q", in, got, want)
@@ -299,6 +308,7 @@ func TestModelsFormatting(t *testing.T) {
 // first vLLM release for its architecture; --trust-remote-code appears
 // only for a model whose checkpoint needs its own code.
 func TestModelsServeLinesStart(t *testing.T) {
+	t.Parallel()
 	stdout, _, err := runModels(t)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -91,7 +91,7 @@ func (p *mrmcProgress) analysing(done, total int) {
 // mrmcMarker marks a directory chexpercept mrmc wrote.
 const mrmcMarker = ".chexpercept-mrmc"
 
-func newMrmcCmd() *cobra.Command {
+func newMrmcCmd(jo job.Options) *cobra.Command {
 	var scores, fom, out, algorithm string
 	var margin float64
 	cmd := &cobra.Command{
@@ -144,7 +144,7 @@ reason, never a zero-width interval. See docs/mrmc.md.`,
 			}
 			a.Standalone = standalone
 			if out != "" {
-				err := untilInterrupted(cmd.Context(), "mrmc", func(context.Context) error { return writeMrmc(out, scores, a, outdir.WriteFile) })
+				err := runJob(cmd.Context(), jo, "mrmc", func(j *job.Job) error { return writeMrmc(j, out, scores, a, outdir.WriteFile) })
 				if err != nil {
 					return err
 				}
@@ -157,7 +157,7 @@ reason, never a zero-width interval. See docs/mrmc.md.`,
 	cmd.Flags().StringVar(&out, "out", "", "also write mrmc.json and mrmc_*.csv into this directory")
 	cmd.Flags().StringVar(&algorithm, "algorithm", "", "the reader that is an algorithm: compared with the other readers, who alone form the panel")
 	cmd.Flags().Float64Var(&margin, "margin", 0, "with --algorithm: a non-inferiority margin on the figure of merit (0: none)")
-	cmd.AddCommand(newMrmcPlanCmd())
+	cmd.AddCommand(newMrmcPlanCmd(jo))
 	return cmd
 }
 
@@ -174,7 +174,7 @@ reason, never a zero-width interval. See docs/mrmc.md.`,
 // the folder marked unfinished, and the same command run again finishes
 // it. The scores table is never among the files removed, whatever a
 // marker lists: it is recognised by identity (outdir.SameFile), not name.
-func writeMrmc(dir, scores string, a *mrmc.Analysis, write func(dir, rel string, data []byte) error) error {
+func writeMrmc(j *job.Job, dir, scores string, a *mrmc.Analysis, write func(j *job.Job, dir, rel string, data []byte) error) error {
 	unlock, err := lockOutDir(dir)
 	if err != nil {
 		return err
@@ -225,14 +225,14 @@ func writeMrmc(dir, scores string, a *mrmc.Analysis, write func(dir, rel string,
 		return fmt.Errorf("--out: %w", err)
 	}
 	for _, name := range names {
-		if err := write(dir, name, files[name]); err != nil {
+		if err := write(j, dir, name, files[name]); err != nil {
 			return fmt.Errorf("--out: %w (%s is marked unfinished; run the same command again)", err, dir)
 		}
 	}
 	// The folder holds one analysis: the files of an earlier one that
 	// this one does not write (mrmc_standalone.csv of a run with
 	// --algorithm) go, and the marker reads finished.
-	if err := outdir.FinishOwned(dir, mrmcMarker, mrmcMarkerText, owns, before); err != nil {
+	if err := outdir.FinishOwned(j, dir, mrmcMarker, mrmcMarkerText, owns, before); err != nil {
 		return fmt.Errorf("--out: %w (%s is marked unfinished; run the same command again)", err, dir)
 	}
 	return nil

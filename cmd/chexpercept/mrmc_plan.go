@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -30,7 +30,7 @@ const planMarkerText = "chexpercept mrmc plan: `chexpercept mrmc plan --out` may
 // in the order an error lists them.
 var componentFlags = []string{"var", "cov1", "cov2", "cov3", "var-tr", "pilot-cases"}
 
-func newMrmcPlanCmd() *cobra.Command {
+func newMrmcPlanCmd(jo job.Options) *cobra.Command {
 	var pilotPath, out string
 	var effect, alpha, margin, target float64
 	var readers, cases int
@@ -99,7 +99,7 @@ plan_power.csv and plan_table.csv.`,
 				return err
 			}
 			if out != "" {
-				err := untilInterrupted(cmd.Context(), "mrmc plan", func(context.Context) error { return writePlan(out, pilotPath, pl) })
+				err := runJob(cmd.Context(), jo, "mrmc plan", func(j *job.Job) error { return writePlan(j, out, pilotPath, pl) })
 				if err != nil {
 					return err
 				}
@@ -236,7 +236,7 @@ func planRequest(fl *pflag.FlagSet, readers, cases int, target float64, table bo
 
 // writePlan writes the plan's files into dir under the output-directory
 // rule, never over the pilot.
-func writePlan(dir, pilot string, pl *mrmc.Plan) error {
+func writePlan(j *job.Job, dir, pilot string, pl *mrmc.Plan) error {
 	unlock, err := lockOutDir(dir)
 	if err != nil {
 		return err
@@ -277,13 +277,13 @@ func writePlan(dir, pilot string, pl *mrmc.Plan) error {
 		return fmt.Errorf("--out: %w", err)
 	}
 	for _, name := range names {
-		if err := outdir.WriteFile(dir, name, files[name]); err != nil {
+		if err := outdir.WriteFile(j, dir, name, files[name]); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
 	// The folder holds one plan: the table of an earlier run that this
 	// one does not write goes.
-	if err := outdir.FinishOwned(dir, planMarker, planMarkerText, isPlanFile, before); err != nil {
+	if err := outdir.FinishOwned(j, dir, planMarker, planMarkerText, isPlanFile, before); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil

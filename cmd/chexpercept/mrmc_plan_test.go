@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/goldentest"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
@@ -18,7 +19,7 @@ import (
 func vanDykePilotDir(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "pilot")
-	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
+	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -59,7 +60,7 @@ func TestMrmcPlanVanDyke(t *testing.T) {
 		{"fixed readers, random cases", "131", 0.80091813},
 		{"random readers, fixed cases", "53", 0.80496663},
 	} {
-		stdout, _, err := runCommand(t, newMrmcCmd(), "plan", "--pilot", pilot, "--readers", "10", "--cases", want.cases)
+		stdout, _, err := runCommand(t, newMrmcCmd(job.Options{}), "plan", "--pilot", pilot, "--readers", "10", "--cases", want.cases)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +72,7 @@ func TestMrmcPlanVanDyke(t *testing.T) {
 			t.Errorf("%s with 10 readers and %s cases: printed power %.8f, want %.8f", want.analysis, want.cases, got[2], want.power)
 		}
 	}
-	stdout, _, err := runCommand(t, newMrmcCmd(), "plan", "--pilot", filepath.Dir(pilot), "--power", "0.8", "--readers", "10")
+	stdout, _, err := runCommand(t, newMrmcCmd(job.Options{}), "plan", "--pilot", filepath.Dir(pilot), "--power", "0.8", "--readers", "10")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestMrmcPlanVanDyke(t *testing.T) {
 	}
 	goldentest.Check(t, "testdata/mrmc_plan_vandyke_cases.txt", []byte(strings.ReplaceAll(stdout, pilot, "PILOT/mrmc.json")))
 
-	stdout, _, err = runCommand(t, newMrmcCmd(), "plan", "--pilot", pilot, "--table")
+	stdout, _, err = runCommand(t, newMrmcCmd(job.Options{}), "plan", "--pilot", pilot, "--table")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestMrmcPlanVanDyke(t *testing.T) {
 func TestMrmcPlanOut(t *testing.T) {
 	pilot := vanDykePilotDir(t)
 	out := filepath.Join(t.TempDir(), "plan")
-	if _, _, err := runCommand(t, newMrmcCmd(), "plan", "--pilot", pilot, "--power", "0.95", "--readers", "3", "--table", "--readers-grid", "3,5", "--cases-grid", "100,200,300", "--out", out); err != nil {
+	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "plan", "--pilot", pilot, "--power", "0.95", "--readers", "3", "--table", "--readers-grid", "3,5", "--cases-grid", "100,200,300", "--out", out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "plan_power.csv"))
@@ -138,7 +139,7 @@ func TestMrmcPlanOut(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := runCommand(t, newMrmcCmd(), "plan", "--pilot", pilot, "--readers", "6", "--cases", "100", "--out", out); err != nil {
+	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "plan", "--pilot", pilot, "--readers", "6", "--cases", "100", "--out", out); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
 	if _, err := os.Lstat(filepath.Join(out, "plan_table.csv")); err == nil {
@@ -216,7 +217,7 @@ func TestMrmcPlanRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := runCommand(t, newMrmcCmd(), append([]string{"plan"}, tt.args...)...)
+			_, _, err := runCommand(t, newMrmcCmd(job.Options{}), append([]string{"plan"}, tt.args...)...)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %v, want one line containing %q", err, tt.want)
 			}
@@ -231,7 +232,7 @@ func TestMrmcPlanRefuses(t *testing.T) {
 // Cov2 < Cov3, print the constraints applied; components that leave an
 // analysis no variance print NA for it and say why.
 func TestMrmcPlanNotes(t *testing.T) {
-	stdout, _, err := runCommand(t, newMrmcCmd(), "plan", "--var", "0.0008", "--cov1", "0.0003", "--cov2", "0.0002", "--cov3", "0.00025",
+	stdout, _, err := runCommand(t, newMrmcCmd(job.Options{}), "plan", "--var", "0.0008", "--cov1", "0.0003", "--cov2", "0.0002", "--cov3", "0.00025",
 		"--var-tr", "-0.0001", "--pilot-cases", "100", "--effect", "0.05", "--readers", "5", "--cases", "200")
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +247,7 @@ func TestMrmcPlanNotes(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
 	}
-	stdout, _, err = runCommand(t, newMrmcCmd(), "plan", "--var", "0.0008", "--cov1", "0.0008", "--cov2", "0.0003", "--cov3", "0.0003",
+	stdout, _, err = runCommand(t, newMrmcCmd(job.Options{}), "plan", "--var", "0.0008", "--cov1", "0.0008", "--cov2", "0.0003", "--cov3", "0.0003",
 		"--var-tr", "0", "--pilot-cases", "100", "--effect", "0.05", "--readers", "5", "--cases", "200")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/goldentest"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 )
@@ -24,8 +25,9 @@ const vanDykeScores = "../../internal/mrmc/testdata/vandyke.csv"
 // TestMrmcVanDyke: chexpercept mrmc on the Van Dyke study prints the
 // published OR-DBM MRMC figures and writes its files.
 func TestMrmcVanDyke(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "mrmc")
-	stdout, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out)
+	stdout, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--out", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestMrmcVanDyke(t *testing.T) {
 		t.Errorf("mrmc_tests.csv lacks the fixed-readers chi-square:\n%s", tests)
 	}
 	// A second run rewrites its own directory.
-	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
+	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
 		t.Errorf("rewriting its own output: %v", err)
 	}
 }
@@ -66,6 +68,7 @@ func TestMrmcVanDyke(t *testing.T) {
 // else: killed while its marker was renamed into place (an earlier version
 // wrote it so), or while a result file was.
 func TestMrmcRerunAfterKill(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name            string
 		debris, foreign []string
@@ -84,7 +87,7 @@ func TestMrmcRerunAfterKill(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
+			if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
 				t.Fatalf("plain rerun: %v", err)
 			}
 			for _, n := range tt.debris {
@@ -107,6 +110,7 @@ func TestMrmcRerunAfterKill(t *testing.T) {
 }
 
 func TestMrmcRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
 	if err := os.WriteFile(bad, []byte("modality,reader,case,truth,score\na,r,1,0,1\na,r,2,1,maybe\n"), 0o644); err != nil {
@@ -135,7 +139,7 @@ func TestMrmcRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := runCommand(t, newMrmcCmd(), tt.args...)
+			_, _, err := runCommand(t, newMrmcCmd(job.Options{}), tt.args...)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %v, want one line containing %q", err, tt.want)
 			}
@@ -150,8 +154,9 @@ func TestMrmcRefuses(t *testing.T) {
 // compares it with the others in each modality, in the output and in
 // mrmc_standalone.csv.
 func TestMrmcAlgorithm(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "mrmc")
-	stdout, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--margin", "0.05", "--out", out)
+	stdout, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--margin", "0.05", "--out", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +180,9 @@ func TestMrmcAlgorithm(t *testing.T) {
 // mrmc_standalone.csv, which it does not write, and leaves every file it
 // did not write alone.
 func TestMrmcRerunReplacesOwnFiles(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "mrmc")
-	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
+	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
@@ -185,7 +191,7 @@ func TestMrmcRerunReplacesOwnFiles(t *testing.T) {
 	if err := os.Symlink("mrmc.json", filepath.Join(out, "mrmc_link.csv")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
+	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--out", out); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(filepath.Join(out, "mrmc_standalone.csv")); err == nil {
@@ -216,7 +222,7 @@ func TestMrmcKeepsItsInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			out := filepath.Join(dir, "out")
-			if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
+			if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
 				t.Fatal(err)
 			}
 			if marker, _ := os.ReadFile(filepath.Join(out, ".chexpercept-mrmc")); !strings.Contains(string(marker), "mrmc_standalone.csv") {
@@ -233,7 +239,7 @@ func TestMrmcKeepsItsInput(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, _, err := runCommand(t, newMrmcCmd(), "--scores", given, "--fom", "auc", "--out", out); err != nil {
+			if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", given, "--fom", "auc", "--out", out); err != nil {
 				t.Fatal(err)
 			}
 			if b, err := os.ReadFile(input); err != nil || !bytes.Equal(b, table) {
@@ -252,14 +258,14 @@ func TestMrmcKeepsItsInput(t *testing.T) {
 
 // failingWrite is outdir.WriteFile that fails its n-th call, as a full
 // disk fails a rename.
-func failingWrite(n int) func(dir, rel string, data []byte) error {
+func failingWrite(n int) func(j *job.Job, dir, rel string, data []byte) error {
 	calls := 0
-	return func(dir, rel string, data []byte) error {
+	return func(j *job.Job, dir, rel string, data []byte) error {
 		calls++
 		if calls == n {
 			return fmt.Errorf("write %s: %w", filepath.Join(dir, rel), syscall.ENOSPC)
 		}
-		return outdir.WriteFile(dir, rel, data)
+		return outdir.WriteFile(j, dir, rel, data)
 	}
 }
 
@@ -271,7 +277,7 @@ func failingWrite(n int) func(dir, rel string, data []byte) error {
 func TestMrmcFailedWriteIsUnfinished(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
+	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
 		t.Fatal(err)
 	}
 	acc := filepath.Join(dir, "accuracy.csv")
@@ -284,7 +290,7 @@ func TestMrmcFailedWriteIsUnfinished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = writeMrmc(out, acc, a, failingWrite(2))
+	err = writeMrmc(nil, out, acc, a, failingWrite(2))
 	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "marked unfinished") {
 		t.Fatalf("error %v, want ENOSPC saying the folder is marked unfinished", err)
 	}
@@ -301,7 +307,7 @@ func TestMrmcFailedWriteIsUnfinished(t *testing.T) {
 		}
 	}
 	// The plain rerun.
-	if _, _, err := runCommand(t, newMrmcCmd(), "--scores", acc, "--out", out); err != nil {
+	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", acc, "--out", out); err != nil {
 		t.Fatal(err)
 	}
 	marker, err = os.ReadFile(filepath.Join(out, ".chexpercept-mrmc"))
@@ -404,7 +410,7 @@ func TestMrmcEdges(t *testing.T) {
 		}
 	})
 	out := filepath.Join(dir, "out")
-	stdout, _, err := runCommand(t, newMrmcCmd(), "--scores", ones, "--out", out)
+	stdout, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", ones, "--out", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +427,7 @@ func TestMrmcEdges(t *testing.T) {
 	if want := "analysis,statistic,value,df1,df2,p_value,na_reason\r\nrrrc,F,NA,1,NA,NA,no_variance\r\nfrrc,chi2,NA,1,NA,NA,no_variance\r\nrrfc,F,NA,1,6,NA,no_variance\r\n"; string(b) != want {
 		t.Errorf("all ones: mrmc_tests.csv\n%q\nwant\n%q", b, want)
 	}
-	stdout, _, err = runCommand(t, newMrmcCmd(), "--scores", identical)
+	stdout, _, err = runCommand(t, newMrmcCmd(job.Options{}), "--scores", identical)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 // running build or phantom would), with exit status 2 and one line naming
 // the folder and the holder's pid.
 func TestOutDirLocked(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -12,6 +12,7 @@ import (
 // TestPathMistakesPointToTheFix: the usual wrong paths are refused before
 // anything runs, in one line that says what to pass instead.
 func TestPathMistakesPointToTheFix(t *testing.T) {
+	t.Parallel()
 	demo := t.TempDir() // the demo's layout: OUT/benchmark holds the benchmark
 	bench := filepath.Join(demo, "benchmark")
 	outdirtest.CopyTree(t, "../../internal/benchmark/testdata/sample", bench)
@@ -57,6 +58,7 @@ func TestPathMistakesPointToTheFix(t *testing.T) {
 // TestPriceWarningOnlyForAPIModels: open models are unpriced on purpose,
 // so only an API model without a price entry is warned about.
 func TestPriceWarningOnlyForAPIModels(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		prov, model string
 		warn        bool

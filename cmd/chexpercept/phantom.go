@@ -1,18 +1,18 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/phantom"
 )
 
 // newPhantomCmd returns the command phantom: synthetic radiographs with exact masks.
-func newPhantomCmd() *cobra.Command {
+func newPhantomCmd(jo job.Options) *cobra.Command {
 	var (
 		out     string
 		n       int
@@ -59,9 +59,10 @@ definition's phantom shape family (docs/adding-a-lesion.md).`,
 			}
 			defer unlock()
 			var sum phantom.Summary
-			err = untilInterrupted(cmd.Context(), "phantom", func(ctx context.Context) error {
+			err = runJob(cmd.Context(), jo, "phantom", func(j *job.Job) error {
 				var err error
-				sum, err = phantom.Generate(ctx, opt)
+				opt.Job = j
+				sum, err = phantom.Generate(j.Context(), opt)
 				return err
 			})
 			if err != nil {

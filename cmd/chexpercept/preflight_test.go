@@ -27,6 +27,7 @@ func errorLines(stderr string) []string {
 // preflight it retried every call for about a minute and printed a line
 // per failed record.)
 func TestEvalClosedPortOneLine(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +50,7 @@ func TestEvalClosedPortOneLine(t *testing.T) {
 // a models endpoint each fail in one line; the key is never printed,
 // even when the server echoes it.
 func TestEvalPreflightFailures(t *testing.T) {
+	t.Parallel()
 	const key = "sk-preflightSECRET-0123456789"
 	for _, c := range []struct {
 		name    string

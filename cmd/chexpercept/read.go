@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -17,7 +16,7 @@ import (
 
 // newReadCmd returns the command read: the reading study, human readers
 // under the models' protocol (docs/reading.md).
-func newReadCmd() *cobra.Command {
+func newReadCmd(jo job.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "read",
 		Short: "Reading study: human readers take the benchmark in the browser, exported as runs",
@@ -28,11 +27,11 @@ directory per reader in eval's layout (provider human), which report reads
 like any model's run.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(readInitCmd(), readServeCmd(), readExportCmd())
+	cmd.AddCommand(readInitCmd(jo), readServeCmd(), readExportCmd(jo))
 	return cmd
 }
 
-func readInitCmd() *cobra.Command {
+func readInitCmd(jo job.Options) *cobra.Command {
 	var benchDir, db, oracle, study, aid string
 	var n, sample int
 	var seed uint64
@@ -81,24 +80,24 @@ the database file's name without its extension).`,
 				design = "sequential aided by " + aid
 			}
 			// The tokens are printed before the database is published, and
-			// the signal handler covers both (docs/reading.md).
-			var printed bool
-			deliver := func(creds []reading.Credential) error {
-				var tokens strings.Builder
-				for _, c := range creds {
-					if c.Name == reading.AdminName {
-						fmt.Fprintf(&tokens, "admin %s\n", c.Token)
-					} else {
-						fmt.Fprintf(&tokens, "reader %s %s\n", c.Name, c.Token)
+			// the job covers both (docs/reading.md).
+			return runJobNote(cmd.Context(), jo, "read init", voidTokensNote, func(j *job.Job) error {
+				var printed bool
+				deliver := func(creds []reading.Credential) error {
+					var tokens strings.Builder
+					for _, c := range creds {
+						if c.Name == reading.AdminName {
+							fmt.Fprintf(&tokens, "admin %s\n", c.Token)
+						} else {
+							fmt.Fprintf(&tokens, "reader %s %s\n", c.Name, c.Token)
+						}
 					}
+					if err := writeTokens(j, cmd, db, tokens.String()); err != nil {
+						return err
+					}
+					printed = true
+					return nil
 				}
-				if err := writeTokens(cmd, db, tokens.String()); err != nil {
-					return err
-				}
-				printed = true
-				return nil
-			}
-			return untilInterruptedJob(cmd.Context(), "read init", voidTokensNote, func(j *job.Job) error {
 				_, records, err := reading.Init(j.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
 					Study: study, Aid: aid, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
 				if err != nil {
@@ -176,7 +175,7 @@ sessions, CSRF and throttling are the review app's (see review serve).`,
 	return cmd
 }
 
-func readExportCmd() *cobra.Command {
+func readExportCmd(jo job.Options) *cobra.Command {
 	var db, out string
 	var force bool
 	cmd := &cobra.Command{
@@ -203,9 +202,9 @@ only with --force.`,
 			}
 			defer st.Close()
 			var runs []reading.ExportedRun
-			err = untilInterrupted(cmd.Context(), "read export", func(ctx context.Context) error {
+			err = runJob(cmd.Context(), jo, "read export", func(j *job.Job) error {
 				var err error
-				runs, err = reading.Export(ctx, st, out, force)
+				runs, err = reading.Export(j.Context(), j, st, out, force)
 				return err
 			})
 			var ee *exitError

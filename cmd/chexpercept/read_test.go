@@ -157,6 +157,7 @@ func exported(t *testing.T, out string) string {
 // record loses no acknowledged answer; restarted, it shows the next
 // unanswered turn, and the export equals an uninterrupted session's.
 func TestReadKillResume(t *testing.T) {
+	t.Parallel()
 	bench := protocoltest.Bench(t).Dir
 	dir := t.TempDir()
 
@@ -219,6 +220,7 @@ func TestReadKillResume(t *testing.T) {
 // TestReadInitAidRefused: read init --aid with a directory that holds no
 // run is refused in one line (exit 2) and creates no database.
 func TestReadInitAidRefused(t *testing.T) {
+	t.Parallel()
 	bench := protocoltest.Bench(t).Dir
 	db := filepath.Join(t.TempDir(), "aided.sqlite")
 	_, stderr, code := runCLI(t, "read", "init", "--benchmark", bench, "--db", db, "--readers", "2", "--aid", t.TempDir())

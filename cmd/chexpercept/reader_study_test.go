@@ -69,6 +69,7 @@ func (c *readClient) choose(state string, n int) {
 // an ext_reader_mrmc.csv that samples.csv alone reproduces on the paired
 // records, with the readers' record count as n_records.
 func TestScriptedReaderStudy(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	recs := benchtest.Full(4)
 	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), recs)
@@ -159,6 +160,7 @@ var readStage = regexp.MustCompile(`name="stage" value="(\w+)"`)
 // the shown model's run gives aided − unaided per path and stage and
 // switch counts that samples.csv reproduces.
 func TestScriptedAidedStudy(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	recs := benchtest.Full(2)
 	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), recs)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/runset"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -17,7 +17,7 @@ import (
 )
 
 // newReportCmd returns the command report: tables, statistics and the HTML report of runs.
-func newReportCmd() *cobra.Command {
+func newReportCmd(jo job.Options) *cobra.Command {
 	var (
 		cfg         report.Config
 		benchDir    string
@@ -90,9 +90,10 @@ deletes nothing.`,
 			}
 			defer unlock()
 			var res *analysis.Result
-			err = untilInterrupted(cmd.Context(), "report", func(context.Context) error {
+			err = runJob(cmd.Context(), jo, "report", func(j *job.Job) error {
 				var err error
-				res, err = report.Generate(cfg)
+				cfg.Report.Job = j
+				res, err = report.Generate(j.Context(), cfg)
 				return err
 			})
 			var ee *exitError

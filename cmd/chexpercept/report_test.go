@@ -13,6 +13,7 @@ import (
 )
 
 func TestReportCommand(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
 	if err != nil {
@@ -67,6 +68,7 @@ func TestReportCommand(t *testing.T) {
 // An interrupted run is reported, with a warning on stderr that gives
 // its numbers; a complete one gives none.
 func TestReportCommandIncompleteRun(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
 	if err != nil {
@@ -105,6 +107,7 @@ func TestReportCommandIncompleteRun(t *testing.T) {
 // second out (and says how to avoid it); with --run-name (checked like
 // every name, recorded in the manifest) both are reported.
 func TestRunNameKeepsRunsApart(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	bench := "../../internal/benchmark/testdata/sample"
 	eval := func(out string, extra ...string) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,13 +10,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chexpercept/chexpercept/internal/benchdir"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runs"
 )
 
 // newRescoreCmd returns the command rescore: a finished run re-parsed into a new run directory.
-func newRescoreCmd() *cobra.Command {
+func newRescoreCmd(jo job.Options) *cobra.Command {
 	var parseMode, benchDir string
 	var force bool
 	cmd := &cobra.Command{
@@ -60,9 +60,9 @@ holding anything else is refused (exit status 2, before anything is written).`,
 				return withExit(2, err)
 			}
 			var rep *runs.RescoreReport
-			err = untilInterrupted(cmd.Context(), "rescore", func(context.Context) error {
+			err = runJob(cmd.Context(), jo, "rescore", func(j *job.Job) error {
 				var err error
-				rep, err = runs.Rescore(src, runs.RescoreOptions{Mode: parse.Mode(parseMode), Bench: bench, Force: force})
+				rep, err = runs.Rescore(j.Context(), src, runs.RescoreOptions{Mode: parse.Mode(parseMode), Bench: bench, Force: force, Job: j})
 				return err
 			})
 			var ee *exitError

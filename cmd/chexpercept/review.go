@@ -31,7 +31,7 @@ import (
 // newReviewCmd returns the command review: the expert review of candidate
 // cases (build.md §4). Its --config is a persistent flag, which the
 // subcommands that read a source look up (reviewConfig).
-func newReviewCmd() *cobra.Command {
+func newReviewCmd(jo job.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "review",
 		Short: "Expert review of candidate cases: web app, review packs, import and export",
@@ -43,7 +43,7 @@ reference sheets, "pack" writes offline review packs (images and sheets),
 		Args: cobra.NoArgs,
 	}
 	cmd.PersistentFlags().String("config", "", "build configuration whose lesion_definitions the source uses (docs/adding-a-lesion.md)")
-	cmd.AddCommand(reviewInitCmd(), reviewServeCmd(), reviewExportCmd(), reviewPackCmd(), reviewImportCmd())
+	cmd.AddCommand(reviewInitCmd(jo), reviewServeCmd(), reviewExportCmd(jo), reviewPackCmd(jo), reviewImportCmd(jo))
 	return cmd
 }
 
@@ -73,7 +73,7 @@ func readReviewSource(path, configPath string) ([]*source.Case, error) {
 	return cases, err
 }
 
-func reviewInitCmd() *cobra.Command {
+func reviewInitCmd(jo job.Options) *cobra.Command {
 	var src, db, only string
 	var n, k, workers int
 	var seed uint64
@@ -114,24 +114,24 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 				}
 			}
 			// The tokens are printed before the database is published, and
-			// the signal handler covers both (docs/building.md).
-			var printed bool
-			deliver := func(creds []review.Credential) error {
-				var tokens strings.Builder
-				for _, c := range creds {
-					if c.Name == review.AdminName {
-						fmt.Fprintf(&tokens, "admin %s\n", c.Token)
-					} else {
-						fmt.Fprintf(&tokens, "reviewer %s %s\n", c.Name, c.Token)
+			// the job covers both (docs/building.md).
+			return runJobNote(cmd.Context(), jo, "review init", voidTokensNote, func(j *job.Job) error {
+				var printed bool
+				deliver := func(creds []review.Credential) error {
+					var tokens strings.Builder
+					for _, c := range creds {
+						if c.Name == review.AdminName {
+							fmt.Fprintf(&tokens, "admin %s\n", c.Token)
+						} else {
+							fmt.Fprintf(&tokens, "reviewer %s %s\n", c.Name, c.Token)
+						}
 					}
+					if err := writeTokens(j, cmd, db, tokens.String()); err != nil {
+						return err
+					}
+					printed = true
+					return nil
 				}
-				if err := writeTokens(cmd, db, tokens.String()); err != nil {
-					return err
-				}
-				printed = true
-				return nil
-			}
-			return untilInterruptedJob(cmd.Context(), "review init", voidTokensNote, func(j *job.Job) error {
 				_, stored, err := review.Init(db, cases, review.InitOptions{Reviewers: n, Overlap: k, Seed: seed, Workers: workers,
 					Source: src, Warn: cmd.ErrOrStderr(), Flags: flags, Deliver: deliver, Job: j})
 				if err != nil {
@@ -157,10 +157,12 @@ the models' modal answer, and decided keep, fix or drop (docs/item-health.md).`,
 // made whole under a temporary name and not yet published. The tokens
 // exist nowhere else: when they cannot be written (a full disk, a closed
 // pipe), the error makes init abandon the database, which no one could
-// sign in to, so the same command can be run again.
-func writeTokens(cmd *cobra.Command, db, tokens string) error {
-	if tokensHook != nil {
-		tokensHook()
+// sign in to, so the same command can be run again. A job stopped by now
+// prints none: its database will not be published.
+func writeTokens(j *job.Job, cmd *cobra.Command, db, tokens string) error {
+	j.Hook("tokens", db)
+	if err := j.Context().Err(); err != nil {
+		return err
 	}
 	if _, err := io.WriteString(cmd.OutOrStdout(), tokens); err != nil {
 		// %v: the error does not wrap EPIPE, so main prints it even
@@ -169,10 +171,6 @@ func writeTokens(cmd *cobra.Command, db, tokens string) error {
 	}
 	return nil
 }
-
-// tokensHook is nil except in tests: writeTokens calls it before it
-// writes; a test stops or kills the process there.
-var tokensHook func()
 
 // voidTokensNote ends init's interrupted line: a signal that stops init
 // after its tokens were printed leaves no database they open.
@@ -262,7 +260,7 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 	return cmd
 }
 
-func reviewExportCmd() *cobra.Command {
+func reviewExportCmd(jo job.Options) *cobra.Command {
 	var db, jsonl, csvDir, outcomes string
 	var force bool
 	cmd := &cobra.Command{
@@ -311,23 +309,21 @@ anything is written.`,
 				return withExit(2, err)
 			}
 			defer st.Close()
-			return untilInterrupted(cmd.Context(), "review export", func(ctx context.Context) error {
+			return runJob(cmd.Context(), jo, "review export", func(j *job.Job) error {
 				// The last output file (--reviews, --outcomes) is the commit
-				// point (atomicfile.Finish): a signal that comes later lets
-				// it be written, since its rerun would refuse the file
-				// without --force, and the export no longer looks at ctx.
-				// The --csv folder, which its rerun rewrites, has none.
-				commit := func() error {
-					ctx = context.WithoutCancel(ctx)
-					return atomicfile.Finish()
-				}
+				// point (j.Commit): a signal that comes later lets it be
+				// written, since its rerun would refuse the file without
+				// --force; the job's context no longer ends then. The --csv
+				// folder, which its rerun rewrites, has none.
+				ctx := j.Context()
+				commit := j.Commit
 				if outcomes != "" {
 					if jsonl == "" && csvDir == "" {
 						if err := commit(); err != nil {
 							return err
 						}
 					}
-					n, err := st.ExportOutcomes(ctx, outcomes)
+					n, err := st.ExportOutcomes(ctx, j, outcomes)
 					if err != nil {
 						return withExit(2, fmt.Errorf("--outcomes %s: %w", outcomes, err))
 					}
@@ -340,14 +336,14 @@ anything is written.`,
 					if err := commit(); err != nil {
 						return err
 					}
-					n, err := st.ExportJSONL(ctx, jsonl)
+					n, err := st.ExportJSONL(ctx, j, jsonl)
 					if err != nil {
 						return withExit(2, err)
 					}
 					fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d resolved case(s)\n", jsonl, n)
 					return nil
 				}
-				if err := st.ExportCSV(ctx, csvDir); err != nil {
+				if err := st.ExportCSV(ctx, j, csvDir); err != nil {
 					return withExit(2, err)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s/positive.csv and %s/negative.csv\n", csvDir, csvDir)
@@ -422,7 +418,7 @@ func checkExportTargets(db, jsonl, csvDir, outcomes string, force bool) error {
 	return nil
 }
 
-func reviewPackCmd() *cobra.Command {
+func reviewPackCmd(jo job.Options) *cobra.Command {
 	var src, out string
 	var n, workers int
 	cmd := &cobra.Command{
@@ -460,9 +456,9 @@ refused with exit status 2; delete a finished pack to write it again.`,
 			}
 			defer unlock()
 			var sum review.PackSummary
-			err = untilInterrupted(cmd.Context(), "review pack", func(context.Context) error {
+			err = runJob(cmd.Context(), jo, "review pack", func(j *job.Job) error {
 				var err error
-				sum, err = review.Pack(cases, out, review.PackOptions{Reviewers: n, Workers: workers, Warn: cmd.ErrOrStderr()})
+				sum, err = review.Pack(j.Context(), cases, out, review.PackOptions{Reviewers: n, Workers: workers, Warn: cmd.ErrOrStderr(), Job: j})
 				return withExit(2, err)
 			})
 			if err != nil {
@@ -483,7 +479,7 @@ refused with exit status 2; delete a finished pack to write it again.`,
 	return cmd
 }
 
-func reviewImportCmd() *cobra.Command {
+func reviewImportCmd(jo job.Options) *cobra.Command {
 	var sheets []string
 	var src, reviews, db, reviewer string
 	var legacy bool
@@ -529,14 +525,13 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 				return withExit(2, withHints(err, flagHint{review.ErrNeedsSource, "\n  (pass --source FILE, the manifest or candidates the sheets were made from, for the rows without digests)"}))
 			}
 			// Nothing is written before this point, and the import is
-			// its commit point (atomicfile.Finish): a signal that comes
-			// later lets it end, since an import run twice adds its
-			// decisions twice.
-			return untilInterrupted(cmd.Context(), "review import", func(context.Context) error {
-				if err := atomicfile.Finish(); err != nil {
+			// its commit point (j.Commit): a signal that comes later lets
+			// it end, since an import run twice adds its decisions twice.
+			return runJob(cmd.Context(), jo, "review import", func(j *job.Job) error {
+				if err := j.Commit(); err != nil {
 					return err
 				}
-				return importDecisions(cmd, lines, reviews, db)
+				return importDecisions(j.Context(), cmd, lines, reviews, db)
 			})
 		},
 	}
@@ -552,7 +547,7 @@ else the sheet's nearest annotator_<X> folder, else "import".`,
 
 // importDecisions appends the decisions read from the sheets to the review
 // log reviews, or imports them into the review database db.
-func importDecisions(cmd *cobra.Command, lines []*reviewlog.Line, reviews, db string) error {
+func importDecisions(ctx context.Context, cmd *cobra.Command, lines []*reviewlog.Line, reviews, db string) error {
 	if reviews != "" {
 		if err := review.AppendLog(reviews, lines); err != nil {
 			return withExit(2, err)
@@ -564,7 +559,7 @@ func importDecisions(cmd *cobra.Command, lines []*reviewlog.Line, reviews, db st
 	if err != nil {
 		return withExit(2, err)
 	}
-	if err := st.ImportLines(cmd.Context(), lines); err != nil {
+	if err := st.ImportLines(ctx, lines); err != nil {
 		_ = st.Close() // the import failed; that error is the one reported
 		return withExit(2, err)
 	}

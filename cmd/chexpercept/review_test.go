@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 	"github.com/chexpercept/chexpercept/internal/review"
 )
@@ -71,14 +72,14 @@ func TestReviewCommands(t *testing.T) {
 	man := reviewManifest(t)
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "review.db")
-	out, _, err := runCommand(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "2", "--overlap", "2", "--seed", "3")
+	out, _, err := runCommand(t, reviewInitCmd(job.Options{}), "--source", man, "--review-db", db, "--reviewers", "2", "--overlap", "2", "--seed", "3")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`^reviewer r1 [A-Za-z0-9_-]{43}\nreviewer r2 [A-Za-z0-9_-]{43}\nadmin [A-Za-z0-9_-]{43}\n$`).MatchString(out) {
 		t.Errorf("init output:\n%s", out)
 	}
-	if _, _, err := runCommand(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "2"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "already exists") {
+	if _, _, err := runCommand(t, reviewInitCmd(job.Options{}), "--source", man, "--review-db", db, "--reviewers", "2"); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("second init: %v", err)
 	}
 
@@ -95,7 +96,7 @@ func TestReviewCommands(t *testing.T) {
 	}
 	st.Close()
 	jl := filepath.Join(tmp, "reviews.jsonl")
-	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl); err != nil {
+	if _, _, err := runCommand(t, reviewExportCmd(job.Options{}), "--review-db", db, "--jsonl", jl); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(jl)
@@ -103,24 +104,24 @@ func TestReviewCommands(t *testing.T) {
 		t.Errorf("export jsonl:\n%s", data)
 	}
 	csvDir := filepath.Join(tmp, "sheets")
-	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--csv", csvDir); err != nil {
+	if _, _, err := runCommand(t, reviewExportCmd(job.Options{}), "--review-db", db, "--csv", csvDir); err != nil {
 		t.Fatal(err)
 	}
 	pos, _ := os.ReadFile(filepath.Join(csvDir, "positive.csv"))
 	if !strings.HasSuffix(string(pos), "edema_a1_positive_0,a1,edema,a1_positive_0,right lung and left lung,,,1\r\n") {
 		t.Errorf("positive.csv:\n%q", pos)
 	}
-	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl, "--csv", csvDir); reviewExitCode(err) != 2 {
+	if _, _, err := runCommand(t, reviewExportCmd(job.Options{}), "--review-db", db, "--jsonl", jl, "--csv", csvDir); reviewExitCode(err) != 2 {
 		t.Errorf("export with both outputs: %v", err)
 	}
 
 	// Exports never replace what they did not write: an existing --jsonl
 	// (perhaps the main review log) needs --force; so does a --csv
 	// directory holding a filled sheet and no marker.
-	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "already exists") {
+	if _, _, err := runCommand(t, reviewExportCmd(job.Options{}), "--review-db", db, "--jsonl", jl); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("export over an existing --jsonl: %v", err)
 	}
-	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--jsonl", jl, "--force"); err != nil {
+	if _, _, err := runCommand(t, reviewExportCmd(job.Options{}), "--review-db", db, "--jsonl", jl, "--force"); err != nil {
 		t.Errorf("export --force over an existing --jsonl: %v", err)
 	}
 	// Not even --force replaces the review database (by name, through a
@@ -134,7 +135,7 @@ func TestReviewCommands(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--jsonl", db}, {"--jsonl", dbLink}, {"--outcomes", db + "-wal"}, {"--jsonl", dir},
 		{"--outcomes", fifo}, {"--jsonl", jl, "--outcomes", jl}} {
-		_, _, err := runCommand(t, reviewExportCmd(), append([]string{"--review-db", db, "--force"}, args...)...)
+		_, _, err := runCommand(t, reviewExportCmd(job.Options{}), append([]string{"--review-db", db, "--force"}, args...)...)
 		if reviewExitCode(err) != 2 || strings.Contains(err.Error(), "\n") {
 			t.Errorf("export --force %v: %v", args, err)
 		}
@@ -147,7 +148,7 @@ func TestReviewCommands(t *testing.T) {
 	os.Symlink(".", filepath.Join(tmp, "here"))
 	for _, args := range [][]string{{"--jsonl", "review.db-wal"}, {"--jsonl", "./review.db-shm"}, {"--outcomes", "here/review.db-journal"},
 		{"--jsonl", "here/review.db", "--force"}, {"--jsonl", "x.jsonl", "--outcomes", "here/x.jsonl"}} {
-		_, _, err := runCommand(t, reviewExportCmd(), append([]string{"--review-db", db}, args...)...)
+		_, _, err := runCommand(t, reviewExportCmd(job.Options{}), append([]string{"--review-db", db}, args...)...)
 		if reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "same file") && !strings.Contains(err.Error(), "is the review database or one of its files") {
 			t.Errorf("export %v: %v", args, err)
 		}
@@ -161,21 +162,21 @@ func TestReviewCommands(t *testing.T) {
 	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
 		t.Errorf("the FIFO was replaced: %v", err)
 	}
-	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--csv", csvDir); err != nil {
+	if _, _, err := runCommand(t, reviewExportCmd(job.Options{}), "--review-db", db, "--csv", csvDir); err != nil {
 		t.Errorf("export into its own earlier --csv directory: %v", err)
 	}
 	filled := filepath.Join(tmp, "filled")
 	os.MkdirAll(filled, 0o755)
 	os.WriteFile(filepath.Join(filled, "positive.csv"), []byte("a reviewer's filled sheet\n"), 0o644)
 	before := outdirtest.Snapshot(t, filled)
-	if _, _, err := runCommand(t, reviewExportCmd(), "--review-db", db, "--csv", filled); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "positive.csv") {
+	if _, _, err := runCommand(t, reviewExportCmd(job.Options{}), "--review-db", db, "--csv", filled); reviewExitCode(err) != 2 || !strings.Contains(err.Error(), "positive.csv") {
 		t.Errorf("export into a folder with a filled sheet: %v", err)
 	}
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, filled))
 
 	// Pack, fill the negative sheet, import into a log and into the db.
 	packDir := filepath.Join(tmp, "pack")
-	if out, _, err := runCommand(t, reviewPackCmd(), "--source", man, "--out", packDir, "--reviewers", "3"); err != nil || !strings.Contains(out, "2 case(s) in 2 sheet(s)") {
+	if out, _, err := runCommand(t, reviewPackCmd(job.Options{}), "--source", man, "--out", packDir, "--reviewers", "3"); err != nil || !strings.Contains(out, "2 case(s) in 2 sheet(s)") {
 		t.Fatalf("pack: %v %s", err, out)
 	}
 	sheet := filepath.Join(packDir, "annotator_A", "edema", "negative", "review_sheet.csv")
@@ -185,17 +186,17 @@ func TestReviewCommands(t *testing.T) {
 	}
 	os.WriteFile(sheet, bytes.Replace(b, []byte(",\r\n"), []byte(",yes\r\n"), 1), 0o644) // header ends in "decision\r\n"
 	log2 := filepath.Join(tmp, "imported.jsonl")
-	if _, _, err := runCommand(t, reviewImportCmd(), "--csv", sheet, "--reviews", log2); err != nil {
+	if _, _, err := runCommand(t, reviewImportCmd(job.Options{}), "--csv", sheet, "--reviews", log2); err != nil {
 		t.Fatal(err)
 	}
 	data, _ = os.ReadFile(log2)
 	if !strings.Contains(string(data), `"key_id":"edema_a2_negative_0","decision":"accept","reviewer":"annotator_A"`) {
 		t.Errorf("imported log:\n%s", data)
 	}
-	if _, _, err := runCommand(t, reviewImportCmd(), "--review-db", db, "--reviewer", "r1", sheet); err != nil {
+	if _, _, err := runCommand(t, reviewImportCmd(job.Options{}), "--review-db", db, "--reviewer", "r1", sheet); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := runCommand(t, reviewImportCmd(), "--csv", sheet); reviewExitCode(err) != 2 {
+	if _, _, err := runCommand(t, reviewImportCmd(job.Options{}), "--csv", sheet); reviewExitCode(err) != 2 {
 		t.Errorf("import without a target: %v", err)
 	}
 	l, err := review.OpenDecisions(db)
@@ -225,10 +226,11 @@ func (s *reviewSyncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); r
 // the --csv folder) are removed by the plain rerun; a file that only
 // resembles one is not.
 func TestReviewExportRerunAfterKill(t *testing.T) {
+	t.Parallel()
 	man := reviewManifest(t)
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "review.db")
-	if _, _, err := runCommand(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "1"); err != nil {
+	if _, _, err := runCommand(t, reviewInitCmd(job.Options{}), "--source", man, "--review-db", db, "--reviewers", "1"); err != nil {
 		t.Fatal(err)
 	}
 	csvDir := filepath.Join(tmp, "csv")
@@ -243,7 +245,7 @@ func TestReviewExportRerunAfterKill(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"--reviews", filepath.Join(tmp, "r.jsonl")}, {"--csv", csvDir}} {
-		if _, _, err := runCommand(t, reviewExportCmd(), append([]string{"--review-db", db}, args...)...); err != nil {
+		if _, _, err := runCommand(t, reviewExportCmd(job.Options{}), append([]string{"--review-db", db}, args...)...); err != nil {
 			t.Fatalf("export %v: %v", args, err)
 		}
 	}
@@ -260,9 +262,10 @@ func TestReviewExportRerunAfterKill(t *testing.T) {
 }
 
 func TestReviewServe(t *testing.T) {
+	t.Parallel()
 	man := reviewManifest(t)
 	db := filepath.Join(t.TempDir(), "review.db")
-	if _, _, err := runCommand(t, reviewInitCmd(), "--source", man, "--review-db", db, "--reviewers", "1"); err != nil {
+	if _, _, err := runCommand(t, reviewInitCmd(job.Options{}), "--source", man, "--review-db", db, "--reviewers", "1"); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

@@ -129,7 +129,7 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, oracle pr
 	abs, _ := filepath.Abs(bench.Dir)
 	man := results.NewManifest(results.RunSpec{Model: m, Oracle: string(oracle), Parse: string(mode), Now: func() time.Time { return at }}, bench, abs, keys)
 	dir := rundir.Path(out, man.RunName, string(oracle), nil)
-	if err := runs.WriteRun(dir, man, recs, len(recs), 2.5); err != nil {
+	if err := runs.WriteRun(nil, dir, man, recs, len(recs), 2.5); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -145,6 +145,7 @@ func readLines(t *testing.T, name string) []*results.Record {
 }
 
 func TestRescore(t *testing.T) {
+	t.Parallel()
 	bench := protocoltest.Bench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit} {
 		t.Run(string(oracle), func(t *testing.T) {
@@ -272,6 +273,7 @@ func deref(p *string) string {
 }
 
 func TestRescoreRefusals(t *testing.T) {
+	t.Parallel()
 	bench := protocoltest.Bench(t)
 	out := t.TempDir()
 	src := scriptedRun(t, bench, out, protocol.OracleNone, parse.ModeReference)
@@ -302,6 +304,7 @@ func TestRescoreRefusals(t *testing.T) {
 }
 
 func TestImportReferenceRoundTrip(t *testing.T) {
+	t.Parallel()
 	bench := protocoltest.Bench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
 		for _, mode := range []parse.Mode{parse.ModeReference, parse.ModeStrict} {
@@ -371,6 +374,7 @@ func jsonString(s string) string {
 }
 
 func TestImportReferenceErrors(t *testing.T) {
+	t.Parallel()
 	bench := protocoltest.Bench(t)
 	src := scriptedRun(t, bench, t.TempDir(), protocol.OracleNone, parse.ModeReference)
 	orig := mustRead(t, filepath.Join(src, rundir.AllResultsFile))
@@ -505,6 +509,7 @@ func baselineRun(t *testing.T, bench, out string, shard *results.Shard, seed int
 }
 
 func TestMergeShardsEqualsUnsharded(t *testing.T) {
+	t.Parallel()
 	bench := shardBench(t)
 	sharded, plain := t.TempDir(), t.TempDir()
 	var wg sync.WaitGroup
@@ -689,6 +694,7 @@ func mergeRefusals(t *testing.T, bench, runDir string, shardDirs []string) {
 
 // rescore and import-reference name the real problem with exit 2.
 func TestRunToolsNamedErrors(t *testing.T) {
+	t.Parallel()
 	run := filepath.Join(t.TempDir(), "opensource_x", "oracle_none")
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)

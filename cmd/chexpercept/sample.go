@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,13 +10,14 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
 )
 
 // newSampleCmd returns the command sample: the candidate cases of a source ordered and capped.
-func newSampleCmd() *cobra.Command {
+func newSampleCmd(jo job.Options) *cobra.Command {
 	var (
 		manifest, mimicCXR, mimicILS, ilsMasks, chexCSV, lungPattern string
 		out, configPath                                              string
@@ -94,20 +94,26 @@ regular file is refused even with --force.`,
 					return withExit(2, withHints(err, flagHint{source.ErrNoLungSource, " (--chexmask-csv and/or --lung-png-pattern)"}))
 				}
 			}
-			cands, rep := source.Sample(cases, cfg, cfg.Seed)
-			rep.MergeMIMIC(stats)
-			// A candidate whose image or mask cannot be read would only fail
-			// in build, after its review: refuse now, writing nothing.
-			if err := source.CheckInputs(cands); err != nil {
-				return withExit(2, err)
-			}
-			// A sample killed while the file was renamed into place left
-			// its temporary file beside it.
-			if err := atomicfile.RemoveStaleBeside(out); err != nil {
-				return withExit(2, err)
-			}
-			err := untilInterrupted(cmd.Context(), "sample", func(context.Context) error {
-				return withExit(2, source.WriteCandidates(out, cands))
+			var cands []*source.Case
+			var rep source.SampleReport
+			err := runJob(cmd.Context(), jo, "sample", func(j *job.Job) error {
+				var err error
+				if cands, rep, err = source.Sample(j.Context(), cases, cfg, cfg.Seed); err != nil {
+					return err
+				}
+				rep.MergeMIMIC(stats)
+				// A candidate whose image or mask cannot be read would only
+				// fail in build, after its review: refuse now, writing
+				// nothing.
+				if err := source.CheckInputs(j.Context(), cands); err != nil {
+					return withExit(2, err)
+				}
+				// A sample killed while the file was renamed into place
+				// left its temporary file beside it.
+				if err := atomicfile.RemoveStaleBeside(out); err != nil {
+					return withExit(2, err)
+				}
+				return withExit(2, source.WriteCandidates(j, out, cands))
 			})
 			if err != nil {
 				return err

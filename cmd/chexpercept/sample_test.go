@@ -13,6 +13,7 @@ import (
 )
 
 func TestSampleCommand(t *testing.T) {
+	t.Parallel()
 	fx := "../../internal/source/testdata/mimic"
 	out := filepath.Join(t.TempDir(), "candidates.jsonl")
 	cmd := findCommand(t, "sample")
@@ -41,6 +42,7 @@ func TestSampleCommand(t *testing.T) {
 // TestSampleMIMICFilesDir: --mimic-cxr accepts the MIMIC-CXR-JPG root and
 // its files/ directory, with byte-identical candidates.
 func TestSampleMIMICFilesDir(t *testing.T) {
+	t.Parallel()
 	fx := "../../internal/source/testdata/mimic"
 	dir := t.TempDir()
 	var outs [2][]byte
@@ -62,6 +64,7 @@ func TestSampleMIMICFilesDir(t *testing.T) {
 // non-image mask stops sample with exit status 2, one line naming the
 // files, and no candidates.jsonl.
 func TestSampleRefusesUnusableInputs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var img bytes.Buffer
 	png.Encode(&img, image.NewGray(image.Rect(0, 0, 16, 16)))
@@ -91,6 +94,7 @@ func TestSampleRefusesUnusableInputs(t *testing.T) {
 // a candidates file sample wrote (or empty), or with --force; any other
 // file is refused with exit 2 and one line naming it, and is left as it was.
 func TestSampleOutForeignFile(t *testing.T) {
+	t.Parallel()
 	fx := "../../internal/source/testdata/mimic"
 	args := []string{"sample", "--mimic-cxr", fx, "--mimic-ils", fx + "/mimic_ils_instruction_answer.json",
 		"--ils-masks", fx + "/lesion_mask", "--chexmask-csv", fx + "/chexmask_mimic.csv", "--seed", "7"}

@@ -12,6 +12,7 @@ import (
 )
 
 func TestServeBaselineCommand(t *testing.T) {
+	t.Parallel()
 	cmd := findCommand(t, "serve-baseline")
 	pr, pw := io.Pipe()
 	var stderr bytes.Buffer
@@ -54,6 +55,7 @@ func TestServeBaselineCommand(t *testing.T) {
 }
 
 func TestServeBaselineBadFlags(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--policy", "oracle", "--listen", "127.0.0.1:0"},
 		{"--fail-429", "1.5", "--listen", "127.0.0.1:0"},
@@ -78,6 +80,7 @@ func TestServeBaselineBadFlags(t *testing.T) {
 // TestServeBaselineSimulatedFlags: the simulated policy's flags are
 // checked before anything listens, each refusal naming its flag.
 func TestServeBaselineSimulatedFlags(t *testing.T) {
+	t.Parallel()
 	const sample = "../../internal/benchmark/testdata/sample"
 	for _, tc := range []struct {
 		args []string

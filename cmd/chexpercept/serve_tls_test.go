@@ -23,6 +23,7 @@ import (
 // the server) exit at once with one line naming the flag and the file; it
 // used to print its URL and then block for ever reading the FIFO.
 func TestServeTLSFilesBounded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "study.sqlite")
 	if _, stderr, code := runCLI(t, "read", "init", "--benchmark", protocoltest.Bench(t).Dir, "--db", db, "--readers", "1"); code != 0 {

@@ -65,6 +65,7 @@ func wantStdoutFailure(t *testing.T, args []string, stderr string, code int) {
 // saying so, not 0. An init whose tokens could not be printed removes the
 // database no one could sign in to, so that its rerun is not refused.
 func TestStdoutWriteFailure(t *testing.T) {
+	t.Parallel()
 	full := devFull(t)
 	dir := t.TempDir()
 	man := reviewManifest(t)
@@ -98,6 +99,7 @@ func TestStdoutWriteFailure(t *testing.T) {
 // tokens could not be printed, publishes no database (its rerun works)
 // and says so in one line, exit 2.
 func TestStdoutClosedPipe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	man := reviewManifest(t)
 	for _, tc := range []struct {

@@ -27,7 +27,7 @@ JSON Lines on stdout and the summary goes to stderr.
 Exit status: 0 no errors, 1 at least one error, 2 the validator could not run.`,
 		Args: benchmarkArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := validate.Run(benchmarkDir(bench, args), opt)
+			rep, err := validate.Run(cmd.Context(), benchmarkDir(bench, args), opt)
 			if err != nil {
 				return withExit(2, err)
 			}

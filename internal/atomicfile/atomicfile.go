@@ -3,6 +3,12 @@
 // in the same directory ("<name>.tmp-<random>"), which is synced and then
 // renamed over the target. Builds and validators treat leftover "*.tmp-*"
 // entries as debris of an interrupted write.
+//
+// Every write is given the command's job (internal/job): its temporary
+// file is registered there while it exists, so that a command stopped by
+// a signal removes it (job.Job.RemoveTemps), and a write started after the
+// job was stopped fails with job.ErrStopped. The package keeps no state of
+// its own; a nil job tracks nothing.
 package atomicfile
 
 import (
@@ -12,31 +18,42 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sync"
 
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
 // WriteFile writes data to name atomically with mode 0644 and syncs the
-// file and its directory, so that the new content survives a crash.
-func WriteFile(name string, data []byte) error { return write(name, data, true) }
+// file and its directory, so that the new content survives a crash. The
+// temporary file is registered with j (job.Job.Track) while it exists, so
+// that an interrupted command removes it; a nil j tracks nothing. A write
+// started after j was stopped fails with job.ErrStopped and writes
+// nothing.
+func WriteFile(j *job.Job, name string, data []byte) error {
+	return write(j, name, data, SyncDir)
+}
 
 // WriteFileNoSync is WriteFile without the fsync calls: still atomic
 // against readers and interrupted processes, but not durable across a
 // power failure. For bulk outputs that are cheap to regenerate.
-func WriteFileNoSync(name string, data []byte) error { return write(name, data, false) }
+func WriteFileNoSync(j *job.Job, name string, data []byte) error {
+	return write(j, name, data, nil)
+}
 
-func write(name string, data []byte, durable bool) error {
+// write is WriteFile when syncDir, which syncs the target's directory,
+// is given (a test gives one that fails), and WriteFileNoSync when it is
+// nil.
+func write(j *job.Job, name string, data []byte, syncDir func(dir string) error) error {
+	durable := syncDir != nil
 	if err := replaceable(name); err != nil {
 		return err
 	}
-	dir := filepath.Dir(name)
-	f, err := createTemp(name)
+	f, release, err := createTemp(j, name)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
+	defer release()
 	tmp := f.Name()
-	defer forget(tmp)
 	fail := func(err error) error {
 		_ = f.Close() // the write already failed; that error is the one reported
 		_ = os.Remove(tmp)
@@ -57,34 +74,19 @@ func write(name string, data []byte, durable bool) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	if RenameHook != nil {
-		RenameHook(name)
-	}
+	j.Hook("rename", name)
 	if err := os.Rename(tmp, name); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if durable {
 		// Sync the directory so the rename itself is durable.
-		if err := syncDir(dir); err != nil {
+		if err := syncDir(filepath.Dir(name)); err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
 	return nil
 }
-
-// RenameHook is nil except in tests: a write calls it with the target's
-// name just before its temporary file is renamed over it; a test stops
-// or signals the process there.
-var RenameHook func(name string)
-
-// StopHook is nil except in tests: Stop calls it once it has decided
-// (and removed the temporary files, unless the command had passed its
-// commit point), so a test can hold a write until then.
-var StopHook func()
-
-// syncDir is SyncDir; tests replace it to inject a failure.
-var syncDir = SyncDir
 
 // SyncDir syncs the directory dir, so that the entries created, renamed
 // or removed in it survive a crash. Its error is the caller's to report:
@@ -107,34 +109,35 @@ func SyncDir(dir string) error {
 // for bulk outputs that are cheap to regenerate.
 type File struct {
 	*os.File
-	name string
+	name    string
+	job     *job.Job
+	release func() // forgets the temporary file in the job
 }
 
-// Create starts writing name.
-func Create(name string) (*File, error) {
+// Create starts writing name; its temporary file is registered with j
+// as WriteFile's is.
+func Create(j *job.Job, name string) (*File, error) {
 	if err := replaceable(name); err != nil {
 		return nil, err
 	}
-	f, err := createTemp(name)
+	f, release, err := createTemp(j, name)
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
-	return &File{File: f, name: name}, nil
+	return &File{File: f, name: name, job: j, release: release}, nil
 }
 
 // Commit closes the file with mode 0644 and renames it over the target;
 // on failure the temporary file is removed.
 func (f *File) Commit() error {
 	tmp := f.File.Name()
-	defer forget(tmp)
+	defer f.release()
 	err := f.Chmod(0o644)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && RenameHook != nil {
-		RenameHook(f.name)
-	}
 	if err == nil {
+		f.job.Hook("rename", f.name)
 		err = os.Rename(tmp, f.name)
 	}
 	if err != nil {
@@ -152,98 +155,32 @@ func (f *File) Commit() error {
 func (f *File) Abort() {
 	if f.Close() == nil {
 		_ = os.Remove(f.File.Name())
-		forget(f.File.Name())
+		f.release()
 	}
 }
 
-// The temporary files being written, so that an interrupted command can
-// remove them (RemoveTemps, Stop) before it exits; and whether the
-// command has stopped, or passed its commit point (Finish).
-var temps struct {
-	sync.Mutex
-	names    map[string]bool
-	stopped  bool
-	finished bool
-}
-
-// ErrStopped is the error of a write started after RemoveTemps.
-var ErrStopped = errors.New("the command is stopping (interrupted)")
-
-func createTemp(name string) (*os.File, error) {
-	temps.Lock()
-	defer temps.Unlock()
-	if temps.stopped {
-		return nil, ErrStopped
+// createTemp makes the temporary file of a write of name and registers
+// it with j; release forgets it once it is renamed or removed. A job
+// already stopped refuses it (job.ErrStopped), and nothing is left.
+func createTemp(j *job.Job, name string) (f *os.File, release func(), err error) {
+	if j.Stopped() {
+		return nil, nil, job.ErrStopped
 	}
-	f, err := os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".tmp-*")
+	f, err = os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".tmp-*")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if temps.names == nil {
-		temps.names = map[string]bool{}
+	tmp := f.Name()
+	release, err = j.Track(func() {
+		_ = os.Remove(tmp) // best effort on the way out; a leftover is debris the next run removes or ignores
+	})
+	if err != nil {
+		// Stopped between the check and the registration.
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return nil, nil, err
 	}
-	temps.names[f.Name()] = true
-	return f, nil
-}
-
-func forget(tmp string) {
-	temps.Lock()
-	delete(temps.names, tmp)
-	temps.Unlock()
-}
-
-// RemoveTemps removes every temporary file of a write still in progress
-// in this process and makes later writes fail with ErrStopped. A command
-// that catches SIGINT or SIGTERM calls it before it exits, so no
-// "*.tmp-*" file of its outputs is left behind; a write being renamed
-// into place at that moment either lands whole or not at all.
-func RemoveTemps() {
-	temps.Lock()
-	defer temps.Unlock()
-	removeTemps()
-}
-
-// removeTemps is RemoveTemps; the caller holds temps' lock.
-func removeTemps() {
-	temps.stopped = true
-	for n := range temps.names {
-		_ = os.Remove(n) // best effort on the way out; a leftover is debris the next run removes or ignores
-		delete(temps.names, n)
-	}
-}
-
-// Finish marks the commit point of a command whose finished output its
-// rerun would refuse to replace (a run directory that no longer says
-// unfinished, a finished review pack, a published database): called just
-// before the write that makes the output finished. From then on Stop
-// changes nothing, so a signal no longer stops the command: the output is
-// finished and the command ends as it would have without the signal. It
-// returns ErrStopped when Stop came first; the output then stays
-// unfinished, and the same command run again redoes it.
-func Finish() error {
-	temps.Lock()
-	defer temps.Unlock()
-	if temps.stopped {
-		return ErrStopped
-	}
-	temps.finished = true
-	return nil
-}
-
-// Stop is RemoveTemps for a command ending on a signal, unless the
-// command has passed its commit point (Finish): then it changes nothing
-// and returns false, and the caller lets the command finish.
-func Stop() bool {
-	if StopHook != nil {
-		defer StopHook()
-	}
-	temps.Lock()
-	defer temps.Unlock()
-	if temps.finished {
-		return false
-	}
-	removeTemps()
-	return true
+	return f, release, nil
 }
 
 // replaceable refuses a target that exists and is not a regular file: a

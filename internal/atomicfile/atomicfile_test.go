@@ -1,20 +1,25 @@
 package atomicfile
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/chexpercept/chexpercept/internal/job"
 )
 
 func TestWriteFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "out.json")
-	for _, write := range []func(string, []byte) error{WriteFile, WriteFileNoSync} {
+	for _, write := range []func(*job.Job, string, []byte) error{WriteFile, WriteFileNoSync} {
 		for _, content := range []string{"first", "second, longer content"} {
-			if err := write(name, []byte(content)); err != nil {
+			if err := write(nil, name, []byte(content)); err != nil {
 				t.Fatal(err)
 			}
 			got, err := os.ReadFile(name)
@@ -34,8 +39,9 @@ func TestWriteFile(t *testing.T) {
 }
 
 func TestWriteFileErrorNamesFile(t *testing.T) {
+	t.Parallel()
 	name := filepath.Join(t.TempDir(), "missing-dir", "out.json")
-	err := WriteFile(name, []byte("x"))
+	err := WriteFile(nil, name, []byte("x"))
 	if err == nil || !strings.Contains(err.Error(), name) {
 		t.Fatalf("error %v, want one naming %s", err, name)
 	}
@@ -44,12 +50,13 @@ func TestWriteFileErrorNamesFile(t *testing.T) {
 // Create writes a large output in pieces: the target keeps its old
 // content until Commit, and Abort leaves it untouched and no debris.
 func TestCreate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "out.csv")
 	if err := os.WriteFile(name, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Create(name)
+	f, err := Create(nil, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +76,7 @@ func TestCreate(t *testing.T) {
 		t.Errorf("mode %v, want 0644", st.Mode().Perm())
 	}
 
-	f, err = Create(name)
+	f, err = Create(nil, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +94,7 @@ func TestCreate(t *testing.T) {
 	os.Mkdir(sub, 0o755)
 	os.Mkdir(filepath.Join(sub, "x"), 0o755)
 	os.WriteFile(filepath.Join(sub, "x", "y"), nil, 0o644)
-	if _, err = Create(filepath.Join(sub, "x")); err == nil || !strings.Contains(err.Error(), filepath.Join(sub, "x")+": not a regular file (directory)") {
+	if _, err = Create(nil, filepath.Join(sub, "x")); err == nil || !strings.Contains(err.Error(), filepath.Join(sub, "x")+": not a regular file (directory)") {
 		t.Errorf("Create over a non-empty directory: %v", err)
 	}
 	if entries, _ := os.ReadDir(sub); len(entries) != 1 {
@@ -99,6 +106,7 @@ func TestCreate(t *testing.T) {
 // in the target's place is not replaced, and the link's target is left
 // alone.
 func TestRefusesLinksAndFIFOs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	outside := filepath.Join(dir, "outside.txt")
 	os.WriteFile(outside, []byte("precious"), 0o644)
@@ -109,10 +117,10 @@ func TestRefusesLinksAndFIFOs(t *testing.T) {
 		t.Skip(err)
 	}
 	for name, want := range map[string]string{link: "is a symbolic link", fifo: "not a regular file (named pipe)"} {
-		if err := WriteFile(name, []byte("report")); err == nil || !strings.Contains(err.Error(), want) {
+		if err := WriteFile(nil, name, []byte("report")); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("WriteFile(%s) = %v, want %q", name, err, want)
 		}
-		if _, err := Create(name); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := Create(nil, name); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Create(%s) = %v, want %q", name, err, want)
 		}
 	}
@@ -127,17 +135,16 @@ func TestRefusesLinksAndFIFOs(t *testing.T) {
 // TestWriteFileReportsDirectorySync: a durable write whose directory sync
 // fails reports it, naming the file; WriteFileNoSync does not sync.
 func TestWriteFileReportsDirectorySync(t *testing.T) {
+	t.Parallel()
 	for _, durable := range []bool{true, false} {
 		dir := t.TempDir()
 		name := filepath.Join(dir, "out.json")
 		synced := 0
-		syncDir = func(string) error { synced++; return syscall.EIO }
-		t.Cleanup(func() { syncDir = SyncDir })
-		write := WriteFileNoSync
-		if durable {
-			write = WriteFile
+		syncDir := func(string) error { synced++; return syscall.EIO }
+		if !durable {
+			syncDir = nil
 		}
-		err := write(name, []byte("data"))
+		err := WriteSyncedBy(nil, name, []byte("data"), syncDir)
 		if durable && (!errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), name)) {
 			t.Errorf("durable write with a failed directory sync: %v, want EIO naming %s", err, name)
 		}
@@ -150,16 +157,16 @@ func TestWriteFileReportsDirectorySync(t *testing.T) {
 	}
 }
 
-// TestRemoveTemps: the temporary files of writes in flight are removed,
-// and a write started afterwards fails instead of leaving one.
-func TestRemoveTemps(t *testing.T) {
-	t.Cleanup(func() {
-		temps.Lock()
-		temps.stopped = false
-		temps.Unlock()
-	})
+// TestStoppedJob: once the job is stopped, the temporary files of its
+// writes in flight are removed (job.Job.RemoveTemps), a write whose
+// temporary file was removed does not land, and a write started
+// afterwards fails with job.ErrStopped instead of leaving one. Another
+// job's writes go on.
+func TestStoppedJob(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
-	f, err := Create(filepath.Join(dir, "plot.png"))
+	j := job.New(context.Background(), job.Options{})
+	f, err := Create(j, filepath.Join(dir, "plot.png"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,19 +174,66 @@ func TestRemoveTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := filepath.Join(dir, "done.csv")
-	if err := WriteFileNoSync(done, []byte("whole")); err != nil {
+	if err := WriteFileNoSync(j, done, []byte("whole")); err != nil {
 		t.Fatal(err)
 	}
-	RemoveTemps()
-	if err := WriteFileNoSync(filepath.Join(dir, "late.csv"), []byte("x")); !errors.Is(err, ErrStopped) {
-		t.Errorf("write after RemoveTemps: %v, want ErrStopped", err)
+	if n := j.Pending(); n != 1 {
+		t.Fatalf("%d temporary files registered, want the one in flight", n)
+	}
+	if !j.Stop() {
+		t.Fatal("Stop before the commit point returned false")
+	}
+	j.RemoveTemps()
+	for _, write := range []func() error{
+		func() error { return WriteFileNoSync(j, filepath.Join(dir, "late.csv"), []byte("x")) },
+		func() error { return WriteFile(j, filepath.Join(dir, "late.csv"), []byte("x")) },
+		func() error { _, err := Create(j, filepath.Join(dir, "late.csv")); return err },
+	} {
+		if err := write(); !errors.Is(err, job.ErrStopped) {
+			t.Errorf("write after Stop: %v, want job.ErrStopped", err)
+		}
 	}
 	if f.Commit() == nil {
 		t.Error("the write whose temporary file was removed committed")
 	}
+	other := job.New(context.Background(), job.Options{})
+	if err := WriteFile(other, filepath.Join(dir, "other.csv"), []byte("y")); err != nil {
+		t.Errorf("another job's write: %v", err)
+	}
+	var names []string
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 || ents[0].Name() != "done.csv" {
-		t.Errorf("entries: %v, want only the finished file", ents)
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, " "); got != "done.csv other.csv" {
+		t.Errorf("entries %q, want only the finished files", got)
+	}
+}
+
+// TestRenameHook: the job's hook sees the target of every write just
+// before its rename, and a nil job writes without one.
+func TestRenameHook(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var seen []string
+	j := job.New(context.Background(), job.Options{Hook: func(point, detail string) {
+		if point == "rename" {
+			_, err := os.Stat(detail)
+			seen = append(seen, fmt.Sprintf("%s exists=%v", filepath.Base(detail), err == nil))
+		}
+	}})
+	if err := WriteFile(j, filepath.Join(dir, "a.json"), []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(j, filepath.Join(dir, "b.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(seen, ", "); got != "a.json exists=false, b.csv exists=false" {
+		t.Errorf("hook saw %q", got)
 	}
 }
 
@@ -187,6 +241,7 @@ func TestRemoveTemps(t *testing.T) {
 // target the caller owns are removed, in every folder below the root; a
 // link, a folder, a lookalike or another target's temporary file stays.
 func TestRemoveStale(t *testing.T) {
+	t.Parallel()
 	files := []struct {
 		rel     string
 		removed bool
@@ -247,6 +302,7 @@ func TestRemoveStale(t *testing.T) {
 // TestRemoveStaleBeside: the temporary files of name's own writes are
 // removed from its folder, and nothing else.
 func TestRemoveStaleBeside(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, n := range []string{"r.jsonl", "r.jsonl.tmp-381945024", "r.jsonl.tmp-9", "r.jsonl.tmp-x", "rr.jsonl.tmp-1", "other.jsonl.tmp-2"} {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
@@ -263,53 +319,5 @@ func TestRemoveStaleBeside(t *testing.T) {
 	}
 	if got, want := strings.Join(left, " "), "other.jsonl.tmp-2 r.jsonl r.jsonl.tmp-x rr.jsonl.tmp-1"; got != want {
 		t.Errorf("left %q, want %q", got, want)
-	}
-}
-
-// TestFinishAndStop: whichever of the commit point (Finish) and the
-// signal's Stop comes first wins: Stop after Finish changes nothing and
-// writes go on; Finish after Stop fails, as do later writes.
-func TestFinishAndStop(t *testing.T) {
-	reset := func() {
-		temps.Lock()
-		temps.stopped, temps.finished = false, false
-		temps.Unlock()
-	}
-	t.Cleanup(reset)
-	for _, tc := range []struct {
-		name        string
-		finishFirst bool
-	}{{"finish, then stop", true}, {"stop, then finish", false}} {
-		t.Run(tc.name, func(t *testing.T) {
-			reset()
-			dir := t.TempDir()
-			f, err := Create(filepath.Join(dir, "last.csv"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var finishErr error
-			var stopped bool
-			if tc.finishFirst {
-				finishErr = Finish()
-				stopped = Stop()
-			} else {
-				stopped = Stop()
-				finishErr = Finish()
-			}
-			if stopped == tc.finishFirst {
-				t.Errorf("Stop = %v, want %v", stopped, !tc.finishFirst)
-			}
-			if (finishErr == nil) != tc.finishFirst || (finishErr != nil && !errors.Is(finishErr, ErrStopped)) {
-				t.Errorf("Finish = %v", finishErr)
-			}
-			commitErr := f.Commit()
-			if (commitErr == nil) != tc.finishFirst {
-				t.Errorf("the write in flight: Commit = %v, want it to land only after Finish came first", commitErr)
-			}
-			writeErr := WriteFile(filepath.Join(dir, "after.csv"), []byte("x"))
-			if (writeErr == nil) != tc.finishFirst {
-				t.Errorf("a later write: %v", writeErr)
-			}
-		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
@@ -96,8 +97,9 @@ func SHA256File(name string) (string, error) {
 // WriteJSON writes records to dir/chexpercept.json atomically: a
 // temporary file in dir is written, synced and renamed over the target,
 // so readers see either the old or the new file, never a partial one.
-func WriteJSON(dir string, records []*benchmark.Record) error {
-	return atomicfile.WriteFile(filepath.Join(dir, benchmark.JSONName), benchmark.Marshal(records))
+// The temporary file is registered with j (atomicfile.WriteFile).
+func WriteJSON(j *job.Job, dir string, records []*benchmark.Record) error {
+	return atomicfile.WriteFile(j, filepath.Join(dir, benchmark.JSONName), benchmark.Marshal(records))
 }
 
 // ReadLesions returns the lesion set that the benchmark in dir declares,
@@ -124,7 +126,7 @@ func ReadLesions(dir string) (*benchmark.LesionSet, error) {
 
 // WriteLesions writes the declaration into dir when s is not the built-in
 // set, and removes nothing: a default build writes no file.
-func WriteLesions(dir string, s *benchmark.LesionSet) error {
+func WriteLesions(j *job.Job, dir string, s *benchmark.LesionSet) error {
 	if s.IsDefault() {
 		return nil
 	}
@@ -132,5 +134,5 @@ func WriteLesions(dir string, s *benchmark.LesionSet) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, benchmark.LesionsFileName), data)
+	return atomicfile.WriteFile(j, filepath.Join(dir, benchmark.LesionsFileName), data)
 }

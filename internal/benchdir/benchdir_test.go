@@ -86,10 +86,10 @@ func TestLoadFileErrors(t *testing.T) {
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	recs := benchtest.Sample()
-	if err := benchdir.WriteJSON(dir, recs); err != nil {
+	if err := benchdir.WriteJSON(nil, dir, recs); err != nil {
 		t.Fatal(err)
 	}
-	if err := benchdir.WriteJSON(dir, recs[:1]); err != nil {
+	if err := benchdir.WriteJSON(nil, dir, recs[:1]); err != nil {
 		t.Fatal(err)
 	}
 	b, err := benchdir.Load(dir)
@@ -100,7 +100,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	if len(ents) != 1 {
 		t.Errorf("leftover files: %v", ents)
 	}
-	if err := benchdir.WriteJSON(filepath.Join(dir, "absent"), recs); err == nil {
+	if err := benchdir.WriteJSON(nil, filepath.Join(dir, "absent"), recs); err == nil {
 		t.Error("writing into a missing directory succeeded")
 	}
 }

@@ -94,7 +94,7 @@ func (r *renderAhead) listDecided(l *list) {
 	for _, inc := range incs {
 		r.a.own.pending[inc.it.c.KeyID()] = true
 	}
-	if err := r.a.own.save(out); err != nil {
+	if err := r.a.own.save(r.a.opt.Job, out); err != nil {
 		r.fail(global("writing the build marker: %w", err))
 		return
 	}

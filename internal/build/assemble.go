@@ -203,7 +203,7 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 	for _, inc := range a.records {
 		a.own.pending[inc.it.c.KeyID()] = true
 	}
-	if err := a.own.save(a.opt.Out); err != nil {
+	if err := a.own.save(a.opt.Job, a.opt.Out); err != nil {
 		return nil, global("writing the build marker: %w", err)
 	}
 	if err := a.renderAll(ctx); err != nil {
@@ -254,7 +254,7 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 	}
 	// SHA256SUMS now lists every bundle file.
 	a.own.pending = map[string]bool{}
-	if err := a.own.save(a.opt.Out); err != nil {
+	if err := a.own.save(a.opt.Job, a.opt.Out); err != nil {
 		return nil, global("writing the build marker: %w", err)
 	}
 	s := &Summary{Included: len(a.records), Failed: len(a.failures), Shortfalls: a.shortfalls()}
@@ -266,7 +266,7 @@ func (a *assembly) run(ctx context.Context) (*Summary, error) {
 
 // writeOut writes a root file atomically and remembers its digest.
 func (a *assembly) writeOut(rel string, data []byte) error {
-	if err := atomicfile.WriteFile(filepath.Join(a.opt.Out, filepath.FromSlash(rel)), data); err != nil {
+	if err := atomicfile.WriteFile(a.opt.Job, filepath.Join(a.opt.Out, filepath.FromSlash(rel)), data); err != nil {
 		return err
 	}
 	a.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
@@ -52,6 +53,9 @@ type Options struct {
 	Progress bool
 	// LogEvery is the interval of progress log lines (0: 10 s).
 	LogEvery time.Duration
+	// Job is the command's job: it tracks the temporary files of the
+	// atomic writes (atomicfile). Nil tracks nothing.
+	Job *job.Job
 
 	testHook  func(c *source.Case) // tests: runs inside each case's recover boundary
 	testAhead func(key string)     // tests: runs once the renderer ahead has written a case's folders
@@ -97,11 +101,14 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 		return nil, err
 	}
 	workDir := filepath.Join(opt.Out, workDirName)
-	cases, sampleSeed := sampleCases(cases, isCand, cfg)
+	cases, sampleSeed, err := sampleCases(ctx, cases, isCand, cfg)
+	if err != nil {
+		return nil, err
+	}
 	if kl, ok := opt.Decisions.(keyLister); ok {
 		warnUnknownReviews(opt.Stderr, kl.KeyIDs(), cases)
 	}
-	loader, err := source.NewLoader(cases, cfg, workDir, opt.Stderr)
+	loader, err := source.NewLoader(opt.Job, cases, cfg, workDir, opt.Stderr)
 	if err != nil {
 		return nil, &GlobalError{Err: err}
 	}
@@ -161,19 +168,19 @@ func openOut(opt Options, cfg buildcfg.Config) (own *ownership, cases []*source.
 // sampleCases returns the cases in sampled order with their sampling seed:
 // candidates were sampled by `sample` and carry its seed (nil when none
 // does); a manifest is sampled here with the build seed.
-func sampleCases(cases []*source.Case, isCand bool, cfg buildcfg.Config) ([]*source.Case, *uint64) {
+func sampleCases(ctx context.Context, cases []*source.Case, isCand bool, cfg buildcfg.Config) ([]*source.Case, *uint64, error) {
 	if !isCand {
-		cases, _ = source.Sample(cases, cfg, cfg.Seed)
+		cases, _, err := source.Sample(ctx, cases, cfg, cfg.Seed)
 		s := cfg.Seed
-		return cases, &s
+		return cases, &s, err
 	}
 	for _, c := range cases {
 		if c.SampleSeed != nil {
 			s := *c.SampleSeed
-			return cases, &s
+			return cases, &s, nil
 		}
 	}
-	return cases, nil
+	return cases, nil, nil
 }
 
 // processLists walks the candidate lists over opt.Workers workers. For
@@ -256,7 +263,7 @@ func (a *assembly) finish(ctx context.Context, start, processed time.Time) (*Sum
 			return nil, global("measuring the PNG floor: %w", err)
 		}
 	}
-	if err := writeTiming(opt.Out, start, processed, assembled, time.Now(), opt.Workers, floor); err != nil {
+	if err := writeTiming(opt.Job, opt.Out, start, processed, assembled, time.Now(), opt.Workers, floor); err != nil {
 		return nil, global("%w", err)
 	}
 	a.printSummary(opt.Stdout)
@@ -351,7 +358,7 @@ func claimOut(opt Options, own *ownership, cases []*source.Case) error {
 	// The marker comes first: a build killed from here on leaves a
 	// directory that the next run recognises.
 	own.source, own.sourceSHA = real, sha
-	if err := own.save(opt.Out); err != nil {
+	if err := own.save(opt.Job, opt.Out); err != nil {
 		return global("output directory %s: writing the build marker: %w", opt.Out, err)
 	}
 	if err := probeWritable(opt.Out); err != nil {

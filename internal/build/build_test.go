@@ -17,6 +17,7 @@ import (
 )
 
 func TestRFCount(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		n     int
 		ratio float64
@@ -69,6 +70,7 @@ func fakeWork(kinds map[string]int) func(*item) error {
 // TestScheduleWalk checks that the deciding positions do not depend on the
 // worker count or the window, and that every walked item is done.
 func TestScheduleWalk(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(0); seed < 30; seed++ {
 		var want []int
 		for _, workers := range []int{1, 2, 3, 8} {
@@ -118,6 +120,7 @@ func TestScheduleWalk(t *testing.T) {
 }
 
 func TestScheduleStopsOnGlobalError(t *testing.T) {
+	t.Parallel()
 	lists, kinds := fakeLists(rand.New(rand.NewPCG(7, 7)), 6)
 	boom := fmt.Errorf("disk full")
 	n := 0
@@ -134,6 +137,7 @@ func TestScheduleStopsOnGlobalError(t *testing.T) {
 }
 
 func TestFingerprint(t *testing.T) {
+	t.Parallel()
 	c := &source.Case{CaseID: "ph0001_positive_0", Lesion: "edema", Label: "positive"}
 	in := &inputs{imageSHA: "a", maskSHA: "b", lungSHA: "c"}
 	base := buildcfg.Default()
@@ -166,6 +170,7 @@ func TestFingerprint(t *testing.T) {
 }
 
 func TestCleanLeftovers(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	mk := func(rel string, dir bool) {
 		p := filepath.Join(out, rel)
@@ -203,6 +208,7 @@ func TestCleanLeftovers(t *testing.T) {
 }
 
 func TestWorkRoundTripFailure(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	o := &Outcome{KeyID: "edema_ph0001_positive_0", Positive: true, Reason: "deformation_failed", Detail: "sequential", CaseSeed: "ab", ImageSHA: "i", MaskSHA: "m"}
 	if err := writeWork(dir, "fp1", o, ""); err != nil {
@@ -226,6 +232,7 @@ func TestWorkRoundTripFailure(t *testing.T) {
 }
 
 func TestSkippedCSVQuoting(t *testing.T) {
+	t.Parallel()
 	a := &assembly{failures: []*item{{c: &source.Case{CaseID: "ph1_positive_0", Lesion: "edema", Label: "positive"},
 		outcome: &Outcome{Reason: "internal_error", Detail: `bad "value", here`}}}}
 	b, err := a.skippedCSV()
@@ -241,6 +248,7 @@ func TestSkippedCSVQuoting(t *testing.T) {
 // TestIndentedJoinMatchesMarshal checks the streamed deformation_results
 // layout against marshalling the whole object at once.
 func TestIndentedJoinMatchesMarshal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root := ojson.NewObject()
 	var recs []*included
@@ -266,6 +274,7 @@ func TestIndentedJoinMatchesMarshal(t *testing.T) {
 }
 
 func TestInspectRejectsBadKey(t *testing.T) {
+	t.Parallel()
 	for _, key := range []string{"../../etc_x_positive_0", "edema_nope", ""} {
 		// The error names the key_id and no flag: the command adds that.
 		if _, err := Inspect(InspectOptions{Dir: t.TempDir(), Key: key}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("key_id %q", key)) || strings.Contains(err.Error(), "--") {

@@ -195,8 +195,9 @@ func checkOptionsDistinct(t *testing.T, dir string) {
 }
 
 func TestBuildEndToEnd(t *testing.T) {
+	t.Parallel()
 	ref := referenceBuild(t)
-	rep, err := validate.Run(ref, validate.Options{Deep: true})
+	rep, err := validate.Run(context.Background(), ref, validate.Options{Deep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,12 +260,19 @@ func TestBuildEndToEnd(t *testing.T) {
 	if readSums(t, out4) != readSums(t, ref) {
 		t.Fatal("SHA256SUMS differ between 1 and 4 workers")
 	}
-	// A rerun over the finished tree reuses work/ and changes nothing, and
-	// logs the progress of every stage (the PNG floor is measured in
-	// TestReviewsAndFailures, on a smaller build). It renames no case
-	// folder, so a rename that fails cannot lose one: here every rename
-	// of a bundle folder fails.
-	rerun := smallOptions(phantomManifest(t), out4, 2)
+	checkSums(t, out4)
+}
+
+// TestRerunRenamesNoFolder: a rerun over a finished tree reuses work/ and
+// changes nothing, and logs the progress of every stage (the PNG floor is
+// measured in TestReviewsAndFailures, on a smaller build). It renames no
+// case folder, so a rename that fails cannot lose one: here every rename
+// of a bundle folder fails. Not parallel: it replaces renameDir.
+func TestRerunRenamesNoFolder(t *testing.T) {
+	ref := referenceBuild(t)
+	out := filepath.Join(t.TempDir(), "b")
+	outdirtest.CopyTree(t, ref, out)
+	rerun := smallOptions(phantomManifest(t), out, 2)
 	var log bytes.Buffer
 	rerun.Stderr, rerun.LogEvery = &log, time.Nanosecond
 	var mu sync.Mutex
@@ -279,7 +287,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		}
 		return os.Rename(from, to)
 	}
-	_, err = Run(context.Background(), rerun)
+	_, err := Run(context.Background(), rerun)
 	renameDir = os.Rename
 	if err != nil {
 		t.Fatalf("rerun: %v", err)
@@ -287,10 +295,10 @@ func TestBuildEndToEnd(t *testing.T) {
 	if len(renamed) > 0 {
 		t.Errorf("the rerun renamed unchanged folders: %v", renamed)
 	}
-	if readSums(t, out4) != readSums(t, ref) {
+	if readSums(t, out) != readSums(t, ref) {
 		t.Fatal("SHA256SUMS changed on a rerun")
 	}
-	checkSums(t, out4)
+	checkSums(t, out)
 	// Cases rendered while processing went on count as done when
 	// assembly starts, so the first count varies.
 	if !regexp.MustCompile(`build: assembling: \d+/21 cases rendered, `).MatchString(log.String()) {
@@ -309,6 +317,7 @@ func TestBuildEndToEnd(t *testing.T) {
 // TestInterruptedBuildResumes kills a child build mid-run, resumes it and
 // compares SHA256SUMS with the uninterrupted reference build.
 func TestInterruptedBuildResumes(t *testing.T) {
+	t.Parallel()
 	ref := referenceBuild(t)
 	src := phantomManifest(t)
 	out := filepath.Join(t.TempDir(), "bi")
@@ -369,6 +378,7 @@ func TestInterruptedBuildResumes(t *testing.T) {
 // some candidates are rejected, disputed, unsure or stale, and one case
 // panics: the reports count each exactly once over the 1-worker walk.
 func TestReviewsAndFailures(t *testing.T) {
+	t.Parallel()
 	src := phantomManifest(t)
 	cfg := buildcfg.Default()
 	cfg.Lesions = []string{"edema", "effusion"}
@@ -377,12 +387,12 @@ func TestReviewsAndFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cands, _ := source.Sample(cases, cfg, 0)
+	cands, _, _ := source.Sample(context.Background(), cases, cfg, 0)
 	byList := map[string][]*source.Case{}
 	for _, c := range cands {
 		byList[c.Lesion+c.Label] = append(byList[c.Lesion+c.Label], c)
 	}
-	loader, err := source.NewLoader(cands, cfg, "", nil)
+	loader, err := source.NewLoader(nil, cands, cfg, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,6 +501,7 @@ func TestReviewsAndFailures(t *testing.T) {
 // (MIMIC-CXR-JPG tree, MIMIC-ILS JSON with 512×512 masks, CheXmask CSV)
 // and builds it.
 func TestMIMICLayoutBuild(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end build skipped in -short mode")
 	}
@@ -501,10 +512,10 @@ func TestMIMICLayoutBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cands, _ := source.Sample(cases, cfg, 0)
+	cands, _, _ := source.Sample(context.Background(), cases, cfg, 0)
 	dir := t.TempDir()
 	candPath := filepath.Join(dir, "candidates.jsonl")
-	if err := source.WriteCandidates(candPath, cands); err != nil {
+	if err := source.WriteCandidates(nil, candPath, cands); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "bench")
@@ -516,7 +527,7 @@ func TestMIMICLayoutBuild(t *testing.T) {
 	if sum.Included == 0 {
 		t.Fatal("no case included")
 	}
-	rep, err := validate.Run(out, validate.Options{Deep: true})
+	rep, err := validate.Run(context.Background(), out, validate.Options{Deep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,6 +589,7 @@ func overlapHooks(opt *Options) (seen *atomic.Bool) {
 // give its files byte for byte, so the comparison is of what the build
 // writes.
 func TestBundlePNGCompression(t *testing.T) {
+	t.Parallel()
 	ref := referenceBuild(t)
 	files := pngFiles(t, ref)
 	var images, masks []string

@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/deform"
 	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
@@ -63,7 +64,7 @@ func (a *assembly) inspect(ctx context.Context, spec string) error {
 			if p == "" {
 				p = "not included"
 			}
-			if err := inspectCase(a.e, it.c, a.opt.Out, p); err != nil {
+			if err := inspectCase(ctx, a.e, it.c, a.opt.Out, p); err != nil {
 				return global("inspect %s: %w", key, err)
 			}
 		}
@@ -81,6 +82,10 @@ type InspectOptions struct {
 	Dir    string // benchmark directory (with build_info.json)
 	Key    string
 	Source string // optional: manifest/candidates to find the case when work/ lacks it
+	// Job is the command's job: its context stops the case's processing,
+	// and it tracks the temporary files of the cache's atomic writes. Nil:
+	// neither.
+	Job *job.Job
 }
 
 // maxMetaBytes bounds a build's own JSON files read back by inspect.
@@ -128,7 +133,7 @@ func Inspect(opt InspectOptions) (string, error) {
 		return "", err
 	}
 	workDir := filepath.Join(opt.Dir, workDirName)
-	loader, err := source.NewLoader([]*source.Case{c}, cfg, workDir, nil)
+	loader, err := source.NewLoader(opt.Job, []*source.Case{c}, cfg, workDir, nil)
 	if err != nil {
 		return "", err
 	}
@@ -141,7 +146,7 @@ func Inspect(opt InspectOptions) (string, error) {
 		}
 	}
 	e := &env{cfg: cfg, seed: cfg.Seed, loader: loader}
-	if err := inspectCase(e, c, opt.Dir, path); err != nil {
+	if err := inspectCase(opt.Job.Context(), e, c, opt.Dir, path); err != nil {
 		return "", err
 	}
 	return filepath.Join(opt.Dir, inspectDir, opt.Key), nil
@@ -186,8 +191,9 @@ func findCase(opt InspectOptions, cfg buildcfg.Config) (*source.Case, error) {
 }
 
 // inspectCase re-runs c and writes its stages to <out>/inspect/<key_id>/
-// through a staging folder. It never changes a build result.
-func inspectCase(e *env, c *source.Case, out, pathName string) error {
+// through a staging folder. It never changes a build result. ctx ends
+// its processing (the build's, or the inspect command's job's).
+func inspectCase(ctx context.Context, e *env, c *source.Case, out, pathName string) error {
 	dir := filepath.Join(out, inspectDir)
 	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
 		return foreign(out, inspectDir)
@@ -199,7 +205,10 @@ func inspectCase(e *env, c *source.Case, out, pathName string) error {
 	if frame.IsTransient(in.err) {
 		return in.err
 	}
-	o, st := e.processCase(context.Background(), c, in)
+	o, st := e.processCase(ctx, c, in)
+	if err := ctx.Err(); err != nil {
+		return err // stopped: no view of a case cut short
+	}
 	if o.transient != nil {
 		return o.transient
 	}

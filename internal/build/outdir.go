@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -348,7 +349,7 @@ func (o *ownership) checkSource(out, given, real, sha string) error {
 }
 
 // save writes the marker (creating work/).
-func (o *ownership) save(out string) error {
+func (o *ownership) save(j *job.Job, out string) error {
 	if err := os.MkdirAll(filepath.Join(out, workDirName), 0o755); err != nil {
 		return safefile.Reason(err)
 	}
@@ -359,7 +360,7 @@ func (o *ownership) save(out string) error {
 		Set("source", ojson.Str(o.source)).
 		Set("source_sha256", ojson.Str(o.sourceSHA)).
 		Set("pending_keys", ojson.Strs(keys))
-	return atomicfile.WriteFile(filepath.Join(out, filepath.FromSlash(markerRelPath)), ojson.Marshal(v))
+	return atomicfile.WriteFile(j, filepath.Join(out, filepath.FromSlash(markerRelPath)), ojson.Marshal(v))
 }
 
 // mayRemove reports whether the bundle folder d/name was recorded as the

@@ -71,6 +71,7 @@ func with(base map[string]string, extra map[string]string, drop ...string) map[s
 // TestReadOwnership checks which directories a build accepts, and that a
 // refusal is one line naming the entry at fault and changes nothing.
 func TestReadOwnership(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		files  map[string]string // nil: the directory does not exist
@@ -136,6 +137,7 @@ func TestReadOwnership(t *testing.T) {
 // TestRemoveStaleOnlyRecorded: stale-entry cleanup removes a bundle folder
 // only when a build recorded it (SHA256SUMS or the marker's pending keys).
 func TestRemoveStaleOnlyRecorded(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	tree(t, out, map[string]string{
 		"chexpercept/a/x.png": "1", "chexpercept/b/x.png": "2", "chexpercept/c/x.png": "3",
@@ -158,6 +160,7 @@ func TestRemoveStaleOnlyRecorded(t *testing.T) {
 // but not inside a folder of its images or masks, and may not hold a
 // source file.
 func TestCheckSourceTree(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +209,7 @@ func TestCheckSourceTree(t *testing.T) {
 // build did not make: each exits with a global error (exit 2) and leaves
 // every file's bytes and modification time as they were.
 func TestBuildRefusesForeignOutput(t *testing.T) {
+	t.Parallel()
 	ref := referenceBuild(t)
 	src := phantomManifest(t)
 	phantomDir := filepath.Dir(src)
@@ -274,6 +278,7 @@ func TestBuildRefusesForeignOutput(t *testing.T) {
 // and through a link, then with other targets, whose stale folders are
 // removed, and back.
 func TestBuildRewritesOwnOutput(t *testing.T) {
+	t.Parallel()
 	ref := referenceBuild(t)
 	src := phantomManifest(t)
 	out := filepath.Join(t.TempDir(), "bench")
@@ -315,6 +320,7 @@ func TestBuildRewritesOwnOutput(t *testing.T) {
 // TestInspectRefuses: inspect writes only into a build's directory and
 // replaces only its own inspect folder.
 func TestInspectRefuses(t *testing.T) {
+	t.Parallel()
 	ref := referenceBuild(t)
 	root := t.TempDir()
 	bench := filepath.Join(root, "bench")

@@ -15,6 +15,7 @@ import (
 )
 
 func TestWarnUnknownReviews(t *testing.T) {
+	t.Parallel()
 	cases := []*source.Case{{CaseID: "1", Lesion: "edema"}, {CaseID: "2", Lesion: "edema"}}
 	many := []string{"edema_1"}
 	for i := 0; i < 7; i++ {
@@ -46,6 +47,7 @@ func TestWarnUnknownReviews(t *testing.T) {
 // are all foreign: the build warns about them, fails with a global error
 // and writes no chexpercept.json (an empty benchmark is invalid).
 func TestReviewsMatchingNoCandidate(t *testing.T) {
+	t.Parallel()
 	src := phantomManifest(t)
 	dir := t.TempDir()
 	revPath := filepath.Join(dir, "reviews.jsonl")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -117,7 +118,7 @@ func measureFloor(opt Options) (*floorResult, error) {
 }
 
 // writeTiming writes build_timing.json, the one non-reproducible file.
-func writeTiming(out string, start, processed, assembled, end time.Time, workers int, floor *floorResult) error {
+func writeTiming(j *job.Job, out string, start, processed, assembled, end time.Time, workers int, floor *floorResult) error {
 	secs := func(d time.Duration) *ojson.Value { return ojson.Float(d.Seconds()) }
 	v := ojson.NewObject().
 		Set("start", ojson.Str(start.UTC().Format(time.RFC3339Nano))).
@@ -140,5 +141,5 @@ func writeTiming(out string, start, processed, assembled, end time.Time, workers
 	} else {
 		v.Set("png_floor", ojson.Null())
 	}
-	return atomicfile.WriteFile(filepath.Join(out, timingJSON), ojson.Marshal(v))
+	return atomicfile.WriteFile(j, filepath.Join(out, timingJSON), ojson.Marshal(v))
 }

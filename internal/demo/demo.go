@@ -50,6 +50,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/phantom"
 	"github.com/chexpercept/chexpercept/internal/registry"
@@ -101,6 +102,12 @@ type Options struct {
 	Out     string    // demo directory (DefaultDir when empty)
 	Stdout  io.Writer // step lines, the headline table, then the index.html path
 	Workers int       // ≤ 0: number of CPUs
+	// Job is the command's job, shared by every step, the concurrent
+	// evaluations included: the demo is one command, which a signal
+	// stops as a whole, and it has no commit point (every step resumes).
+	// It tracks the temporary files of all the steps' writes. Nil tracks
+	// nothing.
+	Job *job.Job
 }
 
 // Result says where Run put things.
@@ -140,7 +147,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.NumCPU()
 	}
-	st, err := claimDir(abs)
+	st, err := claimDir(opt.Job, abs)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +226,7 @@ func (d *runner) print(first, indent, text string) {
 func (d *runner) run() error {
 	r := d.res
 	d.print("", "  ", fmt.Sprintf("chexpercept demo in %s (synthetic phantom data, never reviewed by a radiologist; step details in %s)", r.Dir, logFile))
-	if err := writeReadme(r.Dir); err != nil {
+	if err := writeReadme(d.opt.Job, r.Dir); err != nil {
 		return err
 	}
 	manifest, err := d.phantom()
@@ -263,7 +270,7 @@ func (d *runner) phantom() (string, error) {
 	}
 	t := time.Now()
 	sum, err := phantom.Generate(d.ctx, phantom.Options{OutDir: dir, CasesPerLesion: casesPerLesion, Negatives: negPerLesion,
-		Seed: phantomSeed, Workers: d.opt.Workers, Progress: d.log, FastPNG: true})
+		Seed: phantomSeed, Workers: d.opt.Workers, Progress: d.log, FastPNG: true, Job: d.opt.Job})
 	if err != nil {
 		return "", fmt.Errorf("demo: phantom: %w", err)
 	}
@@ -309,7 +316,7 @@ func (d *runner) build(manifest string) error {
 	cfg.Workers = d.opt.Workers
 	t := time.Now()
 	sum, err := build.Run(d.ctx, build.Options{Source: manifest, Out: dir, Config: cfg, Workers: d.opt.Workers,
-		Decisions: reviewlog.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: d.log, Stderr: d.log})
+		Decisions: reviewlog.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: d.log, Stderr: d.log, Job: d.opt.Job})
 	if err != nil {
 		return fmt.Errorf("demo: build: %w", err)
 	}
@@ -359,7 +366,7 @@ func skipReasons(name string) string {
 // validate checks the benchmark with --deep and returns its step line.
 func (d *runner) validate() (string, error) {
 	t := time.Now()
-	rep, err := validate.Run(d.res.Benchmark, validate.Options{Deep: true, Workers: d.opt.Workers})
+	rep, err := validate.Run(d.ctx, d.res.Benchmark, validate.Options{Deep: true, Workers: d.opt.Workers})
 	if err != nil {
 		return "", fmt.Errorf("demo: validate: %w", err)
 	}
@@ -580,6 +587,7 @@ func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, mod
 		ImageCacheBytes: demoImageCache,
 		CacheDir:        filepath.Join(d.res.Dir, cacheDir),
 		Log:             d.log,
+		Job:             d.opt.Job,
 	}
 	sum, err := eval.Run(d.ctx, o)
 	if err != nil {
@@ -608,14 +616,14 @@ func (d *runner) report() error {
 	for _, m := range simModels {
 		fmt.Fprintf(&doms, "%s: %s\n", m.name, m.domain)
 	}
-	if err := atomicfile.WriteFile(d.res.Domains, []byte(doms.String())); err != nil {
+	if err := atomicfile.WriteFile(d.opt.Job, d.res.Domains, []byte(doms.String())); err != nil {
 		return fmt.Errorf("demo: writing %s: %w", domainsFile, err)
 	}
-	res, err := report.Generate(report.Config{
+	res, err := report.Generate(d.ctx, report.Config{
 		Load:        runset.Loader([]string{d.res.Results}, runset.Options{Benchmark: d.res.Benchmark}),
 		Out:         d.res.Report,
 		DomainsFile: d.res.Domains,
-		Report:      report.Options{Version: version.String(), Workers: d.opt.Workers},
+		Report:      report.Options{Version: version.String(), Workers: d.opt.Workers, Job: d.opt.Job},
 	})
 	if res != nil {
 		for _, w := range res.Warnings {
@@ -741,7 +749,7 @@ func writeHeadline(w io.Writer, res *analysis.Result) {
 
 // claimDir makes dir a demo directory: it creates it, or accepts it when it
 // is empty or already carries the marker; anything else is refused.
-func claimDir(dir string) (*state, error) {
+func claimDir(j *job.Job, dir string) (*state, error) {
 	st, err := outdir.Require(dir, "demo", markerFile)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
@@ -768,24 +776,25 @@ func claimDir(dir string) (*state, error) {
 	if err := outdir.RemoveStale(dir, own, markerFile); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	return readState(marker)
+	return readState(j, marker)
 }
 
 // state is the marker file: a header line, then "step fingerprint" lines
 // for the steps that completed.
 type state struct {
+	job   *job.Job // tracks the marker's atomic rewrites
 	path  string
 	order []string
 	steps map[string]string
 }
 
-func readState(path string) (*state, error) {
+func readState(j *job.Job, path string) (*state, error) {
 	f, err := safefile.Open(path, safefile.NoFollow)
 	if err != nil {
 		return nil, fmt.Errorf("demo: reading %s: %w", path, err)
 	}
 	defer f.Close()
-	st := &state{path: path, steps: map[string]string{}}
+	st := &state{job: j, path: path, steps: map[string]string{}}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		step, fp, ok := strings.Cut(sc.Text(), " ")
@@ -827,7 +836,7 @@ func (s *state) save() error {
 			fmt.Fprintf(&b, "step:%s %s\n", step, fp)
 		}
 	}
-	if err := atomicfile.WriteFile(s.path, []byte(b.String())); err != nil {
+	if err := atomicfile.WriteFile(s.job, s.path, []byte(b.String())); err != nil {
 		return fmt.Errorf("demo: writing %s: %w", s.path, err)
 	}
 	return nil
@@ -838,7 +847,7 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func writeReadme(dir string) error {
+func writeReadme(j *job.Job, dir string) error {
 	text := `chexpercept demo output — SYNTHETIC, UNREVIEWED DATA
 
 Everything here was generated by "chexpercept demo". The radiographs are
@@ -866,7 +875,7 @@ same pixels); the benchmark is built with the default configuration.
 Run "chexpercept demo --out <this directory>" again to reuse the finished
 steps; delete the directory to start from scratch.
 `
-	if err := atomicfile.WriteFile(filepath.Join(dir, readmeFile), []byte(text)); err != nil {
+	if err := atomicfile.WriteFile(j, filepath.Join(dir, readmeFile), []byte(text)); err != nil {
 		return fmt.Errorf("demo: writing %s: %w", readmeFile, err)
 	}
 	return nil

@@ -63,7 +63,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if !strings.Contains(out.String(), "validate --deep: PASS, 21 records") {
 		t.Errorf("output lacks the deep validation's PASS line:\n%s", out.String())
 	}
-	rep, err := validate.Run(res.Benchmark, validate.Options{})
+	rep, err := validate.Run(context.Background(), res.Benchmark, validate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,6 +336,7 @@ func checkIndex(t *testing.T, res *Result) {
 
 // TestClaimDir checks which output directories the demo accepts.
 func TestClaimDir(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		setup   func(dir string) string // returns the --out path
@@ -371,7 +372,7 @@ func TestClaimDir(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := tc.setup(t.TempDir())
-			st, err := claimDir(out)
+			st, err := claimDir(nil, out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("claimDir: error %v, want %q", err, tc.wantErr)
@@ -406,6 +407,7 @@ func TestClaimDir(t *testing.T) {
 // TestStateRoundTrip checks that stamps survive a save and a read, and that
 // a reset step is forgotten.
 func TestStateRoundTrip(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), markerFile)
 	st := &state{path: p, steps: map[string]string{}}
 	if err := st.set("phantom", "version=1 seed=1"); err != nil {
@@ -417,7 +419,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if err := st.reset("build"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readState(p)
+	got, err := readState(nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
@@ -97,6 +98,11 @@ type Options struct {
 	// nil never abandons. Ending the ctx given to Run only stops starting
 	// new records.
 	Abandon <-chan struct{}
+
+	// Job is the command's job: it tracks the temporary files of the
+	// atomic writes (the manifest, the derived files). Nil tracks
+	// nothing.
+	Job *job.Job
 
 	Now func() time.Time
 }
@@ -177,7 +183,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	p, err := prepare(&o)
+	p, err := prepare(ctx, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +249,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	defer unlock()
-	man, err := openManifest(runDir, p.man)
+	man, err := openManifest(o.Job, runDir, p.man)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +269,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	todo, done := pending(p.bench, p.selected, prev, o.RetryErrors)
 	sum.AlreadyDone = done
 	if len(todo) > 0 {
-		if err := addEndpoints(runDir, man, p.man.Model.Endpoints); err != nil {
+		if err := addEndpoints(o.Job, runDir, man, p.man.Model.Endpoints); err != nil {
 			_ = store.Close()
 			return nil, err
 		}
@@ -344,14 +350,14 @@ type prepared struct {
 
 // prepare loads (and unless allowed otherwise, validates) the benchmark,
 // selects the records and names the run directory.
-func prepare(o *Options) (*prepared, error) {
+func prepare(ctx context.Context, o *Options) (*prepared, error) {
 	// Validation reads the file again on its own; the two overlap, and
 	// a load error is still the one reported first.
 	var verr error
 	var wg sync.WaitGroup
 	if !o.AllowInvalid {
 		wg.Add(1)
-		go func() { defer wg.Done(); _, verr = validate.Check(o.BenchDir) }()
+		go func() { defer wg.Done(); _, verr = validate.Check(ctx, o.BenchDir) }()
 	}
 	bench, err := benchdir.Load(o.BenchDir)
 	wg.Wait()
@@ -429,7 +435,7 @@ func openSums(bench *benchmark.Benchmark, log io.Writer) (*benchdir.Sums, error)
 // openManifest is the run directory's manifest: on resume the one
 // written by the first invocation (whose settings must equal man's), on
 // a fresh start man, written now.
-func openManifest(runDir string, man *results.Manifest) (*results.Manifest, error) {
+func openManifest(j *job.Job, runDir string, man *results.Manifest) (*results.Manifest, error) {
 	old, err := rundir.ReadManifest(runDir)
 	if err == nil {
 		if old.Schema != results.ManifestSchema {
@@ -450,7 +456,7 @@ func openManifest(runDir string, man *results.Manifest) (*results.Manifest, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(runDir, rundir.ManifestFile), b); err != nil {
+	if err := atomicfile.WriteFile(j, filepath.Join(runDir, rundir.ManifestFile), b); err != nil {
 		return nil, err
 	}
 	return man, nil
@@ -461,7 +467,7 @@ func openManifest(runDir string, man *results.Manifest) (*results.Manifest, erro
 // rewrites it: endpoints may change between restarts, and the manifest
 // names every endpoint a session with records to ask was started
 // against. Nothing is written when it names them all already.
-func addEndpoints(runDir string, man *results.Manifest, eps []string) error {
+func addEndpoints(j *job.Job, runDir string, man *results.Manifest, eps []string) error {
 	all := results.UnionEndpoints(man.Model.Endpoints, eps)
 	if slices.Equal(all, man.Model.Endpoints) {
 		return nil
@@ -471,7 +477,7 @@ func addEndpoints(runDir string, man *results.Manifest, eps []string) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(runDir, rundir.ManifestFile), b)
+	return atomicfile.WriteFile(j, filepath.Join(runDir, rundir.ManifestFile), b)
 }
 
 // execute asks the records of todo, closes the store, then writes the
@@ -488,7 +494,7 @@ func (r *runner) execute(ctx context.Context, man *results.Manifest, todo []int,
 	if err := r.recordRedactions(runDir, man); err != nil && runErr == nil {
 		runErr = err
 	}
-	rs, ferr := rundir.Finalize(runDir, man, nSelected, time.Since(start).Seconds())
+	rs, ferr := rundir.Finalize(o.Job, runDir, man, nSelected, time.Since(start).Seconds())
 	if ferr != nil && runErr == nil {
 		runErr = ferr
 	}
@@ -522,7 +528,7 @@ func (r *runner) recordRedactions(runDir string, man *results.Manifest) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(runDir, rundir.ManifestFile), b)
+	return atomicfile.WriteFile(r.o.Job, filepath.Join(runDir, rundir.ManifestFile), b)
 }
 
 // abandonContext is the context of the calls in flight: it ends when

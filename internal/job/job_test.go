@@ -205,3 +205,53 @@ func TestRunGraceRunsOut(t *testing.T) {
 		t.Fatalf("Run = %v, want an abandoned *Interrupted", err)
 	}
 }
+
+// TestRunWindDown: with WindDown the first signal ends the context only:
+// the work still writes on its way out, its error is returned as an
+// *Interrupted, and it is not abandoned.
+func TestRunWindDown(t *testing.T) {
+	t.Parallel()
+	s := sig()
+	err := Run(context.Background(), RunOptions{Signals: s, WindDown: true}, func(j *Job) error {
+		s <- syscall.SIGINT
+		<-j.Context().Done()
+		if !IsStop(j.Context()) {
+			return errors.New("the context ended for another reason")
+		}
+		release, err := j.Track(func() {})
+		if err != nil {
+			return err // the summary written on the way out
+		}
+		release()
+		return j.Context().Err()
+	})
+	var in *Interrupted
+	if !errors.As(err, &in) || in.Abandoned || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want a not abandoned *Interrupted wrapping context.Canceled", err)
+	}
+}
+
+// TestRunWindDownAbandoned: a winding-down job given up (second signal)
+// is stopped, so nothing registers a temporary after its removal.
+func TestRunWindDownAbandoned(t *testing.T) {
+	t.Parallel()
+	s := sig()
+	release := make(chan struct{})
+	defer close(release)
+	var j0 *Job
+	err := Run(context.Background(), RunOptions{Signals: s, WindDown: true, Grace: time.Hour}, func(j *Job) error {
+		j0 = j
+		s <- syscall.SIGINT
+		<-j.Context().Done()
+		s <- syscall.SIGINT
+		<-release
+		return nil
+	})
+	var in *Interrupted
+	if !errors.As(err, &in) || !in.Abandoned {
+		t.Fatalf("Run = %v, want an abandoned *Interrupted", err)
+	}
+	if _, err := j0.Track(func() {}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Track after giving up: %v, want ErrStopped", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
@@ -240,8 +241,9 @@ func MkdirAll(dir, rel string) (string, error) {
 
 // WriteFile writes data to dir/rel atomically (atomic against readers and
 // kills, not synced), creating the directories on the way; what Path
-// refuses is refused before anything is written.
-func WriteFile(dir, rel string, data []byte) error {
+// refuses is refused before anything is written. The temporary file is
+// registered with j (atomicfile.WriteFile).
+func WriteFile(j *job.Job, dir, rel string, data []byte) error {
 	if _, err := MkdirAll(dir, filepath.Dir(filepath.FromSlash(rel))); err != nil {
 		return err
 	}
@@ -249,12 +251,12 @@ func WriteFile(dir, rel string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFileNoSync(p, data)
+	return atomicfile.WriteFileNoSync(j, p, data)
 }
 
 // Create starts the atomic write of dir/rel (see WriteFile), for an
 // output written as a stream: Commit renames it into place.
-func Create(dir, rel string) (*atomicfile.File, error) {
+func Create(j *job.Job, dir, rel string) (*atomicfile.File, error) {
 	if _, err := MkdirAll(dir, filepath.Dir(filepath.FromSlash(rel))); err != nil {
 		return nil, err
 	}
@@ -262,7 +264,7 @@ func Create(dir, rel string) (*atomicfile.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return atomicfile.Create(p)
+	return atomicfile.Create(j, p)
 }
 
 // SameFile reports whether the output path out names one of the inputs

@@ -178,12 +178,12 @@ func TestWriteNeverThroughLinks(t *testing.T) {
 		"file/x.txt":    "file",
 		"data/sub/x.js": "data",
 	} {
-		err := WriteFile(out, rel, []byte("new"))
+		err := WriteFile(nil, out, rel, []byte("new"))
 		var r *Refused
 		if !errors.As(err, &r) || r.Entry != entry {
 			t.Errorf("WriteFile(%s) = %v, want a refusal naming %s", rel, err, entry)
 		}
-		if _, err := Create(out, rel); !errors.As(err, &r) {
+		if _, err := Create(nil, out, rel); !errors.As(err, &r) {
 			t.Errorf("Create(%s) = %v, want a refusal", rel, err)
 		}
 	}
@@ -197,10 +197,10 @@ func TestWriteNeverThroughLinks(t *testing.T) {
 		t.Errorf("CheckTree of a clean tree: %v", err)
 	}
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, root))
-	if err := WriteFile(out, "ok/new/deep.txt", []byte("new")); err != nil {
+	if err := WriteFile(nil, out, "ok/new/deep.txt", []byte("new")); err != nil {
 		t.Errorf("a clean write: %v", err)
 	}
-	if err := WriteFile(out, "../escape", nil); err == nil {
+	if err := WriteFile(nil, out, "../escape", nil); err == nil {
 		t.Error("a path outside the directory was written")
 	}
 }

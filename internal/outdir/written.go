@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
@@ -111,7 +112,7 @@ func listed(dir, marker string, owns func(rel string) bool) (map[string]bool, er
 // accepts that are new or replaced since before, taken by ListOwned when
 // the run began (every owned file is written by an atomic rename, so a
 // rewritten file is a new file).
-func FinishOwned(dir, marker, text string, owns func(rel string) bool, before *Owned) error {
+func FinishOwned(j *job.Job, dir, marker, text string, owns func(rel string) bool, before *Owned) error {
 	after, err := ownedFiles(dir, marker, owns)
 	if err != nil {
 		return err
@@ -141,5 +142,5 @@ func FinishOwned(dir, marker, text string, owns func(rel string) bool, before *O
 			}
 		}
 	}
-	return WriteFile(dir, marker, []byte(strings.TrimSuffix(text, "\n")+"\n"+strings.Join(wrote, "\n")+"\n"))
+	return WriteFile(j, dir, marker, []byte(strings.TrimSuffix(text, "\n")+"\n"+strings.Join(wrote, "\n")+"\n"))
 }

@@ -28,7 +28,7 @@ func TestManifestThroughBuilderPackages(t *testing.T) {
 	if err != nil || isCand || len(cases) != 28 {
 		t.Fatalf("ReadSource: %d cases, cand %v, err %v", len(cases), isCand, err)
 	}
-	ld, err := source.NewLoader(cases, cfg, "", nil)
+	ld, err := source.NewLoader(nil, cases, cfg, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -57,6 +58,9 @@ type Options struct {
 	// its shape family (LesionDef.Phantom; Shapes lists them). Nil means
 	// the built-in seven.
 	Lesions []benchmark.LesionDef
+	// Job is the command's job: it tracks the temporary files of the
+	// writes (atomicfile). Nil tracks nothing.
+	Job *job.Job
 }
 
 // Summary reports what Generate wrote.
@@ -170,7 +174,7 @@ func Generate(ctx context.Context, opt Options) (Summary, error) {
 	}
 	// A set rewritten with fewer cases keeps none of the earlier cases'
 	// images and masks.
-	if err := outdir.FinishOwned(opt.OutDir, MarkerName, markerText, isPhantomFile, before); err != nil {
+	if err := outdir.FinishOwned(opt.Job, opt.OutDir, MarkerName, markerText, isPhantomFile, before); err != nil {
 		return sum, fmt.Errorf("phantom: %w", err)
 	}
 	return sum, nil
@@ -337,7 +341,7 @@ func (g *generated) generateCase(opt Options, specs []caseSpec, i, per int, s *s
 	if err != nil {
 		return fmt.Errorf("phantom: %w", err)
 	}
-	n, err := enc.writeCase(opt.OutDir, cs, cd)
+	n, err := enc.writeCase(opt.Job, opt.OutDir, cs, cd)
 	if err != nil {
 		return err
 	}
@@ -376,11 +380,11 @@ func (g *generated) writeIndex(opt Options, specs []caseSpec, per int, sum *Summ
 	if err := enc.Encode(&buf, sheet); err != nil {
 		return fmt.Errorf("phantom: encode contact sheet: %w", err)
 	}
-	if err := atomicfile.WriteFileNoSync(sum.Sheet, buf.Bytes()); err != nil {
+	if err := atomicfile.WriteFileNoSync(opt.Job, sum.Sheet, buf.Bytes()); err != nil {
 		return err
 	}
 	sum.Files++
-	return atomicfile.WriteFileNoSync(sum.Manifest, man.Bytes())
+	return atomicfile.WriteFileNoSync(opt.Job, sum.Manifest, man.Bytes())
 }
 
 // encoder is png.Encoder with default compression (or the fastest, for
@@ -410,7 +414,7 @@ func (e *encoder) Encode(w io.Writer, m image.Image) error {
 
 // writeCase writes the image and masks of one case; it returns the number
 // of files written.
-func (e *encoder) writeCase(dir string, cs caseSpec, cd *caseData) (int, error) {
+func (e *encoder) writeCase(j *job.Job, dir string, cs caseSpec, cd *caseData) (int, error) {
 	line := cs.line(cd.report)
 	type out struct {
 		rel    string
@@ -441,7 +445,7 @@ func (e *encoder) writeCase(dir string, cs caseSpec, cd *caseData) (int, error) 
 		if err := e.Encode(&buf, g); err != nil {
 			return 0, fmt.Errorf("phantom: encode %s: %w", o.rel, err)
 		}
-		if err := atomicfile.WriteFileNoSync(filepath.Join(dir, filepath.FromSlash(o.rel)), buf.Bytes()); err != nil {
+		if err := atomicfile.WriteFileNoSync(j, filepath.Join(dir, filepath.FromSlash(o.rel)), buf.Bytes()); err != nil {
 			return 0, err
 		}
 	}

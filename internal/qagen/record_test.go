@@ -2,6 +2,7 @@ package qagen
 
 import (
 	"bytes"
+	"context"
 	"image"
 	"os"
 	"path/filepath"
@@ -134,10 +135,10 @@ func writeImages(t *testing.T, dir string, gray *image.Gray, bc builtCase, cfg b
 // already there) and fails the test on any validator finding above info.
 func writeValidated(t *testing.T, dir string, recs []*benchmark.Record) *validate.Report {
 	t.Helper()
-	if err := benchdir.WriteJSON(dir, recs); err != nil {
+	if err := benchdir.WriteJSON(nil, dir, recs); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := validate.Run(dir, validate.Options{Deep: true})
+	rep, err := validate.Run(context.Background(), dir, validate.Options{Deep: true})
 	if err != nil {
 		t.Fatal(err)
 	}

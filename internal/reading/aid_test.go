@@ -70,6 +70,7 @@ func (c *client) post(tp turnPage, stage string, opts ...int) (int, string) {
 // scores 100 %, the aided one record by record like the model's own run;
 // their manifests name the study, the reader, the arm and the aid run.
 func TestAidedStudy(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	oracle := protocol.OracleImplicit
 	aidDir := modelRun(t, bench, oracle)
@@ -128,7 +129,7 @@ func TestAidedStudy(t *testing.T) {
 		t.Fatalf("%d turns", turns)
 	}
 	out := t.TempDir()
-	runs, err := Export(context.Background(), st.store, out, false)
+	runs, err := Export(context.Background(), nil, st.store, out, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +174,7 @@ func TestAidedStudy(t *testing.T) {
 // without its page having been loaded, but a final answer only once the
 // page has shown the model's answer.
 func TestAidedStudyPostWithoutPage(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	st := newAidedStudy(t, bench, protocol.OracleNone, modelRun(t, bench, protocol.OracleNone))
 	c := st.signIn("reader1")
@@ -201,6 +203,7 @@ func TestAidedStudyPostWithoutPage(t *testing.T) {
 // benchmark and oracle mode that holds every selected record; anything
 // else is refused in one line and leaves no database behind.
 func TestInitAidRefused(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	good := modelRun(t, bench, protocol.OracleImplicit)
 	edit := func(name string, f func(dir string)) string {
@@ -258,6 +261,7 @@ func TestInitAidRefused(t *testing.T) {
 
 // TestModelAnswer: what the page says of each kind of model turn.
 func TestModelAnswer(t *testing.T) {
+	t.Parallel()
 	yes, no := true, false
 	two := []int{2}
 	multi := []int{3, 1}

@@ -12,6 +12,7 @@ import (
 // TestBrowserAccessibility: axe-core finds no serious or critical
 // violation on the reading app's sign-in page, a turn, and the end page.
 func TestBrowserAccessibility(t *testing.T) {
+	t.Parallel()
 	axe := browsertest.AxeScript(t)
 	newCtx := browser(t)
 	st := newStudy(t, testBench(t), protocol.OracleImplicit)

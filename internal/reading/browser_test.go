@@ -143,6 +143,7 @@ func (st *study) readAll(t *testing.T, ctx context.Context, reader string, gt bo
 // holds an answer. The page fits 1400×1000 and 390×844 windows with the
 // radiograph visible.
 func TestBrowserReading(t *testing.T) {
+	t.Parallel()
 	newCtx := browser(t)
 	bench := testBench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
@@ -216,6 +217,7 @@ type viewer struct {
 // serious or critical axe-core violation, and an empty multi-select
 // submit says why nothing was sent.
 func TestBrowserRadiographOnEveryTurn(t *testing.T) {
+	t.Parallel()
 	newCtx := browser(t)
 	axe := browsertest.AxeScript(t)
 	bench := testBench(t)
@@ -415,6 +417,7 @@ const aidState = `(() => { const s = (` + pageState + `); if (s === "" || s === 
 // page with the model's answer has no serious or critical axe-core
 // violation.
 func TestBrowserAidedStudy(t *testing.T) {
+	t.Parallel()
 	newCtx := browser(t)
 	axe := browsertest.AxeScript(t)
 	bench := testBench(t)
@@ -472,7 +475,7 @@ func TestBrowserAidedStudy(t *testing.T) {
 	if unaided != final || unaided < 2*len(bench.Records) {
 		t.Fatalf("%d unaided and %d final answers", unaided, final)
 	}
-	runs, err := Export(context.Background(), st.store, t.TempDir(), false)
+	runs, err := Export(context.Background(), nil, st.store, t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

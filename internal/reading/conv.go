@@ -42,8 +42,9 @@ type Exchange struct {
 // Replay runs rec's conversation with the reader's stored answers. When
 // every asked turn is answered it returns the scored record (timed by the
 // answers) and a nil Pending; otherwise the record is nil and Pending is
-// the first unanswered turn.
-func Replay(rec *benchmark.Record, index int, benchDir string, oracle protocol.OracleMode, answers []Answer) (*results.Record, *Pending, error) {
+// the first unanswered turn. ctx is the protocol's (a request's, or an
+// export's): a replay stops when it ends.
+func Replay(ctx context.Context, rec *benchmark.Record, index int, benchDir string, oracle protocol.OracleMode, answers []Answer) (*results.Record, *Pending, error) {
 	plan, err := protocol.Plan(rec, benchDir)
 	if err != nil {
 		return nil, nil, err
@@ -98,7 +99,7 @@ func Replay(rec *benchmark.Record, index int, benchDir string, oracle protocol.O
 		return protocol.Reply{}, errWaiting
 	}
 	opts := protocol.Options{BenchDir: benchDir, Index: index, Oracle: oracle, Parse: parse.ModeReference, Now: now}
-	res := protocol.Run(context.Background(), rec, opts, call)
+	res := protocol.Run(ctx, rec, opts, call)
 	if pend != nil {
 		return nil, pend, nil
 	}

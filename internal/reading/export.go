@@ -9,6 +9,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/profile"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -76,8 +77,9 @@ func arms(st *Study, reader string) []arm {
 // whose every turn has its final answer. A reader without a finished
 // record gets no directory. A directory that already holds a run is
 // replaced only with force; the check covers every run before anything
-// is written.
-func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRun, error) {
+// is written. j, the command's job, tracks the temporary files, and
+// marking the runs finished is its commit point (runs.Finish).
+func Export(ctx context.Context, j *job.Job, s *Store, out string, force bool) ([]ExportedRun, error) {
 	st, err := s.Study(ctx)
 	if err != nil {
 		return nil, err
@@ -133,7 +135,7 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 					wall += float64(t.TotalMS) / 1000
 				}
 			}
-			unlock, err := runs.WriteUnfinished(dir, m, recs, len(keys), wall)
+			unlock, err := runs.WriteUnfinished(j, dir, m, recs, len(keys), wall)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", r.Name, err)
 			}
@@ -142,7 +144,7 @@ func Export(ctx context.Context, s *Store, out string, force bool) ([]ExportedRu
 			outRuns = append(outRuns, ExportedRun{Reader: r.Name, Arm: a.name, Dir: dir, Finished: len(recs), Selected: len(keys)})
 		}
 	}
-	if err := runs.Finish(written...); err != nil {
+	if err := runs.Finish(j, written...); err != nil {
 		return nil, err
 	}
 	return outRuns, nil
@@ -176,7 +178,7 @@ func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st
 		if err != nil {
 			return nil, nil, err
 		}
-		res, _, err := Replay(rec, it.BenchIndex, bench.Dir, oracle, ans)
+		res, _, err := Replay(ctx, rec, it.BenchIndex, bench.Dir, oracle, ans)
 		if err != nil {
 			return nil, nil, fmt.Errorf("record %s: %w", rec.KeyID, err)
 		}
@@ -186,7 +188,7 @@ func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st
 				first[i] = Answer{Seq: a.Seq, ShownMS: a.ShownMS, Text: a.Unaided, AnsweredMS: a.UnaidedMS}
 			}
 			var pend *Pending
-			if res, pend, err = Replay(rec, it.BenchIndex, bench.Dir, oracle, first); err != nil {
+			if res, pend, err = Replay(ctx, rec, it.BenchIndex, bench.Dir, oracle, first); err != nil {
 				return nil, nil, fmt.Errorf("record %s, unaided answers: %w", rec.KeyID, err)
 			}
 			if pend != nil {

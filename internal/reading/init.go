@@ -79,7 +79,10 @@ func openSums(b *benchmark.Benchmark) (*benchdir.Sums, string, error) {
 // selection, so `eval --sample K --sample-seed S` asks the same ones), each
 // reader's order (a shuffle seeded by the seed and the reader's name) and
 // the accounts. It returns the readers' credentials, then the admin's,
-// which it gives to o.Deliver before it publishes the database.
+// which it gives to o.Deliver before it publishes the database. Once ctx
+// ends (checked at every record and between the steps) it stops with
+// ctx's error and leaves nothing; publishing the database is o.Job's
+// commit point.
 func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, err error) {
 	if o.Readers < 1 || o.Readers > MaxReaders {
 		return nil, 0, fmt.Errorf("readers %d: want 1 to %d", o.Readers, MaxReaders)
@@ -112,6 +115,9 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	// the build's: a study never starts on a changed benchmark.
 	checked := map[string]bool{}
 	for _, i := range idx {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
 		plan, err := protocol.Plan(o.Bench.Records[i], o.Bench.Dir)
 		if err != nil {
 			return nil, 0, err
@@ -180,6 +186,9 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading db %s: %w", o.DB, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
 	}
 	if o.Deliver != nil {
 		if err := o.Deliver(creds); err != nil {

@@ -21,6 +21,7 @@ import (
 // request is refused or fails, every reader finishes, and every
 // acknowledged answer is stored once.
 func TestManyReadersAtOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("60 concurrent readers")
 	}

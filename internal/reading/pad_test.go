@@ -11,6 +11,7 @@ import (
 // same pixels, and a target without room for the chunk or a file that is
 // not a PNG is refused.
 func TestPadPNG(t *testing.T) {
+	t.Parallel()
 	img := image.NewGray(image.Rect(0, 0, 17, 9))
 	for i := range img.Pix {
 		img.Pix[i] = uint8(i * 7)

@@ -343,6 +343,7 @@ func derefF(s *float64) any {
 // picks option 1 scores record by record exactly like eval's "first"
 // policy, and a reader who answers the ground truth scores 100 %.
 func TestReadersScoreLikeModels(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
 		t.Run(string(oracle), func(t *testing.T) {
@@ -365,6 +366,7 @@ func TestReadersScoreLikeModels(t *testing.T) {
 // reader (pages, images, assets, refusals) holds no ground truth, no
 // option file name and no verdict.
 func TestNoAnswerReachesTheBrowser(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
 		st := newStudy(t, bench, oracle)
@@ -409,7 +411,7 @@ func (st *study) checkNoLeak(t *testing.T) {
 func (st *study) checkExport(t *testing.T, oracle protocol.OracleMode) []ExportedRun {
 	t.Helper()
 	bench := st.bench
-	runs, err := Export(context.Background(), st.store, t.TempDir(), false)
+	runs, err := Export(context.Background(), nil, st.store, t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,6 +456,7 @@ func (st *study) checkExport(t *testing.T, oracle protocol.OracleMode) []Exporte
 // the turn on screen can be answered, and a future turn's images are not
 // served.
 func TestAnswersAreFinal(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	st := newStudy(t, bench, protocol.OracleNone)
 	c := st.signIn("reader1")
@@ -507,6 +510,7 @@ func TestAnswersAreFinal(t *testing.T) {
 // TestResumeAfterRestart: a server restarted mid-record shows the next
 // unanswered turn, and the export equals an uninterrupted session's.
 func TestResumeAfterRestart(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleImplicit, protocol.OracleExplicit} {
 		st := newStudy(t, bench, oracle)
@@ -523,14 +527,14 @@ func TestResumeAfterRestart(t *testing.T) {
 		}
 		st.work(c, true, -1)
 		st.work(st.signIn("reader1"), false, -1)
-		runs, err := Export(context.Background(), st.store, t.TempDir(), false)
+		runs, err := Export(context.Background(), nil, st.store, t.TempDir(), false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ref := newStudy(t, bench, oracle)
 		ref.work(ref.signIn("reader2"), true, -1)
 		ref.work(ref.signIn("reader1"), false, -1)
-		refRuns, err := Export(context.Background(), ref.store, t.TempDir(), false)
+		refRuns, err := Export(context.Background(), nil, ref.store, t.TempDir(), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -548,6 +552,7 @@ func TestResumeAfterRestart(t *testing.T) {
 // TestTimePerTurn: a turn's time runs from its first display (a reload
 // does not restart it) to its stored answer, and the export carries it.
 func TestTimePerTurn(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	st := newStudy(t, bench, protocol.OracleNone)
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -575,7 +580,7 @@ func TestTimePerTurn(t *testing.T) {
 			t.Fatalf("answer: %d", code)
 		}
 	}
-	runs, err := Export(context.Background(), st.store, t.TempDir(), false)
+	runs, err := Export(context.Background(), nil, st.store, t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,6 +602,7 @@ func TestTimePerTurn(t *testing.T) {
 // file keeps every byte: the WAL switch of the read-write connection must
 // not run before the file is known to be a reading database.
 func TestOpenLeavesAForeignDatabaseAlone(t *testing.T) {
+	t.Parallel()
 	appdbtest.ForeignRefused(t, func(path string) error { _, err := Open(path); return err }, "not a chexpercept reading database")
 }
 
@@ -604,6 +610,7 @@ func TestOpenLeavesAForeignDatabaseAlone(t *testing.T) {
 // refused (here another application's) keeps no -wal or -shm file that
 // the reading connection made beside it.
 func TestOpenLeavesNoSideFilesItMade(t *testing.T) {
+	t.Parallel()
 	appdbtest.ForeignWALRefused(t, func(path string) error { _, err := Open(path); return err }, "not a chexpercept reading database")
 }
 
@@ -611,6 +618,7 @@ func TestOpenLeavesNoSideFilesItMade(t *testing.T) {
 // where the new database's would go is someone else's; init refuses and
 // the file keeps its bytes (SQLite would replay or delete it).
 func TestInitKeepsForeignSideFiles(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
 		t.Run(suffix, func(t *testing.T) {
@@ -637,13 +645,14 @@ func TestInitKeepsForeignSideFiles(t *testing.T) {
 // manifest), stops the export before any reader's run is written, even
 // with force; the outside folder and the foreign file keep their bytes.
 func TestExportChecksEveryTargetFirst(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	st := newStudy(t, bench, protocol.OracleNone)
 	for _, name := range []string{"reader1", "reader2"} {
 		st.work(st.signIn(name), false, -1) // every record
 	}
 	probe := t.TempDir()
-	runs, err := Export(context.Background(), st.store, probe, false)
+	runs, err := Export(context.Background(), nil, st.store, probe, false)
 	if err != nil || len(runs) != 2 || runs[1].Dir == "" {
 		t.Fatalf("export: %+v, %v", runs, err)
 	}
@@ -657,7 +666,7 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 		if err := os.Symlink(outside, filepath.Join(out, rel)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Export(context.Background(), st.store, out, true); err == nil {
+		if _, err := Export(context.Background(), nil, st.store, out, true); err == nil {
 			t.Fatal("a linked run folder was accepted")
 		}
 		if ents, _ := os.ReadDir(outside); len(ents) != 0 {
@@ -677,7 +686,7 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(target, rundir.ResultsFile), foreign, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Export(context.Background(), st.store, out, true); err == nil {
+		if _, err := Export(context.Background(), nil, st.store, out, true); err == nil {
 			t.Fatal("a foreign results.jsonl was replaced")
 		}
 		if got, _ := os.ReadFile(filepath.Join(target, rundir.ResultsFile)); string(got) != string(foreign) {
@@ -690,6 +699,7 @@ func TestExportChecksEveryTargetFirst(t *testing.T) {
 // a database edited to hold a huge answer is refused with the record named,
 // before the answer is read whole or scored.
 func TestAnswersRefusesOversizedAnswer(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "reading.db")
 	s, c, err := create(nil, path)
 	if err != nil {
@@ -767,6 +777,7 @@ func sealedBench(t *testing.T) (bench *benchmark.Benchmark, change func()) {
 // error, never the image); a benchmark without SHA256SUMS is used with a
 // warning.
 func TestChangedBenchmarkRefused(t *testing.T) {
+	t.Parallel()
 	t.Run("init", func(t *testing.T) {
 		bench, change := sealedBench(t)
 		change()
@@ -830,6 +841,7 @@ func TestChangedBenchmarkRefused(t *testing.T) {
 // first, and a repeated POST is 409 on every turn, the last included (the
 // end page then keeps the status).
 func TestOneAnswerRule(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	st := newStudy(t, bench, protocol.OracleNone)
 	c := st.signIn("reader1")
@@ -885,6 +897,7 @@ func TestOneAnswerRule(t *testing.T) {
 // leaves nothing, and a file that appears at the name during Deliver is
 // kept and the init refused.
 func TestInitDeliversBeforePublishing(t *testing.T) {
+	t.Parallel()
 	bench := testBench(t)
 	for _, tc := range []struct {
 		name    string

@@ -154,7 +154,7 @@ func (srv *Server) locate(ctx context.Context, readerID int64) (*current, error)
 		if err != nil {
 			return nil, err
 		}
-		_, pend, err := Replay(rec, it.BenchIndex, srv.bench.Dir, srv.oracle, ans)
+		_, pend, err := Replay(ctx, rec, it.BenchIndex, srv.bench.Dir, srv.oracle, ans)
 		if err != nil {
 			return nil, fmt.Errorf("record %s: %w", textsafe.OneLine(rec.KeyID), err)
 		}

@@ -52,6 +52,7 @@ func phantomBench(t *testing.T, rr int) *benchmark.Benchmark {
 // at the same byte length. The ground truth comes from the plan, read by
 // the test; the sizes are what the browser receives.
 func TestCandidateSizesCarryNoAnswer(t *testing.T) {
+	t.Parallel()
 	bench := phantomBench(t, 2)
 	st := newStudy(t, bench, protocol.OracleImplicit)
 	c := st.signIn("reader2")

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,7 +41,7 @@ func BenchmarkReport14x2100(b *testing.B) {
 	for b.Loop() {
 		n++
 		out := filepath.Join(tmp, fmt.Sprintf("report-%d", n))
-		res, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{}})
+		res, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 // item of the item browser opens from the keyboard (Tab to its row,
 // Enter).
 func TestBrowserAccessibility(t *testing.T) {
+	t.Parallel()
 	axe := browsertest.AxeScript(t)
 	ctx := openSmallReport(t)
 	if n := evalInt(t, ctx, `document.querySelectorAll("td.na").length`); n == 0 {

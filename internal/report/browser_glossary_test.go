@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func longSamplingReport(t *testing.T) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
 		t.Fatal(err)
 	}
 	if md := string(read(t, filepath.Join(out, "report.md"))); !strings.Contains(md, "repetition_penalty") {
@@ -45,6 +46,7 @@ func longSamplingReport(t *testing.T) string {
 // listed term and code has a definition in the page's glossary, every
 // link to a definition lands on one, and each plot is shown once.
 func TestBrowserGlossaryFits(t *testing.T) {
+	t.Parallel()
 	exe := browsertest.Chromium(t)
 	planted, _ := plantedReport(t)
 	reports := []struct{ name, dir string }{

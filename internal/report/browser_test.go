@@ -27,6 +27,7 @@ func newBrowser(t *testing.T, exe, profile string) (context.Context, context.Can
 // time from navigation start until the item browser is ready, and the
 // time to open an item.
 func TestBrowserLargeInteractive(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("CHX_LARGE_REPORT")
 	if dir == "" {
 		t.Skip("set CHX_LARGE_REPORT=REPORT_DIR to time a large report in Chromium")
@@ -61,7 +62,7 @@ func openSmallReport(t *testing.T) context.Context {
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 100}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 100}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := newBrowser(t, exe, filepath.Join(tmp, "chrome-profile"))
@@ -79,6 +80,7 @@ func openSmallReport(t *testing.T) context.Context {
 // opened from disk: the leaderboard renders, a filter narrows the item
 // list, an item opens with its images loaded; a screenshot is saved.
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	ctx := openSmallReport(t)
 	eval := func(expr string) int { t.Helper(); return evalInt(t, ctx, expr) }
 	if n := eval(`document.querySelectorAll("#leaderboard table.leaderboard tbody tr").length`); n < 1 {
@@ -155,6 +157,7 @@ func TestBrowser(t *testing.T) {
 // findings section renders its verdicts, tables and plot, and the
 // navigation links to it.
 func TestBrowserFindings(t *testing.T) {
+	t.Parallel()
 	exe := browsertest.Chromium(t)
 	out := findingsReport(t)
 	ctx, cancel := newBrowser(t, exe, t.TempDir())

@@ -19,6 +19,7 @@ import (
 // opens on a model under test. CHX_WIDTH_REPORT=DIR checks another
 // report the same way.
 func TestBrowserWidth(t *testing.T) {
+	t.Parallel()
 	exe := browsertest.Chromium(t)
 	out, _ := plantedReport(t)
 	if d := os.Getenv("CHX_WIDTH_REPORT"); d != "" {

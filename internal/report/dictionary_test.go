@@ -224,6 +224,7 @@ func reportColumns(t *testing.T, out string) map[string][]string {
 // (CSV header, JSON member, Parquet column) that docs/data-dictionary.md
 // does not list for it, or when a concept is described twice there.
 func TestDataDictionary(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(dictionaryFile)
 	if err != nil {
 		t.Fatal(err)
@@ -293,6 +294,7 @@ func TestDataDictionary(t *testing.T) {
 // TestDataDictionaryParser: the checker itself sees a missing column, a
 // concept described twice and a shared name that is not shared.
 func TestDataDictionaryParser(t *testing.T) {
+	t.Parallel()
 	md := "## Shared columns\n\n| Name | Type | Meaning | Null |\n|---|---|---|---|\n| `run` | string | the run | never |\n\n" +
 		"## Files\n\n### `x.csv`\n\nShared columns: `run`, `nope`.\n\n| Column | Type | Meaning | Null |\n|---|---|---|---|\n| `a`, `b` | int | counts | never |\n| `run` | string | the run again | never |\n"
 	d := parseDictionary([]byte(md))

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"encoding/csv"
 	"fmt"
 	"os"
@@ -77,7 +78,7 @@ func findingsReportWorkers(t *testing.T, workers int) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, DomainsFile: df,
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, DomainsFile: df,
 		Analysis: analysis.Options{Bootstrap: 400, Workers: workers}, Report: Options{Workers: workers}}); err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +88,7 @@ func findingsReportWorkers(t *testing.T, workers int) string {
 // The Done-when test: medical − general excludes 0 at stage 3 and
 // includes it at stage 1, in ext_domain_diff.csv.
 func TestFindingsDomainDifference(t *testing.T) {
+	t.Parallel()
 	out := findingsReport(t)
 	rows := readCSV(t, filepath.Join(out, "ext_domain_diff.csv"))
 	if got := strings.Join(rows[0], ","); got != "comparison,oracle_mode,path,stage,difference,ci_low,ci_high,p_value" {
@@ -152,6 +154,7 @@ func TestFindingsDomainDifference(t *testing.T) {
 // One model per group (the registry's domains and base): the findings
 // say "undecided", and the matched pair shows its discordant counts.
 func TestFindingsOneModelPerGroup(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	recs := benchtest.Full(2)
 	index := map[string]int{}
@@ -163,7 +166,7 @@ func TestFindingsOneModelPerGroup(t *testing.T) {
 		&analysistest.Run{Provider: "opensource", Label: "medgemma", Oracle: "none", Policy: domainPolicy(index, 1, true)},
 	)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 200}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 200}}); err != nil {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))
@@ -194,6 +197,7 @@ func TestFindingsOneModelPerGroup(t *testing.T) {
 
 // The findings files are the same bytes at any worker count.
 func TestFindingsDeterministic(t *testing.T) {
+	t.Parallel()
 	a, b := findingsReportWorkers(t, 1), findingsReportWorkers(t, 4)
 	for _, f := range []string{"ext_domain.csv", "ext_domain_diff.csv", "ext_domain_decay.csv", "report.md", "plot_domain_groups_oracle_none.svg", "plot_domain_groups_oracle_none.png"} {
 		if string(read(t, filepath.Join(a, f))) != string(read(t, filepath.Join(b, f))) {
@@ -205,10 +209,11 @@ func TestFindingsDeterministic(t *testing.T) {
 // Runs whose models have no domain give no findings and no warning, and
 // report.md says how to give groups.
 func TestFindingsWithoutDomains(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), &analysistest.Run{Provider: "opensource", Label: "some--raw-model", Oracle: "none", Policy: analysistest.Oracle})
 	out := filepath.Join(tmp, "report")
-	res, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}})
+	res, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +256,7 @@ func BenchmarkReport14x2100Findings(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		res, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: filepath.Join(tmp, fmt.Sprintf("report-%d", n)), DomainsFile: df})
+		res, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: filepath.Join(tmp, fmt.Sprintf("report-%d", n)), DomainsFile: df})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 // TestGlossaryMarkdown: report.md ends with the same glossary as
 // index.html, one definition per term, and its anchors are unique.
 func TestGlossaryMarkdown(t *testing.T) {
+	t.Parallel()
 	out, _ := plantedReport(t)
 	md := string(read(t, filepath.Join(out, "report.md")))
 	i := strings.LastIndex(md, "\n## Glossary\n")

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
@@ -63,7 +65,7 @@ func newPlotLink(j plotJob, runs []*analysis.RunResult) plotLink {
 // ThumbSize is the longest side of an embedded thumbnail, in pixels.
 const ThumbSize = 384
 
-func writeHTML(res *analysis.Result, d *doc, jobs []plotJob, dir string, opts Options) error {
+func writeHTML(ctx context.Context, res *analysis.Result, d *doc, jobs []plotJob, dir string, opts Options) error {
 	var runs []*analysis.RunResult
 	for _, rr := range res.Runs {
 		if rr.Scored {
@@ -75,7 +77,7 @@ func writeHTML(res *analysis.Result, d *doc, jobs []plotJob, dir string, opts Op
 	prefix := ""
 	if b := res.Set.Bench; b != nil {
 		if opts.EmbedImages {
-			if err := embedImages(b.Dir, dir, items, opts.Workers); err != nil {
+			if err := embedImages(ctx, opts.Job, b.Dir, dir, items, opts.Workers); err != nil {
 				return err
 			}
 			prefix = "img/"
@@ -99,13 +101,13 @@ func writeHTML(res *analysis.Result, d *doc, jobs []plotJob, dir string, opts Op
 	}
 	var fns []func() error
 	for _, j := range jobs {
-		fns = append(fns, func() error { return j.run(dir) })
+		fns = append(fns, func() error { return j.run(opts.Job, dir) })
 	}
-	details, err := detailJobs(dir, items)
+	details, err := detailJobs(opts.Job, dir, items)
 	if err != nil {
 		return err
 	}
-	if err := runAll(append(fns, details...), opts.Workers); err != nil {
+	if err := runAll(ctx, append(fns, details...), opts.Workers); err != nil {
 		return err
 	}
 	// Each plot appears once: one shown in the findings is left out of
@@ -135,7 +137,7 @@ func writeHTML(res *analysis.Result, d *doc, jobs []plotJob, dir string, opts Op
 	if err != nil {
 		return fmt.Errorf("index.html: %w", err)
 	}
-	return outdir.WriteFile(dir, "index.html", buf.Bytes())
+	return outdir.WriteFile(opts.Job, dir, "index.html", buf.Bytes())
 }
 
 // relURL turns a relative file path into a relative URL prefix ending in "/".
@@ -151,8 +153,9 @@ func relURL(rel string) string {
 }
 
 // embedImages writes a thumbnail of every image the items show under
-// dir/img/, at the same relative path as in the benchmark.
-func embedImages(benchDir, dir string, items []*item, workers int) error {
+// dir/img/, at the same relative path as in the benchmark. Once ctx ends
+// no further thumbnail is made, and the error is ctx's.
+func embedImages(ctx context.Context, j *job.Job, benchDir, dir string, items []*item, workers int) error {
 	var paths []string
 	seen := map[string]bool{}
 	for _, it := range items {
@@ -172,8 +175,13 @@ func embedImages(benchDir, dir string, items []*item, workers int) error {
 	}
 	errs := make([]error, len(paths))
 	parallel(len(paths), workers, func(i int) {
-		errs[i] = thumbnail(filepath.Join(benchDir, filepath.FromSlash(paths[i])), dir, path.Join("img", paths[i]))
+		if errs[i] = ctx.Err(); errs[i] == nil {
+			errs[i] = thumbnail(j, filepath.Join(benchDir, filepath.FromSlash(paths[i])), dir, path.Join("img", paths[i]))
+		}
 	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -182,7 +190,7 @@ func embedImages(benchDir, dir string, items []*item, workers int) error {
 	return nil
 }
 
-func thumbnail(src, dir, rel string) error {
+func thumbnail(j *job.Job, src, dir, rel string) error {
 	// A benchmark file: no symbolic links, bounded size, and the header
 	// checked against imagefile's limit before any pixel is decoded.
 	data, err := safefile.ReadFile(src, imagefile.MaxFileBytes, safefile.NoFollow)
@@ -204,5 +212,5 @@ func thumbnail(src, dir, rel string) error {
 	if err := png.Encode(&buf, out); err != nil {
 		return err
 	}
-	return outdir.WriteFile(dir, rel, buf.Bytes())
+	return outdir.WriteFile(j, dir, rel, buf.Bytes())
 }

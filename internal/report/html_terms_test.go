@@ -15,6 +15,7 @@ import (
 // item browser a legend of its marks, and the item-health summary is in
 // the page with the flagged item.
 func TestHTMLExplainsItself(t *testing.T) {
+	t.Parallel()
 	planted, key := plantedReport(t)
 	for _, out := range []string{findingsReport(t), planted} {
 		page := string(read(t, filepath.Join(out, "index.html")))
@@ -62,6 +63,7 @@ func TestHTMLExplainsItself(t *testing.T) {
 // TestTableNotes: every table title the report builds has a note, so a
 // renamed table cannot silently lose its explanation.
 func TestTableNotes(t *testing.T) {
+	t.Parallel()
 	for _, title := range []string{"Leaderboard (oracle none)", "End-to-end accuracy (%), revision_required (oracle none)",
 		"Oracle-passed accuracy (%), lesion_free (oracle none)", "Conditional accuracy (%), revision_free (oracle none)",
 		"Depth by lesion, revision_free (oracle none)", "End-to-end accuracy (%) by lesion and path, x (oracle none)",
@@ -76,6 +78,7 @@ func TestTableNotes(t *testing.T) {
 }
 
 func TestPlotCaption(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, want string }{
 		{PlotName("stage_accuracy", "none", ""), "End-to-end accuracy of each model, one bar per applicable stage"},
 		{PlotName("depth_heatmap", "implicit", ""), "(oracle mode implicit)."},

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -30,13 +31,14 @@ func plantedReport(t *testing.T) (string, string) {
 	}
 	dir := fixture(t, tmp, recs, runs...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
 		t.Fatal(err)
 	}
 	return out, key
 }
 
 func TestItemHealthOutputs(t *testing.T) {
+	t.Parallel()
 	out, key := plantedReport(t)
 	flagged := string(read(t, filepath.Join(out, FlaggedItemsFile)))
 	lines := strings.Split(strings.TrimSuffix(flagged, "\r\n"), "\r\n")
@@ -71,6 +73,7 @@ func TestItemHealthOutputs(t *testing.T) {
 
 // Baseline runs alone give no item-health section and header-only CSVs.
 func TestItemHealthBaselinesOnly(t *testing.T) {
+	t.Parallel()
 	_, out := sampleReport(t, Config{})
 	if md := string(read(t, filepath.Join(out, "report.md"))); strings.Contains(md, "Item health") {
 		t.Error("report.md of baselines has an item-health section")
@@ -84,6 +87,7 @@ func TestItemHealthBaselinesOnly(t *testing.T) {
 // filter leaves exactly the mislabeled item, whose view shows the flag,
 // the ground truth, every counted run's answer and the images.
 func TestBrowserFlagged(t *testing.T) {
+	t.Parallel()
 	exe := browsertest.Chromium(t)
 	out, key := plantedReport(t)
 	ctx, cancel := newBrowser(t, exe, filepath.Join(t.TempDir(), "chrome-profile"))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
@@ -267,7 +268,7 @@ func chunkJS(c int, ds []*itemDetail) ([]byte, error) {
 func DataFile(i int) string { return fmt.Sprintf("data/c%d.js", i/ChunkSize) }
 
 // detailJobs returns one job per sidecar chunk file.
-func detailJobs(dir string, items []*item) ([]func() error, error) {
+func detailJobs(j *job.Job, dir string, items []*item) ([]func() error, error) {
 	if _, err := outdir.MkdirAll(dir, "data"); err != nil {
 		return nil, err
 	}
@@ -284,7 +285,7 @@ func detailJobs(dir string, items []*item) ([]func() error, error) {
 			if err != nil {
 				return err
 			}
-			return outdir.WriteFile(dir, DataFile(lo), data)
+			return outdir.WriteFile(j, dir, DataFile(lo), data)
 		}
 	}
 	return jobs, nil

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 // report.md, its table rows stay one line each, index.html and the CSVs
 // hold no raw control or format character, and every plot file name fits.
 func TestHostileRunNames(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	evil := "ev\u202eil|x\ny"
 	long := strings.Repeat("m", 250-len("baseline_"))
@@ -26,7 +28,7 @@ func TestHostileRunNames(t *testing.T) {
 		&analysistest.Run{Provider: "baseline", Label: long, Oracle: "none", Policy: analysistest.Random(0)},
 		&analysistest.Run{Provider: "baseline", Label: "l" + long[1:], Oracle: "none", Policy: analysistest.Random(1)})
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
 		t.Fatalf("report: %v", err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))
@@ -69,12 +71,13 @@ func TestHostileRunNames(t *testing.T) {
 // otherwise render the tag (an <img onerror=…>) or turn "&#x202E;" into a
 // bidi override.
 func TestRunNamesAreNotMarkup(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(),
 		&analysistest.Run{Provider: "baseline", Label: "<img src=x onerror=alert(1)>", Oracle: "none", Policy: analysistest.Oracle},
 		&analysistest.Run{Provider: "baseline", Label: "a&#x202E;b", Oracle: "none", Policy: analysistest.Random(0)})
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
 		t.Fatalf("report: %v", err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))

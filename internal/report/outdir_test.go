@@ -1,7 +1,9 @@
 package report
 
 import (
+	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +22,7 @@ import (
 // write (a run directory, someone's folder, a file) fails with a one-line
 // error naming it and changes no byte or modification time there.
 func TestReportRefusesForeignDirectory(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	results := fixture(t, tmp, benchtest.Sample(), &analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle})
 	runDir := filepath.Join(results, "baseline_oracle", "oracle_none")
@@ -40,7 +43,7 @@ func TestReportRefusesForeignDirectory(t *testing.T) {
 		{file, "is not a directory"},
 	} {
 		before := outdirtest.Snapshot(t, tmp)
-		_, err := Generate(Config{Load: runset.Loader([]string{results}, runset.Options{}), Out: tc.out, Analysis: analysis.Options{Bootstrap: 20}})
+		_, err := Generate(context.Background(), Config{Load: runset.Loader([]string{results}, runset.Options{}), Out: tc.out, Analysis: analysis.Options{Bootstrap: 20}})
 		var r *outdir.Refused
 		if !errors.As(err, &r) || !strings.Contains(err.Error(), tc.out) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: err = %v, want a one-line refusal: %s", tc.out, err, tc.want)
@@ -54,13 +57,14 @@ func TestReportRefusesForeignDirectory(t *testing.T) {
 // (index.html, report.md and summary.json alone do not make a folder a
 // report's).
 func TestReportRewritesOwnDirectory(t *testing.T) {
+	t.Parallel()
 	tmp, out := sampleReport(t, Config{})
 	if _, err := os.Stat(filepath.Join(out, MarkerName)); err != nil {
 		t.Fatalf("no marker: %v", err)
 	}
 	first := read(t, filepath.Join(out, "report.md"))
 	cfg := Config{Load: runset.Loader([]string{filepath.Join(tmp, "results")}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 200}, Report: Options{Version: "test"}}
-	if _, err := Generate(cfg); err != nil {
+	if _, err := Generate(context.Background(), cfg); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
 	if err := os.Remove(filepath.Join(out, MarkerName)); err != nil {
@@ -71,7 +75,7 @@ func TestReportRewritesOwnDirectory(t *testing.T) {
 	}
 	before := outdirtest.Snapshot(t, out)
 	var r *outdir.Refused
-	if _, err := Generate(cfg); !errors.As(err, &r) {
+	if _, err := Generate(context.Background(), cfg); !errors.As(err, &r) {
 		t.Fatalf("rerun into a report without the marker: %v, want a refusal", err)
 	}
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, out))
@@ -82,6 +86,7 @@ func TestReportRewritesOwnDirectory(t *testing.T) {
 // outside directory is refused before anything is written; neither the
 // report nor the outside changes.
 func TestReportRefusesLinksInside(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, entry string }{
 		{"report.md", "report.md"},
 		{"data", "data"},
@@ -114,7 +119,7 @@ func TestReportRefusesLinksInside(t *testing.T) {
 			}
 			before := outdirtest.Snapshot(t, tmp)
 			cfg := Config{Load: runset.Loader([]string{filepath.Join(tmp, "results")}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}}
-			_, err = Generate(cfg)
+			_, err = Generate(context.Background(), cfg)
 			var r *outdir.Refused
 			if !errors.As(err, &r) || r.Entry != tc.entry || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("err = %v, want a one-line refusal naming %s", err, tc.entry)
@@ -128,6 +133,7 @@ func TestReportRefusesLinksInside(t *testing.T) {
 // only index.html, report.md and summary.json, with no marker, is not a
 // report's; all three stay as they were.
 func TestReportRefusesUnmarkedLookalike(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	results := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	mine := filepath.Join(tmp, "mine")
@@ -140,7 +146,7 @@ func TestReportRefusesUnmarkedLookalike(t *testing.T) {
 		}
 	}
 	before := outdirtest.Snapshot(t, mine)
-	_, err := Generate(Config{Load: runset.Loader([]string{results}, runset.Options{}), Out: mine, Analysis: analysis.Options{Bootstrap: 20}})
+	_, err := Generate(context.Background(), Config{Load: runset.Loader([]string{results}, runset.Options{}), Out: mine, Analysis: analysis.Options{Bootstrap: 20}})
 	var r *outdir.Refused
 	if !errors.As(err, &r) || !strings.Contains(err.Error(), MarkerName) {
 		t.Fatalf("err = %v, want a refusal naming the marker", err)
@@ -154,6 +160,7 @@ func TestReportRefusesUnmarkedLookalike(t *testing.T) {
 // rerun as its own: the rerun completes, removes those temporary files
 // and writes what an uninterrupted report writes.
 func TestReportAfterInterruptedReport(t *testing.T) {
+	t.Parallel()
 	tmp, ref := sampleReport(t, Config{})
 	cfg := Config{Load: runset.Loader([]string{filepath.Join(tmp, "results")}, runset.Options{}), Analysis: analysis.Options{Bootstrap: 200}, Report: Options{Version: "test"}}
 	for _, tc := range []struct {
@@ -175,7 +182,7 @@ func TestReportAfterInterruptedReport(t *testing.T) {
 				}
 			}
 			cfg.Out = out
-			if _, err := Generate(cfg); err != nil {
+			if _, err := Generate(context.Background(), cfg); err != nil {
 				t.Fatalf("rerun after an interrupted report: %v", err)
 			}
 			err := filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
@@ -202,6 +209,7 @@ func TestReportAfterInterruptedReport(t *testing.T) {
 // every file the earlier report did not list (a note of the user's, a
 // file from a report written before the list), and lists what it wrote.
 func TestReportRerunRemovesEarlierFiles(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	bench := benchtest.Sample()
 	both := fixture(t, filepath.Join(tmp, "both"), bench,
@@ -212,7 +220,7 @@ func TestReportRerunRemovesEarlierFiles(t *testing.T) {
 	out := filepath.Join(tmp, "report")
 	gen := func(results string) {
 		t.Helper()
-		if _, err := Generate(Config{Load: runset.Loader([]string{results}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+		if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{results}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,4 +249,62 @@ func TestReportRerunRemovesEarlierFiles(t *testing.T) {
 	if !strings.HasPrefix(marker, markerText) || !strings.Contains(marker, "\nreport.md\n") || strings.Contains(marker, "notes.md") || strings.Contains(marker, "baseline_first") {
 		t.Errorf("marker does not list what the second report wrote:\n%.400s", marker)
 	}
+}
+
+// TestEndedContext: a report whose context has ended stops with its
+// error and writes nothing; one stopped while writing (Write) stops
+// before its next file, and the same report run again writes it whole.
+func TestEndedContext(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	results := fixture(t, tmp, benchtest.Sample(), &analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle})
+	out := filepath.Join(tmp, "report")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cfg := Config{Load: runset.Loader([]string{results}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}}
+	if _, err := Generate(ctx, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Generate after the end: %v, want context.Canceled", err)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Fatal("the stopped report made its folder")
+	}
+	res, err := Generate(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(ctx, res, out, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Write after the end: %v, want context.Canceled", err)
+	}
+	if names := files(t, out); len(names) != 1 || names[0] != MarkerName {
+		t.Errorf("the stopped report holds %q, want its marker only", names)
+	}
+	if err := Write(context.Background(), res, out, Options{}); err != nil {
+		t.Fatalf("the same report again: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "index.html")); err != nil {
+		t.Errorf("the report written again: %v", err)
+	}
+}
+
+// files lists the names below dir, relative to it.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			names = append(names, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
 }

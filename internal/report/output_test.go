@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,7 @@ func sampleReport(t *testing.T, cfg Config) (string, string) {
 		cfg.Analysis.Bootstrap = 200
 	}
 	cfg.Report.Version = "test"
-	if _, err := Generate(cfg); err != nil {
+	if _, err := Generate(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	return tmp, out
@@ -50,6 +51,7 @@ func read(t *testing.T, name string) []byte {
 // TestGolden pins the exact bytes of the tables, summary.json and
 // report.md for the baseline runs over the sample benchmark.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	tmp, out := sampleReport(t, Config{Analysis: analysis.Options{Compare: [][2]string{{"baseline_oracle", "baseline_random"}}}})
 	for _, name := range []string{
 		"all_models_oracle_none/all_models_summary.csv",
@@ -68,6 +70,7 @@ func TestGolden(t *testing.T) {
 // The all-models CSVs equal what the reference computation gives on each
 // run's all_results.json, with the reference's format.
 func TestRefCSVsMatchAllResults(t *testing.T) {
+	t.Parallel()
 	tmp, out := sampleReport(t, Config{})
 	var want [][]string
 	for _, name := range []string{"baseline_oracle", "baseline_random"} {
@@ -93,6 +96,7 @@ func TestRefCSVsMatchAllResults(t *testing.T) {
 }
 
 func TestExtTables(t *testing.T) {
+	t.Parallel()
 	_, out := sampleReport(t, Config{})
 	stage := string(read(t, filepath.Join(out, "ext_stage_accuracy.csv")))
 	if !strings.HasPrefix(stage, "run,model,provider,oracle_mode,parse_mode,path,lesion,stage,setting,applicable,n_records,n_correct,accuracy,ci_low,ci_high\r\n") {
@@ -163,12 +167,13 @@ func TestExtTables(t *testing.T) {
 
 // Same inputs and seed give the same bytes at any parallelism.
 func TestDeterministicAcrossWorkers(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	outs := []string{filepath.Join(tmp, "r1"), filepath.Join(tmp, "r4")}
 	for i, w := range []int{1, 4} {
 		cfg := Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: outs[i], Analysis: analysis.Options{Bootstrap: 300, Workers: w, CompareBest: true}, Report: Options{Workers: w}}
-		if _, err := Generate(cfg); err != nil {
+		if _, err := Generate(context.Background(), cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,6 +196,7 @@ func TestDeterministicAcrossWorkers(t *testing.T) {
 
 // Bad inputs still give a report that says what it left out.
 func TestReportWithBadInputs(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(),
 		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
@@ -199,7 +205,7 @@ func TestReportWithBadInputs(t *testing.T) {
 	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", rundir.ResultsFile))
 	os.Remove(filepath.Join(dir, "x_broken", "oracle_none", rundir.AllResultsFile))
 	out := filepath.Join(tmp, "report")
-	res, err := Generate(Config{Load: runset.Loader([]string{dir, filepath.Join(tmp, "missing")}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}})
+	res, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir, filepath.Join(tmp, "missing")}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,12 +220,13 @@ func TestReportWithBadInputs(t *testing.T) {
 		}
 	}
 	// Nothing usable at all is an error.
-	if _, err := Generate(Config{Load: runset.Loader([]string{filepath.Join(tmp, "missing")}, runset.Options{}), Out: out}); err == nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{filepath.Join(tmp, "missing")}, runset.Options{}), Out: out}); err == nil {
 		t.Error("no error without any run")
 	}
 }
 
 func TestEmbedImages(t *testing.T) {
+	t.Parallel()
 	_, out := sampleReport(t, Config{Report: Options{EmbedImages: true}})
 	html := string(read(t, filepath.Join(out, "index.html")))
 	if !strings.Contains(html, `"images":"img/"`) {
@@ -232,6 +239,7 @@ func TestEmbedImages(t *testing.T) {
 }
 
 func TestLinkedImagesAndSidecars(t *testing.T) {
+	t.Parallel()
 	_, out := sampleReport(t, Config{})
 	html := string(read(t, filepath.Join(out, "index.html")))
 	if !strings.Contains(html, `"images":"../bench/"`) {
@@ -249,6 +257,7 @@ func TestLinkedImagesAndSidecars(t *testing.T) {
 }
 
 func TestSafeImage(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ key, rel, want string }{
 		{"a_1", "chexpercept/a_1/detection_qa/xray.png", "chexpercept/a_1/detection_qa/xray.png"},
 		{"a_1", "chexpercept/a_1/../b_2/x.png", ""},
@@ -267,6 +276,7 @@ func TestSafeImage(t *testing.T) {
 // in the leaderboard and named in every warnings list; complete runs,
 // with or without error records, are reported exactly as before.
 func TestIncompleteRunReport(t *testing.T) {
+	t.Parallel()
 	const warn = "run baseline_oracle/oracle_none: 2 of 7 selected records have results (run incomplete or still running); its figures cover only those 2"
 	errs := map[string]bool{"pneumonia_s57001234_positive_0": true}
 	for _, tc := range []struct {
@@ -291,7 +301,7 @@ func TestIncompleteRunReport(t *testing.T) {
 			tmp := t.TempDir()
 			dir := fixture(t, tmp, benchtest.Sample(), runs...)
 			out := filepath.Join(tmp, "report")
-			res, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Report: Options{Version: "test"},
+			res, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Report: Options{Version: "test"},
 				Analysis: analysis.Options{Bootstrap: 200, Compare: [][2]string{{"baseline_oracle", "baseline_random"}}}})
 			if err != nil {
 				t.Fatal(err)
@@ -334,6 +344,7 @@ func TestIncompleteRunReport(t *testing.T) {
 // TestThumbnailBounded: a decompression bomb, a FIFO or a symbolic link in
 // the benchmark is an error naming the file; nothing is decoded or blocks.
 func TestThumbnailBounded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bomb := filepath.Join(dir, "bomb.png")
 	os.WriteFile(bomb, imagefiletest.BombPNG(100000, 100000), 0o644)
@@ -348,7 +359,7 @@ func TestThumbnailBounded(t *testing.T) {
 		fifo: fifo + ": not a regular file (named pipe)",
 		link: link + ": is a symbolic link",
 	} {
-		err := thumbnail(src, filepath.Join(dir, "out"), filepath.Base(src))
+		err := thumbnail(nil, src, filepath.Join(dir, "out"), filepath.Base(src))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("thumbnail(%s) = %v, want %q", filepath.Base(src), err, want)
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
@@ -209,15 +210,15 @@ func heatmap(title, xlabel, ylabel string, cols, rows []string, z [][]float64, t
 }
 
 // savePlot writes p as name.png and name.svg.
-func savePlot(dir, name string, p *plot.Plot, w, h vg.Length) error {
+func savePlot(j *job.Job, dir, name string, p *plot.Plot, w, h vg.Length) error {
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(96), vgimg.UseBackgroundColor(color.White))
 	p.Draw(draw.New(img))
-	if err := writeTo(dir, name+".png", fastPNG{img}); err != nil {
+	if err := writeTo(j, dir, name+".png", fastPNG{img}); err != nil {
 		return err
 	}
 	svg := vgsvg.New(w, h)
 	p.Draw(draw.New(svg))
-	return writeTo(dir, name+".svg", svg)
+	return writeTo(j, dir, name+".svg", svg)
 }
 
 // fastPNG encodes a canvas with the fastest deflate level: plots are
@@ -243,8 +244,8 @@ func (c *countWriter) Write(p []byte) (int, error) {
 }
 
 // writeTo writes dir/rel from wt (outdir.Create: no write through a link).
-func writeTo(dir, rel string, wt io.WriterTo) error {
-	f, err := outdir.Create(dir, rel)
+func writeTo(j *job.Job, dir, rel string, wt io.WriterTo) error {
+	f, err := outdir.Create(j, dir, rel)
 	if err != nil {
 		return err
 	}
@@ -293,20 +294,20 @@ type plotJob struct {
 	panels func() ([][]*plot.Plot, error)
 }
 
-// run draws the job into dir.
-func (j plotJob) run(dir string) error {
+// run draws the plot into dir; jb tracks the temporary files.
+func (j plotJob) run(jb *job.Job, dir string) error {
 	if j.panels != nil {
 		ps, err := j.panels()
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", j.name, err)
 		}
-		return saveStage(dir, j.name, ps, j.w, j.h)
+		return saveStage(jb, dir, j.name, ps, j.w, j.h)
 	}
 	p, err := j.make()
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", j.name, err)
 	}
-	return savePlot(dir, j.name, p, j.w, j.h)
+	return savePlot(jb, dir, j.name, p, j.w, j.h)
 }
 
 func nanIfInvalid(p analysis.Prop, applicable bool) (v, lo, hi float64) {
@@ -440,14 +441,14 @@ func stagePanels(runs []*analysis.RunResult, names []string, mode string) ([][]*
 }
 
 // saveStage draws the three stage panels into one figure.
-func saveStage(dir, name string, panels [][]*plot.Plot, w, h vg.Length) error {
+func saveStage(j *job.Job, dir, name string, panels [][]*plot.Plot, w, h vg.Length) error {
 	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadY: vg.Centimeter, PadTop: vg.Points(4), PadBottom: vg.Points(4)}
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(96), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
 	for i, c := range plot.Align(panels, tiles, dc) {
 		panels[i][0].Draw(c[0])
 	}
-	if err := writeTo(dir, name+".png", fastPNG{img}); err != nil {
+	if err := writeTo(j, dir, name+".png", fastPNG{img}); err != nil {
 		return err
 	}
 	svg := vgsvg.New(w, h)
@@ -455,5 +456,5 @@ func saveStage(dir, name string, panels [][]*plot.Plot, w, h vg.Length) error {
 	for i, c := range plot.Align(panels, tiles, dc) {
 		panels[i][0].Draw(c[0])
 	}
-	return writeTo(dir, name+".svg", svg)
+	return writeTo(j, dir, name+".svg", svg)
 }

@@ -16,6 +16,7 @@ import (
 // each group, and no series colour touches the image's right edge (the
 // legend stays inside).
 func TestGroupedBarsZeroAndLegend(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		groups []string

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 // not. A benchmark whose build_info.json says phantom / accept_all gets
 // the synthetic / unreviewed banner; one without build_info.json none.
 func TestProvenance(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		buildInfo string // "" writes none
@@ -42,7 +44,7 @@ func TestProvenance(t *testing.T) {
 				}
 			}
 			out := filepath.Join(tmp, "report")
-			if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Report: Options{Version: "test"}, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
+			if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Report: Options{Version: "test"}, Analysis: analysis.Options{Bootstrap: 20}}); err != nil {
 				t.Fatal(err)
 			}
 			md, html := string(read(t, filepath.Join(out, "report.md"))), string(read(t, filepath.Join(out, "index.html")))

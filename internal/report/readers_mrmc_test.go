@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -58,7 +59,7 @@ func readerStudyFixture(t *testing.T) (string, []*benchmark.Record) {
 	}
 	dir := fixture(t, tmp, recs, runs...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
 		t.Fatal(err)
 	}
 	return out, recs
@@ -69,6 +70,7 @@ func readerStudyFixture(t *testing.T) (string, []*benchmark.Record) {
 // party answered, by a brute-force jackknife; n_records is the readers'
 // record count (the models answered a superset).
 func TestReaderMRMCRecomputed(t *testing.T) {
+	t.Parallel()
 	out, recs := readerStudyFixture(t)
 	readers := []string{"human_expert", "human_good", "human_fair", "human_weak"}
 	problems, withInterval, err := analysistest.RecheckReaderMRMC(out, "none", recs, readers)
@@ -114,6 +116,7 @@ func TestReaderMRMCRecomputed(t *testing.T) {
 // TestClaim3TooFewRecords: two readers on two revision-required records
 // give no claim-3 verdict, however far a model is from them.
 func TestClaim3TooFewRecords(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	recs := benchtest.Full(4)
 	two := map[string]bool{}
@@ -128,7 +131,7 @@ func TestClaim3TooFewRecords(t *testing.T) {
 		&analysistest.Run{Provider: "opensource", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
 		&analysistest.Run{Provider: "opensource", Label: "first", Oracle: "none", Policy: analysistest.First})
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))
@@ -152,6 +155,7 @@ func TestClaim3TooFewRecords(t *testing.T) {
 // run shown give aided − unaided rows and switch counts that samples.csv
 // reproduces.
 func TestAidedStudy(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	recs := benchtest.Full(4)
 	index := map[string]int{}
@@ -189,7 +193,7 @@ func TestAidedStudy(t *testing.T) {
 	}
 	dir := fixture(t, tmp, recs, runs...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))
@@ -258,7 +262,7 @@ func TestAidedStudy(t *testing.T) {
 		inputs = append(inputs, filepath.Join(dir, "human_"+name+"_unaided"), filepath.Join(dir, "human_"+name+"_aided"))
 	}
 	out2 := filepath.Join(tmp, "report-no-model")
-	if _, err := Generate(Config{Load: runset.Loader(inputs, runset.Options{}), Out: out2, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader(inputs, runset.Options{}), Out: out2, Analysis: analysis.Options{Bootstrap: 50}}); err != nil {
 		t.Fatal(err)
 	}
 	md2 := string(read(t, filepath.Join(out2, "report.md")))

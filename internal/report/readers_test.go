@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -53,7 +54,7 @@ func readersFixtureReport(t *testing.T, withReaders bool) string {
 	}
 	dir := fixture(t, tmp, recs, runs...)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 300}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 300}}); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -64,6 +65,7 @@ func readersFixtureReport(t *testing.T, withReaders bool) string {
 // model's difference, κ per question type, reading time per stage) and
 // claim 3 with its rule, in report.md and in index.html (Chromium).
 func TestReadersAndModels(t *testing.T) {
+	t.Parallel()
 	out := readersReport(t)
 	md := string(read(t, filepath.Join(out, "report.md")))
 	for _, want := range []string{"## Readers and models", "Oracle none: 2 reader(s): human_reader1, human_reader2.",
@@ -174,6 +176,7 @@ func csvFloat(t *testing.T, s string) float64 {
 // files with their headers, and every row gives the number its table
 // cell in report.md prints; without readers it writes none of them.
 func TestReadersCSV(t *testing.T) {
+	t.Parallel()
 	out := readersReport(t)
 	rows := readersSection(t, string(read(t, filepath.Join(out, "report.md"))))
 	cases := []struct {

@@ -11,6 +11,7 @@
 package report
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -22,6 +23,7 @@ import (
 	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 )
 
@@ -30,10 +32,16 @@ type Options struct {
 	EmbedImages bool   // copy thumbnails under img/ instead of linking the benchmark
 	Version     string // tool version shown in the report
 	Workers     int    // 0: GOMAXPROCS; the output does not depend on it
+	// Job is the command's job: it tracks the temporary files of the
+	// atomic writes (outdir.WriteFile). Nil tracks nothing.
+	Job *job.Job
 }
 
 // Write writes every file of the report into dir (created if needed).
-func Write(res *analysis.Result, dir string, opts Options) error {
+// Once ctx ends it writes no further file and returns ctx's error; the
+// report stays unfinished (its marker still lists the earlier report's
+// files), and the same command run again writes it whole.
+func Write(ctx context.Context, res *analysis.Result, dir string, opts Options) error {
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -67,21 +75,30 @@ func Write(res *analysis.Result, dir string, opts Options) error {
 	}
 	d := buildDoc(res, warnings, opts.Version)
 	files["report.md"] = append(markdown(d), healthMarkdown(res)...)
-	for name, data := range files {
-		if err := outdir.WriteFile(dir, name, data); err != nil {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := outdir.WriteFile(opts.Job, dir, name, files[name]); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 	}
 
-	if err := writeSamples(res, dir, opts.Version); err != nil {
+	if err := writeSamples(ctx, opts.Job, res, dir, opts.Version); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	// Plots and the item sidecars are drawn and written by one pool.
 	jobs := append(plotJobs(res), findingsPlotJobs(res)...)
-	if err := writeHTML(res, d, jobs, dir, opts); err != nil {
+	if err := writeHTML(ctx, res, d, jobs, dir, opts); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("report: %w", err)
 	}
-	if err := outdir.FinishOwned(dir, MarkerName, markerText, isReportFile, before); err != nil {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := outdir.FinishOwned(opts.Job, dir, MarkerName, markerText, isReportFile, before); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
@@ -156,10 +173,18 @@ func checkDir(dir string) (outdir.State, error) {
 }
 
 // runAll runs fns on up to workers goroutines and returns the first
-// error in fns order.
-func runAll(fns []func() error, workers int) error {
+// error in fns order. Once ctx ends the functions not yet started are
+// not run, and the error is ctx's.
+func runAll(ctx context.Context, fns []func() error, workers int) error {
 	errs := make([]error, len(fns))
-	parallel(len(fns), workers, func(i int) { errs[i] = fns[i]() })
+	parallel(len(fns), workers, func(i int) {
+		if errs[i] = ctx.Err(); errs[i] == nil {
+			errs[i] = fns[i]()
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -212,10 +237,11 @@ type Config struct {
 	Report      Options
 }
 
-// Generate reads the runs (cfg.Load), analyses them and writes the
-// report. The result (with every warning) is returned even when writing
-// fails.
-func Generate(cfg Config) (*analysis.Result, error) {
+// Generate loads the runs, analyses them and writes the report. The
+// result (with every warning) is returned even when writing fails. Once
+// ctx ends it stops, between its steps and between the files it writes,
+// with ctx's error.
+func Generate(ctx context.Context, cfg Config) (*analysis.Result, error) {
 	// Refuse the output directory before the (long) analysis.
 	if _, err := checkDir(cfg.Out); err != nil {
 		return nil, err
@@ -235,9 +261,15 @@ func Generate(cfg Config) (*analysis.Result, error) {
 	if err != nil {
 		return &analysis.Result{Set: set, Warnings: set.Warnings}, err
 	}
+	if err := ctx.Err(); err != nil {
+		return &analysis.Result{Set: set, Warnings: set.Warnings}, err
+	}
 	res, err := analysis.Analyze(set, cfg.Analysis)
 	if err != nil {
 		return &analysis.Result{Set: set, Warnings: set.Warnings}, err
 	}
-	return res, Write(res, cfg.Out, cfg.Report)
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	return res, Write(ctx, res, cfg.Out, cfg.Report)
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/pycsv"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -97,14 +99,15 @@ const samplesPerGroup = 1 << 16
 
 // writeSamples writes samples.csv and samples.parquet into dir, row by
 // row: runs in the analysis's order (run name, then oracle mode), records
-// by key_id (byte order), turns in conversation order.
-func writeSamples(res *analysis.Result, dir, version string) error {
-	csvFile, err := outdir.Create(dir, SamplesCSV)
+// by key_id (byte order), turns in conversation order. Once ctx ends
+// (checked at every run) neither file is written and the error is ctx's.
+func writeSamples(ctx context.Context, j *job.Job, res *analysis.Result, dir, version string) error {
+	csvFile, err := outdir.Create(j, dir, SamplesCSV)
 	if err != nil {
 		return err
 	}
 	defer csvFile.Abort()
-	pqFile, err := outdir.Create(dir, SamplesParquet)
+	pqFile, err := outdir.Create(j, dir, SamplesParquet)
 	if err != nil {
 		return err
 	}
@@ -131,6 +134,9 @@ func writeSamples(res *analysis.Result, dir, version string) error {
 		return err
 	}
 	for _, rr := range res.Runs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		recs := slices.SortedFunc(slices.Values(rr.Run.Records), func(a, b *results.Record) int {
 			return cmp.Compare(a.KeyID, b.KeyID)
 		})

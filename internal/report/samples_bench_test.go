@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,7 +57,7 @@ func BenchmarkSamples14x2100(b *testing.B) {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		if err := writeSamples(res, out, "bench"); err != nil {
+		if err := writeSamples(context.Background(), nil, res, out, "bench"); err != nil {
 			b.Fatal(err)
 		}
 		pq, csv = sampleFileSize(b, filepath.Join(out, SamplesParquet)), sampleFileSize(b, filepath.Join(out, SamplesCSV))

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"os"
@@ -150,10 +151,11 @@ func samplesFixture(t *testing.T, tmp string) string {
 // row by row against every run's results.jsonl, and samples.csv against
 // the Parquet rows.
 func TestSamples(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := samplesFixture(t, tmp)
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test"}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test"}}); err != nil {
 		t.Fatal(err)
 	}
 	rows, pf := readSamplesParquet(t, filepath.Join(out, SamplesParquet))
@@ -307,13 +309,14 @@ func checkSamplesCSV(t *testing.T, name string, rows []sampleReadRow) {
 
 // The same runs give the same bytes, whatever the worker count.
 func TestSamplesDeterministic(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := samplesFixture(t, tmp)
 	var got [2][2][]byte
 	for i, workers := range []int{1, 4} {
 		out := filepath.Join(tmp, fmt.Sprintf("report-%d", i))
 		cfg := Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 50}, Report: Options{Version: "test", Workers: workers}}
-		if _, err := Generate(cfg); err != nil {
+		if _, err := Generate(context.Background(), cfg); err != nil {
 			t.Fatal(err)
 		}
 		got[i] = [2][]byte{read(t, filepath.Join(out, SamplesCSV)), read(t, filepath.Join(out, SamplesParquet))}
@@ -328,18 +331,19 @@ func TestSamplesDeterministic(t *testing.T) {
 // naming it; a directory named samples.parquet is a clear error naming
 // it, and leaves no temporary files.
 func TestSamplesHostileNames(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	out := filepath.Join(tmp, "report")
 	cfg := Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 10}}
-	if _, err := Generate(cfg); err != nil {
+	if _, err := Generate(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(out, SamplesCSV))
 	if err := syscall.Mkfifo(filepath.Join(out, SamplesCSV), 0o644); err != nil {
 		t.Skip("no FIFOs here:", err)
 	}
-	if _, err := Generate(cfg); err == nil || !strings.Contains(err.Error(), SamplesCSV+" is not a regular file (named pipe)") {
+	if _, err := Generate(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), SamplesCSV+" is not a regular file (named pipe)") {
 		t.Fatalf("error %v, want a refusal naming %s", err, SamplesCSV)
 	}
 	if st, err := os.Lstat(filepath.Join(out, SamplesCSV)); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
@@ -349,7 +353,7 @@ func TestSamplesHostileNames(t *testing.T) {
 	pq := filepath.Join(out, SamplesParquet)
 	os.Remove(pq)
 	os.MkdirAll(filepath.Join(pq, "keep"), 0o755)
-	_, err := Generate(cfg)
+	_, err := Generate(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), out) || !strings.Contains(err.Error(), SamplesParquet+" is a directory") {
 		t.Fatalf("error %v, want one naming %s", err, pq)
 	}
@@ -364,13 +368,14 @@ func TestSamplesHostileNames(t *testing.T) {
 // A run without manifest.json has no model name: NA in the CSV, null in
 // Parquet, never an empty cell.
 func TestSamplesNoManifest(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	if err := os.Remove(filepath.Join(dir, "baseline_random", "oracle_none", rundir.ManifestFile)); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 10}}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 10}}); err != nil {
 		t.Fatal(err)
 	}
 	type modelRow struct {

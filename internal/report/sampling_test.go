@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 // apart; a run without a manifest shows N/A. The leaderboard leaves them
 // out, to fit a desktop window.
 func TestSamplingTable(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	random := filepath.Join(dir, "baseline_random", "oracle_none")
@@ -32,7 +34,7 @@ func TestSamplingTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "report")
-	if _, err := Generate(Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out}); err != nil {
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out}); err != nil {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func vocabularyReport(t *testing.T) string {
 	out := filepath.Join(tmp, "report")
 	cfg := Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, DomainsFile: df,
 		Analysis: analysis.Options{Bootstrap: 50, CompareBest: true}, Report: Options{Version: "test"}}
-	if _, err := Generate(cfg); err != nil {
+	if _, err := Generate(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -62,6 +63,7 @@ func (ct *csvTable) get(row []string, name string) string { return row[ct.col[na
 // ext_domain_decay.csv). Every row must match, and the model alias must
 // be the one samples.csv gives the run.
 func TestSamplesJoinExt(t *testing.T) {
+	t.Parallel()
 	out := vocabularyReport(t)
 	samples := readCSVTable(t, filepath.Join(out, SamplesCSV))
 	alias := map[[2]string]string{} // (run, oracle_mode) → model
@@ -129,6 +131,7 @@ func TestSamplesJoinExt(t *testing.T) {
 // reference-compatible ones: counts (n_…) are integers, never NA; the
 // answer sets use ";"; no column uses a retired name.
 func TestOneVocabulary(t *testing.T) {
+	t.Parallel()
 	out := vocabularyReport(t)
 	retired := []string{"acc", "view", "n", "n_items", "correct_count", "diff", "model_a", "model_b", "runs", "p_correct",
 		"chance_uniform", "majority_acc", "unparsed", "chosen", "dataset_sha256"}

@@ -58,7 +58,7 @@ func TestExportFormats(t *testing.T) {
 		`{"key_id":"` + key(2) + `","decision":"reject","reviewers":["r1","r2","admin"],"time":"2026-01-02T03:04:09Z","image_sha256":"` + img(2) + `","mask_sha256":"` + msk(2) + `","note":"mask \"spills\""}` + "\n" +
 		`{"key_id":"` + key(3) + `","decision":"pending","reviewers":["r2"],"time":"2026-01-02T03:04:10Z","image_sha256":"` + img(3) + `","mask_sha256":null}` + "\n"
 	out := filepath.Join(t.TempDir(), "reviews.jsonl")
-	n, err := s.ExportJSONL(ctx, out)
+	n, err := s.ExportJSONL(ctx, nil, out)
 	if err != nil || n != 3 {
 		t.Fatalf("export: %d lines, %v", n, err)
 	}
@@ -68,7 +68,7 @@ func TestExportFormats(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "sheets")
-	if err := s.ExportCSV(ctx, dir); err != nil {
+	if err := s.ExportCSV(ctx, nil, dir); err != nil {
 		t.Fatal(err)
 	}
 	stem := func(i int) string { return fx.Cases[i].CaseID[:5] }

@@ -64,7 +64,7 @@ func ReadSheets(paths []string, opt ImportOptions) ([]*reviewlog.Line, error) {
 	var loader *source.Loader
 	if opt.Source != nil {
 		var err error
-		if loader, err = source.NewLoader(nil, buildcfg.Default(), "", nil); err != nil {
+		if loader, err = source.NewLoader(nil, nil, buildcfg.Default(), "", nil); err != nil {
 			return nil, err
 		}
 	}

@@ -57,7 +57,7 @@ func TestMapDecision(t *testing.T) {
 func TestImportPackRoundTrip(t *testing.T) {
 	fx := makeFixture(t, []string{"edema"}, 2, 1)
 	out := filepath.Join(t.TempDir(), "packs")
-	if _, err := Pack(fx.Cases, out, PackOptions{Reviewers: 1}); err != nil {
+	if _, err := Pack(context.Background(), fx.Cases, out, PackOptions{Reviewers: 1}); err != nil {
 		t.Fatal(err)
 	}
 	sheet := filepath.Join(out, "annotator_A/edema/positive/review_sheet.csv")
@@ -86,7 +86,7 @@ func TestImportPackRoundTrip(t *testing.T) {
 	}
 	c0, c1 := fx.Cases[0], fx.Cases[1]
 	img0, _ := source.ImageSHA256(c0)
-	ld, _ := source.NewLoader(nil, defaultCfg(), "", nil)
+	ld, _ := source.NewLoader(nil, nil, defaultCfg(), "", nil)
 	m0, _ := ld.CandidateMask(c0)
 	if r := l.Resolve(c0.KeyID(), img0, source.MaskSHA256(m0)); r.Status != reviewlog.Accepted {
 		t.Errorf("accepted row resolves %+v", r)

@@ -2,6 +2,7 @@ package review
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -63,7 +64,12 @@ const maxReportBytes = 64 << 10
 // the database holds. Tokens are stored only as SHA-256 hashes; the
 // returned credentials, given to opt.Deliver before the database is
 // published, are the only copy.
+//
+// Once opt.Job's context ends (checked at every case digest and between
+// the steps) Init stops with its error and leaves nothing; the
+// credentials are not delivered.
 func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credential, stored int, err error) {
+	ctx := opt.Job.Context()
 	if opt.Reviewers < 1 {
 		return nil, 0, fmt.Errorf("reviewers must be at least 1, got %d", opt.Reviewers)
 	}
@@ -73,7 +79,7 @@ func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credentia
 	if len(cases) == 0 {
 		return nil, 0, errors.New("the source has no cases to review")
 	}
-	kept, kd, err := readableCases(cases, opt)
+	kept, kd, err := readableCases(ctx, cases, opt)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -87,7 +93,7 @@ func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credentia
 	if err != nil {
 		return nil, 0, err
 	}
-	err = s.tx(opt.Job.Context(), func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		if err := insertMeta(tx, opt, s.stamp()); err != nil {
 			return err
 		}
@@ -106,6 +112,10 @@ func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credentia
 	if err != nil {
 		c.Abandon() // a refused init leaves nothing behind
 		return nil, 0, fmt.Errorf("review db %s: %w", path, err)
+	}
+	if err := ctx.Err(); err != nil {
+		c.Abandon()
+		return nil, 0, err
 	}
 	if opt.Deliver != nil {
 		if err := opt.Deliver(creds); err != nil {
@@ -126,8 +136,8 @@ func Init(path string, cases []*source.Case, opt InitOptions) (creds []Credentia
 
 // readableCases computes the cases' digests and keeps the cases that
 // could be read, warning about the others.
-func readableCases(cases []*source.Case, opt InitOptions) ([]*source.Case, []caseDigest, error) {
-	digests, err := caseDigests(cases, opt.Workers)
+func readableCases(ctx context.Context, cases []*source.Case, opt InitOptions) ([]*source.Case, []caseDigest, error) {
+	digests, err := caseDigests(ctx, cases, opt.Workers)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -249,11 +259,12 @@ type caseDigest struct {
 
 // caseDigests computes the review digests of every case in parallel
 // (results by index, so the outcome does not depend on the worker count).
-func caseDigests(cases []*source.Case, workers int) ([]caseDigest, error) {
+// Once ctx ends no further case is digested, and the error is ctx's.
+func caseDigests(ctx context.Context, cases []*source.Case, workers int) ([]caseDigest, error) {
 	if workers <= 0 {
 		workers = runtime.NumCPU()
 	}
-	loader, err := source.NewLoader(nil, buildcfg.Default(), "", nil)
+	loader, err := source.NewLoader(nil, nil, buildcfg.Default(), "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -269,11 +280,19 @@ func caseDigests(cases []*source.Case, workers int) ([]caseDigest, error) {
 			}
 		}()
 	}
+feed:
 	for i := range cases {
-		next <- i
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
 	}
 	close(next)
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/csvcap"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/source"
@@ -325,7 +326,7 @@ var OutcomesHeader = []string{"key_id", "oracle_mode", "question", "reason", "gt
 
 // ExportOutcomes writes one row per flagged question of an item-health
 // round with its case's outcome (keep, fix, drop or pending) to path.
-func (s *Store) ExportOutcomes(ctx context.Context, path string) (int, error) {
+func (s *Store) ExportOutcomes(ctx context.Context, j *job.Job, path string) (int, error) {
 	if !s.ItemHealthRound(ctx) {
 		return 0, errors.New("not an item-health round (made without a flagged-items file)")
 	}
@@ -350,7 +351,7 @@ func (s *Store) ExportOutcomes(ctx context.Context, path string) (int, error) {
 			rows = append(rows, []string{f.KeyID, f.Mode, f.Question, f.Reason, f.GT, f.Modal, out, dec, who, note})
 		}
 	}
-	return len(rows) - 1, atomicfile.WriteFile(path, csvRows(rows))
+	return len(rows) - 1, atomicfile.WriteFile(j, path, csvRows(rows))
 }
 
 // Evidence is the flag's reason and agreement for the case page.

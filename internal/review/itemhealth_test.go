@@ -97,7 +97,7 @@ func TestItemHealthRound(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	outPath := filepath.Join(dir, "outcomes.csv")
-	if n, err := a.store.ExportOutcomes(ctx, outPath); err != nil || n != 4 {
+	if n, err := a.store.ExportOutcomes(ctx, nil, outPath); err != nil || n != 4 {
 		t.Fatalf("ExportOutcomes: %d, %v", n, err)
 	}
 	out, _ := os.ReadFile(outPath)
@@ -117,7 +117,7 @@ func TestItemHealthRound(t *testing.T) {
 	if _, err := a.store.Resolve(ctx, c2, reviewlog.DecisionReject, "[fix]the mask is too small"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.store.ExportOutcomes(ctx, outPath); err != nil {
+	if _, err := a.store.ExportOutcomes(ctx, nil, outPath); err != nil {
 		t.Fatal(err)
 	}
 	if out, _ := os.ReadFile(outPath); !strings.Contains(string(out), "edema_fx002_positive_0,none,severity/measurement,unanimous_wrong,1,3,fix,reject,r1;admin,") {
@@ -127,7 +127,7 @@ func TestItemHealthRound(t *testing.T) {
 	// The next build reads the main log with the round's lines appended:
 	// the latest line per key wins, so fix and drop leave the benchmark.
 	roundPath := filepath.Join(dir, "round.jsonl")
-	if _, err := a.store.ExportJSONL(ctx, roundPath); err != nil {
+	if _, err := a.store.ExportJSONL(ctx, nil, roundPath); err != nil {
 		t.Fatal(err)
 	}
 	var mainLog []byte
@@ -217,7 +217,7 @@ func TestNotItemHealthRound(t *testing.T) {
 	if r := r1.decide(key, "fix", ""); r.code != 400 {
 		t.Errorf("fix outside a round: %d %s", r.code, r.body)
 	}
-	if _, err := a.store.ExportOutcomes(ctx, filepath.Join(t.TempDir(), "o.csv")); err == nil {
+	if _, err := a.store.ExportOutcomes(ctx, nil, filepath.Join(t.TempDir(), "o.csv")); err == nil {
 		t.Error("outcomes exported from a plain review")
 	}
 }
@@ -383,7 +383,7 @@ func TestFlaggedItemsClosedSets(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "o.csv")
-	if _, err := a.store.ExportOutcomes(context.Background(), out); err == nil || !strings.Contains(err.Error(), "edema_fx002_positive_0") {
+	if _, err := a.store.ExportOutcomes(context.Background(), nil, out); err == nil || !strings.Contains(err.Error(), "edema_fx002_positive_0") {
 		t.Errorf("export with a stored formula: %v", err)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {

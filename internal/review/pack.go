@@ -2,6 +2,7 @@ package review
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -15,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/render"
 	"github.com/chexpercept/chexpercept/internal/source"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
@@ -39,6 +41,9 @@ type PackOptions struct {
 	Reviewers int // N ≥ 1, one folder annotator_<X> each (default 6 in the command)
 	Workers   int // ≤ 0: number of CPUs
 	Warn      io.Writer
+	// Job is the command's job: it tracks the temporary files of the
+	// writes, and the finished marker is its commit point. Nil: neither.
+	Job *job.Job
 }
 
 // PackSummary reports what Pack wrote.
@@ -53,7 +58,7 @@ type PackSummary struct {
 // review images are the CXR beside the CXR with the candidate mask in red
 // at alpha 0.33 (2048×1024 RGB); negatives are the canonical CXR. A case
 // whose inputs cannot be read is skipped with a warning.
-func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error) {
+func Pack(ctx context.Context, cases []*source.Case, out string, opt PackOptions) (PackSummary, error) {
 	var sum PackSummary
 	if opt.Reviewers < 1 {
 		return sum, fmt.Errorf("reviewers must be at least 1, got %d", opt.Reviewers)
@@ -74,7 +79,7 @@ func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error
 	if workers <= 0 {
 		workers = runtime.NumCPU()
 	}
-	loader, err := source.NewLoader(nil, buildcfg.Default(), "", nil)
+	loader, err := source.NewLoader(nil, nil, buildcfg.Default(), "", nil)
 	if err != nil {
 		return sum, err
 	}
@@ -106,7 +111,7 @@ func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				row, err := packCase(loader, cases[i], dirs[i], mkdir)
+				row, err := packCase(opt.Job, loader, cases[i], dirs[i], mkdir)
 				var ce *frame.CaseError
 				if err != nil && !errors.As(err, &ce) {
 					fatalOnce.Do(func() { fatal = err })
@@ -115,11 +120,19 @@ func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error
 			}
 		}()
 	}
+feed:
 	for i := range cases {
-		next <- i
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
 	}
 	close(next)
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return sum, err
+	}
 	if fatal != nil {
 		return sum, fatal
 	}
@@ -141,17 +154,17 @@ func Pack(cases []*source.Case, out string, opt PackOptions) (PackSummary, error
 		sheets[dirs[i]] = append(sheets[dirs[i]], r.row)
 	}
 	for _, d := range order {
-		if err := atomicfile.WriteFile(filepath.Join(d, "review_sheet.csv"), csvRows(sheets[d])); err != nil {
+		if err := atomicfile.WriteFile(opt.Job, filepath.Join(d, "review_sheet.csv"), csvRows(sheets[d])); err != nil {
 			return sum, err
 		}
 		sum.Sheets++
 	}
-	return sum, finishPack(out)
+	return sum, finishPack(opt.Job, out)
 }
 
 // packCase writes one review image and returns its sheet row. Unreadable
 // inputs are *frame.CaseError; anything else (a write failure) is fatal.
-func packCase(l *source.Loader, c *source.Case, dir string, mkdir func(string) error) ([]string, error) {
+func packCase(j *job.Job, l *source.Loader, c *source.Case, dir string, mkdir func(string) error) ([]string, error) {
 	imgSHA, err := source.ImageSHA256(c)
 	if err != nil {
 		return nil, err
@@ -181,7 +194,7 @@ func packCase(l *source.Loader, c *source.Case, dir string, mkdir func(string) e
 	if err := mkdir(dir); err != nil {
 		return nil, fmt.Errorf("pack: %w", err)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, c.KeyID()+".png"), buf.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(j, filepath.Join(dir, c.KeyID()+".png"), buf.Bytes()); err != nil {
 		return nil, err
 	}
 	return []string{c.KeyID(), c.Lesion, c.Label, imgSHA, maskSHA, strings.Join(cleanHints(c.LocationHints), "; "), textsafe.ClipRunes(textsafe.Squash(report), reportExcerptRunes), ""}, nil

@@ -2,6 +2,7 @@ package review
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"image"
 	"image/png"
@@ -43,7 +44,7 @@ func readSheetRows(t *testing.T, path string) [][]string {
 func TestPack(t *testing.T) {
 	fx := makeFixture(t, []string{"edema"}, 3, 2)
 	out := filepath.Join(t.TempDir(), "packs")
-	sum, err := Pack(fx.Cases, out, PackOptions{Reviewers: 2, Workers: 2})
+	sum, err := Pack(context.Background(), fx.Cases, out, PackOptions{Reviewers: 2, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestPack(t *testing.T) {
 		"annotator_A/edema/positive": {0, 2}, "annotator_B/edema/positive": {1},
 		"annotator_A/edema/negative": {3}, "annotator_B/edema/negative": {4},
 	}
-	l, _ := source.NewLoader(nil, defaultCfg(), "", nil)
+	l, _ := source.NewLoader(nil, nil, defaultCfg(), "", nil)
 	for dir, idx := range want {
 		rows := readSheetRows(t, filepath.Join(out, dir, "review_sheet.csv"))
 		if strings.Join(rows[0], ",") != strings.Join(ReviewSheetHeader, ",") {
@@ -126,14 +127,14 @@ func TestPack(t *testing.T) {
 	os.Symlink(filepath.Join(tmp, "nowhere"), dangling)
 	for dir, want := range map[string]string{out: `holds a finished review pack`, file: "is not a directory", dangling: "does not lead to a directory"} {
 		before, beforeTmp := outdirtest.Snapshot(t, out), outdirtest.Snapshot(t, tmp)
-		_, err := Pack(fx.Cases, dir, PackOptions{Reviewers: 2})
+		_, err := Pack(context.Background(), fx.Cases, dir, PackOptions{Reviewers: 2})
 		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("pack into %s: %v, want %q", dir, err, want)
 		}
 		outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, out))
 		outdirtest.Unchanged(t, beforeTmp, outdirtest.Snapshot(t, tmp))
 	}
-	if _, err := Pack(fx.Cases, filepath.Join(t.TempDir(), "x"), PackOptions{Reviewers: 0}); err == nil {
+	if _, err := Pack(context.Background(), fx.Cases, filepath.Join(t.TempDir(), "x"), PackOptions{Reviewers: 0}); err == nil {
 		t.Error("0 reviewers accepted")
 	}
 }
@@ -146,7 +147,7 @@ func TestPack(t *testing.T) {
 func TestPackRerun(t *testing.T) {
 	fx := makeFixture(t, []string{"edema"}, 3, 2)
 	want := filepath.Join(t.TempDir(), "want")
-	if _, err := Pack(fx.Cases, want, PackOptions{Reviewers: 2, Workers: 2}); err != nil {
+	if _, err := Pack(context.Background(), fx.Cases, want, PackOptions{Reviewers: 2, Workers: 2}); err != nil {
 		t.Fatal(err)
 	}
 	wantFiles := outdirtest.ReadFiles(t, want)
@@ -189,12 +190,12 @@ func TestPackRerun(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "packs")
-			if _, err := Pack(fx.Cases, dir, PackOptions{Reviewers: 2, Workers: 2}); err != nil {
+			if _, err := Pack(context.Background(), fx.Cases, dir, PackOptions{Reviewers: 2, Workers: 2}); err != nil {
 				t.Fatal(err)
 			}
 			tc.prepare(t, dir)
 			before := outdirtest.Snapshot(t, dir)
-			_, err := Pack(fx.Cases, dir, PackOptions{Reviewers: 2, Workers: 2})
+			_, err := Pack(context.Background(), fx.Cases, dir, PackOptions{Reviewers: 2, Workers: 2})
 			if tc.refused != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), dir) || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("rerun: %v, want a one-line refusal naming %s: %q", err, dir, tc.refused)

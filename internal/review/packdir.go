@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
@@ -120,11 +121,11 @@ func isPackFile(name string) bool {
 }
 
 // finishPack rewrites the marker of out as finished: the last write of a
-// pack, and its commit point (atomicfile.Finish): a signal that comes
-// later lets the command end as it would have; one that came first leaves
-// the pack unfinished.
-func finishPack(out string) error {
-	if err := atomicfile.Finish(); err != nil {
+// pack, and its commit point (j.Commit): a signal that comes later lets
+// the command end as it would have; one that came first leaves the pack
+// unfinished.
+func finishPack(j *job.Job, out string) error {
+	if err := j.Commit(); err != nil {
 		return err
 	}
 	return outdir.WriteMarker(filepath.Join(out, PackMarker), []byte(packFinished))

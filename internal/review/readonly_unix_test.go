@@ -167,7 +167,7 @@ func TestOpenNotWritable(t *testing.T) {
 				t.Errorf("SetLocked: %v", err)
 			}
 			// review export and build --review-db read it too.
-			if _, err := s.ExportJSONL(context.Background(), filepath.Join(t.TempDir(), "reviews.jsonl")); err != nil {
+			if _, err := s.ExportJSONL(context.Background(), nil, filepath.Join(t.TempDir(), "reviews.jsonl")); err != nil {
 				t.Errorf("export: %v", err)
 			}
 			if _, err := OpenDecisions(db); err != nil {

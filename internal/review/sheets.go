@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/pycsv"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
@@ -60,7 +61,7 @@ const SheetsMarker = ".chexpercept-review-sheets"
 // ExportCSV writes the reference sheet layouts of the database's cases:
 // dir/positive.csv and dir/negative.csv, `optimal?` = 1 for accepted cases
 // (resolved decision accept) and empty otherwise, plot_path empty.
-func (s *Store) ExportCSV(ctx context.Context, dir string) error {
+func (s *Store) ExportCSV(ctx context.Context, j *job.Job, dir string) error {
 	st, err := s.Snapshot(ctx)
 	if err != nil {
 		return err
@@ -96,17 +97,18 @@ func (s *Store) ExportCSV(ctx context.Context, dir string) error {
 	if err := outdir.RemoveStale(dir, func(rel string) bool { return rel == "positive.csv" || rel == "negative.csv" }, SheetsMarker); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "positive.csv"), csvRows(pos)); err != nil {
+	if err := atomicfile.WriteFile(j, filepath.Join(dir, "positive.csv"), csvRows(pos)); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, "negative.csv"), csvRows(neg))
+	return atomicfile.WriteFile(j, filepath.Join(dir, "negative.csv"), csvRows(neg))
 }
 
-// ExportJSONL writes the resolved lines to path (atomically).
-func (s *Store) ExportJSONL(ctx context.Context, path string) (int, error) {
+// ExportJSONL writes the resolved lines to path (atomically; j tracks
+// the temporary file).
+func (s *Store) ExportJSONL(ctx context.Context, j *job.Job, path string) (int, error) {
 	lines, err := s.ResolvedLines(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return len(lines), atomicfile.WriteFile(path, MarshalLines(lines))
+	return len(lines), atomicfile.WriteFile(j, path, MarshalLines(lines))
 }

@@ -91,7 +91,7 @@ func TestInitStoresDigestsAndHashesOnly(t *testing.T) {
 			t.Errorf("%s image digest %s, want %s", c.KeyID(), ci.ImageSHA256, img)
 		}
 		if c.Positive() {
-			l, _ := source.NewLoader(nil, defaultCfg(), "", nil)
+			l, _ := source.NewLoader(nil, nil, defaultCfg(), "", nil)
 			m, _ := l.CandidateMask(c)
 			if ci.MaskSHA256 == nil || *ci.MaskSHA256 != source.MaskSHA256(m) {
 				t.Errorf("%s mask digest %v", c.KeyID(), ci.MaskSHA256)
@@ -209,7 +209,7 @@ func TestResolutionRules(t *testing.T) {
 	rows[9].want, rows[9].status = "accept", reviewlog.Accepted
 
 	exported := filepath.Join(t.TempDir(), "reviews.jsonl")
-	if _, err := s.ExportJSONL(ctx, exported); err != nil {
+	if _, err := s.ExportJSONL(ctx, nil, exported); err != nil {
 		t.Fatal(err)
 	}
 	fromLog, err := reviewlog.ReadLog(exported)

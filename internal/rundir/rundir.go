@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/results"
@@ -85,8 +86,9 @@ func WallTime(dir string) float64 {
 // selected is the number of selected records. wallTime is the seconds of
 // the command that ends now; the previous summary's wall time is added (a
 // resumed run sums its restarts). The runner, rescore, merge and
-// import-reference all end with it.
-func Finalize(dir string, man *results.Manifest, selected int, wallTime float64) (*results.Summary, error) {
+// import-reference all end with it, each with its job, which tracks the
+// temporary files (atomicfile.WriteFile).
+func Finalize(j *job.Job, dir string, man *results.Manifest, selected int, wallTime float64) (*results.Summary, error) {
 	recs, err := ReadResults(filepath.Join(dir, ResultsFile))
 	if err != nil {
 		return nil, err
@@ -94,7 +96,7 @@ func Finalize(dir string, man *results.Manifest, selected int, wallTime float64)
 	wallTime += WallTime(dir)
 	latest := results.Latest(recs)
 	all := results.MarshalAllResults(latest, man.Dataset.Path, man.Model.Backend, man.Model.ModelID)
-	if err := atomicfile.WriteFile(filepath.Join(dir, AllResultsFile), all); err != nil {
+	if err := atomicfile.WriteFile(j, filepath.Join(dir, AllResultsFile), all); err != nil {
 		return nil, err
 	}
 	info := results.RunInfo{Name: man.RunName, Model: man.Model.Name, ModelID: man.Model.ModelID,
@@ -105,11 +107,11 @@ func Finalize(dir string, man *results.Manifest, selected int, wallTime float64)
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, SummaryFile), b); err != nil {
+	if err := atomicfile.WriteFile(j, filepath.Join(dir, SummaryFile), b); err != nil {
 		return nil, err
 	}
 	m := results.RefMetricsFromRecords(latest)
-	if err := WriteRefCSVs(dir, results.RefLabel(man.RunName), m); err != nil {
+	if err := WriteRefCSVs(j, dir, results.RefLabel(man.RunName), m); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -183,8 +185,8 @@ const (
 )
 
 // WriteRefCSVs writes the three per-model reference CSVs into dir,
-// atomically.
-func WriteRefCSVs(dir, label string, m *results.RefMetrics) error {
+// atomically; j tracks the temporary files (atomicfile.WriteFile).
+func WriteRefCSVs(j *job.Job, dir, label string, m *results.RefMetrics) error {
 	files := []struct {
 		name   string
 		header []string
@@ -195,7 +197,7 @@ func WriteRefCSVs(dir, label string, m *results.RefMetrics) error {
 		{RefAttributeFile, results.RefAttributeHeader, m.AttributeRows(label)},
 	}
 	for _, f := range files {
-		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), results.CSV(f.header, f.rows)); err != nil {
+		if err := atomicfile.WriteFile(j, filepath.Join(dir, f.name), results.CSV(f.header, f.rows)); err != nil {
 			return err
 		}
 	}

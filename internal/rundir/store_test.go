@@ -77,7 +77,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "x.json")
 	for _, s := range []string{"one", "two"} {
-		if err := atomicfile.WriteFile(name, []byte(s)); err != nil {
+		if err := atomicfile.WriteFile(nil, name, []byte(s)); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := os.ReadFile(name); string(b) != s {
@@ -94,7 +94,7 @@ func TestWriteFileAtomic(t *testing.T) {
 // schema version first.
 func TestFinalizeWritesSummary(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Finalize(dir, &results.Manifest{RunName: "baseline_random"}, 1, 1.5); err != nil {
+	if _, err := Finalize(nil, dir, &results.Manifest{RunName: "baseline_random"}, 1, 1.5); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))

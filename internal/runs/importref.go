@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/protocol"
@@ -50,6 +51,7 @@ type ImportOptions struct {
 	Parse      parse.Mode
 	Force      bool             // replace an existing run
 	Now        func() time.Time // record and manifest times; nil means time.Now
+	Job        *job.Job         // the command's job: its temporary files and commit point (nil: none)
 }
 
 // ImportReport says what an import did.
@@ -68,8 +70,9 @@ type ImportReport struct {
 // Out/<run name>/oracle_<mode>/ with every file of a run. The manifest is
 // the one a run of the model would have, with the prompt profile, image
 // transport, endpoints and call policy unknown and imported_from naming
-// the file.
-func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
+// the file. It stops with ctx's error once ctx ends (checked at every
+// record) before it writes.
+func ImportReference(ctx context.Context, file string, opts ImportOptions) (*ImportReport, error) {
 	runName := results.RunName(opts.Model.Provider, opts.Model.Label, opts.NoThinking, opts.Parse == parse.ModeStrict)
 	if err := results.CheckRunName(runName); err != nil {
 		return nil, err
@@ -92,7 +95,7 @@ func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 	at := now().UTC() // one time for every record and the manifest
 	ro := replayOptions{BenchDir: opts.Bench.Dir, Model: opts.Model, Oracle: opts.Oracle, Parse: opts.Parse,
 		Now: func() time.Time { return at }}
-	recs, modelID, warnings, err := importRecords(file, opts.Bench, &ro)
+	recs, modelID, warnings, err := importRecords(ctx, file, opts.Bench, &ro)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +116,10 @@ func ImportReference(file string, opts ImportOptions) (*ImportReport, error) {
 	m.PromptProfile = results.ProfileInfo{Name: "unknown (imported)", Texts: []string{}}
 	m.ImageEncoding = results.ImageEncoding{Format: "png", Transport: "unknown (imported)"}
 	m.ImportedFrom, _ = filepath.Abs(file)
-	if err := WriteRun(dir, m, recs, len(recs), 0); err != nil {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := WriteRun(opts.Job, dir, m, recs, len(recs), 0); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -162,7 +168,7 @@ type histEntry struct {
 // importRecords rebuilds the records of a reference all_results.json
 // (file names it in messages) with the settings of o. modelID is the
 // token_usage.model_id seen in the file, "" if none.
-func importRecords(file string, bench *benchmark.Benchmark, o *replayOptions) (recs []*results.Record, modelID string, warns []string, err error) {
+func importRecords(ctx context.Context, file string, bench *benchmark.Benchmark, o *replayOptions) (recs []*results.Record, modelID string, warns []string, err error) {
 	position := make(map[string]int, len(bench.Records))
 	for i, r := range bench.Records {
 		position[r.KeyID] = i
@@ -170,6 +176,9 @@ func importRecords(file string, bench *benchmark.Benchmark, o *replayOptions) (r
 	var warn warnings
 	seen := map[string]bool{}
 	err = rundir.ScanAllResults(file, func(key string, v *ojson.Value) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		at := func(format string, args ...any) error {
 			return fmt.Errorf("%s: key %q: %s", file, key, textsafe.OneLine(fmt.Sprintf(format, args...)))
 		}

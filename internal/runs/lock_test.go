@@ -3,6 +3,7 @@
 package runs
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -29,7 +30,7 @@ func TestToolsRespectRunLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Rescore(src, RescoreOptions{Mode: "strict", Bench: b}); err == nil || !strings.Contains(err.Error(), "being written") {
+	if _, err := Rescore(context.Background(), src, RescoreOptions{Mode: "strict", Bench: b}); err == nil || !strings.Contains(err.Error(), "being written") {
 		t.Errorf("rescore of a run being written: %v", err)
 	}
 	unlock()
@@ -40,7 +41,7 @@ func TestToolsRespectRunLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Merge([]string{shard}, MergeOptions{Out: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "being written") || !strings.Contains(err.Error(), shard) {
+	if _, err := Merge(context.Background(), []string{shard}, MergeOptions{Out: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "being written") || !strings.Contains(err.Error(), shard) {
 		t.Errorf("merge of a shard being written: %v", err)
 	}
 	unlock()
@@ -51,11 +52,11 @@ func TestToolsRespectRunLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Rescore(src, RescoreOptions{Mode: "strict", Bench: b}); err == nil || !strings.Contains(err.Error(), "in use") {
+	if _, err := Rescore(context.Background(), src, RescoreOptions{Mode: "strict", Bench: b}); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Errorf("rescore into a locked target: %v", err)
 	}
 	unlock()
-	if _, err := Rescore(src, RescoreOptions{Mode: "strict", Bench: b}); err != nil {
+	if _, err := Rescore(context.Background(), src, RescoreOptions{Mode: "strict", Bench: b}); err != nil {
 		t.Errorf("rescore once the locks are gone: %v", err)
 	}
 }
@@ -74,7 +75,7 @@ func TestTargetsNeverWrittenThroughLinks(t *testing.T) {
 	precious := filepath.Join(outside, "precious.txt")
 	os.WriteFile(precious, []byte("precious"), 0o644)
 	dst := filepath.Join(out, "opensource_glm-4v_strict", "oracle_none")
-	if _, err := Rescore(src, RescoreOptions{Mode: "strict", Bench: b}); err != nil {
+	if _, err := Rescore(context.Background(), src, RescoreOptions{Mode: "strict", Bench: b}); err != nil {
 		t.Fatal(err)
 	}
 	refused := func(what string, err error) {
@@ -89,7 +90,7 @@ func TestTargetsNeverWrittenThroughLinks(t *testing.T) {
 	os.Remove(filepath.Join(dst, rundir.ResultsFile))
 	os.Symlink(precious, filepath.Join(dst, rundir.ResultsFile))
 	before := outdirtest.Snapshot(t, root)
-	_, err := Rescore(src, RescoreOptions{Mode: "strict", Bench: b, Force: true})
+	_, err := Rescore(context.Background(), src, RescoreOptions{Mode: "strict", Bench: b, Force: true})
 	refused("rescore --force over a linked results.jsonl", err)
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, root))
 
@@ -98,7 +99,7 @@ func TestTargetsNeverWrittenThroughLinks(t *testing.T) {
 	os.Remove(filepath.Join(dst, rundir.ManifestFile))
 	os.WriteFile(filepath.Join(dst, rundir.ResultsFile), []byte(`{"key_id":"foreign"}`+"\n"), 0o644)
 	before = outdirtest.Snapshot(t, root)
-	_, err = Rescore(src, RescoreOptions{Mode: "strict", Bench: b, Force: true})
+	_, err = Rescore(context.Background(), src, RescoreOptions{Mode: "strict", Bench: b, Force: true})
 	refused("rescore --force over a results.jsonl without a manifest", err)
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, root))
 
@@ -109,7 +110,7 @@ func TestTargetsNeverWrittenThroughLinks(t *testing.T) {
 	shard := filepath.Join(root, "sharded", "opensource_glm-4v", "oracle_none", "shard-1-of-1")
 	copyAsShard(t, src, shard, 1, 1)
 	before = outdirtest.Snapshot(t, outside)
-	_, err = Merge([]string{shard}, MergeOptions{Out: mout, BenchDir: b.Dir})
+	_, err = Merge(context.Background(), []string{shard}, MergeOptions{Out: mout, BenchDir: b.Dir})
 	refused("merge into a linked run folder", err)
 	outdirtest.Unchanged(t, before, outdirtest.Snapshot(t, outside))
 
@@ -119,7 +120,10 @@ func TestTargetsNeverWrittenThroughLinks(t *testing.T) {
 		t.Skip(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := Rescore(src, RescoreOptions{Mode: "reference", Bench: b}); done <- err }()
+	go func() {
+		_, err := Rescore(context.Background(), src, RescoreOptions{Mode: "reference", Bench: b})
+		done <- err
+	}()
 	select {
 	case err = <-done:
 		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
@@ -139,7 +143,7 @@ func TestWriteRunFailureReleasesLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &results.Manifest{RunName: "opensource_glm-4v", OracleMode: "none"}
-	err := WriteRun(dir, m, nil, 0, 0)
+	err := WriteRun(nil, dir, m, nil, 0, 0)
 	if err == nil || !strings.Contains(err.Error(), rundir.ResultsFile) {
 		t.Fatalf("WriteRun = %v, want the failure naming %s", err, rundir.ResultsFile)
 	}

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rundir"
@@ -29,6 +31,7 @@ type MergeOptions struct {
 	BenchDir string           // "" means the dataset path of the first shard's manifest
 	Force    bool             // replace an existing merged run
 	Now      func() time.Time // nil means time.Now
+	Job      *job.Job         // the command's job: its temporary files and commit point (nil: none)
 }
 
 // MergeReport says what a merge did.
@@ -69,9 +72,11 @@ func sumRedactions(shards []*shardRun) int64 {
 
 func (s *shardRun) name() string { return fmt.Sprintf("shard %d/%d (%s)", s.i, s.n, s.Dir) }
 
-// Merge combines the shards found in inputs into one run directory.
-func Merge(inputs []string, opts MergeOptions) (*MergeReport, error) {
-	shards, err := readShards(inputs)
+// Merge combines the shards found in inputs into one run directory. It
+// stops with ctx's error once ctx ends, before it writes (checked at every
+// shard read) or between the files it writes.
+func Merge(ctx context.Context, inputs []string, opts MergeOptions) (*MergeReport, error) {
+	shards, err := readShards(ctx, inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +138,10 @@ func Merge(inputs []string, opts MergeOptions) (*MergeReport, error) {
 	for _, s := range shards {
 		wall += rundir.WallTime(s.Dir)
 	}
-	if err := WriteRun(dst, &m, merged, len(whole.keys), wall); err != nil {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := WriteRun(opts.Job, dst, &m, merged, len(whole.keys), wall); err != nil {
 		return nil, err
 	}
 	rep.Dir, rep.RunName = dst, runName
@@ -192,7 +200,7 @@ func findShards(inputs []string) ([]string, error) {
 
 // readShards reads the shards found in inputs, sorted by shard index. A
 // folder whose name and manifest name other shards is refused.
-func readShards(inputs []string) ([]*shardRun, error) {
+func readShards(ctx context.Context, inputs []string) ([]*shardRun, error) {
 	dirs, err := findShards(inputs)
 	if err != nil {
 		return nil, err
@@ -202,6 +210,9 @@ func readShards(inputs []string) ([]*shardRun, error) {
 	}
 	var shards []*shardRun
 	for _, d := range dirs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		run, err := ReadRun(d)
 		if err != nil {
 			return nil, err

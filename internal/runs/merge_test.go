@@ -2,6 +2,7 @@ package runs
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -108,7 +109,7 @@ func TestMerge(t *testing.T) {
 		os.Remove(filepath.Join(d, rundir.SummaryFile))
 	}
 	out := t.TempDir()
-	rep, err := Merge([]string{run}, MergeOptions{Out: out, Now: func() time.Time { return testTime }})
+	rep, err := Merge(context.Background(), []string{run}, MergeOptions{Out: out, Now: func() time.Time { return testTime }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestMerge(t *testing.T) {
 	m.NoThinking = true
 	b, _ := m.Marshal()
 	os.WriteFile(filepath.Join(other, rundir.ManifestFile), b, 0o644)
-	_, err = Merge([]string{filepath.Join(run, "shard-1-of-2"), other}, MergeOptions{Out: t.TempDir()})
+	_, err = Merge(context.Background(), []string{filepath.Join(run, "shard-1-of-2"), other}, MergeOptions{Out: t.TempDir()})
 	var re *RefusalError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "no_thinking: false vs true") {
 		t.Errorf("other settings: %v", err)
@@ -145,7 +146,7 @@ func TestMerge(t *testing.T) {
 	}
 	mb = bytes.Replace(mb, []byte(`"sampling": {`), []byte(ins), 1)
 	os.WriteFile(filepath.Join(other, rundir.ManifestFile), mb, 0o644)
-	_, err = Merge([]string{filepath.Join(run, "shard-1-of-2"), other}, MergeOptions{Out: t.TempDir()})
+	_, err = Merge(context.Background(), []string{filepath.Join(run, "shard-1-of-2"), other}, MergeOptions{Out: t.TempDir()})
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "sampling.extra_body") {
 		t.Errorf("other extra body: %v", err)
 	}
@@ -197,7 +198,7 @@ func TestMergeRefusesNonShard(t *testing.T) {
 	os.MkdirAll(dir, 0o755)
 	m := `{"dataset":{"path":"/b","sha256":"h"},"selection":{"lesions":[],"shard":null},"run_name":"x_y","model":{},"oracle_mode":"none","parse_mode":"reference"}`
 	os.WriteFile(filepath.Join(dir, rundir.ManifestFile), []byte(m), 0o644)
-	_, err := Merge([]string{dir}, MergeOptions{Out: t.TempDir()})
+	_, err := Merge(context.Background(), []string{dir}, MergeOptions{Out: t.TempDir()})
 	var re *RefusalError
 	if err == nil || !strings.Contains(err.Error(), "has no shard") {
 		t.Fatalf("error %v", err)
@@ -233,7 +234,7 @@ func TestMergeAfterUnfinishedMerge(t *testing.T) {
 		}
 	}
 	opts := MergeOptions{Out: t.TempDir(), Now: func() time.Time { return testTime }}
-	rep, err := Merge([]string{run}, opts)
+	rep, err := Merge(context.Background(), []string{run}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestMergeAfterUnfinishedMerge(t *testing.T) {
 	if _, err := ReadRun(rep.Dir); !errors.Is(err, rundir.ErrUnfinished) {
 		t.Errorf("reading the unfinished run: %v, want ErrUnfinished", err)
 	}
-	if _, err := Merge([]string{run}, opts); err != nil {
+	if _, err := Merge(context.Background(), []string{run}, opts); err != nil {
 		t.Fatalf("merge again after an unfinished merge: %v", err)
 	}
 	for f, b := range want {
@@ -270,7 +271,7 @@ func TestMergeAfterUnfinishedMerge(t *testing.T) {
 		}
 	}
 	// A finished run is still replaced only with force.
-	if _, err := Merge([]string{run}, opts); !errors.Is(err, ErrRunExists) {
+	if _, err := Merge(context.Background(), []string{run}, opts); !errors.Is(err, ErrRunExists) {
 		t.Errorf("merge over a finished run: %v, want ErrRunExists", err)
 	}
 }

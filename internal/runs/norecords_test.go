@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -62,7 +63,7 @@ func TestNoRecordsRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			write(t, dir, tc.results)
-			_, err := Rescore(dir, RescoreOptions{Mode: "strict", Bench: bench})
+			_, err := Rescore(context.Background(), dir, RescoreOptions{Mode: "strict", Bench: bench})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
@@ -78,7 +79,7 @@ func TestNoRecordsRefused(t *testing.T) {
 				write(t, d, tc.results)
 			}
 			out := t.TempDir()
-			_, err := Merge([]string{run}, MergeOptions{Out: out})
+			_, err := Merge(context.Background(), []string{run}, MergeOptions{Out: out})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}

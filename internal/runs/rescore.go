@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/registry"
@@ -21,6 +23,7 @@ type RescoreOptions struct {
 	Bench *benchmark.Benchmark // the benchmark of the source run
 	Force bool                 // replace an existing target run
 	Now   func() time.Time     // nil means time.Now
+	Job   *job.Job             // the command's job: its temporary files and commit point (nil: none)
 }
 
 // RescoreReport says what a rescore did.
@@ -46,8 +49,9 @@ func RescoredRunName(src string, mode parse.Mode) string {
 // (<results>/<run name>/oracle_<mode>/) and writes a new run directory
 // <results>/<new run name>/oracle_<mode>/ with every file of §9.1. The
 // source is only read. The last line per key_id is rescored; the new
-// results.jsonl holds those lines in index order.
-func Rescore(srcDir string, opts RescoreOptions) (*RescoreReport, error) {
+// results.jsonl holds those lines in index order. It stops with ctx's
+// error once ctx ends (checked at every record) before it writes.
+func Rescore(ctx context.Context, srcDir string, opts RescoreOptions) (*RescoreReport, error) {
 	if opts.Mode != parse.ModeReference && opts.Mode != parse.ModeStrict {
 		return nil, fmt.Errorf("unknown parse mode %q (want reference or strict)", opts.Mode)
 	}
@@ -65,7 +69,7 @@ func Rescore(srcDir string, opts RescoreOptions) (*RescoreReport, error) {
 		return nil, err
 	}
 	rep := &RescoreReport{Dir: dst, RunName: newName, Oracle: run.Manifest.OracleMode != string(protocol.OracleNone)}
-	out, err := rescoreRecords(run, srcDir, opts, rep)
+	out, err := rescoreRecords(ctx, run, srcDir, opts, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +95,10 @@ func Rescore(srcDir string, opts RescoreOptions) (*RescoreReport, error) {
 	}
 	// The answers, their usage and the time they took come from the
 	// source run, so its wall time is carried over.
-	if err := WriteRun(dst, &m, out, selected, rundir.WallTime(abs)); err != nil {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := WriteRun(opts.Job, dst, &m, out, selected, rundir.WallTime(abs)); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -133,11 +140,14 @@ func readRescoreSource(srcDir string, bench *benchmark.Benchmark) (abs string, r
 
 // rescoreRecords re-parses the last line per key_id of run and counts
 // the turns rescored and the labels changed into rep.
-func rescoreRecords(run *Run, srcDir string, opts RescoreOptions, rep *RescoreReport) ([]*results.Record, error) {
+func rescoreRecords(ctx context.Context, run *Run, srcDir string, opts RescoreOptions, rep *RescoreReport) ([]*results.Record, error) {
 	file := filepath.Join(srcDir, rundir.ResultsFile)
 	glm := slices.Contains(run.Manifest.Model.Quirks, registry.QuirkGLMBoxUnwrap)
 	var out []*results.Record
 	for _, r := range results.Latest(run.Records) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		br := opts.Bench.Lookup(r.KeyID)
 		if br == nil {
 			return nil, fmt.Errorf("%s: record %s is not in the benchmark %s", file, r.KeyID, opts.Bench.Dir)

@@ -58,7 +58,7 @@ func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, model run
 	abs, _ := filepath.Abs(bench.Dir)
 	m := results.NewManifest(o, bench, abs, keys)
 	dir := rundir.Path(out, m.RunName, o.Oracle, nil)
-	if err := WriteRun(dir, m, recs, len(recs), 2.5); err != nil {
+	if err := WriteRun(nil, dir, m, recs, len(recs), 2.5); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -101,7 +101,7 @@ func TestRescore(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			out := t.TempDir()
 			src := scriptedRun(t, bench, out, glmModel(c.quirks...))
-			rep, err := Rescore(src, RescoreOptions{Mode: c.mode, Bench: bench, Now: func() time.Time { return later }})
+			rep, err := Rescore(context.Background(), src, RescoreOptions{Mode: c.mode, Bench: bench, Now: func() time.Time { return later }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,19 +174,19 @@ func TestRescoreRefusals(t *testing.T) {
 		{"rescored name too long", long, parse.ModeStrict, bench, "run name LLLL"}, // the rescored name is checked too
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := Rescore(c.dir, RescoreOptions{Mode: c.mode, Bench: c.bench}); err == nil || !strings.Contains(err.Error(), c.want) {
+			if _, err := Rescore(context.Background(), c.dir, RescoreOptions{Mode: c.mode, Bench: c.bench}); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %v, want %q", err, c.want)
 			}
 		})
 	}
 	// A target that holds a run needs Force.
-	if _, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench}); err != nil {
+	if _, err := Rescore(context.Background(), src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench}); !errors.Is(err, ErrRunExists) {
+	if _, err := Rescore(context.Background(), src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench}); !errors.Is(err, ErrRunExists) {
 		t.Errorf("second rescore: %v", err)
 	}
-	if _, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench, Force: true}); err != nil {
+	if _, err := Rescore(context.Background(), src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench, Force: true}); err != nil {
 		t.Errorf("rescore with Force: %v", err)
 	}
 }
@@ -207,7 +207,7 @@ func TestRescoreKeepsGenerationSettings(t *testing.T) {
 	if err := os.WriteFile(name, bytes.Replace(mb, []byte(`"sampling": {`), []byte(ins), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Rescore(src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench})
+	rep, err := Rescore(context.Background(), src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench})
 	if err != nil {
 		t.Fatal(err)
 	}

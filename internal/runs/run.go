@@ -15,6 +15,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/outdir"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rundir"
@@ -71,14 +72,16 @@ func ReadRun(dir string) (*Run, error) {
 // rundir.Finalize, all_results.json, summary.json and the reference
 // CSVs. Every file is written atomically. A summary.json already in dir
 // is removed first so that its wall time is not added to the new run's.
-// The directory is locked (rundir.Lock) while it is written.
-func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected int, wallTime float64) error {
-	unlock, err := WriteUnfinished(dir, m, recs, selected, wallTime)
+// The directory is locked (rundir.Lock) while it is written. j, the
+// command's job, tracks the temporary files and holds the commit point
+// (Finish).
+func WriteRun(j *job.Job, dir string, m *results.Manifest, recs []*results.Record, selected int, wallTime float64) error {
+	unlock, err := WriteUnfinished(j, dir, m, recs, selected, wallTime)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return Finish(dir)
+	return Finish(j, dir)
 }
 
 // WriteUnfinished is WriteRun without its last step: the run is written
@@ -86,7 +89,7 @@ func WriteRun(dir string, m *results.Manifest, recs []*results.Record, selected 
 // unlock is called. A command writing several runs finishes them together
 // (Finish), so that one stopped part-way leaves every run for its rerun
 // to replace.
-func WriteUnfinished(dir string, m *results.Manifest, recs []*results.Record, selected int, wallTime float64) (unlock func(), err error) {
+func WriteUnfinished(j *job.Job, dir string, m *results.Manifest, recs []*results.Record, selected int, wallTime float64) (unlock func(), err error) {
 	root, rel := targetParts(dir)
 	if _, err := outdir.MkdirAll(root, rel); err != nil {
 		return nil, err
@@ -113,7 +116,7 @@ func WriteUnfinished(dir string, m *results.Manifest, recs []*results.Record, se
 	if err := rundir.RemoveStaleTemps(dir); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, rundir.ManifestFile), b); err != nil {
+	if err := atomicfile.WriteFile(j, filepath.Join(dir, rundir.ManifestFile), b); err != nil {
 		return nil, err
 	}
 	var lines []byte
@@ -124,24 +127,24 @@ func WriteUnfinished(dir string, m *results.Manifest, recs []*results.Record, se
 		}
 		lines = append(lines, b...)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, rundir.ResultsFile), lines); err != nil {
+	if err := atomicfile.WriteFile(j, filepath.Join(dir, rundir.ResultsFile), lines); err != nil {
 		return nil, err
 	}
 	if err := os.Remove(filepath.Join(dir, rundir.SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	if _, err := rundir.Finalize(dir, m, selected, wallTime); err != nil {
+	if _, err := rundir.Finalize(j, dir, m, selected, wallTime); err != nil {
 		return nil, err
 	}
 	return release, nil
 }
 
 // Finish marks the runs in dirs, each written whole (WriteUnfinished),
-// finished. It is the commit point of the command (atomicfile.Finish):
-// once it begins, an interrupting signal lets it end, and when the signal
-// came first it fails with atomicfile.ErrStopped and changes nothing.
-func Finish(dirs ...string) error {
-	if err := atomicfile.Finish(); err != nil {
+// finished. It is the commit point of the command (j.Commit): once it
+// begins, an interrupting signal lets it end, and when the signal came
+// first it fails with job.ErrStopped and changes nothing.
+func Finish(j *job.Job, dirs ...string) error {
+	if err := j.Commit(); err != nil {
 		return err
 	}
 	for _, d := range dirs {

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,14 +50,14 @@ func BenchmarkSampleManifest10000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cands, _ := Sample(cases, cfg, 11)
+		cands, _, _ := Sample(context.Background(), cases, cfg, 11)
 		if len(cands) != 10000 {
 			b.Fatalf("%d candidates", len(cands))
 		}
-		if err := CheckInputs(cands); err != nil {
+		if err := CheckInputs(context.Background(), cands); err != nil {
 			b.Fatal(err)
 		}
-		if err := WriteCandidates(out, cands); err != nil {
+		if err := WriteCandidates(nil, out, cands); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/csvcap"
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/mask"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
@@ -206,7 +207,7 @@ const maxCacheBytes = 1 << 30
 // workDir/chexmask/, keyed by the CSV's path, size, modification time, the
 // id column and the needed ids, so a resumed build does not stream a
 // multi-gigabyte CSV again. workDir "" disables the cache.
-func readChexmaskCached(path string, need map[string]bool, idColumn, workDir string) (*ChexTable, error) {
+func readChexmaskCached(j *job.Job, path string, need map[string]bool, idColumn, workDir string) (*ChexTable, error) {
 	if workDir == "" {
 		return ReadChexmask(path, need, idColumn)
 	}
@@ -239,7 +240,7 @@ func readChexmaskCached(path string, need map[string]bool, idColumn, workDir str
 	}
 	if data, err := json.Marshal(t); err == nil {
 		if os.MkdirAll(filepath.Dir(cache), 0o755) == nil {
-			_ = atomicfile.WriteFile(cache, data) // a failed cache write only costs time
+			_ = atomicfile.WriteFile(j, cache, data) // a failed cache write only costs time
 		}
 	}
 	return t, nil

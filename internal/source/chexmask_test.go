@@ -177,7 +177,7 @@ func TestLoadLungsSources(t *testing.T) {
 	cfg.ChexmaskMinRCA = 0.5
 	var warn bytes.Buffer
 	work := filepath.Join(dir, "work")
-	l, err := NewLoader(cases, cfg, work, &warn)
+	l, err := NewLoader(nil, cases, cfg, work, &warn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestLoadLungsSources(t *testing.T) {
 	}
 	data, _ := os.ReadFile(caches[0])
 	os.WriteFile(caches[0], bytes.Replace(data, []byte(`"rca_mean":"0.10"`), []byte(`"rca_mean":"0.60"`), 1), 0o644)
-	l2, err := NewLoader(cases, cfg, work, nil)
+	l2, err := NewLoader(nil, cases, cfg, work, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

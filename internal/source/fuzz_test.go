@@ -24,7 +24,7 @@ func BenchmarkLoadLungsFixture(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := NewLoader(cases, buildcfg.Default(), "", nil)
+	l, err := NewLoader(nil, cases, buildcfg.Default(), "", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	_ "image/jpeg" // registers JPEG for image.DecodeConfig
@@ -42,8 +43,9 @@ const (
 // masks, 1…mask.MaxSide per side and at most mask.MaxPixels — and each
 // CheXmask CSV a regular file. Every distinct path is checked once, over a
 // bounded pool of workers; only headers are read. The error names the
-// first few bad files, in case order, and counts the rest.
-func CheckInputs(cases []*Case) error {
+// first few bad files, in case order, and counts the rest. Once ctx ends
+// no further file is checked and the error is ctx's.
+func CheckInputs(ctx context.Context, cases []*Case) error {
 	refs := inputRefs(cases)
 	problems := make([]string, len(refs))
 	jobs := make(chan int)
@@ -57,11 +59,19 @@ func CheckInputs(cases []*Case) error {
 			}
 		}()
 	}
+feed:
 	for i := range refs {
-		jobs <- i
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
 	}
 	close(jobs)
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 
 	var shown []string
 	bad := 0

@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"hash/crc32"
 	"image"
@@ -105,7 +106,7 @@ func TestCheckInputs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckInputs(tc.cases)
+			err := CheckInputs(context.Background(), tc.cases)
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -150,7 +151,7 @@ func TestMIMICRootOrFiles(t *testing.T) {
 			t.Fatalf("case %s: image %s from the root, %s from files/", root[i].KeyID(), root[i].Image, files[i].Image)
 		}
 	}
-	if err := CheckInputs(files); err != nil {
+	if err := CheckInputs(context.Background(), files); err != nil {
 		t.Errorf("images found from files/ do not check: %v", err)
 	}
 	wrong := fx + "/lesion_mask"

@@ -3,6 +3,7 @@
 package source
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,7 +18,7 @@ func TestCheckInputsFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Skip("cannot make a FIFO:", err)
 	}
-	err := CheckInputs([]*Case{{CaseID: "a_negative_0", Lesion: "edema", Label: "negative", Image: fifo}})
+	err := CheckInputs(context.Background(), []*Case{{CaseID: "a_negative_0", Lesion: "edema", Label: "negative", Image: fifo}})
 	if err == nil || !strings.Contains(err.Error(), "not a regular file (named pipe)") {
 		t.Fatalf("FIFO: %v", err)
 	}

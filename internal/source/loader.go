@@ -13,6 +13,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
 	"github.com/chexpercept/chexpercept/internal/frame"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/mask"
 )
 
@@ -37,8 +38,9 @@ type Loader struct {
 // NewLoader prepares a loader for cases. CheXmask CSVs are streamed once,
 // keeping only the referenced ids (cached under workDir/chexmask when
 // workDir is not ""). A CSV that cannot be opened or parsed is a global
-// error. warn receives the one-time size-check warning (may be nil).
-func NewLoader(cases []*Case, cfg buildcfg.Config, workDir string, warn io.Writer) (*Loader, error) {
+// error. warn receives the one-time size-check warning (may be nil). j,
+// the command's job, tracks the temporary files of the cache's writes.
+func NewLoader(j *job.Job, cases []*Case, cfg buildcfg.Config, workDir string, warn io.Writer) (*Loader, error) {
 	need := map[string]map[string]bool{}
 	for _, c := range cases {
 		if c.Chexmask == nil {
@@ -52,7 +54,7 @@ func NewLoader(cases []*Case, cfg buildcfg.Config, workDir string, warn io.Write
 	paths := slices.Sorted(maps.Keys(need))
 	l := &Loader{cfg: cfg, tables: map[string]*ChexTable{}, warn: warn}
 	for _, p := range paths {
-		t, err := readChexmaskCached(p, need[p], cfg.ChexmaskIDColumn, workDir)
+		t, err := readChexmaskCached(j, p, need[p], cfg.ChexmaskIDColumn, workDir)
 		if err != nil {
 			return nil, err
 		}

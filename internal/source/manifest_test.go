@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -97,8 +98,8 @@ func TestReadSourceAndRoundTrip(t *testing.T) {
 	}
 	// Write candidates and read them back: a candidates file, same cases.
 	out := filepath.Join(dir, "candidates.jsonl")
-	cands, _ := Sample(cases, cfg, 5)
-	if err := WriteCandidates(out, cands); err != nil {
+	cands, _, _ := Sample(context.Background(), cases, cfg, 5)
+	if err := WriteCandidates(nil, out, cands); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(out)
@@ -144,7 +145,7 @@ func TestNonRegularInputs(t *testing.T) {
 	check("image digest", err)
 	_, err = ReadChexmask(fifo, map[string]bool{"x": true}, "")
 	check("CheXmask CSV", err)
-	_, err = readChexmaskCached(fifo, map[string]bool{"x": true}, "", dir)
+	_, err = readChexmaskCached(nil, fifo, map[string]bool{"x": true}, "", dir)
 	check("CheXmask CSV (cached)", err)
 	_, _, err = ReadSource("/dev/zero", buildcfg.Default())
 	if err == nil || !strings.Contains(err.Error(), "not a regular file (character device)") {

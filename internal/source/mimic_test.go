@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -147,7 +148,7 @@ func TestFromMIMICErrors(t *testing.T) {
 func TestMIMICFixtureLungsAndMasks(t *testing.T) {
 	cases, _ := fromFixture(t, buildcfg.Default())
 	var warn bytes.Buffer
-	l, err := NewLoader(cases, buildcfg.Default(), "", &warn)
+	l, err := NewLoader(nil, cases, buildcfg.Default(), "", &warn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,9 +228,9 @@ func centroid(m mask.Mask) (float64, float64) {
 func TestMIMICSampleDeterminism(t *testing.T) {
 	cases, st := fromFixture(t, buildcfg.Default())
 	cfg := buildcfg.Default()
-	a, rep := Sample(cases, cfg, 3)
+	a, rep, _ := Sample(context.Background(), cases, cfg, 3)
 	rep.MergeMIMIC(st)
-	b, _ := Sample(cases, cfg, 3)
+	b, _, _ := Sample(context.Background(), cases, cfg, 3)
 	if !bytes.Equal(MarshalCandidates(a, ""), MarshalCandidates(b, "")) {
 		t.Fatal("same seed, different candidates")
 	}

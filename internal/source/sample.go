@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -86,15 +87,19 @@ func poolOf(c *Case) string {
 // for each lesion of cfg.Lesions in the spec's lesion order, its positive
 // candidates then its negative candidates; each returned case is a copy
 // with Rank (0-based within lesion and label), SourceType and SampleSeed
-// set. Lines of lesions outside cfg.Lesions are ignored.
-func Sample(cases []*Case, cfg buildcfg.Config, seed uint64) ([]*Case, SampleReport) {
+// set. Lines of lesions outside cfg.Lesions are ignored. It stops, with
+// ctx's error, once ctx ends (checked at every lesion and pool).
+func Sample(ctx context.Context, cases []*Case, cfg buildcfg.Config, seed uint64) ([]*Case, SampleReport, error) {
 	rep := SampleReport{Seed: seed, Order: cfg.SamplingOrder}
 	wanted := map[string]bool{}
 	for _, l := range cfg.Lesions {
 		wanted[l] = true
 	}
 	pools := map[string]map[string][]*Case{} // lesion → pool → cases, document order
-	for _, c := range cases {
+	for i, c := range cases {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, rep, ctx.Err()
+		}
 		if !wanted[c.Lesion] {
 			continue
 		}
@@ -122,6 +127,9 @@ func Sample(cases []*Case, cfg buildcfg.Config, seed uint64) ([]*Case, SampleRep
 	positives := map[string][]*Case{}
 	used := map[string]bool{}
 	for _, l := range lesions {
+		if err := ctx.Err(); err != nil {
+			return nil, rep, err
+		}
 		var ps []*Case
 		for _, p := range []string{poolGlobal, poolBasic, poolManifestPositive} {
 			ps = append(ps, order(l, p)...)
@@ -148,6 +156,9 @@ func Sample(cases []*Case, cfg buildcfg.Config, seed uint64) ([]*Case, SampleRep
 		out = append(out, &cc)
 	}
 	for _, l := range lesions {
+		if err := ctx.Err(); err != nil {
+			return nil, rep, err
+		}
 		lc := LesionCounts{
 			Lesion:           l,
 			Global:           len(pools[l][poolGlobal]),
@@ -178,5 +189,5 @@ func Sample(cases []*Case, cfg buildcfg.Config, seed uint64) ([]*Case, SampleRep
 		}
 		rep.Lesions = append(rep.Lesions, lc)
 	}
-	return out, rep
+	return out, rep, nil
 }

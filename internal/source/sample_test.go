@@ -1,7 +1,10 @@
 package source
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -52,7 +55,7 @@ func TestSampleFileOrderAndCaps(t *testing.T) {
 	cfg := buildcfg.Default()
 	cfg.Lesions = []string{"edema", "cardiomegaly"}
 	cfg.SamplingOrder = "file_order"
-	got, rep := Sample(manifestCases(), cfg, 9)
+	got, rep, _ := Sample(context.Background(), manifestCases(), cfg, 9)
 	want := []string{
 		// cardiomegaly first (lesion order), positives then negatives
 		"cardiomegaly_c1_positive_0#0",
@@ -80,7 +83,7 @@ func TestSampleFileOrderAndCaps(t *testing.T) {
 	// Caps and exclude_positive_images_from_negatives.
 	cfg.MaxPositiveCandidates, cfg.MaxNegativeCandidates = 2, 1
 	cfg.ExcludePositiveImagesFromNegatives = true
-	got, _ = Sample(manifestCases(), cfg, 9)
+	got, _, _ = Sample(context.Background(), manifestCases(), cfg, 9)
 	want = []string{
 		"cardiomegaly_c1_positive_0#0",
 		"cardiomegaly_m1_negative_0#0",
@@ -92,7 +95,7 @@ func TestSampleFileOrderAndCaps(t *testing.T) {
 		t.Errorf("capped: got %v\nwant %v", keys(got), want)
 	}
 	cfg.MaxPositiveCandidates, cfg.MaxNegativeCandidates = 3000, 100
-	got, _ = Sample(manifestCases(), cfg, 9)
+	got, _, _ = Sample(context.Background(), manifestCases(), cfg, 9)
 	for _, c := range got {
 		if c.KeyID() == "cardiomegaly_m3_negative_0" {
 			t.Error("m3 uses the image of a positive candidate and must be excluded")
@@ -108,9 +111,9 @@ func TestSampleShuffle(t *testing.T) {
 		cases = append(cases, mk("effusion", fmt.Sprintf("p%02d_positive_0", i), fmt.Sprint("p", i), fmt.Sprint("p", i)))
 		cases = append(cases, mk("effusion", fmt.Sprintf("q%02d_negative_0", i), fmt.Sprint("q", i), fmt.Sprint("q", i)))
 	}
-	a, _ := Sample(cases, cfg, 42)
-	b, _ := Sample(cases, cfg, 42)
-	c, _ := Sample(cases, cfg, 43)
+	a, _, _ := Sample(context.Background(), cases, cfg, 42)
+	b, _, _ := Sample(context.Background(), cases, cfg, 42)
+	c, _, _ := Sample(context.Background(), cases, cfg, 43)
 	if strings.Join(keys(a), " ") != strings.Join(keys(b), " ") {
 		t.Fatal("same seed, different order")
 	}
@@ -141,7 +144,7 @@ func TestSampleShuffle(t *testing.T) {
 	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
 		rev[i], rev[j] = rev[j], rev[i]
 	}
-	r, _ := Sample(rev, cfg, 42)
+	r, _, _ := Sample(context.Background(), rev, cfg, 42)
 	if strings.Join(keys(r), " ") != strings.Join(keys(a), " ") {
 		t.Error("shuffle order depends on the input order")
 	}
@@ -157,7 +160,7 @@ func TestSampleGlobalBeforeBasic(t *testing.T) {
 		c.SourceType = []string{"global", "basic"}[i%2]
 		cases = append(cases, c)
 	}
-	got, rep := Sample(cases, cfg, 1)
+	got, rep, _ := Sample(context.Background(), cases, cfg, 1)
 	for i, c := range got {
 		if want := map[bool]string{true: "global", false: "basic"}[i < 3]; c.SourceType != want {
 			t.Errorf("position %d is %s, want %s", i, c.SourceType, want)
@@ -165,5 +168,22 @@ func TestSampleGlobalBeforeBasic(t *testing.T) {
 	}
 	if rep.Lesions[0].Global != 3 || rep.Lesions[0].Basic != 3 {
 		t.Errorf("report %+v", rep.Lesions[0])
+	}
+}
+
+// TestSampleAndCheckInputsStop: an ended context stops the sampling and
+// the input check, with the context's error, before they finish.
+func TestSampleAndCheckInputsStop(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cfg := buildcfg.Default()
+	if got, _, err := Sample(ctx, manifestCases(), cfg, 9); !errors.Is(err, context.Canceled) || got != nil {
+		t.Errorf("Sample after the end: %d candidates, %v; want none and context.Canceled", len(got), err)
+	}
+	missing := filepath.Join(t.TempDir(), "gone.png")
+	cases := []*Case{{CaseID: "a_negative_0", Lesion: "edema", Label: "negative", Image: missing}}
+	if err := CheckInputs(ctx, cases); !errors.Is(err, context.Canceled) {
+		t.Errorf("CheckInputs after the end: %v, want context.Canceled (not a verdict on %s)", err, missing)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
+	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/ojson"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
@@ -98,13 +99,14 @@ func MarshalCandidates(cases []*Case, baseDir string) []byte {
 
 // WriteCandidates writes candidates.jsonl atomically (temporary file in the
 // same directory, synced, renamed over path). Paths inside the output's
-// directory are written relative to it.
-func WriteCandidates(path string, cases []*Case) error {
+// directory are written relative to it. j tracks the temporary file
+// (atomicfile.WriteFile).
+func WriteCandidates(j *job.Job, path string, cases []*Case) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(abs, MarshalCandidates(cases, filepath.Dir(abs)))
+	return atomicfile.WriteFile(j, abs, MarshalCandidates(cases, filepath.Dir(abs)))
 }
 
 // CheckCandidatesEnds reports whether the file r of size bytes is

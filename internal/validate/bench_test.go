@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"context"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
@@ -15,7 +16,7 @@ func BenchmarkValidate2100(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		rep, err := Run(dir, Options{})
+		rep, err := Run(context.Background(), dir, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,7 +28,9 @@ func leftover(name string) bool {
 }
 
 // checkFiles runs §8.4 (file part) and §8.5 over the record folders.
-func checkFiles(root string, recs []*recInfo, opt Options) []Finding {
+// Once ctx ends no further folder is checked (the caller gives no
+// verdict then).
+func checkFiles(ctx context.Context, root string, recs []*recInfo, opt Options) []Finding {
 	var top sink
 	imgDir := filepath.Join(root, benchmark.ImagesDir)
 	fi, err := os.Lstat(imgDir)
@@ -74,8 +77,12 @@ func checkFiles(root string, recs []*recInfo, opt Options) []Finding {
 			continue
 		}
 		claimed[r.key] = true
-		if !r.skipFiles {
-			jobs <- i
+		if r.skipFiles || ctx.Err() != nil {
+			continue
+		}
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
 		}
 	}
 	close(jobs)

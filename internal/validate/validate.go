@@ -15,6 +15,7 @@
 package validate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -121,8 +122,10 @@ func (r *Report) Has(code string) bool {
 // Run validates the benchmark in dir. The error is non-nil only when the
 // validation could not run at all (dir missing or unreadable, or a file
 // that could not be read for a passing reason: too many open files, an
-// I/O error, no memory); problems in the benchmark are findings.
-func Run(dir string, opt Options) (*Report, error) {
+// I/O error, no memory); problems in the benchmark are findings. Once
+// ctx ends (checked at every record folder and between the checks) Run
+// stops with ctx's error: no verdict.
+func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
 	root, err := filepath.EvalSymlinks(dir) // the root itself may be a link
 	if err != nil {
 		return nil, fmt.Errorf("benchmark directory %s: %w", dir, err)
@@ -149,6 +152,9 @@ func Run(dir string, opt Options) (*Report, error) {
 		rep.Counts[l] = map[benchmark.Path]int{}
 	}
 	recs := checkJSON(root, &top, rep)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if opt.Deep {
 		opt.sums = checkSums(root, rep, &top)
 	}
@@ -157,7 +163,10 @@ func Run(dir string, opt Options) (*Report, error) {
 		rep.Findings = append(rep.Findings, r.json.f...)
 	}
 	if !opt.SkipImages && len(recs) > 0 {
-		rep.Findings = append(rep.Findings, checkFiles(root, recs, opt)...)
+		rep.Findings = append(rep.Findings, checkFiles(ctx, root, recs, opt)...)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	rep.Findings = append(rep.Findings, checkDeformation(root, opt)...)
 	for _, f := range rep.Findings {
@@ -336,9 +345,9 @@ var ErrInvalid = errors.New("fails validation")
 // Check runs the default validation; when the benchmark has errors it
 // returns the report and an error matching ErrInvalid that names the
 // directory, the error count and the first error. The evaluator refuses
-// such a benchmark with it.
-func Check(dir string) (*Report, error) {
-	rep, err := Run(dir, Options{})
+// such a benchmark with it. ctx is Run's.
+func Check(ctx context.Context, dir string) (*Report, error) {
+	rep, err := Run(ctx, dir, Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -694,7 +695,7 @@ func TestFindings(t *testing.T) {
 			b := bench{t, t.TempDir()}
 			outdirtest.CopyTree(t, sampleDir, b.dir)
 			tc.edit(b)
-			rep, err := Run(b.dir, tc.opt)
+			rep, err := Run(context.Background(), b.dir, tc.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -766,13 +767,26 @@ func TestAllCodesCovered(t *testing.T) {
 }
 
 func TestRunCannotRun(t *testing.T) {
-	if _, err := Run(filepath.Join(t.TempDir(), "absent"), Options{}); err == nil {
+	if _, err := Run(context.Background(), filepath.Join(t.TempDir(), "absent"), Options{}); err == nil {
 		t.Error("absent dir: no error")
 	}
 	f := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(f, nil, 0o644)
-	if _, err := Run(f, Options{}); err == nil {
+	if _, err := Run(context.Background(), f, Options{}); err == nil {
 		t.Error("file as dir: no error")
+	}
+}
+
+// TestEndedContextNoVerdict: a validation whose context has ended gives
+// no verdict, only the context's error.
+func TestEndedContextNoVerdict(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, opt := range []Options{{}, {Deep: true}} {
+		if rep, err := Run(ctx, sampleDir, opt); !errors.Is(err, context.Canceled) || rep != nil {
+			t.Errorf("Run(%+v) after the end: %v, %v; want no report and context.Canceled", opt, rep, err)
+		}
 	}
 }
 
@@ -780,7 +794,7 @@ func TestRootSymlinkResolved(t *testing.T) {
 	dir := t.TempDir()
 	outdirtest.CopyTree(t, sampleDir, filepath.Join(dir, "real"))
 	os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link"))
-	rep, err := Run(filepath.Join(dir, "link"), Options{})
+	rep, err := Run(context.Background(), filepath.Join(dir, "link"), Options{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("root link: %v %+v", err, rep)
 	}
@@ -793,7 +807,7 @@ func TestOutput(t *testing.T) {
 	b.editJSON(func(tr tree) {
 		tr.rename(t, "/"+kRR+"/attribute_extraction_qa/severity~1measurement", "severity/measurement ")
 	})
-	rep, err := Run(b.dir, Options{})
+	rep, err := Run(context.Background(), b.dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -833,7 +847,7 @@ func TestDeterministic(t *testing.T) {
 	b.mkdir("chexpercept/aa_orphan")
 	var outs []string
 	for _, w := range []int{1, 2, 8} {
-		rep, err := Run(b.dir, Options{Workers: w})
+		rep, err := Run(context.Background(), b.dir, Options{Workers: w})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -847,13 +861,13 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	if _, err := Check(sampleDir); err != nil {
+	if _, err := Check(context.Background(), sampleDir); err != nil {
 		t.Errorf("Check(sample): %v", err)
 	}
 	b := bench{t, t.TempDir()}
 	outdirtest.CopyTree(t, sampleDir, b.dir)
 	b.rm(rrDir + "/detection_qa/xray.png")
-	if _, err := Check(b.dir); err == nil || !strings.Contains(err.Error(), "missing_image") {
+	if _, err := Check(context.Background(), b.dir); err == nil || !strings.Contains(err.Error(), "missing_image") {
 		t.Errorf("Check(broken) = %v", err)
 	}
 }
@@ -867,7 +881,7 @@ func TestIdenticalOptionImages(t *testing.T) {
 	if err := benchtest.Write(dir, recs, true); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(dir, Options{Deep: true})
+	rep, err := Run(context.Background(), dir, Options{Deep: true})
 	if err != nil || rep.Has("identical_option_images") {
 		t.Fatalf("distinct images: err %v, findings %v", err, rep.Findings)
 	}
@@ -889,7 +903,7 @@ func TestIdenticalOptionImages(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(rev, opts[fake-1].RelativePath), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = Run(dir, Options{Deep: true})
+	rep, err = Run(context.Background(), dir, Options{Deep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -933,7 +947,7 @@ func TestTransientReadIsNoFinding(t *testing.T) {
 				return safefile.Open(name, l)
 			}
 			t.Cleanup(func() { openImage = safefile.Open })
-			rep, err := Check(sampleDir)
+			rep, err := Check(context.Background(), sampleDir)
 			if tc.transient {
 				if err == nil || !errors.Is(err, tc.errno) || errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "cannot read chexpercept/") {
 					t.Fatalf("Check: %v, want the %v naming the file, not ErrInvalid", err, tc.errno)

@@ -249,7 +249,10 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 		FormError(w, err)
 		return
 	}
-	at, wait := a.throttle.allow(client)
+	at, wait, err := a.throttle.allow(r.Context(), client)
+	if err != nil {
+		return // the client went away while its attempt waited for a try
+	}
 	if at == nil {
 		secs := int(math.Ceil(wait.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))

@@ -1,6 +1,7 @@
 package webapp
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net"
@@ -41,9 +42,12 @@ type throttleClient struct {
 }
 
 type signInThrottle struct {
-	mu      sync.Mutex
-	settled *sync.Cond // signalled when an attempt gives back or spends its try
-	onWait  func()     // tests: called (t.mu held) before an attempt waits
+	mu sync.Mutex
+	// settled is closed, and replaced, when an attempt gives back or
+	// spends its try: an attempt waiting for one selects on it and on its
+	// request's context, so a client that goes away stops waiting.
+	settled chan struct{}
+	onWait  func() // tests: called (t.mu held) before an attempt waits
 	clients map[string]*throttleClient
 	burst   int
 	every   time.Duration
@@ -61,8 +65,8 @@ type signInThrottle struct {
 
 func newSignInThrottle(logf func(string, ...any)) *signInThrottle {
 	t := &signInThrottle{clients: map[string]*throttleClient{}, burst: signInBurst, every: signInEvery,
-		max: signInClients, now: time.Now, logf: logf, window: signInLogEvery, wrong: map[string]int{}}
-	t.settled = sync.NewCond(&t.mu)
+		max: signInClients, now: time.Now, logf: logf, window: signInLogEvery, wrong: map[string]int{},
+		settled: make(chan struct{})}
 	return t
 }
 
@@ -103,8 +107,9 @@ type attempt struct {
 // long it has to wait. An allowed attempt holds one of the client's tries
 // until done says whether its token was right, so concurrent wrong tokens
 // cannot overdraw them; when every try is held by attempts still being
-// checked, allow waits for them to settle.
-func (t *signInThrottle) allow(client string) (*attempt, time.Duration) {
+// checked, allow waits for them to settle, or for ctx (the request's) to
+// end: then it returns ctx's error.
+func (t *signInThrottle) allow(ctx context.Context, client string) (*attempt, time.Duration, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for {
@@ -120,17 +125,26 @@ func (t *signInThrottle) allow(client string) (*attempt, time.Duration) {
 		c.last = now
 		if c.lim.TokensAt(now) >= 1 {
 			c.inflight++
-			return &attempt{c: c, r: c.lim.ReserveN(now, 1)}, 0
+			return &attempt{c: c, r: c.lim.ReserveN(now, 1)}, 0, nil
 		}
 		if c.inflight == 0 {
 			t.throttled++
 			t.startWindow()
-			return nil, time.Duration((1 - c.lim.TokensAt(now)) * float64(t.every))
+			return nil, time.Duration((1 - c.lim.TokensAt(now)) * float64(t.every)), nil
 		}
 		if t.onWait != nil {
 			t.onWait()
 		}
-		t.settled.Wait()
+		settled := t.settled
+		t.mu.Unlock()
+		select {
+		case <-settled:
+		case <-ctx.Done():
+		}
+		t.mu.Lock()
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
 	}
 }
 
@@ -149,7 +163,7 @@ const (
 func (t *signInThrottle) done(client string, a *attempt, v verdict) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	defer t.settled.Broadcast()
+	defer func() { close(t.settled); t.settled = make(chan struct{}) }()
 	a.c.inflight--
 	switch v {
 	case tokenRight:

@@ -3,6 +3,7 @@ package webapp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -294,5 +295,48 @@ func TestSignInManyFromOneAddress(t *testing.T) {
 				t.Errorf("statuses %v, want %d × 303, %d × 401, %d × 429", count, tc.right, tc.wrong, tc.want429)
 			}
 		})
+	}
+}
+
+// TestSignInWaitEndsWithRequest: an attempt waiting for one of its
+// address's tries, all held by attempts still being checked, stops
+// waiting when its request's context ends (the client went away), and
+// the tries held settle as before.
+func TestSignInWaitEndsWithRequest(t *testing.T) {
+	t.Parallel()
+	th := newSignInThrottle(func(string, ...any) {})
+	var held []*attempt
+	for range signInBurst {
+		a, _, err := th.allow(context.Background(), "192.0.2.7")
+		if a == nil || err != nil {
+			t.Fatalf("try %d refused: %v", len(held)+1, err)
+		}
+		held = append(held, a)
+	}
+	waiting := make(chan struct{})
+	var once sync.Once
+	th.onWait = func() { once.Do(func() { close(waiting) }) }
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() {
+		_, _, err := th.allow(ctx, "192.0.2.7")
+		res <- err
+	}()
+	<-waiting
+	cancel()
+	select {
+	case err := <-res:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the waiting attempt returned %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting attempt did not stop when its request ended")
+	}
+	th.onWait = nil
+	for _, a := range held {
+		th.done("192.0.2.7", a, tokenRight)
+	}
+	if a, _, err := th.allow(context.Background(), "192.0.2.7"); a == nil || err != nil {
+		t.Fatalf("after the tries settled: attempt %v, %v", a, err)
 	}
 }

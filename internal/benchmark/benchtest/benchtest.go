@@ -299,7 +299,7 @@ func Write(dir string, recs []*benchmark.Record, pattern bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := benchdir.WriteJSON(dir, recs); err != nil {
+	if err := benchdir.WriteJSON(nil, dir, recs); err != nil {
 		return err
 	}
 	n := 0

@@ -306,7 +306,7 @@ func Bench(t testing.TB) *benchmark.Benchmark {
 	if err := WriteImages(dir, recs); err != nil {
 		t.Fatal(err)
 	}
-	if err := benchdir.WriteJSON(dir, recs); err != nil {
+	if err := benchdir.WriteJSON(nil, dir, recs); err != nil {
 		t.Fatal(err)
 	}
 	b, err := benchdir.Load(dir)
