@@ -81,6 +81,19 @@ func checkLayout(t *testing.T, ctx context.Context, sel, what string) {
 	}
 }
 
+// readPageState polls pageState until the page is ready. A poll that
+// lands while the page just submitted is replaced finds its JavaScript
+// context gone (CDP error -32000); the new page's context is then asked,
+// a bounded number of times.
+func readPageState(ctx context.Context) (string, error) {
+	for try := 0; ; try++ {
+		state, err := chromedp.Run(ctx, chromedp.Poll[string](pageState, chromedp.WithPollingTimeout(20*time.Second)))
+		if err == nil || try == 4 || !strings.Contains(err.Error(), "Cannot find context with specified id") {
+			return state, err
+		}
+	}
+}
+
 // readAll works through every record of a reader in the browser, by the
 // automation contract: data-option, data-submit, data-done.
 func (st *study) readAll(t *testing.T, ctx context.Context, reader string, gt bool) int {
@@ -91,7 +104,7 @@ func (st *study) readAll(t *testing.T, ctx context.Context, reader string, gt bo
 		// The page on screen, loaded (the first one by the caller, the
 		// others by the submit below), says which question it shows once
 		// its script has marked it ready.
-		state, err := chromedp.Run(ctx, chromedp.Poll[string](pageState, chromedp.WithPollingTimeout(20*time.Second)))
+		state, err := readPageState(ctx)
 		if err != nil {
 			t.Fatalf("%s after %d answers (was %s): no page state: %v", reader, answered, prev, err)
 		}
