@@ -23,8 +23,8 @@ func ScrubEndpoint(raw string) string {
 }
 
 // resumeFields are the manifest fields a resumed run must share (§9.1):
-// dataset hash, model, policy seed, sampling, thinking, oracle mode,
-// parse mode, profile hash and selection. Endpoints, concurrency, retry
+// dataset hash, model, policy seed, image control, sampling, thinking,
+// oracle mode, parse mode, profile hash and selection. Endpoints, concurrency, retry
 // policy and the like may change between restarts.
 func resumeView(m *results.Manifest) map[string]any {
 	mi := m.Model
@@ -37,6 +37,7 @@ func resumeView(m *results.Manifest) map[string]any {
 		"model.quirks":             mi.Quirks,
 		"model.policy":             mi.Policy,
 		"model.policy_seed":        mi.PolicySeed,
+		"control":                  m.Control,
 		"sampling":                 m.Sampling,
 		"no_thinking":              m.NoThinking,
 		"oracle_mode":              m.OracleMode,
