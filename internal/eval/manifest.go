@@ -37,7 +37,7 @@ func resumeView(m *results.Manifest) map[string]any {
 		"model.quirks":             mi.Quirks,
 		"model.policy":             mi.Policy,
 		"model.policy_seed":        mi.PolicySeed,
-		"control":                  m.Control,
+		"control":                  controlView(m.Control),
 		"sampling":                 m.Sampling,
 		"no_thinking":              m.NoThinking,
 		"oracle_mode":              m.OracleMode,
@@ -53,6 +53,15 @@ func resumeView(m *results.Manifest) map[string]any {
 		"keys_sha256":              m.KeysSHA256,
 		"rescored_from":            m.RescoredFrom,
 	}
+}
+
+// controlView is a manifest's control as resume compares it: nil (shown
+// "unset") for a run of no control.
+func controlView(c results.Control) any {
+	if c == "" {
+		return nil
+	}
+	return c
 }
 
 func show(v any) string {
