@@ -194,6 +194,10 @@ type Result struct {
 	// Readers is the readers-and-models part (readers.go); nil without
 	// runs of human readers.
 	Readers *ReadersResult
+
+	// ImageControl compares each model's run with its image-control
+	// runs (imagecontrol.go); nil without a control run that pairs.
+	ImageControl *ImageControl
 }
 
 // Modes lists the oracle modes present, sorted.
@@ -272,6 +276,8 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 	res.Pairs = pairs
 	res.Warnings = append(res.Warnings, warns...)
 	res.Domains, warns = analyzeDomains(res, &opts)
+	res.Warnings = append(res.Warnings, warns...)
+	res.ImageControl, warns = analyzeImageControl(res, &opts)
 	res.Warnings = append(res.Warnings, warns...)
 	res.Health = ComputeItemHealth(res, opts.FlagShare)
 	res.Readers = analyzeReaders(res)

@@ -112,19 +112,13 @@ type claimDoc struct {
 	Verdicts        []analysis.Verdict
 }
 
-// hasFindings reports whether any run has a domain group (baselines and
-// runs of unknown domain have none): without one there is no section.
-func hasFindings(res *analysis.Result) bool {
-	if res.Domains == nil {
-		return false
-	}
-	for _, m := range res.Domains.Members {
-		if m.Group != "" {
-			return true
-		}
-	}
-	return false
-}
+// hasFindings reports whether the report has model runs (baselines,
+// controls and human readers are no models): claim 1 is assessed on
+// them, and claim 2 when they have domain groups.
+func hasFindings(res *analysis.Result) bool { return res.Domains != nil && len(res.Domains.Members) > 0 }
+
+// grouped reports whether some model run has a domain group.
+func grouped(res *analysis.Result) bool { return hasFindings(res) && !res.Domains.Ungrouped }
 
 // buildFindings lays out the findings section; nil without any grouped run.
 func buildFindings(res *analysis.Result) *findingsDoc {
@@ -166,11 +160,17 @@ func buildFindings(res *analysis.Result) *findingsDoc {
 	for _, j := range findingsPlotJobs(res) {
 		f.Plots = append(f.Plots, newPlotLink(j, res.Runs))
 	}
+	if res.ImageControl != nil {
+		f.Notes = append(f.Notes, "Image controls: where a model has a control run (eval --control), the table \"Above the no-image level\" gives, per path and stage, how much of its end-to-end accuracy is above what it scores without the image (paired over records); the section \""+ImageUseTitle+"\" has the details.")
+	}
 	for _, mode := range res.Modes() {
-		f.groupTable(dr, mode)
+		if grouped(res) {
+			f.groupTable(dr, mode)
+		}
 		f.diffTable(dr, mode)
 		f.pairTable(dr, mode)
 		f.decayTable(dr, mode)
+		f.aboveNoImage(res, mode)
 	}
 	return f
 }
@@ -341,12 +341,22 @@ func decayCell(d analysis.DecayRow) string {
 	return s
 }
 
+// notAssessed is the line of a claim that is not assessed: "claim 2
+// (medical vs general): not assessed — pass --domains …".
+func notAssessed(c claimDoc, v analysis.Verdict) string {
+	return fmt.Sprintf("claim %d (%s): %s — %s", c.N, strings.ToLower(c.Title), v.Status, v.Reason)
+}
+
 // markdown renders the findings section.
 func (f *findingsDoc) markdown(b *strings.Builder) {
 	b.WriteString("\n## Findings\n")
 	for _, c := range f.Claims {
 		fmt.Fprintf(b, "\n**Claim %d (%s).** %s\n\n", c.N, c.Title, c.Sentence)
 		for _, v := range c.Verdicts {
+			if v.Status == analysis.NotAssessed {
+				fmt.Fprintf(b, "- Oracle %s: %s.\n", v.OracleMode, notAssessed(c, v))
+				continue
+			}
 			fmt.Fprintf(b, "- Oracle %s: **%s**. %s.\n", v.OracleMode, v.Status, v.Reason)
 		}
 	}
@@ -364,7 +374,7 @@ func (f *findingsDoc) markdown(b *strings.Builder) {
 // findingsPlotJobs draws, per oracle mode, each group's mean end-to-end
 // accuracy at every path and stage with its interval.
 func findingsPlotJobs(res *analysis.Result) []plotJob {
-	if !hasFindings(res) {
+	if !grouped(res) {
 		return nil
 	}
 	var jobs []plotJob
