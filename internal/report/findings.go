@@ -115,7 +115,9 @@ type claimDoc struct {
 // hasFindings reports whether the report has model runs (baselines,
 // controls and human readers are no models): claim 1 is assessed on
 // them, and claim 2 when they have domain groups.
-func hasFindings(res *analysis.Result) bool { return res.Domains != nil && len(res.Domains.Members) > 0 }
+func hasFindings(res *analysis.Result) bool {
+	return res.Domains != nil && len(res.Domains.Members) > 0
+}
 
 // grouped reports whether some model run has a domain group.
 func grouped(res *analysis.Result) bool { return hasFindings(res) && !res.Domains.Ungrouped }
