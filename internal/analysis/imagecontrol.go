@@ -76,11 +76,15 @@ func (u *ImageUse) UsesImage() bool { return len(u.Drops) > 0 }
 // Sentence says the verdict in one sentence, for the report and the
 // demo's console.
 func (u *ImageUse) Sentence() string {
+	name := u.Run
+	if u.Rehearsal {
+		name += " (" + RehearsalNote + ")"
+	}
 	without := "without the image (" + string(u.Control) + " control)"
 	if !u.UsesImage() {
-		return fmt.Sprintf("%s shows no reliable drop at any stage %s: it answers every stage without using the image", u.Run, without)
+		return fmt.Sprintf("%s shows no reliable drop at any stage %s: it answers every stage without using the image", name, without)
 	}
-	s := fmt.Sprintf("%s uses the image: %s its accuracy drops reliably at %s", u.Run, without, strings.Join(u.Drops, ", "))
+	s := fmt.Sprintf("%s uses the image: %s its accuracy drops reliably at %s", name, without, strings.Join(u.Drops, ", "))
 	if len(u.Holds) > 0 {
 		s += fmt.Sprintf("; it answers %s without using the image (no reliable drop)", strings.Join(u.Holds, ", "))
 	}

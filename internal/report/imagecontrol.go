@@ -58,11 +58,7 @@ func buildImageDoc(res *analysis.Result) *imageDoc {
 	}
 	d := &imageDoc{}
 	for _, u := range ic.Uses {
-		s := u.Sentence()
-		if u.Rehearsal {
-			s += " (" + analysis.RehearsalNote + ")"
-		}
-		d.Verdicts = append(d.Verdicts, fmt.Sprintf("Oracle %s: %s.", u.OracleMode, s))
+		d.Verdicts = append(d.Verdicts, fmt.Sprintf("Oracle %s: %s.", u.OracleMode, u.Sentence()))
 	}
 	d.Notes = []string{
 		"Each model run with a control run (eval --control) is compared with it on the same records: end-to-end accuracy per path and stage with the image and without it (text-only: every image removed, the texts unchanged; blank-radiograph: the masks, points and candidate contours drawn over a uniform grey instead of the radiograph), on the records ok in both runs for which the stage applies.",

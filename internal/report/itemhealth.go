@@ -146,8 +146,14 @@ func healthSummary(h *analysis.ItemHealth) string {
 	if h.Skipped != "" {
 		return fmt.Sprintf("Not computed: %s (runs: %s).", h.Skipped, strings.Join(h.Runs, ", "))
 	}
-	return fmt.Sprintf("%d run(s): %s. %d of %d item questions flagged; under random answering %.1f (sd %.1f) would be flagged by chance. Flag share %g.",
+	s := fmt.Sprintf("%d run(s): %s. %d of %d item questions flagged; under random answering %.1f (sd %.1f) would be flagged by chance. Flag share %g.",
 		len(h.Runs), strings.Join(h.Runs, ", "), h.Flagged, len(h.Items), h.Expected, h.SD, h.FlagShare)
+	if len(h.ControlRuns) > 0 {
+		s += fmt.Sprintf(" Image-control run(s), counted apart: %s. answerable_without_image: at least the flag share of them (and at least %d) answer the question right without the image, "+
+			"where random answering would do so with probability at most %g: a text cue or a skewed answer set, so the question measures no perception.",
+			strings.Join(h.ControlRuns, ", "), analysis.MinItemRuns, analysis.MaxChance)
+	}
+	return s
 }
 
 // healthView is index.html's item-health section.
