@@ -77,7 +77,7 @@ func buildImageDoc(res *analysis.Result) *imageDoc {
 				t.row(string(r.Path), itoa(int(r.Stage)), "0", NAText, NAText, NAText, NAText, NAText, NAText)
 				continue
 			}
-			verdict := "no reliable drop: answered without the image"
+			verdict := "no reliable drop"
 			if r.Drops() {
 				verdict = "drops: uses the image"
 			}
