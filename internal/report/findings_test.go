@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
@@ -73,6 +74,9 @@ func findingsReportWorkers(t *testing.T, workers int) string {
 		}
 	}
 	runs = append(runs, baselineRuns()[0]) // a baseline is never grouped
+	// A control is never grouped either; it answers option 1 without the
+	// image, and the image section compares it with gen0's run.
+	runs = append(runs, &analysistest.Run{Provider: "opensource", Label: "gen0", Oracle: "none", Policy: analysistest.First, Control: results.ControlTextOnly})
 	dir := fixture(t, tmp, recs, runs...)
 	df := filepath.Join(tmp, "domains.yaml")
 	if err := os.WriteFile(df, []byte(domains.String()), 0o644); err != nil {
@@ -200,7 +204,7 @@ func TestFindingsOneModelPerGroup(t *testing.T) {
 func TestFindingsDeterministic(t *testing.T) {
 	t.Parallel()
 	a, b := findingsReportWorkers(t, 1), findingsReportWorkers(t, 4)
-	for _, f := range []string{"ext_domain.csv", "ext_domain_diff.csv", "ext_domain_decay.csv", "report.md", "plot_domain_groups_oracle_none.svg", "plot_domain_groups_oracle_none.png"} {
+	for _, f := range []string{"ext_domain.csv", "ext_domain_diff.csv", "ext_domain_decay.csv", ImageControlFile, "report.md", "plot_domain_groups_oracle_none.svg", "plot_domain_groups_oracle_none.png"} {
 		if string(read(t, filepath.Join(a, f))) != string(read(t, filepath.Join(b, f))) {
 			t.Errorf("%s differs between 1 and 4 workers", f)
 		}

@@ -108,32 +108,34 @@ func (d *imageDoc) markdown(b *strings.Builder) {
 
 // aboveNoImage adds to the findings, per oracle mode, how much of each
 // stage's end-to-end accuracy lies above the no-image level: with the
-// image − without, per model run and control, with its interval.
+// image − without, per model run and control (one column each, so that a
+// few controls fit a window), with its interval.
 func (f *findingsDoc) aboveNoImage(res *analysis.Result, mode string) {
 	ic := res.ImageControl
 	if ic == nil {
 		return
 	}
-	var t *table
+	var uses []analysis.ImageUse
+	hdr := []string{"Path, stage"}
 	for _, u := range ic.Uses {
-		if u.OracleMode != mode {
-			continue
+		if u.OracleMode == mode {
+			uses = append(uses, u)
+			hdr = append(hdr, u.Run+" ("+string(u.Control)+")")
 		}
-		if t == nil {
-			hdr := []string{"Model (control)"}
-			for _, c := range stageCells() {
-				hdr = append(hdr, c.label())
-			}
-			t = f.newTable("Above the no-image level: end-to-end accuracy with the image − without it, in points [95% CI] (oracle "+mode+")", hdr...)
-		}
-		row := []string{u.Run + " (" + string(u.Control) + ")"}
-		for _, c := range stageCells() {
+	}
+	if len(uses) == 0 {
+		return
+	}
+	t := f.newTable("Above the no-image level: end-to-end accuracy with the image − without it, in points [95% CI]; \"drop\" marks a reliable drop (oracle "+mode+")", hdr...)
+	for _, c := range stageCells() {
+		row := []string{c.label()}
+		for _, u := range uses {
 			cell := NAText
 			for _, r := range ic.Rows {
 				if r.ControlRun == u.ControlRun && r.OracleMode == mode && r.Path == c.path && r.Stage == c.k && r.Valid {
 					cell = signedCI(true, r.Diff, r.Lo, r.Hi)
-					if !r.Drops() {
-						cell += " (no reliable drop)"
+					if r.Drops() {
+						cell += " drop"
 					}
 				}
 			}
