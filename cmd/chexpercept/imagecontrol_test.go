@@ -233,3 +233,24 @@ func TestImageControlReport(t *testing.T) {
 		}
 	}
 }
+
+// eval refuses an unknown control and a control of a baseline before
+// anything starts, naming the flag.
+func TestEvalControlFlag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--provider", "opensource", "--model", "m", "--endpoint", "http://127.0.0.1:9/v1", "--control", "no-image"},
+			`--control: image control "no-image" is not one of text-only, blank-radiograph`},
+		{[]string{"--provider", "baseline", "--model", "random", "--control", "text-only"},
+			"--control text-only: the baseline policies do not look at the image"},
+	} {
+		args := append([]string{"eval", "--benchmark", genBench, "--out", t.TempDir()}, tc.args...)
+		_, stderr, code := runCLI(t, args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -104,6 +106,12 @@ func setupSimulated(cmd *cobra.Command, cfg *fakemodel.ServerConfig, sim *fakemo
 	}
 	if len(accuracy) != len(sim.Accuracy) {
 		return fmt.Errorf("--accuracy: %d values, want %d (stages 1-4)", len(accuracy), len(sim.Accuracy))
+	}
+	if sim.TextPrior != "" && !slices.Contains(fakemodel.TextPriors, sim.TextPrior) {
+		return fmt.Errorf("--text-prior %q: want %s", sim.TextPrior, strings.Join(fakemodel.TextPriors, " or "))
+	}
+	if sim.IgnoresImage && sim.TextPrior == "" {
+		return fmt.Errorf("--ignore-image needs --text-prior: a model that ignores the image answers from its text prior")
 	}
 	copy(sim.Accuracy[:], accuracy)
 	sim.Seed = cfg.PolicySeed
