@@ -434,7 +434,7 @@ func lineAt(path string, off int64) int {
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	line := 1
 	buf := make([]byte, 1<<16)
 	for off > 0 {
