@@ -216,7 +216,7 @@ last X-Forwarded-For entry.
 or directory): only the admin can sign in, to see progress, agreement and
 disagreements; decisions, resolutions and the lock are refused with 403.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if db == "" {
 				return withExit(2, errors.New("--review-db is required"))
 			}
@@ -238,7 +238,7 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			defer st.Close()
+			defer func() { err = closeChecked(err, st) }()
 			app, err := review.NewServer(st)
 			if err != nil {
 				return withExit(2, err)
@@ -308,7 +308,7 @@ anything is written.`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			defer st.Close()
+			defer func() { _ = st.Close() }() // read-only
 			return runJob(cmd.Context(), jo, "review export", func(j *job.Job) error {
 				// The last output file (--reviews, --outcomes) is the commit
 				// point (j.Commit): a signal that comes later lets it be

@@ -153,7 +153,7 @@ func checkSampleOut(out string, force bool) error {
 	if err != nil {
 		return fmt.Errorf("--out %s: %w", out, safefile.Reason(err))
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	if st, err = f.Stat(); err != nil {
 		return fmt.Errorf("--out %s: %w", out, err)
 	}
