@@ -100,6 +100,9 @@ the database file's name without its extension).`,
 				}
 				_, records, err := reading.Init(j.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
 					Study: study, Aid: aid, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
+				if ae, ok := errors.AsType[*reading.AidError](err); ok {
+					err = fmt.Errorf("--aid %s: %w", ae.Dir, ae.Err)
+				}
 				if err != nil {
 					return voidTokens(withExit(2, err), printed)
 				}

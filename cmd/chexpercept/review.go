@@ -591,8 +591,9 @@ func serveApp(cmd *cobra.Command, h http.Handler, listen, certFile, keyFile stri
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv := webapp.Server{Listen: listen, CertFile: certFile, KeyFile: keyFile, URL: cmd.OutOrStdout()}
-	if err := srv.Serve(ctx, h); err != nil {
-		return withExit(2, err)
+	err := srv.Serve(ctx, h)
+	if se, ok := errors.AsType[*webapp.SettingError](err); ok {
+		return withExit(2, fmt.Errorf("%s: %w", se.Settings("--listen", "--tls-cert", "--tls-key"), se.Err))
 	}
-	return nil
+	return withExit(2, err)
 }
