@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -42,7 +43,7 @@ type bootJob struct {
 }
 
 // analyzeDomains runs the whole domain analysis of res.
-func analyzeDomains(res *Result, o *Options) (*DomainResult, []string) {
+func analyzeDomains(ctx context.Context, res *Result, o *Options) (*DomainResult, []string) {
 	members, warns := assignGroups(res, &o.Domains)
 	dr := &DomainResult{Members: members}
 	if len(members) == 0 {
@@ -59,7 +60,10 @@ func analyzeDomains(res *Result, o *Options) (*DomainResult, []string) {
 			warns = nil
 		}
 	}
-	boots := runBoots(members, res.Modes(), o)
+	boots := runBoots(ctx, members, res.Modes(), o)
+	if ctx.Err() != nil {
+		return dr, warns // Analyze returns ctx's error
+	}
 	for _, mode := range res.Modes() {
 		groups := modeGroups(members, mode)
 		for _, g := range groups {
@@ -117,7 +121,7 @@ func modeGroups(members []DomainMember, mode string) []string {
 
 // runBoots runs every bootstrap, one job each: each group on every path
 // (two levels) and each run on the decay paths (records only).
-func runBoots(members []DomainMember, modes []string, o *Options) map[bootKey]*bootJob {
+func runBoots(ctx context.Context, members []DomainMember, modes []string, o *Options) map[bootKey]*bootJob {
 	boots := map[bootKey]*bootJob{}
 	var fns []func()
 	add := func(k bootKey, runs []*RunResult) {
@@ -151,7 +155,7 @@ func runBoots(members []DomainMember, modes []string, o *Options) map[bootKey]*b
 			}
 		}
 	}
-	runJobs(fns, o.Workers)
+	runJobs(ctx, fns, o.Workers)
 	return boots
 }
 

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -104,7 +105,7 @@ type controlPair struct{ model, control *RunResult }
 // analyzeImageControl pairs every scored control run with the model's
 // run of the same oracle mode (by name: the control run's name less
 // "_<control>") and compares them at every path and stage.
-func analyzeImageControl(res *Result, o *Options) (*ImageControl, []string) {
+func analyzeImageControl(ctx context.Context, res *Result, o *Options) (*ImageControl, []string) {
 	var pairs []controlPair
 	var warns []string
 	for _, c := range res.Runs {
@@ -168,7 +169,7 @@ func analyzeImageControl(res *Result, o *Options) (*ImageControl, []string) {
 		row := &ic.Rows[i]
 		fns[i] = func() { row.fill(pairStage(j.p.model, j.p.control, j.pi, j.k, o)) }
 	}
-	runJobs(fns, o.Workers)
+	runJobs(ctx, fns, o.Workers)
 	i := 0
 	for _, p := range pairs {
 		u := ImageUse{Run: p.model.Run.Name, ControlRun: p.control.Run.Name, Control: p.control.Run.Control, OracleMode: p.model.Run.OracleMode,
