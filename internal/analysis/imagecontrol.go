@@ -147,10 +147,9 @@ func analyzeImageControl(ctx context.Context, res *Result, o *Options) (*ImageCo
 	})
 	ic := &ImageControl{}
 	type job struct {
-		p      controlPair
-		pi     int
-		k      benchmark.Stage
-		target *ImageControlRow
+		p  controlPair
+		pi int
+		k  benchmark.Stage
 	}
 	var jobs []job
 	for _, p := range pairs {
