@@ -130,15 +130,15 @@ func TestScriptedReaderStudy(t *testing.T) {
 	if _, stderr, code := runCLI(t, "report", readers, models, "--benchmark", b.Dir, "--bootstrap", "50", "--out", out); code != 0 {
 		t.Fatalf("report: %s", stderr)
 	}
-	problems, withInterval, err := analysistest.RecheckReaderMRMC(out, "none", recs, []string{"human_reader1", "human_reader2", "human_reader3", "human_reader4"})
+	problems, checked, err := analysistest.RecheckReaderMRMC(out, "none", recs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
 		t.Error(p)
 	}
-	if withInterval == 0 {
-		t.Error("no row of ext_reader_mrmc.csv has an interval")
+	if checked.WithInterval == 0 || checked.Rows != 8*4 {
+		t.Errorf("%d rows of ext_reader_mrmc.csv checked, %d with an interval; want 8 cells × (the readers and 3 models), some with an interval", checked.Rows, checked.WithInterval)
 	}
 	// n_records is the readers' count: the 40 sampled records over the
 	// paths and stages, never a model's larger set.
