@@ -103,7 +103,7 @@ written; a build removes only bundle folders a build recorded as its own.`,
 				}
 				opt.Decisions, opt.ReviewMode = l, build.ModeReviews
 			default:
-				d, err := review.OpenDecisions(reviewDB)
+				d, err := review.OpenDecisions(cmd.Context(), reviewDB)
 				if err != nil {
 					return withExit(2, err)
 				}

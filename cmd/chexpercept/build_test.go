@@ -23,7 +23,7 @@ func TestBuildAndInspectCommands(t *testing.T) {
 	}
 	fx := "../../internal/source/testdata/mimic"
 	cfg := buildcfg.Default()
-	cases, _, err := source.FromMIMIC(fx, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", cfg)
+	cases, _, err := source.FromMIMIC(context.Background(), fx, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

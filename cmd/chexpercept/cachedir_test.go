@@ -22,7 +22,7 @@ func TestCacheDirLinks(t *testing.T) {
 		named    bool // --cache-dir names $XDG_CACHE_HOME/chexpercept
 		wantErr  string
 	}{
-		{"default folder is a link", false, true, false, "is a symbolic link; the default cache folder is not used through a link"},
+		{"default folder is a link", false, true, false, "is a symbolic link; the default cache folder is not used through a link: remove the link, or name the folder it leads to as the cache directory (--cache-dir)"},
 		{"named link", false, true, true, ""},
 		{"XDG_CACHE_HOME is a link", true, false, false, ""},
 	} {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/chexpercept/chexpercept/internal/eval"
 	"github.com/chexpercept/chexpercept/internal/provider"
+	"github.com/chexpercept/chexpercept/internal/respcache"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runs"
 	"github.com/chexpercept/chexpercept/internal/validate"
@@ -38,6 +40,8 @@ var evalHints = []flagHint{
 	{provider.ErrNoEndpoint, "; pass --endpoint URL"},
 	{provider.ErrNoModelsEndpoint, " (check that --endpoint ends in /v1; for a server without a models endpoint pass --no-preflight)"},
 	{provider.ErrModelNotServed, " (check --model; if the server knows it under another name, e.g. an Azure deployment named unlike its model, pass --no-preflight)"},
+	{eval.ErrOtherServer, " (--endpoint, --out)"},
+	{respcache.ErrLinkedDefault, " (--cache-dir)"},
 }
 
 // forceHint is the hint of the commands that write a run directory.

@@ -47,6 +47,17 @@ func withExit(code int, err error) error {
 	return &exitError{code: code, err: err}
 }
 
+// closeChecked closes c, a database the command may have written to, and
+// returns err, or when err is nil the close's error with exit status 2: a
+// database's close is its checkpoint, so a close that fails fails the
+// command.
+func closeChecked(err error, c io.Closer) error {
+	if cerr := c.Close(); cerr != nil && err == nil {
+		return withExit(2, cerr)
+	}
+	return err
+}
+
 // isTerminal reports whether f is a terminal, where build and eval redraw
 // their progress lines. /dev/null is a character device but no terminal.
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

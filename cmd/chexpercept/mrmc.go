@@ -28,7 +28,7 @@ func readScores(path string, f mrmc.FOM, progress *mrmcProgress) (*mrmc.Data, er
 	if err != nil {
 		return nil, fmt.Errorf("--scores %s: %w", path, safefile.Reason(err))
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }() // read-only
 	fi, err := file.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("--scores %s: %w", path, err)

@@ -162,7 +162,7 @@ func planPilot(fl *pflag.FlagSet, path string, direct mrmc.Pilot) (*mrmc.Pilot, 
 	if err != nil {
 		return nil, "", fmt.Errorf("--pilot %s: %w", path, safefile.Reason(err))
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }() // read-only
 	p, err := mrmc.ParsePilot(file, path)
 	if err != nil {
 		return nil, "", fmt.Errorf("--pilot: %w", err)

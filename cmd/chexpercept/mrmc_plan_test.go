@@ -192,7 +192,7 @@ func TestMrmcPlanRefuses(t *testing.T) {
 		{"components without effect", append(slices.Clone(direct), "--readers", "5", "--cases", "100"), "--effect: with the components given directly, give the difference to detect"},
 		{"negative Var", []string{"--var", "-0.001", "--cov1", "0", "--cov2", "0", "--cov3", "0", "--var-tr", "0", "--pilot-cases", "50", "--effect", "0.05", "--readers", "5", "--cases", "100"}, "Var -0.001: an error variance must be positive"},
 		{"missing file", []string{"--pilot", filepath.Join(dir, "none.json"), "--readers", "5", "--cases", "100"}, "--pilot " + filepath.Join(dir, "none.json")},
-		{"not json", []string{"--pilot", notJSON, "--readers", "5", "--cases", "100"}, "want mrmc.json as chexpercept mrmc --out writes it"},
+		{"not json", []string{"--pilot", notJSON, "--readers", "5", "--cases", "100"}, "want the mrmc.json that chexpercept mrmc writes"},
 		{"other json", []string{"--pilot", other, "--readers", "5", "--cases", "100"}, "no components or n_cases: not an analysis of chexpercept mrmc"},
 		{"one modality", []string{"--pilot", one, "--readers", "5", "--cases", "100"}, "the pilot has 1 modality: a plan needs two"},
 		{"no variance", []string{"--pilot", noVar, "--effect", "0.05", "--readers", "5", "--cases", "100"}, "Var 0: an error variance must be positive"},

@@ -104,7 +104,7 @@ func entries(dir string) []string {
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	names, err := f.Readdirnames(maxHintEntries)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil

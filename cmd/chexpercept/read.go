@@ -100,6 +100,9 @@ the database file's name without its extension).`,
 				}
 				_, records, err := reading.Init(j.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
 					Study: study, Aid: aid, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
+				if ae, ok := errors.AsType[*reading.AidError](err); ok {
+					err = fmt.Errorf("--aid %s: %w", ae.Dir, ae.Err)
+				}
 				if err != nil {
 					return voidTokens(withExit(2, err), printed)
 				}
@@ -136,7 +139,7 @@ next question is shown, and a reader who comes back continues at the first
 unanswered question. The admin sees each reader's progress. Sign-in,
 sessions, CSRF and throttling are the review app's (see review serve).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if db == "" {
 				return withExit(2, errors.New("--db is required"))
 			}
@@ -151,7 +154,7 @@ sessions, CSRF and throttling are the review app's (see review serve).`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			defer st.Close()
+			defer func() { err = closeChecked(err, st) }()
 			app, err := reading.NewServer(cmd.Context(), st)
 			if err != nil {
 				return withExit(2, err)
@@ -200,7 +203,7 @@ only with --force.`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			defer st.Close()
+			defer func() { _ = st.Close() }() // export only reads the database
 			var runs []reading.ExportedRun
 			err = runJob(cmd.Context(), jo, "read export", func(j *job.Job) error {
 				var err error

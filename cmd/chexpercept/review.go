@@ -216,7 +216,7 @@ last X-Forwarded-For entry.
 or directory): only the admin can sign in, to see progress, agreement and
 disagreements; decisions, resolutions and the lock are refused with 403.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if db == "" {
 				return withExit(2, errors.New("--review-db is required"))
 			}
@@ -238,7 +238,7 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			defer st.Close()
+			defer func() { err = closeChecked(err, st) }()
 			app, err := review.NewServer(st)
 			if err != nil {
 				return withExit(2, err)
@@ -308,7 +308,7 @@ anything is written.`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			defer st.Close()
+			defer func() { _ = st.Close() }() // read-only
 			return runJob(cmd.Context(), jo, "review export", func(j *job.Job) error {
 				// The last output file (--reviews, --outcomes) is the commit
 				// point (j.Commit): a signal that comes later lets it be
@@ -591,8 +591,9 @@ func serveApp(cmd *cobra.Command, h http.Handler, listen, certFile, keyFile stri
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv := webapp.Server{Listen: listen, CertFile: certFile, KeyFile: keyFile, URL: cmd.OutOrStdout()}
-	if err := srv.Serve(ctx, h); err != nil {
-		return withExit(2, err)
+	err := srv.Serve(ctx, h)
+	if se, ok := errors.AsType[*webapp.SettingError](err); ok {
+		return withExit(2, fmt.Errorf("%s: %w", se.Settings("--listen", "--tls-cert", "--tls-key"), se.Err))
 	}
-	return nil
+	return withExit(2, err)
 }

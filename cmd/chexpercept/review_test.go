@@ -199,7 +199,7 @@ func TestReviewCommands(t *testing.T) {
 	if _, _, err := runCommand(t, reviewImportCmd(job.Options{}), "--csv", sheet); reviewExitCode(err) != 2 {
 		t.Errorf("import without a target: %v", err)
 	}
-	l, err := review.OpenDecisions(db)
+	l, err := review.OpenDecisions(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

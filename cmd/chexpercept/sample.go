@@ -74,30 +74,26 @@ regular file is refused even with --force.`,
 			if changed(cmd.Flags(), "sample-seed", "seed") {
 				cfg.Seed = seed
 			}
-			var cases []*source.Case
-			var stats *source.MIMICStats
-			if manifest != "" {
-				var err error
-				if cases, _, err = source.ReadSource(manifest, cfg); err != nil {
-					return withExit(2, err)
+			if manifest == "" && chexCSV != "" {
+				f, err := safefile.Open(chexCSV, safefile.Follow)
+				if err != nil {
+					return withExit(2, fmt.Errorf("%s: cannot open the CheXmask CSV: %w", chexCSV, err))
 				}
-			} else {
-				if chexCSV != "" {
-					f, err := safefile.Open(chexCSV, safefile.Follow)
-					if err != nil {
-						return withExit(2, fmt.Errorf("%s: cannot open the CheXmask CSV: %w", chexCSV, err))
-					}
-					f.Close()
-				}
-				var err error
-				if cases, stats, err = source.FromMIMIC(mimicCXR, mimicILS, ilsMasks, chexCSV, lungPattern, cfg); err != nil {
-					return withExit(2, withHints(err, flagHint{source.ErrNoLungSource, " (--chexmask-csv and/or --lung-png-pattern)"}))
-				}
+				_ = f.Close() // opened only to check that it can be
 			}
 			var cands []*source.Case
 			var rep source.SampleReport
 			err := runJob(cmd.Context(), jo, "sample", func(j *job.Job) error {
+				var cases []*source.Case
+				var stats *source.MIMICStats
 				var err error
+				if manifest != "" {
+					if cases, _, err = source.ReadSource(manifest, cfg); err != nil {
+						return withExit(2, err)
+					}
+				} else if cases, stats, err = source.FromMIMIC(j.Context(), mimicCXR, mimicILS, ilsMasks, chexCSV, lungPattern, cfg); err != nil {
+					return withExit(2, withHints(err, flagHint{source.ErrNoLungSource, " (--chexmask-csv and/or --lung-png-pattern)"}))
+				}
 				if cands, rep, err = source.Sample(j.Context(), cases, cfg, cfg.Seed); err != nil {
 					return err
 				}
@@ -153,7 +149,7 @@ func checkSampleOut(out string, force bool) error {
 	if err != nil {
 		return fmt.Errorf("--out %s: %w", out, safefile.Reason(err))
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	if st, err = f.Stat(); err != nil {
 		return fmt.Errorf("--out %s: %w", out, err)
 	}

@@ -23,6 +23,7 @@
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"runtime"
@@ -239,8 +240,10 @@ func (o *Options) normalise() error {
 	return CheckFlagShare(o.FlagShare)
 }
 
-// Analyze computes every metric of §10.3 for the runs of set.
-func Analyze(set *Set, opts Options) (*Result, error) {
+// Analyze computes every metric of §10.3 for the runs of set. Once ctx
+// ends it stops, between runs and between bootstrap cells, with ctx's
+// error.
+func Analyze(ctx context.Context, set *Set, opts Options) (*Result, error) {
 	if err := opts.normalise(); err != nil {
 		return nil, err
 	}
@@ -267,7 +270,10 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 			rr.cells(heart, res.Lesions)
 		}
 	}
-	runJobs(score, opts.Workers)
+	runJobs(ctx, score, opts.Workers)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	// Depth bootstraps are the expensive part: one job per cell.
 	var jobs []func()
 	for _, rr := range res.Runs {
@@ -275,21 +281,36 @@ func Analyze(set *Set, opts Options) (*Result, error) {
 			jobs = append(jobs, func() { rr.bootDepth(j, &opts) })
 		}
 	}
-	runJobs(jobs, opts.Workers)
-	pairs, warns := comparePairs(res, &opts)
+	runJobs(ctx, jobs, opts.Workers)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pairs, warns := comparePairs(ctx, res, &opts)
 	res.Pairs = pairs
 	res.Warnings = append(res.Warnings, warns...)
-	res.Domains, warns = analyzeDomains(res, &opts)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res.Domains, warns = analyzeDomains(ctx, res, &opts)
 	res.Warnings = append(res.Warnings, warns...)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	res.Health = ComputeItemHealth(res, opts.FlagShare)
 	res.Readers, warns = analyzeReaders(res)
 	res.Warnings = append(res.Warnings, warns...)
 	return res, nil
 }
 
-func runJobs(jobs []func(), workers int) {
+// runJobs runs jobs on up to workers goroutines. Once ctx ends it starts
+// no more (those started finish): the caller checks ctx and drops the
+// partial result.
+func runJobs(ctx context.Context, jobs []func(), workers int) {
 	if workers <= 1 || len(jobs) < 2 {
 		for _, j := range jobs {
+			if ctx.Err() != nil {
+				return
+			}
 			j()
 		}
 		return
@@ -306,6 +327,9 @@ func runJobs(jobs []func(), workers int) {
 		}()
 	}
 	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
 		ch <- j
 	}
 	close(ch)

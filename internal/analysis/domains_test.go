@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -45,7 +46,7 @@ func domainResult(t *testing.T, runs []*RunResult, dom DomainOptions) *DomainRes
 	if err := o.normalise(); err != nil {
 		t.Fatal(err)
 	}
-	dr, _ := analyzeDomains(&Result{Runs: runs, Options: o}, &o)
+	dr, _ := analyzeDomains(context.Background(), &Result{Runs: runs, Options: o}, &o)
 	return dr
 }
 
@@ -115,10 +116,10 @@ func TestDomainDifference(t *testing.T) {
 	// Same bytes at any worker count.
 	o1 := Options{Bootstrap: 500, Domains: DomainOptions{Registry: reg}, Workers: 1}
 	o1.normalise()
-	a, _ := analyzeDomains(&Result{Runs: runs}, &o1)
+	a, _ := analyzeDomains(context.Background(), &Result{Runs: runs}, &o1)
 	o8 := o1
 	o8.Workers = 8
-	b, _ := analyzeDomains(&Result{Runs: runs}, &o8)
+	b, _ := analyzeDomains(context.Background(), &Result{Runs: runs}, &o8)
 	if !reflect.DeepEqual(a.Groups, b.Groups) || !reflect.DeepEqual(a.Diffs, b.Diffs) || !reflect.DeepEqual(a.Decay, b.Decay) {
 		t.Error("results differ between 1 and 8 workers")
 	}
@@ -369,7 +370,7 @@ func TestDomainsFileWarnsWithoutGroups(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &Options{Domains: DomainOptions{Source: "d.yaml", Overrides: tc.overrides}}
-			dr, warns := analyzeDomains(res, o)
+			dr, warns := analyzeDomains(context.Background(), res, o)
 			if len(dr.Groups) != 0 || len(warns) != len(tc.want) {
 				t.Fatalf("groups %d, warnings %q, want %q", len(dr.Groups), warns, tc.want)
 			}

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -43,7 +44,7 @@ type bootJob struct {
 }
 
 // analyzeDomains runs the whole domain analysis of res.
-func analyzeDomains(res *Result, o *Options) (*DomainResult, []string) {
+func analyzeDomains(ctx context.Context, res *Result, o *Options) (*DomainResult, []string) {
 	members, warns := assignGroups(res, &o.Domains)
 	dr := &DomainResult{Members: members}
 	if !slices.ContainsFunc(members, func(m DomainMember) bool { return m.Group != "" }) {
@@ -56,7 +57,10 @@ func analyzeDomains(res *Result, o *Options) (*DomainResult, []string) {
 		}
 		return dr, nil
 	}
-	boots := runBoots(members, res.Modes(), o)
+	boots := runBoots(ctx, members, res.Modes(), o)
+	if ctx.Err() != nil {
+		return dr, warns // Analyze returns ctx's error
+	}
 	for _, mode := range res.Modes() {
 		groups := modeGroups(members, mode)
 		for _, g := range groups {
@@ -114,7 +118,7 @@ func modeGroups(members []DomainMember, mode string) []string {
 
 // runBoots runs every bootstrap, one job each: each group on every path
 // (two levels) and each run on the decay paths (records only).
-func runBoots(members []DomainMember, modes []string, o *Options) map[bootKey]*bootJob {
+func runBoots(ctx context.Context, members []DomainMember, modes []string, o *Options) map[bootKey]*bootJob {
 	boots := map[bootKey]*bootJob{}
 	var fns []func()
 	add := func(k bootKey, runs []*RunResult) {
@@ -148,7 +152,7 @@ func runBoots(members []DomainMember, modes []string, o *Options) map[bootKey]*b
 			}
 		}
 	}
-	runJobs(fns, o.Workers)
+	runJobs(ctx, fns, o.Workers)
 	return boots
 }
 

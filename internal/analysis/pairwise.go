@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -81,7 +82,7 @@ type pairJob struct {
 	metric string
 }
 
-func comparePairs(res *Result, o *Options) ([]PairRow, []string) {
+func comparePairs(ctx context.Context, res *Result, o *Options) ([]PairRow, []string) {
 	var warns []string
 	byName := map[string][]*RunResult{}
 	for _, rr := range res.Runs {
@@ -173,7 +174,7 @@ func comparePairs(res *Result, o *Options) ([]PairRow, []string) {
 	for i, j := range jobs {
 		fns[i] = func() { rows[i] = pairRow(j, o) }
 	}
-	runJobs(fns, o.Workers)
+	runJobs(ctx, fns, o.Workers)
 	return rows, warns
 }
 

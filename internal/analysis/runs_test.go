@@ -1,6 +1,8 @@
 package analysis_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -34,11 +36,11 @@ func TestRandomNearChance(t *testing.T) {
 	if _, err := run.Write(filepath.Join(tmp, "results"), b); err != nil {
 		t.Fatal(err)
 	}
-	set, err := runset.Load([]string{filepath.Join(tmp, "results")}, runset.Options{})
+	set, err := runset.Load(context.Background(), []string{filepath.Join(tmp, "results")}, runset.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := analysis.Analyze(set, analysis.Options{Bootstrap: 500})
+	res, err := analysis.Analyze(context.Background(), set, analysis.Options{Bootstrap: 500})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +90,11 @@ func analyzeRuns(t *testing.T, recs []*benchmark.Record, runs ...*analysistest.R
 			t.Fatal(err)
 		}
 	}
-	set, err := runset.Load([]string{dir}, runset.Options{})
+	set, err := runset.Load(context.Background(), []string{dir}, runset.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := analysis.Analyze(set, analysis.Options{Bootstrap: 10})
+	res, err := analysis.Analyze(context.Background(), set, analysis.Options{Bootstrap: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,38 @@ func TestItemHealthNeedsRuns(t *testing.T) {
 	if err := analysis.CheckFlagShare(0.5); err == nil {
 		t.Error("share 0.5 accepted")
 	}
-	if _, err := analysis.Analyze(&analysis.Set{}, analysis.Options{FlagShare: 1.2}); err == nil {
+	if _, err := analysis.Analyze(context.Background(), &analysis.Set{}, analysis.Options{FlagShare: 1.2}); err == nil {
 		t.Error("share 1.2 accepted")
+	}
+}
+
+// TestStopsWithContext: once the report's context ends (a signal), the
+// runs are read no further and the analysis stops, each with the
+// context's error rather than a result.
+func TestStopsWithContext(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "results")
+	for _, label := range []string{"a", "b"} {
+		r := &analysistest.Run{Provider: "fake", Label: label, Oracle: "none", Policy: analysistest.Oracle}
+		if _, err := r.Write(dir, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	if set, err := runset.Load(stopped, []string{dir}, runset.Options{}); !errors.Is(err, context.Canceled) || len(set.Runs) != 0 {
+		t.Errorf("Load after the end: %d runs, err %v; want none and context.Canceled", len(set.Runs), err)
+	}
+	set, err := runset.Load(context.Background(), []string{dir}, runset.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := analysis.Analyze(stopped, set, analysis.Options{Bootstrap: 10}); !errors.Is(err, context.Canceled) || res != nil {
+		t.Errorf("Analyze after the end: %v, %v; want no result and context.Canceled", res, err)
 	}
 }

@@ -258,7 +258,7 @@ func removeLeftover(name string) {
 	if err != nil {
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	fi, err := f.Stat()
 	if err != nil || !ownedByMe(fi) {
 		return

@@ -51,7 +51,7 @@ func ReadJSONFile(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	data, err := io.ReadAll(io.LimitReader(f, MaxJSONSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -86,7 +86,7 @@ func SHA256File(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
@@ -113,7 +113,7 @@ func ReadLesions(dir string) (*benchmark.LesionSet, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	data, err := io.ReadAll(io.LimitReader(f, benchmark.MaxLesionsBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

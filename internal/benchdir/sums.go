@@ -113,7 +113,7 @@ func (s *Sums) CheckFile(rel string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, safefile.Reason(err))
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	limit := int64(imagefile.MaxFileBytes)
 	if strings.HasSuffix(rel, ".json") {
 		limit = max(limit, MaxJSONSize)

@@ -31,7 +31,7 @@ func AxeScript(t testing.TB) string {
 	}
 	f, err := os.Open(path)
 	if err == nil {
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read-only
 		var b strings.Builder
 		buf := make([]byte, 64<<10)
 		for b.Len() <= maxAxeBytes {

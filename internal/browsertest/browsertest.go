@@ -78,14 +78,16 @@ func Browser(t testing.TB, timeout time.Duration) func(width, height int64) cont
 }
 
 // Screenshot saves the page of ctx as name.png in $CHEXPERCEPT_SCREENSHOTS
-// when that is set (to look at the pages a test saw).
+// when that is set (to look at the pages a test saw). A screenshot is an
+// aid to whoever debugs a test: one that cannot be taken or saved fails
+// nothing.
 func Screenshot(ctx context.Context, name string) {
 	dir := os.Getenv("CHEXPERCEPT_SCREENSHOTS")
 	if dir == "" {
 		return
 	}
 	if b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
-		os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644)
+		_ = os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644)
 	}
 }
 

@@ -144,7 +144,7 @@ func (r *renderAhead) finish() error {
 // build stops (interrupted, or a global error).
 func (r *renderAhead) abandon() {
 	r.fail(errAbandoned)
-	r.finish()
+	_ = r.finish() // errAbandoned, or the first failure: the build already stops for its own error
 }
 
 var errAbandoned = errors.New("rendering ahead abandoned")

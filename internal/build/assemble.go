@@ -717,9 +717,13 @@ func (a *assembly) buildReport() ([]byte, error) {
 func (a *assembly) skippedCSV() ([]byte, error) {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	w.Write([]string{"key_id", "lesion", "label", "reason", "detail"})
+	if err := w.Write([]string{"key_id", "lesion", "label", "reason", "detail"}); err != nil {
+		return nil, err
+	}
 	for _, it := range a.failures {
-		w.Write([]string{it.c.KeyID(), it.c.Lesion, it.c.Label, it.outcome.Reason, it.outcome.Detail})
+		if err := w.Write([]string{it.c.KeyID(), it.c.Lesion, it.c.Label, it.outcome.Reason, it.outcome.Detail}); err != nil {
+			return nil, err
+		}
 	}
 	w.Flush()
 	return b.Bytes(), w.Error()
@@ -774,7 +778,7 @@ func fileSHA256(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err

@@ -508,7 +508,7 @@ func TestMIMICLayoutBuild(t *testing.T) {
 	fx := "../source/testdata/mimic"
 	cfg := buildcfg.Default()
 	cfg.LF, cfg.RF, cfg.RR = 1, 1, 1
-	cases, _, err := source.FromMIMIC(fx, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", cfg)
+	cases, _, err := source.FromMIMIC(context.Background(), fx, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,7 +154,7 @@ func Inspect(opt InspectOptions) (string, error) {
 
 // findCase locates the candidate line: work/<key>/case.json, else the
 // given source file.
-func findCase(opt InspectOptions, cfg buildcfg.Config) (*source.Case, error) {
+func findCase(opt InspectOptions, cfg buildcfg.Config) (_ *source.Case, err error) {
 	var line []byte
 	if d, err := safefile.ReadFile(filepath.Join(opt.Dir, workDirName, opt.Key, caseJSON), maxMetaBytes, safefile.NoFollow); err == nil {
 		if v, err := ojson.Parse(d); err == nil && v.Get("case") != nil {
@@ -163,11 +163,15 @@ func findCase(opt InspectOptions, cfg buildcfg.Config) (*source.Case, error) {
 	}
 	src := opt.Source
 	if line != nil {
-		tmp, err := os.MkdirTemp("", "chexpercept-inspect-")
-		if err != nil {
-			return nil, err
+		tmp, terr := os.MkdirTemp("", "chexpercept-inspect-")
+		if terr != nil {
+			return nil, terr
 		}
-		defer os.RemoveAll(tmp)
+		defer func() {
+			if rerr := os.RemoveAll(tmp); rerr != nil && err == nil {
+				err = rerr // not left behind unsaid in the system's temporary folder
+			}
+		}()
 		src = filepath.Join(tmp, "case.jsonl")
 		if err := os.WriteFile(src, append(line, '\n'), 0o644); err != nil {
 			return nil, err
@@ -255,7 +259,7 @@ func inspectCase(ctx context.Context, e *env, c *source.Case, out, pathName stri
 		}
 	}
 	if w.err != nil {
-		os.RemoveAll(stage)
+		_ = os.RemoveAll(stage) // the write's error is the one to report; the next build removes a leftover staging folder
 		return w.err
 	}
 	if err := replaceDir(stage, filepath.Join(dir, o.KeyID)); err != nil {
@@ -317,7 +321,7 @@ func (w *inspectWriter) png(rel string, img image.Image) {
 // summary is the text of summary.txt, one line per p call.
 type summary struct{ strings.Builder }
 
-func (b *summary) p(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+func (b *summary) p(format string, args ...any) { fmt.Fprintf(&b.Builder, format+"\n", args...) }
 
 // summaryText explains a case: its inputs, failure, geometry, deformation
 // and how every answer was derived.

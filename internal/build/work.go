@@ -93,7 +93,7 @@ func writeWork(workDir string, fp string, o *Outcome, compression string) error 
 	ok := false
 	defer func() {
 		if !ok {
-			os.RemoveAll(stage)
+			_ = os.RemoveAll(stage) // the write's error is the one to report; the next build removes a leftover staging folder (cleanLeftovers)
 		}
 	}()
 	for _, sub := range []struct {

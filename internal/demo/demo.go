@@ -130,8 +130,9 @@ type Result struct {
 }
 
 // Run executes the demo. The last line written to opt.Stdout is the
-// absolute path of index.html.
-func Run(ctx context.Context, opt Options) (*Result, error) {
+// absolute path of index.html. The log's lines are for a person and are
+// not checked one by one; its close is, like any file written.
+func Run(ctx context.Context, opt Options) (_ *Result, err error) {
 	out := opt.Out
 	if out == "" {
 		out = DefaultDir
@@ -155,8 +156,12 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: opening the log: %w", err)
 	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "\n==== chexpercept demo %s, %s ====\n", version.String(), time.Now().UTC().Format(time.RFC3339))
+	defer func() {
+		if cerr := logf.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("demo: closing the log: %w", cerr)
+		}
+	}()
+	_, _ = fmt.Fprintf(logf, "\n==== chexpercept demo %s, %s ====\n", version.String(), time.Now().UTC().Format(time.RFC3339))
 
 	d := &runner{ctx: ctx, opt: opt, w: w, log: logf, st: st, res: &Result{
 		Dir:       abs,
@@ -168,7 +173,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		Domains:   filepath.Join(abs, domainsFile),
 	}}
 	if err := d.run(); err != nil {
-		fmt.Fprintf(logf, "demo failed: %v\n", err)
+		_, _ = fmt.Fprintf(logf, "demo failed: %v\n", err)
 		return d.res, err
 	}
 	return d.res, nil
@@ -793,7 +798,7 @@ func readState(j *job.Job, path string) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: reading %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	st := &state{job: j, path: path, steps: map[string]string{}}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

@@ -113,7 +113,7 @@ func (c *imageCache) put(sha string, b []byte) {
 	_, ok := c.byHash[sha]
 	c.mu.Unlock()
 	if !ok {
-		c.sf.Do(sha, func() (any, error) { return c.add(sha, b), nil })
+		_, _, _ = c.sf.Do(sha, func() (any, error) { return c.add(sha, b), nil }) // add keeps the image in c and cannot fail
 	}
 }
 

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -85,9 +86,13 @@ func plural(n int) string {
 	return ""
 }
 
+// ErrOtherServer is the refusal to resume a run against another server
+// than the one that answered it.
+var ErrOtherServer = errors.New("refusing to mix answers of two servers")
+
 // sameServer refuses to resume a run against a server of another
-// identity than the one its manifest records: its answers would mix two
-// models. A manifest without an identity (written by an earlier version)
+// identity than the one its manifest records (ErrOtherServer): its
+// answers would mix two models. A manifest without an identity (written by an earlier version)
 // is refused too, since nothing tells whose answers it holds, unless the
 // run is an in-process baseline, whose policy and seed the manifest's
 // model already records.
@@ -101,8 +106,8 @@ func sameServer(runDir string, old, cur *results.Manifest) error {
 	case old.ServerIdentity == nil:
 		return fmt.Errorf("run directory %s was started without a recorded server identity (by an earlier chexpercept), so resuming it could mix answers of two servers; finish it with that version or use another results folder", runDir)
 	case !old.ServerIdentity.Same(*cur.ServerIdentity):
-		return fmt.Errorf("run directory %s was started against server %s, but this server is %s; refusing to mix answers of two servers (point --endpoint at the first server, or use another results folder)",
-			runDir, *old.ServerIdentity, *cur.ServerIdentity)
+		return fmt.Errorf("run directory %s was started against server %s, but this server is %s; %w: point the endpoint at the first server, or use another results folder",
+			runDir, *old.ServerIdentity, *cur.ServerIdentity, ErrOtherServer)
 	}
 	return nil
 }

@@ -203,7 +203,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "request body is not a valid chat completion request: "+err.Error())
 		return
 	}
-	io.Copy(io.Discard, body)
+	_, _ = io.Copy(io.Discard, body) // the request is parsed; the rest is drained for the connection's reuse
 	if len(req.texts) == 0 {
 		s.stats.bad.Add(1)
 		writeError(w, http.StatusBadRequest, "messages is empty")
@@ -344,7 +344,7 @@ func (s *Server) start(ctx context.Context, addr string) (url string, stop func(
 		return "", nil, fmt.Errorf("serve-baseline: listen on %s: %w", addr, err)
 	}
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
+	go func() { _ = hs.Serve(ln) }() // http.ErrServerClosed once stopped; clients report a server that stopped answering
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -352,7 +352,7 @@ func (s *Server) start(ctx context.Context, addr string) (url string, stop func(
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			if hs.Shutdown(sctx) != nil {
-				hs.Close()
+				_ = hs.Close() // the graceful shutdown ran out of time: the connections are cut, nothing is left to report to
 			}
 		})
 	}

@@ -153,7 +153,7 @@ func CheckHeader(path string) (format string, width, height int, err error) {
 	if err != nil {
 		return "", 0, 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	if err := checkFileSize(f); err != nil {
 		return "", 0, 0, &fs.PathError{Op: "read", Path: path, Err: err}
 	}

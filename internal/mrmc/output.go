@@ -70,7 +70,9 @@ func (a *Analysis) Text(w io.Writer) error {
 		cells[i] = num(a.ModalityMeans[i], 8)
 	}
 	fmt.Fprintf(tw, "  mean\t%s\n", strings.Join(cells, "\t"))
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	b.WriteString("\nVariance components\n")
 	for _, c := range []struct {
 		name string

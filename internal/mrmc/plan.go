@@ -63,7 +63,7 @@ func ParsePilot(r io.Reader, name string) (*Pilot, error) {
 		Means      map[string]pilotNum `json:"modality_means"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %v (want mrmc.json as chexpercept mrmc --out writes it)", name, err)
+		return nil, fmt.Errorf("%s: %v (want the mrmc.json that chexpercept mrmc writes)", name, err)
 	}
 	if doc.Components == nil || doc.NCases == nil {
 		return nil, fmt.Errorf("%s: no components or n_cases: not an analysis of chexpercept mrmc", name)

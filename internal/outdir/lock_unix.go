@@ -118,7 +118,7 @@ func lockHolder(f *os.File) int {
 	if err != nil {
 		return 0
 	}
-	defer pl.Close()
+	defer func() { _ = pl.Close() }() // read-only
 	sc := bufio.NewScanner(pl)
 	for n := 0; n < maxLocksLines && sc.Scan(); n++ {
 		// "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"

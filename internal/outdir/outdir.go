@@ -75,7 +75,7 @@ func Look(dir string, markers ...string) (State, []string, error) {
 		return 0, nil, fmt.Errorf("output directory %s: %w", dir, unwrapPath(err))
 	}
 	names, err := f.Readdirnames(-1)
-	f.Close()
+	_ = f.Close() // read-only
 	if err != nil && err != io.EOF {
 		return 0, nil, fmt.Errorf("output directory %s: %w", dir, unwrapPath(err))
 	}

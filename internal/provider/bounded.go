@@ -119,7 +119,7 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		// where the user did not name, and a followed POST may arrive as
 		// a GET whose reply is no chat completion.
 		if resp.Body != nil {
-			resp.Body.Close()
+			_ = resp.Body.Close() // unread: the redirect is the error
 		}
 		return nil, &RedirectError{Status: resp.StatusCode, Location: scrubURL(resp.Header.Get("Location"))}
 	}
@@ -127,9 +127,9 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	body, err := t.read(r.Context(), resp.Body, resp.ContentLength)
-	resp.Body.Close() // before the reservation goes back
+	_ = resp.Body.Close() // read (or given up, err below); closed before the reservation goes back
 	if err != nil {
-		body.Close()
+		_ = body.Close() // gives the reservation back; it cannot fail
 		return nil, err
 	}
 	resp.Body, resp.ContentLength = body, body.size

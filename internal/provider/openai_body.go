@@ -35,7 +35,7 @@ func (b *bodyWriter) lit(s string) { b.buf.WriteString(s) }
 func (b *bodyWriter) str(s string) {
 	enc := json.NewEncoder(&b.buf)
 	enc.SetEscapeHTML(false)
-	enc.Encode(s) // cannot fail for a string
+	_ = enc.Encode(s) // cannot fail for a string into memory
 	b.buf.Truncate(b.buf.Len() - 1)
 }
 

@@ -85,7 +85,7 @@ type aidAnswer struct {
 // loadAid reads the run at dir and returns its answers to every asked
 // turn of the selected records, keyed by record and turn. The run must
 // be of the study's benchmark (its dataset hash) and oracle mode, and
-// hold every selected record.
+// hold every selected record; a run that cannot be used is an *AidError.
 func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int) (*Aid, map[[2]string]aidAnswer, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -93,20 +93,20 @@ func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int) (
 	}
 	m, err := rundir.ReadManifest(abs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--aid %s: %w", dir, err)
+		return nil, nil, &AidError{Dir: dir, Err: err}
 	}
 	if m.Dataset.SHA256 != bench.SHA256 {
-		return nil, nil, fmt.Errorf("--aid %s: the run is of benchmark %s, the study's is %s", dir, results.ShortHash(m.Dataset.SHA256), results.ShortHash(bench.SHA256))
+		return nil, nil, aidErrorf(dir, "the run is of benchmark %s, the study's is %s", results.ShortHash(m.Dataset.SHA256), results.ShortHash(bench.SHA256))
 	}
 	if m.OracleMode != oracle {
-		return nil, nil, fmt.Errorf("--aid %s: the run's oracle mode is %s, the study's %s (the model must have been asked the same questions)", dir, m.OracleMode, oracle)
+		return nil, nil, aidErrorf(dir, "the run's oracle mode is %s, the study's %s (the model must have been asked the same questions)", m.OracleMode, oracle)
 	}
 	if m.Kind == results.KindHuman {
-		return nil, nil, fmt.Errorf("--aid %s: a run of human answers, not of a model", dir)
+		return nil, nil, aidErrorf(dir, "a run of human answers, not of a model")
 	}
 	recs, err := rundir.ReadResults(filepath.Join(abs, rundir.ResultsFile))
 	if err != nil {
-		return nil, nil, fmt.Errorf("--aid %s: %w", dir, err)
+		return nil, nil, &AidError{Dir: dir, Err: err}
 	}
 	byKey := make(map[string]*results.Record, len(recs))
 	for _, r := range recs {
@@ -126,10 +126,23 @@ func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int) (
 		}
 	}
 	if len(missing) > 0 {
-		return nil, nil, fmt.Errorf("--aid %s: the run lacks %d of the study's %d records (first: %s); finish or resume it first",
-			dir, len(missing), len(idx), textsafe.OneLine(missing[0]))
+		return nil, nil, aidErrorf(dir, "the run lacks %d of the study's %d records (first: %s); finish or resume it first",
+			len(missing), len(idx), textsafe.OneLine(missing[0]))
 	}
 	return &Aid{Run: m.RunName, Model: m.Model.Name, Dir: abs}, out, nil
+}
+
+// AidError is a run given as a study's aid that the study cannot use.
+type AidError struct {
+	Dir string // as given
+	Err error
+}
+
+func (e *AidError) Error() string { return "aid run " + e.Dir + ": " + e.Err.Error() }
+func (e *AidError) Unwrap() error { return e.Err }
+
+func aidErrorf(dir, format string, args ...any) error {
+	return &AidError{Dir: dir, Err: fmt.Errorf(format, args...)}
 }
 
 // modelAnswer is what the page shows of a model's turn: its parsed

@@ -3,6 +3,7 @@ package reading
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -204,9 +205,10 @@ func TestAidedStudyPostWithoutPage(t *testing.T) {
 	}
 }
 
-// TestInitAidRefused: --aid takes only a model run of the study's
+// TestInitAidRefused: the aid is only a model run of the study's
 // benchmark and oracle mode that holds every selected record; anything
-// else is refused in one line and leaves no database behind.
+// else is refused in one line naming the aid run (an *AidError, which
+// the command words with its flag) and leaves no database behind.
 func TestInitAidRefused(t *testing.T) {
 	t.Parallel()
 	bench := testBench(t)
@@ -249,13 +251,16 @@ func TestInitAidRefused(t *testing.T) {
 			rewrite(filepath.Join(d, "manifest.json"), "  \"kind\": \"baseline\",\n", "")
 			rewrite(filepath.Join(d, "manifest.json"), `"provider": "baseline"`, `"provider": "human"`)
 		}), "a run of human answers"},
-		{"no run", t.TempDir(), "--aid"},
+		{"no run", t.TempDir(), "manifest.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "r.sqlite")
 			_, _, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 1, Oracle: protocol.OracleImplicit, Aid: tc.dir})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("err %v, want one line with %q", err, tc.want)
+			}
+			if ae, ok := errors.AsType[*AidError](err); !ok || ae.Dir != tc.dir || !strings.HasPrefix(err.Error(), "aid run "+tc.dir+": ") {
+				t.Errorf("err %v, want an *AidError of %s", err, tc.dir)
 			}
 			if _, serr := os.Stat(db); serr == nil {
 				t.Error("a refused init left its database")

@@ -225,7 +225,7 @@ type Config struct {
 	// (runset.Loader: the run directories under the inputs). It is
 	// called once the output folder has been accepted, so that a folder
 	// the report may not write is refused before the long read.
-	Load func() (*analysis.Set, error)
+	Load func(context.Context) (*analysis.Set, error)
 	Out  string // REPORT_DIR
 	// ModelFiles extend the model registry (as for eval); it gives each
 	// run's domain group and a medical model's base.
@@ -254,7 +254,7 @@ func Generate(ctx context.Context, cfg Config) (*analysis.Result, error) {
 	if cfg.Load == nil {
 		return nil, errors.New("report: no runs to read")
 	}
-	set, err := cfg.Load()
+	set, err := cfg.Load(ctx)
 	if set == nil {
 		set = &analysis.Set{}
 	}
@@ -264,7 +264,7 @@ func Generate(ctx context.Context, cfg Config) (*analysis.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return &analysis.Result{Set: set, Warnings: set.Warnings}, err
 	}
-	res, err := analysis.Analyze(set, cfg.Analysis)
+	res, err := analysis.Analyze(ctx, set, cfg.Analysis)
 	if err != nil {
 		return &analysis.Result{Set: set, Warnings: set.Warnings}, err
 	}

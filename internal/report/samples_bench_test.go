@@ -35,7 +35,7 @@ func BenchmarkSamples14x2100(b *testing.B) {
 		}
 		dir = fixture(b, root, benchtest.Full(100), runs...)
 	}
-	set, err := runset.Load([]string{dir}, runset.Options{})
+	set, err := runset.Load(context.Background(), []string{dir}, runset.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -53,14 +53,18 @@ func DefaultDir() (string, error) {
 	return filepath.Join(home, ".cache", "chexpercept"), nil
 }
 
+// ErrLinkedDefault is the refusal of a default cache folder that is a
+// symbolic link.
+var ErrLinkedDefault = errors.New("the default cache folder is not used through a link")
+
 // CheckDefaultDir refuses the default cache folder (DefaultDir: named by
 // no one on the command line) when it exists and is a symbolic link or
 // not a folder. The folder "chexpercept" there is this tool's own; a link
 // in its place was planted, and following it would write the cache into
 // whatever folder it leads to. $XDG_CACHE_HOME and ~/.cache themselves
-// may be links (a user's choice, like a --cache-dir they name, which is
-// followed); the databases inside are never opened through a link
-// (appdb.Open of a cache).
+// may be links (a user's choice, like a cache directory they name, which
+// is followed); the databases inside are never opened through a link
+// (appdb.Open of a cache). A link is refused with ErrLinkedDefault.
 func CheckDefaultDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	switch {
@@ -69,7 +73,7 @@ func CheckDefaultDir(dir string) error {
 	case err != nil:
 		return fmt.Errorf("cache directory %s: %w", dir, safefile.Reason(err))
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("cache directory %s is a symbolic link; the default cache folder is not used through a link (remove the link, or name the folder it leads to with --cache-dir)", dir)
+		return fmt.Errorf("cache directory %s is a symbolic link; %w: remove the link, or name the folder it leads to as the cache directory", dir, ErrLinkedDefault)
 	case !fi.IsDir():
 		return fmt.Errorf("cache directory %s is not a directory (%s)", dir, safefile.KindOf(fi.Mode()))
 	}

@@ -187,7 +187,7 @@ func readSheetFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, safefile.Reason(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	data, err := io.ReadAll(io.LimitReader(f, maxSheetBytes+1))
 	if err != nil {
 		return nil, err

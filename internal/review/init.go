@@ -338,7 +338,7 @@ func reportText(c *source.Case) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("report_path %s: %w", c.ReportPath, safefile.Reason(err))
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	b, err := io.ReadAll(io.LimitReader(f, maxReportBytes))
 	if err != nil {
 		return "", fmt.Errorf("report_path %s: %w", c.ReportPath, err)

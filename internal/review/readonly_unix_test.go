@@ -170,7 +170,7 @@ func TestOpenNotWritable(t *testing.T) {
 			if _, err := s.ExportJSONL(context.Background(), nil, filepath.Join(t.TempDir(), "reviews.jsonl")); err != nil {
 				t.Errorf("export: %v", err)
 			}
-			if _, err := OpenDecisions(db); err != nil {
+			if _, err := OpenDecisions(context.Background(), db); err != nil {
 				t.Errorf("OpenDecisions: %v", err)
 			}
 			if tc.dirMod == 0o555 && names() != listed {

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -257,9 +256,7 @@ func (srv *Server) queueJSON(w http.ResponseWriter, r *http.Request) {
 			out = append(out, item{it.Case.KeyID, it.Case.Lesion, it.Case.Label, it.Decision, it.Time})
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(map[string]any{"reviewer": u.Name, "cases": out})
+	webapp.JSON(w, map[string]any{"reviewer": u.Name, "cases": out})
 }
 
 // caseFor returns the case named in the request if the user may see it:
@@ -416,9 +413,7 @@ func (srv *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	srv.Log.Printf("%s: %s %s", u.Name, c.KeyID, shown)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(map[string]string{"key_id": c.KeyID, "decision": shown, "note": note, "time": t})
+	webapp.JSON(w, map[string]string{"key_id": c.KeyID, "decision": shown, "note": note, "time": t})
 }
 
 func (srv *Server) adminOnly(w http.ResponseWriter, r *http.Request) bool {

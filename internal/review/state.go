@@ -276,16 +276,17 @@ func (s *Store) ResolvedLines(ctx context.Context) ([]*reviewlog.Line, error) {
 	return out, nil
 }
 
-// OpenDecisions resolves candidates from a review database for `build
-// --review-db`. It reads the resolved lines once and answers exactly as
-// the exported reviews.jsonl would (the same Log, built in memory).
-func OpenDecisions(path string) (*reviewlog.Log, error) {
+// OpenDecisions resolves candidates from a review database for a build
+// that reads its decisions there. It reads the resolved lines once and
+// answers exactly as the exported reviews.jsonl would (the same Log,
+// built in memory); ctx ends the read.
+func OpenDecisions(ctx context.Context, path string) (*reviewlog.Log, error) {
 	s, err := OpenReadOnly(path)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	lines, err := s.ResolvedLines(context.Background())
+	defer func() { _ = s.Close() }() // read-only
+	lines, err := s.ResolvedLines(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("review db %s: %w", path, err)
 	}

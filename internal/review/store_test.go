@@ -216,9 +216,14 @@ func TestResolutionRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromDB, err := OpenDecisions(s.Path)
+	fromDB, err := OpenDecisions(ctx, s.Path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := OpenDecisions(stopped, s.Path); !errors.Is(err, context.Canceled) {
+		t.Errorf("OpenDecisions after the end: %v, want context.Canceled", err)
 	}
 	for i, r := range rows {
 		c := fx.Cases[i]
@@ -245,7 +250,7 @@ func TestResolutionRules(t *testing.T) {
 	// Withdrawing a resolution restores the reviewers' outcome.
 	c6, _ := s.CaseByKey(ctx, keys[6])
 	s.Resolve(ctx, c6, "", "")
-	fromDB, _ = OpenDecisions(s.Path)
+	fromDB, _ = OpenDecisions(ctx, s.Path)
 	if got := fromDB.Latest(keys[6]); got == nil || got.Decision != "disputed" {
 		t.Errorf("after withdrawal: %+v", got)
 	}

@@ -98,7 +98,7 @@ func ReadLog(path string) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reviews %s: %w", path, safefile.Reason(err))
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	return parseLog(path, f)
 }
 

@@ -133,7 +133,7 @@ func ScanLines(path string, fn func(line int, b []byte) error) (tail []byte, tai
 	if err != nil {
 		return nil, 0, err
 	}
-	defer f.Close() // read-only
+	defer func() { _ = f.Close() }() // read-only
 	lr := newLineReader(f, path)
 	for {
 		b, complete, err := lr.next()

@@ -54,7 +54,7 @@ func ScanAllResults(path string, fn func(key string, v *ojson.Value) error) erro
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	fi, err := f.Stat()
 	if err != nil {
 		return &fs.PathError{Op: "read", Path: path, Err: err}

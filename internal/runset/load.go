@@ -8,6 +8,7 @@ package runset
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -160,7 +161,8 @@ type Options struct {
 // checks the runs against it. Every problem with one input is a warning
 // and the input (or the bad part of it) is left out; Load fails only when
 // no usable run remains or an explicitly given benchmark cannot be loaded.
-func Load(inputs []string, opts Options) (*analysis.Set, error) {
+// Once ctx ends it reads no further run and returns ctx's error.
+func Load(ctx context.Context, inputs []string, opts Options) (*analysis.Set, error) {
 	dirs, warns := discover(inputs)
 	s := newState()
 	for _, w := range warns {
@@ -193,9 +195,20 @@ func Load(inputs []string, opts Options) (*analysis.Set, error) {
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for _, j := range jobs {
-		g.Go(func() error { j(); return nil })
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			if ctx.Err() == nil {
+				j()
+			}
+			return nil
+		})
 	}
 	_ = g.Wait() // the jobs keep their own errors and warnings
+	if err := ctx.Err(); err != nil {
+		return s.Set, err
+	}
 	for i := range dirs {
 		if err := subs[i].transient; err != nil {
 			return s.Set, err
@@ -246,8 +259,8 @@ func Load(inputs []string, opts Options) (*analysis.Set, error) {
 
 // Loader is Load of inputs and opts, called when the report asks for its
 // runs (report.Config.Load).
-func Loader(inputs []string, opts Options) func() (*analysis.Set, error) {
-	return func() (*analysis.Set, error) { return Load(inputs, opts) }
+func Loader(inputs []string, opts Options) func(context.Context) (*analysis.Set, error) {
+	return func(ctx context.Context) (*analysis.Set, error) { return Load(ctx, inputs, opts) }
 }
 
 // firstDataset is the dataset path named by the manifest of the first run

@@ -1,6 +1,7 @@
 package runset
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +55,7 @@ func TestOracleAndFirstRuns(t *testing.T) {
 		&analysistest.Run{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
 		&analysistest.Run{Provider: "baseline", Label: "first", Oracle: "none", Policy: analysistest.First},
 	)
-	set, err := Load([]string{dir}, Options{})
+	set, err := Load(context.Background(), []string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestOracleAndFirstRuns(t *testing.T) {
 	if len(set.Warnings) != 0 {
 		t.Errorf("warnings: %q", set.Warnings)
 	}
-	res, err := analysis.Analyze(set, analysis.Options{Bootstrap: 200})
+	res, err := analysis.Analyze(context.Background(), set, analysis.Options{Bootstrap: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestBadInputs(t *testing.T) {
 	shard := filepath.Join(dir, "x_cut", "oracle_none", "shard-1-of-2")
 	os.MkdirAll(shard, 0o755)
 
-	set, err := Load([]string{dir, shard, filepath.Join(dir, "nope")}, Options{})
+	set, err := Load(context.Background(), []string{dir, shard, filepath.Join(dir, "nope")}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestBadInputs(t *testing.T) {
 	if r := byName["x_strange"]; r == nil || len(r.Records) != len(b.Records) {
 		t.Errorf("x_strange should keep the benchmark's records")
 	}
-	res, err := analysis.Analyze(set, analysis.Options{Bootstrap: 50})
+	res, err := analysis.Analyze(context.Background(), set, analysis.Options{Bootstrap: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestMixedBenchmarksAndModes(t *testing.T) {
 	(&analysistest.Run{Provider: "p", Label: "a", Oracle: "none", Policy: analysistest.Oracle}).Write(res, b1)
 	(&analysistest.Run{Provider: "p", Label: "b", Oracle: "none", Parse: "strict", Policy: analysistest.First}).Write(res, b2)
 	(&analysistest.Run{Provider: "p", Label: "a", Oracle: "implicit", Policy: analysistest.First}).Write(res, b1)
-	set, err := Load([]string{res}, Options{})
+	set, err := Load(context.Background(), []string{res}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestMixedBenchmarksAndModes(t *testing.T) {
 	if !hasWarning(set.Warnings, "different benchmarks") || !hasWarning(set.Warnings, "oracle mode none: runs differ in parse mode") {
 		t.Errorf("warnings %q", set.Warnings)
 	}
-	r, err := analysis.Analyze(set, analysis.Options{Bootstrap: 50, Compare: [][2]string{{"p_a", "p_b"}, {"p_a", "zzz"}}})
+	r, err := analysis.Analyze(context.Background(), set, analysis.Options{Bootstrap: 50, Compare: [][2]string{{"p_a", "p_b"}, {"p_a", "zzz"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestMixedBenchmarksAndModes(t *testing.T) {
 func TestErrorPolicyEndToEnd(t *testing.T) {
 	errs := map[string]bool{"pneumonia_s57001234_positive_0": true, "edema_s50414267_negative_3": true}
 	dir, _ := writeRuns(t, &analysistest.Run{Provider: "p", Label: "o", Oracle: "none", Policy: analysistest.Oracle, Errors: errs})
-	set, err := Load([]string{dir}, Options{})
+	set, err := Load(context.Background(), []string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestErrorPolicyEndToEnd(t *testing.T) {
 		{analysis.ErrorsExclude, 1, 1, 1, 3}, // the errors are left out
 		{analysis.ErrorsWrong, 2, 1, 2, 1.5}, // the errors count as all wrong
 	} {
-		res, err := analysis.Analyze(set, analysis.Options{ErrorPolicy: tc.policy, Bootstrap: 20})
+		res, err := analysis.Analyze(context.Background(), set, analysis.Options{ErrorPolicy: tc.policy, Bootstrap: 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +244,7 @@ func TestErrorPolicyEndToEnd(t *testing.T) {
 			t.Errorf("%s: LF %d/%d, RF depth %v over %d", tc.policy, lf.K, lf.N, rf.Mean, rf.N)
 		}
 	}
-	if _, err := analysis.Analyze(set, analysis.Options{ErrorPolicy: "maybe"}); err == nil {
+	if _, err := analysis.Analyze(context.Background(), set, analysis.Options{ErrorPolicy: "maybe"}); err == nil {
 		t.Error("bad error policy accepted")
 	}
 }
@@ -312,7 +313,7 @@ func TestIncompleteRuns(t *testing.T) {
 					t.Skip("no advisory locks on this platform")
 				}
 			}
-			set, err := Load([]string{dir}, Options{})
+			set, err := Load(context.Background(), []string{dir}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,7 +365,7 @@ func TestUnfinishedRunLeftOut(t *testing.T) {
 	if err := rundir.MarkUnfinished(unfinished); err != nil {
 		t.Fatal(err)
 	}
-	set, err := Load([]string{dir}, Options{})
+	set, err := Load(context.Background(), []string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

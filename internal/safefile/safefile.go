@@ -149,7 +149,7 @@ func Open(path string, links Links) (*os.File, error) {
 	}
 	// The path may have been replaced between Stat and open.
 	if fi, err = f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
+		_ = f.Close() // refused unread: the reason below is the error
 		if err != nil {
 			return nil, pathErr(path, err)
 		}
@@ -165,7 +165,7 @@ func ReadFile(path string, limit int64, links Links) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	return readAll(f, path, limit)
 }
 
@@ -249,7 +249,7 @@ func OpenWritable(path string, flag int, perm fs.FileMode) (*os.File, error) {
 		return nil, err
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
+		_ = f.Close() // refused unwritten: the reason below is the error
 		if err != nil {
 			return nil, pathErr(path, err)
 		}

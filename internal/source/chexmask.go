@@ -62,7 +62,7 @@ func ReadChexmask(path string, need map[string]bool, idColumn string) (*ChexTabl
 	if err != nil {
 		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", safefile.Reason(err))}
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	packed := &countReader{r: f}
 	br := bufio.NewReaderSize(packed, 1<<20)
 	var r io.Reader = br
@@ -72,7 +72,7 @@ func ReadChexmask(path string, need map[string]bool, idColumn string) (*ChexTabl
 		if err != nil {
 			return nil, &LineError{File: path, Msg: fmt.Sprintf("bad gzip stream: %v", err)}
 		}
-		defer gz.Close()
+		defer func() { _ = gz.Close() }() // read-only
 		r = bufio.NewReaderSize(gz, 1<<20)
 		packedBytes = func() int64 { return packed.n }
 	}
@@ -216,7 +216,7 @@ func readChexmaskCached(j *job.Job, path string, need map[string]bool, idColumn,
 		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", safefile.Reason(err))}
 	}
 	fi, err := f.Stat()
-	f.Close()
+	_ = f.Close() // read-only
 	if err != nil {
 		return nil, &LineError{File: path, Msg: fmt.Sprintf("cannot open the CheXmask CSV: %v", safefile.Reason(err))}
 	}

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/buildcfg"
@@ -20,7 +21,7 @@ func FuzzParseLine(f *testing.F) {
 }
 
 func BenchmarkLoadLungsFixture(b *testing.B) {
-	cases, _, err := FromMIMIC(fx, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", buildcfg.Default())
+	cases, _, err := FromMIMIC(context.Background(), fx, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", buildcfg.Default())
 	if err != nil {
 		b.Fatal(err)
 	}

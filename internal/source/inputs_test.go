@@ -132,7 +132,7 @@ func TestCheckInputs(t *testing.T) {
 // files/ directory, with identical cases; anything else is refused by name.
 func TestMIMICRootOrFiles(t *testing.T) {
 	read := func(dir string) ([]*Case, error) {
-		cs, _, err := FromMIMIC(dir, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", buildcfg.Default())
+		cs, _, err := FromMIMIC(context.Background(), dir, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", buildcfg.Default())
 		return cs, err
 	}
 	root, err := read(fx)

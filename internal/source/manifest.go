@@ -50,7 +50,7 @@ func ReadSource(path string, cfg buildcfg.Config) (cases []*Case, isCandidates b
 	if err != nil {
 		return nil, false, &LineError{File: path, Msg: fmt.Sprintf("cannot read: %v", safefile.Reason(err))}
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, false, &LineError{File: path, Msg: err.Error()}

@@ -3,6 +3,7 @@ package source
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,8 +58,9 @@ type ilsPair struct {
 // placeholders are {image_id} and {side}. cxrDir is the MIMIC-CXR-JPG root
 // or its files/ directory (jpg_tree, detected), or the folder of
 // <dicom_id>.png files (flat_png). Errors concern the whole source and name
-// the file and, for JSON problems, the line.
-func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string, cfg buildcfg.Config) ([]*Case, *MIMICStats, error) {
+// the file and, for JSON problems, the line. Once ctx ends it stops,
+// between studies, with ctx's error.
+func FromMIMIC(ctx context.Context, cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string, cfg buildcfg.Config) ([]*Case, *MIMICStats, error) {
 	in, err := mimicPaths(cxrDir, ilsMasksDir, chexmaskCSV, lungPNGPattern, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -67,9 +69,10 @@ func FromMIMIC(cxrDir, ilsJSON, ilsMasksDir, chexmaskCSV, lungPNGPattern string,
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: cannot read: %w", ilsJSON, safefile.Reason(err))
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 
 	r := &ilsReader{
+		ctx:       ctx,
 		path:      ilsJSON,
 		dec:       json.NewDecoder(newILSCapReader(bufio.NewReaderSize(f, 1<<20))),
 		in:        in,
@@ -135,6 +138,7 @@ func mimicPaths(cxrDir, ilsMasksDir, chexmaskCSV, lungPNGPattern string, cfg bui
 // ilsReader streams the MIMIC-ILS JSON and collects the cases of the
 // configured split.
 type ilsReader struct {
+	ctx       context.Context
 	path      string
 	dec       *json.Decoder
 	in        mimicInputs
@@ -201,6 +205,9 @@ func (r *ilsReader) readSplit(split string) error {
 		return r.fail("split %q must be an object of studies", split)
 	}
 	for r.dec.More() {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
 		if err := r.readStudy(); err != nil {
 			return err
 		}
@@ -434,7 +441,7 @@ func lineAt(path string, off int64) int {
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	line := 1
 	buf := make([]byte, 1<<16)
 	for off > 0 {

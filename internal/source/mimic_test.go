@@ -18,11 +18,23 @@ const fx = "testdata/mimic"
 
 func fromFixture(t *testing.T, cfg buildcfg.Config) ([]*Case, *MIMICStats) {
 	t.Helper()
-	cases, st, err := FromMIMIC(fx, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", cfg)
+	cases, st, err := FromMIMIC(context.Background(), fx, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cases, st
+}
+
+// TestFromMIMICStops: once ctx ends (the command's signal) the reading
+// stops between studies with ctx's error and returns no case.
+func TestFromMIMICStops(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cases, _, err := FromMIMIC(ctx, fx, fx+"/mimic_ils_instruction_answer.json", fx+"/lesion_mask", fx+"/chexmask_mimic.csv", "", buildcfg.Default())
+	if !errors.Is(err, context.Canceled) || cases != nil {
+		t.Errorf("%d cases, err %v; want none and context.Canceled", len(cases), err)
+	}
 }
 
 func TestFromMIMIC(t *testing.T) {
@@ -119,7 +131,7 @@ func TestFromMIMICErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := write("ils.json", c.json)
-			_, _, err := FromMIMIC(dir, p, dir, filepath.Join(dir, "x.csv"), "", buildcfg.Default())
+			_, _, err := FromMIMIC(context.Background(), dir, p, dir, filepath.Join(dir, "x.csv"), "", buildcfg.Default())
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("want no error (target outside the filter is skipped), got %v", err)
@@ -133,10 +145,10 @@ func TestFromMIMICErrors(t *testing.T) {
 	}
 	// The errors about the lung sources name what is missing, not the
 	// command's flags (the command adds them).
-	if _, _, err := FromMIMIC(dir, write("a.json", `{}`), dir, "", "", buildcfg.Default()); !errors.Is(err, ErrNoLungSource) || strings.Contains(err.Error(), "--") {
+	if _, _, err := FromMIMIC(context.Background(), dir, write("a.json", `{}`), dir, "", "", buildcfg.Default()); !errors.Is(err, ErrNoLungSource) || strings.Contains(err.Error(), "--") {
 		t.Errorf("no lung source: %v", err)
 	}
-	if _, _, err := FromMIMIC(dir, write("a.json", `{}`), dir, "", "lungs/{image_id}.png", buildcfg.Default()); err == nil ||
+	if _, _, err := FromMIMIC(context.Background(), dir, write("a.json", `{}`), dir, "", "lungs/{image_id}.png", buildcfg.Default()); err == nil ||
 		!strings.Contains(err.Error(), `lung PNG pattern "lungs/{image_id}.png" must contain {image_id} and {side}`) {
 		t.Errorf("pattern without {side}: %v", err)
 	}
@@ -273,7 +285,7 @@ func TestFromMIMICPatternAndHints(t *testing.T) {
 "negative_pairs": [{"pair_id": "s1_negative_2", "type": "global", "target": "effusion", "reported_location": null, "location": ["x"]}]}}}}`
 	p := filepath.Join(dir, "ils.json")
 	os.WriteFile(p, []byte(ils), 0o644)
-	cases, _, err := FromMIMIC(dir, p, filepath.Join(dir, "masks"), "", "lungs/{image_id}_{side}.png", buildcfg.Default())
+	cases, _, err := FromMIMIC(context.Background(), dir, p, filepath.Join(dir, "masks"), "", "lungs/{image_id}_{side}.png", buildcfg.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +300,7 @@ func TestFromMIMICPatternAndHints(t *testing.T) {
 	if strings.Join(got, ",") != "b+c,left,x" {
 		t.Errorf("hints %v, want reported_location before location", got)
 	}
-	if _, _, err := FromMIMIC(dir, p, dir, "", "lungs/{side}.png", buildcfg.Default()); err == nil || !strings.Contains(err.Error(), "{image_id}") {
+	if _, _, err := FromMIMIC(context.Background(), dir, p, dir, "", "lungs/{side}.png", buildcfg.Default()); err == nil || !strings.Contains(err.Error(), "{image_id}") {
 		t.Errorf("pattern without {image_id}: %v", err)
 	}
 }

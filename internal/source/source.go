@@ -98,7 +98,7 @@ func fileSHA256(path, reason, what string) (string, error) {
 	if err != nil {
 		return "", frame.Fail(reason, "%s %s: %v", what, path, safefile.Reason(err))
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	// The size is checked before a byte is hashed, and again while
 	// hashing (a file that grows): a file no reader would take (the image
 	// limit imagefile applies to every image and mask read) is not read

@@ -116,7 +116,7 @@ func readDeformation(root string, s *sink) (*ojson.Value, bool) {
 		s.add(Warning, "deformation_results_invalid", "", deformJSONName, "%v", safefile.Reason(err))
 		return nil, false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	data, err := io.ReadAll(io.LimitReader(f, benchdir.MaxJSONSize+1))
 	if err == nil && len(data) > benchdir.MaxJSONSize {
 		err = fmt.Errorf("exceeds the %d-byte limit", benchdir.MaxJSONSize)

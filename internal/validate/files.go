@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -313,9 +314,7 @@ func checkOptionFiles(r *recInfo, files []string, loc string, s *sink) {
 		}
 		m := benchmark.OptionFilePattern.FindStringSubmatch(f)
 		if m != nil {
-			var k int
-			fmt.Sscanf(m[1], "%d", &k)
-			if k >= 1 && k <= len(r.options) && r.options[k-1].file != "" {
+			if k, err := strconv.Atoi(m[1]); err == nil && k >= 1 && k <= len(r.options) && r.options[k-1].file != "" {
 				s.add(Error, "option_image_mismatch", r.key, loc+"/"+f, "file has suffix %q but option %d is %q", m[2], k, r.options[k-1].file)
 				continue
 			}
@@ -377,7 +376,7 @@ func checkImage(name, loc, key string, kind imageKind, opt Options, s *sink) *im
 		s.add(Error, "image_decode", key, loc, "cannot open: %v", err)
 		return nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	h, err := readPNGHeader(f)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "%v", err)

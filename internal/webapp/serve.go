@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/chexpercept/chexpercept/internal/safefile"
@@ -20,22 +21,53 @@ const MaxPEMBytes = 1 << 20
 // finish.
 const ShutdownGrace = 5 * time.Second
 
+// SettingError is a setting of a Server that cannot be used: its listen
+// address, its TLS certificate or key file, or the two files together.
+// The fields name the settings at fault (the others are ""), so that a
+// command can name the flags that gave them.
+type SettingError struct {
+	Listen, CertFile, KeyFile string
+	Err                       error
+}
+
+func (e *SettingError) Error() string {
+	return e.Settings("listen address", "TLS certificate", "TLS key") + ": " + e.Err.Error()
+}
+
+// Settings names the settings at fault, each by its name given (of the
+// listen address, the certificate file, the key file) and its value:
+// "TLS certificate a.pem, TLS key b.pem".
+func (e *SettingError) Settings(listen, cert, key string) string {
+	if e.CertFile == "" && e.KeyFile == "" {
+		return listen + " " + e.Listen
+	}
+	var at []string
+	if e.CertFile != "" {
+		at = append(at, cert+" "+e.CertFile)
+	}
+	if e.KeyFile != "" {
+		at = append(at, key+" "+e.KeyFile)
+	}
+	return strings.Join(at, ", ")
+}
+
+func (e *SettingError) Unwrap() error { return e.Err }
+
 // LoadKeyPair reads a TLS certificate and key the way every user-named
 // file is read (regular files only, never blocking, bounded) and checks
-// that they make a pair. Errors name the files by the apps' flags
-// (--tls-cert, --tls-key).
+// that they make a pair. Its errors are *SettingError.
 func LoadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
 	certPEM, err := safefile.ReadFile(certFile, MaxPEMBytes, safefile.Follow)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-cert %s: %w", certFile, safefile.Reason(err))
+		return tls.Certificate{}, &SettingError{CertFile: certFile, Err: safefile.Reason(err)}
 	}
 	keyPEM, err := safefile.ReadFile(keyFile, MaxPEMBytes, safefile.Follow)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-key %s: %w", keyFile, safefile.Reason(err))
+		return tls.Certificate{}, &SettingError{KeyFile: keyFile, Err: safefile.Reason(err)}
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", certFile, keyFile, err)
+		return tls.Certificate{}, &SettingError{CertFile: certFile, KeyFile: keyFile, Err: err}
 	}
 	return pair, nil
 }
@@ -53,7 +85,8 @@ type Server struct {
 // shuts down gracefully: no new connections, requests in flight get
 // ShutdownGrace to finish. The certificate pair is loaded before the
 // server listens or announces itself, so a bad file never leaves a server
-// that prints its URL and then cannot answer.
+// that prints its URL and then cannot answer. An address or a file that
+// cannot be used is a *SettingError.
 func (s Server) Serve(ctx context.Context, h http.Handler) error {
 	useTLS := s.CertFile != ""
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -66,7 +99,7 @@ func (s Server) Serve(ctx context.Context, h http.Handler) error {
 	}
 	ln, err := net.Listen("tcp", s.Listen)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", s.Listen, err)
+		return &SettingError{Listen: s.Listen, Err: err}
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,

@@ -8,7 +8,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"io"
 	"io/fs"
 	"net/http"
 	"path"
@@ -102,14 +101,15 @@ var favicon = sync.OnceValue(func() []byte {
 		}
 	}
 	var p bytes.Buffer
-	png.Encode(&p, img)
+	// Encoding a valid image and fixed-size values into memory cannot fail.
+	_ = png.Encode(&p, img)
 	var ico bytes.Buffer
-	le := func(v any) { binary.Write(&ico, binary.LittleEndian, v) }
+	le := func(v any) { _ = binary.Write(&ico, binary.LittleEndian, v) }
 	le([3]uint16{0, 1, 1})             // reserved, type icon, one image
 	ico.Write([]byte{n, n, 0, 0})      // width, height, no palette, reserved
 	le([2]uint16{1, 32})               // colour planes, bits per pixel
 	le([2]uint32{uint32(p.Len()), 22}) // size, offset after this 22-byte header
-	io.Copy(&ico, &p)
+	ico.Write(p.Bytes())
 	return ico.Bytes()
 })
 

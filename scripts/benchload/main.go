@@ -121,7 +121,7 @@ func readTokens(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-tokens: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	var toks []string
 	sc := bufio.NewScanner(io.LimitReader(f, 16<<20))
 	for sc.Scan() {
@@ -242,7 +242,7 @@ func (c *client) do(kind, method, path string, form url.Values, hdr map[string]s
 		return -1, ""
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	resp.Body.Close()
+	_ = resp.Body.Close() // read (or failed, below)
 	d := time.Since(t)
 	if err != nil {
 		if !errors.Is(c.ctx.Err(), context.DeadlineExceeded) {

@@ -40,7 +40,7 @@ func readTable(path string) ([]string, [][]string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	rows, err := csv.NewReader(f).ReadAll()
 	if err != nil || len(rows) == 0 {
 		return nil, nil, fmt.Errorf("%s: %v (%d rows)", path, err, len(rows))

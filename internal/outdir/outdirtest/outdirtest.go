@@ -44,7 +44,7 @@ func Snapshot(t testing.TB, root string) map[string]string {
 			}
 			h := sha256.New()
 			_, err = io.Copy(h, f)
-			f.Close()
+			_ = f.Close() // read-only
 			if err != nil {
 				return err
 			}
