@@ -191,6 +191,22 @@ func TestModelVersusPanelIsTwoModalities(t *testing.T) {
 		if !(wide.PNonInferior < narrow.PNonInferior) || wide.Estimate != got.Estimate {
 			t.Errorf("p of non-inferiority %v at margin 0.05, %v at 0.01: want the first smaller", wide.PNonInferior, narrow.PNonInferior)
 		}
+		// The level of the test is one-sided α/2, the one mrmc plan
+		// sizes for: p below α/2 exactly when the two-sided interval's
+		// lower limit lies above −margin, at margins on both sides of
+		// the limit.
+		for _, m := range []float64{0.005, 0.01, 0.02, 0.05, 0.1, -got.Lo - 1e-6, -got.Lo + 1e-6} {
+			if m <= 0 {
+				continue
+			}
+			ni, err := ModelVersusPanel(AUC, model, readers, d.Truth, m, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shown, above := ni.PNonInferior < DefaultAlpha/2, ni.Lo > -m; shown != above {
+				t.Errorf("margin %v: p of non-inferiority %v, lower limit %v: p < α/2 is %v, the limit above −margin %v", m, ni.PNonInferior, ni.Lo, shown, above)
+			}
+		}
 	}
 }
 
