@@ -1,6 +1,7 @@
 package analysistest
 
 import (
+	"bytes"
 	"encoding/csv"
 	"fmt"
 	"maps"
@@ -458,12 +459,11 @@ func (o *Outcomes) checkScoresFile(reportDir, name, where string, runs []string,
 	if name == "NA" {
 		return []string{where + ": no scores_file for a row with records"}
 	}
-	f, err := os.Open(filepath.Join(reportDir, filepath.FromSlash(name)))
+	data, err := os.ReadFile(filepath.Join(reportDir, filepath.FromSlash(name)))
 	if err != nil {
 		return []string{fmt.Sprintf("%s: %v", where, err)}
 	}
-	defer f.Close()
-	d, err := mrmc.ParseScores(f, name, mrmc.Accuracy)
+	d, err := mrmc.ParseScores(bytes.NewReader(data), name, mrmc.Accuracy)
 	if err != nil {
 		return []string{fmt.Sprintf("%s: %v", where, err)}
 	}
