@@ -380,10 +380,8 @@ func RecheckReaderMRMC(reportDir, mode string, recs []*benchmark.Record) (proble
 			continue
 		}
 		problems = append(problems, o.checkScoresFile(reportDir, get(row, "scores_file"), where, runs, model, arm, aided, path, k, figs, &checked)...)
-		est, se, df, lo, hi, p := math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
-		reason := ""
-		switch {
-		case aided:
+		if aided {
+			est := math.NaN()
 			if n > 0 {
 				est = 0
 				for j := range nReaders {
@@ -397,36 +395,8 @@ func RecheckReaderMRMC(reportDir, mode string, recs []*benchmark.Record) (proble
 				checked.WithInterval++
 			}
 			continue
-		case nReaders < 2:
-			reason = "too_few_readers"
-		case n < 2:
-			reason = "too_few_records"
 		}
-		if isModel {
-			m := figs[len(figs)-1]
-			figs = figs[:len(figs)-1]
-			for j := range figs {
-				d := make([]float64, n)
-				for c := range m {
-					d[c] = m[c] - figs[j][c]
-				}
-				figs[j] = d
-			}
-		}
-		if reason == "" {
-			est, se, df, lo, hi, p = OROne(figs)
-			if comparison == "readers" {
-				p = math.NaN()
-			}
-			if se == 0 {
-				reason = "no_variance"
-			}
-		} else if n > 0 && nReaders > 0 {
-			est = 0
-			for _, f := range figs {
-				est += meanOf(f) / float64(len(figs))
-			}
-		}
+		est, se, df, lo, hi, p, reason := recompute(figs, isModel, comparison == "readers", nReaders)
 		if got := get(row, "na_reason"); got != orNA(reason) {
 			problems = append(problems, fmt.Sprintf("%s: na_reason %s, recomputed %s", where, got, orNA(reason)))
 		}
@@ -443,6 +413,49 @@ func RecheckReaderMRMC(reportDir, mode string, recs []*benchmark.Record) (proble
 		}
 	}
 	return problems, checked, nil
+}
+
+// recompute is a `readers` or `model:` row's numbers and NA reason from
+// the paired scores figs of its runs (a model row: the last is the
+// model's): the brute-force jackknife of the readers' figures, or of
+// each reader's difference from the model.
+func recompute(figs [][]float64, isModel, isMean bool, nReaders int) (est, se, df, lo, hi, p float64, reason string) {
+	est, se, df, lo, hi, p = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	n := len(figs[0])
+	switch {
+	case nReaders < 2:
+		reason = "too_few_readers"
+	case n < 2:
+		reason = "too_few_records"
+	}
+	if isModel {
+		m := figs[len(figs)-1]
+		figs = figs[:len(figs)-1]
+		for j := range figs {
+			d := make([]float64, n)
+			for c := range m {
+				d[c] = m[c] - figs[j][c]
+			}
+			figs[j] = d
+		}
+	}
+	if reason != "" {
+		if n > 0 && nReaders > 0 {
+			est = 0
+			for _, f := range figs {
+				est += meanOf(f) / float64(len(figs))
+			}
+		}
+		return est, se, df, lo, hi, p, reason
+	}
+	est, se, df, lo, hi, p = OROne(figs)
+	if isMean {
+		p = math.NaN()
+	}
+	if se == 0 {
+		reason = "no_variance"
+	}
+	return est, se, df, lo, hi, p, reason
 }
 
 // checkScoresFile compares a row's scores table with the paired scores
