@@ -394,7 +394,7 @@ func readersFiles(res *analysis.Result) map[string][]byte {
 // ("" for a row without): scoresDir/oracle_<mode>/<study>/<arm or
 // aided-unaided>_<path>_stage<k>[_<model run>].csv, the study (or
 // pooled studies) and the model run as safe file names, told apart by a
-// number when two studies' names come out the same.
+// number when two studies' or runs' names come out the same.
 func scoresFileNames(rr *analysis.ReadersResult) []string {
 	names := make([]string, len(rr.MRMC))
 	dirs := map[[2]string]string{} // mode, study → folder
@@ -435,7 +435,12 @@ func scoresFileNames(rr *analysis.ReadersResult) []string {
 		if r.Model != "" {
 			name += "_" + fileSafe(r.Model)
 		}
-		names[i] = path.Join(dirOf(r.OracleMode, r.Study, r.Pooled), name+".csv")
+		f := path.Join(dirOf(r.OracleMode, r.Study, r.Pooled), name+".csv")
+		for n := 2; taken[f]; n++ { // two runs whose names come out the same
+			f = path.Join(dirOf(r.OracleMode, r.Study, r.Pooled), fmt.Sprintf("%s-%d.csv", name, n))
+		}
+		taken[f] = true
+		names[i] = f
 	}
 	return names
 }

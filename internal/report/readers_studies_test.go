@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
+	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runset"
@@ -294,5 +296,40 @@ func TestReadersInfiniteDF(t *testing.T) {
 	claim, _, _ = strings.Cut(claim, "Claim 3 rule")
 	if !strings.Contains(claim, "**"+analysis.Undecided+"**. too few readers for a verdict (3; at least 4 are needed); the numbers: 3 readers, 1 model(s)") {
 		t.Errorf("claim 3 with three readers: %q", claim)
+	}
+}
+
+// TestScoresFileNames: every MRMC row with records gets a scores table
+// of its own, named by safe names: a study or a run whose name comes
+// out the same as another's as a file name is told apart, never
+// written over; a row without records gets none.
+func TestScoresFileNames(t *testing.T) {
+	t.Parallel()
+	d := &mrmc.Data{Cases: []string{"k"}}
+	row := func(comparison, study, model string, data *mrmc.Data) analysis.MRMCRow {
+		return analysis.MRMCRow{Comparison: comparison, OracleMode: "none", Study: study, Arm: "unaided", Model: model,
+			Path: benchmark.RevisionRequired, Stage: 3, Data: data}
+	}
+	rr := &analysis.ReadersResult{MRMC: []analysis.MRMCRow{
+		row("readers", "a b", "", d),
+		row("model:x y", "a b", "x y", d),
+		row("model:x_y", "a b", "x_y", d),
+		row("readers", "a_b", "", d),
+		row("readers", "", "", d),
+		row("readers", "../up", "", d),
+		row("model:z", "a b", "z", nil),
+	}}
+	got := scoresFileNames(rr)
+	want := []string{
+		"mrmc_scores/oracle_none/study-a_b/unaided_revision_required_stage3.csv",
+		"mrmc_scores/oracle_none/study-a_b/unaided_revision_required_stage3_x_y.csv",
+		"mrmc_scores/oracle_none/study-a_b/unaided_revision_required_stage3_x_y-2.csv",
+		"mrmc_scores/oracle_none/study-a_b-2/unaided_revision_required_stage3.csv",
+		"mrmc_scores/oracle_none/study-not-recorded/unaided_revision_required_stage3.csv",
+		"mrmc_scores/oracle_none/study-_._up/unaided_revision_required_stage3.csv",
+		"",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("scores files\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
