@@ -136,12 +136,15 @@ func (p *Panel) Name() string {
 }
 
 // Endpoint is a pre-stated primary comparison of claim 3 in one study:
-// one path and stage, of one model run (Model "" : of every model).
+// one path and stage, of one model run (Model "" : of every model), at
+// the two-sided level Alpha its plan states (0: mrmc.DefaultAlpha), so
+// that each verdict is one-sided at Alpha/2.
 type Endpoint struct {
 	OracleMode, Study string
 	Model             string
 	Path              benchmark.Path
 	Stage             benchmark.Stage
+	Alpha             float64
 }
 
 // Comparisons of an MRMCRow.
@@ -896,7 +899,11 @@ func readersVerdict(rows []MRMCRow, p *Panel, nModels int) Verdict {
 		}
 		scope += fmt.Sprintf(", the pre-stated primary comparison (%s on %s stage %d)", model, e.Path, e.Stage)
 	}
-	v.Status, v.Reason = cellsVerdict(cells, scope)
+	level := VerdictLevel
+	if e := p.Primary; e != nil && e.Alpha > 0 {
+		level = e.Alpha / 2
+	}
+	v.Status, v.Reason = cellsVerdict(cells, scope, level)
 	if len(cells) == 0 && p.Primary != nil {
 		v.Status, v.Reason = Undecided, scope+": no such cell among the rows"
 	}
@@ -908,7 +915,7 @@ func readersVerdict(rows []MRMCRow, p *Panel, nModels int) Verdict {
 }
 
 // cellsVerdict is claim 3's status and its numbers over the cells.
-func cellsVerdict(cells []*MRMCRow, scope string) (string, string) {
+func cellsVerdict(cells []*MRMCRow, scope string, level float64) (string, string) {
 	var counted []*MRMCRow
 	short, most := 0, 0
 	for _, d := range cells {
@@ -927,7 +934,7 @@ func cellsVerdict(cells []*MRMCRow, scope string) (string, string) {
 		ps[i] = d.OneSidedAhead()
 	}
 	var ahead []*MRMCRow
-	for i, rej := range holm(ps, VerdictLevel) {
+	for i, rej := range holm(ps, level) {
 		if rej {
 			ahead = append(ahead, counted[i])
 		}
@@ -942,23 +949,44 @@ func cellsVerdict(cells []*MRMCRow, scope string) (string, string) {
 			more = fmt.Sprintf("; ahead in %d cell(s) in all", len(ahead))
 		}
 		return notSupported, fmt.Sprintf("%s, %d counted cell(s): %s is ahead of the readers on %s stage %d by %s points [%s, %s] (MRMC, %d paired records, one-sided p = %s, below Holm's threshold over the %d cells at level %g%s)",
-			scope, len(counted), d.Model, d.Path, d.Stage, spts(d.Estimate), spts(d.Lo), spts(d.Hi), d.NRecords, pText(d.OneSidedAhead()), len(counted), VerdictLevel, more)
+			scope, len(counted), d.Model, d.Path, d.Stage, spts(d.Estimate), spts(d.Lo), spts(d.Hi), d.NRecords, pText(d.OneSidedAhead()), len(counted), level, more)
 	}
+	// The closest model: the cell with the least evidence of the model
+	// below the readers, its one-sided p of "not below" the largest.
 	closest := counted[0]
 	for _, d := range counted[1:] {
-		if d.Hi > closest.Hi {
+		if cmpFloat(d.oneSidedBehind(), closest.oneSidedBehind()) > 0 || (d.oneSidedBehind() == closest.oneSidedBehind() && d.Hi > closest.Hi) {
 			closest = d
 		}
 	}
 	cell := fmt.Sprintf("%s, %d counted cell(s): the closest model is %s on %s stage %d, %s points [%s, %s] from the readers' mean (MRMC, %d paired records)",
 		scope, len(counted), closest.Model, closest.Path, closest.Stage, spts(closest.Estimate), spts(closest.Lo), spts(closest.Hi), closest.NRecords)
 	switch {
-	case closest.Hi >= 0:
-		return Undecided, cell + "; its interval reaches 0"
+	case !(closest.oneSidedBehind() < level):
+		if level == VerdictLevel {
+			return Undecided, cell + "; its interval reaches 0"
+		}
+		return Undecided, cell + fmt.Sprintf("; its one-sided p of the model below the readers, %s, is not below %g", pText(closest.oneSidedBehind()), level)
 	case short > 0:
 		return Undecided, cell + fmt.Sprintf("; too few records: %d cell(s) have fewer than %d paired records or no interval", short, MinReaderRecords)
 	}
-	return supported, cell + "; every interval lies below 0"
+	if level == VerdictLevel {
+		return supported, cell + "; every interval lies below 0"
+	}
+	return supported, cell + fmt.Sprintf("; every cell's one-sided p of the model below the readers is below %g", level)
+}
+
+// oneSidedBehind is a model − readers row's one-sided p of "the model
+// is not below the readers" (difference ≥ 0); below VerdictLevel exactly
+// when the 95 % interval lies below 0.
+func (r *MRMCRow) oneSidedBehind() float64 {
+	if math.IsNaN(r.P) {
+		return math.NaN()
+	}
+	if r.Estimate < 0 {
+		return r.P / 2
+	}
+	return 1 - r.P/2
 }
 
 // cmpFloat orders two floats, NaN last.

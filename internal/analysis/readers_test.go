@@ -68,6 +68,10 @@ func TestReadersVerdict(t *testing.T) {
 		// One primary cell is one test: p 0.03 one-sided is not enough,
 		// p 0.02 is, whatever the other cells.
 		{"primary alone, no Holm", []MRMCRow{ahead002, diff("x", 1, n, -0.3, 0.04), diff("y", 1, n, -0.3, 0.04)}, 4, 3, &Endpoint{Model: "b", Path: benchmark.RevisionRequired, Stage: 2}, notSupported, "b is ahead"},
+		// A plan at α = 0.1 tests each verdict one-sided at 0.05: p 0.03
+		// is then enough, where the default 0.025 is not.
+		{"primary at its plan's alpha", []MRMCRow{ahead003}, 4, 1, &Endpoint{Model: "a", Path: benchmark.RevisionRequired, Stage: 1, Alpha: 0.1}, notSupported, "at level 0.05"},
+		{"primary at its plan's alpha, below", []MRMCRow{diff("a", 1, n, -0.1, 0.1/2.1202)}, 4, 1, &Endpoint{Model: "a", Path: benchmark.RevisionRequired, Stage: 1, Alpha: 0.1}, supported, "below 0.05"},
 		{"primary names no cell", []MRMCRow{diff("a", 1, n, -0.3, 0.04)}, 4, 1, &Endpoint{Path: benchmark.LesionFree, Stage: 1}, Undecided, "no such cell"},
 	} {
 		p := panel(tc.readers)
