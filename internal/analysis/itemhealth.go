@@ -7,11 +7,16 @@ package analysis
 // items whose answers point at a wrong ground truth, a broken question or
 // an item that only weak models get right.
 //
-// Evidence: the scored runs of one oracle mode of the kinds model,
-// rehearsal and human (baseline policies — oracle, random, first … — and
-// image-removal controls never count), at least
-// MinItemRuns of them. Oracle modes are kept apart because patched
-// histories change what a later question means.
+// Evidence: the scored runs of one oracle mode of the kinds model and
+// rehearsal (baseline policies — oracle, random, first … —, image-removal
+// controls and human readers never count), at least MinItemRuns of them.
+// Oracle modes are kept apart because patched histories change what a
+// later question means. Readers are people in a study, often of a
+// sample, and an aided arm saw a model's answers: their answers would
+// change the flags with the study's design, so they are shown beside the
+// flags, as their own evidence (how many of the readers who answered
+// alone gave the models' modal answer, and the ground truth), and never
+// counted in them.
 //
 // Chance: every rule has a false-flag probability under random answering
 // (each run picks one of the K answers of the question uniformly; K = n
@@ -95,6 +100,11 @@ type ItemStat struct {
 	// flag it under random answering.
 	PChance float64
 	Reasons []string // flag reason codes, in rule order
+	// Readers counts the readers' runs (unaided arms, not counted above)
+	// that were asked the question; ReadersModal those whose parsed
+	// answer is the counted runs' modal answer, ReadersGT those scored
+	// correct.
+	Readers, ReadersModal, ReadersGT int
 }
 
 // AgreeShare is the modal answer's share of the runs asked.
@@ -123,6 +133,9 @@ type PositionBias struct {
 type ItemHealth struct {
 	Mode string
 	Runs []string // the counted runs' names
+	// Readers are the readers' runs shown beside the flags: the mode's
+	// human runs but for aided arms.
+	Readers []string
 	// Skipped says why nothing was computed ("" when computed).
 	Skipped   string
 	FlagShare float64
@@ -159,28 +172,36 @@ func CheckFlagShare(s float64) error {
 }
 
 // counted reports whether a run is evidence about items: the answers of
-// models (rehearsals included) and human readers. A baseline's answers
-// are a policy's, and a control's are given without the image.
+// models (rehearsals included). A baseline's answers are a policy's, a
+// control's are given without the image, and a reader's are shown
+// beside the flags (shownReader).
 func counted(rr *RunResult) bool {
-	switch rr.Run.Kind {
-	case results.KindModel, results.KindRehearsal, results.KindHuman:
-		return rr.Scored
-	}
-	return false
+	return rr.Scored && rr.Run.Kind.Model()
+}
+
+// shownReader reports whether a run is a reader's shown beside the
+// flags: one who answered alone (an aided arm saw a model's answers).
+func shownReader(rr *RunResult) bool {
+	a, ok := rr.Run.ReaderOf()
+	return ok && rr.Scored && a.Arm != results.ArmAided
 }
 
 // ComputeItemHealth computes the item analysis of every oracle mode that
-// has a non-baseline scored run.
+// has a scored model's run.
 func ComputeItemHealth(res *Result, flagShare float64) []*ItemHealth {
 	if flagShare == 0 {
 		flagShare = DefaultFlagShare
 	}
 	var out []*ItemHealth
 	for _, mode := range res.Modes() {
-		var runs []*RunResult
+		var runs, readers []*RunResult
 		for _, rr := range res.Runs {
-			if rr.Run.OracleMode == mode && counted(rr) {
+			switch {
+			case rr.Run.OracleMode != mode:
+			case counted(rr):
 				runs = append(runs, rr)
+			case shownReader(rr):
+				readers = append(readers, rr)
 			}
 		}
 		if len(runs) == 0 {
@@ -190,17 +211,49 @@ func ComputeItemHealth(res *Result, flagShare float64) []*ItemHealth {
 		for _, rr := range runs {
 			h.Runs = append(h.Runs, rr.Run.Name)
 		}
+		for _, rr := range readers {
+			h.Readers = append(h.Readers, rr.Run.Name)
+		}
 		switch {
 		case len(runs) < MinItemRuns:
-			h.Skipped = fmt.Sprintf("%d non-baseline run(s); item statistics need at least %d", len(runs), MinItemRuns)
+			h.Skipped = fmt.Sprintf("%d model run(s); item statistics need at least %d", len(runs), MinItemRuns)
 		case res.Set.Bench == nil:
 			h.Skipped = "no benchmark loaded; item statistics need its answer options"
 		default:
 			h.compute(res.Set.Bench, runs)
+			h.beside(readers)
 		}
 		out = append(out, h)
 	}
 	return out
+}
+
+// beside counts, per item, the readers asked the question and how many
+// of them gave the counted runs' modal answer and the ground truth.
+func (h *ItemHealth) beside(readers []*RunResult) {
+	byKey := make([]map[string]*results.Record, len(readers))
+	for i, rr := range readers {
+		byKey[i] = make(map[string]*results.Record, len(rr.Run.Records))
+		for _, r := range rr.Run.Records {
+			byKey[i][r.KeyID] = r
+		}
+	}
+	for i := range h.Items {
+		s := &h.Items[i]
+		for ri := range readers {
+			o, ok := observe(byKey[ri][s.Key], s.Q, s.Answers)
+			if !ok {
+				continue
+			}
+			s.Readers++
+			if s.Modal != "" && o.ans == s.Modal {
+				s.ReadersModal++
+			}
+			if o.correct {
+				s.ReadersGT++
+			}
+		}
+	}
 }
 
 // obs is one run's answer to one item: ans "" when unparsed.

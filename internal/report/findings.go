@@ -347,7 +347,11 @@ func (f *findingsDoc) markdown(b *strings.Builder) {
 	for _, c := range f.Claims {
 		fmt.Fprintf(b, "\n**Claim %d (%s).** %s\n\n", c.N, c.Title, c.Sentence)
 		for _, v := range c.Verdicts {
-			fmt.Fprintf(b, "- Oracle %s: **%s**. %s.\n", v.OracleMode, v.Status, v.Reason)
+			scope := ""
+			if v.Scope != "" {
+				scope = ", " + v.Scope
+			}
+			fmt.Fprintf(b, "- Oracle %s%s: **%s**. %s.\n", v.OracleMode, scope, v.Status, v.Reason)
 		}
 	}
 	for _, n := range f.Notes {
