@@ -161,7 +161,7 @@ func TestMrmcAlgorithm(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"2 modalities, 4 readers, 114 cases", "Algorithm 4 against the 4 readers",
-		"1: algorithm 0.97311 − readers 0.87802 = 0.09509", "non-inferiority by 0.0500: p"} {
+		"1: algorithm 0.97311 − readers 0.87802 = 0.09509", "non-inferiority by 0.0500: one-sided p", "at one-sided level 0.025 (the 95 % interval's lower limit above −0.0500)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q", want)
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/csv"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 )
@@ -130,15 +133,22 @@ func TestScriptedReaderStudy(t *testing.T) {
 	if _, stderr, code := runCLI(t, "report", readers, models, "--benchmark", b.Dir, "--bootstrap", "50", "--out", out); code != 0 {
 		t.Fatalf("report: %s", stderr)
 	}
-	problems, withInterval, err := analysistest.RecheckReaderMRMC(out, "none", recs, []string{"human_reader1", "human_reader2", "human_reader3", "human_reader4"})
+	problems, checked, err := analysistest.RecheckReaderMRMC(out, "none", recs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
 		t.Error(p)
 	}
-	if withInterval == 0 {
-		t.Error("no row of ext_reader_mrmc.csv has an interval")
+	if checked.WithInterval == 0 || checked.Rows != 8*4 {
+		t.Errorf("%d rows of ext_reader_mrmc.csv checked, %d with an interval; want 8 cells × (the readers and 3 models), some with an interval", checked.Rows, checked.WithInterval)
+	}
+	// The scores tables the report wrote give its numbers in chexpercept
+	// mrmc: the panel's mean and one model's difference per cell.
+	if n := checkScoresWithMRMC(t, out, func(row map[string]string) bool {
+		return row["comparison"] == "readers" || row["comparison"] == "model:opensource_random"
+	}); n < 12 {
+		t.Errorf("chexpercept mrmc ran on %d scores tables", n)
 	}
 	// n_records is the readers' count: the 40 sampled records over the
 	// paths and stages, never a model's larger set.
@@ -156,9 +166,13 @@ var readStage = regexp.MustCompile(`name="stage" value="(\w+)"`)
 
 // TestScriptedAidedStudy: three readers take a sequential aided study
 // through HTTP (each turn answered unaided, then finally with the model's
-// answer on the page); read export writes both arms; report over them and
-// the shown model's run gives aided − unaided per path and stage and
-// switch counts that samples.csv reproduces.
+// answer on the page), three readers of the same names an unaided study;
+// read export writes both studies into one folder, as docs/reading.md
+// shows; report over them and the shown model's run gives two panels
+// compared with the model, each named by its study, aided − unaided per
+// path and stage and switch counts that samples.csv reproduces, claim 3
+// without a verdict (three readers), and scores tables that chexpercept
+// mrmc turns into the report's numbers.
 func TestScriptedAidedStudy(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -172,21 +186,25 @@ func TestScriptedAidedStudy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := filepath.Join(tmp, "study.sqlite")
-	stdout, stderr, code := runCLI(t, "read", "init", "--benchmark", b.Dir, "--db", db, "--readers", "3", "--sample", "20", "--seed", "4", "--oracle", "none", "--aid", shown, "--study", "s1")
+	tokens := func(stdout string) map[string]string {
+		tok := map[string]string{}
+		for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+			if f := strings.Fields(l); len(f) == 3 && f[0] == "reader" {
+				tok[f[1]] = f[2]
+			}
+		}
+		if len(tok) != 3 {
+			t.Fatalf("read init printed %q", stdout)
+		}
+		return tok
+	}
+	aidedDB, unaidedDB := filepath.Join(tmp, "aided.sqlite"), filepath.Join(tmp, "study.sqlite")
+	stdout, stderr, code := runCLI(t, "read", "init", "--benchmark", b.Dir, "--db", aidedDB, "--readers", "3", "--sample", "20", "--seed", "4", "--oracle", "none", "--aid", shown, "--study", "aided-pilot")
 	if code != 0 {
 		t.Fatalf("read init: %d %s", code, stderr)
 	}
-	tok := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "reader" {
-			tok[f[1]] = f[2]
-		}
-	}
-	if len(tok) != 3 {
-		t.Fatalf("read init printed %q", stdout)
-	}
-	srv := startReadServer(t, db)
+	tok := tokens(stdout)
+	srv := startReadServer(t, aidedDB)
 	for name := range tok {
 		c := signInReader(t, srv.base, tok[name])
 		for i := 0; ; i++ {
@@ -227,9 +245,27 @@ func TestScriptedAidedStudy(t *testing.T) {
 	}
 	srv.cmd.Process.Kill()
 	srv.cmd.Wait()
+	// The unaided study, its database named study.sqlite (so the study
+	// is "study"), the same reader names.
+	stdout, stderr, code = runCLI(t, "read", "init", "--benchmark", b.Dir, "--db", unaidedDB, "--readers", "3", "--sample", "20", "--seed", "5", "--oracle", "none")
+	if code != 0 {
+		t.Fatalf("read init: %d %s", code, stderr)
+	}
+	tok = tokens(stdout)
+	srv = startReadServer(t, unaidedDB)
+	for name := range tok {
+		c := signInReader(t, srv.base, tok[name])
+		for st, opts := c.turn(); st != "done"; st, opts = c.turn() {
+			c.choose(st, opts[len(opts)/2])
+		}
+	}
+	srv.cmd.Process.Kill()
+	srv.cmd.Wait()
 	readers := filepath.Join(tmp, "readers")
-	if _, stderr, code := runCLI(t, "read", "export", "--db", db, "--out", readers); code != 0 {
-		t.Fatalf("read export: %s", stderr)
+	for _, db := range []string{aidedDB, unaidedDB} {
+		if _, stderr, code := runCLI(t, "read", "export", "--db", db, "--out", readers); code != 0 {
+			t.Fatalf("read export %s: %s", db, stderr)
+		}
 	}
 	out := filepath.Join(tmp, "report")
 	if _, stderr, code := runCLI(t, "report", readers, models, "--benchmark", b.Dir, "--bootstrap", "50", "--out", out); code != 0 {
@@ -239,10 +275,19 @@ func TestScriptedAidedStudy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Does the model help the readers?", "aided study s1: 3 reader(s) with both arms", "| aided − unaided (s1) |", "Switches after the model's answer"} {
+	for _, want := range []string{"Does the model help the readers?", "aided study aided-pilot: 3 reader(s) with both arms", "| aided − unaided (aided-pilot) |", "Switches after the model's answer",
+		"Oracle none, study aided-pilot, unaided: 3 reader(s): reader1, reader2, reader3 (runs human_reader1_unaided, human_reader2_unaided, human_reader3_unaided).",
+		"Oracle none, study study, unaided: 3 reader(s): reader1, reader2, reader3 (runs human_reader1, human_reader2, human_reader3).",
+		"Readers and models, oracle none, study aided-pilot, unaided:", "Readers and models, oracle none, study study, unaided:",
+		"- Oracle none, study aided-pilot, unaided: **" + analysis.Undecided + "**. too few readers for a verdict (3; at least 4 are needed)",
+		"- Oracle none, study study, unaided: **" + analysis.Undecided + "**. too few readers for a verdict (3; at least 4 are needed)",
+	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
+	}
+	if strings.Contains(string(md), "6 reader(s)") {
+		t.Error("report.md counts the two studies' readers as one panel")
 	}
 	problems, checked, err := analysistest.RecheckReaderSwitches(out, "none", recs)
 	if err != nil {
@@ -254,4 +299,114 @@ func TestScriptedAidedStudy(t *testing.T) {
 	if checked.Rows != 3*8 {
 		t.Errorf("ext_reader_switches.csv has %d rows, want 3 readers × 8 cells", checked.Rows)
 	}
+	problems, mchecked, err := analysistest.RecheckReaderMRMC(out, "none", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	// 8 cells × (aided-pilot: unaided mean, the model, aided mean,
+	// aided − unaided; study: mean, the model).
+	if mchecked.Rows != 8*6 {
+		t.Errorf("%d rows of ext_reader_mrmc.csv checked, want 48", mchecked.Rows)
+	}
+	if n := checkScoresWithMRMC(t, out, func(row map[string]string) bool {
+		return row["comparison"] == "aided-unaided" || row["comparison"] == "readers" && row["study"] == "aided-pilot"
+	}); n < 12 {
+		t.Errorf("chexpercept mrmc ran on %d scores tables", n)
+	}
+}
+
+// csvRows reads a CSV file's rows as maps from column to cell.
+func csvRows(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var rows []map[string]string
+	for _, rec := range recs[1:] {
+		row := map[string]string{}
+		for i, h := range recs[0] {
+			row[h] = rec[i]
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// sixDecimals is a number of chexpercept mrmc's files as the report
+// writes it: 6 decimals, never "-0.000000"; NA and inf as they are.
+func sixDecimals(t *testing.T, s string) string {
+	t.Helper()
+	if s == "NA" || s == "inf" {
+		return s
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("number %q: %v", s, err)
+	}
+	if out := strconv.FormatFloat(x, 'f', 6, 64); out != "-0.000000" {
+		return out
+	}
+	return "0.000000"
+}
+
+// checkScoresWithMRMC runs `chexpercept mrmc` on the scores table of
+// every row of the report's ext_reader_mrmc.csv that keep selects and
+// has an analysis (at least 2 readers and 2 records): with --algorithm
+// and the model's run for a model's row. Its numbers, at the report's 6
+// decimals, must be the row's: the random-readers random-cases mean of
+// the one modality (a panel's mean), the algorithm − readers
+// (a model's row), or aided − unaided. It returns how many rows it ran.
+func checkScoresWithMRMC(t *testing.T, report string, keep func(row map[string]string) bool) int {
+	t.Helper()
+	ran := 0
+	for i, row := range csvRows(t, filepath.Join(report, "ext_reader_mrmc.csv")) {
+		if !keep(row) || row["na_reason"] == "too_few_readers" || row["na_reason"] == "too_few_records" {
+			continue
+		}
+		where := fmt.Sprintf("ext_reader_mrmc.csv row %d (%s %s %s %s)", i+2, row["comparison"], row["study"], row["path"], row["stage"])
+		out := filepath.Join(t.TempDir(), "mrmc")
+		args := []string{"mrmc", "--scores", filepath.Join(report, filepath.FromSlash(row["scores_file"])), "--out", out}
+		model, isModel := strings.CutPrefix(row["comparison"], "model:")
+		if isModel {
+			args = append(args, "--algorithm", model)
+		}
+		if _, stderr, code := runCLI(t, args...); code != 0 {
+			t.Fatalf("%s: chexpercept %s: %s", where, strings.Join(args, " "), stderr)
+		}
+		ran++
+		var got map[string]string
+		switch {
+		case isModel:
+			got = csvRows(t, filepath.Join(out, "mrmc_standalone.csv"))[0]
+		default:
+			kind := "mean"
+			if row["comparison"] == "aided-unaided" {
+				kind = "difference"
+			}
+			for _, r := range csvRows(t, filepath.Join(out, "mrmc_intervals.csv")) {
+				if r["analysis"] == "rrrc" && r["kind"] == kind {
+					got = r
+				}
+			}
+		}
+		for _, col := range []string{"estimate", "se", "df", "ci_low", "ci_high", "p_value", "na_reason"} {
+			g := got[col]
+			if col != "na_reason" {
+				g = sixDecimals(t, g)
+			}
+			if g != row[col] {
+				t.Errorf("%s: chexpercept mrmc on %s gives %s %s, the report %s", where, row["scores_file"], col, g, row[col])
+			}
+		}
+	}
+	return ran
 }

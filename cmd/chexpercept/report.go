@@ -44,7 +44,11 @@ are in ext_domain.csv, ext_domain_diff.csv and ext_domain_decay.csv. With
 runs of human readers (read export) the readers-and-models part compares
 readers and models by MRMC analysis on the records all answered; its numbers
 are in ext_reader_mrmc.csv, ext_reader_agreement.csv, ext_reader_time.csv
-and, with an aided study, ext_reader_switches.csv (docs/reading.md).
+and, with an aided study, ext_reader_switches.csv, and the scores table of
+each MRMC row, which chexpercept mrmc reads, under mrmc_scores/
+(docs/reading.md). Each reader study is its own panel of readers, one per
+arm; --pool-studies pools the studies of an oracle mode into one panel per
+arm, and every table of such a panel says so.
 
 Problems with single inputs are warnings: the report of everything valid
 is still written and lists what was left out.
@@ -128,6 +132,7 @@ deletes nothing.`,
 	f.Float64Var(&cfg.Analysis.FlagShare, "flag-share", analysis.DefaultFlagShare, "item health: share of runs agreeing on one wrong answer for majority_wrong (above 0.5, at most 1)")
 	f.StringVar(&benchDir, "benchmark", "", "benchmark directory (default: the dataset path in the first run's manifest)")
 	f.StringArrayVar(&cfg.ModelFiles, "models", nil, "extra models.yaml extending the registry, as for eval: domains and bases of the findings (repeatable)")
+	f.BoolVar(&cfg.Analysis.PoolStudies, "pool-studies", false, "readers: one panel per oracle mode and arm across reader studies, instead of one per study (readers of different studies then count as different people)")
 	f.StringVar(&cfg.DomainsFile, "domains", "", "YAML mapping run names or models to domain groups (general, medical, …), overriding the registry's domains")
 	return cmd
 }

@@ -60,6 +60,14 @@ type Options struct {
 	// Workers bounds the goroutines used for bootstrap cells; 0 means
 	// GOMAXPROCS. The output does not depend on it.
 	Workers int
+	// PoolStudies makes the readers of every reader study of an oracle
+	// mode one panel per arm. Without it each study is a panel of its
+	// own: the same person may have read in two studies.
+	PoolStudies bool
+	// Primary lists pre-stated primary comparisons of claim 3, one per
+	// reader study at most: the verdict of the study's unaided panel
+	// then rests on that comparison alone.
+	Primary []Endpoint
 }
 
 // Prop is a share with its Wilson interval; Valid is false when the cell
@@ -298,7 +306,8 @@ func Analyze(ctx context.Context, set *Set, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res.Health = ComputeItemHealth(res, opts.FlagShare)
-	res.Readers = analyzeReaders(res)
+	res.Readers, warns = analyzeReaders(res)
+	res.Warnings = append(res.Warnings, warns...)
 	return res, nil
 }
 

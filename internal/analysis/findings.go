@@ -25,8 +25,11 @@ const (
 type Verdict struct {
 	Claim      int
 	OracleMode string
-	Status     string
-	Reason     string // the numbers behind the status
+	// Scope narrows the verdict within its oracle mode: claim 3's reader
+	// panel (Panel.Name); "" for claims 1 and 2.
+	Scope  string
+	Status string
+	Reason string // the numbers behind the status
 }
 
 // bootKey names one bootstrap: a group (on every path) or a run (on the

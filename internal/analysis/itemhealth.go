@@ -7,11 +7,16 @@ package analysis
 // items whose answers point at a wrong ground truth, a broken question or
 // an item that only weak models get right.
 //
-// Evidence: the scored runs of one oracle mode of the kinds model,
-// rehearsal and human (baseline policies — oracle, random, first … — and
-// image-removal controls never count), at least
-// MinItemRuns of them. Oracle modes are kept apart because patched
-// histories change what a later question means.
+// Evidence: the scored runs of one oracle mode of the kinds model and
+// rehearsal (baseline policies — oracle, random, first … —, image-removal
+// controls and human readers never count), at least MinItemRuns of them.
+// Oracle modes are kept apart because patched histories change what a
+// later question means. Readers are people in a study, often of a
+// sample, and an aided arm saw a model's answers: their answers would
+// change the flags with the study's design, so they are shown beside the
+// flags, as their own evidence (how many of the readers who answered
+// alone gave the models' modal answer, and the ground truth), and never
+// counted in them.
 //
 // Image controls: the control runs of a mode (results.KindControl:
 // models asked without the image) are counted apart, for one rule of
@@ -110,6 +115,11 @@ type ItemStat struct {
 	// flag it under random answering.
 	PChance float64
 	Reasons []string // flag reason codes, in rule order
+	// Readers counts the readers' runs (unaided arms, not counted above)
+	// that were asked the question; ReadersModal those whose parsed
+	// answer is the counted runs' modal answer, ReadersGT those scored
+	// correct.
+	Readers, ReadersModal, ReadersGT int
 }
 
 // AgreeShare is the modal answer's share of the runs asked.
@@ -141,6 +151,9 @@ type ItemHealth struct {
 	// ControlRuns are the names of the mode's image-control runs (counted
 	// apart, for answerable_without_image only).
 	ControlRuns []string
+	// Readers are the readers' runs shown beside the flags: the mode's
+	// human runs but for aided arms.
+	Readers []string
 	// Skipped says why nothing was computed ("" when computed).
 	Skipped   string
 	FlagShare float64
@@ -177,25 +190,29 @@ func CheckFlagShare(s float64) error {
 }
 
 // counted reports whether a run is evidence about items: the answers of
-// models (rehearsals included) and human readers. A baseline's answers
-// are a policy's, and a control's are given without the image.
+// models (rehearsals included). A baseline's answers are a policy's, a
+// control's are given without the image, and a reader's are shown
+// beside the flags (shownReader).
 func counted(rr *RunResult) bool {
-	switch rr.Run.Kind {
-	case results.KindModel, results.KindRehearsal, results.KindHuman:
-		return rr.Scored
-	}
-	return false
+	return rr.Scored && rr.Run.Kind.Model()
+}
+
+// shownReader reports whether a run is a reader's shown beside the
+// flags: one who answered alone (an aided arm saw a model's answers).
+func shownReader(rr *RunResult) bool {
+	a, ok := rr.Run.ReaderOf()
+	return ok && rr.Scored && a.Arm != results.ArmAided
 }
 
 // ComputeItemHealth computes the item analysis of every oracle mode that
-// has a non-baseline scored run.
+// has a scored model's run.
 func ComputeItemHealth(res *Result, flagShare float64) []*ItemHealth {
 	if flagShare == 0 {
 		flagShare = DefaultFlagShare
 	}
 	var out []*ItemHealth
 	for _, mode := range res.Modes() {
-		var runs, controls []*RunResult
+		var runs, controls, readers []*RunResult
 		for _, rr := range res.Runs {
 			switch {
 			case rr.Run.OracleMode != mode:
@@ -203,6 +220,8 @@ func ComputeItemHealth(res *Result, flagShare float64) []*ItemHealth {
 				runs = append(runs, rr)
 			case rr.Scored && rr.Run.Kind == results.KindControl:
 				controls = append(controls, rr)
+			case shownReader(rr):
+				readers = append(readers, rr)
 			}
 		}
 		if len(runs) == 0 {
@@ -215,17 +234,43 @@ func ComputeItemHealth(res *Result, flagShare float64) []*ItemHealth {
 		for _, rr := range controls {
 			h.ControlRuns = append(h.ControlRuns, rr.Run.Name)
 		}
+		for _, rr := range readers {
+			h.Readers = append(h.Readers, rr.Run.Name)
+		}
 		switch {
 		case len(runs) < MinItemRuns:
-			h.Skipped = fmt.Sprintf("%d non-baseline run(s); item statistics need at least %d", len(runs), MinItemRuns)
+			h.Skipped = fmt.Sprintf("%d model run(s); item statistics need at least %d", len(runs), MinItemRuns)
 		case res.Set.Bench == nil:
 			h.Skipped = "no benchmark loaded; item statistics need its answer options"
 		default:
 			h.compute(res.Set.Bench, runs, controls)
+			h.beside(readers)
 		}
 		out = append(out, h)
 	}
 	return out
+}
+
+// beside counts, per item, the readers asked the question and how many
+// of them gave the counted runs' modal answer and the ground truth.
+func (h *ItemHealth) beside(readers []*RunResult) {
+	byKey := recordsByKey(readers)
+	for i := range h.Items {
+		s := &h.Items[i]
+		for ri := range readers {
+			o, ok := observe(byKey[ri][s.Key], s.Q, s.Answers)
+			if !ok {
+				continue
+			}
+			s.Readers++
+			if s.Modal != "" && o.ans == s.Modal {
+				s.ReadersModal++
+			}
+			if o.correct {
+				s.ReadersGT++
+			}
+		}
+	}
 }
 
 // obs is one run's answer to one item: ans "" when unparsed.

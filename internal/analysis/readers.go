@@ -15,50 +15,136 @@ import (
 )
 
 // Readers and models: when runs of human readers (provider human, from
-// `read export`) are among the runs, the readers of an oracle mode are
-// one panel, analysed as a multi-reader multi-case (MRMC) study
+// `read export`) are among the runs, the readers are people in reader
+// studies. A reader's run says its study, its reader and its arm
+// (Run.ReaderOf); the readers of one oracle mode, study and arm are one
+// panel, analysed as a multi-reader multi-case (MRMC) study
 // (internal/mrmc, docs/mrmc.md): a case is a record, the figure of merit
-// a stage's end-to-end accuracy. Every comparison uses only the records
-// every compared party answered: the readers' mean (with the
+// a stage's end-to-end accuracy. Two studies are never one panel unless
+// the options pool them (Options.PoolStudies): the same person may have
+// read in both, and would count twice. Every comparison uses only the
+// records every compared party answered: the panel's mean (the
 // one-modality Obuchowski–Rockette interval, Hillis 2007) on the records
-// every reader answered; each model − readers (the model a reader
-// without reader variance) on the records the model and every reader
-// answered. Claim 3 of the findings ("models fall short of expert
-// readers at each perception level") is decided from those differences.
+// every reader of the panel answered; each model − readers (the model a
+// reader without reader variance) on the records the model and every
+// reader answered. Each row keeps the scores it was computed from
+// (MRMCRow.Data), the fully crossed table `chexpercept mrmc` reads.
 //
-// A sequential aided study (runs whose manifest names the arm, unaided
-// or aided, and the model run shown) adds aided − unaided per path and
-// stage by the two-modality random-readers random-cases analysis, and
-// how often readers switched after seeing the model's answer.
+// Claim 3 of the findings ("models fall short of expert readers") is
+// decided per unaided panel from its model − readers rows, each verdict a
+// test at the one-sided level VerdictLevel (VerdictLevel's comment says
+// how). The aided arm of a sequential aided study saw a model's answers:
+// it is its own panel (its mean), compared with its unaided arm only
+// (aided − unaided per path and stage, the two-modality random-readers
+// random-cases analysis) and never with the models, and the switches
+// after the model's answer are counted per reader.
 
-// MinReaders is the number of readers claim 3 needs: one reader says
-// nothing about readers in general.
-const MinReaders = 2
+// MinReaders is the number of readers a claim-3 verdict needs: with
+// fewer, Hillis' degrees of freedom are about one or two and the
+// intervals say little about readers in general.
+const MinReaders = 4
 
 // MinReaderRecords is the number of paired records a model − readers
 // cell needs to count toward claim 3: the minimum claim 1 asks of its
 // records (MinDecayRecords).
 const MinReaderRecords = MinDecayRecords
 
+// VerdictLevel is the one-sided level of each verdict of claim 3, the
+// one side of the rows' two-sided 95 % intervals. "Supported" (every
+// model below the readers in every cell) is an intersection–union test:
+// every cell's interval must lie below 0, each cell a one-sided test at
+// this level, which is then the level of the verdict with no correction.
+// "Not supported" (some model ahead of the readers in some cell) is a
+// union of cell tests: Holm's step-down procedure over the counted
+// cells' one-sided p-values holds its familywise error to this level. A
+// pre-stated primary comparison (Endpoint) replaces the cells by its
+// own.
+const VerdictLevel = 0.025
+
+// Reasons an MRMC row has no interval, beside the engine's
+// (mrmc.NoVariance); written in ext_reader_mrmc.csv's na_reason.
+const (
+	NATooFewReaders = "too_few_readers" // fewer than 2 readers
+	NATooFewRecords = "too_few_records" // fewer than 2 paired records
+	NAUndefined     = "undefined"       // no interval for another reason
+)
+
+// ExplainNA is an MRMC row's na_reason in words.
+func ExplainNA(reason string) string {
+	switch reason {
+	case NATooFewReaders:
+		return "fewer than 2 readers"
+	case NATooFewRecords:
+		return "fewer than 2 paired records"
+	case NAUndefined:
+		return "undefined"
+	}
+	return mrmc.Reason(reason).Explain()
+}
+
 // ReadersResult is the readers-and-models part of a report.
 type ReadersResult struct {
-	Modes   []string    // oracle modes with readers, sorted
-	Readers []ReaderSet // per mode: the panel (unaided readers)
-	// MRMC are the rows of ext_reader_mrmc.csv: per mode, path and stage
-	// the readers' mean, then each model − readers; then the aided
-	// studies' aided − unaided rows.
+	Modes  []string // oracle modes with readers, sorted
+	Panels []Panel  // per mode, then study, then arm
+	// MRMC are the rows of ext_reader_mrmc.csv: per panel, path and
+	// stage the readers' mean, then (unaided panels) each model −
+	// readers; then the aided studies' aided − unaided rows.
 	MRMC     []MRMCRow
 	Studies  []AidedStudy
 	Switches []SwitchRow
 	Kappa    []KappaRow
 	Time     []TimeRow
-	Verdict  []Verdict // claim 3 per mode
+	Board    []BoardRow
+	Verdict  []Verdict // claim 3 per unaided panel
 }
 
-// ReaderSet names the reader runs of a mode's panel.
-type ReaderSet struct {
+// Panel is the readers of one oracle mode, study and arm: the people an
+// MRMC analysis takes as a sample of readers.
+type Panel struct {
 	OracleMode string
-	Runs       []string
+	// Study is the reader study ("" when the runs do not record one);
+	// Studies lists the studies of a pooled panel (nil unless it pools
+	// two or more), and Study is then their names joined by " + ".
+	Study   string
+	Studies []string
+	Arm     string   // results.ArmUnaided or results.ArmAided
+	Readers []string // reader names; "study/reader" in a pooled panel
+	Runs    []string // their runs, in Readers order
+	// Primary is claim 3's pre-stated primary comparison of the study
+	// (Options.Primary); nil when none was stated.
+	Primary *Endpoint
+	runs    []*RunResult
+}
+
+// Pooled reports whether the panel pools readers of several studies.
+func (p *Panel) Pooled() bool { return len(p.Studies) > 1 }
+
+// Compared reports whether the panel is compared with the models: an
+// unaided arm. The aided arm saw a model's answers.
+func (p *Panel) Compared() bool { return p.Arm == results.ArmUnaided }
+
+// Name names the panel in the report's lines: its study (or studies)
+// and arm.
+func (p *Panel) Name() string {
+	switch {
+	case p.Pooled():
+		return "studies " + p.Study + " pooled, " + p.Arm
+	case p.Study == "":
+		return "study not recorded, " + p.Arm
+	}
+	return "study " + p.Study + ", " + p.Arm
+}
+
+// Endpoint is a pre-stated primary comparison of claim 3 in one study:
+// one path and stage, of one model run (Model "" : of every model), at
+// the two-sided level Alpha its plan states (0: mrmc.DefaultAlpha), so
+// that each verdict is one-sided at Alpha/2.
+type Endpoint struct {
+	OracleMode, Study string
+	Model             string
+	Path              benchmark.Path
+	Stage             benchmark.Stage
+	Alpha             float64
 }
 
 // Comparisons of an MRMCRow.
@@ -68,23 +154,46 @@ const (
 	ComparisonAided   = "aided-unaided"
 )
 
-// MRMCRow is one MRMC analysis of one path and stage: the readers' mean,
-// a model − readers, or aided − unaided. Numbers are fractions; NaN when
-// undefined (SE, df, interval and p are NaN when the standard error is 0
-// or undefined, or with fewer than 2 readers or 2 records).
+// MRMCRow is one MRMC analysis of one path and stage: a panel's mean, a
+// model − readers, or aided − unaided. Numbers are fractions. Estimate,
+// SE, DF, the interval and P are the engine's, unclipped, so that they
+// always agree with each other (Shown clips the interval for display);
+// NaN when undefined, and NA then says why the interval is missing.
 type MRMCRow struct {
 	Comparison, OracleMode string
 	Model                  string // model rows: the run
-	Study, AidRun          string // aided rows
-	Path                   benchmark.Path
-	Stage                  benchmark.Stage
-	NReaders, NRecords     int
-	Estimate, SE, DF       float64
-	Lo, Hi, P              float64
+	// Study and Arm are the panel's (Arm "" for aided − unaided, whose
+	// Study is the aided study); Pooled marks a panel of several
+	// studies.
+	Study, Arm         string
+	Pooled             bool
+	AidRun             string // aided rows: the model run shown
+	Path               benchmark.Path
+	Stage              benchmark.Stage
+	NReaders, NRecords int
+	Estimate, SE, DF   float64
+	Lo, Hi, P          float64
+	NA                 string // "" with an interval; else NATooFewReaders, … or an mrmc.Reason
+	// Data is the fully crossed table analysed (chexpercept mrmc's
+	// scores table): the panel's readers in the arm's modality, a model
+	// row's run as one more reader (the algorithm), or the two arms as
+	// modalities "aided" and "unaided". Nil without a record.
+	Data *mrmc.Data
 }
 
 // Valid reports whether the row has an interval.
 func (r *MRMCRow) Valid() bool { return !math.IsNaN(r.Lo) && !math.IsNaN(r.Hi) }
+
+// Shown is the interval as the report shows it: clipped to the values
+// the figure can take, [0, 1] for a mean and [−1, 1] for a difference,
+// with whether each bound was clipped. The row itself is not changed.
+func (r *MRMCRow) Shown() (lo, hi float64, loClipped, hiClipped bool) {
+	floor := -1.0
+	if r.Comparison == ComparisonReaders {
+		floor = 0
+	}
+	return mrmc.Interval{Lo: r.Lo, Hi: r.Hi}.Clip(floor, 1)
+}
 
 // AidedStudy is one sequential aided study of a mode: its readers with
 // both arms and the model run shown to them (Found: among the runs).
@@ -111,77 +220,174 @@ type SwitchRow struct {
 	ModelRight, WrongToRight int
 }
 
-// KappaRow is the readers' agreement on one question type in a mode:
-// Fleiss' κ over the records every reader answered (the categories are
-// the parsed answer sets).
+// KappaRow is a panel's agreement on one question type: Fleiss' κ over
+// the records every reader of the panel answered (the categories are the
+// parsed answer sets).
 type KappaRow struct {
-	OracleMode string
-	Question   benchmark.Question
-	NReaders   int
-	NItems     int
-	Kappa      float64 // NaN when undefined
+	OracleMode, Study, Arm string
+	Pooled                 bool
+	Question               benchmark.Question
+	NReaders               int
+	NItems                 int
+	Kappa                  float64 // NaN when undefined
 }
 
-// TimeRow is the readers' reading time of one stage in a mode: seconds
-// per record over the records where the stage was asked.
+// TimeRow is a panel's reading time of one stage: seconds per record
+// over its readers' records where the stage was asked. The aided arm's
+// time of a turn runs from its first display to the final answer, so it
+// includes the unaided answer's.
 type TimeRow struct {
-	OracleMode     string
-	Stage          benchmark.Stage
-	NRecords       int
-	MeanS, MedianS float64
+	OracleMode, Study, Arm string
+	Pooled                 bool
+	Stage                  benchmark.Stage
+	NReaders, NRecords     int
+	MeanS, MedianS         float64
 }
 
-// isReader reports whether a run is a human reader's.
-func isReader(rr *RunResult) bool { return rr.Run.Kind == results.KindHuman }
+// BoardCells are the leaderboard's columns: end-to-end accuracy at the
+// last stage of each path.
+var BoardCells = []struct {
+	Path  benchmark.Path
+	Stage benchmark.Stage
+}{{benchmark.RevisionRequired, 4}, {benchmark.RevisionFree, 4}, {benchmark.LesionFree, 1}}
 
-// isAidedArm reports whether a reader run is an arm of a sequential
-// aided study (it names the model run shown).
-func isAidedArm(rr *RunResult) bool {
-	return rr.Run.Reading != nil && rr.Run.Reading.AidRun != "" &&
-		(rr.Run.Reading.Arm == results.ArmUnaided || rr.Run.Reading.Arm == results.ArmAided)
+// BoardRow is a reader's or (in an unaided panel) a model's row of a
+// panel's leaderboard: per BoardCells cell, the end-to-end accuracy on
+// the records every reader of the panel answered (and the model, for a
+// model), so that readers and models are ranked on the same records.
+type BoardRow struct {
+	Panel  int    // index into ReadersResult.Panels
+	Run    string // the run
+	Reader string // the reader's name in the panel; "" for a model
+	Cells  []Prop // BoardCells order
 }
 
 // analyzeReaders computes the readers-and-models part; nil without
-// reader runs.
-func analyzeReaders(res *Result) *ReadersResult {
+// reader runs. The warnings name a reader given twice in one panel.
+func analyzeReaders(res *Result) (*ReadersResult, []string) {
 	var out *ReadersResult
+	var warns []string
 	for _, mode := range res.Modes() {
-		var readers, arms, models []*RunResult
+		var humans, models []*RunResult
 		for _, rr := range res.Runs {
 			if !rr.Scored || rr.Run.OracleMode != mode {
 				continue
 			}
-			switch {
-			case isReader(rr) && isAidedArm(rr):
-				arms = append(arms, rr)
-				// The unaided arm is also a reader's own reading.
-				if rr.Run.Reading.Arm == results.ArmUnaided {
-					readers = append(readers, rr)
-				}
-			case isReader(rr):
-				if rr.Run.Reading == nil || rr.Run.Reading.Arm != results.ArmAided {
-					readers = append(readers, rr)
-				}
-			case rr.Run.Kind.Model():
+			if _, ok := rr.Run.ReaderOf(); ok {
+				humans = append(humans, rr)
+			} else if rr.Run.Kind.Model() {
 				models = append(models, rr)
 			}
 		}
-		if len(readers) == 0 && len(arms) == 0 {
+		if len(humans) == 0 {
 			continue
 		}
 		if out == nil {
 			out = &ReadersResult{}
 		}
 		out.Modes = append(out.Modes, mode)
-		set := ReaderSet{OracleMode: mode}
-		for _, rr := range readers {
-			set.Runs = append(set.Runs, rr.Run.Name)
+		panels, w := formPanels(mode, humans, &res.Options)
+		warns = append(warns, w...)
+		for _, p := range panels {
+			out.Panels = append(out.Panels, p)
+			out.addPanel(len(out.Panels)-1, models)
 		}
-		out.Readers = append(out.Readers, set)
-		out.addMode(mode, readers, models)
-		out.addAided(mode, arms, models)
+		out.addAided(mode, humans, models)
 	}
-	return out
+	return out, warns
+}
+
+// formPanels groups a mode's reader runs into panels by study and arm
+// (by arm alone when the options pool studies). A reader with two runs
+// in one study and arm (a study exported twice under other names) is one
+// person: the first run by name is kept and the other left out, with a
+// warning.
+func formPanels(mode string, humans []*RunResult, o *Options) ([]Panel, []string) {
+	type key struct{ study, arm string }
+	type member struct {
+		rr  *RunResult
+		arm results.ReadingArm
+	}
+	groups := map[key][]member{}
+	var warns []string
+	seen := map[[3]string]string{}
+	for _, rr := range humans {
+		a, _ := rr.Run.ReaderOf()
+		id := [3]string{a.Study, a.Arm, a.Reader}
+		if first, ok := seen[id]; ok {
+			warns = append(warns, fmt.Sprintf("oracle mode %s: reader %s of %s has two runs, %s and %s; %s is left out of the readers' panel (one person counts once)",
+				mode, a.Reader, (&Panel{Study: a.Study, Arm: a.Arm}).Name(), first, rr.Run.Name, rr.Run.Name))
+			continue
+		}
+		seen[id] = rr.Run.Name
+		k := key{a.Study, a.Arm}
+		if o.PoolStudies {
+			k.study = ""
+		}
+		groups[k] = append(groups[k], member{rr, a})
+	}
+	var panels []Panel
+	for k, ms := range groups {
+		p := Panel{OracleMode: mode, Study: k.study, Arm: k.arm}
+		studies := map[string]bool{}
+		for _, m := range ms {
+			studies[m.arm.Study] = true
+		}
+		if len(studies) > 1 {
+			for _, s := range slices.Sorted(maps.Keys(studies)) {
+				p.Studies = append(p.Studies, studyText(s))
+			}
+			p.Study = strings.Join(p.Studies, " + ")
+		} else {
+			p.Study = ms[0].arm.Study
+		}
+		slices.SortFunc(ms, func(a, b member) int {
+			return strings.Compare(a.arm.Study+"\x00"+a.arm.Reader, b.arm.Study+"\x00"+b.arm.Reader)
+		})
+		for _, m := range ms {
+			name := m.arm.Reader
+			if p.Pooled() {
+				name = studyText(m.arm.Study) + "/" + name
+			}
+			p.Readers = append(p.Readers, name)
+			p.Runs = append(p.Runs, m.rr.Run.Name)
+			p.runs = append(p.runs, m.rr)
+		}
+		if !p.Pooled() {
+			for i := range o.Primary {
+				if e := &o.Primary[i]; e.OracleMode == mode && e.Study == p.Study {
+					p.Primary = e
+				}
+			}
+		}
+		panels = append(panels, p)
+	}
+	slices.SortFunc(panels, func(a, b Panel) int {
+		if c := strings.Compare(a.Study, b.Study); c != 0 {
+			return c
+		}
+		return armOrder(a.Arm) - armOrder(b.Arm)
+	})
+	return panels, warns
+}
+
+// studyText is a study's name in a pooled panel's names.
+func studyText(s string) string {
+	if s == "" {
+		return "(not recorded)"
+	}
+	return s
+}
+
+// armOrder puts the unaided arm first.
+func armOrder(arm string) int {
+	switch arm {
+	case results.ArmUnaided:
+		return 0
+	case results.ArmAided:
+		return 1
+	}
+	return 2
 }
 
 // stageMap is a run's end-to-end outcome (1 right through the stage, 0
@@ -229,29 +435,56 @@ func scoresOn(ms []map[string]float64, keys []string) [][]float64 {
 	return out
 }
 
-func undefinedRow(comparison, mode string, path benchmark.Path, k benchmark.Stage, nReaders, nRecords int) MRMCRow {
-	return MRMCRow{Comparison: comparison, OracleMode: mode, Path: path, Stage: k, NReaders: nReaders, NRecords: nRecords,
+// newRow is a row of panel p (nil for aided − unaided) without numbers
+// yet.
+func newRow(comparison string, p *Panel, path benchmark.Path, k benchmark.Stage, nReaders, nRecords int) MRMCRow {
+	r := MRMCRow{Comparison: comparison, Path: path, Stage: k, NReaders: nReaders, NRecords: nRecords,
 		Estimate: math.NaN(), SE: math.NaN(), DF: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), P: math.NaN()}
+	if p != nil {
+		r.OracleMode, r.Study, r.Arm, r.Pooled = p.OracleMode, p.Study, p.Arm, p.Pooled()
+	}
+	return r
 }
 
-// set takes an MRMC interval, its bounds clipped to the values the
-// figure can take: [0, 1] for the readers' mean, [−1, 1] for a
-// difference (a t interval knows no bounds; NaN stays NaN).
-func (r *MRMCRow) set(iv mrmc.Interval) {
-	r.Estimate, r.SE, r.DF, r.Lo, r.Hi, r.P = iv.Estimate, iv.SE, iv.DF, iv.Lo, iv.Hi, iv.P
-	if math.IsNaN(iv.Lo) { // no interval: no standard error to speak of either
-		r.SE, r.DF, r.P = math.NaN(), math.NaN(), math.NaN()
+// analyse runs the row's analysis over d (the readers in d.Readers, and
+// for a model row the algorithm among them) unless the row has too few
+// readers or records for one, and takes its interval as it is.
+func (r *MRMCRow) analyse(d *mrmc.Data, algorithm string) {
+	if len(d.Cases) > 0 {
+		r.Data = d
+	}
+	switch {
+	case r.NReaders < 2:
+		r.NA = NATooFewReaders
+		return
+	case r.NRecords < 2:
+		r.NA = NATooFewRecords
 		return
 	}
-	floor := -1.0
-	if r.Comparison == ComparisonReaders {
-		floor = 0
+	var iv mrmc.Interval
+	if algorithm != "" {
+		_, rows, err := mrmc.SplitAlgorithm(d, algorithm, 0, 0)
+		if err != nil {
+			r.NA = NAUndefined
+			return
+		}
+		iv = rows[0].Interval
+	} else {
+		a, err := mrmc.Analyze(d, 0)
+		if err != nil {
+			r.NA = NAUndefined
+			return
+		}
+		if len(d.Modalities) == 1 {
+			iv = a.Designs[0].Means[0].Interval
+		} else {
+			iv = a.Designs[0].Diffs[0].Interval
+		}
 	}
-	if r.Lo < floor {
-		r.Lo = floor
-	}
-	if r.Hi > 1 {
-		r.Hi = 1
+	r.Estimate, r.SE, r.DF, r.Lo, r.Hi, r.P = iv.Estimate, iv.SE, iv.DF, iv.Lo, iv.Hi, iv.P
+	r.NA = string(iv.NA)
+	if r.NA == "" && !r.Valid() {
+		r.NA = NAUndefined
 	}
 }
 
@@ -268,53 +501,111 @@ func meanOfMeans(scores [][]float64) float64 {
 	return t / float64(len(scores))
 }
 
-func (rs *ReadersResult) addMode(mode string, readers, models []*RunResult) {
-	for pi, path := range benchmark.Paths {
+// addPanel adds panel pi's rows: per path and stage the readers' mean
+// and, for an unaided panel, each model − readers; its agreement, time,
+// leaderboard and (unaided) claim-3 verdict.
+func (rs *ReadersResult) addPanel(pi int, models []*RunResult) {
+	p := &rs.Panels[pi]
+	var compared []*RunResult
+	if p.Compared() {
+		compared = models
+	}
+	first := len(rs.MRMC)
+	for pathIdx, path := range benchmark.Paths {
 		for _, k := range benchmark.Stages {
 			if !benchmark.StageApplies(path, false, k) {
 				continue
 			}
-			vecs := make([]map[string]float64, len(readers))
-			for j, rr := range readers {
-				vecs[j] = stageMap(rr, pi, k)
+			vecs := make([]map[string]float64, len(p.runs))
+			for j, rr := range p.runs {
+				vecs[j] = stageMap(rr, pathIdx, k)
 			}
 			keys := commonKeys(vecs...)
 			scores := scoresOn(vecs, keys)
-			row := undefinedRow(ComparisonReaders, mode, path, k, len(readers), len(keys))
+			row := newRow(ComparisonReaders, p, path, k, len(p.runs), len(keys))
 			row.Estimate = meanOfMeans(scores)
-			if iv, err := mrmc.PanelMean(mrmc.Accuracy, scores, nil, 0); err == nil {
-				row.set(iv)
-			}
+			row.analyse(&mrmc.Data{FOM: mrmc.Accuracy, Modalities: []string{p.Arm}, Readers: slices.Clone(p.Readers), Cases: keys, Scores: [][][]float64{scores}}, "")
 			rs.MRMC = append(rs.MRMC, row)
-			for _, m := range models {
-				mv := stageMap(m, pi, k)
-				keys := commonKeys(append(slices.Clone(vecs), mv)...)
-				scores := scoresOn(append(slices.Clone(vecs), mv), keys)
-				row := undefinedRow(ComparisonModel+m.Run.Name, mode, path, k, len(readers), len(keys))
+			for _, m := range compared {
+				all := append(slices.Clone(vecs), stageMap(m, pathIdx, k))
+				keys := commonKeys(all...)
+				scores := scoresOn(all, keys)
+				row := newRow(ComparisonModel+m.Run.Name, p, path, k, len(p.runs), len(keys))
 				row.Model = m.Run.Name
-				if len(keys) > 0 && len(readers) > 0 {
-					row.Estimate = mean(scores[len(readers)]) - meanOfMeans(scores[:len(readers)])
+				if len(keys) > 0 && len(p.runs) > 0 {
+					row.Estimate = mean(scores[len(p.runs)]) - meanOfMeans(scores[:len(p.runs)])
 				}
-				if s, err := mrmc.ModelVersusPanel(mrmc.Accuracy, scores[len(readers)], scores[:len(readers)], nil, 0, 0); err == nil {
-					row.set(s.Interval)
-				}
+				readers := append(slices.Clone(p.Readers), m.Run.Name)
+				row.analyse(&mrmc.Data{FOM: mrmc.Accuracy, Modalities: []string{p.Arm}, Readers: readers, Cases: keys, Scores: [][][]float64{scores}}, m.Run.Name)
 				rs.MRMC = append(rs.MRMC, row)
 			}
 		}
 	}
-	rs.Kappa = append(rs.Kappa, readerKappa(mode, readers)...)
-	rs.Time = append(rs.Time, readerTime(mode, readers)...)
-	rs.Verdict = append(rs.Verdict, readersVerdict(rs.MRMC, mode, len(readers), len(models)))
+	rs.Kappa = append(rs.Kappa, readerKappa(p)...)
+	rs.Time = append(rs.Time, readerTime(p)...)
+	rs.Board = append(rs.Board, board(pi, p, compared)...)
+	if p.Compared() {
+		rs.Verdict = append(rs.Verdict, readersVerdict(rs.MRMC[first:], p, len(models)))
+	}
+}
+
+// board is a panel's leaderboard: each reader, then each compared model,
+// on the records every reader answered (and the model).
+func board(pi int, p *Panel, models []*RunResult) []BoardRow {
+	type cell struct {
+		pathIdx int
+		vecs    []map[string]float64
+		keys    []string
+	}
+	cells := make([]cell, len(BoardCells))
+	for c, bc := range BoardCells {
+		cells[c].pathIdx = slices.Index(benchmark.Paths, bc.Path)
+		for _, rr := range p.runs {
+			cells[c].vecs = append(cells[c].vecs, stageMap(rr, cells[c].pathIdx, bc.Stage))
+		}
+		cells[c].keys = commonKeys(cells[c].vecs...)
+	}
+	propOn := func(m map[string]float64, keys []string) Prop {
+		n, k := 0, 0
+		for _, key := range keys {
+			if v, ok := m[key]; ok {
+				n++
+				if v == 1 {
+					k++
+				}
+			}
+		}
+		return prop(k, n)
+	}
+	var rows []BoardRow
+	for j, rr := range p.runs {
+		row := BoardRow{Panel: pi, Run: rr.Run.Name, Reader: p.Readers[j]}
+		for c := range cells {
+			row.Cells = append(row.Cells, propOn(cells[c].vecs[j], cells[c].keys))
+		}
+		rows = append(rows, row)
+	}
+	for _, m := range models {
+		row := BoardRow{Panel: pi, Run: m.Run.Name}
+		for c, bc := range BoardCells {
+			row.Cells = append(row.Cells, propOn(stageMap(m, cells[c].pathIdx, bc.Stage), cells[c].keys))
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // addAided adds the aided studies of a mode: aided − unaided per path
 // and stage over the readers with both arms, and their switches.
-func (rs *ReadersResult) addAided(mode string, arms, models []*RunResult) {
+func (rs *ReadersResult) addAided(mode string, humans, models []*RunResult) {
 	type pair struct{ unaided, aided *RunResult }
 	studies := map[string]map[string]*pair{}
 	aidRun := map[string]string{}
-	for _, rr := range arms {
-		a := rr.Run.Reading
+	for _, rr := range humans {
+		a, _ := rr.Run.ReaderOf()
+		if a.AidRun == "" || (a.Arm != results.ArmUnaided && a.Arm != results.ArmAided) {
+			continue
+		}
 		if studies[a.Study] == nil {
 			studies[a.Study] = map[string]*pair{}
 			aidRun[a.Study] = a.AidRun
@@ -324,9 +615,10 @@ func (rs *ReadersResult) addAided(mode string, arms, models []*RunResult) {
 			p = &pair{}
 			studies[a.Study][a.Reader] = p
 		}
-		if a.Arm == results.ArmAided {
+		switch {
+		case a.Arm == results.ArmAided && p.aided == nil:
 			p.aided = rr
-		} else {
+		case a.Arm == results.ArmUnaided && p.unaided == nil:
 			p.unaided = rr
 		}
 	}
@@ -364,16 +656,13 @@ func (rs *ReadersResult) addAided(mode string, arms, models []*RunResult) {
 				keys := commonKeys(vecs...)
 				scores := scoresOn(vecs, keys)
 				r := len(pairs)
-				row := undefinedRow(ComparisonAided, mode, path, k, r, len(keys))
-				row.Study, row.AidRun = study, st.AidRun
+				row := newRow(ComparisonAided, nil, path, k, r, len(keys))
+				row.OracleMode, row.Study, row.AidRun = mode, study, st.AidRun
 				if len(keys) > 0 {
 					row.Estimate = meanOfMeans(scores[:r]) - meanOfMeans(scores[r:])
 				}
-				d := &mrmc.Data{FOM: mrmc.Accuracy, Modalities: []string{results.ArmAided, results.ArmUnaided}, Readers: st.Readers, Cases: keys,
-					Scores: [][][]float64{scores[:r], scores[r:]}}
-				if a, err := mrmc.Analyze(d, 0); err == nil {
-					row.set(a.Designs[0].Diffs[0].Interval)
-				}
+				row.analyse(&mrmc.Data{FOM: mrmc.Accuracy, Modalities: []string{results.ArmAided, results.ArmUnaided}, Readers: slices.Clone(st.Readers), Cases: keys,
+					Scores: [][][]float64{scores[:r], scores[r:]}}, "")
 				rs.MRMC = append(rs.MRMC, row)
 				if model == nil {
 					continue
@@ -441,8 +730,9 @@ func answerKey(t *results.Turn) string {
 }
 
 // readerKappa is Fleiss' κ per question type over the records every
-// reader of the mode answered.
-func readerKappa(mode string, readers []*RunResult) []KappaRow {
+// reader of the panel answered.
+func readerKappa(p *Panel) []KappaRow {
+	readers := p.runs
 	var rows []KappaRow
 	byKey := make([]map[string]*results.Record, len(readers))
 	for i, rr := range readers {
@@ -454,7 +744,7 @@ func readerKappa(mode string, readers []*RunResult) []KappaRow {
 		}
 	}
 	for q := benchmark.Question(0); q < benchmark.NumQuestions; q++ {
-		row := KappaRow{OracleMode: mode, Question: q, NReaders: len(readers), Kappa: math.NaN()}
+		row := KappaRow{OracleMode: p.OracleMode, Study: p.Study, Arm: p.Arm, Pooled: p.Pooled(), Question: q, NReaders: len(readers), Kappa: math.NaN()}
 		var items [][]string
 		cats := map[string]int{}
 		var catOrder []string
@@ -503,12 +793,13 @@ func turnOf(r *results.Record, q benchmark.Question) *results.Turn {
 	return r.Turn(q)
 }
 
-// readerTime is the seconds per record the readers took at each stage.
-func readerTime(mode string, readers []*RunResult) []TimeRow {
+// readerTime is the seconds per record the panel's readers took at each
+// stage.
+func readerTime(p *Panel) []TimeRow {
 	var rows []TimeRow
 	for _, k := range benchmark.Stages {
 		var secs []float64
-		for _, rr := range readers {
+		for _, rr := range p.runs {
 			for _, r := range rr.Run.Records {
 				ms, asked := int64(0), false
 				for _, q := range k.Questions() {
@@ -522,7 +813,7 @@ func readerTime(mode string, readers []*RunResult) []TimeRow {
 				}
 			}
 		}
-		row := TimeRow{OracleMode: mode, Stage: k, NRecords: len(secs), MeanS: math.NaN(), MedianS: math.NaN()}
+		row := TimeRow{OracleMode: p.OracleMode, Study: p.Study, Arm: p.Arm, Pooled: p.Pooled(), Stage: k, NReaders: len(p.runs), NRecords: len(secs), MeanS: math.NaN(), MedianS: math.NaN()}
 		if len(secs) > 0 {
 			slices.Sort(secs)
 			row.MeanS, row.MedianS = mean(secs), stats.Quantile(secs, 0.5)
@@ -532,60 +823,188 @@ func readerTime(mode string, readers []*RunResult) []TimeRow {
 	return rows
 }
 
-// readersVerdict decides claim 3 in a mode from the model − readers
-// rows. A cell counts when the model and every reader share at least
+// OneSidedAhead is a model − readers row's one-sided p of "the model is
+// not ahead of the readers" (difference ≤ 0), from its two-sided p: half
+// of it when the difference is positive, one minus half otherwise; NaN
+// without a p.
+func (r *MRMCRow) OneSidedAhead() float64 {
+	if math.IsNaN(r.P) {
+		return math.NaN()
+	}
+	if r.Estimate > 0 {
+		return r.P / 2
+	}
+	return 1 - r.P/2
+}
+
+// holm is Holm's step-down procedure at familywise level alpha over p:
+// whether each hypothesis is rejected.
+func holm(p []float64, alpha float64) []bool {
+	order := make([]int, len(p))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case p[a] < p[b]:
+			return -1
+		case p[a] > p[b]:
+			return 1
+		}
+		return 0
+	})
+	rejected := make([]bool, len(p))
+	for i, idx := range order {
+		if !(p[idx] <= alpha/float64(len(p)-i)) {
+			break
+		}
+		rejected[idx] = true
+	}
+	return rejected
+}
+
+// readersVerdict decides claim 3 for an unaided panel from its model −
+// readers rows (VerdictLevel says how). The cells are every model's
+// paths and stages, or the panel's primary comparison when one was
+// stated. A cell counts when the model and every reader share at least
 // MinReaderRecords records and the difference has an interval. Not
-// supported when some counted cell's interval lies above 0; supported
-// when every cell of every model counts and lies below 0; undecided
-// otherwise — "too few records" when no cell, or not every cell, has
-// the records a verdict needs — and with fewer than MinReaders readers
-// or no model.
-func readersVerdict(rows []MRMCRow, mode string, nReaders, nModels int) Verdict {
-	v := Verdict{Claim: 3, OracleMode: mode, Status: Undecided}
+// supported when Holm's procedure over the counted cells finds a model
+// ahead of the readers; supported when every cell counts and lies below
+// 0; undecided otherwise — "too few records" when no cell, or not every
+// cell, has the records a verdict needs — and with no model. With fewer
+// than MinReaders readers the numbers are given, but no verdict.
+func readersVerdict(rows []MRMCRow, p *Panel, nModels int) Verdict {
+	v := Verdict{Claim: 3, OracleMode: p.OracleMode, Scope: p.Name(), Status: Undecided}
 	if nModels == 0 {
 		v.Reason = "no model run to compare with the readers"
 		return v
 	}
-	if nReaders < MinReaders {
-		v.Reason = fmt.Sprintf("%d reader(s): at least %d are needed to speak of readers in general", nReaders, MinReaders)
-		return v
-	}
-	var closest *MRMCRow
-	counted, short, most := 0, 0, 0
+	nReaders := len(p.Readers)
+	var cells []*MRMCRow
 	for i := range rows {
 		d := &rows[i]
-		if d.OracleMode != mode || !strings.HasPrefix(d.Comparison, ComparisonModel) {
+		if !strings.HasPrefix(d.Comparison, ComparisonModel) {
 			continue
 		}
+		if e := p.Primary; e != nil && (d.Path != e.Path || d.Stage != e.Stage || (e.Model != "" && d.Model != e.Model)) {
+			continue
+		}
+		cells = append(cells, d)
+	}
+	scope := fmt.Sprintf("%d readers, %d model(s)", nReaders, nModels)
+	if e := p.Primary; e != nil {
+		model := "every model"
+		if e.Model != "" {
+			model = e.Model
+		}
+		scope += fmt.Sprintf(", the pre-stated primary comparison (%s on %s stage %d)", model, e.Path, e.Stage)
+	}
+	level := VerdictLevel
+	if e := p.Primary; e != nil && e.Alpha > 0 {
+		level = e.Alpha / 2
+	}
+	v.Status, v.Reason = cellsVerdict(cells, scope, level)
+	if len(cells) == 0 && p.Primary != nil {
+		v.Status, v.Reason = Undecided, scope+": no such cell among the rows"
+	}
+	if nReaders < MinReaders {
+		v.Status = Undecided
+		v.Reason = fmt.Sprintf("too few readers for a verdict (%d; at least %d are needed); the numbers: %s", nReaders, MinReaders, v.Reason)
+	}
+	return v
+}
+
+// cellsVerdict is claim 3's status and its numbers over the cells.
+func cellsVerdict(cells []*MRMCRow, scope string, level float64) (string, string) {
+	var counted []*MRMCRow
+	short, most := 0, 0
+	for _, d := range cells {
 		most = max(most, d.NRecords)
 		if d.NRecords < MinReaderRecords || !d.Valid() {
 			short++
 			continue
 		}
-		counted++
-		if d.Lo > 0 {
-			v.Status = notSupported
-			v.Reason = fmt.Sprintf("%d readers, %d model(s): %s is ahead of the readers on %s stage %d by %s points [%s, %s] (MRMC, %d paired records, p = %.3f)",
-				nReaders, nModels, d.Model, d.Path, d.Stage, spts(d.Estimate), spts(d.Lo), spts(d.Hi), d.NRecords, d.P)
-			return v
+		counted = append(counted, d)
+	}
+	if len(counted) == 0 {
+		return Undecided, fmt.Sprintf("%s: too few records: the readers and a model share at most %d record(s) in a path and stage, fewer than the %d a verdict needs", scope, most, MinReaderRecords)
+	}
+	ps := make([]float64, len(counted))
+	for i, d := range counted {
+		ps[i] = d.OneSidedAhead()
+	}
+	var ahead []*MRMCRow
+	for i, rej := range holm(ps, level) {
+		if rej {
+			ahead = append(ahead, counted[i])
 		}
-		if closest == nil || d.Hi > closest.Hi {
+	}
+	if len(ahead) > 0 {
+		slices.SortStableFunc(ahead, func(a, b *MRMCRow) int {
+			return cmpFloat(a.OneSidedAhead(), b.OneSidedAhead())
+		})
+		d := ahead[0]
+		more := ""
+		if len(ahead) > 1 {
+			more = fmt.Sprintf("; ahead in %d cell(s) in all", len(ahead))
+		}
+		return notSupported, fmt.Sprintf("%s, %d counted cell(s): %s is ahead of the readers on %s stage %d by %s points [%s, %s] (MRMC, %d paired records, one-sided p = %s, below Holm's threshold over the %d cells at level %g%s)",
+			scope, len(counted), d.Model, d.Path, d.Stage, spts(d.Estimate), spts(d.Lo), spts(d.Hi), d.NRecords, pText(d.OneSidedAhead()), len(counted), level, more)
+	}
+	// The closest model: the cell with the least evidence of the model
+	// below the readers, its one-sided p of "not below" the largest.
+	closest := counted[0]
+	for _, d := range counted[1:] {
+		if cmpFloat(d.oneSidedBehind(), closest.oneSidedBehind()) > 0 || (d.oneSidedBehind() == closest.oneSidedBehind() && d.Hi > closest.Hi) {
 			closest = d
 		}
 	}
-	if closest == nil {
-		v.Reason = fmt.Sprintf("too few records: the readers and a model share at most %d record(s) in a path and stage, fewer than the %d a verdict needs", most, MinReaderRecords)
-		return v
-	}
-	cell := fmt.Sprintf("%d readers, %d model(s), %d cell(s): the closest model is %s on %s stage %d, %s points [%s, %s] from the readers' mean (MRMC, %d paired records)",
-		nReaders, nModels, counted, closest.Model, closest.Path, closest.Stage, spts(closest.Estimate), spts(closest.Lo), spts(closest.Hi), closest.NRecords)
+	cell := fmt.Sprintf("%s, %d counted cell(s): the closest model is %s on %s stage %d, %s points [%s, %s] from the readers' mean (MRMC, %d paired records)",
+		scope, len(counted), closest.Model, closest.Path, closest.Stage, spts(closest.Estimate), spts(closest.Lo), spts(closest.Hi), closest.NRecords)
 	switch {
-	case closest.Hi >= 0:
-		v.Reason = cell + "; its interval reaches 0"
+	case !(closest.oneSidedBehind() < level):
+		if level == VerdictLevel {
+			return Undecided, cell + "; its interval reaches 0"
+		}
+		return Undecided, cell + fmt.Sprintf("; its one-sided p of the model below the readers, %s, is not below %g", pText(closest.oneSidedBehind()), level)
 	case short > 0:
-		v.Reason = cell + fmt.Sprintf("; too few records: %d cell(s) have fewer than %d paired records or no interval", short, MinReaderRecords)
-	default:
-		v.Status, v.Reason = supported, cell
+		return Undecided, cell + fmt.Sprintf("; too few records: %d cell(s) have fewer than %d paired records or no interval", short, MinReaderRecords)
 	}
-	return v
+	if level == VerdictLevel {
+		return supported, cell + "; every interval lies below 0"
+	}
+	return supported, cell + fmt.Sprintf("; every cell's one-sided p of the model below the readers is below %g", level)
+}
+
+// oneSidedBehind is a model − readers row's one-sided p of "the model
+// is not below the readers" (difference ≥ 0); below VerdictLevel exactly
+// when the 95 % interval lies below 0.
+func (r *MRMCRow) oneSidedBehind() float64 {
+	if math.IsNaN(r.P) {
+		return math.NaN()
+	}
+	if r.Estimate < 0 {
+		return r.P / 2
+	}
+	return 1 - r.P/2
+}
+
+// cmpFloat orders two floats, NaN last.
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b || (!math.IsNaN(a) && math.IsNaN(b)):
+		return -1
+	case a > b || (math.IsNaN(a) && !math.IsNaN(b)):
+		return 1
+	}
+	return 0
+}
+
+// pText is a p-value in a verdict: 3 significant digits, "< 0.0001"
+// below.
+func pText(p float64) string {
+	if p < 1e-4 {
+		return "< 0.0001"
+	}
+	return strconv.FormatFloat(p, 'g', 3, 64)
 }

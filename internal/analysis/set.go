@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"strings"
+
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
@@ -55,6 +57,32 @@ type Run struct {
 	// Control is the image control a control run was asked under (the
 	// manifest's control); "" for every other run.
 	Control results.Control
+}
+
+// ReaderOf is a reader's run's place in its reader study: the study, the
+// reader and the arm (with the model run shown in an aided study); ok is
+// false for a run that is not a human reader's. A run exported before
+// the manifest named its study says what it has: the manifest's reading
+// member when there is one, else the reader is the manifest's model name
+// (the run's name without "human_" when there is no manifest), the arm
+// unaided and the study "" (not recorded).
+func (r *Run) ReaderOf() (arm results.ReadingArm, ok bool) {
+	if r.Kind != results.KindHuman {
+		return results.ReadingArm{}, false
+	}
+	if r.Reading != nil {
+		arm = *r.Reading
+	}
+	if arm.Reader == "" {
+		arm.Reader = r.Model
+	}
+	if arm.Reader == "" {
+		arm.Reader = strings.TrimPrefix(r.Name, results.ProviderHuman+"_")
+	}
+	if arm.Arm == "" {
+		arm.Arm = results.ArmUnaided
+	}
+	return arm, true
 }
 
 // RehearsalNote marks a rehearsal run wherever the report shows it.

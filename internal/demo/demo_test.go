@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,12 +14,15 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/report"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rundir"
+	"github.com/chexpercept/chexpercept/internal/runset"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
@@ -104,6 +109,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	checkFindingsAndFlags(t, out.String(), res)
 	checkImageControls(t, out.String(), res)
+	checkReadersKeepFlags(t, res)
 
 	// The oracle scores 100 % in every applicable cell of its summary.json.
 	var sum results.Summary
@@ -491,5 +497,71 @@ func mustWrite(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkReadersKeepFlags: three scripted readers answering at random
+// (a reader study of the demo's benchmark, exported beside its runs)
+// change none of the demo's item-health flags, which count the models
+// only; the readers are shown beside them. Their panel's degrees of
+// freedom are finite and at most the engine's bound, or infinite
+// (inf): never a number of 10^64 printed as if it were one.
+func checkReadersKeepFlags(t *testing.T, res *Result) {
+	t.Helper()
+	b, err := benchdir.Load(res.Benchmark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readers := filepath.Join(t.TempDir(), "readers")
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprint("reader", i)
+		run := &analysistest.Run{Provider: "human", Label: name, Oracle: "implicit", Policy: analysistest.Random(i),
+			Reading: &results.ReadingArm{Study: "scripted", Reader: name, Arm: results.ArmUnaided}}
+		if _, err := run.Write(readers, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "report")
+	with, err := report.Generate(context.Background(), report.Config{
+		Load:        runset.Loader([]string{res.Results, readers}, runset.Options{Benchmark: res.Benchmark}),
+		Out:         out,
+		DomainsFile: res.Domains,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// flagged_items.csv without its last three columns (the readers
+	// beside each flag) is the demo's file without them.
+	flags := func(dir string) []string {
+		data, err := os.ReadFile(filepath.Join(dir, report.FlaggedItemsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		for _, l := range strings.Split(strings.TrimSuffix(string(data), "\r\n"), "\r\n") {
+			f := strings.Split(l, ",")
+			rows = append(rows, strings.Join(f[:len(f)-3], ","))
+		}
+		return rows
+	}
+	demo, withReaders := flags(res.Report), flags(out)
+	if len(demo) < 2 || !slices.Equal(demo, withReaders) {
+		t.Errorf("with readers the flags changed:\n%s\nthe demo's:\n%s", strings.Join(withReaders, "\n"), strings.Join(demo, "\n"))
+	}
+	for i, h := range with.Health {
+		if h.Flagged != res.Analysis.Health[i].Flagged || len(h.Readers) != 3 {
+			t.Errorf("oracle %s: %d flags with readers (%v shown beside), %d without", h.Mode, h.Flagged, h.Readers, res.Analysis.Health[i].Flagged)
+		}
+	}
+	if with.Readers == nil || len(with.Readers.Panels) != 1 {
+		t.Fatal("no readers' panel")
+	}
+	for _, r := range with.Readers.MRMC {
+		if r.DF > mrmc.MaxFiniteDF && !math.IsInf(r.DF, 1) {
+			t.Errorf("%s %s stage %d: df %v", r.Comparison, r.Path, r.Stage, r.DF)
+		}
+		if r.Valid() && !(r.SE > 0 && r.Lo < r.Estimate && r.Estimate < r.Hi) {
+			t.Errorf("%s %s stage %d: an interval [%v, %v] around %v with SE %v", r.Comparison, r.Path, r.Stage, r.Lo, r.Hi, r.Estimate, r.SE)
+		}
 	}
 }

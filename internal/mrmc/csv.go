@@ -28,6 +28,26 @@ const MaxScoreRecordBytes = 1 << 20
 // reader, case).
 var ScoreColumns = []string{"modality", "reader", "case", "truth", "score"}
 
+// FormatScores writes d as a scores table, the inverse of ParseScores:
+// the header ScoreColumns, then one row per modality, reader and case in
+// d's order (so that ParseScores gives d back), in the project's CSV
+// dialect. Truth is NA when d has none (accuracy does not read it).
+func FormatScores(d *Data) []byte {
+	rows := make([][]string, 0, len(d.Modalities)*len(d.Readers)*len(d.Cases))
+	for i, m := range d.Modalities {
+		for j, r := range d.Readers {
+			for k, c := range d.Cases {
+				truth := "NA"
+				if d.Truth != nil {
+					truth = strconv.Itoa(d.Truth[k])
+				}
+				rows = append(rows, []string{m, r, c, truth, csvNum(d.Scores[i][j][k])})
+			}
+		}
+	}
+	return writeCSV(ScoreColumns, rows)
+}
+
 // ParseScores reads a scores table (CSV with the header ScoreColumns, in
 // any order) into a fully crossed study; name labels errors ("FILE line
 // N: field: reason"). Modalities, readers and cases keep the order of

@@ -1,11 +1,13 @@
 package mrmc
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,6 +190,22 @@ func TestModelVersusPanelIsTwoModalities(t *testing.T) {
 		}
 		if !(wide.PNonInferior < narrow.PNonInferior) || wide.Estimate != got.Estimate {
 			t.Errorf("p of non-inferiority %v at margin 0.05, %v at 0.01: want the first smaller", wide.PNonInferior, narrow.PNonInferior)
+		}
+		// The level of the test is one-sided α/2, the one mrmc plan
+		// sizes for: p below α/2 exactly when the two-sided interval's
+		// lower limit lies above −margin, at margins on both sides of
+		// the limit.
+		for _, m := range []float64{0.005, 0.01, 0.02, 0.05, 0.1, -got.Lo - 1e-6, -got.Lo + 1e-6} {
+			if m <= 0 {
+				continue
+			}
+			ni, err := ModelVersusPanel(AUC, model, readers, d.Truth, m, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shown, above := ni.PNonInferior < DefaultAlpha/2, ni.Lo > -m; shown != above {
+				t.Errorf("margin %v: p of non-inferiority %v, lower limit %v: p < α/2 is %v, the limit above −margin %v", m, ni.PNonInferior, ni.Lo, shown, above)
+			}
 		}
 	}
 }
@@ -441,5 +459,31 @@ func BenchmarkAnalyzeAUC(b *testing.B) {
 		if _, err := Analyze(d, 0); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestFormatScoresRoundTrip: a study written by FormatScores and read
+// back by ParseScores is the same study, for both figures of merit and
+// the degenerate kinds of randomStudy, so that a table a report writes
+// is analysed exactly as the report analysed it.
+func TestFormatScoresRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for n := range 40 {
+		d, kind := randomStudy(rng, n)
+		got, err := ParseScores(bytes.NewReader(FormatScores(d)), "scores.csv", d.FOM)
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		if d.FOM == Accuracy {
+			got.Truth = d.Truth // not read for accuracy
+		}
+		if !reflect.DeepEqual(got, d) {
+			t.Fatalf("%s (%s): read back\n%+v\nwant\n%+v", kind, d.FOM, got, d)
+		}
+	}
+	d := &Data{FOM: Accuracy, Modalities: []string{"unaided"}, Readers: []string{"reader1", "a,b"}, Cases: []string{"k1", "k2"}, Scores: [][][]float64{{{1, 0}, {0, 1}}}}
+	want := "modality,reader,case,truth,score\r\nunaided,reader1,k1,NA,1\r\nunaided,reader1,k2,NA,0\r\nunaided,\"a,b\",k1,NA,0\r\nunaided,\"a,b\",k2,NA,1\r\n"
+	if got := string(FormatScores(d)); got != want {
+		t.Errorf("FormatScores:\n%q\nwant\n%q", got, want)
 	}
 }

@@ -118,7 +118,15 @@ func (a *Analysis) Text(w io.Writer) error {
 		fmt.Fprintf(&b, "  %s: algorithm %s − readers %s = %s, SE %s, df %s, %d %% CI (%s, %s), p %s", sr.Modality, num(sr.Model, 5), num(sr.Readers, 5),
 			num(sr.Estimate, 5), num(sr.SE, 5), num(sr.DF, 2), pct, num(sr.Lo, 5), num(sr.Hi, 5), num(sr.P, 4))
 		if sr.Margin > 0 {
-			fmt.Fprintf(&b, "; non-inferiority by %s: p %s", num(sr.Margin, 4), num(sr.PNonInferior, 4))
+			// The level mrmc plan sizes a non-inferiority study for:
+			// one-sided at α/2, the lower limit of the two-sided
+			// interval above −margin.
+			verdict := "not shown"
+			if sr.PNonInferior < a.Alpha/2 {
+				verdict = "shown"
+			}
+			fmt.Fprintf(&b, "; non-inferiority by %s: one-sided p %s, %s at one-sided level %s (the %d %% interval's lower limit above −%s)",
+				num(sr.Margin, 4), num(sr.PNonInferior, 4), verdict, strconv.FormatFloat(a.Alpha/2, 'g', -1, 64), pct, num(sr.Margin, 4))
 		}
 		b.WriteString("\n")
 	}

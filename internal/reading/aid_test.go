@@ -150,6 +150,11 @@ func TestAidedStudy(t *testing.T) {
 		if m.Reading == nil || *m.Reading != wantR || !strings.Contains(runs[i].Dir, string(filepath.Separator)+want.dir+string(filepath.Separator)) {
 			t.Errorf("run %s: reading %+v, want %+v", runs[i].Dir, m.Reading, wantR)
 		}
+		// One person in both arms: the model is the reader, the arm is
+		// in the reading member, the run keeps the arm in its name.
+		if m.Model.Name != "reader1" || m.Model.ModelID != "reader1" || m.RunName != want.dir {
+			t.Errorf("run %s: model %q (id %q), run_name %q; want the reader's name and %s", runs[i].Dir, m.Model.Name, m.Model.ModelID, m.RunName, want.dir)
+		}
 	}
 	for key, r := range readRun(t, runs[0].Dir) {
 		for _, tn := range r.Turns {

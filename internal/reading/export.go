@@ -49,12 +49,13 @@ func LoadBenchmark(st *Study) (*benchmark.Benchmark, error) {
 	return b, nil
 }
 
-// arm is one run written per reader: the reader's name in the run (the
-// run's model), and which answers it holds.
+// arm is one run written per reader: the label its run is named by, and
+// which answers it holds. The run's model is the reader, whatever the
+// arm: one person, whose arms the manifest's reading member tells apart.
 type arm struct {
 	name    string // results.ArmUnaided or results.ArmAided
-	model   string
-	unaided bool // the answers given before the model's (aided study)
+	label   string // the run is human_<label>
+	unaided bool   // the answers given before the model's (aided study)
 }
 
 // arms are the runs of a reader: one (unaided) in an unaided study, named
@@ -62,17 +63,17 @@ type arm struct {
 // human_<reader>_aided.
 func arms(st *Study, reader string) []arm {
 	if st.Aid == nil {
-		return []arm{{name: results.ArmUnaided, model: reader}}
+		return []arm{{name: results.ArmUnaided, label: reader}}
 	}
-	return []arm{{name: results.ArmUnaided, model: reader + "_" + results.ArmUnaided, unaided: true},
-		{name: results.ArmAided, model: reader + "_" + results.ArmAided}}
+	return []arm{{name: results.ArmUnaided, label: reader + "_" + results.ArmUnaided, unaided: true},
+		{name: results.ArmAided, label: reader + "_" + results.ArmAided}}
 }
 
 // Export writes the readers' runs under out, in eval's layout
 // (out/human_<name>/oracle_<mode>/): results.jsonl with the reader's
 // finished records in benchmark order, all_results.json, summary.json,
-// manifest.json (its "reading" member names the study, the reader and the
-// arm). An unaided study writes one run per reader; an aided study two,
+// manifest.json (its model is the reader's name, and its "reading"
+// member names the study, the reader and the arm). An unaided study writes one run per reader; an aided study two,
 // the unaided and the aided (final) answers, over the same records: those
 // whose every turn has its final answer. A reader without a finished
 // record gets no directory. A directory that already holds a run is
@@ -96,7 +97,7 @@ func Export(ctx context.Context, j *job.Job, s *Store, out string, force bool) (
 	// the way, no foreign files, a run only with force.
 	for _, r := range readers {
 		for _, a := range arms(st, r.Name) {
-			if err := runs.CheckTarget(rundir.Path(out, runName(a.model), st.Oracle, nil), force); err != nil {
+			if err := runs.CheckTarget(rundir.Path(out, runName(a.label), st.Oracle, nil), force); err != nil {
 				return nil, err
 			}
 		}
@@ -115,7 +116,7 @@ func Export(ctx context.Context, j *job.Job, s *Store, out string, force bool) (
 	}()
 	for _, r := range readers {
 		for _, a := range arms(st, r.Name) {
-			dir := rundir.Path(out, runName(a.model), st.Oracle, nil)
+			dir := rundir.Path(out, runName(a.label), st.Oracle, nil)
 			recs, keys, err := readerRecords(ctx, s, bench, st, r, a.unaided)
 			if err != nil {
 				return nil, fmt.Errorf("reading db %s: %s: %w", s.Path, r.Name, err)
@@ -124,7 +125,7 @@ func Export(ctx context.Context, j *job.Job, s *Store, out string, force bool) (
 				outRuns = append(outRuns, ExportedRun{Reader: r.Name, Arm: a.name, Selected: len(keys)})
 				continue
 			}
-			m := manifest(bench, st, a.model, keys)
+			m := manifest(bench, st, r.Name, runName(a.label), keys)
 			m.Reading = &results.ReadingArm{Study: st.Name, Reader: r.Name, Arm: a.name}
 			if st.Aid != nil {
 				m.Reading.AidRun = st.Aid.Run
@@ -212,16 +213,17 @@ func itemRecord(bench *benchmark.Benchmark, it Item) (*benchmark.Record, error) 
 }
 
 // manifest is a reader's run manifest: eval's, with the reader as the
-// model of provider human.
-func manifest(bench *benchmark.Benchmark, st *Study, reader string, keys []string) *results.Manifest {
+// model of provider human, and the run's name.
+func manifest(bench *benchmark.Benchmark, st *Study, reader, run string, keys []string) *results.Manifest {
 	created, err := time.Parse(time.RFC3339, st.CreatedAt)
 	if err != nil {
 		created = time.Unix(0, 0)
 	}
 	spec := results.RunSpec{
-		Model:  runmodel.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
-		Kind:   results.KindHuman,
-		Oracle: st.Oracle, Parse: st.Parse,
+		RunName: run,
+		Model:   runmodel.Model{Name: reader, Provider: ProviderHuman, Backend: ProviderHuman, ModelID: reader, Label: reader},
+		Kind:    results.KindHuman,
+		Oracle:  st.Oracle, Parse: st.Parse,
 		Selection: results.Selection{Sample: st.Sample, Seed: st.Seed},
 		Now:       func() time.Time { return created },
 	}

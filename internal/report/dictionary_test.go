@@ -167,7 +167,20 @@ func jsonKeys(v *ojson.Value, prefix string, out map[string]bool) {
 	}
 }
 
-var modeDir = regexp.MustCompile(`^all_models_oracle_[a-z]+/`)
+var (
+	modeDir   = regexp.MustCompile(`^all_models_oracle_[a-z]+/`)
+	scoresCSV = regexp.MustCompile(`^` + scoresDir + `/oracle_[a-z]+/[^/]+/[^/]+\.csv$`)
+)
+
+// dictName is a report file's name as the dictionary's heading writes
+// it: the folders named by a mode or a reader study generalised.
+func dictName(rel string) string {
+	rel = modeDir.ReplaceAllString(filepath.ToSlash(rel), "all_models_oracle_<mode>/")
+	if scoresCSV.MatchString(rel) {
+		return scoresDir + "/oracle_<mode>/<study>/<table>.csv"
+	}
+	return rel
+}
 
 // reportColumns lists, per data file of a report directory (its name as
 // the dictionary writes it), the columns or member paths it has.
@@ -179,7 +192,7 @@ func reportColumns(t *testing.T, out string) map[string][]string {
 			return err
 		}
 		rel, _ := filepath.Rel(out, p)
-		rel = modeDir.ReplaceAllString(filepath.ToSlash(rel), "all_models_oracle_<mode>/")
+		rel = dictName(rel)
 		switch {
 		case strings.HasSuffix(rel, ".csv"):
 			cols[rel] = readCSVTable(t, p).header
@@ -319,7 +332,7 @@ func reportTables(t *testing.T, out string) map[string]*csvTable {
 			return err
 		}
 		rel, _ := filepath.Rel(out, p)
-		tables[modeDir.ReplaceAllString(filepath.ToSlash(rel), "all_models_oracle_<mode>/")] = readCSVTable(t, p)
+		tables[dictName(rel)] = readCSVTable(t, p)
 		return nil
 	})
 	if err != nil {

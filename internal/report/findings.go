@@ -122,7 +122,8 @@ func hasFindings(res *analysis.Result) bool {
 // grouped reports whether some model run has a domain group.
 func grouped(res *analysis.Result) bool { return hasFindings(res) && !res.Domains.Ungrouped }
 
-// buildFindings lays out the findings section; nil without any grouped run.
+// buildFindings lays out the findings section; nil without a model's run
+// and without readers.
 func buildFindings(res *analysis.Result) *findingsDoc {
 	if !hasFindings(res) {
 		if rc := readersClaim(res); rc != nil { // claim 3 needs no domain groups
@@ -156,7 +157,7 @@ func buildFindings(res *analysis.Result) *findingsDoc {
 			unknown = append(unknown, m.Run.Run.Name)
 		}
 	}
-	if len(unknown) > 0 {
+	if len(unknown) > 0 && grouped(res) { // ungrouped: claim 2 says so
 		f.Notes = append(f.Notes, "Without a domain (left out of the groups, kept in \"all\"): "+strings.Join(unknown, ", ")+".")
 	}
 	for _, j := range findingsPlotJobs(res) {
@@ -355,11 +356,15 @@ func (f *findingsDoc) markdown(b *strings.Builder) {
 	for _, c := range f.Claims {
 		fmt.Fprintf(b, "\n**Claim %d (%s).** %s\n\n", c.N, c.Title, c.Sentence)
 		for _, v := range c.Verdicts {
+			scope := ""
+			if v.Scope != "" {
+				scope = ", " + v.Scope
+			}
 			if v.Status == analysis.NotAssessed {
-				fmt.Fprintf(b, "- Oracle %s: %s.\n", v.OracleMode, notAssessed(c, v))
+				fmt.Fprintf(b, "- Oracle %s%s: %s.\n", v.OracleMode, scope, notAssessed(c, v))
 				continue
 			}
-			fmt.Fprintf(b, "- Oracle %s: **%s**. %s.\n", v.OracleMode, v.Status, v.Reason)
+			fmt.Fprintf(b, "- Oracle %s%s: **%s**. %s.\n", v.OracleMode, scope, v.Status, v.Reason)
 		}
 	}
 	for _, n := range f.Notes {

@@ -30,7 +30,8 @@ const (
 // FlaggedHeader is the header of flagged_items.csv; `review init --only`
 // reads key_id, question, reason, gt, modal_answer, agree_share and
 // n_runs.
-var FlaggedHeader = []string{"oracle_mode", "key_id", "question", "turn", "reason", "n_runs", "agree_share", "gt", "modal_answer", "accuracy", "discrimination", "lesion", "path", "p_chance", "gt_text", "modal_text"}
+var FlaggedHeader = []string{"oracle_mode", "key_id", "question", "turn", "reason", "n_runs", "agree_share", "gt", "modal_answer", "accuracy", "discrimination", "lesion", "path", "p_chance", "gt_text", "modal_text",
+	"n_readers", "n_readers_modal", "n_readers_gt"}
 
 // healthFiles returns the item-health CSVs.
 func healthFiles(res *analysis.Result) map[string][]byte {
@@ -85,7 +86,7 @@ func flaggedCSV(res *analysis.Result) []byte {
 			}
 			rows = append(rows, []string{h.Mode, s.Key, s.Q.Name(), s.Q.Turn(), strings.Join(s.Reasons, ";"), itoa(s.Runs), f6(s.AgreeShare()), answerText(s.GT),
 				answerText(orNA(s.Modal)), f6(s.PCorrect), f6(s.Discrimination), s.Lesion, string(s.Path), f6(s.PChance),
-				OptionText(rec, s.Q, s.GT), OptionText(rec, s.Q, s.Modal)})
+				OptionText(rec, s.Q, s.GT), OptionText(rec, s.Q, s.Modal), itoa(s.Readers), itoa(s.ReadersModal), itoa(s.ReadersGT)})
 		}
 	}
 	return results.CSV(FlaggedHeader, rows)
@@ -116,14 +117,14 @@ func share(k, n int) string {
 const TopFlagged = 20
 
 // healthMarkdown is report.md's item-health section; empty when no mode
-// has a non-baseline run (so a baselines-only report is unchanged).
+// has a model's run (so a baselines-only report is unchanged).
 func healthMarkdown(res *analysis.Result) []byte {
 	if len(res.Health) == 0 {
 		return nil
 	}
 	var b strings.Builder
 	b.WriteString("\n## Item health\n\n")
-	fmt.Fprintf(&b, "Evidence about the items from the non-baseline runs of each oracle mode (at least %d; baselines never count). "+
+	fmt.Fprintf(&b, "Evidence about the items from the models' runs of each oracle mode (at least %d; baselines, image-removal controls and human readers never count: readers' answers are shown beside a flag, in flagged_items.csv and the item browser). "+
 		"Flags: `unanimous_wrong` (every run asked gives the same wrong answer), `majority_wrong` (at least the flag share agree on one wrong answer), "+
 		"`negative_discrimination` (at least %d runs; weak runs right where strong runs are wrong, one-sided p < %g), `parse_failures` (most runs' answers do not parse). "+
 		"A rule is applied to an item only when its false-flag probability under random answering is at most %g; the expected number of false flags under random answering is shown beside the count. "+
@@ -148,6 +149,9 @@ func healthSummary(h *analysis.ItemHealth) string {
 	}
 	s := fmt.Sprintf("%d run(s): %s. %d of %d item questions flagged; under random answering %.1f (sd %.1f) would be flagged by chance. Flag share %g.",
 		len(h.Runs), strings.Join(h.Runs, ", "), h.Flagged, len(h.Items), h.Expected, h.SD, h.FlagShare)
+	if len(h.Readers) > 0 {
+		s += fmt.Sprintf(" Readers shown beside the flags, not counted: %s.", strings.Join(h.Readers, ", "))
+	}
 	if len(h.ControlRuns) > 0 {
 		s += fmt.Sprintf(" Image-control run(s), counted apart: %s. answerable_without_image: at least the flag share of them (and at least %d) answer the question right without the image, "+
 			"where random answering would do so with probability at most %g: a text cue or a skewed answer set, so the question measures no perception.",
@@ -175,13 +179,13 @@ func healthHTML(res *analysis.Result) *healthView {
 	if len(res.Health) == 0 {
 		return nil
 	}
-	v := &healthView{Intro: fmt.Sprintf("A flag marks a question of an item whose answers, across the non-baseline runs of one oracle mode (at least %d runs; baselines never count), "+
+	v := &healthView{Intro: fmt.Sprintf("A flag marks a question of an item whose answers, across the models' runs of one oracle mode (at least %d runs; baselines, image-removal controls and human readers never count), "+
 		"suggest that the item may be mislabeled rather than hard, so that a reviewer should look at it again. "+
 		"unanimous_wrong: every run gives the same wrong answer. majority_wrong: at least the flag share of the runs agree on one wrong answer. "+
 		"negative_discrimination (at least %d runs): the weaker runs are right where the stronger runs are wrong (one-sided p < %g). parse_failures: most runs' answers cannot be read. "+
 		"A rule is applied only where random answering would trigger it with probability at most %g; the number of flags random answering would give is shown beside the count. "+
 		"Agree: the share of runs giving the most common (modal) answer. Correct: the share of runs that are right. "+
-		"The item browser below shows each flagged item with every run's answer (Item health: flagged); review init --only %s sends them back to the reviewers.",
+		"The item browser below shows each flagged item with every counted run's answer, and the readers' answers beside them (readers who answered alone: how many gave the models' modal answer and how many the ground truth; they do not count toward the flag) (Item health: flagged); review init --only %s sends them back to the reviewers.",
 		analysis.MinItemRuns, analysis.MinDiscRuns, analysis.DiscAlpha, analysis.MaxChance, FlaggedItemsFile)}
 	for _, h := range res.Health {
 		m := healthModeView{Mode: h.Mode, Summary: healthSummary(h)}
@@ -300,6 +304,13 @@ type indexFlag struct {
 	GT      string   `json:"gt"`
 	Modal   string   `json:"modal"`
 	From    []string `json:"from"` // the counted runs' names
+	// Readers are the readers' runs shown beside the flag, ReadersModal
+	// and ReadersGT how many of the ReadersAsked who were asked gave the
+	// modal answer and the ground truth.
+	Readers      []string `json:"readers,omitempty"`
+	ReadersAsked int      `json:"readers_asked,omitempty"`
+	ReadersModal int      `json:"readers_modal,omitempty"`
+	ReadersGT    int      `json:"readers_gt,omitempty"`
 }
 
 // indexFlags lists the flagged questions of the browser's items.
@@ -316,7 +327,8 @@ func indexFlags(res *analysis.Result, items []*item) []indexFlag {
 				continue
 			}
 			out = append(out, indexFlag{Item: i, Mode: h.Mode, Turn: s.Q.Turn(), Q: s.Q.Name(), Reasons: s.Reasons,
-				Runs: s.Runs, Agree: s.AgreeShare(), GT: s.GT, Modal: s.Modal, From: h.Runs})
+				Runs: s.Runs, Agree: s.AgreeShare(), GT: s.GT, Modal: s.Modal, From: h.Runs,
+				Readers: h.Readers, ReadersAsked: s.Readers, ReadersModal: s.ReadersModal, ReadersGT: s.ReadersGT})
 		}
 	}
 	return out

@@ -25,12 +25,31 @@ import (
 // not count) and returns the report directory and the planted key.
 func plantedReport(t *testing.T) (string, string) {
 	t.Helper()
+	return plantedReportWith(t, false)
+}
+
+// plantedReportWith is plantedReport, with readers when withReaders is
+// set: two who answer the true label, one the benchmark's (planted)
+// label, all three answering alone, and an aided arm that must not be
+// shown (it saw a model's answers).
+func plantedReportWith(t *testing.T, withReaders bool) (string, string) {
+	t.Helper()
 	tmp := t.TempDir()
 	recs := benchtest.Full(1)
 	key, truth := analysistest.PlantMislabel(recs)
 	runs := []*analysistest.Run{{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle}}
 	for i := 1; i <= 5; i++ {
 		runs = append(runs, &analysistest.Run{Provider: "fake", Label: fmt.Sprint("model", i), Oracle: "none", Policy: truth})
+	}
+	if withReaders {
+		arm := func(reader, arm string) *results.ReadingArm {
+			return &results.ReadingArm{Study: "s", Reader: reader, Arm: arm, AidRun: "fake_model1"}
+		}
+		runs = append(runs,
+			&analysistest.Run{Provider: "human", Label: "ana_unaided", Oracle: "none", Policy: truth, Reading: arm("ana", results.ArmUnaided)},
+			&analysistest.Run{Provider: "human", Label: "ana_aided", Oracle: "none", Policy: truth, Reading: arm("ana", results.ArmAided)},
+			&analysistest.Run{Provider: "human", Label: "ben", Oracle: "none", Policy: truth},
+			&analysistest.Run{Provider: "human", Label: "cy", Oracle: "none", Policy: analysistest.Oracle})
 	}
 	dir := fixture(t, tmp, recs, runs...)
 	out := filepath.Join(tmp, "report")
@@ -47,7 +66,7 @@ func TestItemHealthOutputs(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(flagged, "\r\n"), "\r\n")
 	want := "none," + key + ",comparison,T9,unanimous_wrong,5,1.000000,1,4,0.000000,NA,"
 	if len(lines) != 2 || lines[0] != strings.Join(FlaggedHeader, ",") || !strings.HasPrefix(lines[1], want) ||
-		!strings.HasSuffix(lines[1], ",about the same in both lungs,present in one lung only") {
+		!strings.HasSuffix(lines[1], ",about the same in both lungs,present in one lung only,0,0,0") {
 		t.Errorf("flagged_items.csv:\n%s\nwant one row starting %q", flagged, want)
 	}
 	stats := string(read(t, filepath.Join(out, ItemStatsFile)))
@@ -171,5 +190,31 @@ func TestAnswerableWithoutImageFlagged(t *testing.T) {
 	md := string(read(t, filepath.Join(out, "report.md")))
 	if !strings.Contains(md, "answerable_without_image") {
 		t.Error("report.md does not explain answerable_without_image")
+	}
+}
+
+// TestItemHealthReadersBeside: readers never change the flags (item
+// health counts the models' runs only); the readers who answered alone
+// are shown beside a flag, in flagged_items.csv and report.md: two of
+// the three gave the models' modal answer (the true label), one the
+// benchmark's label; an aided arm is not shown.
+func TestItemHealthReadersBeside(t *testing.T) {
+	t.Parallel()
+	without, key := plantedReportWith(t, false)
+	with, _ := plantedReportWith(t, true)
+	flagged := func(dir string) []string {
+		return strings.Split(strings.TrimSuffix(string(read(t, filepath.Join(dir, FlaggedItemsFile))), "\r\n"), "\r\n")
+	}
+	a, b := flagged(without), flagged(with)
+	if len(a) != 2 || len(b) != 2 {
+		t.Fatalf("flagged_items.csv rows: %d without readers, %d with", len(a)-1, len(b)-1)
+	}
+	if !strings.HasPrefix(b[1], "none,"+key+",") || !strings.HasSuffix(b[1], ",3,2,1") || strings.TrimSuffix(a[1], ",0,0,0") != strings.TrimSuffix(b[1], ",3,2,1") {
+		t.Errorf("with readers the flag changed or shows no readers:\n%s\nwithout:\n%s", b[1], a[1])
+	}
+	md := string(read(t, filepath.Join(with, "report.md")))
+	if !strings.Contains(md, "5 run(s): fake_model1, fake_model2, fake_model3, fake_model4, fake_model5. 1 of ") ||
+		!strings.Contains(md, "Readers shown beside the flags, not counted: human_ana_unaided, human_ben, human_cy.") {
+		t.Errorf("report.md's item health does not keep the readers apart:\n%s", md[strings.Index(md, "## Item health"):])
 	}
 }

@@ -217,6 +217,7 @@ func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 			continue
 		}
 		s.leaderboard()
+		readersBoards(s)
 		s.samplingTable()
 		s.serverTable()
 		for _, setting := range settings {
@@ -242,9 +243,15 @@ type sectionDoc struct {
 	on   string // "(oracle <mode>)", appended to titles
 }
 
+// leaderboard ranks the mode's runs on their own records; readers (a
+// reader study reads a sample) are ranked apart, beside the models on
+// the records they answered (readersBoards).
 func (s *sectionDoc) leaderboard() {
 	t := newTable(s.sec, "Leaderboard "+s.on, "Model", "Parse", "Records", "Errors", "Depth RR", "Depth RF", "Depth LF", "E2E RR stage 4 (%)", "E2E RF stage 4 (%)", "E2E LF stage 1 (%)")
 	for _, rr := range s.runs {
+		if _, reader := rr.Run.ReaderOf(); reader {
+			continue
+		}
 		t.row(leaderName(rr.Run), rr.Run.ParseMode, itoa(rr.Usage.NItems), itoa(rr.Usage.NError),
 			depthCI(rr.DepthOf(benchmark.RevisionRequired, "all")), depthCI(rr.DepthOf(benchmark.RevisionFree, "all")), depthCI(rr.DepthOf(benchmark.LesionFree, "all")),
 			pctCI(rr.Stage(benchmark.RevisionRequired, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.RevisionFree, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.LesionFree, "all", 1).E2E, true))

@@ -72,16 +72,15 @@ func readerStudyFixture(t *testing.T) (string, []*benchmark.Record) {
 func TestReaderMRMCRecomputed(t *testing.T) {
 	t.Parallel()
 	out, recs := readerStudyFixture(t)
-	readers := []string{"human_expert", "human_good", "human_fair", "human_weak"}
-	problems, withInterval, err := analysistest.RecheckReaderMRMC(out, "none", recs, readers)
+	problems, checked, err := analysistest.RecheckReaderMRMC(out, "none", recs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
 		t.Error(p)
 	}
-	if withInterval < 20 {
-		t.Errorf("only %d rows with an interval", withInterval)
+	if checked.WithInterval < 20 || checked.ScoresFiles < 30 {
+		t.Errorf("only %d rows with an interval, %d scores tables checked", checked.WithInterval, checked.ScoresFiles)
 	}
 	// n_records is the readers' count (the second reader read only the
 	// sample; the models answered a superset), and every path and stage
@@ -202,9 +201,25 @@ func TestAidedStudy(t *testing.T) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
-	// The panel is the unaided arms only.
-	if !strings.Contains(md, "Oracle none: 3 reader(s): human_ana_unaided, human_ben_unaided, human_cy_unaided.") {
-		t.Error("the readers' panel is not the three unaided arms")
+	// One panel per arm, each named by the study: the unaided arms are
+	// compared with the models, the aided arm with its unaided arm only.
+	for _, want := range []string{"Oracle none, study s1, unaided: 3 reader(s): ana, ben, cy (runs human_ana_unaided, human_ben_unaided, human_cy_unaided).",
+		"Oracle none, study s1, aided: 3 reader(s): ana, ben, cy (runs human_ana_aided, human_ben_aided, human_cy_aided). This arm saw a model's answers"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks the panel line %q", want)
+		}
+	}
+	problems, mchecked, err := analysistest.RecheckReaderMRMC(out, "none", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	// Per cell: each arm's mean, the shown model − unaided readers,
+	// aided − unaided.
+	if mchecked.Rows != 8*4 || mchecked.ScoresFiles != 8*4 {
+		t.Errorf("%d rows, %d scores tables checked; want 8 cells × 4", mchecked.Rows, mchecked.ScoresFiles)
 	}
 	so, err := analysistest.ReadOutcomes(out, "none", recs)
 	if err != nil {

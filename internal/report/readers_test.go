@@ -68,11 +68,11 @@ func TestReadersAndModels(t *testing.T) {
 	t.Parallel()
 	out := readersReport(t)
 	md := string(read(t, filepath.Join(out, "report.md")))
-	for _, want := range []string{"## Readers and models", "Oracle none: 2 reader(s): human_reader1, human_reader2.",
+	for _, want := range []string{"## Readers and models", "Oracle none, study not recorded, unaided: 2 reader(s): reader1, reader2 (runs human_reader1, human_reader2).",
 		"| Comparison | Path | Stage | Readers | Records | Estimate | 95 % CI | SE | df | p |",
 		"| readers (mean) | revision_required | 1 | 2 |", "| opensource_first − readers | revision_required | 1 | 2 |", "| opensource_weak3 − readers | lesion_free | 1 | 2 |",
 		"Fleiss' κ", "| T1 detection |", "Reading time per stage", "| 1 detection |",
-		"**Claim 3 (models fall short of expert readers).**", "Claim 3 rule:", "- Oracle none: **"} {
+		"**Claim 3 (models fall short of expert readers).**", "Claim 3 rule:", "- Oracle none, study not recorded, unaided: **" + analysis.Undecided + "**. too few readers for a verdict (2; at least 4 are needed); the numbers: 2 readers, 3 model(s)"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}
@@ -130,7 +130,7 @@ func TestReadersAndModels(t *testing.T) {
 		t.Errorf("no κ for T1 in the page: %q", kappa)
 	}
 	claim := check(`Array.from(document.querySelectorAll("#findings .claim")).map(c => c.textContent).join("\n")`)
-	if !strings.Contains(claim, "Claim 3 (models fall short of expert readers)") || !strings.Contains(claim, "Oracle none:") {
+	if !strings.Contains(claim, "Claim 3 (models fall short of expert readers)") || !strings.Contains(claim, "Oracle none, study not recorded, unaided:") {
 		t.Errorf("claim 3 not in the page: %q", claim)
 	}
 	if w := check(`String(document.documentElement.scrollWidth <= window.innerWidth)`); w != "true" {
@@ -191,12 +191,12 @@ func TestReadersCSV(t *testing.T) {
 		// cell gives a row's table row label, column and expected text.
 		cell func(ct *csvTable, row []string) (string, int, string)
 	}{
-		{"ext_reader_mrmc.csv", "comparison,oracle_mode,path,stage,n_readers,n_records,estimate,se,df,ci_low,ci_high,p_value",
+		{"ext_reader_mrmc.csv", "comparison,oracle_mode,study,arm,pooled,path,stage,n_readers,n_records,estimate,se,df,ci_low,ci_high,p_value,na_reason,scores_file",
 			func(ct *csvTable, row []string) (string, int, string) {
 				r := mrmcRowOf(t, ct, row)
 				return mrmcLabel(&r) + "|" + string(r.Path) + "|" + itoa(int(r.Stage)), 5, strings.Join(mrmcCells(&r)[4:], " | ")
 			}},
-		{"ext_reader_agreement.csv", "oracle_mode,question,turn,n_readers,n_records,kappa",
+		{"ext_reader_agreement.csv", "oracle_mode,study,arm,pooled,question,turn,n_readers,n_records,kappa",
 			func(ct *csvTable, row []string) (string, int, string) {
 				want := NAText
 				if k := ct.get(row, "kappa"); k != NA {
@@ -204,7 +204,7 @@ func TestReadersCSV(t *testing.T) {
 				}
 				return ct.get(row, "turn") + " " + ct.get(row, "question"), 1, want
 			}},
-		{"ext_reader_time.csv", "oracle_mode,stage,n_records,time_s_mean,time_s_median",
+		{"ext_reader_time.csv", "oracle_mode,study,arm,pooled,stage,n_readers,n_records,time_s_mean,time_s_median",
 			func(ct *csvTable, row []string) (string, int, string) {
 				k, _ := strconv.Atoi(ct.get(row, "stage"))
 				want := NAText
@@ -295,9 +295,15 @@ func mrmcRowOf(t *testing.T, ct *csvTable, row []string) analysis.MRMCRow {
 		}
 		return n
 	}
-	r := analysis.MRMCRow{Comparison: ct.get(row, "comparison"), OracleMode: ct.get(row, "oracle_mode"), Path: benchmark.Path(ct.get(row, "path")),
-		Stage: benchmark.Stage(count("stage")), NReaders: count("n_readers"), NRecords: count("n_records"),
-		Estimate: num("estimate"), SE: num("se"), DF: num("df"), Lo: num("ci_low"), Hi: num("ci_high"), P: num("p_value")}
+	text := func(col string) string {
+		if v := ct.get(row, col); v != NA {
+			return v
+		}
+		return ""
+	}
+	r := analysis.MRMCRow{Comparison: ct.get(row, "comparison"), OracleMode: ct.get(row, "oracle_mode"), Study: text("study"), Arm: text("arm"), Pooled: ct.get(row, "pooled") == "true",
+		Path: benchmark.Path(ct.get(row, "path")), Stage: benchmark.Stage(count("stage")), NReaders: count("n_readers"), NRecords: count("n_records"),
+		Estimate: num("estimate"), SE: num("se"), DF: num("df"), Lo: num("ci_low"), Hi: num("ci_high"), P: num("p_value"), NA: text("na_reason")}
 	r.Model, _ = strings.CutPrefix(r.Comparison, analysis.ComparisonModel)
 	return r
 }

@@ -30,7 +30,7 @@ const (
 	SamplesParquet = "samples.parquet"
 	// samplesSchema is the Parquet key-value metadata entry that names
 	// the column set, so that a later change of columns can be told.
-	samplesSchema = "chexpercept/samples/3"
+	samplesSchema = "chexpercept/samples/4"
 )
 
 // sample is one row. Pointer fields are null (Parquet optional, CSV NA)
@@ -73,6 +73,13 @@ type sample struct {
 	CostUSD      *float64 `parquet:"cost_usd,optional"`
 	Error        *string  `parquet:"error,optional"`
 	Server       *string  `parquet:"server,optional,dict"`
+	// A reader's run (provider human) names its reader study, the reader
+	// and the arm (analysis.Run.ReaderOf); null for every other run, and
+	// the study also for a reader's run exported before studies were
+	// named.
+	Study  *string `parquet:"study,optional,dict"`
+	Reader *string `parquet:"reader,optional,dict"`
+	Arm    *string `parquet:"arm,optional,dict"`
 }
 
 // samplesHeader is the CSV header: the Parquet column names, in order.
@@ -190,6 +197,14 @@ func sampleOf(run *analysis.Run, rec *results.Record, i int) sample {
 		}
 		s.Server = &server
 	}
+	if a, ok := run.ReaderOf(); ok {
+		reader, arm := a.Reader, a.Arm
+		s.Reader, s.Arm = &reader, &arm
+		if a.Study != "" {
+			study := a.Study
+			s.Study = &study
+		}
+	}
 	if q, ok := benchmark.QuestionOfStep(t.Step); ok {
 		stage, name, multi := int32(q.Stage()), q.Name(), q.Multi()
 		s.Stage, s.Question, s.MultiSelect = &stage, &name, &multi
@@ -293,5 +308,5 @@ func (s *sample) csvFields(dst []string) []string {
 		str(s.ParseOutcome), str(s.ParseRule), str(s.FinishReason), str(s.PatchedAt),
 		b(s.Cached), strconv.Itoa(int(s.Attempts)), i64(s.LatencyMS), i64(s.TotalMS),
 		i64(s.InputTokens), i64(s.CachedInput), i64(s.OutputTokens), i64(s.Thinking),
-		f(s.CostUSD, -1), str(s.Error), str(s.Server))
+		f(s.CostUSD, -1), str(s.Error), str(s.Server), str(s.Study), str(s.Reader), str(s.Arm))
 }

@@ -29,7 +29,7 @@ var samplesColumns = []string{"run", "provider", "model", "oracle_mode", "parse_
 	"turn", "turn_index", "status", "skip_reason", "gt", "parsed", "correct", "jaccard",
 	"parse_outcome", "parse_rule", "finish_reason", "patched_at", "cached", "attempts",
 	"latency_ms", "total_ms", "input_tokens", "cached_input_tokens", "output_tokens",
-	"thinking_tokens", "cost_usd", "error", "server"}
+	"thinking_tokens", "cost_usd", "error", "server", "study", "reader", "arm"}
 
 // sampleReadRow is what the test reads back from samples.parquet: columns
 // matched by name, independently of the writer's struct.

@@ -254,15 +254,16 @@
     box.appendChild(el("p", "note", "⚑ A flag means the runs' answers to this question suggest the item may be mislabeled rather than hard: unanimous_wrong, every run gives the same wrong answer; majority_wrong, most runs agree on one wrong answer; negative_discrimination, weaker runs are right where stronger ones are wrong; parse_failures, most answers cannot be read; answerable_without_image, most models answer it right even without the image (it measures no perception). A reviewer should look at it again."));
     flagsOf[i].forEach(function (f) {
       box.appendChild(el("p", null, "⚑ " + f.turn + " " + f.q + (multiMode ? " (oracle " + f.mode + ")" : "") + ": " + f.reasons.join(", ") +
-        " — ground truth " + f.gt + ", models' modal answer " + (f.modal || "none parsed") + " (" + Math.round(100 * f.agree) + "% of " + f.runs + " runs)"));
-      var tbl = el("table", "data"), tb = el("tbody");
+        " — ground truth " + f.gt + ", models' modal answer " + (f.modal || "none parsed") + " (" + Math.round(100 * f.agree) + "% of " + f.runs + " runs)" +
+        (f.readers_asked ? "; readers, not counted: " + (f.readers_modal || 0) + " of " + f.readers_asked + " gave the models' modal answer, " + (f.readers_gt || 0) + " the ground truth" : "")));
+      var tbl = el("table", "data"), tb = el("tbody"), readers = f.readers || [];
       IX.runs.forEach(function (r, k) {
-        var rd = d.runs[k], t = null;
-        if (r.mode !== f.mode || f.from.indexOf(r.name) < 0 || !rd) return;
+        var rd = d.runs[k], t = null, reader = readers.indexOf(r.name) >= 0;
+        if (r.mode !== f.mode || (f.from.indexOf(r.name) < 0 && !reader) || !rd) return;
         rd.turns.forEach(function (x) { if (x[F.turn] === f.turn) t = x; });
         if (!t || t[F.status] !== "asked") return;
         var tr = el("tr");
-        tr.appendChild(el("th", null, runLabel(r)));
+        tr.appendChild(el("th", null, runLabel(r) + (reader ? " (reader, not counted)" : "")));
         tr.appendChild(el("td", null, fmtList(t[F.parsed])));
         tr.appendChild(el("td", t[F.correct] ? "ok" : "bad", t[F.correct] ? "✓" : "✗"));
         tb.appendChild(tr);
