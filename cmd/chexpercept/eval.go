@@ -75,7 +75,14 @@ gemini, baseline (--model random|first|oracle, in process).
 
 --temperature, --top-p, --max-tokens, --gen-seed and --extra-body KEY=JSON
 replace the registry's sampling for this run (docs/evaluation.md); the
-manifest records what is sent. --sample-seed is the seed of --sample, not of the
+manifest records what is sent, and eval prints it in one line, with where
+each value came from, before it starts.
+
+--control text-only (every image removed, the texts unchanged) or
+blank-radiograph (the drawn masks, points and contours over a uniform grey
+instead of the radiograph) asks the same questions as a run of its own,
+<run>_<control>, which the report compares with the model's run: does the
+model use the image? One more run per model and control. --sample-seed is the seed of --sample, not of the
 model. Keys come from OPENAI_API_KEY, AZURE_OPENAI_API_KEY with
 AZURE_OPENAI_ENDPOINT, GEMINI_API_KEY, Vertex AI application-default
 credentials, or --api-key-file.
