@@ -36,7 +36,9 @@ import (
 // the RunE steps below.
 type evalFlags struct {
 	o                                        eval.Options
+	entry                                    registry.Entry // the model's registry entry (Raw for a raw id)
 	prov, model, oracle, parseMode, profile_ string
+	control                                  string
 	lesions, shard, imageCache, pricesFile   string
 	maxReply                                 string
 	modelFiles, extraBody                    []string
@@ -73,7 +75,14 @@ gemini, baseline (--model random|first|oracle, in process).
 
 --temperature, --top-p, --max-tokens, --gen-seed and --extra-body KEY=JSON
 replace the registry's sampling for this run (docs/evaluation.md); the
-manifest records what is sent. --sample-seed is the seed of --sample, not of the
+manifest records what is sent, and eval prints it in one line, with where
+each value came from, before it starts.
+
+--control text-only (every image removed, the texts unchanged) or
+blank-radiograph (the drawn masks, points and contours over a uniform grey
+instead of the radiograph) asks the same questions as a run of its own,
+<run>_<control>, which the report compares with the model's run: does the
+model use the image? One more run per model and control. --sample-seed is the seed of --sample, not of the
 model. Keys come from OPENAI_API_KEY, AZURE_OPENAI_API_KEY with
 AZURE_OPENAI_ENDPOINT, GEMINI_API_KEY, Vertex AI application-default
 credentials, or --api-key-file.
@@ -100,6 +109,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.prov, "provider", "", "opensource (or vllm) | openai | azure | gemini | baseline (required)")
 	f.StringVar(&fl.model, "model", "", "registry alias, raw model id, or baseline policy (random|first|oracle) (required)")
 	f.StringVar(&o.OutDir, "out", "", "results folder; the run directory is created inside it (required)")
+	f.StringVar(&fl.control, "control", "", "image control: text-only (every image removed, the texts unchanged) or blank-radiograph (the radiograph under the drawn masks and points replaced by its mean grey); a run of its own, <run>_<control>, that the report compares with the model's run")
 	f.StringVar(&o.RunName, "run-name", "", "name of the run directory instead of <provider>_<model>[_no_thinking][_strict] (letters, digits, '.', '_', '-'), e.g. to report two sampling settings side by side")
 	f.StringArrayVar(&o.Endpoints, "endpoint", nil, "server base URL, e.g. http://127.0.0.1:8000/v1 (repeatable)")
 	f.BoolVar(&o.NoPreflight, "no-preflight", false, "do not ask the server who it is before the run (for servers without a models endpoint); the identity is then the endpoint list, unverified")
@@ -153,6 +163,7 @@ func (fl *evalFlags) run(cmd *cobra.Command, jo job.Options) error {
 	if err := fl.genOptions(cmd.Flags()); err != nil {
 		return withExit(2, err)
 	}
+	fl.sayWhatIsSent(cmd.Flags())
 	if cmd.Flags().Changed("run-name") {
 		if err := results.CheckRunName(fl.o.RunName); err != nil {
 			return withExit(2, fmt.Errorf("--run-name: %w", err))
@@ -198,6 +209,9 @@ func (fl *evalFlags) protocolOptions() error {
 	if o.Parse, err = parse.ParseMode(fl.parseMode); err != nil {
 		return fmt.Errorf("--parse-mode: %w", err)
 	}
+	if o.Control, err = results.ParseControl(fl.control); err != nil {
+		return fmt.Errorf("--control: %w", err)
+	}
 	if fl.profile_ != "" {
 		p, warns, err := profile.Load(fl.profile_)
 		if err != nil {
@@ -231,6 +245,9 @@ func (fl *evalFlags) modelOptions() error {
 	}
 	if notice != "" {
 		fmt.Fprintln(os.Stderr, "notice:", notice+rawModelHint(reg, fl.prov, fl.model))
+	}
+	if fl.entry, _, err = reg.Resolve(fl.prov, fl.model); err != nil {
+		return err
 	}
 	// Open models are unpriced on purpose (the registry lists them so);
 	// an API model, billed per token, should have a price.
@@ -266,6 +283,9 @@ func (fl *evalFlags) limitOptions(f *pflag.FlagSet) error {
 	}
 	if o.Model.Backend == runmodel.BackendBaseline && o.NoPreflight {
 		return fmt.Errorf("--no-preflight is not used by the baseline provider (it runs in process and has no server to ask)")
+	}
+	if o.Model.Backend == runmodel.BackendBaseline && o.Control != "" {
+		return fmt.Errorf("--control %s: the baseline policies do not look at the image, so there is nothing to control; give a model (serve-baseline's too, with --provider openai --endpoint URL)", o.Control)
 	}
 	if o.Model.Backend == runmodel.BackendBaseline && len(o.Endpoints) > 0 {
 		return fmt.Errorf("--endpoint is not used by the baseline provider (it runs in process); use --provider openai --endpoint URL to reach serve-baseline")
@@ -374,6 +394,30 @@ func (fl *evalFlags) genOptions(f *pflag.FlagSet) error {
 		return fmt.Errorf("--extra-body: %w", err)
 	}
 	return nil
+}
+
+// sayWhatIsSent prints, before the run starts, the one line of what
+// every call sends beside the conversation and where each value came
+// from; and, for --provider openai aimed at a server that is not
+// OpenAI's, the hint that OpenAI's settings go there. The in-process
+// baselines send nothing.
+func (fl *evalFlags) sayWhatIsSent(f *pflag.FlagSet) {
+	o := &fl.o
+	if o.Model.Backend == runmodel.BackendBaseline {
+		return
+	}
+	var extra []string
+	for _, a := range fl.extraBody {
+		k, _, _ := strings.Cut(a, "=")
+		extra = append(extra, strings.TrimSpace(k))
+	}
+	origins := samplingOrigins(o.Model.Sampling, o.Model.Backend, fl.entry, f.Changed, extra)
+	fmt.Fprintln(os.Stderr, samplingLine(origins))
+	if o.Model.Backend == runmodel.BackendOpenAI {
+		if h := openAIHint(o.Endpoints, origins); h != "" {
+			fmt.Fprintln(os.Stderr, h)
+		}
+	}
 }
 
 // samplingFlags are the flags that set request members an extra member

@@ -10,12 +10,13 @@ import (
 	"testing"
 )
 
-// errorLines drops the notice and warning lines a command may print
-// before it starts (registry and price notices).
+// errorLines drops the notice, warning and hint lines a command may
+// print before it starts (registry and price notices, what eval sends).
 func errorLines(stderr string) []string {
 	var out []string
 	for _, l := range strings.Split(strings.TrimRight(stderr, "\n"), "\n") {
-		if !strings.HasPrefix(l, "notice: ") && !strings.HasPrefix(l, "warning: ") && l != "" {
+		if !strings.HasPrefix(l, "notice: ") && !strings.HasPrefix(l, "warning: ") && !strings.HasPrefix(l, "hint: ") &&
+			!strings.HasPrefix(l, "sampling sent with every call: ") && l != "" {
 			out = append(out, l)
 		}
 	}

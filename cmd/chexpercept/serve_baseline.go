@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,7 +34,13 @@ func newServeBaselineCmd() *cobra.Command {
 			"--policy-seed. It finds the record and question only from what a real model is sent: the " +
 			"radiograph's bytes and the question text. --mislabel-rate makes it give a shared wrong " +
 			"answer (seeded by --mislabel-seed, the same for every model with that seed) on a share of " +
-			"the questions, as if their ground truth were wrong, so item health has something to flag.",
+			"the questions, as if their ground truth were wrong, so item health has something to flag.\n\n" +
+			"Asked without a radiograph it knows (an image control: eval --control text-only or " +
+			"blank-radiograph), a simulated model with --text-prior answers from the question's text " +
+			"alone: frequent, the most frequent answer of that question type and option count in the " +
+			"benchmark; favoured, the option this model favours there (drawn from --policy-seed). Without " +
+			"--text-prior such a request is refused. --ignore-image makes it answer from its text prior even " +
+			"when it sees the radiograph: a model that guesses, whose controls show no drop.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, _, err := net.SplitHostPort(listen)
@@ -65,6 +73,8 @@ func newServeBaselineCmd() *cobra.Command {
 		"simulated: accuracy of stages 1-4 (detection, contour evaluation, contour revision, attribute extraction), each in [0, 1]")
 	f.Float64Var(&sim.MislabelRate, "mislabel-rate", 0, "simulated: share of questions answered with the shared wrong answer of --mislabel-seed")
 	f.Int64Var(&sim.MislabelSeed, "mislabel-seed", 0, "simulated: seed of the shared wrong answers (the same for every model with this seed)")
+	f.StringVar(&sim.TextPrior, "text-prior", "", "simulated: how to answer without the radiograph: frequent (the question type's most frequent answer) or favoured (an option the model favours); unset: refuse")
+	f.BoolVar(&sim.IgnoresImage, "ignore-image", false, "simulated: answer from --text-prior even when the radiograph is shown (a model that guesses)")
 	f.StringVar(&listen, "listen", "127.0.0.1:8011", "address to listen on (loopback by default)")
 	f.Int64Var(&cfg.PolicySeed, "policy-seed", 0, "seed of the random and simulated policies")
 	f.DurationVar(&cfg.Latency, "latency", 0, "delay added to every reply, e.g. 50ms")
@@ -84,7 +94,7 @@ func newServeBaselineCmd() *cobra.Command {
 func setupSimulated(cmd *cobra.Command, cfg *fakemodel.ServerConfig, sim *fakemodel.SimConfig, accuracy []float64) error {
 	f := cmd.Flags()
 	if cfg.Policy != fakemodel.PolicySimulated {
-		for _, name := range []string{"benchmark", "accuracy", "mislabel-rate", "mislabel-seed"} {
+		for _, name := range []string{"benchmark", "accuracy", "mislabel-rate", "mislabel-seed", "text-prior", "ignore-image"} {
 			if f.Changed(name) {
 				return fmt.Errorf("--%s applies only to --policy simulated", name)
 			}
@@ -96,6 +106,12 @@ func setupSimulated(cmd *cobra.Command, cfg *fakemodel.ServerConfig, sim *fakemo
 	}
 	if len(accuracy) != len(sim.Accuracy) {
 		return fmt.Errorf("--accuracy: %d values, want %d (stages 1-4)", len(accuracy), len(sim.Accuracy))
+	}
+	if sim.TextPrior != "" && !slices.Contains(fakemodel.TextPriors, sim.TextPrior) {
+		return fmt.Errorf("--text-prior %q: want %s", sim.TextPrior, strings.Join(fakemodel.TextPriors, " or "))
+	}
+	if sim.IgnoresImage && sim.TextPrior == "" {
+		return fmt.Errorf("--ignore-image needs --text-prior: a model that ignores the image answers from its text prior")
 	}
 	copy(sim.Accuracy[:], accuracy)
 	sim.Seed = cfg.PolicySeed

@@ -92,6 +92,9 @@ func TestServeBaselineSimulatedFlags(t *testing.T) {
 		{[]string{"--policy", "simulated", "--benchmark", sample, "--accuracy", "0.5,0.5,0.5"}, "--accuracy: 3 values, want 4"},
 		{[]string{"--policy", "simulated", "--benchmark", sample, "--accuracy", "0.5,0.5,0.5,2"}, "stage 4 accuracy 2 is not in [0, 1]"},
 		{[]string{"--policy", "simulated", "--benchmark", sample, "--mislabel-rate", "1.5"}, "mislabel rate 1.5"},
+		{[]string{"--policy", "random", "--text-prior", "frequent"}, "--text-prior applies only to --policy simulated"},
+		{[]string{"--policy", "simulated", "--benchmark", sample, "--text-prior", "often"}, `--text-prior "often": want frequent or favoured`},
+		{[]string{"--policy", "simulated", "--benchmark", sample, "--ignore-image"}, "--ignore-image needs --text-prior"},
 	} {
 		args := append([]string{"serve-baseline", "--listen", "127.0.0.1:0"}, tc.args...)
 		_, stderr, code := runCLI(t, args...)

@@ -203,6 +203,10 @@ type Result struct {
 	// Readers is the readers-and-models part (readers.go); nil without
 	// runs of human readers.
 	Readers *ReadersResult
+
+	// ImageControl compares each model's run with its image-control
+	// runs (imagecontrol.go); nil without a control run that pairs.
+	ImageControl *ImageControl
 }
 
 // Modes lists the oracle modes present, sorted.
@@ -292,6 +296,11 @@ func Analyze(ctx context.Context, set *Set, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res.Domains, warns = analyzeDomains(ctx, res, &opts)
+	res.Warnings = append(res.Warnings, warns...)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res.ImageControl, warns = analyzeImageControl(ctx, res, &opts)
 	res.Warnings = append(res.Warnings, warns...)
 	if err := ctx.Err(); err != nil {
 		return nil, err

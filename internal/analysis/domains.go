@@ -122,6 +122,9 @@ type DomainResult struct {
 	Diffs   []DiffRow // medical − general rows, then matched pairs
 	Decay   []DecayRow
 	Verdict []Verdict
+	// Ungrouped is set when no model has a domain group: claim 2 is not
+	// assessed, claim 1 still is (on all models pooled).
+	Ungrouped bool
 }
 
 // domainPermCellID is the cell id of the Monte Carlo permutations of

@@ -356,8 +356,9 @@ func TestDecayVerdict(t *testing.T) {
 }
 
 // TestDomainsFileWarnsWithoutGroups: a domains file whose key matches no
-// run (a typo) is warned about even when, as a result, no run has a group
-// and the findings are empty.
+// run (a typo) is warned about even when, as a result, no run has a group;
+// without groups claim 2 is not assessed, and claim 1 still is, on the
+// models pooled (the group "all" alone).
 func TestDomainsFileWarnsWithoutGroups(t *testing.T) {
 	res := &Result{Runs: []*RunResult{{Run: &Run{Name: "opensource_my-vlm", Provider: "opensource", Kind: results.KindModel, Model: "my-vlm", OracleMode: "none"}, Scored: true}}}
 	for _, tc := range []struct {
@@ -371,8 +372,17 @@ func TestDomainsFileWarnsWithoutGroups(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &Options{Domains: DomainOptions{Source: "d.yaml", Overrides: tc.overrides}}
 			dr, warns := analyzeDomains(context.Background(), res, o)
-			if len(dr.Groups) != 0 || len(warns) != len(tc.want) {
-				t.Fatalf("groups %d, warnings %q, want %q", len(dr.Groups), warns, tc.want)
+			if len(warns) != len(tc.want) {
+				t.Fatalf("warnings %q, want %q", warns, tc.want)
+			}
+			for _, g := range dr.Groups {
+				if g.Group != groupAll {
+					t.Errorf("group %q without any domain", g.Group)
+				}
+			}
+			if len(dr.Verdict) != 2 || dr.Verdict[0].Claim != 1 || dr.Verdict[0].Status == NotAssessed ||
+				dr.Verdict[1].Claim != 2 || dr.Verdict[1].Status != NotAssessed || !strings.Contains(dr.Verdict[1].Reason, "pass --domains") {
+				t.Errorf("verdicts %+v: want claim 1 assessed and claim 2 not assessed", dr.Verdict)
 			}
 			for i, w := range tc.want {
 				if !strings.Contains(warns[i], w) {

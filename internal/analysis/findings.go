@@ -15,6 +15,8 @@ const (
 	supported    = "supported"
 	notSupported = "not supported"
 	Undecided    = "undecided at this sample size"
+	// NotAssessed is claim 2's status when no run has a domain group.
+	NotAssessed = "not assessed"
 )
 
 // Verdict is the finding on one claim in one oracle mode. Claim 1: deep
@@ -47,15 +49,19 @@ type bootJob struct {
 func analyzeDomains(ctx context.Context, res *Result, o *Options) (*DomainResult, []string) {
 	members, warns := assignGroups(res, &o.Domains)
 	dr := &DomainResult{Members: members}
+	if len(members) == 0 {
+		return dr, warns
+	}
 	if !slices.ContainsFunc(members, func(m DomainMember) bool { return m.Group != "" }) {
-		// No run has a group: there is nothing to find, and a run without
-		// a domain is no news (the report says how to give groups),
+		// No run has a group: claim 2 is not assessed (the findings say
+		// how to give groups), and a run without a domain is no news,
 		// unless a domains file was given: then a key that names no run
-		// (a typo) is why, and must be said.
-		if len(o.Domains.Overrides) > 0 {
-			return dr, warns
+		// (a typo) is why, and must be said. Claim 1 needs no groups: it
+		// is decided on all models pooled.
+		dr.Ungrouped = true
+		if len(o.Domains.Overrides) == 0 {
+			warns = nil
 		}
-		return dr, nil
 	}
 	boots := runBoots(ctx, members, res.Modes(), o)
 	if ctx.Err() != nil {
@@ -243,6 +249,41 @@ func matchedRow(a, b *RunResult, pi int, k benchmark.Stage, o *Options) DiffRow 
 	path := benchmark.Paths[pi]
 	row := DiffRow{Comparison: "pair:" + a.Run.Name + ":" + b.Run.Name, OracleMode: a.Run.OracleMode, Path: path, Stage: k,
 		NA: 1, NB: 1, ModelA: a.Run.Name, ModelB: b.Run.Name, Exact: true}
+	ps := pairStage(a, b, pi, k, o)
+	row.NPaired, row.B, row.C = ps.n, ps.b, ps.c
+	row.MinP = stats.McNemarP(row.NPaired, 0)
+	if ps.n == 0 {
+		return row
+	}
+	row.Valid, row.Diff, row.Lo, row.Hi = true, ps.diff, ps.lo, ps.hi
+	row.PValid, row.P = true, ps.p
+	return row
+}
+
+// pairedStage is a paired comparison of two runs' end-to-end accuracy at
+// one stage of one path, on the records ok in both for which the stage
+// applies.
+type pairedStage struct {
+	n     int // paired records
+	b, c  int // discordant: a right and b wrong; a wrong and b right
+	both  int // right in both
+	accA  float64
+	accB  float64
+	diff  float64 // accA − accB
+	lo    float64 // 95 % interval of diff
+	hi    float64
+	p     float64 // McNemar's exact test
+	right int     // right in a
+}
+
+// pairStage compares a with b at stage k of path pi: e2e_k of each, the
+// discordant counts, a paired bootstrap interval of the difference (the
+// ext_pairwise cell id, so the numbers agree with --compare; Newcombe's
+// interval from the two runs' Wilson intervals when every replicate gives
+// the same difference) and McNemar's exact p. n is 0 when no record
+// pairs.
+func pairStage(a, b *RunResult, pi int, k benchmark.Stage, o *Options) pairedStage {
+	var ps pairedStage
 	xb, kb := stageVector(b, pi, k)
 	bv := make(map[string]float64, len(kb))
 	for i, key := range kb {
@@ -266,26 +307,29 @@ func matchedRow(a, b *RunResult, pi int, k benchmark.Stage, o *Options) DiffRow 
 		va, vb = append(va, xa[i]), append(vb, y)
 		switch {
 		case xa[i] > y:
-			row.B++
+			ps.b++
 		case xa[i] < y:
-			row.C++
+			ps.c++
+		case y == 1:
+			ps.both++
 		}
 	}
-	row.NPaired = len(va)
-	row.MinP = stats.McNemarP(row.NPaired, 0)
-	if row.NPaired == 0 {
-		return row
+	ps.n = len(va)
+	if ps.n == 0 {
+		return ps
 	}
-	row.Valid, row.Diff = true, mean(va)-mean(vb)
-	row.Lo, row.Hi, _ = bootstrapPairedDiff(va, vb, o.Bootstrap, o.Seed, fmt.Sprintf("e2e_%d", k))
-	if row.Lo == row.Hi {
+	ps.right = ps.b + ps.both
+	ps.accA, ps.accB = mean(va), mean(vb)
+	ps.diff = ps.accA - ps.accB
+	ps.lo, ps.hi, _ = bootstrapPairedDiff(va, vb, o.Bootstrap, o.Seed, fmt.Sprintf("e2e_%d", k))
+	if ps.lo == ps.hi {
 		// Every replicate the same difference (no discordant pair): the
 		// interval from the two runs' Wilson intervals instead.
-		ka, kb := int(math.Round(mean(va)*float64(len(va)))), int(math.Round(mean(vb)*float64(len(vb))))
-		row.Lo, row.Hi, _ = stats.Newcombe(mean(va), ka, len(va), mean(vb), kb, len(vb))
+		ka, kb := int(math.Round(ps.accA*float64(ps.n))), int(math.Round(ps.accB*float64(ps.n)))
+		ps.lo, ps.hi, _ = stats.Newcombe(ps.accA, ka, ps.n, ps.accB, kb, ps.n)
 	}
-	row.PValid, row.P = true, stats.McNemarP(row.B, row.C)
-	return row
+	ps.p = stats.McNemarP(ps.b, ps.c)
+	return ps
 }
 
 func pts(x float64) string  { return fmt.Sprintf("%.1f", 100*x) }
@@ -340,6 +384,11 @@ func decayVerdict(dr *DomainResult, mode string) Verdict {
 // rows (every path and stage).
 func domainVerdict(dr *DomainResult, mode string) Verdict {
 	v := Verdict{Claim: 2, OracleMode: mode, Status: Undecided}
+	if dr.Ungrouped {
+		v.Status = NotAssessed
+		v.Reason = "pass --domains FILE to give the models their domain groups (none of this report's models has a domain in the model registry)"
+		return v
+	}
 	var rows []*DiffRow
 	for i := range dr.Diffs {
 		d := &dr.Diffs[i]

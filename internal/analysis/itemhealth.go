@@ -18,6 +18,14 @@ package analysis
 // alone gave the models' modal answer, and the ground truth), and never
 // counted in them.
 //
+// Image controls: the control runs of a mode (results.KindControl:
+// models asked without the image) are counted apart, for one rule of
+// their own. An item that at least the flag share of them answer right is
+// answerable without the image — a text cue in the question, or an answer
+// set so skewed that the most frequent answer is right — and so measures
+// no perception; it is flagged answerable_without_image under the same
+// chance rule as majority_wrong (here: random runs right that often).
+//
 // Chance: every rule has a false-flag probability under random answering
 // (each run picks one of the K answers of the question uniformly; K = n
 // options for single choice, 2^m for a multi-select question with m
@@ -68,10 +76,13 @@ const (
 	FlagMajorityWrong  = "majority_wrong"
 	FlagNegativeDisc   = "negative_discrimination"
 	FlagParseFailures  = "parse_failures"
+	// FlagWithoutImage marks an item that most models answer right in
+	// their image-control runs.
+	FlagWithoutImage = "answerable_without_image"
 )
 
 // FlagReasons lists every flag reason code, in rule order.
-var FlagReasons = []string{FlagUnanimousWrong, FlagMajorityWrong, FlagNegativeDisc, FlagParseFailures}
+var FlagReasons = []string{FlagUnanimousWrong, FlagMajorityWrong, FlagNegativeDisc, FlagParseFailures, FlagWithoutImage}
 
 // ItemStat is one question of one record.
 type ItemStat struct {
@@ -96,6 +107,10 @@ type ItemStat struct {
 	// Discrimination is the corrected item-total (point-biserial)
 	// correlation over the runs; NaN when undefined.
 	Discrimination float64
+	// ControlRuns counts the mode's image-control runs that were asked
+	// the question, ControlCorrect those scored correct (without the
+	// image).
+	ControlRuns, ControlCorrect int
 	// PChance is the probability that the rules applied to this item
 	// flag it under random answering.
 	PChance float64
@@ -133,6 +148,9 @@ type PositionBias struct {
 type ItemHealth struct {
 	Mode string
 	Runs []string // the counted runs' names
+	// ControlRuns are the names of the mode's image-control runs (counted
+	// apart, for answerable_without_image only).
+	ControlRuns []string
 	// Readers are the readers' runs shown beside the flags: the mode's
 	// human runs but for aided arms.
 	Readers []string
@@ -194,12 +212,14 @@ func ComputeItemHealth(res *Result, flagShare float64) []*ItemHealth {
 	}
 	var out []*ItemHealth
 	for _, mode := range res.Modes() {
-		var runs, readers []*RunResult
+		var runs, controls, readers []*RunResult
 		for _, rr := range res.Runs {
 			switch {
 			case rr.Run.OracleMode != mode:
 			case counted(rr):
 				runs = append(runs, rr)
+			case rr.Scored && rr.Run.Kind == results.KindControl:
+				controls = append(controls, rr)
 			case shownReader(rr):
 				readers = append(readers, rr)
 			}
@@ -211,6 +231,9 @@ func ComputeItemHealth(res *Result, flagShare float64) []*ItemHealth {
 		for _, rr := range runs {
 			h.Runs = append(h.Runs, rr.Run.Name)
 		}
+		for _, rr := range controls {
+			h.ControlRuns = append(h.ControlRuns, rr.Run.Name)
+		}
 		for _, rr := range readers {
 			h.Readers = append(h.Readers, rr.Run.Name)
 		}
@@ -220,7 +243,7 @@ func ComputeItemHealth(res *Result, flagShare float64) []*ItemHealth {
 		case res.Set.Bench == nil:
 			h.Skipped = "no benchmark loaded; item statistics need its answer options"
 		default:
-			h.compute(res.Set.Bench, runs)
+			h.compute(res.Set.Bench, runs, controls)
 			h.beside(readers)
 		}
 		out = append(out, h)
@@ -231,13 +254,7 @@ func ComputeItemHealth(res *Result, flagShare float64) []*ItemHealth {
 // beside counts, per item, the readers asked the question and how many
 // of them gave the counted runs' modal answer and the ground truth.
 func (h *ItemHealth) beside(readers []*RunResult) {
-	byKey := make([]map[string]*results.Record, len(readers))
-	for i, rr := range readers {
-		byKey[i] = make(map[string]*results.Record, len(rr.Run.Records))
-		for _, r := range rr.Run.Records {
-			byKey[i][r.KeyID] = r
-		}
-	}
+	byKey := recordsByKey(readers)
 	for i := range h.Items {
 		s := &h.Items[i]
 		for ri := range readers {
@@ -270,14 +287,8 @@ type cell struct {
 	obs  []obs
 }
 
-func (h *ItemHealth) compute(b *benchmark.Benchmark, runs []*RunResult) {
-	byKey := make([]map[string]*results.Record, len(runs))
-	for i, rr := range runs {
-		byKey[i] = make(map[string]*results.Record, len(rr.Run.Records))
-		for _, r := range rr.Run.Records {
-			byKey[i][r.KeyID] = r
-		}
-	}
+func (h *ItemHealth) compute(b *benchmark.Benchmark, runs, controls []*RunResult) {
+	byKey, ctlByKey := recordsByKey(runs), recordsByKey(controls)
 	var cells []cell
 	for idx, rec := range b.Records {
 		g := gtOf(rec)
@@ -294,6 +305,14 @@ func (h *ItemHealth) compute(b *benchmark.Benchmark, runs []*RunResult) {
 					c.obs = append(c.obs, o)
 				}
 			}
+			for ri := range controls {
+				if o, ok := observe(ctlByKey[ri][rec.KeyID], q, st.Answers); ok {
+					st.ControlRuns++
+					if o.correct {
+						st.ControlCorrect++
+					}
+				}
+			}
 			h.Items = append(h.Items, st)
 			cells = append(cells, c)
 		}
@@ -307,6 +326,18 @@ func (h *ItemHealth) compute(b *benchmark.Benchmark, runs []*RunResult) {
 		h.flag(cells[i].stat)
 	}
 	h.Bias = positionBias(cells)
+}
+
+// recordsByKey indexes each run's records by key_id.
+func recordsByKey(runs []*RunResult) []map[string]*results.Record {
+	out := make([]map[string]*results.Record, len(runs))
+	for i, rr := range runs {
+		out[i] = make(map[string]*results.Record, len(rr.Run.Records))
+		for _, r := range rr.Run.Records {
+			out[i][r.KeyID] = r
+		}
+	}
+	return out
 }
 
 // observe reads one run's answer to question q of a record.
@@ -443,6 +474,17 @@ func (h *ItemHealth) flag(s *ItemStat) {
 	if r >= MinItemRuns && 2*s.Unparsed > r {
 		s.Reasons = append(s.Reasons, FlagParseFailures)
 	}
+	if rc := s.ControlRuns; rc >= MinItemRuns {
+		// The chance that random control runs are right this often,
+		// P(Bin(rc, 1/k) ≥ need), applied as majority_wrong's is.
+		need := max(int(math.Ceil(h.FlagShare*float64(rc)-1e-9)), rc/2+1)
+		if pc := chanceRight(k, rc, need); pc <= MaxChance {
+			p = 1 - (1-p)*(1-pc)
+			if s.ControlCorrect >= need {
+				s.Reasons = append(s.Reasons, FlagWithoutImage)
+			}
+		}
+	}
 	s.PChance = p
 	h.Expected += p
 	h.SD = math.Sqrt(h.SD*h.SD + p*(1-p))
@@ -459,6 +501,16 @@ func chanceUnanimousWrong(k, r int) float64 {
 		return 0
 	}
 	return float64(k-1) * math.Pow(float64(k), -float64(r))
+}
+
+// chanceRight is the probability that at least need of r runs answering
+// an item with k answers uniformly at random are right: P(Bin(r, 1/k) ≥
+// need).
+func chanceRight(k, r, need int) float64 {
+	if k < 2 || r < 1 {
+		return 1
+	}
+	return stats.BinomialTail(r, 1/float64(k), max(need, 1))
 }
 
 // chanceMajorityWrong is the probability that at least need of r random

@@ -176,3 +176,33 @@ func TestMajorityWrongNeedsMajority(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerableWithoutImage: an item that at least the flag share of
+// the control runs answer right is flagged answerable_without_image, only
+// where that many random runs would be right with probability at most
+// MaxChance; the chance enters p_chance.
+func TestAnswerableWithoutImage(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		k, runs, good int
+		want          bool
+		pc            float64 // the rule's chance, 0 when not applied
+	}{
+		{"4 options, 4 of 5 right", 4, 5, 4, true, 5*math.Pow(0.25, 4)*0.75 + math.Pow(0.25, 5)},
+		{"4 options, 3 of 5 right", 4, 5, 3, false, 5*math.Pow(0.25, 4)*0.75 + math.Pow(0.25, 5)},
+		{"binary, 5 of 5 right: too likely by chance", 2, 5, 5, false, 0},
+		{"binary, 6 of 6 right", 2, 6, 6, false, 0}, // need 5 of 6: P = 7/64 > 0.05
+		{"binary, 8 of 8 right", 2, 8, 8, true, 9.0 / 256},
+		{"4 options, 2 control runs: too few", 4, 2, 2, false, 0},
+	} {
+		h := &ItemHealth{FlagShare: DefaultFlagShare}
+		s := &ItemStat{Answers: tc.k, GT: "1", Discrimination: math.NaN(), ControlRuns: tc.runs, ControlCorrect: tc.good}
+		h.flag(s)
+		if got := slices.Contains(s.Reasons, FlagWithoutImage); got != tc.want {
+			t.Errorf("%s: flagged %v, want %v", tc.name, got, tc.want)
+		}
+		if !closeTo(s.PChance, tc.pc, 1e-15) {
+			t.Errorf("%s: p_chance %.17g, want %.17g", tc.name, s.PChance, tc.pc)
+		}
+	}
+}

@@ -54,6 +54,9 @@ type Run struct {
 	// (results.KindOf). A rehearsal (chexpercept's stand-in answered a
 	// model's run) is not a model result and is marked wherever shown.
 	Kind results.RunKind
+	// Control is the image control a control run was asked under (the
+	// manifest's control); "" for every other run.
+	Control results.Control
 }
 
 // ReaderOf is a reader's run's place in its reader study: the study, the

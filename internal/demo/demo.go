@@ -2,7 +2,10 @@
 // call, for `chexpercept demo`: a small phantom source set, an accept-all
 // build of all seven lesions and all three paths, a deep validation, seven
 // evaluations (the oracle and random baselines and five simulated models of
-// distinct skill in two domain groups), the report with its findings, and
+// distinct skill in two domain groups, one of which guesses from the
+// question's text whatever it is shown), two image controls (the text-only
+// control of a model that looks and of the one that guesses), the report
+// with its findings and its answer to "does the model use the image?", and
 // the item-health flags with the command that sends them back to review.
 //
 // The model: a demo directory holds one subdirectory per step (phantom/,
@@ -55,6 +58,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/phantom"
 	"github.com/chexpercept/chexpercept/internal/registry"
 	"github.com/chexpercept/chexpercept/internal/report"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/reviewlog"
 	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runset"
@@ -123,6 +127,9 @@ type Result struct {
 	// the simulated models (over HTTP) in simModels order, the random
 	// baseline.
 	RunDirs []string
+	// ControlDirs are the image-control run directories, in
+	// controlModels order.
+	ControlDirs []string
 	// Reused lists the steps taken over from an earlier invocation.
 	Reused []string
 	// Analysis is the report's analysis (headline numbers).
@@ -393,25 +400,40 @@ func (d *runner) validate() (string, error) {
 }
 
 // simModel is one simulated model of the demo: its name (the model of
-// its run, openai_<name>), domain group, stage accuracies and seed.
+// its run, openai_<name>), domain group, stage accuracies and seed, and
+// whether it guesses: answers from the question's text alone (its text
+// prior), whatever image it is shown.
 type simModel struct {
 	name     string
 	domain   string
 	accuracy [4]float64
 	seed     int64
+	guesses  bool
 }
 
-// simModels are the demo's simulated models: five skills in two domain
-// groups, so that the report's findings compare medical with general
-// models. They share mislabelSeed, so on mislabelRate of the questions
-// they all give the same wrong answer, which item health flags.
+// simModels are the demo's simulated models: five in two domain groups,
+// so that the report's findings compare medical with general models. Four
+// look at the image, at set skills; sim-medical-small guesses, as the
+// medical models that answer the same without the radiograph do. They
+// share mislabelSeed, so on mislabelRate of the questions they all give
+// the same wrong answer, which item health flags. Without an image every
+// one answers from the same text prior (textPrior).
 var simModels = []simModel{
-	{"sim-general-large", "general", [4]float64{0.98, 0.9, 0.8, 0.7}, 1},
-	{"sim-general-base", "general", [4]float64{0.85, 0.6, 0.4, 0.3}, 2},
-	{"sim-general-small", "general", [4]float64{0.7, 0.4, 0.2, 0.15}, 3},
-	{"sim-medical-tuned", "medical", [4]float64{0.9, 0.75, 0.55, 0.45}, 4},
-	{"sim-medical-small", "medical", [4]float64{0.6, 0.3, 0.1, 0.05}, 5},
+	{"sim-general-large", "general", [4]float64{0.98, 0.9, 0.8, 0.7}, 1, false},
+	{"sim-general-base", "general", [4]float64{0.85, 0.6, 0.4, 0.3}, 2, false},
+	{"sim-general-small", "general", [4]float64{0.7, 0.4, 0.2, 0.15}, 3, false},
+	{"sim-medical-tuned", "medical", [4]float64{0.9, 0.75, 0.55, 0.45}, 4, false},
+	{"sim-medical-small", "medical", [4]float64{}, 5, true},
 }
+
+// textPrior is how the simulated models answer without the image: the
+// most frequent answer of the question type in the benchmark.
+const textPrior = fakemodel.TextPriorFrequent
+
+// controlModels are the models whose text-only control the demo runs:
+// one that looks and the one that guesses. A text-only run sends no
+// image, so the two cost a few hundred small calls.
+var controlModels = []string{"sim-general-large", "sim-medical-small"}
 
 // demoConcurrency is the records in flight per evaluation, and
 // demoImageCache the bytes of images each evaluation keeps.
@@ -428,10 +450,11 @@ const (
 // evalFingerprint names the evaluations' parameters: a change reruns them.
 func evalFingerprint(build string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "version=%s policies=oracle,random mislabel=%g/%d", version.String(), mislabelRate, mislabelSeed)
+	fmt.Fprintf(&b, "version=%s policies=oracle,random mislabel=%g/%d prior=%s", version.String(), mislabelRate, mislabelSeed, textPrior)
 	for _, m := range simModels {
-		fmt.Fprintf(&b, " %s=%s/%v/%d", m.name, m.domain, m.accuracy, m.seed)
+		fmt.Fprintf(&b, " %s=%s/%v/%d/guesses=%t", m.name, m.domain, m.accuracy, m.seed, m.guesses)
 	}
+	fmt.Fprintf(&b, " controls=%s:%s", results.ControlTextOnly, strings.Join(controlModels, ","))
 	fmt.Fprintf(&b, " build={%s}", build)
 	return b.String()
 }
@@ -478,7 +501,7 @@ func (d *runner) evaluate() error {
 		defer close(vdone)
 		vline, verr = d.validate()
 	}()
-	s, err := d.eval(reg, prices, "baseline", "oracle", nil, "")
+	s, err := d.eval(reg, prices, "baseline", "oracle", nil, "", "")
 	<-vdone
 	if verr != nil {
 		return verr
@@ -494,10 +517,10 @@ func (d *runner) evaluate() error {
 	d.res.RunDirs = append(d.res.RunDirs, s.RunDir)
 
 	t = time.Now()
-	var urls []string
+	urls := map[string]string{}
 	for _, m := range simModels {
 		sim, err := fakemodel.LoadSimulated(fakemodel.SimConfig{Benchmark: d.res.Benchmark, Accuracy: m.accuracy, Seed: m.seed,
-			MislabelRate: mislabelRate, MislabelSeed: mislabelSeed})
+			MislabelRate: mislabelRate, MislabelSeed: mislabelSeed, TextPrior: textPrior, IgnoresImage: m.guesses})
 		if err != nil {
 			return fmt.Errorf("demo: simulated model %s: %w", m.name, err)
 		}
@@ -508,41 +531,60 @@ func (d *runner) evaluate() error {
 		}
 		defer stop()
 		fmt.Fprintf(d.log, "serve-baseline (policy simulated, %s) listening at %s\n", m.name, url)
-		urls = append(urls, url)
+		urls[m.name] = url
 	}
 	type outcome struct {
 		sum  *eval.Summary
 		err  error
 		took time.Duration
 	}
-	outs := make([]outcome, len(simModels)+1)
+	// The simulated models, the random baseline, then the controls.
+	nSim, nRandom := len(simModels), len(simModels)+1
+	outs := make([]outcome, len(simModels)+1+len(controlModels))
 	var wg sync.WaitGroup
 	for i := range outs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			if i < len(simModels) {
-				outs[i].sum, outs[i].err = d.eval(reg, prices, "openai", simModels[i].name, []string{urls[i]}, kf)
-			} else {
-				outs[i].sum, outs[i].err = d.eval(reg, prices, "baseline", "random", nil, "")
+			switch {
+			case i < nSim:
+				outs[i].sum, outs[i].err = d.eval(reg, prices, "openai", simModels[i].name, []string{urls[simModels[i].name]}, kf, "")
+			case i == nSim:
+				outs[i].sum, outs[i].err = d.eval(reg, prices, "baseline", "random", nil, "", "")
+			default:
+				name := controlModels[i-nRandom]
+				outs[i].sum, outs[i].err = d.eval(reg, prices, "openai", name, []string{urls[name]}, kf, results.ControlTextOnly)
 			}
 			outs[i].took = time.Since(start)
 		}()
 	}
 	wg.Wait()
-	for _, o := range outs {
+	for i, o := range outs {
 		if o.err != nil {
 			return o.err
 		}
-		d.res.RunDirs = append(d.res.RunDirs, o.sum.RunDir)
+		if i < nRandom {
+			d.res.RunDirs = append(d.res.RunDirs, o.sum.RunDir)
+		} else {
+			d.res.ControlDirs = append(d.res.ControlDirs, o.sum.RunDir)
+		}
 	}
 	d.say("eval over HTTP: %d simulated models (serve-baseline --policy simulated on loopback ports, provider openai), concurrently … %s",
 		len(simModels), time.Since(t).Round(time.Millisecond))
 	for i, m := range simModels {
+		if m.guesses {
+			d.note("%s (%s): answers from the question's text alone, whatever image it is shown; %s", m.name, m.domain, counts(outs[i].sum))
+			continue
+		}
 		d.note("%s (%s): set to be right at stages 1-4 in %s %% of questions; %s", m.name, m.domain, percents(m.accuracy), counts(outs[i].sum))
 	}
-	last := outs[len(simModels)]
+	var ctl []string
+	for i, name := range controlModels {
+		ctl = append(ctl, fmt.Sprintf("%s (%s)", name, counts(outs[nRandom+i].sum)))
+	}
+	d.note("image controls, alongside: the same questions with every image removed (text-only), asked of %s", strings.Join(ctl, " and "))
+	last := outs[nSim]
 	d.say("eval in process: baseline random (alongside): %s … %s", counts(last.sum), last.took.Round(time.Millisecond))
 	return d.st.set("eval", fp)
 }
@@ -565,7 +607,7 @@ func counts(s *eval.Summary) string {
 	return txt
 }
 
-func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, model string, endpoints []string, apiKeyFile string) (*eval.Summary, error) {
+func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, model string, endpoints []string, apiKeyFile string, control results.Control) (*eval.Summary, error) {
 	m, notice, err := eval.ResolveModel(reg, prices, prov, model, false)
 	if err != nil {
 		return nil, fmt.Errorf("demo: eval %s/%s: %w", prov, model, err)
@@ -593,6 +635,10 @@ func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, mod
 		CacheDir:        filepath.Join(d.res.Dir, cacheDir),
 		Log:             d.log,
 		Job:             d.opt.Job,
+		Control:         control,
+	}
+	if control != "" {
+		model += " --control " + string(control)
 	}
 	sum, err := eval.Run(d.ctx, o)
 	if err != nil {
@@ -650,7 +696,33 @@ func (d *runner) report() error {
 			d.note("finding (oracle mode %s), claim %d, %s: %s. %s.", v.OracleMode, v.Claim, claimNames[v.Claim], v.Status, v.Reason)
 		}
 	}
+	if res.ImageControl != nil {
+		d.note("%s", imageVerdict(res.ImageControl))
+		for _, u := range res.ImageControl.Uses {
+			name := strings.TrimPrefix(u.Run, "openai_")
+			if u.UsesImage() {
+				d.note("(%s: its accuracy drops reliably without the image at %s; elsewhere, on these few records, no reliable drop)", name, strings.Join(u.Drops, ", "))
+			} else {
+				d.note("(%s: no reliable drop at any stage without the image: it answers without using it)", name)
+			}
+		}
+		d.note("(the image controls in full: report.md, \"%s\")", report.ImageUseTitle)
+	}
 	return nil
+}
+
+// imageVerdict is the demo's verdict on the image controls in one line:
+// which model uses the image and which does not.
+func imageVerdict(ic *analysis.ImageControl) string {
+	var parts []string
+	for _, u := range ic.Uses {
+		yes := "no"
+		if u.UsesImage() {
+			yes = "yes"
+		}
+		parts = append(parts, strings.TrimPrefix(u.Run, "openai_")+": "+yes)
+	}
+	return "does the model use the image? " + strings.Join(parts, "; ")
 }
 
 // shownFlags is the number of flagged items the demo prints per mode.
@@ -861,15 +933,21 @@ synthetic phantoms, not patient images, and the benchmark was built with
 review_mode "accept_all"). Use it to see how the tools fit together, never to
 judge a model. The simulated models are not models either: they answer the
 benchmark's ground truth at set accuracies, and share a wrong answer on a
-tenth of the questions so that item health has something to flag. The
+tenth of the questions so that item health has something to flag; one,
+sim-medical-small, answers from the question's text alone whatever image it
+is shown, and the image controls (the same questions without the images)
+show which model uses the image. The
 phantom's PNGs are written at the fastest compression level (larger files,
 same pixels); the benchmark is built with the default configuration.
 
   phantom/     synthetic source set (manifest.jsonl, images, masks, contact sheet)
   benchmark/   the benchmark built from it (chexpercept.json, image bundle, SHA256SUMS)
   results/     evaluation runs: openai_sim-* (five simulated models, each a
-               serve-baseline --policy simulated asked over HTTP),
-               baseline_oracle and baseline_random (in process)
+               serve-baseline --policy simulated asked over HTTP; one,
+               sim-medical-small, answers from the question's text alone),
+               two image controls, openai_sim-*_text-only (the same
+               questions without the images), and baseline_oracle and
+               baseline_random (in process)
   domains.yaml the simulated models' domain groups, for the report's findings
   report/      tables, plots and index.html (open it in a browser);
                flagged_items.csv lists the items item health flagged

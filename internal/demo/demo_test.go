@@ -108,6 +108,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Fatalf("unexpected run dirs %q", res.RunDirs)
 	}
 	checkFindingsAndFlags(t, out.String(), res)
+	checkImageControls(t, out.String(), res)
 	checkReadersKeepFlags(t, res)
 
 	// The oracle scores 100 % in every applicable cell of its summary.json.
@@ -250,6 +251,37 @@ func checkFindingsAndFlags(t *testing.T, out string, res *Result) {
 		if !strings.Contains(doms, m.name+": "+m.domain+"\n") {
 			t.Errorf("%s does not give %s the group %s", res.Domains, m.name, m.domain)
 		}
+	}
+}
+
+// checkImageControls: the demo ran the text-only control of the model
+// that looks and of the one that guesses; its output names the verdict in
+// one line, and the report's section shows one model that uses the image
+// and one that answers without it.
+func checkImageControls(t *testing.T, out string, res *Result) {
+	t.Helper()
+	if len(res.ControlDirs) != len(controlModels) {
+		t.Fatalf("control run dirs %q, want %d", res.ControlDirs, len(controlModels))
+	}
+	for i, name := range controlModels {
+		if want := filepath.Join(res.Results, "openai_"+name+"_text-only", "oracle_implicit"); res.ControlDirs[i] != want {
+			t.Errorf("control run %d in %s, want %s", i, res.ControlDirs[i], want)
+		}
+	}
+	if !strings.Contains(out, "\n"+detail+"does the model use the image? sim-general-large: yes; sim-medical-small: no\n") {
+		t.Errorf("the output does not name the image controls' verdict in one line:\n%s", out)
+	}
+	md := string(readFile(t, filepath.Join(res.Report, "report.md")))
+	for _, s := range []string{"## Does the model use the image?",
+		"openai_sim-general-large (rehearsal — not a model result) uses the image: without the image (text-only control) its accuracy drops reliably at ",
+		"openai_sim-medical-small (rehearsal — not a model result) shows no reliable drop at any stage without the image",
+		"### Above the no-image level"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("report.md lacks %q", s)
+		}
+	}
+	if rows := strings.Count(string(readFile(t, filepath.Join(res.Report, report.ImageControlFile))), "\r\n"); rows != 1+2*8 {
+		t.Errorf("%s has %d lines, want the header and 8 stage cells for each of the 2 controls", report.ImageControlFile, rows)
 	}
 }
 

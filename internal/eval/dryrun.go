@@ -9,6 +9,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
 )
 
@@ -48,8 +49,14 @@ func dryRun(o *Options, bench *benchmark.Benchmark, todo []int) *DryRunReport {
 				asked = append(asked, p)
 			}
 		}
-		for _, p := range protocol.ImagesToSend(plan) {
-			distinct[p] = true
+		// The text-only control sends no image; the blank-radiograph
+		// control as many as the benchmark's (its bytes are estimated by
+		// theirs, which are larger).
+		textOnly := o.Control == results.ControlTextOnly
+		if !textOnly {
+			for _, p := range protocol.ImagesToSend(plan) {
+				distinct[p] = true
+			}
 		}
 		n := 0
 		caller := func(_ context.Context, msgs []protocol.Message) (protocol.Reply, error) {
@@ -60,7 +67,9 @@ func dryRun(o *Options, bench *benchmark.Benchmark, todo []int) *DryRunReport {
 			imgs := 0
 			for i, m := range msgs {
 				texts[i] = m.Text
-				imgs += len(m.ImagePaths)
+				if !textOnly {
+					imgs += len(m.ImagePaths)
+				}
 			}
 			u := fakemodel.EstimateUsage(texts, imgs, reply)
 			rep.Calls++

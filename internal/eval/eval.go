@@ -52,6 +52,11 @@ type Options struct {
 	// RunName names the run directory instead of the name derived from
 	// the model (RunName(provider, label, …)); checked by CheckRunName.
 	RunName string
+	// Control asks every record under an image control instead of with
+	// the benchmark's images ("" for none): a run of its own, of kind
+	// control, named after the model's run with the control appended
+	// (results.ControlRunName) and cached apart from it.
+	Control results.Control
 
 	Endpoints         []string // base URLs; empty = the backend's default
 	APIKeyFile        string
@@ -333,6 +338,12 @@ func (o *Options) check() error {
 	if o.GeminiImageFormat != "png" && o.GeminiImageFormat != "jpeg" {
 		return fmt.Errorf("gemini image format %q: want png or jpeg", o.GeminiImageFormat)
 	}
+	if _, err := results.ParseControl(string(o.Control)); err != nil {
+		return err
+	}
+	if o.Control != "" && o.Model.Backend == runmodel.BackendBaseline {
+		return fmt.Errorf("image control %s: the baseline policies do not look at the image, so there is nothing to control; a control asks a model (serve-baseline included, through the openai provider)", o.Control)
+	}
 	return nil
 }
 
@@ -576,7 +587,7 @@ func pending(bench *benchmark.Benchmark, selected []int, prev []*results.Record,
 // runSpec is what the run is of, as its manifest records it.
 func (o *Options) runSpec() results.RunSpec {
 	return results.RunSpec{Model: o.Model, Selection: o.Selection, NoThinking: o.NoThinking,
-		Oracle: string(o.Oracle), Parse: string(o.Parse), RunName: o.RunName, Now: o.Now}
+		Oracle: string(o.Oracle), Parse: string(o.Parse), RunName: o.RunName, Control: o.Control, Now: o.Now}
 }
 
 // buildManifest is the manifest of this run: NewManifest and what only a

@@ -490,6 +490,12 @@ func TestDryRun(t *testing.T) {
 	if entries, _ := os.ReadDir(out); len(entries) != 0 {
 		t.Errorf("dry run wrote %d entries into --out", len(entries))
 	}
+	// The text-only control counts the same calls and no image.
+	o.Control = results.ControlTextOnly
+	c := run(t, o).DryRun
+	if c.Calls != d.Calls || c.ImagePayloads != 0 || c.DistinctImages != 0 || c.ImageBytes != 0 || c.InputTokens >= d.InputTokens {
+		t.Errorf("text-only dry run %+v, want %d calls and no image", c, d.Calls)
+	}
 }
 
 // Sharded runs write into shard folders and together cover the

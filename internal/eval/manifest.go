@@ -23,8 +23,8 @@ func ScrubEndpoint(raw string) string {
 }
 
 // resumeFields are the manifest fields a resumed run must share (§9.1):
-// dataset hash, model, policy seed, sampling, thinking, oracle mode,
-// parse mode, profile hash and selection. Endpoints, concurrency, retry
+// dataset hash, model, policy seed, image control, sampling, thinking,
+// oracle mode, parse mode, profile hash and selection. Endpoints, concurrency, retry
 // policy and the like may change between restarts.
 func resumeView(m *results.Manifest) map[string]any {
 	mi := m.Model
@@ -37,6 +37,7 @@ func resumeView(m *results.Manifest) map[string]any {
 		"model.quirks":             mi.Quirks,
 		"model.policy":             mi.Policy,
 		"model.policy_seed":        mi.PolicySeed,
+		"control":                  controlView(m.Control),
 		"sampling":                 m.Sampling,
 		"no_thinking":              m.NoThinking,
 		"oracle_mode":              m.OracleMode,
@@ -52,6 +53,15 @@ func resumeView(m *results.Manifest) map[string]any {
 		"keys_sha256":              m.KeysSHA256,
 		"rescored_from":            m.RescoredFrom,
 	}
+}
+
+// controlView is a manifest's control as resume compares it: nil (shown
+// "unset") for a run of no control.
+func controlView(c results.Control) any {
+	if c == "" {
+		return nil
+	}
+	return c
 }
 
 func show(v any) string {

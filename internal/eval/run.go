@@ -344,7 +344,8 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 		}
 		return protocol.ErrorRecord(t.rec, popts, err)
 	}
-	cs := &caseState{r: r, task: t, imgs: &recordImages{cache: r.images, hashes: hashes, got: map[string]*provider.Image{}}}
+	imgs := &recordImages{cache: r.images, hashes: hashes, got: map[string]*provider.Image{}}
+	cs := &caseState{r: r, task: t, imgs: newImageSource(o.Control, t.rec, o.BenchDir, imgs)}
 	for _, p := range t.plan {
 		if p.Asked() {
 			cs.asked = append(cs.asked, p)
@@ -372,7 +373,7 @@ func (r *runner) runTask(ctx context.Context, t *task) *results.Record {
 type caseState struct {
 	r        *runner
 	task     *task
-	imgs     *recordImages
+	imgs     imageSource
 	asked    []protocol.PlannedTurn
 	n        int
 	ep       *endpoint
@@ -414,7 +415,7 @@ func (cs *caseState) call(ctx context.Context, msgs []protocol.Message) (protoco
 		if r.cache == nil {
 			return ""
 		}
-		return respcache.Key(ep.cacheID, r.identity.SHA256, o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash())
+		return respcache.ControlKey(respcache.Key(ep.cacheID, r.identity.SHA256, o.Model.Provider, o.Model.ModelID, req.Messages, o.Model.Sampling, o.Profile.Hash()), string(o.Control))
 	}
 	for _, ep := range r.pool.eps {
 		if key := keyFor(ep); key != "" {
@@ -452,7 +453,9 @@ func (cs *caseState) request(msgs []protocol.Message) (turn string, req *provide
 			if err != nil {
 				return "", nil, nil, nil, err
 			}
-			pm.Images = append(pm.Images, im)
+			if im != nil { // nil: the run's image control sends nothing in its place
+				pm.Images = append(pm.Images, im)
+			}
 		}
 		images += len(pm.Images)
 		texts = append(texts, m.Text)

@@ -28,6 +28,17 @@
 //     wrong answer. Models that share the mislabel seed and rate all give
 //     the same wrong answer there, which is how an item whose ground truth
 //     is wrong looks to the item-health analysis.
+//   - Text prior: asked without a radiograph it knows (no image at all, or
+//     an image that is not the benchmark's: an image control), a model
+//     with a TextPrior answers from the question's text alone, as a
+//     language model would: with the most frequent ground truth of that
+//     question type and option count in the benchmark (TextPriorFrequent),
+//     or with the option this model favours there (TextPriorFavoured,
+//     drawn once from its seed). The prior is keyed on the question type
+//     and its number of options, never on a record, so it cannot recite a
+//     record's own answer. A model that IgnoresImage answers from its
+//     prior whatever it is shown: a model that guesses, whose image
+//     controls show no drop. Without a prior such a request is an error.
 
 package fakemodel
 
@@ -35,8 +46,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,7 +79,28 @@ type SimConfig struct {
 	// shared wrong answer of MislabelSeed, in [0, 1].
 	MislabelRate float64
 	MislabelSeed int64
+	// TextPrior is how the model answers a question whose radiograph it
+	// does not see: "" (it cannot: an error), TextPriorFrequent or
+	// TextPriorFavoured.
+	TextPrior string
+	// IgnoresImage makes the model answer from its text prior even when
+	// it is shown the radiograph (the shared errors of MislabelRate
+	// aside); it needs a TextPrior.
+	IgnoresImage bool
 }
+
+// Text priors of a simulated model (SimConfig.TextPrior).
+const (
+	// TextPriorFrequent answers the most frequent ground truth of the
+	// question's type and option count in the benchmark.
+	TextPriorFrequent = "frequent"
+	// TextPriorFavoured answers the option the model favours for the
+	// question's type and option count, drawn from its seed.
+	TextPriorFavoured = "favoured"
+)
+
+// TextPriors lists the text priors a simulated model may take.
+var TextPriors = []string{TextPriorFrequent, TextPriorFavoured}
 
 // ErrUnknown is matched by Answer's error when the request's radiograph or
 // question is not in the benchmark.
@@ -76,6 +110,23 @@ var ErrUnknown = errors.New("not in the benchmark")
 type Simulated struct {
 	cfg    SimConfig
 	byXray map[string][]*record // PayloadKey of the radiograph → records
+	// texts are the benchmark's distinct question texts, longest first,
+	// each with its question kind: what the text prior knows.
+	texts []questionText
+	prior map[questionKind][]int // the text prior's answer per kind
+}
+
+// questionKind is what the text prior is keyed on: a question type and
+// its number of options.
+type questionKind struct {
+	q benchmark.Question
+	n int
+}
+
+// questionText is one question text of the benchmark and its kind.
+type questionText struct {
+	text string
+	kind questionKind
 }
 
 // record is what the model keeps of one benchmark record: its asked
@@ -96,6 +147,12 @@ func LoadSimulated(cfg SimConfig) (*Simulated, error) {
 	if r := cfg.MislabelRate; math.IsNaN(r) || r < 0 || r > 1 {
 		return nil, fmt.Errorf("simulated model: mislabel rate %v is not in [0, 1]", r)
 	}
+	if cfg.TextPrior != "" && !slices.Contains(TextPriors, cfg.TextPrior) {
+		return nil, fmt.Errorf("simulated model: text prior %q is not one of %s", textsafe.OneLine(cfg.TextPrior), strings.Join(TextPriors, ", "))
+	}
+	if cfg.IgnoresImage && cfg.TextPrior == "" {
+		return nil, errors.New("simulated model: a model that ignores the image answers from a text prior, and none is set")
+	}
 	if cfg.Benchmark == "" {
 		return nil, errors.New("simulated model: no benchmark directory")
 	}
@@ -104,6 +161,8 @@ func LoadSimulated(cfg SimConfig) (*Simulated, error) {
 		return nil, fmt.Errorf("simulated model: %w", err)
 	}
 	m := &Simulated{cfg: cfg, byXray: map[string][]*record{}}
+	answers := map[questionKind]map[string]int{}
+	seen := map[string]bool{}
 	for _, rec := range b.Records {
 		plan, err := protocol.Plan(rec, cfg.Benchmark)
 		if err != nil {
@@ -115,6 +174,15 @@ func LoadSimulated(cfg SimConfig) (*Simulated, error) {
 			if t.Asked() && len(t.GT) > 0 {
 				r.turns = append(r.turns, t)
 				perStage[t.Q.Stage()]++
+				k := questionKind{t.Q, t.NOptions}
+				if answers[k] == nil {
+					answers[k] = map[string]int{}
+				}
+				answers[k][parse.Canonical(parse.OptionSet(t.GT))]++
+				if !seen[t.Text] {
+					seen[t.Text] = true
+					m.texts = append(m.texts, questionText{t.Text, k})
+				}
 			}
 		}
 		if len(r.turns) == 0 || len(r.turns[0].Images) == 0 {
@@ -133,21 +201,60 @@ func LoadSimulated(cfg SimConfig) (*Simulated, error) {
 		key := provider.PayloadKey(base64.StdEncoding.EncodeToString(png))
 		m.byXray[key] = append(m.byXray[key], r)
 	}
+	// Longest first, so the first text that ends a message is the
+	// longest; ties in benchmark order.
+	slices.SortStableFunc(m.texts, func(a, b questionText) int { return len(b.text) - len(a.text) })
+	m.prior = priorAnswers(cfg, answers)
 	return m, nil
+}
+
+// priorAnswers is the text prior's answer for each question kind: the
+// most frequent ground truth (ties: the first in byte order of the
+// answer text), or the favoured option drawn from the model's seed.
+func priorAnswers(cfg SimConfig, answers map[questionKind]map[string]int) map[questionKind][]int {
+	out := map[questionKind][]int{}
+	for k, counts := range answers {
+		switch cfg.TextPrior {
+		case TextPriorFrequent:
+			best, bestN := "", 0
+			for _, a := range slices.Sorted(maps.Keys(counts)) {
+				if counts[a] > bestN {
+					best, bestN = a, counts[a]
+				}
+			}
+			var nums []int
+			for _, f := range strings.Split(best, ",") {
+				if v, err := strconv.Atoi(f); err == nil {
+					nums = append(nums, v)
+				}
+			}
+			out[k] = nums
+		case TextPriorFavoured:
+			r := rng.New("chexpercept/simulated/favoured/" + strconv.FormatInt(cfg.Seed, 10) + "/" + k.q.Name() + "/" + strconv.Itoa(k.n))
+			out[k] = []int{1 + r.IntN(max(k.n, 1))}
+		}
+	}
+	return out
 }
 
 // Answer replies to a conversation: firstImage is provider.PayloadKey of
 // the first image's base64 text, texts the message texts in order (the
 // last one is the question). The reply is "Answer: " and option numbers.
 func (m *Simulated) Answer(firstImage string, texts []string) (string, error) {
-	recs := m.byXray[firstImage]
-	if len(recs) == 0 {
-		return "", fmt.Errorf("the first image of the conversation is %w", ErrUnknown)
-	}
 	if len(texts) == 0 {
 		return "", errors.New("no messages")
 	}
 	last := texts[len(texts)-1]
+	recs := m.byXray[firstImage]
+	if len(recs) == 0 || m.cfg.IgnoresImage {
+		if m.cfg.TextPrior == "" {
+			if firstImage == "" {
+				return "", fmt.Errorf("the conversation has no image, and the model has no text prior to answer from")
+			}
+			return "", fmt.Errorf("the first image of the conversation is %w", ErrUnknown)
+		}
+		return m.fromText(firstImage, last, recs)
+	}
 	// The longest question text that ends the message is the question; on
 	// a tie (records sharing a radiograph) the first record in benchmark
 	// order answers, so the reply still depends on the request alone.
@@ -165,6 +272,36 @@ func (m *Simulated) Answer(firstImage string, texts []string) (string, error) {
 		return "", fmt.Errorf("the question is %w for this radiograph", ErrUnknown)
 	}
 	return parse.FormatAnswer(m.choose(firstImage, turn, rec.pq[turn.Q.Stage()])), nil
+}
+
+// fromText answers the question that ends last from the text prior; recs
+// are the records of the radiograph the model was shown (a model that
+// ignores the image still shares the items' errors of MislabelRate).
+func (m *Simulated) fromText(xray, last string, recs []*record) (string, error) {
+	for _, r := range recs {
+		var turn *protocol.PlannedTurn
+		for i := range r.turns {
+			if t := &r.turns[i]; strings.HasSuffix(last, t.Text) && (turn == nil || len(t.Text) > len(turn.Text)) {
+				turn = t
+			}
+		}
+		if turn != nil && m.cfg.MislabelRate > 0 {
+			if shared := rng.New(label("mislabel", m.cfg.MislabelSeed, xray, turn.Text)); shared.Float64() < m.cfg.MislabelRate {
+				return parse.FormatAnswer(wrong(shared, turn)), nil
+			}
+		}
+		if turn != nil {
+			break
+		}
+	}
+	for _, t := range m.texts {
+		if strings.HasSuffix(last, t.text) {
+			if a, ok := m.prior[t.kind]; ok {
+				return parse.FormatAnswer(a), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("the question is %w", ErrUnknown)
 }
 
 // choose draws the answer to one question.

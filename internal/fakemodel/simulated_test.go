@@ -240,3 +240,77 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTextPrior: without a radiograph it knows (no image, or an image
+// that is not the benchmark's), a model with a text prior answers the
+// most frequent ground truth of the question's type and option count,
+// or its favoured option, whatever the record; without a prior it
+// refuses. A model that ignores the image answers so even when shown it.
+func TestTextPrior(t *testing.T) {
+	dir, recs := fixture(t, 3)
+	all := questions(t, dir, recs)
+	// The frequent answers, counted here from the plans.
+	counts := map[questionKind]map[string]int{}
+	for _, qs := range all {
+		for _, q := range qs {
+			k := questionKind{q.turn.Q, q.turn.NOptions}
+			if counts[k] == nil {
+				counts[k] = map[string]int{}
+			}
+			counts[k][parse.Canonical(parse.OptionSet(q.turn.GT))]++
+		}
+	}
+	frequent := func(k questionKind) string {
+		best, n := "", 0
+		for a, c := range counts[k] {
+			if c > n || (c == n && a < best) {
+				best, n = a, c
+			}
+		}
+		return best
+	}
+	acc := [4]float64{1, 1, 1, 1}
+	looks := load(t, SimConfig{Benchmark: dir, Accuracy: acc, Seed: 1, TextPrior: TextPriorFrequent})
+	guesses := load(t, SimConfig{Benchmark: dir, Accuracy: acc, Seed: 1, TextPrior: TextPriorFrequent, IgnoresImage: true})
+	favours := load(t, SimConfig{Benchmark: dir, Accuracy: acc, Seed: 7, TextPrior: TextPriorFavoured})
+	recites := load(t, SimConfig{Benchmark: dir, Accuracy: acc, Seed: 1})
+	favoured := map[questionKind]string{}
+	blank := provider.PayloadKey(base64.StdEncoding.EncodeToString([]byte("a blank image")))
+	for _, qs := range all {
+		for _, q := range qs {
+			k := questionKind{q.turn.Q, q.turn.NOptions}
+			texts := []string{"system text", q.turn.Text}
+			for _, img := range []string{"", blank} {
+				got, err := looks.Answer(img, texts)
+				if want := "Answer: " + frequent(k); err != nil || got != want {
+					t.Fatalf("%s %s, image %q: %q (%v), want the frequent answer %q", q.turn.ID, q.key[:8], img, got, err, want)
+				}
+				if _, err := recites.Answer(img, texts); err == nil {
+					t.Fatalf("%s: a model without a text prior answered without the radiograph", q.turn.ID)
+				}
+				f, err := favours.Answer(img, texts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if prev, ok := favoured[k]; ok && prev != f {
+					t.Fatalf("%s: favoured answer %q, earlier %q for the same kind of question", q.turn.ID, f, prev)
+				}
+				favoured[k] = f
+			}
+			// Shown its radiograph, the model that looks is right (accuracy
+			// 1); the one that guesses gives its prior.
+			if got := answer(t, looks, q); !sameSet(got, q.turn.GT) {
+				t.Fatalf("%s: shown the radiograph, answered %v, want %v", q.turn.ID, got, q.turn.GT)
+			}
+			if got, _ := guesses.Answer(q.key, []string{"system text", q.turn.Text}); got != "Answer: "+frequent(k) {
+				t.Fatalf("%s: the guesser shown the radiograph answered %q, want its prior %q", q.turn.ID, got, frequent(k))
+			}
+		}
+	}
+	if _, err := LoadSimulated(SimConfig{Benchmark: dir, TextPrior: "often"}); err == nil || !strings.Contains(err.Error(), `text prior "often"`) {
+		t.Errorf("unknown prior: %v", err)
+	}
+	if _, err := LoadSimulated(SimConfig{Benchmark: dir, IgnoresImage: true}); err == nil {
+		t.Error("a model that ignores the image without a prior was accepted")
+	}
+}

@@ -112,21 +112,18 @@ type claimDoc struct {
 	Verdicts        []analysis.Verdict
 }
 
-// hasFindings reports whether any run has a domain group (baselines and
-// runs of unknown domain have none): without one there is no section.
+// hasFindings reports whether the report has model runs (baselines,
+// controls and human readers are no models): claim 1 is assessed on
+// them, and claim 2 when they have domain groups.
 func hasFindings(res *analysis.Result) bool {
-	if res.Domains == nil {
-		return false
-	}
-	for _, m := range res.Domains.Members {
-		if m.Group != "" {
-			return true
-		}
-	}
-	return false
+	return res.Domains != nil && len(res.Domains.Members) > 0
 }
 
-// buildFindings lays out the findings section; nil without any grouped run.
+// grouped reports whether some model run has a domain group.
+func grouped(res *analysis.Result) bool { return hasFindings(res) && !res.Domains.Ungrouped }
+
+// buildFindings lays out the findings section; nil without a model's run
+// and without readers.
 func buildFindings(res *analysis.Result) *findingsDoc {
 	if !hasFindings(res) {
 		if rc := readersClaim(res); rc != nil { // claim 3 needs no domain groups
@@ -160,17 +157,23 @@ func buildFindings(res *analysis.Result) *findingsDoc {
 			unknown = append(unknown, m.Run.Run.Name)
 		}
 	}
-	if len(unknown) > 0 {
+	if len(unknown) > 0 && grouped(res) { // ungrouped: claim 2 says so
 		f.Notes = append(f.Notes, "Without a domain (left out of the groups, kept in \"all\"): "+strings.Join(unknown, ", ")+".")
 	}
 	for _, j := range findingsPlotJobs(res) {
 		f.Plots = append(f.Plots, newPlotLink(j, res.Runs))
 	}
+	if res.ImageControl != nil {
+		f.Notes = append(f.Notes, "Image controls: where a model has a control run (eval --control), the table \"Above the no-image level\" gives, per path and stage, how much of its end-to-end accuracy is above what it scores without the image (paired over records); the section \""+ImageUseTitle+"\" has the details.")
+	}
 	for _, mode := range res.Modes() {
-		f.groupTable(dr, mode)
+		if grouped(res) {
+			f.groupTable(dr, mode)
+		}
 		f.diffTable(dr, mode)
 		f.pairTable(dr, mode)
 		f.decayTable(dr, mode)
+		f.aboveNoImage(res, mode)
 	}
 	return f
 }
@@ -341,6 +344,12 @@ func decayCell(d analysis.DecayRow) string {
 	return s
 }
 
+// notAssessed is the line of a claim that is not assessed: "claim 2
+// (medical vs general): not assessed — pass --domains …".
+func notAssessed(c claimDoc, v analysis.Verdict) string {
+	return fmt.Sprintf("claim %d (%s): %s — %s", c.N, strings.ToLower(c.Title), v.Status, v.Reason)
+}
+
 // markdown renders the findings section.
 func (f *findingsDoc) markdown(b *strings.Builder) {
 	b.WriteString("\n## Findings\n")
@@ -350,6 +359,10 @@ func (f *findingsDoc) markdown(b *strings.Builder) {
 			scope := ""
 			if v.Scope != "" {
 				scope = ", " + v.Scope
+			}
+			if v.Status == analysis.NotAssessed {
+				fmt.Fprintf(b, "- Oracle %s%s: %s.\n", v.OracleMode, scope, notAssessed(c, v))
+				continue
 			}
 			fmt.Fprintf(b, "- Oracle %s%s: **%s**. %s.\n", v.OracleMode, scope, v.Status, v.Reason)
 		}
@@ -368,7 +381,7 @@ func (f *findingsDoc) markdown(b *strings.Builder) {
 // findingsPlotJobs draws, per oracle mode, each group's mean end-to-end
 // accuracy at every path and stage with its interval.
 func findingsPlotJobs(res *analysis.Result) []plotJob {
-	if !hasFindings(res) {
+	if !grouped(res) {
 		return nil
 	}
 	var jobs []plotJob

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
@@ -72,6 +74,9 @@ func findingsReportWorkers(t *testing.T, workers int) string {
 		}
 	}
 	runs = append(runs, baselineRuns()[0]) // a baseline is never grouped
+	// A control is never grouped either; it answers option 1 without the
+	// image, and the image section compares it with gen0's run.
+	runs = append(runs, &analysistest.Run{Provider: "opensource", Label: "gen0", Oracle: "none", Policy: analysistest.First, Control: results.ControlTextOnly})
 	dir := fixture(t, tmp, recs, runs...)
 	df := filepath.Join(tmp, "domains.yaml")
 	if err := os.WriteFile(df, []byte(domains.String()), 0o644); err != nil {
@@ -199,15 +204,16 @@ func TestFindingsOneModelPerGroup(t *testing.T) {
 func TestFindingsDeterministic(t *testing.T) {
 	t.Parallel()
 	a, b := findingsReportWorkers(t, 1), findingsReportWorkers(t, 4)
-	for _, f := range []string{"ext_domain.csv", "ext_domain_diff.csv", "ext_domain_decay.csv", "report.md", "plot_domain_groups_oracle_none.svg", "plot_domain_groups_oracle_none.png"} {
+	for _, f := range []string{"ext_domain.csv", "ext_domain_diff.csv", "ext_domain_decay.csv", ImageControlFile, "report.md", "plot_domain_groups_oracle_none.svg", "plot_domain_groups_oracle_none.png"} {
 		if string(read(t, filepath.Join(a, f))) != string(read(t, filepath.Join(b, f))) {
 			t.Errorf("%s differs between 1 and 4 workers", f)
 		}
 	}
 }
 
-// Runs whose models have no domain give no findings and no warning, and
-// report.md says how to give groups.
+// Runs whose models have no domain still give the findings: claim 1 is
+// assessed on the models pooled (the group "all" alone), and claim 2 says
+// it is not assessed and how to give groups; no warning.
 func TestFindingsWithoutDomains(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -218,11 +224,22 @@ func TestFindingsWithoutDomains(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(out, "report.md")))
-	if strings.Contains(md, "## Findings") || !strings.Contains(md, "No findings section") || len(res.Warnings) != 0 {
-		t.Errorf("warnings %q; report.md:\n%.600s", res.Warnings, md)
+	if !strings.Contains(md, "## Findings") || !strings.Contains(md, "**Claim 1 (Depth decay).**") || len(res.Warnings) != 0 ||
+		!regexp.MustCompile(`- Oracle none: \*\*(supported|not supported|undecided at this sample size)\*\*\. `).MatchString(md) ||
+		!strings.Contains(md, "- Oracle none: claim 2 (medical vs general): not assessed — pass --domains") {
+		t.Errorf("warnings %q; report.md:\n%.2000s", res.Warnings, md)
 	}
-	if rows := readCSV(t, filepath.Join(out, "ext_domain.csv")); len(rows) != 1 {
-		t.Errorf("ext_domain.csv has %d rows, want the header only", len(rows))
+	for _, row := range readCSV(t, filepath.Join(out, "ext_domain.csv"))[1:] {
+		if row[0] != "all" {
+			t.Errorf("ext_domain.csv has a row of group %q without any domain", row[0])
+		}
+	}
+	if rows := readCSV(t, filepath.Join(out, "ext_domain_diff.csv")); len(rows) != 1 {
+		t.Errorf("ext_domain_diff.csv has %d rows, want the header only", len(rows))
+	}
+	html := string(read(t, filepath.Join(out, "index.html")))
+	if !strings.Contains(html, "claim 2 (medical vs general): not assessed — pass --domains") {
+		t.Error("index.html does not say that claim 2 is not assessed")
 	}
 }
 

@@ -36,6 +36,7 @@ var pageTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
 	"inc":      func(i int) int { return i + 1 },
 	"note":     tableNote,
 	"oracleID": oracleModeID,
+	"lower":    strings.ToLower,
 	// long marks a cell of free text (sampling settings, a server's
 	// identity) that may wrap, so that its table fits the window.
 	"long": func(s string) bool { return len(s) > 40 },

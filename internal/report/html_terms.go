@@ -44,6 +44,8 @@ var tableNotes = []struct{ prefix, note string }{
 	{"Domain groups", "Each model's end-to-end accuracy averaged within its domain group (general, medical, …); the interval resamples both the models and the records."},
 	{"Medical − general", "The medical group's mean minus the general group's, in percentage points, with its interval; above 0 favours the medical models."},
 	{"Matched pairs", "Each medical model against the general model it was built on, on the same records: b counts records where the medical model is right and its base wrong, c the opposite."},
+	{"Image control", "One model's end-to-end accuracy with the image (its run) and without it (its control run: text-only sends no image, blank-radiograph draws the masks and points over a uniform grey), on the same records. Difference: with − without, in points, with a paired bootstrap 95 % interval; McNemar p tests it on the records whose outcome changed. A stage whose accuracy drops reliably (interval above 0 and p ≤ 0.05) uses the image; any other the model answers as well without it. Surviving: of the right answers with the image, the share still right without it."},
+	{"Above the no-image level", "For each model with a control run: how many points of its end-to-end accuracy at each path and stage are above what it scores without the image, on the same records, with a paired 95 % interval; \"drop\" marks a reliable drop (interval above 0 and McNemar p ≤ 0.05): a stage that uses the image. A stage without it the model answers as well without the image."},
 	{"Depth decay", "End-to-end accuracy at each stage and its ratio to stage 1: how much of the stage-1 accuracy survives the later stages; \"drop\" marks a stage where most of it is lost at once."},
 }
 

@@ -152,6 +152,11 @@ func healthSummary(h *analysis.ItemHealth) string {
 	if len(h.Readers) > 0 {
 		s += fmt.Sprintf(" Readers shown beside the flags, not counted: %s.", strings.Join(h.Readers, ", "))
 	}
+	if len(h.ControlRuns) > 0 {
+		s += fmt.Sprintf(" Image-control run(s), counted apart: %s. answerable_without_image: at least the flag share of them (and at least %d) answer the question right without the image, "+
+			"where random answering would do so with probability at most %g: a text cue or a skewed answer set, so the question measures no perception.",
+			strings.Join(h.ControlRuns, ", "), analysis.MinItemRuns, analysis.MaxChance)
+	}
 	return s
 }
 

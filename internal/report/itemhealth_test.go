@@ -3,7 +3,9 @@ package report
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +144,52 @@ func TestBrowserFlagged(t *testing.T) {
 	}
 	if !strings.Contains(box, "unanimous_wrong") || !strings.Contains(box, "ground truth 1") || !strings.Contains(box, "modal answer 4") || runs != 5 || strings.Contains(box, "baseline_oracle") {
 		t.Errorf("flag box (%d run rows): %q", runs, box)
+	}
+}
+
+// Items that the control runs answer right are flagged
+// answerable_without_image in flagged_items.csv, where that many right
+// answers are unlikely by chance (three runs: items of at least three
+// answers); the control runs are not counted among the models' runs.
+func TestAnswerableWithoutImageFlagged(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	recs := benchtest.Full(1)
+	var runs []*analysistest.Run
+	for i := 1; i <= 3; i++ {
+		runs = append(runs, &analysistest.Run{Provider: "fake", Label: fmt.Sprint("model", i), Oracle: "none", Policy: analysistest.Oracle},
+			// Without the image each model answers option 1.
+			&analysistest.Run{Provider: "fake", Label: fmt.Sprint("model", i), Oracle: "none", Policy: analysistest.First, Control: results.ControlTextOnly})
+	}
+	dir := fixture(t, tmp, recs, runs...)
+	out := filepath.Join(tmp, "report")
+	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 20}, Report: Options{Version: "test"}}); err != nil {
+		t.Fatal(err)
+	}
+	flagged := readCSVTable(t, filepath.Join(out, FlaggedItemsFile))
+	stats := readCSVTable(t, filepath.Join(out, ItemStatsFile))
+	want := map[string]bool{}
+	for _, row := range stats.rows {
+		k, _ := strconv.Atoi(stats.get(row, "n_answers"))
+		if stats.get(row, "n_runs") != "3" {
+			t.Fatalf("item %s %s: n_runs %s, want the three models only", stats.get(row, "key_id"), stats.get(row, "question"), stats.get(row, "n_runs"))
+		}
+		if stats.get(row, "gt") == "1" && k >= 3 {
+			want[stats.get(row, "key_id")+"/"+stats.get(row, "question")] = true
+		}
+	}
+	got := map[string]bool{}
+	for _, row := range flagged.rows {
+		if strings.Contains(flagged.get(row, "reason"), analysis.FlagWithoutImage) {
+			got[flagged.get(row, "key_id")+"/"+flagged.get(row, "question")] = true
+		}
+	}
+	if len(want) == 0 || !maps.Equal(got, want) {
+		t.Errorf("answerable_without_image on %d items %v, want %d %v", len(got), got, len(want), want)
+	}
+	md := string(read(t, filepath.Join(out, "report.md")))
+	if !strings.Contains(md, "answerable_without_image") {
+		t.Error("report.md does not explain answerable_without_image")
 	}
 }
 

@@ -48,7 +48,8 @@ type doc struct {
 	Banners  []string
 	Intro    []string
 	Warnings []string
-	Findings *findingsDoc // nil when no run has a domain group
+	Findings *findingsDoc // nil without model runs (and without readers)
+	Image    *imageDoc    // nil without a control run paired with a model's (imagecontrol.go)
 	Readers  *readersDoc  // nil without runs of human readers (readers.go)
 	Sections []*section
 }
@@ -133,6 +134,9 @@ func markdown(d *doc) []byte {
 	if d.Findings != nil {
 		d.Findings.markdown(&b)
 	}
+	if d.Image != nil {
+		d.Image.markdown(&b)
+	}
 	if d.Readers != nil {
 		d.Readers.markdown(&b)
 	}
@@ -199,12 +203,9 @@ func chanceCell(res *analysis.Result, path benchmark.Path, lesion, target string
 
 // buildDoc lays out every table of the report.
 func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
-	d := &doc{Banners: banners(res), Warnings: warnings, Findings: buildFindings(res), Readers: buildReaders(res)}
+	d := &doc{Banners: banners(res), Warnings: warnings, Findings: buildFindings(res), Image: buildImageDoc(res), Readers: buildReaders(res)}
 	d.Intro = append(d.Intro, fmt.Sprintf("Written by chexpercept %s from %d run(s). Accuracies are percentages with Wilson 95 %% intervals; depth is the mean number of stages answered correctly in a row, with a bootstrap 95 %% interval (B = %d). N/A marks a stage that does not apply to a path or a cell without records. Error policy: %s.\n",
 		ver, len(res.Runs), res.Options.Bootstrap, res.Options.ErrorPolicy))
-	if res.Domains != nil && len(res.Domains.Members) > 0 && d.Findings == nil {
-		d.Intro = append(d.Intro, "No findings section: no run's model has a domain in the model registry; a domains file (report --domains FILE, see docs/findings.md) gives runs their groups.")
-	}
 	if res.Chance != nil {
 		d.Intro = append(d.Intro, "The rows *chance* (uniform guessing) and *majority* (always the most frequent answer of each question type) are computed from the benchmark alone.")
 	}

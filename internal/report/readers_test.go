@@ -77,9 +77,15 @@ func TestReadersAndModels(t *testing.T) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
-	// Readers are no models: they are in no domain group and no claim 1/2.
-	if strings.Contains(md, "**Claim 1") {
-		t.Error("claims 1 and 2 appeared without domain groups")
+	// Readers are no models: claim 1 is assessed on the three models
+	// alone, and claim 2, without domain groups, is not assessed.
+	if !strings.Contains(md, "**Claim 1") || !strings.Contains(md, "claim 2 (medical vs general): not assessed") {
+		t.Error("claim 1 is not assessed on the models, or claim 2 not said to be unassessed")
+	}
+	for _, row := range readCSV(t, filepath.Join(out, "ext_domain.csv"))[1:] {
+		if row[0] != "all" || row[4] != "3" {
+			t.Errorf("ext_domain.csv row %q: want the group all of the three models only", row)
+		}
 	}
 	if strings.Contains(md, "Does the model help the readers?") {
 		t.Error("an aided part without an aided study")

@@ -64,6 +64,7 @@ func Write(ctx context.Context, res *analysis.Result, dir string, opts Options) 
 		"ext_domain.csv":         extDomain(res),
 		"ext_domain_diff.csv":    extDomainDiff(res),
 		"ext_domain_decay.csv":   extDomainDecay(res),
+		ImageControlFile:         extImageControl(res),
 		"summary.json":           summaryJSON(res, warnings),
 	}
 	maps.Copy(files, healthFiles(res))

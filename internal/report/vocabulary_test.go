@@ -12,16 +12,28 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
+	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
+	"github.com/chexpercept/chexpercept/internal/benchdir"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
 // vocabularyReport writes a report of the samples fixture (baselines, a
-// strict run, a run with an error record) with comparisons and two runs
-// in domain groups, so that every ext_*.csv has rows.
+// strict run, a run with an error record) with comparisons, two runs in
+// domain groups and a text-only control of the strict run, so that every
+// ext_*.csv has rows.
 func vocabularyReport(t *testing.T) string {
 	t.Helper()
 	tmp := t.TempDir()
 	dir := samplesFixture(t, tmp)
+	b, err := benchdir.Load(filepath.Join(tmp, "bench"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	control := &analysistest.Run{Provider: "openai", Label: "strict", Oracle: "none", Parse: "strict", Policy: analysistest.First, Control: results.ControlTextOnly}
+	if _, err := control.Write(dir, b); err != nil {
+		t.Fatal(err)
+	}
 	df := filepath.Join(tmp, "domains.yaml")
 	if err := os.WriteFile(df, []byte("openai_strict: general\nopenai_errors: medical\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -87,6 +99,7 @@ func TestSamplesJoinExt(t *testing.T) {
 		{"ext_usage.csv", []string{"run"}, true, nil},
 		{"ext_pairwise.csv", []string{"run_a", "run_b"}, false, nil},
 		{"ext_domain_decay.csv", []string{"unit"}, false, func(ct *csvTable, row []string) bool { return ct.get(row, "kind") == "model" }},
+		{ImageControlFile, []string{"run"}, false, nil},
 	}
 	for _, j := range joins {
 		ct := readCSVTable(t, filepath.Join(out, j.file))

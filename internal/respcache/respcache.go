@@ -30,6 +30,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/appdb"
@@ -216,6 +217,20 @@ func Key(endpoint, identity, providerName, modelID string, msgs []provider.Messa
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ControlKey is the key of a call of a run under the image control
+// control (results.Control) whose call key is key: a key of its own, so
+// that a control run's replies are stored and replayed apart from the
+// model run's even where the two send the same bytes. It is key itself
+// when control is "" (a run without a control keeps its keys), and ""
+// when key is "" (nothing may be cached).
+func ControlKey(key, control string) string {
+	if key == "" || control == "" {
+		return key
+	}
+	sum := sha256.Sum256([]byte("chexpercept/respcache/control/" + strconv.Itoa(len(control)) + ":" + control + "/" + key))
+	return hex.EncodeToString(sum[:])
 }
 
 // Endpoint is the form of an endpoint URL that enters the key: scheme

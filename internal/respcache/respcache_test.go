@@ -50,6 +50,7 @@ func TestKeyDistinguishesEveryInput(t *testing.T) {
 		{"extra body", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":20}`}, "h")},
 		{"extra body value", Key(ep, "id1", "opensource", "m", msgs("q", a), runmodel.Sampling{Temperature: f64(0), ExtraBody: `{"top_k":21}`}, "h")},
 		{"split", Key(ep, "id1", "opensource", "m", []provider.Message{{Role: provider.RoleSystem, Text: "sy"}, {Role: provider.RoleUser, Text: "sq", Images: []*provider.Image{a}}}, greedy, "h")},
+		{"control", ControlKey(base, "text-only")},
 	}
 	for _, c := range cases {
 		if c.key == base {
@@ -61,6 +62,25 @@ func TestKeyDistinguishesEveryInput(t *testing.T) {
 	}
 	if again := Key(ep, "id1", "opensource", "m", msgs("q", provider.NewImage([]byte("png-a"))), greedy, "h"); again != base {
 		t.Errorf("same inputs gave a different key")
+	}
+}
+
+// A control run's keys are its own, one per control, and a run without a
+// control keeps its keys; a call that may not be cached stays uncached.
+func TestControlKey(t *testing.T) {
+	const key = "0123abcd"
+	a, b := ControlKey(key, "text-only"), ControlKey(key, "blank-radiograph")
+	if a == key || b == key || a == b || len(a) != 64 {
+		t.Errorf("control keys %q and %q of %q: want two distinct new keys", a, b, key)
+	}
+	if ControlKey(key, "text-only") != a {
+		t.Error("the same control key differs between calls")
+	}
+	if k := ControlKey(key, ""); k != key {
+		t.Errorf("without a control the key became %q", k)
+	}
+	if k := ControlKey("", "text-only"); k != "" {
+		t.Errorf("an uncacheable call got the control key %q", k)
 	}
 }
 

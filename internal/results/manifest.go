@@ -43,8 +43,12 @@ type Manifest struct {
 	RunName         string      `json:"run_name"`
 	// Kind says whose answers the run holds. A manifest written before
 	// the member existed has it derived from what it holds (KindOf).
-	Kind  RunKind   `json:"kind"`
-	Model ModelInfo `json:"model"`
+	Kind RunKind `json:"kind"`
+	// Control names the image control a run of kind control asked the
+	// model under (ControlTextOnly, ControlBlankRadiograph); absent for
+	// every other run.
+	Control Control   `json:"control,omitempty"`
+	Model   ModelInfo `json:"model"`
 	// ServerIdentity is who the server said it was at the preflight of
 	// the run's first invocation (runmodel.Identity); null in manifests
 	// written before it was recorded and in imported runs.
@@ -92,6 +96,34 @@ const (
 	// real run, and its numbers are the stand-in's.
 	KindRehearsal RunKind = "rehearsal"
 )
+
+// Control is an image control: what a control run sends in place of the
+// benchmark's images, so that its answers, compared with the model's run
+// on the same records, tell what the model takes from the image.
+type Control string
+
+// The image controls.
+const (
+	// ControlTextOnly asks the same conversations with every image
+	// removed; the texts are unchanged.
+	ControlTextOnly Control = "text-only"
+	// ControlBlankRadiograph keeps every drawn element of the images
+	// (mask overlays, coloured points, candidate contours) and replaces
+	// the radiograph under them by a uniform image of its mean grey.
+	ControlBlankRadiograph Control = "blank-radiograph"
+)
+
+// controls are the image controls, in the order messages list them.
+var controls = []Control{ControlTextOnly, ControlBlankRadiograph}
+
+// ParseControl reads an image control's name; "" is no control.
+func ParseControl(s string) (Control, error) {
+	c := Control(s)
+	if c == "" || slices.Contains(controls, c) {
+		return c, nil
+	}
+	return "", fmt.Errorf("image control %q is not one of %s, %s", textsafe.OneLine(s), ControlTextOnly, ControlBlankRadiograph)
+}
 
 // runKinds are the kinds a manifest may say, in the order messages list
 // them.
@@ -268,7 +300,11 @@ type RunSpec struct {
 	// Kind is whose answers the run holds; "" means the kind of its
 	// model's provider (KindOf). A run that the stand-in answers is made
 	// a rehearsal when the server is known (Manifest.SetServer).
-	Kind       RunKind
+	Kind RunKind
+	// Control is the image control the run is asked under ("" for
+	// none): its kind is then KindControl and its name the model's run
+	// name with "_" and the control appended.
+	Control    Control
 	Selection  Selection
 	NoThinking bool
 	Oracle     string // oracle mode: none, implicit or explicit
@@ -285,12 +321,23 @@ type RunSpec struct {
 const parseStrict = "strict"
 
 // Name is the run's name: s.RunName, or the name derived from the model
-// and the settings.
+// and the settings; a control run's name is that name with "_" and the
+// control appended (ControlRunName).
 func (s RunSpec) Name() string {
-	if s.RunName != "" {
-		return s.RunName
+	name := s.RunName
+	if name == "" {
+		name = RunName(s.Model.Provider, s.Model.Label, s.NoThinking, s.Parse == parseStrict)
 	}
-	return RunName(s.Model.Provider, s.Model.Label, s.NoThinking, s.Parse == parseStrict)
+	return ControlRunName(name, s.Control)
+}
+
+// ControlRunName is the name of the control run c of the run named run:
+// "<run>_<control>"; run itself when c is "".
+func ControlRunName(run string, c Control) string {
+	if c == "" {
+		return run
+	}
+	return run + "_" + string(c)
 }
 
 // NewManifest is the part of a run's manifest that every maker of a run
@@ -315,11 +362,14 @@ func NewManifest(s RunSpec, bench *benchmark.Benchmark, benchAbs string, keys []
 		Provenance: &Provenance{Revision: b.Revision, Modified: b.Modified, GoVersion: b.GoVersion, OS: b.OS, Arch: b.Arch},
 		Dataset:    Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
 		Selection:  sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(keys), KeysSHA256: KeysHash(keys),
-		RunName: s.Name(), Kind: s.Kind,
+		RunName: s.Name(), Kind: s.Kind, Control: s.Control,
 		Sampling: s.Model.Sampling, NoThinking: s.NoThinking,
 		OracleMode: s.Oracle, ParseMode: s.Parse,
 	}
-	if m.Kind == "" {
+	switch {
+	case s.Control != "":
+		m.Kind = KindControl
+	case m.Kind == "":
 		m.Kind = KindOf(s.Model.Provider, false)
 	}
 	mi := &m.Model
@@ -382,6 +432,9 @@ func ParseManifest(data []byte) (*Manifest, error) {
 			names[i] = string(k)
 		}
 		return nil, fmt.Errorf("kind: %q is not one of %s", textsafe.OneLine(string(m.Kind)), strings.Join(names, ", "))
+	}
+	if _, err := ParseControl(string(m.Control)); err != nil {
+		return nil, fmt.Errorf("control: %w", err)
 	}
 	return &m, nil
 }

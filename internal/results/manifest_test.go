@@ -121,6 +121,7 @@ func TestNewManifestKind(t *testing.T) {
 		{"baseline", results.RunSpec{Model: runmodel.Model{Provider: "baseline", Backend: runmodel.BackendBaseline}}, true, results.KindBaseline},
 		{"human", results.RunSpec{Model: runmodel.Model{Provider: "human"}}, false, results.KindHuman},
 		{"control", results.RunSpec{Model: runmodel.Model{Provider: "openai"}, Kind: results.KindControl}, true, results.KindControl},
+		{"image control", results.RunSpec{Model: runmodel.Model{Provider: "openai"}, Control: results.ControlTextOnly}, true, results.KindControl},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := results.NewManifest(c.spec, bench, "/b", nil)
@@ -162,6 +163,9 @@ func TestParseManifest(t *testing.T) {
 			&results.Manifest{Kind: results.KindControl, Model: results.ModelInfo{Provider: "openai"}}, ""},
 		{"unknown kind", `{"kind":"robot"}`, nil, `kind: "robot" is not one of model, baseline, human, control, rehearsal`},
 		{"kind not a string", `{"kind":1}`, nil, "kind: a number, want a string"},
+		{"control given", `{"kind":"control","control":"blank-radiograph"}`,
+			&results.Manifest{Kind: results.KindControl, Control: results.ControlBlankRadiograph}, ""},
+		{"unknown control", `{"kind":"control","control":"no-text"}`, nil, `control: image control "no-text" is not one of text-only, blank-radiograph`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := results.ParseManifest([]byte(c.in))
@@ -195,5 +199,36 @@ func TestSelectionHashSeed(t *testing.T) {
 		if got, want := c.sel.Hash(), hex.EncodeToString(sum[:]); got != want {
 			t.Errorf("Hash(%+v) = %s, want the SHA-256 of %s", c.sel, got, c.json)
 		}
+	}
+}
+
+// A control run is named after the run it controls, and its manifest
+// names the control and the kind control.
+func TestControlRunName(t *testing.T) {
+	m := runmodel.Model{Provider: "openai", Label: "gpt"}
+	for _, c := range []struct {
+		spec results.RunSpec
+		want string
+	}{
+		{results.RunSpec{Model: m}, "openai_gpt"},
+		{results.RunSpec{Model: m, Control: results.ControlTextOnly}, "openai_gpt_text-only"},
+		{results.RunSpec{Model: m, NoThinking: true, Control: results.ControlBlankRadiograph}, "openai_gpt_no_thinking_blank-radiograph"},
+		{results.RunSpec{Model: m, RunName: "mine", Control: results.ControlTextOnly}, "mine_text-only"},
+	} {
+		if got := c.spec.Name(); got != c.want {
+			t.Errorf("%+v: name %q, want %q", c.spec, got, c.want)
+		}
+		man := results.NewManifest(c.spec, &benchmark.Benchmark{}, "/b", nil)
+		if man.RunName != c.want || man.Control != c.spec.Control || (c.spec.Control != "") != (man.Kind == results.KindControl) {
+			t.Errorf("%+v: manifest run_name %q control %q kind %q", c.spec, man.RunName, man.Control, man.Kind)
+		}
+	}
+	for _, s := range []string{"", "text-only", "blank-radiograph"} {
+		if c, err := results.ParseControl(s); err != nil || string(c) != s {
+			t.Errorf("ParseControl(%q) = %q, %v", s, c, err)
+		}
+	}
+	if _, err := results.ParseControl("Text-Only"); err == nil {
+		t.Error("ParseControl accepted a name in other case")
 	}
 }

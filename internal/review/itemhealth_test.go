@@ -377,6 +377,10 @@ func TestFlaggedItemsClosedSets(t *testing.T) {
 	if _, err := ReadFlagged(path); err != nil {
 		t.Errorf("two codes: %v", err)
 	}
+	os.WriteFile(path, []byte(head+fmt.Sprintf(good, "majority_wrong;answerable_without_image", "1", "1")), 0o644)
+	if flags, err := ReadFlagged(path); err != nil || len(flags) != 1 {
+		t.Errorf("an item answerable without the image: %v, %v", flags, err)
+	}
 
 	a := itemRound(t)
 	if _, err := a.store.db.ExecContext(context.Background(), `UPDATE item_flags SET reason = '=HYPERLINK("x")' WHERE key_id = 'edema_fx002_positive_0'`); err != nil {

@@ -112,25 +112,29 @@ func (s Sampling) Merge(o Sampling) Sampling {
 	return s
 }
 
-// Text renders the parameters as "name=value" in wire order, then the
+// Member is one parameter a Sampling sends: its name (the wire name;
+// enable_thinking for the chat_template_kwargs member it becomes) and its
+// value as Text shows it.
+type Member struct{ Name, Value string }
+
+// Members lists the parameters that are sent, in wire order, then the
 // extra members sorted by name (values as compact JSON, strings
-// unquoted), space-separated; "none" when nothing is sent. Reports show
-// it per run.
-func (s Sampling) Text() string {
-	var parts []string
+// unquoted).
+func (s Sampling) Members() []Member {
+	var out []Member
 	f := func(name string, v *float64) {
 		if v != nil {
-			parts = append(parts, name+"="+strconv.FormatFloat(*v, 'g', -1, 64))
+			out = append(out, Member{name, strconv.FormatFloat(*v, 'g', -1, 64)})
 		}
 	}
 	i := func(name string, v *int64) {
 		if v != nil {
-			parts = append(parts, name+"="+strconv.FormatInt(*v, 10))
+			out = append(out, Member{name, strconv.FormatInt(*v, 10)})
 		}
 	}
 	str := func(name, v string) {
 		if v != "" {
-			parts = append(parts, name+"="+v)
+			out = append(out, Member{name, v})
 		}
 	}
 	f("temperature", s.Temperature)
@@ -144,7 +148,7 @@ func (s Sampling) Text() string {
 	f("presence_penalty", s.PresencePenalty)
 	i("seed", s.Seed)
 	if s.EnableThinking != nil {
-		parts = append(parts, "enable_thinking="+strconv.FormatBool(*s.EnableThinking))
+		out = append(out, Member{"enable_thinking", strconv.FormatBool(*s.EnableThinking)})
 	}
 	extra := s.ExtraBody.Members()
 	for _, k := range slices.Sorted(maps.Keys(extra)) {
@@ -152,10 +156,21 @@ func (s Sampling) Text() string {
 		if u, err := strconv.Unquote(v); err == nil {
 			v = u
 		}
-		parts = append(parts, k+"="+v)
+		out = append(out, Member{k, v})
 	}
-	if len(parts) == 0 {
+	return out
+}
+
+// Text renders the parameters as "name=value" (Members), space-separated;
+// "none" when nothing is sent. Reports show it per run.
+func (s Sampling) Text() string {
+	ms := s.Members()
+	if len(ms) == 0 {
 		return "none"
+	}
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.Name + "=" + m.Value
 	}
 	return strings.Join(parts, " ")
 }

@@ -61,6 +61,13 @@ func Rescore(ctx context.Context, srcDir string, opts RescoreOptions) (*RescoreR
 	}
 	oracleDir := filepath.Base(abs)
 	newName := RescoredRunName(filepath.Base(filepath.Dir(abs)), opts.Mode)
+	// A control run's rescore is the control of the model run's rescore:
+	// <run>_<control> becomes <run>_strict_<control>, so the two pair.
+	if c := run.Manifest.Control; c != "" {
+		if base, ok := strings.CutSuffix(filepath.Base(filepath.Dir(abs)), "_"+string(c)); ok {
+			newName = results.ControlRunName(RescoredRunName(base, opts.Mode), c)
+		}
+	}
 	if err := results.CheckRunName(newName); err != nil {
 		return nil, fmt.Errorf("%w (rename the source run's folder)", err)
 	}

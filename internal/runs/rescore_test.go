@@ -40,7 +40,14 @@ func glmModel(quirks ...string) runmodel.Model {
 // as a GLM answer box) into out/<run name>/oracle_none and returns it.
 func scriptedRun(t *testing.T, bench *benchmark.Benchmark, out string, model runmodel.Model) string {
 	t.Helper()
-	o := results.RunSpec{Model: model, Oracle: string(protocol.OracleNone), Parse: string(parse.ModeReference),
+	return scriptedControlRun(t, bench, out, model, "")
+}
+
+// scriptedControlRun is scriptedRun as the image-control run c of the
+// model ("" for the model's own run).
+func scriptedControlRun(t *testing.T, bench *benchmark.Benchmark, out string, model runmodel.Model, c results.Control) string {
+	t.Helper()
+	o := results.RunSpec{Model: model, Oracle: string(protocol.OracleNone), Parse: string(parse.ModeReference), Control: c,
 		Now: func() time.Time { return testTime }}
 	replies := protocoltest.ScenarioReplies()
 	replies[rfKey][0] = protocol.Reply{Text: "<|begin_of_box|>1<|end_of_box|>", Attempts: 1}
@@ -133,6 +140,31 @@ func TestRescore(t *testing.T) {
 				t.Errorf("wall time %v, want the source's 2.5", w)
 			}
 		})
+	}
+}
+
+// A control run's rescore is named as the control of the model run's
+// rescore, so that the report pairs the two again.
+func TestRescoreControlRun(t *testing.T) {
+	bench := protocoltest.Bench(t)
+	out := t.TempDir()
+	src := scriptedControlRun(t, bench, out, glmModel(), results.ControlTextOnly)
+	if filepath.Base(filepath.Dir(src)) != "opensource_glm-4v_text-only" {
+		t.Fatalf("control run in %s", src)
+	}
+	rep, err := Rescore(context.Background(), src, RescoreOptions{Mode: parse.ModeStrict, Bench: bench})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RunName != "opensource_glm-4v_strict_text-only" {
+		t.Errorf("rescored control run %q, want opensource_glm-4v_strict_text-only", rep.RunName)
+	}
+	m, err := rundir.ReadManifest(rep.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Control != results.ControlTextOnly || m.Kind != results.KindControl {
+		t.Errorf("rescored manifest: control %q kind %q", m.Control, m.Kind)
 	}
 }
 

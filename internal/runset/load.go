@@ -589,7 +589,7 @@ func (s *state) readManifest(r *analysis.Run, dir, parent, base string) {
 		r.Reading = &arm
 	}
 	r.Selected = s.selectedRecords(mpath, m.SelectedRecords)
-	r.Kind = m.Kind
+	r.Kind, r.Control = m.Kind, m.Control
 	if id := m.ServerIdentity; id != nil {
 		r.Server = textsafe.OneLine(id.String())
 	}

@@ -108,10 +108,13 @@ type Run struct {
 	Only map[string]bool
 	// Reading, when not nil, is the manifest's reading arm.
 	Reading *results.ReadingArm
+	// Control, when set, makes the run the image-control run of
+	// Provider_Label (kind control, named Provider_Label_<control>).
+	Control results.Control
 }
 
 // Name is the run name.
-func (r *Run) Name() string { return r.Provider + "_" + r.Label }
+func (r *Run) Name() string { return results.ControlRunName(r.Provider+"_"+r.Label, r.Control) }
 
 // Write runs every record of b through the protocol engine and writes
 // <resultsDir>/<run name>/oracle_<mode>/ with manifest.json,
@@ -202,6 +205,9 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 	if r.ServerOwner != "" {
 		m.Set("server_identity", ojson.NewObject().Set("verified", ojson.Bool(true)).Set("source", ojson.Str("models_list")).
 			Set("id", ojson.Str(r.Label)).Set("owned_by", ojson.Str(r.ServerOwner)).Set("sha256", ojson.Str(strings.Repeat("cd", 32))))
+	}
+	if r.Control != "" {
+		m.Set("kind", ojson.Str(string(results.KindControl))).Set("control", ojson.Str(string(r.Control)))
 	}
 	if r.Reading != nil {
 		arm := ojson.NewObject().Set("study", ojson.Str(r.Reading.Study)).Set("reader", ojson.Str(r.Reading.Reader)).Set("arm", ojson.Str(r.Reading.Arm))

@@ -251,7 +251,7 @@
   function flagBox(i, d) {
     var box = el("div");
     box.id = "item-flags";
-    box.appendChild(el("p", "note", "⚑ A flag means the runs' answers to this question suggest the item may be mislabeled rather than hard: unanimous_wrong, every run gives the same wrong answer; majority_wrong, most runs agree on one wrong answer; negative_discrimination, weaker runs are right where stronger ones are wrong; parse_failures, most answers cannot be read. A reviewer should look at it again."));
+    box.appendChild(el("p", "note", "⚑ A flag means the runs' answers to this question suggest the item may be mislabeled rather than hard: unanimous_wrong, every run gives the same wrong answer; majority_wrong, most runs agree on one wrong answer; negative_discrimination, weaker runs are right where stronger ones are wrong; parse_failures, most answers cannot be read; answerable_without_image, most models answer it right even without the image (it measures no perception). A reviewer should look at it again."));
     flagsOf[i].forEach(function (f) {
       box.appendChild(el("p", null, "⚑ " + f.turn + " " + f.q + (multiMode ? " (oracle " + f.mode + ")" : "") + ": " + f.reasons.join(", ") +
         " — ground truth " + f.gt + ", models' modal answer " + (f.modal || "none parsed") + " (" + Math.round(100 * f.agree) + "% of " + f.runs + " runs)" +
