@@ -244,7 +244,7 @@ for spec in "write EIO 3 re:OUT/.*\.tmp-" "renameat ENOSPC 1 OUT/work/.chexperce
 	next
 	fault "build (rebuild)" rebuild "$1" "$2" "$3" "${4//OUT/$T/rb}" "$T/rb" -- "${build_args[@]}" --out "$T/rb"
 done
-for spec in "write ENOSPC 1 OUT/$RUN/results.jsonl" "fsync EIO 2 OUT/$RUN/results.jsonl" "renameat EIO 1 OUT/$RUN/manifest.json" \
+for spec in "write ENOSPC 1 OUT/$RUN/results.jsonl" "fsync EIO 1 OUT/$RUN/results.jsonl" "renameat EIO 1 OUT/$RUN/manifest.json" \
 	"openat EMFILE 1 $B/chexpercept/edema_ph0005_positive_0/detection_qa/xray.png"; do
 	set -- $spec
 	next
