@@ -247,18 +247,12 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 			if !quiet {
 				app.Log = log.New(cmd.ErrOrStderr(), "review: ", log.LstdFlags)
 			}
-			// The cases' images are built in the background from the
-			// start, so that no reviewer waits for a first build; the
-			// builds end before the store closes.
-			pctx, stopPrebuild := context.WithCancel(cmd.Context())
-			prebuilt := make(chan struct{})
-			go func() {
-				defer close(prebuilt)
-				if err := app.Prebuild(pctx); err != nil && pctx.Err() == nil {
-					app.Log.Printf("preparing the images: %v", err)
-				}
-			}()
-			defer func() { stopPrebuild(); <-prebuilt }()
+			// The cases' images are built before the server listens (as
+			// many as three quarters of the image memory holds), so that
+			// no reviewer waits for a first build.
+			if err := app.Prebuild(cmd.Context()); err != nil {
+				app.Log.Printf("preparing the images: %v", err)
+			}
 			return serveApp(cmd, app.Handler(), listen, certFile, keyFile)
 		},
 	}

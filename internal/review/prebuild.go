@@ -7,10 +7,9 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// prebuildWorkers bounds the images Prebuild builds at once: one core of
-// two is left to the reviewers' requests (which also build, within the
-// cache's own bound, any image not built yet).
-const prebuildWorkers = 1
+// prebuildWorkers bounds the images Prebuild builds at once (each holds
+// a decoded radiograph), as the cache bounds the builds of requests.
+const prebuildWorkers = imageBuilds
 
 // prebuildShare is the part of the image cache Prebuild fills: the rest
 // stays for the images reviewers open beyond it, and a prebuilt image is
@@ -25,7 +24,8 @@ const prebuildShare = 3 // of 4
 // counts at its earliest place). It stops when the cache is three
 // quarters full, when ctx ends, or after the last case; an image that
 // cannot be built is left for its request to report. The serve command
-// runs it in the background.
+// runs it before it listens: its time is bounded by the memory it fills
+// (about 70 radiographs).
 func (srv *Server) Prebuild(ctx context.Context) error {
 	if srv.store.ReadOnly() {
 		return nil // only the admin signs in: no queue to prepare
