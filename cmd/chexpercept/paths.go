@@ -17,8 +17,9 @@ import (
 // The usual mistakes with a path flag are caught before a command reads
 // the path, with the fix in the message: the benchmark's chexpercept.json
 // given instead of its folder, a folder that holds the benchmark one level
-// down (the demo's OUT/benchmark), a folder given for a database file.
-// Anything else is left to the command, whose own error names the path.
+// down (the demo's OUT/benchmark), a benchmark folder that does not exist
+// or holds no benchmark, a folder given for a database file. Anything else
+// is left to the command, whose own error names the path.
 
 // maxHintEntries bounds the entries of a folder looked at for a hint.
 const maxHintEntries = 4096
@@ -51,8 +52,14 @@ func checkBenchmarkDir(flag, dir string) error {
 	} else {
 		what = use
 	}
+	if dir == "" {
+		return nil // the command says it is required
+	}
 	fi, err := os.Stat(dir)
-	if err != nil || dir == "" {
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: no such folder", what)
+	}
+	if err != nil {
 		return nil // the command says what is wrong with it
 	}
 	if !fi.IsDir() {
@@ -72,11 +79,25 @@ func checkBenchmarkDir(flag, dir string) error {
 	}
 	switch len(found) {
 	case 0:
-		return nil
+		if isBuildDir(dir) {
+			return nil // a build's folder before its chexpercept.json: inspect reads it
+		}
+		return fmt.Errorf("%s holds no %s: it is not a benchmark folder", what, benchmark.JSONName)
 	case 1:
 		return fmt.Errorf("%s holds no %s; the benchmark is in %s: pass %s", what, benchmark.JSONName, found[0], strings.TrimSuffix(use, dir)+found[0])
 	}
 	return fmt.Errorf("%s holds no %s; benchmarks are in %s: pass one of them", what, benchmark.JSONName, strings.Join(found, ", "))
+}
+
+// isBuildDir reports whether dir is a build's folder (its work state or
+// its build_info.json), which may not hold chexpercept.json yet.
+func isBuildDir(dir string) bool {
+	for _, n := range []string{filepath.Join("work", ".chexpercept-build"), "build_info.json"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // checkDBFile refuses a folder given where a database file is meant,

@@ -572,12 +572,13 @@ func (d *runner) evaluate() error {
 	}
 	d.say("eval over HTTP: %d simulated models (serve-baseline --policy simulated on loopback ports, provider openai), concurrently … %s",
 		len(simModels), time.Since(t).Round(time.Millisecond))
+	d.note("a simulated model's stage accuracy is %s", fakemodel.AccuracyMeaning)
 	for i, m := range simModels {
 		if m.guesses {
 			d.note("%s (%s): answers from the question's text alone, whatever image it is shown; %s", m.name, m.domain, counts(outs[i].sum))
 			continue
 		}
-		d.note("%s (%s): set to be right at stages 1-4 in %s %% of questions; %s", m.name, m.domain, percents(m.accuracy), counts(outs[i].sum))
+		d.note("%s (%s): stage accuracies %s %% at stages 1-4; %s", m.name, m.domain, percents(m.accuracy), counts(outs[i].sum))
 	}
 	var ctl []string
 	for i, name := range controlModels {

@@ -17,6 +17,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/report"
@@ -53,6 +54,9 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Errorf("last line %q, want the absolute index.html path %q", last, res.IndexHTML)
 	}
 	checkReadable(t, out.String())
+	if words := strings.Fields(fakemodel.AccuracyMeaning); !strings.Contains(strings.Join(strings.Fields(out.String()), " "), strings.Join(words, " ")) {
+		t.Errorf("the output does not say what a simulated model's stage accuracy is (%s)", fakemodel.AccuracyMeaning)
+	}
 	for _, want := range []string{"[1/8] phantom", "[2/8] build", "[3/8] validate", "[4/8] eval in process: baseline oracle",
 		"[5/8] eval over HTTP: 5 simulated models", "[6/8] eval in process: baseline random", "[7/8] report", "[8/8] item health",
 		"baseline_oracle", "stage1"} {

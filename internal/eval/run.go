@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -300,6 +301,13 @@ func (r *runner) setup() error {
 			}
 		}
 	}
+	// The default folder lies outside the run: the run that creates it
+	// says so, once.
+	newDefault := false
+	if o.CacheDir == "" && dir != "" {
+		_, err := os.Lstat(dir)
+		newDefault = errors.Is(err, os.ErrNotExist)
+	}
 	if !o.NoCache && respcache.Cacheable(o.Model.Sampling) && o.Model.Backend != runmodel.BackendBaseline {
 		c, err := respcache.Open(dir)
 		if err != nil {
@@ -311,6 +319,12 @@ func (r *runner) setup() error {
 	// cannot change a result, only skip a decode of bytes that decoded.
 	if dir != "" {
 		r.memo = openMemo(dir, o.Log)
+	}
+	if newDefault {
+		if _, err := os.Stat(dir); err == nil {
+			fmt.Fprintf(o.Log, "notice: created the cache folder %s, outside the run: %s (the response cache) and %s (the images already verified); "+
+				"--cache-dir DIR keeps them elsewhere, e.g. beside the run\n", dir, respcache.FileName, MemoFile)
+		}
 	}
 	r.verify = newVerifier(o.BenchDir, r.memo, runtime.GOMAXPROCS(0))
 	r.verify.keep = r.images.put
