@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -321,9 +322,15 @@ func (r *runner) setup() error {
 		r.memo = openMemo(dir, o.Log)
 	}
 	if newDefault {
-		if _, err := os.Stat(dir); err == nil {
-			fmt.Fprintf(o.Log, "notice: created the cache folder %s, outside the run: %s (the response cache) and %s (the images already verified); "+
-				"--cache-dir DIR keeps them elsewhere, e.g. beside the run\n", dir, respcache.FileName, MemoFile)
+		var kept []string
+		for _, f := range []struct{ name, what string }{{respcache.FileName, "the response cache"}, {MemoFile, "the images already verified"}} {
+			if _, err := os.Stat(filepath.Join(dir, f.name)); err == nil {
+				kept = append(kept, f.name+" ("+f.what+")")
+			}
+		}
+		if len(kept) > 0 {
+			fmt.Fprintf(o.Log, "notice: created the cache folder %s, outside the run, for %s; "+
+				"--cache-dir DIR keeps it elsewhere, e.g. beside the run\n", dir, strings.Join(kept, " and "))
 		}
 	}
 	r.verify = newVerifier(o.BenchDir, r.memo, runtime.GOMAXPROCS(0))
