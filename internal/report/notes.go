@@ -117,5 +117,9 @@ func majorityTieNote(res *analysis.Result, path benchmark.Path) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "*majority*: " + strings.Join(parts, "; ") + ". Its cells of that stage follow from this tie rule, not from an answer the benchmark favours."
+	which := "that stage"
+	if len(parts) > 1 {
+		which = "these stages"
+	}
+	return "*majority*: " + strings.Join(parts, "; ") + ". Its cells of " + which + " follow from this tie rule, not from an answer the benchmark favours."
 }
