@@ -28,7 +28,7 @@ const maxHintEntries = 4096
 func checkPathFlags(cmd *cobra.Command) error {
 	f := cmd.Flags()
 	if fl := f.Lookup("benchmark"); fl != nil && fl.Changed {
-		if err := checkBenchmarkDir("--benchmark", fl.Value.String()); err != nil {
+		if err := checkBenchmarkDir("--benchmark", fl.Value.String(), cmd.Name() == "inspect"); err != nil {
 			return err
 		}
 	}
@@ -42,10 +42,12 @@ func checkPathFlags(cmd *cobra.Command) error {
 	return nil
 }
 
-// checkBenchmarkDir refuses, with the fix, a benchmark path that is a file
-// (chexpercept.json itself, most often) or a folder without chexpercept.json
-// that holds a benchmark folder one level down.
-func checkBenchmarkDir(flag, dir string) error {
+// checkBenchmarkDir refuses, with the fix, a benchmark path that does not
+// exist, that is a file (chexpercept.json itself, most often), or a folder
+// without chexpercept.json: one that holds a benchmark folder one level
+// down is named; another is not a benchmark, unless it is a build's folder
+// (build: the command reads a build's folder, which inspect does).
+func checkBenchmarkDir(flag, dir string, build bool) error {
 	what, use := dir, flag+" "+dir // "--benchmark DIR"; "DIR" for a positional argument
 	if flag == "" {
 		use = dir
@@ -79,8 +81,8 @@ func checkBenchmarkDir(flag, dir string) error {
 	}
 	switch len(found) {
 	case 0:
-		if isBuildDir(dir) {
-			return nil // a build's folder before its chexpercept.json: inspect reads it
+		if build || isBuildDir(dir) {
+			return nil // a build's folder (inspect's), which may not hold chexpercept.json yet
 		}
 		return fmt.Errorf("%s holds no %s: it is not a benchmark folder", what, benchmark.JSONName)
 	case 1:
