@@ -262,7 +262,9 @@ func (s *Store) lastStarted(ctx context.Context, readerID int64) (int, error) {
 }
 
 // markShown records when a turn was first shown (later views keep the
-// first time, so a reload does not reset the clock).
+// first time, so a reload does not reset the clock). Only an aided
+// study writes it on display; an unaided one keeps the time with the
+// reader's place and stores it with the answer (saveAnswer).
 func (s *Store) markShown(ctx context.Context, readerID int64, pos, seq int) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO turns(reader_id, pos, seq, shown_ms) VALUES(?,?,?,?) ON CONFLICT DO NOTHING`,
 		readerID, pos, seq, s.now().UnixMilli())
@@ -272,14 +274,14 @@ func (s *Store) markShown(ctx context.Context, readerID int64, pos, seq int) err
 // ErrAnswered is returned for a second answer to a turn.
 var ErrAnswered = errors.New("this question was already answered; answers cannot be changed")
 
-// saveAnswer stores the answer of an unanswered turn and commits it. A
-// turn answered without its page having been loaded first (a scripted
-// client) is stored with its display time equal to its answer time.
-func (s *Store) saveAnswer(ctx context.Context, readerID int64, pos, seq int, text string) error {
-	now := s.now().UnixMilli()
+// saveAnswer stores the answer of an unanswered turn, given at atMS and
+// first shown at shownMS, and commits it: one statement, whatever was
+// stored of the turn before. A display time already stored (by a server
+// that wrote it on display) is kept.
+func (s *Store) saveAnswer(ctx context.Context, readerID int64, pos, seq int, text string, shownMS, atMS int64) error {
 	res, err := s.db.ExecContext(ctx, `INSERT INTO turns(reader_id, pos, seq, shown_ms, answer, answered_ms) VALUES(?,?,?,?,?,?)
 		ON CONFLICT(reader_id, pos, seq) DO UPDATE SET answer = excluded.answer, answered_ms = excluded.answered_ms WHERE turns.answer IS NULL`,
-		readerID, pos, seq, now, text, now)
+		readerID, pos, seq, shownMS, text, atMS)
 	if err != nil {
 		return err
 	}
