@@ -67,11 +67,7 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	bench, err := LoadBenchmark(st)
-	if err != nil {
-		return nil, err
-	}
-	sums, warning, err := openSums(bench)
+	bench, sums, warning, err := LoadBenchmark(st)
 	if err != nil {
 		return nil, err
 	}
