@@ -113,7 +113,7 @@ func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int, a
 	switch id := m.BenchIdentity(); {
 	case id.Known() && id != bench.Identity:
 		return nil, nil, "", aidErrorf(dir, "the run is of benchmark %s, the study's is %s; give a run of this benchmark", id.Short(), bench.Identity.Short())
-	case !id.Known() && m.Dataset.SHA256 != bench.SHA256:
+	case m.Dataset.SHA256 != bench.SHA256:
 		return nil, nil, "", aidErrorf(dir, "the run is of benchmark %s, the study's is %s", results.ShortHash(m.Dataset.SHA256), results.ShortHash(bench.SHA256))
 	case !id.Known():
 		warning = fmt.Sprintf("aid run %s records no benchmark identity (made before identities were recorded): only its chexpercept.json is known to be the study's", dir)
