@@ -20,10 +20,10 @@ type Run struct {
 	// Identity is the benchmark identity the manifest records; zero
 	// (unknown) for a run made before identities were recorded or
 	// without a manifest.
-	Identity benchmark.Identity
-	DatasetPath     string // the manifest's dataset path ("" if unknown)
-	ProfileName     string
-	ProfileSHA256   string
+	Identity      benchmark.Identity
+	DatasetPath   string // the manifest's dataset path ("" if unknown)
+	ProfileName   string
+	ProfileSHA256 string
 	// Sampling is what the manifest records as sent per call
 	// (runmodel.Sampling.Text); "" when there is no manifest.
 	Sampling string
