@@ -52,6 +52,9 @@ type doc struct {
 	Image    *imageDoc    // nil without a control run paired with a model's (imagecontrol.go)
 	Readers  *readersDoc  // nil without runs of human readers (readers.go)
 	Sections []*section
+	// Mixed is "" or the line that runs of different benchmarks are set
+	// side by side (analysis.Set.Mixed), which every table carries.
+	Mixed string
 }
 
 // section is one oracle mode's tables.
@@ -237,6 +240,7 @@ func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 		s.benchmarkTable()
 	}
 	if m := res.Set.Mixed; m != "" {
+		d.Mixed = m
 		d.Banners = append(d.Banners, m)
 		for _, t := range d.tables() {
 			t.Note = m
