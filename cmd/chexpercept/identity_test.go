@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
@@ -99,9 +100,9 @@ func TestScriptedBenchmarkIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	replaceImage(t, bench)
-	_, stderr, code := runCLI(t, "read", "serve", "--db", db, "--listen", "127.0.0.1:0", "--quiet")
+	stderr, code, hung := runCLITimeout(t, 30*time.Second, "read", "serve", "--db", db, "--listen", "127.0.0.1:0", "--quiet")
 	line := oneLine(t, "read serve without SHA256SUMS", stderr)
-	if code != 2 || !strings.Contains(line, "the study was made on SHA256SUMS ") || !strings.Contains(line, "(SHA256SUMS is gone)") || !strings.Contains(line, "benchmark identity is chexpercept.json ") {
+	if hung || code != 2 || !strings.Contains(line, "the study was made on SHA256SUMS ") || !strings.Contains(line, "(SHA256SUMS is gone)") || !strings.Contains(line, "benchmark identity is chexpercept.json ") {
 		t.Errorf("read serve without SHA256SUMS: exit %d, %q", code, stderr)
 	}
 	t.Logf("read serve, SHA256SUMS gone: %s", line)
@@ -123,9 +124,9 @@ func TestScriptedBenchmarkIdentity(t *testing.T) {
 	if _, stderr, code := runCLI(t, "validate", "--deep", bench); code != 0 {
 		t.Fatalf("validate --deep of the rewritten benchmark: %d %s", code, stderr)
 	}
-	_, stderr, code = runCLI(t, "read", "serve", "--db", db, "--listen", "127.0.0.1:0", "--quiet")
+	stderr, code, hung = runCLITimeout(t, 30*time.Second, "read", "serve", "--db", db, "--listen", "127.0.0.1:0", "--quiet")
 	line = oneLine(t, "read serve, SHA256SUMS rewritten", stderr)
-	if code != 2 || !strings.Contains(line, "(SHA256SUMS changed)") || !strings.Contains(line, "restore the benchmark the study was made on") {
+	if hung || code != 2 || !strings.Contains(line, "(SHA256SUMS changed)") || !strings.Contains(line, "restore the benchmark the study was made on") {
 		t.Errorf("read serve with SHA256SUMS rewritten: exit %d, %q", code, stderr)
 	}
 	t.Logf("read serve, SHA256SUMS rewritten: %s", line)
