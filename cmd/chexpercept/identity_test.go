@@ -172,6 +172,13 @@ func TestScriptedBenchmarkIdentity(t *testing.T) {
 	if tables == 0 || notes != tables || !strings.Contains(string(md), "| baseline_first | SHA256SUMS ") {
 		t.Errorf("report.md: %d tables, %d say the benchmarks are mixed; identities shown: %v", tables, notes, strings.Contains(string(md), "| baseline_first | SHA256SUMS "))
 	}
+	html, err := os.ReadFile(filepath.Join(tmp, "report", "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(html), `<p class="note mixed" role="note">Runs of different benchmarks side by side`); n < tables {
+		t.Errorf("index.html: %d tables say the benchmarks are mixed, want every one of %d", n, tables)
+	}
 	summary, err := os.ReadFile(filepath.Join(tmp, "report", "summary.json"))
 	if err != nil || !strings.Contains(string(summary), `"benchmark_identity": {`) || !strings.Contains(string(summary), `"mixed_benchmarks": "Runs of different benchmarks`) {
 		t.Errorf("summary.json lacks the identities or the mixed note: %v", err)
