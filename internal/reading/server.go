@@ -60,8 +60,8 @@ type Server struct {
 	Log    *log.Logger
 }
 
-// NewServer opens the study's benchmark (checked against its digest) and
-// returns the app.
+// NewServer opens the study's benchmark (checked against the identity
+// and the digest recorded at init: LoadBenchmark) and returns the app.
 func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	st, err := s.Study(ctx)
 	if err != nil {
