@@ -62,18 +62,14 @@ type Server struct {
 	positions sync.Map
 }
 
-// NewServer opens the study's benchmark (checked against its digest) and
-// returns the app.
+// NewServer opens the study's benchmark (checked against the identity
+// and the digest recorded at init: LoadBenchmark) and returns the app.
 func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	st, err := s.Study(ctx)
 	if err != nil {
 		return nil, err
 	}
-	bench, err := LoadBenchmark(st)
-	if err != nil {
-		return nil, err
-	}
-	sums, warning, err := openSums(bench)
+	bench, sums, warning, err := LoadBenchmark(st)
 	if err != nil {
 		return nil, err
 	}

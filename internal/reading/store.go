@@ -34,6 +34,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/accountdb"
 	"github.com/chexpercept/chexpercept/internal/appdb"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/job"
 )
 
@@ -121,14 +122,33 @@ func (s *Store) meta(ctx context.Context, key string) (string, error) {
 type Study struct {
 	BenchDir    string // absolute
 	BenchSHA256 string
-	Oracle      string
-	Parse       string
-	Sample      *int
-	Seed        uint64
-	Records     int // records per reader
-	CreatedAt   string
-	Name        string // the study's name in the runs' manifests
-	Aid         *Aid   // the model run shown (nil: an unaided study)
+	// Identity is the benchmark's identity at init (zero in studies
+	// made before it was recorded).
+	Identity  benchmark.Identity
+	Oracle    string
+	Parse     string
+	Sample    *int
+	Seed      uint64
+	Records   int // records per reader
+	CreatedAt string
+	Name      string // the study's name in the runs' manifests
+	Aid       *Aid   // the model run shown (nil: an unaided study)
+}
+
+// identity reads the benchmark identity recorded at init: the zero
+// Identity for a study made before it was recorded.
+func (s *Store) identity(ctx context.Context) (benchmark.Identity, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'benchmark_identity_sha256'`).Scan(&n); err != nil || n == 0 {
+		return benchmark.Identity{}, err
+	}
+	var id benchmark.Identity
+	var err error
+	if id.File, err = s.meta(ctx, "benchmark_identity_file"); err != nil {
+		return id, err
+	}
+	id.SHA256, err = s.meta(ctx, "benchmark_identity_sha256")
+	return id, err
 }
 
 // Study reads the study's settings.
@@ -158,6 +178,9 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 		if st.Name, err = s.meta(ctx, "study"); err != nil {
 			return nil, err
 		}
+	}
+	if st.Identity, err = s.identity(ctx); err != nil {
+		return nil, err
 	}
 	if st.Aid, err = s.aidOf(ctx); err != nil {
 		return nil, err
