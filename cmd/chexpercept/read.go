@@ -3,15 +3,18 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/reading"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // newReadCmd returns the command read: the reading study, human readers
@@ -79,6 +82,9 @@ the database file's name without its extension).`,
 			if err != nil {
 				return withExit(2, err)
 			}
+			if w := readersWarning(n); w != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+			}
 			design := "unaided"
 			if aid != "" {
 				design = "sequential aided by " + aid
@@ -110,7 +116,8 @@ the database file's name without its extension).`,
 				if err != nil {
 					return voidTokens(withExit(2, err), printed)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records for each of %d readers, oracle %s, %s. Keep the tokens above; they are not stored.\n", db, records, n, mode, design)
+				fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records for each of %s, oracle %s, %s. Keep the tokens above; they are not stored.\n", db, records, plural(n, "reader"), mode, design)
+				fmt.Fprintf(cmd.ErrOrStderr(), "next: chexpercept read serve --db %s   (readers sign in at its URL with their tokens)\n", textsafe.ShellQuote(db))
 				return nil
 			})
 		},
@@ -129,6 +136,44 @@ the database file's name without its extension).`,
 	f.BoolVar(&aidBaseline, "aid-allow-baseline", false, "accept a baseline policy's run (random, first, oracle) as the aid")
 	f.StringVar(&study, "study", "", "the study's name in the runs' manifests (default: the database's file name)")
 	return cmd
+}
+
+// readersWarning is "" or what a study of n readers cannot give: the
+// report's reader-study analysis needs analysis.MinMRMCReaders readers,
+// its verdict on the readers analysis.MinReaders.
+func readersWarning(n int) string {
+	switch {
+	case n < analysis.MinMRMCReaders:
+		return fmt.Sprintf("--readers %d: a reader study needs at least %d readers for its analysis (with fewer, "+
+			"the readers' rows of the report are N/A) and at least %d for a verdict", n, analysis.MinMRMCReaders, analysis.MinReaders)
+	case n < analysis.MinReaders:
+		return fmt.Sprintf("--readers %d: the report analyses the readers, but a verdict on them needs at least %d readers", n, analysis.MinReaders)
+	}
+	return ""
+}
+
+// thenWrite writes to w and, after its first write, calls then.
+type thenWrite struct {
+	w    io.Writer
+	then func()
+	done bool
+}
+
+func (t *thenWrite) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if !t.done {
+		t.done = true
+		t.then()
+	}
+	return n, err
+}
+
+// plural is "1 reader", "2 readers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func readServeCmd() *cobra.Command {
@@ -171,6 +216,11 @@ sessions, CSRF and throttling are the review app's (see review serve).`,
 			if !quiet {
 				app.Log = log.New(cmd.ErrOrStderr(), "read: ", log.LstdFlags)
 			}
+			// Under the URL, once it is served: the next command in full,
+			// and how to stop.
+			next := fmt.Sprintf("export the finished records with: chexpercept read export --db %s --out results/\n"+
+				"stop the server with Ctrl-C (every answer is already stored)\n", textsafe.ShellQuote(reading.ExportDB(db)))
+			cmd.SetOut(&thenWrite{w: cmd.OutOrStdout(), then: func() { fmt.Fprint(cmd.ErrOrStderr(), next) }})
 			return serveApp(cmd, app.Handler(), listen, certFile, keyFile)
 		},
 	}

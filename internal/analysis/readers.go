@@ -44,6 +44,10 @@ import (
 // intervals say little about readers in general.
 const MinReaders = 4
 
+// MinMRMCReaders is the number of readers a reader-study analysis needs
+// at all: with fewer, the readers' rows are NA (NATooFewReaders).
+const MinMRMCReaders = 2
+
 // MinReaderRecords is the number of paired records a model − readers
 // cell needs to count toward claim 3: the minimum claim 1 asks of its
 // records (MinDecayRecords).
@@ -454,7 +458,7 @@ func (r *MRMCRow) analyse(d *mrmc.Data, algorithm string) {
 		r.Data = d
 	}
 	switch {
-	case r.NReaders < 2:
+	case r.NReaders < MinMRMCReaders:
 		r.NA = NATooFewReaders
 		return
 	case r.NRecords < 2:

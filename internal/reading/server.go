@@ -659,7 +659,8 @@ func (srv *Server) admin(w http.ResponseWriter, r *http.Request) {
 		rows = append(rows, progressRow{Name: rd.Name, Done: cur.pos, Total: cur.total})
 	}
 	srv.render(w, http.StatusOK, "admin.html", adminView{Page: page{User: u, CSRF: webapp.CSRFOf(r), Title: "Progress"},
-		Rows: rows, Oracle: srv.study.Oracle, Records: srv.study.Records, Aid: srv.study.Aid})
+		Rows: rows, Oracle: srv.study.Oracle, Records: srv.study.Records, Aid: srv.study.Aid,
+		Export: "chexpercept read export --db " + textsafe.ShellQuote(ExportDB(srv.store.Path)) + " --out results/"})
 }
 
 // adminView is the admin's progress page.
@@ -667,6 +668,16 @@ type adminView struct {
 	Page    page
 	Rows    []progressRow
 	Oracle  string
-	Records int  // per reader
-	Aid     *Aid // nil: an unaided study
+	Records int    // per reader
+	Aid     *Aid   // nil: an unaided study
+	Export  string // the export command, with this database's path
+}
+
+// ExportDB is the database path the export command names: absolute, so
+// that it works from any folder (as given when it cannot be made so).
+func ExportDB(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
