@@ -33,12 +33,12 @@ var componentFlags = []string{"var", "cov1", "cov2", "cov3", "var-tr", "pilot-ca
 func newMrmcPlanCmd(jo job.Options) *cobra.Command {
 	var pilotPath, out string
 	var effect, alpha, margin, target float64
-	var readers, cases int
+	var readers, cases, blocks int
 	var table bool
 	var readersGrid, casesGrid []int
 	var direct mrmc.Pilot
 	cmd := &cobra.Command{
-		Use:   "plan (--pilot DIR/mrmc.json | --var V --cov1 C1 --cov2 C2 --cov3 C3 --var-tr VTR --pilot-cases K*) [--effect D] [--alpha A] [--margin M] (--readers J --cases K | --power P (--readers J | --cases K) | --table) [--out DIR]",
+		Use:   "plan (--pilot DIR/mrmc.json | --var V --cov1 C1 --cov2 C2 --cov3 C3 --var-tr VTR --pilot-cases K*) [--effect D] [--alpha A] [--margin M] [--blocks B] (--readers J --cases K | --power P (--readers J | --cases K) | --table) [--out DIR]",
 		Short: "Power and sample size of a two-modality reader study from a pilot's variance components",
 		Long: `Size a fully crossed two-modality reader study (every reader reads every case
 in both modalities) from a pilot: the Obuchowski–Rockette variance components
@@ -55,8 +55,11 @@ fixed readers, fixed cases — it prints
 
 The effect to detect is the pilot's observed difference (its first modality
 minus its second) unless --effect gives it; --margin M tests non-inferiority
-(the difference above −M, one-sided at alpha/2). The method is Hillis,
-Obuchowski & Berbaum (2011); see docs/mrmc.md. --out DIR also writes
+(the difference above −M, one-sided at alpha/2). --blocks B sizes a
+split-plot study instead: readers and cases split evenly into B blocks, each
+block's readers reading its cases only (J and K are the totals; searches step
+by B). The method is Hillis, Obuchowski & Berbaum (2011), with the within-block
+covariances of Obuchowski, Gallas & Hillis (2012); see docs/mrmc.md. --out DIR also writes
 plan_power.csv and plan_table.csv.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,7 +68,10 @@ plan_power.csv and plan_table.csv.`,
 			if err != nil {
 				return err
 			}
-			h := mrmc.Hypothesis{Effect: effect, Alpha: alpha, Margin: margin}
+			if blocks < 1 {
+				return fmt.Errorf("--blocks %d: want 1 (fully crossed) or more", blocks)
+			}
+			h := mrmc.Hypothesis{Effect: effect, Alpha: alpha, Margin: margin, Blocks: blocks}
 			effectFrom := "given"
 			if err := checkPlanLevels(alpha, margin); err != nil {
 				return err
@@ -119,6 +125,7 @@ plan_power.csv and plan_table.csv.`,
 	f.Float64Var(&effect, "effect", 0, "the difference of figures of merit to detect, first modality minus second (default: the pilot's observed difference)")
 	f.Float64Var(&alpha, "alpha", mrmc.DefaultAlpha, "the level of the test")
 	f.Float64Var(&margin, "margin", 0, "a non-inferiority margin: the study shows the difference is above −M (0: a test of equal modalities)")
+	f.IntVar(&blocks, "blocks", 1, "plan a split-plot study of this many blocks (1: fully crossed)")
 	f.IntVar(&readers, "readers", 0, "the planned study's number of readers")
 	f.IntVar(&cases, "cases", 0, "the planned study's number of cases")
 	f.Float64Var(&target, "power", 0, "a target power: find the smallest number of cases (with --readers) or readers (with --cases)")
