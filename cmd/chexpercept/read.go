@@ -32,11 +32,11 @@ like any model's run.`,
 }
 
 func readInitCmd(jo job.Options) *cobra.Command {
-	var benchDir, db, oracle, study, aid string
-	var n, sample int
+	var benchDir, db, oracle, study, aid, layout string
+	var n, sample, blocks int
 	var seed uint64
 	cmd := &cobra.Command{
-		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit] [--aid RUN_DIR] [--study NAME]",
+		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit] [--aid RUN_DIR] [--study NAME] [--design crossed|split-plot --blocks B]",
 		Short: "Create a reading study: the records, each reader's order, sign-in tokens",
 		Long: `init selects the benchmark's records (all, or --sample K of them drawn as
 eval --sample K --sample-seed S draws them, stratified by lesion and path), gives
@@ -51,7 +51,13 @@ answers on their own, then sees the answer the model of that run gave to
 the same question of the same record, and confirms or changes theirs. The
 run must be of this benchmark and oracle mode and hold every selected
 record. --study names the study in the exported runs' manifests (default:
-the database file's name without its extension).`,
+the database file's name without its extension).
+
+--design split-plot --blocks B splits the readers and the records into B
+blocks (by --seed, as evenly as they go): the readers of a block read that
+block's records only, in every arm, and the analysis estimates the readers'
+covariances within blocks (docs/reading.md). The default, crossed, gives every
+reader every record.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if benchDir == "" || db == "" {
@@ -70,6 +76,20 @@ the database file's name without its extension).`,
 					return withExit(2, fmt.Errorf("--sample must be at least 1, got %d", sample))
 				}
 				samp = &sample
+			}
+			splitBlocks := 0
+			switch layout {
+			case "crossed":
+				if cmd.Flags().Changed("blocks") {
+					return withExit(2, errors.New("--blocks: only with --design split-plot"))
+				}
+			case reading.DesignSplitPlot:
+				if blocks < 1 {
+					return withExit(2, fmt.Errorf("--blocks %d: a split-plot study needs 1 block or more", blocks))
+				}
+				splitBlocks = blocks
+			default:
+				return withExit(2, fmt.Errorf("--design %q: want crossed or split-plot", layout))
 			}
 			bench, err := benchdir.Load(benchDir)
 			if err != nil {
@@ -99,12 +119,16 @@ the database file's name without its extension).`,
 					return nil
 				}
 				_, records, err := reading.Init(j.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
-					Study: study, Aid: aid, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
+					Study: study, Aid: aid, Blocks: splitBlocks, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
 				if ae, ok := errors.AsType[*reading.AidError](err); ok {
 					err = fmt.Errorf("--aid %s: %w", ae.Dir, ae.Err)
 				}
 				if err != nil {
 					return voidTokens(withExit(2, err), printed)
+				}
+				if splitBlocks > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records in %d blocks for %d readers (split-plot: each reader reads its block's records), oracle %s, %s. Keep the tokens above; they are not stored.\n", db, records, splitBlocks, n, mode, design)
+					return nil
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records for each of %d readers, oracle %s, %s. Keep the tokens above; they are not stored.\n", db, records, n, mode, design)
 				return nil
@@ -123,6 +147,8 @@ the database file's name without its extension).`,
 	f.StringVar(&oracle, "oracle", string(protocol.OracleImplicit), "oracle mode: none, implicit or explicit")
 	f.StringVar(&aid, "aid", "", "a model run directory: a sequential aided study shows its answers")
 	f.StringVar(&study, "study", "", "the study's name in the runs' manifests (default: the database's file name)")
+	f.StringVar(&layout, "design", "crossed", "crossed (every reader reads every record) or split-plot")
+	f.IntVar(&blocks, "blocks", 1, "with --design split-plot: the number of blocks of readers and records")
 	return cmd
 }
 

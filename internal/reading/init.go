@@ -38,6 +38,12 @@ type InitOptions struct {
 	// Aid is a model run directory: a sequential aided study shows that
 	// model's answer after each unaided answer ("": an unaided study).
 	Aid string
+	// Blocks > 0 makes a split-plot study: the readers and the records
+	// are split into Blocks blocks (by the seed), and the readers of a
+	// block read that block's records only, in every arm. 0: fully
+	// crossed. One block is a split-plot study of one block: every
+	// reader reads every record, as in a fully crossed study.
+	Blocks int
 	Now func() time.Time // nil: time.Now
 	Log io.Writer        // warnings (nil: discarded)
 	// Deliver is given the credentials once the database is whole under
@@ -54,6 +60,45 @@ type InitOptions struct {
 // Credential is one account's sign-in token, shown once.
 type Credential struct {
 	Name, Token string
+}
+
+// DesignSplitPlot is the design of a split-plot study in the database's
+// meta table; a study without a design is fully crossed.
+const DesignSplitPlot = results.DesignSplitPlot
+
+// blockKey is the meta key of a reader's block (1-based) in a split-plot
+// study.
+func blockKey(reader string) string { return "block/" + reader }
+
+// dealt splits n items into blocks by the seed: a shuffle of 0..n−1
+// (seeded by the seed and what), dealt round-robin, so every block gets
+// ⌊n/B⌋ or ⌈n/B⌉ items. It returns each item's block (0-based).
+func dealt(seed uint64, what string, n, blocks int) []int {
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	rng.Shuffle(rng.New(fmt.Sprintf("chexpercept/read-blocks/%d/%s", seed, what)), perm)
+	block := make([]int, n)
+	for pos, i := range perm {
+		block[i] = pos % blocks
+	}
+	return block
+}
+
+// readerBlocks is each reader's block (0-based, by reader index).
+func readerBlocks(seed uint64, readers, blocks int) []int {
+	return dealt(seed, "readers", readers, blocks)
+}
+
+// recordBlocks are the selected records (benchmark indexes, in selection
+// order) of each block.
+func recordBlocks(seed uint64, idx []int, blocks int) [][]int {
+	out := make([][]int, blocks)
+	for n, b := range dealt(seed, "records", len(idx), blocks) {
+		out[b] = append(out[b], idx[n])
+	}
+	return out
 }
 
 // ReaderName is the name of the i-th reader (1-based).
@@ -90,6 +135,9 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	if _, err := protocol.ParseOracleMode(string(o.Oracle)); err != nil {
 		return nil, 0, err
 	}
+	if o.Blocks < 0 || (o.Blocks > 0 && o.Readers < 2*o.Blocks) {
+		return nil, 0, fmt.Errorf("blocks %d with %d readers: a split-plot study needs at least 2 readers a block", o.Blocks, o.Readers)
+	}
 	sel := results.Selection{Sample: o.Sample, Seed: o.Seed}
 	idx, err := results.Select(o.Bench.Records, sel)
 	if err != nil {
@@ -97,6 +145,9 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	}
 	if len(idx) == 0 {
 		return nil, 0, errors.New("no record selected")
+	}
+	if o.Blocks > 0 && len(idx) < 2*o.Blocks {
+		return nil, 0, fmt.Errorf("blocks %d with %d records: a split-plot study needs at least 2 records a block", o.Blocks, len(idx))
 	}
 	sums, warning, err := openSums(o.Bench)
 	if err != nil {
@@ -166,6 +217,12 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 		"oracle": string(o.Oracle), "parse": string(parse.ModeReference), "seed": strconv.FormatUint(o.Seed, 10),
 		"records": strconv.Itoa(len(idx)), "created_at": now().UTC().Format(time.RFC3339), "study": study,
 	}
+	if o.Blocks > 0 {
+		meta["design"], meta["blocks"] = DesignSplitPlot, strconv.Itoa(o.Blocks)
+		for i, b := range readerBlocks(o.Seed, o.Readers, o.Blocks) {
+			meta[blockKey(ReaderName(i+1))] = strconv.Itoa(b + 1)
+		}
+	}
 	meta["sample"] = "" // every record
 	if o.Sample != nil {
 		meta["sample"] = strconv.Itoa(*o.Sample)
@@ -230,6 +287,9 @@ func addAccounts(tx *sql.Tx, o InitOptions, idx []int) ([]Credential, error) {
 		}
 		id, _ := res.LastInsertId()
 		order := append([]int(nil), idx...)
+		if o.Blocks > 0 {
+			order = recordBlocks(o.Seed, idx, o.Blocks)[readerBlocks(o.Seed, o.Readers, o.Blocks)[i-1]]
+		}
 		rng.Shuffle(rng.New(fmt.Sprintf("chexpercept/read-order/%d/%s", o.Seed, name)), order)
 		for pos, bi := range order {
 			if _, err := tx.Exec(`INSERT INTO records(reader_id, pos, bench_index, key_id) VALUES(?,?,?,?)`,

@@ -129,6 +129,10 @@ type Study struct {
 	CreatedAt   string
 	Name        string // the study's name in the runs' manifests
 	Aid         *Aid   // the model run shown (nil: an unaided study)
+	// Blocks is the number of blocks of a split-plot study (0: fully
+	// crossed); ReaderBlock each reader's block, "1" to Blocks.
+	Blocks      int
+	ReaderBlock map[string]string
 }
 
 // Study reads the study's settings.
@@ -162,6 +166,9 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 	if st.Aid, err = s.aidOf(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.design(ctx, st); err != nil {
+		return nil, err
+	}
 	if st.Seed, err = strconv.ParseUint(seed, 10, 64); err != nil {
 		return nil, fmt.Errorf("reading db %s: meta seed: %w", s.Path, err)
 	}
@@ -176,6 +183,46 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 		st.Sample = &k
 	}
 	return st, nil
+}
+
+// design reads a split-plot study's blocks (a study made before designs
+// were recorded, or without one, is fully crossed).
+func (s *Store) design(ctx context.Context, st *Study) error {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'design'`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	d, err := s.meta(ctx, "design")
+	if err != nil {
+		return err
+	}
+	if d != DesignSplitPlot {
+		return fmt.Errorf("reading db %s: meta design %q: want %q", s.Path, d, DesignSplitPlot)
+	}
+	b, err := s.meta(ctx, "blocks")
+	if err != nil {
+		return err
+	}
+	if st.Blocks, err = strconv.Atoi(b); err != nil || st.Blocks < 1 {
+		return fmt.Errorf("reading db %s: meta blocks %q: want a number of blocks", s.Path, b)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key LIKE 'block/%'`)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	st.ReaderBlock = map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		st.ReaderBlock[strings.TrimPrefix(k, "block/")] = v
+	}
+	return rows.Err()
 }
 
 // Reader is an account: a reader or the admin.

@@ -171,6 +171,9 @@ func buildReaders(res *analysis.Result) *readersDoc {
 		if !p.Compared() {
 			line += " This arm saw a model's answers: it is compared with its unaided arm only."
 		}
+		if p.ReaderBlocks != nil {
+			line += " Design: " + p.Design() + " — each reader read only the records of its block (" + blocksText(p) + "); the MRMC analysis estimates the readers' covariances within blocks (docs/mrmc.md), and its scores tables carry a block column. A model is not compared with a split-plot panel (N/A)."
+		}
 		rd.Notes = append(rd.Notes, line)
 	}
 	rd.Notes = append(rd.Notes, "Accuracy is end-to-end (all of stages 1..k correct). Each reader study is analysed apart, one panel per arm: a panel's readers are people, and one person may have read in two studies. Each row compares only the records every compared party answered (Records): the panel's mean on the records every reader answered, in percent, with the one-modality MRMC interval (random readers and records, Hillis 2007); a model's row is the model minus the readers' mean in points on the records the model and every reader answered, by the standalone-versus-panel MRMC analysis (the model a reader without reader variance), with its standard error (points), Hillis' degrees of freedom (∞: the normal) and p. A negative difference means the model falls short of the readers. N/A: no interval, and why (fewer than 2 readers or records, or no variance at all). See docs/mrmc.md.",
@@ -231,6 +234,24 @@ func buildReaders(res *analysis.Result) *readersDoc {
 		rd.Notes = append(rd.Notes, readersClipNote)
 	}
 	return rd
+}
+
+// blocksText lists a split-plot panel's blocks and their readers:
+// "block 1: reader1, reader4; block 2: …".
+func blocksText(p *analysis.Panel) string {
+	var order []string
+	members := map[string][]string{}
+	for j, b := range p.ReaderBlocks {
+		if _, ok := members[b]; !ok {
+			order = append(order, b)
+		}
+		members[b] = append(members[b], p.Readers[j])
+	}
+	parts := make([]string, len(order))
+	for i, b := range order {
+		parts[i] = "block " + b + ": " + strings.Join(members[b], ", ")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // panelColumn heads a panel's column in the agreement and time tables.

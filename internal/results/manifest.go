@@ -166,7 +166,16 @@ type ReadingArm struct {
 	Reader string `json:"reader"`
 	Arm    string `json:"arm"`
 	AidRun string `json:"aid_run,omitempty"`
+	// Design is "split-plot" for a split-plot study, whose readers read
+	// only the records of their block (Block, "1" to Blocks); empty for a
+	// fully crossed study.
+	Design string `json:"design,omitempty"`
+	Blocks int    `json:"blocks,omitempty"`
+	Block  string `json:"block,omitempty"`
 }
+
+// DesignSplitPlot is a ReadingArm's Design in a split-plot study.
+const DesignSplitPlot = "split-plot"
 
 // Reading arms.
 const (
