@@ -44,8 +44,8 @@ type InitOptions struct {
 	// crossed. One block is a split-plot study of one block: every
 	// reader reads every record, as in a fully crossed study.
 	Blocks int
-	Now func() time.Time // nil: time.Now
-	Log io.Writer        // warnings (nil: discarded)
+	Now    func() time.Time // nil: time.Now
+	Log    io.Writer        // warnings (nil: discarded)
 	// Deliver is given the credentials once the database is whole under
 	// its temporary name, before it is published: the tokens are out
 	// before the database can be used, and when Deliver fails (the tokens
