@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/reading"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // newReadCmd returns the command read: the reading study, human readers
@@ -32,11 +34,11 @@ like any model's run.`,
 }
 
 func readInitCmd(jo job.Options) *cobra.Command {
-	var benchDir, db, oracle, study, aid, layout string
+	var benchDir, db, oracle, study, aid, layout, planPath string
 	var n, sample, blocks int
 	var seed uint64
 	cmd := &cobra.Command{
-		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit] [--aid RUN_DIR] [--study NAME] [--design crossed|split-plot --blocks B]",
+		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit] [--aid RUN_DIR] [--study NAME] [--design crossed|split-plot --blocks B] [--plan PLAN.yaml]",
 		Short: "Create a reading study: the records, each reader's order, sign-in tokens",
 		Long: `init selects the benchmark's records (all, or --sample K of them drawn as
 eval --sample K --sample-seed S draws them, stratified by lesion and path), gives
@@ -57,7 +59,15 @@ the database file's name without its extension).
 blocks (by --seed, as evenly as they go): the readers of a block read that
 block's records only, in every arm, and the analysis estimates the readers'
 covariances within blocks (docs/reading.md). The default, crossed, gives every
-reader every record.`,
+reader every record.
+
+--plan PLAN.yaml fixes the analysis plan before the first record is read: the
+primary endpoint (path and stage, and for a comparison a model run), figure
+of merit, analysis (rrrc by default), alpha, design, planned readers and
+records, and a non-inferiority margin. It is stored in the database and in
+every exported run's manifest; the report states it first and gives the
+primary result as such (docs/reading.md). chexpercept mrmc plan --write-plan
+writes one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if benchDir == "" || db == "" {
@@ -91,6 +101,18 @@ reader every record.`,
 			default:
 				return withExit(2, fmt.Errorf("--design %q: want crossed or split-plot", layout))
 			}
+			var plan *results.StudyPlan
+			if planPath != "" {
+				f, err := os.Open(planPath)
+				if err != nil {
+					return withExit(2, fmt.Errorf("--plan: %w", err))
+				}
+				plan, err = reading.ParsePlan(f, planPath)
+				_ = f.Close()
+				if err != nil {
+					return withExit(2, err)
+				}
+			}
 			bench, err := benchdir.Load(benchDir)
 			if err != nil {
 				return withExit(2, err)
@@ -119,7 +141,7 @@ reader every record.`,
 					return nil
 				}
 				_, records, err := reading.Init(j.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
-					Study: study, Aid: aid, Blocks: splitBlocks, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
+					Study: study, Aid: aid, Blocks: splitBlocks, Plan: plan, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
 				if ae, ok := errors.AsType[*reading.AidError](err); ok {
 					err = fmt.Errorf("--aid %s: %w", ae.Dir, ae.Err)
 				}
@@ -148,6 +170,7 @@ reader every record.`,
 	f.StringVar(&aid, "aid", "", "a model run directory: a sequential aided study shows its answers")
 	f.StringVar(&study, "study", "", "the study's name in the runs' manifests (default: the database's file name)")
 	f.StringVar(&layout, "design", "crossed", "crossed (every reader reads every record) or split-plot")
+	f.StringVar(&planPath, "plan", "", "the study's analysis plan (YAML, docs/reading.md), fixed before the first record is read")
 	f.IntVar(&blocks, "blocks", 1, "with --design split-plot: the number of blocks of readers and records")
 	return cmd
 }

@@ -89,7 +89,24 @@ func TestScriptedSplitPlotStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	split := filepath.Join(tmp, "split")
-	report, export := runScriptedStudy(t, split, b.Dir, 8, "--design", "split-plot", "--blocks", "2")
+	planFile := filepath.Join(tmp, "plan.yaml")
+	plan := "primary:\n  path: revision_required\n  stage: 2\nalpha: 0.05\ndesign: split-plot\nblocks: 2\nreaders: 8\nrecords: 40\n"
+	if err := os.WriteFile(planFile, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report, export := runScriptedStudy(t, split, b.Dir, 8, "--design", "split-plot", "--blocks", "2", "--plan", planFile)
+	// The plan comes first in the report, then its primary result; the
+	// rest is exploratory.
+	md, err := os.ReadFile(filepath.Join(report, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	iPlan := strings.Index(string(md), "**Analysis plan** of reader study study (oracle none), fixed at read init before the first record was read: primary endpoint end-to-end accuracy on path revision_required at stage 2; figure of merit accuracy; analysis random readers, random cases (rrrc); α 0.05; design split-plot, 2 block(s); planned 8 readers and 40 records.")
+	iPrimary := strings.Index(string(md), "**Primary result** (split-plot, 2 blocks, 8 readers, ")
+	iWritten := strings.Index(string(md), "Written by chexpercept")
+	if iPlan < 0 || iPrimary < iPlan || iWritten < iPrimary || !strings.Contains(string(md), "Every other result in this report is exploratory.") {
+		t.Errorf("report.md does not state the plan and its primary result first (at %d, %d, %d):\n%.1500s", iPlan, iPrimary, iWritten, md)
+	}
 	// The export: each reader's manifest names its block, and the two
 	// blocks' records are disjoint and together the 40 sampled.
 	keys := map[string]map[string]bool{}
@@ -103,7 +120,8 @@ func TestScriptedSplitPlotStudy(t *testing.T) {
 		if err := json.Unmarshal(data, &m); err != nil {
 			t.Fatal(err)
 		}
-		if m.Reading == nil || m.Reading.Design != "split-plot" || m.Reading.Blocks != 2 || (m.Reading.Block != "1" && m.Reading.Block != "2") {
+		if m.Reading == nil || m.Reading.Design != "split-plot" || m.Reading.Blocks != 2 || (m.Reading.Block != "1" && m.Reading.Block != "2") ||
+			m.Reading.Plan == nil || m.Reading.Plan.Primary.Stage != 2 || m.Reading.Plan.Records != 40 {
 			t.Fatalf("reader%d: manifest reading member %+v", i, m.Reading)
 		}
 		if keys[m.Reading.Block] == nil {

@@ -117,7 +117,11 @@ type Panel struct {
 	// Readers order; nil: fully crossed): the analysis estimates the
 	// readers' covariances within blocks.
 	ReaderBlocks []string
-	runs         []*RunResult
+	// Plan is the study's analysis plan fixed at read init (from its
+	// runs' manifests; nil: none). Its primary endpoint is the panel's
+	// Primary unless Options.Primary states one.
+	Plan *results.StudyPlan
+	runs []*RunResult
 }
 
 // Design is the panel's design in words: "fully crossed" or
@@ -390,6 +394,16 @@ func formPanels(mode string, humans []*RunResult, o *Options) ([]Panel, []string
 					}
 					break
 				}
+			}
+			for _, m := range ms {
+				if m.arm.Plan != nil {
+					p.Plan = m.arm.Plan
+					break
+				}
+			}
+			if p.Plan != nil {
+				p.Primary = &Endpoint{OracleMode: mode, Study: p.Study, Model: p.Plan.Primary.Model,
+					Path: benchmark.Path(p.Plan.Primary.Path), Stage: benchmark.Stage(p.Plan.Primary.Stage), Alpha: p.Plan.Alpha}
 			}
 			for i := range o.Primary {
 				if e := &o.Primary[i]; e.OracleMode == mode && e.Study == p.Study {

@@ -127,6 +127,7 @@ func Export(ctx context.Context, j *job.Job, s *Store, out string, force bool) (
 			}
 			m := manifest(bench, st, r.Name, runName(a.label), keys)
 			m.Reading = &results.ReadingArm{Study: st.Name, Reader: r.Name, Arm: a.name}
+			m.Reading.Plan = st.Plan
 			if st.Blocks > 0 {
 				m.Reading.Design, m.Reading.Blocks, m.Reading.Block = DesignSplitPlot, st.Blocks, st.ReaderBlock[r.Name]
 			}

@@ -44,8 +44,12 @@ type InitOptions struct {
 	// crossed. One block is a split-plot study of one block: every
 	// reader reads every record, as in a fully crossed study.
 	Blocks int
-	Now    func() time.Time // nil: time.Now
-	Log    io.Writer        // warnings (nil: discarded)
+	// Plan is the study's analysis plan (nil: none stated): its design,
+	// readers and records, when given, must be the study's, and are
+	// filled in from it when not.
+	Plan *results.StudyPlan
+	Now  func() time.Time // nil: time.Now
+	Log  io.Writer        // warnings (nil: discarded)
 	// Deliver is given the credentials once the database is whole under
 	// its temporary name, before it is published: the tokens are out
 	// before the database can be used, and when Deliver fails (the tokens
@@ -149,6 +153,17 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	if o.Blocks > 0 && len(idx) < 2*o.Blocks {
 		return nil, 0, fmt.Errorf("blocks %d with %d records: a split-plot study needs at least 2 records a block", o.Blocks, len(idx))
 	}
+	var plan *results.StudyPlan
+	if o.Plan != nil {
+		p := *o.Plan
+		if err := checkPlan(&p); err != nil {
+			return nil, 0, fmt.Errorf("plan: %w", err)
+		}
+		if err := fitPlan(&p, o, len(idx)); err != nil {
+			return nil, 0, err
+		}
+		plan = &p
+	}
 	sums, warning, err := openSums(o.Bench)
 	if err != nil {
 		return nil, 0, err
@@ -222,6 +237,9 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 		for i, b := range readerBlocks(o.Seed, o.Readers, o.Blocks) {
 			meta[blockKey(ReaderName(i+1))] = strconv.Itoa(b + 1)
 		}
+	}
+	if plan != nil {
+		meta["plan"] = planJSON(plan)
 	}
 	meta["sample"] = "" // every record
 	if o.Sample != nil {

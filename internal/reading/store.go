@@ -25,6 +25,7 @@ package reading
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -35,6 +36,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/accountdb"
 	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/job"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // schemaID marks a reading database; Open refuses other SQLite files.
@@ -133,6 +135,8 @@ type Study struct {
 	// crossed); ReaderBlock each reader's block, "1" to Blocks.
 	Blocks      int
 	ReaderBlock map[string]string
+	// Plan is the analysis plan fixed at init (nil: none).
+	Plan *results.StudyPlan
 }
 
 // Study reads the study's settings.
@@ -168,6 +172,20 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 	}
 	if err := s.design(ctx, st); err != nil {
 		return nil, err
+	}
+	var planned int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'plan'`).Scan(&planned); err != nil {
+		return nil, err
+	}
+	if planned == 1 {
+		v, err := s.meta(ctx, "plan")
+		if err != nil {
+			return nil, err
+		}
+		st.Plan = &results.StudyPlan{}
+		if err := json.Unmarshal([]byte(v), st.Plan); err != nil {
+			return nil, fmt.Errorf("reading db %s: meta plan: %w", s.Path, err)
+		}
 	}
 	if st.Seed, err = strconv.ParseUint(seed, 10, 64); err != nil {
 		return nil, fmt.Errorf("reading db %s: meta seed: %w", s.Path, err)
