@@ -111,3 +111,29 @@ func TestMrmcPlanBlocks(t *testing.T) {
 		t.Errorf("5 readers in 3 blocks: %v", err)
 	}
 }
+
+// TestMrmcPlanWritesStudyPlan: mrmc plan --write-plan writes the sized
+// study's plan, which read init's parser takes back; an existing file is
+// not replaced.
+func TestMrmcPlanWritesStudyPlan(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	planFile := filepath.Join(dir, "plan.yaml")
+	args := []string{"--var", "0.002", "--cov1", "0.0006", "--cov2", "0.0006", "--cov3", "0.00045", "--var-tr", "0.0015", "--pilot-cases", "80",
+		"--effect", "0.074", "--readers", "8", "--power", "0.8", "--blocks", "2", "--write-plan", planFile, "--primary-path", "revision_required", "--primary-stage", "2"}
+	if _, _, err := runCommand(t, newMrmcPlanCmd(job.Options{}), args...); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"path: revision_required", "stage: 2", "figure_of_merit: accuracy", "analysis: rrrc", "alpha: 0.05", "design: split-plot", "blocks: 2", "readers: 8", "records: "} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("plan lacks %q:\n%s", want, data)
+		}
+	}
+	if _, _, err := runCommand(t, newMrmcPlanCmd(job.Options{}), args...); err == nil || !strings.Contains(err.Error(), "exists; it is not replaced") {
+		t.Errorf("second write: %v", err)
+	}
+}
