@@ -35,10 +35,10 @@ like any model's run.`,
 
 func readInitCmd(jo job.Options) *cobra.Command {
 	var benchDir, db, oracle, study, aid, layout, planPath string
-	var n, sample, blocks int
+	var n, sample, blocks, training int
 	var seed uint64
 	cmd := &cobra.Command{
-		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit] [--aid RUN_DIR] [--study NAME] [--design crossed|split-plot --blocks B] [--plan PLAN.yaml]",
+		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit] [--aid RUN_DIR] [--study NAME] [--design crossed|split-plot --blocks B] [--plan PLAN.yaml] [--training N]",
 		Short: "Create a reading study: the records, each reader's order, sign-in tokens",
 		Long: `init selects the benchmark's records (all, or --sample K of them drawn as
 eval --sample K --sample-seed S draws them, stratified by lesion and path), gives
@@ -67,7 +67,12 @@ of merit, analysis (rrrc by default), alpha, design, planned readers and
 records, and a non-inferiority margin. It is stored in the database and in
 every exported run's manifest; the report states it first and gives the
 primary result as such (docs/reading.md). chexpercept mrmc plan --write-plan
-writes one.`,
+writes one.
+
+--training N gives each reader N training records first: records of the
+benchmark outside the study's selection (drawn by --seed, the same for every
+reader), after each of whose questions the page shows the right answer. They
+are never exported: the study's runs hold its records only. Not with --aid.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if benchDir == "" || db == "" {
@@ -141,7 +146,7 @@ writes one.`,
 					return nil
 				}
 				_, records, err := reading.Init(j.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
-					Study: study, Aid: aid, Blocks: splitBlocks, Plan: plan, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
+					Study: study, Aid: aid, Blocks: splitBlocks, Plan: plan, Training: training, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
 				if ae, ok := errors.AsType[*reading.AidError](err); ok {
 					err = fmt.Errorf("--aid %s: %w", ae.Dir, ae.Err)
 				}
@@ -170,6 +175,7 @@ writes one.`,
 	f.StringVar(&aid, "aid", "", "a model run directory: a sequential aided study shows its answers")
 	f.StringVar(&study, "study", "", "the study's name in the runs' manifests (default: the database's file name)")
 	f.StringVar(&layout, "design", "crossed", "crossed (every reader reads every record) or split-plot")
+	f.IntVar(&training, "training", 0, "training records each reader reads first, with the right answer after each question; never exported")
 	f.StringVar(&planPath, "plan", "", "the study's analysis plan (YAML, docs/reading.md), fixed before the first record is read")
 	f.IntVar(&blocks, "blocks", 1, "with --design split-plot: the number of blocks of readers and records")
 	return cmd

@@ -174,6 +174,9 @@ func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st
 	var keys []string
 	oracle := protocol.OracleMode(st.Oracle)
 	for _, it := range items {
+		if it.Pos < st.Training {
+			continue // a training record is never study data
+		}
 		rec, err := itemRecord(bench, it)
 		if err != nil {
 			return nil, nil, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,8 +49,13 @@ type InitOptions struct {
 	// readers and records, when given, must be the study's, and are
 	// filled in from it when not.
 	Plan *results.StudyPlan
-	Now  func() time.Time // nil: time.Now
-	Log  io.Writer        // warnings (nil: discarded)
+	// Training > 0 gives each reader that many training records first:
+	// records of the benchmark outside the study's selection (drawn by
+	// the seed, the same for every reader), each turn followed by the
+	// right answer, never exported. Unaided studies only.
+	Training int
+	Now      func() time.Time // nil: time.Now
+	Log      io.Writer        // warnings (nil: discarded)
 	// Deliver is given the credentials once the database is whole under
 	// its temporary name, before it is published: the tokens are out
 	// before the database can be used, and when Deliver fails (the tokens
@@ -105,6 +111,38 @@ func recordBlocks(seed uint64, idx []int, blocks int) [][]int {
 	return out
 }
 
+// trainingRecords draws the study's training records: o.Training records
+// of the benchmark outside the selection idx, by the seed, in benchmark
+// order.
+func trainingRecords(o InitOptions, idx []int) ([]int, error) {
+	if o.Training == 0 {
+		return nil, nil
+	}
+	if o.Training < 0 {
+		return nil, fmt.Errorf("training %d: want 0 or more records", o.Training)
+	}
+	if o.Aid != "" {
+		return nil, errors.New("training records in a sequential aided study: not supported (training shows the right answer after each turn, an aided study the model's)")
+	}
+	selected := make(map[int]bool, len(idx))
+	for _, i := range idx {
+		selected[i] = true
+	}
+	var rest []int
+	for i := range o.Bench.Records {
+		if !selected[i] {
+			rest = append(rest, i)
+		}
+	}
+	if len(rest) < o.Training {
+		return nil, fmt.Errorf("training %d: the benchmark has %d records outside the study's %d (training records are never study records; sample fewer)", o.Training, len(rest), len(idx))
+	}
+	rng.Shuffle(rng.New(fmt.Sprintf("chexpercept/read-training/%d", o.Seed)), rest)
+	out := slices.Clone(rest[:o.Training])
+	slices.Sort(out)
+	return out, nil
+}
+
 // ReaderName is the name of the i-th reader (1-based).
 func ReaderName(i int) string { return "reader" + strconv.Itoa(i) }
 
@@ -152,6 +190,10 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	}
 	if o.Blocks > 0 && len(idx) < 2*o.Blocks {
 		return nil, 0, fmt.Errorf("blocks %d with %d records: a split-plot study needs at least 2 records a block", o.Blocks, len(idx))
+	}
+	training, err := trainingRecords(o, idx)
+	if err != nil {
+		return nil, 0, err
 	}
 	var plan *results.StudyPlan
 	if o.Plan != nil {
@@ -241,6 +283,9 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	if plan != nil {
 		meta["plan"] = planJSON(plan)
 	}
+	if o.Training > 0 {
+		meta["training"] = strconv.Itoa(o.Training)
+	}
 	meta["sample"] = "" // every record
 	if o.Sample != nil {
 		meta["sample"] = strconv.Itoa(*o.Sample)
@@ -256,7 +301,7 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 				return err
 			}
 		}
-		creds, err = addAccounts(tx, o, idx)
+		creds, err = addAccounts(tx, o, idx, training)
 		return err
 	})
 	if err != nil {
@@ -284,7 +329,7 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 // addAccounts adds the readers, each with the selected records in an
 // order of their own (a shuffle seeded by the seed and the reader's
 // name), then the admin, and returns their credentials in that order.
-func addAccounts(tx *sql.Tx, o InitOptions, idx []int) ([]Credential, error) {
+func addAccounts(tx *sql.Tx, o InitOptions, idx, training []int) ([]Credential, error) {
 	var creds []Credential
 	for i := 1; i <= o.Readers+1; i++ {
 		name, admin := ReaderName(i), false
@@ -309,6 +354,9 @@ func addAccounts(tx *sql.Tx, o InitOptions, idx []int) ([]Credential, error) {
 			order = recordBlocks(o.Seed, idx, o.Blocks)[readerBlocks(o.Seed, o.Readers, o.Blocks)[i-1]]
 		}
 		rng.Shuffle(rng.New(fmt.Sprintf("chexpercept/read-order/%d/%s", o.Seed, name)), order)
+		// The training records come first, in the same order for
+		// every reader.
+		order = append(slices.Clone(training), order...)
 		for pos, bi := range order {
 			if _, err := tx.Exec(`INSERT INTO records(reader_id, pos, bench_index, key_id) VALUES(?,?,?,?)`,
 				id, pos, bi, o.Bench.Records[bi].KeyID); err != nil {

@@ -2,8 +2,12 @@ package reading
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,5 +130,101 @@ func TestPlanChecks(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("plan %+v: %v, want %q", c.plan, err, c.want)
 		}
+	}
+}
+
+// TestTrainingRecords: each reader reads the training records first,
+// records outside the study's selection; after each training turn the
+// page gives the right answer; the export holds none of them.
+func TestTrainingRecords(t *testing.T) {
+	bench := testBench(t)
+	k := len(bench.Records) - 2
+	db := filepath.Join(t.TempDir(), "training.sqlite")
+	creds, n, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 2, Sample: &k, Seed: 7, Oracle: protocol.OracleNone, Training: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != k {
+		t.Fatalf("%d study records, want %d", n, k)
+	}
+	st := &study{t: t, bench: bench, db: db, creds: map[string]string{}}
+	for _, c := range creds {
+		st.creds[c.Name] = c.Token
+	}
+	st.start()
+	sel, err := results.Select(bench.Records, results.Selection{Sample: &k, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	selected := map[string]bool{}
+	for _, i := range sel {
+		selected[bench.Records[i].KeyID] = true
+	}
+	rs, err := st.store.Readers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := st.store.Items(context.Background(), rs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var training []string
+	for _, it := range items[:2] {
+		if selected[it.KeyID] {
+			t.Errorf("training record %s is a study record", it.KeyID)
+		}
+		training = append(training, it.KeyID)
+	}
+	c := st.signIn("reader1")
+	feedbacks := 0
+	for {
+		tp := c.current()
+		if tp.done {
+			break
+		}
+		isTraining := tp.pos < 2
+		if isTraining != strings.Contains(tp.html, "Training record") {
+			t.Fatalf("record %d: the page says training %v", tp.pos, !isTraining)
+		}
+		f := url.Values{"csrf": {c.csrf}, "pos": {strconv.Itoa(tp.pos)}, "seq": {strconv.Itoa(tp.seq)}, "option": {"1"}}
+		code, hd, _ := c.do("POST", "/answer", f)
+		if code != http.StatusSeeOther {
+			t.Fatalf("answer: %d", code)
+		}
+		loc := hd.Get("Location")
+		if !isTraining {
+			if loc != "/read" {
+				t.Errorf("study record %d: redirected to %q", tp.pos, loc)
+			}
+			continue
+		}
+		if want := fmt.Sprintf("/read?feedback=%d/%d", tp.pos, tp.seq); loc != want {
+			t.Fatalf("training turn: redirected to %q, want %q", loc, want)
+		}
+		_, _, page := c.do("GET", loc, nil)
+		gt := st.gtAnswer("reader1", tp)
+		if !strings.Contains(page, "data-feedback") || !strings.Contains(page, fmt.Sprintf(`<b id="feedback-right">(%d)`, gt[0])) {
+			t.Errorf("training record %d question %d: no right answer (%v) on the page", tp.pos+1, tp.seq+1, gt)
+		}
+		feedbacks++
+	}
+	if feedbacks == 0 {
+		t.Fatal("no training turn answered")
+	}
+	runs, err := Export(context.Background(), nil, st.store, t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs[0].Finished != k || runs[0].Selected != k {
+		t.Errorf("export: %+v, want %d records", runs[0], k)
+	}
+	got := readRun(t, runs[0].Dir)
+	for _, key := range training {
+		if _, ok := got[key]; ok {
+			t.Errorf("training record %s exported", key)
+		}
+	}
+	if len(got) != k {
+		t.Errorf("%d records exported, want %d", len(got), k)
 	}
 }

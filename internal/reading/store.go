@@ -137,6 +137,9 @@ type Study struct {
 	ReaderBlock map[string]string
 	// Plan is the analysis plan fixed at init (nil: none).
 	Plan *results.StudyPlan
+	// Training is the number of training records each reader reads
+	// first (positions 0 to Training − 1): never exported.
+	Training int
 }
 
 // Study reads the study's settings.
@@ -172,6 +175,19 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 	}
 	if err := s.design(ctx, st); err != nil {
 		return nil, err
+	}
+	var trained int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'training'`).Scan(&trained); err != nil {
+		return nil, err
+	}
+	if trained == 1 {
+		v, err := s.meta(ctx, "training")
+		if err != nil {
+			return nil, err
+		}
+		if st.Training, err = strconv.Atoi(v); err != nil || st.Training < 0 {
+			return nil, fmt.Errorf("reading db %s: meta training %q: want a number of records", s.Path, v)
+		}
 	}
 	var planned int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'plan'`).Scan(&planned); err != nil {
