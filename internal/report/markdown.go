@@ -222,6 +222,9 @@ func chanceCell(res *analysis.Result, path benchmark.Path, lesion, target string
 // buildDoc lays out every table of the report.
 func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 	d := &doc{Banners: banners(res), Warnings: warnings, Findings: buildFindings(res), Image: buildImageDoc(res), Readers: buildReaders(res)}
+	// A reader study's analysis plan comes first: its primary result is
+	// the study's answer, the rest exploratory.
+	d.Intro = append(d.Intro, planParagraphs(res)...)
 	d.Intro = append(d.Intro, fmt.Sprintf("Written by chexpercept %s from %d run(s). Accuracies are percentages with Wilson 95 %% intervals; depth is the mean number of stages answered correctly in a row, with a bootstrap 95 %% interval (B = %d). N/A marks a stage that does not apply to a path or a cell without records. Error policy: %s.\n",
 		ver, len(res.Runs), res.Options.Bootstrap, res.Options.ErrorPolicy))
 	if res.Chance != nil {
