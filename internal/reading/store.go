@@ -25,6 +25,7 @@ package reading
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -34,7 +35,9 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/accountdb"
 	"github.com/chexpercept/chexpercept/internal/appdb"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/job"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // schemaID marks a reading database; Open refuses other SQLite files.
@@ -121,14 +124,42 @@ func (s *Store) meta(ctx context.Context, key string) (string, error) {
 type Study struct {
 	BenchDir    string // absolute
 	BenchSHA256 string
-	Oracle      string
-	Parse       string
-	Sample      *int
-	Seed        uint64
-	Records     int // records per reader
-	CreatedAt   string
-	Name        string // the study's name in the runs' manifests
-	Aid         *Aid   // the model run shown (nil: an unaided study)
+	// Identity is the benchmark's identity at init (zero in studies
+	// made before it was recorded).
+	Identity  benchmark.Identity
+	Oracle    string
+	Parse     string
+	Sample    *int
+	Seed      uint64
+	Records   int // records per reader
+	CreatedAt string
+	Name      string // the study's name in the runs' manifests
+	Aid       *Aid   // the model run shown (nil: an unaided study)
+	// Blocks is the number of blocks of a split-plot study (0: fully
+	// crossed); ReaderBlock each reader's block, "1" to Blocks.
+	Blocks      int
+	ReaderBlock map[string]string
+	// Plan is the analysis plan fixed at init (nil: none).
+	Plan *results.StudyPlan
+	// Training is the number of training records each reader reads
+	// first (positions 0 to Training − 1): never exported.
+	Training int
+}
+
+// identity reads the benchmark identity recorded at init: the zero
+// Identity for a study made before it was recorded.
+func (s *Store) identity(ctx context.Context) (benchmark.Identity, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'benchmark_identity_sha256'`).Scan(&n); err != nil || n == 0 {
+		return benchmark.Identity{}, err
+	}
+	var id benchmark.Identity
+	var err error
+	if id.File, err = s.meta(ctx, "benchmark_identity_file"); err != nil {
+		return id, err
+	}
+	id.SHA256, err = s.meta(ctx, "benchmark_identity_sha256")
+	return id, err
 }
 
 // Study reads the study's settings.
@@ -159,8 +190,41 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 			return nil, err
 		}
 	}
+	if st.Identity, err = s.identity(ctx); err != nil {
+		return nil, err
+	}
 	if st.Aid, err = s.aidOf(ctx); err != nil {
 		return nil, err
+	}
+	if err := s.design(ctx, st); err != nil {
+		return nil, err
+	}
+	var trained int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'training'`).Scan(&trained); err != nil {
+		return nil, err
+	}
+	if trained == 1 {
+		v, err := s.meta(ctx, "training")
+		if err != nil {
+			return nil, err
+		}
+		if st.Training, err = strconv.Atoi(v); err != nil || st.Training < 0 {
+			return nil, fmt.Errorf("reading db %s: meta training %q: want a number of records", s.Path, v)
+		}
+	}
+	var planned int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'plan'`).Scan(&planned); err != nil {
+		return nil, err
+	}
+	if planned == 1 {
+		v, err := s.meta(ctx, "plan")
+		if err != nil {
+			return nil, err
+		}
+		st.Plan = &results.StudyPlan{}
+		if err := json.Unmarshal([]byte(v), st.Plan); err != nil {
+			return nil, fmt.Errorf("reading db %s: meta plan: %w", s.Path, err)
+		}
 	}
 	if st.Seed, err = strconv.ParseUint(seed, 10, 64); err != nil {
 		return nil, fmt.Errorf("reading db %s: meta seed: %w", s.Path, err)
@@ -176,6 +240,46 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 		st.Sample = &k
 	}
 	return st, nil
+}
+
+// design reads a split-plot study's blocks (a study made before designs
+// were recorded, or without one, is fully crossed).
+func (s *Store) design(ctx context.Context, st *Study) error {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'design'`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	d, err := s.meta(ctx, "design")
+	if err != nil {
+		return err
+	}
+	if d != DesignSplitPlot {
+		return fmt.Errorf("reading db %s: meta design %q: want %q", s.Path, d, DesignSplitPlot)
+	}
+	b, err := s.meta(ctx, "blocks")
+	if err != nil {
+		return err
+	}
+	if st.Blocks, err = strconv.Atoi(b); err != nil || st.Blocks < 1 {
+		return fmt.Errorf("reading db %s: meta blocks %q: want a number of blocks", s.Path, b)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key LIKE 'block/%'`)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	st.ReaderBlock = map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		st.ReaderBlock[strings.TrimPrefix(k, "block/")] = v
+	}
+	return rows.Err()
 }
 
 // Reader is an account: a reader or the admin.

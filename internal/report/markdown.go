@@ -52,6 +52,9 @@ type doc struct {
 	Image    *imageDoc    // nil without a control run paired with a model's (imagecontrol.go)
 	Readers  *readersDoc  // nil without runs of human readers (readers.go)
 	Sections []*section
+	// Mixed is "" or the line that runs of different benchmarks are set
+	// side by side (analysis.Set.Mixed), which every table carries.
+	Mixed string
 }
 
 // section is one oracle mode's tables.
@@ -64,9 +67,11 @@ type section struct {
 // table is one titled table; the first column is a row label.
 type table struct {
 	Title  string
+	Note   string // "" or a line shown under the title (runs of mixed benchmarks)
 	Header []string
 	Rows   [][]string
-	ID     string // anchor in index.html
+	ID     string   // anchor in index.html
+	Notes  []string // sentences under the table (notes.go)
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(textsafe.OneLine(s), "|", `\|`) }
@@ -94,6 +99,9 @@ func (t *table) row(cells ...string) { t.Rows = append(t.Rows, cells) }
 
 func (t *table) markdown(b *strings.Builder) {
 	fmt.Fprintf(b, "\n### %s\n\n", t.Title)
+	if t.Note != "" {
+		fmt.Fprintf(b, "> %s\n\n", textsafe.OneLine(t.Note))
+	}
 	line := func(cells []string) {
 		esc := make([]string, len(cells))
 		for i, c := range cells {
@@ -112,6 +120,16 @@ func (t *table) markdown(b *strings.Builder) {
 	b.WriteString("|" + strings.Join(seps, "|") + "|\n")
 	for _, r := range t.Rows {
 		line(r)
+	}
+	for _, n := range t.Notes {
+		b.WriteString("\n" + mdInert(textsafe.OneLine(n)) + "\n")
+	}
+}
+
+// note adds n under the table unless it is "".
+func (t *table) note(n string) {
+	if n != "" {
+		t.Notes = append(t.Notes, n)
 	}
 }
 
@@ -204,6 +222,9 @@ func chanceCell(res *analysis.Result, path benchmark.Path, lesion, target string
 // buildDoc lays out every table of the report.
 func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 	d := &doc{Banners: banners(res), Warnings: warnings, Findings: buildFindings(res), Image: buildImageDoc(res), Readers: buildReaders(res)}
+	// A reader study's analysis plan comes first: its primary result is
+	// the study's answer, the rest exploratory.
+	d.Intro = append(d.Intro, planParagraphs(res)...)
 	d.Intro = append(d.Intro, fmt.Sprintf("Written by chexpercept %s from %d run(s). Accuracies are percentages with Wilson 95 %% intervals; depth is the mean number of stages answered correctly in a row, with a bootstrap 95 %% interval (B = %d). N/A marks a stage that does not apply to a path or a cell without records. Error policy: %s.\n",
 		ver, len(res.Runs), res.Options.Bootstrap, res.Options.ErrorPolicy))
 	if res.Chance != nil {
@@ -230,8 +251,44 @@ func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 		s.parseTable()
 		s.usageTable()
 		s.pairTable()
+		s.benchmarkTable()
+	}
+	if m := res.Set.Mixed; m != "" {
+		d.Mixed = m
+		d.Banners = append(d.Banners, m)
+		for _, t := range d.tables() {
+			t.Note = m
+		}
 	}
 	return d
+}
+
+// tables are every table of the report.
+func (d *doc) tables() []*table {
+	var out []*table
+	if d.Findings != nil {
+		out = append(out, d.Findings.Tables...)
+	}
+	if d.Image != nil {
+		out = append(out, d.Image.Tables...)
+	}
+	if d.Readers != nil {
+		out = append(out, d.Readers.Tables...)
+	}
+	for _, s := range d.Sections {
+		out = append(out, s.Tables...)
+	}
+	return out
+}
+
+// benchmarkTable names the benchmark each run was made on: its identity
+// (the file its SHA-256 is of, and the first digits; in full in
+// summary.json), unknown for a run made before identities were recorded.
+func (s *sectionDoc) benchmarkTable() {
+	t := newTable(s.sec, "Benchmarks "+s.on, "Model", "Benchmark identity")
+	for _, rr := range s.runs {
+		t.row(rr.Run.Name, rr.Run.Identity.Short())
+	}
 }
 
 // sectionDoc builds one oracle mode's section: its scored runs' tables,
@@ -256,6 +313,7 @@ func (s *sectionDoc) leaderboard() {
 			depthCI(rr.DepthOf(benchmark.RevisionRequired, "all")), depthCI(rr.DepthOf(benchmark.RevisionFree, "all")), depthCI(rr.DepthOf(benchmark.LesionFree, "all")),
 			pctCI(rr.Stage(benchmark.RevisionRequired, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.RevisionFree, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.LesionFree, "all", 1).E2E, true))
 	}
+	t.note(leaderboardNote(s.res, s.runs))
 }
 
 // samplingTable is each run's generation settings, kept out of the
@@ -299,9 +357,11 @@ func (s *sectionDoc) stageTable(setting string, path benchmark.Path) {
 		}
 		t.row(row...)
 	}
+	t.note(StageNote(s.res, s.runs, path))
 	if s.res.Chance == nil || setting == "conditional" {
 		return
 	}
+	t.note(majorityTieNote(s.res, path))
 	for _, maj := range []bool{false, true} {
 		name := "chance"
 		if maj {
