@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -47,7 +46,13 @@ type Server struct {
 	oracle protocol.OracleMode
 	system string
 	web    *webapp.App
-	sizes  sync.Map // benchmark-relative image path → file length
+	// images holds the questions' images as served (encodeTurn), by
+	// the question's image paths.
+	images *webapp.BlobCache
+	// encode turns the files of a question's images into the bytes
+	// served: encodeTurn. Tests replace it to show what a reader would
+	// learn from the files as stored.
+	encode func(names []string, files [][]byte) ([][]byte, error)
 	// sums is the build's SHA256SUMS: every image is checked against it
 	// as it is read, and a changed one is not served. Nil when the
 	// benchmark has none; Warning then says so.
@@ -87,7 +92,8 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{store: s, study: st, bench: bench, sums: sums, Warning: warning, oracle: oracle, system: profile.Default().SystemText(), Log: log.New(io.Discard, "", 0)}
+	srv := &Server{store: s, study: st, bench: bench, sums: sums, Warning: warning, oracle: oracle, system: profile.Default().SystemText(), Log: log.New(io.Discard, "", 0),
+		images: webapp.NewBlobCache(imageCacheBytes, imageBuilds), encode: encodeTurn}
 	srv.web = webapp.New(s.accounts(), sub, t)
 	srv.web.Logf = func(format string, args ...any) { srv.Log.Printf(format, args...) }
 	return srv, nil
@@ -509,59 +515,57 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 		webapp.APIError(w, http.StatusNotFound, "no such image")
 		return
 	}
-	data, err := srv.turnImage(imgs, i)
+	data, err := srv.turnImage(r.Context(), imgs, i)
 	if err != nil {
 		srv.web.Fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
+	// No ETag and no Last-Modified: nothing but the length, equal for
+	// every image of a question, describes the bytes.
 	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.Header().Set("Cache-Control", "private, no-store")
 	w.Write(data)
 }
 
-// turnImage is the i-th of a turn's images as served: every image of the
-// turn padded (padPNG) to one common length, 12 bytes over the largest,
-// so that no byte count tells the candidates of a question apart. The
-// lengths of the files are remembered: the study's benchmark does not
-// change while it is served.
-func (srv *Server) turnImage(imgs []string, i int) ([]byte, error) {
+// turnImage is the i-th of a turn's images as served: all of the turn's
+// images read, checked and encoded together (encodeTurn), and kept for
+// the next request of any of them.
+func (srv *Server) turnImage(ctx context.Context, imgs []string, i int) ([]byte, error) {
 	read := func(rel string) ([]byte, error) {
 		data, err := safefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(rel)), imagefile.MaxFileBytes, safefile.NoFollow)
 		if err != nil {
 			return nil, fmt.Errorf("image: %w", safefile.Reason(err))
 		}
 		if srv.sums != nil {
-			// Checked on every read from disk, before padding: hashing
+			// Checked on every read from disk, before encoding: hashing
 			// costs little next to the read, and a file changed while
 			// the study runs is caught.
 			if err := srv.sums.Check(rel, benchmark.SHA256Hex(data)); err != nil {
 				return nil, err
 			}
 		}
-		srv.sizes.Store(rel, len(data))
 		return data, nil
 	}
-	data, err := read(imgs[i])
-	if err != nil {
-		return nil, err
-	}
-	target := len(data)
-	for _, rel := range imgs {
-		n, ok := srv.sizes.Load(rel)
-		if !ok {
-			d, err := read(rel)
+	blob, _, err := srv.images.Get(ctx, strings.Join(imgs, "\x00"), func() ([]byte, error) {
+		files := make([][]byte, len(imgs))
+		for k, rel := range imgs {
+			data, err := read(rel)
 			if err != nil {
 				return nil, err
 			}
-			n = len(d)
+			files[k] = data
 		}
-		target = max(target, n.(int))
-	}
-	out, err := padPNG(data, target+chunkOverhead)
+		out, err := srv.encode(imgs, files)
+		if err != nil {
+			return nil, err
+		}
+		return packImages(out), nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", imgs[i], err)
+		return nil, err
 	}
-	return out, nil
+	return unpackImage(blob, i)
 }
 
 type progressRow struct {
