@@ -426,10 +426,14 @@ func figures(pos int, pd *Pending) (imgs []figureView, ref *figureView, earlier 
 // "Image 2", ….
 func imageLabels(text string, n int) []string {
 	lines := optionLine.FindAllStringSubmatch(text, -1)
+	byOption := n > 1 && len(lines) == n
+	for i := 0; byOption && i < n; i++ {
+		byOption = lines[i][1] == strconv.Itoa(i+1) && strings.TrimSpace(lines[i][2]) != ""
+	}
 	out := make([]string, n)
 	for i := range out {
 		out[i] = "Image " + strconv.Itoa(i+1)
-		if n > 1 && len(lines) == n && lines[i][1] == strconv.Itoa(i+1) && strings.TrimSpace(lines[i][2]) != "" {
+		if byOption {
 			out[i] = fmt.Sprintf("(%d) %s", i+1, strings.TrimSpace(lines[i][2]))
 		}
 	}
