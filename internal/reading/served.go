@@ -18,10 +18,11 @@ import (
 // IDAT, no other chunk, so that its length and layout depend on its width,
 // height and format alone. All images of one question are decoded and
 // encoded together, in the narrowest format that holds all of them, and
-// kept (webapp.BlobCache) until evicted: every image of a question then
-// has the same length and layout, and the time to the first byte of each
-// does not depend on its file either (the first request of a question
-// pays for all of its images, whichever it is).
+// kept (webapp.BlobCache, by the files' SHA-256) until evicted: every
+// image of a question then has the same length and layout. Nor does the
+// time to each depend on its file: every request of a question reads and
+// checks all of its files, and the first pays for encoding all of them,
+// whichever image it asks for.
 
 const (
 	// imageCacheBytes bounds the encoded questions kept: a question of

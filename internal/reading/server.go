@@ -617,34 +617,31 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 	w.Write(data)
 }
 
-// turnImage is the i-th of a turn's images as served: all of the turn's
-// images read, checked and encoded together (encodeTurn), and kept for
-// the next request of any of them.
+// turnImage is the i-th of a turn's images as served. Every request reads
+// all of the turn's files and checks each against SHA256SUMS, whichever
+// image it asks for: a changed file is never served, and every request
+// of the turn costs the same. The files are encoded together (encodeTurn)
+// once per content and kept for the next request of any of them.
 func (srv *Server) turnImage(ctx context.Context, imgs []string, i int) ([]byte, error) {
-	read := func(rel string) ([]byte, error) {
+	files := make([][]byte, len(imgs))
+	digests := make([]string, len(imgs))
+	for k, rel := range imgs {
 		data, err := safefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(rel)), imagefile.MaxFileBytes, safefile.NoFollow)
 		if err != nil {
 			return nil, fmt.Errorf("image: %w", safefile.Reason(err))
 		}
+		digests[k] = benchmark.SHA256Hex(data)
 		if srv.sums != nil {
-			// Checked on every read from disk, before encoding: hashing
-			// costs little next to the read, and a file changed while
-			// the study runs is caught.
-			if err := srv.sums.Check(rel, benchmark.SHA256Hex(data)); err != nil {
+			// Checked on every read from disk: hashing costs little
+			// next to the read, and a file changed while the study runs
+			// is caught.
+			if err := srv.sums.Check(rel, digests[k]); err != nil {
 				return nil, err
 			}
 		}
-		return data, nil
+		files[k] = data
 	}
-	blob, _, err := srv.images.Get(ctx, strings.Join(imgs, "\x00"), func() ([]byte, error) {
-		files := make([][]byte, len(imgs))
-		for k, rel := range imgs {
-			data, err := read(rel)
-			if err != nil {
-				return nil, err
-			}
-			files[k] = data
-		}
+	blob, _, err := srv.images.Get(ctx, strings.Join(digests, ","), func() ([]byte, error) {
 		out, err := srv.encode(imgs, files)
 		if err != nil {
 			return nil, err
