@@ -215,3 +215,14 @@ func TestStoredRefusals(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEncodeStored writes a 1024² colour image like a candidate mask
+// overlay as the reading app serves it.
+func BenchmarkEncodeStored(b *testing.B) {
+	img := testImage(image.Rect(0, 0, 1024, 1024), 11, true)
+	for b.Loop() {
+		if _, err := EncodeStored(img, RGB); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
