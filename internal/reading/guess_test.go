@@ -500,6 +500,7 @@ var pngIEND = []byte{0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82}
 // length (the serving this replaced), finds the differences and rules
 // that beat chance: it can fail.
 func TestGuessersScoreAtChance(t *testing.T) {
+	t.Parallel()
 	bench := phantomBench(t, 6)
 	for _, mode := range []struct {
 		name   string
