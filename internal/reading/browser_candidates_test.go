@@ -141,6 +141,7 @@ func readCandidates(t *testing.T, ctx context.Context) candidatesOnScreen {
 // closed line in the page's words. The page has no serious or critical
 // axe-core violation.
 func TestBrowserCandidatesSideBySide(t *testing.T) {
+	t.Parallel()
 	newCtx := browser(t)
 	axe := browsertest.AxeScript(t)
 	st := newStudy(t, phantomBench(t, 1), protocol.OracleImplicit)
