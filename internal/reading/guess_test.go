@@ -241,9 +241,10 @@ func (f fetched) clues() clues {
 	c.num["time to the response headers"] = float64(f.first)
 	c.num["time to the last byte"] = float64(f.last)
 	for name, vs := range f.header {
-		c.str["header "+name] = strings.Join(vs, "\n")
-		if v, err := strconv.ParseFloat(strings.Join(vs, ""), 64); err == nil {
+		if v, err := strconv.ParseFloat(strings.Join(vs, ""), 64); err == nil && len(vs) == 1 {
 			c.num["header "+name] = v
+		} else {
+			c.str["header "+name] = strings.Join(vs, "\n")
 		}
 	}
 	chunks, err := pngChunks(f.body)
@@ -279,9 +280,15 @@ func sameClues(q candidateQuestion) string {
 	first := q.got[0].clues()
 	for k := 1; k < len(q.got); k++ {
 		ck := q.got[k].clues()
-		for name, v := range first.str {
-			if name != "header Date" && ck.str[name] != v {
-				diffs = append(diffs, fmt.Sprintf("%s: candidate 1 %.60q, candidate %d %.60q", name, v, k+1, ck.str[name]))
+		for _, name := range slices.Sorted(maps.Keys(first.str)) {
+			if v := first.str[name]; name != "header Date" && ck.str[name] != v {
+				a, b := showDiff(v, ck.str[name])
+				diffs = append(diffs, fmt.Sprintf("%s: candidate 1 %q, candidate %d %q", name, a, k+1, b))
+			}
+		}
+		for name, v := range first.num {
+			if !strings.Contains(name, "time to") && ck.num[name] != v {
+				diffs = append(diffs, fmt.Sprintf("%s: candidate 1 %v, candidate %d %v", name, v, k+1, ck.num[name]))
 			}
 		}
 		for name := range ck.str {
@@ -289,14 +296,34 @@ func sameClues(q candidateQuestion) string {
 				diffs = append(diffs, fmt.Sprintf("%s: candidate %d only", name, k+1))
 			}
 		}
-		for _, name := range []string{"file length", "chunks", "IDAT chunks"} {
-			if ck.num[name] != first.num[name] {
-				diffs = append(diffs, fmt.Sprintf("%s: candidate 1 %v, candidate %d %v", name, first.num[name], k+1, ck.num[name]))
+		for name := range ck.num {
+			if _, ok := first.num[name]; !ok {
+				diffs = append(diffs, fmt.Sprintf("%s: candidate %d only", name, k+1))
 			}
 		}
 	}
 	slices.Sort(diffs)
 	return strings.Join(slices.Compact(diffs), "; ")
+}
+
+// showDiff cuts a and b to where they first differ, with a little before.
+func showDiff(a, b string) (string, string) {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-12)
+	cut := func(s string) string {
+		s = s[min(from, len(s)):]
+		if len(s) > 40 {
+			s = s[:40] + "…"
+		}
+		if from > 0 {
+			s = "…" + s
+		}
+		return s
+	}
+	return cut(a), cut(b)
 }
 
 // guessScore is how often one rule picked the right candidate.
