@@ -33,10 +33,11 @@ like any model's run.`,
 
 func readInitCmd(jo job.Options) *cobra.Command {
 	var benchDir, db, oracle, study, aid string
+	var aidBaseline bool
 	var n, sample int
 	var seed uint64
 	cmd := &cobra.Command{
-		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit] [--aid RUN_DIR] [--study NAME]",
+		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit] [--aid RUN_DIR [--aid-allow-baseline]] [--study NAME]",
 		Short: "Create a reading study: the records, each reader's order, sign-in tokens",
 		Long: `init selects the benchmark's records (all, or --sample K of them drawn as
 eval --sample K --sample-seed S draws them, stratified by lesion and path), gives
@@ -49,8 +50,11 @@ get, as for models (default implicit).
 --aid RUN_DIR makes a sequential aided study: on every question the reader
 answers on their own, then sees the answer the model of that run gave to
 the same question of the same record, and confirms or changes theirs. The
-run must be of this benchmark and oracle mode and hold every selected
-record. --study names the study in the exported runs' manifests (default:
+run must be a finished model run of this benchmark (its identity) and
+oracle mode that holds every selected record, and every answer it stores
+must be the one its raw reply parses to under its own parse rules; a
+baseline policy's run (the oracle policy answers with the ground truth) is
+refused unless --aid-allow-baseline. --study names the study in the exported runs' manifests (default:
 the database file's name without its extension).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -99,7 +103,7 @@ the database file's name without its extension).`,
 					return nil
 				}
 				_, records, err := reading.Init(j.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
-					Study: study, Aid: aid, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
+					Study: study, Aid: aid, AidAllowBaseline: aidBaseline, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
 				if ae, ok := errors.AsType[*reading.AidError](err); ok {
 					err = fmt.Errorf("--aid %s: %w", ae.Dir, ae.Err)
 				}
@@ -122,6 +126,7 @@ the database file's name without its extension).`,
 	hiddenAlias(f, "seed", "sample-seed")
 	f.StringVar(&oracle, "oracle", string(protocol.OracleImplicit), "oracle mode: none, implicit or explicit")
 	f.StringVar(&aid, "aid", "", "a model run directory: a sequential aided study shows its answers")
+	f.BoolVar(&aidBaseline, "aid-allow-baseline", false, "accept a baseline policy's run (random, first, oracle) as the aid")
 	f.StringVar(&study, "study", "", "the study's name in the runs' manifests (default: the database's file name)")
 	return cmd
 }

@@ -21,6 +21,7 @@ func newReportCmd(jo job.Options) *cobra.Command {
 	var (
 		cfg         report.Config
 		benchDir    string
+		allowMixed  bool
 		compare     []string
 		errorPolicy string
 	)
@@ -50,6 +51,12 @@ each MRMC row, which chexpercept mrmc reads, under mrmc_scores/
 arm; --pool-studies pools the studies of an oracle mode into one panel per
 arm, and every table of such a panel says so.
 
+Each run's benchmark is named by its identity (the SHA-256 of the
+benchmark's SHA256SUMS, or of chexpercept.json without one; table
+"Benchmarks", summary.json). Runs of different benchmarks are refused side
+by side unless --allow-mixed-benchmarks, and then every table says so; a
+run made before identities were recorded is noted, not refused.
+
 Problems with single inputs are warnings: the report of everything valid
 is still written and lists what was left out.
 
@@ -63,7 +70,7 @@ deletes nothing.`,
 			if cfg.Out == "" {
 				return withExit(2, fmt.Errorf("--out REPORT_DIR is required"))
 			}
-			cfg.Load = runset.Loader(args, runset.Options{Benchmark: benchDir})
+			cfg.Load = runset.Loader(args, runset.Options{Benchmark: benchDir, AllowMixed: allowMixed})
 			cfg.Analysis.ErrorPolicy = errorPolicy
 			// Rebuilt from the flag each time: an in-process re-run (tests)
 			// must not inherit the previous run's pairs.
@@ -131,6 +138,7 @@ deletes nothing.`,
 	f.IntVar(&cfg.Analysis.Bootstrap, "bootstrap", analysis.DefaultBootstrap, "bootstrap replicates for depth intervals and comparisons")
 	f.Float64Var(&cfg.Analysis.FlagShare, "flag-share", analysis.DefaultFlagShare, "item health: share of runs agreeing on one wrong answer for majority_wrong (above 0.5, at most 1)")
 	f.StringVar(&benchDir, "benchmark", "", "benchmark directory (default: the dataset path in the first run's manifest)")
+	f.BoolVar(&allowMixed, "allow-mixed-benchmarks", false, "set runs of different benchmarks side by side (refused otherwise); every table then says so")
 	f.StringArrayVar(&cfg.ModelFiles, "models", nil, "extra models.yaml extending the registry, as for eval: domains and bases of the findings (repeatable)")
 	f.BoolVar(&cfg.Analysis.PoolStudies, "pool-studies", false, "readers: one panel per oracle mode and arm across reader studies, instead of one per study (readers of different studies then count as different people)")
 	f.StringVar(&cfg.DomainsFile, "domains", "", "YAML mapping run names or models to domain groups (general, medical, …), overriding the registry's domains")

@@ -247,6 +247,12 @@ disagreements; decisions, resolutions and the lock are refused with 403.`,
 			if !quiet {
 				app.Log = log.New(cmd.ErrOrStderr(), "review: ", log.LstdFlags)
 			}
+			// The cases' images are built before the server listens (as
+			// many as three quarters of the image memory holds), so that
+			// no reviewer waits for a first build.
+			if err := app.Prebuild(cmd.Context()); err != nil {
+				app.Log.Printf("preparing the images: %v", err)
+			}
 			return serveApp(cmd, app.Handler(), listen, certFile, keyFile)
 		},
 	}

@@ -17,9 +17,13 @@ type Run struct {
 	OracleMode      string
 	ParseMode       string
 	BenchmarkSHA256 string // the manifest's dataset hash ("" if unknown)
-	DatasetPath     string // the manifest's dataset path ("" if unknown)
-	ProfileName     string
-	ProfileSHA256   string
+	// Identity is the benchmark identity the manifest records; zero
+	// (unknown) for a run made before identities were recorded or
+	// without a manifest.
+	Identity      benchmark.Identity
+	DatasetPath   string // the manifest's dataset path ("" if unknown)
+	ProfileName   string
+	ProfileSHA256 string
 	// Sampling is what the manifest records as sent per call
 	// (runmodel.Sampling.Text); "" when there is no manifest.
 	Sampling string
@@ -104,6 +108,11 @@ type Set struct {
 	Bench    *benchmark.Benchmark
 	Build    BuildInfo // the benchmark's build_info.json, when its builder wrote one
 	Warnings []string
+	// Mixed is "" or, when runs of different benchmarks are set side by
+	// side because the caller allowed it (report
+	// --allow-mixed-benchmarks), the line every table of the report
+	// carries to say so.
+	Mixed string
 }
 
 // BuildInfo is what a report says about how its benchmark was built,

@@ -258,7 +258,11 @@ func (s *Spec) openError(path string, err error) error {
 	case IsForeign(err):
 		return s.errorf(path, "not a %s (%w)", s.Name, err)
 	}
-	return s.errorf(path, "cannot read it: %w", Explain(path, err))
+	ex := Explain(path, err)
+	if onReadOnlyFS(ex) {
+		return s.errorf(path, "%w", ex)
+	}
+	return s.errorf(path, "cannot read it: %w", ex)
 }
 
 // versionError refuses a database whose version this release does not

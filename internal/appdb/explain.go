@@ -27,6 +27,9 @@ const lowSpace = 1 << 20
 type explained struct {
 	msg string
 	err error
+	// readOnly marks a database on a read-only file system: the error
+	// says the cause whole, not "cannot read it".
+	readOnly bool
 }
 
 func (e *explained) Error() string { return e.msg }
@@ -38,7 +41,44 @@ func (e *explained) Unwrap() error { return e.err }
 // and a -shm file that could not grow says so. Other errors, and errors
 // that are not SQLite's, are returned as they are; the result unwraps to
 // err (Busy and IsForeign see through it). A nil err stays nil.
-func Explain(path string, err error) error { return explain(path, err, statFree) }
+func Explain(path string, err error) error {
+	if ro := explainReadOnly(path, err, readOnlyFS); ro != err {
+		return ro
+	}
+	return explain(path, err, statFree)
+}
+
+// onReadOnlyFS reports whether err is Explain's word for a database on a
+// read-only file system.
+func onReadOnlyFS(err error) bool {
+	var ee *explained
+	return errors.As(err, &ee) && ee.readOnly
+}
+
+// explainReadOnly says an SQLite error that a read-only file system
+// causes (a database SQLite cannot open for writing, whose -shm it cannot
+// make, or a write refused) as such: "unable to open database file (14)"
+// names no cause. roFS reports whether a folder is on a file system
+// mounted read-only.
+func explainReadOnly(path string, err error, roFS func(dir string) bool) error {
+	var se interface{ Code() int } // *sqlite.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	var ee *explained
+	if errors.As(err, &ee) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqliteCantOpen, sqliteReadOnly, sqliteIOErr:
+	default:
+		return err
+	}
+	if dir := filepath.Dir(path); roFS(dir) {
+		return &explained{msg: fmt.Sprintf("%s is on a read-only file system: SQLite can neither write it nor make its -wal and -shm files beside it; copy it to a writable folder or remount the file system read-write (%v)", filepath.Base(path), err), err: err, readOnly: true}
+	}
+	return err
+}
 
 // explain is Explain with the look-up of free space given: statFree
 // reports the bytes an unprivileged writer may still use on the file
@@ -61,11 +101,11 @@ func explain(path string, err error, freeBytes func(dir string) (free uint64, ok
 	}
 	switch {
 	case code&0xff == sqliteFull, code&0xff == sqliteIOErr && known && free == 0:
-		return &explained{fmt.Sprintf("no space left on device: the disk holding %s is full (%v)", dir, err), err}
+		return &explained{msg: fmt.Sprintf("no space left on device: the disk holding %s is full (%v)", dir, err), err: err}
 	case code == sqliteIOErrShmSize:
-		return &explained{fmt.Sprintf("the disk could not grow the shared-memory file %s-shm, likely because it is full%s (%v)", filepath.Base(path), left, err), err}
+		return &explained{msg: fmt.Sprintf("the disk could not grow the shared-memory file %s-shm, likely because it is full%s (%v)", filepath.Base(path), left, err), err: err}
 	case code&0xff == sqliteIOErr && known && free < lowSpace:
-		return &explained{fmt.Sprintf("%v: the disk holding %s is nearly full (%d bytes free), the likely cause", err, dir, free), err}
+		return &explained{msg: fmt.Sprintf("%v: the disk holding %s is nearly full (%d bytes free), the likely cause", err, dir, free), err: err}
 	}
 	return err
 }

@@ -12,3 +12,9 @@ func statFree(dir string) (uint64, bool) {
 	}
 	return uint64(st.Bavail) * uint64(st.Bsize), true
 }
+
+// readOnlyFS reports whether dir is on a file system mounted read-only
+// (access(2) for writing fails with EROFS, for root too).
+func readOnlyFS(dir string) bool {
+	return unix.Access(dir, unix.W_OK) == unix.EROFS
+}

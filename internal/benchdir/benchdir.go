@@ -62,7 +62,8 @@ func ReadJSONFile(dir string) ([]byte, error) {
 	return data, nil
 }
 
-// Load reads dir/chexpercept.json. It rejects invalid JSON, duplicate
+// Load reads dir/chexpercept.json and names the benchmark by its
+// identity (SHA256SUMS when the directory has one: ReadIdentity). It rejects invalid JSON, duplicate
 // member names at any depth, records of the wrong shape, wrong types and
 // missing fields, with an error naming the file, the key_id, a JSON
 // Pointer and the reason. Unknown fields are ignored (the validator warns
@@ -76,7 +77,19 @@ func Load(dir string) (*benchmark.Benchmark, error) {
 	if err != nil {
 		return nil, err
 	}
-	return benchmark.FromJSON(dir, data, lesions)
+	b, err := benchmark.FromJSON(dir, data, lesions)
+	if err != nil {
+		return nil, err
+	}
+	id, err := ReadIdentity(dir)
+	switch {
+	case errors.Is(err, ErrNoSums):
+	case err != nil:
+		return nil, err
+	default:
+		b.Identity = id
+	}
+	return b, nil
 }
 
 // SHA256File returns the lowercase hex SHA-256 of a regular file's bytes

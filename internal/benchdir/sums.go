@@ -60,6 +60,71 @@ func ReadSums(dir string) (*Sums, error) {
 	return s, nil
 }
 
+// ReadIdentity is the identity of the benchmark in dir as its
+// SHA256SUMS gives it: the SHA-256 of that file's bytes (read never
+// through a link, at most MaxSumsBytes). A benchmark without one gives an
+// error wrapping ErrNoSums; its identity is then that of chexpercept.json
+// (benchmark.FromJSON's).
+func ReadIdentity(dir string) (benchmark.Identity, error) {
+	name := filepath.Join(dir, SumsFileName)
+	data, err := safefile.ReadFile(name, MaxSumsBytes, safefile.NoFollow)
+	if errors.Is(err, fs.ErrNotExist) {
+		return benchmark.Identity{}, fmt.Errorf("%s: %w", dir, ErrNoSums)
+	}
+	if err != nil {
+		return benchmark.Identity{}, fmt.Errorf("%s: %w", name, safefile.Reason(err))
+	}
+	return benchmark.Identity{File: SumsFileName, SHA256: benchmark.SHA256Hex(data)}, nil
+}
+
+// Identity is the benchmark identity these sums give: the SHA-256 of the
+// SHA256SUMS file they were read from.
+func (s *Sums) Identity() benchmark.Identity {
+	return benchmark.Identity{File: SumsFileName, SHA256: s.SHA256}
+}
+
+// OpenSums reads b's SHA256SUMS, checks b's JSON files against it and
+// sets b.Identity to the sums' (what every later check of a file is made
+// against). A benchmark without SHA256SUMS gives nil Sums and an error
+// wrapping ErrNoSums, and keeps the identity of its chexpercept.json: the
+// caller warns that its images cannot be checked.
+func OpenSums(b *benchmark.Benchmark) (*Sums, error) {
+	sums, err := ReadSums(b.Dir)
+	if errors.Is(err, ErrNoSums) {
+		b.Identity = benchmark.Identity{File: benchmark.JSONName, SHA256: b.SHA256}
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := sums.CheckJSON(b); err != nil {
+		return nil, err
+	}
+	b.Identity = sums.Identity()
+	return sums, nil
+}
+
+// CheckIdentity compares the identity of b (as loaded or opened) with
+// want, the one a run or study recorded; what names the recorder ("the
+// study", "the run"). The error says both and what to do.
+func CheckIdentity(b *benchmark.Benchmark, want benchmark.Identity, what string) error {
+	got := b.Identity
+	if got == want {
+		return nil
+	}
+	why := "it changed"
+	switch {
+	case want.File == SumsFileName && got.File != SumsFileName:
+		why = SumsFileName + " is gone"
+	case want.File == SumsFileName:
+		why = SumsFileName + " changed"
+	case got.File == SumsFileName:
+		why = "it has a " + SumsFileName + " now"
+	}
+	return fmt.Errorf("%s: benchmark identity is %s, but %s was made on %s (%s): it is another benchmark now; restore the benchmark %s was made on, or start anew on this one",
+		textsafe.OneLine(b.Dir), got.Short(), what, want.Short(), why, what)
+}
+
 // ParseSums parses SHA256SUMS bytes: each line `<64 lowercase hex>  <path>`.
 func ParseSums(data []byte) (*Sums, error) {
 	s := &Sums{SHA256: benchmark.SHA256Hex(data), want: map[string]string{}}
@@ -68,6 +133,11 @@ func ParseSums(data []byte) (*Sums, error) {
 			continue
 		}
 		h, rel, ok := strings.Cut(string(line), "  ")
+		// sha256sum given ./-prefixed paths writes them so: the same
+		// file as without the prefix.
+		for strings.HasPrefix(rel, "./") {
+			rel = rel[2:]
+		}
 		if !ok || len(h) != sha256.Size*2 || !isLowerHex(h) || rel == "" {
 			return nil, fmt.Errorf("line %d: want `<64 lowercase hex digits>  <path>`", i+1)
 		}

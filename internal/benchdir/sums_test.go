@@ -57,3 +57,26 @@ func TestSums(t *testing.T) {
 		t.Errorf("no SHA256SUMS: %v, want ErrNoSums", err)
 	}
 }
+
+// TestSumsDotSlash: lines written "./<path>", as sha256sum writes them
+// when given ./-prefixed paths, name the same files as without the
+// prefix (a file listed both ways is listed twice).
+func TestSumsDotSlash(t *testing.T) {
+	h, other := strings.Repeat("ab", 32), strings.Repeat("01", 32)
+	s, err := benchdir.ParseSums([]byte(h + "  ./chexpercept.json\n" + other + "  ./chexpercept/k/xray.png\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check("chexpercept.json", h); err != nil {
+		t.Errorf("./chexpercept.json: %v", err)
+	}
+	if err := s.Check("chexpercept/k/xray.png", other); err != nil {
+		t.Errorf("./chexpercept/k/xray.png: %v", err)
+	}
+	if err := s.Check("chexpercept/k/xray.png", h); !errors.Is(err, benchdir.ErrChanged) || strings.Contains(err.Error(), "not listed") {
+		t.Errorf("a changed ./-listed file: %v", err)
+	}
+	if _, err := benchdir.ParseSums([]byte(h + "  a\n" + h + "  ./a\n")); err == nil || !strings.Contains(err.Error(), "line 2: a is listed twice") {
+		t.Errorf("a file listed with and without ./: %v", err)
+	}
+}

@@ -20,8 +20,44 @@ type Benchmark struct {
 	// Lesions is the benchmark's lesion set: the declaration beside
 	// chexpercept.json (LesionsFileName), or the built-in seven.
 	Lesions *LesionSet
+	// Identity is what the benchmark is: the SHA-256 of its build's
+	// SHA256SUMS when it has one (the loader of the directory sets it),
+	// else that of chexpercept.json.
+	Identity Identity
 
 	byKey map[string]*Record
+}
+
+// Identity names a benchmark by the SHA-256 of one file: its SHA256SUMS,
+// which lists the SHA-256 of chexpercept.json and of every other file the
+// build wrote, or, for a benchmark without one, chexpercept.json (whose
+// images are then not covered). Two benchmarks with equal identities are
+// the same benchmark. The zero Identity is unknown (a run or study made
+// before identities were recorded).
+type Identity struct {
+	File   string `json:"file"`   // "SHA256SUMS" or JSONName
+	SHA256 string `json:"sha256"` // lowercase hex
+}
+
+// Known reports whether the identity was recorded.
+func (id Identity) Known() bool { return id.SHA256 != "" }
+
+// String is the identity in full, "SHA256SUMS sha256:<64 hex>", or
+// "unknown".
+func (id Identity) String() string {
+	if !id.Known() {
+		return "unknown"
+	}
+	return textsafe.OneLine(id.File) + " sha256:" + textsafe.OneLine(id.SHA256)
+}
+
+// Short is the identity for tables and messages: the file and the first
+// 12 hex digits of its SHA-256, or "unknown".
+func (id Identity) Short() string {
+	if !id.Known() {
+		return "unknown"
+	}
+	return textsafe.OneLine(id.File) + " " + textsafe.Clip(textsafe.OneLine(id.SHA256), 12)
 }
 
 // Lookup returns the record with the given key_id, or nil.
@@ -63,7 +99,8 @@ func FromJSON(dir string, data []byte, lesions *LesionSet) (*Benchmark, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Benchmark{Dir: dir, Records: recs, SHA256: SHA256Hex(data), Lesions: lesions, byKey: make(map[string]*Record, len(recs))}
+	sum := SHA256Hex(data)
+	b := &Benchmark{Dir: dir, Records: recs, SHA256: sum, Lesions: lesions, Identity: Identity{File: JSONName, SHA256: sum}, byKey: make(map[string]*Record, len(recs))}
 	for _, r := range recs {
 		b.byKey[r.KeyID] = r
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rundir"
 	"github.com/chexpercept/chexpercept/internal/runmodel"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 	"github.com/chexpercept/chexpercept/internal/validate"
 )
 
@@ -426,21 +427,15 @@ func prepare(ctx context.Context, o *Options) (*prepared, error) {
 
 // openSums reads the benchmark's SHA256SUMS and checks its JSON files
 // against it now; the images are checked just in time, as each record's
-// are verified. A benchmark without SHA256SUMS is evaluated with a
-// warning (nil Sums).
+// are verified. It sets bench.Identity, which the manifest records. A
+// benchmark without SHA256SUMS is evaluated with a warning (nil Sums).
 func openSums(bench *benchmark.Benchmark, log io.Writer) (*benchdir.Sums, error) {
-	sums, err := benchdir.ReadSums(bench.Dir)
+	sums, err := benchdir.OpenSums(bench)
 	if errors.Is(err, benchdir.ErrNoSums) {
 		fmt.Fprintf(log, "warning: benchmark %v\n", err)
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	if err := sums.CheckJSON(bench); err != nil {
-		return nil, err
-	}
-	return sums, nil
+	return sums, err
 }
 
 // openManifest is the run directory's manifest: on resume the one
@@ -451,6 +446,9 @@ func openManifest(j *job.Job, runDir string, man *results.Manifest) (*results.Ma
 	if err == nil {
 		if old.Schema != results.ManifestSchema {
 			return nil, fmt.Errorf("%s: schema %q is not %q", filepath.Join(runDir, rundir.ManifestFile), old.Schema, results.ManifestSchema)
+		}
+		if err := sameBenchmark(runDir, old, man); err != nil {
+			return nil, err
 		}
 		if diffs := Differences(old, man); len(diffs) > 0 {
 			return nil, fmt.Errorf("run directory %s was started with different settings; refusing to mix runs (use another results folder or the same settings):\n  %s", runDir, strings.Join(diffs, "\n  "))
@@ -471,6 +469,20 @@ func openManifest(j *job.Job, runDir string, man *results.Manifest) (*results.Ma
 		return nil, err
 	}
 	return man, nil
+}
+
+// sameBenchmark refuses to resume a run on a benchmark of another
+// identity than the one it was started on: one run, one benchmark. A run
+// started before identities were recorded (none in its manifest) is
+// resumed on the chexpercept.json hash alone, which Differences compares,
+// and keeps its unknown identity.
+func sameBenchmark(runDir string, old, cur *results.Manifest) error {
+	was, now := old.BenchIdentity(), cur.BenchIdentity()
+	if !was.Known() || was == now {
+		return nil
+	}
+	return fmt.Errorf("run directory %s was started on benchmark %s, but %s is %s now: refusing to mix two benchmarks in one run; restore the benchmark the run was started on, or start a new run (another --out or --run-name)",
+		runDir, was.Short(), textsafe.OneLine(cur.Dataset.Path), now.Short())
 }
 
 // addEndpoints adds to the manifest of a resumed run the endpoints of

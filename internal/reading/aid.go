@@ -5,13 +5,17 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/protocol/parse"
 	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/rundir"
+	"github.com/chexpercept/chexpercept/internal/runs"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -83,33 +87,64 @@ type aidAnswer struct {
 }
 
 // loadAid reads the run at dir and returns its answers to every asked
-// turn of the selected records, keyed by record and turn. The run must
-// be of the study's benchmark (its dataset hash) and oracle mode, and
-// hold every selected record; a run that cannot be used is an *AidError.
-func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int) (*Aid, map[[2]string]aidAnswer, error) {
+// turn of the selected records, keyed by record and turn. The run must be
+// a finished model run (not marked unfinished; not a baseline policy's
+// or the stand-in's unless allowBaseline; not a control, a human's), of
+// the study's benchmark (its identity, or for a run made before
+// identities were recorded its chexpercept.json hash, with a warning) and
+// oracle mode, and hold every selected record; every answer is parsed
+// again from the stored raw reply under the run's own parse rules and
+// must be the one the run stores. A run that cannot be used is an
+// *AidError.
+func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int, allowBaseline bool) (*Aid, map[[2]string]aidAnswer, string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	m, err := rundir.ReadManifest(abs)
+	if err := notModelFolder(dir, abs); err != nil {
+		return nil, nil, "", err
+	}
+	run, err := runs.ReadRun(abs)
 	if err != nil {
-		return nil, nil, &AidError{Dir: dir, Err: err}
+		return nil, nil, "", &AidError{Dir: dir, Err: err}
 	}
-	if m.Dataset.SHA256 != bench.SHA256 {
-		return nil, nil, aidErrorf(dir, "the run is of benchmark %s, the study's is %s", results.ShortHash(m.Dataset.SHA256), results.ShortHash(bench.SHA256))
+	m := run.Manifest
+	warning := ""
+	switch id := m.BenchIdentity(); {
+	case id.Known() && id != bench.Identity:
+		return nil, nil, "", aidErrorf(dir, "the run is of benchmark %s, the study's is %s; give a run of this benchmark", id.Short(), bench.Identity.Short())
+	case m.Dataset.SHA256 != bench.SHA256:
+		return nil, nil, "", aidErrorf(dir, "the run is of benchmark %s, the study's is %s", results.ShortHash(m.Dataset.SHA256), results.ShortHash(bench.SHA256))
+	case !id.Known():
+		warning = fmt.Sprintf("aid run %s records no benchmark identity (made before identities were recorded): only its chexpercept.json is known to be the study's", dir)
 	}
 	if m.OracleMode != oracle {
-		return nil, nil, aidErrorf(dir, "the run's oracle mode is %s, the study's %s (the model must have been asked the same questions)", m.OracleMode, oracle)
+		return nil, nil, "", aidErrorf(dir, "the run's oracle mode is %s, the study's %s (the model must have been asked the same questions)", m.OracleMode, oracle)
 	}
-	if m.Kind == results.KindHuman {
-		return nil, nil, aidErrorf(dir, "a run of human answers, not of a model")
+	switch m.Kind {
+	case results.KindHuman:
+		return nil, nil, "", aidErrorf(dir, "a run of human answers, not of a model")
+	case results.KindControl:
+		return nil, nil, "", aidErrorf(dir, "an image control run (%s): the model was not shown the radiograph; give the model's own run", m.Control)
+	case results.KindBaseline, results.KindRehearsal:
+		if !allowBaseline {
+			what := "a baseline policy's run"
+			if m.Model.Policy != nil {
+				what = fmt.Sprintf("the %s baseline policy's run", textsafe.OneLine(*m.Model.Policy))
+			}
+			if m.Kind == results.KindRehearsal {
+				what = "a rehearsal run (chexpercept's stand-in server answered, not a model)"
+			}
+			return nil, nil, "", aidErrorf(dir, "%s, not a model's: readers would be aided by it; give a model run, or pass --aid-allow-baseline to study that deliberately", what)
+		}
 	}
-	recs, err := rundir.ReadResults(filepath.Join(abs, rundir.ResultsFile))
+	mode, err := parse.ParseMode(m.ParseMode)
 	if err != nil {
-		return nil, nil, &AidError{Dir: dir, Err: err}
+		return nil, nil, "", &AidError{Dir: dir, Err: fmt.Errorf("%s: parse_mode: %w", rundir.ManifestFile, err)}
 	}
-	byKey := make(map[string]*results.Record, len(recs))
-	for _, r := range recs {
+	m.ParseMode = string(mode)
+	byKey := make(map[string]*results.Record, len(run.Records))
+	for _, r := range results.Latest(run.Records) {
 		byKey[r.KeyID] = r
 	}
 	var missing []string
@@ -121,15 +156,84 @@ func loadAid(dir string, bench *benchmark.Benchmark, oracle string, idx []int) (
 			missing = append(missing, rec.KeyID)
 			continue
 		}
-		for _, t := range r.Turns {
+		again, err := runs.Reparse(m, r, rec)
+		if err != nil {
+			return nil, nil, "", &AidError{Dir: dir, Err: err}
+		}
+		if err := sameParse(r, again, m.ParseMode); err != nil {
+			return nil, nil, "", &AidError{Dir: dir, Err: err}
+		}
+		for _, t := range again.Turns {
 			out[[2]string{rec.KeyID, t.Turn}] = modelAnswer(&t)
 		}
 	}
 	if len(missing) > 0 {
-		return nil, nil, aidErrorf(dir, "the run lacks %d of the study's %d records (first: %s); finish or resume it first",
+		return nil, nil, "", aidErrorf(dir, "the run lacks %d of the study's %d records (first: %s); finish or resume it first",
 			len(missing), len(idx), textsafe.OneLine(missing[0]))
 	}
-	return &Aid{Run: m.RunName, Model: m.Model.Name, Dir: abs}, out, nil
+	return &Aid{Run: m.RunName, Model: m.Model.Name, Dir: abs}, out, warning, nil
+}
+
+// notModelFolder refuses a model's folder (<results>/<run name>/, which
+// report accepts) given where a run directory is wanted, naming the run
+// directories inside it.
+func notModelFolder(dir, abs string) error {
+	if _, err := os.Lstat(filepath.Join(abs, rundir.ManifestFile)); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	found, _ := filepath.Glob(filepath.Join(abs, "oracle_*"))
+	var runDirs []string
+	for _, f := range found {
+		if fi, err := os.Stat(filepath.Join(f, rundir.ManifestFile)); err == nil && fi.Mode().IsRegular() {
+			runDirs = append(runDirs, textsafe.OneLine(filepath.Join(dir, filepath.Base(f))))
+		}
+	}
+	if len(runDirs) == 0 {
+		return nil
+	}
+	return aidErrorf(dir, "is a model folder, not a run directory; pass one of: %s", strings.Join(runDirs, ", "))
+}
+
+// sameParse checks that every turn of stored parses as again (the same
+// record parsed again from its raw replies) does: the answer a reader is
+// shown is the model's reply, not a number written over it.
+func sameParse(stored, again *results.Record, mode string) error {
+	for i := range stored.Turns {
+		st := &stored.Turns[i]
+		if st.Status != results.TurnAsked {
+			continue
+		}
+		at := again.TurnByStep(st.Step)
+		if at == nil {
+			continue
+		}
+		if !sameInts(st.Parsed, at.Parsed) || !sameBool(st.ParseOK, at.ParseOK) || !sameBool(st.InRange, at.InRange) {
+			return fmt.Errorf("%s: record %s turn %s stores parsed %s, but its raw reply parses as %s under the run's parse rules (%s): the run was changed after it was written; give the run as eval wrote it",
+				rundir.ResultsFile, textsafe.OneLine(stored.KeyID), textsafe.OneLine(st.Turn), showInts(st.Parsed), showInts(at.Parsed), mode)
+		}
+	}
+	return nil
+}
+
+func sameInts(a, b *[]int) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return slices.Equal(*a, *b)
+}
+
+func sameBool(a, b *bool) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+func showInts(p *[]int) string {
+	if p == nil {
+		return "null"
+	}
+	return strings.ReplaceAll(fmt.Sprint(*p), " ", ",")
 }
 
 // AidError is a run given as a study's aid that the study cannot use.

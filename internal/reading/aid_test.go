@@ -23,7 +23,8 @@ import (
 )
 
 // modelRun runs eval's in-process "first" policy over the benchmark and
-// returns the run directory (the aid of an aided study).
+// returns the run directory (the aid of an aided study; a baseline
+// policy's run, so the studies pass --aid-allow-baseline).
 func modelRun(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMode) string {
 	t.Helper()
 	out := t.TempDir()
@@ -37,7 +38,7 @@ func modelRun(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMo
 func newAidedStudy(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMode, aid string) *study {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "aided.sqlite")
-	creds, _, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 2, Seed: 7, Oracle: oracle, Aid: aid, Study: "pilot"})
+	creds, _, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 2, Seed: 7, Oracle: oracle, Aid: aid, AidAllowBaseline: true, Study: "pilot"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestAidedStudyPostWithoutPage(t *testing.T) {
 	}
 }
 
-// TestInitAidRefused: the aid is only a model run of the study's
+// TestInitAidRefused: the aid is only a finished model run of the study's
 // benchmark and oracle mode that holds every selected record; anything
 // else is refused in one line naming the aid run (an *AidError, which
 // the command words with its flag) and leaves no database behind.
@@ -233,29 +234,43 @@ func TestInitAidRefused(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, dir, want string
+		noBaseline      bool // without --aid-allow-baseline
 	}{
+		{"a baseline policy", good, "the first baseline policy's run, not a model's", true},
+		{"a parsed answer changed", edit("parsed", func(d string) {
+			rewrite(filepath.Join(d, rundir.ResultsFile), `"parsed":[1]`, `"parsed":[2]`)
+		}), "stores parsed [2], but its raw reply parses as [1] under the run's parse rules (reference)", false},
+		{"an unfinished run", edit("unfinished", func(d string) {
+			if err := rundir.MarkUnfinished(d); err != nil {
+				t.Fatal(err)
+			}
+		}), "holds an unfinished run", false},
+		{"a model folder", filepath.Dir(good), "is a model folder, not a run directory; pass one of: " + filepath.Join(filepath.Dir(good), "oracle_implicit"), false},
+		{"another benchmark identity", edit("identity", func(d string) {
+			rewrite(filepath.Join(d, "manifest.json"), bench.Identity.SHA256, strings.Repeat("0", 64))
+		}), "the run is of benchmark", false},
 		{"another benchmark", edit("hash", func(d string) {
 			rewrite(filepath.Join(d, "manifest.json"), bench.SHA256, strings.Repeat("0", 64))
-		}), "the run is of benchmark"},
-		{"another oracle mode", modelRun(t, bench, protocol.OracleExplicit), "oracle mode is explicit"},
+		}), "the run is of benchmark", false},
+		{"another oracle mode", modelRun(t, bench, protocol.OracleExplicit), "oracle mode is explicit", false},
 		{"a record missing", edit("short", func(d string) {
 			p := filepath.Join(d, rundir.ResultsFile)
 			b, _ := os.ReadFile(p)
 			lines := strings.SplitAfter(string(b), "\n")
 			os.WriteFile(p, []byte(strings.Join(lines[1:], "")), 0o644)
-		}), "lacks 1 of the study's"},
+		}), "lacks 1 of the study's", false},
 		{"a human run", edit("human", func(d string) {
 			rewrite(filepath.Join(d, "manifest.json"), `"kind": "baseline"`, `"kind": "human"`)
-		}), "a run of human answers"},
+		}), "a run of human answers", false},
 		{"a human run from before kinds", edit("human-old", func(d string) {
 			rewrite(filepath.Join(d, "manifest.json"), "  \"kind\": \"baseline\",\n", "")
 			rewrite(filepath.Join(d, "manifest.json"), `"provider": "baseline"`, `"provider": "human"`)
-		}), "a run of human answers"},
-		{"no run", t.TempDir(), "manifest.json"},
+		}), "a run of human answers", false},
+		{"no run", t.TempDir(), "manifest.json", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "r.sqlite")
-			_, _, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 1, Oracle: protocol.OracleImplicit, Aid: tc.dir})
+			_, _, err := Init(context.Background(), InitOptions{Bench: bench, DB: db, Readers: 1, Oracle: protocol.OracleImplicit, Aid: tc.dir, AidAllowBaseline: !tc.noBaseline})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("err %v, want one line with %q", err, tc.want)
 			}

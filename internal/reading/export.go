@@ -36,17 +36,34 @@ type ExportedRun struct {
 }
 
 // LoadBenchmark loads the study's benchmark and checks it is the one the
-// study was made with.
-func LoadBenchmark(st *Study) (*benchmark.Benchmark, error) {
+// study was made with: its chexpercept.json, and the benchmark's identity
+// (benchdir.OpenSums) when the study recorded one, so that a SHA256SUMS
+// gone or changed since init refuses the study. It returns the sums every
+// image is then checked against (nil for a benchmark without
+// SHA256SUMS, with the warning line to give). A study made before
+// identities were recorded is checked on chexpercept.json alone, and the
+// benchmark's identity is left unknown (what the exported runs record).
+func LoadBenchmark(st *Study) (*benchmark.Benchmark, *benchdir.Sums, string, error) {
 	b, err := benchdir.Load(st.BenchDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
+	}
+	sums, warning, err := openSums(b)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if st.Identity.Known() {
+		if err := benchdir.CheckIdentity(b, st.Identity, "the study"); err != nil {
+			return nil, nil, "", err
+		}
+	} else {
+		b.Identity = benchmark.Identity{}
 	}
 	if b.SHA256 != st.BenchSHA256 {
-		return nil, fmt.Errorf("%s: chexpercept.json has SHA-256 %s but the study was made with %s; restore the benchmark the study was made with",
+		return nil, nil, "", fmt.Errorf("%s: chexpercept.json has SHA-256 %s but the study was made with %s; restore the benchmark the study was made with",
 			st.BenchDir, results.ShortHash(b.SHA256), results.ShortHash(st.BenchSHA256))
 	}
-	return b, nil
+	return b, sums, warning, nil
 }
 
 // arm is one run written per reader: the label its run is named by, and
@@ -85,7 +102,7 @@ func Export(ctx context.Context, j *job.Job, s *Store, out string, force bool) (
 	if err != nil {
 		return nil, err
 	}
-	bench, err := LoadBenchmark(st)
+	bench, _, _, err := LoadBenchmark(st)
 	if err != nil {
 		return nil, err
 	}

@@ -38,8 +38,12 @@ type InitOptions struct {
 	// Aid is a model run directory: a sequential aided study shows that
 	// model's answer after each unaided answer ("": an unaided study).
 	Aid string
-	Now func() time.Time // nil: time.Now
-	Log io.Writer        // warnings (nil: discarded)
+	// AidAllowBaseline accepts as the aid a run of a baseline policy (or
+	// of chexpercept's stand-in server), which is refused otherwise:
+	// the oracle policy's answers are the ground truth.
+	AidAllowBaseline bool
+	Now              func() time.Time // nil: time.Now
+	Log              io.Writer        // warnings (nil: discarded)
 	// Deliver is given the credentials once the database is whole under
 	// its temporary name, before it is published: the tokens are out
 	// before the database can be used, and when Deliver fails (the tokens
@@ -59,17 +63,15 @@ type Credential struct {
 // ReaderName is the name of the i-th reader (1-based).
 func ReaderName(i int) string { return "reader" + strconv.Itoa(i) }
 
-// openSums reads the benchmark's SHA256SUMS and checks its JSON files. A
-// benchmark without one gives a nil Sums and a warning line.
+// openSums reads the benchmark's SHA256SUMS, checks its JSON files and
+// sets b.Identity (benchdir.OpenSums). A benchmark without one gives a
+// nil Sums and a warning line.
 func openSums(b *benchmark.Benchmark) (*benchdir.Sums, string, error) {
-	sums, err := benchdir.ReadSums(b.Dir)
+	sums, err := benchdir.OpenSums(b)
 	if errors.Is(err, benchdir.ErrNoSums) {
 		return nil, "benchmark " + err.Error(), nil
 	}
 	if err != nil {
-		return nil, "", err
-	}
-	if err := sums.CheckJSON(b); err != nil {
 		return nil, "", err
 	}
 	return sums, "", nil
@@ -135,8 +137,16 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	var aid *Aid
 	var aidAnswers map[[2]string]aidAnswer
 	if o.Aid != "" {
-		if aid, aidAnswers, err = loadAid(o.Aid, o.Bench, string(o.Oracle), idx); err != nil {
+		var aidWarning string
+		if aid, aidAnswers, aidWarning, err = loadAid(o.Aid, o.Bench, string(o.Oracle), idx, o.AidAllowBaseline); err != nil {
 			return nil, 0, err
+		}
+		if aidWarning != "" && o.Log != nil {
+			defer func() {
+				if err == nil {
+					fmt.Fprintf(o.Log, "warning: %s\n", aidWarning)
+				}
+			}()
 		}
 	}
 	study := o.Study
@@ -163,6 +173,7 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	}()
 	meta := map[string]string{
 		"schema": schemaID, "benchmark": benchAbs, "benchmark_sha256": o.Bench.SHA256,
+		"benchmark_identity_file": o.Bench.Identity.File, "benchmark_identity_sha256": o.Bench.Identity.SHA256,
 		"oracle": string(o.Oracle), "parse": string(parse.ModeReference), "seed": strconv.FormatUint(o.Seed, 10),
 		"records": strconv.Itoa(len(idx)), "created_at": now().UTC().Format(time.RFC3339), "study": study,
 	}

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
@@ -47,7 +48,7 @@ type Server struct {
 	system string
 	web    *webapp.App
 	// images holds the questions' images as served (encodeTurn), by
-	// the question's image paths.
+	// the SHA-256 of their files.
 	images *webapp.BlobCache
 	// encode turns the files of a question's images into the bytes
 	// served: encodeTurn. Tests replace it to show what a reader would
@@ -63,20 +64,18 @@ type Server struct {
 	// Secure marks the session cookie Secure (set when serving TLS).
 	Secure bool
 	Log    *log.Logger
+	// positions keeps each reader's place (position.go), by reader id.
+	positions sync.Map
 }
 
-// NewServer opens the study's benchmark (checked against its digest) and
-// returns the app.
+// NewServer opens the study's benchmark (checked against the identity
+// and the digest recorded at init: LoadBenchmark) and returns the app.
 func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	st, err := s.Study(ctx)
 	if err != nil {
 		return nil, err
 	}
-	bench, err := LoadBenchmark(st)
-	if err != nil {
-		return nil, err
-	}
-	sums, warning, err := openSums(bench)
+	bench, sums, warning, err := LoadBenchmark(st)
 	if err != nil {
 		return nil, err
 	}
@@ -146,29 +145,58 @@ func (srv *Server) locate(ctx context.Context, readerID int64) (*current, error)
 	if err != nil {
 		return nil, err
 	}
+	cur, _, err := srv.locateIn(ctx, readerID, items)
+	return cur, err
+}
+
+// locateIn is locate over the reader's items, with the stored turns of
+// the current record.
+func (srv *Server) locateIn(ctx context.Context, readerID int64, items []Item) (*current, []Answer, error) {
 	last, err := srv.store.lastStarted(ctx, readerID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for pos := last; pos < len(items); pos++ {
 		it := items[pos]
 		rec, err := itemRecord(srv.bench, it)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ans, err := srv.store.Answers(ctx, readerID, it.Pos)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		_, pend, err := Replay(ctx, rec, it.BenchIndex, srv.bench.Dir, srv.oracle, ans)
 		if err != nil {
-			return nil, fmt.Errorf("record %s: %w", textsafe.OneLine(rec.KeyID), err)
+			return nil, nil, fmt.Errorf("record %s: %w", textsafe.OneLine(rec.KeyID), err)
 		}
 		if pend != nil {
-			return &current{pos: pos, total: len(items), item: it, rec: rec, pending: pend}, nil
+			return &current{pos: pos, total: len(items), item: it, rec: rec, pending: pend}, ans, nil
 		}
 	}
-	return &current{pos: len(items), total: len(items)}, nil
+	return &current{pos: len(items), total: len(items)}, nil, nil
+}
+
+// place is the reader's current place: the kept one (position.go) in an
+// unaided study, on a page view marked shown at its first display; read
+// from the database (and marked shown there on a page view) in an aided
+// one.
+func (srv *Server) place(ctx context.Context, readerID int64, view bool) (*current, error) {
+	if !srv.cached() {
+		cur, err := srv.locate(ctx, readerID)
+		if err == nil && view && cur.pending != nil {
+			err = srv.store.markShown(ctx, readerID, cur.pos, cur.pending.Seq)
+		}
+		return cur, err
+	}
+	p := srv.positionOf(readerID)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur, err := p.load(ctx, srv, readerID)
+	if err == nil && view && cur.pending != nil && p.shownMS == 0 {
+		p.shownMS = srv.store.now().UnixMilli()
+	}
+	return cur, err
 }
 
 // optionView is one answer control.
@@ -228,7 +256,7 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 		http.Redirect(w, r, "/admin", http.StatusSeeOther)
 		return
 	}
-	cur, err := srv.locate(r.Context(), u.ID)
+	cur, err := srv.place(r.Context(), u.ID, true)
 	if err != nil {
 		srv.web.Fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -240,10 +268,6 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 		return
 	}
 	pd := cur.pending
-	if err := srv.store.markShown(r.Context(), u.ID, cur.pos, pd.Seq); err != nil {
-		srv.web.Fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
 	opts := options(pd.Text, pd.NOptions)
 	var aid *aidView
 	if srv.study.Aid != nil {
@@ -528,7 +552,7 @@ func (srv *Server) answer(w http.ResponseWriter, r *http.Request) {
 		webapp.APIError(w, http.StatusBadRequest, "pos and seq must be numbers")
 		return
 	}
-	cur, err := srv.locate(r.Context(), u.ID)
+	cur, err := srv.place(r.Context(), u.ID, false)
 	if err != nil {
 		srv.web.Fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -564,7 +588,7 @@ func (srv *Server) answer(w http.ResponseWriter, r *http.Request) {
 		srv.aidedAnswer(w, r, cur, parse.FormatAnswer(chosen))
 		return
 	}
-	err = srv.store.saveAnswer(r.Context(), u.ID, pos, seq, parse.FormatAnswer(chosen))
+	err = srv.saveAt(r.Context(), u.ID, cur, parse.FormatAnswer(chosen))
 	if errors.Is(err, ErrAnswered) {
 		srv.readPage(w, r, http.StatusConflict, "That question was already answered (answers cannot be changed); this is the current question.")
 		return
@@ -577,6 +601,42 @@ func (srv *Server) answer(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/read", http.StatusSeeOther)
 }
 
+// saveAt stores the answer to the pending turn of cur, the reader's place
+// when the request was read, and moves the kept place on: one write,
+// then one replay of the current record. Another answer of the reader
+// that came first (the place moved) is ErrAnswered, as is a turn the
+// database already holds an answer to.
+func (srv *Server) saveAt(ctx context.Context, readerID int64, cur *current, text string) error {
+	p := srv.positionOf(readerID)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now, err := p.load(ctx, srv, readerID)
+	if err != nil {
+		return err
+	}
+	if now.pending == nil || now.pos != cur.pos || now.pending.Seq != cur.pending.Seq {
+		return ErrAnswered
+	}
+	at := srv.store.now().UnixMilli()
+	shown := p.shownMS
+	if shown == 0 {
+		shown = at // answered without its page (a scripted client)
+	}
+	if err := srv.store.saveAnswer(ctx, readerID, now.pos, now.pending.Seq, text, shown, at); err != nil {
+		p.cur = nil // read again from the database
+		return err
+	}
+	p.advance(context.WithoutCancel(ctx), srv, Answer{Seq: now.pending.Seq, ShownMS: shown, Text: text, AnsweredMS: at})
+	return nil
+}
+
+// imageCacheControl lets the reader's browser keep an image of a turn:
+// the image of a reader's record, turn and index never changes while the
+// study is served; private because it needs the reader's session, and
+// the response varies by the session cookie, because the URL names a
+// place in the reader's own order (two accounts may share a browser).
+const imageCacheControl = "private, max-age=604800, immutable"
+
 // image serves an image of the current record's turns shown so far.
 func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 	u := webapp.UserOf(r)
@@ -587,7 +647,7 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 		webapp.APIError(w, http.StatusNotFound, "no such image")
 		return
 	}
-	cur, err := srv.locate(r.Context(), u.ID)
+	cur, err := srv.place(r.Context(), u.ID, false)
 	if err != nil {
 		srv.web.Fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -600,8 +660,17 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 	default:
 		imgs = cur.pending.History[seq].Images
 	}
+	tag := srv.imageTag(u.ID, pos, seq, i)
 	if i < 0 || i >= len(imgs) {
 		webapp.APIError(w, http.StatusNotFound, "no such image")
+		return
+	}
+	etag := `"` + tag + `"`
+	w.Header().Set("Vary", "Cookie")
+	if r.Header.Get("If-None-Match") == etag {
+		w.Header().Set("ETag", etag)
+		w.Header().Set("Cache-Control", imageCacheControl)
+		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	data, err := srv.turnImage(r.Context(), imgs, i)
@@ -609,11 +678,13 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 		srv.web.Fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	// No ETag and no Last-Modified: nothing but the length, equal for
-	// every image of a question, describes the bytes.
+	// The ETag is the image's place, no Last-Modified is sent, and the
+	// length is the same for every image of a question: no header
+	// describes the bytes.
 	w.Header().Set("Content-Type", "image/png")
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.Header().Set("Cache-Control", "private, no-store")
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Cache-Control", imageCacheControl)
 	w.Write(data)
 }
 

@@ -34,6 +34,7 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/accountdb"
 	"github.com/chexpercept/chexpercept/internal/appdb"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/job"
 )
 
@@ -121,14 +122,33 @@ func (s *Store) meta(ctx context.Context, key string) (string, error) {
 type Study struct {
 	BenchDir    string // absolute
 	BenchSHA256 string
-	Oracle      string
-	Parse       string
-	Sample      *int
-	Seed        uint64
-	Records     int // records per reader
-	CreatedAt   string
-	Name        string // the study's name in the runs' manifests
-	Aid         *Aid   // the model run shown (nil: an unaided study)
+	// Identity is the benchmark's identity at init (zero in studies
+	// made before it was recorded).
+	Identity  benchmark.Identity
+	Oracle    string
+	Parse     string
+	Sample    *int
+	Seed      uint64
+	Records   int // records per reader
+	CreatedAt string
+	Name      string // the study's name in the runs' manifests
+	Aid       *Aid   // the model run shown (nil: an unaided study)
+}
+
+// identity reads the benchmark identity recorded at init: the zero
+// Identity for a study made before it was recorded.
+func (s *Store) identity(ctx context.Context) (benchmark.Identity, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'benchmark_identity_sha256'`).Scan(&n); err != nil || n == 0 {
+		return benchmark.Identity{}, err
+	}
+	var id benchmark.Identity
+	var err error
+	if id.File, err = s.meta(ctx, "benchmark_identity_file"); err != nil {
+		return id, err
+	}
+	id.SHA256, err = s.meta(ctx, "benchmark_identity_sha256")
+	return id, err
 }
 
 // Study reads the study's settings.
@@ -158,6 +178,9 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 		if st.Name, err = s.meta(ctx, "study"); err != nil {
 			return nil, err
 		}
+	}
+	if st.Identity, err = s.identity(ctx); err != nil {
+		return nil, err
 	}
 	if st.Aid, err = s.aidOf(ctx); err != nil {
 		return nil, err
@@ -262,7 +285,9 @@ func (s *Store) lastStarted(ctx context.Context, readerID int64) (int, error) {
 }
 
 // markShown records when a turn was first shown (later views keep the
-// first time, so a reload does not reset the clock).
+// first time, so a reload does not reset the clock). Only an aided
+// study writes it on display; an unaided one keeps the time with the
+// reader's place and stores it with the answer (saveAnswer).
 func (s *Store) markShown(ctx context.Context, readerID int64, pos, seq int) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO turns(reader_id, pos, seq, shown_ms) VALUES(?,?,?,?) ON CONFLICT DO NOTHING`,
 		readerID, pos, seq, s.now().UnixMilli())
@@ -272,14 +297,14 @@ func (s *Store) markShown(ctx context.Context, readerID int64, pos, seq int) err
 // ErrAnswered is returned for a second answer to a turn.
 var ErrAnswered = errors.New("this question was already answered; answers cannot be changed")
 
-// saveAnswer stores the answer of an unanswered turn and commits it. A
-// turn answered without its page having been loaded first (a scripted
-// client) is stored with its display time equal to its answer time.
-func (s *Store) saveAnswer(ctx context.Context, readerID int64, pos, seq int, text string) error {
-	now := s.now().UnixMilli()
+// saveAnswer stores the answer of an unanswered turn, given at atMS and
+// first shown at shownMS, and commits it: one statement, whatever was
+// stored of the turn before. A display time already stored (by a server
+// that wrote it on display) is kept.
+func (s *Store) saveAnswer(ctx context.Context, readerID int64, pos, seq int, text string, shownMS, atMS int64) error {
 	res, err := s.db.ExecContext(ctx, `INSERT INTO turns(reader_id, pos, seq, shown_ms, answer, answered_ms) VALUES(?,?,?,?,?,?)
 		ON CONFLICT(reader_id, pos, seq) DO UPDATE SET answer = excluded.answer, answered_ms = excluded.answered_ms WHERE turns.answer IS NULL`,
-		readerID, pos, seq, now, text, now)
+		readerID, pos, seq, shownMS, text, atMS)
 	if err != nil {
 		return err
 	}

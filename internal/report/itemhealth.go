@@ -16,6 +16,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // Item-health file names in the report directory. The CSVs are always
@@ -132,6 +133,9 @@ func healthMarkdown(res *analysis.Result) []byte {
 		analysis.MinItemRuns, analysis.MinDiscRuns, analysis.DiscAlpha, analysis.MaxChance, ItemStatsFile, FlaggedItemsFile, PositionBiasFile)
 	for _, h := range res.Health {
 		fmt.Fprintf(&b, "\n### Item health (oracle %s)\n\n", h.Mode)
+		if m := res.Set.Mixed; m != "" {
+			fmt.Fprintf(&b, "> %s\n\n", textsafe.OneLine(m))
+		}
 		b.WriteString(healthSummary(h) + "\n")
 		if h.Skipped != "" {
 			continue

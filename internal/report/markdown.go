@@ -52,6 +52,9 @@ type doc struct {
 	Image    *imageDoc    // nil without a control run paired with a model's (imagecontrol.go)
 	Readers  *readersDoc  // nil without runs of human readers (readers.go)
 	Sections []*section
+	// Mixed is "" or the line that runs of different benchmarks are set
+	// side by side (analysis.Set.Mixed), which every table carries.
+	Mixed string
 }
 
 // section is one oracle mode's tables.
@@ -64,6 +67,7 @@ type section struct {
 // table is one titled table; the first column is a row label.
 type table struct {
 	Title  string
+	Note   string // "" or a line shown under the title (runs of mixed benchmarks)
 	Header []string
 	Rows   [][]string
 	ID     string // anchor in index.html
@@ -94,6 +98,9 @@ func (t *table) row(cells ...string) { t.Rows = append(t.Rows, cells) }
 
 func (t *table) markdown(b *strings.Builder) {
 	fmt.Fprintf(b, "\n### %s\n\n", t.Title)
+	if t.Note != "" {
+		fmt.Fprintf(b, "> %s\n\n", textsafe.OneLine(t.Note))
+	}
 	line := func(cells []string) {
 		esc := make([]string, len(cells))
 		for i, c := range cells {
@@ -230,8 +237,44 @@ func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 		s.parseTable()
 		s.usageTable()
 		s.pairTable()
+		s.benchmarkTable()
+	}
+	if m := res.Set.Mixed; m != "" {
+		d.Mixed = m
+		d.Banners = append(d.Banners, m)
+		for _, t := range d.tables() {
+			t.Note = m
+		}
 	}
 	return d
+}
+
+// tables are every table of the report.
+func (d *doc) tables() []*table {
+	var out []*table
+	if d.Findings != nil {
+		out = append(out, d.Findings.Tables...)
+	}
+	if d.Image != nil {
+		out = append(out, d.Image.Tables...)
+	}
+	if d.Readers != nil {
+		out = append(out, d.Readers.Tables...)
+	}
+	for _, s := range d.Sections {
+		out = append(out, s.Tables...)
+	}
+	return out
+}
+
+// benchmarkTable names the benchmark each run was made on: its identity
+// (the file its SHA-256 is of, and the first digits; in full in
+// summary.json), unknown for a run made before identities were recorded.
+func (s *sectionDoc) benchmarkTable() {
+	t := newTable(s.sec, "Benchmarks "+s.on, "Model", "Benchmark identity")
+	for _, rr := range s.runs {
+		t.row(rr.Run.Name, rr.Run.Identity.Short())
+	}
 }
 
 // sectionDoc builds one oracle mode's section: its scored runs' tables,

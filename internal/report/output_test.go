@@ -149,7 +149,7 @@ func TestExtTables(t *testing.T) {
 	for _, m := range v.O {
 		keys = append(keys, m.Key)
 	}
-	if !slices.Equal(keys, []string{"schema_version", "runs", "inputs", "warnings", "benchmark_build", "banners"}) {
+	if !slices.Equal(keys, []string{"schema_version", "runs", "inputs", "warnings", "benchmark_build", "banners", "mixed_benchmarks"}) {
 		t.Errorf("keys %v", keys)
 	}
 	var models []string

@@ -280,6 +280,7 @@ func summaryJSON(res *analysis.Result, warnings []string) []byte {
 			Set("oracle_mode", ojson.Str(run.OracleMode)).
 			Set("parse_mode", ojson.Str(run.ParseMode)).
 			Set("benchmark_sha256", strOrNull(run.BenchmarkSHA256)).
+			Set("benchmark_identity", identityJSON(run.Identity)).
 			Set("n_records", ojson.Int(int64(nrec))).
 			Set("n_error", ojson.Int(int64(nerr))).
 			Set("metrics", metrics).
@@ -296,7 +297,8 @@ func summaryJSON(res *analysis.Result, warnings []string) []byte {
 			Set("dir", ojson.Str(filepath.ToSlash(rr.Run.Dir))).
 			Set("run", ojson.Str(rr.Run.Name)).
 			Set("oracle_mode", ojson.Str(rr.Run.OracleMode)).
-			Set("benchmark_sha256", strOrNull(rr.Run.BenchmarkSHA256)))
+			Set("benchmark_sha256", strOrNull(rr.Run.BenchmarkSHA256)).
+			Set("benchmark_identity", identityJSON(rr.Run.Identity)))
 	}
 	ws := ojson.Arr()
 	for _, w := range warnings {
@@ -314,8 +316,18 @@ func summaryJSON(res *analysis.Result, warnings []string) []byte {
 	}
 	o := ojson.NewObject().Set("schema_version", ojson.Int(SummarySchemaVersion)).
 		Set("runs", models).Set("inputs", inputs).Set("warnings", ws).
-		Set("benchmark_build", bench).Set("banners", bs)
+		Set("benchmark_build", bench).Set("banners", bs).
+		Set("mixed_benchmarks", strOrNull(res.Set.Mixed))
 	return ojson.Marshal(o)
+}
+
+// identityJSON is a run's benchmark identity in summary.json: {"file",
+// "sha256"}, or null when unknown.
+func identityJSON(id benchmark.Identity) *ojson.Value {
+	if !id.Known() {
+		return ojson.Null()
+	}
+	return ojson.NewObject().Set("file", ojson.Str(id.File)).Set("sha256", ojson.Str(id.SHA256))
 }
 
 func strOrNull(s string) *ojson.Value {

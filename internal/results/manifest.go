@@ -188,9 +188,22 @@ type Provenance struct {
 
 // Dataset identifies the benchmark.
 type Dataset struct {
-	Path    string `json:"path"` // absolute benchmark directory
-	SHA256  string `json:"sha256"`
+	Path    string `json:"path"`   // absolute benchmark directory
+	SHA256  string `json:"sha256"` // of chexpercept.json
 	Records int    `json:"records"`
+	// Identity is the benchmark's identity (the SHA-256 of its
+	// SHA256SUMS, or of chexpercept.json for a benchmark without one);
+	// null in manifests written before it was recorded.
+	Identity *benchmark.Identity `json:"identity"`
+}
+
+// BenchIdentity is the identity of the run's benchmark; the zero
+// (unknown) Identity for a manifest written before it was recorded.
+func (m *Manifest) BenchIdentity() benchmark.Identity {
+	if m.Dataset.Identity == nil {
+		return benchmark.Identity{}
+	}
+	return *m.Dataset.Identity
 }
 
 // Selection is the record selection of spec protocol.md §2.3 as recorded
@@ -360,7 +373,7 @@ func NewManifest(s RunSpec, bench *benchmark.Benchmark, benchAbs string, keys []
 	m := &Manifest{
 		Schema: ManifestSchema, ToolVersion: version.String(), CreatedAt: now().UTC().Format(time.RFC3339),
 		Provenance: &Provenance{Revision: b.Revision, Modified: b.Modified, GoVersion: b.GoVersion, OS: b.OS, Arch: b.Arch},
-		Dataset:    Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records)},
+		Dataset:    Dataset{Path: benchAbs, SHA256: bench.SHA256, Records: len(bench.Records), Identity: identityOf(bench)},
 		Selection:  sel, SelectionSHA256: sel.Hash(), SelectedRecords: len(keys), KeysSHA256: KeysHash(keys),
 		RunName: s.Name(), Kind: s.Kind, Control: s.Control,
 		Sampling: s.Model.Sampling, NoThinking: s.NoThinking,
@@ -389,6 +402,16 @@ func NewManifest(s RunSpec, bench *benchmark.Benchmark, benchAbs string, keys []
 		mi.Policy = &p
 	}
 	return m
+}
+
+// identityOf is bench's identity as a manifest records it (nil when
+// unknown: a benchmark made in memory without one).
+func identityOf(bench *benchmark.Benchmark) *benchmark.Identity {
+	if !bench.Identity.Known() {
+		return nil
+	}
+	id := bench.Identity
+	return &id
 }
 
 // SetServer records who answered the run (the preflight's identity) and

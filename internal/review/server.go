@@ -615,10 +615,7 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 		srv.apiError(w, http.StatusNotFound, "a negative case has no candidate mask")
 		return
 	}
-	ck := c.ImageSHA256 + "/" + kind
-	if c.MaskSHA256 != nil {
-		ck += "/" + *c.MaskSHA256
-	}
+	ck := imageKey(c, kind)
 	// The image is a function of the digests in its key, so the key's
 	// tag names it: a browser that holds it gets 304 without a build.
 	etag := webapp.ETag([]byte(imageVersion + ck))
@@ -628,13 +625,7 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	body, _, err := srv.images.Get(r.Context(), ck, func() ([]byte, error) {
-		b, st, err := srv.makeImage(r.Context(), c, kind)
-		if st == http.StatusConflict {
-			return nil, changedError{err}
-		}
-		return b, err
-	})
+	body, err := srv.imageBytes(r.Context(), c, kind, ck)
 	if err != nil {
 		if errors.As(err, new(changedError)) {
 			srv.apiError(w, http.StatusConflict, err.Error())
@@ -645,6 +636,27 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "image/png")
 	webapp.ServeBytes(w, r, kind, etag, imageCacheControl, body)
+}
+
+// imageKey names a case's image in the cache by the digests it is made of.
+func imageKey(c *CaseInfo, kind string) string {
+	ck := c.ImageSHA256 + "/" + kind
+	if c.MaskSHA256 != nil {
+		ck += "/" + *c.MaskSHA256
+	}
+	return ck
+}
+
+// imageBytes is a case's image as served, from the cache or built.
+func (srv *Server) imageBytes(ctx context.Context, c *CaseInfo, kind, ck string) ([]byte, error) {
+	body, _, err := srv.images.Get(ctx, ck, func() ([]byte, error) {
+		b, st, err := srv.makeImage(ctx, c, kind)
+		if st == http.StatusConflict {
+			return nil, changedError{err}
+		}
+		return b, err
+	})
+	return body, err
 }
 
 // changedError is an image file that no longer matches its digest.

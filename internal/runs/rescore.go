@@ -149,7 +149,6 @@ func readRescoreSource(srcDir string, bench *benchmark.Benchmark) (abs string, r
 // the turns rescored and the labels changed into rep.
 func rescoreRecords(ctx context.Context, run *Run, srcDir string, opts RescoreOptions, rep *RescoreReport) ([]*results.Record, error) {
 	file := filepath.Join(srcDir, rundir.ResultsFile)
-	glm := slices.Contains(run.Manifest.Model.Quirks, registry.QuirkGLMBoxUnwrap)
 	var out []*results.Record
 	for _, r := range results.Latest(run.Records) {
 		if err := ctx.Err(); err != nil {
@@ -159,7 +158,7 @@ func rescoreRecords(ctx context.Context, run *Run, srcDir string, opts RescoreOp
 		if br == nil {
 			return nil, fmt.Errorf("%s: record %s is not in the benchmark %s", file, r.KeyID, opts.Bench.Dir)
 		}
-		nr, err := protocol.Rescore(r, br, opts.Mode, glm)
+		nr, err := reparse(run.Manifest, r, br, opts.Mode)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
@@ -175,6 +174,20 @@ func rescoreRecords(ctx context.Context, run *Run, srcDir string, opts RescoreOp
 		out = append(out, nr)
 	}
 	return out, nil
+}
+
+// Reparse is r (a record of the run whose manifest is m) with every asked
+// turn parsed again from its stored raw reply under the run's own parse
+// rules: its parse mode and its model's quirks. A run as eval wrote it
+// re-parses to the answers it stores.
+func Reparse(m *results.Manifest, r *results.Record, br *benchmark.Record) (*results.Record, error) {
+	return reparse(m, r, br, parse.Mode(m.ParseMode))
+}
+
+// reparse is Reparse under the parse mode given.
+func reparse(m *results.Manifest, r *results.Record, br *benchmark.Record, mode parse.Mode) (*results.Record, error) {
+	glm := slices.Contains(m.Model.Quirks, registry.QuirkGLMBoxUnwrap)
+	return protocol.Rescore(r, br, mode, glm)
 }
 
 func sameBoolPtr(a, b *bool) bool {

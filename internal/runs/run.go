@@ -185,11 +185,16 @@ func targetParts(dir string) (root, rel string) {
 }
 
 // checkBenchmark checks that bench is the benchmark the manifest names
-// (same chexpercept.json SHA-256).
+// (same chexpercept.json SHA-256, and the same identity when the
+// manifest records one).
 func checkBenchmark(m *results.Manifest, manifestFile string, bench *benchmark.Benchmark) error {
 	if want := m.Dataset.SHA256; want != bench.SHA256 {
 		return fmt.Errorf("%s: dataset.sha256 is %s but %s/%s has SHA-256 %s; pass the benchmark the run was made with",
 			manifestFile, results.ShortHash(want), bench.Dir, benchmark.JSONName, results.ShortHash(bench.SHA256))
+	}
+	if want := m.BenchIdentity(); want.Known() && want != bench.Identity {
+		return fmt.Errorf("%s: the run was made on benchmark %s but %s is %s; pass the benchmark the run was made with",
+			manifestFile, want.Short(), bench.Dir, bench.Identity.Short())
 	}
 	return nil
 }

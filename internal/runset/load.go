@@ -155,6 +155,9 @@ type Options struct {
 	// Benchmark is the benchmark directory. Empty means the dataset path
 	// recorded in the first run's manifest (in run order).
 	Benchmark string
+	// AllowMixed sets runs of different benchmarks side by side (Load
+	// refuses them otherwise), and Set.Mixed then says so.
+	AllowMixed bool
 }
 
 // Load discovers and reads the runs under inputs, loads the benchmark and
@@ -254,7 +257,58 @@ func Load(ctx context.Context, inputs []string, opts Options) (*analysis.Set, er
 		s.warnf("no benchmark directory known (no manifest names one; pass --benchmark); chance baselines, key checks and images are left out")
 	}
 	s.checkRuns()
+	if err := s.checkBenchmarks(opts.AllowMixed); err != nil {
+		return s.Set, err
+	}
 	return s.Set, nil
+}
+
+// ErrMixed is wrapped by Load's refusal of runs made on different
+// benchmarks.
+var ErrMixed = errors.New("runs of different benchmarks")
+
+// checkBenchmarks refuses runs made on different benchmarks, unless
+// allowed: two runs differ when both record an identity and these
+// differ, or both record a chexpercept.json hash and these differ (runs
+// made before identities were recorded have only the hash). Allowed, the
+// set's Mixed line names the benchmarks. A run that records no identity
+// is noted, not refused: its benchmark is known by its chexpercept.json
+// alone.
+func (s *state) checkBenchmarks(allow bool) error {
+	ids, hashes := map[benchmark.Identity]bool{}, map[string]bool{}
+	groups := map[string][]string{}
+	var unknown []string
+	for _, r := range s.Runs {
+		key := r.Identity.Short()
+		switch {
+		case r.Identity.Known():
+			ids[r.Identity] = true
+		case r.BenchmarkSHA256 != "":
+			key = "unknown identity, chexpercept.json " + results.ShortHash(r.BenchmarkSHA256)
+			unknown = append(unknown, r.ID())
+		default: // no manifest: said when it was read
+			key = "unknown"
+		}
+		if r.BenchmarkSHA256 != "" {
+			hashes[r.BenchmarkSHA256] = true
+		}
+		groups[key] = append(groups[key], r.ID())
+	}
+	if len(unknown) > 0 {
+		s.warnf("run(s) %s record no benchmark identity (made before identities were recorded): their benchmark is known by its chexpercept.json hash, not by its images", strings.Join(unknown, ", "))
+	}
+	if len(ids) <= 1 && len(hashes) <= 1 {
+		return nil
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
+		parts = append(parts, k+": "+strings.Join(groups[k], ", "))
+	}
+	if !allow {
+		return fmt.Errorf("%w: %s; refusing to set them side by side (report each benchmark's runs apart, or pass --allow-mixed-benchmarks to do so deliberately)", ErrMixed, strings.Join(parts, "; "))
+	}
+	s.Mixed = "Runs of different benchmarks side by side (--allow-mixed-benchmarks): " + strings.Join(parts, "; ") + ". Their numbers are not comparable."
+	return nil
 }
 
 // Loader is Load of inputs and opts, called when the report asks for its
@@ -443,8 +497,8 @@ func readAllResults(path string) ([]*ojson.Value, error) {
 }
 
 // checkRuns checks every run against the benchmark and against each
-// other: keys not in the benchmark are dropped; differing benchmark
-// hashes, and parse modes or prompt profiles that differ among runs of
+// other: keys not in the benchmark are dropped; a run of another
+// benchmark than the report's, and parse modes or prompt profiles that differ among runs of
 // the same oracle mode, are warnings; so are reference-label collisions.
 func (s *state) checkRuns() {
 	for _, r := range s.Runs {
@@ -452,7 +506,9 @@ func (s *state) checkRuns() {
 	}
 	if s.Bench != nil {
 		for _, r := range s.Runs {
-			if r.BenchmarkSHA256 != "" && r.BenchmarkSHA256 != s.Bench.SHA256 {
+			if r.Identity.Known() && r.Identity != s.Bench.Identity {
+				s.warnf("%s: made on benchmark %s, but the report uses %s (%s); its keys are matched by key_id", r.Dir, r.Identity.Short(), s.Bench.Dir, s.Bench.Identity.Short())
+			} else if r.BenchmarkSHA256 != "" && r.BenchmarkSHA256 != s.Bench.SHA256 {
 				s.warnf("%s: made on benchmark sha256 %s, but the report uses %s (sha256 %s); its keys are matched by key_id", r.Dir, results.ShortHash(r.BenchmarkSHA256), s.Bench.Dir, results.ShortHash(s.Bench.SHA256))
 			}
 			if r.Records == nil {
@@ -480,19 +536,6 @@ func (s *state) checkRuns() {
 				s.warnf("%s: %d record(s) whose key is not in the benchmark left out (e.g. %s)", filepath.Join(r.Dir, rundir.ResultsFile), len(unknown), strings.Join(ex, ", "))
 			}
 		}
-	}
-	hashes := map[string][]string{}
-	for _, r := range s.Runs {
-		if r.BenchmarkSHA256 != "" {
-			hashes[r.BenchmarkSHA256] = append(hashes[r.BenchmarkSHA256], r.ID())
-		}
-	}
-	if len(hashes) > 1 {
-		var parts []string
-		for _, h := range slices.Sorted(maps.Keys(hashes)) {
-			parts = append(parts, results.ShortHash(h)+": "+strings.Join(hashes[h], ", "))
-		}
-		s.warnf("runs were made on different benchmarks (%s); their numbers are not comparable", strings.Join(parts, "; "))
 	}
 	byMode := map[string][]*analysis.Run{}
 	for _, r := range s.Runs {
@@ -581,6 +624,7 @@ func (s *state) readManifest(r *analysis.Run, dir, parent, base string) {
 	}
 	r.ParseMode = textsafe.OneLine(m.ParseMode)
 	r.BenchmarkSHA256, r.DatasetPath = m.Dataset.SHA256, m.Dataset.Path
+	r.Identity = m.BenchIdentity()
 	r.ProfileName, r.ProfileSHA256 = textsafe.OneLine(m.PromptProfile.Name), m.PromptProfile.SHA256
 	r.Sampling = m.Sampling.Text()
 	if m.Reading != nil {

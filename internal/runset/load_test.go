@@ -2,6 +2,7 @@ package runset
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,15 +185,22 @@ func TestMixedBenchmarksAndModes(t *testing.T) {
 	(&analysistest.Run{Provider: "p", Label: "a", Oracle: "none", Policy: analysistest.Oracle}).Write(res, b1)
 	(&analysistest.Run{Provider: "p", Label: "b", Oracle: "none", Parse: "strict", Policy: analysistest.First}).Write(res, b2)
 	(&analysistest.Run{Provider: "p", Label: "a", Oracle: "implicit", Policy: analysistest.First}).Write(res, b1)
-	set, err := Load(context.Background(), []string{res}, Options{})
+	// Runs of two benchmarks are refused side by side, in one line that
+	// names both; allowed, the set says so.
+	_, err = Load(context.Background(), []string{res}, Options{})
+	if !errors.Is(err, ErrMixed) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "--allow-mixed-benchmarks") ||
+		!strings.Contains(err.Error(), b1.Identity.Short()+": p_a (oracle implicit), p_a (oracle none)") || !strings.Contains(err.Error(), b2.Identity.Short()+": p_b") {
+		t.Fatalf("mixed benchmarks: %v", err)
+	}
+	set, err := Load(context.Background(), []string{res}, Options{AllowMixed: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(set.Runs) != 3 || set.Bench.SHA256 != b1.SHA256 {
 		t.Fatalf("runs %d bench %v", len(set.Runs), set.Bench.Dir)
 	}
-	if !hasWarning(set.Warnings, "different benchmarks") || !hasWarning(set.Warnings, "oracle mode none: runs differ in parse mode") {
-		t.Errorf("warnings %q", set.Warnings)
+	if !strings.Contains(set.Mixed, "--allow-mixed-benchmarks") || !hasWarning(set.Warnings, "oracle mode none: runs differ in parse mode") {
+		t.Errorf("mixed %q, warnings %q", set.Mixed, set.Warnings)
 	}
 	r, err := analysis.Analyze(context.Background(), set, analysis.Options{Bootstrap: 50, Compare: [][2]string{{"p_a", "p_b"}, {"p_a", "zzz"}}})
 	if err != nil {

@@ -5,6 +5,12 @@
 //
 //	reading: GET /read (the page), GET every /image/… on it, POST /answer
 //	         with the page's CSRF token, pos and seq (option 1), until done
+//
+// Images are kept as a browser keeps them (one cache per user): an image
+// whose Cache-Control allows it is not asked again while fresh, and asked
+// with its ETag (If-None-Match, 304 expected) once stale; no-store is
+// never kept. The summary counts the images served from that cache.
+//
 //	review:  GET /queue, then per case GET /case/KEY, its images
 //	         (cxr.png, and mask.png and contour.png for a positive case),
 //	         POST /api/decision (accept) with the page's CSRF token
@@ -31,6 +37,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -140,11 +147,12 @@ func readTokens(path string) ([]string, error) {
 }
 
 type stats struct {
-	mu       sync.Mutex
-	lat      map[string][]time.Duration // by kind of request
-	errs     map[string]int             // "kind status" → count
-	firstErr string                     // the first transport error
-	finished int
+	mu        sync.Mutex
+	lat       map[string][]time.Duration // by kind of request
+	errs      map[string]int             // "kind status" → count
+	firstErr  string                     // the first transport error
+	finished  int
+	cacheHits int // images a browser would not have asked for again
 }
 
 func (s *stats) add(kind string, d time.Duration, code int) {
@@ -183,6 +191,9 @@ func (s *stats) print(w io.Writer, app string, users int, took time.Duration, ti
 		fmt.Fprint(w, " (stopped at -duration)")
 	}
 	fmt.Fprintln(w)
+	if s.cacheHits > 0 {
+		fmt.Fprintf(w, "  images from the users' caches (not asked again): %d\n", s.cacheHits)
+	}
 	kinds := make([]string, 0, len(s.lat))
 	for k := range s.lat {
 		kinds = append(kinds, k)
@@ -208,15 +219,81 @@ func (s *stats) print(w io.Writer, app string, users int, took time.Duration, ti
 }
 
 type client struct {
-	ctx  context.Context
-	base string
-	st   *stats
-	http *http.Client
+	ctx   context.Context
+	base  string
+	st    *stats
+	http  *http.Client
+	cache map[string]cached // the user's browser cache, by path
+}
+
+// cached is a kept response: its tag and until when it is fresh.
+type cached struct {
+	etag  string
+	fresh time.Time
+}
+
+// image asks for an image as a browser does: not at all while a kept
+// copy is fresh, with its tag once stale.
+func (c *client) image(path string) {
+	e, ok := c.cache[path]
+	if ok && time.Now().Before(e.fresh) {
+		c.st.mu.Lock()
+		c.st.cacheHits++
+		c.st.mu.Unlock()
+		return
+	}
+	var hdr map[string]string
+	if ok && e.etag != "" {
+		hdr = map[string]string{"If-None-Match": e.etag}
+	}
+	code, h, _ := c.doH("image", "GET", path, nil, hdr)
+	if code != http.StatusOK && code != http.StatusNotModified {
+		return
+	}
+	keep, age := cacheable(h.Get("Cache-Control"))
+	if !keep {
+		delete(c.cache, path)
+		return
+	}
+	etag := h.Get("ETag")
+	if etag == "" {
+		etag = e.etag
+	}
+	if c.cache == nil {
+		c.cache = map[string]cached{}
+	}
+	c.cache[path] = cached{etag: etag, fresh: time.Now().Add(age)}
+}
+
+// cacheable reads a Cache-Control header: whether the response may be
+// kept, and for how long it is fresh.
+func cacheable(cc string) (bool, time.Duration) {
+	var age time.Duration
+	for _, d := range strings.Split(cc, ",") {
+		d = strings.ToLower(strings.TrimSpace(d))
+		switch {
+		case d == "no-store":
+			return false, 0
+		case d == "no-cache":
+			age = 0
+		case strings.HasPrefix(d, "max-age="):
+			if n, err := strconv.Atoi(strings.TrimPrefix(d, "max-age=")); err == nil && n > 0 {
+				age = time.Duration(n) * time.Second
+			}
+		}
+	}
+	return true, age
 }
 
 // do sends one request and records its latency under kind; status -1 is
 // a transport error.
 func (c *client) do(kind, method, path string, form url.Values, hdr map[string]string) (int, string) {
+	code, _, body := c.doH(kind, method, path, form, hdr)
+	return code, body
+}
+
+// doH is do with the response's headers.
+func (c *client) doH(kind, method, path string, form url.Values, hdr map[string]string) (int, http.Header, string) {
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -224,7 +301,7 @@ func (c *client) do(kind, method, path string, form url.Values, hdr map[string]s
 	req, err := http.NewRequestWithContext(c.ctx, method, c.base+path, body)
 	if err != nil {
 		c.st.add(kind, 0, -1)
-		return -1, ""
+		return -1, nil, ""
 	}
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -239,7 +316,7 @@ func (c *client) do(kind, method, path string, form url.Values, hdr map[string]s
 			c.st.add(kind, time.Since(t), -1)
 			c.st.transport(err)
 		}
-		return -1, ""
+		return -1, nil, ""
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	_ = resp.Body.Close() // read (or failed, below)
@@ -249,10 +326,10 @@ func (c *client) do(kind, method, path string, form url.Values, hdr map[string]s
 			c.st.add(kind, d, -1)
 			c.st.transport(err)
 		}
-		return -1, ""
+		return -1, nil, ""
 	}
 	c.st.add(kind, d, resp.StatusCode)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
 // reader answers option 1 at every turn until the end page; it reports
@@ -271,7 +348,7 @@ func (c *client) reader(maxSteps int) bool {
 			f.Set(m[1], m[2])
 		}
 		for _, m := range imageRE.FindAllStringSubmatch(page, -1) {
-			c.do("image", "GET", m[1], nil, nil)
+			c.image(m[1])
 		}
 		if code, _ := c.do("answer", "POST", "/answer", f, nil); code != http.StatusSeeOther {
 			return false
@@ -303,7 +380,7 @@ func (c *client) reviewer(maxSteps int) bool {
 			return false
 		}
 		for _, m := range imageRE.FindAllStringSubmatch(page, -1) {
-			c.do("image", "GET", m[1], nil, nil)
+			c.image(m[1])
 		}
 		m := dataCSRFRE.FindStringSubmatch(page)
 		if m == nil {

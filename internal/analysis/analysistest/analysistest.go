@@ -199,6 +199,9 @@ func (r *Run) Write(resultsDir string, b *benchmark.Benchmark) (string, error) {
 		Set("oracle_mode", ojson.Str(r.Oracle)).
 		Set("parse_mode", ojson.Str(r.Parse)).
 		Set("prompt_profile", ojson.NewObject().Set("name", ojson.Str("default")).Set("sha256", ojson.Str(strings.Repeat("ab", 32))))
+	if id := b.Identity; id.Known() {
+		m.Get("dataset").Set("identity", ojson.NewObject().Set("file", ojson.Str(id.File)).Set("sha256", ojson.Str(id.SHA256)))
+	}
 	if r.Selected > 0 {
 		m.Set("selected_records", ojson.Int(int64(r.Selected)))
 	}
