@@ -59,7 +59,7 @@ func benchmarkArgs(cmd *cobra.Command, args []string) error {
 	case len(args) == 0 && !cmd.Flags().Changed("benchmark"):
 		return fmt.Errorf("missing --benchmark BENCH_DIR (usage: %s)", cmd.UseLine())
 	case len(args) == 1:
-		return checkBenchmarkDir("", args[0])
+		return checkBenchmarkDir("", args[0], cmd.Name() == "inspect")
 	}
 	return nil
 }

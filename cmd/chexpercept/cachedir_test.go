@@ -75,3 +75,31 @@ func TestCacheDirLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheDirNamedOnCreation: the run that creates the default cache
+// folder names it, with the flag that keeps it elsewhere; the next run,
+// and a run with --cache-dir, say nothing of it.
+func TestCacheDirNamedOnCreation(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	xdg := filepath.Join(tmp, "xdg")
+	env := append(os.Environ(), "XDG_CACHE_HOME="+xdg)
+	run := func(extra ...string) string {
+		args := append([]string{"eval", "--benchmark", genBench, "--provider", "baseline", "--model", "random",
+			"--out", filepath.Join(tmp, "results"), "--limit", "1"}, extra...)
+		_, stderr, code := runCLIWithEnv(t, env, args...)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		return stderr
+	}
+	want := "notice: created the cache folder " + filepath.Join(xdg, "chexpercept") + ", outside the run, for " + eval.MemoFile
+	if first := run(); !strings.Contains(first, want) || !strings.Contains(first, "--cache-dir DIR keeps it elsewhere") {
+		t.Errorf("the first run does not name the cache folder it created (%q):\n%s", want, first)
+	}
+	for _, extra := range [][]string{nil, {"--cache-dir", filepath.Join(tmp, "beside")}} {
+		if again := run(extra...); strings.Contains(again, "cache folder") {
+			t.Errorf("%v: a run that created no default cache folder speaks of one:\n%s", extra, again)
+		}
+	}
+}

@@ -71,7 +71,7 @@ func TestInitInterrupted(t *testing.T) {
 			t.Run(app+"/"+tc.stage+"/"+tc.sig.String(), func(t *testing.T) {
 				dir := t.TempDir()
 				db := filepath.Join(dir, "study.sqlite")
-				args := []string{"read", "init", "--benchmark", genBench, "--db", db, "--readers", "2"}
+				args := []string{"read", "init", "--benchmark", genBench, "--db", db, "--readers", "4"}
 				if app == "review" {
 					args = []string{"review", "init", "--source", man, "--review-db", db, "--reviewers", "2"}
 				}
@@ -163,7 +163,7 @@ func TestInitTokensVoid(t *testing.T) {
 	for _, app := range []string{"read", "review"} {
 		t.Run(app, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "study.sqlite")
-			args := []string{"read", "init", "--benchmark", genBench, "--db", db, "--readers", "2"}
+			args := []string{"read", "init", "--benchmark", genBench, "--db", db, "--readers", "4"}
 			if app == "review" {
 				args = []string{"review", "init", "--source", man, "--review-db", db, "--reviewers", "2"}
 			}

@@ -123,6 +123,10 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 				if !strings.Contains(stderr.String(), "interrupted: 2 records started, 2 abandoned") {
 					t.Errorf("stderr does not show the run's own end:\n%s", stderr.String())
 				}
+				// Its counts line says it stopped, not that it is done.
+				if !strings.Contains(stderr.String(), "\nstopped: 0 ok") || strings.Contains(stderr.String(), "\ndone: ") {
+					t.Errorf("stderr does not end with the stopped run's counts:\n%s", stderr.String())
+				}
 				if _, err := os.Stat(filepath.Join(runDir, rundir.SummaryFile)); err != nil {
 					t.Errorf("the interrupted run wrote no summary: %v", err)
 				}

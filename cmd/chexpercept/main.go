@@ -28,6 +28,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
+	"github.com/chexpercept/chexpercept/internal/version"
 )
 
 // exitError carries a process exit status through cobra's error return.
@@ -106,6 +107,12 @@ func newRootCmd(jo job.Options) *cobra.Command {
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return withExit(2, checkPathFlags(cmd)) },
 	}
 	root.AddCommand(subcommands(jo)...)
+	// --version is the command version's alias, with the same line.
+	root.Version = version.String()
+	root.SetVersionTemplate("chexpercept {{.Version}}\n")
+	// A mistyped flag gets a suggestion, as a mistyped command does
+	// (flagsuggest.go); every subcommand inherits the function.
+	root.SetFlagErrorFunc(suggestFlag)
 	return root
 }
 

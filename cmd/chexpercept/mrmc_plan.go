@@ -13,9 +13,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/outdir"
+	"github.com/chexpercept/chexpercept/internal/reading"
+	"github.com/chexpercept/chexpercept/internal/results"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
@@ -31,14 +34,15 @@ const planMarkerText = "chexpercept mrmc plan: `chexpercept mrmc plan --out` may
 var componentFlags = []string{"var", "cov1", "cov2", "cov3", "var-tr", "pilot-cases"}
 
 func newMrmcPlanCmd(jo job.Options) *cobra.Command {
-	var pilotPath, out string
+	var pilotPath, out, writePlanPath, primaryPath string
+	var primaryStage int
 	var effect, alpha, margin, target float64
-	var readers, cases int
+	var readers, cases, blocks int
 	var table bool
 	var readersGrid, casesGrid []int
 	var direct mrmc.Pilot
 	cmd := &cobra.Command{
-		Use:   "plan (--pilot DIR/mrmc.json | --var V --cov1 C1 --cov2 C2 --cov3 C3 --var-tr VTR --pilot-cases K*) [--effect D] [--alpha A] [--margin M] (--readers J --cases K | --power P (--readers J | --cases K) | --table) [--out DIR]",
+		Use:   "plan (--pilot DIR/mrmc.json | --var V --cov1 C1 --cov2 C2 --cov3 C3 --var-tr VTR --pilot-cases K*) [--effect D] [--alpha A] [--margin M] [--blocks B] [--write-plan PLAN.yaml --primary-path P --primary-stage K] (--readers J --cases K | --power P (--readers J | --cases K) | --table) [--out DIR]",
 		Short: "Power and sample size of a two-modality reader study from a pilot's variance components",
 		Long: `Size a fully crossed two-modality reader study (every reader reads every case
 in both modalities) from a pilot: the Obuchowski–Rockette variance components
@@ -55,8 +59,15 @@ fixed readers, fixed cases — it prints
 
 The effect to detect is the pilot's observed difference (its first modality
 minus its second) unless --effect gives it; --margin M tests non-inferiority
-(the difference above −M, one-sided at alpha/2). The method is Hillis,
-Obuchowski & Berbaum (2011); see docs/mrmc.md. --out DIR also writes
+(the difference above −M, one-sided at alpha/2). --blocks B sizes a
+split-plot study instead: readers and cases split evenly into B blocks, each
+block's readers reading its cases only (J and K are the totals; searches step
+by B). The method is Hillis, Obuchowski & Berbaum (2011), with the within-block
+covariances of Obuchowski, Gallas & Hillis (2012); see docs/mrmc.md.
+--write-plan PLAN.yaml writes the analysis plan of the study sized (random
+readers and cases: its readers and cases, alpha, the design, the margin) with
+the primary endpoint --primary-path and --primary-stage, for read init --plan
+(docs/reading.md); the file must not exist. --out DIR also writes
 plan_power.csv and plan_table.csv.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,7 +76,10 @@ plan_power.csv and plan_table.csv.`,
 			if err != nil {
 				return err
 			}
-			h := mrmc.Hypothesis{Effect: effect, Alpha: alpha, Margin: margin}
+			if blocks < 1 {
+				return fmt.Errorf("--blocks %d: want 1 (fully crossed) or more", blocks)
+			}
+			h := mrmc.Hypothesis{Effect: effect, Alpha: alpha, Margin: margin, Blocks: blocks}
 			effectFrom := "given"
 			if err := checkPlanLevels(alpha, margin); err != nil {
 				return err
@@ -98,6 +112,13 @@ plan_power.csv and plan_table.csv.`,
 			if err := pl.Text(&text, source, effectFrom); err != nil {
 				return err
 			}
+			if writePlanPath != "" {
+				if err := writeStudyPlan(cmd, jo, writePlanPath, primaryPath, primaryStage, pl); err != nil {
+					return err
+				}
+			} else if primaryPath != "" || primaryStage != 0 {
+				return errors.New("--primary-path and --primary-stage: only with --write-plan")
+			}
 			if out != "" {
 				err := runJob(cmd.Context(), jo, "mrmc plan", func(j *job.Job) error { return writePlan(j, out, pilotPath, pl) })
 				if err != nil {
@@ -119,12 +140,16 @@ plan_power.csv and plan_table.csv.`,
 	f.Float64Var(&effect, "effect", 0, "the difference of figures of merit to detect, first modality minus second (default: the pilot's observed difference)")
 	f.Float64Var(&alpha, "alpha", mrmc.DefaultAlpha, "the level of the test")
 	f.Float64Var(&margin, "margin", 0, "a non-inferiority margin: the study shows the difference is above −M (0: a test of equal modalities)")
+	f.IntVar(&blocks, "blocks", 1, "plan a split-plot study of this many blocks (1: fully crossed)")
 	f.IntVar(&readers, "readers", 0, "the planned study's number of readers")
 	f.IntVar(&cases, "cases", 0, "the planned study's number of cases")
 	f.Float64Var(&target, "power", 0, "a target power: find the smallest number of cases (with --readers) or readers (with --cases)")
 	f.BoolVar(&table, "table", false, "print a power table over a grid of readers and cases")
 	f.IntSliceVar(&readersGrid, "readers-grid", nil, "the readers of the power table (implies --table; default 3,4,5,6,8,10,12,15,20,25,30)")
 	f.IntSliceVar(&casesGrid, "cases-grid", nil, "the cases of the power table (implies --table; default 50,75,100,150,200,300,400,500,750,1000,1500,2000)")
+	f.StringVar(&writePlanPath, "write-plan", "", "write the sized study's analysis plan (YAML) for read init --plan to this new file")
+	f.StringVar(&primaryPath, "primary-path", "", "with --write-plan: the primary endpoint's path (revision_required, revision_free, lesion_free)")
+	f.IntVar(&primaryStage, "primary-stage", 0, "with --write-plan: the primary endpoint's stage")
 	f.StringVar(&out, "out", "", "also write plan_power.csv and plan_table.csv into this directory")
 	return cmd
 }
@@ -293,4 +318,38 @@ func writePlan(j *job.Job, dir, pilot string, pl *mrmc.Plan) error {
 // of the files plan writes there.
 func isPlanFile(rel string) bool {
 	return rel == "plan_power.csv" || rel == "plan_table.csv"
+}
+
+// writeStudyPlan writes the analysis plan of the study a plan sized —
+// the random-readers-and-cases answer's readers and cases — to a new file.
+func writeStudyPlan(cmd *cobra.Command, jo job.Options, path, primaryPath string, primaryStage int, pl *mrmc.Plan) error {
+	if pl.Pilot.FOM != "" && pl.Pilot.FOM != mrmc.Accuracy {
+		return fmt.Errorf("--write-plan: the pilot's figure of merit is %s; a reading study's is accuracy", pl.Pilot.FOM)
+	}
+	var sized *mrmc.PlanResult
+	for i := range pl.Results {
+		if pl.Results[i].Analysis == mrmc.RRRC {
+			sized = &pl.Results[i]
+		}
+	}
+	if sized == nil || sized.Err != nil || sized.Readers == 0 || sized.Cases == 0 {
+		return errors.New("--write-plan: no study sized for random readers and cases (give --readers and --cases, or a reachable --power)")
+	}
+	plan := &results.StudyPlan{Primary: results.PlanEndpoint{Path: primaryPath, Stage: primaryStage}, FOM: "accuracy", Analysis: "rrrc",
+		Alpha: pl.Hypothesis.Alpha, Design: "crossed", Readers: sized.Readers, Records: sized.Cases, Margin: pl.Margin}
+	if plan.Alpha == 0 {
+		plan.Alpha = mrmc.DefaultAlpha
+	}
+	if pl.Blocks > 1 {
+		plan.Design, plan.Blocks = reading.DesignSplitPlot, pl.Blocks
+	}
+	// The file is checked as read init --plan will read it.
+	data := reading.FormatPlan(plan)
+	if _, err := reading.ParsePlan(bytes.NewReader(data), path); err != nil {
+		return fmt.Errorf("--write-plan: %w", err)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("--write-plan %s: exists; it is not replaced", path)
+	}
+	return runJob(cmd.Context(), jo, "mrmc plan", func(j *job.Job) error { return atomicfile.WriteFile(j, path, data) })
 }

@@ -17,8 +17,9 @@ import (
 // The usual mistakes with a path flag are caught before a command reads
 // the path, with the fix in the message: the benchmark's chexpercept.json
 // given instead of its folder, a folder that holds the benchmark one level
-// down (the demo's OUT/benchmark), a folder given for a database file.
-// Anything else is left to the command, whose own error names the path.
+// down (the demo's OUT/benchmark), a benchmark folder that does not exist
+// or holds no benchmark, a folder given for a database file. Anything else
+// is left to the command, whose own error names the path.
 
 // maxHintEntries bounds the entries of a folder looked at for a hint.
 const maxHintEntries = 4096
@@ -27,7 +28,7 @@ const maxHintEntries = 4096
 func checkPathFlags(cmd *cobra.Command) error {
 	f := cmd.Flags()
 	if fl := f.Lookup("benchmark"); fl != nil && fl.Changed {
-		if err := checkBenchmarkDir("--benchmark", fl.Value.String()); err != nil {
+		if err := checkBenchmarkDir("--benchmark", fl.Value.String(), cmd.Name() == "inspect"); err != nil {
 			return err
 		}
 	}
@@ -41,18 +42,26 @@ func checkPathFlags(cmd *cobra.Command) error {
 	return nil
 }
 
-// checkBenchmarkDir refuses, with the fix, a benchmark path that is a file
-// (chexpercept.json itself, most often) or a folder without chexpercept.json
-// that holds a benchmark folder one level down.
-func checkBenchmarkDir(flag, dir string) error {
+// checkBenchmarkDir refuses, with the fix, a benchmark path that does not
+// exist, that is a file (chexpercept.json itself, most often), or a folder
+// without chexpercept.json: one that holds a benchmark folder one level
+// down is named; another is not a benchmark, unless it is a build's folder
+// (build: the command reads a build's folder, which inspect does).
+func checkBenchmarkDir(flag, dir string, build bool) error {
 	what, use := dir, flag+" "+dir // "--benchmark DIR"; "DIR" for a positional argument
 	if flag == "" {
 		use = dir
 	} else {
 		what = use
 	}
+	if dir == "" {
+		return nil // the command says it is required
+	}
 	fi, err := os.Stat(dir)
-	if err != nil || dir == "" {
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: no such folder", what)
+	}
+	if err != nil {
 		return nil // the command says what is wrong with it
 	}
 	if !fi.IsDir() {
@@ -72,11 +81,25 @@ func checkBenchmarkDir(flag, dir string) error {
 	}
 	switch len(found) {
 	case 0:
-		return nil
+		if build || isBuildDir(dir) {
+			return nil // a build's folder (inspect's), which may not hold chexpercept.json yet
+		}
+		return fmt.Errorf("%s holds no %s: it is not a benchmark folder", what, benchmark.JSONName)
 	case 1:
 		return fmt.Errorf("%s holds no %s; the benchmark is in %s: pass %s", what, benchmark.JSONName, found[0], strings.TrimSuffix(use, dir)+found[0])
 	}
 	return fmt.Errorf("%s holds no %s; benchmarks are in %s: pass one of them", what, benchmark.JSONName, strings.Join(found, ", "))
+}
+
+// isBuildDir reports whether dir is a build's folder (its work state or
+// its build_info.json), which may not hold chexpercept.json yet.
+func isBuildDir(dir string) bool {
+	for _, n := range []string{filepath.Join("work", ".chexpercept-build"), "build_info.json"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // checkDBFile refuses a folder given where a database file is meant,

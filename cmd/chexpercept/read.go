@@ -3,15 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/job"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/reading"
+	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
 // newReadCmd returns the command read: the reading study, human readers
@@ -32,12 +37,12 @@ like any model's run.`,
 }
 
 func readInitCmd(jo job.Options) *cobra.Command {
-	var benchDir, db, oracle, study, aid string
+	var benchDir, db, oracle, study, aid, layout, planPath string
 	var aidBaseline bool
-	var n, sample int
+	var n, sample, blocks, training int
 	var seed uint64
 	cmd := &cobra.Command{
-		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit] [--aid RUN_DIR [--aid-allow-baseline]] [--study NAME]",
+		Use:   "init --benchmark BENCH_DIR --db READERS_DB --readers N [--sample K --seed S] [--oracle none|implicit|explicit] [--aid RUN_DIR [--aid-allow-baseline]] [--study NAME] [--design crossed|split-plot --blocks B] [--plan PLAN.yaml] [--training N]",
 		Short: "Create a reading study: the records, each reader's order, sign-in tokens",
 		Long: `init selects the benchmark's records (all, or --sample K of them drawn as
 eval --sample K --sample-seed S draws them, stratified by lesion and path), gives
@@ -55,7 +60,26 @@ oracle mode that holds every selected record, and every answer it stores
 must be the one its raw reply parses to under its own parse rules; a
 baseline policy's run (the oracle policy answers with the ground truth) is
 refused unless --aid-allow-baseline. --study names the study in the exported runs' manifests (default:
-the database file's name without its extension).`,
+the database file's name without its extension).
+
+--design split-plot --blocks B splits the readers and the records into B
+blocks (by --seed, as evenly as they go): the readers of a block read that
+block's records only, in every arm, and the analysis estimates the readers'
+covariances within blocks (docs/reading.md). The default, crossed, gives every
+reader every record.
+
+--plan PLAN.yaml fixes the analysis plan before the first record is read: the
+primary endpoint (path and stage, and for a comparison a model run), figure
+of merit, analysis (rrrc by default), alpha, design, planned readers and
+records, and a non-inferiority margin. It is stored in the database and in
+every exported run's manifest; the report states it first and gives the
+primary result as such (docs/reading.md). chexpercept mrmc plan --write-plan
+writes one.
+
+--training N gives each reader N training records first: records of the
+benchmark outside the study's selection (drawn by --seed, the same for every
+reader), after each of whose questions the page shows the right answer. They
+are never exported: the study's runs hold its records only. Not with --aid.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if benchDir == "" || db == "" {
@@ -75,9 +99,38 @@ the database file's name without its extension).`,
 				}
 				samp = &sample
 			}
+			splitBlocks := 0
+			switch layout {
+			case "crossed":
+				if cmd.Flags().Changed("blocks") {
+					return withExit(2, errors.New("--blocks: only with --design split-plot"))
+				}
+			case reading.DesignSplitPlot:
+				if blocks < 1 {
+					return withExit(2, fmt.Errorf("--blocks %d: a split-plot study needs 1 block or more", blocks))
+				}
+				splitBlocks = blocks
+			default:
+				return withExit(2, fmt.Errorf("--design %q: want crossed or split-plot", layout))
+			}
+			var plan *results.StudyPlan
+			if planPath != "" {
+				f, err := os.Open(planPath)
+				if err != nil {
+					return withExit(2, fmt.Errorf("--plan: %w", err))
+				}
+				plan, err = reading.ParsePlan(f, planPath)
+				_ = f.Close()
+				if err != nil {
+					return withExit(2, err)
+				}
+			}
 			bench, err := benchdir.Load(benchDir)
 			if err != nil {
 				return withExit(2, err)
+			}
+			if w := readersWarning(n); w != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 			}
 			design := "unaided"
 			if aid != "" {
@@ -103,14 +156,19 @@ the database file's name without its extension).`,
 					return nil
 				}
 				_, records, err := reading.Init(j.Context(), reading.InitOptions{Bench: bench, DB: db, Readers: n, Sample: samp, Seed: seed, Oracle: mode,
-					Study: study, Aid: aid, AidAllowBaseline: aidBaseline, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
+					Study: study, Aid: aid, AidAllowBaseline: aidBaseline, Blocks: splitBlocks, Plan: plan, Training: training, Log: cmd.ErrOrStderr(), Deliver: deliver, Job: j})
 				if ae, ok := errors.AsType[*reading.AidError](err); ok {
 					err = fmt.Errorf("--aid %s: %w", ae.Dir, ae.Err)
 				}
 				if err != nil {
 					return voidTokens(withExit(2, err), printed)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records for each of %d readers, oracle %s, %s. Keep the tokens above; they are not stored.\n", db, records, n, mode, design)
+				if splitBlocks > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records in %d blocks for %d readers (split-plot: each reader reads its block's records), oracle %s, %s. Keep the tokens above; they are not stored.\n", db, records, splitBlocks, n, mode, design)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "created %s: %d records for each of %s, oracle %s, %s. Keep the tokens above; they are not stored.\n", db, records, plural(n, "reader"), mode, design)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "next: chexpercept read serve --db %s   (readers sign in at its URL with their tokens)\n", textsafe.ShellQuote(db))
 				return nil
 			})
 		},
@@ -128,7 +186,49 @@ the database file's name without its extension).`,
 	f.StringVar(&aid, "aid", "", "a model run directory: a sequential aided study shows its answers")
 	f.BoolVar(&aidBaseline, "aid-allow-baseline", false, "accept a baseline policy's run (random, first, oracle) as the aid")
 	f.StringVar(&study, "study", "", "the study's name in the runs' manifests (default: the database's file name)")
+	f.StringVar(&layout, "design", "crossed", "crossed (every reader reads every record) or split-plot")
+	f.IntVar(&training, "training", 0, "training records each reader reads first, with the right answer after each question; never exported")
+	f.StringVar(&planPath, "plan", "", "the study's analysis plan (YAML, docs/reading.md), fixed before the first record is read")
+	f.IntVar(&blocks, "blocks", 1, "with --design split-plot: the number of blocks of readers and records")
 	return cmd
+}
+
+// readersWarning is "" or what a study of n readers cannot give: the
+// report's reader-study analysis needs analysis.MinMRMCReaders readers,
+// its verdict on the readers analysis.MinReaders.
+func readersWarning(n int) string {
+	switch {
+	case n < analysis.MinMRMCReaders:
+		return fmt.Sprintf("--readers %d: a reader study needs at least %d readers for its analysis (with fewer, "+
+			"the readers' rows of the report are N/A) and at least %d for a verdict", n, analysis.MinMRMCReaders, analysis.MinReaders)
+	case n < analysis.MinReaders:
+		return fmt.Sprintf("--readers %d: the report analyses the readers, but a verdict on them needs at least %d readers", n, analysis.MinReaders)
+	}
+	return ""
+}
+
+// thenWrite writes to w and, after its first write, calls then.
+type thenWrite struct {
+	w    io.Writer
+	then func()
+	done bool
+}
+
+func (t *thenWrite) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if !t.done {
+		t.done = true
+		t.then()
+	}
+	return n, err
+}
+
+// plural is "1 reader", "2 readers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func readServeCmd() *cobra.Command {
@@ -171,6 +271,11 @@ sessions, CSRF and throttling are the review app's (see review serve).`,
 			if !quiet {
 				app.Log = log.New(cmd.ErrOrStderr(), "read: ", log.LstdFlags)
 			}
+			// Under the URL, once it is served: the next command in full,
+			// and how to stop.
+			next := fmt.Sprintf("export the finished records with: chexpercept read export --db %s --out results/\n"+
+				"stop the server with Ctrl-C (every answer is already stored)\n", textsafe.ShellQuote(reading.ExportDB(db)))
+			cmd.SetOut(&thenWrite{w: cmd.OutOrStdout(), then: func() { fmt.Fprint(cmd.ErrOrStderr(), next) }})
 			return serveApp(cmd, app.Handler(), listen, certFile, keyFile)
 		},
 	}

@@ -709,7 +709,7 @@ func TestRunToolsNamedErrors(t *testing.T) {
 		want string
 	}{
 		{"rescore without a record", []string{"rescore", run, "--parse-mode", "strict", "--benchmark", "../../internal/benchmark/testdata/sample"}, "results.jsonl: line 1"},
-		{"import-reference missing file", []string{"import-reference", missing, "--benchmark", "x", "--out", t.TempDir()}, missing + ": no such file"},
+		{"import-reference missing file", []string{"import-reference", missing, "--benchmark", genBench, "--out", t.TempDir()}, missing + ": no such file"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

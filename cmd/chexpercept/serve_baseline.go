@@ -29,8 +29,8 @@ func newServeBaselineCmd() *cobra.Command {
 			"and lists one model at GET /v1/models. Any model name is accepted. Latency, jitter and " +
 			"injected faults let you smoke-test an evaluation setup and its retries without a GPU.\n\n" +
 			"The simulated policy stands in for a model of known skill, for demos and tests. It answers " +
-			"the benchmark's ground truth with the stage accuracies of --accuracy (the probability that a " +
-			"record's stage is right as a whole) and otherwise another valid option, seeded by " +
+			"the benchmark's ground truth with the stage accuracies of --accuracy (" + fakemodel.AccuracyMeaning +
+			") and otherwise another valid option, seeded by " +
 			"--policy-seed. It finds the record and question only from what a real model is sent: the " +
 			"radiograph's bytes and the question text. --mislabel-rate makes it give a shared wrong " +
 			"answer (seeded by --mislabel-seed, the same for every model with that seed) on a share of " +

@@ -108,7 +108,7 @@ func TestStdoutClosedPipe(t *testing.T) {
 	}{
 		{[]string{"version"}, ""},
 		{[]string{"validate", genBench}, ""},
-		{[]string{"read", "init", "--benchmark", genBench, "--db", filepath.Join(dir, "r.sqlite"), "--readers", "1"}, filepath.Join(dir, "r.sqlite")},
+		{[]string{"read", "init", "--benchmark", genBench, "--db", filepath.Join(dir, "r.sqlite"), "--readers", "4"}, filepath.Join(dir, "r.sqlite")},
 		{[]string{"review", "init", "--source", man, "--review-db", filepath.Join(dir, "v.sqlite"), "--reviewers", "1"}, filepath.Join(dir, "v.sqlite")},
 	} {
 		stderr, code := runCLIStdout(t, closedPipe(t), tc.args...)

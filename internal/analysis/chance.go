@@ -96,7 +96,10 @@ type Chance struct {
 	// Majority is the most frequent canonical GT per question type over
 	// the whole benchmark (ties: byte order).
 	Majority [benchmark.NumQuestions]string
-	index    map[string]int // "path|lesion|target" → row
+	// MajorityTied is how many answers share the top count of Majority's
+	// question (1: no tie; 0: no record asks it).
+	MajorityTied [benchmark.NumQuestions]int
+	index        map[string]int // "path|lesion|target" → row
 }
 
 // Get returns the row for a cell and target, or nil.
@@ -129,13 +132,16 @@ func computeChance(b *benchmark.Benchmark) *Chance {
 				counts[it.gt[q]]++
 			}
 		}
-		best, bestN := "", -1
+		best, bestN, tied := "", -1, 0
 		for _, k := range slices.Sorted(maps.Keys(counts)) {
-			if counts[k] > bestN {
-				best, bestN = k, counts[k]
+			switch {
+			case counts[k] > bestN:
+				best, bestN, tied = k, counts[k], 1
+			case counts[k] == bestN:
+				tied++
 			}
 		}
-		c.Majority[q] = best
+		c.Majority[q], c.MajorityTied[q] = best, tied
 	}
 	lesions := lesionList(b, nil)
 	heart := heartLesions(b, nil, lesions)

@@ -44,6 +44,10 @@ import (
 // intervals say little about readers in general.
 const MinReaders = 4
 
+// MinMRMCReaders is the number of readers a reader-study analysis needs
+// at all: with fewer, the readers' rows are NA (NATooFewReaders).
+const MinMRMCReaders = 2
+
 // MinReaderRecords is the number of paired records a model − readers
 // cell needs to count toward claim 3: the minimum claim 1 asks of its
 // records (MinDecayRecords).
@@ -113,7 +117,34 @@ type Panel struct {
 	// Primary is claim 3's pre-stated primary comparison of the study
 	// (Options.Primary); nil when none was stated.
 	Primary *Endpoint
-	runs    []*RunResult
+	// ReaderBlocks is, in a split-plot study, each reader's block (in
+	// Readers order; nil: fully crossed): the analysis estimates the
+	// readers' covariances within blocks.
+	ReaderBlocks []string
+	// Plan is the study's analysis plan fixed at read init (from its
+	// runs' manifests; nil: none). Its primary endpoint is the panel's
+	// Primary unless Options.Primary states one.
+	Plan *results.StudyPlan
+	runs []*RunResult
+}
+
+// Design is the panel's design in words: "fully crossed" or
+// "split-plot, B blocks".
+func (p *Panel) Design() string { return designText(p.ReaderBlocks) }
+
+// designText is the design of readers in the given blocks.
+func designText(readerBlocks []string) string {
+	if readerBlocks == nil {
+		return "fully crossed"
+	}
+	seen := map[string]bool{}
+	for _, b := range readerBlocks {
+		seen[b] = true
+	}
+	if len(seen) == 1 {
+		return "split-plot, 1 block"
+	}
+	return fmt.Sprintf("split-plot, %d blocks", len(seen))
 }
 
 // Pooled reports whether the panel pools readers of several studies.
@@ -174,7 +205,10 @@ type MRMCRow struct {
 	Estimate, SE, DF   float64
 	Lo, Hi, P          float64
 	NA                 string // "" with an interval; else NATooFewReaders, … or an mrmc.Reason
-	// Data is the fully crossed table analysed (chexpercept mrmc's
+	// Design is the readers' design, Panel.Design: "fully crossed" or
+	// "split-plot, B blocks".
+	Design string
+	// Data is the table analysed (chexpercept mrmc's
 	// scores table): the panel's readers in the arm's modality, a model
 	// row's run as one more reader (the algorithm), or the two arms as
 	// modalities "aided" and "unaided". Nil without a record.
@@ -354,6 +388,27 @@ func formPanels(mode string, humans []*RunResult, o *Options) ([]Panel, []string
 			p.runs = append(p.runs, m.rr)
 		}
 		if !p.Pooled() {
+			// A split-plot study's readers read their block's records
+			// only; pooled studies are analysed as one crossed panel.
+			for _, m := range ms {
+				if m.arm.Design == results.DesignSplitPlot {
+					p.ReaderBlocks = make([]string, len(ms))
+					for j, m := range ms {
+						p.ReaderBlocks[j] = m.arm.Block
+					}
+					break
+				}
+			}
+			for _, m := range ms {
+				if m.arm.Plan != nil {
+					p.Plan = m.arm.Plan
+					break
+				}
+			}
+			if p.Plan != nil {
+				p.Primary = &Endpoint{OracleMode: mode, Study: p.Study, Model: p.Plan.Primary.Model,
+					Path: benchmark.Path(p.Plan.Primary.Path), Stage: benchmark.Stage(p.Plan.Primary.Stage), Alpha: p.Plan.Alpha}
+			}
 			for i := range o.Primary {
 				if e := &o.Primary[i]; e.OracleMode == mode && e.Study == p.Study {
 					p.Primary = e
@@ -454,7 +509,7 @@ func (r *MRMCRow) analyse(d *mrmc.Data, algorithm string) {
 		r.Data = d
 	}
 	switch {
-	case r.NReaders < 2:
+	case r.NReaders < MinMRMCReaders:
 		r.NA = NATooFewReaders
 		return
 	case r.NRecords < 2:
@@ -486,6 +541,90 @@ func (r *MRMCRow) analyse(d *mrmc.Data, algorithm string) {
 	if r.NA == "" && !r.Valid() {
 		r.NA = NAUndefined
 	}
+}
+
+// studyData is the MRMC study of the readers' outcomes per record, vecs
+// per modality and reader. Fully crossed (readerBlocks nil): on the
+// records every reader has in every modality. Split-plot (readerBlocks,
+// each reader's block): each block on the records every reader of the
+// block has in every modality, the blocks in the order their first
+// reader comes.
+func studyData(modalities, readers, readerBlocks []string, vecs [][]map[string]float64) *mrmc.Data {
+	d := &mrmc.Data{FOM: mrmc.Accuracy, Modalities: modalities, Readers: slices.Clone(readers)}
+	if readerBlocks == nil {
+		var all []map[string]float64
+		for _, v := range vecs {
+			all = append(all, v...)
+		}
+		d.Cases = commonKeys(all...)
+		for _, v := range vecs {
+			d.Scores = append(d.Scores, scoresOn(v, d.Cases))
+		}
+		return d
+	}
+	index := map[string]int{}
+	for _, b := range readerBlocks {
+		if _, ok := index[b]; !ok {
+			index[b] = len(d.Blocks)
+			d.Blocks = append(d.Blocks, b)
+		}
+		d.ReaderBlock = append(d.ReaderBlock, index[b])
+	}
+	for bi, name := range d.Blocks {
+		var all []map[string]float64
+		for _, v := range vecs {
+			for j := range readers {
+				if readerBlocks[j] == name {
+					all = append(all, v[j])
+				}
+			}
+		}
+		for _, key := range commonKeys(all...) {
+			d.Cases = append(d.Cases, key)
+			d.CaseBlock = append(d.CaseBlock, bi)
+		}
+	}
+	for _, v := range vecs {
+		scores := make([][]float64, len(readers))
+		for j := range readers {
+			scores[j] = make([]float64, len(d.Cases))
+			for c, key := range d.Cases {
+				scores[j][c] = math.NaN()
+				if d.CaseBlock[c] == d.ReaderBlock[j] {
+					scores[j][c] = v[j][key]
+				}
+			}
+		}
+		d.Scores = append(d.Scores, scores)
+	}
+	return d
+}
+
+// panelMean is the readers' mean of their own records' means: over the
+// records of a split-plot reader's block only.
+func panelMean(scores [][]float64, d *mrmc.Data) float64 {
+	if d.Blocks == nil {
+		return meanOfMeans(scores)
+	}
+	if len(scores) == 0 || len(d.Cases) == 0 {
+		return math.NaN()
+	}
+	var t float64
+	for j, s := range scores {
+		var sum float64
+		n := 0
+		for c, x := range s {
+			if d.CaseBlock[c] == d.ReaderBlock[j] {
+				sum += x
+				n++
+			}
+		}
+		if n == 0 {
+			return math.NaN()
+		}
+		t += sum / float64(n)
+	}
+	return t / float64(len(scores))
 }
 
 // meanOfMeans is the mean over the scores' rows of each row's mean (NaN
@@ -520,18 +659,18 @@ func (rs *ReadersResult) addPanel(pi int, models []*RunResult) {
 			for j, rr := range p.runs {
 				vecs[j] = stageMap(rr, pathIdx, k)
 			}
-			keys := commonKeys(vecs...)
-			scores := scoresOn(vecs, keys)
-			row := newRow(ComparisonReaders, p, path, k, len(p.runs), len(keys))
-			row.Estimate = meanOfMeans(scores)
-			row.analyse(&mrmc.Data{FOM: mrmc.Accuracy, Modalities: []string{p.Arm}, Readers: slices.Clone(p.Readers), Cases: keys, Scores: [][][]float64{scores}}, "")
+			d := studyData([]string{p.Arm}, p.Readers, p.ReaderBlocks, [][]map[string]float64{vecs})
+			row := newRow(ComparisonReaders, p, path, k, len(p.runs), len(d.Cases))
+			row.Design = p.Design()
+			row.Estimate = panelMean(d.Scores[0], d)
+			row.analyse(d, "")
 			rs.MRMC = append(rs.MRMC, row)
 			for _, m := range compared {
 				all := append(slices.Clone(vecs), stageMap(m, pathIdx, k))
 				keys := commonKeys(all...)
 				scores := scoresOn(all, keys)
 				row := newRow(ComparisonModel+m.Run.Name, p, path, k, len(p.runs), len(keys))
-				row.Model = m.Run.Name
+				row.Model, row.Design = m.Run.Name, p.Design()
 				if len(keys) > 0 && len(p.runs) > 0 {
 					row.Estimate = mean(scores[len(p.runs)]) - meanOfMeans(scores[:len(p.runs)])
 				}
@@ -634,6 +773,16 @@ func (rs *ReadersResult) addAided(mode string, humans, models []*RunResult) {
 		if len(pairs) == 0 {
 			continue
 		}
+		// A split-plot study's readers keep their blocks in both arms.
+		var readerBlocks []string
+		for i, p := range pairs {
+			if a, _ := p.unaided.Run.ReaderOf(); a.Design == results.DesignSplitPlot {
+				if readerBlocks == nil {
+					readerBlocks = make([]string, len(pairs))
+				}
+				readerBlocks[i] = a.Block
+			}
+		}
 		var model *RunResult
 		for _, m := range models {
 			if m.Run.Name == st.AidRun {
@@ -653,16 +802,14 @@ func (rs *ReadersResult) addAided(mode string, humans, models []*RunResult) {
 				for _, p := range pairs {
 					vecs = append(vecs, stageMap(p.unaided, pi, k))
 				}
-				keys := commonKeys(vecs...)
-				scores := scoresOn(vecs, keys)
 				r := len(pairs)
-				row := newRow(ComparisonAided, nil, path, k, r, len(keys))
-				row.OracleMode, row.Study, row.AidRun = mode, study, st.AidRun
-				if len(keys) > 0 {
-					row.Estimate = meanOfMeans(scores[:r]) - meanOfMeans(scores[r:])
+				d := studyData([]string{results.ArmAided, results.ArmUnaided}, st.Readers, readerBlocks, [][]map[string]float64{vecs[:r], vecs[r:]})
+				row := newRow(ComparisonAided, nil, path, k, r, len(d.Cases))
+				row.OracleMode, row.Study, row.AidRun, row.Design = mode, study, st.AidRun, designText(readerBlocks)
+				if len(d.Cases) > 0 {
+					row.Estimate = panelMean(d.Scores[0], d) - panelMean(d.Scores[1], d)
 				}
-				row.analyse(&mrmc.Data{FOM: mrmc.Accuracy, Modalities: []string{results.ArmAided, results.ArmUnaided}, Readers: slices.Clone(st.Readers), Cases: keys,
-					Scores: [][][]float64{scores[:r], scores[r:]}}, "")
+				row.analyse(d, "")
 				rs.MRMC = append(rs.MRMC, row)
 				if model == nil {
 					continue

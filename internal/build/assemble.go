@@ -311,7 +311,7 @@ func (a *assembly) renderAll(ctx context.Context) error {
 	close(jobs)
 	wg.Wait()
 	aheadErr := a.ahead.finish()
-	prog.finish()
+	prog.finish(ctx.Err() != nil || len(errs) > 0)
 	close(errs)
 	if err := <-errs; err != nil {
 		return err

@@ -231,7 +231,7 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 			decided(l)
 		}
 	})
-	prog.finish()
+	prog.finish(err != nil)
 	if err != nil {
 		var ge *GlobalError
 		if errors.As(err, &ge) {

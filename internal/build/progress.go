@@ -65,12 +65,22 @@ func (p *progress) done(l *list, it *item) {
 	}
 }
 
-func (p *progress) finish() {
+// finish ends the progress with its last line: "done", or "stopped"
+// when the work did not go to its end (interrupted or failed).
+func (p *progress) finish(stopped bool) {
 	if p.bar != nil {
 		p.bar.Finish() // clears the bar; the line below stays
 	}
-	fmt.Fprintf(p.opt.Stderr, "build: processing done: %d candidates processed in %s\n",
-		p.processed, time.Since(p.start).Round(time.Millisecond))
+	fmt.Fprintf(p.opt.Stderr, "build: processing %s: %d candidates processed in %s\n",
+		doneWord(stopped), p.processed, time.Since(p.start).Round(time.Millisecond))
+}
+
+// doneWord is how a last progress line says the work ended.
+func doneWord(stopped bool) string {
+	if stopped {
+		return "stopped"
+	}
+	return "done"
 }
 
 // stageProgress reports a counted stage that follows case processing
@@ -115,14 +125,15 @@ func (s *stageProgress) add(k int) {
 	}
 }
 
-func (s *stageProgress) finish() {
+// finish ends the stage with its last line, "done" or "stopped".
+func (s *stageProgress) finish(stopped bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.bar != nil {
 		s.bar.Finish() // clears the bar; the line below stays
 	}
-	fmt.Fprintf(s.opt.Stderr, "build: %s done: %d/%d %s in %s\n",
-		s.what, s.n, s.total, s.unit, time.Since(s.start).Round(time.Millisecond))
+	fmt.Fprintf(s.opt.Stderr, "build: %s %s: %d/%d %s in %s\n",
+		s.what, doneWord(stopped), s.n, s.total, s.unit, time.Since(s.start).Round(time.Millisecond))
 }
 
 // newBar is the terminal bar of every build stage; it is cleared when

@@ -32,7 +32,7 @@ type floorResult struct {
 // measureFloor decodes the final PNGs in batches (untimed) and times only
 // their parallel re-encoding with `workers` goroutines. Masks are encoded
 // as image.Gray and bundle images as opaque image.RGBA, as the build does.
-func measureFloor(opt Options) (*floorResult, error) {
+func measureFloor(opt Options) (_ *floorResult, err error) {
 	out, workers := opt.Out, opt.Workers
 	var files []string
 	for _, d := range []string{imagesDir, masksDir} {
@@ -52,7 +52,7 @@ func measureFloor(opt Options) (*floorResult, error) {
 	const batch = 64
 	res := &floorResult{Files: len(files)}
 	prog := newStageProgress(opt, "measuring the PNG floor", "files re-encoded", len(files))
-	defer prog.finish()
+	defer func() { prog.finish(err != nil) }()
 	var total time.Duration
 	for lo := 0; lo < len(files); lo += batch {
 		hi := min(lo+batch, len(files))

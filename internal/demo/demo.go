@@ -218,21 +218,25 @@ func (d *runner) note(format string, args ...any) {
 
 // print writes text after first, wrapped at spaces within MaxLine;
 // continuation lines start with indent.
-func (d *runner) print(first, indent, text string) {
+func (d *runner) print(first, indent, text string) { wrap(d.w, first, indent, text) }
+
+// wrap writes text to w after first, wrapped at spaces within MaxLine;
+// continuation lines start with indent.
+func wrap(w io.Writer, first, indent, text string) {
 	line := first
 	empty := true
-	for _, w := range strings.Fields(text) {
-		if !empty && len([]rune(line))+1+len([]rune(w)) > MaxLine {
-			fmt.Fprintln(d.w, line)
+	for _, word := range strings.Fields(text) {
+		if !empty && len([]rune(line))+1+len([]rune(word)) > MaxLine {
+			fmt.Fprintln(w, line)
 			line, empty = indent, true
 		}
 		if !empty {
 			line += " "
 		}
-		line += w
+		line += word
 		empty = false
 	}
-	fmt.Fprintln(d.w, line)
+	fmt.Fprintln(w, line)
 }
 
 func (d *runner) run() error {
@@ -572,12 +576,13 @@ func (d *runner) evaluate() error {
 	}
 	d.say("eval over HTTP: %d simulated models (serve-baseline --policy simulated on loopback ports, provider openai), concurrently … %s",
 		len(simModels), time.Since(t).Round(time.Millisecond))
+	d.note("a simulated model's stage accuracy is %s", fakemodel.AccuracyMeaning)
 	for i, m := range simModels {
 		if m.guesses {
 			d.note("%s (%s): answers from the question's text alone, whatever image it is shown; %s", m.name, m.domain, counts(outs[i].sum))
 			continue
 		}
-		d.note("%s (%s): set to be right at stages 1-4 in %s %% of questions; %s", m.name, m.domain, percents(m.accuracy), counts(outs[i].sum))
+		d.note("%s (%s): stage accuracies %s %% at stages 1-4; %s", m.name, m.domain, percents(m.accuracy), counts(outs[i].sum))
 	}
 	var ctl []string
 	for i, name := range controlModels {
@@ -762,11 +767,28 @@ func (d *runner) itemHealth() error {
 	}
 	d.note("(the simulated models share a wrong answer on some questions, as if the ground truth were wrong there;" +
 		" with real models a flag is a reason to look again.) To send the flagged cases back to review:")
-	fmt.Fprintf(d.w, "%schexpercept review init \\\n%s  --source %s \\\n%s  --only %s \\\n%s  --review-db %s\n",
-		detail, detail, textsafe.ShellQuote(filepath.Join(d.res.Dir, phantomDir, "manifest.jsonl")),
-		detail, textsafe.ShellQuote(filepath.Join(d.res.Report, report.FlaggedItemsFile)),
-		detail, textsafe.ShellQuote(filepath.Join(d.res.Dir, "rereview.sqlite")))
+	printCommand(d.w, "chexpercept review init",
+		"--source", filepath.Join(d.res.Dir, phantomDir, "manifest.jsonl"),
+		"--only", filepath.Join(d.res.Report, report.FlaggedItemsFile),
+		"--review-db", filepath.Join(d.res.Dir, "rereview.sqlite"))
 	return nil
+}
+
+// printCommand prints a command to copy, one flag and its path a line,
+// continued with backslashes; a flag whose path would make its line
+// longer than MaxLine has the path on a line of its own.
+func printCommand(w io.Writer, command string, flagPaths ...string) {
+	fmt.Fprintf(w, "%s%s", detail, command)
+	for i := 0; i+1 < len(flagPaths); i += 2 {
+		flag, path := flagPaths[i], textsafe.ShellQuote(flagPaths[i+1])
+		line := detail + "  " + flag + " " + path + " \\"
+		if len([]rune(line)) <= MaxLine {
+			fmt.Fprintf(w, " \\\n%s  %s %s", detail, flag, path)
+		} else {
+			fmt.Fprintf(w, " \\\n%s  %s \\\n%s    %s", detail, flag, detail, path)
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 // answerWords is an answer ("1,3") as its options' texts, quoted, with
@@ -820,6 +842,9 @@ func writeHeadline(w io.Writer, res *analysis.Result) {
 				cells[0], cells[1], cells[2], cells[3], depth)
 			name = ""
 		}
+	}
+	if note := report.StageNote(res, res.Runs, benchmark.Paths...); note != "" {
+		wrap(w, "", "", note)
 	}
 	fmt.Fprintln(w)
 }

@@ -12,11 +12,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchdir"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/browsertest"
+	"github.com/chexpercept/chexpercept/internal/fakemodel"
 	"github.com/chexpercept/chexpercept/internal/mrmc"
 	"github.com/chexpercept/chexpercept/internal/provider"
 	"github.com/chexpercept/chexpercept/internal/report"
@@ -39,7 +44,13 @@ func TestDemoEndToEnd(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
 	t.Setenv("OPENAI_API_KEY", "sk-demo-test-secret-must-not-leak")
 
-	dir := filepath.Join(t.TempDir(), "demo")
+	// A long output path (at least 80 characters): every line must still
+	// fit, the paths standing on lines of their own (checkReadable).
+	dir := t.TempDir()
+	for len(dir) < 80 {
+		dir = filepath.Join(dir, "a-long-output-path")
+	}
+	dir = filepath.Join(dir, "demo")
 	var out bytes.Buffer
 	res, err := Run(context.Background(), Options{Out: dir, Stdout: &out})
 	if err != nil {
@@ -53,6 +64,9 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Errorf("last line %q, want the absolute index.html path %q", last, res.IndexHTML)
 	}
 	checkReadable(t, out.String())
+	if words := strings.Fields(fakemodel.AccuracyMeaning); !strings.Contains(strings.Join(strings.Fields(out.String()), " "), strings.Join(words, " ")) {
+		t.Errorf("the output does not say what a simulated model's stage accuracy is (%s)", fakemodel.AccuracyMeaning)
+	}
 	for _, want := range []string{"[1/8] phantom", "[2/8] build", "[3/8] validate", "[4/8] eval in process: baseline oracle",
 		"[5/8] eval over HTTP: 5 simulated models", "[6/8] eval in process: baseline random", "[7/8] report", "[8/8] item health",
 		"baseline_oracle", "stage1"} {
@@ -158,6 +172,8 @@ func TestDemoEndToEnd(t *testing.T) {
 	if entries, _ := os.ReadDir(home); len(entries) != 0 {
 		t.Errorf("the demo wrote into HOME: %v", entries)
 	}
+	// After the look into HOME: Chromium writes its own files there.
+	checkTablesFit(t, res.IndexHTML)
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Ext(p) == ".png" {
 			return err
@@ -239,7 +255,8 @@ func checkFindingsAndFlags(t *testing.T, out string, res *Result) {
 	if !mdFlag.MatchString(md) || strings.Contains(md, "Not computed") {
 		t.Error("report.md lists no flagged item with its reason")
 	}
-	review := regexp.MustCompile(`chexpercept review init \\\s+--source \S+manifest\.jsonl \\\s+--only (\S+) \\\s+--review-db \S+`)
+	// A long path stands on its own line, after its flag and a backslash.
+	review := regexp.MustCompile(`chexpercept review init \\\s+--source(?: \\)?\s+\S+manifest\.jsonl \\\s+--only(?: \\)?\s+(\S+) \\\s+--review-db(?: \\)?\s+\S+`)
 	if m := review.FindStringSubmatch(out); m == nil {
 		t.Errorf("output lacks the review init --only command:\n%s", out)
 	} else if m[1] != filepath.Join(res.Report, report.FlaggedItemsFile) || !exists(m[1]) {
@@ -291,12 +308,18 @@ func checkImageControls(t *testing.T, out string, res *Result) {
 // speaks plain words, or defines a term where it first appears.
 var undefinedTerms = regexp.MustCompile(`oracle implicit|oracle explicit|\be2e\b|\bT[1-9]\b|unanimous_wrong|majority_wrong|stage accuracy \[|rejected candidate`)
 
+// lonePath is a line that holds one path and nothing else but its
+// indent and a shell continuation: the one kind of line that may be
+// longer than MaxLine, when the path alone is.
+var lonePath = regexp.MustCompile(`^ *'?/[^ ]*'?( \\)?$`)
+
 // checkReadable: every line of the terminal output fits in MaxLine
-// characters and uses none of the undefined terms.
+// characters, but for a path on a line of its own, and uses none of the
+// undefined terms.
 func checkReadable(t *testing.T, out string) {
 	t.Helper()
 	for i, line := range strings.Split(out, "\n") {
-		if n := len([]rune(line)); n > MaxLine {
+		if n := len([]rune(line)); n > MaxLine && !lonePath.MatchString(line) {
 			t.Errorf("output line %d is %d characters long (at most %d): %s", i+1, n, MaxLine, line)
 		}
 		if m := undefinedTerms.FindString(line); m != "" {
@@ -306,6 +329,36 @@ func checkReadable(t *testing.T, out string) {
 	if !strings.Contains(out, "oracle mode implicit: after a wrong answer") {
 		t.Error("the output does not define the oracle mode it names")
 	}
+}
+
+// checkTablesFit opens the report's index.html in Chromium in a
+// 1,400 px window (skipped without Chromium, a failure without it under
+// CHEXPERCEPT_BROWSER_TESTS=1): no table shown may be wider than the
+// window, scrolling or not.
+func checkTablesFit(t *testing.T, index string) {
+	t.Run("tables fit a 1400 px window", func(t *testing.T) {
+		exe := browsertest.Chromium(t)
+		ctx, cancel := browsertest.Start(exe, t.TempDir(), 1400, 1000, 90*time.Second)
+		defer cancel()
+		if err := chromedp.Do(ctx,
+			chromedp.EmulateViewport(1400, 1000),
+			chromedp.Navigate("file://"+filepath.ToSlash(index)),
+			chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)),
+		); err != nil {
+			t.Fatal(err)
+		}
+		wide, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+			document.querySelectorAll("details").forEach(d => d.open = true);
+			const w = document.documentElement.clientWidth;
+			return Array.from(document.querySelectorAll("table")).filter(t => t.offsetParent !== null && t.scrollWidth > w)
+				.map(t => (t.id || t.closest("[id]").id) + " " + t.scrollWidth + " px"); })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range wide {
+			t.Errorf("table %s wide, in a 1400 px window", w)
+		}
+	})
 }
 
 // checkProvenance: the demo's report says, where a person reads it,

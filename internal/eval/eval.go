@@ -524,8 +524,14 @@ func (r *runner) execute(ctx context.Context, man *results.Manifest, todo []int,
 	sum.Results = rs
 	if rs != nil {
 		c := rs.Counts
-		fmt.Fprintf(o.Log, "done: %d ok, %d error, %d parse failures (%d answered calls, %d from the cache, cost %s) of %d selected records\n",
-			c.RecordsOK, c.RecordsError, c.ParseFailures, c.Calls, c.CacheHits, costString(rs.Usage.CostUSD), c.RecordsSelected)
+		// "done" only for a run that went to its end; an interrupted or
+		// failed one stopped, and its counts are so far.
+		word := "done"
+		if sum.Interrupted || runErr != nil {
+			word = "stopped"
+		}
+		fmt.Fprintf(o.Log, "%s: %d ok, %d error, %d parse failures (%d answered calls, %d from the cache, cost %s) of %d selected records\n",
+			word, c.RecordsOK, c.RecordsError, c.ParseFailures, c.Calls, c.CacheHits, costString(rs.Usage.CostUSD), c.RecordsSelected)
 		fmt.Fprintf(o.Log, "images: %s\n", sum.Images)
 	}
 	return runErr

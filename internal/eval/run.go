@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -300,6 +302,13 @@ func (r *runner) setup() error {
 			}
 		}
 	}
+	// The default folder lies outside the run: the run that creates it
+	// says so, once.
+	newDefault := false
+	if o.CacheDir == "" && dir != "" {
+		_, err := os.Lstat(dir)
+		newDefault = errors.Is(err, os.ErrNotExist)
+	}
 	if !o.NoCache && respcache.Cacheable(o.Model.Sampling) && o.Model.Backend != runmodel.BackendBaseline {
 		c, err := respcache.Open(dir)
 		if err != nil {
@@ -311,6 +320,18 @@ func (r *runner) setup() error {
 	// cannot change a result, only skip a decode of bytes that decoded.
 	if dir != "" {
 		r.memo = openMemo(dir, o.Log)
+	}
+	if newDefault {
+		var kept []string
+		for _, f := range []struct{ name, what string }{{respcache.FileName, "the response cache"}, {MemoFile, "the images already verified"}} {
+			if _, err := os.Stat(filepath.Join(dir, f.name)); err == nil {
+				kept = append(kept, f.name+" ("+f.what+")")
+			}
+		}
+		if len(kept) > 0 {
+			fmt.Fprintf(o.Log, "notice: created the cache folder %s, outside the run, for %s; "+
+				"--cache-dir DIR keeps it elsewhere, e.g. beside the run\n", dir, strings.Join(kept, " and "))
+		}
 	}
 	r.verify = newVerifier(o.BenchDir, r.memo, runtime.GOMAXPROCS(0))
 	r.verify.keep = r.images.put

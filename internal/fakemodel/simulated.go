@@ -64,13 +64,18 @@ import (
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
+// AccuracyMeaning says what a simulated model's stage accuracy is. The
+// demo, serve-baseline --help and docs/evaluation.md all use these words.
+const AccuracyMeaning = "the probability that a record's stage is right as a whole; " +
+	"each of the stage's n questions in the record is right with probability accuracy^(1/n)"
+
 // SimConfig describes one simulated model.
 type SimConfig struct {
 	// Benchmark is the benchmark directory whose questions it answers.
 	Benchmark string
-	// Accuracy is the probability that a record's stage k+1 is answered
-	// correctly as a whole, for detection, contour evaluation, contour
-	// revision and attribute extraction; each in [0, 1].
+	// Accuracy is the stage accuracy (AccuracyMeaning) of stage k+1:
+	// detection, contour evaluation, contour revision and attribute
+	// extraction; each in [0, 1].
 	Accuracy [4]float64
 	// Seed seeds the model's own draws: two seeds give two models of the
 	// same skill that err on different questions.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,27 +26,44 @@ const MaxScoresBytes = 256 << 20
 const MaxScoreRecordBytes = 1 << 20
 
 // ScoreColumns are the columns of a scores table, one row per (modality,
-// reader, case).
+// reader, case). A split-plot study's table has a sixth, BlockColumn.
 var ScoreColumns = []string{"modality", "reader", "case", "truth", "score"}
 
+// BlockColumn is the optional column of a scores table that names each
+// row's block in a split-plot study (the same for every row of a reader
+// and every row of a case).
+const BlockColumn = "block"
+
 // FormatScores writes d as a scores table, the inverse of ParseScores:
-// the header ScoreColumns, then one row per modality, reader and case in
-// d's order (so that ParseScores gives d back), in the project's CSV
-// dialect. Truth is NA when d has none (accuracy does not read it).
+// the header ScoreColumns (and BlockColumn for a split-plot study), then
+// one row per modality, reader and case the reader scored, in d's order
+// (so that ParseScores gives d back), in the project's CSV dialect. Truth
+// is NA when d has none (accuracy does not read it).
 func FormatScores(d *Data) []byte {
+	header := ScoreColumns
+	if d.Blocks != nil {
+		header = append(slices.Clone(ScoreColumns), BlockColumn)
+	}
 	rows := make([][]string, 0, len(d.Modalities)*len(d.Readers)*len(d.Cases))
 	for i, m := range d.Modalities {
 		for j, r := range d.Readers {
 			for k, c := range d.Cases {
+				if d.Blocks != nil && d.CaseBlock[k] != d.ReaderBlock[j] {
+					continue
+				}
 				truth := "NA"
 				if d.Truth != nil {
 					truth = strconv.Itoa(d.Truth[k])
 				}
-				rows = append(rows, []string{m, r, c, truth, csvNum(d.Scores[i][j][k])})
+				row := []string{m, r, c, truth, csvNum(d.Scores[i][j][k])}
+				if d.Blocks != nil {
+					row = append(row, d.Blocks[d.ReaderBlock[j]])
+				}
+				rows = append(rows, row)
 			}
 		}
 	}
-	return writeCSV(ScoreColumns, rows)
+	return writeCSV(header, rows)
 }
 
 // ParseScores reads a scores table (CSV with the header ScoreColumns, in
@@ -89,7 +107,13 @@ func ParseScores(r io.Reader, name string, fom FOM) (*Data, error) {
 		}
 	}
 	d := &Data{FOM: fom}
-	mIdx, rIdx, cIdx := map[string]int{}, map[string]int{}, map[string]int{}
+	mIdx, rIdx, cIdx, bIdx := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+	_, hasBlock := col["block"]
+	var blockNames []string
+	blockOf := &blockColumn{d: d, readerLine: map[int]int{}, caseLine: map[int]int{}, reader: map[int]int{}, caseBlock: map[int]int{}}
+	if !hasBlock {
+		blockOf = nil
+	}
 	index := func(m map[string]int, list *[]string, v string) int {
 		i, ok := m[v]
 		if !ok {
@@ -138,7 +162,17 @@ func ParseScores(r io.Reader, name string, fom FOM) (*Data, error) {
 			return nil, firstErr(fmt.Errorf("%s line %d: field score: %q: accuracy wants 0 or 1", name, line, field("score")))
 		}
 		k := scoreRow{m: index(mIdx, &d.Modalities, field("modality")), r: index(rIdx, &d.Readers, field("reader")), c: index(cIdx, &d.Cases, field("case")),
-			line: line, score: s}
+			line: line, score: s, block: -1}
+		if hasBlock {
+			b := field("block")
+			if b == "" {
+				return nil, firstErr(fmt.Errorf("%s line %d: field block: empty", name, line))
+			}
+			k.block = index(bIdx, &blockNames, b)
+			if err := blockOf.set(k, line); err != nil {
+				return nil, firstErr(fmt.Errorf("%s line %d: field block: %s", name, line, err.Error()))
+			}
+		}
 		rows = append(rows, k)
 		for len(truth) < len(d.Cases) {
 			truth, truthLine = append(truth, -1), append(truthLine, 0)
@@ -161,28 +195,26 @@ func ParseScores(r io.Reader, name string, fom FOM) (*Data, error) {
 		return nil, err
 	}
 	nt, nr, nc := len(d.Modalities), len(d.Readers), len(d.Cases)
-	// No row repeats another, so the rows fill distinct cells, and the
-	// study is crossed exactly when there are as many rows as cells.
-	if !cellsAtMost(nt, nr, nc, len(rows)) || nt*nr*nc != len(rows) {
-		scored := make(map[[3]int]bool, len(rows))
-		for _, row := range rows {
-			scored[[3]int{row.m, row.r, row.c}] = true
-		}
-		for i := range nt {
-			for j := range nr {
-				for k := range nc {
-					if !scored[[3]int{i, j, k}] {
-						return nil, fmt.Errorf("%s: modality %s, reader %s has no score for case %s: every reader must score every case in every modality", name, d.Modalities[i], d.Readers[j], d.Cases[k])
-					}
-				}
-			}
-		}
-	}
 	d.Scores = make([][][]float64, nt)
 	for i := range d.Scores {
 		d.Scores[i] = make([][]float64, nr)
 		for j := range d.Scores[i] {
 			d.Scores[i][j] = make([]float64, nc)
+		}
+	}
+	if err := setDesign(d, rows, blockOf, blockNames, name); err != nil {
+		return nil, err
+	}
+	for i := range d.Scores {
+		for j := range d.Scores[i] {
+			if d.Blocks == nil {
+				continue
+			}
+			for k := range d.Scores[i][j] {
+				if d.CaseBlock[k] != d.ReaderBlock[j] {
+					d.Scores[i][j][k] = math.NaN()
+				}
+			}
 		}
 	}
 	for _, row := range rows {
@@ -206,6 +238,7 @@ type scoreRow struct {
 	m, r, c int
 	line    int
 	score   float64
+	block   int // -1: no block column
 }
 
 // cellsAtMost reports whether a t × r × c table has at most n cells,
@@ -247,6 +280,148 @@ func firstRepeat(rows []scoreRow, t, r, c int) *repeatedRow {
 			return &repeatedRow{row: row, line: row.line, prev: prev}
 		}
 		seen[k] = row.line
+	}
+	return nil
+}
+
+// blockColumn keeps the block column's value per reader and per case, and
+// the line that first gave it.
+type blockColumn struct {
+	d                    *Data
+	reader, caseBlock    map[int]int
+	readerLine, caseLine map[int]int
+}
+
+// set records row k's block for its reader and its case, or says how it
+// contradicts an earlier row.
+func (bc *blockColumn) set(k scoreRow, line int) error {
+	if b, ok := bc.reader[k.r]; ok && b != k.block {
+		return fmt.Errorf("reader %s is in another block on line %d", bc.d.Readers[k.r], bc.readerLine[k.r])
+	}
+	if b, ok := bc.caseBlock[k.c]; ok && b != k.block {
+		return fmt.Errorf("case %s is in another block on line %d", bc.d.Cases[k.c], bc.caseLine[k.c])
+	}
+	if _, ok := bc.reader[k.r]; !ok {
+		bc.reader[k.r], bc.readerLine[k.r] = k.block, line
+	}
+	if _, ok := bc.caseBlock[k.c]; !ok {
+		bc.caseBlock[k.c], bc.caseLine[k.c] = k.block, line
+	}
+	return nil
+}
+
+// setDesign decides a study's design from its rows and sets d's blocks:
+// fully crossed when every reader scored every case in every modality;
+// split-plot when the block column says so, or, without it, when the
+// readers fall into groups that scored the same cases, the groups' case
+// sets disjoint; else an error saying which cell is missing or where the
+// design breaks.
+func setDesign(d *Data, rows []scoreRow, bc *blockColumn, blockNames []string, name string) error {
+	nt, nr, nc := len(d.Modalities), len(d.Readers), len(d.Cases)
+	crossed := cellsAtMost(nt, nr, nc, len(rows)) && nt*nr*nc == len(rows)
+	readerBlock, caseBlock := make([]int, nr), make([]int, nc)
+	var names []string
+	switch {
+	case bc != nil:
+		names = blockNames
+		for j := range nr {
+			readerBlock[j] = bc.reader[j]
+		}
+		for k := range nc {
+			caseBlock[k] = bc.caseBlock[k]
+		}
+	case crossed:
+		return nil
+	default:
+		// The readers linked by a case they both scored read one block:
+		// the blocks are the connected groups of readers, and their case
+		// sets are disjoint by construction.
+		parent := make([]int, nr)
+		for j := range parent {
+			parent[j] = j
+		}
+		root := func(j int) int {
+			for parent[j] != j {
+				parent[j] = parent[parent[j]]
+				j = parent[j]
+			}
+			return j
+		}
+		owner := make([]int, nc)
+		for k := range owner {
+			owner[k] = -1
+		}
+		for _, row := range rows {
+			if o := owner[row.c]; o < 0 {
+				owner[row.c] = row.r
+			} else if a, b := root(o), root(row.r); a != b {
+				parent[max(a, b)] = min(a, b)
+			}
+		}
+		group := map[int]int{}
+		size := map[int]int{}
+		for j := range nr {
+			g, ok := group[root(j)]
+			if !ok {
+				g = len(names)
+				group[root(j)] = g
+				names = append(names, strconv.Itoa(g+1))
+			}
+			readerBlock[j] = g
+			size[g]++
+		}
+		for k, o := range owner {
+			caseBlock[k] = readerBlock[o]
+		}
+		for _, n := range size {
+			if n < 2 {
+				// Not a split-plot study the analysis can take:
+				// report what a crossed study misses.
+				names = names[:1]
+			}
+		}
+	}
+	if len(names) == 1 {
+		if crossed {
+			return nil
+		}
+		return missingCell(d, rows, nil, nil, name)
+	}
+	d.Blocks, d.ReaderBlock, d.CaseBlock = names, readerBlock, caseBlock
+	for _, row := range rows {
+		if readerBlock[row.r] != caseBlock[row.c] {
+			return fmt.Errorf("%s line %d: reader %s of block %s scored case %s of block %s: in a split-plot study a reader scores only the cases of its block",
+				name, row.line, d.Readers[row.r], names[readerBlock[row.r]], d.Cases[row.c], names[caseBlock[row.c]])
+		}
+	}
+	if err := missingCell(d, rows, readerBlock, caseBlock, name); err != nil {
+		return err
+	}
+	return nil
+}
+
+// missingCell names the first (modality, reader, case) the design wants
+// scored and no row scored (readerBlock nil: fully crossed), or nil.
+func missingCell(d *Data, rows []scoreRow, readerBlock, caseBlock []int, name string) error {
+	scored := make(map[[3]int]bool, len(rows))
+	for _, row := range rows {
+		scored[[3]int{row.m, row.r, row.c}] = true
+	}
+	for i := range d.Modalities {
+		for j := range d.Readers {
+			for k := range d.Cases {
+				if readerBlock != nil && readerBlock[j] != caseBlock[k] {
+					continue
+				}
+				if scored[[3]int{i, j, k}] {
+					continue
+				}
+				if readerBlock == nil {
+					return fmt.Errorf("%s: modality %s, reader %s has no score for case %s: neither fully crossed (every reader scores every case in every modality) nor split-plot (readers in blocks of at least 2, each scoring every case of its block only)", name, d.Modalities[i], d.Readers[j], d.Cases[k])
+				}
+				return fmt.Errorf("%s: modality %s, reader %s has no score for case %s: in a split-plot study every reader scores every case of its block (%s) in every modality", name, d.Modalities[i], d.Readers[j], d.Cases[k], d.Blocks[readerBlock[j]])
+			}
+		}
 	}
 	return nil
 }

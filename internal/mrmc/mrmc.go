@@ -32,8 +32,11 @@ import (
 // 95 % intervals.
 const DefaultAlpha = 0.05
 
-// Data is a fully crossed reader study: every reader scored every case in
-// every modality.
+// Data is a reader study. Fully crossed (Blocks nil): every reader scored
+// every case in every modality. Split-plot (Blocks set): the readers and
+// the cases are split into blocks, and every reader scored every case of
+// its own block, and no other, in every modality; Scores of a reader for
+// the cases of other blocks are not read (NaN by convention).
 type Data struct {
 	FOM        FOM
 	Modalities []string
@@ -41,6 +44,12 @@ type Data struct {
 	Cases      []string
 	Truth      []int         // per case (0/1); used by AUC, may be nil for accuracy
 	Scores     [][][]float64 // [modality][reader][case]
+	// Blocks names the blocks of a split-plot study (nil: fully crossed);
+	// ReaderBlock and CaseBlock give each reader's and case's block, as
+	// an index into Blocks.
+	Blocks      []string
+	ReaderBlock []int
+	CaseBlock   []int
 }
 
 // Components are the OR model's estimates: the mean squares of the
@@ -52,7 +61,11 @@ type Data struct {
 // modality MST, MSTR, VarR and VarTR are NaN (reader and modality × reader
 // variance are not told apart).
 type Components struct {
-	MST, MSR, MSTR        float64
+	MST, MSR, MSTR float64
+	// MSTRG is the modality × reader-within-block mean square of a
+	// split-plot study, on (t − 1)(r − B) degrees of freedom; in a fully
+	// crossed study (one block) it is MS(T×R).
+	MSTRG                 float64
 	Var, Cov1, Cov2, Cov3 float64
 	// VarR is the reader variance (MS(R) − VarTR − Var + Cov2 −
 	// (t − 1)(Cov1 − Cov3))/t; VarTR the modality × reader variance
@@ -165,6 +178,11 @@ type Analysis struct {
 	Modalities []string
 	Readers    []string
 	NCases     int
+	// Blocks are the block names of a split-plot study (nil: fully
+	// crossed), BlockReaders and BlockCases each block's numbers of
+	// readers and cases.
+	Blocks                   []string
+	BlockReaders, BlockCases []int
 	// Theta is the figure of merit per [modality][reader]; ModalityMeans
 	// the reader average per modality.
 	Theta         [][]float64
@@ -187,30 +205,143 @@ type Options struct {
 }
 
 func (d *Data) check() error {
+	_, err := d.layout()
+	return err
+}
+
+// layout is a study's blocks: per block its readers and cases (indexes
+// into Data), and per reader its block. A fully crossed study is one
+// block of every reader and case.
+type layout struct {
+	readerBlock []int   // per reader
+	readers     [][]int // per block
+	cases       [][]int // per block
+	crossed     bool    // one block of all the cases, in Data's order
+}
+
+// blocks is the number of blocks.
+func (l *layout) blocks() int { return len(l.readers) }
+
+// maxCases is the largest block's number of cases.
+func (l *layout) maxCases() int {
+	m := 0
+	for _, cs := range l.cases {
+		m = max(m, len(cs))
+	}
+	return m
+}
+
+// withinPairs is the number of ordered pairs of distinct readers in the
+// same block: r(r − 1) when fully crossed.
+func (l *layout) withinPairs() int {
+	n := 0
+	for _, rs := range l.readers {
+		n += len(rs) * (len(rs) - 1)
+	}
+	return n
+}
+
+// block is reader j's scores and the truth of the cases of its block.
+func (l *layout) block(j int, s []float64, truth []int) ([]float64, []int) {
+	if l.crossed {
+		return s, truth
+	}
+	ks := l.cases[l.readerBlock[j]]
+	sub := make([]float64, len(ks))
+	var tr []int
+	if truth != nil {
+		tr = make([]int, len(ks))
+	}
+	for n, k := range ks {
+		sub[n] = s[k]
+		if truth != nil {
+			tr[n] = truth[k]
+		}
+	}
+	return sub, tr
+}
+
+// layout checks the study and returns its blocks.
+func (d *Data) layout() (*layout, error) {
 	t, r, c := len(d.Modalities), len(d.Readers), len(d.Cases)
 	if t < 1 {
-		return errors.New("no modality")
+		return nil, errors.New("no modality")
 	}
 	if r < 2 {
-		return fmt.Errorf("%d reader(s): at least 2 are needed", r)
+		return nil, fmt.Errorf("%d reader(s): at least 2 are needed", r)
 	}
 	if len(d.Scores) != t {
-		return fmt.Errorf("scores for %d modalities, want %d", len(d.Scores), t)
+		return nil, fmt.Errorf("scores for %d modalities, want %d", len(d.Scores), t)
+	}
+	l := &layout{readerBlock: make([]int, r)}
+	if d.Blocks == nil {
+		l.crossed = true
+		l.readers = [][]int{make([]int, r)}
+		l.cases = [][]int{make([]int, c)}
+		for j := range r {
+			l.readers[0][j] = j
+		}
+		for k := range c {
+			l.cases[0][k] = k
+		}
+	} else {
+		nb := len(d.Blocks)
+		if nb < 1 {
+			return nil, errors.New("a split-plot study with no block")
+		}
+		if len(d.ReaderBlock) != r || len(d.CaseBlock) != c {
+			return nil, fmt.Errorf("blocks for %d readers and %d cases, want %d and %d", len(d.ReaderBlock), len(d.CaseBlock), r, c)
+		}
+		l.readers, l.cases = make([][]int, nb), make([][]int, nb)
+		for j, b := range d.ReaderBlock {
+			if b < 0 || b >= nb {
+				return nil, fmt.Errorf("reader %s: block %d, want 0 to %d", d.Readers[j], b, nb-1)
+			}
+			l.readerBlock[j] = b
+			l.readers[b] = append(l.readers[b], j)
+		}
+		for k, b := range d.CaseBlock {
+			if b < 0 || b >= nb {
+				return nil, fmt.Errorf("case %s: block %d, want 0 to %d", d.Cases[k], b, nb-1)
+			}
+			l.cases[b] = append(l.cases[b], k)
+		}
+		for b := range nb {
+			// Two readers a block at least: the covariance of two
+			// readers' figures over shared cases (Cov2, Cov3) is
+			// estimated within blocks.
+			if len(l.readers[b]) < 2 {
+				return nil, fmt.Errorf("block %s: %d reader(s): a split-plot study needs at least 2 readers in every block", d.Blocks[b], len(l.readers[b]))
+			}
+		}
+		if d.Truth != nil && len(d.Truth) != c {
+			return nil, fmt.Errorf("truth for %d cases, want %d", len(d.Truth), c)
+		}
+		// One block of every case in order is the fully crossed study.
+		if nb == 1 {
+			l.crossed = true
+			for n, k := range l.cases[0] {
+				if n != k {
+					l.crossed = false
+				}
+			}
+		}
 	}
 	for i := range d.Scores {
 		if len(d.Scores[i]) != r {
-			return fmt.Errorf("modality %s: scores for %d readers, want %d", d.Modalities[i], len(d.Scores[i]), r)
+			return nil, fmt.Errorf("modality %s: scores for %d readers, want %d", d.Modalities[i], len(d.Scores[i]), r)
 		}
 		for j, s := range d.Scores[i] {
 			if len(s) != c {
-				return fmt.Errorf("modality %s, reader %s: %d scores, want %d", d.Modalities[i], d.Readers[j], len(s), c)
+				return nil, fmt.Errorf("modality %s, reader %s: %d scores, want %d", d.Modalities[i], d.Readers[j], len(s), c)
 			}
-			if err := d.FOM.check(s, d.Truth); err != nil {
-				return fmt.Errorf("modality %s, reader %s: %w", d.Modalities[i], d.Readers[j], err)
+			sub, truth := l.block(j, s, d.Truth)
+			if err := d.FOM.check(sub, truth); err != nil {
+				return nil, fmt.Errorf("modality %s, reader %s: %w", d.Modalities[i], d.Readers[j], err)
 			}
 		}
 	}
-	return nil
+	return l, nil
 }
 
 // Analyze runs the three OR analyses of a study at level alpha (0: the
@@ -228,7 +359,8 @@ func AnalyzeWith(d *Data, opt Options) (*Analysis, error) {
 	if !(alpha > 0 && alpha < 1) {
 		return nil, fmt.Errorf("alpha %v: want a level between 0 and 1", alpha)
 	}
-	if err := d.check(); err != nil {
+	l, err := d.layout()
+	if err != nil {
 		return nil, err
 	}
 	t, r, c := len(d.Modalities), len(d.Readers), len(d.Cases)
@@ -242,49 +374,77 @@ func AnalyzeWith(d *Data, opt Options) (*Analysis, error) {
 	for i, byReader := range d.Scores {
 		theta[i] = make([]float64, r)
 		for j, s := range byReader {
-			f := figure{dev: make([]float64, c)}
-			f.theta = d.FOM.value(s, d.Truth, f.dev)
+			s, truth := l.block(j, s, d.Truth)
+			f := figure{dev: make([]float64, len(s))}
+			f.theta = d.FOM.value(s, truth, f.dev)
 			theta[i][j] = f.theta
 			figs = append(figs, f)
 			progress(1)
 		}
 	}
-	cov := covMatrix(figs, progress)
+	// Figures of readers of different blocks share no case: their
+	// covariance is 0 by design, not estimated.
+	var figBlock []int
+	if !l.crossed {
+		figBlock = make([]int, 0, t*r)
+		for range t {
+			figBlock = append(figBlock, l.readerBlock...)
+		}
+	}
+	cov := covMatrix(figs, figBlock, progress)
 	a := &Analysis{FOM: d.FOM, Alpha: alpha, Modalities: d.Modalities, Readers: d.Readers, NCases: c, Theta: theta}
+	if d.Blocks != nil {
+		a.Blocks = d.Blocks
+		for b := range l.blocks() {
+			a.BlockReaders = append(a.BlockReaders, len(l.readers[b]))
+			a.BlockCases = append(a.BlockCases, len(l.cases[b]))
+		}
+	}
 	a.ModalityMeans = make([]float64, t)
 	for i := range theta {
 		a.ModalityMeans[i] = meanOf(theta[i])
 	}
-	ms := meanSquares(theta)
-	cs := covSums(cov, r, c)
-	cv := Components{MST: ms.t, MSR: ms.r, MSTR: ms.tr, Var: cs.v, Cov1: cs.c1, Cov2: cs.c2, Cov3: cs.c3}
+	ft, fr := float64(t), float64(r)
+	// The design's coefficients. pairs is the number of ordered pairs of
+	// readers in the same block, r(r − 1) when fully crossed; then
+	// pairsPerReader is r − 1, nEff r and w 1, exactly, so that one block
+	// gives the fully crossed analysis to the last bit.
+	pairs := float64(l.withinPairs())
+	pairsPerReader := pairs / fr
+	nEff := 1 + pairsPerReader
+	w := pairs / (fr * (fr - 1))
+	ms := meanSquares(theta, l)
+	cs := covSums(cov, r, l.maxCases(), l.readerBlock, w)
+	cv := Components{MST: ms.t, MSR: ms.r, MSTR: ms.tr, MSTRG: ms.trg, Var: cs.v, Cov1: cs.c1, Cov2: cs.c2, Cov3: cs.c3}
 	// The constrained Cov2 − Cov3 of every analysis: as a variance part it
 	// cannot be negative.
 	c23 := math.Max(cs.c2MinusC3, 0)
-	cv.VarTR = ms.tr - cs.vMinusC1 + c23
+	cv.VarTR = ms.trg - cs.vMinusC1 + c23
 	cv.VarR = (ms.r - cv.VarTR - cs.vMinusC2 - float64(t-1)*cs.c1MinusC3) / float64(t)
 	a.Components = cv
-	ft, fr := float64(t), float64(r)
+	dfTRG := (ft - 1) * (fr - float64(l.blocks()))
 
-	// Random readers, random cases: the denominator MS(T×R) + r·max(Cov2−Cov3, 0),
-	// its degrees of freedom by Satterthwaite (Hillis 2008).
-	den := ms.tr + fr*c23
-	ddf := satterthwaite(den, ms.tr, (ft-1)*(fr-1))
+	// Random readers, random cases: the denominator MS(T×R(G)) +
+	// nEff·max(Cov2−Cov3, 0) (fully crossed: MS(T×R) + r·max(Cov2−Cov3, 0)),
+	// its degrees of freedom by Satterthwaite (Hillis 2008, 2014).
+	den := ms.trg + nEff*c23
+	ddf := satterthwaite(den, ms.trg, dfTRG)
 	rrrc := Design{Name: RRRC, Test: fTest(ms.t, den, ft-1, ddf)}
 	rrrc.Diffs = diffs(a, 2*den/fr, ddf)
 
 	// Fixed readers, random cases: chi-square on t−1 degrees of freedom,
-	// the denominator Var − Cov1 + (r − 1)·max(Cov2 − Cov3, 0).
-	denF := math.Max(cs.vMinusC1, 0) + (fr-1)*c23
+	// the denominator Var − Cov1 + pairsPerReader·max(Cov2 − Cov3, 0)
+	// (fully crossed: (r − 1)·max(Cov2 − Cov3, 0)).
+	denF := math.Max(cs.vMinusC1, 0) + pairsPerReader*c23
 	frrc := Design{Name: FRRC, Test: chi2Test((ft-1)*ms.t, denF, ft-1)}
 	frrc.Diffs = diffs(a, 2*denF/fr, math.Inf(1))
 
-	// Random readers, fixed cases: F on MS(T×R).
-	rrfc := Design{Name: RRFC, Test: fTest(ms.t, ms.tr, ft-1, (ft-1)*(fr-1))}
-	rrfc.Diffs = diffs(a, 2*ms.tr/fr, (ft-1)*(fr-1))
+	// Random readers, fixed cases: F on MS(T×R(G)).
+	rrfc := Design{Name: RRFC, Test: fTest(ms.t, ms.trg, ft-1, dfTRG)}
+	rrfc.Diffs = diffs(a, 2*ms.trg/fr, dfTRG)
 
 	for i, m := range d.Modalities {
-		ps := modalityPanel(theta[i], cov, i, r, c)
+		ps := modalityPanel(theta[i], cov, i, r, l.maxCases(), l.readerBlock)
 		rrrc.Means = append(rrrc.Means, Mean{m, ps.rrrc(alpha)})
 		frrc.Means = append(frrc.Means, Mean{m, ps.frrc(alpha)})
 		rrfc.Means = append(rrfc.Means, Mean{m, ps.rrfc(alpha)})
@@ -300,8 +460,9 @@ func AnalyzeWith(d *Data, opt Options) (*Analysis, error) {
 
 // covMatrix is the jackknife covariance of every pair of figures,
 // (c − 1)/c · Σ_k dev_a[k]·dev_b[k], in a symmetric matrix; progress
-// counts one unit per row.
-func covMatrix(figs []figure, progress func(int)) [][]float64 {
+// counts one unit per row. With block (per figure; nil: one block), the
+// figures of different blocks are left at covariance 0.
+func covMatrix(figs []figure, block []int, progress func(int)) [][]float64 {
 	n := len(figs)
 	cov := make([][]float64, n)
 	for a := range cov {
@@ -311,6 +472,9 @@ func covMatrix(figs []figure, progress func(int)) [][]float64 {
 		da := figs[a].dev
 		c := float64(len(da))
 		for b := a; b < n; b++ {
+			if block != nil && block[a] != block[b] {
+				continue
+			}
 			db := figs[b].dev[:len(da)]
 			// Four running sums: shorter chains of rounding, and a loop
 			// the processor pipelines.
@@ -341,8 +505,12 @@ type covariances struct {
 }
 
 // covSums averages the covariance matrix of the t·r figures (index
-// i·r + j) over the four kinds of pair.
-func covSums(cov [][]float64, r, c int) covariances {
+// i·r + j) over the four kinds of pair; pairs of different readers count
+// only within a block (readerBlock, per reader). c is the largest block's
+// number of cases. w (1 when fully crossed) is the share of the pairs of
+// distinct readers that share a block: Var − Cov2 and Cov1 − Cov3 enter
+// MS(R) as Var − w·Cov2 and Cov1 − w·Cov3.
+func covSums(cov [][]float64, r, c int, readerBlock []int, w float64) covariances {
 	var s [4]float64
 	var n [4]int
 	maxVar := 0.0
@@ -350,6 +518,9 @@ func covSums(cov [][]float64, r, c int) covariances {
 		maxVar = math.Max(maxVar, cov[a][a])
 		for b := range cov {
 			sameT, sameR := a/r == b/r, a%r == b%r
+			if !sameR && readerBlock[a%r] != readerBlock[b%r] {
+				continue
+			}
 			k := 3
 			switch {
 			case sameT && sameR:
@@ -373,18 +544,19 @@ func covSums(cov [][]float64, r, c int) covariances {
 	tol := covTol(c, len(cov)*len(cov), maxVar)
 	cs.c2MinusC3 = zeroWithin(cs.c2-cs.c3, tol)
 	cs.vMinusC1 = zeroWithin(cs.v-cs.c1, tol)
-	cs.vMinusC2 = zeroWithin(cs.v-cs.c2, tol)
-	cs.c1MinusC3 = zeroWithin(cs.c1-cs.c3, tol)
+	cs.vMinusC2 = zeroWithin(cs.v-w*cs.c2, tol)
+	cs.c1MinusC3 = zeroWithin(cs.c1-w*cs.c3, tol)
 	return cs
 }
 
-// mss are the mean squares of a t × r table of figures.
-type mss struct{ t, r, tr float64 }
+// mss are the mean squares of a t × r table of figures; trg is the
+// modality × reader-within-block mean square (tr when one block).
+type mss struct{ t, r, tr, trg float64 }
 
-// meanSquares are MS(T), MS(R) and MS(T×R), each 0 when its deviations
-// are rounding residue (figureTol); MS(T) and MS(T×R) are NaN with one
-// modality.
-func meanSquares(theta [][]float64) mss {
+// meanSquares are MS(T), MS(R), MS(T×R) and MS(T×R(G)), each 0 when its
+// deviations are rounding residue (figureTol); MS(T), MS(T×R) and
+// MS(T×R(G)) are NaN with one modality.
+func meanSquares(theta [][]float64, l *layout) mss {
 	t, r := len(theta), len(theta[0])
 	ft, fr := float64(t), float64(r)
 	mi := make([]float64, t)
@@ -420,13 +592,45 @@ func meanSquares(theta [][]float64) mss {
 			devTR = append(devTR, v-mi[i]-mj[j]+grand)
 		}
 	}
-	ms := mss{t: math.NaN(), tr: math.NaN()}
+	ms := mss{t: math.NaN(), tr: math.NaN(), trg: math.NaN()}
 	ms.r = ft / (fr - 1) * sumSquaresOrZero(devR, tol)
 	if t > 1 {
 		ms.t = fr / (ft - 1) * sumSquaresOrZero(devT, tol)
 		ms.tr = sumSquaresOrZero(devTR, tol) / ((ft - 1) * (fr - 1))
+		ms.trg = ms.tr
+		if l.blocks() > 1 {
+			ms.trg = trWithinBlocks(theta, mj, l, tol)
+		}
 	}
 	return ms
+}
+
+// trWithinBlocks is MS(T×R(G)): the modality × reader interaction within
+// each block (the figure less its modality's mean over the block's
+// readers, less its reader's mean, plus the block's grand mean), summed
+// over blocks, on (t − 1)(r − B) degrees of freedom.
+func trWithinBlocks(theta [][]float64, readerMean []float64, l *layout, tol float64) float64 {
+	t, r := len(theta), len(theta[0])
+	devs := make([]float64, 0, t*r)
+	for _, readers := range l.readers {
+		fb := float64(len(readers))
+		mib := make([]float64, t)
+		var grand float64
+		for i := range theta {
+			for _, j := range readers {
+				mib[i] += theta[i][j]
+			}
+			grand += mib[i]
+			mib[i] /= fb
+		}
+		grand /= float64(t) * fb
+		for i := range theta {
+			for _, j := range readers {
+				devs = append(devs, theta[i][j]-mib[i]-readerMean[j]+grand)
+			}
+		}
+	}
+	return sumSquaresOrZero(devs, tol) / (float64(t-1) * float64(r-l.blocks()))
 }
 
 func meanOf(xs []float64) float64 {
@@ -439,26 +643,32 @@ func meanOf(xs []float64) float64 {
 
 // panel are one modality's statistics over its r readers: the mean
 // figure, MS(R), and the jackknife Var and Cov2 within the modality, each
-// 0 when within rounding of 0.
+// 0 when within rounding of 0, Cov2 averaged over the pairs of readers of
+// the same block. w is the share of the r(r − 1) ordered pairs of readers
+// that share a block and pj the number of such pairs per reader: 1 and
+// r − 1 when fully crossed.
 type panel struct {
 	r                   float64
 	mean, msr, vr, cov2 float64
+	w, pj               float64
 }
 
-// modalityPanel is modality i's panel from the study's covariance matrix.
-func modalityPanel(theta []float64, cov [][]float64, i, r, c int) panel {
+// modalityPanel is modality i's panel from the study's covariance matrix
+// (readerBlock per reader; c the largest block's number of cases).
+func modalityPanel(theta []float64, cov [][]float64, i, r, c int, readerBlock []int) panel {
 	sub := make([][]float64, r)
 	for j := range sub {
 		sub[j] = cov[i*r+j][i*r : i*r+r]
 	}
-	return panelOf(theta, sub, c, 0, 0)
+	return panelOf(theta, sub, c, 0, 0, readerBlock)
 }
 
 // panelOf is the panel of figures theta with covariance matrix cov over
 // c cases. minScale and minVar raise the scales of the rounding bounds
 // when the figures are differences of others (ModelVersusPanel): their
-// rounding is that of the figures they came from.
-func panelOf(theta []float64, cov [][]float64, c int, minScale, minVar float64) panel {
+// rounding is that of the figures they came from. readerBlock (nil: one
+// block) says which pairs of readers share cases.
+func panelOf(theta []float64, cov [][]float64, c int, minScale, minVar float64, readerBlock []int) panel {
 	r := len(theta)
 	p := panel{r: float64(r), mean: meanOf(theta)}
 	scale, maxVar := minScale, minVar
@@ -472,9 +682,10 @@ func panelOf(theta []float64, cov [][]float64, c int, minScale, minVar float64) 
 	var nc int
 	for j := range cov {
 		for j2 := range cov {
-			if j == j2 {
+			switch {
+			case j == j2:
 				p.vr += cov[j][j]
-			} else {
+			case readerBlock == nil || readerBlock[j] == readerBlock[j2]:
 				p.cov2 += cov[j][j2]
 				nc++
 			}
@@ -482,22 +693,24 @@ func panelOf(theta []float64, cov [][]float64, c int, minScale, minVar float64) 
 	}
 	p.vr /= p.r
 	p.cov2 = zeroWithin(p.cov2/float64(nc), covTol(c, r*r, maxVar))
+	p.w = float64(nc) / (p.r * (p.r - 1))
+	p.pj = float64(nc) / p.r
 	return p
 }
 
 // rrrc is the one-modality random-readers random-cases interval of the
-// panel's mean (Hillis 2007): variance MS(R)/r + max(Cov2, 0), degrees of
-// freedom (MS(R) + r·max(Cov2, 0))² / (MS(R)²/(r−1)).
+// panel's mean (Hillis 2007): variance MS(R)/r + w·max(Cov2, 0), degrees
+// of freedom (MS(R) + r·w·max(Cov2, 0))² / (MS(R)²/(r−1)).
 func (p panel) rrrc(alpha float64) Interval {
-	c2 := math.Max(p.cov2, 0)
+	c2 := p.w * math.Max(p.cov2, 0)
 	df := satterthwaite(p.msr+p.r*c2, p.msr, p.r-1)
 	return interval(p.mean, p.msr/p.r+c2, df, alpha, false)
 }
 
 // frrc is the one-modality fixed-readers interval: variance
-// Var/r + (r − 1)/r·max(Cov2, 0), the normal.
+// Var/r + pj/r·max(Cov2, 0) (pj = r − 1 fully crossed), the normal.
 func (p panel) frrc(alpha float64) Interval {
-	return interval(p.mean, p.vr/p.r+(p.r-1)/p.r*math.Max(p.cov2, 0), math.Inf(1), alpha, false)
+	return interval(p.mean, p.vr/p.r+p.pj/p.r*math.Max(p.cov2, 0), math.Inf(1), alpha, false)
 }
 
 // rrfc is the one-modality fixed-cases interval: variance MS(R)/r on

@@ -54,7 +54,11 @@ func num(x float64, prec int) string {
 func (a *Analysis) Text(w io.Writer) error {
 	pct := int(math.Round(100 * (1 - a.Alpha)))
 	var b strings.Builder
-	fmt.Fprintf(&b, "Obuchowski–Rockette MRMC analysis, figure of merit %s: %d modalities, %d readers, %d cases\n\n", a.FOM, len(a.Modalities), len(a.Readers), a.NCases)
+	fmt.Fprintf(&b, "Obuchowski–Rockette MRMC analysis, figure of merit %s: %d modalities, %d readers, %d cases\n", a.FOM, len(a.Modalities), len(a.Readers), a.NCases)
+	if a.Blocks != nil {
+		fmt.Fprintf(&b, "Design: %s (%s); covariances estimated within blocks\n", a.DesignName(), a.blockSizes())
+	}
+	b.WriteString("\n")
 	b.WriteString("Figure of merit per reader (rows) and modality (columns)\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  reader\t%s\n", strings.Join(a.Modalities, "\t"))
@@ -77,7 +81,10 @@ func (a *Analysis) Text(w io.Writer) error {
 	for _, c := range []struct {
 		name string
 		v    float64
-	}{{"MS(T)", a.MST}, {"MS(R)", a.MSR}, {"MS(T×R)", a.MSTR}, {"Var", a.Var}, {"Cov1", a.Cov1}, {"Cov2", a.Cov2}, {"Cov3", a.Cov3}} {
+	}{{"MS(T)", a.MST}, {"MS(R)", a.MSR}, {"MS(T×R)", a.MSTR}, {"MS(T×R(G))", a.MSTRG}, {"Var", a.Var}, {"Cov1", a.Cov1}, {"Cov2", a.Cov2}, {"Cov3", a.Cov3}} {
+		if c.name == "MS(T×R(G))" && a.Blocks == nil {
+			continue
+		}
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, num(c.v, 8))
 	}
 	for _, d := range a.Designs {
@@ -132,6 +139,25 @@ func (a *Analysis) Text(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// DesignName is the study's design in words: "fully crossed", or
+// "split-plot, B blocks".
+func (a *Analysis) DesignName() string {
+	if a.Blocks == nil {
+		return "fully crossed"
+	}
+	return "split-plot, " + plural(len(a.Blocks), "block")
+}
+
+// blockSizes lists the blocks' readers and cases: "block 1: 4 readers,
+// 50 cases; ...".
+func (a *Analysis) blockSizes() string {
+	parts := make([]string, len(a.Blocks))
+	for b, name := range a.Blocks {
+		parts[b] = fmt.Sprintf("block %s: %s, %s", name, plural(a.BlockReaders[b], "reader"), plural(a.BlockCases[b], "case"))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // csvNum formats a number for the CSV files: shortest round-trip form,
@@ -269,6 +295,11 @@ func (a *Analysis) Files() map[string][]byte {
 		Margin       jnum `json:"margin"`
 		PNonInferior jnum `json:"p_noninferiority"`
 	}
+	type jBlock struct {
+		Name    string `json:"name"`
+		Readers int    `json:"n_readers"`
+		Cases   int    `json:"n_cases"`
+	}
 	type jFOM struct {
 		Modality string `json:"modality"`
 		Reader   string `json:"reader"`
@@ -285,10 +316,21 @@ func (a *Analysis) Files() map[string][]byte {
 		Designs    []jDesign       `json:"analyses"`
 		Means      map[string]jnum `json:"modality_means"`
 		Standalone []jStandalone   `json:"standalone,omitempty"`
+		Design     string          `json:"design,omitempty"`
+		Blocks     []jBlock        `json:"blocks,omitempty"`
 	}{FOM: string(a.FOM), Alpha: a.Alpha, Modalities: a.Modalities, Readers: a.Readers, NCases: a.NCases,
 		Components: map[string]jnum{"ms_t": jnum(a.MST), "ms_r": jnum(a.MSR), "ms_tr": jnum(a.MSTR), "var": jnum(a.Var), "cov1": jnum(a.Cov1), "cov2": jnum(a.Cov2), "cov3": jnum(a.Cov3),
 			"var_r": jnum(a.VarR), "var_tr": jnum(a.VarTR)},
 		Means: map[string]jnum{}}
+	if a.Blocks != nil {
+		// Only a split-plot study says its design: the files of a fully
+		// crossed one are as they always were.
+		doc.Design = "split-plot"
+		doc.Components["ms_trg"] = jnum(a.MSTRG)
+		for b, name := range a.Blocks {
+			doc.Blocks = append(doc.Blocks, jBlock{name, a.BlockReaders[b], a.BlockCases[b]})
+		}
+	}
 	for i, m := range a.Modalities {
 		doc.Means[m] = jnum(a.ModalityMeans[i])
 		for j, r := range a.Readers {

@@ -20,7 +20,7 @@ func PanelMean(fom FOM, scores [][]float64, truth []int, alpha float64) (Interva
 	for j, f := range figs {
 		theta[j] = f.theta
 	}
-	return panelOf(theta, covMatrix(figs, func(int) {}), len(scores[0]), 0, 0).rrrc(alpha), nil
+	return panelOf(theta, covMatrix(figs, nil, func(int) {}), len(scores[0]), 0, 0, nil).rrrc(alpha), nil
 }
 
 // Standalone is an algorithm's figure of merit minus a reader panel's
@@ -81,7 +81,7 @@ func ModelVersusPanel(fom FOM, model []float64, scores [][]float64, truth []int,
 	}
 	c := len(model)
 	maxVar *= float64(c-1) / float64(c)
-	p := panelOf(dTheta, covMatrix(diff, func(int) {}), c, scale, maxVar)
+	p := panelOf(dTheta, covMatrix(diff, nil, func(int) {}), c, scale, maxVar, nil)
 	iv := p.rrrc(alpha)
 	// rrrc leaves P out (a mean); a difference has one.
 	if !math.IsNaN(iv.Lo) {
@@ -139,6 +139,9 @@ type StandaloneRow struct {
 // returns the study of the other readers and, per modality, the
 // algorithm against them (ModelVersusPanel with the margin).
 func SplitAlgorithm(d *Data, algorithm string, margin, alpha float64) (*Data, []StandaloneRow, error) {
+	if d.Blocks != nil {
+		return nil, nil, fmt.Errorf("algorithm %q in a split-plot study: the algorithm against the readers is computed for fully crossed studies only", algorithm)
+	}
 	idx := -1
 	for j, r := range d.Readers {
 		if r == algorithm {

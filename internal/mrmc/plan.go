@@ -61,6 +61,7 @@ func ParsePilot(r io.Reader, name string) (*Pilot, error) {
 		NCases     *int                `json:"n_cases"`
 		Components map[string]pilotNum `json:"components"`
 		Means      map[string]pilotNum `json:"modality_means"`
+		Blocks     []struct{}          `json:"blocks"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %v (want the mrmc.json that chexpercept mrmc writes)", name, err)
@@ -78,7 +79,7 @@ func ParsePilot(r io.Reader, name string) (*Pilot, error) {
 		}
 		return float64(v), nil
 	}
-	p := &Pilot{Modalities: doc.Modalities, Readers: len(doc.Readers), Cases: *doc.NCases, Difference: math.NaN()}
+	p := &Pilot{Modalities: doc.Modalities, Readers: len(doc.Readers), Cases: pilotCases(*doc.NCases, len(doc.Blocks)), Difference: math.NaN()}
 	if doc.FOM != "" {
 		f, err := ParseFOM(doc.FOM)
 		if err != nil {
@@ -97,7 +98,11 @@ func ParsePilot(r io.Reader, name string) (*Pilot, error) {
 	if v, ok := doc.Components["var_tr"]; ok {
 		p.VarTR = float64(v)
 	} else {
-		msTR, err := comp("ms_tr")
+		key := "ms_tr"
+		if len(doc.Blocks) > 1 {
+			key = "ms_trg" // a split-plot pilot: the interaction within blocks
+		}
+		msTR, err := comp(key)
 		if err != nil {
 			return nil, fmt.Errorf("%s (nor var_tr)", err)
 		}
@@ -277,6 +282,9 @@ func (pl *Plan) Text(w io.Writer, source, effectFrom string) error {
 			fmtNum(pl.Margin), pct, pl.modalityPair(), fmtNum(pl.Margin), fmtNum(alpha/2))
 	} else {
 		b.WriteString("  test: equal modalities, two-sided\n")
+	}
+	if pl.blocks() > 1 {
+		fmt.Fprintf(&b, "  design: split-plot, %d blocks: readers and cases split evenly, each block's readers read its cases only\n", pl.blocks())
 	}
 	if len(pl.Results) > 0 {
 		switch {

@@ -64,22 +64,34 @@ type Pilot struct {
 
 // PilotFromAnalysis takes an analysis of two or more modalities as a
 // pilot. VarTR is MS(T×R) − Var + Cov1 + max(Cov2 − Cov3, 0) (Hillis et
-// al. 2011, eq. 9); the observed difference is known for two modalities
+// al. 2011, eq. 9; MS(T×R(G)) for a split-plot pilot, whose components
+// are over a block's cases); the observed difference is known for two modalities
 // only (with more, which pair a study compares is the user's choice).
 func PilotFromAnalysis(a *Analysis) (*Pilot, error) {
 	if len(a.Modalities) < 2 {
 		return nil, fmt.Errorf("the pilot has %d modality: a plan needs two to compare (Cov1, Cov3 and VarTR come from them)", len(a.Modalities))
 	}
 	p := &Pilot{
-		FOM: a.FOM, Modalities: a.Modalities, Readers: len(a.Readers), Cases: a.NCases,
+		FOM: a.FOM, Modalities: a.Modalities, Readers: len(a.Readers), Cases: pilotCases(a.NCases, len(a.Blocks)),
 		Var: a.Var, Cov1: a.Cov1, Cov2: a.Cov2, Cov3: a.Cov3,
-		VarTR:      a.MSTR - a.Var + a.Cov1 + math.Max(a.Cov2-a.Cov3, 0),
+		VarTR:      a.MSTRG - a.Var + a.Cov1 + math.Max(a.Cov2-a.Cov3, 0),
 		Difference: math.NaN(),
 	}
 	if len(a.Modalities) == 2 {
 		p.Difference = a.ModalityMeans[0] - a.ModalityMeans[1]
 	}
 	return p, p.Check()
+}
+
+// pilotCases is the number of cases a pilot's components are estimated
+// over: all of them when fully crossed (blocks 0), a block's share in a
+// split-plot pilot (the mean block, rounded), whose covariances are
+// estimated within blocks.
+func pilotCases(cases, blocks int) int {
+	if blocks < 2 {
+		return cases
+	}
+	return int(math.Round(float64(cases) / float64(blocks)))
 }
 
 // Check validates the components and the pilot's number of cases.
@@ -114,8 +126,12 @@ func (p *Pilot) Constraints() []string {
 	return notes
 }
 
-// Hypothesis is what a planned study tests.
+// Hypothesis is what a planned study tests, and its layout.
 type Hypothesis struct {
+	// Blocks > 1 plans a split-plot study: the readers and the cases
+	// split evenly into Blocks blocks, the readers of a block reading its
+	// cases only. 0 or 1: fully crossed.
+	Blocks int
 	// Effect is the difference of the two modalities' figures of merit
 	// the study should detect (first − second).
 	Effect float64
@@ -143,6 +159,31 @@ func (h Hypothesis) check() error {
 	}
 	if !(h.Margin >= 0) || math.IsInf(h.Margin, 1) {
 		return fmt.Errorf("non-inferiority margin %v: want 0 (none) or more", h.Margin)
+	}
+	if h.Blocks < 0 {
+		return fmt.Errorf("blocks %d: want 1 (fully crossed) or more", h.Blocks)
+	}
+	return nil
+}
+
+// blocks is the number of blocks: 1 when fully crossed.
+func (h Hypothesis) blocks() int { return max(h.Blocks, 1) }
+
+// checkSize checks a planned study's readers and cases against its
+// blocks: two readers and two cases a block at least.
+func (h Hypothesis) checkSize(readers, cases int) error {
+	b := h.blocks()
+	if readers < minPlanSize*b {
+		if b == 1 {
+			return fmt.Errorf("readers %d: a study needs at least %d", readers, minPlanSize)
+		}
+		return fmt.Errorf("readers %d: a study of %d blocks needs at least %d (2 a block)", readers, b, minPlanSize*b)
+	}
+	if cases < minPlanSize*b {
+		if b == 1 {
+			return fmt.Errorf("cases %d: a study needs at least %d", cases, minPlanSize)
+		}
+		return fmt.Errorf("cases %d: a study of %d blocks needs at least %d (2 a block)", cases, b, minPlanSize*b)
 	}
 	return nil
 }
@@ -178,11 +219,8 @@ func (p *Pilot) Power(analysis string, readers, cases int, h Hypothesis) (Power,
 	if err := checkAnalysis(analysis); err != nil {
 		return Power{}, err
 	}
-	if readers < minPlanSize {
-		return Power{}, fmt.Errorf("readers %d: a study needs at least %d", readers, minPlanSize)
-	}
-	if cases < minPlanSize {
-		return Power{}, fmt.Errorf("cases %d: a study needs at least %d", cases, minPlanSize)
+	if err := h.checkSize(readers, cases); err != nil {
+		return Power{}, err
 	}
 	return p.power(analysis, readers, cases, h, newCriticals())
 }
@@ -196,15 +234,27 @@ func checkAnalysis(analysis string) error {
 	return fmt.Errorf("analysis %q: want %q, %q or %q", analysis, RRRC, FRRC, RRFC)
 }
 
-// crossed is the fully crossed design's share of the pilot's error terms:
-// every reader reads all K cases, so the J readers share them. It returns
+// design is the planned study's share of the pilot's error terms. With
+// B blocks each block's readers read its K/B cases, so the components,
+// estimated over K* cases, scale by x = B·K*/K; the J readers' errors are
+// correlated (Cov2, Cov3) only within a block, for P/J pairs of readers
+// per reader, P = Σ_b J_b(J_b − 1) (J − 1 when fully crossed). It returns
 // the case part of the variance of a difference (times J/2) and the case
-// part of the expected MS(T×R), both at K cases: x·(Var − Cov1 + (J − 1)·c)
-// and x·(Var − Cov1 − c).
-func (p *Pilot) crossed(readers, cases float64) (caseVar, caseVarTR float64) {
-	x := float64(p.Cases) / cases
+// part of the expected MS(T×R(G)), both at K cases:
+// x·(Var − Cov1 + (P/J)·c) and x·(Var − Cov1 − c).
+func (p *Pilot) design(readers, cases int, blocks int) (caseVar, caseVarTR float64) {
+	fr := float64(readers)
+	x := float64(p.Cases) * float64(blocks) / float64(cases)
+	pairs := 0
+	for b := range blocks {
+		jb := readers / blocks
+		if b < readers%blocks {
+			jb++
+		}
+		pairs += jb * (jb - 1)
+	}
 	c := math.Max(p.Cov2-p.Cov3, 0)
-	return x * (p.Var - p.Cov1 + (readers-1)*c), x * (p.Var - p.Cov1 - c)
+	return x * (p.Var - p.Cov1 + float64(pairs)/fr*c), x * (p.Var - p.Cov1 - c)
 }
 
 // criticals caches the critical values of a search, whose df repeat.
@@ -225,20 +275,22 @@ func (cs criticals) get(kind, alpha, df float64, f func() float64) float64 {
 // power evaluates one analysis; the inputs are checked.
 func (p *Pilot) power(analysis string, readers, cases int, h Hypothesis, cs criticals) (Power, error) {
 	fr := float64(readers)
-	caseVar, caseVarTR := p.crossed(fr, float64(cases))
+	caseVar, caseVarTR := p.design(readers, cases, h.blocks())
 	varTR := math.Max(p.VarTR, 0)
 	out := Power{Analysis: analysis, Readers: readers, Cases: cases, DF1: 1}
+	// MS(T×R(G)) has J − B degrees of freedom (J − 1 fully crossed).
+	dfTRG := float64(readers - h.blocks())
 	var den, df float64
 	switch analysis {
 	case RRRC:
 		den = varTR + caseVar
-		df = ratio(den*den*(fr-1), (varTR+caseVarTR)*(varTR+caseVarTR))
+		df = ratio(den*den*dfTRG, (varTR+caseVarTR)*(varTR+caseVarTR))
 	case FRRC:
 		den = caseVar
 		df = math.Inf(1)
 	case RRFC:
 		den = varTR + caseVarTR
-		df = fr - 1
+		df = dfTRG
 	}
 	if !(den > 0) {
 		return out, fmt.Errorf("%s with %d readers and %d cases: %w (the components give the difference a variance of %s)", analysis, readers, cases, ErrNoVariance, fmtNum(2*den/fr))
@@ -308,10 +360,10 @@ func (p *Pilot) SmallestCases(analysis string, readers int, target float64, h Hy
 	if err := p.checkSearch(analysis, target, h); err != nil {
 		return Power{}, err
 	}
-	if readers < minPlanSize {
-		return Power{}, fmt.Errorf("readers %d: a study needs at least %d", readers, minPlanSize)
+	if err := h.checkSize(readers, minPlanSize*h.blocks()); err != nil {
+		return Power{}, err
 	}
-	found, best, err := p.search(MaxPlanCases, target, func(k int, cs criticals) (Power, error) {
+	found, best, err := p.search(MaxPlanCases, h.blocks(), target, func(k int, cs criticals) (Power, error) {
 		return p.power(analysis, readers, k, h, cs)
 	})
 	if err != nil || found {
@@ -328,10 +380,10 @@ func (p *Pilot) SmallestReaders(analysis string, cases int, target float64, h Hy
 	if err := p.checkSearch(analysis, target, h); err != nil {
 		return Power{}, err
 	}
-	if cases < minPlanSize {
-		return Power{}, fmt.Errorf("cases %d: a study needs at least %d", cases, minPlanSize)
+	if err := h.checkSize(minPlanSize*h.blocks(), cases); err != nil {
+		return Power{}, err
 	}
-	found, best, err := p.search(MaxPlanReaders, target, func(j int, cs criticals) (Power, error) {
+	found, best, err := p.search(MaxPlanReaders, h.blocks(), target, func(j int, cs criticals) (Power, error) {
 		return p.power(analysis, j, cases, h, cs)
 	})
 	if err != nil || found {
@@ -364,16 +416,16 @@ func (p *Pilot) checkSearch(analysis string, target float64, h Hypothesis) error
 	return nil
 }
 
-// search walks n = 2, 3, ..., bound and stops at the first power at or
-// above the target. It walks rather than bisects because the power of the
+// search walks n = 2B, 3B, ..., bound (B = step, the blocks: a size that
+// splits evenly) and stops at the first power at or above the target. It walks rather than bisects because the power of the
 // random-readers analysis need not rise with the cases: more cases raise
 // the noncentrality but can lower Hillis' df. Without a hit it returns the
 // highest power met.
-func (p *Pilot) search(bound int, target float64, at func(n int, cs criticals) (Power, error)) (bool, Power, error) {
+func (p *Pilot) search(bound, step int, target float64, at func(n int, cs criticals) (Power, error)) (bool, Power, error) {
 	cs := newCriticals()
 	var best Power
 	best.Power = -1
-	for n := minPlanSize; n <= bound; n++ {
+	for n := minPlanSize * step; n <= bound; n += step {
 		pw, err := at(n, cs)
 		if err != nil {
 			return false, Power{}, err
@@ -398,7 +450,7 @@ func (p *Pilot) manyCasesLimit(analysis string, readers int, h Hypothesis) (floa
 	if analysis == FRRC || varTR == 0 {
 		return 1, ""
 	}
-	lim, err := p.limitPower(analysis, float64(readers), varTR, float64(readers-1), h)
+	lim, err := p.limitPower(analysis, float64(readers), varTR, float64(readers-h.blocks()), h)
 	if err != nil {
 		return math.NaN(), ""
 	}
@@ -413,8 +465,9 @@ func (p *Pilot) manyReadersLimit(analysis string, cases int, h Hypothesis) (floa
 	if analysis == RRFC || c == 0 {
 		return 1, ""
 	}
+	// With J → ∞: J·d²/(2D) → d²/(2·x·c), x = K*/K, whatever the
+	// blocks (each block's share of the readers grows with J).
 	x := float64(p.Cases) / float64(cases)
-	// With J → ∞: J·d²/(2D) → d²/(2·x·c).
 	lim, err := p.limitPower(analysis, 1, x*c, math.Inf(1), h)
 	if err != nil {
 		return math.NaN(), ""

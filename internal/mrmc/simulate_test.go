@@ -95,8 +95,9 @@ var (
 )
 
 // simDesigns are the studies simulated: a small, a middling and a large
-// fully crossed study.
-var simDesigns = []simDesign{{Readers: 4, Cases: 60, Blocks: 1}, {Readers: 6, Cases: 120, Blocks: 1}, {Readers: 10, Cases: 200, Blocks: 1}}
+// fully crossed study, and split-plot studies of 2 and 3 blocks.
+var simDesigns = []simDesign{{Readers: 4, Cases: 60, Blocks: 1}, {Readers: 6, Cases: 120, Blocks: 1}, {Readers: 10, Cases: 200, Blocks: 1},
+	{Readers: 8, Cases: 160, Blocks: 2}, {Readers: 6, Cases: 180, Blocks: 3}, {Readers: 12, Cases: 240, Blocks: 3}}
 
 // simSize is the number of studies per check: 2,000 in the default run,
 // 400 with -short, and CHEXPERCEPT_SIM_STUDIES when set (the figures in
@@ -130,12 +131,14 @@ func typeIBand(n int) (lo, hi float64) {
 // and counts p < alpha.
 func rejects(t *testing.T, m simModel, d simDesign, n int, alpha float64, r *rand.Rand) int {
 	t.Helper()
-	if d.Blocks != 1 {
-		t.Fatalf("%d blocks: the analysis of a split-plot study is not there yet", d.Blocks)
-	}
 	count := 0
 	for range n {
-		a, err := Analyze(m.draw(d, r)[0], alpha)
+		parts := m.draw(d, r)
+		study := parts[0]
+		if d.Blocks > 1 {
+			study = joinBlocks(t, parts)
+		}
+		a, err := Analyze(study, alpha)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,12 +154,12 @@ func rejects(t *testing.T, m simModel, d simDesign, n int, alpha float64, r *ran
 func TestSimulatedTypeIError(t *testing.T) {
 	n := simSize(t)
 	for _, d := range simDesigns {
-		r := rand.New(rand.NewPCG(41, uint64(d.Readers*1000+d.Cases)))
+		r := rand.New(rand.NewPCG(41, uint64(d.Readers*1000+d.Cases+(d.Blocks-1)*1_000_000)))
 		rate := float64(rejects(t, simNull, d, n, 0.05, r)) / float64(n)
 		lo, hi := typeIBand(n)
 		t.Logf("%d readers, %d cases, %d block(s): type I error %.4f over %d null studies (band %.4f–%.4f)", d.Readers, d.Cases, d.Blocks, rate, n, lo, hi)
 		if rate < lo || rate > hi {
-			t.Errorf("%d readers, %d cases: type I error %.4f over %d null studies, want %.3f–%.3f", d.Readers, d.Cases, rate, n, lo, hi)
+			t.Errorf("%d readers, %d cases, %d block(s): type I error %.4f over %d null studies, want %.3f–%.3f", d.Readers, d.Cases, d.Blocks, rate, n, lo, hi)
 		}
 	}
 }
@@ -194,19 +197,19 @@ func TestSimulatedPower(t *testing.T) {
 	t.Logf("model components over %d cases: Var %.6g, Cov1 %.6g, Cov2 %.6g, Cov3 %.6g, VarTR %.6g; effect %.5f",
 		pilot.Cases, pilot.Var, pilot.Cov1, pilot.Cov2, pilot.Cov3, pilot.VarTR, effect)
 	for _, d := range simDesigns {
-		pw, err := pilot.Power(RRRC, d.Readers, d.Cases, Hypothesis{Effect: effect})
+		pw, err := pilot.Power(RRRC, d.Readers, d.Cases, Hypothesis{Effect: effect, Blocks: d.Blocks})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := rand.New(rand.NewPCG(41, uint64(2+d.Readers*1000+d.Cases)))
+		r := rand.New(rand.NewPCG(41, uint64(2+d.Readers*1000+d.Cases+(d.Blocks-1)*1_000_000)))
 		simulated := float64(rejects(t, simAlternative, d, n, 0.05, r)) / float64(n)
 		tol := 0.05
 		if n < 2000 {
 			tol = math.Max(tol, 3.5*math.Sqrt(0.25/float64(n)))
 		}
-		t.Logf("%d readers, %d cases: predicted power %.4f, simulated %.4f over %d studies (tolerance %.3f)", d.Readers, d.Cases, pw.Power, simulated, n, tol)
+		t.Logf("%d readers, %d cases, %d block(s): predicted power %.4f, simulated %.4f over %d studies (tolerance %.3f)", d.Readers, d.Cases, d.Blocks, pw.Power, simulated, n, tol)
 		if math.Abs(pw.Power-simulated) > tol {
-			t.Errorf("%d readers, %d cases: predicted power %.4f, simulated %.4f over %d studies: differ by more than %.3f", d.Readers, d.Cases, pw.Power, simulated, n, tol)
+			t.Errorf("%d readers, %d cases, %d block(s): predicted power %.4f, simulated %.4f over %d studies: differ by more than %.3f", d.Readers, d.Cases, d.Blocks, pw.Power, simulated, n, tol)
 		}
 	}
 }

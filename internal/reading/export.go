@@ -144,6 +144,10 @@ func Export(ctx context.Context, j *job.Job, s *Store, out string, force bool) (
 			}
 			m := manifest(bench, st, r.Name, runName(a.label), keys)
 			m.Reading = &results.ReadingArm{Study: st.Name, Reader: r.Name, Arm: a.name}
+			m.Reading.Plan = st.Plan
+			if st.Blocks > 0 {
+				m.Reading.Design, m.Reading.Blocks, m.Reading.Block = DesignSplitPlot, st.Blocks, st.ReaderBlock[r.Name]
+			}
 			if st.Aid != nil {
 				m.Reading.AidRun = st.Aid.Run
 			}
@@ -187,6 +191,9 @@ func readerRecords(ctx context.Context, s *Store, bench *benchmark.Benchmark, st
 	var keys []string
 	oracle := protocol.OracleMode(st.Oracle)
 	for _, it := range items {
+		if it.Pos < st.Training {
+			continue // a training record is never study data
+		}
 		rec, err := itemRecord(bench, it)
 		if err != nil {
 			return nil, nil, err

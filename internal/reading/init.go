@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,8 +43,23 @@ type InitOptions struct {
 	// of chexpercept's stand-in server), which is refused otherwise:
 	// the oracle policy's answers are the ground truth.
 	AidAllowBaseline bool
-	Now              func() time.Time // nil: time.Now
-	Log              io.Writer        // warnings (nil: discarded)
+	// Blocks > 0 makes a split-plot study: the readers and the records
+	// are split into Blocks blocks (by the seed), and the readers of a
+	// block read that block's records only, in every arm. 0: fully
+	// crossed. One block is a split-plot study of one block: every
+	// reader reads every record, as in a fully crossed study.
+	Blocks int
+	// Plan is the study's analysis plan (nil: none stated): its design,
+	// readers and records, when given, must be the study's, and are
+	// filled in from it when not.
+	Plan *results.StudyPlan
+	// Training > 0 gives each reader that many training records first:
+	// records of the benchmark outside the study's selection (drawn by
+	// the seed, the same for every reader), each turn followed by the
+	// right answer, never exported. Unaided studies only.
+	Training int
+	Now      func() time.Time // nil: time.Now
+	Log      io.Writer        // warnings (nil: discarded)
 	// Deliver is given the credentials once the database is whole under
 	// its temporary name, before it is published: the tokens are out
 	// before the database can be used, and when Deliver fails (the tokens
@@ -58,6 +74,77 @@ type InitOptions struct {
 // Credential is one account's sign-in token, shown once.
 type Credential struct {
 	Name, Token string
+}
+
+// DesignSplitPlot is the design of a split-plot study in the database's
+// meta table; a study without a design is fully crossed.
+const DesignSplitPlot = results.DesignSplitPlot
+
+// blockKey is the meta key of a reader's block (1-based) in a split-plot
+// study.
+func blockKey(reader string) string { return "block/" + reader }
+
+// dealt splits n items into blocks by the seed: a shuffle of 0..n−1
+// (seeded by the seed and what), dealt round-robin, so every block gets
+// ⌊n/B⌋ or ⌈n/B⌉ items. It returns each item's block (0-based).
+func dealt(seed uint64, what string, n, blocks int) []int {
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	rng.Shuffle(rng.New(fmt.Sprintf("chexpercept/read-blocks/%d/%s", seed, what)), perm)
+	block := make([]int, n)
+	for pos, i := range perm {
+		block[i] = pos % blocks
+	}
+	return block
+}
+
+// readerBlocks is each reader's block (0-based, by reader index).
+func readerBlocks(seed uint64, readers, blocks int) []int {
+	return dealt(seed, "readers", readers, blocks)
+}
+
+// recordBlocks are the selected records (benchmark indexes, in selection
+// order) of each block.
+func recordBlocks(seed uint64, idx []int, blocks int) [][]int {
+	out := make([][]int, blocks)
+	for n, b := range dealt(seed, "records", len(idx), blocks) {
+		out[b] = append(out[b], idx[n])
+	}
+	return out
+}
+
+// trainingRecords draws the study's training records: o.Training records
+// of the benchmark outside the selection idx, by the seed, in benchmark
+// order.
+func trainingRecords(o InitOptions, idx []int) ([]int, error) {
+	if o.Training == 0 {
+		return nil, nil
+	}
+	if o.Training < 0 {
+		return nil, fmt.Errorf("training %d: want 0 or more records", o.Training)
+	}
+	if o.Aid != "" {
+		return nil, errors.New("training records in a sequential aided study: not supported (training shows the right answer after each turn, an aided study the model's)")
+	}
+	selected := make(map[int]bool, len(idx))
+	for _, i := range idx {
+		selected[i] = true
+	}
+	var rest []int
+	for i := range o.Bench.Records {
+		if !selected[i] {
+			rest = append(rest, i)
+		}
+	}
+	if len(rest) < o.Training {
+		return nil, fmt.Errorf("training %d: the benchmark has %d records outside the study's %d (training records are never study records; sample fewer)", o.Training, len(rest), len(idx))
+	}
+	rng.Shuffle(rng.New(fmt.Sprintf("chexpercept/read-training/%d", o.Seed)), rest)
+	out := slices.Clone(rest[:o.Training])
+	slices.Sort(out)
+	return out, nil
 }
 
 // ReaderName is the name of the i-th reader (1-based).
@@ -92,6 +179,9 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	if _, err := protocol.ParseOracleMode(string(o.Oracle)); err != nil {
 		return nil, 0, err
 	}
+	if o.Blocks < 0 || (o.Blocks > 0 && o.Readers < 2*o.Blocks) {
+		return nil, 0, fmt.Errorf("blocks %d with %d readers: a split-plot study needs at least 2 readers a block", o.Blocks, o.Readers)
+	}
 	sel := results.Selection{Sample: o.Sample, Seed: o.Seed}
 	idx, err := results.Select(o.Bench.Records, sel)
 	if err != nil {
@@ -99,6 +189,24 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 	}
 	if len(idx) == 0 {
 		return nil, 0, errors.New("no record selected")
+	}
+	if o.Blocks > 0 && len(idx) < 2*o.Blocks {
+		return nil, 0, fmt.Errorf("blocks %d with %d records: a split-plot study needs at least 2 records a block", o.Blocks, len(idx))
+	}
+	training, err := trainingRecords(o, idx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var plan *results.StudyPlan
+	if o.Plan != nil {
+		p := *o.Plan
+		if err := checkPlan(&p); err != nil {
+			return nil, 0, fmt.Errorf("plan: %w", err)
+		}
+		if err := fitPlan(&p, o, len(idx)); err != nil {
+			return nil, 0, err
+		}
+		plan = &p
 	}
 	sums, warning, err := openSums(o.Bench)
 	if err != nil {
@@ -177,6 +285,18 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 		"oracle": string(o.Oracle), "parse": string(parse.ModeReference), "seed": strconv.FormatUint(o.Seed, 10),
 		"records": strconv.Itoa(len(idx)), "created_at": now().UTC().Format(time.RFC3339), "study": study,
 	}
+	if o.Blocks > 0 {
+		meta["design"], meta["blocks"] = DesignSplitPlot, strconv.Itoa(o.Blocks)
+		for i, b := range readerBlocks(o.Seed, o.Readers, o.Blocks) {
+			meta[blockKey(ReaderName(i+1))] = strconv.Itoa(b + 1)
+		}
+	}
+	if plan != nil {
+		meta["plan"] = planJSON(plan)
+	}
+	if o.Training > 0 {
+		meta["training"] = strconv.Itoa(o.Training)
+	}
 	meta["sample"] = "" // every record
 	if o.Sample != nil {
 		meta["sample"] = strconv.Itoa(*o.Sample)
@@ -192,7 +312,7 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 				return err
 			}
 		}
-		creds, err = addAccounts(tx, o, idx)
+		creds, err = addAccounts(tx, o, idx, training)
 		return err
 	})
 	if err != nil {
@@ -220,7 +340,7 @@ func Init(ctx context.Context, o InitOptions) (creds []Credential, records int, 
 // addAccounts adds the readers, each with the selected records in an
 // order of their own (a shuffle seeded by the seed and the reader's
 // name), then the admin, and returns their credentials in that order.
-func addAccounts(tx *sql.Tx, o InitOptions, idx []int) ([]Credential, error) {
+func addAccounts(tx *sql.Tx, o InitOptions, idx, training []int) ([]Credential, error) {
 	var creds []Credential
 	for i := 1; i <= o.Readers+1; i++ {
 		name, admin := ReaderName(i), false
@@ -241,7 +361,13 @@ func addAccounts(tx *sql.Tx, o InitOptions, idx []int) ([]Credential, error) {
 		}
 		id, _ := res.LastInsertId()
 		order := append([]int(nil), idx...)
+		if o.Blocks > 0 {
+			order = recordBlocks(o.Seed, idx, o.Blocks)[readerBlocks(o.Seed, o.Readers, o.Blocks)[i-1]]
+		}
 		rng.Shuffle(rng.New(fmt.Sprintf("chexpercept/read-order/%d/%s", o.Seed, name)), order)
+		// The training records come first, in the same order for
+		// every reader.
+		order = append(slices.Clone(training), order...)
 		for pos, bi := range order {
 			if _, err := tx.Exec(`INSERT INTO records(reader_id, pos, bench_index, key_id) VALUES(?,?,?,?)`,
 				id, pos, bi, o.Bench.Records[bi].KeyID); err != nil {

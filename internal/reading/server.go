@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -269,6 +270,11 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	pd := cur.pending
 	opts := options(pd.Text, pd.NOptions)
+	fb, err := srv.feedback(r.Context(), u.ID, r.URL.Query().Get("feedback"))
+	if err != nil {
+		srv.web.Fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
 	var aid *aidView
 	if srv.study.Aid != nil {
 		if aid, err = srv.aidStep(r.Context(), u.ID, cur, opts); err != nil {
@@ -285,7 +291,7 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 		Page: p, Pos: cur.pos, Record: cur.pos + 1, Total: cur.total, Seq: pd.Seq, Question: pd.Seq + 1,
 		System: srv.system, Prefix: pd.Prefix, Text: strings.TrimPrefix(strings.TrimPrefix(pd.Text, pd.Prefix), "\n\n"),
 		Images: imgs, Rows: (len(imgs) + 1) / 2, Ref: ref, Earlier: earlier, Options: opts, Multi: pd.Multi, Aid: aid,
-		History: hist, Patched: patchedView(pd.History), Error: msg,
+		History: hist, Patched: patchedView(pd.History), Error: msg, Feedback: fb, Training: cur.pos < srv.study.Training, NTraining: srv.study.Training,
 	})
 }
 
@@ -315,6 +321,12 @@ type readView struct {
 	History              []exchangeView
 	Patched              *patchView // the answers the implicit oracle replaced (nil: none)
 	Error                string     // why the last answer was refused ("": none)
+	// Feedback is the right answer of the training turn just answered
+	// (nil: none); Training marks a training record, NTraining counts
+	// them.
+	Feedback  *feedbackView
+	Training  bool
+	NTraining int
 }
 
 // aidView is the aided part of a turn's page: the step the form posts
@@ -598,7 +610,81 @@ func (srv *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	srv.Log.Printf("%s answered record %d question %d", u.Name, pos+1, seq+1)
+	if pos < srv.study.Training {
+		// A training turn is followed by its right answer.
+		http.Redirect(w, r, fmt.Sprintf("/read?feedback=%d/%d", pos, seq), http.StatusSeeOther)
+		return
+	}
 	http.Redirect(w, r, "/read", http.StatusSeeOther)
+}
+
+// feedbackView is the right answer of a training turn just answered.
+type feedbackView struct {
+	Record, Question int
+	Yours, Right     string
+	Correct          bool
+}
+
+// feedback is the right answer of the reader's training turn "pos/seq"
+// (the query's feedback), nil when it names no answered training turn.
+func (srv *Server) feedback(ctx context.Context, readerID int64, q string) (*feedbackView, error) {
+	ps, ss, ok := strings.Cut(q, "/")
+	pos, err1 := strconv.Atoi(ps)
+	seq, err2 := strconv.Atoi(ss)
+	if !ok || err1 != nil || err2 != nil || pos < 0 || pos >= srv.study.Training || seq < 0 {
+		return nil, nil
+	}
+	items, err := srv.store.Items(ctx, readerID)
+	if err != nil || pos >= len(items) {
+		return nil, err
+	}
+	ans, err := srv.store.Answers(ctx, readerID, pos)
+	if err != nil {
+		return nil, err
+	}
+	if seq >= len(ans) || ans[seq].Text == "" {
+		return nil, nil
+	}
+	rec, err := itemRecord(srv.bench, items[pos])
+	if err != nil {
+		return nil, err
+	}
+	plan, err := protocol.Plan(rec, srv.bench.Dir)
+	if err != nil {
+		return nil, err
+	}
+	var asked []protocol.PlannedTurn
+	for _, p := range plan {
+		if p.Asked() {
+			asked = append(asked, p)
+		}
+	}
+	if seq >= len(asked) {
+		return nil, nil
+	}
+	t := asked[seq]
+	labels := options(t.Text, t.NOptions)
+	name := func(nums []int) string {
+		var parts []string
+		for _, n := range nums {
+			if n >= 1 && n <= len(labels) {
+				parts = append(parts, fmt.Sprintf("(%d) %s", n, labels[n-1].Label))
+			}
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, "; ")
+	}
+	var yours []int
+	for _, f := range strings.Split(strings.TrimPrefix(ans[seq].Text, "Answer: "), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+			yours = append(yours, n)
+		}
+	}
+	right := parse.OptionSet(t.GT)
+	return &feedbackView{Record: pos + 1, Question: seq + 1, Yours: name(yours), Right: name(right),
+		Correct: slices.Equal(parse.OptionSet(yours), right)}, nil
 }
 
 // saveAt stores the answer to the pending turn of cur, the reader's place
@@ -751,7 +837,8 @@ func (srv *Server) admin(w http.ResponseWriter, r *http.Request) {
 		rows = append(rows, progressRow{Name: rd.Name, Done: cur.pos, Total: cur.total})
 	}
 	srv.render(w, http.StatusOK, "admin.html", adminView{Page: page{User: u, CSRF: webapp.CSRFOf(r), Title: "Progress"},
-		Rows: rows, Oracle: srv.study.Oracle, Records: srv.study.Records, Aid: srv.study.Aid})
+		Rows: rows, Oracle: srv.study.Oracle, Records: srv.study.Records, Aid: srv.study.Aid,
+		Export: "chexpercept read export --db " + textsafe.ShellQuote(ExportDB(srv.store.Path)) + " --out results/"})
 }
 
 // adminView is the admin's progress page.
@@ -759,6 +846,16 @@ type adminView struct {
 	Page    page
 	Rows    []progressRow
 	Oracle  string
-	Records int  // per reader
-	Aid     *Aid // nil: an unaided study
+	Records int    // per reader
+	Aid     *Aid   // nil: an unaided study
+	Export  string // the export command, with this database's path
+}
+
+// ExportDB is the database path the export command names: absolute, so
+// that it works from any folder (as given when it cannot be made so).
+func ExportDB(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }

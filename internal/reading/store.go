@@ -25,6 +25,7 @@ package reading
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -36,6 +37,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/appdb"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/job"
+	"github.com/chexpercept/chexpercept/internal/results"
 )
 
 // schemaID marks a reading database; Open refuses other SQLite files.
@@ -133,6 +135,15 @@ type Study struct {
 	CreatedAt string
 	Name      string // the study's name in the runs' manifests
 	Aid       *Aid   // the model run shown (nil: an unaided study)
+	// Blocks is the number of blocks of a split-plot study (0: fully
+	// crossed); ReaderBlock each reader's block, "1" to Blocks.
+	Blocks      int
+	ReaderBlock map[string]string
+	// Plan is the analysis plan fixed at init (nil: none).
+	Plan *results.StudyPlan
+	// Training is the number of training records each reader reads
+	// first (positions 0 to Training − 1): never exported.
+	Training int
 }
 
 // identity reads the benchmark identity recorded at init: the zero
@@ -185,6 +196,36 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 	if st.Aid, err = s.aidOf(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.design(ctx, st); err != nil {
+		return nil, err
+	}
+	var trained int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'training'`).Scan(&trained); err != nil {
+		return nil, err
+	}
+	if trained == 1 {
+		v, err := s.meta(ctx, "training")
+		if err != nil {
+			return nil, err
+		}
+		if st.Training, err = strconv.Atoi(v); err != nil || st.Training < 0 {
+			return nil, fmt.Errorf("reading db %s: meta training %q: want a number of records", s.Path, v)
+		}
+	}
+	var planned int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'plan'`).Scan(&planned); err != nil {
+		return nil, err
+	}
+	if planned == 1 {
+		v, err := s.meta(ctx, "plan")
+		if err != nil {
+			return nil, err
+		}
+		st.Plan = &results.StudyPlan{}
+		if err := json.Unmarshal([]byte(v), st.Plan); err != nil {
+			return nil, fmt.Errorf("reading db %s: meta plan: %w", s.Path, err)
+		}
+	}
 	if st.Seed, err = strconv.ParseUint(seed, 10, 64); err != nil {
 		return nil, fmt.Errorf("reading db %s: meta seed: %w", s.Path, err)
 	}
@@ -199,6 +240,46 @@ func (s *Store) Study(ctx context.Context) (*Study, error) {
 		st.Sample = &k
 	}
 	return st, nil
+}
+
+// design reads a split-plot study's blocks (a study made before designs
+// were recorded, or without one, is fully crossed).
+func (s *Store) design(ctx context.Context, st *Study) error {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE key = 'design'`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	d, err := s.meta(ctx, "design")
+	if err != nil {
+		return err
+	}
+	if d != DesignSplitPlot {
+		return fmt.Errorf("reading db %s: meta design %q: want %q", s.Path, d, DesignSplitPlot)
+	}
+	b, err := s.meta(ctx, "blocks")
+	if err != nil {
+		return err
+	}
+	if st.Blocks, err = strconv.Atoi(b); err != nil || st.Blocks < 1 {
+		return fmt.Errorf("reading db %s: meta blocks %q: want a number of blocks", s.Path, b)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key LIKE 'block/%'`)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	st.ReaderBlock = map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		st.ReaderBlock[strings.TrimPrefix(k, "block/")] = v
+	}
+	return rows.Err()
 }
 
 // Reader is an account: a reader or the admin.

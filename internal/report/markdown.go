@@ -70,7 +70,8 @@ type table struct {
 	Note   string // "" or a line shown under the title (runs of mixed benchmarks)
 	Header []string
 	Rows   [][]string
-	ID     string // anchor in index.html
+	ID     string   // anchor in index.html
+	Notes  []string // sentences under the table (notes.go)
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(textsafe.OneLine(s), "|", `\|`) }
@@ -119,6 +120,16 @@ func (t *table) markdown(b *strings.Builder) {
 	b.WriteString("|" + strings.Join(seps, "|") + "|\n")
 	for _, r := range t.Rows {
 		line(r)
+	}
+	for _, n := range t.Notes {
+		b.WriteString("\n" + mdInert(textsafe.OneLine(n)) + "\n")
+	}
+}
+
+// note adds n under the table unless it is "".
+func (t *table) note(n string) {
+	if n != "" {
+		t.Notes = append(t.Notes, n)
 	}
 }
 
@@ -211,6 +222,9 @@ func chanceCell(res *analysis.Result, path benchmark.Path, lesion, target string
 // buildDoc lays out every table of the report.
 func buildDoc(res *analysis.Result, warnings []string, ver string) *doc {
 	d := &doc{Banners: banners(res), Warnings: warnings, Findings: buildFindings(res), Image: buildImageDoc(res), Readers: buildReaders(res)}
+	// A reader study's analysis plan comes first: its primary result is
+	// the study's answer, the rest exploratory.
+	d.Intro = append(d.Intro, planParagraphs(res)...)
 	d.Intro = append(d.Intro, fmt.Sprintf("Written by chexpercept %s from %d run(s). Accuracies are percentages with Wilson 95 %% intervals; depth is the mean number of stages answered correctly in a row, with a bootstrap 95 %% interval (B = %d). N/A marks a stage that does not apply to a path or a cell without records. Error policy: %s.\n",
 		ver, len(res.Runs), res.Options.Bootstrap, res.Options.ErrorPolicy))
 	if res.Chance != nil {
@@ -299,6 +313,7 @@ func (s *sectionDoc) leaderboard() {
 			depthCI(rr.DepthOf(benchmark.RevisionRequired, "all")), depthCI(rr.DepthOf(benchmark.RevisionFree, "all")), depthCI(rr.DepthOf(benchmark.LesionFree, "all")),
 			pctCI(rr.Stage(benchmark.RevisionRequired, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.RevisionFree, "all", 4).E2E, true), pctCI(rr.Stage(benchmark.LesionFree, "all", 1).E2E, true))
 	}
+	t.note(leaderboardNote(s.res, s.runs))
 }
 
 // samplingTable is each run's generation settings, kept out of the
@@ -342,9 +357,11 @@ func (s *sectionDoc) stageTable(setting string, path benchmark.Path) {
 		}
 		t.row(row...)
 	}
+	t.note(StageNote(s.res, s.runs, path))
 	if s.res.Chance == nil || setting == "conditional" {
 		return
 	}
+	t.note(majorityTieNote(s.res, path))
 	for _, maj := range []bool{false, true} {
 		name := "chance"
 		if maj {

@@ -171,6 +171,9 @@ func buildReaders(res *analysis.Result) *readersDoc {
 		if !p.Compared() {
 			line += " This arm saw a model's answers: it is compared with its unaided arm only."
 		}
+		if p.ReaderBlocks != nil {
+			line += " Design: " + p.Design() + " — each reader read only the records of its block (" + blocksText(p) + "); the MRMC analysis estimates the readers' covariances within blocks (docs/mrmc.md), and its scores tables carry a block column. A model is not compared with a split-plot panel (N/A)."
+		}
 		rd.Notes = append(rd.Notes, line)
 	}
 	rd.Notes = append(rd.Notes, "Accuracy is end-to-end (all of stages 1..k correct). Each reader study is analysed apart, one panel per arm: a panel's readers are people, and one person may have read in two studies. Each row compares only the records every compared party answered (Records): the panel's mean on the records every reader answered, in percent, with the one-modality MRMC interval (random readers and records, Hillis 2007); a model's row is the model minus the readers' mean in points on the records the model and every reader answered, by the standalone-versus-panel MRMC analysis (the model a reader without reader variance), with its standard error (points), Hillis' degrees of freedom (∞: the normal) and p. A negative difference means the model falls short of the readers. N/A: no interval, and why (fewer than 2 readers or records, or no variance at all). See docs/mrmc.md.",
@@ -231,6 +234,24 @@ func buildReaders(res *analysis.Result) *readersDoc {
 		rd.Notes = append(rd.Notes, readersClipNote)
 	}
 	return rd
+}
+
+// blocksText lists a split-plot panel's blocks and their readers:
+// "block 1: reader1, reader4; block 2: …".
+func blocksText(p *analysis.Panel) string {
+	var order []string
+	members := map[string][]string{}
+	for j, b := range p.ReaderBlocks {
+		if _, ok := members[b]; !ok {
+			order = append(order, b)
+		}
+		members[b] = append(members[b], p.Readers[j])
+	}
+	parts := make([]string, len(order))
+	for i, b := range order {
+		parts[i] = "block " + b + ": " + strings.Join(members[b], ", ")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // panelColumn heads a panel's column in the agreement and time tables.
@@ -508,4 +529,88 @@ func extReaderTime(rr *analysis.ReadersResult) []byte {
 		rows = append(rows, []string{tr.OracleMode, orNA(tr.Study), tr.Arm, boolStr(tr.Pooled), itoa(int(tr.Stage)), itoa(tr.NReaders), itoa(tr.NRecords), f6(tr.MeanS), f6(tr.MedianS)})
 	}
 	return results.CSV(header, rows)
+}
+
+// planParagraphs state each reader study's analysis plan, fixed at read
+// init, and its primary result, for the top of the report: the plan
+// first, then the primary endpoint's row, and every other number marked
+// exploratory.
+func planParagraphs(res *analysis.Result) []string {
+	rr := res.Readers
+	if rr == nil {
+		return nil
+	}
+	var out []string
+	for i := range rr.Panels {
+		p := &rr.Panels[i]
+		if p.Plan == nil || !p.Compared() {
+			continue
+		}
+		pl := p.Plan
+		design := "fully crossed"
+		if pl.Design == results.DesignSplitPlot {
+			design = fmt.Sprintf("split-plot, %d block(s)", pl.Blocks)
+		}
+		endpoint := fmt.Sprintf("end-to-end accuracy on path %s at stage %d", pl.Primary.Path, pl.Primary.Stage)
+		if pl.Primary.Model != "" {
+			endpoint = fmt.Sprintf("model %s − the readers, %s", pl.Primary.Model, endpoint)
+		}
+		text := fmt.Sprintf("**Analysis plan** of reader study %s (oracle %s), fixed at read init before the first record was read: primary endpoint %s; figure of merit %s; analysis %s; α %s; design %s; planned %d readers and %d records",
+			orNA(p.Study), p.OracleMode, endpoint, pl.FOM, planAnalysisText(pl.Analysis), fmt.Sprint(pl.Alpha), design, pl.Readers, pl.Records)
+		if pl.Margin > 0 {
+			text += fmt.Sprintf("; non-inferiority margin %s points", pct(pl.Margin))
+		}
+		out = append(out, text+".")
+		out = append(out, primaryResult(rr, p)+" Every other result in this report is exploratory.")
+	}
+	return out
+}
+
+// planAnalysisText names a plan's analysis.
+func planAnalysisText(a string) string {
+	switch a {
+	case "rrrc":
+		return "random readers, random cases (rrrc)"
+	case "frrc":
+		return "fixed readers, random cases (frrc)"
+	case "rrfc":
+		return "random readers, fixed cases (rrfc)"
+	}
+	return a
+}
+
+// primaryResult is the sentence of a panel's primary endpoint: its MRMC
+// row (the readers' mean, or the planned model − readers), or why there
+// is none.
+func primaryResult(rr *analysis.ReadersResult, p *analysis.Panel) string {
+	pl := p.Plan
+	want := analysis.ComparisonReaders
+	if pl.Primary.Model != "" {
+		want = analysis.ComparisonModel + pl.Primary.Model
+	}
+	for i := range rr.MRMC {
+		r := &rr.MRMC[i]
+		if panelOf(rr, r) != p || r.Comparison != want || string(r.Path) != pl.Primary.Path || int(r.Stage) != pl.Primary.Stage {
+			continue
+		}
+		what := fmt.Sprintf("the readers' end-to-end accuracy %s %%", pct(r.Estimate))
+		unit := " %"
+		if pl.Primary.Model != "" {
+			what = fmt.Sprintf("%s − the readers %s points", pl.Primary.Model, pct(r.Estimate))
+			unit = " points"
+		}
+		s := fmt.Sprintf("**Primary result** (%s, %d readers, %d records, %s): %s", r.Design, r.NReaders, r.NRecords, "random readers and records", what)
+		if r.NA != "" {
+			return s + fmt.Sprintf(", no interval (%s).", analysis.ExplainNA(r.NA))
+		}
+		s += fmt.Sprintf(", 95 %% CI %s to %s%s", pct(r.Lo), pct(r.Hi), unit)
+		if !math.IsNaN(r.P) {
+			s += fmt.Sprintf(", p %.4f", r.P)
+		}
+		if pl.Analysis != "rrrc" {
+			s += fmt.Sprintf(" (the report's rows are random readers and records; the plan's %s is chexpercept mrmc's on this row's scores table)", planAnalysisText(pl.Analysis))
+		}
+		return s + "."
+	}
+	return "**Primary result**: not in this report (no run of the endpoint's model, or no records at its path and stage)."
 }

@@ -166,7 +166,49 @@ type ReadingArm struct {
 	Reader string `json:"reader"`
 	Arm    string `json:"arm"`
 	AidRun string `json:"aid_run,omitempty"`
+	// Design is "split-plot" for a split-plot study, whose readers read
+	// only the records of their block (Block, "1" to Blocks); empty for a
+	// fully crossed study.
+	Design string `json:"design,omitempty"`
+	Blocks int    `json:"blocks,omitempty"`
+	Block  string `json:"block,omitempty"`
+	// Plan is the study's analysis plan, fixed at read init (nil: none
+	// was stated).
+	Plan *StudyPlan `json:"plan,omitempty"`
 }
+
+// StudyPlan is a reader study's analysis plan, stated before the first
+// record is read: the primary endpoint, its figure of merit, analysis
+// and level, the design and the planned size, and for a comparison with
+// a model its non-inferiority margin. docs/reading.md describes the file.
+type StudyPlan struct {
+	Primary PlanEndpoint `json:"primary" yaml:"primary"`
+	// FOM is the figure of merit: "accuracy" (end-to-end correctness).
+	FOM string `json:"figure_of_merit" yaml:"figure_of_merit"`
+	// Analysis is "rrrc" (random readers and cases), "frrc" or "rrfc".
+	Analysis string  `json:"analysis" yaml:"analysis"`
+	Alpha    float64 `json:"alpha" yaml:"alpha"`
+	// Design is "crossed" or "split-plot" (with Blocks).
+	Design  string `json:"design" yaml:"design"`
+	Blocks  int    `json:"blocks,omitempty" yaml:"blocks,omitempty"`
+	Readers int    `json:"readers" yaml:"readers"`
+	Records int    `json:"records" yaml:"records"`
+	// Margin > 0: a model is compared with the readers for
+	// non-inferiority by this margin (a fraction).
+	Margin float64 `json:"margin,omitempty" yaml:"margin,omitempty"`
+}
+
+// PlanEndpoint is a plan's primary endpoint: end-to-end accuracy at one
+// path and stage, and for a comparison one model run (Model "": the
+// readers' panel, or every model).
+type PlanEndpoint struct {
+	Path  string `json:"path" yaml:"path"`
+	Stage int    `json:"stage" yaml:"stage"`
+	Model string `json:"model,omitempty" yaml:"model,omitempty"`
+}
+
+// DesignSplitPlot is a ReadingArm's Design in a split-plot study.
+const DesignSplitPlot = "split-plot"
 
 // Reading arms.
 const (
