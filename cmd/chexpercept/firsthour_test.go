@@ -26,9 +26,6 @@ func TestMistypedFlagSuggested(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, stdout, stderr, tc.want)
 		}
 	}
-	if d := editDistance("benchmrk", "benchmark"); d != 1 {
-		t.Errorf("editDistance(benchmrk, benchmark) = %d, want 1", d)
-	}
 }
 
 // TestVersionFlag: --version prints what the command version prints.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/chexpercept/chexpercept/internal/editdist"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,7 +43,7 @@ func nearestFlags(fs *pflag.FlagSet, typed string) []string {
 		if f.Hidden {
 			return
 		}
-		d := editDistance(strings.ToLower(typed), strings.ToLower(f.Name))
+		d := editdist.Distance(strings.ToLower(typed), strings.ToLower(f.Name))
 		switch {
 		case d < best:
 			best, near = d, []string{f.Name}
@@ -57,25 +58,4 @@ func nearestFlags(fs *pflag.FlagSet, typed string) []string {
 		return near
 	}
 	return prefixed
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

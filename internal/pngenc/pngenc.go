@@ -1,4 +1,8 @@
-// Package pngenc writes opaque RGB images as PNG files quickly.
+// Package pngenc writes PNG files two ways: opaque RGB images quickly
+// (Encoder), and images of any kind uncompressed, at a length that
+// depends on their size and format only (EncodeStored: the reading app
+// serves its images so, that no byte count tells a question's candidate
+// images apart).
 //
 // The standard library's image/png encoder tries all five PNG filters on
 // every row and keeps the row whose bytes sum smallest, then deflates at

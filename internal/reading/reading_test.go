@@ -40,6 +40,7 @@ type study struct {
 	bench *benchmark.Benchmark
 	db    string
 	store *Store
+	app   *Server
 	srv   *httptest.Server
 	creds map[string]string
 	// bodies collects every response body the server sent (with its
@@ -110,6 +111,7 @@ func (st *study) start() {
 	if err != nil {
 		st.t.Fatal(err)
 	}
+	st.app = srv
 	h := srv.Handler()
 	st.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{ResponseWriter: w}

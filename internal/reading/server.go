@@ -48,7 +48,13 @@ type Server struct {
 	oracle protocol.OracleMode
 	system string
 	web    *webapp.App
-	sizes  sync.Map // benchmark-relative image path → file length
+	// images holds the questions' images as served (encodeTurn), by
+	// the SHA-256 of their files.
+	images *webapp.BlobCache
+	// encode turns the files of a question's images into the bytes
+	// served: encodeTurn. Tests replace it to show what a reader would
+	// learn from the files as stored.
+	encode func(names []string, files [][]byte) ([][]byte, error)
 	// sums is the build's SHA256SUMS: every image is checked against it
 	// as it is read, and a changed one is not served. Nil when the
 	// benchmark has none; Warning then says so.
@@ -86,7 +92,8 @@ func NewServer(ctx context.Context, s *Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{store: s, study: st, bench: bench, sums: sums, Warning: warning, oracle: oracle, system: profile.Default().SystemText(), Log: log.New(io.Discard, "", 0)}
+	srv := &Server{store: s, study: st, bench: bench, sums: sums, Warning: warning, oracle: oracle, system: profile.Default().SystemText(), Log: log.New(io.Discard, "", 0),
+		images: webapp.NewBlobCache(imageCacheBytes, imageBuilds), encode: encodeTurn}
 	srv.web = webapp.New(s.accounts(), sub, t)
 	srv.web.Logf = func(format string, args ...any) { srv.Log.Printf(format, args...) }
 	return srv, nil
@@ -205,7 +212,7 @@ type optionView struct {
 // by the thumbnails.
 type figureView struct {
 	ID, Label, URL, Alt string
-	Small, Hidden       bool
+	Hidden              bool
 }
 
 // thumbView is a thumbnail of an earlier question's image.
@@ -277,19 +284,14 @@ func (srv *Server) readPage(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	imgs, ref, earlier := figures(cur.pos, pd)
 	var hist []exchangeView
-	var patched []exchangeView
 	for _, e := range pd.History {
-		ev := exchangeView{Turn: e.Turn, Text: e.Text, Answer: e.Answer, Patched: e.Patched}
-		hist = append(hist, ev)
-		if e.Patched {
-			patched = append(patched, ev)
-		}
+		hist = append(hist, exchangeView{Turn: e.Turn, Text: e.Text, Answer: e.Answer, Patched: e.Patched})
 	}
 	srv.render(w, status, "read.html", readView{
 		Page: p, Pos: cur.pos, Record: cur.pos + 1, Total: cur.total, Seq: pd.Seq, Question: pd.Seq + 1,
 		System: srv.system, Prefix: pd.Prefix, Text: strings.TrimPrefix(strings.TrimPrefix(pd.Text, pd.Prefix), "\n\n"),
-		Images: imgs, Ref: ref, Earlier: earlier, Options: opts, Multi: pd.Multi, Aid: aid,
-		History: hist, Patched: patched, Error: msg, Feedback: fb, Training: cur.pos < srv.study.Training, NTraining: srv.study.Training,
+		Images: imgs, Rows: (len(imgs) + 1) / 2, Ref: ref, Earlier: earlier, Options: opts, Multi: pd.Multi, Aid: aid,
+		History: hist, Patched: patchedView(pd.History), Error: msg, Feedback: fb, Training: cur.pos < srv.study.Training, NTraining: srv.study.Training,
 	})
 }
 
@@ -310,14 +312,15 @@ type readView struct {
 	// before the question, Text the question itself.
 	System, Prefix, Text string
 	Images               []figureView
+	Rows                 int         // of the question's images, two to a row when there are several
 	Ref                  *figureView // the reference viewer (nil: no earlier image)
 	Earlier              []thumbView
 	Options              []optionView
 	Multi                bool     // several options may be chosen
 	Aid                  *aidView // nil: an unaided study
 	History              []exchangeView
-	Patched              []exchangeView // the answers the implicit oracle replaced
-	Error                string         // why the last answer was refused ("": none)
+	Patched              *patchView // the answers the implicit oracle replaced (nil: none)
+	Error                string     // why the last answer was refused ("": none)
 	// Feedback is the right answer of the training turn just answered
 	// (nil: none); Training marks a training record, NTraining counts
 	// them.
@@ -420,21 +423,25 @@ func (srv *Server) aidedAnswer(w http.ResponseWriter, r *http.Request, cur *curr
 // questions, open on the first of them (the detection radiograph) when the
 // question has no image of its own and hidden until a thumbnail is chosen
 // otherwise; and a thumbnail per earlier image. Labels and URLs name
-// questions by their number on the page, never by turn or file.
+// questions by their number on the page, never by turn or file; the
+// images of a question that has one image per option (the candidates of
+// the revision result) are named by their options' words, "(1) 1st
+// mask".
 func figures(pos int, pd *Pending) (imgs []figureView, ref *figureView, earlier []thumbView) {
+	own := imageLabels(pd.Text, len(pd.Images))
 	for i := range pd.Images {
-		label := "Image " + strconv.Itoa(i+1)
-		imgs = append(imgs, figureView{Label: label, URL: fmt.Sprintf("/image/%d/%d/%d", pos, pd.Seq, i),
-			Alt: fmt.Sprintf("image %d of this question", i+1), Small: len(pd.Images) > 1})
+		imgs = append(imgs, figureView{Label: own[i], URL: fmt.Sprintf("/image/%d/%d/%d", pos, pd.Seq, i),
+			Alt: fmt.Sprintf("%s of this question", lowerImage(own[i]))})
 	}
 	for k, e := range pd.History {
+		labels := imageLabels(e.Text, len(e.Images))
 		for i := range e.Images {
 			label := fmt.Sprintf("Question %d", k+1)
 			if len(e.Images) > 1 {
-				label += fmt.Sprintf(", image %d", i+1)
+				label += ", " + lowerImage(labels[i])
 			}
 			earlier = append(earlier, thumbView{URL: fmt.Sprintf("/image/%d/%d/%d", pos, k, i), Label: label,
-				Alt: fmt.Sprintf("image %d of question %d", i+1, k+1)})
+				Alt: fmt.Sprintf("%s of question %d", lowerImage(labels[i]), k+1)})
 		}
 	}
 	if len(earlier) == 0 {
@@ -448,6 +455,95 @@ func figures(pos int, pd *Pending) (imgs []figureView, ref *figureView, earlier 
 		ref.Hidden = true
 	}
 	return imgs, ref, earlier
+}
+
+// imageLabels names the n images of a question: by the question's option
+// lines ("(1) 1st mask") when it has one image per option, else "Image 1",
+// "Image 2", ….
+func imageLabels(text string, n int) []string {
+	lines := optionLine.FindAllStringSubmatch(text, -1)
+	byOption := n > 1 && len(lines) == n
+	for i := 0; byOption && i < n; i++ {
+		byOption = lines[i][1] == strconv.Itoa(i+1) && strings.TrimSpace(lines[i][2]) != ""
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "Image " + strconv.Itoa(i+1)
+		if byOption {
+			out[i] = fmt.Sprintf("(%d) %s", i+1, strings.TrimSpace(lines[i][2]))
+		}
+	}
+	return out
+}
+
+// lowerImage is a label inside a sentence: "image 2", or an option's
+// label as it is.
+func lowerImage(label string) string {
+	if rest, ok := strings.CutPrefix(label, "Image "); ok {
+		return "image " + rest
+	}
+	return label
+}
+
+// patchView is the implicit oracle's notice: the earlier questions whose
+// answers the protocol replaced, each with the answer now in the
+// conversation in the page's words. Summary is its one line.
+type patchView struct {
+	Summary string
+	Items   []string // "question 4 as (6) purple point", one per replaced answer
+}
+
+// patchedView is the notice of the replaced answers of history (nil when
+// none was replaced).
+func patchedView(history []Exchange) *patchView {
+	var qs []string
+	v := &patchView{}
+	for k, e := range history {
+		if !e.Patched {
+			continue
+		}
+		q := fmt.Sprintf("question %d", k+1)
+		qs = append(qs, strconv.Itoa(k+1))
+		v.Items = append(v.Items, q+" is answered for you as "+answerWords(e.Answer, e.Text))
+	}
+	switch len(v.Items) {
+	case 0:
+		return nil
+	case 1:
+		v.Summary = "Oracle: " + v.Items[0]
+	default:
+		v.Summary = fmt.Sprintf("Oracle: questions %s and %s are answered for you", strings.Join(qs[:len(qs)-1], ", "), qs[len(qs)-1])
+	}
+	return v
+}
+
+// answerWords says an answer ("Answer: 1,3") in the words of the question
+// text's option lines: "(1) right upper and (3) right lower"; an option
+// the text does not list is "option N".
+func answerWords(answer, text string) string {
+	labels := map[string]string{}
+	for _, m := range optionLine.FindAllStringSubmatch(text, -1) {
+		labels[m[1]] = strings.TrimSpace(m[2])
+	}
+	var parts []string
+	for _, f := range strings.Split(strings.TrimPrefix(strings.TrimSpace(answer), "Answer:"), ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if l, ok := labels[f]; ok && l != "" {
+			parts = append(parts, fmt.Sprintf("(%s) %s", f, l))
+		} else {
+			parts = append(parts, "option "+f)
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return "no option"
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // answer stores the reader's choice for the turn on screen, then shows
@@ -663,60 +759,56 @@ func (srv *Server) image(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	data, err := srv.turnImage(imgs, i)
+	data, err := srv.turnImage(r.Context(), imgs, i)
 	if err != nil {
 		srv.web.Fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
+	// The ETag is the image's place, no Last-Modified is sent, and the
+	// length is the same for every image of a question: no header
+	// describes the bytes.
 	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", imageCacheControl)
 	w.Write(data)
 }
 
-// turnImage is the i-th of a turn's images as served: every image of the
-// turn padded (padPNG) to one common length, 12 bytes over the largest,
-// so that no byte count tells the candidates of a question apart. The
-// lengths of the files are remembered: the study's benchmark does not
-// change while it is served.
-func (srv *Server) turnImage(imgs []string, i int) ([]byte, error) {
-	read := func(rel string) ([]byte, error) {
+// turnImage is the i-th of a turn's images as served. Every request reads
+// all of the turn's files and checks each against SHA256SUMS, whichever
+// image it asks for: a changed file is never served, and every request
+// of the turn costs the same. The files are encoded together (encodeTurn)
+// once per content and kept for the next request of any of them.
+func (srv *Server) turnImage(ctx context.Context, imgs []string, i int) ([]byte, error) {
+	files := make([][]byte, len(imgs))
+	digests := make([]string, len(imgs))
+	for k, rel := range imgs {
 		data, err := safefile.ReadFile(filepath.Join(srv.bench.Dir, filepath.FromSlash(rel)), imagefile.MaxFileBytes, safefile.NoFollow)
 		if err != nil {
 			return nil, fmt.Errorf("image: %w", safefile.Reason(err))
 		}
+		digests[k] = benchmark.SHA256Hex(data)
 		if srv.sums != nil {
-			// Checked on every read from disk, before padding: hashing
-			// costs little next to the read, and a file changed while
-			// the study runs is caught.
-			if err := srv.sums.Check(rel, benchmark.SHA256Hex(data)); err != nil {
+			// Checked on every read from disk: hashing costs little
+			// next to the read, and a file changed while the study runs
+			// is caught.
+			if err := srv.sums.Check(rel, digests[k]); err != nil {
 				return nil, err
 			}
 		}
-		srv.sizes.Store(rel, len(data))
-		return data, nil
+		files[k] = data
 	}
-	data, err := read(imgs[i])
+	blob, _, err := srv.images.Get(ctx, strings.Join(digests, ","), func() ([]byte, error) {
+		out, err := srv.encode(imgs, files)
+		if err != nil {
+			return nil, err
+		}
+		return packImages(out), nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	target := len(data)
-	for _, rel := range imgs {
-		n, ok := srv.sizes.Load(rel)
-		if !ok {
-			d, err := read(rel)
-			if err != nil {
-				return nil, err
-			}
-			n = len(d)
-		}
-		target = max(target, n.(int))
-	}
-	out, err := padPNG(data, target+chunkOverhead)
-	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", imgs[i], err)
-	}
-	return out, nil
+	return unpackImage(blob, i)
 }
 
 type progressRow struct {

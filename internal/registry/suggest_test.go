@@ -42,29 +42,6 @@ func TestSuggest(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0},
-		{"", "abc", 3},
-		{"abc", "", 3},
-		{"kitten", "sitting", 3},
-		{"ab", "ba", 1},  // a transposition, not two substitutions
-		{"ca", "abc", 3}, // optimal string alignment: no edit of a transposed pair
-		{"glm4v", "glm-4v", 1},
-		{"médgemma", "medgemma", 1}, // runes, not bytes
-	} {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-		if got := editDistance(tc.b, tc.a); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d (symmetric)", tc.b, tc.a, got, tc.want)
-		}
-	}
-}
-
 // TestSuggestUserEntries: aliases from a user's models file are suggested
 // like the built-in ones.
 func TestSuggestUserEntries(t *testing.T) {
