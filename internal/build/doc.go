@@ -11,9 +11,9 @@
 //     reason — is stored in work/<key_id>/ with a fingerprint of everything
 //     that can change it, so a rerun reuses it.
 //   - The scheduler walks each lesion's negative and positive candidate
-//     lists with a bounded speculative window over N workers and stops a
-//     list once its first lf (or rf+rr) successes in candidate order are
-//     known. Which candidates count is decided afterwards from candidate
+//     lists with a bounded speculative window over N workers (used only
+//     when no list has work within its target) and stops a list once its
+//     first lf (or rf+rr) successes in candidate order are known. Which candidates count is decided afterwards from candidate
 //     order alone (the 1-worker walk), so outputs never depend on N or on
 //     interruptions.
 //   - Assembly reads only the 1-worker walk's entries of work/, renders the

@@ -117,10 +117,16 @@ func schedule(ctx context.Context, lists []*list, workers, window int, work func
 	for _, l := range lists {
 		l.refresh()
 	}
+	// pick takes work within a list's target first, from any list, and
+	// speculates beyond a target only when no list has such work left: a
+	// speculative item is wasted whenever the items before it succeed, so
+	// it only ever takes a worker that would otherwise wait.
 	pick := func() *list {
-		for _, l := range lists {
-			if l.eligible(window) {
-				return l
+		for _, w := range [2]int{0, window} {
+			for _, l := range lists {
+				if l.eligible(w) {
+					return l
+				}
 			}
 		}
 		return nil

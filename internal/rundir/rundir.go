@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/chexpercept/chexpercept/internal/atomicfile"
 	"github.com/chexpercept/chexpercept/internal/job"
@@ -81,11 +82,11 @@ func WallTime(dir string) float64 {
 }
 
 // Finalize derives all_results.json, summary.json and the per-model
-// reference CSVs from dir/results.jsonl and writes them atomically. The
-// manifest gives the run name, modes, model, benchmark path and hash;
-// selected is the number of selected records. wallTime is the seconds of
-// the command that ends now; the previous summary's wall time is added (a
-// resumed run sums its restarts). The runner, rescore, merge and
+// reference CSVs from dir/results.jsonl and writes them atomically, all at
+// once (writeDerived). The manifest gives the run name, modes, model,
+// benchmark path and hash; selected is the number of selected records.
+// wallTime is the seconds of the command that ends now; the previous
+// summary's wall time is added (a resumed run sums its restarts). The runner, rescore, merge and
 // import-reference all end with it, each with its job, which tracks the
 // temporary files (atomicfile.WriteFile).
 func Finalize(j *job.Job, dir string, man *results.Manifest, selected int, wallTime float64) (*results.Summary, error) {
@@ -96,9 +97,6 @@ func Finalize(j *job.Job, dir string, man *results.Manifest, selected int, wallT
 	wallTime += WallTime(dir)
 	latest := results.Latest(recs)
 	all := results.MarshalAllResults(latest, man.Dataset.Path, man.Model.Backend, man.Model.ModelID)
-	if err := atomicfile.WriteFile(j, filepath.Join(dir, AllResultsFile), all); err != nil {
-		return nil, err
-	}
 	info := results.RunInfo{Name: man.RunName, Model: man.Model.Name, ModelID: man.Model.ModelID,
 		Provider: man.Model.Provider, Backend: man.Model.Backend, OracleMode: man.OracleMode,
 		ParseMode: man.ParseMode, BenchmarkSHA256: man.Dataset.SHA256, RescoredFrom: man.RescoredFrom}
@@ -107,14 +105,43 @@ func Finalize(j *job.Job, dir string, man *results.Manifest, selected int, wallT
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(j, filepath.Join(dir, SummaryFile), b); err != nil {
-		return nil, err
-	}
-	m := results.RefMetricsFromRecords(latest)
-	if err := WriteRefCSVs(j, dir, results.RefLabel(man.RunName), m); err != nil {
+	files := append([]derivedFile{{AllResultsFile, all}, {SummaryFile, b}},
+		refCSVs(results.RefLabel(man.RunName), results.RefMetricsFromRecords(latest))...)
+	if err := writeDerived(j, dir, files); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// derivedFile is one file Finalize writes: its name in the run directory
+// and its bytes.
+type derivedFile struct {
+	name string
+	data []byte
+}
+
+// writeDerived writes the files atomically and at the same time: each is
+// synced on its own (atomicfile.WriteFile), and the syncs of independent
+// files overlap instead of queueing, which shortens the end of every run.
+// Every file is attempted; the error returned is that of the first file
+// in list order that failed, whatever order the writes finish in.
+func writeDerived(j *job.Job, dir string, files []derivedFile) error {
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = atomicfile.WriteFile(j, filepath.Join(dir, f.name), f.data)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // IsShardDir reports whether name is a shard folder name, shard-<i>-of-<n>.
@@ -187,19 +214,14 @@ const (
 // WriteRefCSVs writes the three per-model reference CSVs into dir,
 // atomically; j tracks the temporary files (atomicfile.WriteFile).
 func WriteRefCSVs(j *job.Job, dir, label string, m *results.RefMetrics) error {
-	files := []struct {
-		name   string
-		header []string
-		rows   [][]string
-	}{
-		{RefSummaryFile, results.RefSummaryHeader, m.SummaryRows(label)},
-		{RefContourFile, results.RefContourHeader, m.ContourRows(label)},
-		{RefAttributeFile, results.RefAttributeHeader, m.AttributeRows(label)},
+	return writeDerived(j, dir, refCSVs(label, m))
+}
+
+// refCSVs are the three per-model reference CSVs with their bytes.
+func refCSVs(label string, m *results.RefMetrics) []derivedFile {
+	return []derivedFile{
+		{RefSummaryFile, results.CSV(results.RefSummaryHeader, m.SummaryRows(label))},
+		{RefContourFile, results.CSV(results.RefContourHeader, m.ContourRows(label))},
+		{RefAttributeFile, results.CSV(results.RefAttributeHeader, m.AttributeRows(label))},
 	}
-	for _, f := range files {
-		if err := atomicfile.WriteFile(j, filepath.Join(dir, f.name), results.CSV(f.header, f.rows)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
