@@ -100,3 +100,28 @@ func TestFIFOsNeverHang(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanFIFORefused: a FIFO given as read init's --plan is refused at
+// once, named, and no study database is made.
+func TestPlanFIFORefused(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "plan.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	db := filepath.Join(dir, "study.sqlite")
+	stderr, code, hung := runCLITimeout(t, 20*time.Second, "read", "init", "--benchmark", genBench, "--db", db, "--readers", "4", "--plan", fifo)
+	if hung {
+		t.Fatal("read init waited on the --plan FIFO")
+	}
+	if code != 2 || !strings.Contains(stderr, "--plan "+fifo+": not a regular file") {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming the FIFO", code, stderr)
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("a study database was made: %v", err)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,6 +15,7 @@ import (
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/reading"
 	"github.com/chexpercept/chexpercept/internal/results"
+	"github.com/chexpercept/chexpercept/internal/safefile"
 	"github.com/chexpercept/chexpercept/internal/textsafe"
 )
 
@@ -115,9 +115,9 @@ are never exported: the study's runs hold its records only. Not with --aid.`,
 			}
 			var plan *results.StudyPlan
 			if planPath != "" {
-				f, err := os.Open(planPath)
+				f, err := safefile.Open(planPath, safefile.Follow)
 				if err != nil {
-					return withExit(2, fmt.Errorf("--plan: %w", err))
+					return withExit(2, fmt.Errorf("--plan %s: %w", planPath, safefile.Reason(err)))
 				}
 				plan, err = reading.ParsePlan(f, planPath)
 				_ = f.Close()
