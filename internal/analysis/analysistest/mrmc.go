@@ -136,9 +136,9 @@ func (o *Outcomes) E2E(run, key string, path benchmark.Path, k benchmark.Stage) 
 	return 1, true
 }
 
-// Paired is each run's end-to-end outcomes on the records every run
-// has, in key order.
-func (o *Outcomes) Paired(runs []string, path benchmark.Path, k benchmark.Stage) [][]float64 {
+// commonKeys are the records of path that every run has an end-to-end
+// outcome for at stage k, sorted.
+func (o *Outcomes) commonKeys(runs []string, path benchmark.Path, k benchmark.Stage) []string {
 	var keys []string
 	for key := range o.Path {
 		all := true
@@ -152,6 +152,13 @@ func (o *Outcomes) Paired(runs []string, path benchmark.Path, k benchmark.Stage)
 		}
 	}
 	slices.Sort(keys)
+	return keys
+}
+
+// Paired is each run's end-to-end outcomes on the records every run
+// has, in key order.
+func (o *Outcomes) Paired(runs []string, path benchmark.Path, k benchmark.Stage) [][]float64 {
+	keys := o.commonKeys(runs, path, k)
 	out := make([][]float64, len(runs))
 	for j, run := range runs {
 		out[j] = []float64{}
@@ -481,19 +488,7 @@ func (o *Outcomes) checkScoresFile(reportDir, name, where string, runs []string,
 		return []string{fmt.Sprintf("%s: %v", where, err)}
 	}
 	checked.ScoresFiles++
-	var keys []string
-	for key := range o.Path {
-		all := true
-		for _, run := range runs {
-			if _, ok := o.E2E(run, key, path, k); !ok {
-				all = false
-			}
-		}
-		if all {
-			keys = append(keys, key)
-		}
-	}
-	slices.Sort(keys)
+	keys := o.commonKeys(runs, path, k)
 	want := &mrmc.Data{FOM: mrmc.Accuracy, Modalities: []string{arm}, Cases: keys}
 	readers := runs
 	if aided {
