@@ -144,7 +144,7 @@ func TestBrowserCandidatesSideBySide(t *testing.T) {
 	t.Parallel()
 	newCtx := browser(t)
 	axe := browsertest.AxeScript(t)
-	st := newStudy(t, phantomBench(t, 1), protocol.OracleImplicit)
+	st := newStudy(t, phantomBench(t), protocol.OracleImplicit)
 
 	ctx := newCtx(1400, 900)
 	signInBrowser(t, ctx, st.srv.URL, st.creds["reader1"])

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,20 +34,62 @@ import (
 	"github.com/chexpercept/chexpercept/internal/stats"
 )
 
-// phantomBench builds a benchmark of revision-required records from
-// synthetic radiographs, with rr records per lesion. Its PNGs are written
-// at the fastest level: the server re-encodes every image it sends, and
-// the files' own sizes differ from candidate to candidate at any level.
-func phantomBench(t *testing.T, rr int) *benchmark.Benchmark {
+// phantomBench is a benchmark of revision-required records built from
+// synthetic radiographs: up to guesserRR records per lesion, 40 in all,
+// each with one four-candidate question. It is built once for the
+// package; the guesser test and the browser's candidates test read it
+// and neither changes it (each study keeps its database in a directory
+// of its own). Its PNGs are written at the fastest level: the server
+// re-encodes every image it sends, and the files' own sizes differ from
+// candidate to candidate at any level.
+func phantomBench(t *testing.T) *benchmark.Benchmark {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds a phantom benchmark; skipped with -short")
 	}
-	dir := t.TempDir()
+	shared.once.Do(func() { shared.bench, shared.err = buildPhantomBench(guesserRR) })
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.bench
+}
+
+// guesserRR is the shared phantom benchmark's revision-required records
+// per lesion.
+const guesserRR = 6
+
+// shared is the package's phantom benchmark, built by the first test
+// that asks for it, in a directory TestMain removes.
+var shared struct {
+	once  sync.Once
+	dir   string
+	bench *benchmark.Benchmark
+	err   error
+}
+
+// TestMain runs the tests and removes the shared phantom benchmark.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.dir != "" {
+		if err := os.RemoveAll(shared.dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	os.Exit(code)
+}
+
+// buildPhantomBench builds a benchmark of rr revision-required records
+// per lesion into a new directory (shared.dir).
+func buildPhantomBench(rr int) (*benchmark.Benchmark, error) {
+	dir, err := os.MkdirTemp("", "chexpercept-reading-phantom-")
+	if err != nil {
+		return nil, err
+	}
+	shared.dir = dir
 	sum, err := phantom.Generate(context.Background(), phantom.Options{OutDir: filepath.Join(dir, "phantom"), CasesPerLesion: rr + 1, Negatives: 1,
 		Seed: 1, FastPNG: true, Progress: io.Discard})
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("phantom: %w", err)
 	}
 	cfg := buildcfg.Default()
 	cfg.LF, cfg.RF, cfg.RR = 0, 0, rr
@@ -54,13 +97,9 @@ func phantomBench(t *testing.T, rr int) *benchmark.Benchmark {
 	out := filepath.Join(dir, "bench")
 	if _, err := build.Run(context.Background(), build.Options{Source: sum.Manifest, Out: out, Config: cfg,
 		Decisions: reviewlog.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: io.Discard, Stderr: io.Discard}); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("build: %w", err)
 	}
-	b, err := benchdir.Load(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return benchdir.Load(out)
 }
 
 // A reader who wants the answer of a revision-result question without
@@ -535,7 +574,7 @@ var pngIEND = []byte{0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82}
 // that beat chance: it can fail.
 func TestGuessersScoreAtChance(t *testing.T) {
 	t.Parallel()
-	bench := phantomBench(t, 6)
+	bench := phantomBench(t)
 	for _, mode := range []struct {
 		name   string
 		encode func([]string, [][]byte) ([][]byte, error)
