@@ -50,15 +50,23 @@ func readCSV(t *testing.T, name string) [][]string {
 
 // findingsReport writes three general and three medical synthetic models
 // (grouped by a domains file) over a scaled benchmark, medical clearly
-// worse on stage 3 and equal on stage 1, and returns the report dir.
+// worse on stage 3 and equal on stage 1, and returns the report dir: one
+// report for the package, which its tests only read.
 func findingsReport(t *testing.T) string {
 	t.Helper()
-	return findingsReportWorkers(t, 0)
+	return shared.findings.get(t, "findings", func(t *testing.T, tmp string) string { return writeFindingsReport(t, tmp, 0) })
 }
 
+// findingsReportWorkers is the findings report written afresh by workers
+// workers, in a directory of the test's own.
 func findingsReportWorkers(t *testing.T, workers int) string {
 	t.Helper()
-	tmp := t.TempDir()
+	return writeFindingsReport(t, t.TempDir(), workers)
+}
+
+// writeFindingsReport writes the findings report under tmp.
+func writeFindingsReport(t *testing.T, tmp string, workers int) string {
+	t.Helper()
 	recs := benchtest.Full(4)
 	index := map[string]int{}
 	for i, r := range recs {

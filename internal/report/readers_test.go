@@ -24,17 +24,24 @@ import (
 // readersReport writes two readers (provider human: one answers the
 // truth, one misses T1 on every fifth record) and three models (first,
 // random, and truth but for stage 3 and some T1s) in oracle mode none,
-// and reports them.
+// and reports them: one report for the package, which its tests only
+// read.
 func readersReport(t *testing.T) string {
 	t.Helper()
-	return readersFixtureReport(t, true)
+	return shared.readers.get(t, "readers", func(t *testing.T, tmp string) string { return writeReadersReport(t, tmp, true) })
 }
 
 // readersFixtureReport is readersReport, or with withReaders false the
-// same report of the three models alone.
+// same report of the three models alone, written afresh in a directory
+// of the test's own.
 func readersFixtureReport(t *testing.T, withReaders bool) string {
 	t.Helper()
-	tmp := t.TempDir()
+	return writeReadersReport(t, t.TempDir(), withReaders)
+}
+
+// writeReadersReport writes readersFixtureReport's report under tmp.
+func writeReadersReport(t *testing.T, tmp string, withReaders bool) string {
+	t.Helper()
 	recs := benchtest.Full(4)
 	index := map[string]int{}
 	for i, r := range recs {

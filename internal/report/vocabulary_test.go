@@ -21,10 +21,16 @@ import (
 // vocabularyReport writes a report of the samples fixture (baselines, a
 // strict run, a run with an error record) with comparisons, two runs in
 // domain groups and a text-only control of the strict run, so that every
-// ext_*.csv has rows.
+// ext_*.csv has rows: one report for the package, which its tests only
+// read.
 func vocabularyReport(t *testing.T) string {
 	t.Helper()
-	tmp := t.TempDir()
+	return shared.vocabulary.get(t, "vocabulary", writeVocabularyReport)
+}
+
+// writeVocabularyReport writes vocabularyReport's report under tmp.
+func writeVocabularyReport(t *testing.T, tmp string) string {
+	t.Helper()
 	dir := samplesFixture(t, tmp)
 	b, err := benchdir.Load(filepath.Join(tmp, "bench"))
 	if err != nil {
