@@ -14,6 +14,7 @@ import (
 // violation on the sign-in page, a reviewer's queue and case, the admin's
 // progress and case views, and a re-review case.
 func TestBrowserAccessibility(t *testing.T) {
+	t.Parallel()
 	axe := browsertest.AxeScript(t)
 	open := browsertest.Browser(t, 180*time.Second)
 	a := newApp(t, 2, 1)
@@ -54,6 +55,7 @@ func TestBrowserAccessibility(t *testing.T) {
 // shows its key, the legend lists exactly those keys, each key saves its
 // button's outcome, and the keys of a normal review save nothing.
 func TestBrowserReReviewKeys(t *testing.T) {
+	t.Parallel()
 	open := browsertest.Browser(t, 120*time.Second)
 	round := itemRound(t)
 	ctx := open(1280, 900)

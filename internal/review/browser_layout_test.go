@@ -36,6 +36,7 @@ const caseLayout = `(() => {
 // 1400×1000 and 390×844 (a phone) with the radiograph visible, for a
 // reviewer and for the admin.
 func TestBrowserCaseLayout(t *testing.T) {
+	t.Parallel()
 	exe := browsertest.Chromium(t)
 	root, stop := browsertest.Start(exe, filepath.Join(t.TempDir(), "chrome-profile"), 1400, 1000, 120*time.Second)
 	t.Cleanup(stop)

@@ -49,6 +49,7 @@ func evalString(t *testing.T, ctx context.Context, expr string) string {
 // a second reviewer cannot open the first one's case; the admin sees κ for
 // an overlapping pair.
 func TestBrowserReview(t *testing.T) {
+	t.Parallel()
 	newCtx := browser(t)
 	a := newAppSized(t, 3, 2, 6, 4)
 	base := a.srv.URL

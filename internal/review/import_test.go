@@ -55,6 +55,7 @@ func TestMapDecision(t *testing.T) {
 // sheet's digests and the annotator folder as reviewer, and the build
 // accepts exactly the accepted rows.
 func TestImportPackRoundTrip(t *testing.T) {
+	t.Parallel()
 	fx := makeFixture(t, []string{"edema"}, 2, 1)
 	out := filepath.Join(t.TempDir(), "packs")
 	if _, err := Pack(context.Background(), fx.Cases, out, PackOptions{Reviewers: 1}); err != nil {

@@ -42,6 +42,7 @@ func readSheetRows(t *testing.T, path string) [][]string {
 }
 
 func TestPack(t *testing.T) {
+	t.Parallel()
 	fx := makeFixture(t, []string{"edema"}, 3, 2)
 	out := filepath.Join(t.TempDir(), "packs")
 	sum, err := Pack(context.Background(), fx.Cases, out, PackOptions{Reviewers: 2, Workers: 2})
@@ -145,6 +146,7 @@ func TestPack(t *testing.T) {
 // a finished pack, a folder without the marker and an unfinished pack
 // holding what a pack does not write are refused and left as they are.
 func TestPackRerun(t *testing.T) {
+	t.Parallel()
 	fx := makeFixture(t, []string{"edema"}, 3, 2)
 	want := filepath.Join(t.TempDir(), "want")
 	if _, err := Pack(context.Background(), fx.Cases, want, PackOptions{Reviewers: 2, Workers: 2}); err != nil {
@@ -189,6 +191,7 @@ func TestPackRerun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "packs")
 			if _, err := Pack(context.Background(), fx.Cases, dir, PackOptions{Reviewers: 2, Workers: 2}); err != nil {
 				t.Fatal(err)

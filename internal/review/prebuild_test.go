@@ -11,6 +11,7 @@ import (
 // so that the reviewers' first requests are served without a build, and
 // the images served equal the ones built on request.
 func TestPrebuild(t *testing.T) {
+	t.Parallel()
 	a := newAppSized(t, 3, 2, 3, 2)
 	c := a.signIn("r1")
 	srv, err := NewServer(a.store)

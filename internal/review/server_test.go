@@ -369,6 +369,7 @@ func TestPathTraversal(t *testing.T) {
 }
 
 func TestBodyLimits(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, 1, 1)
 	r1 := a.signIn("r1")
 	key := a.queueOf("r1")[0]
@@ -563,6 +564,7 @@ func TestReportIsEscaped(t *testing.T) {
 // carry them too; and many reviewers asking for the same images at once
 // cause one build per image.
 func TestImageCaching(t *testing.T) {
+	t.Parallel()
 	a := newApp(t, 1, 1)
 	c := a.signIn("r1")
 	var key string
