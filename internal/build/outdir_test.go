@@ -353,7 +353,9 @@ func TestInspectRefuses(t *testing.T) {
 
 // TestInspectFailedRenameLeavesNoStaging: an inspect whose final rename
 // fails removes its staging folder, and the rerun completes with nothing
-// of the failed one left in inspect/.
+// of the failed one left in inspect/. The case inspected is a negative:
+// its inspect folder is renamed into place like a positive's, without a
+// positive's many default-level step images to encode.
 func TestInspectFailedRenameLeavesNoStaging(t *testing.T) {
 	t.Parallel()
 	ref := twoLesionBuild(t)
@@ -362,7 +364,7 @@ func TestInspectFailedRenameLeavesNoStaging(t *testing.T) {
 	key := ""
 	ents, _ := os.ReadDir(filepath.Join(bench, imagesDir))
 	for _, e := range ents {
-		if strings.Contains(e.Name(), "_positive_") {
+		if strings.Contains(e.Name(), "_negative_") {
 			key = e.Name()
 			break
 		}
