@@ -194,6 +194,29 @@ type runner struct {
 	st   *state
 	res  *Result
 	step int
+
+	// decoded holds the content hashes of the images the deep
+	// validation decoded; the evaluations decode none of them again.
+	decodedMu sync.Mutex
+	decoded   map[string]bool
+}
+
+// sawDecoded notes an image content the deep validation decoded.
+func (d *runner) sawDecoded(sha string) {
+	d.decodedMu.Lock()
+	defer d.decodedMu.Unlock()
+	if d.decoded == nil {
+		d.decoded = map[string]bool{}
+	}
+	d.decoded[sha] = true
+}
+
+// wasDecoded reports whether the deep validation decoded the content sha
+// (eval.Options.Verified).
+func (d *runner) wasDecoded(sha string) bool {
+	d.decodedMu.Lock()
+	defer d.decodedMu.Unlock()
+	return d.decoded[sha]
 }
 
 const steps = 8
@@ -330,6 +353,9 @@ func (d *runner) build(manifest string) error {
 	cfg.Seed = buildSeed
 	cfg.LF, cfg.RF, cfg.RR = perPath, perPath, perPath
 	cfg.Workers = d.opt.Workers
+	// The fastest PNG writer: the same pixels in larger files, and the
+	// default level's encoding would be a third of the demo's CPU time.
+	cfg.BundlePNGCompression = buildcfg.FastPNG
 	t := time.Now()
 	sum, err := build.Run(d.ctx, build.Options{Source: manifest, Out: dir, Config: cfg, Workers: d.opt.Workers,
 		Decisions: reviewlog.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: d.log, Stderr: d.log, Job: d.opt.Job})
@@ -382,7 +408,7 @@ func skipReasons(name string) string {
 // validate checks the benchmark with --deep and returns its step line.
 func (d *runner) validate() (string, error) {
 	t := time.Now()
-	rep, err := validate.Run(d.ctx, d.res.Benchmark, validate.Options{Deep: true, Workers: d.opt.Workers})
+	rep, err := validate.Run(d.ctx, d.res.Benchmark, validate.Options{Deep: true, Workers: d.opt.Workers, Decoded: d.sawDecoded})
 	if err != nil {
 		return "", fmt.Errorf("demo: validate: %w", err)
 	}
@@ -494,33 +520,17 @@ func (d *runner) evaluate() error {
 		return fmt.Errorf("demo: writing %s: %w", kf, err)
 	}
 
-	// The deep validation and the oracle baseline read the benchmark at
-	// the same time; both finish before any other evaluation starts, and
-	// a benchmark that fails validation stops the demo there.
-	t := time.Now()
-	var vline string
-	var verr error
-	vdone := make(chan struct{})
-	go func() {
-		defer close(vdone)
-		vline, verr = d.validate()
-	}()
-	s, err := d.eval(reg, prices, "baseline", "oracle", nil, "", "")
-	<-vdone
-	if verr != nil {
-		return verr
-	}
-	d.say("%s", vline)
+	// The deep validation decodes every image first, on all the cores;
+	// a benchmark that fails it stops the demo there. The evaluations
+	// then only read and hash the images it decoded (eval's Verified):
+	// each image is decoded once.
+	vline, err := d.validate()
 	if err != nil {
 		return err
 	}
-	d.say("eval in process: baseline oracle: %s … %s", counts(s), time.Since(t).Round(time.Millisecond))
-	d.note("(the baseline named oracle answers every question right)")
-	d.note("oracle mode implicit: after a wrong answer the model is shown the right one, so each stage is" +
-		" also scored on its own; every run of the demo uses it")
-	d.res.RunDirs = append(d.res.RunDirs, s.RunDir)
+	d.say("%s", vline)
 
-	t = time.Now()
+	t := time.Now()
 	urls := map[string]string{}
 	for _, m := range simModels {
 		sim, err := fakemodel.LoadSimulated(fakemodel.SimConfig{Benchmark: d.res.Benchmark, Accuracy: m.accuracy, Seed: m.seed,
@@ -542,54 +552,61 @@ func (d *runner) evaluate() error {
 		err  error
 		took time.Duration
 	}
-	// The simulated models, the random baseline, then the controls.
-	nSim, nRandom := len(simModels), len(simModels)+1
-	outs := make([]outcome, len(simModels)+1+len(controlModels))
+	// All at once: the oracle baseline, the simulated models, the random
+	// baseline, then the controls.
+	nSim := len(simModels)
+	nRandom := 1 + nSim
+	outs := make([]outcome, nRandom+1+len(controlModels))
 	var wg sync.WaitGroup
 	for i := range outs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			start := time.Now()
 			switch {
-			case i < nSim:
-				outs[i].sum, outs[i].err = d.eval(reg, prices, "openai", simModels[i].name, []string{urls[simModels[i].name]}, kf, "")
-			case i == nSim:
+			case i == 0:
+				outs[i].sum, outs[i].err = d.eval(reg, prices, "baseline", "oracle", nil, "", "")
+			case i <= nSim:
+				m := simModels[i-1]
+				outs[i].sum, outs[i].err = d.eval(reg, prices, "openai", m.name, []string{urls[m.name]}, kf, "")
+			case i == nRandom:
 				outs[i].sum, outs[i].err = d.eval(reg, prices, "baseline", "random", nil, "", "")
 			default:
-				name := controlModels[i-nRandom]
+				name := controlModels[i-nRandom-1]
 				outs[i].sum, outs[i].err = d.eval(reg, prices, "openai", name, []string{urls[name]}, kf, results.ControlTextOnly)
 			}
 			outs[i].took = time.Since(start)
-		}()
+		})
 	}
 	wg.Wait()
 	for i, o := range outs {
 		if o.err != nil {
 			return o.err
 		}
-		if i < nRandom {
+		if i <= nRandom {
 			d.res.RunDirs = append(d.res.RunDirs, o.sum.RunDir)
 		} else {
 			d.res.ControlDirs = append(d.res.ControlDirs, o.sum.RunDir)
 		}
 	}
+	d.say("eval in process: baseline oracle (alongside the others): %s … %s", counts(outs[0].sum), outs[0].took.Round(time.Millisecond))
+	d.note("(the baseline named oracle answers every question right)")
+	d.note("oracle mode implicit: after a wrong answer the model is shown the right one, so each stage is" +
+		" also scored on its own; every run of the demo uses it")
 	d.say("eval over HTTP: %d simulated models (serve-baseline --policy simulated on loopback ports, provider openai), concurrently … %s",
-		len(simModels), time.Since(t).Round(time.Millisecond))
+		nSim, time.Since(t).Round(time.Millisecond))
 	d.note("a simulated model's stage accuracy is %s", fakemodel.AccuracyMeaning)
 	for i, m := range simModels {
 		if m.guesses {
-			d.note("%s (%s): answers from the question's text alone, whatever image it is shown; %s", m.name, m.domain, counts(outs[i].sum))
+			d.note("%s (%s): answers from the question's text alone, whatever image it is shown; %s", m.name, m.domain, counts(outs[1+i].sum))
 			continue
 		}
-		d.note("%s (%s): stage accuracies %s %% at stages 1-4; %s", m.name, m.domain, percents(m.accuracy), counts(outs[i].sum))
+		d.note("%s (%s): stage accuracies %s %% at stages 1-4; %s", m.name, m.domain, percents(m.accuracy), counts(outs[1+i].sum))
 	}
 	var ctl []string
 	for i, name := range controlModels {
 		ctl = append(ctl, fmt.Sprintf("%s (%s)", name, counts(outs[nRandom+i].sum)))
 	}
 	d.note("image controls, alongside: the same questions with every image removed (text-only), asked of %s", strings.Join(ctl, " and "))
-	last := outs[nSim]
+	last := outs[nRandom]
 	d.say("eval in process: baseline random (alongside): %s … %s", counts(last.sum), last.took.Round(time.Millisecond))
 	return d.st.set("eval", fp)
 }
@@ -638,9 +655,11 @@ func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, mod
 		// runs with the default cache would hold the bundle six times.
 		ImageCacheBytes: demoImageCache,
 		CacheDir:        filepath.Join(d.res.Dir, cacheDir),
-		Log:             d.log,
-		Job:             d.opt.Job,
-		Control:         control,
+		// The images the deep validation decoded are only hashed.
+		Verified: d.wasDecoded,
+		Log:      d.log,
+		Job:      d.opt.Job,
+		Control:  control,
 	}
 	if control != "" {
 		model += " --control " + string(control)

@@ -89,6 +89,15 @@ type Options struct {
 	NoCache         bool
 	CacheDir        string // default respcache.DefaultDir()
 	ImageCacheBytes int64  // default 256 MiB
+	// Verified, when set, reports the content hashes (SHA-256 of the
+	// file bytes, lower-case hex) whose bytes the caller itself saw
+	// imagefile.DecodePNG decode in this process: the demo passes those
+	// of its validate --deep (validate.Options.Decoded). DecodePNG
+	// decodes exactly the files VerifyPNG accepts, so such an image is
+	// read, hashed and checked against SHA256SUMS like any other, but
+	// not decoded again (VerifyStats.Given counts it). It is called
+	// concurrently.
+	Verified func(sha256 string) bool
 
 	AllowInvalid    bool
 	DryRun          bool

@@ -334,6 +334,7 @@ func (r *runner) setup() error {
 		}
 	}
 	r.verify = newVerifier(o.BenchDir, r.memo, runtime.GOMAXPROCS(0))
+	r.verify.given = o.Verified
 	r.verify.keep = r.images.put
 	return nil
 }
