@@ -198,6 +198,8 @@ type runner struct {
 	res  *Result
 	step int
 
+	images *eval.ImageCache // shared by the evaluations
+
 	// decoded holds the content hashes of the images the deep
 	// validation decoded; the evaluations decode none of them again.
 	decodedMu sync.Mutex
@@ -469,10 +471,11 @@ const textPrior = fakemodel.TextPriorFrequent
 var controlModels = []string{"sim-general-large", "sim-medical-small"}
 
 // demoConcurrency is the records in flight per evaluation, and
-// demoImageCache the bytes of images each evaluation keeps.
+// demoImageCache the bytes of encoded images the evaluations keep, in one
+// cache they share: the demo's bundle (about 90 MB as base64) whole.
 const (
 	demoConcurrency = 4
-	demoImageCache  = 48 << 20
+	demoImageCache  = 128 << 20
 )
 
 const (
@@ -533,6 +536,7 @@ func (d *runner) evaluate() error {
 	}
 	d.say("%s", vline)
 
+	d.images = eval.NewImageCache(d.res.Benchmark, demoImageCache, false)
 	t := time.Now()
 	urls := map[string]string{}
 	for _, m := range simModels {
@@ -654,10 +658,11 @@ func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, mod
 		// both cores busy, and far fewer request bodies (megabytes of
 		// base64 each) are in memory at a time than at the default 16.
 		Concurrency: demoConcurrency,
-		// Each run caches the images it sends (PNG and base64); six
-		// runs with the default cache would hold the bundle six times.
-		ImageCacheBytes: demoImageCache,
-		CacheDir:        filepath.Join(d.res.Dir, cacheDir),
+		// One cache of encoded images for all the runs: each image is
+		// base64-encoded once, and the bundle is held once, not once a
+		// run.
+		Images:   d.images,
+		CacheDir: filepath.Join(d.res.Dir, cacheDir),
 		// The images the deep validation decoded are only hashed.
 		Verified: d.wasDecoded,
 		Log:      d.log,
