@@ -22,10 +22,13 @@
 //
 // The simulated models go through the real network path: each is a
 // serve-baseline (simulated policy, package fakemodel) in process on a
-// loopback port, asked by the openai provider over HTTP. The oracle
-// baseline runs first, alone, so that the images are verified once; the
-// other six evaluations then run at once. Nothing reaches the network
-// beyond loopback, and nothing is written outside the demo directory.
+// loopback port, asked by the openai provider over HTTP. The deep
+// validation decodes every image first; the seven evaluations and the two
+// controls then run at once, each reading and hashing the images but
+// decoding none the validation decoded (eval.Options.Verified), and
+// sharing one cache of base64-encoded images (eval.ImageCache). Nothing
+// reaches the network beyond loopback, and nothing is written outside the
+// demo directory.
 package demo
 
 import (
@@ -989,8 +992,9 @@ tenth of the questions so that item health has something to flag; one,
 sim-medical-small, answers from the question's text alone whatever image it
 is shown, and the image controls (the same questions without the images)
 show which model uses the image. The
-phantom's PNGs are written at the fastest compression level (larger files,
-same pixels); the benchmark is built with the default configuration.
+PNGs are written at the fastest compression level (larger files, same
+pixels): the benchmark is built with the default configuration but for
+bundle_png_compression: fast.
 
   phantom/     synthetic source set (manifest.jsonl, images, masks, contact sheet)
   benchmark/   the benchmark built from it (chexpercept.json, image bundle, SHA256SUMS)

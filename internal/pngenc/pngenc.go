@@ -19,7 +19,7 @@
 // Encoder.Fastest swaps compress/flate for the deflater of
 // github.com/klauspost/compress at its fastest level: about a third of
 // level 4's CPU time for files about 13 % larger (on the demo's bundle
-// images; image/png's fastest level takes five times as long for files
+// images; image/png's fastest level takes almost four times as long for files
 // about as large), for bundles built with bundle_png_compression: fast.
 //
 // The output is a plain PNG (8-bit RGB, no interlacing, IDAT chunks of at

@@ -239,7 +239,7 @@ var fastBundleEncoder = &pngenc.Encoder{Fastest: true}
 // fast writes a bundle's images: an opaque *image.RGBA through package
 // pngenc at its fastest (about a third of EncodeBundlePNG's CPU time,
 // files about 13 % larger, the same pixels; image/png's fastest level
-// takes about five times as long for files about as large), anything
+// takes almost four times as long for files about as large), anything
 // else like EncodeFastPNG.
 func EncodeFastBundlePNG(w io.Writer, img image.Image) error {
 	if rgba, ok := img.(*image.RGBA); ok {
