@@ -477,7 +477,8 @@ func TestCallerVerifiedAndSharedImages(t *testing.T) {
 	images := NewImageCache(bench, 0, false)
 
 	o := baseOptions(bench, t.TempDir(), model(t, "baseline", "oracle"))
-	o.AllowInvalid, o.NoCache, o.Images = true, true, images
+	// A memo of its own, empty: what it remembers is not what is tested.
+	o.AllowInvalid, o.NoCache, o.Images, o.CacheDir = true, true, images, t.TempDir()
 	o.Verified = func(sha string) bool { return good[sha] }
 	s1 := run(t, o)
 	if s1.Images.Given == 0 || s1.Images.Decodes != 0 || s1.Images.Verified != 0 || s1.Images.Failed != 0 {
