@@ -847,7 +847,7 @@ func bundleEncoder(compression string) func(io.Writer, image.Image) error {
 	case buildcfg.StandardPNG:
 		return render.EncodePNG
 	case buildcfg.FastPNG:
-		return render.EncodeFastPNG
+		return render.EncodeFastBundlePNG
 	}
 	return render.EncodeBundlePNG
 }
