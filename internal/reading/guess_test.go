@@ -584,10 +584,6 @@ func TestGuessersScoreAtChance(t *testing.T) {
 		{"files padded", padded},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			// The modes serve from studies of their own; the timing
-			// rules lose nothing to the others' load, as each question's
-			// candidates are fetched in a random order.
-			t.Parallel()
 			st := newStudy(t, bench, protocol.OracleImplicit)
 			if mode.encode != nil {
 				st.app.encode = mode.encode
