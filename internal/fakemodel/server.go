@@ -48,7 +48,9 @@ type ServerConfig struct {
 	// Simulated answers for the simulated policy (required by it).
 	Simulated *Simulated
 
-	Latency time.Duration // added before every reply
+	// Latency is the least time from a request's arrival to its reply:
+	// the server's own reading, parsing and encoding happen within it.
+	Latency time.Duration
 	Jitter  time.Duration // plus a uniform extra delay in [0, Jitter)
 
 	Fail429       float64
@@ -76,6 +78,7 @@ type Server struct {
 	}
 	done chan struct{} // closed by Close: releases hanging handlers
 	once sync.Once
+	bufs sync.Pool // *[]byte: request bodies' buffers, reused
 
 	onHang func() // tests: called as a handler starts hanging on an injected timeout
 }
@@ -189,10 +192,19 @@ func (s *Server) draw(n int64) (fault int, extra time.Duration) {
 }
 
 func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
+	// The latency runs from the request's arrival: the server's own work
+	// (reading and parsing the body, choosing the answer, encoding the
+	// reply) happens inside it, as a model server's time to answer
+	// includes reading the request.
+	arrived := time.Now()
 	n := s.seq.Add(1)
 	s.stats.requests.Add(1)
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-	req, err := parseChat(body)
+	buf := s.getBuf(r.ContentLength)
+	data, readErr := readBody(body, *buf)
+	req, err := parseChat(data, readErr, s.cfg.Policy != runmodel.PolicyFirst)
+	*buf = data
+	s.putBuf(buf) // nothing parsed refers to the body's bytes
 	if err != nil {
 		s.stats.bad.Add(1)
 		var mbe *http.MaxBytesError
@@ -209,7 +221,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "messages is empty")
 		return
 	}
-	texts, images := req.texts, req.images
+	texts := req.texts
 	// Decide the answer before any fault so a bad request is a 400 at once.
 	var answer string
 	if s.cfg.Policy == PolicySimulated {
@@ -223,7 +235,14 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fault, extra := s.draw(n)
-	if !s.sleep(r.Context(), s.cfg.Latency+extra) {
+	var reply []byte
+	if fault == faultNone || fault == faultEmpty {
+		if fault == faultEmpty {
+			answer = ""
+		}
+		reply = s.reply(n, req, answer)
+	}
+	if !s.sleep(r.Context(), time.Until(arrived.Add(s.cfg.Latency+extra))) {
 		return
 	}
 	switch fault {
@@ -257,16 +276,20 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		return
 	case faultEmpty:
 		s.stats.empty.Add(1)
-		answer = ""
 	default:
 		s.stats.ok.Add(1)
 	}
-	u := EstimateUsage(texts, images, answer)
+	writeBytes(w, http.StatusOK, reply)
+}
+
+// reply encodes the completion of request n.
+func (s *Server) reply(n int64, req *parsedRequest, answer string) []byte {
+	u := EstimateUsage(req.texts, req.images, answer)
 	model := req.model
 	if model == "" {
 		model = "baseline-" + s.cfg.Policy
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	return encodeJSON(map[string]any{
 		"id":      "chatcmpl-baseline-" + strconv.FormatInt(n, 10),
 		"object":  "chat.completion",
 		"created": time.Now().Unix(),
@@ -278,6 +301,49 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		}},
 		"usage": map[string]any{"prompt_tokens": u.Input, "completion_tokens": u.Output, "total_tokens": u.Total},
 	})
+}
+
+// maxPooledBody is the largest body buffer kept for reuse; larger ones
+// (requests with many full-size images) are left to the collector.
+const maxPooledBody = 16 << 20
+
+// getBuf returns an empty buffer for a body of size bytes (-1: unknown).
+func (s *Server) getBuf(size int64) *[]byte {
+	buf, _ := s.bufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	// One byte beyond the announced size lets the read see the end
+	// without growing the buffer.
+	if size >= 0 && size < s.cfg.MaxBody && int64(cap(*buf)) < size+1 {
+		*buf = make([]byte, 0, size+1)
+	}
+	*buf = (*buf)[:0]
+	return buf
+}
+
+func (s *Server) putBuf(buf *[]byte) {
+	if cap(*buf) <= maxPooledBody {
+		s.bufs.Put(buf)
+	}
+}
+
+// readBody appends r's bytes to buf until the end or an error; the
+// reader bounds the size (http.MaxBytesReader).
+func readBody(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // sleep waits d; false when the client went away first.
@@ -297,9 +363,20 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func writeJSON(w http.ResponseWriter, status int, v any) { writeBytes(w, status, encodeJSON(v)) }
+
+// encodeJSON is v's JSON, or nil when it cannot be encoded.
+func encodeJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// writeBytes sends a JSON body (nil: a failed encoding, sent as a 500).
+func writeBytes(w http.ResponseWriter, status int, b []byte) {
+	if b == nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding reply"}}`)
 	}
 	w.Header().Set("Content-Type", "application/json")

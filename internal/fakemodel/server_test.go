@@ -210,6 +210,50 @@ func TestLatency(t *testing.T) {
 	}
 }
 
+// slowBody delivers body after a delay, as a request whose bytes arrive
+// slowly.
+type slowBody struct {
+	delay time.Duration
+	r     io.Reader
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if b.delay > 0 {
+		time.Sleep(b.delay)
+		b.delay = 0
+	}
+	return b.r.Read(p)
+}
+
+// TestLatencyFromArrival: the latency runs from the request's arrival,
+// so the time the server spends reading the body counts towards it: with
+// a body that takes 300 ms to arrive and 400 ms of latency the reply
+// comes after 400 ms, never sooner, and not after 700 ms.
+func TestLatencyFromArrival(t *testing.T) {
+	const latency, reading = 400 * time.Millisecond, 300 * time.Millisecond
+	srv, err := NewServer(ServerConfig{Policy: runmodel.PolicyRandom, Latency: latency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"model":"m","messages":[{"role":"user","content":"Q\nOptions:\n(1) Yes\n(2) No"}]}`
+	for _, delay := range []time.Duration{0, reading} {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", &slowBody{delay, strings.NewReader(body)})
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		srv.ServeHTTP(rec, req)
+		d := time.Since(start)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		if d < latency {
+			t.Errorf("body after %v: reply after %v, before the latency", delay, d)
+		}
+		if delay > 0 && d >= latency+delay-50*time.Millisecond {
+			t.Errorf("body after %v: reply after %v, the reading added to the latency", delay, d)
+		}
+	}
+}
+
 func TestHTTPErrors(t *testing.T) {
 	srv, err := NewServer(ServerConfig{Policy: runmodel.PolicyRandom, MaxBody: 1024})
 	if err != nil {
