@@ -67,7 +67,9 @@ func sameParse(got *parsedRequest, err error, ref *parsedRequest, refErr error) 
 // read the ones it accepts exactly as the stream parser does.
 func hostileBodies() []string {
 	img := `{"type":"image_url","image_url":{"url":"data:image/png;base64,QUJD"}}`
-	msg := func(content string) string { return `{"model":"m","messages":[{"role":"user","content":` + content + `}]}` }
+	msg := func(content string) string {
+		return `{"model":"m","messages":[{"role":"user","content":` + content + `}]}`
+	}
 	bodies := []string{
 		msg(`"x"`), msg(`null`), msg(`nul`), msg(`nulll`), msg(`true`), msg(`{}`), msg(`[]`), msg(`[` + img + `]`),
 		msg(`[` + img + `,` + img + `]`), msg(`[` + img + `,]`), msg(`[,` + img + `]`), msg(`[` + img + ` ` + img + `]`),
