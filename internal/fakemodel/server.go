@@ -282,6 +282,35 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	writeBytes(w, http.StatusOK, reply)
 }
 
+// completion is the reply's JSON: the members in name order, as
+// encoding/json writes a map's, so the bytes are those of the map the
+// server once encoded.
+type completion struct {
+	Choices []choice `json:"choices"`
+	Created int64    `json:"created"`
+	ID      string   `json:"id"`
+	Model   string   `json:"model"`
+	Object  string   `json:"object"`
+	Usage   usage    `json:"usage"`
+}
+
+type choice struct {
+	FinishReason string  `json:"finish_reason"`
+	Index        int     `json:"index"`
+	Message      message `json:"message"`
+}
+
+type message struct {
+	Content string `json:"content"`
+	Role    string `json:"role"`
+}
+
+type usage struct {
+	CompletionTokens int64 `json:"completion_tokens"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
 // reply encodes the completion of request n.
 func (s *Server) reply(n int64, req *parsedRequest, answer string) []byte {
 	u := EstimateUsage(req.texts, req.images, answer)
@@ -289,17 +318,13 @@ func (s *Server) reply(n int64, req *parsedRequest, answer string) []byte {
 	if model == "" {
 		model = "baseline-" + s.cfg.Policy
 	}
-	return encodeJSON(map[string]any{
-		"id":      "chatcmpl-baseline-" + strconv.FormatInt(n, 10),
-		"object":  "chat.completion",
-		"created": time.Now().Unix(),
-		"model":   model,
-		"choices": []any{map[string]any{
-			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": answer},
-			"finish_reason": "stop",
-		}},
-		"usage": map[string]any{"prompt_tokens": u.Input, "completion_tokens": u.Output, "total_tokens": u.Total},
+	return encodeJSON(completion{
+		ID:      "chatcmpl-baseline-" + strconv.FormatInt(n, 10),
+		Object:  "chat.completion",
+		Created: time.Now().Unix(),
+		Model:   model,
+		Choices: []choice{{Index: 0, Message: message{Role: "assistant", Content: answer}, FinishReason: "stop"}},
+		Usage:   usage{PromptTokens: u.Input, CompletionTokens: u.Output, TotalTokens: u.Total},
 	})
 }
 

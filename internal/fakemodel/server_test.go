@@ -352,3 +352,46 @@ func TestClientIdentity(t *testing.T) {
 		t.Errorf("in-process identity %+v, error %v", local, err)
 	}
 }
+
+// TestReplyBytes: the reply's bytes are those of the map the server
+// encoded before it had a reply type (encoding/json writes map members in
+// name order), escapes included.
+func TestReplyBytes(t *testing.T) {
+	srv, err := NewServer(ServerConfig{Policy: runmodel.PolicyFirst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		model, answer string
+	}{{"", "Answer: 1"}, {"any/model", ""}, {"m\"<&>\u2028", "Answer: 2 \\ \"é\"\n"}} {
+		req := &parsedRequest{model: tc.model, texts: []string{"S", "Q"}, images: 3}
+		got := srv.reply(7, req, tc.answer)
+		var v map[string]any
+		if err := json.Unmarshal(got, &v); err != nil {
+			t.Fatal(err)
+		}
+		u := EstimateUsage(req.texts, req.images, tc.answer)
+		model := tc.model
+		if model == "" {
+			model = "baseline-first"
+		}
+		want, err := json.Marshal(map[string]any{
+			"id":      "chatcmpl-baseline-7",
+			"object":  "chat.completion",
+			"created": int64(v["created"].(float64)),
+			"model":   model,
+			"choices": []any{map[string]any{
+				"index":         0,
+				"message":       map[string]any{"role": "assistant", "content": tc.answer},
+				"finish_reason": "stop",
+			}},
+			"usage": map[string]any{"prompt_tokens": u.Input, "completion_tokens": u.Output, "total_tokens": u.Total},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("reply\n%s\nwant\n%s", got, want)
+		}
+	}
+}
