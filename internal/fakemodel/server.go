@@ -335,16 +335,28 @@ func (s *Server) reply(n int64, req *parsedRequest, answer string) []byte {
 // for the stream decoder); with this bound it is 178 MiB.
 const maxPooledBody = 1 << 20
 
-// getBuf returns an empty buffer for a body of size bytes (-1: unknown).
+// maxPrealloc bounds the buffer allocated before a body arrives on the
+// word of its Content-Length, so a client that announces a large body
+// and sends little cannot make the server hold much; a larger body grows
+// the buffer as it arrives.
+const maxPrealloc = 4 << 20
+
+// getBuf returns an empty buffer for a body of size bytes (-1: unknown):
+// from the pool for a small body, else a new one.
 func (s *Server) getBuf(size int64) *[]byte {
+	// One byte beyond the announced size lets the read see the end
+	// without growing the buffer.
+	want := min(size+1, maxPrealloc)
+	if size > maxPooledBody {
+		b := make([]byte, 0, want)
+		return &b
+	}
 	buf, _ := s.bufs.Get().(*[]byte)
 	if buf == nil {
 		buf = new([]byte)
 	}
-	// One byte beyond the announced size lets the read see the end
-	// without growing the buffer.
-	if size >= 0 && size < s.cfg.MaxBody && int64(cap(*buf)) < size+1 {
-		*buf = make([]byte, 0, size+1)
+	if int64(cap(*buf)) < want {
+		*buf = make([]byte, 0, want)
 	}
 	*buf = (*buf)[:0]
 	return buf
