@@ -201,7 +201,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	s.stats.requests.Add(1)
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 	buf := s.getBuf(r.ContentLength)
-	data, readErr := readBody(body, *buf)
+	data, readErr := readBody(body, *buf, r.ContentLength)
 	req, err := parseChat(data, readErr, s.cfg.Policy != runmodel.PolicyFirst)
 	*buf = data
 	s.putBuf(buf) // nothing parsed refers to the body's bytes
@@ -329,17 +329,16 @@ func (s *Server) reply(n int64, req *parsedRequest, answer string) []byte {
 }
 
 // maxPooledBody is the largest body buffer kept for reuse; larger ones
-// (requests with full-size images) are left to the collector. Pooling
-// them kept many idle between collections: serve-baseline's peak RSS in
-// BenchmarkEvalBytes doubled with a 16 MiB bound (354 MiB against 176
-// for the stream decoder); with this bound it is 178 MiB.
+// (requests with full-size images) are left to the collector: pooled,
+// many stayed idle between collections (serve-baseline's peak RSS in
+// BenchmarkEvalBytes doubled with a 16 MiB bound).
 const maxPooledBody = 1 << 20
 
 // maxPrealloc bounds the buffer allocated before a body arrives on the
-// word of its Content-Length, so a client that announces a large body
-// and sends little cannot make the server hold much; a larger body grows
-// the buffer as it arrives.
-const maxPrealloc = 4 << 20
+// word of its Content-Length (a request of 7 full-size images takes about
+// 10 MB), so a client that announces a large body and sends little holds
+// at most this much; a larger body grows the buffer as it arrives.
+const maxPrealloc = 16 << 20
 
 // getBuf returns an empty buffer for a body of size bytes (-1: unknown):
 // from the pool for a small body, else a new one.
@@ -369,11 +368,19 @@ func (s *Server) putBuf(buf *[]byte) {
 }
 
 // readBody appends r's bytes to buf until the end or an error; the
-// reader bounds the size (http.MaxBytesReader).
-func readBody(r io.Reader, buf []byte) ([]byte, error) {
+// reader bounds the size (http.MaxBytesReader). A full buffer doubles,
+// but never beyond size+1 when the body announced size bytes (-1: not
+// announced), so a body that arrives as announced is copied at most once
+// or twice however large, and the buffer is never more than twice what
+// arrived.
+func readBody(r io.Reader, buf []byte, size int64) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			c := max(2*cap(buf), 512)
+			if size >= int64(len(buf)) {
+				c = int(min(int64(c), size+1))
+			}
+			buf = append(make([]byte, 0, c), buf...)
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
