@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/chexpercept/chexpercept/internal/provider"
 )
@@ -284,5 +285,48 @@ func TestPrintableASCII(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestReadBody: a body is read whole whatever its announced length; the
+// buffer is allocated ahead only up to maxPrealloc, and grows to no more
+// than twice what arrived.
+func TestReadBody(t *testing.T) {
+	srv, err := NewServer(ServerConfig{Policy: "random"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("0123456789"), 300_000) // 3 MB
+	for _, tc := range []struct {
+		name      string
+		announced int64
+		sent      []byte
+	}{
+		{"exact", int64(len(body)), body},
+		{"unknown", -1, body},
+		{"too small", 100, body},
+		{"lying", 60 << 20, body[:10]},
+		{"empty", 0, nil},
+		{"small", 10, body[:10]},
+	} {
+		buf := srv.getBuf(tc.announced)
+		if c := cap(*buf); c > maxPrealloc {
+			t.Errorf("%s: %d bytes allocated ahead", tc.name, c)
+		}
+		got, err := readBody(iotest.OneByteReader(bytes.NewReader(tc.sent)), *buf, tc.announced)
+		if err != nil || !bytes.Equal(got, tc.sent) {
+			t.Errorf("%s: read %d bytes, %v", tc.name, len(got), err)
+		}
+		if tc.announced < 0 && cap(got) > 2*len(got)+512 {
+			t.Errorf("%s: buffer of %d for %d bytes", tc.name, cap(got), len(got))
+		}
+		*buf = got
+		srv.putBuf(buf)
+	}
+	limited := http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(bytes.NewReader(body)), 1000)
+	got, err := readBody(limited, nil, -1)
+	var mbe *http.MaxBytesError
+	if !errors.As(err, &mbe) || len(got) != 1000 {
+		t.Errorf("over the limit: %d bytes, %v", len(got), err)
 	}
 }
