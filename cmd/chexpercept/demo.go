@@ -19,8 +19,8 @@ func newDemoCmd(jo job.Options) *cobra.Command {
 set up and no network: it generates synthetic phantom radiographs, builds a
 small benchmark from them with --accept-all (all seven lesions, one
 lesion-free, one revision-free and one revision-required case each; marked
-UNREVIEWED), validates it with --deep, evaluates the in-process oracle
-baseline, then at once the random baseline and five simulated models of
+UNREVIEWED), validates it with --deep, then evaluates at once the
+in-process oracle and random baselines and five simulated models of
 distinct skill, each a serve-baseline --policy simulated on a loopback
 port asked through the real HTTP client (provider openai), and writes the
 report with domain groups (medical vs general, from DIR/domains.yaml).
@@ -32,8 +32,8 @@ of index.html.
 The simulated models answer the benchmark's ground truth at set stage
 accuracies, and share a wrong answer on a tenth of the questions, as if the
 ground truth were wrong there: that is what item health flags. The demo
-writes its PNGs at the fastest compression level (larger files, the same
-pixels).
+writes its PNGs at the fastest compression level (bundle_png_compression:
+fast; larger files, the same pixels).
 
 DIR (default ./` + demo.DefaultDir + `) is created if needed. A non-empty
 directory not made by demo is refused. Running demo again into the same

@@ -347,7 +347,7 @@ func (a *assembly) renderCase(inc *included) error {
 		}
 	}
 	hashes := map[string]string{}
-	fw := newFolderWriter(filepath.Join(a.opt.Out, imagesDir, key))
+	fw := newFolderWriter(filepath.Join(a.opt.Out, imagesDir, key), a.e.rename)
 	var buf bytes.Buffer
 	encode := bundleEncoder(a.cfg.BundlePNGCompression)
 	for _, rel := range slices.Sorted(maps.Keys(imgs)) {
@@ -367,7 +367,7 @@ func (a *assembly) renderCase(inc *included) error {
 		return global("%s: %w", key, err)
 	}
 	if len(o.MaskNames) > 0 {
-		mw := newFolderWriter(filepath.Join(a.opt.Out, masksDir, key))
+		mw := newFolderWriter(filepath.Join(a.opt.Out, masksDir, key), a.e.rename)
 		for _, n := range o.MaskNames {
 			data, err := safefile.ReadFile(filepath.Join(a.workDir, key, workMasks, n+".png"), imagefile.MaxFileBytes, safefile.NoFollow)
 			if err != nil {
@@ -847,7 +847,7 @@ func bundleEncoder(compression string) func(io.Writer, image.Image) error {
 	case buildcfg.StandardPNG:
 		return render.EncodePNG
 	case buildcfg.FastPNG:
-		return render.EncodeFastPNG
+		return render.EncodeFastBundlePNG
 	}
 	return render.EncodeBundlePNG
 }

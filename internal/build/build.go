@@ -59,6 +59,9 @@ type Options struct {
 
 	testHook  func(c *source.Case) // tests: runs inside each case's recover boundary
 	testAhead func(key string)     // tests: runs once the renderer ahead has written a case's folders
+	// testRename, when set (tests), renames the build's folders instead
+	// of os.Rename.
+	testRename renameFunc
 }
 
 // GlobalError is a problem that aborts the build with exit code 2.
@@ -119,7 +122,7 @@ func Run(ctx context.Context, opt Options) (*Summary, error) {
 	if err != nil {
 		return nil, global("config: %w", err)
 	}
-	e := &env{cfg: cfg, seed: cfg.Seed, loader: loader, stderr: opt.Stderr, hook: opt.testHook}
+	e := &env{cfg: cfg, seed: cfg.Seed, loader: loader, stderr: opt.Stderr, hook: opt.testHook, rename: renamer(opt.testRename)}
 	lists := makeLists(cases, cfg)
 	a := &assembly{opt: opt, cfg: cfg, lists: lists, workDir: workDir, loader: loader, e: e,
 		sampleSeed: sampleSeed, sourcePath: opt.Source, cases: cases, own: own, hashes: map[string]string{}}
@@ -159,7 +162,7 @@ func openOut(opt Options, cfg buildcfg.Config) (own *ownership, cases []*source.
 	if err := claimOut(opt, own, cases); err != nil {
 		return nil, nil, false, err
 	}
-	if err := cleanLeftovers(opt.Out); err != nil {
+	if err := cleanLeftovers(opt.Out, renamer(opt.testRename)); err != nil {
 		return nil, nil, false, global("cleaning leftovers in %s: %w", opt.Out, err)
 	}
 	return own, cases, isCand, nil
@@ -217,7 +220,7 @@ func processLists(ctx context.Context, opt Options, e *env, lists []*list, fpcfg
 		if o.transient != nil {
 			return global("%s: %w", c.KeyID(), o.transient)
 		}
-		if err := writeWork(workDir, fp, o, e.cfg.BundlePNGCompression); err != nil {
+		if err := writeWork(workDir, fp, o, e.cfg.BundlePNGCompression, e.rename); err != nil {
 			return global("writing work state of %s: %w", c.KeyID(), err)
 		}
 		o.masks, o.Deformation, o.caseLine = nil, nil, nil
@@ -386,9 +389,9 @@ func probeWritable(dir string) error {
 // (restoreAside). work/ entries
 // and the bundle folders are scanned one level deep, which is where the
 // build creates them.
-func cleanLeftovers(out string) error {
+func cleanLeftovers(out string, renameDir renameFunc) error {
 	for _, d := range []string{out, filepath.Join(out, workDirName), filepath.Join(out, imagesDir), filepath.Join(out, masksDir), filepath.Join(out, inspectDir)} {
-		if err := cleanDirLeftovers(d); err != nil {
+		if err := cleanDirLeftovers(d, renameDir); err != nil {
 			return err
 		}
 	}
@@ -396,7 +399,7 @@ func cleanLeftovers(out string) error {
 }
 
 // cleanDirLeftovers is cleanLeftovers for the entries of one folder.
-func cleanDirLeftovers(d string) error {
+func cleanDirLeftovers(d string, renameDir renameFunc) error {
 	ents, err := os.ReadDir(d)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -406,7 +409,7 @@ func cleanDirLeftovers(d string) error {
 	}
 	for _, en := range ents {
 		n := en.Name()
-		if restored, err := restoreAside(d, n); err != nil {
+		if restored, err := restoreAside(renameDir, d, n); err != nil {
 			return err
 		} else if restored {
 			continue

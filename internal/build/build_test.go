@@ -188,7 +188,7 @@ func TestCleanLeftovers(t *testing.T) {
 	mk("masks/.staging-y-2", true)
 	mk("work/edema_a_positive_0/case.json", false)
 	mk("chexpercept.json", false)
-	if err := cleanLeftovers(out); err != nil {
+	if err := cleanLeftovers(out, os.Rename); err != nil {
 		t.Fatal(err)
 	}
 	var left []string
@@ -211,7 +211,7 @@ func TestWorkRoundTripFailure(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	o := &Outcome{KeyID: "edema_ph0001_positive_0", Positive: true, Reason: "deformation_failed", Detail: "sequential", CaseSeed: "ab", ImageSHA: "i", MaskSHA: "m"}
-	if err := writeWork(dir, "fp1", o, ""); err != nil {
+	if err := writeWork(dir, "fp1", o, "", os.Rename); err != nil {
 		t.Fatal(err)
 	}
 	if readWork(dir, o.KeyID, "fp2", nil) != nil {
@@ -222,7 +222,7 @@ func TestWorkRoundTripFailure(t *testing.T) {
 		t.Fatalf("round trip: %+v", got)
 	}
 	// Rewriting replaces the entry and leaves no staging folder behind.
-	if err := writeWork(dir, "fp3", o, buildcfg.FastPNG); err != nil {
+	if err := writeWork(dir, "fp3", o, buildcfg.FastPNG, os.Rename); err != nil {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(dir)

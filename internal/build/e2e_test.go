@@ -35,7 +35,12 @@ import (
 )
 
 // The end-to-end tests share one small phantom set (3 positives and 3
-// negatives per lesion) and one reference build with 1 worker.
+// negatives per lesion) and two reference builds of it with 1 worker: one
+// of all seven lesions (TestBuildEndToEnd holds it to the documented
+// counts and to a 4-worker build) and one of two lesions, a lung lesion
+// and the heart-type one (twoLesionOptions), for the tests of what a
+// build does with a finished tree, which do not depend on the number of
+// lesions.
 
 var (
 	fixtureOnce sync.Once
@@ -44,17 +49,21 @@ var (
 	refOnce     sync.Once
 	refOut      string
 	refErr      error
+	ref2Once    sync.Once
+	ref2Out     string
+	ref2Err     error
 )
 
 func TestMain(m *testing.M) {
 	if os.Getenv("CHX_BUILD_CHILD") == "1" {
-		// Child mode of TestInterruptedBuildResumes: build until the
-		// fifth positive case starts (the first four are done: one
-		// worker), then say so on stdout and wait to be killed.
-		opt := smallOptions(os.Getenv("CHX_SOURCE"), os.Getenv("CHX_OUT"), 1)
+		// Child mode of TestInterruptedBuildResumes: build the two
+		// lesions until the third positive case starts (the first two
+		// are done: one worker), then say so on stdout and wait to be
+		// killed.
+		opt := twoLesionOptions(os.Getenv("CHX_SOURCE"), os.Getenv("CHX_OUT"), 1)
 		var positives atomic.Int32
 		opt.testHook = func(c *source.Case) {
-			if strings.Contains(c.KeyID(), "_positive_") && positives.Add(1) == 5 {
+			if strings.Contains(c.KeyID(), "_positive_") && positives.Add(1) == 3 {
 				fmt.Println(childInterruptible)
 				io.Copy(io.Discard, os.Stdin) // the parent never writes
 			}
@@ -88,6 +97,17 @@ func smallOptions(src, out string, workers int) Options {
 		Decisions: reviewlog.AcceptAll{}, ReviewMode: ModeAcceptAll}
 }
 
+// twoLesions are the lesions of twoLesionOptions: a lung lesion and the
+// heart-type one.
+var twoLesions = []string{"effusion", "cardiomegaly"}
+
+// twoLesionOptions are smallOptions for two lesions (6 records).
+func twoLesionOptions(src, out string, workers int) Options {
+	opt := smallOptions(src, out, workers)
+	opt.Config.Lesions = slices.Clone(twoLesions)
+	return opt
+}
+
 func phantomManifest(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -117,6 +137,20 @@ func referenceBuild(t *testing.T) string {
 		t.Fatal(refErr)
 	}
 	return refOut
+}
+
+// twoLesionBuild is the 1-worker build of the phantom set's two lesions
+// (twoLesionOptions).
+func twoLesionBuild(t *testing.T) string {
+	src := phantomManifest(t)
+	ref2Once.Do(func() {
+		ref2Out = filepath.Join(fixtureDir, "ref2")
+		_, ref2Err = Run(context.Background(), twoLesionOptions(src, ref2Out, 1))
+	})
+	if ref2Err != nil {
+		t.Fatal(ref2Err)
+	}
+	return ref2Out
 }
 
 func readSums(t *testing.T, dir string) string {
@@ -271,17 +305,18 @@ func TestBuildEndToEnd(t *testing.T) {
 // changes nothing, and logs the progress of every stage (the PNG floor is
 // measured in TestReviewsAndFailures, on a smaller build). It renames no
 // case folder, so a rename that fails cannot lose one: here every rename
-// of a bundle folder fails. Not parallel: it replaces renameDir.
+// of a bundle folder fails. The tree is the two-lesion build (6 cases).
 func TestRerunRenamesNoFolder(t *testing.T) {
-	ref := referenceBuild(t)
+	t.Parallel()
+	ref := twoLesionBuild(t)
 	out := filepath.Join(t.TempDir(), "b")
 	outdirtest.CopyTree(t, ref, out)
-	rerun := smallOptions(phantomManifest(t), out, 2)
+	rerun := twoLesionOptions(phantomManifest(t), out, 2)
 	var log bytes.Buffer
 	rerun.Stderr, rerun.LogEvery = &log, time.Nanosecond
 	var mu sync.Mutex
 	var renamed []string
-	renameDir = func(from, to string) error {
+	rerun.testRename = func(from, to string) error {
 		if strings.Contains(from, string(filepath.Separator)+imagesDir+string(filepath.Separator)) ||
 			strings.Contains(from, string(filepath.Separator)+masksDir+string(filepath.Separator)) {
 			mu.Lock()
@@ -292,7 +327,6 @@ func TestRerunRenamesNoFolder(t *testing.T) {
 		return os.Rename(from, to)
 	}
 	_, err := Run(context.Background(), rerun)
-	renameDir = os.Rename
 	if err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
@@ -305,12 +339,12 @@ func TestRerunRenamesNoFolder(t *testing.T) {
 	checkSums(t, out)
 	// Cases rendered while processing went on count as done when
 	// assembly starts, so the first count varies.
-	if !regexp.MustCompile(`build: assembling: \d+/21 cases rendered, `).MatchString(log.String()) {
+	if !regexp.MustCompile(`build: assembling: \d+/6 cases rendered, `).MatchString(log.String()) {
 		t.Errorf("build log lacks assembling counts:\n%s", log.String())
 	}
 	for _, want := range []string{
-		"build: assembling (21 to do)…\n",
-		"build: assembling done: 21/21 cases rendered in ",
+		"build: assembling (6 to do)…\n",
+		"build: assembling done: 6/6 cases rendered in ",
 	} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("build log lacks %q:\n%s", want, log.String())
@@ -318,11 +352,12 @@ func TestRerunRenamesNoFolder(t *testing.T) {
 	}
 }
 
-// TestInterruptedBuildResumes kills a child build mid-run, resumes it and
-// compares SHA256SUMS with the uninterrupted reference build.
+// TestInterruptedBuildResumes kills a child build of the two lesions
+// mid-run, resumes it and compares SHA256SUMS with the uninterrupted
+// two-lesion build.
 func TestInterruptedBuildResumes(t *testing.T) {
 	t.Parallel()
-	ref := referenceBuild(t)
+	ref := twoLesionBuild(t)
 	src := phantomManifest(t)
 	out := filepath.Join(t.TempDir(), "bi")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -365,12 +400,12 @@ func TestInterruptedBuildResumes(t *testing.T) {
 	<-drained // the pipe is read to its end before Wait closes it
 	werr := cmd.Wait()
 	if !killed {
-		t.Fatalf("the child did not reach its fifth positive case before it ended or five minutes passed: %v\n%s", werr, stderr.String())
+		t.Fatalf("the child did not reach its third positive case before it ended or five minutes passed: %v\n%s", werr, stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(out, sumsFile)); err == nil {
 		t.Fatal("the interrupted build wrote SHA256SUMS")
 	}
-	if _, err := Run(context.Background(), smallOptions(src, out, 2)); err != nil {
+	if _, err := Run(context.Background(), twoLesionOptions(src, out, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if readSums(t, out) != readSums(t, ref) {
@@ -387,6 +422,7 @@ func TestReviewsAndFailures(t *testing.T) {
 	cfg := buildcfg.Default()
 	cfg.Lesions = []string{"edema", "effusion"}
 	cfg.LF, cfg.RF, cfg.RR = 1, 1, 0
+	cfg.BundlePNGCompression = buildcfg.FastPNG // as smallOptions: the same pixels, less deflate time
 	cases, _, err := source.ReadSource(src, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -589,13 +625,15 @@ func overlapHooks(opt *Options) (seen *atomic.Bool) {
 // from the default's in bytes only, and its masks are the default's own
 // bytes; fast changes the masks' bytes too. The encoders the build picks
 // for each value (bundleEncoder, maskEncoder) re-encode the images and
-// masks of the reference build, which is made at the fast level
-// (smallOptions): the fast encoders give its files byte for byte, so the
-// comparison is of what the build writes, and the others are held
-// against the default value's encoding.
+// masks of the two-lesion reference build, which is made at the fast
+// level (smallOptions): the fast encoders give its files byte for byte,
+// so the comparison is of what the build writes, and the others are held
+// against the default value's encoding. Eight images and eight masks,
+// spread over the build, are sampled: an encoder that changed pixels or
+// bytes would do so on any of them.
 func TestBundlePNGCompression(t *testing.T) {
 	t.Parallel()
-	ref := referenceBuild(t)
+	ref := twoLesionBuild(t)
 	files := pngFiles(t, ref)
 	var images, masks []string
 	for _, rel := range slices.Sorted(maps.Keys(files)) {
@@ -608,7 +646,7 @@ func TestBundlePNGCompression(t *testing.T) {
 	if len(images) == 0 || len(masks) == 0 {
 		t.Fatalf("the reference build has %d images and %d masks", len(images), len(masks))
 	}
-	images, masks = spread(images, 16), spread(masks, 16)
+	images, masks = spread(images, 8), spread(masks, 8)
 	// Each sample is decoded once, by image/png (the pixels compared) and,
 	// for the masks, by package mask (what the mask encoders take).
 	decoded, maskOf := map[string]image.Image{}, map[string]mask.Mask{}
@@ -651,6 +689,7 @@ func TestBundlePNGCompression(t *testing.T) {
 		{buildcfg.FastPNG, false, false},
 	} {
 		t.Run("value="+tc.value, func(t *testing.T) {
+			t.Parallel() // the maps above are only read
 			encImage, encMask := bundleEncoder(tc.value), maskEncoder(tc.value)
 			sameImages, sameMasks := true, true
 			for _, rel := range images {

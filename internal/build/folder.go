@@ -13,15 +13,25 @@ import (
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
-// renameDir is os.Rename; tests replace it to inject a failed rename.
-var renameDir = os.Rename
+// renameFunc renames a folder. A build's is os.Rename; a test sets its
+// own (Options.testRename, InspectOptions.testRename) to inject a failed
+// rename into that build only.
+type renameFunc func(from, to string) error
+
+// renamer is f, or os.Rename when f is nil.
+func renamer(f renameFunc) renameFunc {
+	if f == nil {
+		return os.Rename
+	}
+	return f
+}
 
 // replaceDir puts stage in final's place. An existing final is renamed
 // aside (".staging-old-<name>-<random>") first and removed only once stage
 // is in its place; when that second rename fails, the old folder is
 // renamed back, so final is never lost. Should even that fail, the aside
 // folder is kept and the next build's cleanLeftovers restores it.
-func replaceDir(stage, final string) error {
+func replaceDir(renameDir renameFunc, stage, final string) error {
 	_, err := os.Lstat(final)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -52,7 +62,7 @@ const stagingOldPrefix = ".staging-old-"
 // replaceDir: when its folder is missing (the process died between the
 // two renames, or both the swap and its roll-back failed), it is renamed
 // back. It reports whether it restored the folder.
-func restoreAside(dir, name string) (bool, error) {
+func restoreAside(renameDir renameFunc, dir, name string) (bool, error) {
 	rest, ok := strings.CutPrefix(name, stagingOldPrefix)
 	if !ok {
 		return false, nil
@@ -78,16 +88,18 @@ func restoreAside(dir, name string) (bool, error) {
 // folder it does not change.
 type folderWriter struct {
 	final, stage string
+	renameDir    renameFunc
 	same         bool     // every file so far equals final's
 	matched      []string // slash-separated names taken as unchanged
 }
 
-func newFolderWriter(final string) *folderWriter {
+func newFolderWriter(final string, renameDir renameFunc) *folderWriter {
 	_, err := os.Lstat(final)
 	return &folderWriter{
-		final: final,
-		stage: filepath.Join(filepath.Dir(final), ".staging-"+filepath.Base(final)+"-"+randSuffix()),
-		same:  err == nil,
+		final:     final,
+		renameDir: renameDir,
+		stage:     filepath.Join(filepath.Dir(final), ".staging-"+filepath.Base(final)+"-"+randSuffix()),
+		same:      err == nil,
 	}
 }
 
@@ -146,7 +158,7 @@ func (w *folderWriter) commit() error {
 			return err
 		}
 	}
-	return replaceDir(w.stage, w.final)
+	return replaceDir(w.renameDir, w.stage, w.final)
 }
 
 // abort removes the staging folder.

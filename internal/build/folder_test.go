@@ -8,22 +8,19 @@ import (
 	"testing"
 )
 
-// failRenames makes renameDir fail on the calls whose 1-based numbers are
-// in fail (with EIO) and returns the number of calls made so far.
-func failRenames(t *testing.T, fail ...int) *int {
-	t.Helper()
-	n := 0
-	renameDir = func(from, to string) error {
-		n++
+// failRenames is a rename that fails on the calls whose 1-based numbers
+// are in fail (with EIO); n is the number of calls made so far.
+func failRenames(fail ...int) (rename renameFunc, n *int) {
+	n = new(int)
+	return func(from, to string) error {
+		*n++
 		for _, f := range fail {
-			if f == n {
+			if f == *n {
 				return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EIO}
 			}
 		}
 		return os.Rename(from, to)
-	}
-	t.Cleanup(func() { renameDir = os.Rename })
-	return &n
+	}, n
 }
 
 func writeTree(t *testing.T, dir string, files map[string]string) {
@@ -61,6 +58,7 @@ func readTree(t *testing.T, dir string) map[string]string {
 // place is the old one or the new one, never none; a folder left aside
 // is restored by the next build's cleanLeftovers.
 func TestReplaceDirKeepsOldFolder(t *testing.T) {
+	t.Parallel()
 	old := map[string]string{"a.png": "old", "sub/b.png": "old b"}
 	nw := map[string]string{"a.png": "new"}
 	for _, tc := range []struct {
@@ -81,8 +79,8 @@ func TestReplaceDirKeepsOldFolder(t *testing.T) {
 			writeTree(t, final, old)
 			stage := filepath.Join(dir, ".staging-case_1-"+randSuffix())
 			writeTree(t, stage, nw)
-			failRenames(t, tc.fail...)
-			err := replaceDir(stage, final)
+			rename, _ := failRenames(tc.fail...)
+			err := replaceDir(rename, stage, final)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("replaceDir: %v, want error %v", err, tc.wantErr)
 			}
@@ -96,8 +94,7 @@ func TestReplaceDirKeepsOldFolder(t *testing.T) {
 			} else if got := readTree(t, final); !equalMaps(got, tc.want) {
 				t.Fatalf("after replaceDir: %v, want %v", got, tc.want)
 			}
-			renameDir = os.Rename
-			if err := cleanLeftovers(dir); err != nil {
+			if err := cleanLeftovers(dir, os.Rename); err != nil {
 				t.Fatal(err)
 			}
 			if got := readTree(t, final); !equalMaps(got, tc.cleaned) {
@@ -126,6 +123,7 @@ func equalMaps(a, b map[string]string) bool {
 // TestFolderWriter: an unchanged folder is not touched; a changed one (a
 // file differs, one is missing or one is extra) is replaced whole.
 func TestFolderWriter(t *testing.T) {
+	t.Parallel()
 	old := map[string]string{"a.png": "A", "d/b.png": "B"}
 	for _, tc := range []struct {
 		name    string
@@ -141,8 +139,8 @@ func TestFolderWriter(t *testing.T) {
 			dir := t.TempDir()
 			final := filepath.Join(dir, "k")
 			writeTree(t, final, old)
-			n := failRenames(t)
-			w := newFolderWriter(final)
+			rename, n := failRenames()
+			w := newFolderWriter(final, rename)
 			for _, rel := range []string{"a.png", "d/b.png", "e.png"} {
 				if s, ok := tc.write[rel]; ok {
 					if err := w.add(rel, []byte(s)); err != nil {

@@ -86,6 +86,10 @@ type InspectOptions struct {
 	// and it tracks the temporary files of the cache's atomic writes. Nil:
 	// neither.
 	Job *job.Job
+
+	// testRename, when set (tests), renames the inspect folder instead of
+	// os.Rename.
+	testRename renameFunc
 }
 
 // maxMetaBytes bounds a build's own JSON files read back by inspect.
@@ -145,7 +149,7 @@ func Inspect(opt InspectOptions) (string, error) {
 			}
 		}
 	}
-	e := &env{cfg: cfg, seed: cfg.Seed, loader: loader}
+	e := &env{cfg: cfg, seed: cfg.Seed, loader: loader, rename: renamer(opt.testRename)}
 	if err := inspectCase(opt.Job.Context(), e, c, opt.Dir, path); err != nil {
 		return "", err
 	}
@@ -221,7 +225,7 @@ func inspectCase(ctx context.Context, e *env, c *source.Case, out, pathName stri
 	}
 	// Debris of an earlier inspect that failed or was killed: staging
 	// folders are removed, an old folder set aside is put back.
-	if err := cleanDirLeftovers(dir); err != nil {
+	if err := cleanDirLeftovers(dir, e.rename); err != nil {
 		return err
 	}
 	stage := filepath.Join(dir, ".staging-"+o.KeyID+"-"+randSuffix())
@@ -262,7 +266,7 @@ func inspectCase(ctx context.Context, e *env, c *source.Case, out, pathName stri
 		_ = os.RemoveAll(stage) // the write's error is the one to report; the next build removes a leftover staging folder
 		return w.err
 	}
-	if err := replaceDir(stage, filepath.Join(dir, o.KeyID)); err != nil {
+	if err := replaceDir(e.rename, stage, filepath.Join(dir, o.KeyID)); err != nil {
 		_ = os.RemoveAll(stage) // the staging folder is this call's own; the rename's error is the one to report
 		return err
 	}

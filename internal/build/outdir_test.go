@@ -205,12 +205,13 @@ func TestCheckSourceTree(t *testing.T) {
 	}
 }
 
-// TestBuildRefusesForeignOutput runs whole builds into directories the
-// build did not make: each exits with a global error (exit 2) and leaves
-// every file's bytes and modification time as they were.
+// TestBuildRefusesForeignOutput runs whole builds (of two lesions) into
+// directories the build did not make: each exits with a global error
+// (exit 2) and leaves every file's bytes and modification time as they
+// were.
 func TestBuildRefusesForeignOutput(t *testing.T) {
 	t.Parallel()
-	ref := referenceBuild(t)
+	ref := twoLesionBuild(t)
 	src := phantomManifest(t)
 	phantomDir := filepath.Dir(src)
 	for _, tc := range []struct {
@@ -263,7 +264,7 @@ func TestBuildRefusesForeignOutput(t *testing.T) {
 			root := t.TempDir()
 			source, out := tc.setup(t, root)
 			before := outdirtest.Snapshot(t, root)
-			_, err := Run(context.Background(), smallOptions(source, out, 2))
+			_, err := Run(context.Background(), twoLesionOptions(source, out, 2))
 			var ge *GlobalError
 			if !errors.As(err, &ge) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("err = %v, want a one-line global error: %s", err, tc.want)
@@ -273,13 +274,13 @@ func TestBuildRefusesForeignOutput(t *testing.T) {
 	}
 }
 
-// TestBuildRewritesOwnOutput reruns into finished builds: without the
-// marker (a finished build of an older version, or with the marker lost)
-// and through a link, then with other targets, whose stale folders are
-// removed, and back.
+// TestBuildRewritesOwnOutput reruns into finished builds (of two
+// lesions): without the marker (a finished build of an older version, or
+// with the marker lost) and through a link, then with other targets,
+// whose stale folders are removed, and back.
 func TestBuildRewritesOwnOutput(t *testing.T) {
 	t.Parallel()
-	ref := referenceBuild(t)
+	ref := twoLesionBuild(t)
 	src := phantomManifest(t)
 	out := filepath.Join(t.TempDir(), "bench")
 	outdirtest.CopyTree(t, ref, out)
@@ -291,13 +292,13 @@ func TestBuildRewritesOwnOutput(t *testing.T) {
 	if err := os.Symlink(out, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), smallOptions(src, link, 2)); err != nil {
+	if _, err := Run(context.Background(), twoLesionOptions(src, link, 2)); err != nil {
 		t.Fatalf("rerun without the marker, through a link: %v", err)
 	}
 	if readSums(t, out) != readSums(t, ref) {
 		t.Fatal("SHA256SUMS changed on a rerun without the marker")
 	}
-	fewer := smallOptions(src, out, 2)
+	fewer := twoLesionOptions(src, out, 2)
 	fewer.Config.LF = 0
 	if _, err := Run(context.Background(), fewer); err != nil {
 		t.Fatalf("rerun with other targets: %v", err)
@@ -308,7 +309,7 @@ func TestBuildRewritesOwnOutput(t *testing.T) {
 			t.Errorf("stale bundle folder %s kept", e.Name())
 		}
 	}
-	if _, err := Run(context.Background(), smallOptions(src, out, 2)); err != nil {
+	if _, err := Run(context.Background(), twoLesionOptions(src, out, 2)); err != nil {
 		t.Fatalf("rerun with the first targets: %v", err)
 	}
 	if readSums(t, out) != readSums(t, ref) {
@@ -321,7 +322,7 @@ func TestBuildRewritesOwnOutput(t *testing.T) {
 // replaces only its own inspect folder.
 func TestInspectRefuses(t *testing.T) {
 	t.Parallel()
-	ref := referenceBuild(t)
+	ref := twoLesionBuild(t)
 	root := t.TempDir()
 	bench := filepath.Join(root, "bench")
 	outdirtest.CopyTree(t, ref, bench)
@@ -352,24 +353,26 @@ func TestInspectRefuses(t *testing.T) {
 
 // TestInspectFailedRenameLeavesNoStaging: an inspect whose final rename
 // fails removes its staging folder, and the rerun completes with nothing
-// of the failed one left in inspect/.
+// of the failed one left in inspect/. The case inspected is a negative:
+// its inspect folder is renamed into place like a positive's, without a
+// positive's many default-level step images to encode.
 func TestInspectFailedRenameLeavesNoStaging(t *testing.T) {
-	ref := referenceBuild(t)
+	t.Parallel()
+	ref := twoLesionBuild(t)
 	bench := filepath.Join(t.TempDir(), "bench")
 	outdirtest.CopyTree(t, ref, bench)
 	key := ""
 	ents, _ := os.ReadDir(filepath.Join(bench, imagesDir))
 	for _, e := range ents {
-		if strings.Contains(e.Name(), "_positive_") {
+		if strings.Contains(e.Name(), "_negative_") {
 			key = e.Name()
 			break
 		}
 	}
-	failRenames(t, 1)
-	if _, err := Inspect(InspectOptions{Dir: bench, Key: key}); err == nil {
+	rename, _ := failRenames(1)
+	if _, err := Inspect(InspectOptions{Dir: bench, Key: key, testRename: rename}); err == nil {
 		t.Fatal("inspect with a failed rename succeeded")
 	}
-	renameDir = os.Rename
 	if _, err := Inspect(InspectOptions{Dir: bench, Key: key}); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}

@@ -37,6 +37,8 @@ type env struct {
 	stderr io.Writer // stack traces of recovered panics (nil: os.Stderr)
 	// hook, when set (tests), runs first inside the recover boundary.
 	hook func(c *source.Case)
+	// rename renames the build's folders (os.Rename but in tests).
+	rename renameFunc
 }
 
 // inputs are a candidate's digests (§4, §13), computed before processing.

@@ -84,7 +84,7 @@ func randSuffix() string {
 
 // writeWork stores an outcome as work/<key_id>/ through a staging folder,
 // its masks encoded as the bundle_png_compression value asks (maskEncoder).
-func writeWork(workDir string, fp string, o *Outcome, compression string) error {
+func writeWork(workDir string, fp string, o *Outcome, compression string, renameDir renameFunc) error {
 	encode := maskEncoder(compression)
 	stage := filepath.Join(workDir, ".staging-"+o.KeyID+"-"+randSuffix())
 	if err := os.MkdirAll(stage, 0o755); err != nil {
@@ -122,7 +122,7 @@ func writeWork(workDir string, fp string, o *Outcome, compression string) error 
 		return err
 	}
 	final := filepath.Join(workDir, o.KeyID)
-	if err := replaceDir(stage, final); err != nil {
+	if err := replaceDir(renameDir, stage, final); err != nil {
 		return err
 	}
 	ok = true

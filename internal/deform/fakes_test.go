@@ -13,6 +13,7 @@ import (
 // TestFakeMaskLoop checks the reference's retry / depth-escalation logic of
 // §8.8 on the depths the loop visits.
 func TestFakeMaskLoop(t *testing.T) {
+	t.Parallel()
 	const S = 600
 	step := &Step{Name: "suboptimal_component_0_exp1", Mask: discMask(S, S, 300, 300, 60), Center: pt(300, 300)}
 	depths := func(fl fakeCallLog) []int {
@@ -81,6 +82,7 @@ func TestFakeMaskLoop(t *testing.T) {
 // and lies in the lung union; the call whose ring is outside the step mask
 // places points outside it.
 func TestFakePoints(t *testing.T) {
+	t.Parallel()
 	const S = 600
 	cfg := buildcfg.Default()
 	e := flatEngine(t, S, S, cfg)

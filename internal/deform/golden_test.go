@@ -60,6 +60,7 @@ func goldenGeometry() *Geometry {
 // and the SHA-256 of every named mask. A change here means the RNG draw
 // order or a geometric rule changed; rerun with -update only if intended.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	g := goldenGeometry()
 	var buf bytes.Buffer
 	for _, seed := range []string{"golden/0", "golden/1"} {

@@ -31,7 +31,9 @@ var (
 )
 
 // loadPhantom generates a small phantom set once and prepares every
-// positive case up to the deformation input (§1, §5–§7).
+// positive case up to the deformation input (§1, §5–§7). The set is the
+// same at any worker count, and the fastest PNG level writes the same
+// pixels, which are all that is read.
 func loadPhantom(tb testing.TB) []phantomCase {
 	phantomOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "deform-phantom-")
@@ -40,7 +42,7 @@ func loadPhantom(tb testing.TB) []phantomCase {
 			return
 		}
 		defer os.RemoveAll(dir) // everything is loaded into memory below
-		sum, err := phantom.Generate(context.Background(), phantom.Options{OutDir: dir, CasesPerLesion: 2, Seed: 7, Workers: 1})
+		sum, err := phantom.Generate(context.Background(), phantom.Options{OutDir: dir, CasesPerLesion: 2, Seed: 7, Workers: 2, FastPNG: true})
 		if err != nil {
 			phantomErr = err
 			return
@@ -108,29 +110,42 @@ func preparePhantom(cfg buildcfg.Config, lesion, image, right, left string, lesi
 // TestPhantomCases runs every positive phantom case of a small generated
 // set (all seven lesions) through Run and checks the invariants.
 func TestPhantomCases(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("generates a phantom set")
 	}
 	cases := loadPhantom(t)
+	var mu sync.Mutex
 	ok, failed := 0, map[string]int{}
-	for _, pc := range cases {
-		if pc.err != nil {
-			t.Logf("%s: preparation failed: %v", pc.key, pc.err)
-			continue
+	// The cases are independent: each runs as a parallel subtest, and
+	// the group returns when all have.
+	t.Run("cases", func(t *testing.T) {
+		for _, pc := range cases {
+			if pc.err != nil {
+				t.Logf("%s: preparation failed: %v", pc.key, pc.err)
+				continue
+			}
+			t.Run(pc.key, func(t *testing.T) {
+				t.Parallel()
+				res, err := Run(rng.New("chexpercept/case/0/"+pc.key), pc.in, nil)
+				var ce *frame.CaseError
+				switch {
+				case err == nil:
+					mu.Lock()
+					ok++
+					mu.Unlock()
+					checkInvariants(t, pc.key, pc.in, res)
+				case errors.As(err, &ce):
+					mu.Lock()
+					failed[ce.Reason+": "+ce.Detail]++
+					mu.Unlock()
+					t.Logf("%s: %v; %s", pc.key, err, catalogueSummary(res))
+				default:
+					t.Errorf("%s: non-case error %v", pc.key, err)
+				}
+			})
 		}
-		res, err := Run(rng.New("chexpercept/case/0/"+pc.key), pc.in, nil)
-		var ce *frame.CaseError
-		switch {
-		case err == nil:
-			ok++
-			checkInvariants(t, pc.key, pc.in, res)
-		case errors.As(err, &ce):
-			failed[ce.Reason+": "+ce.Detail]++
-			t.Logf("%s: %v; %s", pc.key, err, catalogueSummary(res))
-		default:
-			t.Errorf("%s: non-case error %v", pc.key, err)
-		}
-	}
+	})
 	t.Logf("%d of %d positive phantom cases deformed; failures %v", ok, len(cases), failed)
 	if ok*10 < len(cases)*7 {
 		t.Errorf("only %d of %d phantom cases succeeded", ok, len(cases))

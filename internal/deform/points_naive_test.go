@@ -134,6 +134,7 @@ func naivePoints(r *rng.RNG, m, R mask.Mask, op Op, D int, avoid []mask.Point, s
 // literal transcription of the §8.3 pseudo-code on full-frame rings: same
 // points, widths, success and RNG state afterwards.
 func TestPointsMatchNaive(t *testing.T) {
+	t.Parallel()
 	cfg := buildcfg.Default()
 	const S = 300
 	e := flatEngine(t, S, S, cfg)
@@ -228,6 +229,7 @@ func naiveFakePoints(r *rng.RNG, S, Rf, lungs mask.Mask, c mask.Point, op Op, D0
 // TestFakePointsMatchNaive compares fakePoints with the §8.8 transcription,
 // including the fallback (a lung region that leaves few ring candidates).
 func TestFakePointsMatchNaive(t *testing.T) {
+	t.Parallel()
 	cfg := buildcfg.Default()
 	const S = 500
 	fallbacks := 0

@@ -23,6 +23,7 @@ func flatEngine(t *testing.T, w, h int, cfg buildcfg.Config) *engine {
 }
 
 func TestBallFlatImage(t *testing.T) {
+	t.Parallel()
 	cfg := buildcfg.Default()
 	e := flatEngine(t, 200, 120, cfg)
 	// Flat image: P = 0, so ĝ = 0 and the cost is 1 everywhere.
@@ -84,6 +85,7 @@ func discMask(w, h, cx, cy, r int) mask.Mask {
 }
 
 func TestPointsCall(t *testing.T) {
+	t.Parallel()
 	cfg := buildcfg.Default()
 	e := flatEngine(t, 400, 400, cfg)
 	m := discMask(400, 400, 200, 200, 70)
@@ -157,6 +159,7 @@ func TestPointsCall(t *testing.T) {
 }
 
 func TestValidateThresholds(t *testing.T) {
+	t.Parallel()
 	cfg := buildcfg.Default()
 	e := flatEngine(t, 400, 400, cfg)
 	rect := func(x0, y0, x1, y1 int) mask.Mask {
@@ -214,6 +217,7 @@ func TestValidateThresholds(t *testing.T) {
 }
 
 func TestSelectLung(t *testing.T) {
+	t.Parallel()
 	cfg := buildcfg.Default()
 	e := flatEngine(t, 50, 50, cfg)
 	ov := ComponentOverlap{RightRatio: 0.2, LeftRatio: 0.9, LesionOverlap: []Overlap{
@@ -274,6 +278,7 @@ func TestSelectLung(t *testing.T) {
 }
 
 func TestSelectHeart(t *testing.T) {
+	t.Parallel()
 	cfg := buildcfg.Default()
 	e := flatEngine(t, 50, 50, cfg)
 	e.g.HeartType = true
@@ -316,6 +321,7 @@ func TestSelectHeart(t *testing.T) {
 // mask.Geodesic search on rough cost fields: same d_T, ρ_max, ball pixels
 // and RNG consumption.
 func TestBucketSearchMatches(t *testing.T) {
+	t.Parallel()
 	cfg := buildcfg.Default()
 	w, h := 160, 140
 	for trial := 0; trial < 6; trial++ {

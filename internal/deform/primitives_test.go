@@ -13,6 +13,7 @@ import (
 )
 
 func TestGaussKernel(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		sigma  float64
 		radius int
@@ -40,6 +41,7 @@ func TestGaussKernel(t *testing.T) {
 }
 
 func TestBlurConstantAndReplicate(t *testing.T) {
+	t.Parallel()
 	// A constant image stays constant (replicate border, weights sum to 1).
 	w, h := 9, 7
 	src := make([]float64, w*h)
@@ -74,6 +76,7 @@ func TestBlurConstantAndReplicate(t *testing.T) {
 }
 
 func TestPercentileIndex(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		q    float64
 		n    int
@@ -89,6 +92,7 @@ func TestPercentileIndex(t *testing.T) {
 }
 
 func TestSelectKMatchesSort(t *testing.T) {
+	t.Parallel()
 	src := rand.New(rand.NewPCG(1, 2))
 	for trial := 0; trial < 200; trial++ {
 		n := 1 + src.IntN(300)
@@ -106,6 +110,7 @@ func TestSelectKMatchesSort(t *testing.T) {
 }
 
 func TestOrganicNoise(t *testing.T) {
+	t.Parallel()
 	cells, weights := []int{32, 16, 8}, []float64{1, 0.5, 0.25}
 	for _, n := range []int{1, 7, 49, 129} {
 		r := rng.New("noise")
@@ -168,6 +173,7 @@ func TestOrganicNoise(t *testing.T) {
 }
 
 func TestSmoothstep(t *testing.T) {
+	t.Parallel()
 	for _, tc := range [][2]float64{{0, 0}, {1, 1}, {0.5, 0.5}, {0.25, 0.15625}} {
 		if got := smoothstep(tc[0]); math.Abs(got-tc[1]) > 1e-15 {
 			t.Errorf("S(%v) = %v, want %v", tc[0], got, tc[1])
@@ -176,6 +182,7 @@ func TestSmoothstep(t *testing.T) {
 }
 
 func TestDirectionFactor(t *testing.T) {
+	t.Parallel()
 	a, b := 1.4, 0.6
 	c0, s0 := math.Cos(0), math.Sin(0)
 	cases := []struct {
@@ -199,6 +206,7 @@ func TestDirectionFactor(t *testing.T) {
 }
 
 func TestCenterRoundHalfEven(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		pts  []mask.Point
 		want mask.Point
@@ -236,6 +244,7 @@ func testMasks(w, h int) map[string]mask.Mask {
 }
 
 func TestRingsMatchFullFrame(t *testing.T) {
+	t.Parallel()
 	se := mask.Ellipse32()
 	for name, m := range testMasks(200, 180) {
 		for _, order := range [][]int{{1, 2, 3, 4}, {4, 2, 3, 1, 5}, {3, 6}} {
@@ -278,6 +287,7 @@ func fullSmooth(m mask.Mask, add, rem []int32, cfg buildcfg.Config) mask.Mask {
 }
 
 func TestDeformMatchesFullFrame(t *testing.T) {
+	t.Parallel()
 	cfg := buildcfg.Default()
 	cfg.DeformMinPiecePx = 50
 	w, h := 200, 180

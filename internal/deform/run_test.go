@@ -133,6 +133,7 @@ func resultBytes(res *Result) []byte {
 }
 
 func TestRunSynthetic(t *testing.T) {
+	t.Parallel()
 	seeds := 4
 	if testing.Short() {
 		seeds = 2
@@ -170,6 +171,7 @@ func TestRunSynthetic(t *testing.T) {
 }
 
 func TestFinalizeHook(t *testing.T) {
+	t.Parallel()
 	in := synthInput(t, false)
 	calls := 0
 	res, err := Run(rng.New("hook"), in, func(a *Attempt) error {
@@ -216,6 +218,7 @@ func TestFinalizeHook(t *testing.T) {
 }
 
 func TestCatalogueFailure(t *testing.T) {
+	t.Parallel()
 	in := synthInput(t, false)
 	g, err := in.Geometry()
 	if err != nil {
@@ -236,6 +239,7 @@ func TestCatalogueFailure(t *testing.T) {
 }
 
 func TestDeformationResultsJSON(t *testing.T) {
+	t.Parallel()
 	in := synthInput(t, false)
 	var res *Result
 	for s := 0; s < 20; s++ {
@@ -308,6 +312,7 @@ func TestDeformationResultsJSON(t *testing.T) {
 // reference's QA generation uses as the component's before, after and true
 // mask; a file path there changes the revision options it rebuilds.
 func TestNoDeformationMaskPath(t *testing.T) {
+	t.Parallel()
 	res := &Result{Final: &Attempt{Components: []ComponentSteps{
 		{Component: 0, NoContraction: true, Expansion: []Step{{Component: 0, Op: Expansion, Index: 1,
 			Name: "suboptimal_component_0_exp1", Before: "suboptimal_component_0_exp1", After: "optimal_component_0"}}},
@@ -333,6 +338,7 @@ func TestNoDeformationMaskPath(t *testing.T) {
 }
 
 func TestConfigChecks(t *testing.T) {
+	t.Parallel()
 	in := synthInput(t, false)
 	for _, tc := range []struct {
 		key string

@@ -2,6 +2,7 @@ package deform
 
 import (
 	"image"
+	"sync"
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/anatomy"
@@ -25,14 +26,21 @@ func newInput(gray *image.Gray, cand, right, left mask.Mask, heart bool, cfg bui
 	return &Input{Gray: gray, Prep: prep, Regions: regs, Overlaps: ov, HeartType: heart, Cfg: cfg}, nil
 }
 
-var synthCache = map[bool]*Input{}
+// synthCache holds the synthetic inputs; the tests that share one run in
+// parallel and only read it.
+var synthCache struct {
+	sync.Mutex
+	in map[bool]*Input
+}
 
 // synthInput is the input of frametest's synthetic chest (lung-type, or
 // heart-type with the heart as the lesion) under the default
 // configuration, built once per type.
 func synthInput(t testing.TB, heart bool) *Input {
 	t.Helper()
-	if in, ok := synthCache[heart]; ok {
+	synthCache.Lock()
+	defer synthCache.Unlock()
+	if in, ok := synthCache.in[heart]; ok {
 		return in
 	}
 	c := frametest.NewChest(heart)
@@ -40,7 +48,10 @@ func synthInput(t testing.TB, heart bool) *Input {
 	if err != nil {
 		t.Fatalf("synthetic chest (heart %v): %v", heart, err)
 	}
-	synthCache[heart] = in
+	if synthCache.in == nil {
+		synthCache.in = map[bool]*Input{}
+	}
+	synthCache.in[heart] = in
 	return in
 }
 

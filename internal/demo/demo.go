@@ -22,10 +22,13 @@
 //
 // The simulated models go through the real network path: each is a
 // serve-baseline (simulated policy, package fakemodel) in process on a
-// loopback port, asked by the openai provider over HTTP. The oracle
-// baseline runs first, alone, so that the images are verified once; the
-// other six evaluations then run at once. Nothing reaches the network
-// beyond loopback, and nothing is written outside the demo directory.
+// loopback port, asked by the openai provider over HTTP. The deep
+// validation decodes every image first; the seven evaluations and the two
+// controls then run at once, each reading and hashing the images but
+// decoding none the validation decoded (eval.Options.Verified), and
+// sharing one cache of base64-encoded images (eval.ImageCache). Nothing
+// reaches the network beyond loopback, and nothing is written outside the
+// demo directory.
 package demo
 
 import (
@@ -88,13 +91,16 @@ const (
 	markerHeader = "chexpercept demo directory (synthetic, unreviewed data; safe to delete)"
 )
 
-// The demo's fixed parameters. Three positive phantom cases per lesion
-// leave slack for a positive the builder rejects (one is, for want of
-// revision options); one negative per lesion fills the lesion-free path,
-// which needs no revision options. The builder stops a lesion's list once
-// its targets are filled.
+// The demo's fixed parameters. Two positive phantom cases per lesion
+// fill its revision-free and revision-required places, one negative its
+// lesion-free place: the phantom draws no case the build does not use.
+// With this seed the builder rejects none of them (with the three
+// positives per lesion of earlier versions it rejected one, for want of
+// revision options, and left five unused); a set that left a place empty
+// would show as a shortfall warning under the build step, and the demo's
+// test would fail on the composition.
 const (
-	casesPerLesion = 3 // positives per lesion
+	casesPerLesion = 2 // positives per lesion
 	negPerLesion   = 1
 	phantomSeed    = 1
 	buildSeed      = 0
@@ -194,6 +200,31 @@ type runner struct {
 	st   *state
 	res  *Result
 	step int
+
+	images *eval.ImageCache // shared by the evaluations
+
+	// decoded holds the content hashes of the images the deep
+	// validation decoded; the evaluations decode none of them again.
+	decodedMu sync.Mutex
+	decoded   map[string]bool
+}
+
+// sawDecoded notes an image content the deep validation decoded.
+func (d *runner) sawDecoded(sha string) {
+	d.decodedMu.Lock()
+	defer d.decodedMu.Unlock()
+	if d.decoded == nil {
+		d.decoded = map[string]bool{}
+	}
+	d.decoded[sha] = true
+}
+
+// wasDecoded reports whether the deep validation decoded the content sha
+// (eval.Options.Verified).
+func (d *runner) wasDecoded(sha string) bool {
+	d.decodedMu.Lock()
+	defer d.decodedMu.Unlock()
+	return d.decoded[sha]
 }
 
 const steps = 8
@@ -269,7 +300,7 @@ func (d *runner) run() error {
 func (d *runner) phantom() (string, error) {
 	dir := filepath.Join(d.res.Dir, phantomDir)
 	manifest := filepath.Join(dir, "manifest.jsonl")
-	fp := fmt.Sprintf("version=%s cases_per_lesion=%d negatives=%d seed=%d png=fast", version.String(), casesPerLesion, negPerLesion, phantomSeed)
+	fp := fmt.Sprintf("version=%s cases_per_lesion=%d negatives=%d seed=%d png=pngenc-fastest", version.String(), casesPerLesion, negPerLesion, phantomSeed)
 	if d.st.get("phantom") == fp && exists(manifest) {
 		d.res.Reused = append(d.res.Reused, "phantom")
 		d.say("phantom: reusing %d synthetic cases in %s/", (casesPerLesion+negPerLesion)*7, phantomDir)
@@ -330,6 +361,9 @@ func (d *runner) build(manifest string) error {
 	cfg.Seed = buildSeed
 	cfg.LF, cfg.RF, cfg.RR = perPath, perPath, perPath
 	cfg.Workers = d.opt.Workers
+	// The fastest PNG writer: the same pixels in larger files, and the
+	// default level's encoding would be a third of the demo's CPU time.
+	cfg.BundlePNGCompression = buildcfg.FastPNG
 	t := time.Now()
 	sum, err := build.Run(d.ctx, build.Options{Source: manifest, Out: dir, Config: cfg, Workers: d.opt.Workers,
 		Decisions: reviewlog.AcceptAll{}, ReviewMode: build.ModeAcceptAll, Stdout: d.log, Stderr: d.log, Job: d.opt.Job})
@@ -382,7 +416,7 @@ func skipReasons(name string) string {
 // validate checks the benchmark with --deep and returns its step line.
 func (d *runner) validate() (string, error) {
 	t := time.Now()
-	rep, err := validate.Run(d.ctx, d.res.Benchmark, validate.Options{Deep: true, Workers: d.opt.Workers})
+	rep, err := validate.Run(d.ctx, d.res.Benchmark, validate.Options{Deep: true, Workers: d.opt.Workers, Decoded: d.sawDecoded})
 	if err != nil {
 		return "", fmt.Errorf("demo: validate: %w", err)
 	}
@@ -440,10 +474,11 @@ const textPrior = fakemodel.TextPriorFrequent
 var controlModels = []string{"sim-general-large", "sim-medical-small"}
 
 // demoConcurrency is the records in flight per evaluation, and
-// demoImageCache the bytes of images each evaluation keeps.
+// demoImageCache the bytes of encoded images the evaluations keep, in one
+// cache they share: the demo's bundle (about 90 MB as base64) whole.
 const (
 	demoConcurrency = 4
-	demoImageCache  = 48 << 20
+	demoImageCache  = 128 << 20
 )
 
 const (
@@ -494,33 +529,18 @@ func (d *runner) evaluate() error {
 		return fmt.Errorf("demo: writing %s: %w", kf, err)
 	}
 
-	// The deep validation and the oracle baseline read the benchmark at
-	// the same time; both finish before any other evaluation starts, and
-	// a benchmark that fails validation stops the demo there.
-	t := time.Now()
-	var vline string
-	var verr error
-	vdone := make(chan struct{})
-	go func() {
-		defer close(vdone)
-		vline, verr = d.validate()
-	}()
-	s, err := d.eval(reg, prices, "baseline", "oracle", nil, "", "")
-	<-vdone
-	if verr != nil {
-		return verr
-	}
-	d.say("%s", vline)
+	// The deep validation decodes every image first, on all the cores;
+	// a benchmark that fails it stops the demo there. The evaluations
+	// then only read and hash the images it decoded (eval's Verified):
+	// each image is decoded once.
+	vline, err := d.validate()
 	if err != nil {
 		return err
 	}
-	d.say("eval in process: baseline oracle: %s … %s", counts(s), time.Since(t).Round(time.Millisecond))
-	d.note("(the baseline named oracle answers every question right)")
-	d.note("oracle mode implicit: after a wrong answer the model is shown the right one, so each stage is" +
-		" also scored on its own; every run of the demo uses it")
-	d.res.RunDirs = append(d.res.RunDirs, s.RunDir)
+	d.say("%s", vline)
 
-	t = time.Now()
+	d.images = eval.NewImageCache(d.res.Benchmark, demoImageCache, false)
+	t := time.Now()
 	urls := map[string]string{}
 	for _, m := range simModels {
 		sim, err := fakemodel.LoadSimulated(fakemodel.SimConfig{Benchmark: d.res.Benchmark, Accuracy: m.accuracy, Seed: m.seed,
@@ -542,54 +562,61 @@ func (d *runner) evaluate() error {
 		err  error
 		took time.Duration
 	}
-	// The simulated models, the random baseline, then the controls.
-	nSim, nRandom := len(simModels), len(simModels)+1
-	outs := make([]outcome, len(simModels)+1+len(controlModels))
+	// All at once: the oracle baseline, the simulated models, the random
+	// baseline, then the controls.
+	nSim := len(simModels)
+	nRandom := 1 + nSim
+	outs := make([]outcome, nRandom+1+len(controlModels))
 	var wg sync.WaitGroup
 	for i := range outs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			start := time.Now()
 			switch {
-			case i < nSim:
-				outs[i].sum, outs[i].err = d.eval(reg, prices, "openai", simModels[i].name, []string{urls[simModels[i].name]}, kf, "")
-			case i == nSim:
+			case i == 0:
+				outs[i].sum, outs[i].err = d.eval(reg, prices, "baseline", "oracle", nil, "", "")
+			case i <= nSim:
+				m := simModels[i-1]
+				outs[i].sum, outs[i].err = d.eval(reg, prices, "openai", m.name, []string{urls[m.name]}, kf, "")
+			case i == nRandom:
 				outs[i].sum, outs[i].err = d.eval(reg, prices, "baseline", "random", nil, "", "")
 			default:
-				name := controlModels[i-nRandom]
+				name := controlModels[i-nRandom-1]
 				outs[i].sum, outs[i].err = d.eval(reg, prices, "openai", name, []string{urls[name]}, kf, results.ControlTextOnly)
 			}
 			outs[i].took = time.Since(start)
-		}()
+		})
 	}
 	wg.Wait()
 	for i, o := range outs {
 		if o.err != nil {
 			return o.err
 		}
-		if i < nRandom {
+		if i <= nRandom {
 			d.res.RunDirs = append(d.res.RunDirs, o.sum.RunDir)
 		} else {
 			d.res.ControlDirs = append(d.res.ControlDirs, o.sum.RunDir)
 		}
 	}
+	d.say("eval in process: baseline oracle (alongside the others): %s … %s", counts(outs[0].sum), outs[0].took.Round(time.Millisecond))
+	d.note("(the baseline named oracle answers every question right)")
+	d.note("oracle mode implicit: after a wrong answer the model is shown the right one, so each stage is" +
+		" also scored on its own; every run of the demo uses it")
 	d.say("eval over HTTP: %d simulated models (serve-baseline --policy simulated on loopback ports, provider openai), concurrently … %s",
-		len(simModels), time.Since(t).Round(time.Millisecond))
+		nSim, time.Since(t).Round(time.Millisecond))
 	d.note("a simulated model's stage accuracy is %s", fakemodel.AccuracyMeaning)
 	for i, m := range simModels {
 		if m.guesses {
-			d.note("%s (%s): answers from the question's text alone, whatever image it is shown; %s", m.name, m.domain, counts(outs[i].sum))
+			d.note("%s (%s): answers from the question's text alone, whatever image it is shown; %s", m.name, m.domain, counts(outs[1+i].sum))
 			continue
 		}
-		d.note("%s (%s): stage accuracies %s %% at stages 1-4; %s", m.name, m.domain, percents(m.accuracy), counts(outs[i].sum))
+		d.note("%s (%s): stage accuracies %s %% at stages 1-4; %s", m.name, m.domain, percents(m.accuracy), counts(outs[1+i].sum))
 	}
 	var ctl []string
 	for i, name := range controlModels {
 		ctl = append(ctl, fmt.Sprintf("%s (%s)", name, counts(outs[nRandom+i].sum)))
 	}
 	d.note("image controls, alongside: the same questions with every image removed (text-only), asked of %s", strings.Join(ctl, " and "))
-	last := outs[nSim]
+	last := outs[nRandom]
 	d.say("eval in process: baseline random (alongside): %s … %s", counts(last.sum), last.took.Round(time.Millisecond))
 	return d.st.set("eval", fp)
 }
@@ -634,13 +661,16 @@ func (d *runner) eval(reg *registry.Registry, prices *registry.Prices, prov, mod
 		// both cores busy, and far fewer request bodies (megabytes of
 		// base64 each) are in memory at a time than at the default 16.
 		Concurrency: demoConcurrency,
-		// Each run caches the images it sends (PNG and base64); six
-		// runs with the default cache would hold the bundle six times.
-		ImageCacheBytes: demoImageCache,
-		CacheDir:        filepath.Join(d.res.Dir, cacheDir),
-		Log:             d.log,
-		Job:             d.opt.Job,
-		Control:         control,
+		// One cache of encoded images for all the runs: each image is
+		// base64-encoded once, and the bundle is held once, not once a
+		// run.
+		Images:   d.images,
+		CacheDir: filepath.Join(d.res.Dir, cacheDir),
+		// The images the deep validation decoded are only hashed.
+		Verified: d.wasDecoded,
+		Log:      d.log,
+		Job:      d.opt.Job,
+		Control:  control,
 	}
 	if control != "" {
 		model += " --control " + string(control)
@@ -962,8 +992,9 @@ tenth of the questions so that item health has something to flag; one,
 sim-medical-small, answers from the question's text alone whatever image it
 is shown, and the image controls (the same questions without the images)
 show which model uses the image. The
-phantom's PNGs are written at the fastest compression level (larger files,
-same pixels); the benchmark is built with the default configuration.
+PNGs are written at the fastest compression level (larger files, same
+pixels): the benchmark is built with the default configuration but for
+bundle_png_compression: fast.
 
   phantom/     synthetic source set (manifest.jsonl, images, masks, contact sheet)
   benchmark/   the benchmark built from it (chexpercept.json, image bundle, SHA256SUMS)

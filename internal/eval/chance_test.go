@@ -22,6 +22,7 @@ import (
 // samples are therefore pooled over many policy seeds, whose draws are
 // independent, rather than over records of one run.
 func TestRandomScoresChance(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("40 runs")
 	}

@@ -106,6 +106,7 @@ func TestEndpointGoesDownAfterFailures(t *testing.T) {
 }
 
 func TestRPMCap(t *testing.T) {
+	t.Parallel()
 	o := baseOptions(sampleBench, t.TempDir(), model(t, "baseline", "first"))
 	o.RPM = 1200 // 20 calls per second
 	start := time.Now()

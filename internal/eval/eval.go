@@ -89,6 +89,20 @@ type Options struct {
 	NoCache         bool
 	CacheDir        string // default respcache.DefaultDir()
 	ImageCacheBytes int64  // default 256 MiB
+	// Images, when set, is the encoded-image cache this run shares with
+	// other runs of the same benchmark (NewImageCache); ImageCacheBytes
+	// is then not used, and Summary.ImageLoads counts the loads of every
+	// run sharing it.
+	Images *ImageCache
+	// Verified, when set, reports the content hashes (SHA-256 of the
+	// file bytes, lower-case hex) whose bytes the caller itself saw
+	// imagefile.DecodePNG decode in this process: the demo passes those
+	// of its validate --deep (validate.Options.Decoded). DecodePNG
+	// decodes exactly the files VerifyPNG accepts, so such an image is
+	// read, hashed and checked against SHA256SUMS like any other, but
+	// not decoded again (VerifyStats.Given counts it). It is called
+	// concurrently.
+	Verified func(sha256 string) bool
 
 	AllowInvalid    bool
 	DryRun          bool
@@ -176,7 +190,7 @@ type Summary struct {
 	Results    *results.Summary // summary.json as written (nil for a dry run)
 	CallPhase  time.Duration    // from the first call to the last record written
 	DryRun     *DryRunReport
-	ImageLoads int64       // images read and encoded during the run (cache misses)
+	ImageLoads int64       // images read and encoded during the run (cache misses; with Options.Images, of every run sharing it)
 	Images     VerifyStats // image files verified just in time by this invocation
 }
 
@@ -341,6 +355,14 @@ func (o *Options) check() error {
 	}
 	if _, err := results.ParseControl(string(o.Control)); err != nil {
 		return err
+	}
+	if c := o.Images; c != nil {
+		switch {
+		case filepath.Clean(c.c.benchDir) != filepath.Clean(o.BenchDir):
+			return fmt.Errorf("eval: the shared image cache holds the images of %s, not of %s", c.c.benchDir, o.BenchDir)
+		case o.Model.Backend == runmodel.BackendGemini && !c.c.keepPNG:
+			return fmt.Errorf("eval: the shared image cache keeps no PNG bytes, which the gemini backend sends")
+		}
 	}
 	if o.Control != "" && o.Model.Backend == runmodel.BackendBaseline {
 		return fmt.Errorf("image control %s: the baseline policies do not look at the image, so there is nothing to control; a control asks a model (serve-baseline included, through the openai provider)", o.Control)

@@ -31,6 +31,7 @@ import (
 // record must be correct in every oracle and parse mode: this exercises
 // the whole chain (plan, calls, parse, scoring, export, reference CSVs).
 func TestOracleScoresFull(t *testing.T) {
+	t.Parallel()
 	for _, bench := range []string{sampleBench, generatedBench(t)} {
 		for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
 			for _, pm := range []parse.Mode{parse.ModeReference, parse.ModeStrict} {
@@ -158,6 +159,7 @@ func TestServerMatchesInProcess(t *testing.T) {
 // Faults of every kind: retryable ones are retried, empty answers are
 // recorded as answers; every record ends ok.
 func TestFaultInjection(t *testing.T) {
+	t.Parallel()
 	bench := generatedBench(t)
 	for _, tc := range []struct {
 		name       string
@@ -212,6 +214,7 @@ func TestFaultInjection(t *testing.T) {
 // A 4xx other than 429 is not retried and fails the record with its
 // reason; --retry-errors re-asks exactly those records.
 func TestClientErrorAndRetryErrors(t *testing.T) {
+	t.Parallel()
 	bench := generatedBench(t)
 	srv, _ := fakemodel.NewServer(fakemodel.ServerConfig{Policy: "random"})
 	var refuse atomic.Bool

@@ -69,6 +69,32 @@ func newImageCache(benchDir string, limit int64, keepPNG bool) *imageCache {
 	return &imageCache{benchDir: benchDir, limit: limit, keepPNG: keepPNG, ll: list.New(), byHash: map[string]*list.Element{}}
 }
 
+// ImageCache is a cache of encoded images that several runs of one
+// benchmark in one process share (Options.Images): each image is read and
+// base64-encoded once for all of them instead of once per run. Every run
+// still reads, hashes and verifies each image itself before its record's
+// first call; the cache is keyed by that content hash, so a run only ever
+// sends the bytes it verified. It is safe for concurrent use.
+type ImageCache struct{ c *imageCache }
+
+// NewImageCache returns a cache of at most limit bytes (≤ 0: the default
+// of Options.ImageCacheBytes) of the encoded images of the benchmark in
+// benchDir; keepPNG keeps each image's PNG bytes beside its base64, as
+// runs of the Gemini backend need.
+func NewImageCache(benchDir string, limit int64, keepPNG bool) *ImageCache {
+	if limit <= 0 {
+		limit = DefaultImageCacheBytes
+	}
+	return &ImageCache{c: newImageCache(benchDir, limit, keepPNG)}
+}
+
+// loadCount is the number of images read and encoded so far.
+func (c *imageCache) loadCount() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loads
+}
+
 // get returns the encoded image for rel, whose verified content hash is
 // sha, reading and encoding the file on a miss. The file must still have
 // the verified content.

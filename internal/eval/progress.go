@@ -90,6 +90,9 @@ func (p *progress) line() string {
 	im := p.images()
 	s := fmt.Sprintf("%d/%d records, %d errors, %.1f calls/s (%d cached), ETA %s, cost %s; images %d verified, %d remembered, %d failed",
 		p.done, p.total, p.errs, rate, p.hits, eta, cost, im.Verified, im.Remembered, im.Failed)
+	if im.Given > 0 {
+		s += fmt.Sprintf(", %d decoded by the caller", im.Given)
+	}
 	if p.bar != nil {
 		s = fmt.Sprintf("%d err, %.1f calls/s, %s, img %d+%d ok %d bad", p.errs, rate, cost, im.Verified, im.Remembered, im.Failed)
 	}

@@ -79,7 +79,7 @@ func (r *runner) run(ctx, abandon context.Context, todo []int) error {
 	r.sum.Attempted = attempted
 	r.sum.Abandoned += abandoned
 	r.sum.Interrupted = ctx.Err() != nil || r.sum.Abandoned > 0
-	r.sum.ImageLoads = r.images.loads
+	r.sum.ImageLoads = r.images.loadCount()
 	r.sum.Images = r.verify.stats()
 	if w.err != nil {
 		return w.err
@@ -262,7 +262,11 @@ func (r *runner) setup() error {
 	o := r.o
 	r.retry = retryPolicy{maxRetries: o.MaxRetries, timeout: o.Timeout, base: o.RetryBase, cap: o.RetryCap}
 	r.limits = newLimiters(o.RPM, o.TPM)
-	r.images = newImageCache(o.BenchDir, o.ImageCacheBytes, o.Model.Backend == runmodel.BackendGemini)
+	if o.Images != nil {
+		r.images = o.Images.c
+	} else {
+		r.images = newImageCache(o.BenchDir, o.ImageCacheBytes, o.Model.Backend == runmodel.BackendGemini)
+	}
 	r.pool = &pool{}
 	if o.Model.Backend == runmodel.BackendBaseline {
 		c, err := fakemodel.NewClient(o.Model.ModelID, o.PolicySeed)
@@ -334,6 +338,7 @@ func (r *runner) setup() error {
 		}
 	}
 	r.verify = newVerifier(o.BenchDir, r.memo, runtime.GOMAXPROCS(0))
+	r.verify.given = o.Verified
 	r.verify.keep = r.images.put
 	return nil
 }

@@ -23,7 +23,8 @@ import (
 // time (GOMAXPROCS by default): decoding is CPU-bound, and a bounded pool
 // leaves the senders their share of the processors. An image whose
 // bytes were decoded earlier in this run (by content hash) or by an
-// earlier run (the memo) is not decoded again.
+// earlier run (the memo) is not decoded again, nor is one the caller
+// decoded itself (Options.Verified).
 
 // testHookVerified, when set by a test, sees every path checked.
 var testHookVerified func(rel string)
@@ -38,6 +39,7 @@ type verified struct {
 type content struct {
 	err        error // the decode error; nil when the bytes decode
 	remembered bool  // known from the memo, not decoded in this run
+	given      bool  // decoded by the caller (Options.Verified), not by this run
 }
 
 // VerifyStats counts the distinct image files checked by a run.
@@ -46,11 +48,18 @@ type VerifyStats struct {
 	Remembered int64 // content verified by an earlier run (memo hit): only hashed
 	Failed     int64 // unreadable or undecodable
 	Decodes    int64 // PNG decodes performed (distinct contents not remembered)
+	// Given counts the files whose content the caller decoded
+	// (Options.Verified): only hashed, as a memo hit is.
+	Given int64
 }
 
 func (s VerifyStats) String() string {
-	return fmt.Sprintf("%d verified by decoding (%d decodes), %d remembered from earlier runs, %d failed",
+	txt := fmt.Sprintf("%d verified by decoding (%d decodes), %d remembered from earlier runs, %d failed",
 		s.Verified, s.Decodes, s.Remembered, s.Failed)
+	if s.Given > 0 {
+		txt += fmt.Sprintf(", %d decoded by the caller before the run", s.Given)
+	}
+	return txt
 }
 
 type verifier struct {
@@ -58,6 +67,7 @@ type verifier struct {
 	memo     *memo
 	sums     *benchdir.Sums             // when set, every file's hash must be the one listed
 	keep     func(sha string, b []byte) // if set, receives the bytes of each path verified
+	given    func(sha string) bool      // if set, contents the caller decoded (Options.Verified)
 	slots    chan struct{}
 	sf       singleflight.Group
 
@@ -65,7 +75,7 @@ type verifier struct {
 	byPath map[string]verified
 	byHash map[string]content
 
-	verified, remembered, failed, decodes atomic.Int64
+	verified, remembered, failed, decodes, givenN atomic.Int64
 }
 
 func newVerifier(benchDir string, m *memo, slots int) *verifier {
@@ -76,7 +86,7 @@ func newVerifier(benchDir string, m *memo, slots int) *verifier {
 // stats is a snapshot of the counters.
 func (v *verifier) stats() VerifyStats {
 	return VerifyStats{Verified: v.verified.Load(), Remembered: v.remembered.Load(),
-		Failed: v.failed.Load(), Decodes: v.decodes.Load()}
+		Failed: v.failed.Load(), Decodes: v.decodes.Load(), Given: v.givenN.Load()}
 }
 
 // record verifies one record's images (paths relative to the benchmark
@@ -127,6 +137,8 @@ func (v *verifier) path(rel string) verified {
 		switch {
 		case r.err != nil:
 			v.failed.Add(1)
+		case c.given:
+			v.givenN.Add(1)
 		case c.remembered:
 			v.remembered.Add(1)
 		default:
@@ -182,9 +194,12 @@ func (v *verifier) content(sha string, b []byte) content {
 		if ok { // decoded by a caller that just left singleflight
 			return c, nil
 		}
-		if v.memo.known(sha) {
+		switch {
+		case v.given != nil && v.given(sha):
+			c.given = true
+		case v.memo.known(sha):
 			c.remembered = true
-		} else {
+		default:
 			v.decodes.Add(1)
 			// The header is checked against imagefile's limits first, so
 			// a decompression bomb is refused before any work; then the

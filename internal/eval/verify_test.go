@@ -3,6 +3,8 @@ package eval
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -460,4 +462,47 @@ func TestChangedBenchmarkRefused(t *testing.T) {
 			t.Errorf("no warning about the missing SHA256SUMS in the log:\n%s", log.String())
 		}
 	})
+}
+
+// TestCallerVerifiedAndSharedImages: contents the caller decoded
+// (Options.Verified) are hashed, not decoded, and counted apart; a
+// content it did not vouch for is still decoded; two runs sharing one
+// ImageCache encode each image once between them; a shared cache of
+// another benchmark is refused.
+func TestCallerVerifiedAndSharedImages(t *testing.T) {
+	bench := generatedBench(t)
+	good := map[string]bool{}
+	flat := sha256.Sum256(benchtest.FlatPNG(false))
+	good[hex.EncodeToString(flat[:])] = true
+	images := NewImageCache(bench, 0, false)
+
+	o := baseOptions(bench, t.TempDir(), model(t, "baseline", "oracle"))
+	// A memo of its own, empty: what it remembers is not what is tested.
+	o.AllowInvalid, o.NoCache, o.Images, o.CacheDir = true, true, images, t.TempDir()
+	o.Verified = func(sha string) bool { return good[sha] }
+	s1 := run(t, o)
+	if s1.Images.Given == 0 || s1.Images.Decodes != 0 || s1.Images.Verified != 0 || s1.Images.Failed != 0 {
+		t.Errorf("run with every content vouched for: %+v, want only given", s1.Images)
+	}
+	if !strings.Contains(s1.Images.String(), "decoded by the caller") {
+		t.Errorf("stats %q do not say the caller decoded", s1.Images)
+	}
+	loads := s1.ImageLoads
+	if loads == 0 {
+		t.Fatal("the first run loaded no image into the shared cache")
+	}
+
+	o.OutDir, o.Verified = t.TempDir(), func(string) bool { return false }
+	s2 := run(t, o)
+	if s2.Images.Given != 0 || s2.Images.Decodes != 1 {
+		t.Errorf("run with nothing vouched for: %+v, want the one content decoded", s2.Images)
+	}
+	if s2.ImageLoads != loads || images.c.loadCount() != loads {
+		t.Errorf("after a second run sharing the cache: %d loads (the run says %d), want the first run's %d", images.c.loadCount(), s2.ImageLoads, loads)
+	}
+
+	o.OutDir, o.Images = t.TempDir(), NewImageCache(t.TempDir(), 0, false)
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "shared image cache") {
+		t.Errorf("a shared cache of another benchmark: error %v", err)
+	}
 }

@@ -191,8 +191,20 @@ func axisTaps(src, dst int) taps {
 
 // Resize resamples a w×h grey plane to dw×dh by §1: separable, x then y,
 // float64 with an unrounded intermediate, then rounded half away from zero
-// and clamped to 0..255.
+// and clamped to 0..255. At the same size every tap is the sample itself
+// with weight 1, so the plane is copied as it is (the same bytes, without
+// the arithmetic).
 func Resize(pix []uint8, w, h, dw, dh int) *image.Gray {
+	if w == dw && h == dh {
+		out := image.NewGray(image.Rect(0, 0, dw, dh))
+		copy(out.Pix, pix[:w*h])
+		return out
+	}
+	return resample(pix, w, h, dw, dh)
+}
+
+// resample is Resize's arithmetic, at any sizes.
+func resample(pix []uint8, w, h, dw, dh int) *image.Gray {
 	tx, ty := axisTaps(w, dw), axisTaps(h, dh)
 	tmp := make([]float64, dw*h)
 	for y := 0; y < h; y++ {

@@ -409,3 +409,20 @@ func TestFailTransient(t *testing.T) {
 		})
 	}
 }
+
+// TestResizeSameSize: at the same size Resize copies the plane, and the
+// copy is what §1's arithmetic gives (every tap the sample itself).
+func TestResizeSameSize(t *testing.T) {
+	const w, h = 61, 47
+	pix := make([]uint8, w*h)
+	for i := range pix {
+		pix[i] = uint8(i*37 + i/w*11)
+	}
+	got, want := Resize(pix, w, h, w, h), resample(pix, w, h, w, h)
+	if !bytes.Equal(got.Pix, pix) || !bytes.Equal(want.Pix, pix) {
+		t.Fatal("a same-size resize changed the samples")
+	}
+	if got.Bounds() != want.Bounds() || got.Stride != want.Stride {
+		t.Errorf("bounds %v stride %d, want %v %d", got.Bounds(), got.Stride, want.Bounds(), want.Stride)
+	}
+}

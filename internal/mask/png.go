@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/chexpercept/chexpercept/internal/imagefile"
+	"github.com/chexpercept/chexpercept/internal/pngenc"
 	"github.com/chexpercept/chexpercept/internal/safefile"
 )
 
@@ -150,11 +151,13 @@ func EncodePNG(w io.Writer, m Mask) error {
 	return png.Encode(w, m.Gray())
 }
 
-// fastEncoder is png.Encoder at its fastest compression level.
-var fastEncoder = &png.Encoder{CompressionLevel: png.BestSpeed}
+// fastEncoder is package pngenc at its fastest.
+var fastEncoder = &pngenc.Encoder{Fastest: true}
 
-// EncodeFastPNG writes m like EncodePNG at the fastest compression level:
-// the same pixels in a larger file, for masks read back only by the tool.
+// EncodeFastPNG writes m like EncodePNG but through package pngenc at its
+// fastest (rows filtered with Up, klauspost/compress's fastest deflate):
+// the same pixels in a larger file, for a fraction of the CPU time of
+// image/png even at its fastest level.
 func EncodeFastPNG(w io.Writer, m Mask) error {
-	return fastEncoder.Encode(w, m.Gray())
+	return fastEncoder.EncodeGray(w, m.Gray())
 }

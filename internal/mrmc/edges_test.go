@@ -52,6 +52,7 @@ func analyze(t *testing.T, d *Data) *Analysis {
 // denominators of the tests are 0 and every test and difference is NA,
 // not an F of r − 1 from rounding residue.
 func TestAllOnesIsNA(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ t, r, c int }{{2, 7, 2}, {3, 12, 2}, {2, 2, 5}, {4, 3, 9}} {
 		rows := make([][]string, tt.t)
 		for i := range rows {
@@ -94,6 +95,7 @@ func meanIntervals(ms []Mean) []Interval {
 // MS(R) = 0, so Hillis' degrees of freedom are infinite and the interval
 // is the normal one on the case variance, 0.7 ± 1.96·√(0.21/9).
 func TestIdenticalReadersInfiniteDF(t *testing.T) {
+	t.Parallel()
 	a := analyze(t, accuracyData(repeat("1111111000", 3)))
 	m := a.Designs[0].Means[0]
 	if !math.IsInf(m.DF, 1) || m.NA != "" {
@@ -115,6 +117,7 @@ func TestIdenticalReadersInfiniteDF(t *testing.T) {
 // 2.51 and RJafroc do: here Cov2 − Cov3 < 0, and without the constraint
 // the chi-square would be 2.500 (p 0.1138, SE 0.10541).
 func TestFixedReadersConstraint(t *testing.T) {
+	t.Parallel()
 	a := analyze(t, accuracyData([]string{"001100", "110011"}, []string{"100010", "000101"}))
 	if !(a.Cov2-a.Cov3 < 0) {
 		t.Fatalf("Cov2 − Cov3 = %v, want < 0 for this test", a.Cov2-a.Cov3)
@@ -137,6 +140,7 @@ func TestFixedReadersConstraint(t *testing.T) {
 // No degenerate design prints an interval of zero width: either the
 // interval has width, or it is NA with a reason.
 func TestNoZeroWidthInterval(t *testing.T) {
+	t.Parallel()
 	designs := map[string]*Data{
 		"identical readers":    accuracyData(repeat("1101001110", 4), repeat("0111010011", 4)),
 		"identical modalities": accuracyData([]string{"1101001110", "0111011011", "1111000110"}, []string{"1101001110", "0111011011", "1111000110"}),
@@ -181,6 +185,7 @@ func TestNoZeroWidthInterval(t *testing.T) {
 }
 
 func TestClip(t *testing.T) {
+	t.Parallel()
 	iv := Interval{Estimate: 0.9, SE: 0.1, Lo: 0.7, Hi: 1.1}
 	lo, hi, cl, ch := iv.Clip(Accuracy.Range())
 	if lo != 0.7 || hi != 1 || cl || !ch {

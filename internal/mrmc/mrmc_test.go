@@ -44,6 +44,7 @@ func near(got float64, want string) bool {
 // AUC) of the Van Dyke et al. (1993) study: 2 modalities, 5 readers, 114
 // cases.
 func TestVanDyke(t *testing.T) {
+	t.Parallel()
 	d := loadVanDyke(t)
 	if len(d.Modalities) != 2 || len(d.Readers) != 5 || len(d.Cases) != 114 {
 		t.Fatalf("study %d×%d×%d, want 2×5×114", len(d.Modalities), len(d.Readers), len(d.Cases))
@@ -95,6 +96,7 @@ func TestVanDyke(t *testing.T) {
 // (the figure plus its deviation) against recomputing each figure
 // without the case.
 func TestJackknifeLeavesOutACase(t *testing.T) {
+	t.Parallel()
 	d := loadVanDyke(t)
 	acc := make([]float64, len(d.Cases))
 	for c := range acc {
@@ -152,6 +154,7 @@ func brute(fom FOM, s []float64, truth []int) float64 {
 // second modality gives the algorithm's scores: the two are the same
 // model, so estimate, SE and df agree.
 func TestModelVersusPanelIsTwoModalities(t *testing.T) {
+	t.Parallel()
 	d := loadVanDyke(t)
 	for _, modelReader := range []int{0, 3} {
 		model := d.Scores[1][modelReader]
@@ -213,6 +216,7 @@ func TestModelVersusPanelIsTwoModalities(t *testing.T) {
 // TestPanelMeanIsOneModality checks PanelMean against the RRRC mean of a
 // modality in the full analysis.
 func TestPanelMeanIsOneModality(t *testing.T) {
+	t.Parallel()
 	d := loadVanDyke(t)
 	a, err := Analyze(d, 0)
 	if err != nil {
@@ -232,6 +236,7 @@ func TestPanelMeanIsOneModality(t *testing.T) {
 // TestDegenerate: readers right on every case give no variance,
 // and no interval rather than one of zero width.
 func TestDegenerate(t *testing.T) {
+	t.Parallel()
 	scores := [][]float64{{1, 1, 1}, {1, 1, 1}, {1, 1, 1}}
 	iv, err := PanelMean(Accuracy, scores, nil, 0)
 	if err != nil {
@@ -256,6 +261,7 @@ func TestDegenerate(t *testing.T) {
 }
 
 func TestAnalyzeRefuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		d    Data
@@ -277,6 +283,7 @@ func TestAnalyzeRefuses(t *testing.T) {
 }
 
 func TestParseScoresErrors(t *testing.T) {
+	t.Parallel()
 	const head = "modality,reader,case,truth,score\n"
 	tests := []struct {
 		name, csv, fom, want string
@@ -334,6 +341,7 @@ func (e *endless) Read(p []byte) (int, error) {
 // An endless line is refused once its first MaxScoreRecordBytes are read,
 // not after the stream is read whole.
 func TestParseScoresStopsAtLongRecord(t *testing.T) {
+	t.Parallel()
 	const head = "modality,reader,case,truth,score\n"
 	src := &endless{max: 4 * MaxScoreRecordBytes}
 	_, err := ParseScores(io.MultiReader(strings.NewReader(head), src), "s.csv", AUC)
@@ -388,6 +396,7 @@ func aucQuadratic(score []float64, truth []int) (float64, []float64) {
 // many ties (few rating levels), unbalanced classes and the smallest
 // classes the jackknife allows.
 func TestAUCJackknifeIsQuadratic(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 50))
 	for n := range 300 {
 		n1, n0 := 2+rng.IntN(40), 2+rng.IntN(40)
@@ -467,6 +476,7 @@ func BenchmarkAnalyzeAUC(b *testing.B) {
 // the degenerate kinds of randomStudy, so that a table a report writes
 // is analysed exactly as the report analysed it.
 func TestFormatScoresRoundTrip(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 11))
 	for n := range 40 {
 		d, kind := randomStudy(rng, n)

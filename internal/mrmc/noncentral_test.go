@@ -20,6 +20,7 @@ func closeTo(got, want float64) bool {
 // to a Poisson mass of 1e-45, t and F on one df also by integration over
 // the χ² of the denominator (the two agree to 20 digits).
 func TestNoncentralChi2(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ k, lambda, x, upper float64 }{
 		{1, 0, 3.841458820694124, 0.050000000000000057435},
 		{1, 7.8673, 3.84, 0.80102339664431380221},
@@ -48,6 +49,7 @@ func TestNoncentralChi2(t *testing.T) {
 // TestNoncentralChi2OneDF: on one df X = (Z + √λ)², so
 // P(X ≤ x) = Φ(√x − √λ) − Φ(−√x − √λ) in closed form.
 func TestNoncentralChi2OneDF(t *testing.T) {
+	t.Parallel()
 	for _, lambda := range []float64{0, 0.3, 1, 4, 7.8673, 25, 150, 900} {
 		for _, x := range []float64{0.01, 0.5, 1, 3.84, 10, 30, 200, 1000} {
 			r, s := math.Sqrt(x), math.Sqrt(lambda)
@@ -60,6 +62,7 @@ func TestNoncentralChi2OneDF(t *testing.T) {
 }
 
 func TestNoncentralF(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ d1, d2, lambda, x, upper float64 }{
 		{1, 62.707, 8.2096, 3.99, 0.805700323677969591},
 		{1, 9, 10.0487, 5.117, 0.8049862427505809833},
@@ -93,6 +96,7 @@ func TestNoncentralF(t *testing.T) {
 // TestNoncentralFLimits: no noncentrality is gonum's central F; an
 // infinite denominator df is χ²(d1, λ)/d1.
 func TestNoncentralFLimits(t *testing.T) {
+	t.Parallel()
 	for _, d2 := range []float64{1, 4.5, 30, 1000} {
 		for _, x := range []float64{0.2, 1, 4} {
 			want := distuv.F{D1: 2, D2: d2}.Survival(x)
@@ -116,6 +120,7 @@ func TestNoncentralFLimits(t *testing.T) {
 }
 
 func TestNoncentralT(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ nu, delta, x, upper float64 }{
 		{10, 2, 1.8, 0.59056662522513580268},
 		{15.26, 2.5, 2.13, 0.64770740406980915852},
@@ -145,6 +150,7 @@ func TestNoncentralT(t *testing.T) {
 }
 
 func TestCriticalValues(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ alpha, d1, d2, want float64 }{
 		{0.05, 1, 62.707, 3.9940953562235429044},
 		{0.05, 1, 9, 5.1173550291992268609},

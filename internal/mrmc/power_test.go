@@ -26,6 +26,7 @@ func vanDykePilot(t *testing.T) *Pilot {
 // Dyke study are RJafroc's (UtilORVarComponentsFactorial, dataset02,
 // Wilcoxon) to their printed digits.
 func TestPilotVanDyke(t *testing.T) {
+	t.Parallel()
 	p := vanDykePilot(t)
 	if p.Cases != 114 || p.Readers != 5 || p.FOM != AUC {
 		t.Errorf("pilot %d cases, %d readers, %s; want 114, 5, auc", p.Cases, p.Readers, p.FOM)
@@ -70,6 +71,7 @@ var rjafrocVanDyke = []struct {
 }
 
 func TestPowerVanDyke(t *testing.T) {
+	t.Parallel()
 	p := vanDykePilot(t)
 	h := Hypothesis{Effect: p.Difference}
 	for _, want := range rjafrocVanDyke {
@@ -107,6 +109,7 @@ func TestPowerVanDyke(t *testing.T) {
 // same pilot: power 0.5526116 with 6 readers and 111 cases, and 251 cases
 // as the smallest for power 0.8 with 6 readers (random readers and cases).
 func TestPowerVanDykeSixReaders(t *testing.T) {
+	t.Parallel()
 	p := vanDykePilot(t)
 	h := Hypothesis{Effect: p.Difference}
 	got, err := p.Power(RRRC, 6, 111, h)
@@ -129,6 +132,7 @@ func TestPowerVanDykeSixReaders(t *testing.T) {
 // pilot's 114 cases is the first at or above it, one reader fewer is
 // below, and the searches' answers agree with each other.
 func TestSmallestReadersVanDyke(t *testing.T) {
+	t.Parallel()
 	p := vanDykePilot(t)
 	h := Hypothesis{Effect: p.Difference}
 	for _, analysis := range Analyses {
@@ -164,6 +168,7 @@ func TestSmallestReadersVanDyke(t *testing.T) {
 // P(F(1, ν, δ²) > t²) = P(T > t) + P(T < −t), each side computed by its
 // own series; the fixed-readers normal test is Φ(δ − z) in closed form.
 func TestPowerMarginAgreesWithF(t *testing.T) {
+	t.Parallel()
 	p := vanDykePilot(t)
 	const tiny = 1e-300 // a margin of (almost) 0: the t test of d > 0
 	for _, analysis := range Analyses {
@@ -205,6 +210,7 @@ func TestPowerMarginAgreesWithF(t *testing.T) {
 // has less power than its level; components that leave no variance are
 // an error, not a number.
 func TestPowerEdges(t *testing.T) {
+	t.Parallel()
 	p := vanDykePilot(t)
 	for _, analysis := range Analyses {
 		pw, err := p.Power(analysis, 5, 100, Hypothesis{Effect: 0, Alpha: 0.05})
@@ -248,6 +254,7 @@ func TestPowerEdges(t *testing.T) {
 }
 
 func TestPowerBadInput(t *testing.T) {
+	t.Parallel()
 	p := vanDykePilot(t)
 	for _, tc := range []struct {
 		name           string
@@ -292,6 +299,7 @@ func TestPowerBadInput(t *testing.T) {
 // TestUnreachable: three readers cannot reach power 0.95 however many
 // cases (VarTR bounds the random-reader analyses); fixed readers can.
 func TestUnreachable(t *testing.T) {
+	t.Parallel()
 	p := vanDykePilot(t)
 	h := Hypothesis{Effect: p.Difference}
 	_, err := p.SmallestCases(RRRC, 3, 0.95, h)

@@ -627,6 +627,7 @@ func compareInterval(t *testing.T, where string, got Interval, want refInterval,
 // printed number agrees to 1e-9, and NA and infinite degrees of freedom
 // agree exactly.
 func TestDifferential(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(2024, 40))
 	counts := map[string]int{}
 	for n := range 280 {
@@ -736,6 +737,7 @@ func TestDifferential(t *testing.T) {
 // Van Dyke figures, so that the two implementations agreeing means
 // something.
 func TestReferenceVanDyke(t *testing.T) {
+	t.Parallel()
 	d := loadVanDyke(t)
 	rc, want := refStudy(d)
 	for _, c := range []struct {

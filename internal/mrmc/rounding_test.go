@@ -28,6 +28,7 @@ func tQuantileExpansion(z, nu float64) float64 {
 // 10⁸, 10⁻⁶ at 10¹⁰, 0.0065 at 10¹³, 105 at 10²⁰: the reason for the
 // bound; logged, not asserted.)
 func TestDistributionsAtLargeDF(t *testing.T) {
+	t.Parallel()
 	for _, p := range []float64{0.975, 0.995, 0.9} {
 		z := distuv.UnitNormal.Quantile(p)
 		for nu := 100.0; nu <= MaxFiniteDF; nu *= math.Sqrt(10) {
@@ -77,6 +78,7 @@ func TestDistributionsAtLargeDF(t *testing.T) {
 // TestZeroRules: a sum of squares of deviations within the tolerance is
 // exactly 0, one with a deviation beyond it is kept whole.
 func TestZeroRules(t *testing.T) {
+	t.Parallel()
 	tol := figureTol(4, 2, 2, 1)
 	if got := sumSquaresOrZero([]float64{tol, -tol / 2, 0}, tol); got != 0 {
 		t.Errorf("rounding residue: %g, want 0", got)

@@ -152,6 +152,7 @@ func rejects(t *testing.T, m simModel, d simDesign, n int, alpha float64, r *ran
 // TestSimulatedTypeIError: under the null model, the random-readers,
 // random-cases test rejects at its level.
 func TestSimulatedTypeIError(t *testing.T) {
+	t.Parallel()
 	n := simSize(t)
 	for _, d := range simDesigns {
 		r := rand.New(rand.NewPCG(41, uint64(d.Readers*1000+d.Cases+(d.Blocks-1)*1_000_000)))
@@ -176,6 +177,7 @@ func TestSimulatedTypeIError(t *testing.T) {
 // pilot's K* cases to the study's K and the dependence on J are what is
 // checked. The effect is the model's exact difference of accuracies.
 func TestSimulatedPower(t *testing.T) {
+	t.Parallel()
 	n := simSize(t)
 	pilotDesign := simDesign{Readers: 4, Cases: 80, Blocks: 1}
 	r := rand.New(rand.NewPCG(41, 1))
@@ -218,6 +220,7 @@ func TestSimulatedPower(t *testing.T) {
 // readers and cases, fully crossed within the block, and the simulated
 // accuracies average to the model's.
 func TestSimulatorBlocks(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(41, 3))
 	for _, blocks := range []int{1, 2, 3} {
 		d := simDesign{Readers: 6, Cases: 120, Blocks: blocks}

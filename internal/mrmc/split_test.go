@@ -63,6 +63,7 @@ func sameAnalysis(t *testing.T, what string, got, want *Analysis) {
 // TestOneBlockIsCrossed: a split-plot study of one block is the fully
 // crossed study, to the last bit, for both figures of merit.
 func TestOneBlockIsCrossed(t *testing.T) {
+	t.Parallel()
 	vd := loadVanDyke(t)
 	r := rand.New(rand.NewPCG(7, 7))
 	sim := simAlternative.draw(simDesign{Readers: 5, Cases: 70, Blocks: 1}, r)[0]
@@ -96,6 +97,7 @@ func TestOneBlockIsCrossed(t *testing.T) {
 // readers within a block; the random-readers test divides MS(T) by
 // MS(T×R(G)) + (Σ r_b²/r)·max(Cov2 − Cov3, 0), on Hillis' df.
 func TestSplitPlotFromBlocks(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
 	b1 := simAlternative.draw(simDesign{Readers: 3, Cases: 40, Blocks: 1}, r)[0]
 	b2 := simAlternative.draw(simDesign{Readers: 5, Cases: 55, Blocks: 1}, r)[0]
@@ -155,6 +157,7 @@ func TestSplitPlotFromBlocks(t *testing.T) {
 // block column or without it (the blocks found from which cases each
 // reader scored), both giving the same analysis, and written back.
 func TestSplitPlotScoresTable(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 9))
 	d := joinBlocks(t, simAlternative.draw(simDesign{Readers: 6, Cases: 90, Blocks: 3}, r))
 	withBlock := FormatScores(d)
@@ -213,6 +216,7 @@ func TestSplitPlotScoresTable(t *testing.T) {
 // and split-plot studies the analysis cannot take, are refused in one
 // line naming the file and the reason.
 func TestSplitPlotRefused(t *testing.T) {
+	t.Parallel()
 	head := "modality,reader,case,truth,score\n"
 	rows := func(m, r string, cases ...string) string {
 		var b strings.Builder

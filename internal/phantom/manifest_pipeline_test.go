@@ -15,12 +15,15 @@ import (
 // builder's own reader (§2.4 line checks), loads every positive's lungs and
 // candidate mask, and runs §5–§6 on them: no line error, no case failure
 // (in particular no component_outside_lungs for cardiomegaly hearts).
+// The fastest PNG level writes the same pixels, which is all the builder
+// reads.
 func TestManifestThroughBuilderPackages(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("generates 28 phantom cases")
 	}
 	dir := t.TempDir()
-	if _, err := phantom.Generate(context.Background(), phantom.Options{OutDir: dir, CasesPerLesion: 2, Seed: 3, Workers: 2}); err != nil {
+	if _, err := phantom.Generate(context.Background(), phantom.Options{OutDir: dir, CasesPerLesion: 2, Seed: 3, Workers: 2, FastPNG: true}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := buildcfg.Default()

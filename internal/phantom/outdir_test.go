@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/outdir/outdirtest"
 )
 
 const legacyLine = `{"case_id":"ph0001_positive_0","lesion":"atelectasis","label":"positive","image":"images/ph0001.png","image_id":"ph0001"}` + "\n"
 
 func TestCheckOutDir(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		files map[string]string // relative path → content ("/" suffix: directory)
@@ -63,6 +65,7 @@ func TestCheckOutDir(t *testing.T) {
 // TestGenerateRefusesForeignDirectory runs Generate into a built
 // benchmark's directory: it must fail and leave the directory untouched.
 func TestGenerateRefusesForeignDirectory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "chexpercept.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
@@ -81,11 +84,16 @@ func TestGenerateRefusesForeignDirectory(t *testing.T) {
 // marker lets it through and the output is the same. The temporary files
 // a run killed while renaming its files into place left are removed; a
 // file that only looks like one (not "<phantom file>.tmp-<digits>") stays.
+// Two lesions (four cases) are enough for that: the rerun rules do not
+// depend on the lesion, and TestSameSeedSameBytesAnyWorkers holds all
+// seven to the same bytes.
 func TestGenerateRerunsIntoPhantomSet(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
-		t.Skip("generates 28 cases twice")
+		t.Skip("generates 4 cases twice")
 	}
-	dir, _ := generate(t, 1, 9, 2)
+	opt := Options{CasesPerLesion: 1, Seed: 9, Workers: 2, Lesions: twoLesions()}
+	dir, _ := generateOpt(t, opt)
 	if _, err := os.Stat(filepath.Join(dir, MarkerName)); err != nil {
 		t.Fatalf("no marker: %v", err)
 	}
@@ -100,7 +108,8 @@ func TestGenerateRerunsIntoPhantomSet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Generate(context.Background(), Options{OutDir: dir, CasesPerLesion: 1, Seed: 9, Workers: 2}); err != nil {
+	opt.OutDir = dir
+	if _, err := Generate(context.Background(), opt); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
 	for _, rel := range debris {
@@ -129,15 +138,18 @@ func TestGenerateRerunsIntoPhantomSet(t *testing.T) {
 // TestGenerateFewerCasesRemovesEarlierOnes: a set rewritten with fewer
 // cases keeps none of the earlier cases' images and masks (its manifest
 // would not name them), and keeps a file the earlier run did not write.
+// Two lesions at the fastest PNG level: which files are kept does not
+// depend on the lesion or on the bytes of the images.
 func TestGenerateFewerCasesRemovesEarlierOnes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
-		t.Skip("generates 42 cases")
+		t.Skip("generates 12 cases")
 	}
-	dir, first := generate(t, 2, 9, 2)
+	dir, first := generateOpt(t, Options{CasesPerLesion: 2, Seed: 9, Workers: 2, FastPNG: true, Lesions: twoLesions()})
 	if err := os.WriteFile(filepath.Join(dir, "images", "mine.png"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Generate(context.Background(), Options{OutDir: dir, CasesPerLesion: 1, Seed: 9, Workers: 2})
+	sum, err := Generate(context.Background(), Options{OutDir: dir, CasesPerLesion: 1, Seed: 9, Workers: 2, FastPNG: true, Lesions: twoLesions()})
 	if err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
@@ -151,4 +163,10 @@ func TestGenerateFewerCasesRemovesEarlierOnes(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "images", "mine.png")); err != nil || string(b) != "mine" {
 		t.Errorf("mine.png: %q, %v", b, err)
 	}
+}
+
+// twoLesions are the first two built-in lesions, for the tests of how
+// Generate treats its output directory.
+func twoLesions() []benchmark.LesionDef {
+	return benchmark.DefaultLesionDefs()[:2]
 }

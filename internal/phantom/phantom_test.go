@@ -3,6 +3,7 @@ package phantom
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -35,16 +36,36 @@ var (
 func sampleCases(t *testing.T) []testCase {
 	t.Helper()
 	casesOnce.Do(func() {
-		s := newScratch()
+		// makeCase depends only on its seed and spec, so the cases are
+		// made on two goroutines (each with its own scratch) and kept in
+		// the order of the loops.
+		type job struct {
+			seed uint64
+			cs   caseSpec
+		}
+		var jobs []job
 		for _, seed := range []uint64{1, 2} {
 			for _, cs := range plan(nil, 1, 1) {
-				cd, err := makeCase(seed, cs, s)
-				if err != nil {
-					casesErr = err
-					return
-				}
-				cases = append(cases, testCase{cs, cd})
+				jobs = append(jobs, job{seed, cs})
 			}
+		}
+		out := make([]testCase, len(jobs))
+		errs := make([]error, len(jobs))
+		var wg sync.WaitGroup
+		for w := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := newScratch()
+				for i := w; i < len(jobs); i += 2 {
+					cd, err := makeCase(jobs[i].seed, jobs[i].cs, s)
+					out[i], errs[i] = testCase{jobs[i].cs, cd}, err
+				}
+			}()
+		}
+		wg.Wait()
+		if casesErr = errors.Join(errs...); casesErr == nil {
+			cases = out
 		}
 	})
 	if casesErr != nil {
@@ -111,6 +132,7 @@ func extent(m []uint8) (x0, y0, x1, y1 int) {
 }
 
 func TestLungsDarkerThanHeartAndMediastinum(t *testing.T) {
+	t.Parallel()
 	for _, tc := range sampleCases(t) {
 		cd := tc.cd
 		lungMean, _ := meanOver(cd.img, onOf(cd.right, cd.left))
@@ -141,6 +163,7 @@ func TestLungsDarkerThanHeartAndMediastinum(t *testing.T) {
 }
 
 func TestLesionBrighterThanSurroundingLung(t *testing.T) {
+	t.Parallel()
 	tmp := make([]float32, npx)
 	f := make([]float32, npx)
 	for _, tc := range sampleCases(t) {
@@ -171,6 +194,7 @@ func TestLesionBrighterThanSurroundingLung(t *testing.T) {
 }
 
 func TestEffusionTouchesLungBase(t *testing.T) {
+	t.Parallel()
 	seen := 0
 	for _, tc := range sampleCases(t) {
 		if tc.cs.lesion != "effusion" || !tc.cs.positive {
@@ -234,6 +258,7 @@ func overlap(a, b []uint8) int {
 }
 
 func TestEdemaBilateral(t *testing.T) {
+	t.Parallel()
 	for _, tc := range sampleCases(t) {
 		if tc.cs.lesion != "edema" || !tc.cs.positive {
 			continue
@@ -254,6 +279,7 @@ func ctrTest(cd *caseData) float64 {
 }
 
 func TestCardiothoracicRatio(t *testing.T) {
+	t.Parallel()
 	for _, tc := range sampleCases(t) {
 		if tc.cs.lesion != "cardiomegaly" {
 			continue
@@ -275,15 +301,9 @@ func TestCardiothoracicRatio(t *testing.T) {
 // near reports whether some pixel of a lies within Euclidean distance d
 // of a pixel of b (brute force; independent of touches).
 func near(a, b []uint8, d int) bool {
-	var bs []int
+	set := make([]bool, len(b))
 	for i, v := range b {
-		if v != 0 {
-			bs = append(bs, i)
-		}
-	}
-	set := make(map[int]bool, len(bs))
-	for _, i := range bs {
-		set[i] = true
+		set[i] = v != 0
 	}
 	for i, v := range a {
 		if v == 0 {
@@ -303,6 +323,7 @@ func near(a, b []uint8, d int) bool {
 }
 
 func TestAnatomyGeometry(t *testing.T) {
+	t.Parallel()
 	for _, tc := range sampleCases(t) {
 		cd := tc.cd
 		if !near(cd.heart, cd.right, 2) || !near(cd.heart, cd.left, 2) {
@@ -386,6 +407,7 @@ func openDisc5(m []uint8) []uint8 {
 }
 
 func TestLesionComponentsSurviveCleanup(t *testing.T) {
+	t.Parallel()
 	for _, tc := range sampleCases(t) {
 		cd := tc.cd
 		if cd.lesion == nil {
@@ -445,6 +467,7 @@ func count(m []uint8) int {
 }
 
 func TestNegativesAndReports(t *testing.T) {
+	t.Parallel()
 	for _, tc := range sampleCases(t) {
 		cd := tc.cd
 		if tc.cs.positive != (cd.lesion != nil) {
@@ -462,9 +485,16 @@ func TestNegativesAndReports(t *testing.T) {
 // generate runs Generate into a fresh directory.
 func generate(t *testing.T, n int, seed uint64, workers int) (string, Summary) {
 	t.Helper()
+	return generateOpt(t, Options{CasesPerLesion: n, Seed: seed, Workers: workers})
+}
+
+// generateOpt runs Generate with opt into a fresh directory.
+func generateOpt(t *testing.T, opt Options) (string, Summary) {
+	t.Helper()
 	dir := t.TempDir()
 	var progress bytes.Buffer
-	sum, err := Generate(context.Background(), Options{OutDir: dir, CasesPerLesion: n, Seed: seed, Workers: workers, Progress: &progress})
+	opt.OutDir, opt.Progress = dir, &progress
+	sum, err := Generate(context.Background(), opt)
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
@@ -475,6 +505,7 @@ func generate(t *testing.T, n int, seed uint64, workers int) (string, Summary) {
 }
 
 func TestSameSeedSameBytesAnyWorkers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("generates 28 cases")
 	}
@@ -590,6 +621,7 @@ func checkManifest(t *testing.T, dir string, files map[string][]byte) {
 }
 
 func TestGenerateBadOptions(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "plain")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -614,6 +646,7 @@ func TestGenerateBadOptions(t *testing.T) {
 }
 
 func TestGenerateCancelled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := Generate(ctx, Options{OutDir: t.TempDir(), CasesPerLesion: 2, Workers: 2})
@@ -626,6 +659,7 @@ func TestGenerateCancelled(t *testing.T) {
 // from the positives (the demo needs one lesion-free case per lesion),
 // and a count outside 0..CasesPerLesion is refused.
 func TestNegativesPerLesion(t *testing.T) {
+	t.Parallel()
 	specs := plan(nil, 3, 1)
 	pos, neg := map[string]int{}, map[string]int{}
 	for _, cs := range specs {

@@ -176,6 +176,7 @@ func BenchmarkEncode(b *testing.B) {
 		enc  func(*bytes.Buffer) error
 	}{
 		{"pngenc-level4", func(w *bytes.Buffer) error { return (&Encoder{}).EncodeRGBA(w, img) }},
+		{"pngenc-fastest", func(w *bytes.Buffer) error { return (&Encoder{Fastest: true}).EncodeRGBA(w, img) }},
 		{"image-png-default", func(w *bytes.Buffer) error { return png.Encode(w, img) }},
 		{"image-png-bestspeed", func(w *bytes.Buffer) error {
 			return (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(w, img)
@@ -214,5 +215,73 @@ func TestReuseAfterFailure(t *testing.T) {
 		if !bytes.Equal(got.Bytes(), want.Bytes()) {
 			t.Fatal("the encode after a failure differs from a fresh encoder's")
 		}
+	}
+}
+
+// TestFastestAndGray: the fastest setting (klauspost/compress) and the
+// greyscale writer give the same pixels as their input, in PNGs that
+// VerifyPNG and image/png accept, the same bytes on every encode through
+// one Encoder, and the fastest setting other bytes than level 4's.
+func TestFastestAndGray(t *testing.T) {
+	rgba := testImage(image.Rect(2, 3, 300, 203), 12, true)
+	gray := image.NewGray(image.Rect(-1, 0, 257, 130))
+	for i := range gray.Pix {
+		gray.Pix[i] = uint8(i*7/5 + i%3)
+	}
+	for _, enc := range []*Encoder{{}, {Fastest: true}, {Level: 9, Fastest: true}, {Level: 1}} {
+		for _, tc := range []struct {
+			name   string
+			img    image.Image
+			encode func(*bytes.Buffer) error
+		}{
+			{"rgb", rgba, func(b *bytes.Buffer) error { return enc.EncodeRGBA(b, rgba) }},
+			{"gray", gray, func(b *bytes.Buffer) error { return enc.EncodeGray(b, gray) }},
+		} {
+			var first []byte
+			for i := range 2 {
+				var buf bytes.Buffer
+				if err := tc.encode(&buf); err != nil {
+					t.Fatalf("%+v %s: %v", enc, tc.name, err)
+				}
+				if err := imagefile.VerifyPNG(buf.Bytes()); err != nil {
+					t.Fatalf("%+v %s: VerifyPNG: %v", enc, tc.name, err)
+				}
+				if i == 0 {
+					first = buf.Bytes()
+					continue
+				}
+				if !bytes.Equal(first, buf.Bytes()) {
+					t.Errorf("%+v %s: the second encode differs from the first", enc, tc.name)
+				}
+			}
+			got, err := png.Decode(bytes.NewReader(first))
+			if err != nil {
+				t.Fatalf("%+v %s: image/png: %v", enc, tc.name, err)
+			}
+			b := tc.img.Bounds()
+			if got.Bounds().Size() != b.Size() {
+				t.Fatalf("%+v %s: size %v, want %v", enc, tc.name, got.Bounds(), b)
+			}
+			if _, isGray := got.(*image.Gray); isGray != (tc.name == "gray") {
+				t.Errorf("%+v %s: decoded as %T", enc, tc.name, got)
+			}
+			for y := 0; y < b.Dy(); y++ {
+				for x := 0; x < b.Dx(); x++ {
+					if w, g := color.RGBAModel.Convert(tc.img.At(b.Min.X+x, b.Min.Y+y)), color.RGBAModel.Convert(got.At(x, y)); w != g {
+						t.Fatalf("%+v %s: pixel (%d,%d) = %v, want %v", enc, tc.name, x, y, g, w)
+					}
+				}
+			}
+		}
+	}
+	var std, fast bytes.Buffer
+	if err := (&Encoder{}).EncodeRGBA(&std, rgba); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Encoder{Fastest: true}).EncodeRGBA(&fast, rgba); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(std.Bytes(), fast.Bytes()) {
+		t.Error("the fastest setting writes level 4's bytes")
 	}
 }

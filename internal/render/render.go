@@ -211,8 +211,7 @@ var fastEncoder = &png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &buf
 func EncodePNG(w io.Writer, img image.Image) error { return encode(pngEncoder, w, img) }
 
 // EncodeFastPNG writes img like EncodePNG but with image/png's fastest
-// compression: for images shown to people (review packs, the review app)
-// and for bundles built with bundle_png_compression: fast.
+// compression: for images shown to people (review packs, the review app).
 func EncodeFastPNG(w io.Writer, img image.Image) error { return encode(fastEncoder, w, img) }
 
 // bundleEncoder is chexpercept's own PNG writer (package pngenc: every
@@ -230,6 +229,25 @@ func EncodeBundlePNG(w io.Writer, img image.Image) error {
 		}
 	}
 	return EncodePNG(w, img)
+}
+
+// fastBundleEncoder is package pngenc with klauspost/compress's fastest
+// deflate (pngenc.Encoder.Fastest).
+var fastBundleEncoder = &pngenc.Encoder{Fastest: true}
+
+// EncodeFastBundlePNG writes img as a build with bundle_png_compression:
+// fast writes a bundle's images: an opaque *image.RGBA through package
+// pngenc at its fastest (about a third of EncodeBundlePNG's CPU time,
+// files about 13 % larger, the same pixels; image/png's fastest level
+// takes almost four times as long for files about as large), anything
+// else like EncodeFastPNG.
+func EncodeFastBundlePNG(w io.Writer, img image.Image) error {
+	if rgba, ok := img.(*image.RGBA); ok {
+		if err := fastBundleEncoder.EncodeRGBA(w, rgba); !errors.Is(err, pngenc.ErrNotOpaque) {
+			return err
+		}
+	}
+	return EncodeFastPNG(w, img)
 }
 
 func encode(enc *png.Encoder, w io.Writer, img image.Image) error {

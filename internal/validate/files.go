@@ -417,13 +417,20 @@ func checkImage(name, loc, key string, kind imageKind, opt Options, s *sink) *im
 		s.add(Error, "image_decode", key, loc, "file larger than %d bytes", imagefile.MaxFileBytes)
 		return nil
 	}
+	var sha string
+	if opt.sums != nil || opt.Decoded != nil {
+		sha = benchmark.SHA256Hex(data)
+	}
 	if opt.sums != nil {
-		sumsFinding(opt.sums.Check(loc, benchmark.SHA256Hex(data)), key, loc, s)
+		sumsFinding(opt.sums.Check(loc, sha), key, loc, s)
 	}
 	img, err := imagefile.DecodePNG(data)
 	if err != nil {
 		s.add(Error, "image_decode", key, loc, "decoding failed: %v", err)
 		return nil
+	}
+	if opt.Decoded != nil {
+		opt.Decoded(sha)
 	}
 	var raw maphash.Hash
 	raw.SetSeed(digestSeed)

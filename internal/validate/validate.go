@@ -76,6 +76,12 @@ type Options struct {
 	SkipImages bool // skip the file-system checks of §8.4 and all of §8.5
 	ExpectFull bool // a composition other than 100/100/100 per lesion is a warning
 	Workers    int  // parallel file checks; 0 means GOMAXPROCS
+	// Decoded, when set with Deep, is called with the SHA-256 (lower-case
+	// hex) of the bytes of every image file that imagefile.DecodePNG
+	// decoded, from the goroutines that check files, concurrently: the
+	// demo hands these to its evaluations (eval.Options.Verified) so
+	// that no image is decoded twice.
+	Decoded func(sha256 string)
 
 	sums *benchdir.Sums // deep: the build's SHA256SUMS, when the root holds one
 }

@@ -247,6 +247,7 @@ type row struct {
 func str(s string) *ojson.Value { return ojson.Str(s) }
 
 func TestFindings(t *testing.T) {
+	t.Parallel()
 	A := "/" + kRR
 	AC := A + "/contour_qa"
 	AA := A + "/attribute_extraction_qa"
@@ -758,6 +759,7 @@ func mustRead(t testing.TB, name string) []byte {
 // TestAllCodesCovered keeps the table honest: every code of format.md §8
 // appears in some row.
 func TestAllCodesCovered(t *testing.T) {
+	t.Parallel()
 	src := mustRead(t, "validate_test.go")
 	for _, c := range AllCodes {
 		if !bytes.Contains(src, []byte(`"`+c+`"}`)) && !bytes.Contains(src, []byte(`"`+c+`",`)) {
@@ -767,6 +769,7 @@ func TestAllCodesCovered(t *testing.T) {
 }
 
 func TestRunCannotRun(t *testing.T) {
+	t.Parallel()
 	if _, err := Run(context.Background(), filepath.Join(t.TempDir(), "absent"), Options{}); err == nil {
 		t.Error("absent dir: no error")
 	}
@@ -791,6 +794,7 @@ func TestEndedContextNoVerdict(t *testing.T) {
 }
 
 func TestRootSymlinkResolved(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	outdirtest.CopyTree(t, sampleDir, filepath.Join(dir, "real"))
 	os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link"))
@@ -802,6 +806,7 @@ func TestRootSymlinkResolved(t *testing.T) {
 
 // TestOutput pins the line formats and the summary figures.
 func TestOutput(t *testing.T) {
+	t.Parallel()
 	b := bench{t, t.TempDir()}
 	outdirtest.CopyTree(t, sampleDir, b.dir)
 	b.editJSON(func(tr tree) {
@@ -838,6 +843,7 @@ func TestOutput(t *testing.T) {
 // TestDeterministic checks that the findings do not depend on the number
 // of workers.
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	b := bench{t, t.TempDir()}
 	outdirtest.CopyTree(t, sampleDir, b.dir)
 	b.rm(rrDir + "/detection_qa/xray.png")
@@ -861,6 +867,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	if _, err := Check(context.Background(), sampleDir); err != nil {
 		t.Errorf("Check(sample): %v", err)
 	}
@@ -876,6 +883,7 @@ func TestCheck(t *testing.T) {
 // distinct) and makes one distractor of an RR record a copy of the answer:
 // --deep reports exactly that option, naming both positions.
 func TestIdenticalOptionImages(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	recs := benchtest.Sample()
 	if err := benchtest.Write(dir, recs, true); err != nil {
