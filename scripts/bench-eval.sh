@@ -85,7 +85,7 @@ while read -r line; do
 	echo "  call phase:               $(metric calls/s "$line") calls/s (ideal $(metric ideal-calls/s "$line")): $(metric ideal-frac "$line") of ideal (target >= 0.90)"
 	echo "  whole run:                $(metric whole-s "$line") s: $(metric whole-ideal-frac "$line") of ideal (target >= 0.93)"
 	echo "  first call left after:    $(metric first-call-s "$line") s"
-	echo "  observed call latency:    $(metric call-latency-ms "$line") ms (server adds 50 ms)"
+	echo "  observed call latency:    $(metric call-latency-ms "$line") ms (server replies 50 ms after each request arrives)"
 	echo "  share at observed latency: $(metric ideal-frac-at-observed-latency "$line")"
 	wholes+=("$(metric whole-ideal-frac "$line")")
 done < <(run BenchmarkEvalScheduling)

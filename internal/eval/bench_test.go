@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -54,8 +55,29 @@ import (
 const serverEnv = "CHX_EVAL_TEST_SERVER"
 
 // serverMain serves a baseline policy until stdin closes (child process).
+// With CHX_EVAL_SERVER_CPUPROFILE set, the server's CPU profile is
+// written to that file (the benchmark's -test.cpuprofile covers the
+// client only); with CHX_EVAL_SERVER_RSS set, its peak RSS is printed
+// to stderr as it exits.
 func serverMain() int {
 	lat, _ := time.ParseDuration(os.Getenv("CHX_LATENCY"))
+	if name := os.Getenv("CHX_EVAL_SERVER_CPUPROFILE"); name != "" {
+		f, err := os.Create(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}()
+	}
 	url, srv, stop, err := fakemodel.StartServer(context.Background(), fakemodel.ServerConfig{Policy: "random", Latency: lat})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -65,6 +87,9 @@ func serverMain() int {
 	fmt.Println(url)
 	bufio.NewReader(os.Stdin).ReadString('\n') // until the parent closes stdin
 	stop()
+	if os.Getenv("CHX_EVAL_SERVER_RSS") != "" {
+		fmt.Fprintf(os.Stderr, "serve-baseline peak RSS: %.0f MiB\n", maxRSS()/(1<<20))
+	}
 	return 0
 }
 

@@ -21,11 +21,46 @@ type parsedRequest struct {
 	firstImage string
 }
 
-// parseChat reads a request body as a token stream: image URLs (megabytes
-// of base64 each) are skipped once, never copied into strings or scanned a
-// second time, and unknown members are skipped. Contents follow the Chat
-// Completions shapes: a string, null, or a list of parts.
-func parseChat(r io.Reader) (*parsedRequest, error) {
+// parseChat reads a request body that was read whole into data; readErr
+// is the error that ended the read (nil when the body ended). A complete
+// body that the fast path accepts is read by it; anything else (a read
+// error, bad JSON, a shape the fast path does not take) is read by
+// parseChatStream over the same bytes followed by the same read error, so
+// the decision and the error message are the stream parser's. With
+// hashImage false the first image is not hashed (firstImage stays "":
+// the first policy never looks at it).
+func parseChat(data []byte, readErr error, hashImage bool) (*parsedRequest, error) {
+	if readErr == nil {
+		if p, ok := parseFast(data, hashImage); ok {
+			return p, nil
+		}
+	}
+	p, err := parseChatStream(io.MultiReader(bytes.NewReader(data), errReader{readErr}))
+	if p != nil && !hashImage {
+		p.firstImage = ""
+	}
+	return p, err
+}
+
+// errReader returns err, or io.EOF when err is nil.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) {
+	if r.err == nil {
+		return 0, io.EOF
+	}
+	return 0, r.err
+}
+
+// parseChatStream reads a request body as a token stream: image URLs
+// (megabytes of base64 each) are skipped once, never copied into strings
+// or scanned a second time, and unknown members are skipped. Contents
+// follow the Chat Completions shapes: a string, null, or a list of parts.
+//
+// It is the reference reading of a request: parseChat takes the fast
+// path (fast.go) when it can, and this one for everything the fast path
+// does not accept, so every error is this function's.
+func parseChatStream(r io.Reader) (*parsedRequest, error) {
 	d := jsontext.NewDecoder(r)
 	p := &parsedRequest{}
 	if err := expect(d, '{'); err != nil {

@@ -48,7 +48,9 @@ type ServerConfig struct {
 	// Simulated answers for the simulated policy (required by it).
 	Simulated *Simulated
 
-	Latency time.Duration // added before every reply
+	// Latency is the least time from a request's arrival to its reply:
+	// the server's own reading, parsing and encoding happen within it.
+	Latency time.Duration
 	Jitter  time.Duration // plus a uniform extra delay in [0, Jitter)
 
 	Fail429       float64
@@ -76,6 +78,7 @@ type Server struct {
 	}
 	done chan struct{} // closed by Close: releases hanging handlers
 	once sync.Once
+	bufs sync.Pool // *[]byte: request bodies' buffers, reused
 
 	onHang func() // tests: called as a handler starts hanging on an injected timeout
 }
@@ -189,10 +192,19 @@ func (s *Server) draw(n int64) (fault int, extra time.Duration) {
 }
 
 func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
+	// The latency runs from the request's arrival: the server's own work
+	// (reading and parsing the body, choosing the answer, encoding the
+	// reply) happens inside it, as a model server's time to answer
+	// includes reading the request.
+	arrived := time.Now()
 	n := s.seq.Add(1)
 	s.stats.requests.Add(1)
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-	req, err := parseChat(body)
+	buf := s.getBuf(r.ContentLength)
+	data, readErr := readBody(body, *buf, r.ContentLength)
+	req, err := parseChat(data, readErr, s.cfg.Policy != runmodel.PolicyFirst)
+	*buf = data
+	s.putBuf(buf) // nothing parsed refers to the body's bytes
 	if err != nil {
 		s.stats.bad.Add(1)
 		var mbe *http.MaxBytesError
@@ -209,7 +221,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "messages is empty")
 		return
 	}
-	texts, images := req.texts, req.images
+	texts := req.texts
 	// Decide the answer before any fault so a bad request is a 400 at once.
 	var answer string
 	if s.cfg.Policy == PolicySimulated {
@@ -223,7 +235,14 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fault, extra := s.draw(n)
-	if !s.sleep(r.Context(), s.cfg.Latency+extra) {
+	var reply []byte
+	if fault == faultNone || fault == faultEmpty {
+		if fault == faultEmpty {
+			answer = ""
+		}
+		reply = s.reply(n, req, answer)
+	}
+	if !s.sleepUntil(r.Context(), arrived.Add(s.cfg.Latency+extra)) {
 		return
 	}
 	switch fault {
@@ -257,49 +276,165 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		return
 	case faultEmpty:
 		s.stats.empty.Add(1)
-		answer = ""
 	default:
 		s.stats.ok.Add(1)
 	}
-	u := EstimateUsage(texts, images, answer)
+	writeBytes(w, http.StatusOK, reply)
+}
+
+// completion is the reply's JSON: the members in name order, as
+// encoding/json writes a map's, so the bytes are those of the map the
+// server once encoded.
+type completion struct {
+	Choices []choice `json:"choices"`
+	Created int64    `json:"created"`
+	ID      string   `json:"id"`
+	Model   string   `json:"model"`
+	Object  string   `json:"object"`
+	Usage   usage    `json:"usage"`
+}
+
+type choice struct {
+	FinishReason string  `json:"finish_reason"`
+	Index        int     `json:"index"`
+	Message      message `json:"message"`
+}
+
+type message struct {
+	Content string `json:"content"`
+	Role    string `json:"role"`
+}
+
+type usage struct {
+	CompletionTokens int64 `json:"completion_tokens"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+// reply encodes the completion of request n.
+func (s *Server) reply(n int64, req *parsedRequest, answer string) []byte {
+	u := EstimateUsage(req.texts, req.images, answer)
 	model := req.model
 	if model == "" {
 		model = "baseline-" + s.cfg.Policy
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id":      "chatcmpl-baseline-" + strconv.FormatInt(n, 10),
-		"object":  "chat.completion",
-		"created": time.Now().Unix(),
-		"model":   model,
-		"choices": []any{map[string]any{
-			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": answer},
-			"finish_reason": "stop",
-		}},
-		"usage": map[string]any{"prompt_tokens": u.Input, "completion_tokens": u.Output, "total_tokens": u.Total},
+	return encodeJSON(completion{
+		ID:      "chatcmpl-baseline-" + strconv.FormatInt(n, 10),
+		Object:  "chat.completion",
+		Created: time.Now().Unix(),
+		Model:   model,
+		Choices: []choice{{Index: 0, Message: message{Role: "assistant", Content: answer}, FinishReason: "stop"}},
+		Usage:   usage{PromptTokens: u.Input, CompletionTokens: u.Output, TotalTokens: u.Total},
 	})
 }
 
-// sleep waits d; false when the client went away first.
-func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
+// maxPooledBody is the largest body buffer kept for reuse; larger ones
+// (requests with full-size images) are left to the collector: pooled,
+// many stayed idle between collections (serve-baseline's peak RSS in
+// BenchmarkEvalBytes doubled with a 16 MiB bound).
+const maxPooledBody = 1 << 20
+
+// maxPrealloc bounds the buffer allocated before a body arrives on the
+// word of its Content-Length (a request of 7 full-size images takes about
+// 10 MB), so a client that announces a large body and sends little holds
+// at most this much; a larger body grows the buffer as it arrives.
+const maxPrealloc = 16 << 20
+
+// getBuf returns an empty buffer for a body of size bytes (-1: unknown):
+// from the pool for a small body, else a new one.
+func (s *Server) getBuf(size int64) *[]byte {
+	// One byte beyond the announced size lets the read see the end
+	// without growing the buffer.
+	want := min(size+1, maxPrealloc)
+	if size > maxPooledBody {
+		b := make([]byte, 0, want)
+		return &b
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-s.done:
-		return false
+	buf, _ := s.bufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	if int64(cap(*buf)) < want {
+		*buf = make([]byte, 0, want)
+	}
+	*buf = (*buf)[:0]
+	return buf
+}
+
+func (s *Server) putBuf(buf *[]byte) {
+	if cap(*buf) <= maxPooledBody {
+		s.bufs.Put(buf)
 	}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// readBody appends r's bytes to buf until the end or an error; the
+// reader bounds the size (http.MaxBytesReader). A full buffer doubles,
+// but never beyond size+1 when the body announced size bytes (-1: not
+// announced), so a body that arrives as announced is copied at most once
+// or twice however large, and the buffer is never more than twice what
+// arrived.
+func readBody(r io.Reader, buf []byte, size int64) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			c := max(2*cap(buf), 512)
+			if size >= int64(len(buf)) {
+				c = int(min(int64(c), size+1))
+			}
+			buf = append(make([]byte, 0, c), buf...)
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// fineSleep is the last stretch of a reply's latency, slept with
+// sleepFine: the runtime's timers can wake up to a millisecond late, so a
+// timer alone would add about half a millisecond to every call's latency.
+const fineSleep = 2 * time.Millisecond
+
+// sleepUntil waits until deadline; false when the client went away or the
+// server closed first. Up to fineSleep before the deadline it waits on a
+// timer (and for the client and the server); the rest it sleeps with
+// sleepFine, so the reply never leaves before the deadline and leaves
+// within microseconds of it.
+func (s *Server) sleepUntil(ctx context.Context, deadline time.Time) bool {
+	if d := time.Until(deadline) - fineSleep; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		case <-s.done:
+			return false
+		}
+	}
+	for d := time.Until(deadline); d > 0; d = time.Until(deadline) {
+		sleepFine(d)
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) { writeBytes(w, status, encodeJSON(v)) }
+
+// encodeJSON is v's JSON, or nil when it cannot be encoded.
+func encodeJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// writeBytes sends a JSON body (nil: a failed encoding, sent as a 500).
+func writeBytes(w http.ResponseWriter, status int, b []byte) {
+	if b == nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding reply"}}`)
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -210,6 +210,50 @@ func TestLatency(t *testing.T) {
 	}
 }
 
+// slowBody delivers body after a delay, as a request whose bytes arrive
+// slowly.
+type slowBody struct {
+	delay time.Duration
+	r     io.Reader
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if b.delay > 0 {
+		time.Sleep(b.delay)
+		b.delay = 0
+	}
+	return b.r.Read(p)
+}
+
+// TestLatencyFromArrival: the latency runs from the request's arrival,
+// so the time the server spends reading the body counts towards it: with
+// a body that takes 300 ms to arrive and 400 ms of latency the reply
+// comes after 400 ms, never sooner, and not after 700 ms.
+func TestLatencyFromArrival(t *testing.T) {
+	const latency, reading = 400 * time.Millisecond, 300 * time.Millisecond
+	srv, err := NewServer(ServerConfig{Policy: runmodel.PolicyRandom, Latency: latency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"model":"m","messages":[{"role":"user","content":"Q\nOptions:\n(1) Yes\n(2) No"}]}`
+	for _, delay := range []time.Duration{0, reading} {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", &slowBody{delay, strings.NewReader(body)})
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		srv.ServeHTTP(rec, req)
+		d := time.Since(start)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		if d < latency {
+			t.Errorf("body after %v: reply after %v, before the latency", delay, d)
+		}
+		if delay > 0 && d >= latency+delay-50*time.Millisecond {
+			t.Errorf("body after %v: reply after %v, the reading added to the latency", delay, d)
+		}
+	}
+}
+
 func TestHTTPErrors(t *testing.T) {
 	srv, err := NewServer(ServerConfig{Policy: runmodel.PolicyRandom, MaxBody: 1024})
 	if err != nil {
@@ -306,5 +350,48 @@ func TestClientIdentity(t *testing.T) {
 	local, err := in.(runmodel.Identifier).Identify(context.Background(), "random")
 	if err != nil || local.Source != runmodel.IdentityInProcess || *local.PolicySeed != 5 || local.Same(served) {
 		t.Errorf("in-process identity %+v, error %v", local, err)
+	}
+}
+
+// TestReplyBytes: the reply's bytes are those of the map the server
+// encoded before it had a reply type (encoding/json writes map members in
+// name order), escapes included.
+func TestReplyBytes(t *testing.T) {
+	srv, err := NewServer(ServerConfig{Policy: runmodel.PolicyFirst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		model, answer string
+	}{{"", "Answer: 1"}, {"any/model", ""}, {"m\"<&>\u2028", "Answer: 2 \\ \"é\"\n"}} {
+		req := &parsedRequest{model: tc.model, texts: []string{"S", "Q"}, images: 3}
+		got := srv.reply(7, req, tc.answer)
+		var v map[string]any
+		if err := json.Unmarshal(got, &v); err != nil {
+			t.Fatal(err)
+		}
+		u := EstimateUsage(req.texts, req.images, tc.answer)
+		model := tc.model
+		if model == "" {
+			model = "baseline-first"
+		}
+		want, err := json.Marshal(map[string]any{
+			"id":      "chatcmpl-baseline-7",
+			"object":  "chat.completion",
+			"created": int64(v["created"].(float64)),
+			"model":   model,
+			"choices": []any{map[string]any{
+				"index":         0,
+				"message":       map[string]any{"role": "assistant", "content": tc.answer},
+				"finish_reason": "stop",
+			}},
+			"usage": map[string]any{"prompt_tokens": u.Input, "completion_tokens": u.Output, "total_tokens": u.Total},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("reply\n%s\nwant\n%s", got, want)
+		}
 	}
 }
