@@ -142,22 +142,10 @@ func (st *study) collectCandidates(t *testing.T, reader string, rng *rand.Rand) 
 		if code != http.StatusOK {
 			t.Fatalf("/read: %d", code)
 		}
-		if strings.Contains(page, "data-done") {
+		tp := c.parseTurn(page)
+		if tp.done {
 			return out
 		}
-		tp := turnPage{html: page}
-		for _, m := range hiddenRE.FindAllStringSubmatch(page, -1) {
-			switch m[1] {
-			case "csrf":
-				c.csrf = m[2]
-			case "pos":
-				tp.pos, _ = strconv.Atoi(m[2])
-			case "seq":
-				tp.seq, _ = strconv.Atoi(m[2])
-			}
-		}
-		tp.options = len(optionRE.FindAllString(page, -1))
-		tp.multi = strings.Contains(page, `type="checkbox"`)
 		var urls []string
 		for _, m := range imageRE.FindAllStringSubmatch(page, -1) {
 			if isTurnImage(m[1], tp) && !slices.Contains(urls, m[1]) {

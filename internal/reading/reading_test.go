@@ -181,6 +181,21 @@ func (c *client) current() turnPage {
 	if code != 200 {
 		c.st.t.Fatalf("/read: %d %s", code, page)
 	}
+	tp := c.parseTurn(page)
+	if tp.done {
+		return tp
+	}
+	for _, m := range imageRE.FindAllStringSubmatch(page, -1) {
+		if code, hd, _ := c.do("GET", m[1], nil); code != 200 || hd.Get("Content-Type") != "image/png" {
+			c.st.t.Fatalf("%s: %d", m[1], code)
+		}
+	}
+	return tp
+}
+
+// parseTurn reads the question a /read page shows, and keeps its CSRF
+// token for the answer; it fetches nothing.
+func (c *client) parseTurn(page string) turnPage {
 	tp := turnPage{html: page, done: strings.Contains(page, "data-done")}
 	if tp.done {
 		return tp
@@ -197,11 +212,6 @@ func (c *client) current() turnPage {
 	}
 	tp.options = len(optionRE.FindAllString(page, -1))
 	tp.multi = strings.Contains(page, `type="checkbox"`)
-	for _, m := range imageRE.FindAllStringSubmatch(page, -1) {
-		if code, hd, _ := c.do("GET", m[1], nil); code != 200 || hd.Get("Content-Type") != "image/png" {
-			c.st.t.Fatalf("%s: %d", m[1], code)
-		}
-	}
 	return tp
 }
 
