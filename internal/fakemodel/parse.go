@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/chexpercept/chexpercept/internal/provider"
 
@@ -23,8 +24,9 @@ type parsedRequest struct {
 
 // parseChat reads a request body that was read whole into data; readErr
 // is the error that ended the read (nil when the body ended). A complete
-// body that the fast path accepts is read by it; anything else (a read
-// error, bad JSON, a shape the fast path does not take) is read by
+// body that the fast path accepts is read by it; a body over the size
+// limit (http.MaxBytesError) is refused unread; anything else (another
+// read error, bad JSON, a shape the fast path does not take) is read by
 // parseChatStream over the same bytes followed by the same read error, so
 // the decision and the error message are the stream parser's. With
 // hashImage false the first image is not hashed (firstImage stays "":
@@ -34,6 +36,12 @@ func parseChat(data []byte, readErr error, hashImage bool) (*parsedRequest, erro
 		if p, ok := parseFast(data, hashImage); ok {
 			return p, nil
 		}
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(readErr, &tooLarge) {
+		// Too large, whatever it holds: not parsed, so that the body is
+		// not held twice (the bytes and the parser's copy of a string).
+		return nil, readErr
 	}
 	p, err := parseChatStream(io.MultiReader(bytes.NewReader(data), errReader{readErr}))
 	if p != nil && !hashImage {

@@ -154,10 +154,12 @@ func TestParseChatHostile(t *testing.T) {
 	}
 }
 
-// TestParseChatReadError: a body cut by the size limit or a failed read
-// is read by the stream parser, which meets the same error at the same
-// place: a request that ended before the error parses, one cut short
-// fails with the reader's error (413 for the size limit).
+// TestParseChatReadError: a body cut by a failed read is read by the
+// stream parser, which meets the same error at the same place: a request
+// that ended before the error parses, one cut short fails with the
+// reader's error. A body over the size limit is refused as such (413)
+// whatever it holds, even a request that ended before the limit: it is
+// not parsed, so the server never holds it twice.
 func TestParseChatReadError(t *testing.T) {
 	limit := &http.MaxBytesError{Limit: 20}
 	for _, tc := range []struct {
@@ -166,21 +168,25 @@ func TestParseChatReadError(t *testing.T) {
 		ok   bool
 	}{
 		{`{"messages":[{"content":"a lo`, limit, false},
-		{`{"messages":[{"content":"a"}]}`, limit, true}, // the request ended before the limit
-		{`{"messages":[{"content":"a"}]}  `, limit, true},
+		{`{"messages":[{"content":"a"}]}`, limit, false},
+		{`{"messages":[{"content":"a"}]}  `, limit, false},
 		{`{"messages":[{"cont`, io.ErrUnexpectedEOF, false},
+		{`{"messages":[{"content":"a"}]}`, io.ErrUnexpectedEOF, true}, // the request ended before the error
 	} {
 		got, err := parseChat([]byte(tc.body), tc.err, true)
 		if tc.ok != (err == nil) {
 			t.Errorf("%q: %+v %v", tc.body, got, err)
 		}
+		var mbe *http.MaxBytesError
+		if tc.err == limit {
+			if !errors.As(err, &mbe) || got != nil {
+				t.Errorf("%q: %+v %v, want the size limit's error", tc.body, got, err)
+			}
+			continue
+		}
 		ref, refErr := parseChatStream(io.MultiReader(strings.NewReader(tc.body), errReader{tc.err}))
 		if !sameParse(got, err, ref, refErr) {
 			t.Errorf("%q: parseChat %+v %v, the stream parser %+v %v", tc.body, got, err, ref, refErr)
-		}
-		var mbe *http.MaxBytesError
-		if !tc.ok && tc.err == limit && !errors.As(err, &mbe) {
-			t.Errorf("%q: %v is not the size limit's error", tc.body, err)
 		}
 	}
 }

@@ -199,9 +199,20 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	n := s.seq.Add(1)
 	s.stats.requests.Add(1)
+	if r.ContentLength > s.cfg.MaxBody {
+		// Announced too large: refused before a byte of it is read.
+		s.stats.bad.Add(1)
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.cfg.MaxBody))
+		return
+	}
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	// A client that stops sending halfway does not hold its handler for
+	// ever; the deadline covers the body only, not the latency's wait.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(arrived.Add(bodyReadTimeout)) // only fails on a connection without deadlines, which needs none
 	buf := s.getBuf(r.ContentLength)
 	data, readErr := readBody(body, *buf, r.ContentLength)
+	_ = rc.SetReadDeadline(time.Time{}) // as above
 	req, err := parseChat(data, readErr, s.cfg.Policy != runmodel.PolicyFirst)
 	*buf = data
 	s.putBuf(buf) // nothing parsed refers to the body's bytes
@@ -243,6 +254,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		reply = s.reply(n, req, answer)
 	}
 	if !s.sleepUntil(r.Context(), arrived.Add(s.cfg.Latency+extra)) {
+		s.refuseIfClosing(w)
 		return
 	}
 	switch fault {
@@ -266,6 +278,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-s.done:
+			s.refuseIfClosing(w)
 		}
 		return
 	case faultMalformed:
@@ -397,6 +410,19 @@ func readBody(r io.Reader, buf []byte, size int64) ([]byte, error) {
 // sleepFine: the runtime's timers can wake up to a millisecond late, so a
 // timer alone would add about half a millisecond to every call's latency.
 const fineSleep = 2 * time.Millisecond
+
+// bodyReadTimeout bounds the time a request's body may take to arrive.
+const bodyReadTimeout = 2 * time.Minute
+
+// refuseIfClosing answers 503 to a request cut short by the server's
+// stop, instead of the empty 200 a handler that writes nothing would give.
+func (s *Server) refuseIfClosing(w http.ResponseWriter) {
+	select {
+	case <-s.done:
+		writeError(w, http.StatusServiceUnavailable, "the server is shutting down")
+	default:
+	}
+}
 
 // sleepUntil waits until deadline; false when the client went away or the
 // server closed first. Up to fineSleep before the deadline it waits on a

@@ -276,6 +276,29 @@ func TestHTTPErrors(t *testing.T) {
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hello"}]}`, 400, "Options"},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"text","text":"Q\n\nOptions:\n"},{"type":"text","text":"(1) a\n(2) b"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`, 200, `"Answer: `},
 	}
+	// Over the limit, announced or not, whatever the body holds: 413.
+	over := []struct{ body string }{
+		{strings.Repeat("A", 2000)},
+		{`{"messages":[{"role":"user","content":"hello"}]}` + strings.Repeat(" ", 2000)},
+	}
+	for _, o := range over {
+		for _, chunked := range []bool{false, true} {
+			var body io.Reader = strings.NewReader(o.body)
+			if chunked {
+				body = io.MultiReader(body) // no length known: sent chunked
+			}
+			req, _ := http.NewRequest("POST", hs.URL+"/v1/chat/completions", body)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 413 || !strings.Contains(string(b), "exceeds 1024 bytes") {
+				t.Errorf("%.20q… (chunked %v): %d %s, want 413", o.body, chunked, resp.StatusCode, b)
+			}
+		}
+	}
 	for _, tc := range cases {
 		req, _ := http.NewRequest(tc.method, hs.URL+tc.path, strings.NewReader(tc.body))
 		resp, err := http.DefaultClient.Do(req)
@@ -393,5 +416,32 @@ func TestReplyBytes(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("reply\n%s\nwant\n%s", got, want)
 		}
+	}
+}
+
+// A request still waiting out its latency when the server stops gets a
+// 503, not an empty 200.
+func TestStopDuringLatency(t *testing.T) {
+	t.Parallel()
+	srv, err := NewServer(ServerConfig{Policy: runmodel.PolicyRandom, Latency: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	body := `{"messages":[{"role":"user","content":[{"type":"text","text":"Q\n\nOptions:\n(1) a\n(2) b"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`
+	time.AfterFunc(200*time.Millisecond, srv.Close)
+	start := time.Now()
+	resp, err := http.Post(hs.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "shutting down") {
+		t.Errorf("stopped during the latency: %d %s, want 503", resp.StatusCode, b)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the reply waited %v after the stop", d)
 	}
 }
