@@ -36,6 +36,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -186,6 +187,10 @@ func Run(ctx context.Context, opt Options) (_ *Result, err error) {
 		Domains:   filepath.Join(abs, domainsFile),
 	}}
 	if err := d.run(); err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Stopped by a signal mid-step: every step resumes.
+			err = fmt.Errorf("%w (interrupted; run the demo again to continue)", err)
+		}
 		_, _ = fmt.Fprintf(logf, "demo failed: %v\n", err)
 		return d.res, err
 	}
