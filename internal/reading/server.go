@@ -798,7 +798,7 @@ func (srv *Server) turnImage(ctx context.Context, imgs []string, i int) ([]byte,
 		}
 		files[k] = data
 	}
-	blob, _, err := srv.images.Get(ctx, strings.Join(digests, ","), func() ([]byte, error) {
+	blob, err := srv.images.GetBytes(ctx, strings.Join(digests, ","), func() ([]byte, error) {
 		out, err := srv.encode(imgs, files)
 		if err != nil {
 			return nil, err

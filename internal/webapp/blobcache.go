@@ -26,9 +26,17 @@ type BlobCache struct {
 }
 
 type blobEntry struct {
-	key  string
-	data []byte
-	etag string
+	key      string
+	data     []byte
+	etagOnce sync.Once
+	etag     string
+}
+
+// tag is the entry's ETag, hashed on first use: a caller that never
+// sends one (GetBytes) never pays for hashing the blob.
+func (e *blobEntry) tag() string {
+	e.etagOnce.Do(func() { e.etag = ETag(e.data) })
+	return e.etag
 }
 
 // NewBlobCache holds up to maxBytes, with at most builds builds at once.
@@ -40,8 +48,27 @@ func NewBlobCache(maxBytes int64, builds int) *BlobCache {
 // when they are not held. A build error is returned to every request that
 // waited for it and is not kept.
 func (c *BlobCache) Get(ctx context.Context, key string, build func() ([]byte, error)) ([]byte, string, error) {
+	e, err := c.entry(ctx, key, build)
+	if err != nil {
+		return nil, "", err
+	}
+	return e.data, e.tag(), nil
+}
+
+// GetBytes is Get without the ETag, for a caller that sends none of its
+// own: the bytes are not hashed.
+func (c *BlobCache) GetBytes(ctx context.Context, key string, build func() ([]byte, error)) ([]byte, error) {
+	e, err := c.entry(ctx, key, build)
+	if err != nil {
+		return nil, err
+	}
+	return e.data, nil
+}
+
+// entry is the held entry of key, built when it is not held.
+func (c *BlobCache) entry(ctx context.Context, key string, build func() ([]byte, error)) (*blobEntry, error) {
 	if e := c.lookup(key); e != nil {
-		return e.data, e.etag, nil
+		return e, nil
 	}
 	v, err, _ := c.group.Do(key, func() (any, error) {
 		if e := c.lookup(key); e != nil {
@@ -57,15 +84,14 @@ func (c *BlobCache) Get(ctx context.Context, key string, build func() ([]byte, e
 		if err != nil {
 			return nil, err
 		}
-		e := &blobEntry{key: key, data: data, etag: ETag(data)}
+		e := &blobEntry{key: key, data: data}
 		c.add(e)
 		return e, nil
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	e := v.(*blobEntry)
-	return e.data, e.etag, nil
+	return v.(*blobEntry), nil
 }
 
 func (c *BlobCache) lookup(key string) *blobEntry {

@@ -79,3 +79,24 @@ func TestBlobCache(t *testing.T) {
 		t.Errorf("error was kept: %q %v", b, err)
 	}
 }
+
+// TestBlobCacheGetBytes: GetBytes shares Get's entries and builds, and the
+// ETag of an entry GetBytes built is the one of its bytes.
+func TestBlobCacheGetBytes(t *testing.T) {
+	ctx := context.Background()
+	c := NewBlobCache(100, 1)
+	b, err := c.GetBytes(ctx, "k", func() ([]byte, error) { return []byte("abc"), nil })
+	if err != nil || string(b) != "abc" {
+		t.Fatalf("GetBytes: %q %v", b, err)
+	}
+	b, etag, err := c.Get(ctx, "k", func() ([]byte, error) { return []byte("other"), nil })
+	if err != nil || string(b) != "abc" || etag != ETag([]byte("abc")) {
+		t.Errorf("Get after GetBytes: %q %s %v, want the held bytes and their ETag", b, etag, err)
+	}
+	if _, _, hits, built := c.Stats(); hits != 1 || built != 1 {
+		t.Errorf("%d hits and %d builds, want 1 and 1", hits, built)
+	}
+	if _, err := c.GetBytes(ctx, "bad", func() ([]byte, error) { return nil, errors.New("broken") }); err == nil {
+		t.Error("build error not returned")
+	}
+}
