@@ -145,6 +145,7 @@ func TestBrowserCandidatesSideBySide(t *testing.T) {
 	newCtx := browser(t)
 	axe := browsertest.AxeScript(t)
 	st := newStudy(t, phantomBench(t), protocol.OracleImplicit)
+	st.noBodies()
 
 	ctx := newCtx(1400, 900)
 	signInBrowser(t, ctx, st.srv.URL, st.creds["reader1"])

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,10 +22,67 @@ import (
 	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
-// browser starts headless Chromium and returns a function that opens a
-// cookie-isolated context of the given window size.
+// browser returns a function that opens a cookie-isolated context of the
+// given window size in the package's headless Chromium, closed when t
+// ends and bounded by 300 s. The tests share one browser (each launch
+// costs seconds), started by the first that asks and stopped by TestMain;
+// a context of its own (chromedp.WithNewBrowserContext) keeps each test's
+// cookies, storage and cache apart, as a browser of its own did.
 func browser(t *testing.T) func(w, h int64) context.Context {
-	return browsertest.Browser(t, 300*time.Second)
+	t.Helper()
+	exe := browsertest.Chromium(t)
+	chromium.once.Do(func() { chromium.root, chromium.err = startChromium(exe) })
+	if chromium.err != nil {
+		t.Fatal(chromium.err)
+	}
+	return func(w, h int64) context.Context {
+		bounded, cancelT := context.WithTimeout(chromium.root, 300*time.Second)
+		ctx, cancel := chromedp.NewContext(bounded, chromedp.WithNewBrowserContext())
+		t.Cleanup(func() { cancel(); cancelT() })
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, h)); err != nil {
+			t.Errorf("open a browser context: %v", err) // the next step on ctx fails too
+		}
+		return ctx
+	}
+}
+
+// chromium is the package's browser (browser), stopped and its profile
+// directory removed by TestMain.
+var chromium struct {
+	once sync.Once
+	root context.Context
+	stop context.CancelFunc
+	dir  string
+	err  error
+}
+
+// startChromium launches the package's browser with a fresh profile.
+func startChromium(exe string) (context.Context, error) {
+	dir, err := os.MkdirTemp("", "chexpercept-reading-chrome-")
+	if err != nil {
+		return nil, err
+	}
+	chromium.dir = dir
+	// Each test's contexts are bounded by 300 s; the browser itself by
+	// what the whole package may take.
+	root, stop := browsertest.Start(exe, filepath.Join(dir, "profile"), 1400, 1000, 2*time.Hour)
+	chromium.stop = stop
+	if err := chromedp.Do(root); err != nil { // starts the browser
+		return nil, fmt.Errorf("start chromium: %w", err)
+	}
+	return root, nil
+}
+
+// stopChromium stops the package's browser, if one was started, and
+// removes its profile.
+func stopChromium() error {
+	if chromium.stop != nil {
+		chromium.stop()
+	}
+	if chromium.dir == "" {
+		return nil
+	}
+	return os.RemoveAll(chromium.dir)
 }
 
 func screenshot(ctx context.Context, name string) { browsertest.Screenshot(ctx, name) }
@@ -161,6 +221,7 @@ func TestBrowserReading(t *testing.T) {
 	bench := testBench(t)
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
 		t.Run(string(oracle), func(t *testing.T) {
+			t.Parallel() // a study of its own, in browser contexts of its own
 			st := newStudy(t, bench, oracle)
 			base := st.srv.URL
 			r1 := newCtx(1400, 1000)

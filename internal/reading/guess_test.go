@@ -67,9 +67,13 @@ var shared struct {
 	err   error
 }
 
-// TestMain runs the tests and removes the shared phantom benchmark.
+// TestMain runs the tests, stops the shared browser (browser) and removes
+// the shared phantom benchmark.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if err := stopChromium(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	if shared.dir != "" {
 		if err := os.RemoveAll(shared.dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -572,7 +576,9 @@ func TestGuessersScoreAtChance(t *testing.T) {
 		{"files padded", padded},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel() // each mode serves a study of its own
 			st := newStudy(t, bench, protocol.OracleImplicit)
+			st.noBodies()
 			if mode.encode != nil {
 				st.app.encode = mode.encode
 			}
