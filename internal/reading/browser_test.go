@@ -219,33 +219,39 @@ func TestBrowserReading(t *testing.T) {
 	t.Parallel()
 	newCtx := browser(t)
 	bench := testBench(t)
+	// The oracle modes run at once, each a study of its own in browser
+	// contexts of its own: as subtests started together, not parallel
+	// ones, which would wait for go test's parallel slots.
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
-		t.Run(string(oracle), func(t *testing.T) {
-			t.Parallel() // a study of its own, in browser contexts of its own
-			st := newStudy(t, bench, oracle)
-			base := st.srv.URL
-			r1 := newCtx(1400, 1000)
-			signInBrowser(t, r1, base, st.creds["reader1"])
-			if err := chromedp.Do(r1, chromedp.WaitVisible(chromedp.CSS("[data-submit]"))); err != nil {
-				t.Fatal(err)
-			}
-			checkLayout(t, r1, shownRadiograph, "reading page at 1400×1000")
-			screenshot(r1, "read-1400-"+string(oracle))
-			n1 := st.readAll(t, r1, "reader1", false)
+		wg.Go(func() {
+			t.Run(string(oracle), func(t *testing.T) {
+				st := newStudy(t, bench, oracle)
+				base := st.srv.URL
+				r1 := newCtx(1400, 1000)
+				signInBrowser(t, r1, base, st.creds["reader1"])
+				if err := chromedp.Do(r1, chromedp.WaitVisible(chromedp.CSS("[data-submit]"))); err != nil {
+					t.Fatal(err)
+				}
+				checkLayout(t, r1, shownRadiograph, "reading page at 1400×1000")
+				screenshot(r1, "read-1400-"+string(oracle))
+				n1 := st.readAll(t, r1, "reader1", false)
 
-			r2 := newCtx(390, 844)
-			signInBrowser(t, r2, base, st.creds["reader2"])
-			if err := chromedp.Do(r2, chromedp.WaitVisible(chromedp.CSS("[data-submit]"))); err != nil {
-				t.Fatal(err)
-			}
-			checkLayout(t, r2, shownRadiograph, "reading page at 390×844")
-			screenshot(r2, "read-390-"+string(oracle))
-			n2 := st.readAll(t, r2, "reader2", true)
-			if n1 < 2*len(bench.Records) || n2 < 2*len(bench.Records) {
-				t.Fatalf("answered %d and %d turns", n1, n2)
-			}
-			st.checkExport(t, oracle)
-			st.checkNoLeak(t)
+				r2 := newCtx(390, 844)
+				signInBrowser(t, r2, base, st.creds["reader2"])
+				if err := chromedp.Do(r2, chromedp.WaitVisible(chromedp.CSS("[data-submit]"))); err != nil {
+					t.Fatal(err)
+				}
+				checkLayout(t, r2, shownRadiograph, "reading page at 390×844")
+				screenshot(r2, "read-390-"+string(oracle))
+				n2 := st.readAll(t, r2, "reader2", true)
+				if n1 < 2*len(bench.Records) || n2 < 2*len(bench.Records) {
+					t.Fatalf("answered %d and %d turns", n1, n2)
+				}
+				st.checkExport(t, oracle)
+				st.checkNoLeak(t)
+			})
 		})
 	}
 }

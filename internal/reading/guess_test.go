@@ -567,6 +567,11 @@ var pngIEND = []byte{0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82}
 func TestGuessersScoreAtChance(t *testing.T) {
 	t.Parallel()
 	bench := phantomBench(t)
+	// The modes run at once, each serving a study of its own: as
+	// subtests started together, not parallel ones, which would wait for
+	// go test's parallel slots (held by the browser tests).
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, mode := range []struct {
 		name   string
 		encode func([]string, [][]byte) ([][]byte, error)
@@ -575,43 +580,44 @@ func TestGuessersScoreAtChance(t *testing.T) {
 		{"files as stored", func(_ []string, files [][]byte) ([][]byte, error) { return files, nil }},
 		{"files padded", padded},
 	} {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel() // each mode serves a study of its own
-			st := newStudy(t, bench, protocol.OracleImplicit)
-			st.noBodies()
-			if mode.encode != nil {
-				st.app.encode = mode.encode
-			}
-			qs := st.collectCandidates(t, "reader1", rand.New(rand.NewPCG(7, 11)))
-			if len(qs) < 40 {
-				t.Fatalf("only %d four-candidate questions", len(qs))
-			}
-			differ, beat, scores := leaks(qs)
-			for _, g := range scores {
-				if g.score > float64(g.n)/4 || g.p < 0.05 {
-					t.Logf("%-45s %5.1f of %d (%.1f %%), p = %.2g", g.rule, g.score, g.n, 100*g.score/float64(g.n), g.p)
+		wg.Go(func() {
+			t.Run(mode.name, func(t *testing.T) {
+				st := newStudy(t, bench, protocol.OracleImplicit)
+				st.noBodies()
+				if mode.encode != nil {
+					st.app.encode = mode.encode
 				}
-			}
-			if mode.encode == nil && os.Getenv("CHEXPERCEPT_PIXEL_GUESS") != "" {
-				pg := pixelGuess(t, qs)
-				t.Logf("%d questions; from the pixels themselves (not asserted): %s %.1f of %d, p = %.2g", len(qs), pg.rule, pg.score, pg.n, pg.p)
-			}
-			if mode.encode == nil {
-				for _, d := range differ[:min(len(differ), 5)] {
-					t.Errorf("candidates differ: %s", d)
+				qs := st.collectCandidates(t, "reader1", rand.New(rand.NewPCG(7, 11)))
+				if len(qs) < 40 {
+					t.Fatalf("only %d four-candidate questions", len(qs))
 				}
-				if len(differ) > 5 {
-					t.Errorf("… and in %d more questions", len(differ)-5)
+				differ, beat, scores := leaks(qs)
+				for _, g := range scores {
+					if g.score > float64(g.n)/4 || g.p < 0.05 {
+						t.Logf("%-45s %5.1f of %d (%.1f %%), p = %.2g", g.rule, g.score, g.n, 100*g.score/float64(g.n), g.p)
+					}
 				}
-				for _, g := range beat {
-					t.Errorf("rule %q picks the answer %.1f times in %d (%.1f %%, chance 25 %%), p = %.2g < %g", g.rule, g.score, g.n, 100*g.score/float64(g.n), g.p, alphaOf(g.rule))
+				if mode.encode == nil && os.Getenv("CHEXPERCEPT_PIXEL_GUESS") != "" {
+					pg := pixelGuess(t, qs)
+					t.Logf("%d questions; from the pixels themselves (not asserted): %s %.1f of %d, p = %.2g", len(qs), pg.rule, pg.score, pg.n, pg.p)
 				}
-				return
-			}
-			t.Logf("%s: candidates differ in %d of %d questions; %d rules beat chance", mode.name, len(differ), len(qs), len(beat))
-			if len(differ) == 0 || len(beat) == 0 {
-				t.Errorf("%s: the test found candidates differing in %d questions and %d rules beating chance: it would not catch this serving", mode.name, len(differ), len(beat))
-			}
+				if mode.encode == nil {
+					for _, d := range differ[:min(len(differ), 5)] {
+						t.Errorf("candidates differ: %s", d)
+					}
+					if len(differ) > 5 {
+						t.Errorf("… and in %d more questions", len(differ)-5)
+					}
+					for _, g := range beat {
+						t.Errorf("rule %q picks the answer %.1f times in %d (%.1f %%, chance 25 %%), p = %.2g < %g", g.rule, g.score, g.n, 100*g.score/float64(g.n), g.p, alphaOf(g.rule))
+					}
+					return
+				}
+				t.Logf("%s: candidates differ in %d of %d questions; %d rules beat chance", mode.name, len(differ), len(qs), len(beat))
+				if len(differ) == 0 || len(beat) == 0 {
+					t.Errorf("%s: the test found candidates differing in %d questions and %d rules beating chance: it would not catch this serving", mode.name, len(differ), len(beat))
+				}
+			})
 		})
 	}
 }
