@@ -144,7 +144,7 @@ func TestBrowserCandidatesSideBySide(t *testing.T) {
 	t.Parallel()
 	newCtx := browser(t)
 	axe := browsertest.AxeScript(t)
-	st := newStudy(t, phantomBench(t), protocol.OracleImplicit)
+	st := newStudy(t, own(phantomBench(t)), protocol.OracleImplicit)
 	st.noBodies()
 
 	ctx := newCtx(1400, 900)

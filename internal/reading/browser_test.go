@@ -228,7 +228,7 @@ func TestBrowserReading(t *testing.T) {
 	for _, oracle := range []protocol.OracleMode{protocol.OracleNone, protocol.OracleImplicit, protocol.OracleExplicit} {
 		wg.Go(func() {
 			t.Run(string(oracle), func(t *testing.T) {
-				st := newStudy(t, bench, oracle)
+				st := newStudy(t, own(bench), oracle)
 				base := st.srv.URL
 				r1 := newCtx(1400, 1000)
 				signInBrowser(t, r1, base, st.creds["reader1"])

@@ -582,7 +582,7 @@ func TestGuessersScoreAtChance(t *testing.T) {
 	} {
 		wg.Go(func() {
 			t.Run(mode.name, func(t *testing.T) {
-				st := newStudy(t, bench, protocol.OracleImplicit)
+				st := newStudy(t, own(bench), protocol.OracleImplicit)
 				st.noBodies()
 				if mode.encode != nil {
 					st.app.encode = mode.encode

@@ -85,6 +85,13 @@ func testBench(t *testing.T) *benchmark.Benchmark {
 	return b
 }
 
+// own is a copy of b for a study of its own: Init sets the benchmark's
+// identity, and studies over one benchmark may be made at once.
+func own(b *benchmark.Benchmark) *benchmark.Benchmark {
+	c := *b
+	return &c
+}
+
 func newStudy(t *testing.T, bench *benchmark.Benchmark, oracle protocol.OracleMode) *study {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "reading.sqlite")
