@@ -39,9 +39,9 @@ import (
 // each with one four-candidate question. It is built once for the
 // package; the guesser test and the browser's candidates test read it
 // and neither changes it (each study keeps its database in a directory
-// of its own). Its PNGs are written at the fastest level: the server
-// re-encodes every image it sends, and the files' own sizes differ from
-// candidate to candidate at any level.
+// of its own and gets a copy of the value: own). Its PNGs are written
+// at the fastest level: the server re-encodes every image it sends, and
+// the files' own sizes differ from candidate to candidate at any level.
 func phantomBench(t *testing.T) *benchmark.Benchmark {
 	t.Helper()
 	if testing.Short() {
