@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
-	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
@@ -83,11 +81,7 @@ func readersRows(t *testing.T, report string) []map[string]string {
 func TestScriptedSplitPlotStudy(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	recs := benchtest.Full(4)
-	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), recs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := full4Bench.get(t)
 	split := filepath.Join(tmp, "split")
 	planFile := filepath.Join(tmp, "plan.yaml")
 	plan := "primary:\n  path: revision_required\n  stage: 2\nalpha: 0.05\ndesign: split-plot\nblocks: 2\nreaders: 8\nrecords: 40\n"

@@ -15,7 +15,6 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
-	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 )
 
 var readOption = regexp.MustCompile(`data-option="(\d+)"`)
@@ -74,11 +73,7 @@ func (c *readClient) choose(state string, n int) {
 func TestScriptedReaderStudy(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	recs := benchtest.Full(4)
-	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), recs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, recs := full4Bench.get(t)
 	db := filepath.Join(tmp, "study.sqlite")
 	stdout, stderr, code := runCLI(t, "read", "init", "--benchmark", b.Dir, "--db", db, "--readers", "4", "--sample", "40", "--seed", "9", "--oracle", "none")
 	if code != 0 {
@@ -176,11 +171,7 @@ var readStage = regexp.MustCompile(`name="stage" value="(\w+)"`)
 func TestScriptedAidedStudy(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	recs := benchtest.Full(2)
-	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), recs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, recs := full2Bench.get(t)
 	models := filepath.Join(tmp, "models")
 	shown, err := (&analysistest.Run{Provider: "opensource", Label: "shown", Oracle: "none", Policy: analysistest.Random(11)}).Write(models, b)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
-	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/job"
 )
 
@@ -165,10 +164,7 @@ func fixtureCandidates(t *testing.T) string {
 func reportInputs(t *testing.T) string {
 	t.Helper()
 	tmp := t.TempDir()
-	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := sampleBench.get(t)
 	results := filepath.Join(tmp, "results")
 	for _, r := range []*analysistest.Run{
 		{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
