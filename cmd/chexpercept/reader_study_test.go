@@ -349,7 +349,9 @@ func sixDecimals(t *testing.T, s string) string {
 	return "0.000000"
 }
 
-// checkScoresWithMRMC runs `chexpercept mrmc` on the scores table of
+// checkScoresWithMRMC runs `chexpercept mrmc` (in process: the command
+// a user runs, with its flags parsed by the same code) on the scores
+// table of
 // every row of the report's ext_reader_mrmc.csv that keep selects and
 // has an analysis (at least 2 readers and 2 records): with --algorithm
 // and the model's run for a model's row. Its numbers, at the report's 6
@@ -370,8 +372,8 @@ func checkScoresWithMRMC(t *testing.T, report string, keep func(row map[string]s
 		if isModel {
 			args = append(args, "--algorithm", model)
 		}
-		if _, stderr, code := runCLI(t, args...); code != 0 {
-			t.Fatalf("%s: chexpercept %s: %s", where, strings.Join(args, " "), stderr)
+		if _, stderr, err := runCommand(t, findCommand(t, "mrmc"), args[1:]...); err != nil {
+			t.Fatalf("%s: chexpercept %s: %v\n%s", where, strings.Join(args, " "), err, stderr)
 		}
 		ran++
 		var got map[string]string
