@@ -34,8 +34,15 @@ func TestBuildAndInspectCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "bench")
+	// The fastest PNG level: the same pixels and code paths at a fraction
+	// of the deflate time (internal/build holds the levels against each
+	// other); inspect re-runs the case with the build's configuration.
+	conf := filepath.Join(dir, "build.yaml")
+	if err := os.WriteFile(conf, []byte("bundle_png_compression: fast\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	stdout, stderr, err := runCommand(t, findCommand(t, "build"),
-		"--source", cand, "--out", out, "--per-lesion", "1,1,1", "--workers", "2", "--accept-all", "--strict-targets")
+		"--source", cand, "--config", conf, "--out", out, "--per-lesion", "1,1,1", "--workers", "2", "--accept-all", "--strict-targets")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 3 {
 		t.Fatalf("got %v, want exit 3 for the shortfalls\n%s\n%s", err, stdout, stderr)

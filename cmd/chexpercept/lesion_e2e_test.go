@@ -35,6 +35,7 @@ func TestEighthLesionEndToEnd(t *testing.T) {
     source_names: [ptx]
     phantom: pleural-air
 lesions: [pneumothorax]
+bundle_png_compression: fast
 `)
 	ph := filepath.Join(dir, "phantom")
 	mustRun(t, "phantom", "--config", cfg, "--out", ph, "--cases-per-lesion", "2", "--seed", "4", "--workers", "2")
