@@ -45,7 +45,9 @@ func runCommand(t *testing.T, c *cobra.Command, args ...string) (string, string,
 	var out, errb bytes.Buffer
 	c.SetOut(&out)
 	c.SetErr(&errb)
-	c.SetArgs(args)
+	// Never nil: cobra reads a nil argument list from os.Args, which
+	// holds the test binary's own flags.
+	c.SetArgs(append([]string{}, args...))
 	err := c.Execute()
 	return out.String(), errb.String(), err
 }
