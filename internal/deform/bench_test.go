@@ -81,9 +81,11 @@ func BenchmarkOrganicNoise(b *testing.B) {
 	cfg := buildcfg.Default()
 	var buf []float64
 	r := rng.New("noise")
+	c0 := cpuTime()
 	for b.Loop() {
 		buf = organicNoise(r, 121, cfg.OrganicCells, cfg.OrganicWeights, buf)
 	}
+	b.ReportMetric(float64(cpuTime()-c0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
 // cpuTime is the process's user+system CPU time; on a shared machine it is

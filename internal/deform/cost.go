@@ -46,29 +46,70 @@ func blur(src []float64, w, h int, k []float64) []float64 {
 			pad[r+w+i] = row[w-1]
 		}
 		copy(pad[r:], row)
-		out := tmp[y*w : (y+1)*w]
-		for x := range out {
-			win := pad[x : x+2*r+1]
-			s := 0.0
-			for j, kv := range k {
-				s += float64(kv * win[j])
-			}
-			out[x] = s
-		}
+		blurRow(tmp[y*w:(y+1)*w], pad, k)
 	}
 	dst := make([]float64, w*h)
+	rows := make([][]float64, len(k))
 	for y := 0; y < h; y++ {
-		out := dst[y*w : (y+1)*w]
-		for j := -r; j <= r; j++ {
-			yy := min(max(y+j, 0), h-1)
-			kv := k[j+r]
-			row := tmp[yy*w : (yy+1)*w]
-			for x := range out {
-				out[x] += float64(kv * row[x])
-			}
+		for j := range rows {
+			yy := min(max(y+j-r, 0), h-1)
+			rows[j] = tmp[yy*w : (yy+1)*w]
 		}
+		blurColumns(dst[y*w:(y+1)*w], rows, k)
 	}
 	return dst
+}
+
+// blurColumns sets out[x] = Σ_j k[j]·rows[j][x], summed in tap order from
+// 0, four columns side by side as in blurRow.
+func blurColumns(out []float64, rows [][]float64, k []float64) {
+	x := 0
+	for ; x+4 <= len(out); x += 4 {
+		var s0, s1, s2, s3 float64
+		for j, kv := range k {
+			v := rows[j][x : x+4 : x+4]
+			s0 += float64(kv * v[0])
+			s1 += float64(kv * v[1])
+			s2 += float64(kv * v[2])
+			s3 += float64(kv * v[3])
+		}
+		out[x], out[x+1], out[x+2], out[x+3] = s0, s1, s2, s3
+	}
+	for ; x < len(out); x++ {
+		s := 0.0
+		for j, kv := range k {
+			s += float64(kv * rows[j][x])
+		}
+		out[x] = s
+	}
+}
+
+// blurRow sets out[x] = Σ_j k[j]·pad[x+j], summed in tap order from 0.
+// Four outputs are summed side by side: their sums are independent, so
+// the processor overlaps them instead of waiting on one chain of
+// additions, and each sum still adds the same products in the same order.
+func blurRow(out, pad, k []float64) {
+	x := 0
+	for ; x+4 <= len(out); x += 4 {
+		var s0, s1, s2, s3 float64
+		win := pad[x : x+len(k)+3]
+		for j, kv := range k {
+			v := win[j : j+4 : j+4]
+			s0 += float64(kv * v[0])
+			s1 += float64(kv * v[1])
+			s2 += float64(kv * v[2])
+			s3 += float64(kv * v[3])
+		}
+		out[x], out[x+1], out[x+2], out[x+3] = s0, s1, s2, s3
+	}
+	for ; x < len(out); x++ {
+		win := pad[x : x+len(k)]
+		s := 0.0
+		for j, kv := range k {
+			s += float64(kv * win[j])
+		}
+		out[x] = s
+	}
 }
 
 // sobelMag is sqrt(gx² + gy²) of the 3×3 Sobel derivatives divided by 8,
@@ -151,11 +192,16 @@ func selectK(xs []float64, k int) float64 {
 func CostField(gray *image.Gray, lungs mask.Mask, sigma, alpha, q float64) ([]float64, float64) {
 	b := gray.Bounds()
 	w, h := b.Dx(), b.Dy()
+	var level [256]float64 // v/255 for every grey level: one division each
+	for v := range level {
+		level[v] = float64(v) / 255
+	}
 	I := make([]float64, w*h)
 	for y := 0; y < h; y++ {
 		row := gray.Pix[y*gray.Stride : y*gray.Stride+w]
+		out := I[y*w : (y+1)*w]
 		for x, v := range row {
-			I[y*w+x] = float64(v) / 255
+			out[x] = level[v]
 		}
 	}
 	G := blur(I, w, h, gaussKernel(sigma))
