@@ -28,7 +28,9 @@ import (
 // no bounds test; each queued entry carries both its grid index and its
 // full-frame index, so neither is ever recovered by a division; and the
 // circular bucket count is a power of two, so a slot is a mask, not a
-// remainder. TestBucketSearchMatchesReference checks that this layout
+// remainder. A queued pixel whose distance drops within its bucket keeps
+// its one entry (which reads the distance when popped), so buckets hold
+// no entries that would only be skipped. TestBucketSearchMatchesReference checks that this layout
 // pops the same pixels with the same distances in the same order as the
 // plain window-indexed search.
 type bucketSearch struct {
@@ -127,13 +129,25 @@ func (s *bucketSearch) run(p mask.Point, tpix []uint8, tv uint8, radius func(dT 
 					step = (ca + cb) / 2
 				}
 				nd := d + step
-				if st != queued || nd < dist[k] {
+				if st == queued {
+					old := dist[k]
+					if nd >= old {
+						continue
+					}
+					dist[k] = nd
+					if int(nd) == int(old) {
+						// Its entry already waits in this bucket and
+						// reads dist at its pop; a second entry would
+						// only be skipped there.
+						continue
+					}
+				} else {
 					state[k] = queued
 					dist[k] = nd
-					ns := int(nd) & s.nbMask
-					s.buckets[ns] = append(s.buckets[ns], entry{k, g})
-					pending++
 				}
+				ns := int(nd) & s.nbMask
+				s.buckets[ns] = append(s.buckets[ns], entry{k, g})
+				pending++
 			}
 		}
 		s.buckets[slot] = b[:0]
