@@ -116,22 +116,41 @@ func blurRow(out, pad, k []float64) {
 // replicate border.
 func sobelMag(g []float64, w, h int) []float64 {
 	mag := make([]float64, w*h)
+	if w == 0 {
+		return mag
+	}
 	for y := 0; y < h; y++ {
 		up := g[max(y-1, 0)*w : max(y-1, 0)*w+w]
 		mid := g[y*w : y*w+w]
 		dn := g[min(y+1, h-1)*w : min(y+1, h-1)*w+w]
 		out := mag[y*w : y*w+w]
-		for x := range out {
-			xl, xr := max(x-1, 0), min(x+1, w-1)
-			a, b, c := up[xl], up[x], up[xr]
-			d, f := mid[xl], mid[xr]
-			gg, hh, ii := dn[xl], dn[x], dn[xr]
+		// The edge columns replicate; the interior needs no clamping.
+		sobelAt(out, up, mid, dn, 0, 0, min(1, w-1))
+		for x := 1; x < w-1; x++ {
+			// sobelAt(out, up, mid, dn, x, x-1, x+1), written out: the
+			// call is too large to inline and this loop is per pixel.
+			a, b, c := up[x-1], up[x], up[x+1]
+			d, f := mid[x-1], mid[x+1]
+			gg, hh, ii := dn[x-1], dn[x], dn[x+1]
 			gx := ((c + float64(2*f) + ii) - (a + float64(2*d) + gg)) / 8
 			gy := ((gg + float64(2*hh) + ii) - (a + float64(2*b) + c)) / 8
 			out[x] = math.Sqrt(float64(gx*gx) + float64(gy*gy))
 		}
+		if w > 1 {
+			sobelAt(out, up, mid, dn, w-1, w-2, w-1)
+		}
 	}
 	return mag
+}
+
+// sobelAt sets out[x] from the columns xl, x, xr of the three rows.
+func sobelAt(out, up, mid, dn []float64, x, xl, xr int) {
+	a, b, c := up[xl], up[x], up[xr]
+	d, f := mid[xl], mid[xr]
+	gg, hh, ii := dn[xl], dn[x], dn[xr]
+	gx := ((c + float64(2*f) + ii) - (a + float64(2*d) + gg)) / 8
+	gy := ((gg + float64(2*hh) + ii) - (a + float64(2*b) + c)) / 8
+	out[x] = math.Sqrt(float64(gx*gx) + float64(gy*gy))
 }
 
 // percentileIndex is floor(q·(n−1)), the index of §8.4 step 4.

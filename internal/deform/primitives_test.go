@@ -486,3 +486,32 @@ func TestBlurMatchesDirect(t *testing.T) {
 		}
 	}
 }
+
+// TestSobelMagMatchesDirect compares sobelMag with the clamped per-pixel
+// formula on random fields, widths and heights 1 to 3 included.
+func TestSobelMagMatchesDirect(t *testing.T) {
+	t.Parallel()
+	src := rng.New("sobel-direct")
+	for trial := 0; trial < 40; trial++ {
+		w, h := 1+int(src.UintN(20)), 1+int(src.UintN(12))
+		g := make([]float64, w*h)
+		for i := range g {
+			g[i] = src.Float64()
+		}
+		at := func(x, y int) float64 { return g[min(max(y, 0), h-1)*w+min(max(x, 0), w-1)] }
+		got := sobelMag(g, w, h)
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				a, b, c := at(x-1, y-1), at(x, y-1), at(x+1, y-1)
+				d, f := at(x-1, y), at(x+1, y)
+				gg, hh, ii := at(x-1, y+1), at(x, y+1), at(x+1, y+1)
+				gx := ((c + float64(2*f) + ii) - (a + float64(2*d) + gg)) / 8
+				gy := ((gg + float64(2*hh) + ii) - (a + float64(2*b) + c)) / 8
+				want := math.Sqrt(float64(gx*gx) + float64(gy*gy))
+				if math.Float64bits(got[y*w+x]) != math.Float64bits(want) {
+					t.Fatalf("%dx%d: (%d,%d) is %v, direct %v", w, h, x, y, got[y*w+x], want)
+				}
+			}
+		}
+	}
+}
