@@ -35,8 +35,16 @@ func gaussKernel(sigma float64) []float64 {
 // blur is the separable Gaussian with replicate border, x pass then y pass.
 // Each output is Σ_j k[j]·v[j] summed in tap order j = −r … r.
 func blur(src []float64, w, h int, k []float64) []float64 {
+	dst := make([]float64, w*h)
+	blurInto(dst, src, make([]float64, w*h), w, h, k)
+	return dst
+}
+
+// blurInto is blur writing into dst, with tmp (w·h) for the x pass. dst
+// may be src: src is read only by the x pass, which ends before dst is
+// written.
+func blurInto(dst, src, tmp []float64, w, h int, k []float64) {
 	r := len(k) / 2
-	tmp := make([]float64, w*h)
 	pad := make([]float64, w+2*r)
 	for y := 0; y < h; y++ {
 		row := src[y*w : (y+1)*w]
@@ -48,7 +56,6 @@ func blur(src []float64, w, h int, k []float64) []float64 {
 		copy(pad[r:], row)
 		blurRow(tmp[y*w:(y+1)*w], pad, k)
 	}
-	dst := make([]float64, w*h)
 	rows := make([][]float64, len(k))
 	for y := 0; y < h; y++ {
 		for j := range rows {
@@ -57,7 +64,6 @@ func blur(src []float64, w, h int, k []float64) []float64 {
 		}
 		blurColumns(dst[y*w:(y+1)*w], rows, k)
 	}
-	return dst
 }
 
 // blurColumns sets out[x] = Σ_j k[j]·rows[j][x], summed in tap order from
@@ -116,6 +122,12 @@ func blurRow(out, pad, k []float64) {
 // replicate border.
 func sobelMag(g []float64, w, h int) []float64 {
 	mag := make([]float64, w*h)
+	sobelMagInto(mag, g, w, h)
+	return mag
+}
+
+// sobelMagInto is sobelMag writing into mag (w·h, not g).
+func sobelMagInto(mag, g []float64, w, h int) []float64 {
 	if w == 0 {
 		return mag
 	}
@@ -223,8 +235,12 @@ func CostField(gray *image.Gray, lungs mask.Mask, sigma, alpha, q float64) ([]fl
 			out[x] = level[v]
 		}
 	}
-	G := blur(I, w, h, gaussKernel(sigma))
-	mag := sobelMag(G, w, h)
+	// Two w·h buffers serve the whole field: the blur goes back into I
+	// through tmp, and the Sobel magnitude, then the cost, into tmp.
+	tmp := make([]float64, w*h)
+	blurInto(I, I, tmp, w, h, gaussKernel(sigma))
+	G := I
+	mag := sobelMagInto(tmp, G, w, h)
 	var vals []float64
 	if lungs.W == w && lungs.H == h {
 		vals = make([]float64, 0, lungs.Count())
