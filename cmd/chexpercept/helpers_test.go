@@ -5,11 +5,16 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
+	"github.com/chexpercept/chexpercept/internal/benchmark"
+	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/job"
 )
 
@@ -40,7 +45,9 @@ func runCommand(t *testing.T, c *cobra.Command, args ...string) (string, string,
 	var out, errb bytes.Buffer
 	c.SetOut(&out)
 	c.SetErr(&errb)
-	c.SetArgs(args)
+	// Never nil: cobra reads a nil argument list from os.Args, which
+	// holds the test binary's own flags.
+	c.SetArgs(append([]string{}, args...))
 	err := c.Execute()
 	return out.String(), errb.String(), err
 }
@@ -59,9 +66,55 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("XDG_CACHE_HOME", dir)
+	fixtureRoot = filepath.Join(dir, "fixtures")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// fixtureRoot holds the benchmarks several tests share (sharedBench);
+// TestMain sets it before any test runs and removes it after the last.
+var fixtureRoot string
+
+// sharedBench is a benchmark that several tests read and none changes,
+// written once for the package (flat images, analysistest.WriteBench)
+// by the first test that asks for it. A test that changes its benchmark
+// writes its own.
+type sharedBench struct {
+	name string
+	recs func() []*benchmark.Record
+
+	once sync.Once
+	b    *benchmark.Benchmark
+	rs   []*benchmark.Record
+	err  error
+}
+
+// The shared benchmarks: the hand-made sample and the released
+// composition scaled by 2 and by 4.
+var (
+	sampleBench = &sharedBench{name: "sample", recs: benchtest.Sample}
+	full2Bench  = &sharedBench{name: "full2", recs: func() []*benchmark.Record { return benchtest.Full(2) }}
+	full4Bench  = &sharedBench{name: "full4", recs: func() []*benchmark.Record { return benchtest.Full(4) }}
+)
+
+// get returns the benchmark, as loaded, and the records it was written
+// from; neither may be changed. A failed write fails every test that
+// asks for it.
+func (s *sharedBench) get(t *testing.T) (*benchmark.Benchmark, []*benchmark.Record) {
+	t.Helper()
+	s.once.Do(func() {
+		if fixtureRoot == "" {
+			s.err = errors.New("no fixture directory (TestMain did not run)")
+			return
+		}
+		s.rs = s.recs()
+		s.b, s.err = analysistest.WriteBench(filepath.Join(fixtureRoot, s.name), s.rs)
+	})
+	if s.err != nil {
+		t.Fatalf("shared benchmark %s: %v", s.name, s.err)
+	}
+	return s.b, s.rs
 }
 
 func TestRunToolsHelperProcess(t *testing.T) {

@@ -32,6 +32,9 @@ func TestEvalEndsSoonAfterSignal(t *testing.T) {
 	for _, server := range []string{"429", "hang"} {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 			t.Run(server+"/"+sig.String(), func(t *testing.T) {
+				// The four stops run side by side: each mostly waits, and
+				// no other test runs meanwhile (this one is sequential).
+				t.Parallel()
 				// answered receives one value per chat call the server has
 				// answered with a 429, or holds without an answer.
 				answered := make(chan struct{}, 64)

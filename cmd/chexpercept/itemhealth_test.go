@@ -19,10 +19,7 @@ import (
 func TestReportFlagShare(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := sampleBench.get(t)
 	results := filepath.Join(tmp, "results")
 	for _, l := range []string{"a", "b", "c"} {
 		r := &analysistest.Run{Provider: "fake", Label: l, Oracle: "none", Policy: analysistest.First}
@@ -36,7 +33,7 @@ func TestReportFlagShare(t *testing.T) {
 	// 0 (and 1e-400, which parses as 0) is no share either: it must not
 	// silently mean the default.
 	for _, bad := range []string{"0.5", "0", "1e-400", "NaN"} {
-		_, _, err = runCommand(t, cmd, results, "--out", out, "--bootstrap", "10", "--flag-share", bad)
+		_, _, err := runCommand(t, cmd, results, "--out", out, "--bootstrap", "10", "--flag-share", bad)
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "--flag-share") {
 			t.Fatalf("--flag-share %s: %v", bad, err)

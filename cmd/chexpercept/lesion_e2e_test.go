@@ -35,20 +35,21 @@ func TestEighthLesionEndToEnd(t *testing.T) {
     source_names: [ptx]
     phantom: pleural-air
 lesions: [pneumothorax]
+bundle_png_compression: fast
 `)
 	ph := filepath.Join(dir, "phantom")
-	mustRun(t, "phantom", "--config", cfg, "--out", ph, "--cases-per-lesion", "6", "--seed", "4", "--workers", "2")
+	mustRun(t, "phantom", "--config", cfg, "--out", ph, "--cases-per-lesion", "2", "--seed", "4", "--workers", "2")
 	manifest, err := os.ReadFile(filepath.Join(ph, "manifest.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(manifest), `"lesion":"pneumothorax"`); n != 12 {
-		t.Fatalf("phantom manifest has %d pneumothorax lines, want 12:\n%s", n, manifest)
+	if n := strings.Count(string(manifest), `"lesion":"pneumothorax"`); n != 4 {
+		t.Fatalf("phantom manifest has %d pneumothorax lines, want 4:\n%s", n, manifest)
 	}
 
 	bench := filepath.Join(dir, "bench")
 	mustRun(t, "build", "--source", filepath.Join(ph, "manifest.jsonl"), "--config", cfg, "--out", bench,
-		"--accept-all", "--per-lesion", "2,2,2", "--workers", "2", "--strict-targets")
+		"--accept-all", "--per-lesion", "1,1,1", "--workers", "2", "--strict-targets")
 	set, err := benchdir.ReadLesions(bench)
 	if err != nil || set.IsDefault() {
 		t.Fatalf("the benchmark does not declare its lesions: %v", err)
@@ -73,8 +74,8 @@ lesions: [pneumothorax]
 			t.Errorf("%s: heart_note false, but the contour question mentions the heart: %q", r.KeyID, r.Contour.ContourEval.Question)
 		}
 	}
-	if paths[benchmark.LesionFree] != 2 || paths[benchmark.RevisionFree] != 2 || paths[benchmark.RevisionRequired] != 2 {
-		t.Fatalf("paths %v, want 2 LF, 2 RF, 2 RR", paths)
+	if paths[benchmark.LesionFree] != 1 || paths[benchmark.RevisionFree] != 1 || paths[benchmark.RevisionRequired] != 1 {
+		t.Fatalf("paths %v, want 1 LF, 1 RF, 1 RR", paths)
 	}
 	out := mustRun(t, "validate", "--deep", bench)
 	if !strings.Contains(out, "pneumothorax") || !strings.Contains(out, "result: PASS") {

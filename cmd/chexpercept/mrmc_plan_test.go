@@ -50,6 +50,7 @@ func planRows(t *testing.T, text string) map[string][3]float64 {
 // prints RJafroc's three published powers to 1e-7, finds the smallest
 // numbers of cases for power 0.8, and prints a power table.
 func TestMrmcPlanVanDyke(t *testing.T) {
+	t.Parallel()
 	pilot := filepath.Join(vanDykePilotDir(t), "mrmc.json")
 	for _, want := range []struct {
 		analysis string
@@ -104,6 +105,7 @@ func TestMrmcPlanVanDyke(t *testing.T) {
 // NA), and a rerun that asks for no table removes the earlier table and
 // nothing else.
 func TestMrmcPlanOut(t *testing.T) {
+	t.Parallel()
 	pilot := vanDykePilotDir(t)
 	out := filepath.Join(t.TempDir(), "plan")
 	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "plan", "--pilot", pilot, "--power", "0.95", "--readers", "3", "--table", "--readers-grid", "3,5", "--cases-grid", "100,200,300", "--out", out); err != nil {
@@ -163,6 +165,7 @@ func writePilotJSON(t *testing.T, dir, name, body string) string {
 }
 
 func TestMrmcPlanRefuses(t *testing.T) {
+	t.Parallel()
 	pilot := vanDykePilotDir(t)
 	dir := t.TempDir()
 	const comps = `"components": {"ms_tr": 0.0005, "var": 0.0008, "cov1": 0.0003, "cov2": 0.0003, "cov3": 0.0002}`
@@ -232,6 +235,7 @@ func TestMrmcPlanRefuses(t *testing.T) {
 // Cov2 < Cov3, print the constraints applied; components that leave an
 // analysis no variance print NA for it and say why.
 func TestMrmcPlanNotes(t *testing.T) {
+	t.Parallel()
 	stdout, _, err := runCommand(t, newMrmcCmd(job.Options{}), "plan", "--var", "0.0008", "--cov1", "0.0003", "--cov2", "0.0002", "--cov3", "0.00025",
 		"--var-tr", "-0.0001", "--pilot-cases", "100", "--effect", "0.05", "--readers", "5", "--cases", "200")
 	if err != nil {

@@ -211,6 +211,7 @@ func TestMrmcRerunReplacesOwnFiles(t *testing.T) {
 // path to the same file (a hard link), and the new marker does not list
 // it.
 func TestMrmcKeepsItsInput(t *testing.T) {
+	t.Parallel()
 	table, err := os.ReadFile(vanDykeScores)
 	if err != nil {
 		t.Fatal(err)
@@ -275,6 +276,7 @@ func failingWrite(n int) func(j *job.Job, dir, rel string, data []byte) error {
 // files of both analyses; the plain rerun finishes it: one analysis, the
 // earlier one's mrmc_standalone.csv gone, the marker finished.
 func TestMrmcFailedWriteIsUnfinished(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	if _, _, err := runCommand(t, newMrmcCmd(job.Options{}), "--scores", vanDykeScores, "--fom", "auc", "--algorithm", "4", "--out", out); err != nil {
@@ -361,6 +363,7 @@ func writeAccuracyTable(t *testing.T, path string) {
 // TestMrmcProgress: a long table prints its progress to stderr; here the
 // wait between lines is 0, so every step prints.
 func TestMrmcProgress(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	p := newMrmcProgress(&buf, 0)
 	d, err := readScores(vanDykeScores, mrmc.AUC, p)
@@ -382,6 +385,7 @@ func TestMrmcProgress(t *testing.T) {
 // where only the case variance is left, and CSV files in the project's
 // dialect (CRLF, NA).
 func TestMrmcEdges(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	table := func(name string, rows func(b *strings.Builder)) string {
 		var b strings.Builder

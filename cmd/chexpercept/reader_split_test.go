@@ -9,22 +9,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
-	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/results"
 )
 
-// runScriptedStudy makes a study with read init and the extra flags,
-// lets every reader answer through HTTP with a habit of its own, exports
-// it and reports on it; it returns the report's directory and the
-// export's.
-func runScriptedStudy(t *testing.T, tmp, b string, readers int, extra ...string) (report, export string) {
+// runScriptedStudy makes a study of sample records with read init and
+// the extra flags, lets every reader answer through HTTP with a habit of
+// its own, exports it and reports on it; it returns the report's
+// directory and the export's.
+func runScriptedStudy(t *testing.T, tmp, b string, readers, sample int, extra ...string) (report, export string) {
 	t.Helper()
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	db := filepath.Join(tmp, "study.sqlite")
-	args := append([]string{"read", "init", "--benchmark", b, "--db", db, "--readers", strconv.Itoa(readers), "--sample", "40", "--seed", "9", "--oracle", "none"}, extra...)
+	args := append([]string{"read", "init", "--benchmark", b, "--db", db, "--readers", strconv.Itoa(readers), "--sample", strconv.Itoa(sample), "--seed", "9", "--oracle", "none"}, extra...)
 	stdout, stderr, code := runCLI(t, args...)
 	if code != 0 {
 		t.Fatalf("read init: %d %s", code, stderr)
@@ -83,18 +81,14 @@ func readersRows(t *testing.T, report string) []map[string]string {
 func TestScriptedSplitPlotStudy(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	recs := benchtest.Full(4)
-	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), recs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := full4Bench.get(t)
 	split := filepath.Join(tmp, "split")
 	planFile := filepath.Join(tmp, "plan.yaml")
 	plan := "primary:\n  path: revision_required\n  stage: 2\nalpha: 0.05\ndesign: split-plot\nblocks: 2\nreaders: 8\nrecords: 40\n"
 	if err := os.WriteFile(planFile, []byte(plan), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	report, export := runScriptedStudy(t, split, b.Dir, 8, "--design", "split-plot", "--blocks", "2", "--plan", planFile)
+	report, export := runScriptedStudy(t, split, b.Dir, 8, 40, "--design", "split-plot", "--blocks", "2", "--plan", planFile)
 	// The plan comes first in the report, then its primary result; the
 	// rest is exploratory.
 	md, err := os.ReadFile(filepath.Join(report, "report.md"))
@@ -180,9 +174,10 @@ func TestScriptedSplitPlotStudy(t *testing.T) {
 	if withBlock == 0 {
 		t.Error("no scores table of the split-plot panel has a block column")
 	}
-	// One block is the fully crossed study, to the report's digits.
-	oneReport, _ := runScriptedStudy(t, filepath.Join(tmp, "one"), b.Dir, 4, "--design", "split-plot", "--blocks", "1")
-	crossedReport, _ := runScriptedStudy(t, filepath.Join(tmp, "crossed"), b.Dir, 4)
+	// One block is the fully crossed study, to the report's digits (on
+	// 20 records: the equality does not need the plan's 40).
+	oneReport, _ := runScriptedStudy(t, filepath.Join(tmp, "one"), b.Dir, 4, 20, "--design", "split-plot", "--blocks", "1")
+	crossedReport, _ := runScriptedStudy(t, filepath.Join(tmp, "crossed"), b.Dir, 4, 20)
 	one, crossed := readersRows(t, oneReport), readersRows(t, crossedReport)
 	if len(one) == 0 || len(one) != len(crossed) {
 		t.Fatalf("%d and %d readers' rows", len(one), len(crossed))

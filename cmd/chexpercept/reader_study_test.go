@@ -15,7 +15,6 @@ import (
 
 	"github.com/chexpercept/chexpercept/internal/analysis"
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
-	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 )
 
 var readOption = regexp.MustCompile(`data-option="(\d+)"`)
@@ -74,11 +73,7 @@ func (c *readClient) choose(state string, n int) {
 func TestScriptedReaderStudy(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	recs := benchtest.Full(4)
-	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), recs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, recs := full4Bench.get(t)
 	db := filepath.Join(tmp, "study.sqlite")
 	stdout, stderr, code := runCLI(t, "read", "init", "--benchmark", b.Dir, "--db", db, "--readers", "4", "--sample", "40", "--seed", "9", "--oracle", "none")
 	if code != 0 {
@@ -176,11 +171,7 @@ var readStage = regexp.MustCompile(`name="stage" value="(\w+)"`)
 func TestScriptedAidedStudy(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	recs := benchtest.Full(2)
-	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), recs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, recs := full2Bench.get(t)
 	models := filepath.Join(tmp, "models")
 	shown, err := (&analysistest.Run{Provider: "opensource", Label: "shown", Oracle: "none", Policy: analysistest.Random(11)}).Write(models, b)
 	if err != nil {
@@ -358,7 +349,9 @@ func sixDecimals(t *testing.T, s string) string {
 	return "0.000000"
 }
 
-// checkScoresWithMRMC runs `chexpercept mrmc` on the scores table of
+// checkScoresWithMRMC runs `chexpercept mrmc` (in process: the command
+// a user runs, with its flags parsed by the same code) on the scores
+// table of
 // every row of the report's ext_reader_mrmc.csv that keep selects and
 // has an analysis (at least 2 readers and 2 records): with --algorithm
 // and the model's run for a model's row. Its numbers, at the report's 6
@@ -379,8 +372,8 @@ func checkScoresWithMRMC(t *testing.T, report string, keep func(row map[string]s
 		if isModel {
 			args = append(args, "--algorithm", model)
 		}
-		if _, stderr, code := runCLI(t, args...); code != 0 {
-			t.Fatalf("%s: chexpercept %s: %s", where, strings.Join(args, " "), stderr)
+		if _, stderr, err := runCommand(t, findCommand(t, "mrmc"), args[1:]...); err != nil {
+			t.Fatalf("%s: chexpercept %s: %v\n%s", where, strings.Join(args, " "), err, stderr)
 		}
 		ran++
 		var got map[string]string

@@ -9,16 +9,12 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
-	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 )
 
 func TestReportCommand(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := sampleBench.get(t)
 	results := filepath.Join(tmp, "results")
 	for _, r := range []*analysistest.Run{
 		{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},
@@ -70,10 +66,7 @@ func TestReportCommand(t *testing.T) {
 func TestReportCommandIncompleteRun(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := sampleBench.get(t)
 	for _, tc := range []struct {
 		name     string
 		finished int

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
-	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
 	"github.com/chexpercept/chexpercept/internal/job"
 )
 
@@ -69,6 +68,12 @@ func TestWritersInterrupted(t *testing.T) {
 	}
 	cand := fixtureCandidates(t)
 	results := reportInputs(t)
+	// The phantom of one lesion: the writes the signal comes between are
+	// those of seven, at a seventh of the drawing.
+	oneLesion := filepath.Join(t.TempDir(), "edema.yaml")
+	if err := os.WriteFile(oneLesion, []byte("lesions: [edema]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		args  func(out string) []string
@@ -89,7 +94,7 @@ func TestWritersInterrupted(t *testing.T) {
 			return []string{"mrmc", "--scores", vanDykeScores, "--fom", "auc", "--out", out}
 		}, "mrmc.json", syscall.SIGINT, 130},
 		{"phantom", func(out string) []string {
-			return []string{"phantom", "--out", out, "--cases-per-lesion", "1", "--phantom-seed", "1", "--workers", "1"}
+			return []string{"phantom", "--config", oneLesion, "--out", out, "--cases-per-lesion", "1", "--phantom-seed", "1", "--workers", "1"}
 		}, "manifest.jsonl", syscall.SIGTERM, 130},
 		{"build", func(out string) []string {
 			return []string{"build", "--source", cand, "--out", out, "--per-lesion", "1,0,0", "--workers", "2", "--accept-all"}
@@ -159,10 +164,7 @@ func fixtureCandidates(t *testing.T) string {
 func reportInputs(t *testing.T) string {
 	t.Helper()
 	tmp := t.TempDir()
-	b, err := analysistest.WriteBench(filepath.Join(tmp, "bench"), benchtest.Sample())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := sampleBench.get(t)
 	results := filepath.Join(tmp, "results")
 	for _, r := range []*analysistest.Run{
 		{Provider: "baseline", Label: "oracle", Oracle: "none", Policy: analysistest.Oracle},

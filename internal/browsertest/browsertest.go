@@ -5,6 +5,11 @@
 // skipped with a visible message, unless CHEXPERCEPT_BROWSER_TESTS=1 (set
 // by CI, which installs Debian's chromium), in which case it fails.
 //
+// A test binary shares one browser: its tests open pages through a
+// package-level Shared (closed by TestMain), each in a browser context of
+// its own, so that Chromium starts once per package rather than once per
+// test.
+//
 // CheckAxe runs axe-core, injected from the npm package's axe.min.js
 // (AxeScript finds it), on a page and fails on every serious or critical
 // violation: the accessibility check of the report and the apps' pages.
@@ -15,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +47,14 @@ func Chromium(t testing.TB) string {
 // and the flags this machine's closed network needs, and returns its root
 // context, bounded by timeout, with the function that stops it.
 func Start(exe, profile string, width, height int, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, stop := launch(exe, profile, width, height)
+	ctx, cancelT := context.WithTimeout(ctx, timeout)
+	return ctx, func() { cancelT(); stop() }
+}
+
+// launch is Start without a bound: the root context of a new browser and
+// the function that stops it.
+func launch(exe, profile string, width, height int) (context.Context, context.CancelFunc) {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -52,8 +66,89 @@ func Start(exe, profile string, width, height int, timeout time.Duration) (conte
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, timeout)
-	return ctx, func() { cancelT(); cancelC(); cancelA() }
+	return ctx, func() { cancelC(); cancelA() }
+}
+
+// Shared is one headless Chromium for every test of a test binary. The
+// first test that opens a page starts it; each Open is a new browser
+// context (its own cookies, storage and viewport), so tests sharing the
+// browser, in parallel or not, see nothing of each other. Starting
+// Chromium costs about half a CPU-second and a second of wall time, once
+// per package instead of once per test. The zero value is ready to use;
+// TestMain calls Close after the tests.
+type Shared struct {
+	mu      sync.Mutex
+	root    context.Context
+	stop    context.CancelFunc
+	profile string
+	err     error // the start's failure, reported to every test that asks
+}
+
+// Open returns a new cookie-isolated browser context with a viewport of
+// width×height CSS pixels, bounded by timeout and closed when t ends. It
+// skips t as Chromium does when there is no browser.
+func (s *Shared) Open(t testing.TB, width, height int64, timeout time.Duration) context.Context {
+	t.Helper()
+	root, err := s.start(t)
+	if err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	tab, closeTab := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
+	ctx, cancel := context.WithTimeout(tab, timeout)
+	t.Cleanup(func() { cancel(); closeTab() })
+	// The first action on a new context creates its target: done on tab,
+	// so that the timeout's end fails the test's actions rather than
+	// closing the target under them.
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(width, height)); err != nil {
+		t.Fatalf("open a browser context: %v", err)
+	}
+	return ctx
+}
+
+// Browser returns a function that opens a new browser context of the
+// given viewport for t, each bounded by timeout (Open).
+func (s *Shared) Browser(t testing.TB, timeout time.Duration) func(width, height int64) context.Context {
+	t.Helper()
+	Chromium(t) // skip now rather than at the first page
+	return func(width, height int64) context.Context {
+		t.Helper()
+		return s.Open(t, width, height, timeout)
+	}
+}
+
+func (s *Shared) start(t testing.TB) (context.Context, error) {
+	t.Helper()
+	exe := Chromium(t)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.root != nil || s.err != nil {
+		return s.root, s.err
+	}
+	if s.profile, s.err = os.MkdirTemp("", "chexpercept-chrome-"); s.err != nil {
+		return nil, s.err
+	}
+	s.root, s.stop = launch(exe, s.profile, 1400, 1000)
+	if s.err = chromedp.Do(s.root); s.err != nil { // starts the browser
+		s.stop()
+		s.root = nil
+	}
+	return s.root, s.err
+}
+
+// Close stops the browser, if one was started, and removes its profile.
+func (s *Shared) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		s.stop()
+		s.stop, s.root = nil, nil
+	}
+	if s.profile == "" {
+		return nil
+	}
+	err := os.RemoveAll(s.profile)
+	s.profile = ""
+	return err
 }
 
 // Browser starts headless Chromium (skipping as Chromium does) with a

@@ -368,9 +368,8 @@ func TestBucketSearchMatches(t *testing.T) {
 			}
 			// The searches themselves: identical (pixel, distance) sets up
 			// to ρ_max, including the pixels right at the boundary.
-			inT := func(i int32) bool { return m.Pix[i] == tv }
 			rad := func(dT float64) float64 { return 1.25*dT + 24 }
-			p1, d1, rm1, f1 := e.search.run(p, inT, rad, nil)
+			p1, d1, rm1, f1 := e.search.run(p, m.Pix, tv, rad, nil)
 			p2, d2, rm2, f2 := e.heapSearch(p, m, tv, rad, nil)
 			if f1 != f2 || f1 && (d1 != d2 || rm1 != rm2) {
 				t.Fatalf("%s: search found=%v d_T=%v vs found=%v d_T=%v", label, f1, d1, f2, d2)

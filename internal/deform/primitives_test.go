@@ -1,6 +1,7 @@
 package deform
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -359,4 +360,158 @@ func synthGray(w, h int) *imageGray {
 		}
 	}
 	return g
+}
+
+// organicNoiseDirect is organicNoise evaluated per pixel: both horizontal
+// blends and the vertical blend for every (s, t).
+func organicNoiseDirect(r *rng.RNG, n int, cells []int, weights []float64) []float64 {
+	field := make([]float64, n*n)
+	for oc, z := range cells {
+		if z <= 0 {
+			continue
+		}
+		wgt := 0.0
+		if oc < len(weights) {
+			wgt = weights[oc]
+		}
+		L := (n-1)/z + 2
+		lat := make([]float64, L*L)
+		for i := range lat {
+			lat[i] = r.Float64()
+		}
+		for t := 0; t < n; t++ {
+			gy := float64(t) / float64(z)
+			j := int(math.Floor(gy))
+			fy := smoothstep(gy - float64(j))
+			for s := 0; s < n; s++ {
+				gx := float64(s) / float64(z)
+				i := int(math.Floor(gx))
+				fx := smoothstep(gx - float64(i))
+				r0, r1 := lat[j*L:], lat[(j+1)*L:]
+				a := r0[i] + float64(fx*(r0[i+1]-r0[i]))
+				b := r1[i] + float64(fx*(r1[i+1]-r1[i]))
+				v := a + float64(fy*(b-a))
+				field[t*n+s] += float64(wgt * v)
+			}
+		}
+	}
+	lo, hi := slices.Min(field), slices.Max(field)
+	for i, v := range field {
+		if hi > lo {
+			field[i] = (v - lo) / (hi - lo)
+		} else {
+			field[i] = 0.5
+		}
+	}
+	return field
+}
+
+// TestOrganicNoiseMatchesDirect compares organicNoise, which blends each
+// lattice row horizontally once, with the per-pixel evaluation over many
+// sizes, cell lists and weights (odd cells, cells larger than the square,
+// a zero cell, negative weights): every value must be the same float64,
+// and both must leave the RNG at the same place.
+func TestOrganicNoiseMatchesDirect(t *testing.T) {
+	t.Parallel()
+	src := rng.New("noise-direct")
+	var buf []float64
+	for trial := 0; trial < 60; trial++ {
+		n := 1 + int(src.UintN(140))
+		var cells []int
+		var weights []float64
+		for k := 0; k < 1+int(src.UintN(4)); k++ {
+			cells = append(cells, int(src.UintN(50)))
+			weights = append(weights, src.Float64()*2-0.5)
+		}
+		seed := fmt.Sprintf("noise-direct/%d", trial)
+		r1, r2 := rng.New(seed), rng.New(seed)
+		buf = organicNoise(r1, n, cells, weights, buf)
+		want := organicNoiseDirect(r2, n, cells, weights)
+		for i := range want {
+			if math.Float64bits(buf[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("n=%d cells %v weights %v: value %d is %v, direct %v", n, cells, weights, i, buf[i], want[i])
+			}
+		}
+		if r1.U64() != r2.U64() {
+			t.Fatalf("n=%d cells %v: RNG consumption differs", n, cells)
+		}
+	}
+}
+
+// blurDirect is blur with one sum per output pixel, tap by tap.
+func blurDirect(src []float64, w, h int, k []float64) []float64 {
+	r := len(k) / 2
+	at := func(f []float64, x, y int) float64 { return f[min(max(y, 0), h-1)*w+min(max(x, 0), w-1)] }
+	tmp := make([]float64, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			s := 0.0
+			for j := -r; j <= r; j++ {
+				s += float64(k[j+r] * at(src, x+j, y))
+			}
+			tmp[y*w+x] = s
+		}
+	}
+	dst := make([]float64, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			s := 0.0
+			for j := -r; j <= r; j++ {
+				s += float64(k[j+r] * at(tmp, x, y+j))
+			}
+			dst[y*w+x] = s
+		}
+	}
+	return dst
+}
+
+// TestBlurMatchesDirect compares blur with the per-pixel sums on random
+// images of many widths (below, at and above the four-wide blocks and
+// the kernel's reach) and kernels: every value must be the same float64.
+func TestBlurMatchesDirect(t *testing.T) {
+	t.Parallel()
+	src := rng.New("blur-direct")
+	for trial := 0; trial < 40; trial++ {
+		w, h := 1+int(src.UintN(37)), 1+int(src.UintN(23))
+		img := make([]float64, w*h)
+		for i := range img {
+			img[i] = float64(src.UintN(256)) / 255
+		}
+		k := gaussKernel([]float64{0, 0.4, 1, 2, 3.3}[trial%5])
+		got, want := blur(img, w, h, k), blurDirect(img, w, h, k)
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("%dx%d, kernel of %d: pixel %d is %v, direct %v", w, h, len(k), i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestSobelMagMatchesDirect compares sobelMag with the clamped per-pixel
+// formula on random fields, widths and heights 1 to 3 included.
+func TestSobelMagMatchesDirect(t *testing.T) {
+	t.Parallel()
+	src := rng.New("sobel-direct")
+	for trial := 0; trial < 40; trial++ {
+		w, h := 1+int(src.UintN(20)), 1+int(src.UintN(12))
+		g := make([]float64, w*h)
+		for i := range g {
+			g[i] = src.Float64()
+		}
+		at := func(x, y int) float64 { return g[min(max(y, 0), h-1)*w+min(max(x, 0), w-1)] }
+		got := sobelMag(g, w, h)
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				a, b, c := at(x-1, y-1), at(x, y-1), at(x+1, y-1)
+				d, f := at(x-1, y), at(x+1, y)
+				gg, hh, ii := at(x-1, y+1), at(x, y+1), at(x+1, y+1)
+				gx := ((c + float64(2*f) + ii) - (a + float64(2*d) + gg)) / 8
+				gy := ((gg + float64(2*hh) + ii) - (a + float64(2*b) + c)) / 8
+				want := math.Sqrt(float64(gx*gx) + float64(gy*gy))
+				if math.Float64bits(got[y*w+x]) != math.Float64bits(want) {
+					t.Fatalf("%dx%d: (%d,%d) is %v, direct %v", w, h, x, y, got[y*w+x], want)
+				}
+			}
+		}
+	}
 }

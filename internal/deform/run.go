@@ -3,7 +3,6 @@ package deform
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -69,10 +68,7 @@ func newEngine(g *Geometry, cfg buildcfg.Config) (*engine, error) {
 	e.empty = mask.New(w, h)
 	e.log = &Log{}
 	e.cost, e.log.GradientP = CostField(g.Gray, e.lungUnion, cfg.GeoSigma, cfg.GeoAlpha, cfg.GeoGradientPercentile)
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, c := range e.cost {
-		lo, hi = min(lo, c), max(hi, c)
-	}
+	lo, hi := fieldRange(e.cost)
 	if cfg.GeoWindow < 0 {
 		return nil, fmt.Errorf("deform: geo_window %d must be ≥ 0", cfg.GeoWindow)
 	}

@@ -219,6 +219,46 @@ func TestMorphMatchesDefinition(t *testing.T) {
 	}
 }
 
+// Rows wider than one 64-bit word: the kernel packs each row's horizontal
+// dilations one bit per pixel, so runs that start, end or are clipped on
+// and across word boundaries, full words and long all-foreground rows must
+// all give the definition's result.
+func TestMorphWideMatchesDefinition(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	zero := func(int, int) uint8 { return 0 }
+	one := func(int, int) uint8 { return 1 }
+	for i := 0; i < 60; i++ {
+		w, h := 50+r.IntN(230), 1+r.IntN(30)
+		m := randMask(r, w, h, r.Float64()*0.2)
+		if i%4 == 3 { // long runs: whole rows and bands of foreground
+			for y := 0; y < h; y += 1 + r.IntN(4) {
+				x0 := r.IntN(w)
+				for x := x0; x < min(w, x0+64+r.IntN(2*w)); x++ {
+					m.Pix[y*w+x] = 1
+				}
+			}
+		}
+		var se SE
+		switch i % 3 {
+		case 0:
+			se = Ellipse32()
+		case 1:
+			se = Disc(r.IntN(8))
+		default:
+			se = randSE(r)
+		}
+		if got, want := Dilate(m, se, 1), bruteMorph(m, se, false, zero); !Equal(got, want) {
+			t.Fatalf("case %d: dilate %dx%d differs", i, w, h)
+		}
+		if got, want := Erode(m, se, 1), bruteMorph(m, se, true, one); !Equal(got, want) {
+			t.Fatalf("case %d: erode %dx%d differs", i, w, h)
+		}
+		if got, want := Dilate(m, se, 2), bruteMorph(bruteMorph(m, se, false, zero), se, false, zero); !Equal(got, want) {
+			t.Fatalf("case %d: dilate x2 %dx%d differs", i, w, h)
+		}
+	}
+}
+
 func TestMorphProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	// Every element here contains the origin.

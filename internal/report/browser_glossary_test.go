@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -47,7 +46,7 @@ func longSamplingReport(t *testing.T) string {
 // link to a definition lands on one, and each plot is shown once.
 func TestBrowserGlossaryFits(t *testing.T) {
 	t.Parallel()
-	exe := browsertest.Chromium(t)
+	browsertest.Chromium(t)
 	planted, _ := plantedReport(t)
 	reports := []struct{ name, dir string }{
 		{"six runs", planted},
@@ -60,8 +59,7 @@ func TestBrowserGlossaryFits(t *testing.T) {
 		"D2, D3, D5, D6", "A4", "B2", "Parse: reference, strict", "Rehearsal", "Sampling", "Item-health flags"}
 	for _, r := range reports {
 		t.Run(r.name, func(t *testing.T) {
-			ctx, cancel := browsertest.Start(exe, t.TempDir(), 1400, 1000, 90*time.Second)
-			defer cancel()
+			ctx := newBrowser(t)
 			if err := chromedp.Do(ctx,
 				chromedp.EmulateViewport(1400, 1000),
 				chromedp.Navigate("file://"+filepath.ToSlash(filepath.Join(r.dir, "index.html"))),

@@ -17,8 +17,13 @@ import (
 	"github.com/chexpercept/chexpercept/internal/runset"
 )
 
-func newBrowser(t *testing.T, exe, profile string) (context.Context, context.CancelFunc) {
-	return browsertest.Start(exe, profile, 1400, 1000, 90*time.Second)
+// chrome is the package's one Chromium (TestMain closes it).
+var chrome browsertest.Shared
+
+// newBrowser opens a page context of 1400×1000 in chrome for t.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	return chrome.Open(t, 1400, 1000, 90*time.Second)
 }
 
 // TestBrowserLargeInteractive checks the 2-second interactivity target on
@@ -32,9 +37,7 @@ func TestBrowserLargeInteractive(t *testing.T) {
 	if dir == "" {
 		t.Skip("set CHX_LARGE_REPORT=REPORT_DIR to time a large report in Chromium")
 	}
-	exe := browsertest.Chromium(t)
-	ctx, cancel := newBrowser(t, exe, t.TempDir())
-	defer cancel()
+	ctx := newBrowser(t)
 	abs, _ := filepath.Abs(dir)
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+filepath.ToSlash(filepath.Join(abs, "index.html"))),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`))); err != nil {
@@ -58,15 +61,14 @@ func TestBrowserLargeInteractive(t *testing.T) {
 // disk in headless Chromium (stopped when t ends), ready.
 func openSmallReport(t *testing.T) context.Context {
 	t.Helper()
-	exe := browsertest.Chromium(t)
+	browsertest.Chromium(t)
 	tmp := t.TempDir()
 	dir := fixture(t, tmp, benchtest.Sample(), baselineRuns()...)
 	out := filepath.Join(tmp, "report")
 	if _, err := Generate(context.Background(), Config{Load: runset.Loader([]string{dir}, runset.Options{}), Out: out, Analysis: analysis.Options{Bootstrap: 100}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := newBrowser(t, exe, filepath.Join(tmp, "chrome-profile"))
-	t.Cleanup(cancel)
+	ctx := newBrowser(t)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate("file://"+filepath.ToSlash(filepath.Join(out, "index.html"))),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)),
@@ -158,10 +160,9 @@ func TestBrowser(t *testing.T) {
 // navigation links to it.
 func TestBrowserFindings(t *testing.T) {
 	t.Parallel()
-	exe := browsertest.Chromium(t)
+	browsertest.Chromium(t)
 	out := findingsReport(t)
-	ctx, cancel := newBrowser(t, exe, t.TempDir())
-	defer cancel()
+	ctx := newBrowser(t)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate("file://"+filepath.ToSlash(filepath.Join(out, "index.html"))),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)),

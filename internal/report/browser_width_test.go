@@ -20,20 +20,19 @@ import (
 // report the same way.
 func TestBrowserWidth(t *testing.T) {
 	t.Parallel()
-	exe := browsertest.Chromium(t)
+	browsertest.Chromium(t)
 	out, _ := plantedReport(t)
 	if d := os.Getenv("CHX_WIDTH_REPORT"); d != "" {
 		out = d
 	}
 	url := "file://" + filepath.ToSlash(filepath.Join(out, "index.html"))
 	for _, size := range []struct{ w, h int }{{1400, 1000}, {390, 844}} {
-		ctx, cancel := browsertest.Start(exe, t.TempDir(), size.w, size.h, 90*time.Second)
+		ctx := chrome.Open(t, int64(size.w), int64(size.h), 90*time.Second)
 		if err := chromedp.Do(ctx,
 			chromedp.EmulateViewport(int64(size.w), int64(size.h)),
 			chromedp.Navigate(url),
 			chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)),
 		); err != nil {
-			cancel()
 			t.Fatal(err)
 		}
 		// The item browser opens on a model under test, not on the oracle
@@ -45,14 +44,12 @@ func TestBrowserWidth(t *testing.T) {
 		// second run: the widest state of the item browser.
 		flagged := evalInt(t, ctx, `(() => { const s = document.getElementById("f-flag"); s.value = "flagged"; s.dispatchEvent(new Event("change")); const b = document.getElementById("f-model-b"); b.value = "1"; b.dispatchEvent(new Event("change")); return document.querySelectorAll("#item-list tbody tr").length; })()`)
 		if flagged == 0 && os.Getenv("CHX_WIDTH_REPORT") == "" {
-			cancel()
 			t.Fatalf("%d×%d: the fixture has no flagged item", size.w, size.h)
 		} else if flagged == 0 {
 			evalInt(t, ctx, `(() => { const s = document.getElementById("f-flag"); s.value = "all"; s.dispatchEvent(new Event("change")); return 0; })()`)
 		}
 		evalInt(t, ctx, `(() => { const i = +document.querySelector("#item-list tbody tr").dataset.item; CHX.open(i); return i; })()`)
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll("#item-view tbody tr").length > 0`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			cancel()
 			t.Fatalf("%d×%d: item did not open: %v", size.w, size.h, err)
 		}
 		doc := evalInt(t, ctx, `document.documentElement.scrollWidth`)
@@ -63,7 +60,6 @@ func TestBrowserWidth(t *testing.T) {
 				os.WriteFile(filepath.Join(dir, fmt.Sprintf("report_items_%dx%d.png", size.w, size.h)), shot, 0o644)
 			}
 		}
-		cancel()
 		t.Logf("%d×%d: document %d px, window %d px", size.w, size.h, doc, win)
 		if doc > win {
 			t.Errorf("%d×%d: the page is %d px wide in a %d px window; too wide: %s", size.w, size.h, doc, win, wide)

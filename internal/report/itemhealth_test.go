@@ -110,10 +110,9 @@ func TestItemHealthBaselinesOnly(t *testing.T) {
 // the ground truth, every counted run's answer and the images.
 func TestBrowserFlagged(t *testing.T) {
 	t.Parallel()
-	exe := browsertest.Chromium(t)
+	browsertest.Chromium(t)
 	out, key := plantedReport(t)
-	ctx, cancel := newBrowser(t, exe, filepath.Join(t.TempDir(), "chrome-profile"))
-	defer cancel()
+	ctx := newBrowser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+filepath.ToSlash(filepath.Join(out, "index.html"))),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`))); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"github.com/chexpercept/chexpercept/internal/analysis/analysistest"
 	"github.com/chexpercept/chexpercept/internal/benchmark"
 	"github.com/chexpercept/chexpercept/internal/benchmark/benchtest"
-	"github.com/chexpercept/chexpercept/internal/browsertest"
 	"github.com/chexpercept/chexpercept/internal/protocol"
 	"github.com/chexpercept/chexpercept/internal/runset"
 )
@@ -111,9 +110,7 @@ func TestReadersAndModels(t *testing.T) {
 		t.Errorf("first − readers, lesion_free stage 1: %q", c)
 	}
 
-	exe := browsertest.Chromium(t)
-	ctx, cancel := newBrowser(t, exe, filepath.Join(t.TempDir(), "chrome-profile"))
-	defer cancel()
+	ctx := newBrowser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+filepath.ToSlash(filepath.Join(out, "index.html"))),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`))); err != nil {
 		t.Fatal(err)

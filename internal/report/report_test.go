@@ -85,6 +85,9 @@ func (s *sharedReport) get(t *testing.T, name string, write func(t *testing.T, t
 // TestMain runs the tests and removes the shared reports.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if err := chrome.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	if shared.dir != "" {
 		if err := os.RemoveAll(shared.dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)

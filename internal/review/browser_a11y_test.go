@@ -16,7 +16,7 @@ import (
 func TestBrowserAccessibility(t *testing.T) {
 	t.Parallel()
 	axe := browsertest.AxeScript(t)
-	open := browsertest.Browser(t, 180*time.Second)
+	open := chrome.Browser(t, 180*time.Second)
 	a := newApp(t, 2, 1)
 	round := itemRound(t)
 	key := a.queueOf("r1")[0]
@@ -56,7 +56,7 @@ func TestBrowserAccessibility(t *testing.T) {
 // button's outcome, and the keys of a normal review save nothing.
 func TestBrowserReReviewKeys(t *testing.T) {
 	t.Parallel()
-	open := browsertest.Browser(t, 120*time.Second)
+	open := chrome.Browser(t, 120*time.Second)
 	round := itemRound(t)
 	ctx := open(1280, 900)
 	browsertest.SignIn(t, ctx, round.srv.URL, round.tok["r1"])

@@ -3,14 +3,11 @@ package review
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/chexpercept/chexpercept/internal/browsertest"
 )
 
 // caseLayout is "" when the page is no wider than the window and the
@@ -37,12 +34,7 @@ const caseLayout = `(() => {
 // reviewer and for the admin.
 func TestBrowserCaseLayout(t *testing.T) {
 	t.Parallel()
-	exe := browsertest.Chromium(t)
-	root, stop := browsertest.Start(exe, filepath.Join(t.TempDir(), "chrome-profile"), 1400, 1000, 120*time.Second)
-	t.Cleanup(stop)
-	if err := chromedp.Do(root); err != nil {
-		t.Fatal(err)
-	}
+	open := chrome.Browser(t, 120*time.Second)
 	a := newAppSized(t, 3, 2, 6, 4)
 	var positive string
 	for _, k := range a.queueOf("r1") {
@@ -56,10 +48,7 @@ func TestBrowserCaseLayout(t *testing.T) {
 	}
 	for _, size := range [][2]int64{{1400, 1000}, {768, 1024}, {390, 844}} {
 		for _, who := range []string{"r1", AdminName} {
-			ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
-			if err := chromedp.Do(ctx, chromedp.EmulateViewport(size[0], size[1])); err != nil {
-				t.Fatal(err)
-			}
+			ctx := open(size[0], size[1])
 			signInBrowser(t, ctx, a.srv.URL, a.tok[who])
 			if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("who"))); err != nil {
 				t.Fatal(err)
@@ -81,7 +70,6 @@ func TestBrowserCaseLayout(t *testing.T) {
 			if msg != "" {
 				t.Errorf("%s, %d×%d: %s", who, size[0], size[1], msg)
 			}
-			cancel()
 		}
 	}
 }

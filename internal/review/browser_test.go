@@ -2,7 +2,9 @@ package review
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,10 +14,22 @@ import (
 	"github.com/chexpercept/chexpercept/internal/browsertest"
 )
 
-// browser starts headless Chromium with a fresh profile and returns a
-// function that opens a new, cookie-isolated browser context per user.
+// chrome is the package's one Chromium, shared by the browser tests.
+var chrome browsertest.Shared
+
+// TestMain runs the tests and stops chrome.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := chrome.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+// browser returns a function that opens a new, cookie-isolated browser
+// context per user, in chrome.
 func browser(t *testing.T) func() context.Context {
-	open := browsertest.Browser(t, 120*time.Second)
+	open := chrome.Browser(t, 120*time.Second)
 	return func() context.Context { return open(1280, 900) }
 }
 
