@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,67 +21,16 @@ import (
 	"github.com/chexpercept/chexpercept/internal/rundir"
 )
 
+// chrome is the package's one Chromium: each test's pages open in
+// browser contexts of their own (their own cookies, storage and cache),
+// and TestMain stops it.
+var chrome browsertest.Shared
+
 // browser returns a function that opens a cookie-isolated context of the
-// given window size in the package's headless Chromium, closed when t
-// ends and bounded by 300 s. The tests share one browser (each launch
-// costs seconds), started by the first that asks and stopped by TestMain;
-// a context of its own (chromedp.WithNewBrowserContext) keeps each test's
-// cookies, storage and cache apart, as a browser of its own did.
+// given window size in chrome, closed when t ends and bounded by 300 s.
 func browser(t *testing.T) func(w, h int64) context.Context {
 	t.Helper()
-	exe := browsertest.Chromium(t)
-	chromium.once.Do(func() { chromium.root, chromium.err = startChromium(exe) })
-	if chromium.err != nil {
-		t.Fatal(chromium.err)
-	}
-	return func(w, h int64) context.Context {
-		bounded, cancelT := context.WithTimeout(chromium.root, 300*time.Second)
-		ctx, cancel := chromedp.NewContext(bounded, chromedp.WithNewBrowserContext())
-		t.Cleanup(func() { cancel(); cancelT() })
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, h)); err != nil {
-			t.Errorf("open a browser context: %v", err) // the next step on ctx fails too
-		}
-		return ctx
-	}
-}
-
-// chromium is the package's browser (browser), stopped and its profile
-// directory removed by TestMain.
-var chromium struct {
-	once sync.Once
-	root context.Context
-	stop context.CancelFunc
-	dir  string
-	err  error
-}
-
-// startChromium launches the package's browser with a fresh profile.
-func startChromium(exe string) (context.Context, error) {
-	dir, err := os.MkdirTemp("", "chexpercept-reading-chrome-")
-	if err != nil {
-		return nil, err
-	}
-	chromium.dir = dir
-	// Each test's contexts are bounded by 300 s; the browser itself by
-	// what the whole package may take.
-	root, stop := browsertest.Start(exe, filepath.Join(dir, "profile"), 1400, 1000, 2*time.Hour)
-	chromium.stop = stop
-	if err := chromedp.Do(root); err != nil { // starts the browser
-		return nil, fmt.Errorf("start chromium: %w", err)
-	}
-	return root, nil
-}
-
-// stopChromium stops the package's browser, if one was started, and
-// removes its profile.
-func stopChromium() error {
-	if chromium.stop != nil {
-		chromium.stop()
-	}
-	if chromium.dir == "" {
-		return nil
-	}
-	return os.RemoveAll(chromium.dir)
+	return chrome.Browser(t, 300*time.Second)
 }
 
 func screenshot(ctx context.Context, name string) { browsertest.Screenshot(ctx, name) }

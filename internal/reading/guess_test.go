@@ -67,11 +67,11 @@ var shared struct {
 	err   error
 }
 
-// TestMain runs the tests, stops the shared browser (browser) and removes
+// TestMain runs the tests, stops the shared browser (chrome) and removes
 // the shared phantom benchmark.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if err := stopChromium(); err != nil {
+	if err := chrome.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
 	if shared.dir != "" {
