@@ -36,7 +36,11 @@ import (
 // full browser.
 func Chromium(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("CHEXPERCEPT_CHROMIUM"); p != "" {
+	if name := os.Getenv("CHEXPERCEPT_CHROMIUM"); name != "" {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			t.Fatalf("CHEXPERCEPT_CHROMIUM: %v", err)
+		}
 		return p
 	}
 	for _, name := range []string{"/usr/bin/chromium-headless-shell", "chromium-headless-shell", "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
@@ -137,8 +141,10 @@ func (s *Shared) start(t testing.TB) (context.Context, error) {
 	}
 	s.root, s.stop = launch(exe, s.profile, 1400, 1000)
 	if s.err = chromedp.Do(s.root); s.err != nil { // starts the browser
+		// Stopped once: a second stop of a browser that never started
+		// would wait for it for ever.
 		s.stop()
-		s.root = nil
+		s.root, s.stop = nil, nil
 	}
 	return s.root, s.err
 }
