@@ -219,11 +219,14 @@ wait_for 30 "node $host to be idle" node_idle
 say "slurmctld and slurmd up: node $host, 2 CPUs, ${mem_mb} MB, ports $ctld_port-$((ctld_port + 1))"
 # Loopback only: no TCP listener on the two Slurm ports may be outside
 # 127.0.0.0/8 (/proc/net/tcp holds addresses as little-endian hex, so those
-# end in 7F; any IPv6 listener other than ::1 is exposed).
+# end in 7F; any IPv6 listener other than ::1 is exposed). The ports are
+# compared as strings: awk would compare hex that looks like a number in
+# exponent notation as numbers, and 07E8 (port 2024) equals 70E7 (28903).
 exposed=$(awk -v p1="$(printf '%04X' "$ctld_port")" -v p2="$(printf '%04X' $((ctld_port + 1)))" '
 	FNR > 1 && $4 == "0A" {
 		split($2, a, ":")
-		if ((a[2] == p1 || a[2] == p2) && a[1] !~ /7F$/ && a[1] != "00000000000000000000000001000000") print $2
+		port = a[2] ""
+		if ((port == p1 "" || port == p2 "") && a[1] !~ /7F$/ && a[1] != "00000000000000000000000001000000") print $2
 	}' /proc/net/tcp /proc/net/tcp6 2>/dev/null)
 [ -z "$exposed" ] || die "Slurm listens outside loopback ($exposed in /proc/net/tcp*); NoCtldInAddrAny/NoInAddrAny bind what $host resolves to"
 
