@@ -17,6 +17,7 @@ package browsertest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,6 +148,27 @@ func (s *Shared) start(t testing.TB) (context.Context, error) {
 		s.root, s.stop = nil, nil
 	}
 	return s.root, s.err
+}
+
+// Main is a package's TestMain for tests that share s: it runs m's
+// tests, stops s and removes each folder dirs point to (a package's
+// shared fixtures, named by the first test that made them; "" is none),
+// then exits with the tests' code. A failed clean-up is printed, not
+// turned into a failure of tests that passed.
+func (s *Shared) Main(m *testing.M, dirs ...*string) {
+	code := m.Run()
+	if err := s.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	for _, d := range dirs {
+		if *d == "" {
+			continue
+		}
+		if err := os.RemoveAll(*d); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	os.Exit(code)
 }
 
 // Close stops the browser, if one was started, and removes its profile.

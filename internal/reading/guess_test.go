@@ -69,18 +69,7 @@ var shared struct {
 
 // TestMain runs the tests, stops the shared browser (chrome) and removes
 // the shared phantom benchmark.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := chrome.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	if shared.dir != "" {
-		if err := os.RemoveAll(shared.dir); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { chrome.Main(m, &shared.dir) }
 
 // buildPhantomBench builds a benchmark of rr revision-required records
 // per lesion into a new directory (shared.dir).

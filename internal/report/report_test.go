@@ -1,7 +1,6 @@
 package report
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -82,16 +81,5 @@ func (s *sharedReport) get(t *testing.T, name string, write func(t *testing.T, t
 	return s.out
 }
 
-// TestMain runs the tests and removes the shared reports.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := chrome.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	if shared.dir != "" {
-		if err := os.RemoveAll(shared.dir); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}
-	os.Exit(code)
-}
+// TestMain runs the tests, stops chrome and removes the shared reports.
+func TestMain(m *testing.M) { chrome.Main(m, &shared.dir) }

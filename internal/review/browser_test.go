@@ -2,9 +2,7 @@ package review
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,13 +16,7 @@ import (
 var chrome browsertest.Shared
 
 // TestMain runs the tests and stops chrome.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := chrome.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { chrome.Main(m) }
 
 // browser returns a function that opens a new, cookie-isolated browser
 // context per user, in chrome.
