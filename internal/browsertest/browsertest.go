@@ -187,27 +187,6 @@ func (s *Shared) Close() error {
 	return err
 }
 
-// Browser starts headless Chromium (skipping as Chromium does) with a
-// fresh profile, stopped when t ends, and returns a function that opens a
-// new cookie-isolated browser context (one user) of the given viewport.
-func Browser(t testing.TB, timeout time.Duration) func(width, height int64) context.Context {
-	t.Helper()
-	exe := Chromium(t)
-	root, stop := Start(exe, filepath.Join(t.TempDir(), "chrome-profile"), 1400, 1000, timeout)
-	t.Cleanup(stop)
-	if err := chromedp.Do(root); err != nil { // starts the browser
-		t.Fatal(err)
-	}
-	return func(width, height int64) context.Context {
-		ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
-		t.Cleanup(cancel)
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height)); err != nil {
-			t.Errorf("open a browser context: %v", err) // the next step on ctx fails too
-		}
-		return ctx
-	}
-}
-
 // Screenshot saves the page of ctx as name.png in $CHEXPERCEPT_SCREENSHOTS
 // when that is set (to look at the pages a test saw). A screenshot is an
 // aid to whoever debugs a test: one that cannot be taken or saved fails
